@@ -1,0 +1,119 @@
+"""``EgressPolicy``: everything the guard needs to decide, as one frozen value.
+
+``net/`` never reads Django settings; the Django layer (``django_webfetch.egress``) builds a
+policy per request and passes it in.  ``EgressPolicy()`` with no arguments is the
+``external_filtered`` policy with the DESIGN.md defaults and the system's DNS configuration.
+
+Bounds may be lowered, never raised past the hard ceilings below: a policy asking for more
+raises ``PolicyError`` rather than silently widening.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .errors import PolicyError
+
+__all__ = [
+    "DEFAULT_MEDIA_TYPES",
+    "HARD_LIMITS",
+    "EgressPolicy",
+    "Scope",
+]
+
+
+class Scope(str, enum.Enum):
+    """Egress scope of a tool group (DESIGN.md §2).  There is no "any host" scope."""
+
+    NONE = "none"
+    OWN_SITE = "own_site"
+    CONFIGURED_ENDPOINT = "configured_endpoint"
+    EXTERNAL_FILTERED = "external_filtered"
+
+
+DEFAULT_MEDIA_TYPES: tuple[str, ...] = ("text/html", "application/xhtml+xml", "text/plain")
+
+#: name -> (default, hard ceiling)
+HARD_LIMITS: Mapping[str, tuple[float, float]] = {
+    "max_body_bytes": (2 * 1024 * 1024, 2 * 1024 * 1024),
+    "max_redirects": (3, 3),
+    "connect_timeout": (5.0, 5.0),
+    "total_timeout": (20.0, 20.0),
+}
+
+
+@dataclass(frozen=True)
+class EgressPolicy:
+    """One request's egress rules.  Hashable, immutable, safe to share between threads."""
+
+    scope: Scope = Scope.EXTERNAL_FILTERED
+    #: Raw list entries (host names, ``*.suffix`` patterns, IP literals, optional ``:port``).
+    #: They are validated by the guard on every check; one invalid entry makes the whole
+    #: list invalid and every request is refused (reason ``invalid_list``).
+    allowlist: tuple[str, ...] = ()
+    denylist: tuple[str, ...] = ()
+    #: Hosts of this installation (``host`` or ``host:port``).  Refused for every scope but
+    #: ``own_site``; the only hosts ``own_site`` may reach.
+    own_site_hosts: tuple[str, ...] = ()
+    #: Base URLs (``https://search.internal/api/``) for the ``configured_endpoint`` scope.
+    endpoints: tuple[str, ...] = ()
+    #: Host names (exact, lower case) whose addresses may be private (RFC 1918, loopback,
+    #: CGNAT, ULA).  Metadata addresses stay refused, and a mixed public/private answer
+    #: stays refused.  Empty for ``external_filtered`` in the built-in configuration.
+    allow_private_hosts: tuple[str, ...] = ()
+    #: Operator-declared NAT64 prefixes (``64:ff9b::/96``); when set, embedded IPv4 is
+    #: decoded and classified instead of the prefix being refused whole.
+    nat64_prefixes: tuple[str, ...] = ()
+    #: DNS servers (IP literals).  ``None``: the system's resolv.conf, read by dnspython.
+    nameservers: tuple[str, ...] | None = None
+    dns_port: int = 53
+    #: A proxy configured for the app.  When it (or a proxy in ``proxy_env``) applies to a
+    #: destination, the request is refused unless ``allow_via_proxy`` and a non-empty
+    #: allowlist: a proxy would resolve names itself and defeat the address checks.
+    proxy: str | None = None
+    allow_via_proxy: bool = False
+    #: Proxy environment (``HTTP_PROXY``... ``NO_PROXY``).  ``None``: read ``os.environ`` at
+    #: check time.  The transport itself never uses the environment (``trust_env=False``).
+    proxy_env: tuple[tuple[str, str], ...] | None = None
+    #: CA bundle (PEM file) for certificate verification; ``None``: the system trust store.
+    #: Certificates are always verified against the URL's host name.
+    ca_file: str | None = None
+    media_types: tuple[str, ...] = DEFAULT_MEDIA_TYPES
+    max_body_bytes: int = 2 * 1024 * 1024
+    max_redirects: int = 3
+    connect_timeout: float = 5.0
+    total_timeout: float = 20.0
+    user_agent: str = "django-webfetch (+https://github.com/django-webfetch)"
+    #: Free-form label for audit events ("web", "plugin:acme#3"); never used to decide.
+    label: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, Scope):
+            try:
+                object.__setattr__(self, "scope", Scope(self.scope))
+            except ValueError as exc:
+                raise PolicyError(f"unknown egress scope {self.scope!r}") from exc
+        for name in ("allowlist", "denylist", "own_site_hosts", "endpoints",
+                     "allow_private_hosts", "nat64_prefixes", "media_types"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise PolicyError(f"{name} must be a tuple of strings")
+            object.__setattr__(self, name, tuple(value))
+        if self.nameservers is not None:
+            if isinstance(self.nameservers, str):
+                raise PolicyError("nameservers must be a tuple of IP literals")
+            object.__setattr__(self, "nameservers", tuple(self.nameservers))
+        for name, (_default, ceiling) in HARD_LIMITS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise PolicyError(f"{name} must be a number")
+            if not 0 <= value <= ceiling:
+                raise PolicyError(f"{name}={value!r} is outside 0..{ceiling!r} (hard ceiling)")
+        if not 0 < self.dns_port < 65536:
+            raise PolicyError("dns_port must be 1..65535")
+
+    @property
+    def has_allowlist(self) -> bool:
+        return bool(self.allowlist)
