@@ -1,9 +1,66 @@
-"""The guarded-fetch core.  Pure Python: nothing in this package imports Django."""
+"""The guarded-fetch core.  Pure Python: nothing in this package imports Django.
+
+>>> from django_webfetch.net import EgressPolicy, fetch, explain
+>>> result = fetch("https://docs.example.org/page?q=1", policy=EgressPolicy())  # doctest: +SKIP
+>>> print(explain("http://0x7f.1/", policy=EgressPolicy()).as_text())  # doctest: +SKIP
+"""
 
 from __future__ import annotations
 
-from .errors import *  # noqa: F403
-from .errors import __all__ as _errors_all
+from .errors import (
+    AddressNotAllowed,
+    EgressDenied,
+    ExtractionError,
+    FetchError,
+    FetchTimeout,
+    HostNotAllowed,
+    InvalidURL,
+    PolicyError,
+    PortNotAllowed,
+    ResolutionError,
+    ResponseTooLarge,
+    SchemeNotAllowed,
+    TooManyRedirects,
+    UnresolvableHost,
+    UnsupportedContentEncoding,
+    UnsupportedMediaType,
+    WebFetchError,
+)
+from .fetch import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
+from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
 
-__all__ = sorted([*_errors_all, "DEFAULT_MEDIA_TYPES", "HARD_LIMITS", "EgressPolicy", "Scope"])
+__all__ = [
+    "DEFAULT_MEDIA_TYPES",
+    "HARD_LIMITS",
+    "AddressNotAllowed",
+    "EgressDenied",
+    "EgressPolicy",
+    "Explanation",
+    "ExtractionError",
+    "FetchError",
+    "FetchResult",
+    "FetchTimeout",
+    "Fetcher",
+    "GuardEvent",
+    "Hop",
+    "HostNotAllowed",
+    "InvalidURL",
+    "PolicyError",
+    "PortNotAllowed",
+    "ResolutionError",
+    "ResolvedDestination",
+    "ResponseTooLarge",
+    "SchemeNotAllowed",
+    "Scope",
+    "Step",
+    "TooManyRedirects",
+    "UnresolvableHost",
+    "UnsupportedContentEncoding",
+    "UnsupportedMediaType",
+    "UrlGuard",
+    "WebFetchError",
+    "explain",
+    "fetch",
+    "parse_media_type",
+]

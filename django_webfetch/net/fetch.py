@@ -1,0 +1,431 @@
+"""The hop loop: guard, pin, request, follow redirects ourselves, cap everything.
+
+Each hop (the first URL and every redirect target) goes through the whole guard and gets its
+own pinned transport.  httpx never follows redirects and never reads the environment.  The
+decoded body is capped while it streams: compressed bodies are inflated with a bounded
+``max_length``, so a gzip bomb can neither inflate past the cap nor allocate more than about
+the cap.  Only ``gzip`` and ``deflate`` are asked for; any other coding is refused.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from .errors import (
+    EgressDenied,
+    FetchError,
+    FetchTimeout,
+    ResolutionError,
+    ResponseTooLarge,
+    TooManyRedirects,
+    UnsupportedContentEncoding,
+    UnsupportedMediaType,
+    WebFetchError,
+)
+from .guard import ResolvedDestination, UrlGuard
+from .policy import EgressPolicy
+from .transport import PinnedTransport
+from .urlparse import join_url
+
+__all__ = ["FetchResult", "Fetcher", "GuardEvent", "Hop", "fetch", "parse_media_type"]
+
+#: Followed by us; 300, 304, 305 (never: a server may not pick our proxy) and 306 are not.
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_ACCEPT_ENCODING = "gzip, deflate"
+_CHUNK = 64 * 1024
+_TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One request of a fetch.  ``location`` is server-chosen: treat it as untrusted."""
+
+    url: str
+    status: int
+    address: str | None
+    location: str | None
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    url: str
+    final_url: str
+    status: int
+    media_type: str
+    charset: str | None
+    body: bytes
+    hops: tuple[Hop, ...]
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class GuardEvent:
+    """One audit record: a guard decision, a completed hop, or a failure."""
+
+    hop: int
+    url_host: str
+    port: int
+    decision: str  # "allowed" | "denied" | "fetched" | "failed"
+    reason: str
+    addresses: tuple[str, ...] = ()
+    bytes: int = 0
+    duration: float = 0.0
+    status: int | None = None
+    detail: str = ""
+
+
+Observer = Callable[[GuardEvent], None]
+
+
+def parse_media_type(value: str | None) -> tuple[str, str | None]:
+    """``("text/html", "utf-8")`` from a Content-Type value; ``("", None)`` when malformed.
+
+    The media type is returned only when it is a well-formed ``type/subtype`` of at most 64
+    characters (RFC 9110 §8.3.1 tokens), so it is safe to show.
+    """
+    if not value:
+        return "", None
+    main, _, params = value.partition(";")
+    media_type = main.strip().lower()
+    kind, slash, subtype = media_type.partition("/")
+    if (
+        not slash
+        or not kind
+        or not subtype
+        or len(media_type) > 64
+        or not set(kind) <= _TOKEN_CHARS
+        or not set(subtype) <= _TOKEN_CHARS
+    ):
+        return "", None
+    charset: str | None = None
+    for param in params.split(";"):
+        name, eq, val = param.partition("=")
+        if eq and name.strip().lower() == "charset":
+            cleaned = val.strip().strip('"').strip().lower()
+            if cleaned and len(cleaned) <= 40 and set(cleaned) <= _TOKEN_CHARS:
+                charset = cleaned
+    return media_type, charset
+
+
+class _BoundedDecoder:
+    """Decode a content-coded body without ever producing more than ``limit`` bytes."""
+
+    def __init__(self, coding: str, limit: int) -> None:
+        self._coding = coding
+        self._limit = limit
+        self.total = 0
+        self._first = True
+        self._buffer = b""
+        self._obj: zlib._Decompress | None = None
+        if coding == "gzip":
+            self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self._obj = zlib.decompressobj(zlib.MAX_WBITS)
+
+    def _emit(self, data: bytes) -> bytes:
+        self.total += len(data)
+        if self.total > self._limit:
+            raise ResponseTooLarge(detail=f"decoded body passed {self._limit} bytes")
+        return data
+
+    def feed(self, data: bytes) -> bytes:
+        if self._obj is None:
+            return self._emit(data)
+        out = bytearray()
+        pending = data
+        while pending:
+            try:
+                chunk = self._obj.decompress(pending, self._limit - self.total + 1)
+            except zlib.error as exc:
+                if self._coding == "deflate" and self._first:
+                    # Some servers send raw deflate without the zlib wrapper (as httpx
+                    # tolerates); retry once as raw deflate.
+                    self._first = False
+                    self._obj = zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                raise FetchError("the compressed body is corrupt", detail=str(exc)) from exc
+            self._first = False
+            out += self._emit(chunk)
+            if self._obj.eof:
+                rest = self._obj.unused_data
+                if rest and self._coding == "gzip":
+                    # Concatenated gzip members (RFC 1952 §2.2).
+                    self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    pending = rest
+                    continue
+                break
+            pending = self._obj.unconsumed_tail
+        return bytes(out)
+
+    def flush(self) -> bytes:
+        if self._obj is None:
+            return b""
+        return self._emit(self._obj.flush(self._limit - self.total + 1))
+
+
+def _content_coding(response: httpx.Response) -> str:
+    values = [
+        part.strip().lower()
+        for header in response.headers.get_list("content-encoding")
+        for part in header.split(",")
+    ]
+    codings = [v for v in values if v and v != "identity"]
+    if not codings:
+        return "identity"
+    if len(codings) == 1 and codings[0] in {"gzip", "x-gzip", "deflate"}:
+        return "gzip" if codings[0] == "x-gzip" else codings[0]
+    raise UnsupportedContentEncoding(detail="content-encoding not asked for")
+
+
+class Fetcher:
+    """Fetch one URL under a policy.  Thread-safe; holds no connection between calls."""
+
+    def __init__(
+        self,
+        guard: UrlGuard | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._guard = guard or UrlGuard()
+        self._clock = clock
+
+    def fetch(
+        self, url: str, *, policy: EgressPolicy, observer: Observer | None = None
+    ) -> FetchResult:
+        start = self._clock()
+        deadline = start + policy.total_timeout
+        emit: Observer = observer or (lambda event: None)
+        hops: list[Hop] = []
+        current = url
+        for hop in range(policy.max_redirects + 1):
+            self._check_budget(deadline)
+            hop_start = self._clock()
+            try:
+                destination = self._guard.check(current, policy, deadline=deadline, hop=hop)
+            except EgressDenied as exc:
+                emit(_denied_event(hop, current, exc, self._clock() - hop_start))
+                raise
+            except (ResolutionError, FetchTimeout) as exc:
+                emit(_failed_event(hop, current, exc, self._clock() - hop_start))
+                raise
+            self._check_budget(deadline)
+            addresses = tuple(str(a) for a in destination.addresses)
+            emit(
+                GuardEvent(
+                    hop=hop,
+                    url_host=destination.host,
+                    port=destination.port,
+                    decision="allowed",
+                    reason="allowed",
+                    addresses=addresses,
+                    duration=self._clock() - hop_start,
+                )
+            )
+            try:
+                outcome = self._request(destination, policy, deadline, hop, hop_start)
+            except WebFetchError as exc:
+                emit(
+                    GuardEvent(
+                        hop=hop,
+                        url_host=destination.host,
+                        port=destination.port,
+                        decision="failed",
+                        reason=exc.code,
+                        addresses=addresses,
+                        duration=self._clock() - hop_start,
+                        detail=exc.detail,
+                    )
+                )
+                raise
+            hop_record, result = outcome
+            hops.append(hop_record)
+            emit(
+                GuardEvent(
+                    hop=hop,
+                    url_host=destination.host,
+                    port=destination.port,
+                    decision="fetched",
+                    reason="redirect" if result is None else "ok",
+                    addresses=(hop_record.address,) if hop_record.address else addresses,
+                    bytes=0 if result is None else len(result[2]),
+                    duration=hop_record.elapsed,
+                    status=hop_record.status,
+                )
+            )
+            if result is None:
+                assert hop_record.location is not None
+                if hop == policy.max_redirects:
+                    raise TooManyRedirects(detail=f"more than {policy.max_redirects} redirects")
+                # Resolved against the hop's URL; the next iteration runs the whole guard
+                # on it (a "file:" or private target is refused there).
+                current = join_url(destination.url, hop_record.location)
+                continue
+            media_type, charset, body = result
+            self._check_budget(deadline)
+            return FetchResult(
+                url=url,
+                final_url=destination.url.geturl(),
+                status=hop_record.status,
+                media_type=media_type,
+                charset=charset,
+                body=body,
+                hops=tuple(hops),
+                elapsed=self._clock() - start,
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _request(
+        self,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        deadline: float,
+        hop: int,
+        hop_start: float,
+    ) -> tuple[Hop, tuple[str, str | None, bytes] | None]:
+        connected: list[str] = []
+        transport = PinnedTransport(
+            destination,
+            ca_file=policy.ca_file,
+            connect_timeout=policy.connect_timeout,
+            deadline=deadline,
+            on_connect=connected.append,
+        )
+        remaining = max(deadline - self._clock(), 0.001)
+        timeout = httpx.Timeout(
+            remaining, connect=min(policy.connect_timeout, remaining), pool=remaining
+        )
+        client = httpx.Client(
+            transport=transport,
+            trust_env=False,
+            follow_redirects=False,
+            timeout=timeout,
+            headers={
+                "User-Agent": policy.user_agent,
+                "Accept": ", ".join(policy.media_types) + ";q=0.9, */*;q=0.1",
+                "Accept-Encoding": _ACCEPT_ENCODING,
+            },
+        )
+        try:
+            try:
+                request = client.build_request("GET", destination.url.geturl())
+                response = client.send(request, stream=True)
+            except httpx.TimeoutException as exc:
+                raise FetchTimeout(detail=type(exc).__name__) from exc
+            except httpx.HTTPError as exc:
+                raise FetchError(detail=f"{type(exc).__name__}: {exc}") from exc
+            try:
+                return self._handle(response, destination, policy, deadline, connected, hop_start)
+            finally:
+                response.close()
+        finally:
+            client.close()
+            transport.close()
+
+    def _handle(
+        self,
+        response: httpx.Response,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        deadline: float,
+        connected: list[str],
+        hop_start: float,
+    ) -> tuple[Hop, tuple[str, str | None, bytes] | None]:
+        address = connected[-1] if connected else None
+        status = response.status_code
+        location = response.headers.get("location")
+        if status in REDIRECT_STATUSES and location is not None:
+            return (
+                Hop(
+                    url=destination.url.geturl(),
+                    status=status,
+                    address=address,
+                    location=location[:2048],
+                    elapsed=self._clock() - hop_start,
+                ),
+                None,
+            )
+        # Refused at the headers, before the body is read.
+        media_type, charset = parse_media_type(response.headers.get("content-type"))
+        if media_type not in policy.media_types:
+            raise UnsupportedMediaType(media_type=media_type, detail="media type not accepted")
+        coding = _content_coding(response)
+        declared = response.headers.get("content-length", "")
+        if coding == "identity" and declared.isdigit() and int(declared) > policy.max_body_bytes:
+            raise ResponseTooLarge(detail=f"content-length {int(declared)}")
+        decoder = _BoundedDecoder(coding, policy.max_body_bytes)
+        body = bytearray()
+        try:
+            for chunk in response.iter_raw(_CHUNK):
+                body += decoder.feed(chunk)
+                self._check_budget(deadline)
+            body += decoder.flush()
+        except httpx.TimeoutException as exc:
+            raise FetchTimeout(detail=type(exc).__name__) from exc
+        except httpx.HTTPError as exc:
+            raise FetchError(detail=f"{type(exc).__name__}: {exc}") from exc
+        return (
+            Hop(
+                url=destination.url.geturl(),
+                status=status,
+                address=address,
+                location=None,
+                elapsed=self._clock() - hop_start,
+            ),
+            (media_type, charset, bytes(body)),
+        )
+
+    def _check_budget(self, deadline: float) -> None:
+        if self._clock() >= deadline:
+            raise FetchTimeout(detail="the fetch budget is exhausted")
+
+
+def _denied_event(hop: int, url: str, exc: EgressDenied, duration: float) -> GuardEvent:
+    host, port = _host_port(url)
+    return GuardEvent(
+        hop=hop,
+        url_host=host,
+        port=port,
+        decision="denied",
+        reason=exc.reason,
+        addresses=(getattr(exc, "address", ""),) if getattr(exc, "address", "") else (),
+        duration=duration,
+        detail=exc.detail,
+    )
+
+
+def _failed_event(hop: int, url: str, exc: WebFetchError, duration: float) -> GuardEvent:
+    host, port = _host_port(url)
+    return GuardEvent(
+        hop=hop,
+        url_host=host,
+        port=port,
+        decision="failed",
+        reason=exc.code,
+        duration=duration,
+        detail=exc.detail,
+    )
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    """Best-effort host/port for the audit log of a refused URL (never raises)."""
+    from .urlparse import parse_url
+
+    try:
+        parsed = parse_url(url)
+    except EgressDenied:
+        return "", 0
+    return parsed.host.name, parsed.port
+
+
+_DEFAULT_FETCHER = Fetcher()
+
+
+def fetch(url: str, *, policy: EgressPolicy, observer: Observer | None = None) -> FetchResult:
+    """Fetch one page under ``policy``; see the module docstring."""
+    return _DEFAULT_FETCHER.fetch(url, policy=policy, observer=observer)

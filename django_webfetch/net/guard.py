@@ -1,0 +1,452 @@
+"""The guard: the one place that decides "may this installation reach this URL".
+
+``UrlGuard.check(url, policy)`` runs the ordered rules of DESIGN.md §3 and returns a
+``ResolvedDestination`` — the host, port and the exact addresses that were checked.  The
+transport connects only to those addresses; nothing downstream can do a fresh lookup.
+``explain()`` runs the same code path with a trace and reports every step's verdict without
+connecting.  Every refusal is an ``EgressDenied`` subclass carrying a stable reason code.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address
+
+from .errors import (
+    AddressNotAllowed,
+    EgressDenied,
+    HostNotAllowed,
+    PolicyError,
+    PortNotAllowed,
+    ResolutionError,
+    UnresolvableHost,
+    WebFetchError,
+)
+from .hosts import Host, HostKind, HostList, parse_host
+from .ipclass import PRIVATE_ALLOWABLE, PUBLIC, IpAddressClassifier, parse_nat64_prefixes
+from .policy import EgressPolicy, Scope
+from .resolve import DnsResolver
+from .urlparse import ParsedURL, parse_url
+
+__all__ = [
+    "Explanation",
+    "ResolvedDestination",
+    "Step",
+    "UrlGuard",
+    "applicable_proxy",
+    "explain",
+]
+
+IPAddress = IPv4Address | IPv6Address
+
+#: The step names, in order; ``explain`` reports each of them.
+STEPS: tuple[str, ...] = (
+    "scope",
+    "url",
+    "own_site",
+    "endpoint",
+    "denylist",
+    "allowlist",
+    "port",
+    "proxy",
+    "resolve",
+    "addresses",
+)
+
+
+@dataclass(frozen=True)
+class ResolvedDestination:
+    """What the guard checked: connect only to ``addresses``, speak to ``host``."""
+
+    url: ParsedURL
+    addresses: tuple[IPAddress, ...]
+    proxy: str | None = None
+    categories: tuple[str, ...] = ()
+
+    @property
+    def host(self) -> str:
+        return self.url.host.name
+
+    @property
+    def port(self) -> int:
+        return self.url.port
+
+    @property
+    def scheme(self) -> str:
+        return self.url.scheme
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    verdict: str  # "pass" | "fail" | "skip"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    url: str
+    steps: tuple[Step, ...]
+    allowed: bool
+    reason: str | None
+    destination: ResolvedDestination | None = None
+
+    def as_text(self) -> str:
+        lines = [f"{s.name:<10} {s.verdict:<5} {s.detail}".rstrip() for s in self.steps]
+        lines.append("ALLOWED" if self.allowed else f"DENIED ({self.reason})")
+        return "\n".join(lines)
+
+
+_PROXY_SCHEMES = ("http", "https")
+
+
+def applicable_proxy(
+    policy: EgressPolicy, scheme: str, host: Host, port: int
+) -> str | None:
+    """The proxy that would carry a request to ``host``, if any.
+
+    ``policy.proxy`` always applies.  Otherwise the environment (``policy.proxy_env`` or
+    ``os.environ``) is read the way requests/httpx/curl read it, so that a deployment that
+    routes egress through a proxy is noticed: a proxy resolves names itself, which would
+    defeat every address check made here.
+    """
+    if policy.proxy:
+        return policy.proxy
+    env: Mapping[str, str] = (
+        dict(policy.proxy_env) if policy.proxy_env is not None else dict(os.environ)
+    )
+    lowered: dict[str, str] = {}
+    for key, value in env.items():
+        if value and key.lower() in {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}:
+            # Lower case wins (curl's rule), upper case fills in.
+            if key.islower() or key.lower() not in lowered:
+                lowered[key.lower()] = value
+    proxy = lowered.get(f"{scheme}_proxy") or lowered.get("all_proxy")
+    if not proxy:
+        return None
+    no_proxy = lowered.get("no_proxy", "")
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return None
+        entry_host, _, entry_port = entry.rpartition(":") if entry.count(":") == 1 else (
+            entry,
+            "",
+            "",
+        )
+        if entry_port and not entry_port.isdigit():
+            entry_host, entry_port = entry, ""
+        if entry_port and int(entry_port) != port:
+            continue
+        entry_host = entry_host.strip("[]").lstrip(".")
+        if entry_host.startswith("*."):
+            entry_host = entry_host[2:]
+        if host.name == entry_host or host.name.endswith("." + entry_host):
+            return None
+    return proxy
+
+
+class _Trace:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.steps: list[Step] = []
+
+    def ok(self, name: str, detail: str = "") -> None:
+        if self.enabled:
+            self.steps.append(Step(name, "pass", detail))
+
+    def skip(self, name: str, detail: str = "") -> None:
+        if self.enabled:
+            self.steps.append(Step(name, "skip", detail))
+
+
+def _parse_list(entries: tuple[str, ...], which: str) -> HostList:
+    try:
+        return HostList.parse(entries)
+    except PolicyError as exc:
+        # One invalid entry makes the whole list invalid, and an invalid list refuses
+        # every request (fail closed).
+        raise EgressDenied("invalid_list", detail=f"{which}: {exc}") from exc
+
+
+def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL | None:
+    for raw in endpoints:
+        try:
+            base = parse_url(raw)
+        except EgressDenied as exc:
+            raise EgressDenied("invalid_list", detail=f"endpoint {raw!r}: {exc.reason}") from exc
+        if (base.scheme, base.host.name, base.port) != (url.scheme, url.host.name, url.port):
+            continue
+        base_path = base.target.split("?", 1)[0]
+        path = url.target.split("?", 1)[0]
+        if base_path.endswith("/"):
+            if path.startswith(base_path) or path == base_path.rstrip("/"):
+                return base
+        elif path == base_path or path.startswith(base_path + "/"):
+            return base
+    return None
+
+
+class UrlGuard:
+    """Decide on resolved addresses.  Stateless apart from the DNS resolver factory."""
+
+    def __init__(
+        self,
+        *,
+        resolver_factory: Callable[[EgressPolicy], DnsResolver] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._resolver_factory = resolver_factory or (
+            lambda p: DnsResolver(p.nameservers, p.dns_port)
+        )
+        self._clock = clock
+
+    def check(
+        self,
+        url: str,
+        policy: EgressPolicy,
+        *,
+        deadline: float | None = None,
+        hop: int = 0,
+    ) -> ResolvedDestination:
+        """Return the checked destination or raise ``EgressDenied`` (or ``ResolutionError``)."""
+        try:
+            return self._evaluate(url, policy, deadline, _Trace(False), resolve=True)
+        except EgressDenied as exc:
+            exc.hop = hop
+            if not exc.url:
+                exc.url = url[:500] if isinstance(url, str) else ""
+            raise
+
+    def explain(
+        self, url: str, policy: EgressPolicy, *, resolve: bool = True
+    ) -> Explanation:
+        trace = _Trace(True)
+        destination: ResolvedDestination | None = None
+        reason: str | None = None
+        try:
+            destination = self._evaluate(url, policy, None, trace, resolve=resolve)
+        except EgressDenied as exc:
+            reason = exc.reason
+            trace.steps.append(Step(STEPS[len(trace.steps)], "fail", _describe(exc)))
+        except ResolutionError as exc:
+            reason = exc.code
+            trace.steps.append(Step(STEPS[len(trace.steps)], "fail", str(exc)))
+        for name in STEPS[len(trace.steps) :]:
+            trace.skip(name)
+        return Explanation(
+            url=url[:500] if isinstance(url, str) else repr(url)[:500],
+            steps=tuple(trace.steps),
+            allowed=reason is None,
+            reason=reason,
+            destination=destination,
+        )
+
+    # -- the rules, in order -------------------------------------------------------------
+
+    def _evaluate(
+        self,
+        url: str,
+        policy: EgressPolicy,
+        deadline: float | None,
+        trace: _Trace,
+        *,
+        resolve: bool,
+    ) -> ResolvedDestination:
+        self._check_budget(deadline)
+
+        # 1. The group's scope.
+        if policy.scope is Scope.NONE:
+            raise EgressDenied("scope", detail="this group has no egress")
+        trace.ok("scope", policy.scope.value)
+
+        # 2.-3. + 9. URL shape, userinfo, host syntax, IDN, legacy numeric host forms.
+        parsed = parse_url(url)
+        trace.ok("url", f"{parsed.scheme}://{parsed.authority}")
+        host = parsed.host
+
+        # 4. Hosts of this installation: the only hosts of own_site, refused for the rest.
+        own = _parse_list(policy.own_site_hosts, "own_site_hosts")
+        own_match = own.match_host(host, parsed.port) if own else None
+        if policy.scope is Scope.OWN_SITE:
+            if own_match is None:
+                raise HostNotAllowed("not_own_site", detail=host.name)
+            trace.ok("own_site", f"own host {own_match.raw}")
+        else:
+            if own_match is not None:
+                raise HostNotAllowed("own_site", detail=host.name)
+            trace.ok("own_site", "not a host of this installation")
+
+        # configured_endpoint: only URLs under an operator-configured endpoint.
+        endpoint: ParsedURL | None = None
+        if policy.scope is Scope.CONFIGURED_ENDPOINT:
+            endpoint = _endpoint_matches(parsed, policy.endpoints)
+            if endpoint is None:
+                raise HostNotAllowed("not_configured_endpoint", detail=host.name)
+            trace.ok("endpoint", endpoint.geturl())
+        else:
+            trace.skip("endpoint", f"scope {policy.scope.value}")
+
+        # 5. Denylist (names and addresses; resolved addresses are checked again below).
+        deny = _parse_list(policy.denylist, "denylist")
+        if deny and deny.match_host(host, parsed.port) is not None:
+            raise HostNotAllowed("denylist", detail=host.name)
+        trace.ok("denylist", "not listed" if deny else "empty")
+
+        # 6. Allowlist: narrows, never widens.  A name entry (or an address entry for an
+        # IP literal) decides now; address entries for names are checked on the resolved
+        # addresses (every one must be listed).
+        allow = _parse_list(policy.allowlist, "allowlist")
+        allow_match = allow.match_host(host, parsed.port) if allow else None
+        deferred_allow = False
+        if allow and allow_match is None:
+            if host.kind is HostKind.NAME and any(e.address is not None for e in allow.entries):
+                deferred_allow = True
+            else:
+                raise HostNotAllowed("not_allowlisted", detail=host.name)
+        if not allow:
+            trace.ok("allowlist", "no allowlist")
+        elif deferred_allow:
+            trace.ok("allowlist", "decided on the resolved addresses")
+        else:
+            trace.ok("allowlist", f"listed as {allow_match.raw}" if allow_match else "")
+
+        # 7. Ports: the scheme's default port, unless an entry names host:port.
+        if not parsed.default_port:
+            named = (
+                (allow_match is not None and allow_match.port == parsed.port)
+                or (policy.scope is Scope.OWN_SITE and own_match is not None
+                    and own_match.port == parsed.port)
+                or (endpoint is not None and endpoint.explicit_port)
+            )
+            if not named and not deferred_allow:
+                raise PortNotAllowed("port", detail=str(parsed.port))
+        trace.ok("port", str(parsed.port))
+
+        # 8. Proxies: a proxy resolves names itself, which would defeat the address checks.
+        proxy = applicable_proxy(policy, parsed.scheme, host, parsed.port)
+        if proxy is not None and not (policy.allow_via_proxy and allow):
+            raise EgressDenied("proxy", detail="a proxy applies to this destination")
+        trace.ok("proxy", "via the configured proxy (allowlisted)" if proxy else "no proxy")
+
+        # 10. Resolve through DNS (never getaddrinfo, never /etc/hosts).
+        if host.kind is HostKind.NAME:
+            if not resolve:
+                trace.skip("resolve", "resolution not requested")
+                trace.skip("addresses")
+                return ResolvedDestination(url=parsed, addresses=(), proxy=proxy)
+            remaining = self._remaining(deadline, policy)
+            resolution = self._resolver_factory(policy).resolve(host.name, timeout=remaining)
+            addresses = resolution.addresses
+            self._check_budget(deadline)
+            trace.ok("resolve", ", ".join(str(a) for a in addresses))
+        else:
+            assert host.address is not None
+            addresses = (host.address,)
+            trace.ok("resolve", "IP literal, no lookup")
+
+        categories = self._check_addresses(
+            policy, host, parsed.port, addresses, deny, allow if deferred_allow else None,
+            deferred_port=deferred_allow and not parsed.default_port,
+        )
+        trace.ok("addresses", ", ".join(f"{a}={c}" for a, c in zip(addresses, categories)))
+        return ResolvedDestination(
+            url=parsed, addresses=addresses, proxy=proxy, categories=categories
+        )
+
+    def _check_addresses(
+        self,
+        policy: EgressPolicy,
+        host: Host,
+        port: int,
+        addresses: tuple[IPAddress, ...],
+        deny: HostList,
+        deferred_allow: HostList | None,
+        *,
+        deferred_port: bool,
+    ) -> tuple[str, ...]:
+        try:
+            prefixes = parse_nat64_prefixes(policy.nat64_prefixes)
+        except PolicyError as exc:
+            raise EgressDenied("invalid_list", detail=f"nat64_prefixes: {exc}") from exc
+        classifier = IpAddressClassifier(prefixes)
+        categories = tuple(classifier.classify(a) for a in addresses)
+        private_ok = host.name in policy.allow_private_hosts
+
+        for address, category in zip(addresses, categories):
+            if category == "metadata":
+                # Refused in every mode, even where private access is granted.
+                raise AddressNotAllowed(
+                    "address_class:metadata", address=str(address), category=category
+                )
+            if deny and deny.match_address(address, port) is not None:
+                raise AddressNotAllowed(
+                    "denylist", address=str(address), category=category
+                )
+        public = [c == PUBLIC for c in categories]
+        if private_ok:
+            acceptable = [c == PUBLIC or c in PRIVATE_ALLOWABLE for c in categories]
+            mixed = any(public) and not all(public)
+        else:
+            acceptable = public
+            mixed = any(public) and not all(public)
+        if mixed:
+            bad = next(a for a, p in zip(addresses, public) if not p)
+            raise AddressNotAllowed(
+                "mixed_answer",
+                address=str(bad),
+                category=categories[addresses.index(bad)],
+                detail="the answer mixes public and non-public addresses",
+            )
+        for address, category, ok in zip(addresses, categories, acceptable):
+            if not ok:
+                raise AddressNotAllowed(
+                    f"address_class:{category}", address=str(address), category=category
+                )
+        if deferred_allow is not None:
+            for address in addresses:
+                entry = deferred_allow.match_address(address, port)
+                if entry is None:
+                    raise AddressNotAllowed(
+                        "not_allowlisted", address=str(address), category="unlisted"
+                    )
+                if deferred_port and entry.port != port:
+                    raise PortNotAllowed("port", detail=str(port))
+        return categories
+
+    # -- budget ------------------------------------------------------------------------
+
+    def _remaining(self, deadline: float | None, policy: EgressPolicy) -> float:
+        if deadline is None:
+            return policy.total_timeout
+        return deadline - self._clock()
+
+    def _check_budget(self, deadline: float | None) -> None:
+        if deadline is not None and self._clock() >= deadline:
+            from .errors import FetchTimeout
+
+            raise FetchTimeout()
+
+
+def _describe(exc: WebFetchError) -> str:
+    """A short, human description of a refusal for ``explain`` (operator-facing)."""
+    if isinstance(exc, AddressNotAllowed) and exc.address:
+        return f"{exc.reason} ({exc.address})"
+    if isinstance(exc, UnresolvableHost):
+        return "no A/AAAA answer"
+    return exc.reason if isinstance(exc, EgressDenied) else str(exc)
+
+
+_DEFAULT_GUARD = UrlGuard()
+
+
+def explain(url: str, *, policy: EgressPolicy, resolve: bool = True) -> Explanation:
+    """Every guard step for ``url`` under ``policy`` with its verdict.  Never connects."""
+    return _DEFAULT_GUARD.explain(url, policy, resolve=resolve)
+
+

@@ -1,0 +1,257 @@
+"""An httpx transport that connects only to a ``ResolvedDestination``'s addresses.
+
+httpx keeps the URL's host for SNI, certificate verification and the ``Host`` header; the
+network backend below ignores name resolution entirely and opens TCP connections only to
+the addresses the guard checked.  One transport serves one destination (one hop): it is
+never reused for another host, so a pooled connection can never carry a request to a
+destination that was not checked.  Every socket operation's timeout is clamped to the
+fetch's overall deadline, so a server trickling one byte per second (slow-loris) cannot
+stretch the fetch past its budget.
+"""
+
+from __future__ import annotations
+
+import functools
+import ssl
+import time
+import typing
+from collections.abc import Callable, Iterable, Iterator
+
+import httpcore
+import httpx
+
+from .guard import ResolvedDestination
+
+__all__ = ["PinnedTransport", "ssl_context"]
+
+
+@functools.lru_cache(maxsize=8)
+def ssl_context(ca_file: str | None) -> ssl.SSLContext:
+    """One shared context per trust store: building one costs tens of milliseconds."""
+    if ca_file is None:
+        import certifi
+
+        context = ssl.create_default_context(cafile=certifi.where())
+    else:
+        context = ssl.create_default_context(cafile=ca_file)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.check_hostname = True
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """Clamp every read/write timeout to the remaining budget."""
+
+    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def _timeout(self, timeout: float | None, exc: type[Exception]) -> float:
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise exc("fetch budget exhausted")
+        return remaining if timeout is None else min(timeout, remaining)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._timeout(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._timeout(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        inner = self._inner.start_tls(
+            ssl_context, server_hostname, self._timeout(timeout, httpcore.ConnectTimeout)
+        )
+        return _DeadlineStream(inner, self._deadline)
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        return self._inner.get_extra_info(info)
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    def __init__(
+        self,
+        destination: ResolvedDestination,
+        *,
+        connect_timeout: float,
+        deadline: float,
+        on_connect: Callable[[str], None] | None,
+    ) -> None:
+        self._destination = destination
+        self._connect_timeout = connect_timeout
+        self._deadline = deadline
+        self._on_connect = on_connect
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[typing.Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        wanted = self._destination.host.strip("[]")
+        if host.strip("[]").lower() != wanted or port != self._destination.port:
+            # Defence in depth: the transport was built for one destination only.
+            raise httpcore.ConnectError("connection target differs from the checked one")
+        last: Exception | None = None
+        for address in self._destination.addresses:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise httpcore.ConnectTimeout("fetch budget exhausted")
+            budget = min(self._connect_timeout, remaining)
+            try:
+                # The address is an IP literal: no name lookup happens here.
+                stream = self._inner.connect_tcp(
+                    str(address), port, timeout=budget, socket_options=socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc
+                continue
+            if self._on_connect is not None:
+                self._on_connect(str(address))
+            return _DeadlineStream(stream, self._deadline)
+        assert last is not None
+        raise last
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[typing.Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("unix sockets are never used")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class _ResponseStream(httpx.SyncByteStream):
+    def __init__(self, inner: Iterable[bytes]) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _map_errors():
+            yield from self._inner
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+
+class _map_errors:
+    """Map httpcore exceptions onto httpx ones (as httpx's own transport does)."""
+
+    _MAP: typing.ClassVar[list[tuple[type[Exception], type[httpx.TransportError]]]] = [
+        (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+        (httpcore.ReadTimeout, httpx.ReadTimeout),
+        (httpcore.WriteTimeout, httpx.WriteTimeout),
+        (httpcore.PoolTimeout, httpx.PoolTimeout),
+        (httpcore.TimeoutException, httpx.TimeoutException),
+        (httpcore.ConnectError, httpx.ConnectError),
+        (httpcore.ReadError, httpx.ReadError),
+        (httpcore.WriteError, httpx.WriteError),
+        (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+        (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+        (httpcore.ProtocolError, httpx.ProtocolError),
+        (httpcore.NetworkError, httpx.NetworkError),
+        (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    ]
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: typing.Any, exc: BaseException | None, tb: typing.Any) -> bool:
+        if exc is None:
+            return False
+        for source, target in self._MAP:
+            if isinstance(exc, source):
+                raise target(str(exc)) from exc
+        return False
+
+
+class PinnedTransport(httpx.BaseTransport):
+    """A one-destination transport: HTTP/1.1, no retries, no proxies, no environment."""
+
+    def __init__(
+        self,
+        destination: ResolvedDestination,
+        *,
+        ca_file: str | None = None,
+        connect_timeout: float = 5.0,
+        deadline: float,
+        on_connect: Callable[[str], None] | None = None,
+    ) -> None:
+        self.destination = destination
+        backend = _PinnedBackend(
+            destination,
+            connect_timeout=connect_timeout,
+            deadline=deadline,
+            on_connect=on_connect,
+        )
+        self._pool: httpcore.ConnectionPool
+        if destination.proxy is not None:
+            # Only reachable when the policy has allow_via_proxy AND a non-empty allowlist:
+            # the proxy resolves the name itself, so the allowlist is what bounds egress.
+            self._pool = httpcore.HTTPProxy(
+                proxy_url=destination.proxy,
+                ssl_context=ssl_context(ca_file),
+                max_connections=1,
+                max_keepalive_connections=0,
+                retries=0,
+            )
+            return
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context(ca_file),
+            max_connections=1,
+            max_keepalive_connections=0,
+            http1=True,
+            http2=False,
+            retries=0,
+            network_backend=backend,
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if (
+            request.url.scheme != self.destination.scheme
+            or request.url.host != self.destination.host.strip("[]")
+            or (request.url.port or {"http": 80, "https": 443}[request.url.scheme])
+            != self.destination.port
+        ):
+            raise httpx.ConnectError("request does not match the checked destination")
+        assert isinstance(request.stream, httpx.SyncByteStream)
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _map_errors():
+            response = self._pool.handle_request(core_request)
+        assert isinstance(response.stream, Iterable)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseStream(response.stream),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
