@@ -34,7 +34,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--deny", action="append", default=[], metavar="ENTRY")
     parser.add_argument("--nameserver", action="append", default=[], metavar="IP")
     parser.add_argument("--ca-file", default=None)
-    parser.add_argument("--text", action="store_true", help="print the page text, fenced")
     args = parser.parse_args(argv)
     policy = _policy(args)
     if args.command == "explain":
@@ -52,17 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for hop in result.hops:
         print(f"hop {hop.status} {hop.url} via {hop.address}", file=sys.stderr)
     print(f"HTTP {result.status} {result.media_type} {len(result.body)} bytes", file=sys.stderr)
-    if args.text:
-        from ..text import extract_text, fence, render_media_type, render_status
-
-        text = extract_text(
-            result.body, media_type=result.media_type, charset=result.charset,
-            url=result.final_url,
-        )
-        status_line = f"{render_status(result.status)}, {render_media_type(result.media_type)}"
-        print(fence(text, source_url=result.final_url, status_line=status_line))
-    else:
-        sys.stdout.write(result.body.decode(result.charset or "utf-8", "replace"))
+    sys.stdout.write(result.body.decode(result.charset or "utf-8", "replace"))
     return 0
 
 

@@ -152,7 +152,9 @@ class UnsupportedMediaType(FetchError):
     code = "media_type"
     default_message = "the response has a media type that is not accepted"
 
-    def __init__(self, message: str | None = None, *, detail: str = "", media_type: str = "") -> None:
+    def __init__(
+        self, message: str | None = None, *, detail: str = "", media_type: str = ""
+    ) -> None:
         # ``media_type`` is already sanitised by the caller (well-formed, <= 64 chars) or "".
         self.media_type = media_type
         super().__init__(message, detail=detail)

@@ -25,7 +25,7 @@ from .errors import (
     UnresolvableHost,
     WebFetchError,
 )
-from .hosts import Host, HostKind, HostList, parse_host
+from .hosts import Host, HostKind, HostList
 from .ipclass import PRIVATE_ALLOWABLE, PUBLIC, IpAddressClassifier, parse_nat64_prefixes
 from .policy import EgressPolicy, Scope
 from .resolve import DnsResolver
@@ -103,9 +103,7 @@ class Explanation:
 _PROXY_SCHEMES = ("http", "https")
 
 
-def applicable_proxy(
-    policy: EgressPolicy, scheme: str, host: Host, port: int
-) -> str | None:
+def applicable_proxy(policy: EgressPolicy, scheme: str, host: Host, port: int) -> str | None:
     """The proxy that would carry a request to ``host``, if any.
 
     ``policy.proxy`` always applies.  Otherwise the environment (``policy.proxy_env`` or
@@ -120,10 +118,13 @@ def applicable_proxy(
     )
     lowered: dict[str, str] = {}
     for key, value in env.items():
-        if value and key.lower() in {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}:
-            # Lower case wins (curl's rule), upper case fills in.
-            if key.islower() or key.lower() not in lowered:
-                lowered[key.lower()] = value
+        # Lower case wins (curl's rule), upper case fills in.
+        if (
+            value
+            and key.lower() in {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+            and (key.islower() or key.lower() not in lowered)
+        ):
+            lowered[key.lower()] = value
     proxy = lowered.get(f"{scheme}_proxy") or lowered.get("all_proxy")
     if not proxy:
         return None
@@ -134,10 +135,14 @@ def applicable_proxy(
             continue
         if entry == "*":
             return None
-        entry_host, _, entry_port = entry.rpartition(":") if entry.count(":") == 1 else (
-            entry,
-            "",
-            "",
+        entry_host, _, entry_port = (
+            entry.rpartition(":")
+            if entry.count(":") == 1
+            else (
+                entry,
+                "",
+                "",
+            )
         )
         if entry_port and not entry_port.isdigit():
             entry_host, entry_port = entry, ""
@@ -220,12 +225,10 @@ class UrlGuard:
         except EgressDenied as exc:
             exc.hop = hop
             if not exc.url:
-                exc.url = url[:500] if isinstance(url, str) else ""
+                exc.url = _clip(url)
             raise
 
-    def explain(
-        self, url: str, policy: EgressPolicy, *, resolve: bool = True
-    ) -> Explanation:
+    def explain(self, url: str, policy: EgressPolicy, *, resolve: bool = True) -> Explanation:
         trace = _Trace(True)
         destination: ResolvedDestination | None = None
         reason: str | None = None
@@ -240,7 +243,7 @@ class UrlGuard:
         for name in STEPS[len(trace.steps) :]:
             trace.skip(name)
         return Explanation(
-            url=url[:500] if isinstance(url, str) else repr(url)[:500],
+            url=_clip(url),
             steps=tuple(trace.steps),
             allowed=reason is None,
             reason=reason,
@@ -320,8 +323,11 @@ class UrlGuard:
         if not parsed.default_port:
             named = (
                 (allow_match is not None and allow_match.port == parsed.port)
-                or (policy.scope is Scope.OWN_SITE and own_match is not None
-                    and own_match.port == parsed.port)
+                or (
+                    policy.scope is Scope.OWN_SITE
+                    and own_match is not None
+                    and own_match.port == parsed.port
+                )
                 or (endpoint is not None and endpoint.explicit_port)
             )
             if not named and not deferred_allow:
@@ -351,10 +357,17 @@ class UrlGuard:
             trace.ok("resolve", "IP literal, no lookup")
 
         categories = self._check_addresses(
-            policy, host, parsed.port, addresses, deny, allow if deferred_allow else None,
+            policy,
+            host,
+            parsed.port,
+            addresses,
+            deny,
+            allow if deferred_allow else None,
             deferred_port=deferred_allow and not parsed.default_port,
         )
-        trace.ok("addresses", ", ".join(f"{a}={c}" for a, c in zip(addresses, categories)))
+        trace.ok(
+            "addresses", ", ".join(f"{a}={c}" for a, c in zip(addresses, categories, strict=True))
+        )
         return ResolvedDestination(
             url=parsed, addresses=addresses, proxy=proxy, categories=categories
         )
@@ -378,16 +391,14 @@ class UrlGuard:
         categories = tuple(classifier.classify(a) for a in addresses)
         private_ok = host.name in policy.allow_private_hosts
 
-        for address, category in zip(addresses, categories):
+        for address, category in zip(addresses, categories, strict=True):
             if category == "metadata":
                 # Refused in every mode, even where private access is granted.
                 raise AddressNotAllowed(
                     "address_class:metadata", address=str(address), category=category
                 )
             if deny and deny.match_address(address, port) is not None:
-                raise AddressNotAllowed(
-                    "denylist", address=str(address), category=category
-                )
+                raise AddressNotAllowed("denylist", address=str(address), category=category)
         public = [c == PUBLIC for c in categories]
         if private_ok:
             acceptable = [c == PUBLIC or c in PRIVATE_ALLOWABLE for c in categories]
@@ -396,14 +407,14 @@ class UrlGuard:
             acceptable = public
             mixed = any(public) and not all(public)
         if mixed:
-            bad = next(a for a, p in zip(addresses, public) if not p)
+            bad = next(a for a, p in zip(addresses, public, strict=True) if not p)
             raise AddressNotAllowed(
                 "mixed_answer",
                 address=str(bad),
                 category=categories[addresses.index(bad)],
                 detail="the answer mixes public and non-public addresses",
             )
-        for address, category, ok in zip(addresses, categories, acceptable):
+        for address, category, ok in zip(addresses, categories, acceptable, strict=True):
             if not ok:
                 raise AddressNotAllowed(
                     f"address_class:{category}", address=str(address), category=category
@@ -433,6 +444,11 @@ class UrlGuard:
             raise FetchTimeout()
 
 
+def _clip(value: object) -> str:
+    """At most 500 characters of a caller-supplied URL, for errors and audit records."""
+    return value[:500] if isinstance(value, str) else ""
+
+
 def _describe(exc: WebFetchError) -> str:
     """A short, human description of a refusal for ``explain`` (operator-facing)."""
     if isinstance(exc, AddressNotAllowed) and exc.address:
@@ -448,5 +464,3 @@ _DEFAULT_GUARD = UrlGuard()
 def explain(url: str, *, policy: EgressPolicy, resolve: bool = True) -> Explanation:
     """Every guard step for ``url`` under ``policy`` with its verdict.  Never connects."""
     return _DEFAULT_GUARD.explain(url, policy, resolve=resolve)
-
-

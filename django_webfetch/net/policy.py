@@ -90,21 +90,30 @@ class EgressPolicy:
     label: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.scope, Scope):
+        scope: object = self.scope
+        if not isinstance(scope, Scope):
             try:
                 object.__setattr__(self, "scope", Scope(self.scope))
             except ValueError as exc:
                 raise PolicyError(f"unknown egress scope {self.scope!r}") from exc
-        for name in ("allowlist", "denylist", "own_site_hosts", "endpoints",
-                     "allow_private_hosts", "nat64_prefixes", "media_types"):
-            value = getattr(self, name)
-            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        for name in (
+            "allowlist",
+            "denylist",
+            "own_site_hosts",
+            "endpoints",
+            "allow_private_hosts",
+            "nat64_prefixes",
+            "media_types",
+        ):
+            value: object = getattr(self, name)
+            if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
                 raise PolicyError(f"{name} must be a tuple of strings")
             object.__setattr__(self, name, tuple(value))
-        if self.nameservers is not None:
-            if isinstance(self.nameservers, str):
+        nameservers: object = self.nameservers
+        if nameservers is not None:
+            if not isinstance(nameservers, (tuple, list)):
                 raise PolicyError("nameservers must be a tuple of IP literals")
-            object.__setattr__(self, "nameservers", tuple(self.nameservers))
+            object.__setattr__(self, "nameservers", tuple(nameservers))
         for name, (_default, ceiling) in HARD_LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -172,13 +172,12 @@ class _map_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: typing.Any, exc: BaseException | None, tb: typing.Any) -> bool:
+    def __exit__(self, exc_type: typing.Any, exc: BaseException | None, tb: typing.Any) -> None:
         if exc is None:
-            return False
+            return
         for source, target in self._MAP:
             if isinstance(exc, source):
                 raise target(str(exc)) from exc
-        return False
 
 
 class PinnedTransport(httpx.BaseTransport):
