@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class WebFetchConfig(AppConfig):
+    name = "django_webfetch"
+    label = "django_webfetch"
+    verbose_name = _("Web fetch")
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks
+
+        checks.register()

@@ -1,0 +1,279 @@
+"""System checks.  Ids are stable and never reused; each is documented in docs/checks.rst.
+
+Checks that read the database are registered with ``Tags.database`` as Django asks: they
+run with ``manage.py check --database default`` and before ``migrate``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register as _register
+from django.db import DatabaseError
+
+from .conf import BOUND_SETTINGS, SETTING_NAMES, conf
+from .exceptions import WebFetchConfigurationError
+from .net.errors import PolicyError
+from .net.policy import HARD_LIMITS
+
+__all__ = ["register"]
+
+_PROXY_ENV = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def register() -> None:
+    _register(Tags.security)(check_settings)
+    _register(Tags.security)(check_bounds)
+    _register(Tags.security)(check_nat64_prefixes)
+    _register(Tags.security)(check_nameservers)
+    _register(Tags.security)(check_ca_file)
+    _register(Tags.compatibility)(check_celery_installed)
+    _register(Tags.security)(check_self_approval)
+    _register(Tags.security)(check_tools)
+    _register(Tags.security, Tags.database)(check_database)
+
+
+def _readable(name: str) -> bool:
+    try:
+        getattr(conf, name)
+    except WebFetchConfigurationError:
+        return False
+    return True
+
+
+def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    for name in SETTING_NAMES:
+        try:
+            getattr(conf, name)
+        except WebFetchConfigurationError as exc:
+            errors.append(
+                Error(
+                    f"{exc} Every network tool is refused (policy_unavailable) until it is fixed.",
+                    hint=f"See the {name} entry in the settings documentation.",
+                    id="django_webfetch.E001",
+                )
+            )
+    return errors
+
+
+def check_bounds(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    warnings: list[CheckMessage] = []
+    for name, field in BOUND_SETTINGS.items():
+        if not _readable(name):
+            continue
+        raw = conf.raw_bound(name)
+        ceiling = HARD_LIMITS[field][1]
+        if raw > ceiling:
+            warnings.append(
+                Warning(
+                    f"{name}={raw!r} is above the hard ceiling {ceiling!r}; "
+                    f"{ceiling!r} is used.",
+                    hint="Settings may lower a bound, never raise it.",
+                    id="django_webfetch.W001",
+                )
+            )
+    return warnings
+
+
+def check_nat64_prefixes(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    if not _readable("WEBFETCH_NAT64_PREFIXES"):
+        return []
+    from .net.ipclass import parse_nat64_prefixes
+
+    try:
+        parse_nat64_prefixes(conf.WEBFETCH_NAT64_PREFIXES)
+    except PolicyError as exc:
+        return [
+            Error(
+                f"WEBFETCH_NAT64_PREFIXES is invalid: {exc}. "
+                "Every address check is refused until it is fixed.",
+                hint="Use RFC 6052 prefix lengths (/32, /40, /48, /56, /64, /96) with no "
+                "bits set outside the prefix.",
+                id="django_webfetch.E002",
+            )
+        ]
+    return []
+
+
+def check_nameservers(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    if not _readable("WEBFETCH_DNS_NAMESERVERS"):
+        return []
+    import ipaddress
+
+    servers = conf.WEBFETCH_DNS_NAMESERVERS
+    if servers is None:
+        return []
+    bad = []
+    for server in servers:
+        try:
+            ipaddress.ip_address(server)
+        except ValueError:
+            bad.append(server)
+    if bad or not servers:
+        return [
+            Error(
+                "WEBFETCH_DNS_NAMESERVERS must be a non-empty list of IP addresses"
+                + (f"; not addresses: {', '.join(map(repr, bad[:5]))}." if bad else "."),
+                hint="Use None for the system resolver configuration.",
+                id="django_webfetch.E003",
+            )
+        ]
+    return []
+
+
+def check_ca_file(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    if not _readable("WEBFETCH_CA_FILE"):
+        return []
+    path = conf.WEBFETCH_CA_FILE
+    if path is not None and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+        return [
+            Error(
+                f"WEBFETCH_CA_FILE {path!r} is not a readable file; every https fetch fails.",
+                id="django_webfetch.E004",
+            )
+        ]
+    return []
+
+
+def check_celery_installed(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    if not _readable("WEBFETCH_ASYNC_RUNS") or not conf.WEBFETCH_ASYNC_RUNS:
+        return []
+    if importlib.util.find_spec("celery") is None:
+        return [
+            Error(
+                "WEBFETCH_ASYNC_RUNS is on but Celery is not installed.",
+                hint='pip install "django-webfetch[celery]"',
+                id="django_webfetch.E005",
+            )
+        ]
+    return []
+
+
+def check_self_approval(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    if (
+        _readable("WEBFETCH_ALLOW_SELF_APPROVAL")
+        and conf.WEBFETCH_ALLOW_SELF_APPROVAL
+        and not settings.DEBUG
+    ):
+        return [
+            Warning(
+                "WEBFETCH_ALLOW_SELF_APPROVAL is on with DEBUG off: the user who asked the "
+                "assistant can approve its network calls.",
+                hint="Leave self-approval off in production.",
+                id="django_webfetch.W005",
+            )
+        ]
+    return []
+
+
+def check_tools(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    from .tools.registry import registry
+
+    registry.load()
+    return [
+        Error(
+            f"Tool {problem}",
+            hint="Fix or uninstall the plugin; the tool is not offered.",
+            id="django_webfetch.E008",
+        )
+        for problem in registry.problems
+    ]
+
+
+def _proxy_configured() -> bool:
+    if _readable("WEBFETCH_PROXY") and conf.WEBFETCH_PROXY:
+        return True
+    return any(os.environ.get(k) or os.environ.get(k.upper()) for k in _PROXY_ENV)
+
+
+def check_database(
+    app_configs: Sequence[Any] | None = None,
+    databases: Iterable[str] | None = None,
+    **kwargs: Any,
+) -> list[CheckMessage]:
+    if not databases:
+        return []
+    try:
+        return list(_database_messages())
+    except DatabaseError:
+        return []  # not migrated yet
+
+
+def _database_messages() -> Iterable[CheckMessage]:
+    from .models import ConfiguredEndpoint, EgressScope, HostListEntry, ListKind, SiteHost
+    from .net.hosts import parse_list_entry
+
+    for entry in HostListEntry.objects.select_related("group"):
+        invalid = entry.list not in ListKind.values
+        try:
+            parse_list_entry(entry.value)
+        except PolicyError:
+            invalid = True
+        if invalid:
+            yield Error(
+                f"Host list entry {entry.pk} of group {entry.group.slug!r} is invalid; the "
+                "guard refuses every request of that group.",
+                hint="Fix or delete the entry in the admin.",
+                obj=entry,
+                id="django_webfetch.E006",
+            )
+
+    for site_host in SiteHost.objects.all():
+        try:
+            for raw in site_host.list_entries():
+                parse_list_entry(raw)
+        except PolicyError:
+            yield Error(
+                f"Site host {site_host.pk} is invalid; the guard refuses every request of "
+                "every group.",
+                hint="Fix or delete it in the admin.",
+                obj=site_host,
+                id="django_webfetch.E007",
+            )
+
+    if not settings.DEBUG:
+        for endpoint in ConfiguredEndpoint.objects.filter(allow_private=True):
+            yield Warning(
+                f"Configured endpoint {endpoint.pk} of group {endpoint.group.slug!r} may "
+                "reach private addresses while DEBUG is off.",
+                hint="Only point a group at an internal service you trust; metadata "
+                "addresses stay refused.",
+                obj=endpoint,
+                id="django_webfetch.W002",
+            )
+
+    from .models import ToolGroup
+
+    if _proxy_configured():
+        for group in ToolGroup.objects.filter(enabled=True, allow_via_proxy=True):
+            if not HostListEntry.objects.filter(group=group, list=ListKind.ALLOW).exists():
+                yield Warning(
+                    f"Group {group.slug!r} allows requests through a proxy and a proxy is "
+                    "configured, but the group has no allowlist: every proxied request is "
+                    "refused.",
+                    hint="Add allowlist entries, or turn allow_via_proxy off.",
+                    obj=group,
+                    id="django_webfetch.W003",
+                )
+
+    for group in ToolGroup.objects.filter(enabled=True, scope=EgressScope.CONFIGURED_ENDPOINT):
+        if not ConfiguredEndpoint.objects.filter(group=group, enabled=True).exists():
+            yield Warning(
+                f"Group {group.slug!r} is enabled with the configured_endpoint scope but has "
+                "no enabled endpoint: every request is refused.",
+                obj=group,
+                id="django_webfetch.W004",
+            )

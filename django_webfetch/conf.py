@@ -1,0 +1,180 @@
+"""Typed, read-on-access view of the ``WEBFETCH_*`` settings.
+
+Every property calls ``getattr(settings, NAME, default)`` when it is read, so
+``override_settings`` works and nothing is read at import time (django-cors-headers'
+pattern).  A value of the wrong type raises ``WebFetchConfigurationError`` naming the
+setting; the egress policy service turns that into a refusal (``policy_unavailable``) and
+``checks.py`` reports it as ``django_webfetch.E001``.  Bounds above the hard ceilings of
+``net.policy.HARD_LIMITS`` are clamped to the ceiling here and flagged by
+``django_webfetch.W001``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+
+from .exceptions import WebFetchConfigurationError
+from .net.policy import HARD_LIMITS
+
+__all__ = ["BOUND_SETTINGS", "Settings", "conf"]
+
+_MISSING = object()
+
+#: setting name -> ``EgressPolicy`` field it bounds (clamped to ``HARD_LIMITS``).
+BOUND_SETTINGS: dict[str, str] = {
+    "WEBFETCH_MAX_RESPONSE_BYTES": "max_body_bytes",
+    "WEBFETCH_MAX_REDIRECTS": "max_redirects",
+    "WEBFETCH_CONNECT_TIMEOUT": "connect_timeout",
+    "WEBFETCH_TIMEOUT": "total_timeout",
+}
+
+
+def _raw(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def _bad(name: str, expected: str) -> WebFetchConfigurationError:
+    return WebFetchConfigurationError(f"{name} must be {expected}.")
+
+
+def _str_tuple(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise _bad(name, "a list or tuple of strings")
+    if not all(isinstance(v, str) for v in value):
+        raise _bad(name, "a list or tuple of strings")
+    return tuple(value)
+
+
+def _optional_str(name: str, value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _bad(name, "a string or None")
+    return value
+
+
+def _number(name: str, value: Any, *, integer: bool) -> float:
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise _bad(name, "an integer" if integer else "a number")
+    if value < 0:
+        raise _bad(name, "zero or positive")
+    return value
+
+
+def _bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(name, "True or False")
+    return value
+
+
+class Settings:
+    """The app's settings.  Use the module-level ``conf`` instance."""
+
+    # -- DNS, TLS, proxy ------------------------------------------------------------------
+
+    @property
+    def WEBFETCH_DNS_NAMESERVERS(self) -> tuple[str, ...] | None:
+        """DNS servers (IP literals) used for every lookup; ``None``: the system's."""
+        value = _raw("WEBFETCH_DNS_NAMESERVERS", None)
+        if value is None:
+            return None
+        return _str_tuple("WEBFETCH_DNS_NAMESERVERS", value)
+
+    @property
+    def WEBFETCH_DNS_PORT(self) -> int:
+        value = _raw("WEBFETCH_DNS_PORT", 53)
+        port = int(_number("WEBFETCH_DNS_PORT", value, integer=True))
+        if not 0 < port < 65536:
+            raise _bad("WEBFETCH_DNS_PORT", "a port number 1..65535")
+        return port
+
+    @property
+    def WEBFETCH_CA_FILE(self) -> str | None:
+        return _optional_str("WEBFETCH_CA_FILE", _raw("WEBFETCH_CA_FILE", None))
+
+    @property
+    def WEBFETCH_PROXY(self) -> str | None:
+        return _optional_str("WEBFETCH_PROXY", _raw("WEBFETCH_PROXY", None))
+
+    @property
+    def WEBFETCH_NAT64_PREFIXES(self) -> tuple[str, ...]:
+        return _str_tuple("WEBFETCH_NAT64_PREFIXES", _raw("WEBFETCH_NAT64_PREFIXES", ()))
+
+    @property
+    def WEBFETCH_USER_AGENT(self) -> str | None:
+        """``None``: the net layer's default User-Agent."""
+        value = _optional_str("WEBFETCH_USER_AGENT", _raw("WEBFETCH_USER_AGENT", None))
+        if value is not None and (not value.isprintable() or len(value) > 200):
+            raise _bad("WEBFETCH_USER_AGENT", "printable text of at most 200 characters")
+        return value
+
+    # -- bounds (clamped to the hard ceilings) --------------------------------------------
+
+    def _bound(self, name: str, *, integer: bool) -> float:
+        default, ceiling = HARD_LIMITS[BOUND_SETTINGS[name]]
+        value = _number(name, _raw(name, default), integer=integer)
+        return min(value, ceiling)
+
+    @property
+    def WEBFETCH_TIMEOUT(self) -> float:
+        """Whole-fetch budget in seconds (DNS, redirects and transfer)."""
+        return float(self._bound("WEBFETCH_TIMEOUT", integer=False))
+
+    @property
+    def WEBFETCH_CONNECT_TIMEOUT(self) -> float:
+        return float(self._bound("WEBFETCH_CONNECT_TIMEOUT", integer=False))
+
+    @property
+    def WEBFETCH_MAX_RESPONSE_BYTES(self) -> int:
+        return int(self._bound("WEBFETCH_MAX_RESPONSE_BYTES", integer=True))
+
+    @property
+    def WEBFETCH_MAX_REDIRECTS(self) -> int:
+        return int(self._bound("WEBFETCH_MAX_REDIRECTS", integer=True))
+
+    def raw_bound(self, name: str) -> Any:
+        """The bound as configured, before clamping (for the system checks)."""
+        default, _ceiling = HARD_LIMITS[BOUND_SETTINGS[name]]
+        return _raw(name, default)
+
+    # -- audit, runs, approvals -----------------------------------------------------------
+
+    @property
+    def WEBFETCH_EVENT_RETENTION_DAYS(self) -> int:
+        """Default age, in days, past which ``webfetch prune_events`` deletes EgressEvents."""
+        return int(
+            _number(
+                "WEBFETCH_EVENT_RETENTION_DAYS",
+                _raw("WEBFETCH_EVENT_RETENTION_DAYS", 90),
+                integer=True,
+            )
+        )
+
+    @property
+    def WEBFETCH_ASYNC_RUNS(self) -> bool:
+        """Run tool calls through Celery (needs the ``celery`` extra)."""
+        return _bool("WEBFETCH_ASYNC_RUNS", _raw("WEBFETCH_ASYNC_RUNS", False))
+
+    @property
+    def WEBFETCH_ALLOW_SELF_APPROVAL(self) -> bool:
+        """May the user who started a call approve it too?  Off by default."""
+        return _bool("WEBFETCH_ALLOW_SELF_APPROVAL", _raw("WEBFETCH_ALLOW_SELF_APPROVAL", False))
+
+    @property
+    def WEBFETCH_APPROVAL_TTL(self) -> int:
+        """Seconds an approval request stays open before it expires."""
+        return int(
+            _number("WEBFETCH_APPROVAL_TTL", _raw("WEBFETCH_APPROVAL_TTL", 86400), integer=True)
+        )
+
+
+conf = Settings()
+
+#: Every setting name ``conf`` exposes (used by the checks and the docs test).
+SETTING_NAMES: tuple[str, ...] = tuple(
+    sorted(n for n in vars(Settings) if n.startswith("WEBFETCH_"))
+)

@@ -1,0 +1,26 @@
+"""The egress policy service: the only layer joining the models to ``net/``.
+
+One authority for tools and plugins: ``policy_for`` builds the live ``EgressPolicy`` of a
+tool group, ``EgressRecorder`` writes the audit log.
+"""
+
+from __future__ import annotations
+
+from .policy import (
+    ENDPOINT_MEDIA_TYPES,
+    PluginEgressGrant,
+    PluginGrant,
+    own_site_hosts,
+    policy_for,
+)
+from .recorder import EgressRecorder, plugin_reference
+
+__all__ = [
+    "ENDPOINT_MEDIA_TYPES",
+    "EgressRecorder",
+    "PluginEgressGrant",
+    "PluginGrant",
+    "own_site_hosts",
+    "plugin_reference",
+    "policy_for",
+]

@@ -1,0 +1,315 @@
+"""``policy_for``: the one place that turns models + settings into an ``EgressPolicy``.
+
+Built from the database and the settings on every call, so an admin edit applies at the
+next request.  Fail closed everywhere:
+
+- a group that is missing, disabled, of an unknown scope, or not of the scope its tool
+  needs gets a ``Scope.NONE`` policy (the guard refuses everything, reason ``scope``);
+- anything that goes wrong while reading the database or the settings raises
+  ``EgressDenied(reason="policy_unavailable")``;
+- list entries are passed through raw: the guard validates them on every check and an
+  invalid one refuses every request of the group (reason ``invalid_list``).
+
+The guard decides each scope itself; nothing here re-implements one of its checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from django.apps import apps
+from django.conf import settings
+
+from ..conf import conf
+from ..net.errors import EgressDenied, PolicyError
+from ..net.hosts import EntryKind, ListEntry, parse_list_entry
+from ..net.policy import DEFAULT_MEDIA_TYPES, EgressPolicy, Scope
+
+__all__ = [
+    "ENDPOINT_MEDIA_TYPES",
+    "PluginEgressGrant",
+    "PluginGrant",
+    "own_site_hosts",
+    "policy_for",
+]
+
+logger = logging.getLogger("django_webfetch.egress")
+
+#: A configured endpoint (site search, retrieval API) may answer JSON.
+ENDPOINT_MEDIA_TYPES: tuple[str, ...] = (*DEFAULT_MEDIA_TYPES, "application/json")
+
+
+@dataclass(frozen=True)
+class PluginGrant:
+    """The effective egress grant of one plugin instance (DESIGN.md §8).
+
+    ``hosts`` is already the intersection of what the plugin declares and what the operator
+    granted (list-entry syntax).  An empty grant means no egress.
+    """
+
+    hosts: tuple[str, ...]
+    label: str = ""
+
+
+@runtime_checkable
+class PluginEgressGrant(Protocol):
+    """What ``policy_for(plugin_instance=...)`` needs from a plugin instance model."""
+
+    def egress_grant(self) -> PluginGrant: ...
+
+
+def policy_for(
+    group: Any,
+    *,
+    user: Any = None,
+    plugin_instance: Any = None,
+    require_scope: Scope | str | None = None,
+) -> EgressPolicy:
+    """The live egress policy of ``group`` (a ``ToolGroup`` or its slug).
+
+    ``require_scope``: the scope the calling tool is declared for; a group of any other
+    scope gets no egress.  ``user`` is accepted for per-user narrowing (none yet) and the
+    audit label.  ``plugin_instance`` narrows the group's allowlist to the instance's grant.
+    Raises ``EgressDenied(reason="policy_unavailable")`` when the policy cannot be built.
+    """
+    slug = getattr(group, "slug", group)
+    try:
+        if not isinstance(slug, str):
+            raise TypeError("group must be a ToolGroup or a slug")
+        return _build(slug, user=user, plugin_instance=plugin_instance,
+                      require_scope=require_scope)
+    except EgressDenied:
+        raise
+    except Exception as exc:
+        logger.warning(
+            "egress policy for group %r unavailable: %s", slug, type(exc).__name__,
+            exc_info=True,
+        )
+        raise EgressDenied(
+            "policy_unavailable",
+            detail=f"policy for group {slug!r} unavailable: {type(exc).__name__}",
+        ) from exc
+
+
+def _settings_kwargs() -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "nameservers": conf.WEBFETCH_DNS_NAMESERVERS,
+        "dns_port": conf.WEBFETCH_DNS_PORT,
+        "ca_file": conf.WEBFETCH_CA_FILE,
+        "proxy": conf.WEBFETCH_PROXY,
+        "nat64_prefixes": conf.WEBFETCH_NAT64_PREFIXES,
+        "max_body_bytes": conf.WEBFETCH_MAX_RESPONSE_BYTES,
+        "max_redirects": conf.WEBFETCH_MAX_REDIRECTS,
+        "connect_timeout": conf.WEBFETCH_CONNECT_TIMEOUT,
+        "total_timeout": conf.WEBFETCH_TIMEOUT,
+    }
+    user_agent = conf.WEBFETCH_USER_AGENT
+    if user_agent:
+        kwargs["user_agent"] = user_agent
+    return kwargs
+
+
+def _label(slug: str, plugin_instance: Any) -> str:
+    if plugin_instance is None:
+        return slug
+    return f"{slug}:plugin:{getattr(plugin_instance, 'pk', '?')}"
+
+
+def _build(
+    slug: str,
+    *,
+    user: Any,
+    plugin_instance: Any,
+    require_scope: Scope | str | None,
+) -> EgressPolicy:
+    from ..models import ConfiguredEndpoint, HostListEntry, ListKind, ToolGroup
+
+    base = _settings_kwargs()
+    label = _label(slug, plugin_instance)
+
+    def nothing(why: str) -> EgressPolicy:
+        logger.debug("group %r gets no egress: %s", slug, why)
+        return EgressPolicy(scope=Scope.NONE, label=label, **base)
+
+    row = ToolGroup.objects.filter(slug=slug).first()
+    if row is None:
+        return nothing("no such group")
+    if not row.enabled:
+        return nothing("group disabled")
+    try:
+        scope = Scope(row.scope)
+    except ValueError:
+        return nothing("unknown scope")
+    if require_scope is not None and Scope(require_scope) is not scope:
+        return nothing(f"group scope {scope.value} is not {Scope(require_scope).value}")
+    if scope is Scope.NONE:
+        return nothing("scope none")
+
+    allow: list[str] = []
+    deny: list[str] = []
+    for kind, value in HostListEntry.objects.filter(group=row).values_list("list", "value"):
+        if kind == ListKind.ALLOW:
+            allow.append(value)
+        elif kind == ListKind.DENY:
+            deny.append(value)
+        else:
+            # A row of an unknown list kind: the lists cannot be trusted.
+            raise ValueError("host list entry of unknown kind")
+
+    endpoints: tuple[str, ...] = ()
+    allow_private: tuple[str, ...] = ()
+    media_types = DEFAULT_MEDIA_TYPES
+    if scope is Scope.CONFIGURED_ENDPOINT:
+        rows = list(ConfiguredEndpoint.objects.filter(group=row, enabled=True).order_by("pk"))
+        endpoints = tuple(ep.base_url for ep in rows)
+        # The only source of private-address exemptions: an operator-configured endpoint.
+        allow_private = tuple(dict.fromkeys(ep.host for ep in rows if ep.allow_private))
+        media_types = ENDPOINT_MEDIA_TYPES
+
+    allowlist: tuple[str, ...] = tuple(allow)
+    if plugin_instance is not None:
+        narrowed = _narrow_for_plugin(allowlist, plugin_instance)
+        if narrowed is None:
+            return nothing("plugin instance has no egress grant")
+        allowlist = narrowed
+
+    return EgressPolicy(
+        scope=scope,
+        allowlist=allowlist,
+        denylist=tuple(deny),
+        own_site_hosts=own_site_hosts(),
+        endpoints=endpoints,
+        allow_private_hosts=allow_private if scope is not Scope.EXTERNAL_FILTERED else (),
+        allow_via_proxy=row.allow_via_proxy,
+        media_types=media_types,
+        label=label,
+        **base,
+    )
+
+
+# -- own hosts ------------------------------------------------------------------------------
+
+
+def _valid_entry(text: str) -> bool:
+    try:
+        parse_list_entry(text)
+    except PolicyError:
+        return False
+    return True
+
+
+def _split_domain(domain: str) -> str:
+    """``host[:port]`` from a Sites domain; IPv6 kept in brackets."""
+    return domain.strip().lower().rstrip("/")
+
+
+def own_site_hosts() -> tuple[str, ...]:
+    """Every host of this installation as list entries, port-specific entries first.
+
+    ``SiteHost`` rows are passed raw (they are validated on save; one that is invalid in the
+    database makes the guard refuse everything).  ``django.contrib.sites`` domains and
+    non-wildcard ``ALLOWED_HOSTS`` are settings the guard did not write, so malformed ones
+    are skipped.  A ``.example.org`` ALLOWED_HOSTS entry contributes its apex only.
+    """
+    from ..models import SiteHost
+
+    with_port: list[str] = []
+    plain: list[str] = []
+
+    def add(entry: str) -> None:
+        target = with_port if _has_port(entry) else plain
+        target.append(entry)
+
+    for site_host in SiteHost.objects.all():
+        for entry in site_host.list_entries():
+            add(entry)
+
+    if apps.is_installed("django.contrib.sites"):
+        from django.contrib.sites.models import Site
+
+        for domain in Site.objects.values_list("domain", flat=True):
+            entry = _split_domain(domain)
+            if entry and _valid_entry(entry):
+                add(entry)
+                if _has_port(entry):
+                    add(_strip_port(entry))
+
+    for raw in _allowed_hosts(settings.ALLOWED_HOSTS):
+        if _valid_entry(raw):
+            add(raw)
+
+    return tuple(dict.fromkeys([*with_port, *plain]))
+
+
+def _allowed_hosts(values: Iterable[str]) -> Iterable[str]:
+    if isinstance(values, str):
+        raise TypeError("ALLOWED_HOSTS must be a list")
+    for value in values:
+        entry = value.strip().lower()
+        if not entry or "*" in entry:
+            continue
+        if entry.startswith("."):
+            entry = entry[1:]  # the apex only; subdomain wildcards are not own hosts
+        yield entry
+
+
+def _has_port(entry: str) -> bool:
+    if entry.startswith("["):
+        return "]:" in entry
+    return entry.count(":") == 1
+
+
+def _strip_port(entry: str) -> str:
+    if entry.startswith("["):
+        return entry[: entry.index("]") + 1]
+    return entry.partition(":")[0]
+
+
+# -- plugin grants (DESIGN.md §8) -----------------------------------------------------------
+
+
+def _narrow_for_plugin(allowlist: tuple[str, ...], plugin_instance: Any) -> tuple[str, ...] | None:
+    """The group's allowlist narrowed to the instance's grant; ``None``: no egress.
+
+    An empty result never means "no allowlist" (that would widen): it means no egress.
+    """
+    if not isinstance(plugin_instance, PluginEgressGrant):
+        return None
+    grant = plugin_instance.egress_grant()
+    if not isinstance(grant, PluginGrant) or not grant.hosts:
+        return None
+    try:
+        granted = [parse_list_entry(h) for h in grant.hosts]
+        group = [parse_list_entry(h) for h in allowlist]
+    except PolicyError as exc:
+        raise EgressDenied("invalid_list", detail=f"plugin grant: {exc}") from exc
+    if not group:
+        return tuple(e.raw for e in granted)
+    result = [g.raw for g in granted if any(_covers(a, g) for a in group)]
+    result += [a.raw for a in group if any(_covers(g, a) for g in granted)]
+    narrowed = tuple(dict.fromkeys(result))
+    return narrowed or None
+
+
+def _covers(outer: ListEntry, inner: ListEntry) -> bool:
+    """Does every destination ``inner`` matches also match ``outer``?"""
+    if outer.port is not None and outer.port != inner.port:
+        return False
+    if outer.kind is EntryKind.ADDRESS:
+        return (
+            inner.kind is EntryKind.ADDRESS
+            and outer.address is not None
+            and inner.address is not None
+            and outer.address.packed == inner.address.packed
+        )
+    if outer.kind is EntryKind.NAME:
+        return inner.kind is EntryKind.NAME and inner.value == outer.value
+    # outer is *.suffix
+    if inner.kind is EntryKind.NAME:
+        return inner.value.endswith("." + outer.value)
+    if inner.kind is EntryKind.SUFFIX:
+        return inner.value == outer.value or inner.value.endswith("." + outer.value)
+    return False

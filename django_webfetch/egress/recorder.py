@@ -1,0 +1,155 @@
+"""Write ``EgressEvent`` audit rows from the guard's events.
+
+Only the host is server-chosen text that reaches the audit log: everything else is a
+reason code, a number, an address or text this package wrote.  Even so every field is
+cut and filtered, so that a log viewer never renders control characters.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from typing import Any
+
+from ..net.errors import EgressDenied, WebFetchError
+
+__all__ = ["EgressRecorder", "plugin_reference"]
+
+logger = logging.getLogger("django_webfetch.egress")
+
+_REASON_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_:.-")
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-:[]_")
+_DECISIONS = frozenset({"allowed", "denied", "fetched", "failed"})
+
+
+def _reason(value: object) -> str:
+    text = str(value or "").lower()[:64]
+    return "".join(c if c in _REASON_CHARS else "_" for c in text)
+
+
+def _host(value: object) -> str:
+    text = str(value or "").lower()[:255]
+    return "".join(c if c in _HOST_CHARS else "?" for c in text)
+
+
+def _detail(value: object) -> str:
+    text = str(value or "")[:2000]
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _addresses(values: Any) -> list[str]:
+    result: list[str] = []
+    for value in tuple(values or ())[:32]:
+        try:
+            result.append(str(ipaddress.ip_address(str(value))))
+        except ValueError:
+            continue
+    return result
+
+
+def plugin_reference(plugin_instance: Any) -> str:
+    if plugin_instance is None:
+        return ""
+    if isinstance(plugin_instance, str):
+        return plugin_instance[:200]
+    meta = getattr(plugin_instance, "_meta", None)
+    if meta is not None:
+        return f"{meta.label_lower}:{plugin_instance.pk}"[:200]
+    return type(plugin_instance).__name__[:200]
+
+
+class EgressRecorder:
+    """An observer for ``net.fetch``: one ``EgressEvent`` per ``GuardEvent``.
+
+    Also records decisions taken before the guard ran (``record_exception``), so that every
+    call leaves at least one row.  Writing the audit row is not optional: a database error
+    propagates (the call fails) rather than fetching unaudited.
+    """
+
+    def __init__(
+        self,
+        *,
+        tool: str = "",
+        group: str = "",
+        user: Any = None,
+        plugin_instance: Any = None,
+        call_id: str = "",
+    ) -> None:
+        self.tool = tool[:100]
+        self.group_slug = group[:64]
+        self.user = user if getattr(user, "pk", None) is not None else None
+        self.plugin_instance = plugin_reference(plugin_instance)
+        self.call_id = str(call_id or "")[:64]
+        self.count = 0
+        self._group: Any = None
+        self._group_loaded = False
+
+    def _group_row(self) -> Any:
+        if not self._group_loaded:
+            from ..models import ToolGroup
+
+            self._group = ToolGroup.objects.filter(slug=self.group_slug).first()
+            self._group_loaded = True
+        return self._group
+
+    def __call__(self, event: Any) -> None:
+        """Record a ``net.GuardEvent``."""
+        self.record(
+            decision=getattr(event, "decision", "failed"),
+            reason=getattr(event, "reason", ""),
+            url_host=getattr(event, "url_host", ""),
+            port=getattr(event, "port", None),
+            addresses=getattr(event, "addresses", ()),
+            bytes=getattr(event, "bytes", 0),
+            duration=getattr(event, "duration", 0.0),
+            hop=getattr(event, "hop", 0),
+            status=getattr(event, "status", None),
+            detail=getattr(event, "detail", ""),
+        )
+
+    def record(
+        self,
+        *,
+        decision: str,
+        reason: str = "",
+        url_host: str = "",
+        port: int | None = None,
+        addresses: Any = (),
+        bytes: int = 0,
+        duration: float = 0.0,
+        hop: int = 0,
+        status: int | None = None,
+        detail: str = "",
+    ) -> Any:
+        from ..models import EgressEvent
+
+        event = EgressEvent.objects.create(
+            tool=self.tool,
+            group=self._group_row(),
+            group_slug=self.group_slug,
+            user=self.user,
+            plugin_instance=self.plugin_instance,
+            call_id=self.call_id,
+            url_host=_host(url_host),
+            port=port if isinstance(port, int) and 0 < port < 65536 else None,
+            decision=decision if decision in _DECISIONS else "failed",
+            reason=_reason(reason),
+            addresses=_addresses(addresses),
+            bytes=max(int(bytes or 0), 0),
+            duration=max(float(duration or 0.0), 0.0),
+            hop=min(max(int(hop or 0), 0), 32767),
+            status=status if isinstance(status, int) and 100 <= status <= 999 else None,
+            detail=_detail(detail),
+        )
+        self.count += 1
+        return event
+
+    def record_exception(self, exc: BaseException, *, url_host: str = "", port: int | None = None,
+                         hop: int = 0) -> Any:
+        """Record a refusal or failure that the guard did not report itself."""
+        if isinstance(exc, EgressDenied):
+            return self.record(decision="denied", reason=exc.reason, url_host=url_host,
+                               port=port, hop=getattr(exc, "hop", hop), detail=exc.detail)
+        code = exc.code if isinstance(exc, WebFetchError) else "internal_error"
+        return self.record(decision="failed", reason=code, url_host=url_host, port=port,
+                           hop=hop, detail=type(exc).__name__)
