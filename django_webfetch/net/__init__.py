@@ -31,9 +31,8 @@ from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
 
 __all__ = [
-    "DEFAULT_MEDIA_TYPES",
-    "HARD_LIMITS",
     "AddressNotAllowed",
+    "DEFAULT_MEDIA_TYPES",
     "EgressDenied",
     "EgressPolicy",
     "Explanation",
@@ -43,6 +42,7 @@ __all__ = [
     "FetchTimeout",
     "Fetcher",
     "GuardEvent",
+    "HARD_LIMITS",
     "Hop",
     "HostNotAllowed",
     "InvalidURL",

@@ -197,6 +197,14 @@ def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL |
     return None
 
 
+def _names_port(entries: HostList, host: Host, port: int) -> bool:
+    """Whether an entry matching ``host`` names ``port`` explicitly (``host:port``)."""
+    return any(
+        entry.port == port and HostList((entry,)).match_host(host, port) is not None
+        for entry in entries.entries
+    )
+
+
 class UrlGuard:
     """Decide on resolved addresses.  Stateless apart from the DNS resolver factory."""
 
@@ -322,12 +330,8 @@ class UrlGuard:
         # 7. Ports: the scheme's default port, unless an entry names host:port.
         if not parsed.default_port:
             named = (
-                (allow_match is not None and allow_match.port == parsed.port)
-                or (
-                    policy.scope is Scope.OWN_SITE
-                    and own_match is not None
-                    and own_match.port == parsed.port
-                )
+                _names_port(allow, host, parsed.port)
+                or (policy.scope is Scope.OWN_SITE and _names_port(own, host, parsed.port))
                 or (endpoint is not None and endpoint.explicit_port)
             )
             if not named and not deferred_allow:
