@@ -26,7 +26,7 @@ from .errors import (
     UnsupportedMediaType,
     WebFetchError,
 )
-from .fetch import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
+from .fetcher import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from .errors import EgressDenied, WebFetchError
-from .fetch import fetch
+from .fetcher import fetch
 from .guard import explain
 from .policy import EgressPolicy
 

@@ -14,7 +14,7 @@ import django_webfetch.net
 def test_pure_layers_do_not_import_django(module):
     code = (
         f"import sys, {module}, {module}.__init__\n"
-        "import django_webfetch.net.fetch, django_webfetch.net.guard\n"
+        "import django_webfetch.net.fetcher, django_webfetch.net.guard\n"
         "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith(('django.', 'rest_framework')))\n"
         "print(','.join(bad))\n"
     )
@@ -38,5 +38,5 @@ def test_exported_members_are_sorted_and_real():
     for name in names:
         assert getattr(django_webfetch.net, name) is not None
     public = {n for n in dir(django_webfetch.net) if not n.startswith("_")}
-    modules = {"errors", "fetch", "guard", "policy", "transport", "resolve", "hosts", "ipclass", "urlparse"}
+    modules = {"errors", "fetcher", "guard", "policy", "transport", "resolve", "hosts", "ipclass", "urlparse"}
     assert public - modules - {"annotations"} == set(names)
