@@ -1,0 +1,29 @@
+"""Assistant tools: the interface, the registry and the built-in network tools."""
+
+from __future__ import annotations
+
+from .base import (
+    Effect,
+    Tool,
+    ToolApprovalRule,
+    ToolCallLike,
+    ToolContext,
+    ToolInvocation,
+    ToolResult,
+)
+from .registry import ToolRegistry, registry, run_tool, specs, tools_for_user
+
+__all__ = [
+    "Effect",
+    "Tool",
+    "ToolApprovalRule",
+    "ToolCallLike",
+    "ToolContext",
+    "ToolInvocation",
+    "ToolRegistry",
+    "ToolResult",
+    "registry",
+    "run_tool",
+    "specs",
+    "tools_for_user",
+]

@@ -1,0 +1,208 @@
+"""The tool interface: ``Tool``, ``ToolResult``, ``ToolContext`` and ``ToolApprovalRule``."""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from ..net.errors import EgressDenied, UnsupportedMediaType, WebFetchError
+from ..net.policy import Scope
+
+__all__ = [
+    "Effect",
+    "Tool",
+    "ToolApprovalRule",
+    "ToolCallLike",
+    "ToolContext",
+    "ToolInvocation",
+    "ToolResult",
+    "TOOL_NAME_RE",
+]
+
+logger = logging.getLogger("django_webfetch.tools")
+
+#: What OpenAI and Anthropic both accept as a tool name.
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class Effect(str, enum.Enum):
+    READ = "read"
+    WRITE = "write"
+
+
+@runtime_checkable
+class ToolCallLike(Protocol):
+    """What the approval interface needs from a call (a ``ToolInvocation``, or issue 5's
+    durable ``ToolCall`` row)."""
+
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolInvocation:
+    """A call as a tool sees it before it runs."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    user: Any = None
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who runs a call and under which conditions.
+
+    ``approved`` is set by the run service (issue 5) once a human approved this call;
+    ``run_tool`` refuses a call that needs approval without it.
+    """
+
+    user: Any = None
+    call_id: str = ""
+    approved: bool = False
+    plugin_instance: Any = None
+
+
+def _jsonable(value: Any) -> Any:
+    # A round trip proves the value is JSON and leaves no shared mutable state behind.
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns to the assistant loop.
+
+    ``content`` is text for the model; ``error`` a stable machine code (``None`` on
+    success); ``meta`` JSON data for the run record and the UI (never server-chosen text).
+    """
+
+    content: str = ""
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, str):
+            raise TypeError("ToolResult.content must be a string")
+        if self.error is not None and not isinstance(self.error, str):
+            raise TypeError("ToolResult.error must be a string or None")
+        if not isinstance(self.meta, dict):
+            raise TypeError("ToolResult.meta must be a dict")
+        object.__setattr__(self, "meta", _jsonable(self.meta))
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "error": self.error, "meta": copy.deepcopy(self.meta)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolResult:
+        if not isinstance(data, Mapping):
+            raise TypeError("a ToolResult dict is expected")
+        return cls(
+            content=data.get("content", ""),
+            error=data.get("error"),
+            meta=dict(data.get("meta") or {}),
+        )
+
+    @classmethod
+    def failure(cls, code: str, message: str, **meta: Any) -> ToolResult:
+        return cls(content=message, error=code, meta=meta)
+
+    @classmethod
+    def from_exception(cls, exc: WebFetchError) -> ToolResult:
+        """A result naming only the rule or error code, never server text (DESIGN.md §6)."""
+        if isinstance(exc, EgressDenied):
+            return cls.failure(
+                exc.code,
+                f"The request was refused by the egress guard (rule: {exc.reason}).",
+                reason=exc.reason,
+            )
+        if isinstance(exc, UnsupportedMediaType):
+            shown = f" ({exc.media_type})" if exc.media_type else ""
+            return cls.failure(
+                exc.code, f"The response has a media type that is not accepted{shown}.",
+                media_type=exc.media_type,
+            )
+        return cls.failure(exc.code, f"The request failed ({exc.code}).")
+
+
+class Tool:
+    """Base class of every assistant tool.
+
+    Subclasses set the class attributes and implement ``execute``.  ``scope`` is the
+    egress scope the tool needs: its group must have exactly that scope, or the tool is not
+    offered and gets no egress.
+    """
+
+    name: ClassVar[str]
+    group: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    scope: ClassVar[Scope] = Scope.NONE
+    effect: ClassVar[Effect] = Effect.READ
+    requires_admin: ClassVar[bool] = False
+    #: Offered when its group has no ``ToolGroup`` row.  Always False for network tools.
+    enabled_by_default: ClassVar[bool] = False
+
+    def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
+        """Does this call need a human approval?  (Write effects always do; see
+        ``ToolApprovalRule``.)"""
+        return False
+
+    def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
+        """What the approval card shows (JSON)."""
+        return {"tool": self.name, "group": self.group, "arguments": dict(call.arguments)}
+
+    def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+    # -- specs --------------------------------------------------------------------------
+
+    def spec(self, format: str = "json_schema") -> dict[str, Any]:
+        parameters = copy.deepcopy(self.parameters)
+        if format == "json_schema":
+            return {"name": self.name, "description": self.description, "parameters": parameters}
+        if format == "openai":
+            return {
+                "type": "function",
+                "function": {
+                    "name": self.name,
+                    "description": self.description,
+                    "parameters": parameters,
+                },
+            }
+        if format == "anthropic":
+            return {"name": self.name, "description": self.description,
+                    "input_schema": parameters}
+        raise ValueError(f"unknown tool spec format {format!r}")
+
+    def __repr__(self) -> str:
+        return f"<Tool {getattr(self, 'name', '?')}>"
+
+
+class ToolApprovalRule:
+    """Decides whether a call waits for a human.
+
+    The write effect is asked first: a write always needs approval, and nothing a tool or an
+    operator configures can lift it.  A tool whose own rule fails needs approval (fail
+    closed).
+    """
+
+    @staticmethod
+    def requires_approval(
+        tool: Tool, call: ToolCallLike, context: ToolContext | None = None
+    ) -> bool:
+        if tool.effect is not Effect.READ:
+            return True
+        try:
+            return tool.requires_approval(call, context) is not False
+        except Exception:
+            logger.exception("approval rule of tool %r failed; approval required", tool.name)
+            return True

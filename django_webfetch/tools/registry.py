@@ -1,0 +1,289 @@
+"""The tool registry: built-ins, installed apps' ``webfetch_tools`` and plugin entry points.
+
+Tools are offered per user (``tools_for_user``): a tool of a disabled or mis-declared group
+and an admin-only tool for a non-superuser are never offered.  ``run_tool`` is the only way
+the assistant loop executes a tool: it validates the arguments against the tool's JSON
+Schema, enforces the approval rule and never lets an exception escape.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from importlib.metadata import entry_points
+from typing import Any
+
+from django.apps import apps
+from django.utils.module_loading import import_string
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from ..net.errors import WebFetchError
+from ..net.policy import Scope
+from .base import (
+    TOOL_NAME_RE,
+    Effect,
+    Tool,
+    ToolApprovalRule,
+    ToolContext,
+    ToolInvocation,
+    ToolResult,
+)
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "ENTRY_POINT_GROUP",
+    "SPEC_FORMATS",
+    "ToolRegistry",
+    "registry",
+    "run_tool",
+    "specs",
+    "tools_for_user",
+]
+
+logger = logging.getLogger("django_webfetch.tools")
+
+ENTRY_POINT_GROUP = "django_webfetch.tools"
+SPEC_FORMATS = ("json_schema", "openai", "anthropic")
+BUILTIN_TOOLS: tuple[str, ...] = (
+    "django_webfetch.tools.fetch_external_url.FetchExternalUrl",
+    "django_webfetch.tools.search_site.SearchSite",
+)
+
+
+def _instantiate(obj: Any) -> Tool:
+    if isinstance(obj, str):
+        obj = import_string(obj)
+    if isinstance(obj, type) and issubclass(obj, Tool):
+        obj = obj()
+    if not isinstance(obj, Tool):
+        raise TypeError(f"{obj!r} is not a Tool")
+    return obj
+
+
+def validate_tool(tool: Tool) -> None:
+    """Raise ``ValueError`` when a tool is malformed (it is then not registered)."""
+    name = getattr(tool, "name", None)
+    if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
+        raise ValueError(f"{name!r}: the name must match {TOOL_NAME_RE.pattern}")
+    if not isinstance(getattr(tool, "group", None), str) or not tool.group:
+        raise ValueError(f"{name!r}: no group")
+    if not isinstance(getattr(tool, "description", None), str) or not tool.description:
+        raise ValueError(f"{name!r}: no description")
+    if not isinstance(tool.scope, Scope):
+        raise ValueError(f"{name!r}: scope must be a net.policy.Scope")
+    if not isinstance(tool.effect, Effect):
+        raise ValueError(f"{name!r}: effect must be an Effect")
+    if tool.scope is not Scope.NONE and tool.enabled_by_default:
+        raise ValueError(f"{name!r}: a network tool cannot be enabled by default")
+    params = tool.parameters
+    if not isinstance(params, dict) or params.get("type") != "object":
+        raise ValueError(f"{name!r}: parameters must be a JSON Schema of type object")
+    try:
+        Draft202012Validator.check_schema(params)
+    except SchemaError as exc:
+        raise ValueError(f"{name!r}: parameters are not a valid JSON Schema") from exc
+
+
+class ToolRegistry:
+    """Thread-safe, loaded once on first use; ``reset()`` reloads (tests, plugin installs)."""
+
+    def __init__(self, *, builtins: Iterable[str] = BUILTIN_TOOLS,
+                 discover: bool = True) -> None:
+        self._builtins = tuple(builtins)
+        self._discover = discover
+        self._tools: dict[str, Tool] | None = None
+        self._lock = threading.RLock()
+        self.problems: list[str] = []
+
+    # -- loading ------------------------------------------------------------------------
+
+    def load(self) -> dict[str, Tool]:
+        with self._lock:
+            if self._tools is None:
+                self._tools = {}
+                self.problems = []
+                for path in self._builtins:
+                    self._add(path, source="built-in")
+                if self._discover:
+                    for app_config in apps.get_app_configs():
+                        for obj in getattr(app_config, "webfetch_tools", ()) or ():
+                            self._add(obj, source=f"app {app_config.label}")
+                    for ep in entry_points(group=ENTRY_POINT_GROUP):
+                        self._add_entry_point(ep)
+            return self._tools
+
+    def _add_entry_point(self, ep: Any) -> None:
+        try:
+            loaded = ep.load()
+        except Exception as exc:
+            self._problem(f"entry point {ep.name!r} could not be loaded ({type(exc).__name__})")
+            return
+        objs = loaded() if callable(loaded) and not isinstance(loaded, type) else loaded
+        if isinstance(objs, (Tool, type, str)):
+            objs = [objs]
+        try:
+            items = list(objs)
+        except TypeError:
+            self._problem(f"entry point {ep.name!r} did not give tools")
+            return
+        for obj in items:
+            self._add(obj, source=f"entry point {ep.name}")
+
+    def _add(self, obj: Any, *, source: str) -> None:
+        assert self._tools is not None
+        try:
+            tool = _instantiate(obj)
+            validate_tool(tool)
+        except Exception as exc:
+            self._problem(f"from {source} rejected: {exc}")
+            return
+        if tool.name in self._tools:
+            # First registration wins: built-ins load first, so a plugin cannot shadow them.
+            self._problem(f"{tool.name!r} from {source} rejected: the name is taken")
+            return
+        self._tools[tool.name] = tool
+
+    def _problem(self, message: str) -> None:
+        logger.error("django_webfetch tool %s", message)
+        self.problems.append(message)
+
+    def register(self, obj: Any) -> Tool:
+        """Register a tool (class, instance or dotted path); ``ValueError`` if rejected."""
+        with self._lock:
+            tools = self.load()
+            tool = _instantiate(obj)
+            validate_tool(tool)
+            if tool.name in tools:
+                raise ValueError(f"tool name {tool.name!r} is taken")
+            tools[tool.name] = tool
+            return tool
+
+    def reset(self) -> None:
+        with self._lock:
+            self._tools = None
+            self.problems = []
+
+    # -- queries ------------------------------------------------------------------------
+
+    def get(self, name: str) -> Tool | None:
+        return self.load().get(name)
+
+    def all(self) -> list[Tool]:
+        return sorted(self.load().values(), key=lambda t: t.name)
+
+    def tools_for_user(self, user: Any) -> list[Tool]:
+        """The tools offered to ``user``.  Fails closed (no tools) if the DB is unreadable."""
+        if user is None or not getattr(user, "is_authenticated", False):
+            return []
+        if not getattr(user, "is_active", False):
+            return []
+        from ..models import ToolGroup
+
+        try:
+            groups = {g.slug: g for g in ToolGroup.objects.all()}
+        except Exception:
+            logger.exception("tool groups unreadable; no tools offered")
+            return []
+        is_admin = bool(getattr(user, "is_superuser", False))
+        offered = []
+        for tool in self.all():
+            if tool.requires_admin and not is_admin:
+                continue
+            group = groups.get(tool.group)
+            if group is None:
+                available = tool.enabled_by_default and tool.scope is Scope.NONE
+            else:
+                available = group.enabled and (
+                    tool.scope is Scope.NONE or group.scope == tool.scope.value
+                )
+            if available:
+                offered.append(tool)
+        return offered
+
+    def specs(self, tools: Iterable[Tool], format: str = "json_schema") -> list[dict[str, Any]]:
+        if format not in SPEC_FORMATS:
+            raise ValueError(f"unknown tool spec format {format!r}; use one of {SPEC_FORMATS}")
+        return [tool.spec(format) for tool in tools]
+
+    # -- running ------------------------------------------------------------------------
+
+    def run(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        user: Any,
+        context: ToolContext | None = None,
+    ) -> ToolResult:
+        try:
+            return self._run(name, arguments, user=user, context=context)
+        except WebFetchError as exc:
+            return ToolResult.from_exception(exc)
+        except Exception:
+            logger.exception("tool %r failed", name)
+            return ToolResult.failure("internal_error", "The tool failed unexpectedly.")
+
+    def _run(
+        self, name: str, arguments: Any, *, user: Any, context: ToolContext | None
+    ) -> ToolResult:
+        tool = self.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return ToolResult.failure("unknown_tool", "There is no tool of that name.")
+        if tool not in self.tools_for_user(user):
+            return ToolResult.failure("tool_unavailable", "This tool is not available.")
+        if not isinstance(arguments, Mapping):
+            return ToolResult.failure("invalid_arguments", "The arguments must be an object.")
+        errors = sorted(
+            Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
+            key=lambda e: list(e.path),
+        )
+        if errors:
+            problems = [
+                {"path": "/".join(str(p) for p in e.absolute_path), "problem": e.validator}
+                for e in errors[:10]
+            ]
+            return ToolResult.failure(
+                "invalid_arguments",
+                "The arguments do not match the tool's parameters: "
+                + "; ".join(f"{p['path'] or '(root)'}: {p['problem']}" for p in problems),
+                errors=problems,
+            )
+        context = replace(context, user=user) if context is not None else ToolContext(user=user)
+        call = ToolInvocation(tool=tool.name, arguments=dict(arguments), user=user,
+                              call_id=context.call_id)
+        if ToolApprovalRule.requires_approval(tool, call, context) and not context.approved:
+            return ToolResult.failure(
+                "approval_required",
+                "This call needs a human approval before it can run.",
+                preview=tool.approval_preview(call),
+            )
+        result = tool.execute(dict(arguments), context)
+        if not isinstance(result, ToolResult):
+            raise TypeError(f"tool {tool.name!r} returned {type(result).__name__}")
+        return result
+
+
+registry = ToolRegistry()
+
+
+def tools_for_user(user: Any) -> list[Tool]:
+    return registry.tools_for_user(user)
+
+
+def specs(tools_or_user: Any, format: str = "json_schema") -> list[dict[str, Any]]:
+    """Tool specs for a list of tools, or for the tools offered to a user."""
+    if isinstance(tools_or_user, (list, tuple)):
+        tools = list(tools_or_user)
+    else:
+        tools = registry.tools_for_user(tools_or_user)
+    return registry.specs(tools, format)
+
+
+def run_tool(
+    name: str, arguments: Any, *, user: Any, context: ToolContext | None = None
+) -> ToolResult:
+    """Run one tool call for ``user``.  Never raises: errors come back as ``ToolResult``."""
+    return registry.run(name, arguments, user=user, context=context)
