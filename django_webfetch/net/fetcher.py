@@ -297,24 +297,30 @@ class Fetcher:
             on_connect=connected.append,
         )
         remaining = max(deadline - self._clock(), 0.001)
-        timeout = httpx.Timeout(
-            remaining, connect=min(policy.connect_timeout, remaining), pool=remaining
-        )
-        client = httpx.Client(
-            transport=transport,
-            trust_env=False,
-            follow_redirects=False,
-            timeout=timeout,
+        connect = min(policy.connect_timeout, remaining)
+        # No httpx.Client: it would add nothing but cost (environment, cookies, redirects
+        # are all things we do not want).  The request goes straight to the pinned
+        # transport, with httpcore's per-request timeouts.
+        request = httpx.Request(
+            "GET",
+            destination.url.geturl(),
             headers={
                 "User-Agent": policy.user_agent,
                 "Accept": ", ".join(policy.media_types) + ";q=0.9, */*;q=0.1",
                 "Accept-Encoding": _ACCEPT_ENCODING,
             },
+            extensions={
+                "timeout": {
+                    "connect": connect,
+                    "read": remaining,
+                    "write": remaining,
+                    "pool": remaining,
+                }
+            },
         )
         try:
             try:
-                request = client.build_request("GET", destination.url.geturl())
-                response = client.send(request, stream=True)
+                response = transport.handle_request(request)
             except httpx.TimeoutException as exc:
                 raise FetchTimeout(detail=type(exc).__name__) from exc
             except httpx.HTTPError as exc:
@@ -324,7 +330,6 @@ class Fetcher:
             finally:
                 response.close()
         finally:
-            client.close()
             transport.close()
 
     def _handle(
@@ -359,12 +364,12 @@ class Fetcher:
         if coding == "identity" and declared.isdigit() and int(declared) > policy.max_body_bytes:
             raise ResponseTooLarge(detail=f"content-length {int(declared)}")
         decoder = _BoundedDecoder(coding, policy.max_body_bytes)
-        body = bytearray()
+        parts: list[bytes] = []
         try:
             for chunk in response.iter_raw(_CHUNK):
-                body += decoder.feed(chunk)
+                parts.append(decoder.feed(chunk))
                 self._check_budget(deadline)
-            body += decoder.flush()
+            parts.append(decoder.flush())
         except httpx.TimeoutException as exc:
             raise FetchTimeout(detail=type(exc).__name__) from exc
         except httpx.HTTPError as exc:
@@ -377,7 +382,7 @@ class Fetcher:
                 location=None,
                 elapsed=self._clock() - hop_start,
             ),
-            (media_type, charset, bytes(body)),
+            (media_type, charset, b"".join(parts)),
         )
 
     def _check_budget(self, deadline: float) -> None:

@@ -9,6 +9,7 @@ connecting.  Every refusal is an ``EgressDenied`` subclass carrying a stable rea
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -170,9 +171,21 @@ class _Trace:
             self.steps.append(Step(name, "skip", detail))
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_list(entries: tuple[str, ...]) -> HostList:
+    return HostList.parse(entries)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_classifier(prefixes: tuple[str, ...]) -> IpAddressClassifier:
+    return IpAddressClassifier(parse_nat64_prefixes(prefixes))
+
+
 def _parse_list(entries: tuple[str, ...], which: str) -> HostList:
+    # Policies are immutable, so parsed lists are cached by their entries; an invalid list
+    # raises every time (exceptions are not cached).
     try:
-        return HostList.parse(entries)
+        return _cached_list(entries)
     except PolicyError as exc:
         # One invalid entry makes the whole list invalid, and an invalid list refuses
         # every request (fail closed).
@@ -388,10 +401,9 @@ class UrlGuard:
         deferred_port: bool,
     ) -> tuple[str, ...]:
         try:
-            prefixes = parse_nat64_prefixes(policy.nat64_prefixes)
+            classifier = _cached_classifier(policy.nat64_prefixes)
         except PolicyError as exc:
             raise EgressDenied("invalid_list", detail=f"nat64_prefixes: {exc}") from exc
-        classifier = IpAddressClassifier(prefixes)
         categories = tuple(classifier.classify(a) for a in addresses)
         private_ok = host.name in policy.allow_private_hosts
 

@@ -230,8 +230,18 @@ def test_configured_proxy_allowed_only_with_allowlist():
     [
         ((("http_proxy", "http://p:1"),), "a.example", 80, "http://p:1"),
         ((("ALL_PROXY", "http://p:2"),), "a.example", 80, "http://p:2"),
-        ((("http_proxy", "http://low"), ("HTTP_PROXY", "http://up")), "a.example", 80, "http://low"),
-        ((("HTTP_PROXY", "http://up"), ("http_proxy", "http://low")), "a.example", 80, "http://low"),
+        (
+            (("http_proxy", "http://low"), ("HTTP_PROXY", "http://up")),
+            "a.example",
+            80,
+            "http://low",
+        ),
+        (
+            (("HTTP_PROXY", "http://up"), ("http_proxy", "http://low")),
+            "a.example",
+            80,
+            "http://low",
+        ),
         ((("http_proxy", "http://p"), ("no_proxy", "*")), "a.example", 80, None),
         ((("http_proxy", "http://p"), ("no_proxy", "example")), "a.example", 80, None),
         ((("http_proxy", "http://p"), ("NO_PROXY", ".example")), "a.example", 80, None),
@@ -321,7 +331,9 @@ def test_policy_accepts_lists_and_lowers_bounds():
     assert p.allowlist == ("a.example",)
     assert p.nameservers == ("11.0.0.53",)
     assert p.has_allowlist
-    assert hash(p) == hash(EgressPolicy(allowlist=("a.example",), nameservers=("11.0.0.53",), total_timeout=3))
+    assert hash(p) == hash(
+        EgressPolicy(allowlist=("a.example",), nameservers=("11.0.0.53",), total_timeout=3)
+    )
 
 
 def test_hop_number_is_recorded_on_denials():

@@ -38,5 +38,15 @@ def test_exported_members_are_sorted_and_real():
     for name in names:
         assert getattr(django_webfetch.net, name) is not None
     public = {n for n in dir(django_webfetch.net) if not n.startswith("_")}
-    modules = {"errors", "fetcher", "guard", "policy", "transport", "resolve", "hosts", "ipclass", "urlparse"}
+    modules = {
+        "errors",
+        "fetcher",
+        "guard",
+        "policy",
+        "transport",
+        "resolve",
+        "hosts",
+        "ipclass",
+        "urlparse",
+    }
     assert public - modules - {"annotations"} == set(names)
