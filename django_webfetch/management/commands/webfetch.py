@@ -1,0 +1,81 @@
+"""``manage.py webfetch``: operator commands.
+
+- ``webfetch explain URL [--group web] [--no-resolve]``: every guard step of the group's
+  live policy for URL, with its verdict.  Looks up DNS, never connects.
+- ``webfetch prune_events [--days N]``: delete EgressEvents older than N days
+  (default ``WEBFETCH_EVENT_RETENTION_DAYS``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from ...conf import conf
+from ...egress import policy_for
+from ...net.errors import EgressDenied
+
+
+class Command(BaseCommand):
+    help = "django_webfetch operator commands: explain a URL, prune the egress audit log."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="subcommand", required=True)
+        explain = sub.add_parser("explain", help="Show every guard step for URL; no connection.")
+        explain.add_argument("url")
+        explain.add_argument("--group", default="web", help="Tool group slug (default: web).")
+        explain.add_argument(
+            "--no-resolve", action="store_true", help="Do not look the host up in DNS either."
+        )
+        prune = sub.add_parser("prune_events", help="Delete old EgressEvents.")
+        prune.add_argument("--days", type=int, default=None,
+                           help="Age in days (default: WEBFETCH_EVENT_RETENTION_DAYS).")
+        prune.add_argument("--dry-run", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["subcommand"] == "explain":
+            self.explain(options["url"], options["group"], resolve=not options["no_resolve"])
+        else:
+            self.prune(options["days"], dry_run=options["dry_run"])
+
+    def explain(self, url: str, group: str, *, resolve: bool) -> None:
+        from ...net import explain
+
+        try:
+            policy = policy_for(group)
+        except EgressDenied as exc:
+            self.stdout.write(f"policy     fail  {exc.reason}")
+            self.stdout.write(f"DENIED ({exc.reason})")
+            raise CommandError("no policy for this group", returncode=2) from exc
+        self.stdout.write(f"group      {group} (scope {policy.scope.value})")
+        explanation = explain(url, policy=policy, resolve=resolve)
+        for step in explanation.steps:
+            line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
+            self.stdout.write(_printable(line))
+        if explanation.allowed:
+            self.stdout.write(self.style.SUCCESS("ALLOWED"))
+        else:
+            self.stdout.write(self.style.ERROR(f"DENIED ({explanation.reason})"))
+            raise CommandError(f"denied: {explanation.reason}", returncode=1)
+
+    def prune(self, days: int | None, *, dry_run: bool) -> None:
+        from ...models import EgressEvent
+
+        if days is None:
+            days = conf.WEBFETCH_EVENT_RETENTION_DAYS
+        if days < 0:
+            raise CommandError("--days must be zero or positive")
+        cutoff = timezone.now() - timedelta(days=days)
+        old = EgressEvent.objects.filter(created__lt=cutoff)
+        if dry_run:
+            self.stdout.write(f"{old.count()} egress event(s) older than {days} day(s).")
+            return
+        deleted, _ = old.delete()
+        self.stdout.write(f"Deleted {deleted} egress event(s) older than {days} day(s).")
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
