@@ -1,0 +1,107 @@
+"""Bodies the lab servers send: realistic pages and compression bombs (built once)."""
+
+from __future__ import annotations
+
+import functools
+import struct
+import zlib
+
+__all__ = ["BOMB_SIZE", "deflate_bomb", "gzip_bomb", "html_of_size", "page_html"]
+
+#: Decompressed size of the bombs: 1 GiB of zeros.
+BOMB_SIZE = 1 << 30
+_MIB = 1 << 20
+
+_WORDS = (
+    "egress", "guard", "resolver", "address", "pinned", "transport", "certificate",
+    "redirect", "budget", "header", "body", "namespace", "loopback", "classifier", "public",
+    "private", "answer", "lookup", "server", "client", "request", "page", "policy", "limit",
+    "decode", "stream", "chunk", "socket", "timeout", "verify", "name", "host", "port",
+    "scheme",
+)
+
+
+def _paragraph(seed: int, words: int = 60) -> str:
+    out = []
+    for i in range(words):
+        out.append(_WORDS[(seed * 7 + i * 13 + i * i) % len(_WORDS)])
+    text = " ".join(out)
+    return text[0].upper() + text[1:] + "."
+
+
+@functools.cache
+def page_html(target_size: int = 50 * 1024, title: str = "Lab page") -> bytes:
+    """A realistic HTML document of about ``target_size`` bytes (head, nav, articles,
+    a table, a script and a style that text extraction must drop)."""
+    head = (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{title}</title>\n"
+        "<meta name=\"description\" content=\"A page served by the django_webfetch test lab\">\n"
+        "<style>body{font-family:sans-serif} .nav a{margin:0 1em}</style>\n"
+        "<script>window.labSecret = 'script text is not content';</script>\n"
+        "</head>\n<body>\n<header><nav class=\"nav\"><a href=\"/\">Home</a>"
+        "<a href=\"/plain\">Plain</a><a href=\"/page2m\">Big</a></nav></header>\n<main>\n"
+        f"<h1>{title}</h1>\n"
+    )
+    tail = "</main>\n<footer><p>&copy; lab.example</p></footer>\n</body>\n</html>\n"
+    parts = [head]
+    size = len(head) + len(tail)
+    section = 0
+    while size < target_size:
+        chunk = (
+            f"<article id=\"s{section}\">\n<h2>Section {section}</h2>\n"
+            f"<p>{_paragraph(section)}</p>\n<p>{_paragraph(section + 1000, 40)} "
+            f"<a href=\"/page?s={section}\">more</a></p>\n"
+            "<ul><li>first item</li><li>second item</li><li>third &amp; last</li></ul>\n"
+            "<table><tr><th>key</th><th>value</th></tr>"
+            f"<tr><td>section</td><td>{section}</td></tr></table>\n</article>\n"
+        )
+        parts.append(chunk)
+        size += len(chunk)
+        section += 1
+    parts.append(tail)
+    return "".join(parts).encode("utf-8")
+
+
+@functools.lru_cache(maxsize=16)
+def html_of_size(size: int) -> bytes:
+    """Exactly ``size`` bytes of valid-looking HTML (padded with a comment-free text run)."""
+    head = b"<!DOCTYPE html><html><head><title>sized</title></head><body><p>"
+    tail = b"</p></body></html>\n"
+    if size < len(head) + len(tail):
+        return (b"x" * size)
+    filler = (b"lab text " * (size // 9 + 1))[: size - len(head) - len(tail)]
+    return head + filler + tail
+
+
+def _raw_zero_stream() -> tuple[bytes, bytes, int, int]:
+    """A 1 MiB block of zeros deflated after a full flush (so it can be repeated), the
+    final empty block, and the CRC-32 and Adler-32 of ``BOMB_SIZE`` zeros."""
+    chunk = bytes(_MIB)
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    segment = comp.compress(chunk) + comp.flush(zlib.Z_FULL_FLUSH)
+    final = zlib.compressobj(9, zlib.DEFLATED, -15).flush(zlib.Z_FINISH)
+    crc, adler = 0, 1
+    for _ in range(BOMB_SIZE // _MIB):
+        crc = zlib.crc32(chunk, crc)
+        adler = zlib.adler32(chunk, adler)
+    return segment, final, crc, adler
+
+
+_stream = functools.lru_cache(maxsize=1)(_raw_zero_stream)
+
+
+@functools.lru_cache(maxsize=1)
+def gzip_bomb() -> bytes:
+    """~1 MiB of gzip that inflates to 1 GiB of zeros (valid, with a correct trailer)."""
+    segment, final, crc, _ = _stream()
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    return header + segment * (BOMB_SIZE // _MIB) + final + struct.pack("<II", crc,
+                                                                        BOMB_SIZE & 0xFFFFFFFF)
+
+
+@functools.lru_cache(maxsize=1)
+def deflate_bomb() -> bytes:
+    """The same as a zlib stream (HTTP's ``deflate`` content coding)."""
+    segment, final, _, adler = _stream()
+    return b"\x78\xda" + segment * (BOMB_SIZE // _MIB) + final + struct.pack(">I", adler)

@@ -1,0 +1,312 @@
+"""A real DNS server for the lab (dnslib for the wire format, socketserver for UDP/TCP).
+
+It answers from a mutable table that the ``lab`` fixture resets before every test::
+
+    table.set("a.lab.example", a=["11.0.0.10"], aaaa=["2606:4700:10::10"], ttl=0)
+    table.cname("www.lab.example", "a.lab.example")
+    table.sequence("rebind.lab.example", [{"a": ["11.0.0.10"]}, {"a": ["10.0.0.10"]}])
+    table.nxdomain(name); table.nodata(name); table.servfail(name); table.drop(name)
+
+Unknown names get NXDOMAIN.  A sequence hands out its entries one lookup at a time, counted
+separately per query type (so an A+AAAA lookup advances both by one); its last entry
+repeats.  Every query is recorded (``table.queries``).
+"""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dnslib import AAAA, CNAME, QTYPE, RCODE, RR, SOA, A, DNSRecord
+
+__all__ = ["DnsTable", "Query", "make_servers"]
+
+_KINDS = ("answer", "cname", "nxdomain", "nodata", "servfail", "drop", "refused")
+
+
+def _norm(name: str) -> str:
+    return name.rstrip(".").lower()
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str = "answer"
+    a: tuple[str, ...] = ()
+    aaaa: tuple[str, ...] = ()
+    target: str = ""
+    ttl: int = 0
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Entry:
+        spec = dict(spec)
+        ttl = int(spec.pop("ttl", 0))
+        if "cname" in spec:
+            return cls("cname", target=_norm(spec.pop("cname")), ttl=ttl)
+        for kind in ("nxdomain", "nodata", "servfail", "drop", "refused"):
+            if spec.pop(kind, False):
+                return cls(kind, ttl=ttl)
+        if "rcode" in spec:
+            kind = spec.pop("rcode")
+            if kind not in _KINDS:
+                raise ValueError(f"unknown DNS scenario {kind!r}")
+            return cls(kind, ttl=ttl)
+        entry = cls("answer", tuple(spec.pop("a", ())), tuple(spec.pop("aaaa", ())), ttl=ttl)
+        if spec:
+            raise ValueError(f"unknown DNS entry keys {sorted(spec)}")
+        return entry
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    qtype: str
+    transport: str  # "udp" | "tcp"
+    server: str
+    client: str
+    time: float = field(compare=False)
+
+
+class DnsTable:
+    """The answers the lab DNS server gives; thread-safe; reset per test."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, list[Entry]] = {}
+        self._cursor: dict[tuple[str, str], int] = {}
+        self._queries: list[Query] = []
+
+    # -- configuration ------------------------------------------------------------------
+    def reset(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._cursor.clear()
+            self._queries.clear()
+
+    def _put(self, name: str, entries: list[Entry]) -> None:
+        with self._lock:
+            self._entries[_norm(name)] = entries
+            for key in [k for k in self._cursor if k[0] == _norm(name)]:
+                del self._cursor[key]
+
+    def set(self, name: str, a: Iterable[str] = (), aaaa: Iterable[str] = (),
+            ttl: int = 0) -> None:
+        """A/AAAA records; with neither, the name exists without addresses (NODATA)."""
+        self._put(name, [Entry("answer", tuple(a), tuple(aaaa), ttl=ttl)])
+
+    def cname(self, name: str, target: str, ttl: int = 0) -> None:
+        self._put(name, [Entry("cname", target=_norm(target), ttl=ttl)])
+
+    def sequence(self, name: str, specs: Sequence[Mapping[str, Any]]) -> None:
+        """One entry per lookup (``{"a": [...], "aaaa": [...], "ttl": 0}``, ``{"cname": t}``,
+        ``{"nxdomain": True}``, ``{"servfail": True}``, ``{"drop": True}``...)."""
+        if not specs:
+            raise ValueError("a sequence needs at least one entry")
+        self._put(name, [Entry.from_spec(spec) for spec in specs])
+
+    def nxdomain(self, name: str) -> None:
+        self._put(name, [Entry("nxdomain")])
+
+    def nodata(self, name: str) -> None:
+        self._put(name, [Entry("nodata")])
+
+    def servfail(self, name: str) -> None:
+        self._put(name, [Entry("servfail")])
+
+    def refused(self, name: str) -> None:
+        self._put(name, [Entry("refused")])
+
+    def drop(self, name: str) -> None:
+        """Never answer: the client runs into its timeout."""
+        self._put(name, [Entry("drop")])
+
+    # -- observation --------------------------------------------------------------------
+    @property
+    def queries(self) -> list[Query]:
+        with self._lock:
+            return list(self._queries)
+
+    def lookups(self, name: str, qtype: str = "A") -> int:
+        """How many queries of ``qtype`` for ``name`` the server received."""
+        name = _norm(name)
+        return sum(1 for q in self.queries if q.name == name and q.qtype == qtype)
+
+    # -- answering ----------------------------------------------------------------------
+    def _entry(self, name: str, qtype: str) -> Entry | None:
+        entries = self._entries.get(name)
+        if entries is None:
+            return None
+        key = (name, qtype)
+        index = self._cursor.get(key, 0)
+        self._cursor[key] = index + 1
+        return entries[min(index, len(entries) - 1)]
+
+    def answer(self, request: DNSRecord, transport: str, server: str,
+               client: str) -> bytes | None:
+        """The packed reply to ``request``, or ``None`` to drop it."""
+        reply = request.reply()
+        if not request.questions:
+            reply.header.rcode = RCODE.FORMERR
+            return reply.pack()
+        question = request.q
+        qname = str(question.qname)
+        qtype = QTYPE.get(question.qtype, str(question.qtype))
+        with self._lock:
+            self._queries.append(
+                Query(_norm(qname), str(qtype), transport, server, client, time.monotonic())
+            )
+            name = _norm(qname)
+            owner = qname
+            for _ in range(8):  # follow CNAME chains, as a recursive resolver would
+                entry = self._entry(name, str(qtype))
+                if entry is None:
+                    reply.header.rcode = RCODE.NXDOMAIN
+                    break
+                if entry.kind == "drop":
+                    return None
+                if entry.kind in ("servfail", "refused"):
+                    servfail = entry.kind == "servfail"
+                    reply.header.rcode = RCODE.SERVFAIL if servfail else RCODE.REFUSED
+                    reply.rr = []
+                    break
+                if entry.kind == "nxdomain":
+                    reply.header.rcode = RCODE.NXDOMAIN
+                    break
+                if entry.kind == "cname":
+                    if qtype == "CNAME":
+                        reply.add_answer(RR(owner, QTYPE.CNAME, rdata=CNAME(entry.target + "."),
+                                            ttl=entry.ttl))
+                        break
+                    reply.add_answer(RR(owner, QTYPE.CNAME, rdata=CNAME(entry.target + "."),
+                                        ttl=entry.ttl))
+                    name = entry.target
+                    owner = entry.target + "."
+                    continue
+                if entry.kind == "answer" and qtype == "A":
+                    for addr in entry.a:
+                        reply.add_answer(RR(owner, QTYPE.A, rdata=A(addr), ttl=entry.ttl))
+                elif entry.kind == "answer" and qtype == "AAAA":
+                    for addr in entry.aaaa:
+                        reply.add_answer(RR(owner, QTYPE.AAAA, rdata=AAAA(addr), ttl=entry.ttl))
+                break
+            if reply.header.rcode == RCODE.NOERROR and not any(
+                rr.rtype == question.qtype for rr in reply.rr
+            ):
+                # NODATA (or only a CNAME chain): an SOA lets resolvers cache the negative.
+                reply.add_auth(RR("lab.example.", QTYPE.SOA, ttl=0, rdata=SOA(
+                    "ns.lab.example.", "hostmaster.lab.example.", (1, 60, 60, 60, 0))))
+        return reply.pack()
+
+
+# -- servers ------------------------------------------------------------------------------
+class _LabThreads(socketserver.ThreadingMixIn):
+    daemon_threads = True
+    block_on_close = False
+    lab_kind = "dns"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(target=self.process_request_thread,
+                                  args=(request, client_address),
+                                  name=f"lab-{self.lab_kind}", daemon=True)
+        thread.start()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that went away is no failure of the lab
+
+
+class _UDPHandler(socketserver.BaseRequestHandler):
+    server: _UDPServer
+
+    def handle(self) -> None:
+        data, sock = self.request
+        try:
+            request = DNSRecord.parse(data)
+        except Exception:
+            return
+        reply = self.server.table.answer(request, "udp", self.server.lab_address,
+                                         self.client_address[0])
+        if reply is None:
+            return
+        if len(reply) > 512:
+            truncated = request.reply()
+            truncated.header.tc = 1
+            reply = truncated.pack()
+        sock.sendto(reply, self.client_address)
+
+
+class _TCPHandler(socketserver.BaseRequestHandler):
+    server: _TCPServer
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        sock.settimeout(30)
+        while True:
+            try:
+                head = self._read(sock, 2)
+                if head is None:
+                    return
+                data = self._read(sock, int.from_bytes(head, "big"))
+                if data is None:
+                    return
+                request = DNSRecord.parse(data)
+            except Exception:
+                return
+            reply = self.server.table.answer(request, "tcp", self.server.lab_address,
+                                             self.client_address[0])
+            if reply is None:
+                # Hold the connection without answering until the client gives up.
+                try:
+                    while sock.recv(4096):
+                        pass
+                except OSError:
+                    pass
+                return
+            try:
+                sock.sendall(len(reply).to_bytes(2, "big") + reply)
+            except OSError:
+                return
+
+    @staticmethod
+    def _read(sock: socket.socket, n: int) -> bytes | None:
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+
+
+class _UDPServer(_LabThreads, socketserver.UDPServer):
+    allow_reuse_address = True
+
+    def __init__(self, address: str, port: int, table: DnsTable) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        self.table = table
+        self.lab_address = address
+        super().__init__((address, port), _UDPHandler)
+
+
+class _TCPServer(_LabThreads, socketserver.TCPServer):
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def __init__(self, address: str, port: int, table: DnsTable) -> None:
+        self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        self.table = table
+        self.lab_address = address
+        super().__init__((address, port), _TCPHandler)
+
+
+def make_servers(addresses: Iterable[str], table: DnsTable,
+                 port: int = 53) -> list[socketserver.BaseServer]:
+    """UDP and TCP servers on ``port`` of every address (bound, not yet serving)."""
+    servers: list[socketserver.BaseServer] = []
+    for address in addresses:
+        servers.append(_UDPServer(address, port, table))
+        servers.append(_TCPServer(address, port, table))
+    return servers
