@@ -125,7 +125,7 @@ def test_own_site_hosts_are_refused_for_external():
 
 
 def test_own_site_scope_reaches_only_own_hosts():
-    p = dict(scope=Scope.OWN_SITE, own_site_hosts=(PUBLIC_V4, f"{PUBLIC_V4}:8000"))
+    p = {"scope": Scope.OWN_SITE, "own_site_hosts": (PUBLIC_V4, f"{PUBLIC_V4}:8000")}
     assert check(f"http://{PUBLIC_V4}/", **p).port == 80
     assert check(f"http://{PUBLIC_V4}:8000/", **p).port == 8000
     assert reason("http://11.0.0.11/", **p) == "not_own_site"
@@ -133,12 +133,12 @@ def test_own_site_scope_reaches_only_own_hosts():
 
 
 def test_own_site_scope_still_refuses_private_without_grant():
-    p = dict(scope=Scope.OWN_SITE, own_site_hosts=("127.0.0.1",))
+    p = {"scope": Scope.OWN_SITE, "own_site_hosts": ("127.0.0.1",)}
     assert reason("http://127.0.0.1/", **p) == "address_class:loopback"
 
 
 def test_configured_endpoint_scope():
-    p = dict(scope=Scope.CONFIGURED_ENDPOINT, endpoints=(f"https://{PUBLIC_V4}:8443/search/",))
+    p = {"scope": Scope.CONFIGURED_ENDPOINT, "endpoints": (f"https://{PUBLIC_V4}:8443/search/",)}
     assert check(f"https://{PUBLIC_V4}:8443/search/?q=x", **p).port == 8443
     assert check(f"https://{PUBLIC_V4}:8443/search", **p).port == 8443
     assert reason(f"https://{PUBLIC_V4}:8443/other", **p) == "not_configured_endpoint"
@@ -147,29 +147,29 @@ def test_configured_endpoint_scope():
 
 
 def test_configured_endpoint_without_trailing_slash_respects_segment_boundary():
-    p = dict(scope=Scope.CONFIGURED_ENDPOINT, endpoints=(f"http://{PUBLIC_V4}/api",))
+    p = {"scope": Scope.CONFIGURED_ENDPOINT, "endpoints": (f"http://{PUBLIC_V4}/api",)}
     assert check(f"http://{PUBLIC_V4}/api/v1", **p)
     assert reason(f"http://{PUBLIC_V4}/apix", **p) == "not_configured_endpoint"
 
 
 def test_configured_endpoint_private_only_when_granted():
-    p = dict(scope=Scope.CONFIGURED_ENDPOINT, endpoints=("http://10.0.0.5/search",))
+    p = {"scope": Scope.CONFIGURED_ENDPOINT, "endpoints": ("http://10.0.0.5/search",)}
     assert reason("http://10.0.0.5/search", **p) == "address_class:private"
     dest = check("http://10.0.0.5/search", allow_private_hosts=("10.0.0.5",), **p)
     assert [str(a) for a in dest.addresses] == ["10.0.0.5"]
 
 
 def test_private_grant_never_covers_metadata():
-    p = dict(
-        scope=Scope.CONFIGURED_ENDPOINT,
-        endpoints=("http://169.254.169.254/",),
-        allow_private_hosts=("169.254.169.254",),
-    )
+    p = {
+        "scope": Scope.CONFIGURED_ENDPOINT,
+        "endpoints": ("http://169.254.169.254/",),
+        "allow_private_hosts": ("169.254.169.254",),
+    }
     assert reason("http://169.254.169.254/", **p) == "address_class:metadata"
 
 
 def test_invalid_endpoint_refuses():
-    p = dict(scope=Scope.CONFIGURED_ENDPOINT, endpoints=("not a url",))
+    p = {"scope": Scope.CONFIGURED_ENDPOINT, "endpoints": ("not a url",)}
     assert reason(f"http://{PUBLIC_V4}/", **p) == "invalid_list"
 
 
@@ -187,7 +187,7 @@ def test_allowlist_narrows_never_widens():
 
 
 def test_allowlist_port_entry_allows_that_port_only():
-    p = dict(allowlist=(f"{PUBLIC_V4}:8080",))
+    p = {"allowlist": (f"{PUBLIC_V4}:8080",)}
     assert check(f"http://{PUBLIC_V4}:8080/", **p).port == 8080
     assert reason(f"http://{PUBLIC_V4}:8081/", **p) == "not_allowlisted"
     assert reason(f"http://{PUBLIC_V4}/", **p) == "not_allowlisted"
@@ -204,7 +204,7 @@ def test_invalid_nat64_prefix_refuses():
 
 
 def test_declared_nat64_prefix_decodes_embedded_ipv4():
-    p = dict(nat64_prefixes=("64:ff9b::/96",))
+    p = {"nat64_prefixes": ("64:ff9b::/96",)}
     assert check("http://[64:ff9b::b00:a]/", **p)  # 11.0.0.10 embedded
     assert reason("http://[64:ff9b::7f00:1]/", **p) == "address_class:loopback"
     assert reason("http://[64:ff9b::a9fe:a9fe]/", **p) == "address_class:metadata"
@@ -218,7 +218,7 @@ def test_proxy_from_environment_refuses():
 
 
 def test_configured_proxy_allowed_only_with_allowlist():
-    p = dict(proxy="http://proxy.corp:3128")
+    p = {"proxy": "http://proxy.corp:3128"}
     assert reason(f"http://{PUBLIC_V4}/", **p) == "proxy"
     assert reason(f"http://{PUBLIC_V4}/", allow_via_proxy=True, **p) == "proxy"
     dest = check(f"http://{PUBLIC_V4}/", allow_via_proxy=True, allowlist=(PUBLIC_V4,), **p)
