@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 _LDH = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+_LDH_DOT = _LDH | {"."}
 _DIGITS = frozenset("0123456789")
 _HEX = frozenset("0123456789abcdef")
 _IPV6_CHARS = frozenset("0123456789abcdefABCDEF:.")
@@ -87,7 +88,7 @@ def _canonical_quad(labels: list[str]) -> IPv4Address | None:
     if len(labels) != 4:
         return None
     for label in labels:
-        if not label or not all(c in _DIGITS for c in label):
+        if not all(c in _DIGITS for c in label):
             return None
         if len(label) > 3 or (len(label) > 1 and label[0] == "0") or int(label) > 255:
             return None
@@ -127,6 +128,10 @@ def parse_host(raw: str) -> Host:
         return _parse_ipv6_literal(raw)
 
     name = raw.lower()
+    if not all(c in _LDH_DOT for c in name):
+        # Percent-encoding, "@", "\\", ":", "_", "*", brackets...: refused before any
+        # numeric interpretation, so "%31%32%37.0.0.1" is a syntax error, not a number.
+        raise _fail("host_syntax", "character outside letters, digits, hyphen and dot")
     trailing_dot = name.endswith(".")
     if trailing_dot:
         name = name[:-1]  # one trailing dot: the absolute form of the same name
@@ -142,12 +147,7 @@ def parse_host(raw: str) -> Host:
         raise _fail("host_syntax", "name longer than 253 characters")
     for label in labels:
         # RFC 1123 §2.1 LDH labels; underscores (legal in DNS, not in host names) refused.
-        if (
-            len(label) > _MAX_LABEL
-            or label[0] == "-"
-            or label[-1] == "-"
-            or not all(c in _LDH for c in label)
-        ):
+        if len(label) > _MAX_LABEL or label[0] == "-" or label[-1] == "-":
             raise _fail("host_syntax", "label is not letters, digits and inner hyphens")
     return Host(HostKind.NAME, name, None)
 

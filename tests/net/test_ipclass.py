@@ -58,8 +58,13 @@ V6_RANGES = [
     ("2000::", "2000:" + F + ":ffff", "public", NGU, "teredo"),
     ("2001::", "2001:0:" + F, "teredo", PUBLIC, "ietf_protocol"),
     ("2001:1::", "2001:1:" + F, "ietf_protocol", "teredo", "benchmarking"),
-    ("2001:2::", "2001:2:0:ffff:ffff:ffff:ffff:ffff", "benchmarking", "ietf_protocol",
-     "ietf_protocol"),
+    (
+        "2001:2::",
+        "2001:2:0:ffff:ffff:ffff:ffff:ffff",
+        "benchmarking",
+        "ietf_protocol",
+        "ietf_protocol",
+    ),
     ("2001:2:1::", "2001:f:" + F, "ietf_protocol", "benchmarking", "orchid"),
     ("2001:10::", "2001:1f:" + F, "orchid", "ietf_protocol", "orchid"),
     ("2001:20::", "2001:2f:" + F, "orchid", "orchid", "ietf_protocol"),
@@ -78,8 +83,9 @@ V6_RANGES = [
 RANGE_IDS = [r[0] for r in V4_RANGES + V6_RANGES]
 
 
-@pytest.mark.parametrize(("first", "last", "category", "before", "after"),
-                         V4_RANGES + V6_RANGES, ids=RANGE_IDS)
+@pytest.mark.parametrize(
+    ("first", "last", "category", "before", "after"), V4_RANGES + V6_RANGES, ids=RANGE_IDS
+)
 def test_range_first_middle_last_and_neighbours(first, last, category, before, after):
     lo = ipaddress.ip_address(first)
     hi = ipaddress.ip_address(last)
@@ -147,9 +153,18 @@ def test_metadata_addresses(address):
         assert classify(neighbour) == reference_classify(neighbour) != "metadata"
 
 
-@pytest.mark.parametrize("address", ["169.254.169.254", "169.254.170.2", "fd00:ec2::254",
-                                     "fd20:ce::254", "100.100.100.200", "192.0.0.192",
-                                     "168.63.129.16"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "169.254.169.254",
+        "169.254.170.2",
+        "fd00:ec2::254",
+        "fd20:ce::254",
+        "100.100.100.200",
+        "192.0.0.192",
+        "168.63.129.16",
+    ],
+)
 def test_metadata_list_is_the_documented_one(address):
     assert ipaddress.ip_address(address) in METADATA_ADDRESSES
 
@@ -162,7 +177,7 @@ def test_metadata_first_even_with_nat64_prefix_covering_it():
 
 
 def test_private_allowable():
-    assert PRIVATE_ALLOWABLE == {"loopback", "private", "shared", "ula"}
+    assert {"loopback", "private", "shared", "ula"} == PRIVATE_ALLOWABLE
     assert "metadata" not in PRIVATE_ALLOWABLE
     assert PRIVATE_ALLOWABLE <= CATEGORIES
 
@@ -186,23 +201,43 @@ REFERENCE = sorted(
     [
         (ipaddress.ip_network(net), category)
         for net, category in [
-            ("0.0.0.0/32", "unspecified"), ("0.0.0.0/8", "this_network"),
-            ("10.0.0.0/8", "private"), ("172.16.0.0/12", "private"),
-            ("192.168.0.0/16", "private"), ("100.64.0.0/10", "shared"),
-            ("127.0.0.0/8", "loopback"), ("169.254.0.0/16", "link_local"),
-            ("192.0.0.0/24", "ietf_protocol"), ("192.0.2.0/24", "documentation"),
-            ("198.51.100.0/24", "documentation"), ("203.0.113.0/24", "documentation"),
-            ("198.18.0.0/15", "benchmarking"), ("224.0.0.0/4", "multicast"),
-            ("255.255.255.255/32", "broadcast"), ("240.0.0.0/4", "reserved"),
+            ("0.0.0.0/32", "unspecified"),
+            ("0.0.0.0/8", "this_network"),
+            ("10.0.0.0/8", "private"),
+            ("172.16.0.0/12", "private"),
+            ("192.168.0.0/16", "private"),
+            ("100.64.0.0/10", "shared"),
+            ("127.0.0.0/8", "loopback"),
+            ("169.254.0.0/16", "link_local"),
+            ("192.0.0.0/24", "ietf_protocol"),
+            ("192.0.2.0/24", "documentation"),
+            ("198.51.100.0/24", "documentation"),
+            ("203.0.113.0/24", "documentation"),
+            ("198.18.0.0/15", "benchmarking"),
+            ("224.0.0.0/4", "multicast"),
+            ("255.255.255.255/32", "broadcast"),
+            ("240.0.0.0/4", "reserved"),
             ("192.88.99.0/24", "reserved"),
-            ("::/128", "unspecified"), ("::1/128", "loopback"), ("::/96", "ipv4_compatible"),
-            ("::ffff:0:0/96", "ipv4_mapped"), ("::ffff:0:0:0/96", "ipv4_translated"),
-            ("64:ff9b::/96", "nat64"), ("64:ff9b:1::/48", "nat64"), ("100::/64", "discard"),
-            ("2001:db8::/32", "documentation"), ("3fff::/20", "documentation"),
-            ("2002::/16", "6to4"), ("2001::/32", "teredo"), ("2001:2::/48", "benchmarking"),
-            ("2001:10::/28", "orchid"), ("2001:20::/28", "orchid"),
-            ("2001::/23", "ietf_protocol"), ("fc00::/7", "ula"), ("fe80::/10", "link_local"),
-            ("fec0::/10", "site_local"), ("ff00::/8", "multicast"),
+            ("::/128", "unspecified"),
+            ("::1/128", "loopback"),
+            ("::/96", "ipv4_compatible"),
+            ("::ffff:0:0/96", "ipv4_mapped"),
+            ("::ffff:0:0:0/96", "ipv4_translated"),
+            ("64:ff9b::/96", "nat64"),
+            ("64:ff9b:1::/48", "nat64"),
+            ("100::/64", "discard"),
+            ("2001:db8::/32", "documentation"),
+            ("3fff::/20", "documentation"),
+            ("2002::/16", "6to4"),
+            ("2001::/32", "teredo"),
+            ("2001:2::/48", "benchmarking"),
+            ("2001:10::/28", "orchid"),
+            ("2001:20::/28", "orchid"),
+            ("2001::/23", "ietf_protocol"),
+            ("fc00::/7", "ula"),
+            ("fe80::/10", "link_local"),
+            ("fec0::/10", "site_local"),
+            ("ff00::/8", "multicast"),
         ]
     ],
     key=lambda item: -item[0].prefixlen,
@@ -351,9 +386,10 @@ def test_overlapping_declared_prefixes_every_decoding_must_be_public():
     private_narrow = encode_nat64(IPv4Address("10.0.0.1"), IPv6Network(narrow))
     assert classify(decode_nat64(private_narrow, IPv6Network(wide))) == PUBLIC
     assert classifier.classify(private_narrow) == "private"
-    assert IpAddressClassifier(parse_nat64_prefixes([narrow, wide])).classify(
-        private_narrow
-    ) == "private"
+    assert (
+        IpAddressClassifier(parse_nat64_prefixes([narrow, wide])).classify(private_narrow)
+        == "private"
+    )
 
     # both decodings non-public: the first declared prefix's category wins
     both = IPv6Address("2001:db8:7f:0:1::")
