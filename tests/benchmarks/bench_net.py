@@ -48,12 +48,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def _enter_namespace() -> None:
+def _in_namespace() -> bool:
+    """True inside the benchmark's namespace; otherwise run this module there and wait."""
     if os.environ.get(_ENV_FLAG) == "1":
-        return
+        return True
     env = dict(os.environ, **{_ENV_FLAG: "1"})
-    args = ["unshare", "-n", sys.executable, "-m", "tests.benchmarks.bench_net", *sys.argv[1:]]
-    sys.exit(subprocess.call(args, env=env))
+    args = ["unshare", "-n", sys.executable, "-m", "tests.benchmarks.bench_net"]
+    if subprocess.call(args, env=env) != 0:
+        raise SystemExit("bench_net failed")
+    return False
 
 
 def _setup_network() -> None:
@@ -108,7 +111,8 @@ def _per_call_us(fn: Callable[[], object], n: int) -> float:
 
 
 def main() -> None:
-    _enter_namespace()
+    if not _in_namespace():
+        return
     _setup_network()
     _start_dns()
     server = ThreadingHTTPServer((ADDRESS, 80), _Handler)
