@@ -1,0 +1,134 @@
+#!/bin/sh
+# The test command of django_webfetch:  sh tests/run.sh [pytest arguments...]
+#
+# On a fresh Debian machine, as root, with Python 3 and Debian's/PyPI's packages reachable,
+# it installs what the suite needs (only what is missing), starts a private Redis on a Unix
+# socket, and runs pytest under coverage.  The pytest process moves itself into a private
+# network namespace before any test runs (tests/lab/), so nothing leaves the machine.
+#
+# Environment:
+#   PYTHON                 interpreter for a new .venv (default: python3)
+#   WEBFETCH_SKIP_INSTALL  =1: use .venv as it is
+#   WEBFETCH_COVERAGE      =0: run pytest without coverage
+set -eu
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+LOG=$(mktemp "${TMPDIR:-/tmp}/webfetch-run.XXXXXX")
+REDIS_DIR=""
+REDIS_PID=""
+
+say() { printf '==> %s\n' "$*"; }
+
+cleanup() {
+    if [ -n "$REDIS_PID" ]; then
+        kill "$REDIS_PID" 2>/dev/null || true
+        wait "$REDIS_PID" 2>/dev/null || true
+    fi
+    [ -n "$REDIS_DIR" ] && rm -rf "$REDIS_DIR"
+    rm -f "$LOG"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Run a command quietly; on failure show its output and stop.
+quiet() {
+    if ! "$@" >"$LOG" 2>&1; then
+        printf 'FAILED: %s\n' "$*" >&2
+        tail -n 40 "$LOG" >&2
+        exit 1
+    fi
+}
+
+# -- Debian packages (only the missing ones) ----------------------------------------------
+APT_UPDATED=""
+apt_install() {
+    if ! command -v apt-get >/dev/null 2>&1; then
+        printf 'missing %s and no apt-get: install it by hand\n' "$*" >&2
+        exit 1
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        printf 'missing %s: run as root (or install it) to continue\n' "$*" >&2
+        exit 1
+    fi
+    if [ -z "$APT_UPDATED" ]; then
+        say "apt-get update"
+        quiet env DEBIAN_FRONTEND=noninteractive apt-get update -q
+        APT_UPDATED=1
+    fi
+    say "apt-get install $*"
+    quiet env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+
+PACKAGES=""
+command -v ip >/dev/null 2>&1 || PACKAGES="$PACKAGES iproute2"
+command -v redis-server >/dev/null 2>&1 || PACKAGES="$PACKAGES redis-server"
+{ command -v unshare >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; } \
+    || PACKAGES="$PACKAGES util-linux"
+PYTHON=${PYTHON:-python3}
+if [ ! -x "$PY" ] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    PACKAGES="$PACKAGES python3-venv"
+fi
+if [ -n "$PACKAGES" ]; then
+    # shellcheck disable=SC2086
+    apt_install $PACKAGES
+fi
+
+# -- the virtualenv -----------------------------------------------------------------------
+if [ "${WEBFETCH_SKIP_INSTALL:-0}" != 1 ]; then
+    if [ ! -x "$PY" ]; then
+        say "creating .venv with $("$PYTHON" --version 2>&1)"
+        quiet "$PYTHON" -m venv "$VENV"
+    fi
+    # Reinstall only when the dependency declaration changed.
+    STAMP="$VENV/.webfetch-test-deps"
+    WANT=$(cat pyproject.toml | cksum)
+    if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+        say "installing django_webfetch[celery] and the test dependency group into .venv"
+        quiet "$PY" -m pip install -q -U "pip>=25.1"
+        quiet "$PY" -m pip install -q -e '.[celery]' --group test
+        printf '%s\n' "$WANT" >"$STAMP"
+    fi
+fi
+
+# -- Redis on a private Unix socket (reachable from inside the lab namespace) -------------
+if command -v redis-server >/dev/null 2>&1; then
+    REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/webfetch-redis.XXXXXX")
+    redis-server --port 0 --unixsocket "$REDIS_DIR/redis.sock" --unixsocketperm 700 \
+        --save '' --appendonly no --dir "$REDIS_DIR" --logfile "$REDIS_DIR/redis.log" &
+    REDIS_PID=$!
+    i=0
+    while [ ! -S "$REDIS_DIR/redis.sock" ] && [ "$i" -lt 100 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if [ -S "$REDIS_DIR/redis.sock" ]; then
+        WEBFETCH_TEST_REDIS_URL="unix://$REDIS_DIR/redis.sock"
+        export WEBFETCH_TEST_REDIS_URL
+        say "redis on $WEBFETCH_TEST_REDIS_URL"
+    else
+        say "redis did not start; redis tests will be skipped"
+        tail -n 5 "$REDIS_DIR/redis.log" 2>/dev/null || true
+    fi
+fi
+
+# -- the tests ----------------------------------------------------------------------------
+say "pytest $*"
+STATUS=0
+if [ "${WEBFETCH_COVERAGE:-1}" = 0 ]; then
+    "$PY" -m pytest -q -rfEsxX "$@" || STATUS=$?
+else
+    rm -f .coverage .coverage.*
+    "$PY" -m coverage run -m pytest -q -rfEsxX "$@" || STATUS=$?
+fi
+if [ "$STATUS" = 5 ]; then
+    say "no tests were collected"
+    STATUS=0
+fi
+if [ "${WEBFETCH_COVERAGE:-1}" != 0 ] && [ -f .coverage ]; then
+    say "coverage"
+    "$PY" -m coverage report || true
+fi
+exit "$STATUS"
