@@ -144,12 +144,16 @@ def check_ca_file(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> li
     return []
 
 
+def _celery_installed() -> bool:
+    return importlib.util.find_spec("celery") is not None
+
+
 def check_celery_installed(
     app_configs: Sequence[Any] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     if not _readable("WEBFETCH_ASYNC_RUNS") or not conf.WEBFETCH_ASYNC_RUNS:
         return []
-    if importlib.util.find_spec("celery") is None:
+    if not _celery_installed():
         return [
             Error(
                 "WEBFETCH_ASYNC_RUNS is on but Celery is not installed.",

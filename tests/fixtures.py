@@ -1,1 +1,109 @@
+"""Model factory fixtures for the Django tests (a pytest plugin listed in conftest.py)."""
+
 from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+_counter = itertools.count(1)
+
+
+@pytest.fixture
+def user_factory(db: Any) -> Callable[..., Any]:
+    from django.contrib.auth import get_user_model
+
+    def make(*, superuser: bool = False, staff: bool = False, active: bool = True,
+             username: str | None = None) -> Any:
+        User = get_user_model()
+        name = username or f"user{next(_counter)}"
+        user = User.objects.create_user(username=name, password="x", is_active=active,
+                                        is_staff=staff or superuser, is_superuser=superuser)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def editor(user_factory: Callable[..., Any]) -> Any:
+    return user_factory(staff=True, username="editor")
+
+
+@pytest.fixture
+def superuser(user_factory: Callable[..., Any]) -> Any:
+    return user_factory(superuser=True, username="root")
+
+
+@pytest.fixture
+def group_factory(db: Any) -> Callable[..., Any]:
+    """Get (built-in) or create a ToolGroup and set fields on it."""
+    from django_webfetch.models import ToolGroup
+
+    def make(slug: str = "web", **fields: Any) -> Any:
+        group, _ = ToolGroup.objects.get_or_create(slug=slug, defaults={"scope": "none"})
+        for name, value in fields.items():
+            setattr(group, name, value)
+        group.save()
+        return group
+
+    return make
+
+
+@pytest.fixture
+def host_entry_factory(db: Any) -> Callable[..., Any]:
+    from django_webfetch.models import HostListEntry, ToolGroup
+
+    def make(group: Any = "web", value: str = "docs.example.org", list: str = "allow") -> Any:
+        if isinstance(group, str):
+            group = ToolGroup.objects.get(slug=group)
+        return HostListEntry.objects.create(group=group, list=list, value=value)
+
+    return make
+
+
+@pytest.fixture
+def endpoint_factory(db: Any) -> Callable[..., Any]:
+    from django_webfetch.models import ConfiguredEndpoint, ToolGroup
+
+    def make(base_url: str = "https://search.example.net/api/search", group: Any = "rag",
+             **fields: Any) -> Any:
+        if isinstance(group, str):
+            group = ToolGroup.objects.get(slug=group)
+        fields.setdefault("name", f"endpoint {next(_counter)}")
+        return ConfiguredEndpoint.objects.create(group=group, base_url=base_url, **fields)
+
+    return make
+
+
+@pytest.fixture
+def site_host_factory(db: Any) -> Callable[..., Any]:
+    from django_webfetch.models import SiteHost
+
+    def make(host: str = "www.site.example", **fields: Any) -> Any:
+        return SiteHost.objects.create(host=host, **fields)
+
+    return make
+
+
+@pytest.fixture
+def tool_registry() -> Iterator[Any]:
+    """The global registry, reloaded after the test (tests may register tools)."""
+    from django_webfetch.tools import registry
+
+    registry.reset()
+    yield registry
+    registry.reset()
+
+
+@pytest.fixture
+def lab_settings(lab: Any, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Point the app at the lab's DNS server and CA; the runner's proxy variables are
+    removed so they cannot decide a lab test (the guard itself is untouched)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    settings.WEBFETCH_DNS_NAMESERVERS = lab.nameservers
+    settings.WEBFETCH_CA_FILE = lab.ca_file
+    return lab

@@ -129,10 +129,21 @@ class SiteHost(models.Model):
         super().save(*args, **kwargs)
 
     def list_entries(self) -> tuple[str, ...]:
-        """This host as ``own_site_hosts`` entries (port-specific entry first)."""
+        """This host as ``own_site_hosts`` entries (port-specific entry first).
+
+        Raises ``PolicyError`` for a row that is invalid in the database (a pattern would
+        widen the ``own_site`` scope): the policy service then refuses (fail closed).
+        """
         host = self.host
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
+        try:
+            parsed = parse_host(host)
+        except HostNotAllowed as exc:
+            raise PolicyError(f"site host {self.pk} is invalid ({exc.reason})") from exc
+        host = parsed.url_text
+        if self.port is not None and not 0 < self.port < 65536:
+            raise PolicyError(f"site host {self.pk} has an invalid port")
         if self.port:
             return (f"{host}:{self.port}", host)
         return (host,)
