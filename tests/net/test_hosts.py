@@ -18,7 +18,6 @@ from django_webfetch.net.hosts import (
     parse_port,
 )
 
-
 LONGEST = ".".join(["a" * 63] * 3) + "." + "b" * 61
 
 
