@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .scopes import DataClass, EgressScope, ToolGroup
 
 __all__ = [
+    "CallState",
     "ConfiguredEndpoint",
     "DataClass",
     "Decision",
@@ -15,5 +17,6 @@ __all__ = [
     "HostListEntry",
     "ListKind",
     "SiteHost",
+    "ToolCall",
     "ToolGroup",
 ]
