@@ -1,0 +1,263 @@
+"""One iterative renderer from a parsed tree to readable text, and the text sink it writes to."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+from xml.etree.ElementTree import Element
+
+import html5lib
+from html5lib.treebuilders import getTreeBuilder
+
+from .limits import MAX_DEPTH, MAX_TEXT_CHARS
+
+__all__ = ["Sink", "finish", "parse", "render"]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_SVG = "{http://www.w3.org/2000/svg}"
+_DROPPED = _words(
+    "script style noscript template head nav header footer aside form iframe svg canvas button"
+    " select title object embed"
+)
+# header and footer are page chrome only outside sectioning content (HTML-ARIA "banner").
+_SECTIONING = frozenset({"article", "main", "section"})
+_LINE_BLOCKS = _words(
+    "address article body center dd details dialog dir div dl dt fieldset figcaption hgroup"
+    " html legend li listing main menu ol search section summary ul tr caption"
+)
+_PARAGRAPH_BLOCKS = _words(
+    "p blockquote figure h1 h2 h3 h4 h5 h6 hr pre xmp plaintext table textarea"
+)
+_HEADING_LEVEL = {f"h{level}": level for level in range(1, 7)}
+_LISTS = frozenset({"ul", "ol", "menu", "dir"})
+_DROPPED_SCHEMES = frozenset({"javascript", "data", "vbscript"})
+_MAX_URL_CHARS = 2048
+_URL_STRIP = str.maketrans("", "", "\t\n\r")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BLANK_LINES_RE = re.compile(r"\n\n\n+")
+#: The root, <html> and <body> sit above the elements the depth bound counts.
+_ROOT_DEPTH = 2
+
+
+class Sink:
+    """Collects text: whitespace collapsed, block breaks, at most one blank line in a row."""
+
+    def __init__(self, limit: int = MAX_TEXT_CHARS) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.limit = limit
+        self.breaks = 0
+        self.space = False
+        self.separator = " "
+        self.line_start = True
+        self.prefix = ""
+
+    @property
+    def full(self) -> bool:
+        return self.size > self.limit
+
+    def block(self, breaks: int) -> None:
+        """Start a new line (1) or paragraph (2) before the next text."""
+        self.breaks = max(self.breaks, breaks)
+        self.separator = " "
+
+    def _append(self, chunk: str) -> None:
+        self.parts.append(chunk)
+        self.size += len(chunk)
+
+    def _start(self) -> None:
+        if self.breaks:
+            if self.size:
+                self._append("\n" * self.breaks)
+            self.line_start = True
+            self.breaks = 0
+        if self.line_start:
+            if self.prefix:
+                self._append(self.prefix)
+                self.prefix = ""
+            self.line_start = False
+        elif self.space:
+            self._append(self.separator)
+        self.space = False
+        self.separator = " "
+
+    def text(self, text: str) -> None:
+        words = text.split()
+        if not words:
+            self.space = self.space or bool(text)
+            return
+        if text[0].isspace():
+            self.space = True
+        self._start()
+        self._append(" ".join(words))
+        self.space = text[-1].isspace()
+
+    def preformatted(self, text: str) -> None:
+        if not text:
+            return
+        self._start()
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self._append(text)
+        self.line_start = text.endswith("\n")
+
+    def separate(self, separator: str) -> None:
+        """Put ``separator`` before the next text on this line (table cells)."""
+        if not self.line_start:
+            self.space = True
+            self.separator = separator
+
+    def line_prefix(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def getvalue(self) -> str:
+        return "".join(self.parts)
+
+
+def finish(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """Final clean-up shared by every path: newlines, control characters, blank lines, cap."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL_RE.sub("", text)
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    text = _BLANK_LINES_RE.sub("\n\n", text).strip("\n")
+    return text[:limit]
+
+
+class _Parser(html5lib.HTMLParser):
+    """html5lib without its error list: recording an error costs a scan of the input chunk."""
+
+    def parseError(self, errorcode: str = "", datavars: Any = None) -> None:  # noqa: N802
+        return None
+
+
+_TREE_BUILDER = getTreeBuilder("etree")
+
+
+def parse(markup: str) -> Element:
+    """Parse normalised markup with html5lib (xml.etree tree builder)."""
+    parser = _Parser(tree=_TREE_BUILDER, namespaceHTMLElements=False)
+    root: Element = parser.parse(markup)
+    return root
+
+
+def _resolve(href: str, base: str | None) -> str | None:
+    href = href.strip(" \t\n\r\f").translate(_URL_STRIP)
+    if not href:
+        return None
+    try:
+        url = urljoin(base, href) if base else href
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        return None
+    if scheme in _DROPPED_SCHEMES or len(url) > _MAX_URL_CHARS:
+        return None
+    return url
+
+
+def _hidden(element: Element) -> bool:
+    return (
+        element.get("hidden") is not None
+        or element.get("aria-hidden", "").strip().lower() == "true"
+    )
+
+
+class _Close:
+    __slots__ = ("list", "mark", "name", "url")
+
+    def __init__(self, name: str, url: str | None = None, mark: int = 0) -> None:
+        self.name = name
+        self.url = url
+        self.mark = mark
+        self.list = False
+
+
+def _dropped(name: str, element: Element, sectioning: int) -> bool:
+    if name in ("header", "footer"):
+        return sectioning == 0
+    if name == "form":
+        # Some sites wrap the whole page in one form: keep it when it holds the content.
+        return element.find(".//main") is None and element.find(".//article") is None
+    return name in _DROPPED or _hidden(element)
+
+
+def render(root: Element, sink: Sink, base_url: str | None) -> None:
+    """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels."""
+    stack: list[tuple[Element, int] | _Close | str] = [(root, 0)]
+    lists: list[int] = []  # item counters of the open lists
+    sectioning = 0
+    pre = 0
+    cells: list[int] = []  # cells seen in each open row
+    while stack and not sink.full:
+        item = stack.pop()
+        if isinstance(item, str):
+            if pre:
+                sink.preformatted(item)
+            else:
+                sink.text(item)
+            continue
+        if isinstance(item, _Close):
+            name = item.name
+            if item.url is not None and sink.size > item.mark:
+                sink.text(f" ({item.url})")
+            if name in _SECTIONING:
+                sectioning -= 1
+            if name in ("pre", "xmp", "listing", "plaintext", "textarea"):
+                pre -= 1
+            if name in _LISTS:
+                lists.pop()
+            if name == "tr":
+                cells.pop()
+            if name in _PARAGRAPH_BLOCKS or name in _HEADING_LEVEL:
+                sink.block(2)
+            elif name in _LINE_BLOCKS:
+                sink.block(1)
+            continue
+        element, depth = item
+        if element.tail:
+            stack.append(element.tail)
+        tag: object = element.tag  # a function for comments
+        if not isinstance(tag, str) or depth > MAX_DEPTH + _ROOT_DEPTH:
+            continue
+        name = tag
+        if tag.startswith("{"):
+            if tag.startswith(_SVG):
+                continue
+            name = tag.rpartition("}")[2]
+        if _dropped(name, element, sectioning):
+            continue
+        close = _Close(name)
+        if name in _SECTIONING:
+            sectioning += 1
+        if name in _PARAGRAPH_BLOCKS or name in _HEADING_LEVEL:
+            sink.block(2)
+        elif name in _LINE_BLOCKS:
+            sink.block(1)
+        if name in _HEADING_LEVEL:
+            sink.line_prefix("#" * _HEADING_LEVEL[name] + " ")
+        elif name == "li":
+            sink.line_prefix("  " * max(len(lists) - 1, 0) + "- ")
+        elif name in _LISTS:
+            lists.append(0)
+        elif name == "br":
+            sink.block(1)
+        elif name in ("pre", "xmp", "listing", "plaintext", "textarea"):
+            pre += 1
+        elif name == "tr":
+            cells.append(0)
+        elif name in ("td", "th") and cells:
+            if cells[-1]:
+                sink.separate(" | ")
+            cells[-1] += 1
+        elif name == "a":
+            href = element.get("href")
+            if href is not None:
+                close.url = _resolve(href, base_url)
+                close.mark = sink.size
+        stack.append(close)
+        stack.extend((child, depth + 1) for child in reversed(element))
+        if element.text:
+            stack.append(element.text)

@@ -1,0 +1,654 @@
+"""The linear pre-scan that decides whether html5lib may parse a page.
+
+One pass over the decoded page tokenizes it the way HTML5 does (tags, attributes, comments,
+raw-text elements) and replays a simplified HTML5 tree construction over a model of the stack
+of open elements: ``<p>`` closing, implied end tags, void elements, table rows and cells,
+foreign content, and the formatting elements that the adoption agency algorithm re-opens
+(``<b><div>x</b>`` leaves the ``<div>`` open; unclosed ``<b>`` reopens in every later block).
+Every operation looks at no more than ``MAX_DEPTH`` model elements, so the pass is linear.
+
+The pass writes a normalised copy of the markup for html5lib: lower-case tag names, only the
+attributes the renderer reads, no comments, no script/style/... content, a no-quirks doctype.
+It also estimates what html5lib would spend on that copy (a per-token cost plus the stack
+walk html5lib does on every tag).  When the copy would nest deeper than ``MAX_DEPTH``, has an
+element with too many attributes or an over-long tag, or costs more than the budget, html5lib
+does not see it: the page is reduced to text by :func:`reduce_to_text` instead, unless enough
+text came before the offending markup, in which case html5lib parses the part before it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS
+
+__all__ = ["Scan", "reduce_to_text", "scan"]
+
+#: An element with more attributes than this is not parsed.
+MAX_ATTRIBUTES = 64
+#: A tag whose source is longer than this is not parsed.
+MAX_TAG_CHARS = 32 * 1024
+#: Estimated html5lib work, in units of one stack step (about a third of a microsecond here).
+COST_BUDGET = 600_000
+#: The cost of one tag or text token to html5lib, in stack steps, beside the stack walk.
+TOKEN_COST = 24
+#: When a limit is hit after this much text, html5lib parses the markup before it.
+ENOUGH_TEXT = 2 * MAX_TEXT_CHARS
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_TAG_NAME_RE = re.compile(r"[A-Za-z][^\t\n\f\r />]*")
+_SKIP_RE = re.compile(r"[\t\n\f\r /]*")
+_ATTR_RE = re.compile(
+    r"([^\t\n\f\r />][^\t\n\f\r />=]*)"
+    r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*("[^"]*"?|'[^']*'?|[^\t\n\f\r >]*))?"""
+)
+_COMMENT_END_RE = re.compile(r"--!?>")
+_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden"})
+
+# Elements whose content is not markup.  Dropped: never shown.  Kept: shown as text.
+_RAW_DROPPED = frozenset({"script", "style", "noscript", "iframe", "noembed", "noframes"})
+_RAW_KEPT = frozenset({"textarea", "xmp"})
+_RAW_END_RE = {
+    name: re.compile(rf"</{name}[\t\n\f\r />]", re.IGNORECASE)
+    for name in (*_RAW_DROPPED, *_RAW_KEPT, "title")
+}
+
+_VOID = _words(
+    "area base basefont bgsound br col embed frame hr image img input keygen link meta param"
+    " source track wbr"
+)
+_HEAD_ONLY = frozenset({"base", "basefont", "bgsound", "link", "meta", "title", "head"})
+_IGNORED = frozenset({"html", "body", "head", "frameset", "frame"})
+_FORMATTING = _words("a b big code em font i nobr s small strike strong tt u")
+_MARKER_ELEMENTS = frozenset({"applet", "marquee", "object", "template", "td", "th", "caption"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_CLOSES_P = _words(
+    "address article aside blockquote center details dialog dir div dl fieldset figcaption"
+    " figure footer header hgroup main menu nav ol p search section summary ul pre listing"
+    " form plaintext table hr xmp li dd dt h1 h2 h3 h4 h5 h6"
+)
+_BLOCK_END = _words(
+    "address article aside blockquote button center details dialog dir div dl fieldset"
+    " figcaption figure footer header hgroup listing main menu nav ol pre search section"
+    " summary ul form li dd dt"
+)
+_SPECIAL = _words(
+    "address applet area article aside base basefont bgsound blockquote body br button caption"
+    " center col colgroup dd details dir div dl dt embed fieldset figcaption figure footer form"
+    " frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img input keygen li"
+    " link listing main marquee menu meta nav noembed noframes noscript object ol p param"
+    " plaintext pre script search section select source style summary table tbody td template"
+    " textarea tfoot th thead title tr track ul wbr xmp"
+)
+_SCOPE = frozenset(
+    {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template"}
+)
+_TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
+_TABLE_CONTEXT = frozenset({"table", "tbody", "thead", "tfoot", "template"})
+_BUTTON_SCOPE = _SCOPE | {"button"}
+_TABLE_SCOPE = frozenset({"html", "table", "template"})
+_NO_SCOPE: frozenset[str] = frozenset()
+_TABLE_ONLY = frozenset({"table", "template"})
+_CELL_CONTEXT = _TABLE_CONTEXT | {"tr"}
+_LI = frozenset({"li"})
+_DD_DT = frozenset({"dd", "dt"})
+_FOREIGN_ROOTS = frozenset({"svg", "math"})
+_BREAKOUT = _words(
+    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img"
+    " li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul"
+    " var"
+)
+
+
+class _LimitHit(Exception):
+    """The markup went past a bound."""
+
+
+class _El:
+    __slots__ = ("foreign", "key", "name", "open")
+
+    def __init__(self, name: str, key: str, foreign: bool = False) -> None:
+        self.name = name
+        self.key = key
+        self.foreign = foreign
+        self.open = True
+
+
+class _Tree:
+    """A model of html5lib's stack of open elements and list of active formatting elements."""
+
+    def __init__(self) -> None:
+        self.stack: list[_El] = []
+        self.active: list[_El | None] = []  # None is a marker
+        self.cost = 0
+
+    # -- stack ----------------------------------------------------------------------------
+    def push(self, element: _El) -> None:
+        self.stack.append(element)
+        if len(self.stack) > MAX_DEPTH:
+            raise _LimitHit
+
+    def pop_to(self, index: int) -> None:
+        """Pop the element at ``index`` and everything above it."""
+        for element in self.stack[index:]:
+            element.open = False
+            if element.name in _MARKER_ELEMENTS:
+                self.clear_to_marker()
+        del self.stack[index:]
+
+    def find(self, names: frozenset[str] | str, scope: frozenset[str] = _SCOPE) -> int:
+        """Index of the topmost element named in ``names`` that is in scope, else -1."""
+        stack = self.stack
+        for index in range(len(stack) - 1, -1, -1):
+            name = stack[index].name
+            if name in names:
+                return index
+            if name in scope:
+                return -1
+        return -1
+
+    def close(self, names: frozenset[str] | str, scope: frozenset[str] = _SCOPE) -> None:
+        index = self.find(names, scope)
+        if index >= 0:
+            self.pop_to(index)
+
+    # -- active formatting elements -------------------------------------------------------
+    def reconstruct(self) -> None:
+        active = self.active
+        if not active or active[-1] is None:
+            return
+        self.cost += len(self.stack)  # html5lib: "entry in openElements"
+        if active[-1].open:
+            return
+        index = len(active) - 1
+        while index > 0:
+            previous = active[index - 1]
+            if previous is None or previous.open:
+                break
+            index -= 1
+        for position in range(index, len(active)):
+            old = active[position]
+            assert old is not None
+            element = _El(old.name, old.key)
+            self.push(element)
+            active[position] = element
+        self.cost += len(self.stack)
+
+    def add_formatting(self, element: _El) -> None:
+        active = self.active
+        self.cost += len(active)
+        same = 0
+        for position in range(len(active) - 1, -1, -1):
+            entry = active[position]
+            if entry is None:
+                break
+            if entry.key == element.key:
+                same += 1
+                if same == 3:  # the "Noah's Ark" clause
+                    del active[position]
+                    break
+        active.append(element)
+        if len(active) > MAX_DEPTH:
+            raise _LimitHit
+
+    def clear_to_marker(self) -> None:
+        active = self.active
+        while active:
+            if active.pop() is None:
+                return
+
+    def last_formatting(self, name: str) -> int:
+        active = self.active
+        self.cost += len(active)
+        for position in range(len(active) - 1, -1, -1):
+            entry = active[position]
+            if entry is None:
+                return -1
+            if entry.name == name:
+                return position
+        return -1
+
+    def adoption_agency(self, name: str) -> None:
+        stack = self.stack
+        for _ in range(8):
+            self.cost += len(stack) + len(self.active)
+            position = self.last_formatting(name)
+            if position < 0:
+                self.any_other_end_tag(name)
+                return
+            formatting = self.active[position]
+            assert formatting is not None
+            if not formatting.open:
+                del self.active[position]
+                return
+            index = stack.index(formatting)
+            furthest = -1
+            for above in range(index + 1, len(stack)):
+                if stack[above].name in _SPECIAL:
+                    furthest = above
+                    break
+            if furthest < 0:
+                self.pop_to(index)
+                del self.active[position]
+                return
+            # Elements between the formatting element and the furthest block: the first
+            # three that are formatting elements are cloned, the others are closed.
+            kept: list[_El] = []
+            for counter, node in enumerate(reversed(stack[index + 1 : furthest])):
+                node.open = False
+                if node.name in _FORMATTING:
+                    self.cost += len(self.active)
+                    if node in self.active:
+                        if counter < 3:
+                            node.open = True
+                            kept.append(node)
+                        else:
+                            self.active.remove(node)
+            formatting.open = False
+            clone = _El(formatting.name, formatting.key)
+            self.active[self.active.index(formatting)] = clone
+            kept.reverse()
+            stack[index:] = [*kept, stack[furthest], clone, *stack[furthest + 1 :]]
+
+    def any_other_end_tag(self, name: str) -> None:
+        stack = self.stack
+        for index in range(len(stack) - 1, -1, -1):
+            current = stack[index].name
+            if current == name:
+                self.pop_to(index)
+                return
+            if current in _SPECIAL:
+                return
+
+    # -- tokens ---------------------------------------------------------------------------
+    def text(self) -> None:
+        self.cost += TOKEN_COST
+        if self.stack and self.stack[-1].foreign:
+            return
+        self.reconstruct()
+
+    def start_tag(self, name: str, key: str, self_closing: bool) -> None:
+        stack = self.stack
+        self.cost += TOKEN_COST + len(stack) + len(self.active)
+        if stack and stack[-1].foreign:
+            if name not in _BREAKOUT:
+                if not self_closing:
+                    self.push(_El(name, key, foreign=True))
+                return
+            while stack and stack[-1].foreign:
+                self.pop_to(len(stack) - 1)
+        if name in _IGNORED or name in _HEAD_ONLY:
+            return
+        if name in _FOREIGN_ROOTS:
+            self.reconstruct()
+            if not self_closing:
+                self.push(_El(name, key, foreign=True))
+            return
+        if name in _CLOSES_P:
+            if name == "li":
+                self.close_list_item(_LI)
+            elif name in _DD_DT:
+                self.close_list_item(_DD_DT)
+            self.close("p", _BUTTON_SCOPE)
+            if name in _HEADINGS and stack and stack[-1].name in _HEADINGS:
+                self.pop_to(len(stack) - 1)
+        elif name in _TABLE_SECTIONS or name in ("caption", "colgroup"):
+            if not self.close_to(_TABLE_ONLY):
+                return  # outside a table html5lib ignores it
+        elif name == "tr":
+            if not self.close_to(_TABLE_CONTEXT):
+                return
+            if stack[-1].name == "table":
+                self.push(_El("tbody", "tbody"))
+        elif name in ("td", "th"):
+            if not self.close_to(_CELL_CONTEXT):
+                return
+            if stack[-1].name != "tr":
+                if stack[-1].name == "table":
+                    self.push(_El("tbody", "tbody"))
+                self.push(_El("tr", "tr"))
+        elif name == "a":
+            if self.last_formatting("a") >= 0:
+                self.adoption_agency("a")
+                position = self.last_formatting("a")
+                if position >= 0:
+                    stale = self.active.pop(position)
+                    assert stale is not None
+                    if stale.open:
+                        stack.remove(stale)
+                        stale.open = False
+            self.reconstruct()
+        elif name == "nobr":
+            self.reconstruct()
+            if self.find("nobr") >= 0:
+                self.adoption_agency("nobr")
+                self.reconstruct()
+        elif name == "button":
+            self.close("button")
+            self.reconstruct()
+        elif name in ("option", "optgroup"):
+            if stack and stack[-1].name == "option":
+                self.pop_to(len(stack) - 1)
+            self.reconstruct()
+        else:
+            self.reconstruct()
+        if name in _VOID:
+            return
+        element = _El(name, key)
+        self.push(element)
+        if name in _FORMATTING:
+            self.add_formatting(element)
+        elif name in _MARKER_ELEMENTS:
+            self.active.append(None)
+
+    def close_list_item(self, names: frozenset[str]) -> None:
+        stack = self.stack
+        for index in range(len(stack) - 1, -1, -1):
+            current = stack[index].name
+            if current in names:
+                self.pop_to(index)
+                return
+            if current in _SPECIAL and current not in ("address", "div", "p"):
+                return
+
+    def close_to(self, names: frozenset[str]) -> bool:
+        """Close what is open above the nearest table context; False when there is none."""
+        index = self.find(names, _NO_SCOPE)
+        if index < 0:
+            return False
+        self.pop_to(index + 1)
+        return True
+
+    def end_tag(self, name: str) -> None:
+        stack = self.stack
+        self.cost += TOKEN_COST + len(stack) + len(self.active)
+        if stack and stack[-1].foreign:
+            for index in range(len(stack) - 1, -1, -1):
+                if not stack[index].foreign:
+                    break
+                if stack[index].name == name:
+                    self.pop_to(index)
+                    return
+        if name in _FORMATTING:
+            self.adoption_agency(name)
+        elif name == "p":
+            self.close("p", _SCOPE | {"button"})
+        elif name in _HEADINGS:
+            self.close(_HEADINGS)
+        elif name in _BLOCK_END or name in _FOREIGN_ROOTS:
+            self.close(name)
+        elif name in _MARKER_ELEMENTS or name == "table":
+            self.close(name, _NO_SCOPE)
+        elif name in _TABLE_SECTIONS or name == "tr":
+            self.close(name, _TABLE_SCOPE)
+        elif name == "br":
+            self.start_tag("br", "br", False)
+        elif name not in _IGNORED:
+            self.any_other_end_tag(name)
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What the pre-scan found: the markup html5lib may parse, or None to reduce to text."""
+
+    markup: str | None
+    title: str
+    cost: int
+    depth: int
+
+
+def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool]:
+    """Read a tag's attributes from ``pos`` (after its name).
+
+    Returns the position after the tag (-1 at end of input), the attributes the renderer
+    reads, the number of attributes, and whether the tag is self-closing.
+    """
+    kept: list[tuple[str, str | None]] = []
+    count = 0
+    size = len(text)
+    skip = _SKIP_RE.match
+    attribute = _ATTR_RE.match
+    while True:
+        after = skip(text, pos).end()  # type: ignore[union-attr]
+        if after >= size:
+            return -1, kept, count, False
+        if text[after] == ">":
+            return after + 1, kept, count, after > pos and text[after - 1] == "/"
+        match = attribute(text, after)
+        assert match is not None
+        count += 1
+        name = match.group(1).lower()
+        if name in _KEPT_ATTRIBUTES and all(name != seen for seen, _ in kept):
+            value = match.group(2)
+            if value is not None and value[:1] in ("'", '"'):
+                value = value[1:-1]
+            kept.append((name, value))
+        pos = match.end()
+
+
+def _lower(name: str) -> str:
+    return name.lower() if name.isascii() else name.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _skip_comment(text: str, pos: int) -> int:
+    """Position after the comment that starts at ``pos`` (at ``<!--``)."""
+    if text.startswith(">", pos + 4):
+        return pos + 5
+    if text.startswith("->", pos + 4):
+        return pos + 6
+    end = _COMMENT_END_RE.search(text, pos + 4)
+    return len(text) if end is None else end.end()
+
+
+def _bogus_end(text: str, pos: int) -> int:
+    end = text.find(">", pos)
+    return len(text) if end < 0 else end + 1
+
+
+def _raw_end(text: str, name: str, pos: int) -> tuple[int, int]:
+    """Where the raw text of element ``name`` ends, and where its end tag ends."""
+    match = _RAW_END_RE[name].search(text, pos)
+    if match is None:
+        return len(text), len(text)
+    after = _tag(text, match.end() - 1)[0]
+    return match.start(), len(text) if after < 0 else after
+
+
+def _escape(value: str) -> str:
+    return value.replace('"', "&quot;")
+
+
+def scan(text: str) -> Scan:
+    """Pre-scan decoded markup (see the module docstring)."""
+    tree = _Tree()
+    out: list[str] = ["<!DOCTYPE html>"]
+    size_out = len(out[0])
+    text_chars = 0
+    title: str | None = None
+    size = len(text)
+    pos = 0
+    find = text.find
+    tag_name = _TAG_NAME_RE.match
+    try:
+        while pos < size:
+            lt = find("<", pos)
+            if lt < 0:
+                lt = size
+            if lt > pos:
+                chunk = text[pos:lt]
+                chunk_bytes = (
+                    len(chunk) if chunk.isascii() else len(chunk.encode("utf-8", "replace"))
+                )
+                if size_out + chunk_bytes > MAX_PARSER_INPUT:
+                    break
+                tree.text()
+                out.append(chunk)
+                size_out += chunk_bytes
+                text_chars += lt - pos
+                if tree.cost > COST_BUDGET:
+                    raise _LimitHit
+                pos = lt
+                continue
+            token_start = pos
+            nxt = text[pos + 1 : pos + 2]
+            if nxt == "!":
+                pos = (
+                    _skip_comment(text, pos)
+                    if text.startswith("!--", pos + 1)
+                    else _bogus_end(text, pos)
+                )
+                continue
+            if nxt == "?":
+                pos = _bogus_end(text, pos)
+                continue
+            closing = nxt == "/"
+            name_match = tag_name(text, pos + 2 if closing else pos + 1)
+            if name_match is None:
+                if closing and pos + 2 < size:  # "</>" is dropped, "</3" is a bogus comment
+                    pos = pos + 3 if text[pos + 2] == ">" else _bogus_end(text, pos)
+                    continue
+                # A "<" that starts no tag is text.
+                out.append("&lt;")
+                size_out += 4
+                tree.text()
+                pos += 1
+                continue
+            name = _lower(name_match.group())
+            end, kept, count, self_closing = _tag(text, name_match.end())
+            if end < 0:  # a tag cut off by the end of the input is dropped
+                break
+            if count > MAX_ATTRIBUTES or end - token_start > MAX_TAG_CHARS:
+                raise _LimitHit
+            if closing:
+                piece = f"</{name}>"
+                tree.end_tag(name)
+            elif name in _RAW_DROPPED or name == "title":
+                raw_end, after = _raw_end(text, name, end)
+                if name == "title" and title is None:
+                    title = html.unescape(text[end:raw_end])
+                pos = after
+                continue
+            else:
+                attributes = "".join(
+                    f" {key}" if value is None else f' {key}="{_escape(value)}"'
+                    for key, value in kept
+                )
+                piece = f"<{name}{attributes}{'/' if self_closing else ''}>"
+                tree.start_tag(name, f"{name}{attributes}", self_closing)
+                if name in _RAW_KEPT:
+                    raw_end, after = _raw_end(text, name, end)
+                    raw = text[end:raw_end]
+                    piece = f"{piece}{raw}</{name}>"
+                    end = after
+                    text_chars += len(raw)
+                elif name == "plaintext":
+                    piece += text[end:]
+                    text_chars += size - end
+                    end = size
+            piece_bytes = len(piece) if piece.isascii() else len(piece.encode("utf-8", "replace"))
+            if size_out + piece_bytes > MAX_PARSER_INPUT:
+                break
+            if tree.cost > COST_BUDGET:
+                raise _LimitHit
+            out.append(piece)
+            size_out += piece_bytes
+            pos = end
+    except _LimitHit:
+        if text_chars < ENOUGH_TEXT:
+            return Scan(None, _title(title), tree.cost, len(tree.stack))
+    return Scan("".join(out), _title(title), tree.cost, len(tree.stack))
+
+
+def _title(title: str | None) -> str:
+    return " ".join(title.split())[:300] if title else ""
+
+
+# -- reduction to text ---------------------------------------------------------------------
+
+_BLOCK_NAMES = (
+    "address|article|aside|blockquote|br|caption|center|dd|details|dialog|dir|div|dl|dt"
+    "|fieldset|figcaption|figure|footer|form|h[1-6]|header|hgroup|hr|li|listing|main|menu|nav"
+    "|ol|p|pre|search|section|summary|table|tbody|td|tfoot|th|thead|tr|ul|xmp"
+)
+_BLOCK_TAG_RE = re.compile(rf"</?(?:{_BLOCK_NAMES})(?![^\t\n\f\r />])[^>]*>", re.IGNORECASE)
+_ANY_TAG_RE = re.compile(r"</?[A-Za-z][^>]*>|<[!?][^>]*>|</>")
+_TAG_START_RE = re.compile(r"</?[A-Za-z]|<[!?]")
+_SPECIAL_START_RE = re.compile(
+    r"<(?:!--|(script|style|noscript|iframe|noembed|noframes|title|textarea|xmp|template"
+    r"|plaintext)(?![^\t\n\f\r />]))",
+    re.IGNORECASE,
+)
+_TEMPLATE_RE = re.compile(r"<(/?)template(?![^\t\n\f\r />])", re.IGNORECASE)
+
+
+def _template_end(text: str, pos: int) -> int:
+    """Position after the ``</template>`` that closes the template opened before ``pos``."""
+    depth = 1
+    while True:
+        match = _TEMPLATE_RE.search(text, pos)
+        if match is None:
+            return len(text)
+        pos = match.end()
+        depth += -1 if match.group(1) else 1
+        if depth == 0:
+            return _bogus_end(text, pos)
+
+
+def _strip_special(text: str) -> tuple[str, str | None]:
+    """Drop comments and the content of script, style, template and the like."""
+    parts: list[str] = []
+    title: str | None = None
+    pos = 0
+    while True:
+        match = _SPECIAL_START_RE.search(text, pos)
+        if match is None:
+            parts.append(text[pos:])
+            return "".join(parts), title
+        parts.append(text[pos : match.start()])
+        name = match.group(1)
+        if name is None:
+            pos = _skip_comment(text, match.start())
+            continue
+        name = name.lower()
+        after = _tag(text, match.end())[0]
+        if after < 0:
+            return "".join(parts), title
+        if name == "plaintext":
+            parts.append("\n" + html.escape(text[after:], quote=False))
+            return "".join(parts), title
+        if name == "template":
+            pos = _template_end(text, after)
+            continue
+        raw_end, pos = _raw_end(text, name, after)
+        if name in _RAW_KEPT:
+            parts.append("\n" + html.escape(text[after:raw_end], quote=False) + "\n")
+        elif name == "title" and title is None:
+            title = html.unescape(text[after:raw_end])
+
+
+def reduce_to_text(text: str) -> tuple[str, str]:
+    """Markup reduced to text without a parser: tags dropped, block tags made line breaks.
+
+    Returns the text and the page title.  Linear: each regular expression applies its
+    quantifiers to single character classes, and the tag patterns only run over the part of
+    the input before its last ``>``, so a match attempt never fails after a long scan.
+    """
+    stripped, title = _strip_special(text)
+    last = stripped.rfind(">") + 1
+    head, tail = stripped[:last], stripped[last:]
+    cut = _TAG_START_RE.search(tail)
+    if cut is not None:  # a tag cut off by the end of the input is dropped
+        tail = tail[: cut.start()]
+    head = _ANY_TAG_RE.sub("", _BLOCK_TAG_RE.sub("\n", head))
+    reduced = html.unescape(head + tail)
+    lines = (" ".join(line.split()) for line in reduced.split("\n"))
+    return "\n".join(line for line in lines if line), _title(title)
