@@ -184,7 +184,7 @@ def check_self_approval(
 
 
 def check_tools(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
-    from .tools.registry import registry
+    from .tools.registry import default_registry as registry
 
     registry.load()
     return [

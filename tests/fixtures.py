@@ -90,7 +90,7 @@ def site_host_factory(db: Any) -> Callable[..., Any]:
 @pytest.fixture
 def tool_registry() -> Iterator[Any]:
     """The global registry, reloaded after the test (tests may register tools)."""
-    from django_webfetch.tools import registry
+    from django_webfetch.tools import default_registry as registry
 
     registry.reset()
     yield registry

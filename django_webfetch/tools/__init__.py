@@ -11,7 +11,7 @@ from .base import (
     ToolInvocation,
     ToolResult,
 )
-from .registry import ToolRegistry, registry, run_tool, specs, tools_for_user
+from .registry import ToolRegistry, default_registry, run_tool, specs, tools_for_user
 
 __all__ = [
     "Effect",
@@ -22,7 +22,7 @@ __all__ = [
     "ToolInvocation",
     "ToolRegistry",
     "ToolResult",
-    "registry",
+    "default_registry",
     "run_tool",
     "specs",
     "tools_for_user",

@@ -88,8 +88,6 @@ class FetchExternalUrl(Tool):
     # -- execution ----------------------------------------------------------------------
 
     def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        from ..text import extract_text
-
         url = arguments["url"]
         result = AuditedFetch(self, context).fetch(url)
         meta: dict[str, Any] = {
@@ -101,6 +99,8 @@ class FetchExternalUrl(Tool):
         if not 200 <= result.status < 300:
             return status_result(result.status, **{k: v for k, v in meta.items()
                                                     if k != "status"})
+        from ..text import extract_text
+
         text = extract_text(
             result.body, media_type=result.media_type, charset=result.charset,
             url=result.final_url,

@@ -37,7 +37,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "SPEC_FORMATS",
     "ToolRegistry",
-    "registry",
+    "default_registry",
     "run_tool",
     "specs",
     "tools_for_user",
@@ -266,11 +266,11 @@ class ToolRegistry:
         return result
 
 
-registry = ToolRegistry()
+default_registry = ToolRegistry()
 
 
 def tools_for_user(user: Any) -> list[Tool]:
-    return registry.tools_for_user(user)
+    return default_registry.tools_for_user(user)
 
 
 def specs(tools_or_user: Any, format: str = "json_schema") -> list[dict[str, Any]]:
@@ -278,12 +278,12 @@ def specs(tools_or_user: Any, format: str = "json_schema") -> list[dict[str, Any
     if isinstance(tools_or_user, (list, tuple)):
         tools = list(tools_or_user)
     else:
-        tools = registry.tools_for_user(tools_or_user)
-    return registry.specs(tools, format)
+        tools = default_registry.tools_for_user(tools_or_user)
+    return default_registry.specs(tools, format)
 
 
 def run_tool(
     name: str, arguments: Any, *, user: Any, context: ToolContext | None = None
 ) -> ToolResult:
     """Run one tool call for ``user``.  Never raises: errors come back as ``ToolResult``."""
-    return registry.run(name, arguments, user=user, context=context)
+    return default_registry.run(name, arguments, user=user, context=context)
