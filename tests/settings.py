@@ -38,3 +38,4 @@ ROOT_URLCONF = "tests.django.urls"
 SITE_ID = 1
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

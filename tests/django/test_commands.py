@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from django_webfetch.models import EgressEvent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_env(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+def run(*args):
+    out = StringIO()
+    call_command("webfetch", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_explain_allowed(group_factory):
+    group_factory("web", enabled=True)
+    out = run("explain", "http://11.0.0.10/page")
+    for step in ("scope", "url", "own_site", "denylist", "allowlist", "port", "proxy",
+                 "resolve", "addresses"):
+        assert step in out
+    assert out.strip().endswith("ALLOWED")
+    assert not EgressEvent.objects.exists()
+
+
+def test_explain_denied_names_the_rule(group_factory):
+    group_factory("web", enabled=True)
+    with pytest.raises(CommandError, match="address_class:loopback"):
+        run("explain", "http://127.0.0.1/")
+    with pytest.raises(CommandError, match="scope"):
+        run("explain", "http://11.0.0.10/", "--group", "system")
+
+
+def test_explain_group_option_and_no_resolve(group_factory):
+    group_factory("web", enabled=True)
+    out = StringIO()
+    with pytest.raises(CommandError, match="own_site"):
+        call_command("webfetch", "explain", "http://site.example/", "--no-resolve", stdout=out)
+    assert "own_site   fail" in out.getvalue()
+
+
+def test_explain_policy_unavailable(group_factory, settings):
+    group_factory("web", enabled=True)
+    settings.WEBFETCH_TIMEOUT = "x"
+    with pytest.raises(CommandError):
+        run("explain", "http://11.0.0.10/")
+
+
+def test_prune_events(settings):
+    now = timezone.now()
+    for age in (1, 10, 100):
+        EgressEvent.objects.create(decision="denied", created=now - timedelta(days=age))
+    assert "1 egress event" in run("prune_events", "--days", "30", "--dry-run")
+    assert EgressEvent.objects.count() == 3
+    assert "Deleted 1" in run("prune_events", "--days", "30")
+    settings.WEBFETCH_EVENT_RETENTION_DAYS = 5
+    assert "Deleted 1" in run("prune_events")
+    assert EgressEvent.objects.count() == 1
+    with pytest.raises(CommandError):
+        run("prune_events", "--days", "-1")
