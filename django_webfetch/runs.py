@@ -1,0 +1,668 @@
+"""Tool calls as durable runs: the state machine and the services around it.
+
+Every change of ``ToolCall.state`` goes through :func:`transition`, which locks the row
+(``select_for_update``) and then writes the new state with a compare-and-set ``UPDATE``
+(``WHERE state = <the state it read>``).  The lock serialises competing writers on
+PostgreSQL/MySQL; the compare-and-set keeps the guarantee on SQLite, where
+``select_for_update`` is a no-op: two admins approving at once, or an approval racing the
+expiry, end in exactly one outcome and the other gets :class:`InvalidTransition`.
+
+Errors::
+
+    WebFetchError
+    └── RunError                               .code
+        ├── InvalidTransition                  .current .target
+        │   └── CallExpiredError
+        ├── ToolNotOfferedError
+        ├── ApprovalPermissionDenied
+        │   └── SelfApprovalDenied
+        └── CancelPermissionDenied
+
+Runs happen in-process (synchronously, right where the call was approved) unless
+``WEBFETCH_ASYNC_RUNS`` is on; then the ``django_webfetch.run_tool_call`` Celery task runs
+them on a worker once the transaction that approved them has committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import OperationalError, connection, transaction
+from django.utils import timezone
+
+from .conf import conf
+from .exceptions import WebFetchImproperlyInstalled
+from .models import CallState, ToolCall
+from .models.calls import FINISHED_STATES, TRANSITIONS
+from .net.errors import WebFetchError
+from .tools import Effect, Tool, ToolApprovalRule, ToolContext, ToolInvocation, ToolResult
+from .tools import default_registry as tool_registry
+
+__all__ = [
+    "APPROVE_PERMISSION",
+    "MAX_ATTEMPTS",
+    "ApprovalPermissionDenied",
+    "CallExpiredError",
+    "CancelPermissionDenied",
+    "ExecuteOutcome",
+    "InvalidTransition",
+    "RunError",
+    "SelfApprovalDenied",
+    "ToolNotOfferedError",
+    "approve",
+    "can_approve",
+    "can_cancel",
+    "can_read",
+    "cancel",
+    "deny",
+    "execute",
+    "expire_due",
+    "lease_seconds",
+    "recover_lost",
+    "refresh",
+    "request_call",
+    "runs_async",
+    "sweep",
+    "time_limits",
+    "transition",
+    "visible_calls",
+]
+
+logger = logging.getLogger("django_webfetch.runs")
+
+APPROVE_PERMISSION = "django_webfetch.approve_toolcall"
+#: A call is run at most this often: a call whose worker was lost is retried once.
+MAX_ATTEMPTS = 2
+#: An approved call whose task message is older than this is queued again by the sweep
+#: (the broker lost the message, or enqueueing failed after the commit).
+STALE_QUEUE_AFTER = timedelta(minutes=10)
+#: SQLite reports a lost race as "database is locked"; the transition is re-read this often.
+_SQLITE_RETRIES = 5
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+class RunError(WebFetchError):
+    code = "run_error"
+    default_message = "the tool call cannot be changed"
+
+
+class InvalidTransition(RunError):
+    """The call is not in a state that allows the change (it may have just changed)."""
+
+    code = "invalid_transition"
+
+    def __init__(self, current: str, target: str, message: str | None = None) -> None:
+        self.current = current
+        self.target = target
+        super().__init__(message or f"a {current} call cannot become {target}")
+
+
+class CallExpiredError(InvalidTransition):
+    code = "expired"
+
+    def __init__(self, target: str) -> None:
+        super().__init__(CallState.EXPIRED, target, "the approval request has expired")
+
+
+class ToolNotOfferedError(RunError):
+    code = "tool_not_offered"
+    default_message = "this tool is not offered to you"
+
+
+class ApprovalPermissionDenied(RunError):
+    code = "approval_not_permitted"
+    default_message = "you may not approve or deny tool calls"
+
+
+class SelfApprovalDenied(ApprovalPermissionDenied):
+    code = "self_approval"
+    default_message = "you may not approve or deny your own tool call"
+
+
+class CancelPermissionDenied(RunError):
+    code = "cancel_not_permitted"
+    default_message = "you may not cancel this tool call"
+
+
+# -- settings-derived values ----------------------------------------------------------------
+
+
+def runs_async() -> bool:
+    """Run calls on Celery workers (``WEBFETCH_ASYNC_RUNS``) or in-process (default)."""
+    return conf.WEBFETCH_ASYNC_RUNS
+
+
+def time_limits() -> tuple[float, float]:
+    """``(soft, hard)`` Celery time limits of one run: above the whole-fetch budget."""
+    budget = conf.WEBFETCH_TIMEOUT
+    return budget + 5.0, budget + 10.0
+
+
+def lease_seconds() -> float:
+    """How long a running attempt owns its call.  Past the hard time limit the worker
+    process is gone (killed by the pool, or dead), so past the lease the call is lost."""
+    return time_limits()[1] + 5.0
+
+
+# -- permissions ----------------------------------------------------------------------------
+
+
+def _is_active(user: Any) -> bool:
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and getattr(user, "is_active", False)
+    )
+
+
+def _may_approve(user: Any) -> bool:
+    return _is_active(user) and bool(user.has_perm(APPROVE_PERMISSION))
+
+
+def can_approve(user: Any, call: ToolCall) -> bool:
+    """May ``user`` approve or deny ``call`` (ignoring its state)?"""
+    if not _may_approve(user):
+        return False
+    return conf.WEBFETCH_ALLOW_SELF_APPROVAL or call.user_id != user.pk
+
+
+def can_read(user: Any, call: ToolCall) -> bool:
+    if not _is_active(user):
+        return False
+    return call.user_id == user.pk or _may_approve(user)
+
+
+def can_cancel(user: Any, call: ToolCall) -> bool:
+    return can_read(user, call)
+
+
+def visible_calls(user: Any) -> Any:
+    """The calls ``user`` may read: their own; approvers see all."""
+    if not _is_active(user):
+        return ToolCall.objects.none()
+    if _may_approve(user):
+        return ToolCall.objects.all()
+    return ToolCall.objects.filter(user=user)
+
+
+# -- the one place that changes state -------------------------------------------------------
+
+
+def _call_id(call: ToolCall | uuid.UUID | str) -> Any:
+    return call.pk if isinstance(call, ToolCall) else call
+
+
+def transition(
+    call: ToolCall | uuid.UUID | str,
+    target: str,
+    *,
+    check: Callable[[ToolCall], None] | None = None,
+    **changes: Any,
+) -> ToolCall:
+    """Move a call to ``target`` under a row lock; return the updated call.
+
+    ``check(call)`` runs under the lock and may raise to refuse.  Raises
+    ``ToolCall.DoesNotExist`` and :class:`InvalidTransition` (also when another writer won
+    a race for the same call).
+    """
+    call_id = _call_id(call)
+    for attempt in range(_SQLITE_RETRIES):
+        try:
+            return _transition(call_id, target, check=check, changes=changes)
+        except OperationalError:
+            # SQLite refuses the loser of a write race with "database is locked" instead of
+            # making it wait; read again (it now sees the winner's state).
+            if connection.vendor != "sqlite" or attempt == _SQLITE_RETRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _transition(
+    call_id: Any,
+    target: str,
+    *,
+    check: Callable[[ToolCall], None] | None,
+    changes: Mapping[str, Any],
+) -> ToolCall:
+    with transaction.atomic():
+        call = ToolCall.objects.select_for_update().get(pk=call_id)
+        current = call.state
+        if target not in TRANSITIONS.get(current, frozenset()):
+            raise InvalidTransition(current, target)
+        if check is not None:
+            check(call)
+        values: dict[str, Any] = {**changes, "state": target, "updated": timezone.now()}
+        if target in FINISHED_STATES:
+            values.setdefault("finished_at", values["updated"])
+            values.setdefault("lease_expires_at", None)
+        won = ToolCall.objects.filter(
+            pk=call.pk, state=current, attempts=call.attempts
+        ).update(**values)
+        if won != 1:
+            raise InvalidTransition(current, target, "the call was changed concurrently")
+        for name, value in values.items():
+            setattr(call, name, value)
+    logger.info("tool call %s: %s -> %s", call.pk, current, target)
+    return call
+
+
+# -- requesting a call ----------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+
+    return json.loads(json.dumps(value, allow_nan=False, default=str))
+
+
+def _argument_errors(tool: Tool, arguments: Any) -> ToolResult | None:
+    """The schema check ``run_tool`` makes, made before anything is queued or approved."""
+    from jsonschema import Draft202012Validator
+
+    if not isinstance(arguments, Mapping):
+        return ToolResult.failure("invalid_arguments", "The arguments must be an object.")
+    errors = sorted(
+        Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
+        key=lambda e: [str(p) for p in e.path],
+    )
+    if not errors:
+        return None
+    problems = [
+        {"path": "/".join(str(p) for p in e.absolute_path), "problem": str(e.validator)}
+        for e in errors[:10]
+    ]
+    return ToolResult.failure(
+        "invalid_arguments",
+        "The arguments do not match the tool's parameters: "
+        + "; ".join(f"{p['path'] or '(root)'}: {p['problem']}" for p in problems),
+        errors=problems,
+    )
+
+
+def _user_label(user: Any) -> str:
+    if user is None:
+        return ""
+    get_username = getattr(user, "get_username", None)
+    return str(get_username() if callable(get_username) else user)[:150]
+
+
+def _preview(tool: Tool, invocation: ToolInvocation, user: Any) -> dict[str, Any]:
+    preview: dict[str, Any] = {"tool": tool.name, "group": tool.group,
+                               "user": _user_label(user)}
+    try:
+        preview.update(_jsonable(tool.approval_preview(invocation)))
+    except Exception:
+        logger.exception("approval preview of tool %r failed", tool.name)
+        preview["arguments"] = _jsonable(dict(invocation.arguments))
+        preview["error"] = "preview_unavailable"
+    return preview
+
+
+def request_call(
+    tool_name: str,
+    arguments: Any,
+    *,
+    user: Any,
+    conversation: str = "",
+) -> ToolCall:
+    """Record a call the assistant asked for, and start it as far as it may go.
+
+    - invalid arguments: the call ends ``failed`` / ``invalid_arguments``, nothing runs;
+    - needs approval: it stops in ``awaiting_approval`` (nothing holds a worker);
+    - otherwise it is approved at once and run (in-process, or queued on Celery).
+
+    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``.
+    """
+    offered = {t.name: t for t in tool_registry.tools_for_user(user)}
+    tool = offered.get(tool_name) if isinstance(tool_name, str) else None
+    if tool is None:
+        raise ToolNotOfferedError()
+    try:
+        stored_arguments = _jsonable(arguments)
+        if stored_arguments is None:
+            stored_arguments = {}
+    except (TypeError, ValueError):
+        stored_arguments = {}
+        arguments = None
+
+    with transaction.atomic():
+        call = ToolCall.objects.create(
+            tool=tool.name,
+            group=tool.group,
+            arguments=stored_arguments,
+            user=user,
+            conversation=(conversation or "")[:200],
+        )
+        invalid = _argument_errors(tool, arguments)
+        if invalid is not None:
+            return transition(call, CallState.FAILED, reason="invalid_arguments",
+                              result=invalid.to_dict())
+        invocation = ToolInvocation(tool=tool.name, arguments=dict(arguments),
+                                    user=user, call_id=str(call.pk))
+        needs_approval = ToolApprovalRule.requires_approval(
+            tool, invocation, ToolContext(user=user, call_id=str(call.pk))
+        )
+        if needs_approval:
+            now = timezone.now()
+            return transition(
+                call,
+                CallState.AWAITING_APPROVAL,
+                requires_approval=True,
+                approval_preview=_preview(tool, invocation, user),
+                expires_at=now + timedelta(seconds=conf.WEBFETCH_APPROVAL_TTL),
+            )
+        call = transition(call, CallState.APPROVED, requires_approval=False,
+                          queued_at=timezone.now())
+    return _dispatch(call)
+
+
+# -- human decisions ------------------------------------------------------------------------
+
+
+def _expired(call: ToolCall, now: datetime | None = None) -> bool:
+    return (
+        call.state == CallState.AWAITING_APPROVAL
+        and call.expires_at is not None
+        and call.expires_at <= (now or timezone.now())
+    )
+
+
+def _decision_check(by: Any, target: str) -> Callable[[ToolCall], None]:
+    def check(call: ToolCall) -> None:
+        if not _may_approve(by):
+            raise ApprovalPermissionDenied()
+        if call.user_id == by.pk and not conf.WEBFETCH_ALLOW_SELF_APPROVAL:
+            raise SelfApprovalDenied()
+        if _expired(call):
+            raise CallExpiredError(target)
+
+    return check
+
+
+def _decide(call: ToolCall | uuid.UUID | str, target: str, *, by: Any, comment: str,
+            **changes: Any) -> ToolCall:
+    try:
+        return transition(
+            call,
+            target,
+            check=_decision_check(by, target),
+            decided_by=by,
+            decided_at=timezone.now(),
+            decision_comment=(comment or "")[:2000],
+            **changes,
+        )
+    except CallExpiredError:
+        _expire_one(_call_id(call))
+        raise
+
+
+def approve(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
+    """Approve a call awaiting approval and start it."""
+    approved = _decide(call, CallState.APPROVED, by=by, comment=comment,
+                       queued_at=timezone.now())
+    return _dispatch(approved)
+
+
+def deny(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
+    result = ToolResult.failure("approval_denied", "A reviewer denied this tool call.")
+    return _decide(call, CallState.DENIED, by=by, comment=comment, reason="approval_denied",
+                   result=result.to_dict())
+
+
+def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
+    """Cancel a call that has not started running (its owner or an approver)."""
+
+    def check(row: ToolCall) -> None:
+        if not can_cancel(by, row):
+            raise CancelPermissionDenied()
+
+    result = ToolResult.failure("cancelled", "The tool call was cancelled.")
+    return transition(call, CallState.CANCELLED, check=check, reason="cancelled",
+                      result=result.to_dict(), decision_comment=(comment or "")[:2000])
+
+
+# -- expiry and recovery (periodic task, and on read) ---------------------------------------
+
+
+def _expire_one(call_id: Any) -> ToolCall | None:
+    def check(call: ToolCall) -> None:
+        if not _expired(call):
+            raise InvalidTransition(call.state, CallState.EXPIRED, "not due")
+
+    result = ToolResult.failure("approval_expired", "Nobody approved this tool call in time.")
+    try:
+        return transition(call_id, CallState.EXPIRED, check=check, reason="approval_expired",
+                          result=result.to_dict())
+    except (InvalidTransition, ToolCall.DoesNotExist):
+        return None
+
+
+def expire_due(now: datetime | None = None, *, calls: Any = None) -> int:
+    """Expire every call whose approval request is past its time; returns how many."""
+    queryset = calls if calls is not None else ToolCall.objects.all()
+    due = queryset.filter(state=CallState.AWAITING_APPROVAL,
+                          expires_at__lte=now or timezone.now())
+    return sum(1 for call_id in list(due.values_list("pk", flat=True)[:1000])
+               if _expire_one(call_id) is not None)
+
+
+def _lost(call: ToolCall, now: datetime | None = None) -> bool:
+    return (
+        call.state == CallState.RUNNING
+        and call.lease_expires_at is not None
+        and call.lease_expires_at <= (now or timezone.now())
+    )
+
+
+def _may_retry(call: ToolCall) -> bool:
+    if call.attempts >= MAX_ATTEMPTS or not runs_async():
+        return False
+    tool = tool_registry.get(call.tool)
+    # A write may have happened before the worker died: never repeat it.
+    return tool is not None and tool.effect is Effect.READ
+
+
+class _NoRetryLeft(InvalidTransition):
+    pass
+
+
+def _recover_one(call_id: Any) -> ToolCall | None:
+    """A running call whose lease expired: retry it once, else fail it (``worker_lost``)."""
+
+    def check_retry(call: ToolCall) -> None:
+        if not _lost(call):
+            raise InvalidTransition(call.state, CallState.APPROVED, "the lease has not expired")
+        if not _may_retry(call):
+            raise _NoRetryLeft(call.state, CallState.APPROVED, "no retry left")
+
+    def check_fail(call: ToolCall) -> None:
+        if not _lost(call):
+            raise InvalidTransition(call.state, CallState.FAILED, "the lease has not expired")
+
+    try:
+        try:
+            call = transition(call_id, CallState.APPROVED, check=check_retry,
+                              queued_at=timezone.now(), lease_expires_at=None, worker="")
+        except _NoRetryLeft:
+            lost = ToolResult.failure("worker_lost", "The worker running this call was lost.")
+            call = transition(call_id, CallState.FAILED, check=check_fail,
+                              reason="worker_lost", result=lost.to_dict())
+            logger.warning("tool call %s: worker lost, failed", call.pk)
+            return call
+    except (InvalidTransition, ToolCall.DoesNotExist):
+        return None
+    logger.warning("tool call %s: worker lost, retrying (attempt %s done)", call.pk,
+                   call.attempts)
+    return _dispatch(call)
+
+
+def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
+    queryset = calls if calls is not None else ToolCall.objects.all()
+    due = queryset.filter(state=CallState.RUNNING, lease_expires_at__lte=now or timezone.now())
+    return sum(1 for call_id in list(due.values_list("pk", flat=True)[:1000])
+               if _recover_one(call_id) is not None)
+
+
+def _requeue_stale(now: datetime | None = None) -> int:
+    if not runs_async():
+        return 0
+    cutoff = (now or timezone.now()) - STALE_QUEUE_AFTER
+    stale = list(ToolCall.objects.filter(state=CallState.APPROVED, queued_at__lte=cutoff)
+                 .values_list("pk", flat=True)[:1000])
+    for call_id in stale:
+        ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(
+            queued_at=timezone.now())
+        _enqueue(call_id)
+    return len(stale)
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    expired: int
+    recovered: int
+    requeued: int
+
+
+def sweep(now: datetime | None = None) -> SweepReport:
+    """The periodic task's work: expire due approvals, recover calls of lost workers and
+    queue again approved calls whose task message went missing."""
+    return SweepReport(expire_due(now), recover_lost(now), _requeue_stale(now))
+
+
+def refresh(call: ToolCall) -> ToolCall:
+    """Enforce expiry and worker loss on read; return the current row."""
+    if _expired(call):
+        _expire_one(call.pk)
+    elif _lost(call):
+        _recover_one(call.pk)
+    else:
+        return call
+    return ToolCall.objects.get(pk=call.pk)
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecuteOutcome:
+    """What :func:`execute` did.  ``retry_after``: look at the call again in that many
+    seconds (another attempt holds it; the task reschedules itself)."""
+
+    action: str  # "ran" | "noop" | "busy" | "recovered" | "discarded"
+    state: str
+    retry_after: float | None = None
+
+
+def _worker_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+
+
+def execute(call_id: uuid.UUID | str, *, redelivered: bool = False,
+            worker: str = "") -> ExecuteOutcome:
+    """Run an approved call once.  Idempotent: a finished call, a call that is not
+    approved, or one that another live attempt holds is left alone.  Never raises for a
+    tool's failure (the result records it)."""
+    now = timezone.now()
+    try:
+        call = ToolCall.objects.get(pk=call_id)
+    except (ToolCall.DoesNotExist, ValueError, ValidationError):
+        logger.warning("tool call %s does not exist", call_id)
+        return ExecuteOutcome("noop", "")
+    if call.state == CallState.RUNNING:
+        if _lost(call, now):
+            recovered = _recover_one(call.pk)
+            return ExecuteOutcome("recovered", recovered.state if recovered else call.state)
+        assert call.lease_expires_at is not None
+        wait = max((call.lease_expires_at - now).total_seconds(), 0.0) + 1.0
+        logger.info("tool call %s is held by %s (redelivered=%s)", call.pk, call.worker,
+                    redelivered)
+        return ExecuteOutcome("busy", call.state, retry_after=wait)
+    if call.state == CallState.AWAITING_APPROVAL and _expired(call, now):
+        _expire_one(call.pk)
+        return ExecuteOutcome("noop", CallState.EXPIRED)
+    if call.state != CallState.APPROVED:
+        return ExecuteOutcome("noop", call.state)
+
+    try:
+        call = transition(
+            call,
+            CallState.RUNNING,
+            attempts=call.attempts + 1,
+            started_at=now,
+            lease_expires_at=now + timedelta(seconds=lease_seconds()),
+            worker=(worker or _worker_label())[:200],
+        )
+    except (InvalidTransition, ToolCall.DoesNotExist):
+        # Another worker took it (a duplicate message), or it was cancelled meanwhile.
+        current = ToolCall.objects.filter(pk=call.pk).values_list("state", flat=True).first()
+        return ExecuteOutcome("noop", current or "")
+
+    attempt = call.attempts
+    context = ToolContext(user=call.user, call_id=str(call.pk), approved=True)
+    try:
+        result = tool_registry.run(call.tool, dict(call.arguments), user=call.user,
+                                   context=context)
+    except BaseException as exc:  # run_tool never raises; a time limit or a kill may
+        if not isinstance(exc, Exception):
+            raise
+        logger.exception("tool call %s: run_tool raised", call.pk)
+        result = ToolResult.failure("internal_error", "The tool failed unexpectedly.")
+    return _finish(call.pk, attempt, result)
+
+
+def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
+    def check(call: ToolCall) -> None:
+        if call.attempts != attempt:
+            raise InvalidTransition(call.state, "finished", "a newer attempt owns the call")
+
+    target = CallState.SUCCEEDED if result.ok else CallState.FAILED
+    try:
+        call = transition(call_id, target, check=check, reason=result.error or "",
+                          result=result.to_dict())
+    except (InvalidTransition, ToolCall.DoesNotExist):
+        logger.warning("tool call %s: result of attempt %s discarded", call_id, attempt)
+        current = ToolCall.objects.filter(pk=call_id).values_list("state", flat=True).first()
+        return ExecuteOutcome("discarded", current or "")
+    return ExecuteOutcome("ran", call.state)
+
+
+# -- dispatching ----------------------------------------------------------------------------
+
+
+def _enqueue(call_id: Any) -> None:
+    try:
+        from . import tasks
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise WebFetchImproperlyInstalled("celery", "celery") from exc
+    soft, hard = time_limits()
+    try:
+        tasks.run_tool_call.apply_async(args=(str(call_id),), soft_time_limit=soft,
+                                        time_limit=hard)
+    except Exception:
+        # The call stays approved; the sweep queues it again (STALE_QUEUE_AFTER).
+        logger.exception("tool call %s could not be queued", call_id)
+
+
+def _dispatch(call: ToolCall) -> ToolCall:
+    """Start an approved call: queue it after the commit, or run it here and now."""
+    if call.state != CallState.APPROVED:
+        return call
+    if runs_async():
+        transaction.on_commit(partial(_enqueue, call.pk))
+        return call
+    execute(call.pk, worker=f"in-process:{_worker_label()}")
+    return ToolCall.objects.get(pk=call.pk)
+
