@@ -109,11 +109,16 @@ class FetchExternalUrl(Tool):
 
 
 def render_fenced(requested_url: str, result: Any, text: str) -> str:
-    """The page text inside the nonce fence.  Outside it: only text we wrote, the status
-    code and (after a redirect) the server's target labelled as untrusted."""
+    """The page text inside the nonce fence (whole result < 48,000 bytes).
+
+    Outside the fence: only text we wrote, the requested URL and the status code.  After a
+    redirect the final URL, which the server chose, goes inside the fence, labelled.
+    """
     from ..text import fence, render_redirect_target, render_status
 
+    redirects = max(len(result.hops) - 1, 0)
     status_line = render_status(result.status)
-    if result.final_url != result.url:
-        status_line = f"{status_line}; {render_redirect_target(result.final_url)}"
+    if redirects:
+        status_line += f" after {redirects} redirect(s)"
+        text = f"Final {render_redirect_target(result.final_url)}\n\n{text}"
     return fence(text, source_url=requested_url, status_line=status_line)
