@@ -30,10 +30,11 @@ __all__ = ["Scan", "reduce_to_text", "scan"]
 MAX_ATTRIBUTES = 64
 #: A tag whose source is longer than this is not parsed.
 MAX_TAG_CHARS = 32 * 1024
-#: Estimated html5lib work, in units of one stack step (about a third of a microsecond here).
-COST_BUDGET = 600_000
+#: Estimated html5lib work, in units of one Python-level stack step (20-80 ns here).
+COST_BUDGET = 3_000_000
 #: The cost of one tag or text token to html5lib, in stack steps, beside the stack walk.
-TOKEN_COST = 24
+TOKEN_COST = 150
+TEXT_COST = 50
 #: When a limit is hit after this much text, html5lib parses the markup before it.
 ENOUGH_TEXT = 2 * MAX_TEXT_CHARS
 
@@ -144,13 +145,16 @@ class _Tree:
 
     def find(self, names: frozenset[str] | str, scope: frozenset[str] = _SCOPE) -> int:
         """Index of the topmost element named in ``names`` that is in scope, else -1."""
+        if isinstance(names, str):
+            names = frozenset((names,))
         stack = self.stack
-        for index in range(len(stack) - 1, -1, -1):
+        top = len(stack) - 1
+        for index in range(top, -1, -1):
             name = stack[index].name
-            if name in names:
-                return index
-            if name in scope:
-                return -1
+            if name in names or name in scope:
+                self.cost += top - index
+                return index if name in names else -1
+        self.cost += top
         return -1
 
     def close(self, names: frozenset[str] | str, scope: frozenset[str] = _SCOPE) -> None:
@@ -163,7 +167,7 @@ class _Tree:
         active = self.active
         if not active or active[-1] is None:
             return
-        self.cost += len(self.stack)  # html5lib: "entry in openElements"
+        self.cost += len(self.stack) // 8  # html5lib: "entry in openElements", in C
         if active[-1].open:
             return
         index = len(active) - 1
@@ -178,7 +182,7 @@ class _Tree:
             element = _El(old.name, old.key)
             self.push(element)
             active[position] = element
-        self.cost += len(self.stack)
+            self.cost += len(self.stack) // 8 + 1
 
     def add_formatting(self, element: _El) -> None:
         active = self.active
@@ -217,7 +221,7 @@ class _Tree:
     def adoption_agency(self, name: str) -> None:
         stack = self.stack
         for _ in range(8):
-            self.cost += len(stack) + len(self.active)
+            self.cost += len(stack)
             position = self.last_formatting(name)
             if position < 0:
                 self.any_other_end_tag(name)
@@ -259,6 +263,7 @@ class _Tree:
     def any_other_end_tag(self, name: str) -> None:
         stack = self.stack
         for index in range(len(stack) - 1, -1, -1):
+            self.cost += 1
             current = stack[index].name
             if current == name:
                 self.pop_to(index)
@@ -268,14 +273,14 @@ class _Tree:
 
     # -- tokens ---------------------------------------------------------------------------
     def text(self) -> None:
-        self.cost += TOKEN_COST
+        self.cost += TEXT_COST
         if self.stack and self.stack[-1].foreign:
             return
         self.reconstruct()
 
     def start_tag(self, name: str, key: str, self_closing: bool) -> None:
         stack = self.stack
-        self.cost += TOKEN_COST + len(stack) + len(self.active)
+        self.cost += TOKEN_COST
         if stack and stack[-1].foreign:
             if name not in _BREAKOUT:
                 if not self_closing:
@@ -350,6 +355,7 @@ class _Tree:
     def close_list_item(self, names: frozenset[str]) -> None:
         stack = self.stack
         for index in range(len(stack) - 1, -1, -1):
+            self.cost += 1
             current = stack[index].name
             if current in names:
                 self.pop_to(index)
@@ -367,7 +373,7 @@ class _Tree:
 
     def end_tag(self, name: str) -> None:
         stack = self.stack
-        self.cost += TOKEN_COST + len(stack) + len(self.active)
+        self.cost += TOKEN_COST
         if stack and stack[-1].foreign:
             for index in range(len(stack) - 1, -1, -1):
                 if not stack[index].foreign:
