@@ -7,7 +7,7 @@ read-only (pruned by ``manage.py webfetch prune_events``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -17,18 +17,35 @@ from django.utils.translation import gettext_lazy as _
 
 from .models import ConfiguredEndpoint, EgressEvent, HostListEntry, SiteHost, ToolGroup
 
+if TYPE_CHECKING:
+    _HostListEntryInline = admin.TabularInline[HostListEntry, ToolGroup]
+    _ToolGroupAdmin = admin.ModelAdmin[ToolGroup]
+    _SiteHostAdmin = admin.ModelAdmin[SiteHost]
+    _EndpointForm = forms.ModelForm[ConfiguredEndpoint]
+    _EndpointAdmin = admin.ModelAdmin[ConfiguredEndpoint]
+    _EventAdmin = admin.ModelAdmin[EgressEvent]
+else:
+    _HostListEntryInline = admin.TabularInline
+    _ToolGroupAdmin = _SiteHostAdmin = _EndpointAdmin = _EventAdmin = admin.ModelAdmin
+    _EndpointForm = forms.ModelForm
 
-class HostListEntryInline(admin.TabularInline):
+
+class HostListEntryInline(_HostListEntryInline):
     model = HostListEntry
     extra = 1
     fields = ("list", "value", "note")
 
 
 @admin.register(ToolGroup)
-class ToolGroupAdmin(admin.ModelAdmin):
+class ToolGroupAdmin(_ToolGroupAdmin):
     list_display = (
-        "slug", "name", "scope", "enabled", "data_class",
-        "skip_approval_with_allowlist", "allow_via_proxy",
+        "slug",
+        "name",
+        "scope",
+        "enabled",
+        "data_class",
+        "skip_approval_with_allowlist",
+        "allow_via_proxy",
     )
     list_filter = ("enabled", "scope")
     search_fields = ("slug", "name")
@@ -36,30 +53,34 @@ class ToolGroupAdmin(admin.ModelAdmin):
     actions = ["enable_groups", "disable_groups"]
     fieldsets = (
         (None, {"fields": ("slug", "name", "description", "enabled")}),
-        (_("Egress"), {"fields": ("scope", "data_class", "skip_approval_with_allowlist",
-                                  "allow_via_proxy")}),
+        (
+            _("Egress"),
+            {"fields": ("scope", "data_class", "skip_approval_with_allowlist", "allow_via_proxy")},
+        ),
     )
 
     @admin.action(description=_("Enable the selected tool groups"), permissions=["change"])
     def enable_groups(self, request: HttpRequest, queryset: QuerySet[ToolGroup]) -> None:
         count = queryset.update(enabled=True)
-        self.message_user(request, _("%(count)d tool group(s) enabled.") % {"count": count},
-                          messages.SUCCESS)
+        self.message_user(
+            request, _("%(count)d tool group(s) enabled.") % {"count": count}, messages.SUCCESS
+        )
 
     @admin.action(description=_("Disable the selected tool groups"), permissions=["change"])
     def disable_groups(self, request: HttpRequest, queryset: QuerySet[ToolGroup]) -> None:
         count = queryset.update(enabled=False)
-        self.message_user(request, _("%(count)d tool group(s) disabled.") % {"count": count},
-                          messages.SUCCESS)
+        self.message_user(
+            request, _("%(count)d tool group(s) disabled.") % {"count": count}, messages.SUCCESS
+        )
 
 
 @admin.register(SiteHost)
-class SiteHostAdmin(admin.ModelAdmin):
+class SiteHostAdmin(_SiteHostAdmin):
     list_display = ("host", "port", "scheme", "note")
     search_fields = ("host", "note")
 
 
-class ConfiguredEndpointForm(forms.ModelForm):
+class ConfiguredEndpointForm(_EndpointForm):
     auth_header_value = forms.CharField(
         label=_("auth header value"),
         required=False,
@@ -74,8 +95,15 @@ class ConfiguredEndpointForm(forms.ModelForm):
 
     class Meta:
         model = ConfiguredEndpoint
-        fields = ("group", "name", "base_url", "auth_header_name", "auth_header_value",
-                  "allow_private", "enabled")
+        fields = (
+            "group",
+            "name",
+            "base_url",
+            "auth_header_name",
+            "auth_header_value",
+            "allow_private",
+            "enabled",
+        )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -94,13 +122,21 @@ class ConfiguredEndpointForm(forms.ModelForm):
 
 
 @admin.register(ConfiguredEndpoint)
-class ConfiguredEndpointAdmin(admin.ModelAdmin):
+class ConfiguredEndpointAdmin(_EndpointAdmin):
     form = ConfiguredEndpointForm
     list_display = ("name", "group", "base_url", "has_auth_header", "allow_private", "enabled")
     list_filter = ("enabled", "allow_private", "group")
     search_fields = ("name", "base_url")
-    fields = ("group", "name", "base_url", "auth_header_name", "auth_header_value",
-              "clear_auth_header", "allow_private", "enabled")
+    fields = (
+        "group",
+        "name",
+        "base_url",
+        "auth_header_name",
+        "auth_header_value",
+        "clear_auth_header",
+        "allow_private",
+        "enabled",
+    )
 
     @admin.display(boolean=True, description=_("auth header set"))
     def has_auth_header(self, obj: ConfiguredEndpoint) -> bool:
@@ -108,9 +144,21 @@ class ConfiguredEndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(EgressEvent)
-class EgressEventAdmin(admin.ModelAdmin):
-    list_display = ("created", "decision", "reason", "tool", "group_slug", "user",
-                    "url_host", "port", "hop", "status", "bytes", "duration")
+class EgressEventAdmin(_EventAdmin):
+    list_display = (
+        "created",
+        "decision",
+        "reason",
+        "tool",
+        "group_slug",
+        "user",
+        "url_host",
+        "port",
+        "hop",
+        "status",
+        "bytes",
+        "duration",
+    )
     list_filter = ("decision", "reason", "group_slug", "tool", "created")
     search_fields = ("url_host", "call_id", "reason")
     date_hierarchy = "created"

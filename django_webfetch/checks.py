@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Tags, Warning, register as _register
+from django.core.checks import CheckMessage, Error, Tags, Warning
+from django.core.checks import register as _register
 from django.db import DatabaseError
 
 from .conf import BOUND_SETTINGS, SETTING_NAMES, conf
@@ -71,8 +72,7 @@ def check_bounds(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> lis
         if raw > ceiling:
             warnings.append(
                 Warning(
-                    f"{name}={raw!r} is above the hard ceiling {ceiling!r}; "
-                    f"{ceiling!r} is used.",
+                    f"{name}={raw!r} is above the hard ceiling {ceiling!r}; {ceiling!r} is used.",
                     hint="Settings may lower a bound, never raise it.",
                     id="django_webfetch.W001",
                 )

@@ -12,7 +12,7 @@ setting; the egress policy service turns that into a refusal (``policy_unavailab
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 
@@ -60,9 +60,10 @@ def _number(name: str, value: Any, *, integer: bool) -> float:
     kinds: tuple[type, ...] = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise _bad(name, "an integer" if integer else "a number")
-    if value < 0:
+    number = cast(float, value)
+    if number < 0:
         raise _bad(name, "zero or positive")
-    return value
+    return number
 
 
 def _bool(name: str, value: Any) -> bool:

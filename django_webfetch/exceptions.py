@@ -108,5 +108,5 @@ class WebFetchImproperlyInstalled(WebFetchConfigurationError, ImportError):
         self.missing_package = missing_package
         self.extra = extra
         super().__init__(
-            f"{missing_package} is not installed: pip install \"django-webfetch[{extra}]\""
+            f'{missing_package} is not installed: pip install "django-webfetch[{extra}]"'
         )

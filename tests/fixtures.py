@@ -15,12 +15,22 @@ _counter = itertools.count(1)
 def user_factory(db: Any) -> Callable[..., Any]:
     from django.contrib.auth import get_user_model
 
-    def make(*, superuser: bool = False, staff: bool = False, active: bool = True,
-             username: str | None = None) -> Any:
+    def make(
+        *,
+        superuser: bool = False,
+        staff: bool = False,
+        active: bool = True,
+        username: str | None = None,
+    ) -> Any:
         User = get_user_model()
         name = username or f"user{next(_counter)}"
-        user = User.objects.create_user(username=name, password="x", is_active=active,
-                                        is_staff=staff or superuser, is_superuser=superuser)
+        user = User.objects.create_user(
+            username=name,
+            password="x",
+            is_active=active,
+            is_staff=staff or superuser,
+            is_superuser=superuser,
+        )
         return user
 
     return make
@@ -67,8 +77,9 @@ def host_entry_factory(db: Any) -> Callable[..., Any]:
 def endpoint_factory(db: Any) -> Callable[..., Any]:
     from django_webfetch.models import ConfiguredEndpoint, ToolGroup
 
-    def make(base_url: str = "https://search.example.net/api/search", group: Any = "rag",
-             **fields: Any) -> Any:
+    def make(
+        base_url: str = "https://search.example.net/api/search", group: Any = "rag", **fields: Any
+    ) -> Any:
         if isinstance(group, str):
             group = ToolGroup.objects.get(slug=group)
         fields.setdefault("name", f"endpoint {next(_counter)}")

@@ -23,10 +23,10 @@ from typing import Any, Protocol, runtime_checkable
 from django.apps import apps
 from django.conf import settings
 
-from ..conf import conf
-from ..net.errors import EgressDenied, PolicyError
-from ..net.hosts import EntryKind, ListEntry, parse_list_entry
-from ..net.policy import DEFAULT_MEDIA_TYPES, EgressPolicy, Scope
+from django_webfetch.conf import conf
+from django_webfetch.net.errors import EgressDenied, PolicyError
+from django_webfetch.net.hosts import EntryKind, ListEntry, parse_list_entry
+from django_webfetch.net.policy import DEFAULT_MEDIA_TYPES, EgressPolicy, Scope
 
 __all__ = [
     "ENDPOINT_MEDIA_TYPES",
@@ -79,13 +79,14 @@ def policy_for(
     try:
         if not isinstance(slug, str):
             raise TypeError("group must be a ToolGroup or a slug")
-        return _build(slug, user=user, plugin_instance=plugin_instance,
-                      require_scope=require_scope)
+        return _build(slug, user=user, plugin_instance=plugin_instance, require_scope=require_scope)
     except EgressDenied:
         raise
     except Exception as exc:
         logger.warning(
-            "egress policy for group %r unavailable: %s", slug, type(exc).__name__,
+            "egress policy for group %r unavailable: %s",
+            slug,
+            type(exc).__name__,
             exc_info=True,
         )
         raise EgressDenied(
@@ -125,7 +126,7 @@ def _build(
     plugin_instance: Any,
     require_scope: Scope | str | None,
 ) -> EgressPolicy:
-    from ..models import ConfiguredEndpoint, HostListEntry, ListKind, ToolGroup
+    from django_webfetch.models import ConfiguredEndpoint, HostListEntry, ListKind, ToolGroup
 
     base = _settings_kwargs()
     label = _label(slug, plugin_instance)
@@ -214,7 +215,7 @@ def own_site_hosts() -> tuple[str, ...]:
     non-wildcard ``ALLOWED_HOSTS`` are settings the guard did not write, so malformed ones
     are skipped.  A ``.example.org`` ALLOWED_HOSTS entry contributes its apex only.
     """
-    from ..models import SiteHost
+    from django_webfetch.models import SiteHost
 
     with_port: list[str] = []
     plain: list[str] = []
@@ -278,7 +279,7 @@ def _narrow_for_plugin(allowlist: tuple[str, ...], plugin_instance: Any) -> tupl
     """
     if not isinstance(plugin_instance, PluginEgressGrant):
         return None
-    grant = plugin_instance.egress_grant()
+    grant: Any = plugin_instance.egress_grant()
     if not isinstance(grant, PluginGrant) or not grant.hosts:
         return None
     try:

@@ -11,7 +11,7 @@ import ipaddress
 import logging
 from typing import Any
 
-from ..net.errors import EgressDenied, WebFetchError
+from django_webfetch.net.errors import EgressDenied, WebFetchError
 
 __all__ = ["EgressRecorder", "plugin_reference"]
 
@@ -86,7 +86,7 @@ class EgressRecorder:
 
     def _group_row(self) -> Any:
         if not self._group_loaded:
-            from ..models import ToolGroup
+            from django_webfetch.models import ToolGroup
 
             self._group = ToolGroup.objects.filter(slug=self.group_slug).first()
             self._group_loaded = True
@@ -121,7 +121,7 @@ class EgressRecorder:
         status: int | None = None,
         detail: str = "",
     ) -> Any:
-        from ..models import EgressEvent
+        from django_webfetch.models import EgressEvent
 
         event = EgressEvent.objects.create(
             tool=self.tool,
@@ -144,12 +144,25 @@ class EgressRecorder:
         self.count += 1
         return event
 
-    def record_exception(self, exc: BaseException, *, url_host: str = "", port: int | None = None,
-                         hop: int = 0) -> Any:
+    def record_exception(
+        self, exc: BaseException, *, url_host: str = "", port: int | None = None, hop: int = 0
+    ) -> Any:
         """Record a refusal or failure that the guard did not report itself."""
         if isinstance(exc, EgressDenied):
-            return self.record(decision="denied", reason=exc.reason, url_host=url_host,
-                               port=port, hop=getattr(exc, "hop", hop), detail=exc.detail)
+            return self.record(
+                decision="denied",
+                reason=exc.reason,
+                url_host=url_host,
+                port=port,
+                hop=getattr(exc, "hop", hop),
+                detail=exc.detail,
+            )
         code = exc.code if isinstance(exc, WebFetchError) else "internal_error"
-        return self.record(decision="failed", reason=code, url_host=url_host, port=port,
-                           hop=hop, detail=type(exc).__name__)
+        return self.record(
+            decision="failed",
+            reason=code,
+            url_host=url_host,
+            port=port,
+            hop=hop,
+            detail=type(exc).__name__,
+        )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import django.db.models.deletion
 import django.utils.timezone
-import django_webfetch.models.hosts
 from django.conf import settings
 from django.db import migrations, models
 
+import django_webfetch.models.hosts
+
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -19,106 +19,313 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ToolGroup',
+            name="ToolGroup",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64, unique=True, verbose_name='slug')),
-                ('name', models.CharField(blank=True, max_length=100, verbose_name='name')),
-                ('description', models.TextField(blank=True, verbose_name='description')),
-                ('scope', models.CharField(choices=[('none', 'No network access'), ('own_site', "Only this installation's own hosts"), ('configured_endpoint', "Only the group's configured endpoints"), ('external_filtered', 'Public hosts, through the full guard')], default='none', max_length=32, verbose_name='egress scope')),
-                ('enabled', models.BooleanField(default=False, verbose_name='enabled')),
-                ('data_class', models.CharField(choices=[('publicContent', 'Public content'), ('siteContent', "This site's content"), ('internal', 'Internal data'), ('none', 'No external data')], default='none', max_length=32, verbose_name='data class')),
-                ('skip_approval_with_allowlist', models.BooleanField(default=False, help_text="Calls run without a human approval only when this is on AND the group's allowlist is not empty. Tools with a write effect always need approval.", verbose_name='skip approval when an allowlist is set')),
-                ('allow_via_proxy', models.BooleanField(default=False, help_text='A proxy resolves names itself, which defeats the address checks: requests through a proxy are allowed only with this on AND a non-empty allowlist.', verbose_name='allow requests through a proxy')),
-                ('created', models.DateTimeField(auto_now_add=True, verbose_name='created')),
-                ('updated', models.DateTimeField(auto_now=True, verbose_name='updated')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=64, unique=True, verbose_name="slug")),
+                ("name", models.CharField(blank=True, max_length=100, verbose_name="name")),
+                ("description", models.TextField(blank=True, verbose_name="description")),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[
+                            ("none", "No network access"),
+                            ("own_site", "Only this installation's own hosts"),
+                            ("configured_endpoint", "Only the group's configured endpoints"),
+                            ("external_filtered", "Public hosts, through the full guard"),
+                        ],
+                        default="none",
+                        max_length=32,
+                        verbose_name="egress scope",
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=False, verbose_name="enabled")),
+                (
+                    "data_class",
+                    models.CharField(
+                        choices=[
+                            ("publicContent", "Public content"),
+                            ("siteContent", "This site's content"),
+                            ("internal", "Internal data"),
+                            ("none", "No external data"),
+                        ],
+                        default="none",
+                        max_length=32,
+                        verbose_name="data class",
+                    ),
+                ),
+                (
+                    "skip_approval_with_allowlist",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Calls run without a human approval only when this is on AND the group's allowlist is not empty. Tools with a write effect always need approval.",  # noqa: E501
+                        verbose_name="skip approval when an allowlist is set",
+                    ),
+                ),
+                (
+                    "allow_via_proxy",
+                    models.BooleanField(
+                        default=False,
+                        help_text="A proxy resolves names itself, which defeats the address checks: requests through a proxy are allowed only with this on AND a non-empty allowlist.",  # noqa: E501
+                        verbose_name="allow requests through a proxy",
+                    ),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True, verbose_name="created")),
+                ("updated", models.DateTimeField(auto_now=True, verbose_name="updated")),
             ],
             options={
-                'verbose_name': 'tool group',
-                'verbose_name_plural': 'tool groups',
-                'ordering': ['slug'],
+                "verbose_name": "tool group",
+                "verbose_name_plural": "tool groups",
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='SiteHost',
+            name="SiteHost",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('host', models.CharField(max_length=255, validators=[django_webfetch.models.hosts.validate_host], verbose_name='host')),
-                ('port', models.PositiveIntegerField(blank=True, help_text="Leave empty for the scheme's default port.", null=True, verbose_name='port')),
-                ('scheme', models.CharField(choices=[('https', 'https'), ('http', 'http')], default='https', max_length=5, verbose_name='scheme')),
-                ('note', models.CharField(blank=True, max_length=200, verbose_name='note')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "host",
+                    models.CharField(
+                        max_length=255,
+                        validators=[django_webfetch.models.hosts.validate_host],
+                        verbose_name="host",
+                    ),
+                ),
+                (
+                    "port",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Leave empty for the scheme's default port.",
+                        null=True,
+                        verbose_name="port",
+                    ),
+                ),
+                (
+                    "scheme",
+                    models.CharField(
+                        choices=[("https", "https"), ("http", "http")],
+                        default="https",
+                        max_length=5,
+                        verbose_name="scheme",
+                    ),
+                ),
+                ("note", models.CharField(blank=True, max_length=200, verbose_name="note")),
             ],
             options={
-                'verbose_name': 'site host',
-                'verbose_name_plural': 'site hosts',
-                'ordering': ['host', 'port'],
-                'constraints': [models.UniqueConstraint(fields=('host', 'port', 'scheme'), name='webfetch_sitehost_unique')],
+                "verbose_name": "site host",
+                "verbose_name_plural": "site hosts",
+                "ordering": ["host", "port"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("host", "port", "scheme"), name="webfetch_sitehost_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ConfiguredEndpoint',
+            name="ConfiguredEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, verbose_name='name')),
-                ('base_url', models.CharField(help_text='Every URL under this base (same scheme, host and port) is reachable.', max_length=500, validators=[django_webfetch.models.hosts.validate_endpoint_url], verbose_name='base URL')),
-                ('auth_header_name', models.CharField(blank=True, default='Authorization', max_length=100, verbose_name='auth header name')),
-                ('auth_header_value', models.CharField(blank=True, max_length=2000, verbose_name='auth header value')),
-                ('allow_private', models.BooleanField(default=False, help_text="Let this endpoint's host resolve to private addresses (an internal search service). Metadata addresses and mixed public/private answers stay refused.", verbose_name='allow private addresses')),
-                ('enabled', models.BooleanField(default=True, verbose_name='enabled')),
-                ('created', models.DateTimeField(auto_now_add=True, verbose_name='created')),
-                ('updated', models.DateTimeField(auto_now=True, verbose_name='updated')),
-                ('group', models.ForeignKey(limit_choices_to={'scope': 'configured_endpoint'}, on_delete=django.db.models.deletion.CASCADE, related_name='endpoints', to='django_webfetch.toolgroup', verbose_name='group')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, verbose_name="name")),
+                (
+                    "base_url",
+                    models.CharField(
+                        help_text="Every URL under this base (same scheme, host and port) is reachable.",  # noqa: E501
+                        max_length=500,
+                        validators=[django_webfetch.models.hosts.validate_endpoint_url],
+                        verbose_name="base URL",
+                    ),
+                ),
+                (
+                    "auth_header_name",
+                    models.CharField(
+                        blank=True,
+                        default="Authorization",
+                        max_length=100,
+                        verbose_name="auth header name",
+                    ),
+                ),
+                (
+                    "auth_header_value",
+                    models.CharField(blank=True, max_length=2000, verbose_name="auth header value"),
+                ),
+                (
+                    "allow_private",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Let this endpoint's host resolve to private addresses (an internal search service). Metadata addresses and mixed public/private answers stay refused.",  # noqa: E501
+                        verbose_name="allow private addresses",
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True, verbose_name="enabled")),
+                ("created", models.DateTimeField(auto_now_add=True, verbose_name="created")),
+                ("updated", models.DateTimeField(auto_now=True, verbose_name="updated")),
+                (
+                    "group",
+                    models.ForeignKey(
+                        limit_choices_to={"scope": "configured_endpoint"},
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="endpoints",
+                        to="django_webfetch.toolgroup",
+                        verbose_name="group",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'configured endpoint',
-                'verbose_name_plural': 'configured endpoints',
-                'ordering': ['group', 'pk'],
+                "verbose_name": "configured endpoint",
+                "verbose_name_plural": "configured endpoints",
+                "ordering": ["group", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='HostListEntry',
+            name="HostListEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('list', models.CharField(choices=[('allow', 'allowlist'), ('deny', 'denylist')], max_length=5, verbose_name='list')),
-                ('value', models.CharField(help_text='A host name (docs.example.org), a suffix pattern (*.example.org, never the apex) or an IP address (IPv6 bare or in brackets), optionally with :port.', max_length=300, validators=[django_webfetch.models.hosts.validate_list_entry], verbose_name='entry')),
-                ('note', models.CharField(blank=True, max_length=200, verbose_name='note')),
-                ('created', models.DateTimeField(auto_now_add=True, verbose_name='created')),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='host_entries', to='django_webfetch.toolgroup', verbose_name='group')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "list",
+                    models.CharField(
+                        choices=[("allow", "allowlist"), ("deny", "denylist")],
+                        max_length=5,
+                        verbose_name="list",
+                    ),
+                ),
+                (
+                    "value",
+                    models.CharField(
+                        help_text="A host name (docs.example.org), a suffix pattern (*.example.org, never the apex) or an IP address (IPv6 bare or in brackets), optionally with :port.",  # noqa: E501
+                        max_length=300,
+                        validators=[django_webfetch.models.hosts.validate_list_entry],
+                        verbose_name="entry",
+                    ),
+                ),
+                ("note", models.CharField(blank=True, max_length=200, verbose_name="note")),
+                ("created", models.DateTimeField(auto_now_add=True, verbose_name="created")),
+                (
+                    "group",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="host_entries",
+                        to="django_webfetch.toolgroup",
+                        verbose_name="group",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'host list entry',
-                'verbose_name_plural': 'host list entries',
-                'ordering': ['group', 'list', 'value'],
-                'constraints': [models.UniqueConstraint(fields=('group', 'list', 'value'), name='webfetch_hostlistentry_unique')],
+                "verbose_name": "host list entry",
+                "verbose_name_plural": "host list entries",
+                "ordering": ["group", "list", "value"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("group", "list", "value"), name="webfetch_hostlistentry_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='EgressEvent',
+            name="EgressEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created', models.DateTimeField(default=django.utils.timezone.now, verbose_name='when')),
-                ('tool', models.CharField(blank=True, max_length=100, verbose_name='tool')),
-                ('group_slug', models.CharField(blank=True, max_length=64, verbose_name='group slug')),
-                ('plugin_instance', models.CharField(blank=True, max_length=200, verbose_name='plugin instance')),
-                ('call_id', models.CharField(blank=True, max_length=64, verbose_name='call id')),
-                ('url_host', models.CharField(blank=True, max_length=255, verbose_name='host')),
-                ('port', models.PositiveIntegerField(blank=True, null=True, verbose_name='port')),
-                ('decision', models.CharField(choices=[('allowed', 'allowed by the guard'), ('denied', 'denied'), ('fetched', 'fetched'), ('failed', 'failed')], max_length=10, verbose_name='decision')),
-                ('reason', models.CharField(blank=True, max_length=64, verbose_name='reason')),
-                ('addresses', models.JSONField(blank=True, default=list, verbose_name='addresses')),
-                ('bytes', models.PositiveBigIntegerField(default=0, verbose_name='bytes')),
-                ('duration', models.FloatField(default=0.0, verbose_name='duration (s)')),
-                ('hop', models.PositiveSmallIntegerField(default=0, verbose_name='hop')),
-                ('status', models.PositiveSmallIntegerField(blank=True, null=True, verbose_name='HTTP status')),
-                ('detail', models.TextField(blank=True, verbose_name='detail')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='user')),
-                ('group', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='django_webfetch.toolgroup', verbose_name='group')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "created",
+                    models.DateTimeField(default=django.utils.timezone.now, verbose_name="when"),
+                ),
+                ("tool", models.CharField(blank=True, max_length=100, verbose_name="tool")),
+                (
+                    "group_slug",
+                    models.CharField(blank=True, max_length=64, verbose_name="group slug"),
+                ),
+                (
+                    "plugin_instance",
+                    models.CharField(blank=True, max_length=200, verbose_name="plugin instance"),
+                ),
+                ("call_id", models.CharField(blank=True, max_length=64, verbose_name="call id")),
+                ("url_host", models.CharField(blank=True, max_length=255, verbose_name="host")),
+                ("port", models.PositiveIntegerField(blank=True, null=True, verbose_name="port")),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[
+                            ("allowed", "allowed by the guard"),
+                            ("denied", "denied"),
+                            ("fetched", "fetched"),
+                            ("failed", "failed"),
+                        ],
+                        max_length=10,
+                        verbose_name="decision",
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, max_length=64, verbose_name="reason")),
+                ("addresses", models.JSONField(blank=True, default=list, verbose_name="addresses")),
+                ("bytes", models.PositiveBigIntegerField(default=0, verbose_name="bytes")),
+                ("duration", models.FloatField(default=0.0, verbose_name="duration (s)")),
+                ("hop", models.PositiveSmallIntegerField(default=0, verbose_name="hop")),
+                (
+                    "status",
+                    models.PositiveSmallIntegerField(
+                        blank=True, null=True, verbose_name="HTTP status"
+                    ),
+                ),
+                ("detail", models.TextField(blank=True, verbose_name="detail")),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="user",
+                    ),
+                ),
+                (
+                    "group",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="django_webfetch.toolgroup",
+                        verbose_name="group",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'egress event',
-                'verbose_name_plural': 'egress events',
-                'ordering': ['-created', '-pk'],
-                'indexes': [models.Index(fields=['created'], name='webfetch_event_created'), models.Index(fields=['decision', 'created'], name='webfetch_event_decision'), models.Index(fields=['group_slug', 'created'], name='webfetch_event_group'), models.Index(fields=['url_host', 'created'], name='webfetch_event_host'), models.Index(fields=['reason'], name='webfetch_event_reason'), models.Index(fields=['call_id'], name='webfetch_event_call')],
+                "verbose_name": "egress event",
+                "verbose_name_plural": "egress events",
+                "ordering": ["-created", "-pk"],
+                "indexes": [
+                    models.Index(fields=["created"], name="webfetch_event_created"),
+                    models.Index(fields=["decision", "created"], name="webfetch_event_decision"),
+                    models.Index(fields=["group_slug", "created"], name="webfetch_event_group"),
+                    models.Index(fields=["url_host", "created"], name="webfetch_event_host"),
+                    models.Index(fields=["reason"], name="webfetch_event_reason"),
+                    models.Index(fields=["call_id"], name="webfetch_event_call"),
+                ],
             },
         ),
     ]

@@ -24,12 +24,23 @@ class EgressEvent(models.Model):
 
     created = models.DateTimeField(_("when"), default=timezone.now)
     tool = models.CharField(_("tool"), max_length=100, blank=True)
-    group = models.ForeignKey(ToolGroup, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="+", verbose_name=_("group"))
+    group = models.ForeignKey(
+        ToolGroup,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("group"),
+    )
     group_slug = models.CharField(_("group slug"), max_length=64, blank=True)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                             on_delete=models.SET_NULL, related_name="+",
-                             verbose_name=_("user"))
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("user"),
+    )
     #: ``"<app_label>.<model>:<pk>"`` of a plugin instance; a plain reference so that the
     #: audit row outlives the instance.
     plugin_instance = models.CharField(_("plugin instance"), max_length=200, blank=True)

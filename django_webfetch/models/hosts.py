@@ -9,8 +9,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from ..net.errors import HostNotAllowed, PolicyError
-from ..net.hosts import Host, HostKind, parse_host, parse_list_entry
+from django_webfetch.net.errors import HostNotAllowed, PolicyError
+from django_webfetch.net.hosts import Host, HostKind, parse_host, parse_list_entry
+
 from .scopes import EgressScope, ToolGroup
 
 __all__ = [
@@ -102,8 +103,9 @@ class SiteHost(models.Model):
         blank=True,
         help_text=_("Leave empty for the scheme's default port."),
     )
-    scheme = models.CharField(_("scheme"), max_length=5, choices=Scheme.choices,
-                              default=Scheme.HTTPS)
+    scheme = models.CharField(
+        _("scheme"), max_length=5, choices=Scheme.choices, default=Scheme.HTTPS
+    )
     note = models.CharField(_("note"), max_length=200, blank=True)
 
     class Meta:
@@ -111,8 +113,9 @@ class SiteHost(models.Model):
         verbose_name = _("site host")
         verbose_name_plural = _("site hosts")
         constraints = [
-            models.UniqueConstraint(fields=["host", "port", "scheme"],
-                                    name="webfetch_sitehost_unique"),
+            models.UniqueConstraint(
+                fields=["host", "port", "scheme"], name="webfetch_sitehost_unique"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -162,8 +165,9 @@ class HostListEntry(models.Model):
     every request of the group (fail closed).
     """
 
-    group = models.ForeignKey(ToolGroup, on_delete=models.CASCADE, related_name="host_entries",
-                              verbose_name=_("group"))
+    group = models.ForeignKey(
+        ToolGroup, on_delete=models.CASCADE, related_name="host_entries", verbose_name=_("group")
+    )
     list = models.CharField(_("list"), max_length=5, choices=ListKind.choices)
     value = models.CharField(
         _("entry"),
@@ -182,8 +186,9 @@ class HostListEntry(models.Model):
         verbose_name = _("host list entry")
         verbose_name_plural = _("host list entries")
         constraints = [
-            models.UniqueConstraint(fields=["group", "list", "value"],
-                                    name="webfetch_hostlistentry_unique"),
+            models.UniqueConstraint(
+                fields=["group", "list", "value"], name="webfetch_hostlistentry_unique"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -273,7 +278,8 @@ class ConfiguredEndpoint(models.Model):
         value = self.auth_header_value
         if any(c in value for c in "\r\n\0"):
             raise ValidationError({"auth_header_value": _("The value must be a single line.")})
-        if self.group_id is not None and self.group.scope != EgressScope.CONFIGURED_ENDPOINT:
+        group_id = getattr(self, "group_id", None)
+        if group_id is not None and self.group.scope != "configured_endpoint":
             raise ValidationError(
                 {"group": _("Endpoints belong to groups with the configured_endpoint scope.")}
             )

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..egress import EgressRecorder, policy_for
-from ..net.errors import EgressDenied, WebFetchError
+from django_webfetch.egress import EgressRecorder, policy_for
+from django_webfetch.net.errors import EgressDenied, WebFetchError
+
 from .base import Tool, ToolContext, ToolResult
 
 __all__ = ["AuditedFetch", "requested_host", "status_result"]
@@ -47,7 +48,7 @@ class AuditedFetch:
         self._last = getattr(event, "decision", "")
 
     def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> Any:
-        from ..net import fetch
+        from django_webfetch.net import fetch
 
         host, port = requested_host(url)
         try:
@@ -63,10 +64,11 @@ class AuditedFetch:
         kwargs: dict[str, Any] = {"policy": policy, "observer": self._observer}
         if headers:
             if "headers" not in inspect.signature(fetch).parameters:
-                exc = EgressDenied("endpoint_auth_unsupported",
-                                   detail="net.fetch cannot send request headers")
-                self.recorder.record_exception(exc, url_host=host, port=port)
-                raise exc
+                refusal = EgressDenied(
+                    "endpoint_auth_unsupported", detail="net.fetch cannot send request headers"
+                )
+                self.recorder.record_exception(refusal, url_host=host, port=port)
+                raise refusal
             kwargs["headers"] = dict(headers)
         try:
             return fetch(url, **kwargs)

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from ..net.errors import EgressDenied, UnsupportedMediaType, WebFetchError
-from ..net.policy import Scope
+from django_webfetch.net.errors import EgressDenied, UnsupportedMediaType, WebFetchError
+from django_webfetch.net.policy import Scope
 
 __all__ = [
     "Effect",
@@ -41,7 +41,8 @@ class ToolCallLike(Protocol):
     """What the approval interface needs from a call (a ``ToolInvocation``, or issue 5's
     durable ``ToolCall`` row)."""
 
-    arguments: Mapping[str, Any]
+    @property
+    def arguments(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ class ToolResult:
         if isinstance(exc, UnsupportedMediaType):
             shown = f" ({exc.media_type})" if exc.media_type else ""
             return cls.failure(
-                exc.code, f"The response has a media type that is not accepted{shown}.",
+                exc.code,
+                f"The response has a media type that is not accepted{shown}.",
                 media_type=exc.media_type,
             )
         return cls.failure(exc.code, f"The request failed ({exc.code}).")
@@ -179,8 +181,7 @@ class Tool:
                 },
             }
         if format == "anthropic":
-            return {"name": self.name, "description": self.description,
-                    "input_schema": parameters}
+            return {"name": self.name, "description": self.description, "input_schema": parameters}
         raise ValueError(f"unknown tool spec format {format!r}")
 
     def __repr__(self) -> str:

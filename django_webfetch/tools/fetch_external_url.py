@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ..net.policy import Scope
+from django_webfetch.net.policy import Scope
+
 from ._egress import AuditedFetch, status_result
 from .base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
 
@@ -54,7 +55,7 @@ class FetchExternalUrl(Tool):
     def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
         """Every call waits for a human, unless the operator turned on
         ``skip_approval_with_allowlist`` AND the group's allowlist is not empty."""
-        from ..models import HostListEntry, ListKind, ToolGroup
+        from django_webfetch.models import HostListEntry, ListKind, ToolGroup
 
         group = ToolGroup.objects.filter(slug=self.group).first()
         if group is None or not group.skip_approval_with_allowlist:
@@ -97,12 +98,13 @@ class FetchExternalUrl(Tool):
             "redirects": max(len(result.hops) - 1, 0),
         }
         if not 200 <= result.status < 300:
-            return status_result(result.status, **{k: v for k, v in meta.items()
-                                                    if k != "status"})
-        from ..text import extract_text
+            return status_result(result.status, **{k: v for k, v in meta.items() if k != "status"})
+        from django_webfetch.text import extract_text
 
         text = extract_text(
-            result.body, media_type=result.media_type, charset=result.charset,
+            result.body,
+            media_type=result.media_type,
+            charset=result.charset,
             url=result.final_url,
         )
         return ToolResult(content=render_fenced(url, result, text), meta=meta)
@@ -114,7 +116,7 @@ def render_fenced(requested_url: str, result: Any, text: str) -> str:
     Outside the fence: only text we wrote, the requested URL and the status code.  After a
     redirect the final URL, which the server chose, goes inside the fence, labelled.
     """
-    from ..text import fence, render_redirect_target, render_status
+    from django_webfetch.text import fence, render_redirect_target, render_status
 
     redirects = max(len(result.hops) - 1, 0)
     status_line = render_status(result.status)

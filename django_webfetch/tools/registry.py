@@ -20,8 +20,9 @@ from django.utils.module_loading import import_string
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from ..net.errors import WebFetchError
-from ..net.policy import Scope
+from django_webfetch.net.errors import WebFetchError
+from django_webfetch.net.policy import Scope
+
 from .base import (
     TOOL_NAME_RE,
     Effect,
@@ -78,7 +79,7 @@ def validate_tool(tool: Tool) -> None:
         raise ValueError(f"{name!r}: effect must be an Effect")
     if tool.scope is not Scope.NONE and tool.enabled_by_default:
         raise ValueError(f"{name!r}: a network tool cannot be enabled by default")
-    params = tool.parameters
+    params: Any = tool.parameters
     if not isinstance(params, dict) or params.get("type") != "object":
         raise ValueError(f"{name!r}: parameters must be a JSON Schema of type object")
     try:
@@ -90,8 +91,7 @@ def validate_tool(tool: Tool) -> None:
 class ToolRegistry:
     """Thread-safe, loaded once on first use; ``reset()`` reloads (tests, plugin installs)."""
 
-    def __init__(self, *, builtins: Iterable[str] = BUILTIN_TOOLS,
-                 discover: bool = True) -> None:
+    def __init__(self, *, builtins: Iterable[str] = BUILTIN_TOOLS, discover: bool = True) -> None:
         self._builtins = tuple(builtins)
         self._discover = discover
         self._tools: dict[str, Tool] | None = None
@@ -180,7 +180,7 @@ class ToolRegistry:
             return []
         if not getattr(user, "is_active", False):
             return []
-        from ..models import ToolGroup
+        from django_webfetch.models import ToolGroup
 
         try:
             groups = {g.slug: g for g in ToolGroup.objects.all()}
@@ -223,11 +223,11 @@ class ToolRegistry:
         except WebFetchError as exc:
             return ToolResult.from_exception(exc)
         except Exception:
-            logger.exception("tool %r failed", name)
+            logger.exception("tool %r failed", str(name)[:100])
             return ToolResult.failure("internal_error", "The tool failed unexpectedly.")
 
     def _run(
-        self, name: str, arguments: Any, *, user: Any, context: ToolContext | None
+        self, name: object, arguments: Any, *, user: Any, context: ToolContext | None
     ) -> ToolResult:
         tool = self.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -252,8 +252,9 @@ class ToolRegistry:
                 errors=problems,
             )
         context = replace(context, user=user) if context is not None else ToolContext(user=user)
-        call = ToolInvocation(tool=tool.name, arguments=dict(arguments), user=user,
-                              call_id=context.call_id)
+        call = ToolInvocation(
+            tool=tool.name, arguments=dict(arguments), user=user, call_id=context.call_id
+        )
         if ToolApprovalRule.requires_approval(tool, call, context) and not context.approved:
             return ToolResult.failure(
                 "approval_required",

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from ..net.errors import EgressDenied
-from ..net.policy import Scope
+from django_webfetch.net.errors import EgressDenied
+from django_webfetch.net.policy import Scope
+
 from ._egress import AuditedFetch, requested_host, status_result
 from .base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
 
@@ -96,15 +97,13 @@ class SearchSite(Tool):
         }
 
     def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        from ..models import ConfiguredEndpoint
+        from django_webfetch.models import ConfiguredEndpoint
 
         query: str = arguments["query"]
         limit: int = arguments.get("limit", 5)
         try:
             endpoint = (
-                ConfiguredEndpoint.objects.filter(
-                    group__slug=self.group, enabled=True
-                )
+                ConfiguredEndpoint.objects.filter(group__slug=self.group, enabled=True)
                 .order_by("pk")
                 .first()
             )
@@ -112,9 +111,9 @@ class SearchSite(Tool):
             raise EgressDenied("policy_unavailable", detail="endpoints unreadable") from exc
         fetcher = AuditedFetch(self, context)
         if endpoint is None:
-            exc = EgressDenied("no_endpoint", detail="the group has no enabled endpoint")
-            fetcher.recorder.record_exception(exc)
-            raise exc
+            refusal = EgressDenied("no_endpoint", detail="the group has no enabled endpoint")
+            fetcher.recorder.record_exception(refusal)
+            raise refusal
         url = f"{endpoint.base_url}?{urlencode({'q': query, 'limit': limit})}"
         headers = (
             {endpoint.auth_header_name: endpoint.auth_header_value} if endpoint.has_auth else None
@@ -134,7 +133,8 @@ class SearchSite(Tool):
         hits = parse_hits(result.body, limit)
         if hits is None:
             return ToolResult.failure(
-                "invalid_response", "The search service's answer has an unexpected shape.",
+                "invalid_response",
+                "The search service's answer has an unexpected shape.",
                 **meta,
             )
         meta["hits"] = len(hits)
@@ -142,7 +142,7 @@ class SearchSite(Tool):
 
     @staticmethod
     def render(url: str, result: Any, query: str, hits: list[dict[str, str]]) -> str:
-        from ..text import fence, render_status
+        from django_webfetch.text import fence, render_status
 
         if hits:
             text = "\n\n".join(

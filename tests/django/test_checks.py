@@ -13,9 +13,15 @@ def ids(messages):
 
 
 def test_clean_settings_have_no_messages(settings):
-    for check in (checks.check_settings, checks.check_bounds, checks.check_nat64_prefixes,
-                  checks.check_nameservers, checks.check_ca_file, checks.check_celery_installed,
-                  checks.check_self_approval):
+    for check in (
+        checks.check_settings,
+        checks.check_bounds,
+        checks.check_nat64_prefixes,
+        checks.check_nameservers,
+        checks.check_ca_file,
+        checks.check_celery_installed,
+        checks.check_self_approval,
+    ):
         assert check() == []
 
 
@@ -65,7 +71,7 @@ def test_e005_async_runs_without_celery(settings, monkeypatch):
     monkeypatch.setattr(checks, "_celery_installed", lambda: False)
     messages = checks.check_celery_installed()
     assert ids(messages) == ["django_webfetch.E005"]
-    assert 'django-webfetch[celery]' in messages[0].hint
+    assert "django-webfetch[celery]" in messages[0].hint
 
 
 def test_w005_self_approval_in_production(settings):
@@ -77,8 +83,9 @@ def test_w005_self_approval_in_production(settings):
 
 def test_e008_rejected_tool(tool_registry, monkeypatch):
     assert checks.check_tools() == []
-    monkeypatch.setattr(tool_registry, "_builtins",
-                        (*tool_registry._builtins, "tests.django.test_checks.NotATool"))
+    monkeypatch.setattr(
+        tool_registry, "_builtins", (*tool_registry._builtins, "tests.django.test_checks.NotATool")
+    )
     tool_registry.reset()
     assert ids(checks.check_tools()) == ["django_webfetch.E008"]
 
@@ -87,6 +94,7 @@ NotATool = object()
 
 
 # -- database checks ----------------------------------------------------------------------
+
 
 def db_ids():
     return ids(checks.check_database(databases=["default"]))
@@ -125,8 +133,14 @@ def test_w002_private_endpoint_with_debug_off(settings, endpoint_factory):
 
 @pytest.mark.django_db
 def test_w003_proxy_without_allowlist(settings, monkeypatch, group_factory, host_entry_factory):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                 "all_proxy"):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
     group_factory("web", enabled=True, allow_via_proxy=True)
     assert db_ids() == []

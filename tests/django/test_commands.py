@@ -28,8 +28,17 @@ def run(*args):
 def test_explain_allowed(group_factory):
     group_factory("web", enabled=True)
     out = run("explain", "http://11.0.0.10/page")
-    for step in ("scope", "url", "own_site", "denylist", "allowlist", "port", "proxy",
-                 "resolve", "addresses"):
+    for step in (
+        "scope",
+        "url",
+        "own_site",
+        "denylist",
+        "allowlist",
+        "port",
+        "proxy",
+        "resolve",
+        "addresses",
+    ):
         assert step in out
     assert out.strip().endswith("ALLOWED")
     assert not EgressEvent.objects.exists()

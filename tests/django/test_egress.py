@@ -21,8 +21,7 @@ from django_webfetch.models import (
     SiteHost,
     ToolGroup,
 )
-from django_webfetch.net import EgressDenied, EgressPolicy, Scope, explain
-from django_webfetch.net import GuardEvent
+from django_webfetch.net import EgressDenied, EgressPolicy, GuardEvent, Scope, explain
 
 pytestmark = pytest.mark.django_db
 
@@ -196,11 +195,14 @@ def test_invalid_site_host_in_database_is_policy_unavailable(group_factory, site
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("WEBFETCH_TIMEOUT", "slow"), ("WEBFETCH_DNS_NAMESERVERS", "192.0.2.1"),
-     ("WEBFETCH_MAX_RESPONSE_BYTES", None), ("WEBFETCH_NAT64_PREFIXES", "64:ff9b::/96")],
+    [
+        ("WEBFETCH_TIMEOUT", "slow"),
+        ("WEBFETCH_DNS_NAMESERVERS", "192.0.2.1"),
+        ("WEBFETCH_MAX_RESPONSE_BYTES", None),
+        ("WEBFETCH_NAT64_PREFIXES", "64:ff9b::/96"),
+    ],
 )
-def test_unreadable_settings_refuse_with_policy_unavailable(settings, group_factory, name,
-                                                             value):
+def test_unreadable_settings_refuse_with_policy_unavailable(settings, group_factory, name, value):
     group_factory("web", enabled=True)
     setattr(settings, name, value)
     with pytest.raises(EgressDenied) as info:
@@ -248,8 +250,7 @@ def test_settings_reach_the_policy(settings, group_factory):
     assert policy.nat64_prefixes == ("64:ff9b::/96",)
 
 
-def test_proxy_refused_unless_allowed_with_allowlist(settings, group_factory,
-                                                     host_entry_factory):
+def test_proxy_refused_unless_allowed_with_allowlist(settings, group_factory, host_entry_factory):
     group = group_factory("web", enabled=True)
     settings.WEBFETCH_PROXY = "http://proxy.example:3128"
     assert decide("web", PUBLIC) == "proxy"
@@ -268,8 +269,15 @@ def test_own_site_hosts_sources(settings, site_host_factory):
     site_host_factory(host="www.site.example", port=8443)
     hosts = own_site_hosts()
     assert hosts[:2] == ("www.site.example:8443", "cms.example:8000")
-    assert set(hosts) == {"www.site.example:8443", "cms.example:8000", "www.site.example",
-                          "cms.example", "wild.example", "app.example", "[::1]"}
+    assert set(hosts) == {
+        "www.site.example:8443",
+        "cms.example:8000",
+        "www.site.example",
+        "cms.example",
+        "wild.example",
+        "app.example",
+        "[::1]",
+    }
 
 
 def test_own_site_port_specific_site_host(group_factory, site_host_factory):
@@ -300,7 +308,9 @@ def test_plugin_grant_narrows_to_the_intersection(group_factory, host_entry_fact
     group_factory("web", enabled=True)
     plugin = FakeInstance("api.acme.example", "*.cdn.example")
     assert policy_for("web", plugin_instance=plugin).allowlist == (
-        "api.acme.example", "*.cdn.example")
+        "api.acme.example",
+        "*.cdn.example",
+    )
     host_entry_factory(value="*.acme.example")
     host_entry_factory(value="img.cdn.example")
     policy = policy_for("web", plugin_instance=plugin)
@@ -317,8 +327,7 @@ def test_plugin_without_grant_gets_no_egress(group_factory, plugin):
 def test_plugin_empty_intersection_gets_no_egress(group_factory, host_entry_factory):
     group_factory("web", enabled=True)
     host_entry_factory(value="docs.example.org")
-    assert policy_for("web", plugin_instance=FakeInstance("api.acme.example")).scope is (
-        Scope.NONE)
+    assert policy_for("web", plugin_instance=FakeInstance("api.acme.example")).scope is (Scope.NONE)
 
 
 # -- the audit recorder ---------------------------------------------------------------------
@@ -327,28 +336,63 @@ def test_plugin_empty_intersection_gets_no_egress(group_factory, host_entry_fact
 def test_recorder_writes_one_row_per_event(user_factory, group_factory):
     user = user_factory()
     group_factory("web")
-    recorder = EgressRecorder(tool="fetch_external_url", group="web", user=user,
-                              call_id="c-1", plugin_instance="acme.instance:4")
-    recorder(GuardEvent(hop=0, url_host="docs.example.org", port=443, decision="allowed",
-                        reason="allowed", addresses=("11.0.0.10",), duration=0.01))
-    recorder(GuardEvent(hop=0, url_host="docs.example.org", port=443, decision="fetched",
-                        reason="ok", addresses=("11.0.0.10", "not-an-ip"), bytes=12,
-                        duration=0.2, status=200))
+    recorder = EgressRecorder(
+        tool="fetch_external_url",
+        group="web",
+        user=user,
+        call_id="c-1",
+        plugin_instance="acme.instance:4",
+    )
+    recorder(
+        GuardEvent(
+            hop=0,
+            url_host="docs.example.org",
+            port=443,
+            decision="allowed",
+            reason="allowed",
+            addresses=("11.0.0.10",),
+            duration=0.01,
+        )
+    )
+    recorder(
+        GuardEvent(
+            hop=0,
+            url_host="docs.example.org",
+            port=443,
+            decision="fetched",
+            reason="ok",
+            addresses=("11.0.0.10", "not-an-ip"),
+            bytes=12,
+            duration=0.2,
+            status=200,
+        )
+    )
     rows = list(EgressEvent.objects.order_by("pk"))
     assert [r.decision for r in rows] == ["allowed", "fetched"]
     last = rows[-1]
     assert (last.tool, last.group.slug, last.group_slug, last.user, last.call_id) == (
-        "fetch_external_url", "web", "web", user, "c-1")
+        "fetch_external_url",
+        "web",
+        "web",
+        user,
+        "c-1",
+    )
     assert last.plugin_instance == "acme.instance:4"
-    assert (last.url_host, last.port, last.status, last.bytes) == ("docs.example.org", 443,
-                                                                   200, 12)
+    assert (last.url_host, last.port, last.status, last.bytes) == ("docs.example.org", 443, 200, 12)
     assert last.addresses == ["11.0.0.10"]
 
 
 def test_recorder_sanitises_fields():
     recorder = EgressRecorder(tool="t", group="missing")
-    row = recorder.record(decision="weird", reason="Bad Reason\n<script>", url_host="ex\x00ample",
-                          port=99999, detail="line\nbreak\x1b[31m", status=42, hop=-3)
+    row = recorder.record(
+        decision="weird",
+        reason="Bad Reason\n<script>",
+        url_host="ex\x00ample",
+        port=99999,
+        detail="line\nbreak\x1b[31m",
+        status=42,
+        hop=-3,
+    )
     assert row.decision == "failed"
     assert row.reason == "bad_reason__script_"
     assert row.url_host == "ex?ample"
@@ -359,12 +403,12 @@ def test_recorder_sanitises_fields():
 
 def test_recorder_records_exceptions():
     recorder = EgressRecorder(tool="t", group="web")
-    row = recorder.record_exception(EgressDenied("policy_unavailable", detail="why"),
-                                    url_host="a.example", port=443)
+    row = recorder.record_exception(
+        EgressDenied("policy_unavailable", detail="why"), url_host="a.example", port=443
+    )
     assert (row.decision, row.reason, row.detail) == ("denied", "policy_unavailable", "why")
     row = recorder.record_exception(RuntimeError("server said <b>hi</b>"))
-    assert (row.decision, row.reason, row.detail) == ("failed", "internal_error",
-                                                      "RuntimeError")
+    assert (row.decision, row.reason, row.detail) == ("failed", "internal_error", "RuntimeError")
 
 
 def test_policy_is_an_egress_policy(group_factory):

@@ -20,8 +20,12 @@ pytestmark = pytest.mark.django_db
 
 def test_scope_choices_are_exactly_the_net_scopes():
     assert set(EgressScope.values) == {s.value for s in Scope}
-    assert set(EgressScope.values) == {"none", "own_site", "configured_endpoint",
-                                       "external_filtered"}
+    assert set(EgressScope.values) == {
+        "none",
+        "own_site",
+        "configured_endpoint",
+        "external_filtered",
+    }
 
 
 def test_builtin_groups_created_disabled():
@@ -51,8 +55,15 @@ def test_no_missing_migrations():
 
 @pytest.mark.parametrize(
     "value",
-    ["docs.example.org", "*.example.org", "203.0.113.7", "2001:db8::1", "[2001:db8::1]:8443",
-     "example.org:8080", "xn--bcher-kva.example"],
+    [
+        "docs.example.org",
+        "*.example.org",
+        "203.0.113.7",
+        "2001:db8::1",
+        "[2001:db8::1]:8443",
+        "example.org:8080",
+        "xn--bcher-kva.example",
+    ],
 )
 def test_host_list_entry_accepts_valid_values(value, host_entry_factory):
     entry = host_entry_factory(value=value)
@@ -61,9 +72,21 @@ def test_host_list_entry_accepts_valid_values(value, host_entry_factory):
 
 @pytest.mark.parametrize(
     "value",
-    ["*", "", "exa mple.org", "bücher.example", "http://example.org/", "10.0.0.0/8",
-     "*.*.example.org", "example.org:0", "example.org:99999", "user@example.org",
-     "0x7f.1", "2130706433", "foo*.example.org"],
+    [
+        "*",
+        "",
+        "exa mple.org",
+        "bücher.example",
+        "http://example.org/",
+        "10.0.0.0/8",
+        "*.*.example.org",
+        "example.org:0",
+        "example.org:99999",
+        "user@example.org",
+        "0x7f.1",
+        "2130706433",
+        "foo*.example.org",
+    ],
 )
 def test_host_list_entry_rejects_invalid_values(value, host_entry_factory):
     with pytest.raises(ValidationError) as info:
@@ -85,14 +108,23 @@ def test_site_host_validation(site_host_factory):
     with pytest.raises(ValidationError):
         SiteHost.objects.create(host="site.example", port=70000)
     assert SiteHost(host="site.example", port=8000).list_entries() == (
-        "site.example:8000", "site.example")
+        "site.example:8000",
+        "site.example",
+    )
     assert SiteHost(host="2001:db8::1").list_entries() == ("[2001:db8::1]",)
 
 
 @pytest.mark.parametrize(
     "url",
-    ["ftp://search.example/", "https://user:pw@search.example/", "https://search.example/?q=1",
-     "https://search.example/#x", "https://bücher.example/", "https://0x7f.1/", "search.example"],
+    [
+        "ftp://search.example/",
+        "https://user:pw@search.example/",
+        "https://search.example/?q=1",
+        "https://search.example/#x",
+        "https://bücher.example/",
+        "https://0x7f.1/",
+        "search.example",
+    ],
 )
 def test_endpoint_rejects_bad_base_urls(url, endpoint_factory):
     with pytest.raises(ValidationError):

@@ -98,8 +98,7 @@ def test_builtins_are_registered(tool_registry):
     assert names(tool_registry.all()) == ["fetch_external_url", "search_site"]
     assert tool_registry.problems == []
     fetch = tool_registry.get("fetch_external_url")
-    assert (fetch.group, fetch.scope, fetch.effect) == ("web", Scope.EXTERNAL_FILTERED,
-                                                        Effect.READ)
+    assert (fetch.group, fetch.scope, fetch.effect) == ("web", Scope.EXTERNAL_FILTERED, Effect.READ)
     assert fetch.enabled_by_default is False and fetch.requires_admin is False
     search = tool_registry.get("search_site")
     assert (search.group, search.scope) == ("rag", Scope.CONFIGURED_ENDPOINT)
@@ -136,12 +135,17 @@ def test_specs_for_user(editor, group_factory, tool_registry):
     assert [s["function"]["name"] for s in specs(editor, "openai")] == ["fetch_external_url"]
 
 
-def test_editors_never_see_admin_only_or_disabled_tools(registry, editor, superuser,
-                                                        group_factory):
+def test_editors_never_see_admin_only_or_disabled_tools(registry, editor, superuser, group_factory):
     assert names(tools_for_user(editor)) == ["default_tool"]
     group_factory("code", enabled=True)
-    assert names(tools_for_user(editor)) == ["bad_rule", "broken", "default_tool", "echo",
-                                             "write_page", "wrong_return"]
+    assert names(tools_for_user(editor)) == [
+        "bad_rule",
+        "broken",
+        "default_tool",
+        "echo",
+        "write_page",
+        "wrong_return",
+    ]
     assert "admin_echo" in names(tools_for_user(superuser))
     group_factory("web", enabled=True)
     assert "fetch_external_url" in names(tools_for_user(editor))
@@ -208,14 +212,20 @@ def test_plugins_and_apps_are_discovered(monkeypatch, tool_registry):
         FakeEntryPoint("shadow", Shadow),
         FakeEntryPoint("broken", ImportError("nope")),
     ]
-    monkeypatch.setattr("django_webfetch.tools.registry.entry_points",
-                        lambda group: eps if group == "django_webfetch.tools" else [])
+    monkeypatch.setattr(
+        "django_webfetch.tools.registry.entry_points",
+        lambda group: eps if group == "django_webfetch.tools" else [],
+    )
     app = apps.get_app_config("django_webfetch")
-    monkeypatch.setattr(app, "webfetch_tools", ["tests.django.test_tools.BadRule"],
-                        raising=False)
+    monkeypatch.setattr(app, "webfetch_tools", ["tests.django.test_tools.BadRule"], raising=False)
     tool_registry.reset()
-    assert names(tool_registry.all()) == ["admin_echo", "bad_rule", "echo",
-                                          "fetch_external_url", "search_site"]
+    assert names(tool_registry.all()) == [
+        "admin_echo",
+        "bad_rule",
+        "echo",
+        "fetch_external_url",
+        "search_site",
+    ]
     # The built-in cannot be shadowed; the failures are reported (check E008).
     assert type(tool_registry.get("fetch_external_url")).__name__ == "FetchExternalUrl"
     assert len(tool_registry.problems) == 2
@@ -248,8 +258,7 @@ def test_run_tool_enforces_approval(registry, editor, group_factory):
     result = run_tool("write_page", {"text": "x"}, user=editor)
     assert result.error == "approval_required"
     assert result.meta["preview"]["tool"] == "write_page"
-    result = run_tool("write_page", {"text": "x"}, user=editor,
-                      context=ToolContext(approved=True))
+    result = run_tool("write_page", {"text": "x"}, user=editor, context=ToolContext(approved=True))
     assert result.ok and result.content == "x"
 
 
@@ -258,8 +267,9 @@ def test_run_tool_enforces_approval(registry, editor, group_factory):
 
 def test_run_tool_success_uses_the_given_user(registry, editor, superuser, group_factory):
     group_factory("code", enabled=True)
-    result = run_tool("echo", {"text": "hi"}, user=editor,
-                      context=ToolContext(user=superuser, call_id="c1"))
+    result = run_tool(
+        "echo", {"text": "hi"}, user=editor, context=ToolContext(user=superuser, call_id="c1")
+    )
     assert result == ToolResult(content="hi", meta={"user": editor.pk})
 
 
@@ -338,40 +348,60 @@ def test_fetch_external_url_preview(tool_registry, editor):
 
 def test_fetch_external_url_waits_for_approval(tool_registry, editor, group_factory):
     group_factory("web", enabled=True)
-    result = run_tool("fetch_external_url", {"url": "https://docs.example.org/?q=1"},
-                      user=editor)
+    result = run_tool("fetch_external_url", {"url": "https://docs.example.org/?q=1"}, user=editor)
     assert result.error == "approval_required"
     assert result.meta["preview"]["query_raw"] == "q=1"
     assert not EgressEvent.objects.exists()
 
 
-def test_fetch_external_url_refusal_is_audited(tool_registry, editor, group_factory,
-                                               monkeypatch):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                 "all_proxy"):
+def test_fetch_external_url_refusal_is_audited(tool_registry, editor, group_factory, monkeypatch):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
     group_factory("web", enabled=True)
-    result = run_tool("fetch_external_url", {"url": "http://10.1.2.3/admin"}, user=editor,
-                      context=ToolContext(approved=True, call_id="call-7"))
+    result = run_tool(
+        "fetch_external_url",
+        {"url": "http://10.1.2.3/admin"},
+        user=editor,
+        context=ToolContext(approved=True, call_id="call-7"),
+    )
     assert result.error == "address_not_allowed"
     assert result.meta == {"reason": "address_class:private"}
     assert "10.1.2.3" not in result.content
     event = EgressEvent.objects.get()
-    assert (event.decision, event.reason, event.url_host, event.tool, event.call_id,
-            event.user) == ("denied", "address_class:private", "10.1.2.3",
-                            "fetch_external_url", "call-7", editor)
+    assert (
+        event.decision,
+        event.reason,
+        event.url_host,
+        event.tool,
+        event.call_id,
+        event.user,
+    ) == ("denied", "address_class:private", "10.1.2.3", "fetch_external_url", "call-7", editor)
 
 
 def test_fetch_external_url_policy_unavailable(tool_registry, editor, group_factory, settings):
     group_factory("web", enabled=True)
     settings.WEBFETCH_TIMEOUT = "forever"
-    result = run_tool("fetch_external_url", {"url": "https://docs.example.org/"}, user=editor,
-                      context=ToolContext(approved=True))
+    result = run_tool(
+        "fetch_external_url",
+        {"url": "https://docs.example.org/"},
+        user=editor,
+        context=ToolContext(approved=True),
+    )
     assert result.error == "egress_denied"
     assert result.meta == {"reason": "policy_unavailable"}
     event = EgressEvent.objects.get()
     assert (event.decision, event.reason, event.url_host) == (
-        "denied", "policy_unavailable", "docs.example.org")
+        "denied",
+        "policy_unavailable",
+        "docs.example.org",
+    )
 
 
 def test_search_site_without_endpoint(tool_registry, editor, group_factory):
@@ -386,6 +416,10 @@ def test_search_site_without_endpoint(tool_registry, editor, group_factory):
 
 def test_search_site_arguments(tool_registry, editor, group_factory):
     group_factory("rag", enabled=True)
-    for arguments in ({"query": ""}, {"query": "x", "limit": 0}, {"query": "x", "limit": 21},
-                      {"q": "x"}):
+    for arguments in (
+        {"query": ""},
+        {"query": "x", "limit": 0},
+        {"query": "x", "limit": 21},
+        {"q": "x"},
+    ):
         assert run_tool("search_site", arguments, user=editor).error == "invalid_arguments"

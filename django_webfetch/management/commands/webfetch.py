@@ -14,9 +14,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from ...conf import conf
-from ...egress import policy_for
-from ...net.errors import EgressDenied
+from django_webfetch.conf import conf
+from django_webfetch.egress import policy_for
+from django_webfetch.net.errors import EgressDenied
 
 
 class Command(BaseCommand):
@@ -31,8 +31,12 @@ class Command(BaseCommand):
             "--no-resolve", action="store_true", help="Do not look the host up in DNS either."
         )
         prune = sub.add_parser("prune_events", help="Delete old EgressEvents.")
-        prune.add_argument("--days", type=int, default=None,
-                           help="Age in days (default: WEBFETCH_EVENT_RETENTION_DAYS).")
+        prune.add_argument(
+            "--days",
+            type=int,
+            default=None,
+            help="Age in days (default: WEBFETCH_EVENT_RETENTION_DAYS).",
+        )
         prune.add_argument("--dry-run", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -42,7 +46,7 @@ class Command(BaseCommand):
             self.prune(options["days"], dry_run=options["dry_run"])
 
     def explain(self, url: str, group: str, *, resolve: bool) -> None:
-        from ...net import explain
+        from django_webfetch.net import explain
 
         try:
             policy = policy_for(group)
@@ -62,7 +66,7 @@ class Command(BaseCommand):
             raise CommandError(f"denied: {explanation.reason}", returncode=1)
 
     def prune(self, days: int | None, *, dry_run: bool) -> None:
-        from ...models import EgressEvent
+        from django_webfetch.models import EgressEvent
 
         if days is None:
             days = conf.WEBFETCH_EVENT_RETENTION_DAYS
