@@ -151,7 +151,7 @@ class DnsTable:
         reply = request.reply()
         if not request.questions:
             reply.header.rcode = RCODE.FORMERR
-            return reply.pack()
+            return bytes(reply.pack())
         question = request.q
         qname = str(question.qname)
         qtype = QTYPE.get(question.qtype, str(question.qtype))
@@ -199,7 +199,7 @@ class DnsTable:
                 # NODATA (or only a CNAME chain): an SOA lets resolvers cache the negative.
                 reply.add_auth(RR("lab.example.", QTYPE.SOA, ttl=0, rdata=SOA(
                     "ns.lab.example.", "hostmaster.lab.example.", (1, 60, 60, 60, 0))))
-        return reply.pack()
+        return bytes(reply.pack())
 
 
 # -- servers ------------------------------------------------------------------------------
@@ -303,9 +303,9 @@ class _TCPServer(_LabThreads, socketserver.TCPServer):
 
 
 def make_servers(addresses: Iterable[str], table: DnsTable,
-                 port: int = 53) -> list[socketserver.BaseServer]:
+                 port: int = 53) -> list[socketserver.TCPServer]:
     """UDP and TCP servers on ``port`` of every address (bound, not yet serving)."""
-    servers: list[socketserver.BaseServer] = []
+    servers: list[socketserver.TCPServer] = []
     for address in addresses:
         servers.append(_UDPServer(address, port, table))
         servers.append(_TCPServer(address, port, table))

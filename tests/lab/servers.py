@@ -398,7 +398,7 @@ class Loop:
     """One ``lab-loop`` thread accepting for every lab server (each request then gets its
     own ``lab-*`` thread).  Cheaper than ~120 ``serve_forever`` threads and stops at once."""
 
-    def __init__(self, servers: Iterable[socketserver.BaseServer]) -> None:
+    def __init__(self, servers: Iterable[socketserver.TCPServer]) -> None:
         self.servers = list(servers)
         self._selector = selectors.DefaultSelector()
         for server in self.servers:

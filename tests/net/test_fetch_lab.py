@@ -31,6 +31,7 @@ from django_webfetch.net import (
 )
 from django_webfetch.net.ipclass import classify
 from tests.lab import content
+from tests.lab.plugin import Lab
 
 pytestmark = pytest.mark.lab
 
@@ -179,7 +180,7 @@ NOT_FOLLOWED = [300, 305]  # 305 Use Proxy must never be honoured; 300 is no red
 
 
 def _redirect_url(lab, code: int, to: str, host: str = "r.lab.example") -> str:
-    return lab.url(host, f"/redirect/{code}?to={quote(to, safe='')}")
+    return Lab.url(host, f"/redirect/{code}?to={quote(to, safe='')}")
 
 
 @pytest.mark.parametrize("code", FOLLOWED)
@@ -507,7 +508,7 @@ def test_dropped_query_runs_into_the_budget(lab):
     started = time.monotonic()
     with pytest.raises((ResolutionError, FetchTimeout)):
         fetch(lab.url("drop.lab.example", "/plain"), policy=lab.policy(total_timeout=2))
-    assert time.monotonic() - started <= 3.0
+    assert time.monotonic() - started <= 3.5
     assert _tcp(lab) == []
 
 
@@ -587,7 +588,7 @@ def test_refused_with_zero_connects(lab, url, reason):
 def test_explain_resolves_but_never_connects(lab):
     lab.dns.set("ex.lab.example", a=[V4], aaaa=[V6])
     decision = explain(lab.url("ex.lab.example", "/page"), policy=lab.policy())
-    assert decision.allowed
+    assert decision.allowed and decision.destination is not None
     assert {str(a) for a in decision.destination.addresses} == {V4, V6}
     assert _tcp(lab) == []
     assert lab.accepts() == []
@@ -637,7 +638,7 @@ _REDIRECTS = st.builds(
     st.sampled_from([*_NAMES, "10.0.0.10", "127.1", "[::1]", "169.254.169.254"]),
 )
 _PATHS = st.one_of(_SIMPLE_PATHS, _REDIRECTS, _SIMPLE_PATHS, _REDIRECTS,
-                   st.text(st.characters(codec="ascii", exclude_categories=("Cc",)),
+                   st.text(st.characters(codec="ascii", exclude_categories=["Cc"]),
                            max_size=12),
                    st.text(max_size=6))
 _STRUCTURED = st.builds(
