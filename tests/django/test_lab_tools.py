@@ -306,3 +306,20 @@ def test_search_site_auth_header(rag, editor, endpoint_factory):
         assert _SearchHandler.seen == []
     assert "lab-secret" not in result.content
     assert not EgressEvent.objects.filter(detail__contains="lab-secret").exists()
+
+
+def test_manage_py_webfetch_fetch(web):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    call_command("webfetch", "fetch", web.url("docs.lab.example", "/plain"), stdout=out)
+    assert "hello from the lab" in out.getvalue() and BEGIN in out.getvalue()
+    assert set(EgressEvent.objects.values_list("tool", flat=True)) == {
+        "manage.py webfetch fetch"}
+    with pytest.raises(CommandError, match="address_class:private"):
+        call_command("webfetch", "fetch", "http://10.0.0.10/", stdout=out)
+    with pytest.raises(CommandError, match="HTTP 404"):
+        call_command("webfetch", "fetch", web.url("docs.lab.example", "/missing"), stdout=out)
+    assert events()[-1][1:] == ("fetched", "ok")

@@ -2,6 +2,8 @@
 
 - ``webfetch explain URL [--group web] [--no-resolve]``: every guard step of the group's
   live policy for URL, with its verdict.  Looks up DNS, never connects.
+- ``webfetch fetch URL [--group web]``: fetch URL through the group's live policy (as an
+  operator: no approval) and print the fenced page text; every hop is an EgressEvent.
 - ``webfetch prune_events [--days N]``: delete EgressEvents older than N days
   (default ``WEBFETCH_EVENT_RETENTION_DAYS``).
 """
@@ -30,6 +32,9 @@ class Command(BaseCommand):
         explain.add_argument(
             "--no-resolve", action="store_true", help="Do not look the host up in DNS either."
         )
+        fetch = sub.add_parser("fetch", help="Fetch URL through the group's live policy.")
+        fetch.add_argument("url")
+        fetch.add_argument("--group", default="web", help="Tool group slug (default: web).")
         prune = sub.add_parser("prune_events", help="Delete old EgressEvents.")
         prune.add_argument(
             "--days",
@@ -42,6 +47,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["subcommand"] == "explain":
             self.explain(options["url"], options["group"], resolve=not options["no_resolve"])
+        elif options["subcommand"] == "fetch":
+            self.fetch(options["url"], options["group"])
         else:
             self.prune(options["days"], dry_run=options["dry_run"])
 
@@ -64,6 +71,32 @@ class Command(BaseCommand):
         else:
             self.stdout.write(self.style.ERROR(f"DENIED ({explanation.reason})"))
             raise CommandError(f"denied: {explanation.reason}", returncode=1)
+
+    def fetch(self, url: str, group: str) -> None:
+        from django_webfetch.egress import EgressRecorder
+        from django_webfetch.net import WebFetchError, fetch
+        from django_webfetch.text import extract_text, fence, render_status
+
+        recorder = EgressRecorder(tool="manage.py webfetch fetch", group=group)
+        try:
+            policy = policy_for(group)
+            result = fetch(url, policy=policy, observer=recorder)
+        except EgressDenied as exc:
+            if not recorder.count:
+                recorder.record_exception(exc)
+            raise CommandError(f"denied: {exc.reason}", returncode=2) from exc
+        except WebFetchError as exc:
+            raise CommandError(f"failed: {exc.code}", returncode=1) from exc
+        status_line = render_status(result.status)
+        if not 200 <= result.status < 300:
+            raise CommandError(f"{status_line}: no content shown", returncode=1)
+        text = extract_text(
+            result.body,
+            media_type=result.media_type,
+            charset=result.charset,
+            url=result.final_url,
+        )
+        self.stdout.write(fence(text, source_url=url, status_line=status_line))
 
     def prune(self, days: int | None, *, dry_run: bool) -> None:
         from django_webfetch.models import EgressEvent

@@ -1,0 +1,21 @@
+#!/usr/bin/env python
+"""The example project's manage.py: ``python example_project/manage.py migrate``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    # Make ``example_project`` and ``django_webfetch`` importable from a checkout.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
+
+
+if __name__ == "__main__":
+    main()
