@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django_webfetch.net.errors import ExtractionError
-
 from .charset import decode_body
 from .limits import MAX_TEXT_CHARS
 from .render import Sink, finish, parse, render
@@ -45,6 +43,9 @@ def extract_text(
     kind, parameter = _media_type(media_type)
     html = kind in HTML_TYPES
     if not html and kind not in TEXT_TYPES:
+        # Imported here: importing django_webfetch.net loads the whole network core.
+        from django_webfetch.net.errors import ExtractionError
+
         raise ExtractionError("this media type has no text to extract", detail=kind[:64])
     decoded = decode_body(bytes(body[:MAX_BODY_BYTES]), charset or parameter, html=html)
     if not html:

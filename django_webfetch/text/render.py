@@ -53,7 +53,6 @@ class Sink:
         self.limit = limit
         self.breaks = 0
         self.space = False
-        self.separator = " "
         self.line_start = True
         self.prefix = ""
 
@@ -64,7 +63,6 @@ class Sink:
     def block(self, breaks: int) -> None:
         """Start a new line (1) or paragraph (2) before the next text."""
         self.breaks = max(self.breaks, breaks)
-        self.separator = " "
 
     def _append(self, chunk: str) -> None:
         self.parts.append(chunk)
@@ -82,9 +80,8 @@ class Sink:
                 self.prefix = ""
             self.line_start = False
         elif self.space:
-            self._append(self.separator)
+            self._append(" ")
         self.space = False
-        self.separator = " "
 
     def text(self, text: str) -> None:
         words = text.split()
@@ -105,11 +102,12 @@ class Sink:
         self._append(text)
         self.line_start = text.endswith("\n")
 
-    def separate(self, separator: str) -> None:
-        """Put ``separator`` before the next text on this line (table cells)."""
-        if not self.line_start:
-            self.space = True
-            self.separator = separator
+    def inline(self, chunk: str) -> None:
+        """Write ``chunk`` even when no text follows it (the `` | `` between table cells)."""
+        lstrip = self.line_start or bool(self.breaks) or self.parts[-1].endswith(" ")
+        self.space = False
+        self._start()
+        self._append(chunk.lstrip() if lstrip else chunk)
 
     def line_prefix(self, prefix: str) -> None:
         self.prefix = prefix
@@ -250,7 +248,7 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
             cells.append(0)
         elif name in ("td", "th") and cells:
             if cells[-1]:
-                sink.separate(" | ")
+                sink.inline(" | ")
             cells[-1] += 1
         elif name == "a":
             href = element.get("href")

@@ -128,12 +128,16 @@ class _Tree:
         self.stack: list[_El] = []
         self.active: list[_El | None] = []  # None is a marker
         self.cost = 0
+        self.depth = 0  # the deepest the stack has been
 
     # -- stack ----------------------------------------------------------------------------
     def push(self, element: _El) -> None:
         self.stack.append(element)
-        if len(self.stack) > MAX_DEPTH:
-            raise _LimitHit
+        depth = len(self.stack)
+        if depth > self.depth:
+            self.depth = depth
+            if depth > MAX_DEPTH:
+                raise _LimitHit
 
     def pop_to(self, index: int) -> None:
         """Pop the element at ``index`` and everything above it."""
@@ -570,8 +574,8 @@ def scan(text: str) -> Scan:
             pos = end
     except _LimitHit:
         if text_chars < ENOUGH_TEXT:
-            return Scan(None, _title(title), tree.cost, len(tree.stack))
-    return Scan("".join(out), _title(title), tree.cost, len(tree.stack))
+            return Scan(None, _title(title), tree.cost, tree.depth)
+    return Scan("".join(out), _title(title), tree.cost, tree.depth)
 
 
 def _title(title: str | None) -> str:
