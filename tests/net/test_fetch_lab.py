@@ -7,6 +7,7 @@ and request logs and the socket audit hook, never by trusting the code under tes
 
 from __future__ import annotations
 
+import socket
 import time
 import tracemalloc
 from urllib.parse import quote
@@ -105,6 +106,7 @@ def test_public_ip_literal(lab, scheme, address):
     assert _tcp(lab) == [(address, 443 if scheme == "https" else 80)]
     assert lab.dns.queries == []  # a literal is never looked up
     (request,) = lab.requests
+    assert request.host == (f"[{address}]" if ":" in address else address)
     assert request.sni is None  # no SNI for an address (RFC 6066 §3)
 
 
@@ -154,6 +156,47 @@ def test_proxy_from_the_policy_environment_is_refused(lab):
         fetch(lab.url("px.lab.example", "/plain"), policy=policy)
     assert info.value.reason == "proxy"
     assert _tcp(lab) == []
+
+
+def test_proxy_from_the_process_environment_is_refused(lab, monkeypatch):
+    lab.dns.set("px.lab.example", a=[V4])
+    monkeypatch.setenv("HTTPS_PROXY", f"http://{V4_B}:8080")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(EgressDenied) as info:
+        fetch(lab.url("px.lab.example", "/plain", "https"), policy=lab.policy(proxy_env=None))
+    assert info.value.reason == "proxy"
+    assert _tcp(lab) == []
+
+
+def test_large_dns_answer_falls_back_to_tcp(lab):
+    # 60 A records do not fit a 512-byte UDP answer: the lab server truncates, the resolver
+    # must retry over TCP, and the answer is still checked as a whole.
+    many = [V4] + [f"11.0.1.{i}" for i in range(1, 60)]
+    lab.dns.set("many.lab.example", a=many)
+    result = fetch(lab.url("many.lab.example", "/plain"), policy=lab.policy())
+    assert result.hops[0].address == V4
+    assert "tcp" in {q.transport for q in lab.dns.queries}
+    lab.dns.set("many.lab.example", a=[*many, "10.0.0.10"])
+    with pytest.raises(EgressDenied) as info:
+        fetch(lab.url("many.lab.example", "/plain"), policy=lab.policy())
+    assert info.value.reason == "mixed_answer"
+
+
+def test_tls_handshake_that_never_completes_hits_the_budget(lab):
+    # A listener that never accepts: the kernel completes the TCP handshake, nobody answers
+    # the ClientHello.
+    tarpit = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    with tarpit:
+        tarpit.bind(("11.0.0.15", 9443))
+        tarpit.listen(8)
+        lab.dns.set("tarpit.lab.example", a=["11.0.0.15"])
+        started = time.monotonic()
+        with pytest.raises(FetchTimeout):
+            fetch(lab.url("tarpit.lab.example", "/", "https", port=9443),
+                  policy=lab.policy(allowlist=("tarpit.lab.example:9443",), total_timeout=2))
+        assert time.monotonic() - started <= 3.0
+    assert _tcp(lab) == [("11.0.0.15", 9443)]
 
 
 # -- TLS ----------------------------------------------------------------------------------
@@ -322,6 +365,41 @@ def test_redirect_to_a_refused_target(lab, location, dns_entry, reasons):
     assert location not in str(exc)  # no server-chosen text in the message
     assert _tcp(lab) == [(V4, 80)]
     _assert_public_only(lab)
+
+
+POLICY_LIST_CASES = [
+    # (policy overrides, redirect target host, expected reason or None when followed)
+    ({"own_site_hosts": ("own.lab.example",)}, "own.lab.example", "own_site"),
+    ({"denylist": ("b.lab.example",)}, "b.lab.example", "denylist"),
+    ({"denylist": (V4_B,)}, "b.lab.example", "denylist"),
+    ({"denylist": ("*.deny.lab.example",)}, "x.deny.lab.example", "denylist"),
+    ({"allowlist": ("r.lab.example",)}, "b.lab.example", "not_allowlisted"),
+    ({"allowlist": ("*.lab.example",)}, "b.lab.example", None),
+    ({"allowlist": ("r.lab.example", V4_B)}, "b.lab.example", None),
+    ({"allowlist": ("*",)}, "b.lab.example", "invalid_list"),
+]
+
+
+@pytest.mark.parametrize("overrides, host, reason", POLICY_LIST_CASES,
+                         ids=[f"{o}->{h}" for o, h, _ in POLICY_LIST_CASES])
+def test_policy_lists_apply_to_every_hop(lab, overrides, host, reason):
+    lab.dns.set("r.lab.example", a=[V4])
+    lab.dns.set(host, a=[V4_B])
+    url = _redirect_url(lab, 302, f"http://{host}/plain")
+    if reason == "invalid_list":  # an invalid list refuses everything, the first hop too
+        with pytest.raises(EgressDenied) as info:
+            fetch(url, policy=lab.policy(**overrides))
+        assert info.value.reason == reason
+        assert _tcp(lab) == []
+        return
+    if reason is None:
+        result = fetch(url, policy=lab.policy(**overrides))
+        assert result.hops[-1].address == V4_B
+        return
+    with pytest.raises(EgressDenied) as info:
+        fetch(url, policy=lab.policy(**overrides))
+    assert (info.value.reason, info.value.hop) == (reason, 1)
+    assert _tcp(lab) == [(V4, 80)]
 
 
 @pytest.mark.parametrize("target", ["file:///etc/passwd", "gopher://b.lab.example/",
