@@ -146,14 +146,16 @@ def runs_async() -> bool:
 
 def time_limits() -> tuple[float, float]:
     """``(soft, hard)`` Celery time limits of one run: above the whole-fetch budget."""
-    budget = conf.WEBFETCH_TIMEOUT
-    return budget + 5.0, budget + 10.0
+    # The fetch budget covers DNS, connects, redirects and the transfer; what is left is
+    # bounded text extraction and a few writes.
+    soft = conf.WEBFETCH_TIMEOUT + 2.0
+    return soft, soft + 3.0
 
 
 def lease_seconds() -> float:
     """How long a running attempt owns its call.  Past the hard time limit the worker
     process is gone (killed by the pool, or dead), so past the lease the call is lost."""
-    return time_limits()[1] + 5.0
+    return time_limits()[1] + 2.0
 
 
 # -- permissions ----------------------------------------------------------------------------
@@ -479,7 +481,7 @@ class _NoRetryLeft(InvalidTransition):
     pass
 
 
-def _recover_one(call_id: Any) -> ToolCall | None:
+def _recover_one(call_id: Any, *, dispatch: bool = True) -> ToolCall | None:
     """A running call whose lease expired: retry it once, else fail it (``worker_lost``)."""
 
     def check_retry(call: ToolCall) -> None:
@@ -506,7 +508,7 @@ def _recover_one(call_id: Any) -> ToolCall | None:
         return None
     logger.warning("tool call %s: worker lost, retrying (attempt %s done)", call.pk,
                    call.attempts)
-    return _dispatch(call)
+    return _dispatch(call) if dispatch else call
 
 
 def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
@@ -558,8 +560,8 @@ def refresh(call: ToolCall) -> ToolCall:
 
 @dataclass(frozen=True)
 class ExecuteOutcome:
-    """What :func:`execute` did.  ``retry_after``: look at the call again in that many
-    seconds (another attempt holds it; the task reschedules itself)."""
+    """What :func:`execute` did.  ``retry_after``: when another attempt holds the call,
+    the seconds until its lease runs out."""
 
     action: str  # "ran" | "noop" | "busy" | "recovered" | "discarded"
     state: str
@@ -582,14 +584,20 @@ def execute(call_id: uuid.UUID | str, *, redelivered: bool = False,
         logger.warning("tool call %s does not exist", call_id)
         return ExecuteOutcome("noop", "")
     if call.state == CallState.RUNNING:
-        if _lost(call, now):
-            recovered = _recover_one(call.pk)
+        if not _lost(call, now):
+            # Another attempt holds the call (a duplicate message, or a redelivery that
+            # came before the lease ran out): leave it; the sweep recovers it if that
+            # attempt is lost.
+            assert call.lease_expires_at is not None
+            wait = max((call.lease_expires_at - now).total_seconds(), 0.0)
+            logger.info("tool call %s is held by %s (redelivered=%s)", call.pk, call.worker,
+                        redelivered)
+            return ExecuteOutcome("busy", call.state, retry_after=wait)
+        # The attempt's worker is gone: retry here (once), or fail with worker_lost.
+        recovered = _recover_one(call.pk, dispatch=False)
+        if recovered is None or recovered.state != CallState.APPROVED:
             return ExecuteOutcome("recovered", recovered.state if recovered else call.state)
-        assert call.lease_expires_at is not None
-        wait = max((call.lease_expires_at - now).total_seconds(), 0.0) + 1.0
-        logger.info("tool call %s is held by %s (redelivered=%s)", call.pk, call.worker,
-                    redelivered)
-        return ExecuteOutcome("busy", call.state, retry_after=wait)
+        call = recovered
     if call.state == CallState.AWAITING_APPROVAL and _expired(call, now):
         _expire_one(call.pk)
         return ExecuteOutcome("noop", CallState.EXPIRED)

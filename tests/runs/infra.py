@@ -1,5 +1,356 @@
-"""Real infrastructure for the run tests: Redis, Celery workers, PostgreSQL."""
+"""Real infrastructure for the run tests: Redis, Celery workers, a PostgreSQL cluster.
+
+Everything listens on Unix sockets: the test process lives in the lab's network namespace,
+whose audit treats any TCP connect to a non-public address (loopback included) as a leak;
+AF_UNIX traffic is not network egress and is not audited.  Worker processes are forked from
+the test process, so they share its namespace and reach the lab servers exactly as the
+test process would, through the same unweakened guard.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "CeleryClient",
+    "Worker",
+    "celery_client",
+    "celery_eager",
+    "postgres_cluster",
+    "redis_socket",
+    "wait_for",
+    "worker_factory",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.05,
+             what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _stop(process: subprocess.Popen[Any], *, group: bool = True) -> None:
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        if group:
+            os.killpg(process.pid, signal.SIGTERM)
+        else:
+            process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            if group:
+                os.killpg(process.pid, signal.SIGKILL)
+            else:
+                process.kill()
+        process.wait(10)
+
+
+# -- Redis ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def redis_socket() -> Iterator[str]:
+    """The path of a Redis Unix socket: tests/run.sh's server, or one started here."""
+    url = os.environ.get("WEBFETCH_TEST_REDIS_URL", "")
+    if url.startswith("unix://"):
+        yield url[len("unix://"):]
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (tests/run.sh installs it)")
+    directory = tempfile.mkdtemp(prefix="webfetch-redis-")
+    path = os.path.join(directory, "redis.sock")
+    process = subprocess.Popen(
+        [binary, "--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
+         "--save", "", "--appendonly", "no", "--dir", directory,
+         "--logfile", os.path.join(directory, "redis.log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: os.path.exists(path) or process.poll() is not None, 10,
+                 what="redis-server")
+        if process.poll() is not None:
+            pytest.fail("redis-server did not start")
+        yield path
+    finally:
+        _stop(process, group=False)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def broker_url(socket_path: str) -> str:
+    return f"redis+socket://{socket_path}"
+
+
+# -- the Celery client in the test process ------------------------------------------------------
+
+
+@dataclass
+class CeleryClient:
+    app: Any
+    queue: str
+    broker_url: str
+    transport_options: dict[str, Any] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def _current_app(app: Any) -> Iterator[Any]:
+    from celery import _state
+
+    previous_default = _state.default_app
+    previous_current = getattr(_state._tls, "current_app", None)
+    app.set_current()
+    app.set_default()
+    import django_webfetch.tasks  # noqa: F401 - registers the shared tasks
+
+    try:
+        yield app
+    finally:
+        _state.default_app = previous_default
+        _state._tls.current_app = previous_current
+        app.close()
+
+
+#: Short redelivery for the tests: Redis hands an unacknowledged message to another worker
+#: once it is older than this (production keeps Celery's default of an hour).
+TEST_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 8,
+    "unacked_restore_interval": 1,
+    "unacked_restore_throttle": 1,
+}
+
+
+@pytest.fixture
+def celery_client(redis_socket: str, settings: Any) -> Iterator[CeleryClient]:
+    """A Celery app in the test process that queues onto Redis (a fresh queue per test)."""
+    from celery import Celery
+
+    queue = f"webfetch-test-{uuid.uuid4().hex[:12]}"
+    url = broker_url(redis_socket)
+    app = Celery("webfetch-test-client", set_as_current=False)
+    app.conf.update(
+        broker_url=url,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options=dict(TEST_TRANSPORT_OPTIONS),
+        task_default_queue=queue,
+        task_ignore_result=True,
+    )
+    settings.WEBFETCH_ASYNC_RUNS = True
+    with _current_app(app):
+        yield CeleryClient(app, queue, url, dict(TEST_TRANSPORT_OPTIONS))
+
+
+@pytest.fixture
+def celery_eager(settings: Any) -> Iterator[Any]:
+    """Celery in eager mode (``task_always_eager``): tasks run inline, no broker."""
+    from celery import Celery
+
+    app = Celery("webfetch-test-eager", set_as_current=False)
+    app.conf.update(task_always_eager=True, task_eager_propagates=True,
+                    broker_url="memory://", task_ignore_result=True)
+    settings.WEBFETCH_ASYNC_RUNS = True
+    with _current_app(app):
+        yield app
+
+
+# -- workers --------------------------------------------------------------------------------
+
+
+@dataclass
+class Worker:
+    name: str
+    process: subprocess.Popen[Any]
+    log: Path
+    ready_file: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill9(self) -> None:
+        """SIGKILL the whole worker (main process and pool children)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def output(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+def _database_env() -> dict[str, str]:
+    from django.db import connections
+
+    settings_dict = connections["default"].settings_dict
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        name = str(settings_dict["NAME"])
+        if name == ":memory:" or "mode=memory" in name:
+            pytest.skip("workers need a database file (see tests/runs/conftest.py)")
+        return {"WEBFETCH_TEST_DB_ENGINE": "sqlite", "WEBFETCH_TEST_DB": name}
+    return {
+        "WEBFETCH_TEST_DB_ENGINE": "postgresql",
+        "WEBFETCH_TEST_DB": str(settings_dict["NAME"]),
+        "WEBFETCH_TEST_DB_HOST": str(settings_dict.get("HOST") or ""),
+        "WEBFETCH_TEST_DB_PORT": str(settings_dict.get("PORT") or ""),
+        "WEBFETCH_TEST_DB_USER": str(settings_dict.get("USER") or ""),
+    }
+
+
+def worker_env(client: CeleryClient, *, settings: Any = None,
+               extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+    env.update(_database_env())
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.runs.worker_settings",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+        WEBFETCH_TEST_BROKER_URL=client.broker_url,
+        WEBFETCH_TEST_QUEUE=client.queue,
+        WEBFETCH_TEST_TRANSPORT_OPTIONS=json.dumps(client.transport_options),
+        PYTHONWARNINGS="ignore",
+    )
+    if settings is not None:
+        nameservers = getattr(settings, "WEBFETCH_DNS_NAMESERVERS", None)
+        if nameservers:
+            env["WEBFETCH_TEST_NAMESERVERS"] = json.dumps(list(nameservers))
+        ca_file = getattr(settings, "WEBFETCH_CA_FILE", None)
+        if ca_file:
+            env["WEBFETCH_TEST_CA_FILE"] = ca_file
+        timeout = getattr(settings, "WEBFETCH_TIMEOUT", None)
+        if timeout is not None:
+            env["WEBFETCH_TEST_TIMEOUT"] = str(timeout)
+    env.update(extra or {})
+    return env
+
+
+@pytest.fixture
+def worker_factory(celery_client: CeleryClient, settings: Any,
+                   tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+    """Start real ``celery worker`` processes on the test's queue and database."""
+    started: list[Worker] = []
+
+    def start(name: str = "", *, pool: str = "prefork", concurrency: int = 1,
+              beat: bool = False, wait: bool = True, env: dict[str, str] | None = None
+              ) -> Worker:
+        name = name or f"w{len(started) + 1}"
+        log = tmp_path / f"{name}.log"
+        ready = tmp_path / f"{name}.ready"
+        extra = {"WEBFETCH_TEST_READY_FILE": str(ready), **(env or {})}
+        command = [
+            sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker",
+            "--pool", pool, "--concurrency", str(concurrency), "-Q", celery_client.queue,
+            "-n", f"{name}-{celery_client.queue}@%h", "--without-gossip", "--without-mingle",
+            "--without-heartbeat", "--loglevel", "INFO",
+        ]
+        if beat:
+            command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                env=worker_env(celery_client, settings=settings, extra=extra),
+                start_new_session=True,
+            )
+        worker = Worker(name, process, log, ready)
+        started.append(worker)
+        if wait:
+            try:
+                wait_for(lambda: ready.exists() or process.poll() is not None, 60,
+                         what=f"worker {name}")
+            except AssertionError:
+                print(worker.output())
+                raise
+            if process.poll() is not None:
+                pytest.fail(f"worker {name} exited:\n{worker.output()[-4000:]}")
+        return worker
+
+    yield start
+    for worker in started:
+        _stop(worker.process)
+    if any(w.process.returncode not in (0, -9, -15, None) for w in started):
+        for worker in started:
+            print(f"---- {worker.name} ----\n{worker.output()[-4000:]}")
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PostgresCluster:
+    socket_dir: str
+    port: int
+    user: str = "postgres"
+
+    def env(self, database: str) -> dict[str, str]:
+        return {
+            "WEBFETCH_TEST_DB_ENGINE": "postgresql",
+            "WEBFETCH_TEST_DB": database,
+            "WEBFETCH_TEST_DB_HOST": self.socket_dir,
+            "WEBFETCH_TEST_DB_PORT": str(self.port),
+            "WEBFETCH_TEST_DB_USER": self.user,
+        }
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL cluster on a Unix socket, run as the ``postgres`` user."""
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed")
+    import pwd
+
+    try:
+        account = pwd.getpwnam("postgres")
+    except KeyError:
+        pytest.skip("no postgres user to run the cluster as")
+    directory = tempfile.mkdtemp(prefix="webfetch-pg-")
+    os.chown(directory, account.pw_uid, account.pw_gid)
+    data, sockets = os.path.join(directory, "data"), os.path.join(directory, "run")
+    os.mkdir(sockets)
+    os.chown(sockets, account.pw_uid, account.pw_gid)
+    port = 54329
+
+    def as_postgres() -> None:
+        os.setgid(account.pw_gid)
+        os.setuid(account.pw_uid)
+
+    env = {**os.environ, "LC_ALL": "C", "HOME": directory}
+    subprocess.run([initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+                   check=True, preexec_fn=as_postgres, env=env, capture_output=True)
+    options = f"-c listen_addresses='' -c unix_socket_directories={sockets} -p {port} " \
+              "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    subprocess.run([pg_ctl, "-D", data, "-o", options, "-l", os.path.join(directory, "log"),
+                    "-w", "start"], check=True, preexec_fn=as_postgres, env=env,
+                   capture_output=True)
+    try:
+        yield PostgresCluster(sockets, port)
+    finally:
+        subprocess.run([pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"],
+                       preexec_fn=as_postgres, env=env, capture_output=True)
+        shutil.rmtree(directory, ignore_errors=True)

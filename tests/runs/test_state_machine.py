@@ -341,7 +341,7 @@ def test_execute_a_call_held_by_a_live_attempt(db, run_tools, editor):
     call = make_call(CallState.RUNNING, user=editor, attempts=1, lease_expires_at=lease)
     outcome = runs.execute(call.pk, redelivered=True)
     assert outcome.action == "busy"
-    assert 29 <= outcome.retry_after <= 32
+    assert 29 <= outcome.retry_after <= 30
     assert ToolCall.objects.get(pk=call.pk).state == CallState.RUNNING
 
 
@@ -350,19 +350,28 @@ def _lost_call(user, attempts):
                      lease_expires_at=timezone.now() - timedelta(seconds=1))
 
 
-def test_a_lost_call_is_retried_once(db, run_tools, editor, settings,
-                                     django_capture_on_commit_callbacks):
+def test_a_redelivered_lost_call_is_retried_in_that_task(db, run_tools, editor, settings,
+                                                           django_capture_on_commit_callbacks):
     settings.WEBFETCH_ASYNC_RUNS = True
     call = _lost_call(editor, attempts=1)
     with django_capture_on_commit_callbacks() as callbacks:
         outcome = runs.execute(call.pk, redelivered=True)
-    assert outcome.action == "recovered"
-    assert outcome.state == CallState.APPROVED
+    assert (outcome.action, outcome.state) == ("ran", CallState.SUCCEEDED)
+    assert callbacks == []  # nothing queued: the redelivered task ran the retry itself
+    row = ToolCall.objects.get(pk=call.pk)
+    assert (row.state, row.attempts) == (CallState.SUCCEEDED, 2)
+    assert len(EchoTool.executed) == 1
+
+
+def test_the_sweep_queues_a_lost_call_again(db, run_tools, editor, settings,
+                                            django_capture_on_commit_callbacks):
+    settings.WEBFETCH_ASYNC_RUNS = True
+    call = _lost_call(editor, attempts=1)
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert runs.sweep().recovered == 1
     assert len(callbacks) == 1  # queued again
     row = ToolCall.objects.get(pk=call.pk)
-    assert row.state == CallState.APPROVED
-    assert row.lease_expires_at is None
-    # The retry runs as attempt 2 (executing the queued task directly).
+    assert (row.state, row.lease_expires_at) == (CallState.APPROVED, None)
     settings.WEBFETCH_ASYNC_RUNS = False
     assert runs.execute(call.pk).action == "ran"
     row.refresh_from_db()

@@ -1,0 +1,58 @@
+"""Celery tasks: thin wrappers around ``django_webfetch.runs``.
+
+Imported by Celery's ``autodiscover_tasks`` (and lazily by ``runs`` when it queues a call);
+the app never creates a Celery app of its own.  Register the periodic sweep in your beat
+schedule::
+
+    CELERY_BEAT_SCHEDULE = {
+        "django_webfetch.expire_tool_calls": {
+            "task": "django_webfetch.expire_tool_calls",
+            "schedule": 60.0,
+        },
+    }
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Any
+
+try:
+    from celery import shared_task
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    from .exceptions import WebFetchImproperlyInstalled
+
+    raise WebFetchImproperlyInstalled("celery", "celery") from exc
+
+from . import runs
+
+__all__ = ["expire_tool_calls", "run_tool_call"]
+
+
+@shared_task(  # type: ignore[untyped-decorator]
+    name="django_webfetch.run_tool_call",
+    bind=True,
+    # Acknowledge only when done: a worker killed mid-run leaves the message to be
+    # delivered again; runs.execute decides what a redelivery means (idempotent).
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+)
+def run_tool_call(self: Any, call_id: str) -> str:
+    request = self.request
+    delivery = getattr(request, "delivery_info", None) or {}
+    worker = f"{getattr(request, 'hostname', None) or 'celery'}:{os.getpid()}"
+    outcome = runs.execute(call_id, redelivered=bool(delivery.get("redelivered")),
+                           worker=worker)
+    return outcome.action
+
+
+@shared_task(  # type: ignore[untyped-decorator]
+    name="django_webfetch.expire_tool_calls",
+    ignore_result=True,
+)
+def expire_tool_calls() -> dict[str, int]:
+    """Expire approval requests past their time, recover calls of lost workers, queue
+    again approved calls whose message went missing."""
+    return asdict(runs.sweep())
