@@ -15,6 +15,7 @@ from django_webfetch.net.errors import EgressDenied, UnsupportedMediaType, WebFe
 from django_webfetch.net.policy import Scope
 
 __all__ = [
+    "TOOL_NAME_RE",
     "Effect",
     "Tool",
     "ToolApprovalRule",
@@ -22,7 +23,6 @@ __all__ = [
     "ToolContext",
     "ToolInvocation",
     "ToolResult",
-    "TOOL_NAME_RE",
 ]
 
 logger = logging.getLogger("django_webfetch.tools")
