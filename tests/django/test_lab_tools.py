@@ -316,8 +316,7 @@ def test_manage_py_webfetch_fetch(web):
     out = StringIO()
     call_command("webfetch", "fetch", web.url("docs.lab.example", "/plain"), stdout=out)
     assert "hello from the lab" in out.getvalue() and BEGIN in out.getvalue()
-    assert set(EgressEvent.objects.values_list("tool", flat=True)) == {
-        "manage.py webfetch fetch"}
+    assert set(EgressEvent.objects.values_list("tool", flat=True)) == {"manage.py webfetch fetch"}
     with pytest.raises(CommandError, match="address_class:private"):
         call_command("webfetch", "fetch", "http://10.0.0.10/", stdout=out)
     with pytest.raises(CommandError, match="HTTP 404"):
