@@ -14,6 +14,7 @@ repeats.  Every query is recorded (``table.queries``).
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import socketserver
 import threading
@@ -31,6 +32,15 @@ _KINDS = ("answer", "cname", "nxdomain", "nodata", "servfail", "drop", "refused"
 
 def _norm(name: str) -> str:
     return name.rstrip(".").lower()
+
+
+def _v4(addresses: Iterable[str]) -> tuple[str, ...]:
+    return tuple(str(ipaddress.IPv4Address(a)) for a in addresses)
+
+
+def _v6(addresses: Iterable[str]) -> tuple[str, ...]:
+    # Any notation (also "::ffff:11.0.0.10"); dnslib itself only parses plain hex groups.
+    return tuple(str(ipaddress.IPv6Address(a)) for a in addresses)
 
 
 @dataclass(frozen=True)
@@ -55,7 +65,7 @@ class Entry:
             if kind not in _KINDS:
                 raise ValueError(f"unknown DNS scenario {kind!r}")
             return cls(kind, ttl=ttl)
-        entry = cls("answer", tuple(spec.pop("a", ())), tuple(spec.pop("aaaa", ())), ttl=ttl)
+        entry = cls("answer", _v4(spec.pop("a", ())), _v6(spec.pop("aaaa", ())), ttl=ttl)
         if spec:
             raise ValueError(f"unknown DNS entry keys {sorted(spec)}")
         return entry
@@ -79,6 +89,7 @@ class DnsTable:
         self._entries: dict[str, list[Entry]] = {}
         self._cursor: dict[tuple[str, str], int] = {}
         self._queries: list[Query] = []
+        self._errors: list[str] = []
 
     # -- configuration ------------------------------------------------------------------
     def reset(self) -> None:
@@ -86,6 +97,7 @@ class DnsTable:
             self._entries.clear()
             self._cursor.clear()
             self._queries.clear()
+            self._errors.clear()
 
     def _put(self, name: str, entries: list[Entry]) -> None:
         with self._lock:
@@ -96,7 +108,7 @@ class DnsTable:
     def set(self, name: str, a: Iterable[str] = (), aaaa: Iterable[str] = (),
             ttl: int = 0) -> None:
         """A/AAAA records; with neither, the name exists without addresses (NODATA)."""
-        self._put(name, [Entry("answer", tuple(a), tuple(aaaa), ttl=ttl)])
+        self._put(name, [Entry("answer", _v4(a), _v6(aaaa), ttl=ttl)])
 
     def cname(self, name: str, target: str, ttl: int = 0) -> None:
         self._put(name, [Entry("cname", target=_norm(target), ttl=ttl)])
@@ -136,6 +148,23 @@ class DnsTable:
         return sum(1 for q in self.queries if q.name == name and q.qtype == qtype)
 
     # -- answering ----------------------------------------------------------------------
+    @property
+    def errors(self) -> list[str]:
+        """Internal errors of the server (a lab bug, never a scenario)."""
+        with self._lock:
+            return list(self._errors)
+
+    def safe_answer(self, request: DNSRecord, transport: str, server: str,
+                    client: str) -> bytes | None:
+        try:
+            return self.answer(request, transport, server, client)
+        except Exception as exc:
+            with self._lock:
+                self._errors.append(repr(exc))
+            reply = request.reply()
+            reply.header.rcode = RCODE.SERVFAIL
+            return bytes(reply.pack())
+
     def _entry(self, name: str, qtype: str) -> Entry | None:
         entries = self._entries.get(name)
         if entries is None:
@@ -191,7 +220,9 @@ class DnsTable:
                         reply.add_answer(RR(owner, QTYPE.A, rdata=A(addr), ttl=entry.ttl))
                 elif entry.kind == "answer" and qtype == "AAAA":
                     for addr in entry.aaaa:
-                        reply.add_answer(RR(owner, QTYPE.AAAA, rdata=AAAA(addr), ttl=entry.ttl))
+                        packed = tuple(ipaddress.IPv6Address(addr).packed)
+                        reply.add_answer(RR(owner, QTYPE.AAAA, rdata=AAAA(packed),
+                                            ttl=entry.ttl))
                 break
             if reply.header.rcode == RCODE.NOERROR and not any(
                 rr.rtype == question.qtype for rr in reply.rr
@@ -227,8 +258,8 @@ class _UDPHandler(socketserver.BaseRequestHandler):
             request = DNSRecord.parse(data)
         except Exception:
             return
-        reply = self.server.table.answer(request, "udp", self.server.lab_address,
-                                         self.client_address[0])
+        reply = self.server.table.safe_answer(request, "udp", self.server.lab_address,
+                                              self.client_address[0])
         if reply is None:
             return
         if len(reply) > 512:
@@ -255,8 +286,8 @@ class _TCPHandler(socketserver.BaseRequestHandler):
                 request = DNSRecord.parse(data)
             except Exception:
                 return
-            reply = self.server.table.answer(request, "tcp", self.server.lab_address,
-                                             self.client_address[0])
+            reply = self.server.table.safe_answer(request, "tcp", self.server.lab_address,
+                                                  self.client_address[0])
             if reply is None:
                 # Hold the connection without answering until the client gives up.
                 try:

@@ -218,6 +218,10 @@ class Lab:
             time.sleep(0.01)
         return value
 
+    def check_lab_health(self) -> None:
+        """The lab itself must not have failed (a DNS server exception is a lab bug)."""
+        assert not self.dns.errors, f"lab DNS server errors: {self.dns.errors}"
+
     def check_no_private_traffic(self) -> None:
         if self.expect_private_accepts:
             return
@@ -240,4 +244,5 @@ def lab(lab_session: LabSession) -> Iterator[Lab]:
     instance = Lab(lab_session)
     instance.reset()
     yield instance
+    instance.check_lab_health()
     instance.check_no_private_traffic()

@@ -544,6 +544,27 @@ def test_mixed_answer_is_refused(lab, records):
     assert _tcp(lab) == []
 
 
+NON_PUBLIC_ANSWERS = [
+    "0.0.0.0", "0.1.2.3", "127.0.0.2", "10.255.255.255", "172.16.0.1", "192.168.1.10",
+    "100.64.0.10", "169.254.1.1", "169.254.169.254", "100.100.100.200", "168.63.129.16",
+    "192.0.0.8", "192.0.2.1", "198.18.0.1", "198.51.100.7", "203.0.113.9", "224.0.0.1",
+    "240.0.0.1", "255.255.255.255",
+    "::", "::1", "::ffff:11.0.0.10", "::11.0.0.10", "64:ff9b::b00:a", "64:ff9b:1::b00:a",
+    "2002:b00:a::1", "2001::1", "2001:10::1", "2001:db8::1", "3fff::1", "100::1", "fc00::1",
+    "fd00::10", "fd00:ec2::254", "fe80::1", "fec0::1", "ff02::1",
+]
+
+
+@pytest.mark.parametrize("address", NON_PUBLIC_ANSWERS)
+def test_non_public_dns_answer_is_refused(lab, address):
+    lab.dns.set("np.lab.example", **({"aaaa": [address]} if ":" in address else {"a": [address]}))
+    with pytest.raises(EgressDenied) as info:
+        fetch(lab.url("np.lab.example", "/plain"), policy=lab.policy())
+    assert info.value.reason.startswith("address_class:")
+    assert info.value.reason != "address_class:public"
+    assert _tcp(lab) == []
+
+
 @pytest.mark.parametrize("name", ["etc-hosts-only.example", "hosts-only.lab.example",
                                   "localhost"])
 def test_names_only_in_etc_hosts_are_unresolvable(lab, name):

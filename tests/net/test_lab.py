@@ -115,6 +115,15 @@ def test_dns_answers_from_the_table(lab, tcp):
     assert lab.dns.lookups("a.lab.example", "AAAA") == 1
 
 
+def test_dns_aaaa_in_any_notation(lab):
+    lab.dns.set("m.lab.example", aaaa=["::ffff:11.0.0.10", "2606:4700:10:0:0:0:0:10"])
+    answer = _resolver(lab).resolve("m.lab.example", "AAAA")
+    assert _addresses(answer) == ["2606:4700:10::10", "::ffff:11.0.0.10"]
+    with pytest.raises(ValueError):
+        lab.dns.set("bad.lab.example", a=["not-an-address"])
+    assert lab.dns.errors == []
+
+
 def test_dns_over_ipv6(lab):
     lab.dns.set("v6.lab.example", a=["11.0.0.12"])
     query = dns.message.make_query("v6.lab.example", "A")
