@@ -40,8 +40,8 @@ _MAX_URL_CHARS = 2048
 _URL_STRIP = str.maketrans("", "", "\t\n\r")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _BLANK_LINES_RE = re.compile(r"\n\n\n+")
-#: The root, <html> and <body> sit above the elements the depth bound counts.
-_ROOT_DEPTH = 2
+#: <html> (the root html5lib returns) and <body> sit above the elements the depth bound counts.
+_ROOT_DEPTH = 1
 
 
 class Sink:

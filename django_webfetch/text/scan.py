@@ -60,6 +60,8 @@ _RAW_END_RE = {
     for name in (*_RAW_DROPPED, *_RAW_KEPT, "title")
 }
 
+# The element sets of html5lib 1.1 (its constants and in-body rules), which knows nothing of
+# <template> (an ordinary element to it), <search> or <dialog>.
 _VOID = _words(
     "area base basefont bgsound br col embed frame hr image img input keygen link meta param"
     " source track wbr"
@@ -67,35 +69,33 @@ _VOID = _words(
 _HEAD_ONLY = frozenset({"base", "basefont", "bgsound", "link", "meta", "title", "head"})
 _IGNORED = frozenset({"html", "body", "head", "frameset", "frame"})
 _FORMATTING = _words("a b big code em font i nobr s small strike strong tt u")
-_MARKER_ELEMENTS = frozenset({"applet", "marquee", "object", "template", "td", "th", "caption"})
+_MARKER_ELEMENTS = frozenset({"applet", "marquee", "object", "td", "th", "caption"})
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _CLOSES_P = _words(
-    "address article aside blockquote center details dialog dir div dl fieldset figcaption"
-    " figure footer header hgroup main menu nav ol p search section summary ul pre listing"
-    " form plaintext table hr xmp li dd dt h1 h2 h3 h4 h5 h6"
+    "address article aside blockquote center details dir div dl fieldset figcaption figure"
+    " footer header hgroup main menu nav ol p section summary ul pre listing form plaintext"
+    " table hr xmp li dd dt h1 h2 h3 h4 h5 h6"
 )
 _BLOCK_END = _words(
     "address article aside blockquote button center details dialog dir div dl fieldset"
-    " figcaption figure footer header hgroup listing main menu nav ol pre search section"
-    " summary ul form li dd dt"
+    " figcaption figure footer header hgroup listing main menu nav ol pre section summary ul"
+    " form li dd dt"
 )
 _SPECIAL = _words(
     "address applet area article aside base basefont bgsound blockquote body br button caption"
-    " center col colgroup dd details dir div dl dt embed fieldset figcaption figure footer form"
-    " frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img input keygen li"
-    " link listing main marquee menu meta nav noembed noframes noscript object ol p param"
-    " plaintext pre script search section select source style summary table tbody td template"
-    " textarea tfoot th thead title tr track ul wbr xmp"
+    " center col colgroup command dd details dir div dl dt embed fieldset figure footer form"
+    " frame frameset h1 h2 h3 h4 h5 h6 head header hr html iframe image img input isindex li"
+    " link listing marquee menu meta nav noembed noframes noscript object ol p param plaintext"
+    " pre script section select style table tbody td textarea tfoot th thead title tr ul wbr"
+    " xmp"
 )
-_SCOPE = frozenset(
-    {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template"}
-)
+_SCOPE = _words("applet caption html marquee object table td th")
 _TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
-_TABLE_CONTEXT = frozenset({"table", "tbody", "thead", "tfoot", "template"})
+_TABLE_CONTEXT = frozenset({"table", "tbody", "thead", "tfoot"})
 _BUTTON_SCOPE = _SCOPE | {"button"}
-_TABLE_SCOPE = frozenset({"html", "table", "template"})
+_TABLE_SCOPE = frozenset({"html", "table"})
 _NO_SCOPE: frozenset[str] = frozenset()
-_TABLE_ONLY = frozenset({"table", "template"})
+_TABLE_ONLY = frozenset({"table"})
 _CELL_CONTEXT = _TABLE_CONTEXT | {"tr"}
 _LI = frozenset({"li"})
 _DD_DT = frozenset({"dd", "dt"})
@@ -134,6 +134,14 @@ class _Tree:
     def push(self, element: _El) -> None:
         self.stack.append(element)
         depth = len(self.stack)
+        if depth > self.depth:
+            self.depth = depth
+            if depth > MAX_DEPTH:
+                raise _LimitHit
+
+    def leaf(self) -> None:
+        """An element that is inserted and closed at once."""
+        depth = len(self.stack) + 1
         if depth > self.depth:
             self.depth = depth
             if depth > MAX_DEPTH:
@@ -287,7 +295,9 @@ class _Tree:
         self.cost += TOKEN_COST
         if stack and stack[-1].foreign:
             if name not in _BREAKOUT:
-                if not self_closing:
+                if self_closing:
+                    self.leaf()
+                else:
                     self.push(_El(name, key, foreign=True))
                 return
             while stack and stack[-1].foreign:
@@ -296,7 +306,9 @@ class _Tree:
             return
         if name in _FOREIGN_ROOTS:
             self.reconstruct()
-            if not self_closing:
+            if self_closing:
+                self.leaf()
+            else:
                 self.push(_El(name, key, foreign=True))
             return
         if name in _CLOSES_P:
@@ -348,6 +360,7 @@ class _Tree:
         else:
             self.reconstruct()
         if name in _VOID:
+            self.leaf()
             return
         element = _El(name, key)
         self.push(element)
@@ -388,7 +401,11 @@ class _Tree:
         if name in _FORMATTING:
             self.adoption_agency(name)
         elif name == "p":
-            self.close("p", _SCOPE | {"button"})
+            index = self.find("p", _BUTTON_SCOPE)
+            if index < 0:  # html5lib inserts an empty <p>
+                self.push(_El("p", "p"))
+                index = len(stack) - 1
+            self.pop_to(index)
         elif name in _HEADINGS:
             self.close(_HEADINGS)
         elif name in _BLOCK_END or name in _FOREIGN_ROOTS:
@@ -640,7 +657,10 @@ def _strip_special(text: str) -> tuple[str, str | None]:
             continue
         raw_end, pos = _raw_end(text, name, after)
         if name in _RAW_KEPT:
-            parts.append("\n" + html.escape(text[after:raw_end], quote=False) + "\n")
+            raw = text[after:raw_end]
+            if name == "textarea":  # RCDATA: character references count, tags do not
+                raw = html.unescape(raw)
+            parts.append("\n" + html.escape(raw, quote=False) + "\n")
         elif name == "title" and title is None:
             title = html.unescape(text[after:raw_end])
 
