@@ -1,0 +1,96 @@
+"""Serializers of the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models.calls import FINISHED_STATES
+
+__all__ = [
+    "DecisionSerializer",
+    "ErrorSerializer",
+    "StateFilterSerializer",
+    "ToolCallCreateSerializer",
+    "ToolCallSerializer",
+    "ToolResultSerializer",
+    "ToolSpecSerializer",
+]
+
+
+class ToolResultSerializer(serializers.Serializer[Any]):
+    """A ``ToolResult``: ``content`` for the model, ``error`` a stable code or null."""
+
+    content = serializers.CharField()
+    error = serializers.CharField(allow_null=True)
+    meta = serializers.DictField()
+
+
+class ToolSpecSerializer(serializers.Serializer[Any]):
+    """One tool spec; its exact shape follows ``?format=`` (json_schema, openai,
+    anthropic)."""
+
+    name = serializers.CharField(required=False)
+    description = serializers.CharField(required=False)
+    parameters = serializers.DictField(required=False)
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = serializers.DictField(required=False)
+
+
+def _username(user: Any) -> str | None:
+    return None if user is None else str(user.get_username())
+
+
+class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
+    user = serializers.SerializerMethodField()
+    decided_by = serializers.SerializerMethodField()
+    result = serializers.SerializerMethodField()
+    finished = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ToolCall
+        fields = [
+            "id", "tool", "group", "arguments", "conversation", "state", "finished", "reason",
+            "user", "requires_approval", "approval_preview", "expires_at", "decided_by",
+            "decided_at", "decision_comment", "attempts", "created", "updated", "queued_at",
+            "started_at", "finished_at", "result",
+        ]
+        read_only_fields = fields
+
+    def get_user(self, obj: ToolCall) -> str | None:
+        return _username(obj.user)
+
+    def get_decided_by(self, obj: ToolCall) -> str | None:
+        return _username(obj.decided_by)
+
+    def get_finished(self, obj: ToolCall) -> bool:
+        return obj.state in FINISHED_STATES
+
+    def get_result(self, obj: ToolCall) -> dict[str, Any] | None:
+        """The ``ToolResult`` once the call finished (a refusal is a result with an error
+        code); ``null`` while it is open."""
+        if obj.state not in FINISHED_STATES or obj.result is None:
+            return None
+        return dict(obj.result)
+
+
+class ToolCallCreateSerializer(serializers.Serializer[Any]):
+    tool = serializers.CharField(max_length=100)
+    arguments = serializers.JSONField(required=False, default=dict)
+    conversation = serializers.CharField(max_length=200, required=False, allow_blank=True,
+                                         default="")
+
+
+class DecisionSerializer(serializers.Serializer[Any]):
+    comment = serializers.CharField(max_length=2000, required=False, allow_blank=True,
+                                    default="")
+
+
+class StateFilterSerializer(serializers.Serializer[Any]):
+    state = serializers.ChoiceField(choices=CallState.choices, required=False)

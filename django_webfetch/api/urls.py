@@ -1,0 +1,52 @@
+"""``include("django_webfetch.api.urls")``: URL names live in the ``django_webfetch``
+namespace (``django_webfetch:call-detail``...)."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern, URLResolver, path
+
+from django_webfetch import __version__
+
+from . import views
+from ._schema import AVAILABLE as _SCHEMA_AVAILABLE
+
+app_name = "django_webfetch"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("tools/", views.ToolListView.as_view(), name="tool-list"),
+    path("calls/", views.CallListView.as_view(), name="call-list"),
+    path("calls/<uuid:pk>/", views.CallDetailView.as_view(), name="call-detail"),
+    path("calls/<uuid:pk>/approve/", views.CallApproveView.as_view(), name="call-approve"),
+    path("calls/<uuid:pk>/deny/", views.CallDenyView.as_view(), name="call-deny"),
+    path("calls/<uuid:pk>/cancel/", views.CallCancelView.as_view(), name="call-cancel"),
+]
+
+if _SCHEMA_AVAILABLE:
+    from typing import Any
+
+    from django.urls import reverse
+    from drf_spectacular.views import SpectacularAPIView
+
+    class SchemaView(SpectacularAPIView):
+        """The OpenAPI schema of this API only; its server is where the API is mounted."""
+
+        def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            mount = reverse("django_webfetch:tool-list").removesuffix("tools/")
+            self.custom_settings = {**(self.custom_settings or {}),
+                                    "SERVERS": [{"url": mount}]}
+            return super().get(request, *args, **kwargs)
+
+    urlpatterns.append(
+        path(
+            "schema/",
+            SchemaView.as_view(
+                urlconf=list(urlpatterns),
+                custom_settings={
+                    "TITLE": "django_webfetch API",
+                    "DESCRIPTION": "Tool specs, durable tool calls and their approval.",
+                    "VERSION": __version__,
+                },
+            ),
+            name="schema",
+        )
+    )

@@ -1,0 +1,284 @@
+"""API views: tool specs, tool calls, approval decisions.
+
+Errors are DRF errors with a stable ``code`` in the body (``{"detail": ..., "code": ...}``).
+A tool's refusal is not an API error: the call ends and its ``result`` carries the code.
+Authentication is whatever ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]`` names, read
+per request (session auth with CSRF, token auth, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView, exception_handler
+
+from django_webfetch import runs
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.tools import specs, tools_for_user
+
+from ._schema import AutoSchema, OpenApiParameter, OpenApiResponse, extend_schema
+from .permissions import CanApprove, CanReadCall, IsActiveUser
+from .serializers import (
+    DecisionSerializer,
+    ErrorSerializer,
+    StateFilterSerializer,
+    ToolCallCreateSerializer,
+    ToolCallSerializer,
+    ToolSpecSerializer,
+)
+
+__all__ = [
+    "CallApproveView",
+    "CallCancelView",
+    "CallDenyView",
+    "CallDetailView",
+    "CallListView",
+    "ToolListView",
+    "api_exception_handler",
+]
+
+SPEC_FORMATS = ("json_schema", "openai", "anthropic")
+
+#: HTTP status of each service error.
+_RUN_ERROR_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (runs.InvalidTransition, status.HTTP_409_CONFLICT),
+    (runs.ToolNotOfferedError, status.HTTP_403_FORBIDDEN),
+    (runs.ApprovalPermissionDenied, status.HTTP_403_FORBIDDEN),
+    (runs.CancelPermissionDenied, status.HTTP_403_FORBIDDEN),
+)
+
+
+class RunAPIError(exceptions.APIException):
+    """A service error as a DRF error (status from ``_RUN_ERROR_STATUS``)."""
+
+    def __init__(self, exc: runs.RunError) -> None:
+        self.status_code = next(
+            (code for kind, code in _RUN_ERROR_STATUS if isinstance(exc, kind)),
+            status.HTTP_400_BAD_REQUEST,
+        )
+        super().__init__(detail=str(exc), code=exc.code)
+
+
+def _codes(detail: Any) -> Any:
+    if isinstance(detail, dict):
+        return {k: _codes(v) for k, v in detail.items()}
+    if isinstance(detail, list):
+        return [_codes(v) for v in detail]
+    return {"message": str(detail), "code": getattr(detail, "code", "invalid")}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with a stable ``code`` next to every ``detail``."""
+    if isinstance(exc, runs.RunError):
+        exc = RunAPIError(exc)
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = exception_handler(exc, context)
+    if response is None or not isinstance(exc, exceptions.APIException):
+        return response
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = {"detail": "Invalid input.", "code": "invalid",
+                         "errors": _codes(exc.detail)}
+    else:
+        detail = exc.detail
+        code = getattr(detail, "code", None) or exc.default_code
+        response.data = {"detail": str(detail), "code": str(code)}
+    return response
+
+
+class _BaseView(APIView):
+    schema = AutoSchema()
+    permission_classes = [IsActiveUser]
+
+    def get_authenticators(self) -> list[Any]:
+        # Read per request: an integrator's REST_FRAMEWORK setting (or override_settings)
+        # applies without re-importing this module.
+        return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+
+    def get_exception_handler(self) -> Any:
+        return api_exception_handler
+
+    def get_call(self, request: Request, pk: Any) -> ToolCall:
+        """The call, if the user may see it (404 otherwise: no hint that it exists)."""
+        call = ToolCall.objects.select_related("user", "decided_by").filter(pk=pk).first()
+        if call is None or not runs.can_read(request.user, call):
+            raise Http404
+        self.check_object_permissions(request, call)
+        return call
+
+
+def _call_response(call: ToolCall, request: Request, *, created: bool = False) -> Response:
+    data = ToolCallSerializer(call, context={"request": request}).data
+    if not created:
+        return Response(data)
+    queued = call.state in (CallState.APPROVED, CallState.RUNNING)
+    location = reverse("django_webfetch:call-detail", kwargs={"pk": call.pk}, request=request)
+    return Response(
+        data,
+        status=status.HTTP_202_ACCEPTED if queued else status.HTTP_201_CREATED,
+        headers={"Location": location},
+    )
+
+
+_ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="Invalid input."),
+    403: OpenApiResponse(ErrorSerializer, description="Not permitted."),
+    404: OpenApiResponse(ErrorSerializer, description="No such call (or not yours)."),
+    409: OpenApiResponse(ErrorSerializer, description="The call's state does not allow it."),
+}
+
+
+class _FormatIsNotARenderer(DefaultContentNegotiation):
+    """``?format=`` picks the tool spec shape here, not DRF's renderer."""
+
+    class settings:  # noqa: N801 - stands in for api_settings
+        URL_FORMAT_OVERRIDE = None
+
+
+class ToolListView(_BaseView):
+    """The tools offered to the current user, as tool specs."""
+
+    content_negotiation_class = _FormatIsNotARenderer
+
+    @extend_schema(
+        operation_id="tools_list",
+        parameters=[OpenApiParameter("format", str, OpenApiParameter.QUERY,
+                                     enum=list(SPEC_FORMATS),
+                                     description="json_schema (default), openai or anthropic")],
+        responses={200: ToolSpecSerializer(many=True), 400: _ERRORS[400]},
+    )
+    def get(self, request: Request) -> Response:
+        spec_format = request.query_params.get("format", "json_schema")
+        if spec_format not in SPEC_FORMATS:
+            raise exceptions.ValidationError({"format": [exceptions.ErrorDetail(
+                f"Use one of {', '.join(SPEC_FORMATS)}.", code="invalid_choice")]})
+        return Response(specs(list(tools_for_user(request.user)), spec_format))
+
+
+class _Pagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+
+class CallListView(_BaseView):
+    """``GET``: the current user's calls (approvers: everyone's).  ``POST``: request a call."""
+
+    pagination_class = _Pagination
+
+    @extend_schema(
+        operation_id="calls_list",
+        parameters=[StateFilterSerializer, OpenApiParameter("limit", int),
+                    OpenApiParameter("offset", int)],
+        responses={200: ToolCallSerializer(many=True), 400: _ERRORS[400]},
+    )
+    def get(self, request: Request) -> Response:
+        filters = StateFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        calls = runs.visible_calls(request.user)
+        # Expiry and worker loss are enforced on read, too.
+        runs.expire_due(calls=calls)
+        runs.recover_lost(calls=calls)
+        calls = calls.select_related("user", "decided_by").order_by("-created", "pk")
+        if filters.validated_data.get("state"):
+            calls = calls.filter(state=filters.validated_data["state"])
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(calls, request, view=self)
+        data = ToolCallSerializer(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(data)
+
+    @extend_schema(
+        operation_id="calls_create",
+        request=ToolCallCreateSerializer,
+        responses={
+            201: OpenApiResponse(ToolCallSerializer,
+                                 description="Finished, or waiting for an approval."),
+            202: OpenApiResponse(ToolCallSerializer,
+                                 description="Queued: poll the call until it finished."),
+            400: _ERRORS[400],
+            403: _ERRORS[403],
+        },
+    )
+    def post(self, request: Request) -> Response:
+        serializer = ToolCallCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        call = runs.request_call(data["tool"], data.get("arguments"), user=request.user,
+                                 conversation=data.get("conversation", ""))
+        return _call_response(call, request, created=True)
+
+
+class CallDetailView(_BaseView):
+    permission_classes = [CanReadCall]
+
+    @extend_schema(operation_id="calls_retrieve",
+                   responses={200: ToolCallSerializer, 404: _ERRORS[404]})
+    def get(self, request: Request, pk: Any) -> Response:
+        call = runs.refresh(self.get_call(request, pk))
+        return _call_response(call, request)
+
+
+class _DecisionView(_BaseView):
+    permission_classes = [CanReadCall]
+
+    def decide(self, call: ToolCall, user: Any, comment: str) -> ToolCall:
+        raise NotImplementedError
+
+    def post(self, request: Request, pk: Any) -> Response:
+        call = self.get_call(request, pk)
+        serializer = DecisionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        call = self.decide(call, request.user, serializer.validated_data.get("comment", ""))
+        return _call_response(runs.refresh(call), request)
+
+
+_DECISION_SCHEMA = {
+    "request": DecisionSerializer,
+    "responses": {200: ToolCallSerializer, 400: _ERRORS[400], 403: _ERRORS[403],
+                  404: _ERRORS[404], 409: _ERRORS[409]},
+}
+
+
+class CallApproveView(_DecisionView):
+    """Approve a call awaiting approval; it runs (in-process) or is queued."""
+
+    permission_classes = [CanReadCall, CanApprove]
+
+    def decide(self, call: ToolCall, user: Any, comment: str) -> ToolCall:
+        return runs.approve(call, by=user, comment=comment)
+
+    @extend_schema(operation_id="calls_approve", **_DECISION_SCHEMA)
+    def post(self, request: Request, pk: Any) -> Response:
+        return super().post(request, pk)
+
+
+class CallDenyView(_DecisionView):
+    permission_classes = [CanReadCall, CanApprove]
+
+    def decide(self, call: ToolCall, user: Any, comment: str) -> ToolCall:
+        return runs.deny(call, by=user, comment=comment)
+
+    @extend_schema(operation_id="calls_deny", **_DECISION_SCHEMA)
+    def post(self, request: Request, pk: Any) -> Response:
+        return super().post(request, pk)
+
+
+class CallCancelView(_DecisionView):
+    """Cancel a call that has not started (its owner, or an approver)."""
+
+    def decide(self, call: ToolCall, user: Any, comment: str) -> ToolCall:
+        return runs.cancel(call, by=user, comment=comment)
+
+    @extend_schema(operation_id="calls_cancel", **_DECISION_SCHEMA)
+    def post(self, request: Request, pk: Any) -> Response:
+        return super().post(request, pk)
