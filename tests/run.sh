@@ -115,7 +115,7 @@ if command -v redis-server >/dev/null 2>&1; then
 fi
 
 # -- the tests ----------------------------------------------------------------------------
-say "pytest $*"
+say "pytest ${*:-(the whole suite)}"
 STATUS=0
 if [ "${WEBFETCH_COVERAGE:-1}" = 0 ]; then
     "$PY" -m pytest -q -rfEsxX "$@" || STATUS=$?
