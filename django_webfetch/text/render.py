@@ -95,8 +95,6 @@ class Sink:
         self.space = text[-1].isspace()
 
     def preformatted(self, text: str) -> None:
-        if not text:
-            return
         self._start()
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         self._append(text)

@@ -210,8 +210,6 @@ class _Tree:
                     del active[position]
                     break
         active.append(element)
-        if len(active) > MAX_DEPTH:
-            raise _LimitHit
 
     def clear_to_marker(self) -> None:
         active = self.active
@@ -339,11 +337,11 @@ class _Tree:
                 self.adoption_agency("a")
                 position = self.last_formatting("a")
                 if position >= 0:
+                    # The clone left open when the algorithm ran out of iterations.
                     stale = self.active.pop(position)
                     assert stale is not None
-                    if stale.open:
-                        stack.remove(stale)
-                        stale.open = False
+                    stack.remove(stale)
+                    stale.open = False
             self.reconstruct()
         elif name == "nobr":
             self.reconstruct()

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from xml.etree.ElementTree import Comment, Element, SubElement
 
 import pytest
 
 from django_webfetch.net.errors import ExtractionError
-from django_webfetch.text import MAX_TEXT_CHARS, extract_text
+from django_webfetch.text import MAX_DEPTH, MAX_TEXT_CHARS, extract_text
+from django_webfetch.text.render import Sink, render
 
 PAGES = Path(__file__).parent / "pages"
 URL = "https://news.example/2025/03/bridge"
@@ -62,8 +64,18 @@ def test_cookie_banner_and_chrome():
     assert "- 200 g flour\n- 150 g sugar\n  - or 120 g honey\n- 2 lemons" in text
     assert "180 \u00b0C, and print the recipe." in text
     for chrome in (
-        "cookies", "Accept", "newsletter", "Home", "Advertisement", "SVG", "icon", "Template",
-        "Canvas", "Option text", "Footer", "javascript",
+        "cookies",
+        "Accept",
+        "newsletter",
+        "Home",
+        "Advertisement",
+        "SVG",
+        "icon",
+        "Template",
+        "Canvas",
+        "Option text",
+        "Footer",
+        "javascript",
     ):
         assert chrome not in text
 
@@ -110,7 +122,7 @@ def test_control_characters_are_removed():
 
 
 def test_text_plain():
-    body = "line\r\none\rtwo\x00\x1b[31m\tend\n\n\n\nlast".encode()
+    body = b"line\r\none\rtwo\x00\x1b[31m\tend\n\n\n\nlast"
     assert extract_text(body, "text/plain") == "line\none\ntwo[31m\tend\n\nlast"
 
 
@@ -120,7 +132,9 @@ def test_json_is_text():
 
 def test_charset_parameter_of_the_media_type():
     assert extract_text("caf\u00e9".encode("latin-1"), "text/plain; charset=latin1") == "caf\u00e9"
-    assert extract_text("caf\u00e9".encode("latin-1"), "text/plain; q=1; charset='x'") == "caf\ufffd"
+    assert (
+        extract_text("caf\u00e9".encode("latin-1"), "text/plain; q=1; charset='x'") == "caf\ufffd"
+    )
     assert extract_text(b"caf\xe9", "text/plain; charset=latin1", charset="utf-8") == "caf\ufffd"
 
 
@@ -155,3 +169,16 @@ def test_deep_tree_is_rendered_iteratively():
         assert extract_text(body) == "deep"
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_renderer_stops_at_the_depth_bound_and_skips_comments():
+    root = Element("html")
+    element = SubElement(root, "body")
+    element.append(Comment("comment"))
+    for depth in range(MAX_DEPTH + 5):
+        element = SubElement(element, "span")
+        element.text = f"{depth + 1} "
+    sink = Sink()
+    render(root, sink, None)
+    words = sink.getvalue().split()
+    assert words[0] == "1" and words[-1] == str(MAX_DEPTH)

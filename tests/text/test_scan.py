@@ -58,6 +58,15 @@ def html5lib_depth(markup):
         ("<br/><img><hr><input><div/>x", 1),
         ("<html><head><meta charset=x><title>t</title></head><body><p>x</body></html>", 1),
         ("<p>x<head><body><html><frameset>y<image>", 2),
+        ("<p><b><i>x</p>y", 3),
+        ("<b><p><i>x</p>y", 3),
+        ("<a>x<table><tr><td><a>y", 6),
+        ("<b>" + "<div>" * 9 + "x</b>", 10),
+        ("<div><svg></div>x", 2),
+        ("<svg/><p>x", 1),
+        ("<table><tbody><td>x", 4),
+        ("<svg><td>x</svg>y", 2),
+        ("<div>" * 199 + "<br>", 200),
     ],
 )
 def test_depth_model_matches_html5lib(markup, depth):
@@ -66,9 +75,48 @@ def test_depth_model_matches_html5lib(markup, depth):
     assert result.depth == html5lib_depth(result.markup) == depth
 
 
+@pytest.mark.parametrize(
+    ("markup", "depth"),
+    [
+        # The adoption agency algorithm's inner loop, modelled to within one level.
+        ("<a>" + "<div>" * 9 + "x<a>y", 11),
+        ("<b><i><span><u><s><em><div>x</b>y", 6),
+        ("<b><i><i><i><i><div>x</b>y", 5),
+    ],
+)
+def test_depth_model_is_close_to_html5lib(markup, depth):
+    result = scan(markup)
+    assert result.markup is not None
+    assert html5lib_depth(result.markup) == depth
+    assert abs(result.depth - depth) <= 1
+
+
 tags = st.sampled_from(
-    "a b i div p span li ul table tr td svg g nobr button h1 dd template option select"
-    " em br img".split()
+    [
+        "a",
+        "b",
+        "i",
+        "div",
+        "p",
+        "span",
+        "li",
+        "ul",
+        "table",
+        "tr",
+        "td",
+        "svg",
+        "g",
+        "nobr",
+        "button",
+        "h1",
+        "dd",
+        "template",
+        "option",
+        "select",
+        "em",
+        "br",
+        "img",
+    ]
 )
 token = st.one_of(
     tags.map(lambda name: f"<{name}>"),
@@ -93,7 +141,7 @@ def test_normalised_markup():
         "<noscript><p>n</p></noscript><iframe><p>i</iframe>< 3 </> </3 x> <\u00e9"
     )
     assert result.markup == (
-        "<!DOCTYPE html><div hidden>t&amp;<a href=\"/a&quot;b\">l</a></div><br/><svg><path/>"
+        '<!DOCTYPE html><div hidden>t&amp;<a href="/a&quot;b">l</a></div><br/><svg><path/>'
         '</svg><p aria-hidden="true">q&lt; 3   &lt;\u00e9'
     )
 
@@ -131,6 +179,10 @@ def test_parser_input_is_capped():
     assert len(result.markup.encode()) <= MAX_PARSER_INPUT
     result = scan("<p>\u00e9" * 100_000)
     assert result.markup is None or len(result.markup.encode()) <= MAX_PARSER_INPUT
+    result = scan("x" * (MAX_PARSER_INPUT - 30) + "<p>" * 100)
+    assert result.markup is not None
+    assert MAX_PARSER_INPUT - 3 < len(result.markup) <= MAX_PARSER_INPUT
+    assert result.markup.endswith("<p>")
     result = scan("x" * 100 + "<p>" + "\u00e9" * 200_000)
     assert result.markup == "<!DOCTYPE html>" + "x" * 100 + "<p>"
 
@@ -139,11 +191,13 @@ def test_parser_input_is_capped():
     "markup",
     [
         "<div>" * (MAX_DEPTH + 1) + "x",
+        "<div>" * MAX_DEPTH + "<br>",
         "<b><div>x</b>" * 250,
         "<b><i>" * 150,
         "<div " + "a=1 " * 65 + ">x",
         "<div title='" + "x" * 40_000 + "'>x",
         "<p>x" * 60_000,
+        "<p>" * 30_000,
         "<table><tr><td>" * 70,
         "<svg>" + "<g>" * 300,
         "<a href=x><div>" * 300,
