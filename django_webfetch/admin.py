@@ -173,3 +173,6 @@ class EgressEventAdmin(_EventAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+from . import admin_calls  # noqa: E402,F401

@@ -1,0 +1,292 @@
+"""Django admin for tool calls: the approval queue.
+
+Read-only records (nothing is added, edited or deleted here); ``approve`` and ``deny`` are
+actions (bulk, and per object from the change page) that ask for a comment on an
+intermediate page and report per call.  Both need ``django_webfetch.approve_toolcall``; the
+service refuses self-approval unless ``WEBFETCH_ALLOW_SELF_APPROVAL`` is on.
+
+Everything shown from a call's preview is escaped: the URL and its query string were chosen
+by the model (and so, possibly, by a page it read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
+
+from django_webfetch import runs
+from django_webfetch.models import CallState, ToolCall
+
+__all__ = ["AwaitingApprovalFilter", "DecisionForm", "ToolCallAdmin"]
+
+if TYPE_CHECKING:
+    _ToolCallAdmin = admin.ModelAdmin[ToolCall]
+else:
+    _ToolCallAdmin = admin.ModelAdmin
+
+_DECISIONS: dict[str, tuple[Callable[..., ToolCall], Any, Any]] = {
+    "approve": (runs.approve, _("Approve"), _("approved")),
+    "deny": (runs.deny, _("Deny"), _("denied")),
+}
+
+
+class DecisionForm(forms.Form):
+    comment = forms.CharField(
+        label=_("Comment"),
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=_("Recorded with the decision."),
+    )
+
+
+class AwaitingApprovalFilter(admin.SimpleListFilter):
+    title = _("approval")
+    parameter_name = "approval"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("awaiting", _("Awaiting approval")),
+            ("awaiting_others", _("Awaiting approval, not mine")),
+            ("decided", _("Decided by a person")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+        value = self.value()
+        if value in ("awaiting", "awaiting_others"):
+            queryset = queryset.filter(state=CallState.AWAITING_APPROVAL,
+                                       expires_at__gt=timezone.now())
+            if value == "awaiting_others":
+                queryset = queryset.exclude(user=request.user)
+        elif value == "decided":
+            queryset = queryset.filter(decided_by__isnull=False)
+        return queryset
+
+
+def _text(value: Any, limit: int = 2000) -> str:
+    text = "" if value is None else str(value)
+    text = "".join(c if c.isprintable() else "\N{REPLACEMENT CHARACTER}" for c in text)
+    return text if len(text) <= limit else text[:limit] + "\N{HORIZONTAL ELLIPSIS}"
+
+
+class ToolCallAdmin(_ToolCallAdmin):
+    list_display = ("short_id", "tool", "state", "user", "destination", "created",
+                    "expires_at", "decided_by", "reason")
+    list_filter = (AwaitingApprovalFilter, "state", "tool", "group", "created")
+    search_fields = ("=id", "tool", "conversation", "user__username", "reason")
+    list_select_related = ("user", "decided_by")
+    date_hierarchy = "created"
+    actions = ["approve_selected", "deny_selected"]
+    change_form_template = "django_webfetch/calls/change_form.html"
+    fieldsets = (
+        (_("Approval card"), {"fields": ("preview_card",)}),
+        (None, {"fields": ("id", "tool", "group", "state", "reason", "user", "conversation",
+                           "arguments")}),
+        (_("Decision"), {"fields": ("requires_approval", "expires_at", "decided_by",
+                                    "decided_at", "decision_comment")}),
+        (_("Run"), {"fields": ("attempts", "worker", "queued_at", "started_at",
+                               "lease_expires_at", "finished_at", "result_error",
+                               "result_content")}),
+        (_("Record"), {"fields": ("created", "updated")}),
+    )
+    readonly_fields = (
+        "preview_card", "id", "tool", "group", "state", "reason", "user", "conversation",
+        "arguments", "requires_approval", "expires_at", "decided_by", "decided_at",
+        "decision_comment", "attempts", "worker", "queued_at", "started_at",
+        "lease_expires_at", "finished_at", "result_error", "result_content", "created",
+        "updated",
+    )
+
+    # -- permissions: a read-only record; deciding needs approve_toolcall ----------------------
+
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.has_perm(runs.APPROVE_PERMISSION))
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) or self.has_approve_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    # -- columns and fields ------------------------------------------------------------------
+
+    @admin.display(description=_("id"))
+    def short_id(self, obj: ToolCall) -> str:
+        return str(obj.pk)[:8]
+
+    @admin.display(description=_("destination"))
+    def destination(self, obj: ToolCall) -> str:
+        preview = obj.approval_preview or {}
+        return _text(preview.get("host", ""), 100)
+
+    @admin.display(description=_("result error"))
+    def result_error(self, obj: ToolCall) -> str:
+        return _text((obj.result or {}).get("error") or "")
+
+    @admin.display(description=_("result content"))
+    def result_content(self, obj: ToolCall) -> SafeString:
+        content = _text((obj.result or {}).get("content") or "", 20_000)
+        return format_html('<pre style="white-space: pre-wrap; max-height: 30em; '
+                           'overflow: auto">{}</pre>', content)
+
+    @admin.display(description=_("approval card"))
+    def preview_card(self, obj: ToolCall) -> SafeString:
+        """Host, the full query string (raw and decoded), group and requesting user."""
+        preview = dict(obj.approval_preview or {})
+        rows: list[tuple[Any, str]] = [
+            (_("tool"), _text(preview.pop("tool", obj.tool))),
+            (_("group"), _text(preview.pop("group", obj.group))),
+            (_("requested by"), _text(preview.pop("user", obj.user))),
+        ]
+        for key, label in (("host", _("host")), ("scheme", _("scheme")), ("port", _("port")),
+                           ("path", _("path")), ("url", _("full URL")),
+                           ("query_raw", _("query string (raw)"))):
+            if key in preview:
+                rows.append((label, _text(preview.pop(key))))
+        decoded = preview.pop("query_decoded", None)
+        body = format_html_join("", "<tr><th>{}</th><td><code>{}</code></td></tr>", rows)
+        if isinstance(decoded, list):
+            pairs = format_html_join(
+                "", "<li><code>{}</code> = <code>{}</code></li>",
+                ((_text(p[0]), _text(p[1])) for p in decoded
+                 if isinstance(p, (list, tuple)) and len(p) == 2),
+            )
+            body = format_html("{}<tr><th>{}</th><td><ul>{}</ul></td></tr>", body,
+                               _("query string (decoded)"), pairs)
+        for key, value in preview.items():  # anything else the tool put on its card
+            body = format_html("{}<tr><th>{}</th><td><code>{}</code></td></tr>", body,
+                               _text(key, 100), _text(value))
+        return format_html('<table class="webfetch-approval-card">{}</table>', body)
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    @admin.action(description=_("Approve the selected calls"), permissions=["approve"])
+    def approve_selected(self, request: HttpRequest,
+                         queryset: QuerySet[ToolCall]) -> HttpResponse | None:
+        return self._decision(request, queryset, "approve")
+
+    @admin.action(description=_("Deny the selected calls"), permissions=["approve"])
+    def deny_selected(self, request: HttpRequest,
+                      queryset: QuerySet[ToolCall]) -> HttpResponse | None:
+        return self._decision(request, queryset, "deny")
+
+    def _decision(self, request: HttpRequest, queryset: QuerySet[ToolCall], decision: str,
+                  *, single: ToolCall | None = None) -> HttpResponse | None:
+        form = DecisionForm(request.POST if "confirm" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            self._decide(request, list(queryset), decision, form.cleaned_data["comment"])
+            return None
+        verb, _past = _DECISIONS[decision][1:]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("%(verb)s tool calls") % {"verb": verb},
+            "opts": self.model._meta,
+            "calls": [(call, self.preview_card(call), runs.can_approve(request.user, call))
+                      for call in queryset],
+            "decision": decision,
+            "verb": verb,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "action": f"{decision}_selected",
+            "single": single,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "django_webfetch/calls/decision.html", context)
+
+    def _decide(self, request: HttpRequest, calls: Iterable[ToolCall], decision: str,
+                comment: str) -> None:
+        service, _verb, past = _DECISIONS[decision]
+        for call in calls:
+            label = f"{call.tool} {str(call.pk)[:8]}"
+            try:
+                result = service(call.pk, by=request.user, comment=comment)
+            except runs.RunError as exc:
+                self.message_user(
+                    request,
+                    _("%(call)s was not %(past)s: %(reason)s (%(code)s).")
+                    % {"call": label, "past": past, "reason": exc, "code": exc.code},
+                    messages.ERROR,
+                )
+                continue
+            except ToolCall.DoesNotExist:
+                continue
+            self.message_user(
+                request,
+                _("%(call)s %(past)s; it is now %(state)s.")
+                % {"call": label, "past": past, "state": result.get_state_display()},
+                messages.SUCCESS,
+            )
+
+    def get_urls(self) -> list[URLPattern]:
+        info = self.opts.app_label, self.opts.model_name
+        own = [
+            path("<uuid:object_id>/decide/<str:decision>/",
+                 self.admin_site.admin_view(self.decision_view),
+                 name="{}_{}_decision".format(*info)),
+        ]
+        return own + super().get_urls()
+
+    def decision_view(self, request: HttpRequest, object_id: Any,
+                      decision: str) -> HttpResponse:
+        """Approve or deny one call from its change page (same confirmation step)."""
+        if decision not in _DECISIONS:
+            raise PermissionDenied
+        if not self.has_approve_permission(request):
+            raise PermissionDenied
+        queryset = self.get_queryset(request).filter(pk=object_id)
+        call = queryset.first()
+        change_url = reverse(f"{self.admin_site.name}:{self.opts.app_label}_"
+                             f"{self.opts.model_name}_change", args=[quote(str(object_id))])
+        if call is None:
+            return HttpResponseRedirect(change_url)
+        response = self._decision(request, queryset, decision, single=call)
+        return response or HttpResponseRedirect(change_url)
+
+    def render_change_form(self, request: HttpRequest, context: dict[str, Any],
+                           *args: Any, **kwargs: Any) -> HttpResponse:
+        obj = kwargs.get("obj") or context.get("original")
+        context["webfetch_can_decide"] = bool(
+            obj is not None
+            and obj.state == CallState.AWAITING_APPROVAL
+            and self.has_approve_permission(request)
+            and runs.can_approve(request.user, obj)
+        )
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    def changelist_view(self, request: HttpRequest,
+                        extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        runs.expire_due()  # expiry is enforced on read
+        return super().changelist_view(request, extra_context)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        try:
+            call = ToolCall.objects.filter(pk=object_id).first()
+        except (ValueError, ValidationError):
+            call = None
+        if call is not None:
+            runs.refresh(call)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+admin.site.register(ToolCall, ToolCallAdmin)
