@@ -306,7 +306,7 @@ class Fetcher:
             destination.url.geturl(),
             headers={
                 "User-Agent": policy.user_agent,
-                "Accept": ", ".join(policy.media_types) + ";q=0.9, */*;q=0.1",
+                "Accept": ", ".join((*policy.media_types, "*/*;q=0.1")),
                 "Accept-Encoding": _ACCEPT_ENCODING,
             },
             extensions={
@@ -350,7 +350,7 @@ class Fetcher:
                     url=destination.url.geturl(),
                     status=status,
                     address=address,
-                    location=location[:2048],
+                    location=location,
                     elapsed=self._clock() - hop_start,
                 ),
                 None,

@@ -278,9 +278,6 @@ def test_relative_location(lab, location, final_path):
     assert [r.path for r in lab.requests][-1] == final_path
 
 
-@pytest.mark.xfail(strict=True, reason="net bug: fetcher follows Hop.location, which is "
-                   "truncated to 2048 characters, so a long Location is silently followed "
-                   "to a different URL")
 def test_long_location_is_followed_exactly_or_refused(lab):
     lab.dns.set("rel.lab.example", a=[V4])
     target = "/plain?" + "a" * 3000
