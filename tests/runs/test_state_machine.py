@@ -464,8 +464,12 @@ def _race(*actions):
     return outcomes
 
 
+real_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+@real_db
 @pytest.mark.parametrize("round_", range(3))
-def test_two_approvers_at_once(transactional_db, run_tools, editor, approver_factory, round_):
+def test_two_approvers_at_once(run_tools, editor, approver_factory, round_):
     first, second = approver_factory(), approver_factory()
     call = runs.request_call("runs_echo", {"text": "race"}, user=editor)
     outcomes = _race(lambda: runs.approve(call.pk, by=first),
@@ -479,8 +483,9 @@ def test_two_approvers_at_once(transactional_db, run_tools, editor, approver_fac
     assert len(EchoTool.executed) == (1 if row.state == CallState.SUCCEEDED else 0)
 
 
+@real_db
 @pytest.mark.parametrize("offset", [-0.05, 0.0, 0.002, 0.01])
-def test_approval_racing_expiry(transactional_db, run_tools, editor, approver, offset):
+def test_approval_racing_expiry(run_tools, editor, approver, offset):
     """The approval lands around the moment the request expires: one outcome, never both."""
     call = runs.request_call("runs_echo", {"text": "race"}, user=editor)
     ToolCall.objects.filter(pk=call.pk).update(
