@@ -11,6 +11,7 @@ raises ``PolicyError`` rather than silently widening.
 from __future__ import annotations
 
 import enum
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -113,7 +114,11 @@ class EgressPolicy:
         if nameservers is not None:
             if not isinstance(nameservers, (tuple, list)):
                 raise PolicyError("nameservers must be a tuple of IP literals")
-            object.__setattr__(self, "nameservers", tuple(nameservers))
+            try:
+                canonical = tuple(str(ipaddress.ip_address(ns)) for ns in nameservers)
+            except ValueError as exc:
+                raise PolicyError("nameservers must be IP literals") from exc
+            object.__setattr__(self, "nameservers", canonical)
         for name, (_default, ceiling) in HARD_LIMITS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

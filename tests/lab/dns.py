@@ -27,7 +27,7 @@ from dnslib import AAAA, CNAME, QTYPE, RCODE, RR, SOA, A, DNSRecord
 
 __all__ = ["DnsTable", "Query", "make_servers"]
 
-_KINDS = ("answer", "cname", "nxdomain", "nodata", "servfail", "drop", "refused")
+_KINDS = ("answer", "cname", "nxdomain", "nodata", "servfail", "drop", "refused", "yxdomain")
 
 
 def _norm(name: str) -> str:
@@ -57,7 +57,7 @@ class Entry:
         ttl = int(spec.pop("ttl", 0))
         if "cname" in spec:
             return cls("cname", target=_norm(spec.pop("cname")), ttl=ttl)
-        for kind in ("nxdomain", "nodata", "servfail", "drop", "refused"):
+        for kind in ("nxdomain", "nodata", "servfail", "drop", "refused", "yxdomain"):
             if spec.pop(kind, False):
                 return cls(kind, ttl=ttl)
         if "rcode" in spec:
@@ -132,6 +132,10 @@ class DnsTable:
     def refused(self, name: str) -> None:
         self._put(name, [Entry("refused")])
 
+    def yxdomain(self, name: str) -> None:
+        """Answer with rcode YXDOMAIN (an unusual error a resolver must still survive)."""
+        self._put(name, [Entry("yxdomain")])
+
     def drop(self, name: str) -> None:
         """Never answer: the client runs into its timeout."""
         self._put(name, [Entry("drop")])
@@ -204,6 +208,9 @@ class DnsTable:
                     break
                 if entry.kind == "nxdomain":
                     reply.header.rcode = RCODE.NXDOMAIN
+                    break
+                if entry.kind == "yxdomain":
+                    reply.header.rcode = RCODE.YXDOMAIN
                     break
                 if entry.kind == "cname":
                     if qtype == "CNAME":

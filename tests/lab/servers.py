@@ -358,6 +358,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._head(200, content_type="application/octet-stream", length=64 * _MIB,
                        close=True)
             self._stream(64 * _MIB, b"\0" * (64 * 1024))
+        elif path == "/truncated":
+            # Promises 10,000 bytes, sends 100, closes: an incomplete body.
+            self._head(200, length=10_000, close=True)
+            self._write(b"<p>" + b"t" * 97)
         elif path == "/json":
             self._send(200, b'{"lab": true}\n', content_type="application/json")
         elif path == "/no-type":
