@@ -11,6 +11,12 @@ class WebFetchConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from . import checks
+        from .models.builtin import create_builtin_groups
 
         checks.register()
+        post_migrate.connect(
+            create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
+        )

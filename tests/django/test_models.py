@@ -151,3 +151,17 @@ def test_endpoint_header_must_be_one_line(endpoint_factory):
     with pytest.raises(ValidationError):
         endpoint_factory(auth_header_name="Bad Header", auth_header_value="x")
     assert not ConfiguredEndpoint.objects.exists()
+
+
+def test_builtin_groups_come_back_after_a_flush_and_keep_operator_changes():
+    import importlib
+
+    from django_webfetch.models.builtin import BUILTIN_GROUPS
+
+    migration = importlib.import_module("django_webfetch.migrations.0002_builtin_groups")
+    assert migration.BUILTIN_GROUPS == BUILTIN_GROUPS
+    ToolGroup.objects.filter(slug="web").update(enabled=True)
+    ToolGroup.objects.filter(slug="rag").delete()
+    call_command("migrate", "django_webfetch", verbosity=0)  # emits post_migrate
+    assert ToolGroup.objects.get(slug="web").enabled is True
+    assert ToolGroup.objects.get(slug="rag").enabled is False

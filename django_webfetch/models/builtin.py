@@ -1,0 +1,67 @@
+"""The built-in tool groups (DESIGN.md §2), all created disabled.
+
+Created by migration ``0002_builtin_groups`` and again, if missing, after every
+``post_migrate`` (as ``django.contrib.sites`` does for its default site), so a database
+flushed by ``flush`` or a transactional test gets them back.  Existing rows are never
+changed: the operator's settings win.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["BUILTIN_GROUPS", "create_builtin_groups"]
+
+BUILTIN_GROUPS: tuple[dict[str, Any], ...] = (
+    {
+        "slug": "web",
+        "name": "Web",
+        "scope": "external_filtered",
+        "data_class": "publicContent",
+        "description": "Read public web pages (fetch_external_url).",
+    },
+    {
+        "slug": "system",
+        "name": "System",
+        "scope": "own_site",
+        "data_class": "siteContent",
+        "description": "Probe this installation's own pages.",
+    },
+    {
+        "slug": "code",
+        "name": "Code",
+        "scope": "none",
+        "data_class": "none",
+        "description": "Tools without network access.",
+    },
+    {
+        "slug": "rag",
+        "name": "Site search",
+        "scope": "configured_endpoint",
+        "data_class": "siteContent",
+        "description": "Query the configured site-search endpoint (search_site).",
+    },
+)
+
+
+def create_builtin_groups(
+    app_config: Any = None, using: str = "default", apps: Any = None, **kwargs: Any
+) -> None:
+    """``post_migrate`` receiver: create the built-in groups that are missing (disabled)."""
+    from django.db import DatabaseError
+
+    if apps is not None:
+        try:
+            ToolGroup = apps.get_model("django_webfetch", "ToolGroup")
+        except LookupError:
+            return  # migrated backwards past 0001
+    else:
+        from .scopes import ToolGroup
+    try:
+        for spec in BUILTIN_GROUPS:
+            defaults = {k: v for k, v in spec.items() if k != "slug"}
+            ToolGroup.objects.using(using).get_or_create(
+                slug=spec["slug"], defaults={**defaults, "enabled": False}
+            )
+    except DatabaseError:
+        return  # the table does not exist yet
