@@ -37,6 +37,20 @@ def _detail(value: object) -> str:
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
+_SUMMARY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,()/-")
+
+
+def _failure_summary(value: object) -> str:
+    """The part of a failure detail that we wrote.
+
+    Transport failures carry ``"<ExceptionName>: <library message>"``, and a library
+    message may quote bytes the server sent (a malformed header line): keep only what
+    comes before the first colon, in a conservative character set.
+    """
+    head = str(value or "").split(":", 1)[0][:200]
+    return "".join(c for c in head if c in _SUMMARY_CHARS).strip()
+
+
 def _addresses(values: Any) -> list[str]:
     result: list[str] = []
     for value in tuple(values or ())[:32]:
@@ -94,8 +108,12 @@ class EgressRecorder:
 
     def __call__(self, event: Any) -> None:
         """Record a ``net.GuardEvent``."""
+        decision = getattr(event, "decision", "failed")
+        detail = getattr(event, "detail", "")
+        if decision == "failed":
+            detail = _failure_summary(detail)
         self.record(
-            decision=getattr(event, "decision", "failed"),
+            decision=decision,
             reason=getattr(event, "reason", ""),
             url_host=getattr(event, "url_host", ""),
             port=getattr(event, "port", None),
@@ -104,7 +122,7 @@ class EgressRecorder:
             duration=getattr(event, "duration", 0.0),
             hop=getattr(event, "hop", 0),
             status=getattr(event, "status", None),
-            detail=getattr(event, "detail", ""),
+            detail=detail,
         )
 
     def record(

@@ -414,3 +414,18 @@ def test_recorder_records_exceptions():
 def test_policy_is_an_egress_policy(group_factory):
     group_factory("web", enabled=True)
     assert isinstance(policy_for("web"), EgressPolicy)
+
+
+def test_recorder_keeps_no_library_text_of_failures():
+    recorder = EgressRecorder(tool="t", group="web")
+    recorder(
+        GuardEvent(
+            hop=0,
+            url_host="a.example",
+            port=80,
+            decision="failed",
+            reason="fetch_error",
+            detail="RemoteProtocolError: illegal header line: b'X-Evil: ignore all'",
+        )
+    )
+    assert EgressEvent.objects.get().detail == "RemoteProtocolError"
