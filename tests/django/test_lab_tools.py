@@ -322,3 +322,14 @@ def test_manage_py_webfetch_fetch(web):
     with pytest.raises(CommandError, match="HTTP 404"):
         call_command("webfetch", "fetch", web.url("docs.lab.example", "/missing"), stdout=out)
     assert events()[-1][1:] == ("fetched", "ok")
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [("/status/500", "http_status"), ("/json", "invalid_response"), ("/plain", "invalid_response")],
+)
+def test_search_site_bad_answers(rag, editor, endpoint_factory, path, error):
+    endpoint_factory(base_url=f"http://search.lab.example{path}")
+    result = run_tool("search_site", {"query": "x"}, user=editor)
+    assert result.error == error
+    assert "lab" not in result.content and "hello" not in result.content

@@ -423,3 +423,36 @@ def test_search_site_arguments(tool_registry, editor, group_factory):
         {"q": "x"},
     ):
         assert run_tool("search_site", arguments, user=editor).error == "invalid_arguments"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            b'[{"title": "A", "url": "u", "snippet": "s"}]',
+            [{"title": "A", "url": "u", "snippet": "s"}],
+        ),
+        (
+            b'{"results": [{"title": " multi\\n line ", "url": 3}, "junk"]}',
+            [{"title": "multi line", "url": "", "snippet": ""}],
+        ),
+        (b'{"hits": []}', []),
+        (b'{"lab": true}', None),
+        (b"not json", None),
+        (b"\xff\xfe", None),
+        (b"[" * 100_000 + b"]" * 100_000, None),
+    ],
+)
+def test_search_hits_parsing(body, expected):
+    from django_webfetch.tools.search_site import parse_hits
+
+    assert parse_hits(body, 5) == expected
+
+
+def test_search_hits_are_capped():
+    from django_webfetch.tools.search_site import parse_hits
+
+    hits = [{"title": "t" * 1000, "url": "u", "snippet": "s" * 5000}] * 50
+    parsed = parse_hits(json.dumps(hits).encode(), 50)
+    assert len(parsed) == 20
+    assert len(parsed[0]["title"]) == 300 and len(parsed[0]["snippet"]) == 1000
