@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -20,6 +20,7 @@ from .errors import (
     EgressDenied,
     FetchError,
     FetchTimeout,
+    PolicyError,
     ResolutionError,
     ResponseTooLarge,
     TooManyRedirects,
@@ -196,9 +197,16 @@ class Fetcher:
         self._clock = clock
 
     def fetch(
-        self, url: str, *, policy: EgressPolicy, observer: Observer | None = None
+        self,
+        url: str,
+        *,
+        policy: EgressPolicy,
+        observer: Observer | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> FetchResult:
+        extra = _check_headers(headers)
         start = self._clock()
+        origin: tuple[str, str, int] | None = None
         deadline = start + policy.total_timeout
         emit: Observer = observer or (lambda event: None)
         hops: list[Hop] = []
@@ -227,8 +235,15 @@ class Fetcher:
                     duration=self._clock() - hop_start,
                 )
             )
+            if origin is None:
+                origin = (destination.scheme, destination.host, destination.port)
+            # Caller headers (e.g. an endpoint's credentials) go only to the first URL's
+            # origin, never to a host a redirect picked (as browsers drop Authorization).
+            same_origin = (destination.scheme, destination.host, destination.port) == origin
             try:
-                outcome = self._request(destination, policy, deadline, hop, hop_start)
+                outcome = self._request(
+                    destination, policy, deadline, hop_start, extra if same_origin else {}
+                )
             except WebFetchError as exc:
                 emit(
                     GuardEvent(
@@ -285,8 +300,8 @@ class Fetcher:
         destination: ResolvedDestination,
         policy: EgressPolicy,
         deadline: float,
-        hop: int,
         hop_start: float,
+        extra_headers: Mapping[str, str],
     ) -> tuple[Hop, tuple[str, str | None, bytes] | None]:
         connected: list[str] = []
         transport = PinnedTransport(
@@ -305,6 +320,7 @@ class Fetcher:
             "GET",
             destination.url.geturl(),
             headers={
+                **extra_headers,
                 "User-Agent": policy.user_agent,
                 "Accept": ", ".join((*policy.media_types, "*/*;q=0.1")),
                 "Accept-Encoding": _ACCEPT_ENCODING,
@@ -431,6 +447,54 @@ def _host_port(url: str) -> tuple[str, int]:
 _DEFAULT_FETCHER = Fetcher()
 
 
-def fetch(url: str, *, policy: EgressPolicy, observer: Observer | None = None) -> FetchResult:
-    """Fetch one page under ``policy``; see the module docstring."""
-    return _DEFAULT_FETCHER.fetch(url, policy=policy, observer=observer)
+def fetch(
+    url: str,
+    *,
+    policy: EgressPolicy,
+    observer: Observer | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> FetchResult:
+    """Fetch one page under ``policy``; see the module docstring.
+
+    ``headers`` (e.g. an endpoint's ``Authorization``) are sent to the first URL's origin
+    only.  Headers that would change how the request is routed, framed or decoded are
+    refused with ``PolicyError`` (a ``ValueError``).
+    """
+    return _DEFAULT_FETCHER.fetch(url, policy=policy, observer=observer, headers=headers)
+
+
+#: Headers a caller may not set: routing, framing, encoding and proxying are ours.
+_RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "connection",
+        "content-length",
+        "transfer-encoding",
+        "te",
+        "upgrade",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-connection",
+        "accept-encoding",
+        "user-agent",
+        "accept",
+        "expect",
+        "trailer",
+    }
+)
+_HEADER_NAME_CHARS = _TOKEN_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    if not headers:
+        return {}
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not name or not set(name) <= _HEADER_NAME_CHARS:
+            raise PolicyError("a header name must be an RFC 9110 token")
+        if name.lower() in _RESERVED_HEADERS:
+            raise PolicyError(f"the {name.lower()} header is set by the fetcher only")
+        if any((ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F for ch in value):
+            raise PolicyError("a header value may not contain control characters")
+        checked[name] = value
+    return checked

@@ -294,3 +294,51 @@ def test_pinned_transport_without_connect_callback(lab):
         response.close()
         transport.close()
     assert lab.requests[-1].host == "pin.lab.example"
+
+
+# -- caller headers (an endpoint's credentials) -----------------------------------------
+
+
+@pytest.mark.lab
+def test_caller_headers_reach_the_first_origin_only(lab):
+    from urllib.parse import quote
+
+    lab.dns.set("auth.lab.example", a=[V4])
+    lab.dns.set("elsewhere.lab.example", a=[V4_B])
+    secret = {"Authorization": "Bearer s3cret", "X-Api-Key": "k"}
+    result = fetch(lab.url("auth.lab.example", "/echo"), policy=lab.policy(), headers=secret)
+    assert b"header: Authorization: Bearer s3cret" in result.body
+    # Same origin after a redirect: still sent.
+    same = quote("/echo", safe="")
+    result = fetch(
+        lab.url("auth.lab.example", f"/redirect/302?to={same}"), policy=lab.policy(), headers=secret
+    )
+    assert b"Bearer s3cret" in result.body
+    # Another host chosen by a redirect: never sent.
+    other = quote("http://elsewhere.lab.example/echo", safe="")
+    result = fetch(
+        lab.url("auth.lab.example", f"/redirect/302?to={other}"),
+        policy=lab.policy(),
+        headers=secret,
+    )
+    assert b"s3cret" not in result.body
+    assert b"X-Api-Key" not in result.body
+    assert lab.requests[-1].host == "elsewhere.lab.example"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "internal.example"},
+        {"Transfer-Encoding": "chunked"},
+        {"accept-encoding": "br"},
+        {"Bad Name": "x"},
+        {"": "x"},
+        {"X-Injected": "a\r\nHost: evil"},
+        {"X-Nul": "a\x00"},
+        {"X-Del": "a\x7f"},
+    ],
+)
+def test_caller_headers_that_would_change_routing_or_framing_are_refused(headers):
+    with pytest.raises(PolicyError):
+        fetch("http://11.0.0.10/", policy=EgressPolicy(proxy_env=()), headers=headers)
