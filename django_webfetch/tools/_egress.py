@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -63,12 +62,6 @@ class AuditedFetch:
             raise
         kwargs: dict[str, Any] = {"policy": policy, "observer": self._observer}
         if headers:
-            if "headers" not in inspect.signature(fetch).parameters:
-                refusal = EgressDenied(
-                    "endpoint_auth_unsupported", detail="net.fetch cannot send request headers"
-                )
-                self.recorder.record_exception(refusal, url_host=host, port=port)
-                raise refusal
             kwargs["headers"] = dict(headers)
         try:
             return fetch(url, **kwargs)

@@ -7,7 +7,6 @@ only point DNS and certificate verification at the lab.
 
 from __future__ import annotations
 
-import inspect
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -297,13 +296,8 @@ def test_search_site_auth_header(rag, editor, endpoint_factory):
         auth_header_value="lab-secret",
     )
     result = run_tool("search_site", {"query": "x"}, user=editor)
-    if "headers" in inspect.signature(fetch).parameters:
-        assert result.ok, result
-        assert _SearchHandler.seen[0]["headers"].get("X-Api-Key") == "lab-secret"
-    else:
-        # net.fetch cannot send request headers yet: refuse rather than call unauthenticated.
-        assert result.meta == {"reason": "endpoint_auth_unsupported"}
-        assert _SearchHandler.seen == []
+    assert result.ok, result
+    assert _SearchHandler.seen[0]["headers"].get("X-Api-Key") == "lab-secret"
     assert "lab-secret" not in result.content
     assert not EgressEvent.objects.filter(detail__contains="lab-secret").exists()
 
