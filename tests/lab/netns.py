@@ -104,13 +104,27 @@ class LabError(RuntimeError):
     """The lab was entered but is not what it must be: always abort the run."""
 
 
+_owns_lab_dir = False
+
+
 def lab_dir() -> str:
     """A private temporary directory of this run (hosts file, CA, ...)."""
-    global _lab_dir
+    global _lab_dir, _owns_lab_dir
     if _lab_dir is None:
-        _lab_dir = os.environ.get(_ENV_DIR) or tempfile.mkdtemp(prefix="webfetch-lab-")
+        inherited = os.environ.get(_ENV_DIR)
+        if inherited:
+            _lab_dir = inherited
+        else:
+            _lab_dir = tempfile.mkdtemp(prefix="webfetch-lab-")
+            _owns_lab_dir = True
         os.environ[_ENV_DIR] = _lab_dir
     return _lab_dir
+
+
+def owns_lab_dir() -> bool:
+    """Whether this process created the lab directory (a nested pytest run inherits it and
+    must not delete it under its parent)."""
+    return _owns_lab_dir
 
 
 def _netns_id(task: str = "self") -> int:

@@ -62,7 +62,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if _session is not None:
         _session.stop()
     directory = os.environ.get("WEBFETCH_LAB_DIR")
-    if directory and netns.LAB_ACTIVE and os.path.basename(directory).startswith("webfetch-lab-"):
+    if (
+        directory
+        and netns.LAB_ACTIVE
+        and netns.owns_lab_dir()
+        and os.path.basename(directory).startswith("webfetch-lab-")
+    ):
         shutil.rmtree(directory, ignore_errors=True)
 
 
