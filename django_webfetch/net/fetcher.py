@@ -321,6 +321,8 @@ class Fetcher:
             destination.url.geturl(),
             headers={
                 **extra_headers,
+                # Set here, from the checked A-label: httpx would IDNA-decode the host.
+                "Host": destination.url.authority,
                 "User-Agent": policy.user_agent,
                 "Accept": ", ".join((*policy.media_types, "*/*;q=0.1")),
                 "Accept-Encoding": _ACCEPT_ENCODING,

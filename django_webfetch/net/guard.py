@@ -378,6 +378,7 @@ class UrlGuard:
             host,
             parsed.port,
             addresses,
+            own if policy.scope is not Scope.OWN_SITE else HostList(),
             deny,
             allow if deferred_allow else None,
             deferred_port=deferred_allow and not parsed.default_port,
@@ -395,6 +396,7 @@ class UrlGuard:
         host: Host,
         port: int,
         addresses: tuple[IPAddress, ...],
+        own: HostList,
         deny: HostList,
         deferred_allow: HostList | None,
         *,
@@ -413,6 +415,10 @@ class UrlGuard:
                 raise AddressNotAllowed(
                     "address_class:metadata", address=str(address), category=category
                 )
+            if own and own.match_address(address, port) is not None:
+                # Another name for this installation (DESIGN.md §3: an address entry
+                # matches every address a name resolves to).
+                raise AddressNotAllowed("own_site", address=str(address), category=category)
             if deny and deny.match_address(address, port) is not None:
                 raise AddressNotAllowed("denylist", address=str(address), category=category)
         public = [c == PUBLIC for c in categories]

@@ -224,7 +224,8 @@ class PinnedTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if (
             request.url.scheme != self.destination.scheme
-            or request.url.host != self.destination.host.strip("[]")
+            # raw_host: the A-label as sent (``.host`` would IDNA-decode "xn--" names).
+            or request.url.raw_host.decode("ascii").lower() != self.destination.host.strip("[]")
             or (request.url.port or {"http": 80, "https": 443}[request.url.scheme])
             != self.destination.port
         ):

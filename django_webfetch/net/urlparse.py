@@ -92,6 +92,10 @@ def _encode(text: str, safe: frozenset[str]) -> str:
     return "".join(out)
 
 
+_ENCODED_DOT = re.compile(r"(?:\.|%2[eE])(?:\.|%2[eE])?")
+_LITERAL_DOTS = frozenset({".", ".."})
+
+
 def _truncate(url: str) -> str:
     return url[:_SHOWN_URL]
 
@@ -156,6 +160,16 @@ def _parse(url: str) -> ParsedURL:
             raise PortNotAllowed("port", detail="port is not a number 1..65535") from exc
 
     path = _encode(path, _PATH_SAFE) or "/"
+    # Dot segments are removed here (RFC 3986 §6.2.2.3), as httpx does before sending, so
+    # the guard, the transport and the audit log all see the same path; a percent-encoded
+    # dot segment is refused, since servers that decode before normalising would treat it
+    # as ".." and step out of a configured endpoint's base path.
+    if any(
+        _ENCODED_DOT.fullmatch(segment) and segment not in _LITERAL_DOTS
+        for segment in path.split("/")
+    ):
+        raise InvalidURL("invalid_url", detail="percent-encoded dot segment in path")
+    path = _remove_dot_segments(path) or "/"
     query = _encode(query, _QUERY_SAFE)
     target = f"{path}?{query}" if query else path
     return ParsedURL(scheme, host, port, has_port, target, query)

@@ -40,8 +40,35 @@ _PREAMBLE = (
 _CUT_NOTE = "\n[text cut to fit the size bound]"
 
 # Characters that read as "<" or ">" although NFKC does not make them so.
-_LESS = frozenset("<‹«〈⟨〈《﹤＜❮❰⧼ᐸ⋘≪⟪⦑⧀〔❬⟦")
-_GREATER = frozenset(">›»〉⟩〉》﹥＞❯❱⧽ᐳ⋙≫⟫⦒⧁〕❭⟧")
+_LESS = frozenset("<‹«〈⟨〈《﹤＜❮❰⧼ᐸ⋘≪⟪⦑⧀〔❬⟦\u02c2\u02f1\u1438\u1445\u2a79\u2abb")
+_GREATER = frozenset(">›»〉⟩〉》﹥＞❯❱⧽ᐳ⋙≫⟫⦒⧁〕❭⟧\u02c3\u02f2\u1433\u1441\u2a7a\u2abc")
+# Letters of other scripts that read as the Latin letters of the marker words (after case
+# folding): Cyrillic, Greek, Latin small capitals and IPA, Cherokee (UTS #39 confusables,
+# restricted to the letters that matter here).  NFKC leaves all of them alone.
+_CONFUSABLES = {
+    **dict.fromkeys("аɑαⲁꭺ", "a"),
+    **dict.fromkeys("вβʙᏼꮟ", "b"),
+    **dict.fromkeys("сϲᴄⲥꮯ", "c"),
+    **dict.fromkeys("ԁᴅꭰ", "d"),
+    **dict.fromkeys("еёєεᴇꭼ℮", "e"),
+    **dict.fromkeys("ɡɢԍꮐ", "g"),
+    **dict.fromkeys("іїιɪıӏꭵ", "i"),
+    **dict.fromkeys("ʟꮮ", "l"),
+    **dict.fromkeys("νɴηп", "n"),
+    **dict.fromkeys("оοσᴏⲟꭷ", "o"),
+    **dict.fromkeys("рρⲣꮲ", "p"),
+    **dict.fromkeys("ʀꭱ", "r"),
+    **dict.fromkeys("ѕꜱꮪ", "s"),
+    **dict.fromkeys("тτᴛꭲ", "t"),
+    **dict.fromkeys("υᴜս", "u"),
+    **dict.fromkeys("ԝᴡꮃ", "w"),
+    **dict.fromkeys("хχⲭ", "x"),
+}
+# Keys as _fold sees them (Cherokee small letters, for one, case-fold to capitals).
+_CONFUSABLES = {
+    "".join(unicodedata.normalize("NFKC", key).casefold()): value
+    for key, value in _CONFUSABLES.items()
+}
 _IGNORED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me"})
 # On normalised text: a run of "<", then BEGIN or END, then the start of the marker text.
 _MARKER_RE = re.compile(r"<+(?:begin|end)untrusted(?:externalwebcontent)?(?:nonce=?[0-9a-z_-]*)?>*")
@@ -59,6 +86,7 @@ def _fold(char: str) -> str:
         return "" if char <= " " or char == "\x7f" else char.lower()
     folded = []
     for item in unicodedata.normalize("NFKC", char).casefold():
+        item = _CONFUSABLES.get(item, item)
         if item in _LESS:
             folded.append("<")
         elif item in _GREATER:

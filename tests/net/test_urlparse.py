@@ -211,9 +211,9 @@ def refused(url, error, reason):
             "x.org",
             80,
             False,
-            "/a/../b/./c",
+            "/b/c",
             "",
-            "http://x.org/a/../b/./c",
+            "http://x.org/b/c",
         ),
         ("http://x.org#\\@evil", "http", "x.org", 80, False, "/", "", "http://x.org/"),
         (
@@ -615,3 +615,31 @@ def test_join_url_never_crashes(reference):
     assert isinstance(result, str)
     with contextlib.suppress(EgressDenied):
         parse_url(result)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://x.org/%2e%2e/admin",
+        "http://x.org/a/%2E./b",
+        "http://x.org/a/.%2e",
+        "http://x.org/%2e/b",
+    ],
+)
+def test_percent_encoded_dot_segments_are_refused(url):
+    with pytest.raises(InvalidURL) as info:
+        parse_url(url)
+    assert info.value.reason == "invalid_url"
+
+
+@pytest.mark.parametrize(
+    ("url", "target"),
+    [
+        ("http://x.org/search/../echo", "/echo"),
+        ("http://x.org/a/./b/../c?x=../y", "/a/c?x=../y"),
+        ("http://x.org/..", "/"),
+        ("http://x.org/a/%2e%2ex/b", "/a/%2e%2ex/b"),
+    ],
+)
+def test_dot_segments_are_removed_before_anything_decides(url, target):
+    assert parse_url(url).target == target
