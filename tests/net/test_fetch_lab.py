@@ -44,9 +44,13 @@ MIB = 1 << 20
 
 def _tcp(lab) -> list[tuple[str, int]]:
     """TCP connects of the test process (DNS over TCP excluded)."""
-    return [(c.address, c.port) for c in lab.connects
-            if c.event == "connect" and c.proto == "tcp"
-            and not (c.address in (lab.DNS_V4, lab.DNS_V6) and c.port == 53)]
+    return [
+        (c.address, c.port)
+        for c in lab.connects
+        if c.event == "connect"
+        and c.proto == "tcp"
+        and not (c.address in (lab.DNS_V4, lab.DNS_V6) and c.port == 53)
+    ]
 
 
 def _assert_public_only(lab) -> None:
@@ -81,7 +85,8 @@ def test_plain_page(lab, scheme, family):
     assert (result.media_type, result.charset) == ("text/html", "utf-8")
     assert result.body == content.page_html()
     assert [(h.url, h.status, h.address, h.location) for h in result.hops] == [
-        (url, 200, address, None)]
+        (url, 200, address, None)
+    ]
     port = 443 if scheme == "https" else 80
     # Exactly one connection, to exactly the resolved address, with the name on top.
     assert [(a.local, a.port, a.kind) for a in lab.accepts()] == [(address, port, scheme)]
@@ -129,8 +134,10 @@ def test_unreachable_address_is_a_fetch_error(lab):
     assert _tcp(lab) == [(NOWHERE, 80)]
 
 
-@pytest.mark.parametrize("path, status", [("/status/200", 200), ("/status/404", 404),
-                                          ("/status/500", 500), ("/status/203", 203)])
+@pytest.mark.parametrize(
+    "path, status",
+    [("/status/200", 200), ("/status/404", 404), ("/status/500", 500), ("/status/203", 203)],
+)
 def test_status_is_reported(lab, path, status):
     lab.dns.set("s.lab.example", a=[V4])
     result = fetch(lab.url("s.lab.example", path), policy=lab.policy())
@@ -143,8 +150,10 @@ def test_non_default_port_needs_an_allowlist_entry(lab):
         fetch(lab.url("p.lab.example", "/plain", port=8080), policy=lab.policy())
     assert info.value.reason == "port"
     assert _tcp(lab) == []
-    result = fetch(lab.url("p.lab.example", "/echo", "https", port=8443),
-                   policy=lab.policy(allowlist=("p.lab.example:8443",)))
+    result = fetch(
+        lab.url("p.lab.example", "/echo", "https", port=8443),
+        policy=lab.policy(allowlist=("p.lab.example:8443",)),
+    )
     assert "host: p.lab.example:8443" in result.body.decode()
     assert [(a.local, a.port) for a in lab.accepts()] == [(V4, 8443)]
 
@@ -193,8 +202,10 @@ def test_tls_handshake_that_never_completes_hits_the_budget(lab):
         lab.dns.set("tarpit.lab.example", a=["11.0.0.15"])
         started = time.monotonic()
         with pytest.raises(FetchTimeout):
-            fetch(lab.url("tarpit.lab.example", "/", "https", port=9443),
-                  policy=lab.policy(allowlist=("tarpit.lab.example:9443",), total_timeout=2))
+            fetch(
+                lab.url("tarpit.lab.example", "/", "https", port=9443),
+                policy=lab.policy(allowlist=("tarpit.lab.example:9443",), total_timeout=2),
+            )
         assert time.monotonic() - started <= 3.0
     assert _tcp(lab) == [("11.0.0.15", 9443)]
 
@@ -245,8 +256,9 @@ def test_redirect_is_followed_through_the_guard(lab, code):
 def test_other_3xx_are_not_followed(lab, code):
     lab.dns.set("r.lab.example", a=[V4])
     lab.dns.set("b.lab.example", a=[V4_B])
-    result = fetch(_redirect_url(lab, code, lab.url("b.lab.example", "/plain")),
-                   policy=lab.policy())
+    result = fetch(
+        _redirect_url(lab, code, lab.url("b.lab.example", "/plain")), policy=lab.policy()
+    )
     assert result.status == code
     assert len(result.hops) == 1
     assert [a.local for a in lab.accepts()] == [V4]
@@ -264,12 +276,15 @@ def test_304_without_location_is_not_followed(lab):
     assert [a.local for a in lab.accepts()] == [V4]
 
 
-@pytest.mark.parametrize("location, final_path", [
-    (None, "/plain?from=relative"),
-    ("/plain", "/plain"),
-    ("../../plain", "/plain"),
-    ("./plain?x=1#frag", "/plain?x=1"),
-])
+@pytest.mark.parametrize(
+    "location, final_path",
+    [
+        (None, "/plain?from=relative"),
+        ("/plain", "/plain"),
+        ("../../plain", "/plain"),
+        ("./plain?x=1#frag", "/plain?x=1"),
+    ],
+)
 def test_relative_location(lab, location, final_path):
     lab.dns.set("rel.lab.example", a=[V4])
     path = "/redirect-relative" + (f"?to={quote(location, safe='')}" if location else "")
@@ -282,9 +297,10 @@ def test_long_location_is_followed_exactly_or_refused(lab):
     lab.dns.set("rel.lab.example", a=[V4])
     target = "/plain?" + "a" * 3000
     try:
-        result = fetch(lab.url("rel.lab.example",
-                               f"/redirect-relative?to={quote(target, safe='')}"),
-                       policy=lab.policy())
+        result = fetch(
+            lab.url("rel.lab.example", f"/redirect-relative?to={quote(target, safe='')}"),
+            policy=lab.policy(),
+        )
     except WebFetchError:
         return  # refusing an overlong Location is fine
     assert result.final_url == lab.url("rel.lab.example", target)
@@ -294,8 +310,10 @@ def test_long_location_is_followed_exactly_or_refused(lab):
 def test_scheme_relative_location_goes_through_the_guard(lab):
     lab.dns.set("rel.lab.example", a=[V4])
     lab.dns.set("b.lab.example", a=[V4_B])
-    result = fetch(lab.url("rel.lab.example", "/redirect-relative?to=//b.lab.example/plain"),
-                   policy=lab.policy())
+    result = fetch(
+        lab.url("rel.lab.example", "/redirect-relative?to=//b.lab.example/plain"),
+        policy=lab.policy(),
+    )
     assert result.final_url == "http://b.lab.example/plain"
     assert result.hops[-1].address == V4_B
 
@@ -328,8 +346,9 @@ def test_chain_across_hosts_and_schemes(lab):
     lab.dns.set("c.lab.example", a=[V4])
     lab.dns.set("end.lab.example", aaaa=[V6_B])
     final = lab.url("end.lab.example", "/plain", "https")
-    result = fetch(lab.url("c.lab.example", f"/chain/2?final={quote(final, safe='')}"),
-                   policy=lab.policy())
+    result = fetch(
+        lab.url("c.lab.example", f"/chain/2?final={quote(final, safe='')}"), policy=lab.policy()
+    )
     assert result.final_url == final
     assert [(a.local, a.port) for a in lab.accepts()] == [(V4, 80), (V4, 80), (V6_B, 443)]
     assert lab.requests[-1].sni == "end.lab.example"
@@ -360,8 +379,9 @@ REFUSED_TARGETS = [
 ]
 
 
-@pytest.mark.parametrize("location, dns_entry, reasons", REFUSED_TARGETS,
-                         ids=[t[0] for t in REFUSED_TARGETS])
+@pytest.mark.parametrize(
+    "location, dns_entry, reasons", REFUSED_TARGETS, ids=[t[0] for t in REFUSED_TARGETS]
+)
 def test_redirect_to_a_refused_target(lab, location, dns_entry, reasons):
     lab.dns.set("r.lab.example", a=[V4])
     if dns_entry is not None:
@@ -393,8 +413,9 @@ POLICY_LIST_CASES = [
 ]
 
 
-@pytest.mark.parametrize("overrides, host, reason", POLICY_LIST_CASES,
-                         ids=[f"{o}->{h}" for o, h, _ in POLICY_LIST_CASES])
+@pytest.mark.parametrize(
+    "overrides, host, reason", POLICY_LIST_CASES, ids=[f"{o}->{h}" for o, h, _ in POLICY_LIST_CASES]
+)
 def test_policy_lists_apply_to_every_hop(lab, overrides, host, reason):
     lab.dns.set("r.lab.example", a=[V4])
     lab.dns.set(host, a=[V4_B])
@@ -415,13 +436,22 @@ def test_policy_lists_apply_to_every_hop(lab, overrides, host, reason):
     assert _tcp(lab) == [(V4, 80)]
 
 
-@pytest.mark.parametrize("target", ["file:///etc/passwd", "gopher://b.lab.example/",
-                                    "ftp://b.lab.example/", "javascript:alert(1)"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "file:///etc/passwd",
+        "gopher://b.lab.example/",
+        "ftp://b.lab.example/",
+        "javascript:alert(1)",
+    ],
+)
 def test_redirect_scheme_scenario(lab, target):
     lab.dns.set("r.lab.example", a=[V4])
     with pytest.raises(EgressDenied) as info:
-        fetch(lab.url("r.lab.example", f"/redirect-scheme?to={quote(target, safe='')}"),
-              policy=lab.policy())
+        fetch(
+            lab.url("r.lab.example", f"/redirect-scheme?to={quote(target, safe='')}"),
+            policy=lab.policy(),
+        )
     assert info.value.reason in {"scheme", "invalid_url"}
     assert len(lab.accepts()) == 1
 
@@ -509,8 +539,7 @@ def test_other_media_types(lab, path, media_type):
         fetch(lab.url("t.lab.example", path), policy=lab.policy())
     assert info.value.media_type == media_type
     if media_type:
-        result = fetch(lab.url("t.lab.example", path),
-                       policy=lab.policy(media_types=(media_type,)))
+        result = fetch(lab.url("t.lab.example", path), policy=lab.policy(media_types=(media_type,)))
         assert result.body == b'{"lab": true}\n'
 
 
@@ -543,12 +572,16 @@ def test_rebinding_v6(lab):
     _assert_public_only(lab)
 
 
-@pytest.mark.parametrize("records", [
-    {"a": [V4, "10.0.0.10"]},
-    {"a": [V4], "aaaa": ["fd00::10"]},
-    {"a": ["127.0.0.1"], "aaaa": [V6]},
-    {"a": [V4, "169.254.169.254"]},
-], ids=["v4+private", "v4+ula", "loopback+v6", "v4+metadata"])
+@pytest.mark.parametrize(
+    "records",
+    [
+        {"a": [V4, "10.0.0.10"]},
+        {"a": [V4], "aaaa": ["fd00::10"]},
+        {"a": ["127.0.0.1"], "aaaa": [V6]},
+        {"a": [V4, "169.254.169.254"]},
+    ],
+    ids=["v4+private", "v4+ula", "loopback+v6", "v4+metadata"],
+)
 def test_mixed_answer_is_refused(lab, records):
     lab.dns.set("mixed.lab.example", **records)
     with pytest.raises(EgressDenied) as info:
@@ -558,13 +591,43 @@ def test_mixed_answer_is_refused(lab, records):
 
 
 NON_PUBLIC_ANSWERS = [
-    "0.0.0.0", "0.1.2.3", "127.0.0.2", "10.255.255.255", "172.16.0.1", "192.168.1.10",
-    "100.64.0.10", "169.254.1.1", "169.254.169.254", "100.100.100.200", "168.63.129.16",
-    "192.0.0.8", "192.0.2.1", "198.18.0.1", "198.51.100.7", "203.0.113.9", "224.0.0.1",
-    "240.0.0.1", "255.255.255.255",
-    "::", "::1", "::ffff:11.0.0.10", "::11.0.0.10", "64:ff9b::b00:a", "64:ff9b:1::b00:a",
-    "2002:b00:a::1", "2001::1", "2001:10::1", "2001:db8::1", "3fff::1", "100::1", "fc00::1",
-    "fd00::10", "fd00:ec2::254", "fe80::1", "fec0::1", "ff02::1",
+    "0.0.0.0",
+    "0.1.2.3",
+    "127.0.0.2",
+    "10.255.255.255",
+    "172.16.0.1",
+    "192.168.1.10",
+    "100.64.0.10",
+    "169.254.1.1",
+    "169.254.169.254",
+    "100.100.100.200",
+    "168.63.129.16",
+    "192.0.0.8",
+    "192.0.2.1",
+    "198.18.0.1",
+    "198.51.100.7",
+    "203.0.113.9",
+    "224.0.0.1",
+    "240.0.0.1",
+    "255.255.255.255",
+    "::",
+    "::1",
+    "::ffff:11.0.0.10",
+    "::11.0.0.10",
+    "64:ff9b::b00:a",
+    "64:ff9b:1::b00:a",
+    "2002:b00:a::1",
+    "2001::1",
+    "2001:10::1",
+    "2001:db8::1",
+    "3fff::1",
+    "100::1",
+    "fc00::1",
+    "fd00::10",
+    "fd00:ec2::254",
+    "fe80::1",
+    "fec0::1",
+    "ff02::1",
 ]
 
 
@@ -578,8 +641,7 @@ def test_non_public_dns_answer_is_refused(lab, address):
     assert _tcp(lab) == []
 
 
-@pytest.mark.parametrize("name", ["etc-hosts-only.example", "hosts-only.lab.example",
-                                  "localhost"])
+@pytest.mark.parametrize("name", ["etc-hosts-only.example", "hosts-only.lab.example", "localhost"])
 def test_names_only_in_etc_hosts_are_unresolvable(lab, name):
     with pytest.raises(EgressDenied) as info:
         fetch(lab.url(name, "/plain"), policy=lab.policy())
@@ -624,11 +686,14 @@ def test_dropped_query_runs_into_the_budget(lab):
     assert _tcp(lab) == []
 
 
-@pytest.mark.parametrize("target, entry, outcome", [
-    ("end.lab.example", {"a": [V4_C]}, "ok"),
-    ("end.lab.example", {"a": ["192.168.1.10"]}, "address_class:private"),
-    ("end.lab.example", {"nxdomain": True}, "unresolvable"),
-])
+@pytest.mark.parametrize(
+    "target, entry, outcome",
+    [
+        ("end.lab.example", {"a": [V4_C]}, "ok"),
+        ("end.lab.example", {"a": ["192.168.1.10"]}, "address_class:private"),
+        ("end.lab.example", {"nxdomain": True}, "unresolvable"),
+    ],
+)
 def test_cname_chain(lab, target, entry, outcome):
     lab.dns.cname("alias.lab.example", "mid.lab.example")
     lab.dns.cname("mid.lab.example", target)
@@ -685,8 +750,9 @@ NUMERIC_AND_PRIVATE = [
 ]
 
 
-@pytest.mark.parametrize("url, reason", NUMERIC_AND_PRIVATE,
-                         ids=[u for u, _ in NUMERIC_AND_PRIVATE])
+@pytest.mark.parametrize(
+    "url, reason", NUMERIC_AND_PRIVATE, ids=[u for u, _ in NUMERIC_AND_PRIVATE]
+)
 def test_refused_with_zero_connects(lab, url, reason):
     with pytest.raises(EgressDenied) as info:
         fetch(url, policy=lab.policy())
@@ -731,32 +797,83 @@ _NAMES = {
     "loop.lab.example": {"a": ["127.0.0.1"], "aaaa": ["::1"]},
     "ula.lab.example": {"aaaa": ["fd00::10"]},
 }
-_NAME_HOSTS = st.sampled_from([*_NAMES, "nx.lab.example", "etc-hosts-only.example",
-                                "hosts-only.lab.example", "localhost", "PUB.LAB.EXAMPLE",
-                                "pub.lab.example."])
-_LITERAL_HOSTS = st.sampled_from([
-    V4, V4_B, f"[{V6}]", "10.0.0.10", "127.0.0.1", "169.254.169.254", "100.64.0.10",
-    "[fd00::10]", "[::1]", "[::ffff:10.0.0.10]", "0.0.0.0", "2130706433", "0x7f.1", "127.1",
-    "0177.0.0.1", "184549386", "0x0b00000a", "11.0.0.010", "[::ffff:11.0.0.10]",
-    "[64:ff9b::a00:a]", "[::ffff:7f00:1]", "[2002:a00:a::]",
-])
-_HOSTS = st.one_of(_NAME_HOSTS, _LITERAL_HOSTS, _NAME_HOSTS, _LITERAL_HOSTS,
-                   st.from_regex(r"\A[a-z0-9.\-\[\]:%@]{0,24}\Z"))
-_SIMPLE_PATHS = st.sampled_from(["/plain", "/status/200", "/echo", "/redirect/302?to=/plain",
-                                  "/chain/2", "/json", "/br", "/", ""])
+_NAME_HOSTS = st.sampled_from(
+    [
+        *_NAMES,
+        "nx.lab.example",
+        "etc-hosts-only.example",
+        "hosts-only.lab.example",
+        "localhost",
+        "PUB.LAB.EXAMPLE",
+        "pub.lab.example.",
+    ]
+)
+_LITERAL_HOSTS = st.sampled_from(
+    [
+        V4,
+        V4_B,
+        f"[{V6}]",
+        "10.0.0.10",
+        "127.0.0.1",
+        "169.254.169.254",
+        "100.64.0.10",
+        "[fd00::10]",
+        "[::1]",
+        "[::ffff:10.0.0.10]",
+        "0.0.0.0",
+        "2130706433",
+        "0x7f.1",
+        "127.1",
+        "0177.0.0.1",
+        "184549386",
+        "0x0b00000a",
+        "11.0.0.010",
+        "[::ffff:11.0.0.10]",
+        "[64:ff9b::a00:a]",
+        "[::ffff:7f00:1]",
+        "[2002:a00:a::]",
+    ]
+)
+_HOSTS = st.one_of(
+    _NAME_HOSTS,
+    _LITERAL_HOSTS,
+    _NAME_HOSTS,
+    _LITERAL_HOSTS,
+    st.from_regex(r"\A[a-z0-9.\-\[\]:%@]{0,24}\Z"),
+)
+_SIMPLE_PATHS = st.sampled_from(
+    [
+        "/plain",
+        "/status/200",
+        "/echo",
+        "/redirect/302?to=/plain",
+        "/chain/2",
+        "/json",
+        "/br",
+        "/",
+        "",
+    ]
+)
 _REDIRECTS = st.builds(
     lambda code, host: f"/redirect/{code}?to={quote('http://' + host + '/plain')}",
     st.sampled_from(FOLLOWED),
     st.sampled_from([*_NAMES, "10.0.0.10", "127.1", "[::1]", "169.254.169.254"]),
 )
-_PATHS = st.one_of(_SIMPLE_PATHS, _REDIRECTS, _SIMPLE_PATHS, _REDIRECTS,
-                   st.text(st.characters(codec="ascii", exclude_categories=["Cc"]),
-                           max_size=12),
-                   st.text(max_size=6))
+_PATHS = st.one_of(
+    _SIMPLE_PATHS,
+    _REDIRECTS,
+    _SIMPLE_PATHS,
+    _REDIRECTS,
+    st.text(st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=12),
+    st.text(max_size=6),
+)
 _STRUCTURED = st.builds(
     lambda scheme, userinfo, host, port, path: f"{scheme}{userinfo}{host}{port}{path}",
-    st.sampled_from(["http://"] * 4 + ["https://"] * 3
-                    + ["HTTP://", "file://", "gopher://", "//", "http:/", "http:\\\\"]),
+    st.sampled_from(
+        ["http://"] * 4
+        + ["https://"] * 3
+        + ["HTTP://", "file://", "gopher://", "//", "http:/", "http:\\\\"]
+    ),
     st.sampled_from([""] * 8 + ["user@", "@", "a:b@", "11.0.0.10@"]),
     _HOSTS,
     st.sampled_from([""] * 8 + [":80", ":443", ":8080", ":0", ":65536", ":x"]),
@@ -772,7 +889,9 @@ _WELL_FORMED = st.builds(
     st.one_of(_SIMPLE_PATHS, _REDIRECTS),
 )
 _PROPERTY_SETTINGS = settings(
-    max_examples=300, deadline=None, database=None,
+    max_examples=300,
+    deadline=None,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 

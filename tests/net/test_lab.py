@@ -49,8 +49,9 @@ def test_every_thread_is_inside_the_lab_namespace(lab):
 
 
 def test_no_route_out(lab):
-    routes = subprocess.run(["ip", "route", "show"], capture_output=True, text=True,
-                            check=True).stdout
+    routes = subprocess.run(
+        ["ip", "route", "show"], capture_output=True, text=True, check=True
+    ).stdout
     assert routes.strip() == ""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(2)
@@ -61,7 +62,9 @@ def test_no_route_out(lab):
 def test_subprocesses_inherit_the_namespace(lab):
     out = subprocess.run(
         [sys.executable, "-c", "import socket; print([n for _, n in socket.if_nameindex()])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert out.strip() == "['lo']"
 
@@ -79,8 +82,9 @@ def test_etc_hosts_is_the_labs_file(lab):
 
 
 def test_lab_addresses_are_on_lo(lab):
-    out = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True, check=True
+    ).stdout
     for address in (*lab.PUBLIC, *lab.PRIVATE, lab.DNS_V4, lab.DNS_V6):
         assert f" {address}/" in out
 
@@ -105,10 +109,8 @@ def test_url_helper(lab):
 def test_dns_answers_from_the_table(lab, tcp):
     lab.dns.set("a.lab.example", a=["11.0.0.10", "11.0.0.11"], aaaa=["2606:4700:10::10"])
     resolver = _resolver(lab)
-    assert _addresses(resolver.resolve("a.lab.example", "A", tcp=tcp)) == [
-        "11.0.0.10", "11.0.0.11"]
-    assert _addresses(resolver.resolve("A.Lab.Example.", "AAAA", tcp=tcp)) == [
-        "2606:4700:10::10"]
+    assert _addresses(resolver.resolve("a.lab.example", "A", tcp=tcp)) == ["11.0.0.10", "11.0.0.11"]
+    assert _addresses(resolver.resolve("A.Lab.Example.", "AAAA", tcp=tcp)) == ["2606:4700:10::10"]
     transports = {q.transport for q in lab.dns.queries}
     assert transports == {"tcp" if tcp else "udp"}
     assert lab.dns.lookups("a.lab.example", "A") == 1
@@ -135,8 +137,9 @@ def test_dns_ttl(lab):
     lab.dns.set("ttl0.lab.example", a=["11.0.0.10"])
     lab.dns.set("ttl300.lab.example", a=["11.0.0.10"], ttl=300)
     resolver = _resolver(lab)
-    ttls = [resolver.resolve(name, "A").rrset for name in ("ttl0.lab.example",
-                                                            "ttl300.lab.example")]
+    ttls = [
+        resolver.resolve(name, "A").rrset for name in ("ttl0.lab.example", "ttl300.lab.example")
+    ]
     assert [rrset.ttl if rrset else None for rrset in ttls] == [0, 300]
 
 
@@ -215,9 +218,9 @@ def test_plain_connect_is_logged(lab):
     accepts = lab.accepts("11.0.0.10")
     assert [(a.port, a.peer, a.peer_port) for a in accepts] == [(80, local[0], local[1])]
     assert [(r.method, r.path, r.host) for r in lab.requests] == [
-        ("GET", "/plain", "a.lab.example")]
-    assert [(c.event, c.address, c.port) for c in lab.connects] == [
-        ("connect", "11.0.0.10", 80)]
+        ("GET", "/plain", "a.lab.example")
+    ]
+    assert [(c.event, c.address, c.port) for c in lab.connects] == [("connect", "11.0.0.10", 80)]
 
 
 @pytest.mark.parametrize("address", [*netns.PUBLIC_V4[::5], *netns.PUBLIC_V6[::5]])
@@ -251,8 +254,7 @@ def test_teardown_flags_private_traffic(lab):
     lab.reset()
 
 
-@pytest.mark.parametrize("name", ["a.lab.example", "lab.example", "11.0.0.10",
-                                  "2606:4700:10::10"])
+@pytest.mark.parametrize("name", ["a.lab.example", "lab.example", "11.0.0.10", "2606:4700:10::10"])
 @pytest.mark.parametrize("port", [443, 8443])
 def test_https_certificate_verifies_with_the_lab_ca(lab, name, port):
     address = "2606:4700:10::10" if ":" in name else "11.0.0.10"
@@ -262,8 +264,7 @@ def test_https_certificate_verifies_with_the_lab_ca(lab, name, port):
         raw.settimeout(5)
         raw.connect((address, port))
         with context.wrap_socket(raw, server_hostname=name) as tls:
-            tls.sendall(f"GET /echo HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n"
-                        .encode())
+            tls.sendall(f"GET /echo HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n".encode())
             data = b""
             while chunk := tls.recv(4096):
                 data += chunk
@@ -277,17 +278,20 @@ def test_https_certificate_verifies_with_the_lab_ca(lab, name, port):
 
 def test_https_is_not_trusted_without_the_lab_ca(lab):
     context = ssl.create_default_context()  # system store: must not know the lab CA
-    with (socket.create_connection(("11.0.0.10", 443), timeout=5) as raw,
-          pytest.raises(ssl.SSLCertVerificationError)):
+    with (
+        socket.create_connection(("11.0.0.10", 443), timeout=5) as raw,
+        pytest.raises(ssl.SSLCertVerificationError),
+    ):
         context.wrap_socket(raw, server_hostname="a.lab.example")
 
 
-@pytest.mark.parametrize("name", ["x.untrusted.lab.example", "deep.a.lab.example",
-                                  "other.example"])
+@pytest.mark.parametrize("name", ["x.untrusted.lab.example", "deep.a.lab.example", "other.example"])
 def test_https_wrong_certificate_names_fail(lab, name):
     context = ssl.create_default_context(cafile=lab.ca_file)
-    with (socket.create_connection(("11.0.0.10", 443), timeout=5) as raw,
-          pytest.raises(ssl.SSLCertVerificationError)):
+    with (
+        socket.create_connection(("11.0.0.10", 443), timeout=5) as raw,
+        pytest.raises(ssl.SSLCertVerificationError),
+    ):
         context.wrap_socket(raw, server_hostname=name)
 
 
@@ -302,14 +306,17 @@ def test_scenarios_smoke(lab):
         assert client.get(f"{base}/status/418").status_code == 418
         redirect = client.get(f"{base}/redirect/307", params={"to": "http://b.lab.example/"})
         assert (redirect.status_code, redirect.headers["location"]) == (
-            307, "http://b.lab.example/")
+            307,
+            "http://b.lab.example/",
+        )
         not_modified = client.get(f"{base}/redirect/304")
         assert not_modified.status_code == 304 and "location" not in not_modified.headers
         hops = [client.get(f"{base}/chain/2", params={"final": "http://c.lab.example/x"})]
         hops.append(client.get(f"{base}{hops[-1].headers['location']}"))
         assert hops[-1].headers["location"] == "http://c.lab.example/x"
         assert client.get(f"{base}/redirect-relative").headers["location"] == (
-            "plain?from=relative")
+            "plain?from=relative"
+        )
         assert client.get(f"{base}/redirect-scheme").headers["location"] == "file:///etc/passwd"
         assert client.get(f"{base}/json").headers["content-type"] == "application/json"
         assert "content-type" not in client.get(f"{base}/no-type").headers
@@ -368,10 +375,11 @@ def test_audit_hook_records_lookups_and_udp(lab):
     socket.getaddrinfo("11.0.0.10", 80)
     lab.dns.set("udp.lab.example", a=["11.0.0.10"])
     _resolver(lab).resolve("udp.lab.example", "A")
-    assert any(entry.event == "getaddrinfo" and entry.host == "11.0.0.10"
-               for entry in lab.lookups)
-    assert any(c.event in ("sendto", "connect") and c.address == "11.0.0.53" and c.port == 53
-               for c in lab.connects)
+    assert any(entry.event == "getaddrinfo" and entry.host == "11.0.0.10" for entry in lab.lookups)
+    assert any(
+        c.event in ("sendto", "connect") and c.address == "11.0.0.53" and c.port == 53
+        for c in lab.connects
+    )
     assert lab.connected_addresses() == set()
     assert lab.connected_addresses(include_dns=True) == {"11.0.0.53"}
 
@@ -385,16 +393,25 @@ def _without_privileges(args: list[str], **env: str) -> subprocess.CompletedProc
     environment.update(env)
     return subprocess.run(
         ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", *args],
-        capture_output=True, text=True, env=environment, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        check=False,
     )
 
 
 def test_enter_without_privileges_is_unavailable(lab):
-    proc = _without_privileges([sys.executable, "-c",
-                                "from tests.lab import netns\n"
-                                "try:\n    netns.enter()\n"
-                                "except netns.LabUnavailable as exc:\n"
-                                "    print('unavailable:', exc)\n"])
+    proc = _without_privileges(
+        [
+            sys.executable,
+            "-c",
+            "from tests.lab import netns\n"
+            "try:\n    netns.enter()\n"
+            "except netns.LabUnavailable as exc:\n"
+            "    print('unavailable:', exc)\n",
+        ]
+    )
     assert "unavailable:" in proc.stdout, proc.stderr
     assert "needs root" in proc.stdout
 
@@ -403,9 +420,22 @@ def test_enter_without_privileges_is_unavailable(lab):
 def test_without_privileges_lab_tests_skip_or_ci_aborts(lab, tmp_path, ci):
     test_file = tmp_path / "test_probe.py"
     test_file.write_text("def test_probe(lab):\n    pass\n\ndef test_plain():\n    pass\n")
-    proc = _without_privileges([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
-                                "--rootdir", os.getcwd(), "-p", "tests.lab.plugin",
-                                str(test_file)], CI=ci)
+    proc = _without_privileges(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "--rootdir",
+            os.getcwd(),
+            "-p",
+            "tests.lab.plugin",
+            str(test_file),
+        ],
+        CI=ci,
+    )
     output = proc.stdout + proc.stderr
     if ci == "true":
         assert proc.returncode == pytest.ExitCode.USAGE_ERROR, output
