@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import time
 import uuid
@@ -86,8 +87,9 @@ MAX_ATTEMPTS = 2
 #: An approved call whose task message is older than this is queued again by the sweep
 #: (the broker lost the message, or enqueueing failed after the commit).
 STALE_QUEUE_AFTER = timedelta(minutes=10)
-#: SQLite reports a lost race as "database is locked"; the transition is re-read this often.
-_SQLITE_RETRIES = 5
+#: SQLite reports a lost race as "database is locked" (without waiting, when a reading
+#: transaction wants to write); the transition is re-read this often.
+_SQLITE_RETRIES = 10
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -228,7 +230,7 @@ def transition(
             # making it wait; read again (it now sees the winner's state).
             if connection.vendor != "sqlite" or attempt == _SQLITE_RETRIES - 1:
                 raise
-            time.sleep(0.05 * (attempt + 1))
+            time.sleep(random.uniform(0.02, 0.06) * (attempt + 1))
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -25,6 +25,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
     raise WebFetchImproperlyInstalled("celery", "celery") from exc
 
+from django.db import InterfaceError, OperationalError
+
 from . import runs
 
 __all__ = ["expire_tool_calls", "run_tool_call"]
@@ -37,6 +39,12 @@ __all__ = ["expire_tool_calls", "run_tool_call"]
     # delivered again; runs.execute decides what a redelivery means (idempotent).
     acks_late=True,
     reject_on_worker_lost=True,
+    # A database that is briefly unavailable (SQLite "database is locked", a failover):
+    # try again later rather than leave an approved call waiting for the sweep.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=1,
+    retry_backoff_max=30,
+    max_retries=8,
     ignore_result=True,
 )
 def run_tool_call(self: Any, call_id: str) -> str:

@@ -25,7 +25,9 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": _env("WEBFETCH_TEST_DB", ":memory:"),
-            "OPTIONS": {"timeout": 30},
+            # BEGIN IMMEDIATE: writers queue on the busy timeout instead of failing with
+            # "database is locked" when a read transaction turns into a write.
+            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
         }
     }
 
