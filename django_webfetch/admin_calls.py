@@ -71,7 +71,7 @@ class AwaitingApprovalFilter(admin.SimpleListFilter):
             queryset = queryset.filter(state=CallState.AWAITING_APPROVAL,
                                        expires_at__gt=timezone.now())
             if value == "awaiting_others":
-                queryset = queryset.exclude(user=request.user)
+                queryset = queryset.exclude(user__pk=request.user.pk or 0)
         elif value == "decided":
             queryset = queryset.filter(decided_by__isnull=False)
         return queryset

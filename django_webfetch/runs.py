@@ -331,7 +331,7 @@ def request_call(
     Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``.
     """
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
-    tool = offered.get(tool_name) if isinstance(tool_name, str) else None
+    tool = offered.get(tool_name)
     if tool is None:
         raise ToolNotOfferedError()
     try:

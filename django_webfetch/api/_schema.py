@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - depends on the installed extras
     AVAILABLE = False
     from rest_framework.schemas.openapi import AutoSchema  # type: ignore[assignment]
 
-    def extend_schema(*args: Any, **kwargs: Any) -> Callable[[Any], Any]:  # type: ignore[no-redef]
+    def extend_schema(**kwargs: Any) -> Callable[[Any], Any]:
         return lambda target: target
 
     class OpenApiParameter:  # type: ignore[no-redef]

@@ -38,9 +38,16 @@ class ToolSpecSerializer(serializers.Serializer[Any]):
 
 
 class ErrorSerializer(serializers.Serializer[Any]):
+    """``{"detail", "code"}``, plus ``errors`` (per field) for invalid input."""
+
     detail = serializers.CharField()
     code = serializers.CharField()
-    errors = serializers.DictField(required=False)
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        # A field called "errors" cannot be declared: it would hide Serializer.errors.
+        fields = super().get_fields()
+        fields["errors"] = serializers.DictField(required=False)
+        return fields
 
 
 def _username(user: Any) -> str | None:

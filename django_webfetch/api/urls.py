@@ -34,7 +34,7 @@ if _SCHEMA_AVAILABLE:
             mount = reverse("django_webfetch:tool-list").removesuffix("tools/")
             self.custom_settings = {**(self.custom_settings or {}),
                                     "SERVERS": [{"url": mount}]}
-            return super().get(request, *args, **kwargs)
+            return super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
 
     urlpatterns.append(
         path(

@@ -8,7 +8,7 @@ per request (session auth with CSRF, token auth, ...).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
@@ -104,7 +104,8 @@ class _BaseView(APIView):
     def get_authenticators(self) -> list[Any]:
         # Read per request: an integrator's REST_FRAMEWORK setting (or override_settings)
         # applies without re-importing this module.
-        return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+        classes = cast("list[type[Any]]", api_settings.DEFAULT_AUTHENTICATION_CLASSES)
+        return [auth() for auth in classes]
 
     def get_exception_handler(self) -> Any:
         return api_exception_handler
@@ -193,7 +194,7 @@ class CallListView(_BaseView):
         if filters.validated_data.get("state"):
             calls = calls.filter(state=filters.validated_data["state"])
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(calls, request, view=self)
+        page: list[ToolCall] | None = paginator.paginate_queryset(calls, request, view=self)
         data = ToolCallSerializer(page, many=True, context={"request": request}).data
         return paginator.get_paginated_response(data)
 
