@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    # The DRF API: /api/tools/, /api/calls/, /api/schema/ (see docs/api.rst).
+    path("api/", include("django_webfetch.api.urls")),
+]

@@ -62,8 +62,16 @@ apt_install() {
     quiet env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
 }
 
+# Debian's PostgreSQL keeps initdb/pg_ctl off PATH.
+for dir in /usr/lib/postgresql/*/bin; do
+    [ -x "$dir/initdb" ] && PATH="$PATH:$dir"
+done
+export PATH
+
 PACKAGES=""
 command -v ip >/dev/null 2>&1 || PACKAGES="$PACKAGES iproute2"
+{ command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; } \
+    || PACKAGES="$PACKAGES postgresql"
 command -v redis-server >/dev/null 2>&1 || PACKAGES="$PACKAGES redis-server"
 { command -v unshare >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; } \
     || PACKAGES="$PACKAGES util-linux"
@@ -74,6 +82,10 @@ fi
 if [ -n "$PACKAGES" ]; then
     # shellcheck disable=SC2086
     apt_install $PACKAGES
+    for dir in /usr/lib/postgresql/*/bin; do
+        [ -x "$dir/initdb" ] && PATH="$PATH:$dir"
+    done
+    export PATH
 fi
 
 # -- the virtualenv -----------------------------------------------------------------------

@@ -71,6 +71,13 @@ def _stop(process: subprocess.Popen[Any], *, group: bool = True) -> None:
         process.wait(10)
 
 
+def _missing(what: str) -> None:
+    """Skip locally; in CI a missing service is a failure, never a silent skip."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(what)
+    pytest.skip(what)
+
+
 # -- Redis ----------------------------------------------------------------------------------
 
 
@@ -83,7 +90,7 @@ def redis_socket() -> Iterator[str]:
         return
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed (tests/run.sh installs it)")
+        _missing("redis-server is not installed (tests/run.sh installs it)")
     directory = tempfile.mkdtemp(prefix="webfetch-redis-")
     path = os.path.join(directory, "redis.sock")
     process = subprocess.Popen(
@@ -322,13 +329,13 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
     """A throwaway PostgreSQL cluster on a Unix socket, run as the ``postgres`` user."""
     initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
     if initdb is None or pg_ctl is None:
-        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed")
+        _missing("PostgreSQL (initdb, pg_ctl) is not installed (tests/run.sh installs it)")
     import pwd
 
     try:
         account = pwd.getpwnam("postgres")
     except KeyError:
-        pytest.skip("no postgres user to run the cluster as")
+        _missing("no postgres user to run the cluster as")
     directory = tempfile.mkdtemp(prefix="webfetch-pg-")
     os.chown(directory, account.pw_uid, account.pw_gid)
     data, sockets = os.path.join(directory, "data"), os.path.join(directory, "run")
