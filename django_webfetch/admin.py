@@ -117,8 +117,33 @@ class ConfiguredEndpointForm(_EndpointForm):
         if cleaned.get("clear_auth_header"):
             cleaned["auth_header_value"] = ""
         elif not cleaned.get("auth_header_value"):
+            if self._stored_secret and self._origin_changed(cleaned.get("base_url")):
+                # A stored secret never follows the endpoint to another origin: whoever
+                # moves it must enter the secret again (or clear it).
+                self.add_error(
+                    "auth_header_value",
+                    _(
+                        "The endpoint moves to another scheme, host or port: enter the auth "
+                        "header value again, or tick the box to remove it."
+                    ),
+                )
             cleaned["auth_header_value"] = self._stored_secret
         return cleaned
+
+    def _origin_changed(self, new_url: Any) -> bool:
+        if not self.instance.pk or not isinstance(new_url, str):
+            return False
+        return _origin(new_url) != _origin(self.instance.base_url)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    from urllib.parse import urlsplit
+
+    try:
+        split = urlsplit(url)
+        return (split.scheme.lower(), (split.hostname or "").lower(), split.port)
+    except ValueError:
+        return ("", url, None)
 
 
 @admin.register(ConfiguredEndpoint)
@@ -141,6 +166,27 @@ class ConfiguredEndpointAdmin(_EndpointAdmin):
     @admin.display(boolean=True, description=_("auth header set"))
     def has_auth_header(self, obj: ConfiguredEndpoint) -> bool:
         return obj.has_auth
+
+    def get_fields(self, request: HttpRequest, obj: ConfiguredEndpoint | None = None) -> Any:
+        fields = super().get_fields(request, obj)
+        if not self.has_change_permission(request, obj) and not (
+            obj is None and self.has_add_permission(request)
+        ):
+            # Read-only pages render model values as they are: the secret field must not
+            # be there at all.  "auth header set" says whether one is stored.
+            fields = [
+                f for f in fields if f not in ("auth_header_value", "clear_auth_header")
+            ]
+            fields.append("has_auth_header")
+        return fields
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: ConfiguredEndpoint | None = None
+    ) -> Any:
+        readonly = list(super().get_readonly_fields(request, obj))
+        if "has_auth_header" not in readonly:
+            readonly.append("has_auth_header")
+        return readonly
 
 
 @admin.register(EgressEvent)

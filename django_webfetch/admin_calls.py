@@ -77,6 +77,11 @@ class AwaitingApprovalFilter(admin.SimpleListFilter):
         return queryset
 
 
+#: What the approver must see in full: never cut (the schema bounds them, e.g. 2,048 for
+#: fetch_external_url's URL, and the guard refuses URLs over 8,192 characters).
+_UNCUT = 1_000_000
+
+
 def _text(value: Any, limit: int = 2000) -> str:
     text = "" if value is None else str(value)
     text = "".join(c if c.isprintable() else "\N{REPLACEMENT CHARACTER}" for c in text)
@@ -162,13 +167,13 @@ class ToolCallAdmin(_ToolCallAdmin):
                            ("path", _("path")), ("url", _("full URL")),
                            ("query_raw", _("query string (raw)"))):
             if key in preview:
-                rows.append((label, _text(preview.pop(key))))
+                rows.append((label, _text(preview.pop(key), _UNCUT)))
         decoded = preview.pop("query_decoded", None)
         body = format_html_join("", "<tr><th>{}</th><td><code>{}</code></td></tr>", rows)
         if isinstance(decoded, list):
             pairs = format_html_join(
                 "", "<li><code>{}</code> = <code>{}</code></li>",
-                ((_text(p[0]), _text(p[1])) for p in decoded
+                ((_text(p[0], _UNCUT), _text(p[1], _UNCUT)) for p in decoded
                  if isinstance(p, (list, tuple)) and len(p) == 2),
             )
             body = format_html("{}<tr><th>{}</th><td><ul>{}</ul></td></tr>", body,

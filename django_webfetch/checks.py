@@ -248,6 +248,25 @@ def _database_messages() -> Iterable[CheckMessage]:
                 id="django_webfetch.E007",
             )
 
+    from django.apps import apps
+
+    if apps.is_installed("django.contrib.sites"):
+        from django.contrib.sites.models import Site
+
+        from .egress.policy import _split_domain
+
+        for site in Site.objects.all():
+            try:
+                parse_list_entry(_split_domain(site.domain))
+            except PolicyError:
+                yield Warning(
+                    f"Site {site.pk} has a domain the guard cannot read as a host, so it is "
+                    "not treated as a host of this installation.",
+                    hint="Write the domain as host or host:port (no scheme, no path).",
+                    obj=site,
+                    id="django_webfetch.W006",
+                )
+
     if not settings.DEBUG:
         for endpoint in ConfiguredEndpoint.objects.filter(allow_private=True):
             yield Warning(

@@ -332,8 +332,6 @@ def request_call(
     """
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
     tool = offered.get(tool_name)
-    if tool is None:
-        raise ToolNotOfferedError()
     try:
         stored_arguments = _jsonable(arguments)
         if stored_arguments is None:
@@ -341,6 +339,27 @@ def request_call(
     except (TypeError, ValueError):
         stored_arguments = {}
         arguments = None
+    if tool is None:
+        # A refused request stays on record (a prompt-injected attempt is worth an audit
+        # trail): a finished call, nothing run.
+        known = tool_registry.get(str(tool_name)[:100])
+        with transaction.atomic():
+            refused = ToolCall.objects.create(
+                tool=str(tool_name)[:100],
+                group=known.group if known is not None else "",
+                arguments=stored_arguments,
+                user=user if getattr(user, "pk", None) is not None else None,
+                conversation=(conversation or "")[:200],
+            )
+            transition(
+                refused,
+                CallState.FAILED,
+                reason="tool_not_offered",
+                result=ToolResult.failure(
+                    "tool_not_offered", "This tool is not offered to you."
+                ).to_dict(),
+            )
+        raise ToolNotOfferedError()
 
     with transaction.atomic():
         call = ToolCall.objects.create(

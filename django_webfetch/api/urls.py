@@ -9,6 +9,7 @@ from django_webfetch import __version__
 
 from . import views
 from ._schema import AVAILABLE as _SCHEMA_AVAILABLE
+from .permissions import IsActiveUser
 
 app_name = "django_webfetch"
 
@@ -28,7 +29,12 @@ if _SCHEMA_AVAILABLE:
     from drf_spectacular.views import SpectacularAPIView
 
     class SchemaView(SpectacularAPIView):
-        """The OpenAPI schema of this API only; its server is where the API is mounted."""
+        """The OpenAPI schema of this API only; its server is where the API is mounted.
+
+        Like every other endpoint, it is not public.
+        """
+
+        permission_classes = [IsActiveUser]
 
         def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             mount = reverse("django_webfetch:tool-list").removesuffix("tools/")

@@ -203,8 +203,18 @@ def _valid_entry(text: str) -> bool:
 
 
 def _split_domain(domain: str) -> str:
-    """``host[:port]`` from a Sites domain; IPv6 kept in brackets."""
-    return domain.strip().lower().rstrip("/")
+    """``host[:port]`` from a Sites domain; IPv6 kept in brackets.
+
+    Domains are often written as URLs (``https://www.example.org/``): the scheme, any path
+    and a trailing dot are dropped, so such a site still counts as this installation.
+    """
+    entry = domain.strip().lower()
+    if "://" in entry:
+        entry = entry.split("://", 1)[1]
+    entry = entry.split("/", 1)[0]
+    if entry.endswith(".") and not entry.endswith(".."):
+        entry = entry[:-1]
+    return entry
 
 
 def own_site_hosts() -> tuple[str, ...]:
@@ -212,8 +222,9 @@ def own_site_hosts() -> tuple[str, ...]:
 
     ``SiteHost`` rows are passed raw (they are validated on save; one that is invalid in the
     database makes the guard refuse everything).  ``django.contrib.sites`` domains and
-    non-wildcard ``ALLOWED_HOSTS`` are settings the guard did not write, so malformed ones
-    are skipped.  A ``.example.org`` ALLOWED_HOSTS entry contributes its apex only.
+    ``ALLOWED_HOSTS`` are settings the guard did not write, so malformed ones are skipped
+    (and flagged by a system check).  A ``.example.org`` ALLOWED_HOSTS entry contributes the
+    apex and ``*.example.org``; ``*`` contributes nothing.
     """
     from django_webfetch.models import SiteHost
 
@@ -253,7 +264,12 @@ def _allowed_hosts(values: Iterable[str]) -> Iterable[str]:
         if not entry or "*" in entry:
             continue
         if entry.startswith("."):
-            entry = entry[1:]  # the apex only; subdomain wildcards are not own hosts
+            # Django serves the apex and every subdomain for ".example.org": both are
+            # hosts of this installation.
+            entry = entry[1:]
+            yield entry
+            yield f"*.{entry}"
+            continue
         yield entry
 
 

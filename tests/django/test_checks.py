@@ -162,6 +162,19 @@ def test_w004_endpoint_group_without_endpoint(group_factory, endpoint_factory):
 
 
 @pytest.mark.django_db
+def test_w006_unreadable_site_domain():
+    from django.contrib.sites.models import Site
+
+    site = Site.objects.get_current()
+    site.domain = "https://www.site.example/path"  # URL-shaped: still read as a host
+    site.save()
+    assert db_ids() == []
+    site.domain = "exa mple.org"
+    site.save()
+    assert db_ids() == ["django_webfetch.W006"]
+
+
+@pytest.mark.django_db
 def test_checks_are_registered(settings, host_entry_factory):
     call_command("check")
     settings.WEBFETCH_TIMEOUT = "soon"

@@ -275,6 +275,7 @@ def test_own_site_hosts_sources(settings, site_host_factory):
         "www.site.example",
         "cms.example",
         "wild.example",
+        "*.wild.example",
         "app.example",
         "[::1]",
     }

@@ -218,7 +218,8 @@ def test_editor_cannot_create_calls_of_tools_not_offered(editor, tool):
                                        format="json")
     assert response.status_code == 403
     assert response.json()["code"] == "tool_not_offered"
-    assert not ToolCall.objects.exists()
+    [call] = ToolCall.objects.all()  # refused, but on record
+    assert (call.tool, call.state, call.reason) == (tool, "failed", "tool_not_offered")
 
 
 def test_admin_creates_calls_of_admin_tools(admin_user):
@@ -429,6 +430,7 @@ def test_the_openapi_schema_validates(editor):
     assert {"201", "202", "400", "403"} <= set(create)
 
 
-def test_the_schema_needs_no_login():
+def test_the_schema_needs_a_login(editor):
     response = APIClient().get("/api/schema/?format=json")
-    assert response.status_code == 200
+    assert response.status_code == 403
+    assert client_for(editor).get("/api/schema/?format=json").status_code == 200

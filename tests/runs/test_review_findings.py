@@ -1,5 +1,5 @@
 """Adversarial review of the Django layer (issues 4 and 5): each finding is a test that
-fails on the reviewed code (``xfail(strict=True)``), plus a few attacks that are blocked."""
+failed on the reviewed code and passes since its fix, plus a few attacks that are blocked."""
 
 from __future__ import annotations
 
@@ -103,10 +103,6 @@ def web(lab_settings, group_factory):
 # == findings (fail on the reviewed code) ====================================================
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "HIGH: ConfiguredEndpoint.auth_header_value is rendered in clear text on the admin "
-    "change page of a staff user who has only view_configuredendpoint (Django renders every "
-    "field in ModelAdmin.fields read-only, bypassing the write-only PasswordInput)"))
 def test_view_only_staff_never_sees_the_endpoint_secret(client, user_factory, group_factory,
                                                         endpoint_factory):
     group_factory("rag", enabled=True)
@@ -118,10 +114,6 @@ def test_view_only_staff_never_sees_the_endpoint_secret(client, user_factory, gr
     assert SECRET not in response.content.decode()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MEDIUM: changing a ConfiguredEndpoint's base URL keeps the stored write-only secret, "
-    "so whoever may edit an endpoint (without knowing the secret) re-points it at their own "
-    "host and search_site sends the credential there"))
 def test_moving_an_endpoint_does_not_carry_its_secret_to_the_new_host(
     lab_settings, search_servers, client, superuser, group_factory, endpoint_factory, editor
 ):
@@ -138,18 +130,26 @@ def test_moving_an_endpoint_does_not_carry_its_secret_to_the_new_host(
         "base_url": "http://collector.lab.example:9200/search",
         "auth_header_name": "Authorization", "auth_header_value": "", "enabled": "on",
     })
-    assert response.status_code == 302  # saved, the secret field left empty
+    # Refused: moving the endpoint needs the secret entered again (or cleared).
+    assert response.status_code == 200
+    assert "enter the auth header value again" in response.content.decode()
+    endpoint.refresh_from_db()
+    assert endpoint.base_url == "http://search.lab.example:9200/search"
+    # Moving it and clearing the secret works, and nothing secret goes to the new host.
+    response = client.post(f"{ENDPOINTS}{endpoint.pk}/change/", {
+        "group": endpoint.group_id, "name": endpoint.name,
+        "base_url": "http://collector.lab.example:9200/search",
+        "auth_header_name": "Authorization", "auth_header_value": "",
+        "clear_auth_header": "on", "enabled": "on",
+    })
+    assert response.status_code == 302
     result = run_tool("search_site", {"query": "x"}, user=editor)
     assert result.ok, result
     [seen] = _Search.seen
     assert seen["host"] == "collector.lab.example:9200"
-    assert seen["headers"].get("Authorization") != SECRET
+    assert SECRET not in str(seen["headers"])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MEDIUM: an ALLOWED_HOSTS entry '.site.example' (Django: the apex AND every subdomain "
-    "are this site) contributes only the apex to own_site_hosts, so fetch_external_url "
-    "fetches www.site.example (the installation itself) instead of refusing it as own_site"))
 def test_wildcard_allowed_hosts_subdomains_are_own_site(web, settings, editor):
     settings.ALLOWED_HOSTS = ["testserver", ".site.example"]
     web.dns.set("www.site.example", a=[web.PUBLIC_V4[1]])
@@ -159,9 +159,6 @@ def test_wildcard_allowed_hosts_subdomains_are_own_site(web, settings, editor):
     assert web.requests == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LOW: a django.contrib.sites domain written as a URL ('https://www.site.example') is "
-    "silently skipped by own_site_hosts (fail open), so the own host is fetchable"))
 def test_sites_domain_written_as_url_still_counts_as_own_site(web, editor):
     from django.contrib.sites.models import Site
 
@@ -179,10 +176,6 @@ def _long_url(tail: str) -> str:
     return prefix + "a" * (2048 - len(prefix) - len(tail)) + tail  # the schema's maxLength
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MEDIUM: the admin approval card cuts the URL, the raw query and each decoded value at "
-    "2,000 characters while a URL may have 2,048: the confirmation page where the approver "
-    "decides (bulk action and per-object) never shows the end of the query string"))
 def test_the_approval_page_shows_the_whole_query_string(client, group_factory, editor,
                                                        approver):
     group_factory("web", enabled=True)
@@ -198,9 +191,6 @@ def test_the_approval_page_shows_the_whole_query_string(client, group_factory, e
     assert tail in single.content.decode()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LOW: a request for a tool that is not offered (disabled group, admin-only) is refused "
-    "with 403 but leaves neither a ToolCall nor an EgressEvent: the attempt is not audited"))
 def test_a_refused_tool_request_stays_on_record(editor):
     response = api(editor).post(
         "/api/calls/",
@@ -212,9 +202,6 @@ def test_a_refused_tool_request_stays_on_record(editor):
     assert ToolCall.objects.exists() or EgressEvent.objects.exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LOW: /schema/ (drf-spectacular) answers anonymous requests, although the permission "
-    "matrix says anonymous users get nothing"))
 def test_the_openapi_schema_is_not_public():
     assert APIClient().get("/api/schema/").status_code in (401, 403)
 

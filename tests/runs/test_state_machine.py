@@ -111,7 +111,15 @@ def test_request_a_tool_not_offered(db, run_tools, editor):
         runs.request_call("no_such_tool", {}, user=editor)
     with pytest.raises(runs.ToolNotOfferedError):
         runs.request_call("fetch_external_url", {"url": "https://a.example/"}, user=editor)
-    assert not ToolCall.objects.exists()
+    # Each refused request stays on record as a finished call that ran nothing.
+    refused = ToolCall.objects.order_by("created")
+    assert [(c.tool, c.state, c.reason) for c in refused] == [
+        ("runs_admin_only", CallState.FAILED, "tool_not_offered"),
+        ("no_such_tool", CallState.FAILED, "tool_not_offered"),
+        ("fetch_external_url", CallState.FAILED, "tool_not_offered"),
+    ]
+    assert refused.last().group == "web"
+    assert refused.last().arguments == {"url": "https://a.example/"}
 
 
 def test_invalid_arguments_end_the_call(db, run_tools, editor):
