@@ -174,9 +174,7 @@ class ConfiguredEndpointAdmin(_EndpointAdmin):
         ):
             # Read-only pages render model values as they are: the secret field must not
             # be there at all.  "auth header set" says whether one is stored.
-            fields = [
-                f for f in fields if f not in ("auth_header_value", "clear_auth_header")
-            ]
+            fields = [f for f in fields if f not in ("auth_header_value", "clear_auth_header")]
             fields.append("has_auth_header")
         return fields
 

@@ -68,8 +68,9 @@ class AwaitingApprovalFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
         value = self.value()
         if value in ("awaiting", "awaiting_others"):
-            queryset = queryset.filter(state=CallState.AWAITING_APPROVAL,
-                                       expires_at__gt=timezone.now())
+            queryset = queryset.filter(
+                state=CallState.AWAITING_APPROVAL, expires_at__gt=timezone.now()
+            )
             if value == "awaiting_others":
                 queryset = queryset.exclude(user__pk=request.user.pk or 0)
         elif value == "decided":
@@ -89,8 +90,17 @@ def _text(value: Any, limit: int = 2000) -> str:
 
 
 class ToolCallAdmin(_ToolCallAdmin):
-    list_display = ("short_id", "tool", "state", "user", "destination", "created",
-                    "expires_at", "decided_by", "reason")
+    list_display = (
+        "short_id",
+        "tool",
+        "state",
+        "user",
+        "destination",
+        "created",
+        "expires_at",
+        "decided_by",
+        "reason",
+    )
     list_filter = (AwaitingApprovalFilter, "state", "tool", "group", "created")
     search_fields = ("=id", "tool", "conversation", "user__username", "reason")
     list_select_related = ("user", "decided_by")
@@ -99,20 +109,74 @@ class ToolCallAdmin(_ToolCallAdmin):
     change_form_template = "django_webfetch/calls/change_form.html"
     fieldsets = (
         (_("Approval card"), {"fields": ("preview_card",)}),
-        (None, {"fields": ("id", "tool", "group", "state", "reason", "user", "conversation",
-                           "arguments")}),
-        (_("Decision"), {"fields": ("requires_approval", "expires_at", "decided_by",
-                                    "decided_at", "decision_comment")}),
-        (_("Run"), {"fields": ("attempts", "worker", "queued_at", "started_at",
-                               "lease_expires_at", "finished_at", "result_error",
-                               "result_content")}),
+        (
+            None,
+            {
+                "fields": (
+                    "id",
+                    "tool",
+                    "group",
+                    "state",
+                    "reason",
+                    "user",
+                    "conversation",
+                    "arguments",
+                )
+            },
+        ),
+        (
+            _("Decision"),
+            {
+                "fields": (
+                    "requires_approval",
+                    "expires_at",
+                    "decided_by",
+                    "decided_at",
+                    "decision_comment",
+                )
+            },
+        ),
+        (
+            _("Run"),
+            {
+                "fields": (
+                    "attempts",
+                    "worker",
+                    "queued_at",
+                    "started_at",
+                    "lease_expires_at",
+                    "finished_at",
+                    "result_error",
+                    "result_content",
+                )
+            },
+        ),
         (_("Record"), {"fields": ("created", "updated")}),
     )
     readonly_fields = (
-        "preview_card", "id", "tool", "group", "state", "reason", "user", "conversation",
-        "arguments", "requires_approval", "expires_at", "decided_by", "decided_at",
-        "decision_comment", "attempts", "worker", "queued_at", "started_at",
-        "lease_expires_at", "finished_at", "result_error", "result_content", "created",
+        "preview_card",
+        "id",
+        "tool",
+        "group",
+        "state",
+        "reason",
+        "user",
+        "conversation",
+        "arguments",
+        "requires_approval",
+        "expires_at",
+        "decided_by",
+        "decided_at",
+        "decision_comment",
+        "attempts",
+        "worker",
+        "queued_at",
+        "started_at",
+        "lease_expires_at",
+        "finished_at",
+        "result_error",
+        "result_content",
+        "created",
         "updated",
     )
 
@@ -151,8 +215,9 @@ class ToolCallAdmin(_ToolCallAdmin):
     @admin.display(description=_("result content"))
     def result_content(self, obj: ToolCall) -> SafeString:
         content = _text((obj.result or {}).get("content") or "", 20_000)
-        return format_html('<pre style="white-space: pre-wrap; max-height: 30em; '
-                           'overflow: auto">{}</pre>', content)
+        return format_html(
+            '<pre style="white-space: pre-wrap; max-height: 30em; overflow: auto">{}</pre>', content
+        )
 
     @admin.display(description=_("approval card"))
     def preview_card(self, obj: ToolCall) -> SafeString:
@@ -163,40 +228,65 @@ class ToolCallAdmin(_ToolCallAdmin):
             (_("group"), _text(preview.pop("group", obj.group))),
             (_("requested by"), _text(preview.pop("user", obj.user))),
         ]
-        for key, label in (("host", _("host")), ("scheme", _("scheme")), ("port", _("port")),
-                           ("path", _("path")), ("url", _("full URL")),
-                           ("query_raw", _("query string (raw)"))):
+        for key, label in (
+            ("host", _("host")),
+            ("scheme", _("scheme")),
+            ("port", _("port")),
+            ("path", _("path")),
+            ("url", _("full URL")),
+            ("query_raw", _("query string (raw)")),
+        ):
             if key in preview:
                 rows.append((label, _text(preview.pop(key), _UNCUT)))
         decoded = preview.pop("query_decoded", None)
         body = format_html_join("", "<tr><th>{}</th><td><code>{}</code></td></tr>", rows)
         if isinstance(decoded, list):
             pairs = format_html_join(
-                "", "<li><code>{}</code> = <code>{}</code></li>",
-                ((_text(p[0], _UNCUT), _text(p[1], _UNCUT)) for p in decoded
-                 if isinstance(p, (list, tuple)) and len(p) == 2),
+                "",
+                "<li><code>{}</code> = <code>{}</code></li>",
+                (
+                    (_text(p[0], _UNCUT), _text(p[1], _UNCUT))
+                    for p in decoded
+                    if isinstance(p, (list, tuple)) and len(p) == 2
+                ),
             )
-            body = format_html("{}<tr><th>{}</th><td><ul>{}</ul></td></tr>", body,
-                               _("query string (decoded)"), pairs)
+            body = format_html(
+                "{}<tr><th>{}</th><td><ul>{}</ul></td></tr>",
+                body,
+                _("query string (decoded)"),
+                pairs,
+            )
         for key, value in preview.items():  # anything else the tool put on its card
-            body = format_html("{}<tr><th>{}</th><td><code>{}</code></td></tr>", body,
-                               _text(key, 100), _text(value))
+            body = format_html(
+                "{}<tr><th>{}</th><td><code>{}</code></td></tr>",
+                body,
+                _text(key, 100),
+                _text(value),
+            )
         return format_html('<table class="webfetch-approval-card">{}</table>', body)
 
     # -- decisions -----------------------------------------------------------------------------
 
     @admin.action(description=_("Approve the selected calls"), permissions=["approve"])
-    def approve_selected(self, request: HttpRequest,
-                         queryset: QuerySet[ToolCall]) -> HttpResponse | None:
+    def approve_selected(
+        self, request: HttpRequest, queryset: QuerySet[ToolCall]
+    ) -> HttpResponse | None:
         return self._decision(request, queryset, "approve")
 
     @admin.action(description=_("Deny the selected calls"), permissions=["approve"])
-    def deny_selected(self, request: HttpRequest,
-                      queryset: QuerySet[ToolCall]) -> HttpResponse | None:
+    def deny_selected(
+        self, request: HttpRequest, queryset: QuerySet[ToolCall]
+    ) -> HttpResponse | None:
         return self._decision(request, queryset, "deny")
 
-    def _decision(self, request: HttpRequest, queryset: QuerySet[ToolCall], decision: str,
-                  *, single: ToolCall | None = None) -> HttpResponse | None:
+    def _decision(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[ToolCall],
+        decision: str,
+        *,
+        single: ToolCall | None = None,
+    ) -> HttpResponse | None:
         form = DecisionForm(request.POST if "confirm" in request.POST else None)
         if form.is_bound and form.is_valid():
             self._decide(request, list(queryset), decision, form.cleaned_data["comment"])
@@ -206,8 +296,10 @@ class ToolCallAdmin(_ToolCallAdmin):
             **self.admin_site.each_context(request),
             "title": _("%(verb)s tool calls") % {"verb": verb},
             "opts": self.model._meta,
-            "calls": [(call, self.preview_card(call), runs.can_approve(request.user, call))
-                      for call in queryset],
+            "calls": [
+                (call, self.preview_card(call), runs.can_approve(request.user, call))
+                for call in queryset
+            ],
             "decision": decision,
             "verb": verb,
             "form": form,
@@ -218,8 +310,9 @@ class ToolCallAdmin(_ToolCallAdmin):
         request.current_app = self.admin_site.name
         return TemplateResponse(request, "django_webfetch/calls/decision.html", context)
 
-    def _decide(self, request: HttpRequest, calls: Iterable[ToolCall], decision: str,
-                comment: str) -> None:
+    def _decide(
+        self, request: HttpRequest, calls: Iterable[ToolCall], decision: str, comment: str
+    ) -> None:
         service, _verb, past = _DECISIONS[decision]
         for call in calls:
             label = f"{call.tool} {str(call.pk)[:8]}"
@@ -245,14 +338,15 @@ class ToolCallAdmin(_ToolCallAdmin):
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name
         own = [
-            path("<uuid:object_id>/decide/<str:decision>/",
-                 self.admin_site.admin_view(self.decision_view),
-                 name="{}_{}_decision".format(*info)),
+            path(
+                "<uuid:object_id>/decide/<str:decision>/",
+                self.admin_site.admin_view(self.decision_view),
+                name="{}_{}_decision".format(*info),
+            ),
         ]
         return own + super().get_urls()
 
-    def decision_view(self, request: HttpRequest, object_id: Any,
-                      decision: str) -> HttpResponse:
+    def decision_view(self, request: HttpRequest, object_id: Any, decision: str) -> HttpResponse:
         """Approve or deny one call from its change page (same confirmation step)."""
         if decision not in _DECISIONS:
             raise PermissionDenied
@@ -260,15 +354,18 @@ class ToolCallAdmin(_ToolCallAdmin):
             raise PermissionDenied
         queryset = self.get_queryset(request).filter(pk=object_id)
         call = queryset.first()
-        change_url = reverse(f"{self.admin_site.name}:{self.opts.app_label}_"
-                             f"{self.opts.model_name}_change", args=[quote(str(object_id))])
+        change_url = reverse(
+            f"{self.admin_site.name}:{self.opts.app_label}_{self.opts.model_name}_change",
+            args=[quote(str(object_id))],
+        )
         if call is None:
             return HttpResponseRedirect(change_url)
         response = self._decision(request, queryset, decision, single=call)
         return response or HttpResponseRedirect(change_url)
 
-    def render_change_form(self, request: HttpRequest, context: dict[str, Any],
-                           *args: Any, **kwargs: Any) -> HttpResponse:
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> HttpResponse:
         obj = kwargs.get("obj") or context.get("original")
         context["webfetch_can_decide"] = bool(
             obj is not None
@@ -278,13 +375,19 @@ class ToolCallAdmin(_ToolCallAdmin):
         )
         return super().render_change_form(request, context, *args, **kwargs)
 
-    def changelist_view(self, request: HttpRequest,
-                        extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         runs.expire_due()  # expiry is enforced on read
         return super().changelist_view(request, extra_context)
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         try:
             call = ToolCall.objects.filter(pk=object_id).first()
         except (ValueError, ValidationError):

@@ -252,9 +252,9 @@ def _transition(
         if target in FINISHED_STATES:
             values.setdefault("finished_at", values["updated"])
             values.setdefault("lease_expires_at", None)
-        won = ToolCall.objects.filter(
-            pk=call.pk, state=current, attempts=call.attempts
-        ).update(**values)
+        won = ToolCall.objects.filter(pk=call.pk, state=current, attempts=call.attempts).update(
+            **values
+        )
         if won != 1:
             raise InvalidTransition(current, target, "the call was changed concurrently")
         for name, value in values.items():
@@ -304,8 +304,7 @@ def _user_label(user: Any) -> str:
 
 
 def _preview(tool: Tool, invocation: ToolInvocation, user: Any) -> dict[str, Any]:
-    preview: dict[str, Any] = {"tool": tool.name, "group": tool.group,
-                               "user": _user_label(user)}
+    preview: dict[str, Any] = {"tool": tool.name, "group": tool.group, "user": _user_label(user)}
     try:
         preview.update(_jsonable(tool.approval_preview(invocation)))
     except Exception:
@@ -371,10 +370,12 @@ def request_call(
         )
         invalid = _argument_errors(tool, arguments)
         if invalid is not None:
-            return transition(call, CallState.FAILED, reason="invalid_arguments",
-                              result=invalid.to_dict())
-        invocation = ToolInvocation(tool=tool.name, arguments=dict(arguments),
-                                    user=user, call_id=str(call.pk))
+            return transition(
+                call, CallState.FAILED, reason="invalid_arguments", result=invalid.to_dict()
+            )
+        invocation = ToolInvocation(
+            tool=tool.name, arguments=dict(arguments), user=user, call_id=str(call.pk)
+        )
         needs_approval = ToolApprovalRule.requires_approval(
             tool, invocation, ToolContext(user=user, call_id=str(call.pk))
         )
@@ -387,8 +388,9 @@ def request_call(
                 approval_preview=_preview(tool, invocation, user),
                 expires_at=now + timedelta(seconds=conf.WEBFETCH_APPROVAL_TTL),
             )
-        call = transition(call, CallState.APPROVED, requires_approval=False,
-                          queued_at=timezone.now())
+        call = transition(
+            call, CallState.APPROVED, requires_approval=False, queued_at=timezone.now()
+        )
     return _dispatch(call)
 
 
@@ -415,8 +417,9 @@ def _decision_check(by: Any, target: str) -> Callable[[ToolCall], None]:
     return check
 
 
-def _decide(call: ToolCall | uuid.UUID | str, target: str, *, by: Any, comment: str,
-            **changes: Any) -> ToolCall:
+def _decide(
+    call: ToolCall | uuid.UUID | str, target: str, *, by: Any, comment: str, **changes: Any
+) -> ToolCall:
     try:
         return transition(
             call,
@@ -434,15 +437,20 @@ def _decide(call: ToolCall | uuid.UUID | str, target: str, *, by: Any, comment: 
 
 def approve(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
     """Approve a call awaiting approval and start it."""
-    approved = _decide(call, CallState.APPROVED, by=by, comment=comment,
-                       queued_at=timezone.now())
+    approved = _decide(call, CallState.APPROVED, by=by, comment=comment, queued_at=timezone.now())
     return _dispatch(approved)
 
 
 def deny(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
     result = ToolResult.failure("approval_denied", "A reviewer denied this tool call.")
-    return _decide(call, CallState.DENIED, by=by, comment=comment, reason="approval_denied",
-                   result=result.to_dict())
+    return _decide(
+        call,
+        CallState.DENIED,
+        by=by,
+        comment=comment,
+        reason="approval_denied",
+        result=result.to_dict(),
+    )
 
 
 def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
@@ -453,8 +461,14 @@ def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> T
             raise CancelPermissionDenied()
 
     result = ToolResult.failure("cancelled", "The tool call was cancelled.")
-    return transition(call, CallState.CANCELLED, check=check, reason="cancelled",
-                      result=result.to_dict(), decision_comment=(comment or "")[:2000])
+    return transition(
+        call,
+        CallState.CANCELLED,
+        check=check,
+        reason="cancelled",
+        result=result.to_dict(),
+        decision_comment=(comment or "")[:2000],
+    )
 
 
 # -- expiry and recovery (periodic task, and on read) ---------------------------------------
@@ -467,8 +481,13 @@ def _expire_one(call_id: Any) -> ToolCall | None:
 
     result = ToolResult.failure("approval_expired", "Nobody approved this tool call in time.")
     try:
-        return transition(call_id, CallState.EXPIRED, check=check, reason="approval_expired",
-                          result=result.to_dict())
+        return transition(
+            call_id,
+            CallState.EXPIRED,
+            check=check,
+            reason="approval_expired",
+            result=result.to_dict(),
+        )
     except (InvalidTransition, ToolCall.DoesNotExist):
         return None
 
@@ -476,10 +495,12 @@ def _expire_one(call_id: Any) -> ToolCall | None:
 def expire_due(now: datetime | None = None, *, calls: Any = None) -> int:
     """Expire every call whose approval request is past its time; returns how many."""
     queryset = calls if calls is not None else ToolCall.objects.all()
-    due = queryset.filter(state=CallState.AWAITING_APPROVAL,
-                          expires_at__lte=now or timezone.now())
-    return sum(1 for call_id in list(due.values_list("pk", flat=True)[:1000])
-               if _expire_one(call_id) is not None)
+    due = queryset.filter(state=CallState.AWAITING_APPROVAL, expires_at__lte=now or timezone.now())
+    return sum(
+        1
+        for call_id in list(due.values_list("pk", flat=True)[:1000])
+        if _expire_one(call_id) is not None
+    )
 
 
 def _lost(call: ToolCall, now: datetime | None = None) -> bool:
@@ -517,37 +538,54 @@ def _recover_one(call_id: Any, *, dispatch: bool = True) -> ToolCall | None:
 
     try:
         try:
-            call = transition(call_id, CallState.APPROVED, check=check_retry,
-                              queued_at=timezone.now(), lease_expires_at=None, worker="")
+            call = transition(
+                call_id,
+                CallState.APPROVED,
+                check=check_retry,
+                queued_at=timezone.now(),
+                lease_expires_at=None,
+                worker="",
+            )
         except _NoRetryLeft:
             lost = ToolResult.failure("worker_lost", "The worker running this call was lost.")
-            call = transition(call_id, CallState.FAILED, check=check_fail,
-                              reason="worker_lost", result=lost.to_dict())
+            call = transition(
+                call_id,
+                CallState.FAILED,
+                check=check_fail,
+                reason="worker_lost",
+                result=lost.to_dict(),
+            )
             logger.warning("tool call %s: worker lost, failed", call.pk)
             return call
     except (InvalidTransition, ToolCall.DoesNotExist):
         return None
-    logger.warning("tool call %s: worker lost, retrying (attempt %s done)", call.pk,
-                   call.attempts)
+    logger.warning("tool call %s: worker lost, retrying (attempt %s done)", call.pk, call.attempts)
     return _dispatch(call) if dispatch else call
 
 
 def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
     queryset = calls if calls is not None else ToolCall.objects.all()
     due = queryset.filter(state=CallState.RUNNING, lease_expires_at__lte=now or timezone.now())
-    return sum(1 for call_id in list(due.values_list("pk", flat=True)[:1000])
-               if _recover_one(call_id) is not None)
+    return sum(
+        1
+        for call_id in list(due.values_list("pk", flat=True)[:1000])
+        if _recover_one(call_id) is not None
+    )
 
 
 def _requeue_stale(now: datetime | None = None) -> int:
     if not runs_async():
         return 0
     cutoff = (now or timezone.now()) - STALE_QUEUE_AFTER
-    stale = list(ToolCall.objects.filter(state=CallState.APPROVED, queued_at__lte=cutoff)
-                 .values_list("pk", flat=True)[:1000])
+    stale = list(
+        ToolCall.objects.filter(state=CallState.APPROVED, queued_at__lte=cutoff).values_list(
+            "pk", flat=True
+        )[:1000]
+    )
     for call_id in stale:
         ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(
-            queued_at=timezone.now())
+            queued_at=timezone.now()
+        )
         _enqueue(call_id)
     return len(stale)
 
@@ -593,8 +631,9 @@ def _worker_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
 
-def execute(call_id: uuid.UUID | str, *, redelivered: bool = False,
-            worker: str = "") -> ExecuteOutcome:
+def execute(
+    call_id: uuid.UUID | str, *, redelivered: bool = False, worker: str = ""
+) -> ExecuteOutcome:
     """Run an approved call once.  Idempotent: a finished call, a call that is not
     approved, or one that another live attempt holds is left alone.  Never raises for a
     tool's failure (the result records it)."""
@@ -611,8 +650,9 @@ def execute(call_id: uuid.UUID | str, *, redelivered: bool = False,
             # attempt is lost.
             assert call.lease_expires_at is not None
             wait = max((call.lease_expires_at - now).total_seconds(), 0.0)
-            logger.info("tool call %s is held by %s (redelivered=%s)", call.pk, call.worker,
-                        redelivered)
+            logger.info(
+                "tool call %s is held by %s (redelivered=%s)", call.pk, call.worker, redelivered
+            )
             return ExecuteOutcome("busy", call.state, retry_after=wait)
         # The attempt's worker is gone: retry here (once), or fail with worker_lost.
         recovered = _recover_one(call.pk, dispatch=False)
@@ -642,8 +682,7 @@ def execute(call_id: uuid.UUID | str, *, redelivered: bool = False,
     attempt = call.attempts
     context = ToolContext(user=call.user, call_id=str(call.pk), approved=True)
     try:
-        result = tool_registry.run(call.tool, dict(call.arguments), user=call.user,
-                                   context=context)
+        result = tool_registry.run(call.tool, dict(call.arguments), user=call.user, context=context)
     except BaseException as exc:  # run_tool never raises; a time limit or a kill may
         if not isinstance(exc, Exception):
             raise
@@ -659,8 +698,9 @@ def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
 
     target = CallState.SUCCEEDED if result.ok else CallState.FAILED
     try:
-        call = transition(call_id, target, check=check, reason=result.error or "",
-                          result=result.to_dict())
+        call = transition(
+            call_id, target, check=check, reason=result.error or "", result=result.to_dict()
+        )
     except (InvalidTransition, ToolCall.DoesNotExist):
         logger.warning("tool call %s: result of attempt %s discarded", call_id, attempt)
         current = ToolCall.objects.filter(pk=call_id).values_list("state", flat=True).first()
@@ -678,8 +718,7 @@ def _enqueue(call_id: Any) -> None:
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
     soft, hard = time_limits()
     try:
-        tasks.run_tool_call.apply_async(args=(str(call_id),), soft_time_limit=soft,
-                                        time_limit=hard)
+        tasks.run_tool_call.apply_async(args=(str(call_id),), soft_time_limit=soft, time_limit=hard)
     except Exception:
         # The call stays approved; the sweep queues it again (STALE_QUEUE_AFTER).
         logger.exception("tool call %s could not be queued", call_id)
@@ -694,4 +733,3 @@ def _dispatch(call: ToolCall) -> ToolCall:
         return call
     execute(call.pk, worker=f"in-process:{_worker_label()}")
     return ToolCall.objects.get(pk=call.pk)
-

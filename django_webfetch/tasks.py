@@ -51,8 +51,7 @@ def run_tool_call(self: Any, call_id: str) -> str:
     request = self.request
     delivery = getattr(request, "delivery_info", None) or {}
     worker = f"{getattr(request, 'hostname', None) or 'celery'}:{os.getpid()}"
-    outcome = runs.execute(call_id, redelivered=bool(delivery.get("redelivered")),
-                           worker=worker)
+    outcome = runs.execute(call_id, redelivered=bool(delivery.get("redelivered")), worker=worker)
     return outcome.action
 
 

@@ -63,10 +63,28 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
     class Meta:
         model = ToolCall
         fields = [
-            "id", "tool", "group", "arguments", "conversation", "state", "finished", "reason",
-            "user", "requires_approval", "approval_preview", "expires_at", "decided_by",
-            "decided_at", "decision_comment", "attempts", "created", "updated", "queued_at",
-            "started_at", "finished_at", "result",
+            "id",
+            "tool",
+            "group",
+            "arguments",
+            "conversation",
+            "state",
+            "finished",
+            "reason",
+            "user",
+            "requires_approval",
+            "approval_preview",
+            "expires_at",
+            "decided_by",
+            "decided_at",
+            "decision_comment",
+            "attempts",
+            "created",
+            "updated",
+            "queued_at",
+            "started_at",
+            "finished_at",
+            "result",
         ]
         read_only_fields = fields
 
@@ -90,13 +108,13 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
 class ToolCallCreateSerializer(serializers.Serializer[Any]):
     tool = serializers.CharField(max_length=100)
     arguments = serializers.JSONField(required=False, default=dict)
-    conversation = serializers.CharField(max_length=200, required=False, allow_blank=True,
-                                         default="")
+    conversation = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default=""
+    )
 
 
 class DecisionSerializer(serializers.Serializer[Any]):
-    comment = serializers.CharField(max_length=2000, required=False, allow_blank=True,
-                                    default="")
+    comment = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
 class StateFilterSerializer(serializers.Serializer[Any]):

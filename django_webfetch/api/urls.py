@@ -38,8 +38,7 @@ if _SCHEMA_AVAILABLE:
 
         def get(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             mount = reverse("django_webfetch:tool-list").removesuffix("tools/")
-            self.custom_settings = {**(self.custom_settings or {}),
-                                    "SERVERS": [{"url": mount}]}
+            self.custom_settings = {**(self.custom_settings or {}), "SERVERS": [{"url": mount}]}
             return super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
 
     urlpatterns.append(

@@ -88,8 +88,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if response is None or not isinstance(exc, exceptions.APIException):
         return response
     if isinstance(exc, exceptions.ValidationError):
-        response.data = {"detail": "Invalid input.", "code": "invalid",
-                         "errors": _codes(exc.detail)}
+        response.data = {
+            "detail": "Invalid input.",
+            "code": "invalid",
+            "errors": _codes(exc.detail),
+        }
     else:
         detail = exc.detail
         code = getattr(detail, "code", None) or exc.default_code
@@ -154,16 +157,29 @@ class ToolListView(_BaseView):
 
     @extend_schema(
         operation_id="tools_list",
-        parameters=[OpenApiParameter("format", str, OpenApiParameter.QUERY,
-                                     enum=list(SPEC_FORMATS),
-                                     description="json_schema (default), openai or anthropic")],
+        parameters=[
+            OpenApiParameter(
+                "format",
+                str,
+                OpenApiParameter.QUERY,
+                enum=list(SPEC_FORMATS),
+                description="json_schema (default), openai or anthropic",
+            )
+        ],
         responses={200: ToolSpecSerializer(many=True), 400: _ERRORS[400]},
     )
     def get(self, request: Request) -> Response:
         spec_format = request.query_params.get("format", "json_schema")
         if spec_format not in SPEC_FORMATS:
-            raise exceptions.ValidationError({"format": [exceptions.ErrorDetail(
-                f"Use one of {', '.join(SPEC_FORMATS)}.", code="invalid_choice")]})
+            raise exceptions.ValidationError(
+                {
+                    "format": [
+                        exceptions.ErrorDetail(
+                            f"Use one of {', '.join(SPEC_FORMATS)}.", code="invalid_choice"
+                        )
+                    ]
+                }
+            )
         return Response(specs(list(tools_for_user(request.user)), spec_format))
 
 
@@ -179,8 +195,11 @@ class CallListView(_BaseView):
 
     @extend_schema(
         operation_id="calls_list",
-        parameters=[StateFilterSerializer, OpenApiParameter("limit", int),
-                    OpenApiParameter("offset", int)],
+        parameters=[
+            StateFilterSerializer,
+            OpenApiParameter("limit", int),
+            OpenApiParameter("offset", int),
+        ],
         responses={200: ToolCallSerializer(many=True), 400: _ERRORS[400]},
     )
     def get(self, request: Request) -> Response:
@@ -202,10 +221,12 @@ class CallListView(_BaseView):
         operation_id="calls_create",
         request=ToolCallCreateSerializer,
         responses={
-            201: OpenApiResponse(ToolCallSerializer,
-                                 description="Finished, or waiting for an approval."),
-            202: OpenApiResponse(ToolCallSerializer,
-                                 description="Queued: poll the call until it finished."),
+            201: OpenApiResponse(
+                ToolCallSerializer, description="Finished, or waiting for an approval."
+            ),
+            202: OpenApiResponse(
+                ToolCallSerializer, description="Queued: poll the call until it finished."
+            ),
             400: _ERRORS[400],
             403: _ERRORS[403],
         },
@@ -214,16 +235,21 @@ class CallListView(_BaseView):
         serializer = ToolCallCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        call = runs.request_call(data["tool"], data.get("arguments"), user=request.user,
-                                 conversation=data.get("conversation", ""))
+        call = runs.request_call(
+            data["tool"],
+            data.get("arguments"),
+            user=request.user,
+            conversation=data.get("conversation", ""),
+        )
         return _call_response(call, request, created=True)
 
 
 class CallDetailView(_BaseView):
     permission_classes = [CanReadCall]
 
-    @extend_schema(operation_id="calls_retrieve",
-                   responses={200: ToolCallSerializer, 404: _ERRORS[404]})
+    @extend_schema(
+        operation_id="calls_retrieve", responses={200: ToolCallSerializer, 404: _ERRORS[404]}
+    )
     def get(self, request: Request, pk: Any) -> Response:
         call = runs.refresh(self.get_call(request, pk))
         return _call_response(call, request)
@@ -245,8 +271,13 @@ class _DecisionView(_BaseView):
 
 _DECISION_SCHEMA = {
     "request": DecisionSerializer,
-    "responses": {200: ToolCallSerializer, 400: _ERRORS[400], 403: _ERRORS[403],
-                  404: _ERRORS[404], 409: _ERRORS[409]},
+    "responses": {
+        200: ToolCallSerializer,
+        400: _ERRORS[400],
+        403: _ERRORS[403],
+        404: _ERRORS[404],
+        409: _ERRORS[409],
+    },
 }
 
 
