@@ -718,7 +718,14 @@ def _enqueue(call_id: Any) -> None:
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
     soft, hard = time_limits()
     try:
-        tasks.run_tool_call.apply_async(args=(str(call_id),), soft_time_limit=soft, time_limit=hard)
+        tasks.run_tool_call.apply_async(
+            args=(str(call_id),),
+            # celery-types declares the limits as int, but Celery takes seconds as float:
+            # they travel in the message's ``timelimit`` header and billiard's timers
+            # compare them as floats.
+            soft_time_limit=soft,  # type: ignore[arg-type]
+            time_limit=hard,  # type: ignore[arg-type]
+        )
     except Exception:
         # The call stays approved; the sweep queues it again (STALE_QUEUE_AFTER).
         logger.exception("tool call %s could not be queued", call_id)

@@ -32,7 +32,7 @@ from . import runs
 __all__ = ["expire_tool_calls", "run_tool_call"]
 
 
-@shared_task(  # type: ignore[untyped-decorator]
+@shared_task(
     name="django_webfetch.run_tool_call",
     bind=True,
     # Acknowledge only when done: a worker killed mid-run leaves the message to be
@@ -55,7 +55,7 @@ def run_tool_call(self: Any, call_id: str) -> str:
     return outcome.action
 
 
-@shared_task(  # type: ignore[untyped-decorator]
+@shared_task(
     name="django_webfetch.expire_tool_calls",
     ignore_result=True,
 )
