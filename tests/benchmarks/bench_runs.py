@@ -41,9 +41,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PAGE = (
     b"<!DOCTYPE html><html><head><title>bench</title></head><body><main>"
-    + b"".join(b"<h2>Section %d</h2><p>lorem ipsum dolor sit amet, consectetur adipiscing "
-               b"elit, sed do eiusmod tempor incididunt ut labore.</p>\n" % i
-               for i in range(300))
+    + b"".join(
+        b"<h2>Section %d</h2><p>lorem ipsum dolor sit amet, consectetur adipiscing "
+        b"elit, sed do eiusmod tempor incididunt ut labore.</p>\n" % i
+        for i in range(300)
+    )
     + b"</main></body></html>"
 )
 
@@ -119,8 +121,22 @@ def _start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
         raise SystemExit("redis-server is not installed (apt-get install redis-server)")
     path = os.path.join(directory, "redis.sock")
     process = subprocess.Popen(
-        [binary, "--port", "0", "--unixsocket", path, "--save", "", "--appendonly", "no",
-         "--dir", directory, "--logfile", os.path.join(directory, "redis.log")])
+        [
+            binary,
+            "--port",
+            "0",
+            "--unixsocket",
+            path,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+            "--logfile",
+            os.path.join(directory, "redis.log"),
+        ]
+    )
     _wait(lambda: os.path.exists(path), 10, "redis")
     return process, path
 
@@ -130,10 +146,31 @@ def _start_worker(directory: str, name: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ, WEBFETCH_TEST_READY_FILE=ready)
     log = open(os.path.join(directory, f"{name}.log"), "wb")  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", "--pool", "solo",
-         "-Q", os.environ["WEBFETCH_TEST_QUEUE"], "-n", f"{name}@%h", "--without-gossip",
-         "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tests.celery_app",
+            "worker",
+            "--pool",
+            "solo",
+            "-Q",
+            os.environ["WEBFETCH_TEST_QUEUE"],
+            "-n",
+            f"{name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     _wait(lambda: os.path.exists(ready) or process.poll() is not None, 60, f"worker {name}")
     if process.poll() is not None:
         raise SystemExit(f"worker {name} exited; see {directory}/{name}.log")
@@ -147,16 +184,21 @@ def _run_batch(user, count: int) -> float:  # type: ignore[no-untyped-def]
 
     url = f"http://{NAME}/page"
     start = time.perf_counter()
-    ids = [runs.request_call("fetch_external_url", {"url": f"{url}?n={i}"}, user=user).pk
-           for i in range(count)]
+    ids = [
+        runs.request_call("fetch_external_url", {"url": f"{url}?n={i}"}, user=user).pk
+        for i in range(count)
+    ]
     pending = set(ids)
     deadline = time.monotonic() + 300
     while pending:
         if time.monotonic() > deadline:
             stuck = set(ToolCall.objects.filter(pk__in=pending).values_list("state", "reason"))
             raise SystemExit(f"{len(pending)} calls did not finish: {stuck}")
-        done = set(ToolCall.objects.filter(pk__in=pending, state__in=runs.FINISHED_STATES)
-                   .values_list("pk", flat=True))
+        done = set(
+            ToolCall.objects.filter(pk__in=pending, state__in=runs.FINISHED_STATES).values_list(
+                "pk", flat=True
+            )
+        )
         pending -= done
         if pending:
             time.sleep(0.05)  # a light poll: the measuring process shares the CPUs
@@ -172,9 +214,9 @@ def main() -> None:
         return
     _setup_network()
     directory = tempfile.mkdtemp(prefix="webfetch-bench-runs-")
-    server = subprocess.Popen([sys.executable, "-c",
-                               "from tests.benchmarks.bench_runs import _serve; _serve()"],
-                              cwd=ROOT)
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from tests.benchmarks.bench_runs import _serve; _serve()"], cwd=ROOT
+    )
     redis, socket_path = _start_redis(directory)
     workers: list[subprocess.Popen[bytes]] = []
     try:
@@ -202,13 +244,16 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA journal_mode=WAL")
-        ToolGroup.objects.filter(slug="web").update(enabled=True,
-                                                    skip_approval_with_allowlist=True)
-        HostListEntry.objects.create(group=ToolGroup.objects.get(slug="web"), list="allow",
-                                     value=NAME)
+        ToolGroup.objects.filter(slug="web").update(enabled=True, skip_approval_with_allowlist=True)
+        HostListEntry.objects.create(
+            group=ToolGroup.objects.get(slug="web"), list="allow", value=NAME
+        )
         user = get_user_model().objects.create_user("bench", password="x")
-        _wait(lambda: subprocess.run(["ip", "-o", "addr"], capture_output=True).returncode == 0,
-              5, "network")
+        _wait(
+            lambda: subprocess.run(["ip", "-o", "addr"], capture_output=True).returncode == 0,
+            5,
+            "network",
+        )
         time.sleep(0.3)  # the server process binds its sockets
 
         with override_settings(WEBFETCH_ASYNC_RUNS=False):
@@ -222,10 +267,13 @@ def main() -> None:
         inline_rate, queued_rate = CALLS / inline, CALLS / queued
         print(f"{'what (median of ' + str(ROUNDS) + ' batches)':<58} {'calls/s':>9}")
         print(f"{f'{CALLS} calls in-process (embedded default)':<58} {inline_rate:>9.1f}")
-        print(f"{f'{CALLS} queued calls, {WORKERS} workers (Redis, solo pool)':<58} "
-              f"{queued_rate:>9.1f}")
-        print(f"{'ratio workers / in-process (target >= 0.8)':<58} "
-              f"{queued_rate / inline_rate:>9.2f}")
+        print(
+            f"{f'{CALLS} queued calls, {WORKERS} workers (Redis, solo pool)':<58} "
+            f"{queued_rate:>9.1f}"
+        )
+        print(
+            f"{'ratio workers / in-process (target >= 0.8)':<58} {queued_rate / inline_rate:>9.2f}"
+        )
     finally:
         for process in workers:
             with contextlib.suppress(ProcessLookupError):

@@ -51,10 +51,13 @@ _lookups: list[Lookup] = []
 _lock = threading.Lock()
 _installed = False
 
-_SEND_EVENTS = {"socket.connect": "connect", "socket.sendto": "sendto",
-                "socket.sendmsg": "sendmsg"}
-_LOOKUP_EVENTS = {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex",
-                  "socket.gethostbyaddr"}
+_SEND_EVENTS = {"socket.connect": "connect", "socket.sendto": "sendto", "socket.sendmsg": "sendmsg"}
+_LOOKUP_EVENTS = {
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyname_ex",
+    "socket.gethostbyaddr",
+}
 _WATCHED = frozenset(_SEND_EVENTS) | _LOOKUP_EVENTS
 
 
@@ -72,8 +75,15 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
                 return
             if not isinstance(address, tuple) or len(address) < 2:
                 return
-            entry = Connect(_SEND_EVENTS[event], int(family), int(sock.type),  # type: ignore[attr-defined]
-                            str(address[0]), int(address[1]), thread, time.monotonic())
+            entry = Connect(
+                _SEND_EVENTS[event],
+                int(family),
+                int(sock.type),  # type: ignore[attr-defined]
+                str(address[0]),
+                int(address[1]),
+                thread,
+                time.monotonic(),
+            )
             with _lock:
                 _connects.append(entry)
         else:

@@ -13,10 +13,39 @@ BOMB_SIZE = 1 << 30
 _MIB = 1 << 20
 
 _WORDS = (
-    "egress", "guard", "resolver", "address", "pinned", "transport", "certificate",
-    "redirect", "budget", "header", "body", "namespace", "loopback", "classifier", "public",
-    "private", "answer", "lookup", "server", "client", "request", "page", "policy", "limit",
-    "decode", "stream", "chunk", "socket", "timeout", "verify", "name", "host", "port",
+    "egress",
+    "guard",
+    "resolver",
+    "address",
+    "pinned",
+    "transport",
+    "certificate",
+    "redirect",
+    "budget",
+    "header",
+    "body",
+    "namespace",
+    "loopback",
+    "classifier",
+    "public",
+    "private",
+    "answer",
+    "lookup",
+    "server",
+    "client",
+    "request",
+    "page",
+    "policy",
+    "limit",
+    "decode",
+    "stream",
+    "chunk",
+    "socket",
+    "timeout",
+    "verify",
+    "name",
+    "host",
+    "port",
     "scheme",
 )
 
@@ -34,13 +63,13 @@ def page_html(target_size: int = 50 * 1024, title: str = "Lab page") -> bytes:
     """A realistic HTML document of about ``target_size`` bytes (head, nav, articles,
     a table, a script and a style that text extraction must drop)."""
     head = (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{title}</title>\n"
-        "<meta name=\"description\" content=\"A page served by the django_webfetch test lab\">\n"
+        '<meta name="description" content="A page served by the django_webfetch test lab">\n'
         "<style>body{font-family:sans-serif} .nav a{margin:0 1em}</style>\n"
         "<script>window.labSecret = 'script text is not content';</script>\n"
-        "</head>\n<body>\n<header><nav class=\"nav\"><a href=\"/\">Home</a>"
-        "<a href=\"/plain\">Plain</a><a href=\"/page2m\">Big</a></nav></header>\n<main>\n"
+        '</head>\n<body>\n<header><nav class="nav"><a href="/">Home</a>'
+        '<a href="/plain">Plain</a><a href="/page2m">Big</a></nav></header>\n<main>\n'
         f"<h1>{title}</h1>\n"
     )
     tail = "</main>\n<footer><p>&copy; lab.example</p></footer>\n</body>\n</html>\n"
@@ -49,9 +78,9 @@ def page_html(target_size: int = 50 * 1024, title: str = "Lab page") -> bytes:
     section = 0
     while size < target_size:
         chunk = (
-            f"<article id=\"s{section}\">\n<h2>Section {section}</h2>\n"
+            f'<article id="s{section}">\n<h2>Section {section}</h2>\n'
             f"<p>{_paragraph(section)}</p>\n<p>{_paragraph(section + 1000, 40)} "
-            f"<a href=\"/page?s={section}\">more</a></p>\n"
+            f'<a href="/page?s={section}">more</a></p>\n'
             "<ul><li>first item</li><li>second item</li><li>third &amp; last</li></ul>\n"
             "<table><tr><th>key</th><th>value</th></tr>"
             f"<tr><td>section</td><td>{section}</td></tr></table>\n</article>\n"
@@ -69,7 +98,7 @@ def html_of_size(size: int) -> bytes:
     head = b"<!DOCTYPE html><html><head><title>sized</title></head><body><p>"
     tail = b"</p></body></html>\n"
     if size < len(head) + len(tail):
-        return (b"x" * size)
+        return b"x" * size
     filler = (b"lab text " * (size // 9 + 1))[: size - len(head) - len(tail)]
     return head + filler + tail
 
@@ -96,8 +125,12 @@ def gzip_bomb() -> bytes:
     """~1 MiB of gzip that inflates to 1 GiB of zeros (valid, with a correct trailer)."""
     segment, final, crc, _ = _stream()
     header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
-    return header + segment * (BOMB_SIZE // _MIB) + final + struct.pack("<II", crc,
-                                                                        BOMB_SIZE & 0xFFFFFFFF)
+    return (
+        header
+        + segment * (BOMB_SIZE // _MIB)
+        + final
+        + struct.pack("<II", crc, BOMB_SIZE & 0xFFFFFFFF)
+    )
 
 
 @functools.lru_cache(maxsize=1)

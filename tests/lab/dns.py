@@ -105,8 +105,7 @@ class DnsTable:
             for key in [k for k in self._cursor if k[0] == _norm(name)]:
                 del self._cursor[key]
 
-    def set(self, name: str, a: Iterable[str] = (), aaaa: Iterable[str] = (),
-            ttl: int = 0) -> None:
+    def set(self, name: str, a: Iterable[str] = (), aaaa: Iterable[str] = (), ttl: int = 0) -> None:
         """A/AAAA records; with neither, the name exists without addresses (NODATA)."""
         self._put(name, [Entry("answer", _v4(a), _v6(aaaa), ttl=ttl)])
 
@@ -158,8 +157,9 @@ class DnsTable:
         with self._lock:
             return list(self._errors)
 
-    def safe_answer(self, request: DNSRecord, transport: str, server: str,
-                    client: str) -> bytes | None:
+    def safe_answer(
+        self, request: DNSRecord, transport: str, server: str, client: str
+    ) -> bytes | None:
         try:
             return self.answer(request, transport, server, client)
         except Exception as exc:
@@ -178,8 +178,7 @@ class DnsTable:
         self._cursor[key] = index + 1
         return entries[min(index, len(entries) - 1)]
 
-    def answer(self, request: DNSRecord, transport: str, server: str,
-               client: str) -> bytes | None:
+    def answer(self, request: DNSRecord, transport: str, server: str, client: str) -> bytes | None:
         """The packed reply to ``request``, or ``None`` to drop it."""
         reply = request.reply()
         if not request.questions:
@@ -214,11 +213,13 @@ class DnsTable:
                     break
                 if entry.kind == "cname":
                     if qtype == "CNAME":
-                        reply.add_answer(RR(owner, QTYPE.CNAME, rdata=CNAME(entry.target + "."),
-                                            ttl=entry.ttl))
+                        reply.add_answer(
+                            RR(owner, QTYPE.CNAME, rdata=CNAME(entry.target + "."), ttl=entry.ttl)
+                        )
                         break
-                    reply.add_answer(RR(owner, QTYPE.CNAME, rdata=CNAME(entry.target + "."),
-                                        ttl=entry.ttl))
+                    reply.add_answer(
+                        RR(owner, QTYPE.CNAME, rdata=CNAME(entry.target + "."), ttl=entry.ttl)
+                    )
                     name = entry.target
                     owner = entry.target + "."
                     continue
@@ -228,15 +229,20 @@ class DnsTable:
                 elif entry.kind == "answer" and qtype == "AAAA":
                     for addr in entry.aaaa:
                         packed = tuple(ipaddress.IPv6Address(addr).packed)
-                        reply.add_answer(RR(owner, QTYPE.AAAA, rdata=AAAA(packed),
-                                            ttl=entry.ttl))
+                        reply.add_answer(RR(owner, QTYPE.AAAA, rdata=AAAA(packed), ttl=entry.ttl))
                 break
             if reply.header.rcode == RCODE.NOERROR and not any(
                 rr.rtype == question.qtype for rr in reply.rr
             ):
                 # NODATA (or only a CNAME chain): an SOA lets resolvers cache the negative.
-                reply.add_auth(RR("lab.example.", QTYPE.SOA, ttl=0, rdata=SOA(
-                    "ns.lab.example.", "hostmaster.lab.example.", (1, 60, 60, 60, 0))))
+                reply.add_auth(
+                    RR(
+                        "lab.example.",
+                        QTYPE.SOA,
+                        ttl=0,
+                        rdata=SOA("ns.lab.example.", "hostmaster.lab.example.", (1, 60, 60, 60, 0)),
+                    )
+                )
         return bytes(reply.pack())
 
 
@@ -247,9 +253,12 @@ class _LabThreads(socketserver.ThreadingMixIn):
     lab_kind = "dns"
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(target=self.process_request_thread,
-                                  args=(request, client_address),
-                                  name=f"lab-{self.lab_kind}", daemon=True)
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"lab-{self.lab_kind}",
+            daemon=True,
+        )
         thread.start()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -265,8 +274,9 @@ class _UDPHandler(socketserver.BaseRequestHandler):
             request = DNSRecord.parse(data)
         except Exception:
             return
-        reply = self.server.table.safe_answer(request, "udp", self.server.lab_address,
-                                              self.client_address[0])
+        reply = self.server.table.safe_answer(
+            request, "udp", self.server.lab_address, self.client_address[0]
+        )
         if reply is None:
             return
         if len(reply) > 512:
@@ -293,8 +303,9 @@ class _TCPHandler(socketserver.BaseRequestHandler):
                 request = DNSRecord.parse(data)
             except Exception:
                 return
-            reply = self.server.table.safe_answer(request, "tcp", self.server.lab_address,
-                                                  self.client_address[0])
+            reply = self.server.table.safe_answer(
+                request, "tcp", self.server.lab_address, self.client_address[0]
+            )
             if reply is None:
                 # Hold the connection without answering until the client gives up.
                 try:
@@ -340,8 +351,9 @@ class _TCPServer(_LabThreads, socketserver.TCPServer):
         super().__init__((address, port), _TCPHandler)
 
 
-def make_servers(addresses: Iterable[str], table: DnsTable,
-                 port: int = 53) -> list[socketserver.TCPServer]:
+def make_servers(
+    addresses: Iterable[str], table: DnsTable, port: int = 53
+) -> list[socketserver.TCPServer]:
     """UDP and TCP servers on ``port`` of every address (bound, not yet serving)."""
     servers: list[socketserver.TCPServer] = []
     for address in addresses:

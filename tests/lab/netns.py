@@ -135,8 +135,9 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None,
-           flags: int) -> None:
+def _mount(
+    libc: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int
+) -> None:
     def enc(value: str | None) -> bytes | None:
         return None if value is None else value.encode()
 
@@ -147,7 +148,10 @@ def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | Non
 
 def _ip(batch: list[str]) -> None:
     proc = subprocess.run(
-        ["ip", "-batch", "-"], input="\n".join(batch) + "\n", capture_output=True, text=True,
+        ["ip", "-batch", "-"],
+        input="\n".join(batch) + "\n",
+        capture_output=True,
+        text=True,
         check=False,
     )
     if proc.returncode != 0:

@@ -82,8 +82,17 @@ def _is_local_or_private(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     nets = (
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-        "172.16.0.0/12", "192.168.0.0/16", "::/127", "fc00::/7", "fe80::/10", "fec0::/10",
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "::/127",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
     )
     return any(ip in ipaddress.ip_network(net) for net in nets)
 
@@ -97,8 +106,9 @@ class LabSession:
         self.log = HttpLog()
         self.tls = TlsMaterial(directory, netns.PUBLIC)
         dns_servers = make_servers((netns.DNS_V4, netns.DNS_V6), self.table)
-        http_servers = make_http_servers(self.log, self.tls, netns.PUBLIC,
-                                         (*netns.PRIVATE, *netns.LOOPBACK))
+        http_servers = make_http_servers(
+            self.log, self.tls, netns.PUBLIC, (*netns.PRIVATE, *netns.LOOPBACK)
+        )
         self.loop = Loop([*dns_servers, *http_servers])
         self.loop.start()
 
@@ -179,8 +189,11 @@ class Lab:
 
     # -- observing -------------------------------------------------------------------------
     def accepts(self, address: str | None = None, port: int | None = None) -> list[Accept]:
-        return [a for a in list(self._session.log.accepts)
-                if (address is None or a.local == address) and (port is None or a.port == port)]
+        return [
+            a
+            for a in list(self._session.log.accepts)
+            if (address is None or a.local == address) and (port is None or a.port == port)
+        ]
 
     def private_accepts(self) -> list[Accept]:
         return [a for a in self.accepts() if a.private]
@@ -205,8 +218,11 @@ class Lab:
     def connected_addresses(self, *, include_dns: bool = False) -> set[str]:
         """Destinations of TCP connects (and, with ``include_dns``, of DNS packets)."""
         dns = {netns.DNS_V4, netns.DNS_V6}
-        return {c.address for c in self.connects
-                if include_dns or not (c.address in dns and c.port == 53)}
+        return {
+            c.address
+            for c in self.connects
+            if include_dns or not (c.address in dns and c.port == 53)
+        }
 
     def wait_requests_done(self, timeout: float = 10.0) -> None:
         """Wait until every logged request's handler has finished (bytes_sent is final)."""
@@ -230,8 +246,7 @@ class Lab:
     def check_no_private_traffic(self) -> None:
         if self.expect_private_accepts:
             return
-        bad = [c for c in self.connects
-               if c.event == "connect" and _is_local_or_private(c.address)]
+        bad = [c for c in self.connects if c.event == "connect" and _is_local_or_private(c.address)]
         assert not bad, f"the test process connected to non-public addresses: {bad}"
         private = self.private_accepts()
         assert not private, f"a private-looking lab server accepted a connection: {private}"

@@ -153,8 +153,9 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: str, port: int, log: HttpLog, *, private: bool,
-                 tls: TlsMaterial | None) -> None:
+    def __init__(
+        self, address: str, port: int, log: HttpLog, *, private: bool, tls: TlsMaterial | None
+    ) -> None:
         self.address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
         self.lab_address = address
         self.lab_port = port
@@ -174,17 +175,30 @@ class _Server(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, peer = self.socket.accept()
-        self.lab_log.add_accept(Accept(self.lab_scheme, self.lab_address, self.lab_port,
-                                       peer[0], peer[1], self.lab_private, time.monotonic()))
+        self.lab_log.add_accept(
+            Accept(
+                self.lab_scheme,
+                self.lab_address,
+                self.lab_port,
+                peer[0],
+                peer[1],
+                self.lab_private,
+                time.monotonic(),
+            )
+        )
         if self.lab_tls is not None:
-            sock = self.lab_tls.context.wrap_socket(sock, server_side=True,
-                                                    do_handshake_on_connect=False)
+            sock = self.lab_tls.context.wrap_socket(
+                sock, server_side=True, do_handshake_on_connect=False
+            )
         return sock, peer
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        thread = threading.Thread(target=self.process_request_thread,
-                                  args=(request, client_address),
-                                  name=f"lab-{self.lab_scheme}", daemon=True)
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"lab-{self.lab_scheme}",
+            daemon=True,
+        )
         thread.start()
 
     def finish_request(self, request: Any, client_address: Any) -> None:
@@ -223,11 +237,17 @@ class _Handler(BaseHTTPRequestHandler):
         sni = getattr(self.connection, "lab_sni", None)
         local = self.connection.getsockname()
         self.record = RequestRecord(
-            scheme=self.server.lab_scheme, local=local[0], port=local[1],
-            peer=self.client_address[0], method=self.command, path=self.path,
-            host=self.headers.get("Host"), sni=sni,
+            scheme=self.server.lab_scheme,
+            local=local[0],
+            port=local[1],
+            peer=self.client_address[0],
+            method=self.command,
+            path=self.path,
+            host=self.headers.get("Host"),
+            sni=sni,
             headers={k.lower(): v for k, v in self.headers.items()},
-            private=self.server.lab_private, time=time.monotonic(),
+            private=self.server.lab_private,
+            time=time.monotonic(),
         )
         self.server.lab_log.add_request(self.record)
 
@@ -241,9 +261,15 @@ class _Handler(BaseHTTPRequestHandler):
             raise _ClientGone from exc
         self.record.bytes_sent += len(data)
 
-    def _head(self, status: int, headers: dict[str, str] | None = None, *,
-              content_type: str | None = "text/html; charset=utf-8",
-              length: int | None = None, close: bool = False) -> None:
+    def _head(
+        self,
+        status: int,
+        headers: dict[str, str] | None = None,
+        *,
+        content_type: str | None = "text/html; charset=utf-8",
+        length: int | None = None,
+        close: bool = False,
+    ) -> None:
         self.record.status = status
         self.send_response(status)
         if content_type is not None:
@@ -266,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._head(status, length=len(body), **kwargs)
         if self.command != "HEAD":
             for start in range(0, len(body), 256 * 1024):
-                self._write(body[start:start + 256 * 1024])
+                self._write(body[start : start + 256 * 1024])
 
     def _stream(self, total: int, chunk: bytes, pause: float = 0.0) -> None:
         sent = 0
@@ -355,8 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/br":
             self._send(200, os.urandom(4096), headers={"Content-Encoding": "br"})
         elif path == "/wrong-type":
-            self._head(200, content_type="application/octet-stream", length=64 * _MIB,
-                       close=True)
+            self._head(200, content_type="application/octet-stream", length=64 * _MIB, close=True)
             self._stream(64 * _MIB, b"\0" * (64 * 1024))
         elif path == "/truncated":
             # Promises 10,000 bytes, sends 100, closes: an incomplete body.
@@ -376,25 +401,25 @@ class _Handler(BaseHTTPRequestHandler):
                 f"scheme: {self.server.lab_scheme}",
                 *(f"header: {k}: {v}" for k, v in self.headers.items()),
             ]
-            self._send(200, ("\n".join(lines) + "\n").encode(),
-                       content_type="text/plain; charset=utf-8")
+            self._send(
+                200, ("\n".join(lines) + "\n").encode(), content_type="text/plain; charset=utf-8"
+            )
         else:
             self._send(404, b"<p>not found</p>")
 
 
-def make_http_servers(log: HttpLog, tls: TlsMaterial, public: Iterable[str],
-                      private: Iterable[str]) -> list[_Server]:
+def make_http_servers(
+    log: HttpLog, tls: TlsMaterial, public: Iterable[str], private: Iterable[str]
+) -> list[_Server]:
     """HTTP on 80 and 8080, HTTPS on 443 and 8443 of every public address; HTTP on 80 and
     HTTPS on 443 of every private one (which must never see a connection)."""
     servers: list[_Server] = []
     for address in public:
         for port, use_tls in ((80, False), (8080, False), (443, True), (8443, True)):
-            servers.append(_Server(address, port, log, private=False,
-                                   tls=tls if use_tls else None))
+            servers.append(_Server(address, port, log, private=False, tls=tls if use_tls else None))
     for address in private:
         for port, use_tls in ((80, False), (443, True)):
-            servers.append(_Server(address, port, log, private=True,
-                                   tls=tls if use_tls else None))
+            servers.append(_Server(address, port, log, private=True, tls=tls if use_tls else None))
     return servers
 
 

@@ -105,8 +105,9 @@ def approver_factory(user_factory: Callable[..., Any]) -> Callable[..., Any]:
 
         user = user_factory(staff=True, **kwargs)
         user.user_permissions.add(
-            Permission.objects.get(codename="approve_toolcall",
-                                   content_type__app_label="django_webfetch")
+            Permission.objects.get(
+                codename="approve_toolcall", content_type__app_label="django_webfetch"
+            )
         )
         # Drop the cached permissions.
         from django.contrib.auth import get_user_model

@@ -40,8 +40,9 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.05,
-             what: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float, interval: float = 0.05, what: str = "condition"
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -86,7 +87,7 @@ def redis_socket() -> Iterator[str]:
     """The path of a Redis Unix socket: tests/run.sh's server, or one started here."""
     url = os.environ.get("WEBFETCH_TEST_REDIS_URL", "")
     if url.startswith("unix://"):
-        yield url[len("unix://"):]
+        yield url[len("unix://") :]
         return
     binary = shutil.which("redis-server")
     if binary is None:
@@ -94,14 +95,30 @@ def redis_socket() -> Iterator[str]:
     directory = tempfile.mkdtemp(prefix="webfetch-redis-")
     path = os.path.join(directory, "redis.sock")
     process = subprocess.Popen(
-        [binary, "--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
-         "--save", "", "--appendonly", "no", "--dir", directory,
-         "--logfile", os.path.join(directory, "redis.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            binary,
+            "--port",
+            "0",
+            "--unixsocket",
+            path,
+            "--unixsocketperm",
+            "700",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+            "--logfile",
+            os.path.join(directory, "redis.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for(lambda: os.path.exists(path) or process.poll() is not None, 10,
-                 what="redis-server")
+        wait_for(
+            lambda: os.path.exists(path) or process.poll() is not None, 10, what="redis-server"
+        )
         if process.poll() is not None:
             pytest.fail("redis-server did not start")
         yield path
@@ -178,8 +195,12 @@ def celery_eager(settings: Any) -> Iterator[Any]:
     from celery import Celery
 
     app = Celery("webfetch-test-eager", set_as_current=False)
-    app.conf.update(task_always_eager=True, task_eager_propagates=True,
-                    broker_url="memory://", task_ignore_result=True)
+    app.conf.update(
+        task_always_eager=True,
+        task_eager_propagates=True,
+        broker_url="memory://",
+        task_ignore_result=True,
+    )
     settings.WEBFETCH_ASYNC_RUNS = True
     with _current_app(app):
         yield app
@@ -230,10 +251,14 @@ def _database_env() -> dict[str, str]:
     }
 
 
-def worker_env(client: CeleryClient, *, settings: Any = None,
-               extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+def worker_env(
+    client: CeleryClient, *, settings: Any = None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    }
     env.update(_database_env())
     env.update(
         DJANGO_SETTINGS_MODULE="tests.runs.worker_settings",
@@ -258,29 +283,54 @@ def worker_env(client: CeleryClient, *, settings: Any = None,
 
 
 @pytest.fixture
-def worker_factory(celery_client: CeleryClient, settings: Any,
-                   tmp_path: Path) -> Iterator[Callable[..., Worker]]:
+def worker_factory(
+    celery_client: CeleryClient, settings: Any, tmp_path: Path
+) -> Iterator[Callable[..., Worker]]:
     """Start real ``celery worker`` processes on the test's queue and database."""
     started: list[Worker] = []
 
-    def start(name: str = "", *, pool: str = "prefork", concurrency: int = 1,
-              beat: bool = False, wait: bool = True, env: dict[str, str] | None = None
-              ) -> Worker:
+    def start(
+        name: str = "",
+        *,
+        pool: str = "prefork",
+        concurrency: int = 1,
+        beat: bool = False,
+        wait: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> Worker:
         name = name or f"w{len(started) + 1}"
         log = tmp_path / f"{name}.log"
         ready = tmp_path / f"{name}.ready"
         extra = {"WEBFETCH_TEST_READY_FILE": str(ready), **(env or {})}
         command = [
-            sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker",
-            "--pool", pool, "--concurrency", str(concurrency), "-Q", celery_client.queue,
-            "-n", f"{name}-{celery_client.queue}@%h", "--without-gossip", "--without-mingle",
-            "--without-heartbeat", "--loglevel", "INFO",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tests.celery_app",
+            "worker",
+            "--pool",
+            pool,
+            "--concurrency",
+            str(concurrency),
+            "-Q",
+            celery_client.queue,
+            "-n",
+            f"{name}-{celery_client.queue}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel",
+            "INFO",
         ]
         if beat:
             command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]
         with open(log, "wb") as out:
             process = subprocess.Popen(
-                command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                command,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 env=worker_env(celery_client, settings=settings, extra=extra),
                 start_new_session=True,
             )
@@ -288,8 +338,9 @@ def worker_factory(celery_client: CeleryClient, settings: Any,
         started.append(worker)
         if wait:
             try:
-                wait_for(lambda: ready.exists() or process.poll() is not None, 60,
-                         what=f"worker {name}")
+                wait_for(
+                    lambda: ready.exists() or process.poll() is not None, 60, what=f"worker {name}"
+                )
             except AssertionError:
                 print(worker.output())
                 raise
@@ -348,16 +399,31 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         os.setuid(account.pw_uid)
 
     env = {**os.environ, "LC_ALL": "C", "HOME": directory}
-    subprocess.run([initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-                   check=True, preexec_fn=as_postgres, env=env, capture_output=True)
-    options = f"-c listen_addresses='' -c unix_socket_directories={sockets} -p {port} " \
-              "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    subprocess.run([pg_ctl, "-D", data, "-o", options, "-l", os.path.join(directory, "log"),
-                    "-w", "start"], check=True, preexec_fn=as_postgres, env=env,
-                   capture_output=True)
+    subprocess.run(
+        [initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+        check=True,
+        preexec_fn=as_postgres,
+        env=env,
+        capture_output=True,
+    )
+    options = (
+        f"-c listen_addresses='' -c unix_socket_directories={sockets} -p {port} "
+        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    )
+    subprocess.run(
+        [pg_ctl, "-D", data, "-o", options, "-l", os.path.join(directory, "log"), "-w", "start"],
+        check=True,
+        preexec_fn=as_postgres,
+        env=env,
+        capture_output=True,
+    )
     try:
         yield PostgresCluster(sockets, port)
     finally:
-        subprocess.run([pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"],
-                       preexec_fn=as_postgres, env=env, capture_output=True)
+        subprocess.run(
+            [pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"],
+            preexec_fn=as_postgres,
+            env=env,
+            capture_output=True,
+        )
         shutil.rmtree(directory, ignore_errors=True)

@@ -122,8 +122,7 @@ def test_bulk_decisions_report_per_object(client, approver, editor):
     done = waiting(editor, "done")
     runs.cancel(done, by=editor)
     client.force_login(approver)
-    response = _action(client, "deny_selected", [ok, own, expired, done], confirm="yes",
-                       comment="")
+    response = _action(client, "deny_selected", [ok, own, expired, done], confirm="yes", comment="")
     found = messages_of(response)
     assert len(found) == 4, found
     assert sum("denied; it is now denied" in m for m in found) == 1
@@ -159,12 +158,16 @@ def test_approve_one_from_its_page(client, approver, editor):
     page = client.get(f"{CHANGELIST}{call.pk}/decide/approve/")
     assert page.status_code == 200
     assert page.context["single"] == call
-    response = client.post(f"{CHANGELIST}{call.pk}/decide/approve/",
-                           {"confirm": "yes", "comment": "one"}, follow=True)
+    response = client.post(
+        f"{CHANGELIST}{call.pk}/decide/approve/", {"confirm": "yes", "comment": "one"}, follow=True
+    )
     assert response.redirect_chain[-1][0].endswith(f"{call.pk}/change/")
     call.refresh_from_db()
     assert (call.state, call.decision_comment, call.decided_by) == (
-        CallState.SUCCEEDED, "one", approver)
+        CallState.SUCCEEDED,
+        "one",
+        approver,
+    )
     assert any("approved" in m for m in messages_of(response))
 
 
@@ -184,8 +187,9 @@ def test_unknown_decision(client, approver, editor):
 def test_a_too_long_comment_is_refused(client, approver, editor):
     call = waiting(editor)
     client.force_login(approver)
-    response = client.post(f"{CHANGELIST}{call.pk}/decide/approve/",
-                           {"confirm": "yes", "comment": "x" * 2001})
+    response = client.post(
+        f"{CHANGELIST}{call.pk}/decide/approve/", {"confirm": "yes", "comment": "x" * 2001}
+    )
     assert response.status_code == 200
     assert response.context["form"].errors
     assert ToolCall.objects.get(pk=call.pk).state == CallState.AWAITING_APPROVAL

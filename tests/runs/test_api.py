@@ -79,9 +79,15 @@ def waiting_call(user, text="hi") -> ToolCall:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("get", "/api/tools/"), ("get", "/api/calls/"), ("post", "/api/calls/"),
-     ("get", "/api/calls/{id}/"), ("post", "/api/calls/{id}/approve/"),
-     ("post", "/api/calls/{id}/deny/"), ("post", "/api/calls/{id}/cancel/")],
+    [
+        ("get", "/api/tools/"),
+        ("get", "/api/calls/"),
+        ("post", "/api/calls/"),
+        ("get", "/api/calls/{id}/"),
+        ("post", "/api/calls/{id}/approve/"),
+        ("post", "/api/calls/{id}/deny/"),
+        ("post", "/api/calls/{id}/cancel/"),
+    ],
 )
 def test_anonymous_gets_nothing(editor, method, path):
     call = waiting_call(editor)
@@ -150,8 +156,10 @@ def test_unknown_spec_format(editor):
 @pytest.mark.parametrize("token", [False, True])
 def test_editor_creates_a_call_that_waits(editor, token):
     response = client_for(editor, token=token).post(
-        "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "hi"},
-                        "conversation": "c-1"}, format="json")
+        "/api/calls/",
+        {"tool": "runs_echo", "arguments": {"text": "hi"}, "conversation": "c-1"},
+        format="json",
+    )
     assert response.status_code == 201
     body = response.json()
     assert body["state"] == "awaiting_approval"
@@ -164,21 +172,21 @@ def test_editor_creates_a_call_that_waits(editor, token):
 
 def test_a_call_without_approval_finishes_in_process(editor):
     EchoTool.needs_approval = False
-    response = client_for(editor).post("/api/calls/", {"tool": "runs_echo",
-                                                       "arguments": {"text": "now"}},
-                                       format="json")
+    response = client_for(editor).post(
+        "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "now"}}, format="json"
+    )
     assert response.status_code == 201
     body = response.json()
     assert body["state"] == "succeeded"
-    assert body["result"] == {"content": "echo: now", "error": None,
-                              "meta": {"call": body["id"]}}
+    assert body["result"] == {"content": "echo: now", "error": None, "meta": {"call": body["id"]}}
 
 
 def test_a_queued_call_is_202(editor, celery_eager, django_capture_on_commit_callbacks):
     EchoTool.needs_approval = False
     with django_capture_on_commit_callbacks(execute=False):
         response = client_for(editor).post(
-            "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "q"}}, format="json")
+            "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "q"}}, format="json"
+        )
     assert response.status_code == 202
     assert response.json()["state"] == "approved"
 
@@ -194,8 +202,9 @@ def test_a_tool_refusal_is_a_successful_request(editor, approver):
 
 
 def test_invalid_arguments(editor):
-    response = client_for(editor).post("/api/calls/", {"tool": "runs_echo",
-                                                       "arguments": {"text": 1}}, format="json")
+    response = client_for(editor).post(
+        "/api/calls/", {"tool": "runs_echo", "arguments": {"text": 1}}, format="json"
+    )
     assert response.status_code == 201
     body = response.json()
     assert (body["state"], body["reason"]) == ("failed", "invalid_arguments")
@@ -203,8 +212,10 @@ def test_invalid_arguments(editor):
     assert EchoTool.executed == []
 
 
-@pytest.mark.parametrize("payload", [{}, {"tool": ""}, {"tool": "x" * 101},
-                                     {"tool": "runs_echo", "conversation": "c" * 201}])
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"tool": ""}, {"tool": "x" * 101}, {"tool": "runs_echo", "conversation": "c" * 201}],
+)
 def test_malformed_create_requests(editor, payload):
     response = client_for(editor).post("/api/calls/", payload, format="json")
     assert response.status_code == 400
@@ -214,8 +225,9 @@ def test_malformed_create_requests(editor, payload):
 
 @pytest.mark.parametrize("tool", ["runs_admin_only", "fetch_external_url", "nope"])
 def test_editor_cannot_create_calls_of_tools_not_offered(editor, tool):
-    response = client_for(editor).post("/api/calls/", {"tool": tool, "arguments": {}},
-                                       format="json")
+    response = client_for(editor).post(
+        "/api/calls/", {"tool": tool, "arguments": {}}, format="json"
+    )
     assert response.status_code == 403
     assert response.json()["code"] == "tool_not_offered"
     [call] = ToolCall.objects.all()  # refused, but on record
@@ -224,7 +236,8 @@ def test_editor_cannot_create_calls_of_tools_not_offered(editor, tool):
 
 def test_admin_creates_calls_of_admin_tools(admin_user):
     response = client_for(admin_user).post(
-        "/api/calls/", {"tool": "runs_admin_only", "arguments": {"text": "a"}}, format="json")
+        "/api/calls/", {"tool": "runs_admin_only", "arguments": {"text": "a"}}, format="json"
+    )
     assert response.status_code == 201
 
 
@@ -260,10 +273,11 @@ def test_filter_by_state(editor, approver):
     denied = runs.deny(waiting_call(editor), by=approver)
     client = client_for(editor)
     assert [c["id"] for c in client.get("/api/calls/?state=denied").json()["results"]] == [
-        str(denied.pk)]
-    assert [c["id"] for c in
-            client.get("/api/calls/?state=awaiting_approval").json()["results"]] == [
-        str(waiting.pk)]
+        str(denied.pk)
+    ]
+    assert [
+        c["id"] for c in client.get("/api/calls/?state=awaiting_approval").json()["results"]
+    ] == [str(waiting.pk)]
     response = client.get("/api/calls/?state=bogus")
     assert response.status_code == 400
     assert response.json()["errors"]["state"][0]["code"] == "invalid_choice"
@@ -294,8 +308,7 @@ def test_unknown_call(editor):
 def test_editor_never_decides(editor, other_editor, action):
     for owner in (editor, other_editor):
         call = waiting_call(owner)
-        response = client_for(editor).post(f"/api/calls/{call.pk}/{action}/", {},
-                                           format="json")
+        response = client_for(editor).post(f"/api/calls/{call.pk}/{action}/", {}, format="json")
         assert response.status_code == 403
         assert response.json()["code"] == "approval_not_permitted"
         assert ToolCall.objects.get(pk=call.pk).state == CallState.AWAITING_APPROVAL
@@ -307,7 +320,8 @@ def test_approvers_approve(request, editor, who, token):
     user = request.getfixturevalue(who)
     call = waiting_call(editor)
     response = client_for(user, token=token).post(
-        f"/api/calls/{call.pk}/approve/", {"comment": "fine"}, format="json")
+        f"/api/calls/{call.pk}/approve/", {"comment": "fine"}, format="json"
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["state"] == "succeeded"
@@ -320,8 +334,9 @@ def test_approvers_approve(request, editor, who, token):
 def test_approvers_deny(request, editor, who):
     user = request.getfixturevalue(who)
     call = waiting_call(editor)
-    response = client_for(user).post(f"/api/calls/{call.pk}/deny/", {"comment": "no"},
-                                     format="json")
+    response = client_for(user).post(
+        f"/api/calls/{call.pk}/deny/", {"comment": "no"}, format="json"
+    )
     assert response.status_code == 200
     assert response.json()["state"] == "denied"
     assert EchoTool.executed == []
@@ -357,8 +372,9 @@ def test_approving_an_expired_call(editor, approver):
 
 def test_comment_too_long(editor, approver):
     call = waiting_call(editor)
-    response = client_for(approver).post(f"/api/calls/{call.pk}/deny/",
-                                         {"comment": "x" * 2001}, format="json")
+    response = client_for(approver).post(
+        f"/api/calls/{call.pk}/deny/", {"comment": "x" * 2001}, format="json"
+    )
     assert response.status_code == 400
     assert response.json()["errors"]["comment"][0]["code"] == "max_length"
 
@@ -384,8 +400,9 @@ def test_cancel_matrix(editor, other_editor, approver):
 def test_session_auth_enforces_csrf(editor):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(editor)
-    response = client.post("/api/calls/", {"tool": "runs_echo", "arguments": {"text": "x"}},
-                           format="json")
+    response = client.post(
+        "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "x"}}, format="json"
+    )
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]
     assert not ToolCall.objects.exists()
@@ -394,16 +411,21 @@ def test_session_auth_enforces_csrf(editor):
 
     token = _get_new_csrf_string()
     client.cookies["csrftoken"] = token
-    response = client.post("/api/calls/", {"tool": "runs_echo", "arguments": {"text": "x"}},
-                           format="json", HTTP_X_CSRFTOKEN=token)
+    response = client.post(
+        "/api/calls/",
+        {"tool": "runs_echo", "arguments": {"text": "x"}},
+        format="json",
+        HTTP_X_CSRFTOKEN=token,
+    )
     assert response.status_code == 201
 
 
 def test_token_auth_needs_no_csrf(editor):
     client = client_for(editor, token=True)
     client.enforce_csrf_checks = True
-    response = client.post("/api/calls/", {"tool": "runs_echo", "arguments": {"text": "x"}},
-                           format="json")
+    response = client.post(
+        "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "x"}}, format="json"
+    )
     assert response.status_code == 201
 
 
@@ -413,19 +435,31 @@ def test_token_auth_needs_no_csrf(editor):
 def test_the_openapi_schema_validates(editor):
     from drf_spectacular.validation import validate_schema
 
-    response = client_for(editor).get("/api/schema/",
-                                      HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    response = client_for(editor).get(
+        "/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json"
+    )
     assert response.status_code == 200
     schema = response.json()
     validate_schema(schema)
     assert schema["servers"] == [{"url": "/api/"}]
     assert set(schema["paths"]) == {
-        "/tools/", "/calls/", "/calls/{id}/", "/calls/{id}/approve/", "/calls/{id}/deny/",
-        "/calls/{id}/cancel/"}
-    operations = {op["operationId"] for path in schema["paths"].values()
-                  for op in path.values()}
-    assert operations == {"tools_list", "calls_list", "calls_create", "calls_retrieve",
-                          "calls_approve", "calls_deny", "calls_cancel"}
+        "/tools/",
+        "/calls/",
+        "/calls/{id}/",
+        "/calls/{id}/approve/",
+        "/calls/{id}/deny/",
+        "/calls/{id}/cancel/",
+    }
+    operations = {op["operationId"] for path in schema["paths"].values() for op in path.values()}
+    assert operations == {
+        "tools_list",
+        "calls_list",
+        "calls_create",
+        "calls_retrieve",
+        "calls_approve",
+        "calls_deny",
+        "calls_cancel",
+    }
     create = schema["paths"]["/calls/"]["post"]["responses"]
     assert {"201", "202", "400", "403"} <= set(create)
 

@@ -37,8 +37,9 @@ def web(lab_settings, group_factory):
 # -- eager ----------------------------------------------------------------------------------
 
 
-def test_eager_approval_runs_the_task(db, run_tools, celery_eager, editor, approver,
-                                      django_capture_on_commit_callbacks):
+def test_eager_approval_runs_the_task(
+    db, run_tools, celery_eager, editor, approver, django_capture_on_commit_callbacks
+):
     call = runs.request_call("runs_echo", {"text": "eager"}, user=editor)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         approved = runs.approve(call, by=approver)
@@ -51,8 +52,9 @@ def test_eager_approval_runs_the_task(db, run_tools, celery_eager, editor, appro
     assert EchoTool.executed == [{"text": "eager"}]
 
 
-def test_eager_call_without_approval(db, run_tools, celery_eager, editor,
-                                     django_capture_on_commit_callbacks):
+def test_eager_call_without_approval(
+    db, run_tools, celery_eager, editor, django_capture_on_commit_callbacks
+):
     EchoTool.needs_approval = False
     with django_capture_on_commit_callbacks(execute=True):
         call = runs.request_call("runs_echo", {"text": "now"}, user=editor)
@@ -61,8 +63,9 @@ def test_eager_call_without_approval(db, run_tools, celery_eager, editor,
     assert call.state == CallState.SUCCEEDED
 
 
-def test_nothing_is_queued_before_the_commit(db, run_tools, celery_eager, editor, approver,
-                                             django_capture_on_commit_callbacks):
+def test_nothing_is_queued_before_the_commit(
+    db, run_tools, celery_eager, editor, approver, django_capture_on_commit_callbacks
+):
     """A rolled-back approval queues nothing."""
     from django.db import transaction
 
@@ -79,8 +82,9 @@ def test_nothing_is_queued_before_the_commit(db, run_tools, celery_eager, editor
     assert EchoTool.executed == []
 
 
-def test_the_task_is_idempotent(db, run_tools, celery_eager, editor, approver,
-                                django_capture_on_commit_callbacks):
+def test_the_task_is_idempotent(
+    db, run_tools, celery_eager, editor, approver, django_capture_on_commit_callbacks
+):
     from django_webfetch.tasks import run_tool_call
 
     call = runs.request_call("runs_echo", {"text": "once"}, user=editor)
@@ -117,8 +121,7 @@ def test_task_names():
 @pytest.mark.redis
 @pytest.mark.worker
 @real_db
-def test_a_worker_runs_an_approved_fetch(web, worker_factory, celery_client, editor,
-                                         approver):
+def test_a_worker_runs_an_approved_fetch(web, worker_factory, celery_client, editor, approver):
     worker = worker_factory()
     url = web.url("docs.lab.example", "/page?q=caf%C3%A9&x=1", scheme="https")
     call = runs.request_call("fetch_external_url", {"url": url}, user=editor)
@@ -148,8 +151,9 @@ def test_the_periodic_sweep_runs_on_beat(web, worker_factory, celery_client, edi
     from django.utils import timezone
 
     worker_factory(beat=True, env={"WEBFETCH_TEST_SWEEP_EVERY": "0.5"})
-    call = runs.request_call("fetch_external_url",
-                             {"url": web.url("docs.lab.example", "/page")}, user=editor)
+    call = runs.request_call(
+        "fetch_external_url", {"url": web.url("docs.lab.example", "/page")}, user=editor
+    )
     ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now())
     wait_for(lambda: _state(call) == CallState.EXPIRED, 30, what="the beat sweep")
 
@@ -157,8 +161,7 @@ def test_the_periodic_sweep_runs_on_beat(web, worker_factory, celery_client, edi
 @pytest.mark.redis
 @pytest.mark.worker
 @real_db
-def test_worker_killed_mid_fetch(web, worker_factory, celery_client, editor, approver,
-                                 settings):
+def test_worker_killed_mid_fetch(web, worker_factory, celery_client, editor, approver, settings):
     """kill -9 of a worker in the middle of a slow fetch: the call is not lost.
 
     Attempt 1 is killed; Redis delivers the unacknowledged message again once its
@@ -200,17 +203,25 @@ def test_worker_killed_mid_fetch(web, worker_factory, celery_client, editor, app
 @pytest.mark.redis
 @pytest.mark.worker
 @real_db
-def test_worker_killed_then_the_retry_completes(web, worker_factory, celery_client, editor,
-                                               approver, settings, lab_settings):
+def test_worker_killed_then_the_retry_completes(
+    web, worker_factory, celery_client, editor, approver, settings, lab_settings
+):
     """Attempt 1 dies with its worker; attempt 2 (on another worker) runs to the end."""
     settings.WEBFETCH_TIMEOUT = 1.0
     lab_settings.dns.set("slowly.lab.example", a=[lab_settings.PUBLIC_V4[1]])
-    call = runs.request_call("fetch_external_url",
-                             {"url": web.url("slowly.lab.example", "/slow")}, user=editor)
+    call = runs.request_call(
+        "fetch_external_url", {"url": web.url("slowly.lab.example", "/slow")}, user=editor
+    )
     first = worker_factory("first")
     runs.approve(call, by=approver)
-    wait_for(lambda: ToolCall.objects.filter(pk=call.pk, state=CallState.RUNNING).exists()
-             and any(r.path == "/slow" for r in web.requests), 20, what="attempt 1")
+    wait_for(
+        lambda: (
+            ToolCall.objects.filter(pk=call.pk, state=CallState.RUNNING).exists()
+            and any(r.path == "/slow" for r in web.requests)
+        ),
+        20,
+        what="attempt 1",
+    )
     first.kill9()
     worker_factory("second")
     wait_for(lambda: _state(call) in runs.FINISHED_STATES, 40, what="the retry")

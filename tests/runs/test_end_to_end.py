@@ -27,9 +27,11 @@ def web(lab_settings, group_factory, settings):
 def _ask(editor, url):
     api = APIClient()
     api.force_login(editor)
-    response = api.post("/api/calls/", {"tool": "fetch_external_url",
-                                        "arguments": {"url": url},
-                                        "conversation": "conv-42"}, format="json")
+    response = api.post(
+        "/api/calls/",
+        {"tool": "fetch_external_url", "arguments": {"url": url}, "conversation": "conv-42"},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["state"] == "awaiting_approval"
@@ -43,10 +45,16 @@ def _approve_in_admin(client, approver, call_id):
     client.force_login(approver)
     page = client.get(f"/admin/django_webfetch/toolcall/{call_id}/change/")
     assert "news.lab.example" in page.content.decode()
-    response = client.post("/admin/django_webfetch/toolcall/", {
-        "action": "approve_selected", helpers.ACTION_CHECKBOX_NAME: [call_id],
-        "confirm": "yes", "comment": "reviewed the host and query",
-    }, follow=True)
+    response = client.post(
+        "/admin/django_webfetch/toolcall/",
+        {
+            "action": "approve_selected",
+            helpers.ACTION_CHECKBOX_NAME: [call_id],
+            "confirm": "yes",
+            "comment": "reviewed the host and query",
+        },
+        follow=True,
+    )
     assert response.status_code == 200
     assert any("approved" in str(m) for m in response.context["messages"])
 
@@ -69,8 +77,9 @@ def _read_result(api, call_id, web):
 @pytest.mark.redis
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_editor_asks_admin_approves_worker_fetches(web, worker_factory, celery_client, client,
-                                                   editor, approver):
+def test_editor_asks_admin_approves_worker_fetches(
+    web, worker_factory, celery_client, client, editor, approver
+):
     worker = worker_factory()
     url = web.url("news.lab.example", "/page?topic=caf%C3%A9&page=2", scheme="https")
     api, call_id = _ask(editor, url)

@@ -39,8 +39,9 @@ def test_the_second_writer_waits_for_the_lock(run_tools, editor, approver_factor
 
     def writer_a():
         try:
-            outcomes["a"] = runs.transition(call.pk, CallState.DENIED, check=slow_check,
-                                            decided_by=first)
+            outcomes["a"] = runs.transition(
+                call.pk, CallState.DENIED, check=slow_check, decided_by=first
+            )
         finally:
             connection.close()
 

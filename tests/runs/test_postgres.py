@@ -17,13 +17,30 @@ from .infra import ROOT
 def test_the_state_machine_on_postgresql(postgres_cluster):
     if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
         pytest.skip("already inside the PostgreSQL session")
-    env = {**os.environ, **postgres_cluster.env("webfetch"),
-           "DJANGO_SETTINGS_MODULE": "tests.runs.pg_settings"}
+    env = {
+        **os.environ,
+        **postgres_cluster.env("webfetch"),
+        "DJANGO_SETTINGS_MODULE": "tests.runs.pg_settings",
+    }
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-rfEs",
-         "--ds", "tests.runs.pg_settings",
-         "tests/runs/test_state_machine.py", "tests/runs/test_locking.py"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-rfEs",
+            "--ds",
+            "tests.runs.pg_settings",
+            "tests/runs/test_state_machine.py",
+            "tests/runs/test_locking.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     print(f"PostgreSQL session: {summary}")

@@ -103,8 +103,9 @@ def web(lab_settings, group_factory):
 # == findings (fail on the reviewed code) ====================================================
 
 
-def test_view_only_staff_never_sees_the_endpoint_secret(client, user_factory, group_factory,
-                                                        endpoint_factory):
+def test_view_only_staff_never_sees_the_endpoint_secret(
+    client, user_factory, group_factory, endpoint_factory
+):
     group_factory("rag", enabled=True)
     endpoint = endpoint_factory(auth_header_value=SECRET)
     viewer = grant(user_factory(staff=True, username="viewer"), "view_configuredendpoint")
@@ -122,26 +123,39 @@ def test_moving_an_endpoint_does_not_carry_its_secret_to_the_new_host(
     lab_settings.dns.set("collector.lab.example", a=[lab_settings.PUBLIC_V4[4]])
     search_servers(lab_settings.PUBLIC_V4[3])
     search_servers(lab_settings.PUBLIC_V4[4])
-    endpoint = endpoint_factory(base_url="http://search.lab.example:9200/search",
-                                auth_header_value=SECRET)
+    endpoint = endpoint_factory(
+        base_url="http://search.lab.example:9200/search", auth_header_value=SECRET
+    )
     client.force_login(superuser)
-    response = client.post(f"{ENDPOINTS}{endpoint.pk}/change/", {
-        "group": endpoint.group_id, "name": endpoint.name,
-        "base_url": "http://collector.lab.example:9200/search",
-        "auth_header_name": "Authorization", "auth_header_value": "", "enabled": "on",
-    })
+    response = client.post(
+        f"{ENDPOINTS}{endpoint.pk}/change/",
+        {
+            "group": endpoint.group_id,
+            "name": endpoint.name,
+            "base_url": "http://collector.lab.example:9200/search",
+            "auth_header_name": "Authorization",
+            "auth_header_value": "",
+            "enabled": "on",
+        },
+    )
     # Refused: moving the endpoint needs the secret entered again (or cleared).
     assert response.status_code == 200
     assert "enter the auth header value again" in response.content.decode()
     endpoint.refresh_from_db()
     assert endpoint.base_url == "http://search.lab.example:9200/search"
     # Moving it and clearing the secret works, and nothing secret goes to the new host.
-    response = client.post(f"{ENDPOINTS}{endpoint.pk}/change/", {
-        "group": endpoint.group_id, "name": endpoint.name,
-        "base_url": "http://collector.lab.example:9200/search",
-        "auth_header_name": "Authorization", "auth_header_value": "",
-        "clear_auth_header": "on", "enabled": "on",
-    })
+    response = client.post(
+        f"{ENDPOINTS}{endpoint.pk}/change/",
+        {
+            "group": endpoint.group_id,
+            "name": endpoint.name,
+            "base_url": "http://collector.lab.example:9200/search",
+            "auth_header_name": "Authorization",
+            "auth_header_value": "",
+            "clear_auth_header": "on",
+            "enabled": "on",
+        },
+    )
     assert response.status_code == 302
     result = run_tool("search_site", {"query": "x"}, user=editor)
     assert result.ok, result
@@ -153,8 +167,12 @@ def test_moving_an_endpoint_does_not_carry_its_secret_to_the_new_host(
 def test_wildcard_allowed_hosts_subdomains_are_own_site(web, settings, editor):
     settings.ALLOWED_HOSTS = ["testserver", ".site.example"]
     web.dns.set("www.site.example", a=[web.PUBLIC_V4[1]])
-    result = run_tool("fetch_external_url", {"url": "http://www.site.example/plain"},
-                      user=editor, context=APPROVED)
+    result = run_tool(
+        "fetch_external_url",
+        {"url": "http://www.site.example/plain"},
+        user=editor,
+        context=APPROVED,
+    )
     assert result.meta.get("reason") == "own_site"
     assert web.requests == []
 
@@ -162,11 +180,16 @@ def test_wildcard_allowed_hosts_subdomains_are_own_site(web, settings, editor):
 def test_sites_domain_written_as_url_still_counts_as_own_site(web, editor):
     from django.contrib.sites.models import Site
 
-    Site.objects.update_or_create(pk=1, defaults={"domain": "https://www.site.example",
-                                                  "name": "site"})
+    Site.objects.update_or_create(
+        pk=1, defaults={"domain": "https://www.site.example", "name": "site"}
+    )
     web.dns.set("www.site.example", a=[web.PUBLIC_V4[1]])
-    result = run_tool("fetch_external_url", {"url": "http://www.site.example/plain"},
-                      user=editor, context=APPROVED)
+    result = run_tool(
+        "fetch_external_url",
+        {"url": "http://www.site.example/plain"},
+        user=editor,
+        context=APPROVED,
+    )
     assert result.meta.get("reason") == "own_site"
     assert web.requests == []
 
@@ -176,15 +199,15 @@ def _long_url(tail: str) -> str:
     return prefix + "a" * (2048 - len(prefix) - len(tail)) + tail  # the schema's maxLength
 
 
-def test_the_approval_page_shows_the_whole_query_string(client, group_factory, editor,
-                                                       approver):
+def test_the_approval_page_shows_the_whole_query_string(client, group_factory, editor, approver):
     group_factory("web", enabled=True)
     tail = "EXFIL-TAIL-c2VjcmV0"
     call = runs.request_call("fetch_external_url", {"url": _long_url(tail)}, user=editor)
     assert call.state == CallState.AWAITING_APPROVAL
     client.force_login(approver)
-    bulk = client.post(CALLS, {"action": "approve_selected",
-                               helpers.ACTION_CHECKBOX_NAME: [str(call.pk)]})
+    bulk = client.post(
+        CALLS, {"action": "approve_selected", helpers.ACTION_CHECKBOX_NAME: [str(call.pk)]}
+    )
     single = client.get(f"{CALLS}{call.pk}/decide/approve/")
     assert bulk.status_code == single.status_code == 200
     assert tail in bulk.content.decode()
@@ -228,19 +251,25 @@ def test_self_approval_is_refused_in_the_api_and_the_admin_bulk_action(client, a
     response = api(approver).post(f"/api/calls/{call.pk}/approve/", {}, format="json")
     assert response.status_code == 403 and response.json()["code"] == "self_approval"
     client.force_login(approver)
-    client.post(CALLS, {"action": "approve_selected", "confirm": "yes", "comment": "",
-                        helpers.ACTION_CHECKBOX_NAME: [str(call.pk)]})
+    client.post(
+        CALLS,
+        {
+            "action": "approve_selected",
+            "confirm": "yes",
+            "comment": "",
+            helpers.ACTION_CHECKBOX_NAME: [str(call.pk)],
+        },
+    )
     assert ToolCall.objects.get(pk=call.pk).state == CallState.AWAITING_APPROVAL
 
 
 def test_session_posts_need_the_csrf_token(editor, approver):
     call = runs.request_call("runs_echo", {"text": "x"}, user=editor)
-    response = api(approver, csrf=True).post(f"/api/calls/{call.pk}/approve/", {},
-                                             format="json")
+    response = api(approver, csrf=True).post(f"/api/calls/{call.pk}/approve/", {}, format="json")
     assert response.status_code == 403
-    response = api(editor, csrf=True).post("/api/calls/", {"tool": "runs_echo",
-                                                           "arguments": {"text": "y"}},
-                                           format="json")
+    response = api(editor, csrf=True).post(
+        "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "y"}}, format="json"
+    )
     assert response.status_code == 403
     assert ToolCall.objects.get(pk=call.pk).state == CallState.AWAITING_APPROVAL
     assert ToolCall.objects.count() == 1
@@ -250,10 +279,16 @@ def test_staff_without_the_permission_cannot_run_the_bulk_approve(client, editor
     call = runs.request_call("runs_echo", {"text": "x"}, user=editor)
     viewer = grant(user_factory(staff=True, username="viewer"), "view_toolcall")
     client.force_login(viewer)
-    client.post(CALLS, {"action": "approve_selected", "confirm": "yes", "comment": "",
-                        helpers.ACTION_CHECKBOX_NAME: [str(call.pk)]})
-    assert client.post(f"{CALLS}{call.pk}/decide/approve/",
-                       {"confirm": "yes"}).status_code == 403
+    client.post(
+        CALLS,
+        {
+            "action": "approve_selected",
+            "confirm": "yes",
+            "comment": "",
+            helpers.ACTION_CHECKBOX_NAME: [str(call.pk)],
+        },
+    )
+    assert client.post(f"{CALLS}{call.pk}/decide/approve/", {"confirm": "yes"}).status_code == 403
     assert ToolCall.objects.get(pk=call.pk).state == CallState.AWAITING_APPROVAL
 
 
@@ -269,33 +304,38 @@ def test_a_write_cannot_be_lifted_from_approval(editor):
     assert call.state == CallState.AWAITING_APPROVAL and call.requires_approval
 
 
-def test_skip_approval_without_an_allowlist_still_waits(group_factory, host_entry_factory,
-                                                       editor):
+def test_skip_approval_without_an_allowlist_still_waits(group_factory, host_entry_factory, editor):
     group_factory("web", enabled=True, skip_approval_with_allowlist=True)
     host_entry_factory(value="docs.lab.example", list="deny")  # a denylist is not enough
-    call = runs.request_call("fetch_external_url", {"url": "https://docs.lab.example/"},
-                             user=editor)
+    call = runs.request_call(
+        "fetch_external_url", {"url": "https://docs.lab.example/"}, user=editor
+    )
     assert call.state == CallState.AWAITING_APPROVAL
 
 
-def test_skip_approval_with_an_invalid_allowlist_fetches_nothing(web, group_factory,
-                                                                host_entry_factory, editor):
+def test_skip_approval_with_an_invalid_allowlist_fetches_nothing(
+    web, group_factory, host_entry_factory, editor
+):
     group_factory("web", skip_approval_with_allowlist=True)
     entry = host_entry_factory(value="docs.lab.example")
     HostListEntry.objects.filter(pk=entry.pk).update(value="docs.lab.example/*")  # bad row
-    call = runs.request_call("fetch_external_url",
-                             {"url": web.url("docs.lab.example", "/plain")}, user=editor)
+    call = runs.request_call(
+        "fetch_external_url", {"url": web.url("docs.lab.example", "/plain")}, user=editor
+    )
     assert call.state == CallState.FAILED
     assert call.result["meta"] == {"reason": "invalid_list"}
     assert web.requests == []
-    assert EgressEvent.objects.filter(decision="denied", reason="invalid_list",
-                                      call_id=str(call.pk)).exists()
+    assert EgressEvent.objects.filter(
+        decision="denied", reason="invalid_list", call_id=str(call.pk)
+    ).exists()
 
 
-def test_a_call_of_a_group_disabled_after_the_request_gets_no_egress(web, group_factory,
-                                                                    editor, approver):
-    call = runs.request_call("fetch_external_url",
-                             {"url": web.url("docs.lab.example", "/plain")}, user=editor)
+def test_a_call_of_a_group_disabled_after_the_request_gets_no_egress(
+    web, group_factory, editor, approver
+):
+    call = runs.request_call(
+        "fetch_external_url", {"url": web.url("docs.lab.example", "/plain")}, user=editor
+    )
     group_factory("web", enabled=False)
     call = runs.approve(call, by=approver)
     assert call.state == CallState.FAILED and call.reason == "tool_unavailable"
@@ -332,8 +372,7 @@ def test_the_endpoint_secret_stays_out_of_the_api_and_the_audit(
     group_factory("rag", enabled=True)
     lab_settings.dns.set("search.lab.example", a=[lab_settings.PUBLIC_V4[3]])
     search_servers(lab_settings.PUBLIC_V4[3])
-    endpoint_factory(base_url="http://search.lab.example:9200/search",
-                     auth_header_value=SECRET)
+    endpoint_factory(base_url="http://search.lab.example:9200/search", auth_header_value=SECRET)
     call = runs.request_call("search_site", {"query": "x"}, user=editor)
     assert call.state == CallState.SUCCEEDED
     assert _Search.seen[0]["headers"]["Authorization"] == SECRET

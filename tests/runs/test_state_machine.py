@@ -97,7 +97,11 @@ def test_nothing_is_deleted(db, run_tools, editor, approver):
     runs.approve(calls[3], by=approver)
     assert ToolCall.objects.count() == 4
     assert sorted(ToolCall.objects.values_list("state", flat=True)) == [
-        "cancelled", "denied", "expired", "succeeded"]
+        "cancelled",
+        "denied",
+        "expired",
+        "succeeded",
+    ]
 
 
 # -- requesting -----------------------------------------------------------------------------
@@ -123,8 +127,9 @@ def test_request_a_tool_not_offered(db, run_tools, editor):
 
 
 def test_invalid_arguments_end_the_call(db, run_tools, editor):
-    call = runs.request_call("runs_echo", {"text": 5, "extra": 1}, user=editor,
-                             conversation="conv-1")
+    call = runs.request_call(
+        "runs_echo", {"text": 5, "extra": 1}, user=editor, conversation="conv-1"
+    )
     assert call.state == CallState.FAILED
     assert call.reason == "invalid_arguments"
     result = call.tool_result()
@@ -186,14 +191,16 @@ def test_a_tool_refusal_fails_the_call_with_its_code(db, run_tools, editor, appr
 
 
 def test_a_tool_exception_is_a_failed_call(db, run_tools, editor, approver):
-    call = runs.approve(runs.request_call("runs_echo", {"text": "explode"}, user=editor),
-                        by=approver)
+    call = runs.approve(
+        runs.request_call("runs_echo", {"text": "explode"}, user=editor), by=approver
+    )
     assert call.state == CallState.FAILED
     assert call.reason == "internal_error"
 
 
-def test_a_tool_withdrawn_after_approval_does_not_run(db, run_tools, editor, approver,
-                                                      group_factory):
+def test_a_tool_withdrawn_after_approval_does_not_run(
+    db, run_tools, editor, approver, group_factory
+):
     call = runs.request_call("runs_echo", {"text": "x"}, user=editor)
     group_factory("runs-test", enabled=False)  # the operator disables the group meanwhile
     call = runs.approve(call, by=approver)
@@ -354,12 +361,17 @@ def test_execute_a_call_held_by_a_live_attempt(db, run_tools, editor):
 
 
 def _lost_call(user, attempts):
-    return make_call(CallState.RUNNING, user=user, attempts=attempts,
-                     lease_expires_at=timezone.now() - timedelta(seconds=1))
+    return make_call(
+        CallState.RUNNING,
+        user=user,
+        attempts=attempts,
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
 
 
-def test_a_redelivered_lost_call_is_retried_in_that_task(db, run_tools, editor, settings,
-                                                           django_capture_on_commit_callbacks):
+def test_a_redelivered_lost_call_is_retried_in_that_task(
+    db, run_tools, editor, settings, django_capture_on_commit_callbacks
+):
     settings.WEBFETCH_ASYNC_RUNS = True
     call = _lost_call(editor, attempts=1)
     with django_capture_on_commit_callbacks() as callbacks:
@@ -371,8 +383,9 @@ def test_a_redelivered_lost_call_is_retried_in_that_task(db, run_tools, editor, 
     assert len(EchoTool.executed) == 1
 
 
-def test_the_sweep_queues_a_lost_call_again(db, run_tools, editor, settings,
-                                            django_capture_on_commit_callbacks):
+def test_the_sweep_queues_a_lost_call_again(
+    db, run_tools, editor, settings, django_capture_on_commit_callbacks
+):
     settings.WEBFETCH_ASYNC_RUNS = True
     call = _lost_call(editor, attempts=1)
     with django_capture_on_commit_callbacks() as callbacks:
@@ -420,8 +433,12 @@ def test_lost_calls_are_recovered_on_read(db, run_tools, editor):
 def test_the_result_of_a_superseded_attempt_is_discarded(db, run_tools, editor):
     from django_webfetch.tools import ToolResult
 
-    call = make_call(CallState.RUNNING, user=editor, attempts=2,
-                     lease_expires_at=timezone.now() + timedelta(seconds=30))
+    call = make_call(
+        CallState.RUNNING,
+        user=editor,
+        attempts=2,
+        lease_expires_at=timezone.now() + timedelta(seconds=30),
+    )
     outcome = runs._finish(call.pk, 1, ToolResult(content="late"))
     assert outcome.action == "discarded"
     row = ToolCall.objects.get(pk=call.pk)
@@ -429,13 +446,17 @@ def test_the_result_of_a_superseded_attempt_is_discarded(db, run_tools, editor):
     assert row.result is None
 
 
-def test_stale_queued_calls_are_queued_again(db, run_tools, editor, settings,
-                                             django_capture_on_commit_callbacks, monkeypatch):
+def test_stale_queued_calls_are_queued_again(
+    db, run_tools, editor, settings, django_capture_on_commit_callbacks, monkeypatch
+):
     settings.WEBFETCH_ASYNC_RUNS = True
     queued = []
     monkeypatch.setattr(runs, "_enqueue", queued.append)
-    old = make_call(CallState.APPROVED, user=editor,
-                    queued_at=timezone.now() - runs.STALE_QUEUE_AFTER - timedelta(seconds=1))
+    old = make_call(
+        CallState.APPROVED,
+        user=editor,
+        queued_at=timezone.now() - runs.STALE_QUEUE_AFTER - timedelta(seconds=1),
+    )
     make_call(CallState.APPROVED, user=editor, queued_at=timezone.now())
     assert runs.sweep().requeued == 1
     assert queued == [old.pk]
@@ -480,8 +501,7 @@ real_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_two_approvers_at_once(run_tools, editor, approver_factory, round_):
     first, second = approver_factory(), approver_factory()
     call = runs.request_call("runs_echo", {"text": "race"}, user=editor)
-    outcomes = _race(lambda: runs.approve(call.pk, by=first),
-                     lambda: runs.deny(call.pk, by=second))
+    outcomes = _race(lambda: runs.approve(call.pk, by=first), lambda: runs.deny(call.pk, by=second))
     won = [o for o in outcomes if isinstance(o, ToolCall)]
     lost = [o for o in outcomes if isinstance(o, runs.InvalidTransition)]
     assert len(won) == 1 and len(lost) == 1, outcomes
@@ -497,7 +517,8 @@ def test_approval_racing_expiry(run_tools, editor, approver, offset):
     """The approval lands around the moment the request expires: one outcome, never both."""
     call = runs.request_call("runs_echo", {"text": "race"}, user=editor)
     ToolCall.objects.filter(pk=call.pk).update(
-        expires_at=timezone.now() + timedelta(seconds=offset))
+        expires_at=timezone.now() + timedelta(seconds=offset)
+    )
     approved, expired = _race(lambda: runs.approve(call.pk, by=approver), runs.expire_due)
     row = ToolCall.objects.get(pk=call.pk)
     if row.state == CallState.EXPIRED:
