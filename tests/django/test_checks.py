@@ -67,11 +67,22 @@ def test_e004_missing_ca_file(settings, tmp_path):
 
 def test_e005_async_runs_without_celery(settings, monkeypatch):
     settings.WEBFETCH_ASYNC_RUNS = True
+    monkeypatch.setattr(checks, "_celery_installed", lambda: True)
     assert checks.check_celery_installed() == []
     monkeypatch.setattr(checks, "_celery_installed", lambda: False)
     messages = checks.check_celery_installed()
     assert ids(messages) == ["django_webfetch.E005"]
     assert "django-webfetch[celery]" in messages[0].hint
+
+
+def test_celery_installed_follows_the_environment():
+    try:
+        import celery  # noqa: F401
+    except ImportError:
+        installed = False
+    else:
+        installed = True
+    assert checks._celery_installed() is installed
 
 
 def test_w005_self_approval_in_production(settings):

@@ -79,6 +79,11 @@ def _missing(what: str) -> None:
     pytest.skip(what)
 
 
+def _require_celery() -> None:
+    """Skip (also in CI) when the ``[celery]`` extra is not installed: the noextras env."""
+    pytest.importorskip("celery", reason="needs the [celery] extra")
+
+
 # -- Redis ----------------------------------------------------------------------------------
 
 
@@ -172,6 +177,7 @@ TEST_TRANSPORT_OPTIONS = {
 @pytest.fixture
 def celery_client(redis_socket: str, settings: Any) -> Iterator[CeleryClient]:
     """A Celery app in the test process that queues onto Redis (a fresh queue per test)."""
+    _require_celery()
     from celery import Celery
 
     queue = f"webfetch-test-{uuid.uuid4().hex[:12]}"
@@ -192,6 +198,7 @@ def celery_client(redis_socket: str, settings: Any) -> Iterator[CeleryClient]:
 @pytest.fixture
 def celery_eager(settings: Any) -> Iterator[Any]:
     """Celery in eager mode (``task_always_eager``): tasks run inline, no broker."""
+    _require_celery()
     from celery import Celery
 
     app = Celery("webfetch-test-eager", set_as_current=False)

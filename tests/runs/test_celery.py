@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+pytest.importorskip("celery", reason="needs the [celery] extra")
+
 from django_webfetch import runs
 from django_webfetch.models import CallState, EgressEvent, ToolCall
 
