@@ -407,6 +407,10 @@ def _expired(call: ToolCall, now: datetime | None = None) -> bool:
 
 def _decision_check(by: Any, target: str) -> Callable[[ToolCall], None]:
     def check(call: ToolCall) -> None:
+        # TRANSITIONS also has running -> approved (the retry of a lost worker's call): a
+        # human decision must not take that edge, or approving a running call runs it again.
+        if call.state != CallState.AWAITING_APPROVAL:
+            raise InvalidTransition(call.state, target)
         if not _may_approve(by):
             raise ApprovalPermissionDenied()
         if call.user_id == by.pk and not conf.WEBFETCH_ALLOW_SELF_APPROVAL:

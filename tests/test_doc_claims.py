@@ -133,8 +133,12 @@ def test_no_tool_is_offered_when_the_groups_cannot_be_read(editor, group_factory
         cursor.execute(f"ALTER TABLE {table} RENAME TO doc_claims_hidden")
     try:
         assert tools_for_user(editor) == []
-        assert run_tool("fetch_external_url", {"url": "https://a.example/"}, user=editor,
-                        context=APPROVED).error == "tool_unavailable"
+        assert (
+            run_tool(
+                "fetch_external_url", {"url": "https://a.example/"}, user=editor, context=APPROVED
+            ).error
+            == "tool_unavailable"
+        )
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"ALTER TABLE doc_claims_hidden RENAME TO {table}")
@@ -144,16 +148,26 @@ def test_no_tool_is_offered_when_the_groups_cannot_be_read(editor, group_factory
 def test_fetch_external_url_refuses_non_default_ports_and_proxied_destinations(
     web, editor, settings
 ):
-    result = run_tool("fetch_external_url", {"url": web.url("docs.lab.example", "/plain",
-                                                            port=8080)},
-                      user=editor, context=APPROVED)
+    result = run_tool(
+        "fetch_external_url",
+        {"url": web.url("docs.lab.example", "/plain", port=8080)},
+        user=editor,
+        context=APPROVED,
+    )
     assert result.meta == {"reason": "port"}
     settings.WEBFETCH_PROXY = f"http://{web.PUBLIC_V4[1]}:3128"
-    result = run_tool("fetch_external_url", {"url": web.url("docs.lab.example", "/plain")},
-                      user=editor, context=APPROVED)
+    result = run_tool(
+        "fetch_external_url",
+        {"url": web.url("docs.lab.example", "/plain")},
+        user=editor,
+        context=APPROVED,
+    )
     assert result.meta == {"reason": "proxy"}
     assert web.accepts() == [] and web.requests == []
-    assert list(EgressEvent.objects.order_by("pk").values_list("reason", flat=True)) == ["port", "proxy"]
+    assert list(EgressEvent.objects.order_by("pk").values_list("reason", flat=True)) == [
+        "port",
+        "proxy",
+    ]
 
 
 @pytest.mark.django_db
@@ -169,20 +183,25 @@ def test_fetch_external_url_takes_at_most_2048_characters(editor, group_factory,
 @pytest.mark.django_db
 def test_fetch_external_url_preview_shows_the_path(editor, group_factory, tool_registry):
     group_factory("web", enabled=True)
-    call = runs.request_call("fetch_external_url",
-                             {"url": "https://docs.example.org:8443/a/b?q=1"}, user=editor)
+    call = runs.request_call(
+        "fetch_external_url", {"url": "https://docs.example.org:8443/a/b?q=1"}, user=editor
+    )
     preview = call.approval_preview
-    assert (preview["host"], preview["port"], preview["path"]) == (
-        "docs.example.org", 8443, "/a/b")
+    assert (preview["host"], preview["port"], preview["path"]) == ("docs.example.org", 8443, "/a/b")
     assert (preview["query_raw"], preview["query_decoded"]) == ("q=1", [["q", "1"]])
 
 
 @pytest.mark.django_db
-def test_search_site_query_is_1_to_500_characters_and_limit_1_to_20(editor, group_factory,
-                                                                    tool_registry):
+def test_search_site_query_is_1_to_500_characters_and_limit_1_to_20(
+    editor, group_factory, tool_registry
+):
     group_factory("rag", enabled=True)
-    for arguments in ({"query": "x" * 501}, {"query": ""}, {"query": "x", "limit": 21},
-                      {"query": "x", "limit": 0}):
+    for arguments in (
+        {"query": "x" * 501},
+        {"query": ""},
+        {"query": "x", "limit": 21},
+        {"query": "x", "limit": 0},
+    ):
         assert run_tool("search_site", arguments, user=editor).error == "invalid_arguments"
     # 500 characters and a limit of 20 pass validation (and then find no endpoint).
     result = run_tool("search_site", {"query": "x" * 500, "limit": 20}, user=editor)
@@ -230,8 +249,23 @@ def call_command_output(*args):
 # -- text -------------------------------------------------------------------------------------
 
 
-DROPPED = ("script", "style", "noscript", "template", "head", "nav", "aside", "form",
-           "iframe", "svg", "canvas", "button", "select", "object", "embed")
+DROPPED = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "nav",
+    "aside",
+    "form",
+    "iframe",
+    "svg",
+    "canvas",
+    "button",
+    "select",
+    "object",
+    "embed",
+)
 
 
 @pytest.mark.parametrize("tag", DROPPED)
@@ -241,8 +275,10 @@ def test_dropped_elements_never_reach_the_text(tag):
     if tag == "embed":  # a void element: nothing inside it, its attributes are never text
         html = "<html><body><p>kept</p><embed src=SECRETWORD title=SECRETWORD><p>also kept</p>"
     if tag == "head":
-        html = f"<html><head><meta name=x content=y><link rel=x href=SECRETWORD>" \
-               f"<base href=/SECRETWORD></head><body><p>kept</p><p>also kept</p></body></html>"
+        html = (
+            "<html><head><meta name=x content=y><link rel=x href=SECRETWORD>"
+            "<base href=/SECRETWORD></head><body><p>kept</p><p>also kept</p></body></html>"
+        )
     text = extract_text(html.encode(), "text/html")
     assert "SECRETWORD" not in text
     assert "kept" in text and "also kept" in text

@@ -21,16 +21,22 @@ def references(path: Path) -> list[tuple[str, str]]:
     return REFERENCE.findall(path.read_text(encoding="utf-8"))
 
 
-ALL = sorted({(doc.relative_to(ROOT).as_posix(), file, name)
-              for doc in DOCUMENTS for file, name in references(doc)})
+ALL = sorted(
+    {
+        (doc.relative_to(ROOT).as_posix(), file, name)
+        for doc in DOCUMENTS
+        for file, name in references(doc)
+    }
+)
 
 
 def test_the_documents_hold_references():
     assert ALL, "no tests/...py::name reference found in docs/*.rst or README.md"
 
 
-@pytest.mark.parametrize(("document", "file", "name"), ALL,
-                         ids=[f"{d}:{f}::{n}" for d, f, n in ALL])
+@pytest.mark.parametrize(
+    ("document", "file", "name"), ALL, ids=[f"{d}:{f}::{n}" for d, f, n in ALL]
+)
 def test_reference_points_at_a_defined_test(document, file, name):
     path = ROOT / file
     assert path.is_file(), f"{document} names {file}, which does not exist"
