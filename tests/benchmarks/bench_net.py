@@ -12,19 +12,17 @@ baseline measured in the same process, never absolute thresholds.
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.benchmarks._netns import in_namespace, setup_network
+
 ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
 NAME = "bench.example"
-_ENV_FLAG = "WEBFETCH_BENCH_IN_NETNS"
 
 PAGES = {
     "/50k": b"<html><body>" + b"<p>lorem ipsum dolor sit amet</p>\n" * 1500 + b"</body></html>",
@@ -46,31 +44,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
-
-
-def _in_namespace() -> bool:
-    """True inside the benchmark's namespace; otherwise run this module there and wait."""
-    if os.environ.get(_ENV_FLAG) == "1":
-        return True
-    env = dict(os.environ, **{_ENV_FLAG: "1"})
-    args = ["unshare", "-n", sys.executable, "-m", "tests.benchmarks.bench_net"]
-    if subprocess.call(args, env=env) != 0:
-        raise SystemExit("bench_net failed")
-    return False
-
-
-def _setup_network() -> None:
-    for cmd in (
-        ["ip", "link", "set", "lo", "up"],
-        ["ip", "addr", "add", f"{ADDRESS}/32", "dev", "lo"],
-        ["ip", "addr", "add", f"{DNS_ADDRESS}/32", "dev", "lo"],
-    ):
-        subprocess.run(cmd, check=True)
-    # /sys/class/net still shows the parent's interfaces without a new mount namespace;
-    # ask the kernel through ip(8) instead.
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    if [line.split(": ")[1] for line in links.splitlines()] != ["lo"]:
-        raise SystemExit("refusing to benchmark: the namespace has more than lo")
 
 
 def _start_dns() -> None:
@@ -111,9 +84,9 @@ def _per_call_us(fn: Callable[[], object], n: int) -> float:
 
 
 def main() -> None:
-    if not _in_namespace():
+    if not in_namespace("tests.benchmarks.bench_net"):
         return
-    _setup_network()
+    setup_network((ADDRESS, DNS_ADDRESS))
     _start_dns()
     server = ThreadingHTTPServer((ADDRESS, 80), _Handler)
     server.daemon_threads = True

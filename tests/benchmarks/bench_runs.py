@@ -30,13 +30,14 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from tests.benchmarks._netns import in_namespace, setup_network
+
 ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
 NAME = "bench.example"
 CALLS = 100
 ROUNDS = 3  # the median of 3 batches on each side
 WORKERS = 2
-_ENV_FLAG = "WEBFETCH_BENCH_IN_NETNS"
 ROOT = Path(__file__).resolve().parents[2]
 
 PAGE = (
@@ -83,28 +84,6 @@ def _serve() -> None:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
-
-
-def _in_namespace() -> bool:
-    if os.environ.get(_ENV_FLAG) == "1":
-        return True
-    env = dict(os.environ, **{_ENV_FLAG: "1"})
-    args = ["unshare", "-n", sys.executable, "-m", "tests.benchmarks.bench_runs"]
-    if subprocess.call(args, env=env, cwd=ROOT) != 0:
-        raise SystemExit("bench_runs failed")
-    return False
-
-
-def _setup_network() -> None:
-    for cmd in (
-        ["ip", "link", "set", "lo", "up"],
-        ["ip", "addr", "add", f"{ADDRESS}/32", "dev", "lo"],
-        ["ip", "addr", "add", f"{DNS_ADDRESS}/32", "dev", "lo"],
-    ):
-        subprocess.run(cmd, check=True)
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    if [line.split(": ")[1] for line in links.splitlines()] != ["lo"]:
-        raise SystemExit("refusing to benchmark: the namespace has more than lo")
 
 
 def _wait(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -210,9 +189,9 @@ def _run_batch(user, count: int) -> float:  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    if not _in_namespace():
+    if not in_namespace("tests.benchmarks.bench_runs", cwd=str(ROOT)):
         return
-    _setup_network()
+    setup_network((ADDRESS, DNS_ADDRESS))
     directory = tempfile.mkdtemp(prefix="webfetch-bench-runs-")
     server = subprocess.Popen(
         [sys.executable, "-c", "from tests.benchmarks.bench_runs import _serve; _serve()"], cwd=ROOT
