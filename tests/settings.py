@@ -12,6 +12,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.sites",
     "rest_framework",
+    "rest_framework.authtoken",
     "django_webfetch",
 ]
 MIDDLEWARE = [

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from rest_framework.authentication import TokenAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from django_webfetch import runs
@@ -20,19 +19,6 @@ from .conftest import EchoTool
 
 pytestmark = pytest.mark.django_db
 
-TOKENS: dict[str, Any] = {}
-
-
-class DictTokenAuthentication(TokenAuthentication):
-    """DRF's ``Authorization: Token <key>`` parsing with keys from a dict (the authtoken app
-    is not installed in the test settings)."""
-
-    def authenticate_credentials(self, key):
-        user = TOKENS.get(key)
-        if user is None:
-            raise AuthenticationFailed("Invalid token.")
-        return (user, key)
-
 
 @pytest.fixture(autouse=True)
 def api_settings(settings, run_tools):
@@ -40,20 +26,18 @@ def api_settings(settings, run_tools):
     settings.REST_FRAMEWORK = {
         "DEFAULT_AUTHENTICATION_CLASSES": [
             "rest_framework.authentication.SessionAuthentication",
-            "tests.runs.test_api.DictTokenAuthentication",
+            # DRF's own token authentication, with the authtoken app's Token model.
+            "rest_framework.authentication.TokenAuthentication",
         ],
     }
-    TOKENS.clear()
     yield
-    TOKENS.clear()
 
 
 def client_for(user: Any = None, *, token: bool = False) -> APIClient:
     client = APIClient()
     if user is not None:
         if token:
-            key = uuid.uuid4().hex
-            TOKENS[key] = user
+            key = Token.objects.get_or_create(user=user)[0].key
             client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
         else:
             client.force_login(user)
