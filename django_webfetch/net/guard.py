@@ -27,7 +27,13 @@ from .errors import (
     WebFetchError,
 )
 from .hosts import Host, HostKind, HostList
-from .ipclass import PRIVATE_ALLOWABLE, PUBLIC, IpAddressClassifier, parse_nat64_prefixes
+from .ipclass import (
+    PRIVATE_ALLOWABLE,
+    PUBLIC,
+    IpAddressClassifier,
+    is_metadata,
+    parse_nat64_prefixes,
+)
 from .policy import EgressPolicy, Scope
 from .resolve import DnsResolver
 from .urlparse import ParsedURL, parse_url
@@ -66,6 +72,8 @@ class ResolvedDestination:
     addresses: tuple[IPAddress, ...]
     proxy: str | None = None
     categories: tuple[str, ...] = ()
+    #: The proxy's own addresses (resolved through dnspython), when ``proxy`` is set.
+    proxy_addresses: tuple[IPAddress, ...] = ()
 
     @property
     def host(self) -> str:
@@ -355,6 +363,9 @@ class UrlGuard:
         proxy = applicable_proxy(policy, parsed.scheme, host, parsed.port)
         if proxy is not None and not (policy.allow_via_proxy and allow):
             raise EgressDenied("proxy", detail="a proxy applies to this destination")
+        proxy_addresses: tuple[IPAddress, ...] = ()
+        if proxy is not None:
+            proxy, proxy_addresses = self._resolve_proxy(proxy, policy, deadline, resolve)
         trace.ok("proxy", "via the configured proxy (allowlisted)" if proxy else "no proxy")
 
         # 10. Resolve through DNS (never getaddrinfo, never /etc/hosts).
@@ -362,7 +373,9 @@ class UrlGuard:
             if not resolve:
                 trace.skip("resolve", "resolution not requested")
                 trace.skip("addresses")
-                return ResolvedDestination(url=parsed, addresses=(), proxy=proxy)
+                return ResolvedDestination(
+                    url=parsed, addresses=(), proxy=proxy, proxy_addresses=proxy_addresses
+                )
             remaining = self._remaining(deadline, policy)
             resolution = self._resolver_factory(policy).resolve(host.name, timeout=remaining)
             addresses = resolution.addresses
@@ -387,8 +400,40 @@ class UrlGuard:
             "addresses", ", ".join(f"{a}={c}" for a, c in zip(addresses, categories, strict=True))
         )
         return ResolvedDestination(
-            url=parsed, addresses=addresses, proxy=proxy, categories=categories
+            url=parsed,
+            addresses=addresses,
+            proxy=proxy,
+            categories=categories,
+            proxy_addresses=proxy_addresses,
         )
+
+    def _resolve_proxy(
+        self, proxy: str, policy: EgressPolicy, deadline: float | None, resolve: bool
+    ) -> tuple[str, tuple[IPAddress, ...]]:
+        """The operator's proxy, parsed strictly and resolved through dnspython.
+
+        Its addresses are not held to the public-only rule (a site's egress proxy usually
+        sits on a private network), but a metadata address is refused in every mode.
+        """
+        try:
+            proxy_url = parse_url(proxy)
+        except EgressDenied as exc:
+            raise EgressDenied("proxy", detail="the proxy URL is not usable") from exc
+        if not resolve:
+            return proxy_url.geturl(), ()
+        if proxy_url.host.address is not None:
+            addresses: tuple[IPAddress, ...] = (proxy_url.host.address,)
+        else:
+            remaining = self._remaining(deadline, policy)
+            resolver = self._resolver_factory(policy)
+            addresses = resolver.resolve(proxy_url.host.name, timeout=remaining).addresses
+            self._check_budget(deadline)
+        for address in addresses:
+            if is_metadata(address):
+                raise AddressNotAllowed(
+                    "address_class:metadata", address=str(address), category="metadata"
+                )
+        return proxy_url.geturl(), addresses
 
     def _check_addresses(
         self,

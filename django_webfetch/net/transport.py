@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 import httpcore
 import httpx
 
-from .guard import ResolvedDestination
+from .guard import IPAddress, ResolvedDestination
+from .urlparse import parse_url
 
 __all__ = ["PinnedTransport", "ssl_context"]
 
@@ -78,6 +79,8 @@ class _DeadlineStream(httpcore.NetworkStream):
 
 
 class _PinnedBackend(httpcore.NetworkBackend):
+    """Connects to one host:port only, and only to the addresses given for it."""
+
     def __init__(
         self,
         destination: ResolvedDestination,
@@ -85,8 +88,15 @@ class _PinnedBackend(httpcore.NetworkBackend):
         connect_timeout: float,
         deadline: float,
         on_connect: Callable[[str], None] | None,
+        target: tuple[str, int, tuple[IPAddress, ...]] | None = None,
     ) -> None:
-        self._destination = destination
+        # ``target`` (host, port, addresses) overrides the destination: the operator's
+        # proxy, resolved by the guard through dnspython like every other name.
+        self._host, self._port, self._addresses = target or (
+            destination.host,
+            destination.port,
+            destination.addresses,
+        )
         self._connect_timeout = connect_timeout
         self._deadline = deadline
         self._on_connect = on_connect
@@ -100,12 +110,12 @@ class _PinnedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[typing.Any] | None = None,
     ) -> httpcore.NetworkStream:
-        wanted = self._destination.host.strip("[]")
-        if host.strip("[]").lower() != wanted or port != self._destination.port:
+        wanted = self._host.strip("[]")
+        if host.strip("[]").lower() != wanted or port != self._port:
             # Defence in depth: the transport was built for one destination only.
             raise httpcore.ConnectError("connection target differs from the checked one")
         last: Exception | None = None
-        for address in self._destination.addresses:
+        for address in self._addresses:
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
                 raise httpcore.ConnectTimeout("fetch budget exhausted")
@@ -202,13 +212,24 @@ class PinnedTransport(httpx.BaseTransport):
         self._pool: httpcore.ConnectionPool
         if destination.proxy is not None:
             # Only reachable when the policy has allow_via_proxy AND a non-empty allowlist:
-            # the proxy resolves the name itself, so the allowlist is what bounds egress.
+            # the proxy resolves the destination itself, so the allowlist is what bounds
+            # egress.  The proxy's own name was resolved by the guard (dnspython), and the
+            # connection is pinned to those addresses.
+            proxy_url = parse_url(destination.proxy)
+            proxy_backend = _PinnedBackend(
+                destination,
+                connect_timeout=connect_timeout,
+                deadline=deadline,
+                on_connect=on_connect,
+                target=(proxy_url.host.name, proxy_url.port, destination.proxy_addresses),
+            )
             self._pool = httpcore.HTTPProxy(
-                proxy_url=destination.proxy,
+                proxy_url=proxy_url.geturl(),
                 ssl_context=ssl_context(ca_file),
                 max_connections=1,
                 max_keepalive_connections=0,
                 retries=0,
+                network_backend=proxy_backend,
             )
             return
         self._pool = httpcore.ConnectionPool(

@@ -221,8 +221,23 @@ def test_configured_proxy_allowed_only_with_allowlist():
     p = {"proxy": "http://proxy.corp:3128"}
     assert reason(f"http://{PUBLIC_V4}/", **p) == "proxy"
     assert reason(f"http://{PUBLIC_V4}/", allow_via_proxy=True, **p) == "proxy"
-    dest = check(f"http://{PUBLIC_V4}/", allow_via_proxy=True, allowlist=(PUBLIC_V4,), **p)
-    assert dest.proxy == "http://proxy.corp:3128"
+    # The proxy's own name is resolved (through dnspython) when the request is checked;
+    # without resolution the decision is made on the lists alone.
+    decision = explain(
+        f"http://{PUBLIC_V4}/",
+        policy=policy(allow_via_proxy=True, allowlist=(PUBLIC_V4,), **p),
+        resolve=False,
+    )
+    assert decision.allowed
+    assert decision.destination.proxy == "http://proxy.corp:3128/"
+    dest = check(
+        f"http://{PUBLIC_V4}/",
+        allow_via_proxy=True,
+        allowlist=(PUBLIC_V4,),
+        proxy="http://11.0.0.12:3128",
+    )
+    assert dest.proxy == "http://11.0.0.12:3128/"
+    assert [str(a) for a in dest.proxy_addresses] == ["11.0.0.12"]
 
 
 @pytest.mark.parametrize(

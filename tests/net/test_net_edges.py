@@ -16,6 +16,7 @@ import pytest
 
 from django_webfetch.net import (
     AddressNotAllowed,
+    EgressDenied,
     EgressPolicy,
     FetchError,
     FetchTimeout,
@@ -342,3 +343,64 @@ def test_caller_headers_reach_the_first_origin_only(lab):
 def test_caller_headers_that_would_change_routing_or_framing_are_refused(headers):
     with pytest.raises(PolicyError):
         fetch("http://11.0.0.10/", policy=EgressPolicy(proxy_env=()), headers=headers)
+
+
+@pytest.mark.lab
+def test_proxy_name_is_resolved_through_dnspython_and_pinned(lab):
+    # The operator's proxy is a name: the guard resolves it through the lab DNS (never
+    # getaddrinfo) and the transport connects only to that address.
+    lab.dns.set("via.lab.example", a=[V4])
+    lab.dns.set("proxy.lab.example", a=[V4_B])
+    policy = EgressPolicy(
+        nameservers=lab.nameservers,
+        proxy_env=(),
+        proxy="http://proxy.lab.example:80",
+        allow_via_proxy=True,
+        allowlist=("via.lab.example",),
+    )
+    dest = UrlGuard().check("http://via.lab.example/plain", policy)
+    assert [str(a) for a in dest.proxy_addresses] == [V4_B]
+    result = fetch("http://via.lab.example/plain", policy=policy)
+    assert result.body == b"hello from the lab\n"
+    assert result.hops[-1].address == V4_B
+    assert lab.dns.lookups("proxy.lab.example", "A") >= 1
+    assert not [x for x in lab.lookups if "proxy.lab.example" in str(x)]  # no getaddrinfo
+    assert lab.accepts(address=V4_B) and not lab.accepts(address=V4)
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(
+    ("proxy", "reason"),
+    [
+        ("http://169.254.169.254:80", "address_class:metadata"),
+        ("http://user:pw@proxy.lab.example:80", "proxy"),
+        ("socks5://proxy.lab.example:1080", "proxy"),
+    ],
+)
+def test_unusable_or_metadata_proxies_are_refused(lab, proxy, reason):
+    lab.dns.set("via.lab.example", a=[V4])
+    policy = EgressPolicy(
+        nameservers=lab.nameservers,
+        proxy_env=(),
+        proxy=proxy,
+        allow_via_proxy=True,
+        allowlist=("via.lab.example",),
+    )
+    with pytest.raises(EgressDenied) as info:
+        fetch("http://via.lab.example/plain", policy=policy)
+    assert info.value.reason == reason
+    assert not lab.accepts()
+
+
+def test_explain_without_resolution_does_not_resolve_the_proxy():
+    policy = EgressPolicy(
+        proxy_env=(),
+        proxy="http://proxy.example:3128",
+        allow_via_proxy=True,
+        allowlist=("via.example",),
+    )
+    decision = explain("http://via.example/", policy=policy, resolve=False)
+    assert decision.allowed
+    assert decision.destination is not None
+    assert decision.destination.proxy == "http://proxy.example:3128/"
+    assert decision.destination.proxy_addresses == ()
