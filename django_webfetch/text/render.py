@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit
 from xml.etree.ElementTree import Element
 
 import html5lib
@@ -22,13 +22,13 @@ def _words(text: str) -> frozenset[str]:
 _SVG = "{http://www.w3.org/2000/svg}"
 _DROPPED = _words(
     "script style noscript template head nav header footer aside form iframe svg canvas button"
-    " select title object embed"
+    " select title object embed dialog"
 )
 # header and footer are page chrome only outside sectioning content (HTML-ARIA "banner").
 _SECTIONING = frozenset({"article", "main", "section"})
 _LINE_BLOCKS = _words(
-    "address article body center dd details dialog dir div dl dt fieldset figcaption hgroup"
-    " html legend li listing main menu ol search section summary ul tr caption"
+    "address article body center dd details dir div dl dt fieldset figcaption hgroup"
+    " html legend li listing main search section summary tr caption"
 )
 _PARAGRAPH_BLOCKS = _words(
     "p blockquote figure h1 h2 h3 h4 h5 h6 hr pre xmp plaintext table textarea"
@@ -36,6 +36,10 @@ _PARAGRAPH_BLOCKS = _words(
 _HEADING_LEVEL = {f"h{level}": level for level in range(1, 7)}
 _LISTS = frozenset({"ul", "ol", "menu", "dir"})
 _DROPPED_SCHEMES = frozenset({"javascript", "data", "vbscript"})
+#: The text of a same-page link that only marks a permalink (Sphinx's "¶", "#", "§").
+_PERMALINK_GLYPHS = frozenset({"\u00b6", "#", "\u00a7", "\U0001f517", "\u2693"})
+#: A link label longer than this cannot spell out its (at most 2,048-character) URL.
+_MAX_LABEL_CHARS = 2100
 _MAX_URL_CHARS = 2048
 _URL_STRIP = str.maketrans("", "", "\t\n\r")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -55,6 +59,9 @@ class Sink:
         self.space = False
         self.line_start = True
         self.prefix = ""
+        # In a table cell, block breaks before its first text are dropped, so the cell stays
+        # on its row ("a | b", not "a\n\n|\n\nb"); a list item or heading starts a line.
+        self.hold = False
 
     @property
     def full(self) -> bool:
@@ -62,13 +69,15 @@ class Sink:
 
     def block(self, breaks: int) -> None:
         """Start a new line (1) or paragraph (2) before the next text."""
-        self.breaks = max(self.breaks, breaks)
+        if not self.hold:
+            self.breaks = max(self.breaks, breaks)
 
     def _append(self, chunk: str) -> None:
         self.parts.append(chunk)
         self.size += len(chunk)
 
     def _start(self) -> None:
+        self.hold = False
         if self.breaks:
             if self.size:
                 self._append("\n" * self.breaks)
@@ -108,7 +117,31 @@ class Sink:
         self._append(chunk.lstrip() if lstrip else chunk)
 
     def line_prefix(self, prefix: str) -> None:
+        if self.hold:
+            self.breaks = max(self.breaks, 1)
+            self.hold = False
         self.prefix = prefix
+
+    def suffix(self, chunk: str) -> None:
+        """Append ``chunk`` to the text written last, leaving pending breaks and space."""
+        self._append(chunk)
+
+    def since(self, index: int) -> str:
+        """The text written since ``len(self.parts)`` was ``index``."""
+        return "".join(self.parts[index:])
+
+    def cell(self, separator: bool) -> int:
+        """Start a table cell (after `` | `` unless it is the row's first); returns a mark."""
+        if separator:
+            self.inline(" | ")
+        self.hold = True
+        return self.size
+
+    def end_cell(self, mark: int) -> None:
+        """End a cell: breaks its text asked for at its end are dropped, so the row goes on."""
+        if self.size > mark:
+            self.breaks = 0
+        self.hold = False
 
     def getvalue(self) -> str:
         return "".join(self.parts)
@@ -162,13 +195,25 @@ def _hidden(element: Element) -> bool:
 
 
 class _Close:
-    __slots__ = ("list", "mark", "name", "url")
+    __slots__ = ("cell", "index", "mark", "name", "url")
 
-    def __init__(self, name: str, url: str | None = None, mark: int = 0) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.url = url
-        self.mark = mark
-        self.list = False
+        self.url: str | None = None
+        self.mark = 0  # sink.size when the element opened
+        self.index = 0  # len(sink.parts) when the element opened
+        self.cell = False
+
+
+def _bare(url: str) -> str:
+    """A URL as people write it in text: no scheme, no ``www.``, no trailing slash."""
+    bare = url.partition("://")[2] or url
+    return bare.removeprefix("www.").rstrip("/").lower()
+
+
+def _spells_url(label: str, url: str) -> bool:
+    """Whether a link's text already shows its URL (``<a href=x>x</a>``)."""
+    return _bare(label.strip()) == _bare(url)
 
 
 def _dropped(name: str, element: Element, sectioning: int) -> bool:
@@ -181,9 +226,15 @@ def _dropped(name: str, element: Element, sectioning: int) -> bool:
 
 
 def render(root: Element, sink: Sink, base_url: str | None) -> None:
-    """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels."""
+    """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels.
+
+    A link is ``text (url)``, except that the URL is left out when it leads to this page
+    (``#section``), when the text already shows it, or when an earlier link showed it.
+    """
     stack: list[tuple[Element, int] | _Close | str] = [(root, 0)]
-    lists: list[int] = []  # item counters of the open lists
+    lists: list[int] = []  # item counters of the open lists, -1 for an unordered list
+    page = urldefrag(base_url)[0] if base_url else None
+    shown: set[str] = set()  # URLs already in the text
     sectioning = 0
     pre = 0
     cells: list[int] = []  # cells seen in each open row
@@ -198,13 +249,23 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
         if isinstance(item, _Close):
             name = item.name
             if item.url is not None and sink.size > item.mark:
-                sink.text(f" ({item.url})")
+                url = item.url
+                if url not in shown:
+                    shown.add(url)
+                    label = (
+                        sink.since(item.index) if sink.size - item.mark < _MAX_LABEL_CHARS else ""
+                    )
+                    if not _spells_url(label, url):
+                        sink.suffix(f" ({url})")
+            if item.cell:
+                sink.end_cell(item.mark)
             if name in _SECTIONING:
                 sectioning -= 1
             if name in ("pre", "xmp", "listing", "plaintext", "textarea"):
                 pre -= 1
             if name in _LISTS:
                 lists.pop()
+                sink.block(1 if lists else 2)
             if name == "tr":
                 cells.pop()
             if name in _PARAGRAPH_BLOCKS or name in _HEADING_LEVEL:
@@ -235,9 +296,14 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
         if name in _HEADING_LEVEL:
             sink.line_prefix("#" * _HEADING_LEVEL[name] + " ")
         elif name == "li":
-            sink.line_prefix("  " * max(len(lists) - 1, 0) + "- ")
+            marker = "- "
+            if lists and lists[-1] >= 0:
+                lists[-1] += 1
+                marker = f"{lists[-1]}. "
+            sink.line_prefix("  " * max(len(lists) - 1, 0) + marker)
         elif name in _LISTS:
-            lists.append(0)
+            sink.block(1 if lists else 2)
+            lists.append(0 if name == "ol" else -1)
         elif name == "br":
             sink.block(1)
         elif name in ("pre", "xmp", "listing", "plaintext", "textarea"):
@@ -245,14 +311,20 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
         elif name == "tr":
             cells.append(0)
         elif name in ("td", "th") and cells:
-            if cells[-1]:
-                sink.inline(" | ")
+            close.cell = True
+            close.mark = sink.cell(separator=cells[-1] > 0)
             cells[-1] += 1
         elif name == "a":
             href = element.get("href")
             if href is not None:
-                close.url = _resolve(href, base_url)
+                target = _resolve(href, base_url)
+                if target is not None and page is not None and urldefrag(target)[0] == page:
+                    if len(element) == 0 and (element.text or "").strip() in _PERMALINK_GLYPHS:
+                        continue
+                    target = None
+                close.url = target
                 close.mark = sink.size
+                close.index = len(sink.parts)
         stack.append(close)
         stack.extend((child, depth + 1) for child in reversed(element))
         if element.text:

@@ -50,7 +50,27 @@ _ATTR_RE = re.compile(
     r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*("[^"]*"?|'[^']*'?|[^\t\n\f\r >]*))?"""
 )
 _COMMENT_END_RE = re.compile(r"--!?>")
-_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden"})
+#: ARIA roles of page chrome (the roles of nav, header, footer, aside and search forms) and
+#: of dialogs (cookie banners): an element with one of them gets ``hidden`` in the copy.
+_CHROME_ROLES = _words("alertdialog banner complementary contentinfo dialog navigation search")
+
+
+def _chrome_role(value: str) -> bool:
+    return value.strip().lower() in _CHROME_ROLES
+
+
+def _hiding_style(value: str) -> bool:
+    """Whether an inline style hides the element (``display: none``, ``visibility: hidden``)."""
+    for declaration in value.lower().split(";"):
+        prop, _, setting = declaration.partition(":")
+        setting = setting.replace("!important", "").strip()
+        if (prop.strip(), setting) in (("display", "none"), ("visibility", "hidden")):
+            return True
+    return False
+
+
+_HIDING = {"role": _chrome_role, "style": _hiding_style}
+_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING})
 
 # Elements whose content is not markup.  Dropped: never shown.  Kept: shown as text.
 _RAW_DROPPED = frozenset({"script", "style", "noscript", "iframe", "noembed", "noframes"})
@@ -449,11 +469,18 @@ def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, b
         assert match is not None
         count += 1
         name = match.group(1).lower()
-        if name in _KEPT_ATTRIBUTES and all(name != seen for seen, _ in kept):
+        if name in _KEPT_ATTRIBUTES:
             value = match.group(2)
             if value is not None and value[:1] in ("'", '"'):
                 value = value[1:-1]
-            kept.append((name, value))
+            if name in _HIDING:
+                # role and style are not kept: an element they hide gets ``hidden``.
+                if not _HIDING[name](html.unescape(value or "")):
+                    pos = match.end()
+                    continue
+                name, value = "hidden", None
+            if all(name != seen for seen, _ in kept):
+                kept.append((name, value))
         pos = match.end()
 
 

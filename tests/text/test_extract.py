@@ -32,7 +32,7 @@ def test_article():
     assert "published on the council website (https://news.example/docs/decision.pdf)" in text
     assert "budget annex (https://example.gov/budget?year=2025&part=2)" in text
     assert "## What happens next" in text
-    assert "- an environmental review,\n- a public tender, and\n- the final sign-off" in text
+    assert "1. an environmental review,\n2. a public tender, and\n3. the final sign-off" in text
     assert "Residents can comment until 30 April.\nComments may be sent by post." in text
     for chrome in ("World", "Search", "Skip to content", "Share", "Related", "Privacy", "gtag"):
         assert chrome not in text
