@@ -33,7 +33,7 @@ def urls(text: str) -> int:
     ],
 )
 def test_realistic_pages_are_20_to_120_kib(name):
-    assert 9 * 1024 <= len((PAGES / name).read_bytes()) <= 120 * 1024
+    assert 20 * 1024 <= len((PAGES / name).read_bytes()) <= 120 * 1024
 
 
 # -- pages ------------------------------------------------------------------------------------
