@@ -145,7 +145,7 @@ if [ "${WEBFETCH_COVERAGE:-1}" != 0 ] && [ -f .coverage ]; then
     # The pure layers are held to 100% branch coverage (reported here), the whole package
     # to 90% (enforced on a full run: a run of a few selected tests is not judged).
     say "coverage of net/ and text/"
-    "$PY" -m coverage report --include='django_webfetch/net/*,django_webfetch/text/*' \
+    "$PY" -m coverage report --no-skip-covered --include='django_webfetch/net/*,django_webfetch/text/*' \
         | tail -n 1 || true
     if [ "$STATUS" = 0 ] && [ $# -eq 0 ]; then
         if ! "$PY" -m coverage report --fail-under=90 >/dev/null; then
