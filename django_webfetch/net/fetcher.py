@@ -216,11 +216,9 @@ class Fetcher:
             hop_start = self._clock()
             try:
                 destination = self._guard.check(current, policy, deadline=deadline, hop=hop)
-            except EgressDenied as exc:
-                emit(_denied_event(hop, current, exc, self._clock() - hop_start))
-                raise
-            except (ResolutionError, FetchTimeout) as exc:
-                emit(_failed_event(hop, current, exc, self._clock() - hop_start))
+            except (EgressDenied, ResolutionError, FetchTimeout) as exc:
+                # Refused, or the resolver / budget failed: on record before it propagates.
+                emit(_refusal_event(hop, current, exc, self._clock() - hop_start))
                 raise
             self._check_budget(deadline)
             addresses = tuple(str(a) for a in destination.addresses)
@@ -408,28 +406,18 @@ class Fetcher:
             raise FetchTimeout(detail="the fetch budget is exhausted")
 
 
-def _denied_event(hop: int, url: str, exc: EgressDenied, duration: float) -> GuardEvent:
+def _refusal_event(hop: int, url: str, exc: WebFetchError, duration: float) -> GuardEvent:
+    """The audit record of a hop that never reached a server: refused or failed early."""
     host, port = _host_port(url)
+    denied = isinstance(exc, EgressDenied)
+    address = getattr(exc, "address", "")
     return GuardEvent(
         hop=hop,
         url_host=host,
         port=port,
-        decision="denied",
-        reason=exc.reason,
-        addresses=(getattr(exc, "address", ""),) if getattr(exc, "address", "") else (),
-        duration=duration,
-        detail=exc.detail,
-    )
-
-
-def _failed_event(hop: int, url: str, exc: WebFetchError, duration: float) -> GuardEvent:
-    host, port = _host_port(url)
-    return GuardEvent(
-        hop=hop,
-        url_host=host,
-        port=port,
-        decision="failed",
-        reason=exc.code,
+        decision="denied" if denied else "failed",
+        reason=getattr(exc, "reason", exc.code),
+        addresses=(address,) if address else (),
         duration=duration,
         detail=exc.detail,
     )
