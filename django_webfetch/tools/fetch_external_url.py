@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
+from django_webfetch.net.errors import EgressDenied
 from django_webfetch.net.policy import Scope
+from django_webfetch.net.urlparse import parse_url
 
 from ._egress import AuditedFetch, status_result
 from .base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
@@ -72,18 +74,22 @@ class FetchExternalUrl(Tool):
             "user": _user_label(getattr(call, "user", None)),
             "url": url,
         }
+        # The card shows the URL as the guard will see it (our strict parser, not a
+        # lenient one), so what the approver reads is what would be requested.
         try:
-            split = urlsplit(url)
-            preview["scheme"] = split.scheme
-            preview["host"] = split.hostname or ""
-            preview["port"] = split.port
-            preview["path"] = split.path
-            preview["query_raw"] = split.query
-            preview["query_decoded"] = [
-                [k, v] for k, v in parse_qsl(split.query, keep_blank_values=True)
-            ]
-        except ValueError:
+            parsed = parse_url(url)
+        except EgressDenied as exc:
             preview["error"] = "invalid_url"
+            preview["refused_by"] = exc.reason
+            return preview
+        preview["scheme"] = parsed.scheme
+        preview["host"] = parsed.host.name
+        preview["port"] = parsed.port if parsed.explicit_port else None
+        preview["path"] = parsed.path
+        preview["query_raw"] = parsed.query
+        preview["query_decoded"] = [
+            [k, v] for k, v in parse_qsl(parsed.query, keep_blank_values=True)
+        ]
         return preview
 
     # -- execution ----------------------------------------------------------------------

@@ -346,6 +346,27 @@ def test_fetch_external_url_preview(tool_registry, editor):
     assert tool.approval_preview(fetch_call("http://[::1"))["error"] == "invalid_url"
 
 
+@pytest.mark.parametrize(
+    ("url", "host", "path", "refused_by"),
+    [
+        # The card shows what the guard will decide on, not what a lenient parser reads.
+        ("https://DOCS.example.org/a/../admin?x=1", "docs.example.org", "/admin", None),
+        ("https://docs.example.org/%2e%2e/admin", None, None, "invalid_url"),
+        ("https://good.example\\@evil.example/", None, None, "invalid_url"),
+        ("https://user@docs.example.org/", None, None, "userinfo"),
+        ("https://0x7f.1/", None, None, "legacy_numeric_host"),
+    ],
+)
+def test_fetch_external_url_preview_matches_the_guard(
+    tool_registry, editor, url, host, path, refused_by
+):
+    preview = tool_registry.get("fetch_external_url").approval_preview(fetch_call(url, editor))
+    assert preview["url"] == url
+    assert preview.get("host") == host
+    assert preview.get("path") == path
+    assert preview.get("refused_by") == refused_by
+
+
 def test_fetch_external_url_waits_for_approval(tool_registry, editor, group_factory):
     group_factory("web", enabled=True)
     result = run_tool("fetch_external_url", {"url": "https://docs.example.org/?q=1"}, user=editor)
