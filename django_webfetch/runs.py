@@ -48,6 +48,7 @@ from .models.calls import FINISHED_STATES, TRANSITIONS
 from .net.errors import WebFetchError
 from .tools import Effect, Tool, ToolApprovalRule, ToolContext, ToolInvocation, ToolResult
 from .tools import default_registry as tool_registry
+from .tools.registry import validate_arguments
 
 __all__ = [
     "APPROVE_PERMISSION",
@@ -272,30 +273,6 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, allow_nan=False, default=str))
 
 
-def _argument_errors(tool: Tool, arguments: Any) -> ToolResult | None:
-    """The schema check ``run_tool`` makes, made before anything is queued or approved."""
-    from jsonschema import Draft202012Validator
-
-    if not isinstance(arguments, Mapping):
-        return ToolResult.failure("invalid_arguments", "The arguments must be an object.")
-    errors = sorted(
-        Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
-        key=lambda e: [str(p) for p in e.path],
-    )
-    if not errors:
-        return None
-    problems = [
-        {"path": "/".join(str(p) for p in e.absolute_path), "problem": str(e.validator)}
-        for e in errors[:10]
-    ]
-    return ToolResult.failure(
-        "invalid_arguments",
-        "The arguments do not match the tool's parameters: "
-        + "; ".join(f"{p['path'] or '(root)'}: {p['problem']}" for p in problems),
-        errors=problems,
-    )
-
-
 def _user_label(user: Any) -> str:
     if user is None:
         return ""
@@ -368,7 +345,7 @@ def request_call(
             user=user,
             conversation=(conversation or "")[:200],
         )
-        invalid = _argument_errors(tool, arguments)
+        invalid = validate_arguments(tool, arguments)
         if invalid is not None:
             return transition(
                 call, CallState.FAILED, reason="invalid_arguments", result=invalid.to_dict()

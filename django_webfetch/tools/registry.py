@@ -42,6 +42,7 @@ __all__ = [
     "run_tool",
     "specs",
     "tools_for_user",
+    "validate_arguments",
 ]
 
 logger = logging.getLogger("django_webfetch.tools")
@@ -234,23 +235,9 @@ class ToolRegistry:
             return ToolResult.failure("unknown_tool", "There is no tool of that name.")
         if tool not in self.tools_for_user(user):
             return ToolResult.failure("tool_unavailable", "This tool is not available.")
-        if not isinstance(arguments, Mapping):
-            return ToolResult.failure("invalid_arguments", "The arguments must be an object.")
-        errors = sorted(
-            Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
-            key=lambda e: list(e.path),
-        )
-        if errors:
-            problems = [
-                {"path": "/".join(str(p) for p in e.absolute_path), "problem": e.validator}
-                for e in errors[:10]
-            ]
-            return ToolResult.failure(
-                "invalid_arguments",
-                "The arguments do not match the tool's parameters: "
-                + "; ".join(f"{p['path'] or '(root)'}: {p['problem']}" for p in problems),
-                errors=problems,
-            )
+        invalid = validate_arguments(tool, arguments)
+        if invalid is not None:
+            return invalid
         context = replace(context, user=user) if context is not None else ToolContext(user=user)
         call = ToolInvocation(
             tool=tool.name, arguments=dict(arguments), user=user, call_id=context.call_id
@@ -265,6 +252,29 @@ class ToolRegistry:
         if not isinstance(result, ToolResult):
             raise TypeError(f"tool {tool.name!r} returned {type(result).__name__}")
         return result
+
+
+def validate_arguments(tool: Tool, arguments: Any) -> ToolResult | None:
+    """``None`` when ``arguments`` match the tool's JSON Schema, else an ``invalid_arguments``
+    result naming at most ten problems (paths and schema keywords, never the values)."""
+    if not isinstance(arguments, Mapping):
+        return ToolResult.failure("invalid_arguments", "The arguments must be an object.")
+    errors = sorted(
+        Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
+        key=lambda e: [str(p) for p in e.path],
+    )
+    if not errors:
+        return None
+    problems = [
+        {"path": "/".join(str(p) for p in e.absolute_path), "problem": str(e.validator)}
+        for e in errors[:10]
+    ]
+    return ToolResult.failure(
+        "invalid_arguments",
+        "The arguments do not match the tool's parameters: "
+        + "; ".join(f"{p['path'] or '(root)'}: {p['problem']}" for p in problems),
+        errors=problems,
+    )
 
 
 default_registry = ToolRegistry()
