@@ -30,6 +30,20 @@ else:
     _EndpointForm = forms.ModelForm
 
 
+class RecordsOnly:
+    """Admin mixin for records nobody edits in the admin: audit events and tool calls are
+    written by the services only (and never deleted by hand)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class HostListEntryInline(_HostListEntryInline):
     model = HostListEntry
     extra = 1
@@ -188,7 +202,7 @@ class ConfiguredEndpointAdmin(_EndpointAdmin):
 
 
 @admin.register(EgressEvent)
-class EgressEventAdmin(_EventAdmin):
+class EgressEventAdmin(RecordsOnly, _EventAdmin):
     list_display = (
         "created",
         "decision",
@@ -208,15 +222,6 @@ class EgressEventAdmin(_EventAdmin):
     date_hierarchy = "created"
     list_select_related = ("user",)
     readonly_fields = [f.name for f in EgressEvent._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 from . import admin_calls  # noqa: E402,F401

@@ -29,6 +29,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from django_webfetch import runs
+from django_webfetch.admin import RecordsOnly
 from django_webfetch.models import CallState, ToolCall
 
 __all__ = ["AwaitingApprovalFilter", "DecisionForm", "ToolCallAdmin"]
@@ -89,7 +90,7 @@ def _text(value: Any, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + "\N{HORIZONTAL ELLIPSIS}"
 
 
-class ToolCallAdmin(_ToolCallAdmin):
+class ToolCallAdmin(RecordsOnly, _ToolCallAdmin):
     list_display = (
         "short_id",
         "tool",
@@ -187,15 +188,6 @@ class ToolCallAdmin(_ToolCallAdmin):
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_view_permission(request, obj) or self.has_approve_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     # -- columns and fields ------------------------------------------------------------------
 
