@@ -31,3 +31,21 @@ def setup_network(addresses: Iterable[str]) -> None:
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     if [line.split(": ")[1] for line in links.splitlines()] != ["lo"]:
         raise SystemExit("refusing to benchmark: the namespace has more than lo")
+
+
+def start_dns(name: str, address: str, *, listen: str) -> None:
+    """A DNS server on ``listen``:53 (a daemon thread) answering ``name`` A ``address``."""
+    from dnslib import QTYPE, RR, A
+    from dnslib.server import BaseResolver, DNSLogger, DNSServer
+
+    qname = name.rstrip(".") + "."
+
+    class Resolver(BaseResolver):  # type: ignore[misc]
+        def resolve(self, request, handler):  # type: ignore[no-untyped-def]
+            reply = request.reply()
+            if str(request.q.qname) == qname and request.q.qtype == QTYPE.A:
+                reply.add_answer(RR(qname, QTYPE.A, rdata=A(address), ttl=0))
+            return reply
+
+    logger = DNSLogger(log="-request,-reply,-truncated,-error,-recv,-send,-data")
+    DNSServer(Resolver(), address=listen, port=53, logger=logger).start_thread()

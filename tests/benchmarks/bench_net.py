@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.benchmarks._netns import in_namespace, setup_network
+from tests.benchmarks._netns import in_namespace, setup_network, start_dns
 
 ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
@@ -44,21 +44,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
-
-
-def _start_dns() -> None:
-    from dnslib import QTYPE, RR, A
-    from dnslib.server import BaseResolver, DNSLogger, DNSServer
-
-    class Resolver(BaseResolver):  # type: ignore[misc]
-        def resolve(self, request, handler):  # type: ignore[no-untyped-def]
-            reply = request.reply()
-            if str(request.q.qname) == NAME + "." and request.q.qtype == QTYPE.A:
-                reply.add_answer(RR(NAME + ".", QTYPE.A, rdata=A(ADDRESS), ttl=0))
-            return reply
-
-    logger = DNSLogger(log="-request,-reply,-truncated,-error,-recv,-send,-data")
-    DNSServer(Resolver(), address=DNS_ADDRESS, port=53, logger=logger).start_thread()
 
 
 def _rate(fn: Callable[[], object], seconds: float = 2.0, min_runs: int = 20) -> float:
@@ -87,7 +72,7 @@ def main() -> None:
     if not in_namespace("tests.benchmarks.bench_net"):
         return
     setup_network((ADDRESS, DNS_ADDRESS))
-    _start_dns()
+    start_dns(NAME, ADDRESS, listen=DNS_ADDRESS)
     server = ThreadingHTTPServer((ADDRESS, 80), _Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -30,7 +30,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.benchmarks._netns import in_namespace, setup_network
+from tests.benchmarks._netns import in_namespace, setup_network, start_dns
 
 ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
@@ -68,18 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _serve() -> None:
     """The DNS and HTTP servers (a process of its own)."""
-    from dnslib import QTYPE, RR, A
-    from dnslib.server import BaseResolver, DNSLogger, DNSServer
-
-    class Resolver(BaseResolver):  # type: ignore[misc]
-        def resolve(self, request, handler):  # type: ignore[no-untyped-def]
-            reply = request.reply()
-            if str(request.q.qname) == NAME + "." and request.q.qtype == QTYPE.A:
-                reply.add_answer(RR(NAME + ".", QTYPE.A, rdata=A(ADDRESS), ttl=0))
-            return reply
-
-    logger = DNSLogger(log="-request,-reply,-truncated,-error,-recv,-send,-data")
-    DNSServer(Resolver(), address=DNS_ADDRESS, port=53, logger=logger).start_thread()
+    start_dns(NAME, ADDRESS, listen=DNS_ADDRESS)
     server = ThreadingHTTPServer((ADDRESS, 80), _Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
