@@ -9,9 +9,10 @@ the cap.  Only ``gzip`` and ``deflate`` are asked for; any other coding is refus
 
 from __future__ import annotations
 
+import contextlib
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -335,12 +336,8 @@ class Fetcher:
             },
         )
         try:
-            try:
+            with _as_fetch_errors():
                 response = transport.handle_request(request)
-            except httpx.TimeoutException as exc:
-                raise FetchTimeout(detail=type(exc).__name__) from exc
-            except httpx.HTTPError as exc:
-                raise FetchError(detail=f"{type(exc).__name__}: {exc}") from exc
             try:
                 return self._handle(response, destination, policy, deadline, connected, hop_start)
             finally:
@@ -381,15 +378,11 @@ class Fetcher:
             raise ResponseTooLarge(detail=f"content-length {int(declared)}")
         decoder = _BoundedDecoder(coding, policy.max_body_bytes)
         parts: list[bytes] = []
-        try:
+        with _as_fetch_errors():
             for chunk in response.iter_raw(_CHUNK):
                 parts.append(decoder.feed(chunk))
                 self._check_budget(deadline)
             parts.append(decoder.flush())
-        except httpx.TimeoutException as exc:
-            raise FetchTimeout(detail=type(exc).__name__) from exc
-        except httpx.HTTPError as exc:
-            raise FetchError(detail=f"{type(exc).__name__}: {exc}") from exc
         return (
             Hop(
                 url=destination.url.geturl(),
@@ -404,6 +397,18 @@ class Fetcher:
     def _check_budget(self, deadline: float) -> None:
         if self._clock() >= deadline:
             raise FetchTimeout(detail="the fetch budget is exhausted")
+
+
+@contextlib.contextmanager
+def _as_fetch_errors() -> Iterator[None]:
+    """httpx errors never leave the public API: timeouts become ``FetchTimeout``, the rest
+    ``FetchError`` (the library's message goes to ``detail`` only)."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise FetchTimeout(detail=type(exc).__name__) from exc
+    except httpx.HTTPError as exc:
+        raise FetchError(detail=f"{type(exc).__name__}: {exc}") from exc
 
 
 def _refusal_event(hop: int, url: str, exc: WebFetchError, duration: float) -> GuardEvent:
