@@ -19,6 +19,7 @@ from ipaddress import IPv4Address, IPv6Address
 from .errors import (
     AddressNotAllowed,
     EgressDenied,
+    FetchTimeout,
     HostNotAllowed,
     PolicyError,
     PortNotAllowed,
@@ -506,8 +507,6 @@ class UrlGuard:
 
     def _check_budget(self, deadline: float | None) -> None:
         if deadline is not None and self._clock() >= deadline:
-            from .errors import FetchTimeout
-
             raise FetchTimeout()
 
 
