@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from .models import ConfiguredEndpoint, EgressEvent, HostListEntry, SiteHost, ToolGroup
+from ..models import ConfiguredEndpoint, EgressEvent, HostListEntry, SiteHost, ToolGroup
 
 if TYPE_CHECKING:
     _HostListEntryInline = admin.TabularInline[HostListEntry, ToolGroup]
@@ -224,4 +224,4 @@ class EgressEventAdmin(RecordsOnly, _EventAdmin):
     readonly_fields = [f.name for f in EgressEvent._meta.fields]
 
 
-from . import admin_calls  # noqa: E402,F401
+from . import calls  # noqa: E402,F401
