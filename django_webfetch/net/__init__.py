@@ -26,7 +26,15 @@ from .errors import (
     UnsupportedMediaType,
     WebFetchError,
 )
-from .fetcher import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
+from .fetcher import (
+    REPORTED_HEADERS,
+    Fetcher,
+    FetchResult,
+    GuardEvent,
+    Hop,
+    fetch,
+    parse_media_type,
+)
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
 
@@ -48,6 +56,7 @@ __all__ = [
     "InvalidURL",
     "PolicyError",
     "PortNotAllowed",
+    "REPORTED_HEADERS",
     "ResolutionError",
     "ResolvedDestination",
     "ResponseTooLarge",
