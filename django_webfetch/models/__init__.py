@@ -5,9 +5,10 @@ from __future__ import annotations
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
-from .scopes import DataClass, EgressScope, ToolGroup
+from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
 
 __all__ = [
+    "DATA_CLASS_NOTICES",
     "CallState",
     "ConfiguredEndpoint",
     "DataClass",
