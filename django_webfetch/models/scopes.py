@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrOrPromise as StrOrPromise
+else:
+    StrOrPromise = object
 
 __all__ = ["DATA_CLASS_NOTICES", "DataClass", "EgressScope", "ToolGroup"]
 
@@ -32,7 +39,7 @@ class DataClass(models.TextChoices):
 
 #: What each data class means for the data leaving the installation; shown on the group's
 #: admin page.
-DATA_CLASS_NOTICES: dict[str, str] = {
+DATA_CLASS_NOTICES: dict[str, StrOrPromise] = {
     "publicContent": _(
         "The tools bring public web content into the conversation; the LLM provider sees it."
     ),
