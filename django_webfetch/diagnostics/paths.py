@@ -263,14 +263,14 @@ _ASSIGNMENT = re.compile(
     + _SENSITIVE
     + r"""[A-Za-z0-9_.\-]*
       (?P=q)
-      \s*(?::|=(?!=)|:=)\s*
+      \s*(?::=|:|=(?!=))\s*
     )
     (?P<value>\S.*)$
     """
 )
 #: ``scheme://user:password@host``
 _DSN = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
-_BEARER = re.compile(r"(?i)\b(authorization\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+)\S+")
+_BEARER = re.compile(r"(?i)\b((?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}")
 _AWS = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 
