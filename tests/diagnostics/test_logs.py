@@ -125,9 +125,14 @@ def test_unusable_formats(fmt, problem):
 
 def test_two_files_merge_newest_first_and_search(tmp_path):
     a, b = tmp_path / "a.log", tmp_path / "b.log"
-    write_log(a, DEFAULT, [(logging.ERROR, "alpha one", None)], name="a")
-    write_log(b, DEFAULT, [(logging.ERROR, "beta one", None)], name="b")
-    write_log(a, DEFAULT, [(logging.ERROR, "alpha two", ValueError("v"))], name="a2")
+    a.write_text(
+        "2026-12-01 03:00:00,100 ERROR a alpha one\n"
+        "2026-12-01 03:00:02,100 ERROR a alpha two\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/x.py", line 1, in f\n'
+        "ValueError: v\n"
+    )
+    b.write_text("2026-12-01 03:00:01,100 ERROR b beta one\n")
     reader = LogExceptionReader([str(a), str(b), str(tmp_path / "missing.log")])
     assert [r.message for r in reader.records()] == ["alpha two", "beta one", "alpha one"]
     assert reader.problems == [(str(tmp_path / "missing.log"), "FileNotFoundError")]
