@@ -101,7 +101,11 @@ def test_other_formats(tmp_path):
     path = tmp_path / "custom.log"
     write_log(path, fmt, [(logging.ERROR, "custom format", KeyError("k"))])
     [record] = LogExceptionReader([str(path)], fmt).records()
-    assert (record.level, record.message, record.exception) == ("ERROR", "custom format", "KeyError")
+    assert (record.level, record.message, record.exception) == (
+        "ERROR",
+        "custom format",
+        "KeyError",
+    )
     # The default format does not read it.
     assert LogExceptionReader([str(path)]).records() == []
 
@@ -173,7 +177,9 @@ def test_garbage_and_binary_lines_are_tolerated(tmp_path):
 
 def test_a_huge_traceback_is_bounded(tmp_path):
     path = tmp_path / "deep.log"
-    frames = "".join(f'  File "/srv/app/m{i}.py", line {i}, in f{i}\n    call()\n' for i in range(3000))
+    frames = "".join(
+        f'  File "/srv/app/m{i}.py", line {i}, in f{i}\n    call()\n' for i in range(3000)
+    )
     path.write_text(
         "2026-12-01 03:00:00,000 ERROR shop recursion\n"
         "Traceback (most recent call last):\n" + frames + "RecursionError: too deep\n"
