@@ -313,5 +313,8 @@ def test_ordinary_code_is_kept(line):
 
 
 def test_private_key_block_is_blanked_whole():
-    text = "a = 1\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n-----END PRIVATE KEY-----\nb = 2"
+    text = (
+        "a = 1\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n"
+        "-----END PRIVATE KEY-----\nb = 2"
+    )
     assert redact_text(text) == f"a = 1\n{REDACTED}\n{REDACTED}\n{REDACTED}\nb = 2"
