@@ -46,7 +46,14 @@ from django_webfetch.exceptions import WebFetchImproperlyInstalled
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
 from django_webfetch.net.errors import WebFetchError
-from django_webfetch.tools import Effect, Tool, ToolApprovalRule, ToolContext, ToolInvocation, ToolResult
+from django_webfetch.tools import (
+    Effect,
+    Tool,
+    ToolApprovalRule,
+    ToolContext,
+    ToolInvocation,
+    ToolResult,
+)
 from django_webfetch.tools import default_registry as tool_registry
 from django_webfetch.tools.registry import validate_arguments
 
