@@ -19,6 +19,7 @@ from typing import Any
 from django_webfetch.diagnostics.paths import PathDenied
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.policy import Scope
+from django_webfetch.net.urlparse import parse_url
 
 from ._diagnostics import fenced, format_record, log_reader
 from ._egress import AuditedFetch
@@ -122,10 +123,18 @@ class ProbeUrl(Tool):
         url = call.arguments.get("url", "")
         url = url if isinstance(url, str) else ""
         preview: dict[str, Any] = {"tool": self.name, "group": self.group, "url": url}
+        # The card shows the URL as the guard will see it (our strict parser).
         try:
-            preview["resolved_url"] = self.resolve(url)
+            resolved = self.resolve(url)
+            parsed = parse_url(resolved)
         except EgressDenied as exc:
             preview["refused_by"] = exc.reason
+            return preview
+        preview["resolved_url"] = resolved
+        preview["host"] = parsed.host.name
+        preview["port"] = parsed.port
+        preview["path"] = parsed.path
+        preview["query_raw"] = parsed.query
         return preview
 
     @staticmethod

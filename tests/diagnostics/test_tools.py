@@ -343,3 +343,127 @@ def test_probe_url_group_disabled_or_wrong_scope(live_site, group_factory, super
     assert run_tool("probe_url", {"url": "/fine/"}, user=superuser).error == "tool_unavailable"
     group_factory("system", enabled=True, scope="external_filtered")
     assert run_tool("probe_url", {"url": "/fine/"}, user=superuser).error == "tool_unavailable"
+
+
+# -- edges ------------------------------------------------------------------------------------
+
+
+def test_first_site_base_sources(settings, site_host_factory):
+    from django.contrib.sites.models import Site
+
+    from django_webfetch.tools.probe_url import first_site_base
+
+    Site.objects.filter(pk=1).update(domain="https://www.site.example/")
+    assert first_site_base() == "https://www.site.example"
+    Site.objects.filter(pk=1).update(domain="not a host")
+    settings.ALLOWED_HOSTS = ["*", ".wild.example", "first.example", "second.example"]
+    assert first_site_base() == "https://first.example"
+    settings.ALLOWED_HOSTS = ["*"]
+    assert first_site_base() is None
+    site_host_factory("cms.site.example", port=8443)
+    assert first_site_base() == "https://cms.site.example:8443"
+
+
+def test_probe_url_without_any_site_host_is_refused_and_audited(group_factory, superuser, settings):
+    from django.contrib.sites.models import Site
+
+    group_factory("system", enabled=True)
+    Site.objects.all().delete()
+    settings.ALLOWED_HOSTS = []
+    result = run_tool("probe_url", {"url": "/x"}, user=superuser, context=APPROVED)
+    assert result.meta == {"reason": "no_site_host"}
+    assert EgressEvent.objects.get().reason == "no_site_host"
+    pending = run_tool("probe_url", {"url": "/x"}, user=superuser)
+    assert pending.meta["preview"]["refused_by"] == "no_site_host"
+
+
+def test_probe_url_skips_approval_only_with_an_allowlist(
+    group_factory, host_entry_factory, superuser
+):
+    from django_webfetch.tools import default_registry
+    from django_webfetch.tools.base import ToolInvocation
+
+    tool = default_registry.get("probe_url")
+    call = ToolInvocation(tool="probe_url", arguments={"url": "/"})
+    group_factory("system", enabled=True, skip_approval_with_allowlist=True)
+    assert tool.requires_approval(call) is True
+    host_entry_factory(group="system", value="site.example")
+    assert tool.requires_approval(call) is False
+    assert tool.approval_preview(ToolInvocation(tool="probe_url", arguments={"url": 5})) == {
+        "tool": "probe_url",
+        "group": "system",
+        "url": "",
+        "refused_by": "invalid_url",
+    }
+    preview = tool.approval_preview(
+        ToolInvocation(tool="probe_url", arguments={"url": "http://site.example/a?b=c"})
+    )
+    assert (preview["host"], preview["port"], preview["path"], preview["query_raw"]) == (
+        "site.example",
+        80,
+        "/a",
+        "b=c",
+    )
+
+
+@pytest.fixture
+def public_site(lab_settings, group_factory, site_host_factory):
+    """An own host on a public-looking lab server (the lab's /status/500 answers 500)."""
+    lab_settings.dns.set("www.site.example", a=[lab_settings.PUBLIC_V4[3]])
+    site_host_factory("www.site.example", scheme="http")
+    group_factory("system", enabled=True)
+    return lab_settings
+
+
+def test_probe_url_5xx_without_log_files(public_site, superuser, settings):
+    settings.WEBFETCH_LOG_FILES = []
+    result = run_tool("probe_url", {"url": "/status/503"}, user=superuser, context=APPROVED)
+    assert result.meta["status"] == 503 and result.meta["log_entries"] == 0
+    assert "Error log: not available (no_log_files)." in result.content
+
+
+def test_probe_url_5xx_with_no_error_in_the_window(public_site, superuser, settings, tmp_path):
+    log = tmp_path / "old.log"
+    log.write_text("2001-01-01 00:00:00,000 ERROR django.request Internal Server Error: /\n")
+    settings.WEBFETCH_LOG_FILES = [str(log)]
+    result = run_tool("probe_url", {"url": "/status/500"}, user=superuser, context=APPROVED)
+    assert result.meta["log_entries"] == 0
+    assert "no error entries within 30 s of the probe" in result.content
+    # The lab's 500 page is text/html: its excerpt is there, tag-stripped.
+    assert "status 500" in result.content
+
+
+def test_read_source_refuses_media_and_static_roots(code_group, superuser, settings, tmp_path):
+    settings.WEBFETCH_PROJECT_ROOT = tmp_path
+    for name in ("media", "assets", "collected", "extra"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "f.txt").write_text("x\n")
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.STATIC_ROOT = str(tmp_path / "collected")
+    settings.STATICFILES_DIRS = [tmp_path / "assets", ("prefix", str(tmp_path / "extra"))]
+    for name in ("media", "assets", "collected", "extra"):
+        result = run_tool("read_source", {"path": f"{name}/f.txt"}, user=superuser)
+        assert result.meta == {"reason": "media_root"}, name
+
+
+def test_get_last_exception_lists_frames_without_a_project_root(
+    code_group, superuser, settings, tmp_path
+):
+    log = tmp_path / "app.log"
+    log.write_text(
+        "2026-12-01 03:00:00,000 ERROR shop plain error without traceback\n"
+        "  detail line with SECRET_KEY = 'leaked'\n"
+        "2026-12-01 02:00:00,000 ERROR shop with traceback\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/shop/views.py", line 3, in cart\n'
+        "    api_key = 'sk-live-abc'\n"
+        "KeyError: 'x'\n"
+    )
+    settings.WEBFETCH_LOG_FILES = [str(log)]
+    settings.WEBFETCH_PROJECT_ROOT = None
+    newest = run_tool("get_last_exception", {}, user=superuser)
+    assert "plain error without traceback" in newest.content
+    assert "leaked" not in newest.content and "[redacted]" in newest.content
+    older = run_tool("get_last_exception", {"index": 1}, user=superuser)
+    assert 'File "/srv/app/shop/views.py", line 3, in cart [library]' in older.content
+    assert "sk-live-abc" not in older.content
