@@ -13,8 +13,11 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+
+import regex
 
 __all__ = [
     "DEFAULT_LOG_FORMAT",
@@ -34,6 +37,9 @@ MAX_TAIL_BYTES = 2 * 1024 * 1024
 MAX_LINE_CHARS = 2000
 MAX_RECORD_LINES = 400
 MAX_FRAMES = 60
+#: Matching one line against the record pattern, and reading all files, are bounded.
+LINE_MATCH_SECONDS = 0.05
+MAX_READ_SECONDS = 5.0
 
 #: ``%(name)[flags][width][.precision]type``
 _FIELD = re.compile(r"%\((?P<name>\w+)\)[-#0 +]*\d*(?:\.\d+)?(?P<type>[sdifrxXeEgGc%])")
@@ -59,11 +65,12 @@ class LogFormatError(ValueError):
     """A ``WEBFETCH_LOG_FORMAT`` the reader cannot turn into a record pattern."""
 
 
-def compile_format(fmt: object) -> re.Pattern[str]:
+def compile_format(fmt: object) -> regex.Pattern[str]:
     """A regular expression matching the first line of a record written with ``fmt``.
 
     ``asctime`` and ``levelname`` are required (records are ordered and filtered by them).
-    Other fields match lazily.
+    Other fields match lazily.  The pattern runs on the ``regex`` engine, so a line an
+    attacker shaped against a format with several lazy fields is matched under a timeout.
     """
     if not isinstance(fmt, str) or not fmt or len(fmt) > 500:
         raise LogFormatError("the log format must be a non-empty string of at most 500 chars")
@@ -71,7 +78,7 @@ def compile_format(fmt: object) -> re.Pattern[str]:
     seen: set[str] = set()
     pos = 0
     for match in _FIELD.finditer(fmt):
-        pieces.append(re.escape(fmt[pos : match.start()]))
+        pieces.append(regex.escape(fmt[pos : match.start()]))
         pos = match.end()
         name = match.group("name")
         if name in seen:
@@ -85,11 +92,11 @@ def compile_format(fmt: object) -> re.Pattern[str]:
     tail = fmt[pos:]
     if "%(" in tail:
         raise LogFormatError("the log format has a field the reader does not understand")
-    pieces.append(re.escape(tail))
+    pieces.append(regex.escape(tail))
     for required in ("asctime", "levelname"):
         if required not in seen:
             raise LogFormatError(f"the log format must contain %({required})s")
-    return re.compile("^" + "".join(pieces) + "$")
+    return regex.compile("^" + "".join(pieces) + "$")
 
 
 @dataclass(frozen=True)
@@ -185,10 +192,15 @@ class LogExceptionReader:
         fmt: str = DEFAULT_LOG_FORMAT,
         *,
         max_tail_bytes: int = MAX_TAIL_BYTES,
+        max_seconds: float = MAX_READ_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.files = tuple(files)
         self.pattern = compile_format(fmt)
         self.max_tail_bytes = min(int(max_tail_bytes), MAX_TAIL_BYTES)
+        self.max_seconds = min(float(max_seconds), MAX_READ_SECONDS)
+        self._clock = clock
+        self._deadline = 0.0
         #: Files that could not be read on the last ``records()`` call (path, reason).
         self.problems: list[tuple[str, str]] = []
 
@@ -204,9 +216,15 @@ class LogExceptionReader:
             lines = lines[1:]  # the first line is cut: it belongs to an older record
         return lines
 
+    def _header(self, line: str) -> regex.Match[str] | None:
+        try:
+            return self.pattern.match(line[: MAX_LINE_CHARS * 4], timeout=LINE_MATCH_SECONDS)
+        except TimeoutError:
+            return None  # a line shaped to backtrack: not a record header
+
     def _records_of(self, path: str) -> Iterator[LogRecord]:
         lines = self._tail(path)
-        header: re.Match[str] | None = None
+        header: regex.Match[str] | None = None
         body: list[str] = []
 
         def flush() -> LogRecord | None:
@@ -231,8 +249,10 @@ class LogExceptionReader:
             )
 
         for raw in lines:
+            if self._clock() >= self._deadline:
+                raise TimeoutError("the log read budget ran out")
             line = raw.rstrip("\r")
-            match = self.pattern.match(line[: MAX_LINE_CHARS * 4])
+            match = self._header(line)
             if match is not None:
                 record = flush()
                 if record is not None:
@@ -247,6 +267,7 @@ class LogExceptionReader:
     def records(self, *, search: str | None = None) -> list[LogRecord]:
         """Every error record of every file, newest first (file order breaks ties)."""
         self.problems = []
+        self._deadline = self._clock() + self.max_seconds
         found: list[tuple[dt.datetime, int, int, LogRecord]] = []
         for file_index, path in enumerate(self.files):
             try:
@@ -254,6 +275,10 @@ class LogExceptionReader:
                     if search and not record.matches(search):
                         continue
                     found.append((record.timestamp, -file_index, position, record))
+            except TimeoutError:
+                # Keep what was read; say that the rest was not.
+                self.problems.append((path, "time"))
+                break
             except OSError as exc:
                 self.problems.append((path, type(exc).__name__))
         found.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)

@@ -19,6 +19,8 @@ alike.  Whatever the root, these are refused (a stable ``reason`` each):
 ``env_file``           ``*.env`` (``production.env``)
 ``not_found``          no such file
 ``not_a_file``         a directory, FIFO, device or socket
+``other_filesystem``   on another device than the root (a bind mount inside the root)
+``hard_link``          a file with more than one name (a hard link can point anywhere)
 =====================  ==========================================================================
 
 The rules run on the requested path *and* on the real path relative to the root, and once
@@ -37,7 +39,7 @@ import re
 import stat
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 from django_webfetch.net.errors import WebFetchError
@@ -127,10 +129,16 @@ class SourcePathGuard:
 
     root: str
     denied_roots: tuple[str, ...] = ()
+    _device: int = field(default=-1, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         root = os.path.realpath(os.fspath(self.root))
         object.__setattr__(self, "root", root)
+        try:
+            device = os.stat(root).st_dev
+        except OSError:
+            device = -1
+        object.__setattr__(self, "_device", device)
         object.__setattr__(
             self,
             "denied_roots",
@@ -181,9 +189,22 @@ class SourcePathGuard:
             info = os.stat(real)
         except OSError as exc:
             raise PathDenied("not_found") from exc
+        self._check_file(info)
+        return real, shown
+
+    def _check_file(self, info: os.stat_result) -> None:
+        """A regular file, on the root's file system, with one name.
+
+        ``realpath`` sees symlinks but neither bind mounts nor hard links: a bind mount of
+        ``/etc`` inside the root is another device, and a hard link to a file elsewhere has
+        more than one name.  Both are refused.
+        """
         if not stat.S_ISREG(info.st_mode):
             raise PathDenied("not_a_file")
-        return real, shown
+        if info.st_dev != self._device:
+            raise PathDenied("other_filesystem")
+        if info.st_nlink > 1:
+            raise PathDenied("hard_link")
 
     def resolve_absolute(self, path: object) -> tuple[str, str] | None:
         """For paths that came from elsewhere (traceback frames): the real path and its
@@ -193,8 +214,7 @@ class SourcePathGuard:
         try:
             real = os.path.realpath(path)
             shown = self.check_real(real)
-            if not stat.S_ISREG(os.stat(real).st_mode):
-                return None
+            self._check_file(os.stat(real))
         except (PathDenied, OSError, ValueError):
             return None
         return real, shown
@@ -205,9 +225,9 @@ class SourcePathGuard:
             return True
         try:
             self.check_real(real_dir)
-        except PathDenied:
+            return os.lstat(real_dir).st_dev == self._device
+        except (PathDenied, OSError):
             return False
-        return True
 
     # -- opening --------------------------------------------------------------------------------
 
@@ -227,8 +247,7 @@ class SourcePathGuard:
             raise PathDenied("changed", detail="the file could not be opened safely") from exc
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise PathDenied("not_a_file")
+            self._check_file(info)
             proc = f"/proc/self/fd/{fd}"
             if os.path.exists(proc):
                 opened = os.readlink(proc)

@@ -20,6 +20,13 @@ from dataclasses import dataclass, field
 
 import regex
 
+try:  # Python >= 3.11; sre_parse warns on import there
+    from re import _constants as _sre_constants  # type: ignore[attr-defined]
+    from re import _parser as _sre_parser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _sre_constants
+    import sre_parse as _sre_parser
+
 from .paths import PathDenied, SourcePathGuard, redact_line
 
 __all__ = [
@@ -67,6 +74,48 @@ class SearchOutcome:
     elapsed: float = 0.0
 
 
+#: Upper bound of a pattern's expanded size (a counted repeat multiplies its body).
+MAX_PATTERN_EXPANSION = 20_000
+
+
+def _expanded(items: object, depth: int = 0) -> int:
+    """The size a pattern's parse tree expands to: a repeat counts ``max`` (or ``min`` when
+    unbounded) times its body.  Raises ``SearchRefused`` past the bound or 50 levels."""
+    if depth > 50:
+        raise SearchRefused("pattern_too_complex")
+    total = 0
+    for op, arg in items:  # type: ignore[attr-defined]
+        name = str(op)
+        if name in {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}:
+            low, high, body = arg
+            count = high if high != _sre_parser.MAXREPEAT else max(low, 1)
+            total += max(count, 1) * _expanded(body, depth + 1)
+        elif name == "SUBPATTERN":
+            total += _expanded(arg[-1], depth + 1)
+        elif name in {"ATOMIC_GROUP"}:
+            total += _expanded(arg, depth + 1)
+        elif name == "BRANCH":
+            total += sum(_expanded(branch, depth + 1) for branch in arg[1])
+        elif name in {"ASSERT", "ASSERT_NOT"}:
+            total += _expanded(arg[1], depth + 1)
+        elif name == "GROUPREF_EXISTS":
+            total += sum(_expanded(part, depth + 1) for part in arg[1:] if part is not None)
+        else:
+            total += 1
+        if total > MAX_PATTERN_EXPANSION:
+            raise SearchRefused("pattern_too_complex")
+    return total
+
+
+def check_complexity(pattern: str) -> None:
+    """Refuse a pattern that is not standard ``re`` syntax or expands past the bound."""
+    try:
+        tree = _sre_parser.parse(pattern)
+    except (_sre_constants.error, OverflowError, RecursionError, ValueError) as exc:
+        raise SearchRefused("invalid_pattern") from exc
+    _expanded(list(tree))
+
+
 class _Stop(Exception):
     def __init__(self, why: str) -> None:
         self.why = why
@@ -105,6 +154,10 @@ class CodeSearch:
             return query
         if len(query) > MAX_PATTERN_CHARS:
             raise SearchRefused("pattern_too_long")
+        # Compiling is not interruptible and nested counted repeats expand at compile time
+        # ("(?:a{1000}){1000}" takes seconds and hundreds of MiB): bound the expansion
+        # first, on the standard library's parse tree (which never expands anything).
+        check_complexity(query)
         try:
             return regex.compile(query, regex.VERSION0)
         except (regex.error, OverflowError, RecursionError, ValueError) as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import time
 
 import pytest
 
@@ -187,3 +188,27 @@ def test_a_huge_traceback_is_bounded(tmp_path):
     [record] = LogExceptionReader([str(path)]).records()
     assert len(record.frames) <= 60
     assert len(record.text.split("\n")) <= 400
+
+
+def test_a_line_shaped_to_backtrack_does_not_hang_the_reader(tmp_path):
+    # A format with several lazy fields and a literal tail; attacker-chosen request data
+    # (a path with an encoded newline) can start a line that looks like a record.
+    fmt = "%(asctime)s %(levelname)s %(module)s %(funcName)s %(message)s :: %(threadName)s end"
+    path = tmp_path / "evil.log"
+    evil = "2026-12-01 03:00:00,000 ERROR " + "a " * 3000
+    good = "2026-12-01 03:00:01,000 ERROR views cart it failed :: MainThread end"
+    path.write_text("\n".join([evil] * 20 + [good]) + "\n")
+    started = time.monotonic()
+    records = LogExceptionReader([str(path)], fmt).records()
+    assert time.monotonic() - started < 30
+    assert [r.message for r in records] == ["it failed"]
+
+
+def test_the_read_budget_stops_and_says_so(tmp_path):
+    path = tmp_path / "app.log"
+    path.write_text("2026-12-01 03:00:00,000 ERROR a one\n2026-12-01 03:00:01,000 ERROR a two\n")
+    ticks = iter([0.0, 0.0, 0.0])
+    reader = LogExceptionReader([str(path)], clock=lambda: next(ticks, 99.0))
+    records = reader.records()
+    assert reader.problems == [(str(path), "time")]
+    assert [r.message for r in records] == ["one"]  # read before the budget ran out

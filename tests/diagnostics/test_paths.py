@@ -318,3 +318,29 @@ def test_private_key_block_is_blanked_whole():
         "-----END PRIVATE KEY-----\nb = 2"
     )
     assert redact_text(text) == f"a = 1\n{REDACTED}\n{REDACTED}\n{REDACTED}\nb = 2"
+
+
+def test_hard_links_are_refused(project):
+    root, outside, guard = project
+    os.link(outside / "secret.txt", root / "shop" / "notes.txt")
+    assert reason(guard, "shop/notes.txt") == "hard_link"
+    assert guard.resolve_absolute(str(root / "shop" / "notes.txt")) is None
+
+
+def test_a_bind_mount_inside_the_root_is_refused(project):
+    from tests.lab import netns
+
+    if not netns.LAB_ACTIVE:
+        pytest.skip("needs the lab's private mount namespace")
+    root, _, guard = project
+    target = root / "shop" / "mounted"
+    target.mkdir()
+    libc = netns._libc()
+    # tmpfs: another device, as /etc bind-mounted into the tree would be.
+    netns._mount(libc, "tmpfs", str(target), "tmpfs", 0)
+    try:
+        (target / "file.py").write_text("x = 1\n")
+        assert reason(guard, "shop/mounted/file.py") == "other_filesystem"
+        assert not guard.allows_dir(str(target))
+    finally:
+        assert libc.umount2(str(target).encode(), 0) == 0

@@ -163,3 +163,29 @@ def test_unreadable_directory_is_skipped(tmp_path):
     finally:
         os.chmod(locked, 0o700)
     assert [h.path for h in outcome.hits] == ["ok.py"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        (r"(?:a{1000}){1000}", "pattern_too_complex"),  # seconds and ~400 MiB to compile
+        (r"((a{100}){100}){100}", "pattern_too_complex"),
+        (r"(a)?(?(1)b{30000}|c)", "pattern_too_complex"),
+        (r"x{65535}", "pattern_too_complex"),
+        ("(" * 60 + "a" + ")" * 60, "pattern_too_complex"),
+        (r"\p{L}+", "invalid_pattern"),  # regex-module-only syntax is not accepted
+    ],
+)
+def test_patterns_that_would_explode_at_compile_time(tree, pattern, reason):
+    started = time.monotonic()
+    with pytest.raises(SearchRefused) as info:
+        CodeSearch(SourcePathGuard(str(tree))).search(pattern, use_regex=True)
+    assert info.value.reason == reason
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"a{2000}", r"(?:[a-z]{40}){40}", r"(?=a{10})b", r"(?>a{5}){5}", r"a*+b"]
+)
+def test_ordinary_counted_patterns_compile(tree, pattern):
+    CodeSearch.compile(pattern, use_regex=True)
