@@ -467,3 +467,33 @@ def test_get_last_exception_lists_frames_without_a_project_root(
     older = run_tool("get_last_exception", {"index": 1}, user=superuser)
     assert 'File "/srv/app/shop/views.py", line 3, in cart [library]' in older.content
     assert "sk-live-abc" not in older.content
+
+
+def test_a_tool_time_budget_lowers_the_global_one(public_site, superuser, tool_registry):
+    import time
+
+    from django_webfetch.tools.probe_url import ProbeUrl
+
+    class QuickProbe(ProbeUrl):
+        name = "quick_probe"
+        time_budget = 1.0
+
+    tool_registry.register(QuickProbe)
+    started = time.monotonic()
+    result = run_tool("quick_probe", {"url": "/slow"}, user=superuser, context=APPROVED)
+    elapsed = time.monotonic() - started
+    assert result.error == "timeout"
+    assert elapsed < 15  # the global budget is 20 s; the lab's /slow takes 120 s
+    assert ProbeUrl.time_budget == 15.0
+
+
+@pytest.mark.parametrize("budget", [0, -1, True, "15"])
+def test_a_bad_time_budget_is_rejected(tool_registry, budget):
+    from django_webfetch.tools.probe_url import ProbeUrl
+
+    class BadBudget(ProbeUrl):
+        name = "bad_budget"
+        time_budget = budget
+
+    with pytest.raises(ValueError, match="time_budget"):
+        tool_registry.register(BadBudget)
