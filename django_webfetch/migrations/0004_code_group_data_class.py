@@ -7,18 +7,22 @@ from typing import Any
 from django.db import migrations, models
 
 
+#: The built-in code group's fields after this migration (models/builtin.py agrees).
+CODE_GROUP: dict[str, str] = {
+    "data_class": "sourceAndLogs",
+    "description": (
+        "Read this installation's source and error logs (read_source, search_code, "
+        "get_last_exception); sends them to the LLM provider."
+    ),
+}
+
+
 def label_code_group(apps: Any, schema_editor: Any) -> None:
     ToolGroup = apps.get_model("django_webfetch", "ToolGroup")
     # Only the built-in row still carrying the old default: an operator's choice stays.
     ToolGroup.objects.using(schema_editor.connection.alias).filter(
         slug="code", data_class="none"
-    ).update(
-        data_class="sourceAndLogs",
-        description=(
-            "Read this installation's source and error logs (read_source, search_code, "
-            "get_last_exception); sends them to the LLM provider."
-        ),
-    )
+    ).update(**CODE_GROUP)
 
 
 class Migration(migrations.Migration):
