@@ -197,6 +197,15 @@ class LogExceptionReader:
     ) -> None:
         self.files = tuple(files)
         self.pattern = compile_format(fmt)
+        # A cheap pre-filter: the literal text before the first field, and whether that
+        # field is the timestamp (a digit must follow).  Traceback lines fail it at once.
+        first = _FIELD.search(str(fmt))
+        self._lead = str(fmt)[: first.start()] if first else str(fmt)
+        self._digit = (
+            first is not None
+            and first.group("name") == "asctime"
+            and not any(ch.isdigit() for ch in first.group(0))  # no width padding
+        )
         self.max_tail_bytes = min(int(max_tail_bytes), MAX_TAIL_BYTES)
         self.max_seconds = min(float(max_seconds), MAX_READ_SECONDS)
         self._clock = clock
@@ -217,6 +226,10 @@ class LogExceptionReader:
         return lines
 
     def _header(self, line: str) -> regex.Match[str] | None:
+        if not line.startswith(self._lead):
+            return None
+        if self._digit and not line[len(self._lead) : len(self._lead) + 1].isdigit():
+            return None
         try:
             return self.pattern.match(line[: MAX_LINE_CHARS * 4], timeout=LINE_MATCH_SECONDS)
         except TimeoutError:

@@ -115,10 +115,9 @@ def _parts_reason(parts: Iterable[str]) -> str | None:
 
 
 def _within(path: str, root: str) -> bool:
-    try:
-        return os.path.commonpath([path, root]) == root
-    except ValueError:
-        return False
+    """``path`` is ``root`` or below it; both are absolute, normalised real paths."""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path == root or path.startswith(prefix)
 
 
 @dataclass(frozen=True)
@@ -173,7 +172,10 @@ class SourcePathGuard:
         for denied in self.denied_roots:
             if _within(real, denied):
                 raise PathDenied("media_root")
-        relative = os.path.relpath(real, self.root)
+        if not os.path.isabs(real) or os.path.normpath(real) != real:
+            raise PathDenied("outside_root")
+        prefix = len(self.root) if self.root.endswith(os.sep) else len(self.root) + 1
+        relative = real[prefix:]
         reason = _parts_reason(relative.split(os.sep))
         if reason is not None:
             raise PathDenied(reason)

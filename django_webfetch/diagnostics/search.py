@@ -239,7 +239,8 @@ class CodeSearch:
         except (PathDenied, OSError, ValueError):
             outcome.files_skipped += 1
             return
-        shown = os.path.relpath(path, self.guard.root)
+        root = self.guard.root
+        shown = path[len(root) if root.endswith(os.sep) else len(root) + 1 :]
         if glob is not None and not (
             fnmatch.fnmatchcase(shown, glob)
             or ("/" not in glob and fnmatch.fnmatchcase(os.path.basename(shown), glob))

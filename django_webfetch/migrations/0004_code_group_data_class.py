@@ -6,7 +6,6 @@ from typing import Any
 
 from django.db import migrations, models
 
-
 #: The built-in code group's fields after this migration (models/builtin.py agrees).
 CODE_GROUP: dict[str, str] = {
     "data_class": "sourceAndLogs",

@@ -212,3 +212,12 @@ def test_the_read_budget_stops_and_says_so(tmp_path):
     records = reader.records()
     assert reader.problems == [(str(path), "time")]
     assert [r.message for r in records] == ["one"]  # read before the budget ran out
+
+
+@pytest.mark.parametrize(
+    "fmt", ["%(asctime)25s|%(levelname)s|%(message)s", "[%(asctime)s] %(levelname)s %(message)s"]
+)
+def test_padded_or_bracketed_timestamps(tmp_path, fmt):
+    path = tmp_path / "pad.log"
+    write_log(path, fmt, [(logging.ERROR, "padded", None)])
+    assert [r.message for r in LogExceptionReader([str(path)], fmt).records()] == ["padded"]
