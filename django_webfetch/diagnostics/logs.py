@@ -120,29 +120,55 @@ class LogRecord:
     frames: tuple[Frame, ...] = ()
     source: str = field(default="", compare=False)
 
-    def matches(self, needle: str) -> bool:
-        folded = needle.casefold()
-        return any(
-            folded in value.casefold()
-            for value in (
-                self.message,
-                self.logger,
-                self.exception,
-                self.exception_message,
-                self.text,
-            )
-        )
-
 
 def _parse_time(value: str) -> dt.datetime | None:
-    main, _, fraction = value.replace(".", ",").partition(",")
+    """``YYYY-MM-DD HH:MM:SS[,fff]`` (the shape the record pattern already matched)."""
+    fraction = value[20:]
     try:
-        stamp = dt.datetime.strptime(main.replace("T", " "), "%Y-%m-%d %H:%M:%S")
+        return dt.datetime(
+            int(value[0:4]),
+            int(value[5:7]),
+            int(value[8:10]),
+            int(value[11:13]),
+            int(value[14:16]),
+            int(value[17:19]),
+            int(fraction.ljust(6, "0")[:6]) if fraction else 0,
+        )
     except ValueError:
         return None
-    if fraction:
-        stamp = stamp.replace(microsecond=int(fraction.ljust(6, "0")[:6]))
-    return stamp
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """A record header and its continuation lines, not parsed further yet."""
+
+    timestamp: dt.datetime
+    level: str
+    logger: str
+    message: str
+    body: tuple[str, ...]
+    source: str
+
+    def matches(self, folded: str) -> bool:
+        return (
+            folded in self.message.casefold()
+            or folded in self.logger.casefold()
+            or any(folded in line.casefold() for line in self.body)
+        )
+
+    def build(self) -> LogRecord:
+        exception, message, frames = parse_traceback(list(self.body))
+        return LogRecord(
+            timestamp=self.timestamp,
+            level=self.level,
+            logger=_clip(self.logger),
+            message=_clip(self.message),
+            text="\n".join(_clip(line) for line in self.body).rstrip(),
+            exception=exception,
+            exception_message=_clip(message),
+            frames=frames,
+            source=self.source,
+        )
 
 
 def _clip(line: str) -> str:
@@ -210,6 +236,8 @@ class LogExceptionReader:
         self.max_seconds = min(float(max_seconds), MAX_READ_SECONDS)
         self._clock = clock
         self._deadline = 0.0
+        #: How many records matched on the last ``records()`` call.
+        self.matched = 0
         #: Files that could not be read on the last ``records()`` call (path, reason).
         self.problems: list[tuple[str, str]] = []
 
@@ -235,29 +263,24 @@ class LogExceptionReader:
         except TimeoutError:
             return None  # a line shaped to backtrack: not a record header
 
-    def _records_of(self, path: str) -> Iterator[LogRecord]:
+    def _records_of(self, path: str) -> Iterator[_Raw]:
         lines = self._tail(path)
         header: regex.Match[str] | None = None
         body: list[str] = []
 
-        def flush() -> LogRecord | None:
+        def flush() -> _Raw | None:
             if header is None or header.group("levelname") not in ERROR_LEVELS:
                 return None
             stamp = _parse_time(header.group("asctime"))
             if stamp is None:
                 return None
             groups = header.groupdict()
-            continuation = body[:MAX_RECORD_LINES]
-            exception, message, frames = parse_traceback(continuation)
-            return LogRecord(
+            return _Raw(
                 timestamp=stamp,
                 level=header.group("levelname"),
-                logger=_clip(groups.get("name") or ""),
-                message=_clip(groups.get("message") or ""),
-                text="\n".join(_clip(line) for line in continuation).rstrip(),
-                exception=exception,
-                exception_message=_clip(message),
-                frames=frames,
+                logger=groups.get("name") or "",
+                message=groups.get("message") or "",
+                body=tuple(body[:MAX_RECORD_LINES]),
                 source=path,
             )
 
@@ -277,15 +300,32 @@ class LogExceptionReader:
         if record is not None:
             yield record
 
-    def records(self, *, search: str | None = None) -> list[LogRecord]:
-        """Every error record of every file, newest first (file order breaks ties)."""
+    def records(
+        self,
+        *,
+        search: str | None = None,
+        limit: int | None = None,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+    ) -> list[LogRecord]:
+        """The error records of every file, newest first (file order breaks ties).
+
+        ``search`` keeps records whose message, logger or traceback contains the text (any
+        case); ``since``/``until`` bound the timestamp.  Only the first ``limit`` are parsed
+        further (traceback, frames); ``matched`` is set to how many matched in all.
+        """
         self.problems = []
         self._deadline = self._clock() + self.max_seconds
-        found: list[tuple[dt.datetime, int, int, LogRecord]] = []
+        folded = search.casefold() if search else None
+        found: list[tuple[dt.datetime, int, int, _Raw]] = []
         for file_index, path in enumerate(self.files):
             try:
                 for position, record in enumerate(self._records_of(path)):
-                    if search and not record.matches(search):
+                    if folded is not None and not record.matches(folded):
+                        continue
+                    if (since is not None and record.timestamp < since) or (
+                        until is not None and record.timestamp > until
+                    ):
                         continue
                     found.append((record.timestamp, -file_index, position, record))
             except TimeoutError:
@@ -295,9 +335,6 @@ class LogExceptionReader:
             except OSError as exc:
                 self.problems.append((path, type(exc).__name__))
         found.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)
-        return [item[3] for item in found]
-
-    def around(self, moment: dt.datetime, seconds: float = 30.0) -> list[LogRecord]:
-        """Error records within ``seconds`` of ``moment`` (naive local time), newest first."""
-        window = dt.timedelta(seconds=seconds)
-        return [r for r in self.records() if abs(r.timestamp - moment) <= window]
+        self.matched = len(found)
+        selected = found if limit is None else found[: max(limit, 0)]
+        return [item[3].build() for item in selected]

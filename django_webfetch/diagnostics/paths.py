@@ -83,9 +83,10 @@ def _bad_char(ch: str) -> bool:
 
 
 def _component_reason(part: str) -> str | None:
-    name = part.casefold()
-    if name.startswith("."):
+    if part.startswith("."):
         return "dot_segment"
+    # Trailing spaces and dots are dropped by some file systems (``settings.py.``).
+    name = part.casefold().rstrip(" .")
     if "secret" in name or "credential" in name:
         return "credential_name"
     stem, dot, suffix = name.rpartition(".")

@@ -58,21 +58,22 @@ class GetLastException(Tool):
             guard = source_guard()
         except PathDenied:
             guard = None  # frames are listed, not expanded
-        records = reader.records(search=search)
+        records = reader.records(search=search, limit=index + 1)
+        count = reader.matched
         meta: dict[str, Any] = {
             "index": index,
-            "count": len(records),
+            "count": count,
             "unreadable_files": len(reader.problems),
         }
         if index >= len(records):
             return ToolResult(
                 content=f"No error entry at index {index}; the log files hold "
-                f"{len(records)} matching error entr{'y' if len(records) == 1 else 'ies'}.",
+                f"{count} matching error entr{'y' if count == 1 else 'ies'}.",
                 meta=meta,
             )
         formatted = format_record(records[index], guard)
         meta.update(formatted["meta"])
-        status = f"error entry {index + 1} of {len(records)} (newest first)"
+        status = f"error entry {index + 1} of {count} (newest first)"
         return ToolResult(
             content=fenced(formatted["text"], source="project:logs", status_line=status),
             meta=meta,

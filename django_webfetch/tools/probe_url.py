@@ -222,9 +222,9 @@ class ProbeUrl(Tool):
             meta["log_entries"] = 0
             return [f"Error log: not available ({exc.reason})."]
         window = dt.timedelta(seconds=LOG_WINDOW_SECONDS)
-        entries = [
-            r for r in reader.records() if started - window <= r.timestamp <= finished + window
-        ][:MAX_LOG_ENTRIES]
+        entries = reader.records(
+            since=started - window, until=finished + window, limit=MAX_LOG_ENTRIES
+        )
         meta["log_entries"] = len(entries)
         if not entries:
             return [f"Error log: no error entries within {LOG_WINDOW_SECONDS:g} s of the probe."]

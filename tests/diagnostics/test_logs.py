@@ -221,3 +221,19 @@ def test_padded_or_bracketed_timestamps(tmp_path, fmt):
     path = tmp_path / "pad.log"
     write_log(path, fmt, [(logging.ERROR, "padded", None)])
     assert [r.message for r in LogExceptionReader([str(path)], fmt).records()] == ["padded"]
+
+
+def test_window_limit_and_matched(tmp_path):
+    path = tmp_path / "app.log"
+    path.write_text(
+        "".join(
+            f"2026-12-01 03:00:{second:02d},000 ERROR a entry {second}\n" for second in range(60)
+        )
+    )
+    reader = LogExceptionReader([str(path)])
+    since = dt.datetime(2026, 12, 1, 3, 0, 10)
+    until = dt.datetime(2026, 12, 1, 3, 0, 20)
+    records = reader.records(since=since, until=until, limit=3)
+    assert [r.message for r in records] == ["entry 20", "entry 19", "entry 18"]
+    assert reader.matched == 11
+    assert reader.records(search="ENTRY 5", limit=0) == [] and reader.matched == 11
