@@ -280,11 +280,11 @@ _SENSITIVE = (
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?P<lead>
-      (?P<q>["']?)
+      ["'`]?
       [A-Za-z0-9_.\-]*"""
     + _SENSITIVE
     + r"""[A-Za-z0-9_.\-]*
-      (?P=q)
+      ["'`]?
       \s*(?::=|:|=(?!=))\s*
     )
     (?P<value>\S.*)$

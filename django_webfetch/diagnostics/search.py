@@ -13,6 +13,7 @@ or ``MAX_SECONDS`` and says which budget ran out.  Pure Python.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import time
 from collections.abc import Callable
@@ -200,7 +201,14 @@ class CodeSearch:
         while stack:
             directory = stack.pop()
             try:
-                entries = sorted(os.scandir(directory), key=lambda e: e.name, reverse=True)
+                # At most a budget's worth of entries per directory: a directory of a
+                # million files is not listed whole before the budget is checked.
+                with os.scandir(directory) as listing:
+                    entries = sorted(
+                        itertools.islice(listing, self.max_files + 1),
+                        key=lambda e: e.name,
+                        reverse=True,
+                    )
             except OSError:
                 continue
             subdirs: list[str] = []

@@ -347,3 +347,40 @@ def test_a_bind_mount_inside_the_root_is_refused(project):
         assert not guard.allows_dir(str(target))
     finally:
         assert libc.umount2(str(target).encode(), 0) == 0
+
+
+_SENSITIVE_NAMES = [
+    "SECRET_KEY",
+    "PASSWORD",
+    "DB_PASSWORD",
+    "API_KEY",
+    "apiKey",
+    "GITHUB_TOKEN",
+    "access_token",
+    "AWS_SECRET_ACCESS_KEY",
+    "SENTRY_DSN",
+    "client_secret",
+    "EMAIL_HOST_PASSWORD",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    name=st.sampled_from(_SENSITIVE_NAMES),
+    value=st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")),
+        min_size=6,
+        max_size=60,
+    ),
+    operator=st.sampled_from([" = ", "=", ": ", " := ", '": ']),
+    indent=st.sampled_from(["", "    ", '    "']),
+    quote=st.sampled_from(["'", '"', ""]),
+)
+def test_a_sensitive_assignment_never_shows_its_value(name, value, operator, indent, quote):
+    value = value.strip()
+    if len(value) < 6:
+        return
+    line = f"{indent}{name}{operator}{quote}{value}{quote}"
+    out = redact_line(line)
+    assert value not in out, (line, out)
+    assert REDACTED in out

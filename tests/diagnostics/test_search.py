@@ -189,3 +189,14 @@ def test_patterns_that_would_explode_at_compile_time(tree, pattern, reason):
 )
 def test_ordinary_counted_patterns_compile(tree, pattern):
     CodeSearch.compile(pattern, use_regex=True)
+
+
+def test_a_huge_directory_is_not_listed_whole(tmp_path):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for index in range(300):
+        (flat / f"f{index:03d}.txt").write_text("x\n")
+    search = CodeSearch(SourcePathGuard(str(tmp_path)), max_files=50)
+    outcome = search.search("needle")
+    assert outcome.exhausted == "files"
+    assert outcome.files_scanned + outcome.files_skipped == 50
