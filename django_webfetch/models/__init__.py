@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from .calls import CallState, ToolCall
+from django_webfetch.plugins.models import PluginInstance
+
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .scopes import DataClass, EgressScope, ToolGroup
@@ -16,6 +18,7 @@ __all__ = [
     "EgressScope",
     "HostListEntry",
     "ListKind",
+    "PluginInstance",
     "SiteHost",
     "ToolCall",
     "ToolGroup",
