@@ -199,7 +199,9 @@ def _check_nesting(pattern: str, where: str) -> None:
             stack.append(False)
         elif char == ")":
             risky = stack.pop() if stack else False
-            follows = _QUANTIFIER.match(pattern, i + 1)
+            quantifier = _QUANTIFIER.match(pattern, i + 1)
+            # "?" (and {0,1}) make a group optional, not repeated: no backtracking blow-up.
+            follows = quantifier is not None and quantifier.group(0) not in ("?", "{0,1}", "{1}")
             if risky and follows:
                 raise ManifestError(
                     "config_pattern",
