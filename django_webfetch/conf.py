@@ -172,7 +172,6 @@ class Settings:
             _number("WEBFETCH_APPROVAL_TTL", _raw("WEBFETCH_APPROVAL_TTL", 86400), integer=True)
         )
 
-
     # -- plugins (DESIGN.md §8) ------------------------------------------------------------
 
     @property

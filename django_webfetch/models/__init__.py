@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .calls import CallState, ToolCall
 from django_webfetch.plugins.models import PluginInstance
 
+from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .scopes import DataClass, EgressScope, ToolGroup

@@ -15,6 +15,7 @@ but unreachable, requests are refused (``connection_budget_unavailable``): fail 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import secrets
 import threading
@@ -140,10 +141,9 @@ class RedisBudget:
             time.sleep(_POLL)
 
         def release() -> None:
-            try:
+            # If Redis is gone the lease expires on its own.
+            with contextlib.suppress(Exception):
                 self._client.zrem(name, token)
-            except Exception:  # the lease expires on its own
-                pass
 
         return Lease(release)
 

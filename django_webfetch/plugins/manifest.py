@@ -210,9 +210,8 @@ def _check_nesting(pattern: str, where: str) -> None:
                 )
             if stack and (risky or follows):
                 stack[-1] = True
-        elif char == "|" or _QUANTIFIER.match(pattern, i):
-            if stack:
-                stack[-1] = True
+        elif stack and (char == "|" or _QUANTIFIER.match(pattern, i)):
+            stack[-1] = True
         i += 1
 
 

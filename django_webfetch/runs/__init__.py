@@ -682,7 +682,7 @@ def _plugin_instance(tool_name: str) -> Any:
     plugin = getattr(tool_registry.get(tool_name), "plugin", None)
     if not isinstance(plugin, str):
         return None
-    from ..plugins.services import instance_for
+    from django_webfetch.plugins.services import instance_for
 
     return instance_for(plugin)
 

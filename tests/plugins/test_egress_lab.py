@@ -72,9 +72,10 @@ def test_grant_allows_the_declared_host(plugin_lab, editor_user):
 
 def test_suffix_grant_never_matches_the_apex_or_lookalikes(plugin_lab, editor_user):
     services.install("example")
-    assert payload(run("example_fetch", editor_user, url="http://x.api.lab.example/plain"))[
-        "status"
-    ] == 200
+    assert (
+        payload(run("example_fetch", editor_user, url="http://x.api.lab.example/plain"))["status"]
+        == 200
+    )
     plugin_lab.dns.set("api.lab.example", a=[plugin_lab.PUBLIC_V4[4]])
     plugin_lab.dns.set("x.api.lab.example.evil.example", a=[plugin_lab.PUBLIC_V4[4]])
     plugin_lab.dns.set("xapi.lab.example", a=[plugin_lab.PUBLIC_V4[4]])
@@ -256,7 +257,11 @@ def test_instance_disabled_while_running(plugin_lab, editor_user):
 
     def tool():
         outcome["result"] = run(
-            "example_repeat", editor_user, url="http://granted.lab.example/plain", times=2, pause=1.5
+            "example_repeat",
+            editor_user,
+            url="http://granted.lab.example/plain",
+            times=2,
+            pause=1.5,
         )
 
     worker = threading.Thread(target=tool)

@@ -78,7 +78,10 @@ def test_ip_literals_are_exact():
 @pytest.mark.parametrize(
     ("overrides", "reason"),
     [
-        ({"egress": [f"h{i}.example.org" for i in range(MAX_EGRESS_ENTRIES + 1)]}, "egress_too_many"),
+        (
+            {"egress": [f"h{i}.example.org" for i in range(MAX_EGRESS_ENTRIES + 1)]},
+            "egress_too_many",
+        ),
         ({"egress": "api.example.org"}, "egress_shape"),
         ({"description": "x" * (MAX_MANIFEST_BYTES + 1)}, "manifest_too_large"),
         ({"name": "Acme!"}, "manifest_name"),
@@ -151,9 +154,7 @@ def test_intersection():
     assert intersect(["*.acme.example.org"], ["acme.example.org"]) == ()
     assert intersect(declared, ["192.0.2.7", "192.0.2.8"]) == ("192.0.2.7",)
     assert intersect(declared, []) == ()
-    assert difference(["a.example.org", "x.cdn.acme.example.org"], declared) == (
-        "a.example.org",
-    )
+    assert difference(["a.example.org", "x.cdn.acme.example.org"], declared) == ("a.example.org",)
 
 
 _label = st.from_regex(r"[a-z]{1,3}", fullmatch=True)
