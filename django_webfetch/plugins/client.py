@@ -168,9 +168,11 @@ class PluginHttp:
         json: Any,
         data: Any,
     ) -> httpx.Request:
-        if not isinstance(method, str) or method.upper() not in _METHODS:
+        method_obj: object = method
+        url_obj: object = url
+        if not isinstance(method_obj, str) or method_obj.upper() not in _METHODS:
             raise EgressDenied("invalid_url", detail="unsupported method")
-        if not isinstance(url, str):
+        if not isinstance(url_obj, str):
             raise EgressDenied("invalid_url", detail="the URL must be a string")
         if content is not None and not isinstance(content, (bytes, str)):
             # A generator or file would run plugin code inside the guarded transport.

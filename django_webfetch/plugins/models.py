@@ -24,7 +24,8 @@ __all__ = ["PluginInstance", "validate_alias"]
 def validate_alias(value: str) -> None:
     import re
 
-    if not isinstance(value, str) or not re.match(r"^[a-z0-9][a-z0-9_-]{0,39}\Z", value):
+    checked: object = value
+    if not isinstance(checked, str) or not re.match(r"^[a-z0-9][a-z0-9_-]{0,39}\Z", checked):
         raise ValidationError(
             _("An alias is 1..40 lower-case letters, digits, '-' and '_'."), code="alias"
         )

@@ -52,17 +52,26 @@ class PluginHandle:
 class PluginTool(Tool):
     """One tool of an installed plugin."""
 
-    def __init__(self, manifest: Manifest, spec: ToolSpec) -> None:
-        self.plugin = manifest.name
-        self.spec_ = spec
-        self.name = spec.name
-        self.group = tool_group(manifest, spec)
-        self.description = spec.description
-        self.parameters = spec.parameters
-        # A plugin that declares destinations needs a network group; its egress is its
-        # instance's grant, never the group's (egress.policy_for).
-        self.scope = Scope.EXTERNAL_FILTERED if manifest.egress else Scope.NONE
-        self.effect = Effect.WRITE if spec.effect == "write" else Effect.READ
+    plugin: str
+    spec_: ToolSpec
+
+    @classmethod
+    def build(cls, manifest: Manifest, spec: ToolSpec) -> PluginTool:
+        """A tool class for one spec (the ``Tool`` interface is class attributes)."""
+        attributes = {
+            "plugin": manifest.name,
+            "spec_": spec,
+            "name": spec.name,
+            "group": tool_group(manifest, spec),
+            "description": spec.description,
+            "parameters": spec.parameters,
+            # A plugin that declares destinations needs a network group; its egress is its
+            # instance's grant, never the group's (egress.policy_for).
+            "scope": Scope.EXTERNAL_FILTERED if manifest.egress else Scope.NONE,
+            "effect": Effect.WRITE if spec.effect == "write" else Effect.READ,
+        }
+        tool_class: type[PluginTool] = type(f"PluginTool_{spec.name}", (cls,), attributes)
+        return tool_class()
 
     def __repr__(self) -> str:
         return f"<PluginTool {self.plugin}:{self.name}>"
@@ -126,20 +135,20 @@ class PluginTool(Tool):
     def _result(self, instance: Any, outcome: Any) -> ToolResult:
         from django_webfetch.text import fence
 
+        meta: dict[str, Any] = {}
         if isinstance(outcome, ToolResult):
-            text, meta = outcome.content, {}
+            text = outcome.content
             if not outcome.ok:
                 return ToolResult.failure(
                     "plugin_error", "The plugin's tool reported an error.", plugin_error=True
                 )
         elif isinstance(outcome, str):
-            text, meta = outcome, {}
+            text = outcome
         else:
             try:
                 text = json.dumps(outcome, ensure_ascii=False, allow_nan=False)[:_MAX_RESULT_CHARS]
             except (TypeError, ValueError):
                 return ToolResult.failure("plugin_error", "The plugin's tool returned no text.")
-            meta = {}
         content = fence(
             text[:_MAX_RESULT_CHARS],
             source_url=f"plugin://{instance.alias}/{self.name}",
@@ -152,4 +161,4 @@ def plugin_tools() -> list[PluginTool]:
     """Every tool of every installed, valid plugin."""
     from .registry import manifests
 
-    return [PluginTool(m, spec) for m in manifests() for spec in m.tools]
+    return [PluginTool.build(m, spec) for m in manifests() for spec in m.tools]
