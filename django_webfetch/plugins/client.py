@@ -37,7 +37,7 @@ from django_webfetch.net.errors import (
 from django_webfetch.net.policy import EgressPolicy, Scope
 
 from .budget import LEASE_MARGIN, budget_for
-from .sandbox import host_io
+from .sandbox import current_scope, host_io
 
 __all__ = ["PluginHttp", "plugin_reason"]
 
@@ -265,6 +265,13 @@ class PluginHttp:
         instance = PluginInstance.objects.filter(pk=self._instance_id).first()
         if instance is None:
             raise EgressDenied("egress_not_granted", detail="the plugin instance is gone")
+        scope = current_scope()
+        if scope is not None and scope.reference != instance.reference:
+            # A tool running for one instance cannot borrow another instance's grant.
+            raise EgressDenied(
+                "egress_not_granted",
+                detail=f"the client of {instance.reference} used by {scope.reference}",
+            )
         if not instance.enabled:
             raise EgressDenied("egress_not_granted", detail=f"{instance.reference} is disabled")
         if not instance.effective():

@@ -93,6 +93,7 @@ _FIELD_KEYS = frozenset(
     }
 )
 _TOOL_KEYS = frozenset({"name", "description", "parameters", "handler", "effect", "group"})
+_BUILTIN_GROUPS = frozenset({"web", "system", "code", "rag"})
 _MANIFEST_KEYS = frozenset({"name", "version", "egress", "config", "tools", "description"})
 
 
@@ -435,6 +436,9 @@ def _parse_tool(raw: object, index: int) -> ToolSpec:
     group = raw.get("group", "")
     if not isinstance(group, str) or (group and not re.match(r"^[-a-zA-Z0-9_]{1,64}\Z", group)):
         raise ManifestError("tool", f"tool {name!r}: group must be a slug")
+    if group in _BUILTIN_GROUPS:
+        # A plugin's tools never join a built-in group (and its operator settings).
+        raise ManifestError("tool", f"tool {name!r}: {group!r} is a built-in group")
     return ToolSpec(name, description, dict(parameters), handler, effect, group)
 
 

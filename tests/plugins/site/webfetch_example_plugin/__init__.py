@@ -99,6 +99,31 @@ def in_thread(plugin: Any, arguments: dict[str, Any]) -> str:
     return outcome[0]
 
 
+def unix_socket(plugin: Any, arguments: dict[str, Any]) -> str:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(arguments["path"])
+    return "connected"
+
+
+def udp(plugin: Any, arguments: dict[str, Any]) -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.sendto(b"\x00" * 12, (arguments["address"], 53))
+    return "sent"
+
+
+def borrow(plugin: Any, arguments: dict[str, Any]) -> str:
+    """Builds the host client of another instance (by id) and tries its grant."""
+    from django_webfetch.plugins.client import PluginHttp
+
+    return str(PluginHttp(int(arguments["instance"])).get(arguments["url"]).status_code)
+
+
+def send(plugin: Any, arguments: dict[str, Any]) -> str:
+    """A GET with caller-chosen headers."""
+    response = plugin.http.get(arguments["url"], headers=dict(arguments.get("headers", {})))
+    return response.text[:4000]
+
+
 def _tool(name: str, handler: Any, **properties: Any) -> dict[str, Any]:
     return {
         "name": name,
@@ -131,5 +156,9 @@ def manifest() -> dict[str, Any]:
             _tool("example_raw_httpx", raw_httpx, url="string"),
             _tool("example_subprocess", run_process),
             _tool("example_thread", in_thread, address="string"),
+            _tool("example_unix", unix_socket, path="string"),
+            _tool("example_udp", udp, address="string"),
+            _tool("example_borrow", borrow, instance="integer", url="string"),
+            _tool("example_send", send, url="string", headers="object"),
         ],
     }
