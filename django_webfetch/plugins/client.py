@@ -203,12 +203,15 @@ class PluginHttp:
         data: Any,
         timeout: float | None,
     ) -> httpx.Response:
-        from .models import PluginInstance
-
-        instance = PluginInstance.objects.filter(pk=self._instance_id).first()
+        host = _host_of(url)
+        try:
+            instance = self._instance()
+        except EgressDenied as exc:
+            recorder = self._recorder(f"plugin-instance#{self._instance_id}", self._group or "")
+            recorder.record_exception(exc, url_host=host)
+            raise
         group = self._group or (instance.default_group() if instance is not None else "")
         recorder = self._recorder(instance if instance is not None else None, group)
-        host = _host_of(url)
         last: list[str] = []
 
         def observe(event: Any) -> None:
@@ -258,11 +261,22 @@ class PluginHttp:
                 response.close()
         return response
 
-    def _policy(self, group: str) -> EgressPolicy:
-        """The instance's live policy; raises ``EgressDenied`` when it grants nothing."""
+    def _instance(self) -> Any:
+        """The instance row as of now; a database error refuses (fail closed)."""
+        from django.db import DatabaseError
+
         from .models import PluginInstance
 
-        instance = PluginInstance.objects.filter(pk=self._instance_id).first()
+        try:
+            return PluginInstance.objects.filter(pk=self._instance_id).first()
+        except DatabaseError as exc:
+            raise EgressDenied(
+                "policy_unavailable", detail=f"plugin instance unreadable: {type(exc).__name__}"
+            ) from exc
+
+    def _policy(self, group: str) -> EgressPolicy:
+        """The instance's live policy; raises ``EgressDenied`` when it grants nothing."""
+        instance = self._instance()
         if instance is None:
             raise EgressDenied("egress_not_granted", detail="the plugin instance is gone")
         scope = current_scope()

@@ -121,7 +121,7 @@ def test_udp_is_refused(plugin_lab, editor_user):
     services.install("example")
     result = run("example_udp", editor_user, address=plugin_lab.DNS_V4)
     assert result.meta == {"reason": "unguarded_network"}
-    assert not [q for q in plugin_lab.dns.queries]
+    assert plugin_lab.dns.queries == []
 
 
 def test_a_tool_cannot_borrow_another_instances_client(plugin_lab, editor_user):

@@ -134,9 +134,11 @@ def test_n_plus_one_real_connections(plugin_lab, settings, use_redis, request):
             outcomes.append(type(exc).__name__)
 
     holders = [threading.Thread(target=slow) for _ in range(2)]
-    for t in holders:
+    for count, t in enumerate(holders, 1):
+        # One after the other: SQLite's shared cache (the test database) refuses two
+        # concurrent audit writes instead of queueing them.
         t.start()
-    assert plugin_lab.wait_for(lambda: len(plugin_lab.accepts()) == 2)
+        assert plugin_lab.wait_for(lambda n=count: len(plugin_lab.accepts()) == n)
     with pytest.raises(EgressDenied) as caught:
         instance.http.get("http://granted.lab.example/plain")
     assert caught.value.reason == "connection_budget"

@@ -32,6 +32,21 @@ def payload(result):
     return json.loads(body)
 
 
+def when_idle(action):
+    """Run a DB write from the test thread while the tool's thread may hold SQLite's
+    shared-cache table lock for a moment (it writes audit rows): retry briefly."""
+    from django.db import OperationalError
+
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return action()
+        except OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def events(**filters):
     return list(
         EgressEvent.objects.filter(**filters)
@@ -244,7 +259,7 @@ def test_grant_removed_while_running(plugin_lab, editor_user):
     worker = threading.Thread(target=tool)
     worker.start()
     plugin_lab.wait_for(lambda: len(plugin_lab.requests) == 1)
-    PluginInstance.objects.filter(pk=instance.pk).update(egress_hosts=[])
+    when_idle(lambda: PluginInstance.objects.filter(pk=instance.pk).update(egress_hosts=[]))
     worker.join(20)
     assert payload(outcome["result"]) == {"results": [200, "egress_not_granted"]}
     assert len(plugin_lab.requests) == 1
@@ -267,7 +282,7 @@ def test_instance_disabled_while_running(plugin_lab, editor_user):
     worker = threading.Thread(target=tool)
     worker.start()
     plugin_lab.wait_for(lambda: len(plugin_lab.requests) == 1)
-    PluginInstance.objects.filter(pk=instance.pk).update(enabled=False)
+    when_idle(lambda: PluginInstance.objects.filter(pk=instance.pk).update(enabled=False))
     worker.join(20)
     assert payload(outcome["result"]) == {"results": [200, "egress_not_granted"]}
 
