@@ -121,6 +121,31 @@ class PluginInstance(models.Model):
         for name in ("config", "secret_config"):
             if not isinstance(getattr(self, name), dict):
                 raise ValidationError({name: _("Must be a mapping.")})
+        self._check_config()
+
+    def _check_config(self) -> None:
+        """Config values against the installed manifest's typed schema; secrets only in
+        ``secret_config``.  Messages never quote a value."""
+        from .manifest import validate_config
+        from .registry import get_manifest
+
+        manifest = get_manifest(self.plugin)
+        if manifest is None:
+            return
+        secret = manifest.secret_fields
+        misplaced = sorted(set(self.config) & secret) + sorted(set(self.secret_config) - secret)
+        if misplaced:
+            raise ValidationError(
+                _("Secret fields belong in the secret config, others in the config: %(f)s")
+                % {"f": ", ".join(map(str, misplaced[:5]))}
+            )
+        problems = validate_config(
+            manifest.config, {**self.config, **self.secret_config}, partial=True
+        )
+        if problems:
+            raise ValidationError(
+                "; ".join(f"{name} {problem}" for name, problem in sorted(problems.items()))
+            )
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.full_clean()
