@@ -27,7 +27,7 @@ else:
 _SECRET_PREFIX = "secret__"
 
 
-class _HostLines(forms.CharField):
+class _HostLines(forms.Field):
     """A list of hosts, one per line."""
 
     widget = forms.Textarea(attrs={"rows": 4})
@@ -38,8 +38,8 @@ class _HostLines(forms.CharField):
         return value
 
     def to_python(self, value: Any) -> list[str]:
-        text = super().to_python(value) or ""
-        return [line.strip() for line in str(text).splitlines() if line.strip()]
+        text = value if isinstance(value, str) else ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 class PluginInstanceForm(_InstanceForm):
