@@ -2,25 +2,25 @@
 
 ``tests/plugins/site`` holds a real distribution (``webfetch_example_plugin`` + its
 ``.dist-info`` with a ``django_webfetch.plugins`` entry point); putting the directory on
-``sys.path`` installs it for ``importlib.metadata`` exactly as site-packages would.
+``sys.path`` installs it for ``importlib.metadata`` exactly as site-packages would.  The
+``example`` fixture does that for the test that asks for it (and undoes it), so the rest of
+the suite runs without the plugin, as a site without plugins would.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import pytest
 
 SITE = os.path.join(os.path.dirname(__file__), "site")
-if SITE not in sys.path:
-    sys.path.append(SITE)
 
 
 @pytest.fixture
-def example() -> Any:
-    """The example plugin module, reset to version 1.0, registries reloaded."""
+def example(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The example plugin installed, reset to version 1.0, registries reloaded."""
+    monkeypatch.syspath_prepend(SITE)
     import webfetch_example_plugin as module
 
     from django_webfetch.plugins import registry
