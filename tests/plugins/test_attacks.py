@@ -161,3 +161,35 @@ def test_a_plugin_cannot_join_a_built_in_group():
                     ],
                 }
             )
+
+
+@pytest.mark.parametrize(
+    ("prefixes", "aaaa", "reason"),
+    [
+        ((), "64:ff9b::a00:a", "address_class:nat64"),  # no prefix declared: refused whole
+        (("64:ff9b::/96",), "64:ff9b::a9fe:a9fe", "address_class:metadata"),
+        (("64:ff9b::/96",), "64:ff9b::7f00:1", "address_class:loopback"),  # not allowed
+        # overlapping prefixes: the worst decoding decides (here metadata under the /48)
+        (
+            ("2001:db8:a00::/48", "2001:db8::/32"),
+            "2001:db8:a00:a9fe:a9:fe00::",
+            "address_class:metadata",
+        ),
+    ],
+)
+def test_nat64_answers_for_a_private_granted_host(plugin_lab, settings, prefixes, aaaa, reason):
+    """``egress_allow_private`` opens private decodings only; the NAT64 settings apply to
+    plugins as to every tool."""
+    settings.WEBFETCH_NAT64_PREFIXES = list(prefixes)
+    instance = services.install("example")
+    instance.egress_allow_private = ["intranet.lab.example"]
+    if aaaa.startswith("64:ff9b::7f"):
+        instance.egress_allow_private = []
+    instance.save()
+    plugin_lab.dns.set("intranet.lab.example", aaaa=[aaaa])
+    with pytest.raises(EgressDenied) as caught:
+        instance.http.get("http://intranet.lab.example/plain")
+    assert caught.value.reason == "address_class"
+    event = EgressEvent.objects.get(plugin_instance=instance)
+    assert event.reason == reason
+    assert plugin_lab.accepts() == []

@@ -175,3 +175,79 @@ def test_intersection_is_exactly_both_sides(declared, granted, host):
 
     effective = intersect(declared, granted)
     assert matches(effective) == (matches(declared) and matches(granted))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "string", "unknown": 1},
+        "not a mapping",
+        {"type": "string", "secret": "yes"},
+        {"type": "string", "description": 5},
+        {"type": "string", "maxLength": -1},
+        {"type": "string", "minLength": True},
+        {"type": "boolean", "minimum": 1},
+        {"type": "integer", "minimum": "1"},
+        {"type": "number", "maximum": float("nan")},
+        {"type": "string", "enum": []},
+        {"type": "string", "enum": [1]},
+        {"type": "integer", "default": "x"},
+        {"type": "string", "pattern": 5},
+        {"type": "string", "pattern": "\u00e9"},
+    ],
+)
+def test_bad_config_fields(spec):
+    with pytest.raises(ManifestError) as caught:
+        parse_manifest(manifest(config={"x": spec}))
+    assert caught.value.reason in ("config_schema", "config_pattern", "manifest_shape")
+
+
+@pytest.mark.parametrize("name", ["X", "1x" * 30, "a-b"])
+def test_bad_config_field_names(name):
+    with pytest.raises(ManifestError):
+        parse_manifest(manifest(config={name: {"type": "string"}}))
+
+
+def test_config_value_types():
+    fields = parse_manifest(
+        manifest(
+            config={
+                "b": {"type": "boolean"},
+                "i": {"type": "integer", "minimum": 2},
+                "n": {"type": "number"},
+                "s": {"type": "string", "minLength": 2, "maxLength": 3, "enum": ["ab", "abc"]},
+            }
+        )
+    ).config
+    assert validate_config(fields, {"b": True, "i": 2, "n": 1.5, "s": "ab"}) == {}
+    assert validate_config(fields, {"b": 1, "i": True, "n": "1", "s": 5}) == {
+        "b": "must be true or false",
+        "i": "must be an integer",
+        "n": "must be a number",
+        "s": "must be a string",
+    }
+    assert validate_config(fields, {"i": 1, "s": "a"}) == {
+        "i": "is below 2",
+        "s": "is shorter than 2 characters",
+    }
+    assert validate_config(fields, {"s": "abcd"}) == {"s": "is longer than 3 characters"}
+    assert validate_config(fields, {"s": "xyz"}) == {"s": "is not one of the allowed values"}
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        "not a list",
+        [{"name": "t", "description": "d", "handler": handler}] * 2,
+        ["not a mapping"],
+        [{"name": "t", "description": "d", "handler": handler, "bad": 1}],
+        [{"name": "t", "description": "", "handler": handler}],
+        [{"name": "t", "description": "d", "handler": handler, "parameters": {"type": "x"}}],
+        [{"name": "t", "description": "d", "handler": handler, "effect": "delete"}],
+        [{"name": "t", "description": "d", "handler": handler, "group": "not a slug"}],
+        [{"name": f"t{i}", "description": "d", "handler": handler} for i in range(33)],
+    ],
+)
+def test_bad_tools(tools):
+    with pytest.raises(ManifestError):
+        parse_manifest(manifest(tools=tools))
