@@ -111,7 +111,7 @@ def test_local_budget_waits_then_refuses():
     assert budget.held("k") == 0
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.parametrize("use_redis", [False, True])
 def test_n_plus_one_real_connections(plugin_lab, settings, use_redis, request):
     """N connections held open on a slow lab server; connection N+1 of the same instance

@@ -241,7 +241,7 @@ def test_post_with_json_body(plugin_lab, editor_user):
     assert "POST /echo" in result.content
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_grant_removed_while_running(plugin_lab, editor_user):
     """The grant is re-read on every request: removing it stops the next one, no restart."""
     instance = services.install("example")
@@ -265,7 +265,7 @@ def test_grant_removed_while_running(plugin_lab, editor_user):
     assert len(plugin_lab.requests) == 1
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_instance_disabled_while_running(plugin_lab, editor_user):
     instance = services.install("example")
     outcome = {}
