@@ -116,11 +116,12 @@ def test_trailing_dot_is_the_same_host_for_the_grant(plugin_lab, editor_user):
     # The absolute form of an ungranted name is still ungranted.
     result = run("example_fetch", editor_user, url="http://ungranted.lab.example./plain")
     assert result.meta == {"reason": "egress_not_granted"}
-    # The absolute form of a granted name passes the grant (the transport then declines
-    # to send a Host that differs from the checked name: it fails closed, never elsewhere).
-    run("example_fetch", editor_user, url="http://granted.lab.example./plain")
+    # The absolute form of a granted name is the granted host: the transport sends the
+    # checked URL, so the request reaches the granted server with the checked Host.
+    ok = run("example_fetch", editor_user, url="http://granted.lab.example./plain")
+    assert payload(ok)["status"] == 200
     assert events(plugin_instance=instance)[1][:2] == ("allowed", "allowed")
-    assert plugin_lab.accepts(plugin_lab.PUBLIC_V4[2]) == []
+    assert [r.host for r in plugin_lab.requests][-1] == "granted.lab.example"
 
 
 def test_granted_but_undeclared_is_refused(plugin_lab, editor_user):
