@@ -25,7 +25,7 @@ def label_code_group(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("django_webfetch", "0003_toolcall")]
+    dependencies = [("django_webfetch", "0004_plugins")]
 
     operations = [
         migrations.AlterField(
