@@ -286,6 +286,9 @@ class LogExceptionReader:
 
         for raw in lines:
             if self._clock() >= self._deadline:
+                record = flush()  # the record being read is complete enough to keep
+                if record is not None:
+                    yield record
                 raise TimeoutError("the log read budget ran out")
             line = raw.rstrip("\r")
             match = self._header(line)
