@@ -49,6 +49,7 @@ from ..net.errors import WebFetchError
 from ..tools import Effect, Tool, ToolApprovalRule, ToolContext, ToolInvocation, ToolResult
 from ..tools import default_registry as tool_registry
 from ..tools.registry import validate_arguments
+from .bounds import MAX_COMMENT_CHARS, InputRejected, check_storable, check_text
 
 __all__ = [
     "APPROVE_PERMISSION",
@@ -57,6 +58,7 @@ __all__ = [
     "CallExpiredError",
     "CancelPermissionDenied",
     "ExecuteOutcome",
+    "InputRejected",
     "InvalidTransition",
     "RunError",
     "SelfApprovalDenied",
@@ -304,15 +306,38 @@ def request_call(
     - needs approval: it stops in ``awaiting_approval`` (nothing holds a worker);
     - otherwise it is approved at once and run (in-process, or queued on Celery).
 
-    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``.
+    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``, and
+    :class:`~django_webfetch.runs.bounds.InputRejected` (nothing stored, one audit line in
+    the log) when the tool name, the conversation or the arguments cannot be stored: a
+    NUL or a lone surrogate anywhere, nesting deeper than 32 levels, arguments over 16 KiB
+    as JSON (``runs/bounds.py``) — whatever the tool, offered or not.
     """
+    try:
+        check_text(str(tool_name), where="tool")
+        check_text(str(conversation or ""), where="conversation")
+        try:
+            check_storable(arguments)
+        except InputRejected as exc:
+            if exc.code != "not_json":
+                raise
+            # Not plain JSON (a Python object): recorded as invalid arguments below.
+    except InputRejected as exc:
+        logger.warning(
+            "tool call refused before it was stored: %s (%s) tool=%.100r user=%s",
+            exc.code,
+            exc,
+            str(tool_name)[:100],
+            getattr(user, "pk", None),
+        )
+        raise
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
     tool = offered.get(tool_name)
     try:
         stored_arguments = _jsonable(arguments)
         if stored_arguments is None:
             stored_arguments = {}
-    except (TypeError, ValueError):
+        check_storable(stored_arguments)
+    except (TypeError, ValueError, RecursionError):
         stored_arguments = {}
         arguments = None
     if tool is None:
@@ -398,6 +423,12 @@ def _decision_check(by: Any, target: str) -> Callable[[ToolCall], None]:
     return check
 
 
+def _comment(comment: str) -> str:
+    text = str(comment or "")[:MAX_COMMENT_CHARS]
+    check_text(text, where="comment")
+    return text
+
+
 def _decide(
     call: ToolCall | uuid.UUID | str, target: str, *, by: Any, comment: str, **changes: Any
 ) -> ToolCall:
@@ -408,7 +439,7 @@ def _decide(
             check=_decision_check(by, target),
             decided_by=by,
             decided_at=timezone.now(),
-            decision_comment=(comment or "")[:2000],
+            decision_comment=_comment(comment),
             **changes,
         )
     except CallExpiredError:
@@ -448,7 +479,7 @@ def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> T
         check=check,
         reason="cancelled",
         result=result.to_dict(),
-        decision_comment=(comment or "")[:2000],
+        decision_comment=_comment(comment),
     )
 
 
