@@ -16,7 +16,8 @@ Errors::
         ├── ToolNotOfferedError
         ├── ApprovalPermissionDenied
         │   └── SelfApprovalDenied
-        └── CancelPermissionDenied
+        ├── CancelPermissionDenied
+        └── CancelReasonRequired
 
 Runs happen in-process (synchronously, right where the call was approved) unless
 ``WEBFETCH_ASYNC_RUNS`` is on; then the ``django_webfetch.run_tool_call`` Celery task runs
@@ -57,6 +58,7 @@ __all__ = [
     "ApprovalPermissionDenied",
     "CallExpiredError",
     "CancelPermissionDenied",
+    "CancelReasonRequired",
     "ExecuteOutcome",
     "InputRejected",
     "InvalidTransition",
@@ -139,6 +141,14 @@ class SelfApprovalDenied(ApprovalPermissionDenied):
 class CancelPermissionDenied(RunError):
     code = "cancel_not_permitted"
     default_message = "you may not cancel this tool call"
+
+
+class CancelReasonRequired(RunError):
+    """Only its requester cancels an approved call without a word: an approver overturning
+    another's approval must say why (the reason is shown with the call)."""
+
+    code = "cancel_reason_required"
+    default_message = "cancelling an approved call needs a comment saying why"
 
 
 # -- settings-derived values ----------------------------------------------------------------
@@ -466,21 +476,67 @@ def deny(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> Too
 
 
 def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
-    """Cancel a call that has not started running (its owner or an approver)."""
+    """Cancel a call that has not started running.
+
+    - awaiting approval: its owner or an approver, comment optional;
+    - approved (queued, not yet running): its owner, who withdraws the request; anyone else
+      (an approver) only with a ``comment`` giving the reason, which the call's result
+      shows next to the approver it overrides (:class:`CancelReasonRequired` otherwise).
+
+    The result says who cancelled, in which state, and whose approval it overturned; the
+    reason code is ``cancelled`` or ``cancelled_after_approval``.
+    """
+    text = _comment(comment)
 
     def check(row: ToolCall) -> None:
         if not can_cancel(by, row):
             raise CancelPermissionDenied()
+        if row.state == CallState.APPROVED and row.user_id != by.pk and not text.strip():
+            raise CancelReasonRequired()
 
-    result = ToolResult.failure("cancelled", "The tool call was cancelled.")
-    return transition(
-        call,
-        CallState.CANCELLED,
-        check=check,
-        reason="cancelled",
-        result=result.to_dict(),
-        decision_comment=_comment(comment),
-    )
+    current = ToolCall.objects.filter(pk=_call_id(call)).select_related("decided_by").first()
+    after_approval = current is not None and current.state == CallState.APPROVED
+    who = _user_label(by)
+    if after_approval:
+        assert current is not None
+        approver = _user_label(current.decided_by) if current.decided_by_id else ""
+        message = f"The tool call was cancelled by {who} after " + (
+            f"{approver} approved it." if approver else "it was approved."
+        )
+        if text:
+            message += f" Reason: {text}"
+        result = ToolResult.failure(
+            "cancelled",
+            message,
+            cancelled_by=who,
+            cancelled_state=CallState.APPROVED,
+            overrode_approval_by=approver,
+            cancel_comment=text,
+        )
+        reason = "cancelled_after_approval"
+        expected = CallState.APPROVED
+    else:
+        result = ToolResult.failure(
+            "cancelled",
+            f"The tool call was cancelled by {who}." + (f" Reason: {text}" if text else ""),
+            cancelled_by=who,
+            cancelled_state=current.state if current is not None else "",
+            cancel_comment=text,
+        )
+        reason = "cancelled"
+        expected = current.state if current is not None else ""
+
+    def check_state(row: ToolCall) -> None:
+        # The state changed between the read above and the lock: decide again (the message
+        # must describe the state actually cancelled).
+        if row.state != expected:
+            raise InvalidTransition(row.state, CallState.CANCELLED, "the call was just changed")
+        check(row)
+
+    changes: dict[str, Any] = {"reason": reason, "result": result.to_dict()}
+    if not after_approval:
+        changes["decision_comment"] = text
+    return transition(call, CallState.CANCELLED, check=check_state, **changes)
 
 
 # -- expiry and recovery (periodic task, and on read) ---------------------------------------

@@ -342,7 +342,7 @@ def _break_the_connection() -> Any:
     return restore
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.parametrize(
     ("method", "path"),
     [("post", "/api/calls/"), ("get", "/api/calls/"), ("get", "/api/tools/")],
