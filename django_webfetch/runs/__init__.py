@@ -89,9 +89,6 @@ logger = logging.getLogger("django_webfetch.runs")
 APPROVE_PERMISSION = "django_webfetch.approve_toolcall"
 #: A call is run at most this often: a call whose worker was lost is retried once.
 MAX_ATTEMPTS = 2
-#: An approved call whose task message is older than this is queued again by the sweep
-#: (the broker lost the message, or enqueueing failed after the commit).
-STALE_QUEUE_AFTER = timedelta(minutes=10)
 #: SQLite reports a lost race as "database is locked" (without waiting, when a reading
 #: transaction wants to write); the transition is re-read this often.
 _SQLITE_RETRIES = 10
@@ -642,20 +639,13 @@ def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
 
 
 def _requeue_stale(now: datetime | None = None) -> int:
+    """Queue again approved calls that waited past ``WEBFETCH_REQUEUE_AFTER``
+    (``runs/queue.py``)."""
     if not runs_async():
         return 0
-    cutoff = (now or timezone.now()) - STALE_QUEUE_AFTER
-    stale = list(
-        ToolCall.objects.filter(state=CallState.APPROVED, queued_at__lte=cutoff).values_list(
-            "pk", flat=True
-        )[:1000]
-    )
-    for call_id in stale:
-        ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(
-            queued_at=timezone.now()
-        )
-        _enqueue(call_id)
-    return len(stale)
+    from .queue import requeue_due
+
+    return requeue_due(now)
 
 
 @dataclass(frozen=True)
@@ -677,6 +667,13 @@ def refresh(call: ToolCall) -> ToolCall:
         _expire_one(call.pk)
     elif _lost(call):
         _recover_one(call.pk)
+    elif runs_async() and call.state == CallState.APPROVED:
+        from .queue import requeue_due
+
+        # A poll is a sweep of this one call: a message lost with the broker is queued
+        # again even where no beat runs.
+        if not requeue_due(calls=ToolCall.objects.filter(pk=call.pk)):
+            return call
     else:
         return call
     return ToolCall.objects.get(pk=call.pk)
@@ -779,12 +776,20 @@ def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
 # -- dispatching ----------------------------------------------------------------------------
 
 
-def _enqueue(call_id: Any) -> None:
+def _enqueue(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
+    """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
+    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
     try:
         from .. import tasks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
+    from .queue import QUEUED_RETRY, mark_queued, queue_for
+
     soft, hard = time_limits()
+    options: dict[str, Any] = {}
+    queue = queue_for(tool)
+    if queue:
+        options["queue"] = queue
     try:
         tasks.run_tool_call.apply_async(
             args=(str(call_id),),
@@ -793,10 +798,16 @@ def _enqueue(call_id: Any) -> None:
             # compare them as floats.
             soft_time_limit=soft,  # type: ignore[arg-type]
             time_limit=hard,  # type: ignore[arg-type]
+            **options,
         )
     except Exception:
-        # The call stays approved; the sweep queues it again (STALE_QUEUE_AFTER).
+        # The call stays approved, and says so; the sweep queues it again.
         logger.exception("tool call %s could not be queued", call_id)
+        mark_queued(call_id, QUEUED_RETRY)
+        return False
+    if retrying:
+        mark_queued(call_id, "")
+    return True
 
 
 def _dispatch(call: ToolCall) -> ToolCall:
@@ -804,7 +815,12 @@ def _dispatch(call: ToolCall) -> ToolCall:
     if call.state != CallState.APPROVED:
         return call
     if runs_async():
-        transaction.on_commit(partial(_enqueue, call.pk))
+        if connection.in_atomic_block:
+            transaction.on_commit(partial(_enqueue, call.pk, call.tool))
+        elif not _enqueue(call.pk, call.tool):
+            from .queue import QUEUED_RETRY
+
+            call.reason = QUEUED_RETRY
         return call
     execute(call.pk, worker=f"in-process:{_worker_label()}")
     return ToolCall.objects.get(pk=call.pk)
