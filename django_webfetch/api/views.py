@@ -160,9 +160,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             return None  # Django's technical 500 page
         request = context.get("request")
         logger.error("unexpected error in the API", exc_info=exc)
-        got_request_exception.send(
-            sender=None, request=getattr(request, "_request", request)
-        )
+        got_request_exception.send(sender=None, request=getattr(request, "_request", request))
         return Response(
             {"detail": "Internal server error.", "code": "server_error"},
             status=status.HTTP_500_INTERNAL_SERVER_ERROR,

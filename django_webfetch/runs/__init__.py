@@ -42,15 +42,22 @@ from django.core.exceptions import ValidationError
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from ..conf import conf
-from ..exceptions import WebFetchImproperlyInstalled
-from ..models import CallState, ToolCall
-from ..models.calls import FINISHED_STATES, TRANSITIONS
-from ..net.errors import WebFetchError
-from ..tools import Effect, Tool, ToolApprovalRule, ToolContext, ToolInvocation, ToolResult
-from ..tools import default_registry as tool_registry
-from ..tools.registry import validate_arguments
-from .bounds import MAX_COMMENT_CHARS, InputRejected, check_storable, check_text
+from django_webfetch.conf import conf
+from django_webfetch.exceptions import WebFetchImproperlyInstalled
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
+from django_webfetch.net.errors import WebFetchError
+from django_webfetch.runs.bounds import MAX_COMMENT_CHARS, InputRejected, check_storable, check_text
+from django_webfetch.tools import (
+    Effect,
+    Tool,
+    ToolApprovalRule,
+    ToolContext,
+    ToolInvocation,
+    ToolResult,
+)
+from django_webfetch.tools import default_registry as tool_registry
+from django_webfetch.tools.registry import validate_arguments
 
 __all__ = [
     "APPROVE_PERMISSION",
@@ -643,7 +650,7 @@ def _requeue_stale(now: datetime | None = None) -> int:
     (``runs/queue.py``)."""
     if not runs_async():
         return 0
-    from .queue import requeue_due
+    from django_webfetch.runs.queue import requeue_due
 
     return requeue_due(now)
 
@@ -668,7 +675,7 @@ def refresh(call: ToolCall) -> ToolCall:
     elif _lost(call):
         _recover_one(call.pk)
     elif runs_async() and call.state == CallState.APPROVED:
-        from .queue import requeue_due
+        from django_webfetch.runs.queue import requeue_due
 
         # A poll is a sweep of this one call: a message lost with the broker is queued
         # again even where no beat runs.
@@ -780,10 +787,10 @@ def _enqueue(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
     """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
     broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
     try:
-        from .. import tasks
+        from django_webfetch import tasks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
-    from .queue import QUEUED_RETRY, mark_queued, queue_for
+    from django_webfetch.runs.queue import QUEUED_RETRY, mark_queued, queue_for
 
     soft, hard = time_limits()
     options: dict[str, Any] = {}
@@ -818,7 +825,7 @@ def _dispatch(call: ToolCall) -> ToolCall:
         if connection.in_atomic_block:
             transaction.on_commit(partial(_enqueue, call.pk, call.tool))
         elif not _enqueue(call.pk, call.tool):
-            from .queue import QUEUED_RETRY
+            from django_webfetch.runs.queue import QUEUED_RETRY
 
             call.reason = QUEUED_RETRY
         return call

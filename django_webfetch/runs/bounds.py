@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..net.errors import WebFetchError
+from django_webfetch.net.errors import WebFetchError
 
 __all__ = [
     "MAX_ARGUMENTS_BYTES",

@@ -27,10 +27,10 @@ from typing import Any
 from django.db import DatabaseError
 from django.utils import timezone
 
-from ..conf import conf
-from ..models import CallState, ToolCall
-from ..net.policy import Scope
-from ..tools import default_registry as tool_registry
+from django_webfetch.conf import conf
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.net.policy import Scope
+from django_webfetch.tools import default_registry as tool_registry
 
 __all__ = ["QUEUED_RETRY", "mark_queued", "queue_for", "requeue_due"]
 
@@ -57,9 +57,9 @@ def queue_for(tool_name: str) -> str | None:
 def mark_queued(call_id: Any, reason: str) -> None:
     """Set (``queued_retry``) or clear the queueing reason of a call still approved."""
     try:
-        ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).exclude(
+        ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).exclude(reason=reason).update(
             reason=reason
-        ).update(reason=reason)
+        )
     except DatabaseError:
         logger.exception("tool call %s: could not record its queueing state", call_id)
 
@@ -72,7 +72,7 @@ def _wait_before_requeue(queued_at: datetime, since: datetime) -> timedelta:
 
 def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
     """Queue again the approved calls whose wait for a worker is over; returns how many."""
-    from . import _enqueue
+    from django_webfetch.runs import _enqueue
 
     now = now or timezone.now()
     queryset = calls if calls is not None else ToolCall.objects.all()
@@ -88,9 +88,9 @@ def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
         if now - queued_at < _wait_before_requeue(queued_at, since):
             continue
         # Compare-and-set on queued_at: of two sweeps (or polls) only one re-queues.
-        won = ToolCall.objects.filter(
-            pk=pk, state=CallState.APPROVED, queued_at=queued_at
-        ).update(queued_at=now)
+        won = ToolCall.objects.filter(pk=pk, state=CallState.APPROVED, queued_at=queued_at).update(
+            queued_at=now
+        )
         if not won:
             continue
         logger.warning(

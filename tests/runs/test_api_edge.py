@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from django_webfetch import runs
@@ -68,12 +70,16 @@ def assert_json_error(response: Any, status: int, code: str) -> dict[str, Any]:
 BAD_TEXT_BODIES = {
     "nul in a value": r'{"tool": "runs_echo", "arguments": {"text": "a\u0000b"}}',
     "nul in a key": r'{"tool": "runs_echo", "arguments": {"te\u0000xt": "a"}}',
-    "nul deep inside": r'{"tool": "runs_echo", "arguments": {"text": "a", "x": [{"y": ["\u0000"]}]}}',
+    "nul deep inside": (
+        r'{"tool": "runs_echo", "arguments": {"text": "a", "x": [{"y": ["\u0000"]}]}}'
+    ),
     "lone high surrogate in a value": r'{"tool": "runs_echo", "arguments": {"text": "\ud800"}}',
     "lone low surrogate in a key": r'{"tool": "runs_echo", "arguments": {"\udfff": "a"}}',
     "surrogate in the tool name": r'{"tool": "runs_echo\udc00", "arguments": {"text": "a"}}',
     "nul in the tool name": r'{"tool": "runs_\u0000echo", "arguments": {"text": "a"}}',
-    "nul in the conversation": r'{"tool": "runs_echo", "arguments": {"text": "a"}, "conversation": "c\u0000"}',
+    "nul in the conversation": (
+        r'{"tool": "runs_echo", "arguments": {"text": "a"}, "conversation": "c\u0000"}'
+    ),
     "surrogate in an unknown tool's arguments": r'{"tool": "nope", "arguments": {"url": "\ud83d"}}',
 }
 

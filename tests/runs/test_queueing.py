@@ -138,9 +138,7 @@ def test_messages_lost_with_a_redis_restart_are_queued_again(
     worker_factory(
         beat=True, env={"WEBFETCH_TEST_SWEEP_EVERY": "0.5", "WEBFETCH_TEST_REQUEUE_AFTER": "2"}
     )
-    wait_for(
-        lambda: set(_states(calls)) == {CallState.SUCCEEDED}, 30, what="the re-queued calls"
-    )
+    wait_for(lambda: set(_states(calls)) == {CallState.SUCCEEDED}, 30, what="the re-queued calls")
     rows = ToolCall.objects.filter(pk__in=[c.pk for c in calls])
     assert {(r.attempts, r.reason) for r in rows} == {(1, "")}
     assert len([r for r in web.requests if r.path.startswith("/page")]) == 5  # nothing ran twice
@@ -225,20 +223,19 @@ def test_two_slow_pages_do_not_stall_the_others(
     )
     slow = []
     for i in range(2):
-        call = runs.request_call(
-            "fetch_external_url", {"url": web.url("slowly.lab.example", f"/slow?n={i}")}, user=editor
-        )
+        url = web.url("slowly.lab.example", f"/slow?n={i}")
+        call = runs.request_call("fetch_external_url", {"url": url}, user=editor)
         slow.append(runs.approve(call, by=approver))
     wait_for(
-        lambda: _states(slow) == [CallState.RUNNING] * 2
-        and sum(1 for r in web.requests if r.path.startswith("/slow")) == 2,
+        lambda: (
+            _states(slow) == [CallState.RUNNING] * 2
+            and sum(1 for r in web.requests if r.path.startswith("/slow")) == 2
+        ),
         20,
         what="both slow fetches to start",
     )
     normal = _approved_fetches(web, editor, approver, 3)
-    wait_for(
-        lambda: set(_states(normal)) == {CallState.SUCCEEDED}, 15, what="the normal calls"
-    )
+    wait_for(lambda: set(_states(normal)) == {CallState.SUCCEEDED}, 15, what="the normal calls")
     # The slow calls are still running: the normal ones did not wait for them.
     assert _states(slow) == [CallState.RUNNING] * 2
     assert private_queue_empty(celery_client)
