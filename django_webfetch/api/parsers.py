@@ -108,7 +108,7 @@ class BoundedJSONParser(parsers.JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        encoding = parsers.get_encoding(dict(parser_context or {}))
+        encoding = _encoding(parser_context)
         body = _read_bounded(stream)
         if json_depth(body) > MAX_BODY_DEPTH:
             raise exceptions.ParseError(
@@ -126,6 +126,17 @@ class BoundedJSONParser(parsers.JSONParser):
         except InputRejected as exc:
             raise _rejected(exc) from exc
         return data
+
+
+def _encoding(parser_context: Mapping[str, Any] | None) -> str:
+    """The request's charset: a text encoding only (a bytes-to-bytes codec such as
+    ``bz2_codec`` would inflate the body after its size was checked)."""
+    encoding = str((parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET)
+    try:
+        "".encode(encoding)
+    except (LookupError, UnicodeError) as exc:
+        raise exceptions.ParseError("Unsupported charset.", code="parse_error") from exc
+    return encoding
 
 
 def _no_constant(name: str) -> Any:

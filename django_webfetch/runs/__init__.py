@@ -518,7 +518,7 @@ def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> T
             cancel_comment=text,
         )
         reason = "cancelled_after_approval"
-        expected = CallState.APPROVED
+        expected = str(CallState.APPROVED)
     else:
         result = ToolResult.failure(
             "cancelled",
@@ -528,7 +528,7 @@ def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> T
             cancel_comment=text,
         )
         reason = "cancelled"
-        expected = current.state if current is not None else ""
+        expected = str(current.state) if current is not None else ""
 
     def check_state(row: ToolCall) -> None:
         # The state changed between the read above and the lock: decide again (the message
