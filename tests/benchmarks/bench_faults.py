@@ -35,7 +35,6 @@ import os
 import pwd
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -218,7 +217,9 @@ class Pool:
     network_queue: str | None
 
 
-PREFORK = Pool("prefork, 1 process each (default)", ["--pool", "prefork", "--concurrency", "1"], None)
+PREFORK = Pool(
+    "prefork, 1 process each (default)", ["--pool", "prefork", "--concurrency", "1"], None
+)
 THREADS = Pool(
     "threads, 8 each on WEBFETCH_NETWORK_QUEUE",
     ["--pool", "threads", "--concurrency", "8"],
@@ -656,9 +657,7 @@ def main() -> None:
             restarted = time.monotonic()
             postgres.restart()
             back = time.monotonic()
-            _wait(
-                lambda: any(t > back for t in load.ok_after), 60, "a successful API request"
-            )
+            _wait(lambda: any(t > back for t in load.ok_after), 60, "a successful API request")
             first_ok = min(t for t in load.ok_after if t > back)
             return [
                 f"PostgreSQL restart took {back - restarted:.1f} s; first successful "

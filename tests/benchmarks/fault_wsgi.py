@@ -7,7 +7,8 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.benchmarks.fault_settings")
 
-import tests.celery_app  # noqa: E402,F401 - the Celery app the API publishes with
 from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+import tests.celery_app  # noqa: E402,F401 - the Celery app the API publishes with
 
 application = get_wsgi_application()
