@@ -39,7 +39,7 @@ from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from django_webfetch.conf import conf
@@ -760,7 +760,27 @@ def execute(
             raise
         logger.exception("tool call %s: run_tool raised", call.pk)
         result = ToolResult.failure("internal_error", "The tool failed unexpectedly.")
-    return _finish(call.pk, attempt, result)
+    return _finish_surviving_the_database(call.pk, attempt, result)
+
+
+def _finish_surviving_the_database(
+    call_id: Any, attempt: int, result: ToolResult
+) -> ExecuteOutcome:
+    """``_finish``, retried while the database is unavailable (a restart, a failover) for
+    as long as the attempt's lease lasts: the result is in memory, and losing it would make
+    the sweep run the call a second time once the lease ran out."""
+    deadline = time.monotonic() + lease_seconds()
+    delay = 0.25
+    while True:
+        try:
+            return _finish(call_id, attempt, result)
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            logger.warning("tool call %s: database unavailable, result kept; retrying", call_id)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:

@@ -551,6 +551,21 @@ def _time_to_finish(calls: set[str], since: float, limit: float = DRAIN) -> floa
     return None
 
 
+def _finished(calls: set[str]) -> set[str]:
+    from django.db import close_old_connections
+
+    from django_webfetch.models import ToolCall
+    from django_webfetch.models.calls import FINISHED_STATES
+
+    close_old_connections()
+    return {
+        str(pk)
+        for pk in ToolCall.objects.filter(pk__in=calls, state__in=FINISHED_STATES).values_list(
+            "pk", flat=True
+        )
+    }
+
+
 def _fmt(seconds: float | None) -> str:
     return "never (within the drain)" if seconds is None else f"{seconds:.1f} s"
 
@@ -643,14 +658,35 @@ def main() -> None:
             ]
 
         def restart_redis(load: Load) -> list[str]:
-            open_calls = _open_calls()
+            # A burst of 40 calls first, so that messages wait in Redis when it restarts.
+            import httpx
+            import redis as redis_client
+
+            burst: set[str] = set()
+            for i in range(40):
+                response = httpx.post(
+                    f"{API}/calls/",
+                    json={
+                        "tool": "fetch_external_url",
+                        "arguments": {"url": f"http://{NAME}/page?burst={i}"},
+                    },
+                    headers={"Authorization": f"Token {tokens[i % len(tokens)]}"},
+                    timeout=30,
+                )
+                if response.status_code in (201, 202):
+                    burst.add(response.json()["id"])
+            queue = stack.pool.network_queue or env["WEBFETCH_TEST_QUEUE"]
+            waiting = redis_client.Redis(unix_socket_path=redis.path).llen(queue)
+            open_calls = _open_calls() | burst
             restarted = time.monotonic()
             redis.stop()
             redis.start()
             recovered = _time_to_finish(open_calls, restarted)
+            lost = len(open_calls) - len(_finished(open_calls))
             return [
-                f"Redis restart with {len(open_calls)} calls open: all of them finished "
-                f"{_fmt(recovered)} after the restart (WEBFETCH_REQUEUE_AFTER + sweep)"
+                f"Redis restart with {waiting} messages queued and {len(open_calls)} calls "
+                f"open: all of them finished {_fmt(recovered)} after the restart "
+                f"(WEBFETCH_REQUEUE_AFTER + sweep); not finished: {lost}"
             ]
 
         def restart_postgres(load: Load) -> list[str]:

@@ -414,3 +414,33 @@ def test_the_api_edge_on_postgresql(postgres_cluster):
     print(f"PostgreSQL session: {summary}")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert " passed" in summary and "failed" not in summary, summary
+
+
+# -- a worker's result survives a database restart ----------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_result_survives_a_database_restart_before_it_is_written(run_tools, editor, settings):
+    """The database goes away while the tool runs: the result is kept in memory and written
+    once the database is back, so the call runs once (before, the write failed, the lease
+    ran out and the sweep ran the call a second time)."""
+    import threading
+
+    from .conftest import EchoTool
+
+    class RestartingTool(EchoTool):
+        name = "runs_db_restart"
+        needs_approval = False
+
+        def execute(self, arguments, context):
+            restore = _break_the_connection()
+            # The database comes back 0.6 s later (on SQLite, the file can be opened again).
+            threading.Timer(0.6, restore if connection.vendor == "sqlite" else lambda: None).start()
+            return super().execute(arguments, context)
+
+    run_tools.register(RestartingTool)
+    EchoTool.executed = []
+    call = runs.request_call("runs_db_restart", {"text": "once"}, user=editor)
+    call.refresh_from_db()
+    assert (call.state, call.attempts) == (CallState.SUCCEEDED, 1)
+    assert EchoTool.executed == [{"text": "once"}]
