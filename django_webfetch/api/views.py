@@ -424,7 +424,7 @@ class NotFoundView(APIView):
             match = resolve(path + "/")
         except Resolver404:
             return None
-        if match.func is getattr(self, "_view_function", None) or match.url_name == "not-found":
+        if match.url_name == "not-found":
             return None
         query = request.META.get("QUERY_STRING", "")
         return HttpResponsePermanentRedirect(path + "/" + (f"?{query}" if query else ""))
