@@ -288,7 +288,10 @@ class Stack:
         ready = os.path.join(self.directory, f"w{index}.ready")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(ready)
-        queues = self.pool.network_queue or self.base_env["WEBFETCH_TEST_QUEUE"]
+        # Both processes also consume the default queue: the sweep's task goes there.
+        queues = ",".join(
+            q for q in (self.pool.network_queue, self.base_env["WEBFETCH_TEST_QUEUE"]) if q
+        )
         process = _spawn(
             [sys.executable, "-m", "celery", "-A", "tests.celery_app", "worker", *self.pool.args]
             + ["-Q", queues, "-n", f"w{index}-{uuid.uuid4().hex[:6]}@%h", "--without-gossip"]
