@@ -219,7 +219,7 @@ def test_two_slow_pages_do_not_stall_the_others(
         pool="threads",
         concurrency=4,
         queues=[network],
-        env={"WEBFETCH_TEST_NETWORK_QUEUE": network, "WEBFETCH_TEST_TIMEOUT": "20"},
+        env={"WEBFETCH_TEST_NETWORK_QUEUE": network, "WEBFETCH_TEST_TIMEOUT": "40"},
     )
     slow = []
     for i in range(2):
