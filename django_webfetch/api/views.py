@@ -132,6 +132,11 @@ def _as_api_exception(exc: Exception, context: dict[str, Any]) -> Exception:
         return exceptions.NotFound()
     if isinstance(exc, DjangoPermissionDenied):
         return exceptions.PermissionDenied()
+    if isinstance(exc, RecursionError):
+        # A recursive walker (a JSON string inside a form field, a serializer) met input
+        # nested too deep; the bounded parsers catch it in JSON bodies before that.
+        _audit(context, "nesting_too_deep", exc)
+        return InputRefused("The input is nested too deep.", code="nesting_too_deep")
     if isinstance(exc, RequestDataTooBig):
         _audit(context, "request_too_large", exc)
         return RequestTooLarge()

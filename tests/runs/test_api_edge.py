@@ -150,6 +150,28 @@ def test_json_nested_thousands_deep_is_400(editor, depth):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("encoding", ["form", "multipart"])
+def test_deep_json_inside_a_form_field_is_400(editor, encoding):
+    """A form field holding JSON is parsed by the serializer, not the JSON parser."""
+    data = {"tool": "runs_echo", "arguments": "[" * 5000 + "]" * 5000}
+    client = client_for(editor)
+    if encoding == "form":
+        from urllib.parse import urlencode
+
+        response = client.generic(
+            "POST",
+            "/api/calls/",
+            urlencode(data),
+            content_type="application/x-www-form-urlencoded",
+        )
+    else:
+        response = client.post("/api/calls/", data)
+    assert response.status_code == 400, response.content[:200]
+    assert response.json()["code"] == "nesting_too_deep"
+    assert not ToolCall.objects.exists()
+
+
+@pytest.mark.django_db
 def test_arguments_nested_past_the_bound_are_400(editor):
     value: Any = "x"
     for _ in range(40):
