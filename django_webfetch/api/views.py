@@ -275,6 +275,12 @@ class ToolListView(_BaseView):
 class _Pagination(LimitOffsetPagination):
     default_limit = 50
     max_limit = 500
+    #: Past any real table; bounds the offset a client sends (``?offset=10**30`` overflows
+    #: SQLite's integers and PostgreSQL's bigint).
+    max_offset = 2**31 - 1
+
+    def get_offset(self, request: Request) -> int:
+        return min(int(super().get_offset(request)), self.max_offset)
 
 
 class CallListView(_BaseView):

@@ -308,6 +308,24 @@ def test_malformed_json_is_a_json_400(editor, body):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query",
+    [
+        "offset=1000000000000000000000000000000",
+        "limit=1000000000000000000000000000000",
+        "state=%00",
+        "limit=-1&offset=-5",
+        "offset=%ud800",
+    ],
+)
+def test_query_parameters_are_never_a_500(editor, query):
+    runs.request_call("runs_echo", {"text": "hi"}, user=editor)
+    response = client_for(editor).get(f"/api/calls/?{query}")
+    assert response.status_code in (200, 400), response.content[:200]
+    assert response["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.django_db
 def test_an_unsupported_media_type_is_json(editor):
     response = client_for(editor).generic(
         "POST", "/api/calls/", b"x", content_type="application/xml"
