@@ -484,3 +484,33 @@ def test_a_result_survives_a_database_restart_before_it_is_written(run_tools, ed
     call.refresh_from_db()
     assert (call.state, call.attempts) == (CallState.SUCCEEDED, 1)
     assert EchoTool.executed == [{"text": "once"}]
+
+
+# -- the depth pre-scan agrees with the parser ------------------------------------------------
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+_tricky_text = st.text(alphabet='[]{}"\\\\ab\u00e9\x00', max_size=12)
+_nested = st.recursive(
+    st.none() | st.integers() | _tricky_text,
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(_tricky_text, children, max_size=3)
+    ),
+    max_leaves=30,
+)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(value=_nested, ascii_only=st.booleans())
+def test_the_depth_prescan_matches_the_real_depth(value, ascii_only):
+    from django_webfetch.api.parsers import json_depth
+
+    body = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
+    assert json_depth(body) == _depth(value)
