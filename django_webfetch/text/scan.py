@@ -22,6 +22,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, hint_weight, is_menu
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
@@ -70,7 +71,15 @@ def _hiding_style(value: str) -> bool:
 
 
 _HIDING = {"role": _chrome_role, "style": _hiding_style}
-_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING})
+#: Read for :mod:`.hints`: the parser gets their weight as one ``wf`` attribute.
+_HINTED = frozenset({"class", "id"})
+_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING, *_HINTED})
+#: Elements whose content no mode renders (navigation), and the elements a menu class prunes.
+#: Their content reaches the parser as bare tags (so the tree stays the one the model
+#: predicts) without text or attributes, and so cannot fill the parser input (a mega-menu).
+_PRUNED = frozenset({"nav"})
+_MENU_PRUNED = _words("ul ol menu div")
+_LISTS = _words("ul ol menu")
 
 # Elements whose content is not markup.  Dropped: never shown.  Kept: shown as text.
 _RAW_DROPPED = frozenset({"script", "style", "noscript", "iframe", "noembed", "noframes"})
@@ -448,23 +457,31 @@ class Scan:
     depth: int
 
 
-def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool]:
+def _tag(
+    text: str, pos: int
+) -> tuple[int, list[tuple[str, str | None]], int, bool, bool, bool]:
     """Read a tag's attributes from ``pos`` (after its name).
 
     Returns the position after the tag (-1 at end of input), the attributes the renderer
-    reads, the number of attributes, and whether the tag is self-closing.
+    reads, the number of attributes, whether the tag is self-closing, and whether its class
+    or id names a menu (strictly, for any element; loosely, for a list).
     """
     kept: list[tuple[str, str | None]] = []
     count = 0
+    hint = 0
+    hinted: list[str] = []
+    menu = loose = False
     size = len(text)
     skip = _SKIP_RE.match
     attribute = _ATTR_RE.match
     while True:
         after = skip(text, pos).end()  # type: ignore[union-attr]
         if after >= size:
-            return -1, kept, count, False
+            return -1, kept, count, False, False, False
         if text[after] == ">":
-            return after + 1, kept, count, after > pos and text[after - 1] == "/"
+            if hint:
+                kept.append((HINT_ATTRIBUTE, str(hint)))
+            return after + 1, kept, count, after > pos and text[after - 1] == "/", menu, loose
         match = attribute(text, after)
         assert match is not None
         count += 1
@@ -473,8 +490,20 @@ def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, b
             value = match.group(2)
             if value is not None and value[:1] in ("'", '"'):
                 value = value[1:-1]
+            if name in _HINTED:
+                value = html.unescape((value or "")[:MAX_HINT_CHARS])
+                if all(name != seen for seen in hinted):
+                    hinted.append(name)
+                    hint += hint_weight(name, value)
+                    menu = menu or is_menu(value, strict=True)
+                    loose = loose or is_menu(value)
+                pos = match.end()
+                continue
             if name in _HIDING:
                 # role and style are not kept: an element they hide gets ``hidden``.
+                if name == "role" and "role" not in hinted:
+                    hinted.append(name)
+                    hint += hint_weight(name, html.unescape((value or "")[:MAX_HINT_CHARS]))
                 if not _HIDING[name](html.unescape(value or "")):
                     pos = match.end()
                     continue
@@ -530,12 +559,18 @@ def scan(text: str) -> Scan:
     pos = 0
     find = text.find
     tag_name = _TAG_NAME_RE.match
+    pruning: _El | None = None  # the element whose content is pruned (see _PRUNED)
     try:
         while pos < size:
             lt = find("<", pos)
             if lt < 0:
                 lt = size
+            if pruning is not None and not pruning.open:
+                pruning = None
             if lt > pos:
+                if pruning is not None:
+                    pos = lt
+                    continue
                 chunk = text[pos:lt]
                 chunk_bytes = (
                     len(chunk) if chunk.isascii() else len(chunk.encode("utf-8", "replace"))
@@ -575,7 +610,7 @@ def scan(text: str) -> Scan:
                 pos += 1
                 continue
             name = _lower(name_match.group())
-            end, kept, count, self_closing = _tag(text, name_match.end())
+            end, kept, count, self_closing, menu, loose = _tag(text, name_match.end())
             if end < 0:  # a tag cut off by the end of the input is dropped
                 break
             if count > MAX_ATTRIBUTES or end - token_start > MAX_TAG_CHARS:
@@ -590,20 +625,35 @@ def scan(text: str) -> Scan:
                 pos = after
                 continue
             else:
-                attributes = "".join(
-                    f" {key}" if value is None else f' {key}="{_escape(value)}"'
-                    for key, value in kept
+                prune = pruning is None and (
+                    name in _PRUNED
+                    or (menu and name in _MENU_PRUNED)
+                    or (loose and name in _LISTS)
+                    or any(key == "hidden" for key, _ in kept)
+                )
+                if prune and all(key != "hidden" for key, _ in kept):
+                    kept.append(("hidden", None))
+                attributes = (
+                    ""
+                    if pruning is not None
+                    else "".join(
+                        f" {key}" if value is None else f' {key}="{_escape(value)}"'
+                        for key, value in kept
+                    )
                 )
                 piece = f"<{name}{attributes}{'/' if self_closing else ''}>"
+                below = tree.stack[-1] if tree.stack else None
                 tree.start_tag(name, f"{name}{attributes}", self_closing)
+                if prune and tree.stack and tree.stack[-1] is not below:
+                    pruning = tree.stack[-1]
                 if name in _RAW_KEPT:
                     raw_end, after = _raw_end(text, name, end)
-                    raw = text[end:raw_end]
+                    raw = "" if pruning is not None else text[end:raw_end]
                     piece = f"{piece}{raw}</{name}>"
                     end = after
                     text_chars += len(raw)
                 elif name == "plaintext":
-                    piece += text[end:]
+                    piece += "" if pruning is not None else text[end:]
                     text_chars += size - end
                     end = size
             piece_bytes = len(piece) if piece.isascii() else len(piece.encode("utf-8", "replace"))

@@ -1,0 +1,120 @@
+"""What an element's ``class``, ``id`` and ``role`` say about it: content or boilerplate.
+
+The pre-scan reads these attributes and hands the parser one small ``wf`` attribute with the
+sum of their weights instead of the attributes themselves (class lists are long, and the
+parser input is bounded).  The names are those that readability, trafilatura and jusText
+look for.  Linear: each value is cut to :data:`MAX_HINT_CHARS`, split once into words, and
+each word is looked up in sets or matched against a fixed number of substrings.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BOILERPLATE",
+    "CONSENT",
+    "HINT_ATTRIBUTE",
+    "MAIN",
+    "MAX_HINT_CHARS",
+    "hint_weight",
+    "is_menu",
+]
+
+#: The attribute the pre-scan writes (the sum of the weights below).
+HINT_ATTRIBUTE = "wf"
+#: Only the first characters of a class list or id are read.
+MAX_HINT_CHARS = 256
+
+#: role="main" (and role="article"): the page says where its content is.
+MAIN = 10_000
+ARTICLE = 5_000
+#: Cookie, consent and privacy banners.
+CONSENT = -1_000
+#: Navigation, sharing, comments, related links, ads, sidebars, newsletter boxes.
+BOILERPLATE = -50
+#: Words that name content: article, post, entry, story, body...
+CONTENT = 25
+
+_ROLES = {"main": MAIN, "article": ARTICLE}
+
+_SEPARATORS = str.maketrans({c: " " for c in "-_.:/[]()#@!,;{}=+*"})
+
+#: Whole words (after splitting at ``-``, ``_``, spaces...).
+_CONSENT_WORDS = frozenset(
+    "cookie cookies consent gdpr cmp ccpa onetrust didomi usercentrics cookiebot truste"
+    " cookielaw qc sp_message osano iubenda borlabs complianz".split()
+)
+#: Substrings that are never part of an ordinary word.
+_CONSENT_PARTS = ("cookie", "consent", "gdpr", "onetrust", "didomi", "usercentrics")
+
+_MENU_WORDS = frozenset(
+    "nav navbar navigation navigations menu menus megamenu submenu dropdown breadcrumb"
+    " breadcrumbs topbar toc skip skiplink skiplinks".split()
+)
+_BOILERPLATE_WORDS = frozenset(
+    "share sharing sharebar social socials newsletter subscribe subscription signup"
+    " ad ads adv advert adverts advertisement advertising sponsor sponsored promo promos"
+    " promotion related recommended recommendations recommend outbrain taboola comment"
+    " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
+    " overlay toolbar pagination pager tags tagcloud banner teaser teasers trending popular"
+    " mostread follow print login account ticker".split()
+)
+_BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
+_CONTENT_WORDS = frozenset(
+    "article articles articlebody content contents entry post posts story body text prose"
+    " markdown blog hentry main page-content rich richtext recipe instructions ingredients"
+    " product description documentation docs doc mw-parser-output".split()
+)
+
+
+def _words(value: str) -> list[str]:
+    return value[:MAX_HINT_CHARS].lower().translate(_SEPARATORS).split()
+
+
+def hint_weight(attribute: str, value: str) -> int:
+    """The weight of one ``class``, ``id`` or ``role`` value (0 when it says nothing)."""
+    if attribute == "role":
+        return _ROLES.get(value.strip().lower(), 0)
+    words = _words(value)
+    if not words:
+        return 0
+    joined = " ".join(words)
+    if any(word in _CONSENT_WORDS for word in words) or any(
+        part in joined for part in _CONSENT_PARTS
+    ):
+        return CONSENT
+    if any(word in _MENU_WORDS for word in words):
+        return BOILERPLATE
+    weight = 0
+    if any(word in _BOILERPLATE_WORDS for word in words) or any(
+        part in joined for part in _BOILERPLATE_PARTS
+    ):
+        weight += BOILERPLATE
+    if any(word in _CONTENT_WORDS for word in words):
+        weight += CONTENT
+    return weight
+
+
+def is_menu(value: str, *, strict: bool = False) -> bool:
+    """Whether a class list or id names a menu (and nothing that could wrap the page).
+
+    ``strict``: every word is a menu word or one that qualifies a menu (``main-menu``,
+    ``site-nav``); for elements such as ``div`` that wrap whole pages as often as menus.
+    """
+    words = _words(value)
+    if not any(word in _MENU_WORDS for word in words):
+        return False
+    if strict:
+        return all(word in _MENU_WORDS or word in _MENU_QUALIFIERS for word in words)
+    return not any(
+        word in _WRAPPER_WORDS or (word in _CONTENT_WORDS and word != "main") for word in words
+    )
+
+
+_WRAPPER_WORDS = frozenset(
+    "wrap wrapper container page site layout open active has with inner outer js no grid for"
+    " content".split()
+)
+_MENU_QUALIFIERS = frozenset(
+    "main mega site top primary secondary global mobile desktop header sub utility list items"
+    " item bar links".split()
+)

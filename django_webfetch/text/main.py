@@ -1,0 +1,362 @@
+"""Main-content detection: which part of a parsed page is the article, and what in it is not.
+
+The field's established methods, on the tree the bounded pipeline built:
+
+* text and link density of every element, in one pass (readability, jusText);
+* paragraph scores (length, commas) handed up to the ancestors with a decay, weighted by tag
+  and by the ``class``/``id`` words the pre-scan condensed into one ``wf`` weight
+  (:mod:`.hints`), and scaled by the share of text that is not link text (readability);
+* ``<main>``, ``<article>``, ``role="main"`` and ``role="article"``: the best candidate grows
+  to the article or main element around it, so its headline, standfirst and notes come along;
+* siblings of the best candidate that score well, or hold the headline, join it;
+* inside what was chosen, boilerplate is pruned: consent and cookie banners, menus, link
+  lists (related links, tags), comment sections, sharing and newsletter boxes, small forms.
+
+Every pass is linear in the number of elements: one walk, one reverse walk, and a pruning
+walk that skips pruned subtrees by their size.  ``select`` returns None when nothing
+convincing was found; the caller then renders the whole page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.etree.ElementTree import Element
+
+from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, MAIN
+
+__all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
+
+#: A selection with fewer characters of text than this is not convincing.
+MIN_MAIN_CHARS = 250
+
+#: Never content (the renderer drops them too).
+_SKIPPED = frozenset(
+    "script style noscript template head nav aside iframe svg canvas button select title"
+    " object embed dialog input textarea option".split()
+)
+#: Blocks whose text is scored as a paragraph.
+_PARAGRAPHS = frozenset({"p", "pre", "td", "blockquote", "dd", "li"})
+#: Containers that score a paragraph from their own (not nested) text.
+_TEXT_CONTAINERS = frozenset({"div", "section", "article", "main", "span", "font", "center"})
+_TAG_WEIGHT = {
+    "div": 5,
+    "article": 10,
+    "main": 10,
+    "section": 3,
+    "pre": 3,
+    "td": 3,
+    "blockquote": 3,
+    "address": -3,
+    "ol": -3,
+    "ul": -3,
+    "dl": -3,
+    "dd": -3,
+    "dt": -3,
+    "li": -3,
+    "form": -3,
+    "header": -3,
+    "footer": -10,
+    "h1": -5,
+    "h2": -5,
+    "h3": -5,
+    "h4": -5,
+    "h5": -5,
+    "h6": -5,
+    "th": -5,
+}
+#: Link-dense blocks of these kinds are pruned inside the content (link lists, tag clouds).
+_LINK_LIST_BLOCKS = frozenset({"ul", "ol", "menu", "dl", "div", "section", "table", "footer"})
+#: Blocks whose text is checked for a cookie notice.
+_NOTICE_BLOCKS = frozenset({"div", "section", "aside", "p", "footer", "header", "form", "span"})
+_NOTICE_CHARS = 800
+_COOKIE_WORDS = ("cookie", "gdpr", "consent")
+_NOTICE_WORDS = (
+    "accept",
+    "agree",
+    "consent",
+    "privacy",
+    "partners",
+    "personal data",
+    "akzept",
+    "zustimm",
+    "einwillig",
+    "datenschutz",
+    "accepter",
+    "aceptar",
+    "accett",
+    "aceitar",
+    "akkoord",
+    "zgod",
+)
+_COMMAS = (",", "\uff0c", "\u3001", "\u060c")
+_HEADINGS = frozenset({"h1", "h2"})
+
+
+@dataclass
+class Selection:
+    """What to render: ``roots`` in document order, without the ``pruned`` elements."""
+
+    roots: list[Element]
+    pruned: set[Element]
+    chars: int
+
+
+def _weight(element: Element) -> int:
+    value = element.get(HINT_ATTRIBUTE)
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        return 0
+
+
+def _hidden(element: Element) -> bool:
+    return (
+        element.get("hidden") is not None
+        or element.get("aria-hidden", "").strip().lower() == "true"
+    )
+
+
+class _Page:
+    """Per-element figures, indexed in document (pre-)order."""
+
+    def __init__(self, root: Element) -> None:
+        nodes: list[Element] = []
+        names: list[str] = []
+        parents: list[int] = []
+        chars: list[int] = []
+        own: list[int] = []
+        commas: list[int] = []
+        stack: list[tuple[Element, int]] = [(root, -1)]
+        while stack:
+            element, parent = stack.pop()
+            tag: object = element.tag
+            if not isinstance(tag, str):
+                continue
+            name = tag.rpartition("}")[2]
+            if name in _SKIPPED or _hidden(element):
+                continue
+            index = len(nodes)
+            nodes.append(element)
+            names.append(name)
+            parents.append(parent)
+            text = (element.text or "").strip()
+            size = len(text)
+            count = sum(text.count(comma) for comma in _COMMAS) if size else 0
+            for child in element:
+                tail = child.tail
+                if tail:
+                    tail = tail.strip()
+                    size += len(tail)
+                    if tail:
+                        count += sum(tail.count(comma) for comma in _COMMAS)
+            own.append(size)
+            chars.append(size)
+            commas.append(count)
+            stack.extend((child, index) for child in reversed(element))
+        total = len(nodes)
+        links = [0] * total
+        sizes = [1] * total
+        headline = [False] * total
+        for index in range(total - 1, -1, -1):
+            name = names[index]
+            if name == "a":
+                links[index] = chars[index]
+            elif name in _HEADINGS:
+                headline[index] = True
+            parent = parents[index]
+            if parent >= 0:
+                chars[parent] += chars[index]
+                links[parent] += links[index]
+                commas[parent] += commas[index]
+                sizes[parent] += sizes[index]
+                headline[parent] = headline[parent] or headline[index]
+        self.nodes = nodes
+        self.names = names
+        self.parents = parents
+        self.chars = chars
+        self.own = own
+        self.commas = commas
+        self.links = links
+        self.sizes = sizes
+        self.headline = headline
+
+    def density(self, index: int) -> float:
+        chars = self.chars[index]
+        return self.links[index] / chars if chars else 0.0
+
+
+def _scores(page: _Page) -> dict[int, float]:
+    """Readability's candidate scores: paragraphs hand their score up to five ancestors."""
+    scores: dict[int, float] = {}
+    names = page.names
+    parents = page.parents
+    for index, name in enumerate(names):
+        if name in _PARAGRAPHS:
+            chars = page.chars[index]
+        elif name in _TEXT_CONTAINERS:
+            chars = page.own[index]
+        else:
+            continue
+        if chars < 25:
+            continue
+        score = 1.0 + min(page.commas[index], 20) + min(chars // 100, 3)
+        ancestor = parents[index] if name in _PARAGRAPHS else index
+        level = 0
+        while ancestor >= 0 and level < 5:
+            if ancestor not in scores:
+                scores[ancestor] = _TAG_WEIGHT.get(names[ancestor], 0) + _class_score(
+                    page.nodes[ancestor]
+                )
+            scores[ancestor] += score / (1 if level == 0 else 2 if level == 1 else level * 3)
+            ancestor = parents[ancestor]
+            level += 1
+    for index in scores:
+        scores[index] *= 1.0 - page.density(index)
+    return scores
+
+
+def _class_score(element: Element) -> int:
+    weight = _weight(element)
+    if weight >= ARTICLE:
+        return 2 * CONTENT
+    if weight <= CONSENT:
+        return 2 * BOILERPLATE
+    if weight <= BOILERPLATE:
+        return -CONTENT
+    return CONTENT if weight >= CONTENT else -CONTENT // 2 if weight < 0 else 0
+
+
+def _semantic(page: _Page, index: int) -> bool:
+    return page.names[index] in ("article", "main") or _weight(page.nodes[index]) >= ARTICLE
+
+
+def _contains(page: _Page, outer: int, inner: int) -> bool:
+    return outer <= inner < outer + page.sizes[outer]
+
+
+def select(root: Element) -> Selection | None:
+    """The main content under ``root``, or None when nothing convincing was found."""
+    page = _Page(root)
+    if not page.nodes:
+        return None
+    scores = _scores(page)
+    if not scores:
+        return None
+    top = max(scores, key=lambda index: (scores[index], -index))
+    chars = page.chars
+    # Grow to the <article>/<main> around the candidate (its headline, standfirst, notes),
+    # unless that element holds much more than the candidate (a whole-page wrapper).
+    ancestor = top
+    for _ in range(8):
+        if ancestor < 0:
+            break
+        if _semantic(page, ancestor):
+            if chars[ancestor] <= 3 * chars[top] + 500:
+                top = ancestor
+            break
+        ancestor = page.parents[ancestor]
+    # A main element that holds the candidate and not much else.
+    roots = _siblings(page, scores, top)
+    selected = sum(chars[index] for index in roots)
+    if selected < MIN_MAIN_CHARS:
+        return None
+    pruned = prune(page, roots, selected)
+    kept = selected - sum(chars[index] for index in pruned)
+    if kept < MIN_MAIN_CHARS:
+        return None
+    return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
+
+
+def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
+    """The candidate and the siblings that belong with it (readability), in document order."""
+    parent = page.parents[top]
+    if parent < 0 or _semantic(page, top):
+        return [top]
+    threshold = max(10.0, scores[top] * 0.2)
+    has_headline = page.headline[top]
+    roots: list[int] = []
+    child = parent + 1
+    end = parent + page.sizes[parent]
+    while child < end:
+        if child == top:
+            roots.append(child)
+        elif _weight(page.nodes[child]) > BOILERPLATE:
+            density = page.density(child)
+            chars = page.chars[child]
+            if (
+                scores.get(child, 0.0) >= threshold
+                or (page.names[child] == "p" and chars > 80 and density < 0.25)
+                or (not has_headline and child < top and page.headline[child] and density < 0.5)
+            ):
+                roots.append(child)
+        child += page.sizes[child]
+    return roots
+
+
+def prune(page: _Page, roots: list[int], selected: int) -> list[int]:
+    """Elements under ``roots`` that are boilerplate, outermost first."""
+    pruned: list[int] = []
+    names = page.names
+    chars = page.chars
+    large = max(selected * 0.3, 200)
+    for root in roots:
+        index = root + 1
+        end = root + page.sizes[root]
+        checked_to = -1  # the end of the last block checked for a cookie notice
+        while index < end:
+            name = names[index]
+            element = page.nodes[index]
+            weight = _weight(element)
+            size = chars[index]
+            density = page.density(index)
+            drop = False
+            if weight <= CONSENT or (weight <= BOILERPLATE and size < large):
+                drop = True
+            elif weight < MAIN and size and name in _LINK_LIST_BLOCKS and size < large:
+                drop = density > 0.55 or (name == "footer" and density > 0.3)
+            elif name == "form" and size < large:
+                drop = True
+            if not drop and index >= checked_to and name in _NOTICE_BLOCKS and size:
+                if size < _NOTICE_CHARS:
+                    checked_to = index + page.sizes[index]
+                    drop = _cookie_notice(element)
+            if drop:
+                pruned.append(index)
+                index += page.sizes[index]
+            else:
+                index += 1
+    return pruned
+
+
+def _cookie_notice(element: Element) -> bool:
+    text = " ".join(element.itertext()).lower()
+    return any(word in text for word in _COOKIE_WORDS) and any(
+        word in text for word in _NOTICE_WORDS
+    )
+
+
+def consent_notices(root: Element) -> set[Element]:
+    """Cookie and consent banners anywhere under ``root`` (for the whole-page mode)."""
+    page = _Page(root)
+    if not page.nodes:
+        return set()
+    pruned: list[int] = []
+    index = 0
+    total = len(page.nodes)
+    checked_to = -1
+    while index < total:
+        element = page.nodes[index]
+        size = page.chars[index]
+        drop = _weight(element) <= CONSENT and size < max(page.chars[0] * 0.5, 200)
+        if not drop and index >= checked_to and page.names[index] in _NOTICE_BLOCKS and size:
+            if size < _NOTICE_CHARS:
+                checked_to = index + page.sizes[index]
+                drop = _cookie_notice(element)
+        if drop:
+            pruned.append(index)
+            index += page.sizes[index]
+        else:
+            index += 1
+    return {page.nodes[index] for index in pruned}
