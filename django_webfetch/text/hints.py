@@ -56,7 +56,8 @@ _BOILERPLATE_WORDS = frozenset(
     " promotion related recommended recommendations recommend outbrain taboola comment"
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
     " overlay toolbar pagination pager tags tagcloud banner teaser teasers trending popular"
-    " mostread follow print login account ticker".split()
+    " mostread follow print login account ticker signature profile postprofile userinfo"
+    " avatar stat stats action actions jump".split()
 )
 _BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
 _CONTENT_WORDS = frozenset(

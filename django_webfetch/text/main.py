@@ -89,7 +89,7 @@ _NOTICE_WORDS = (
     "zgod",
 )
 _COMMAS = (",", "\uff0c", "\u3001", "\u060c")
-_HEADINGS = frozenset({"h1", "h2"})
+_HEADINGS = frozenset({"h1"})
 
 
 @dataclass
@@ -244,8 +244,21 @@ def select(root: Element) -> Selection | None:
     scores = _scores(page)
     if not scores:
         return None
-    top = max(scores, key=lambda index: (scores[index], -index))
+    ranked = sorted(scores, key=lambda index: (-scores[index], index))[:5]
+    top = ranked[0]
     chars = page.chars
+    # Several candidates that score like the best one (forum posts, a page of sections):
+    # their nearest common ancestor is the content (readability's alternative candidates).
+    alternatives = [index for index in ranked[1:] if scores[index] >= 0.75 * scores[top]]
+    if len(alternatives) >= 3:
+        ancestor = page.parents[top]
+        for _ in range(6):
+            if ancestor < 0:
+                break
+            if sum(_contains(page, ancestor, index) for index in alternatives) >= 3:
+                top = ancestor
+                break
+            ancestor = page.parents[ancestor]
     # Grow to the <article>/<main> around the candidate (its headline, standfirst, notes),
     # unless that element holds much more than the candidate (a whole-page wrapper).
     ancestor = top
@@ -270,28 +283,48 @@ def select(root: Element) -> Selection | None:
 
 
 def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
-    """The candidate and the siblings that belong with it (readability), in document order."""
+    """The candidate and the siblings that belong with it, in document order.
+
+    Readability's rules (a sibling that scores well, a plain paragraph), plus: the siblings
+    from the one holding the headline (``h1``) down to the candidate (headline, standfirst,
+    byline), and siblings of the candidate's own kind that score like it (forum posts,
+    comment-free article sections).
+    """
     parent = page.parents[top]
     if parent < 0 or _semantic(page, top):
         return [top]
+    names = page.names
     threshold = max(10.0, scores[top] * 0.2)
-    has_headline = page.headline[top]
-    roots: list[int] = []
+    alike = scores[top] * 0.25
+    children: list[int] = []
     child = parent + 1
     end = parent + page.sizes[parent]
     while child < end:
+        children.append(child)
+        child += page.sizes[child]
+    start = children.index(top)
+    if not page.headline[top]:
+        for position in range(start - 1, max(start - 6, -1), -1):
+            if page.headline[children[position]]:
+                start = position
+                break
+    roots: list[int] = []
+    for position, child in enumerate(children):
         if child == top:
             roots.append(child)
-        elif _weight(page.nodes[child]) > BOILERPLATE:
-            density = page.density(child)
-            chars = page.chars[child]
-            if (
-                scores.get(child, 0.0) >= threshold
-                or (page.names[child] == "p" and chars > 80 and density < 0.25)
-                or (not has_headline and child < top and page.headline[child] and density < 0.5)
-            ):
-                roots.append(child)
-        child += page.sizes[child]
+            continue
+        if _weight(page.nodes[child]) <= BOILERPLATE:
+            continue
+        density = page.density(child)
+        chars = page.chars[child]
+        score = scores.get(child, 0.0)
+        if (
+            score >= threshold
+            or (names[child] == names[top] and score >= alike and density < 0.5)
+            or (names[child] == "p" and chars > 80 and density < 0.25)
+            or (position >= start and child < top and density < 0.5)
+        ):
+            roots.append(child)
     return roots
 
 
