@@ -10,12 +10,12 @@ from .fence import fence, render_media_type, render_redirect_target, render_stat
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_RESULT_BYTES, MAX_TEXT_CHARS
 
 __all__ = [
+    "Extraction",
     "MAX_DEPTH",
     "MAX_PARSER_INPUT",
     "MAX_RESULT_BYTES",
     "MAX_TEXT_CHARS",
     "MODES",
-    "Extraction",
     "extract",
     "extract_text",
     "fence",

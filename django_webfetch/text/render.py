@@ -298,6 +298,26 @@ def _host(url: str | None) -> str:
     return host.removeprefix("www.")
 
 
+#: Files a link in the main content points to as a reference, even on the page's own site.
+_DOCUMENTS = tuple(
+    f".{suffix}"
+    for suffix in "pdf doc docx odt rtf xls xlsx ods csv ppt pptx odp zip epub txt json xml".split()
+)
+
+
+def _reference(url: str, own_host: str) -> bool:
+    """Whether a link in the main content is a reference (its URL is shown) rather than
+    navigation: a link to another site, or to a document."""
+    host = _host(url)
+    if host and host != own_host:
+        return True
+    try:
+        path = urlsplit(url).path.lower()
+    except ValueError:  # pragma: no cover - _resolve already parsed it
+        return False
+    return path.endswith(_DOCUMENTS)
+
+
 def render(
     root: Element | Sequence[Element],
     sink: Sink,
@@ -313,8 +333,8 @@ def render(
 
     ``main``: ``root`` is a list of the page's main-content elements (see :mod:`.main`);
     ``pruned`` elements under them are skipped, headers, footers and forms are kept (what is
-    chrome among them was pruned), and only links to other sites show their URL: a link
-    within the site is navigation, a link elsewhere is a reference.
+    chrome among them was pruned), and only links to other sites or to documents show their
+    URL: a link within the site is navigation, a link elsewhere or to a file is a reference.
     """
     roots = [root] if isinstance(root, Element) else list(root)
     stack: list[tuple[Element, int] | _Close | str] = [(item, 0) for item in reversed(roots)]
@@ -411,7 +431,7 @@ def render(
                     if len(element) == 0 and (element.text or "").strip() in _PERMALINK_GLYPHS:
                         continue
                     target = None
-                if main and target is not None and _host(target) in (own_host, ""):
+                if main and target is not None and not _reference(target, own_host):
                     target = None
                 close.url = target
                 close.mark = sink.size

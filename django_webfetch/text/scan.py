@@ -604,10 +604,12 @@ def scan(text: str) -> Scan:
                     pos = pos + 3 if text[pos + 2] == ">" else _bogus_end(text, pos)
                     continue
                 # A "<" that starts no tag is text.
+                pos += 1
+                if pruning is not None:
+                    continue
                 out.append("&lt;")
                 size_out += 4
                 tree.text()
-                pos += 1
                 continue
             name = _lower(name_match.group())
             end, kept, count, self_closing, menu, loose = _tag(text, name_match.end())
@@ -629,7 +631,11 @@ def scan(text: str) -> Scan:
                     name in _PRUNED
                     or (menu and name in _MENU_PRUNED)
                     or (loose and name in _LISTS)
-                    or any(key == "hidden" for key, _ in kept)
+                    or any(
+                        key == "hidden"
+                        or (key == "aria-hidden" and (value or "").strip().lower() == "true")
+                        for key, value in kept
+                    )
                 )
                 if prune and all(key != "hidden" for key, _ in kept):
                     kept.append(("hidden", None))
