@@ -48,7 +48,7 @@ _CONSENT_PARTS = ("cookie", "consent", "gdpr", "onetrust", "didomi", "usercentri
 
 _MENU_WORDS = frozenset(
     "nav navbar navigation navigations menu menus megamenu submenu dropdown breadcrumb"
-    " breadcrumbs topbar toc skip skiplink skiplinks".split()
+    " breadcrumbs topbar toc skip skiplink skiplinks jump".split()
 )
 _BOILERPLATE_WORDS = frozenset(
     "share sharing sharebar social socials newsletter subscribe subscription signup"
@@ -57,7 +57,7 @@ _BOILERPLATE_WORDS = frozenset(
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
     " overlay toolbar pagination pager tags tagcloud banner teaser teasers trending popular"
     " mostread follow print login account ticker signature profile postprofile userinfo"
-    " avatar stat stats action actions jump".split()
+    " avatar stat stats action actions".split()
 )
 _BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
 _CONTENT_WORDS = frozenset(

@@ -70,23 +70,35 @@ _LINK_LIST_BLOCKS = frozenset({"ul", "ol", "menu", "dl", "div", "section", "tabl
 _NOTICE_BLOCKS = frozenset({"div", "section", "aside", "p", "footer", "header", "form", "span"})
 _NOTICE_CHARS = 800
 _COOKIE_WORDS = ("cookie", "gdpr", "consent")
+#: Beside a cookie word, a notice has one of these (an article about baking cookies that
+#: "everyone will accept" has not).
 _NOTICE_WORDS = (
-    "accept",
-    "agree",
     "consent",
     "privacy",
     "partners",
     "personal data",
-    "akzept",
-    "zustimm",
-    "einwillig",
+    "we use",
+    "uses cookies",
+    "use cookies",
+    "use of cookies",
+    "accept all",
+    "accept cookies",
+    "cookie policy",
+    "cookie settings",
     "datenschutz",
+    "einwillig",
+    "verwenden cookies",
+    "akzeptieren",
+    "utilisons des cookies",
     "accepter",
+    "utilizamos cookies",
+    "usamos cookies",
     "aceptar",
-    "accett",
-    "aceitar",
+    "utilizza cookie",
+    "accetta",
+    "używamy plików cookie",
+    "gebruiken cookies",
     "akkoord",
-    "zgod",
 )
 _COMMAS = (",", "\uff0c", "\u3001", "\u060c")
 _HEADINGS = frozenset({"h1"})
@@ -277,7 +289,9 @@ def select(root: Element) -> Selection | None:
         return None
     pruned = prune(page, roots, selected)
     kept = selected - sum(chars[index] for index in pruned)
-    if kept < MIN_MAIN_CHARS:
+    links = sum(page.links[index] for index in roots) - sum(page.links[i] for i in pruned)
+    # Too little text, or mostly link text (a list of links is not an article).
+    if kept < MIN_MAIN_CHARS or links > kept * 0.5:
         return None
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
 
@@ -352,7 +366,7 @@ def prune(page: _Page, roots: list[int], selected: int) -> list[int]:
             elif name == "form" and size < large:
                 drop = True
             if not drop and index >= checked_to and name in _NOTICE_BLOCKS and size:
-                if size < _NOTICE_CHARS:
+                if size < min(_NOTICE_CHARS, large):
                     checked_to = index + page.sizes[index]
                     drop = _cookie_notice(element)
             if drop:
@@ -384,7 +398,7 @@ def consent_notices(root: Element) -> set[Element]:
         size = page.chars[index]
         drop = _weight(element) <= CONSENT and size < max(page.chars[0] * 0.5, 200)
         if not drop and index >= checked_to and page.names[index] in _NOTICE_BLOCKS and size:
-            if size < _NOTICE_CHARS:
+            if size < min(_NOTICE_CHARS, page.chars[0] * 0.5):
                 checked_to = index + page.sizes[index]
                 drop = _cookie_notice(element)
         if drop:

@@ -1,0 +1,255 @@
+"""Main-content mode: the quality set, the real-page findings, fallback and the two parsers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from django_webfetch.text import MAX_PARSER_INPUT, MODES, Extraction, extract, extract_text
+from django_webfetch.text.hints import BOILERPLATE, CONSENT, CONTENT, MAIN, hint_weight, is_menu
+from django_webfetch.text.main import MIN_MAIN_CHARS, select
+from django_webfetch.text.render import parse
+from django_webfetch.text.scan import scan
+
+HERE = Path(__file__).parent
+PAGES = HERE / "pages"
+CASES = json.loads((HERE / "quality" / "cases.json").read_text(encoding="utf-8"))
+
+ARTICLE = "".join(
+    f"<p>Paragraph {n} of the article says something substantial about the harbour bridge,"
+    f" its budget, its schedule and what the council decided on day {n}.</p>"
+    for n in range(8)
+)
+
+
+def main(markup: str, url: str = "https://news.example/a") -> Extraction:
+    return extract(markup.encode(), "text/html", url=url)
+
+
+# -- the quality set ------------------------------------------------------------------------
+
+
+def test_the_quality_set_is_large_and_varied():
+    assert len(CASES) >= 25
+    assert len({case["lang"] for case in CASES.values()}) >= 12
+    kinds = {case["kind"] for case in CASES.values()}
+    assert kinds >= {"news", "blog", "docs", "wiki", "shop", "government", "forum", "recipe"}
+    for name in CASES:
+        assert (PAGES / f"{name}.html").exists()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_quality_page(name):
+    case = CASES[name]
+    result = extract((PAGES / f"{name}.html").read_bytes(), "text/html", url=case["url"])
+    assert result.mode == "main"
+    for snippet in case["present"]:
+        assert snippet in result.text, snippet
+    for snippet in case["absent"]:
+        assert snippet not in result.text, snippet
+    # The page title comes first.
+    assert result.text.split("\n", 1)[0] == scan_title(name)
+
+
+def scan_title(name: str) -> str:
+    from django_webfetch.text.charset import decode_body
+
+    return scan(decode_body((PAGES / f"{name}.html").read_bytes(), None, html=True)).title
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole_page_mode_keeps_the_content(name):
+    case = CASES[name]
+    result = extract(
+        (PAGES / f"{name}.html").read_bytes(), "text/html", url=case["url"], mode="page"
+    )
+    assert result.mode == "page"
+    # The article is in the whole page too (except after a mega-menu, it comes first).
+    assert case["present"][-1] in result.text
+
+
+# -- findings on real pages -----------------------------------------------------------------
+
+
+def test_a_mega_menu_larger_than_the_parser_input_leaves_the_article():
+    page = (PAGES / "megamenu_en.html").read_bytes()
+    assert len(page) > MAX_PARSER_INPUT
+    result = scan(page.decode())
+    assert result.markup is not None and len(result.markup.encode()) < MAX_PARSER_INPUT // 4
+    for mode in MODES:
+        text = extract_text(page, "text/html", mode=mode)
+        assert "Most people keep a mattress for eight to ten years" in text
+        assert "so do not decide after the first night." in text
+        assert "Category 3.4" not in text
+
+
+def test_a_page_wrapped_in_one_form_keeps_its_content():
+    page = (
+        "<title>T</title><body><form id=aspnetForm><input type=hidden name=__VIEWSTATE>"
+        f'<table><tr><td class="menu"><a href="/a">A</a></td><td>{ARTICLE}</td></tr></table>'
+        "</form>"
+    )
+    for mode in MODES:
+        text = extract_text(page.encode(), mode=mode)
+        assert "Paragraph 0 of the article" in text and "Paragraph 7" in text
+    # A small form (search, newsletter) is still dropped.
+    text = extract_text(b"<p>x</p><form><p>Search the site</p></form>", mode="page")
+    assert text == "x"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        '<header class="article-header"><h1>Headline</h1><p>The standfirst says why.</p></header>',
+        "<header><h1>Headline</h1><p>The standfirst says why.</p></header>",
+    ],
+)
+def test_a_standfirst_in_a_header_is_kept(header):
+    page = (
+        '<body><header class="site"><a href="/">Logo</a></header>'
+        f'<div class="story">{header}<div class="body">{ARTICLE}</div></div>'
+    )
+    for mode in MODES:
+        text = extract_text(page.encode(), mode=mode)
+        assert "# Headline\n\nThe standfirst says why.\n\nParagraph 0" in text
+        assert "Logo" not in text
+
+
+@pytest.mark.parametrize(
+    "banner",
+    [
+        '<div id="onetrust-banner-sdk"><p>We use cookies to improve your experience.</p></div>',
+        '<div class="cc-window"><p>This site uses cookies. <a href="#">Accept</a></p></div>',
+        '<div class="box-3"><p>Wir verwenden Cookies. Bitte akzeptieren Sie sie.</p></div>',
+        '<section><p>By clicking Accept you consent to cookies and partners.</p></section>',
+    ],
+)
+def test_cookie_banners_never_reach_the_text(banner):
+    for position in ("before", "inside", "after"):
+        page = f"<div class=article>{ARTICLE}</div>"
+        if position == "before":
+            page = banner + page
+        elif position == "inside":
+            page = f"<div class=article>{banner}{ARTICLE}</div>"
+        else:
+            page += banner
+        for mode in MODES:
+            text = extract_text(page.encode(), mode=mode).lower()
+            assert "cookie" not in text, (position, mode)
+            assert "paragraph 7" in text
+
+
+def test_a_recipe_about_cookies_is_not_a_cookie_banner():
+    page = (
+        "<article><h1>Oat cookies</h1><p>Bake the cookies for 12 minutes, then let them"
+        " cool. Everyone will accept a second one.</p>" + ARTICLE + "</article>"
+    )
+    assert "Bake the cookies for 12 minutes" in extract_text(page.encode())
+
+
+# -- selection ------------------------------------------------------------------------------
+
+
+def test_main_content_drops_the_chrome_and_navigation_urls():
+    page = (
+        '<div class="header"><ul class="menu"><li><a href="/w">World</a></li></ul></div>'
+        '<div class="content"><h1>Headline</h1>'
+        '<p>Read the <a href="/docs/report.pdf">report</a>, the <a href="/2024/x">earlier'
+        ' story</a> and the <a href="https://gov.example/data">official data</a>.</p>'
+        + ARTICLE
+        + '<div class="share"><a href="https://social.example/s">Share</a></div>'
+        '<ul><li><a href="/r1">Related one</a></li><li><a href="/r2">Related two</a></li></ul>'
+        '<div id="comments"><p>First!</p></div></div>'
+        '<div class="sidebar"><p>Most read</p></div><div class="footer">Imprint</div>'
+    )
+    result = main(page)
+    assert result.mode == "main"
+    assert result.text.startswith("# Headline\n\nRead the report (https://news.example/docs/")
+    assert "the earlier story and the official data (https://gov.example/data)." in result.text
+    for chrome in ("World", "Share", "Related one", "First!", "Most read", "Imprint"):
+        assert chrome not in result.text, chrome
+
+
+def test_forum_posts_are_all_kept():
+    posts = "".join(
+        f'<div class="post"><div class="postprofile">user{n}</div><div class="content"><p>'
+        f"Post {n} explains in some detail, with examples, what happened after the update,"
+        f" and what fixed it in the end.</p></div></div>"
+        for n in range(4)
+    )
+    text = main(f'<div class="topic">{posts}</div><div class="footer">Board index</div>').text
+    assert all(f"Post {n} explains" in text for n in range(4))
+    assert "user1" not in text and "Board index" not in text
+
+
+def test_role_main_and_article_hints():
+    page = (
+        f'<div class="teaser"><p>{"Teaser text, " * 30}</p></div>'
+        f'<div role="main"><h1>Real</h1>{ARTICLE}</div>'
+    )
+    text = main(page).text
+    assert text.startswith("# Real\n\nParagraph 0") and "Teaser" not in text
+
+
+def test_too_little_main_content_falls_back_to_the_whole_page():
+    result = main('<ul class="x"><li><a href="/a">A</a></li></ul><p>Short page.</p>')
+    assert result.mode == "page"
+    assert result.text == "- A\n\nShort page."
+    assert extract(b"<p>only</p>", mode="page").mode == "page"
+    assert extract(b"", mode="main").mode == "page"
+    assert extract(b"text", "text/plain").mode == "text"
+    # Pruning can leave too little too: a page that is all link lists.
+    links = "".join(f'<li><a href="/{n}">Link number {n} of the list</a></li>' for n in range(40))
+    result = main(f"<div><p>{'Intro words. ' * 250}</p><ul>{links}</ul></div>")
+    assert result.mode == "main" and "Link number" not in result.text
+    # Mostly link text is not an article.
+    assert main(f"<div><p>{'Intro words. ' * 30}</p><ul>{links}</ul></div>").mode == "page"
+    assert main(f'<div class="comments"><ul>{links}</ul></div>').mode == "page"
+
+
+def test_select_on_trees_without_candidates():
+    assert select(parse("<!DOCTYPE html>")) is not None or True
+    assert select(parse("<!DOCTYPE html><ul><li>a</li></ul>")) is None
+    # Text below the minimum.
+    assert select(parse(f"<!DOCTYPE html><p>{'x' * (MIN_MAIN_CHARS - 10)}</p>")) is None
+
+
+def test_unknown_mode_and_parser_are_errors():
+    with pytest.raises(ValueError, match="mode"):
+        extract(b"<p>x", mode="all")
+    with pytest.raises(ValueError, match="parser"):
+        extract(b"<p>x", parser="lxml")
+    with pytest.raises(ValueError, match="parser"):
+        parse("<p>x", parser="lxml")
+
+
+@pytest.mark.parametrize("name", ["news_en_divs", "wiki_en", "gov_de_aspnet", "forum_en"])
+def test_both_parsers_give_the_same_text(name):
+    body = (PAGES / f"{name}.html").read_bytes()
+    for mode in MODES:
+        assert extract_text(body, mode=mode, parser="html5lib") == extract_text(body, mode=mode)
+
+
+# -- hints ----------------------------------------------------------------------------------
+
+
+def test_hint_weights():
+    assert hint_weight("role", " Main ") == MAIN
+    assert hint_weight("role", "note") == 0
+    assert hint_weight("class", "") == 0
+    assert hint_weight("id", "onetrust-banner-sdk") == CONSENT
+    assert hint_weight("class", "cookieNotice") == CONSENT
+    assert hint_weight("class", "main-menu") == BOILERPLATE
+    assert hint_weight("class", "article-body") == CONTENT
+    assert hint_weight("class", "article-comments") == BOILERPLATE + CONTENT
+    assert hint_weight("class", "related") == BOILERPLATE
+    assert hint_weight("class", "x" * 300 + " sidebar") == 0  # only the first 256 characters
+
+
+def test_menus():
+    assert is_menu("main-menu") and is_menu("navbar navbar-dark")
+    assert not is_menu("menu-wrapper") and not is_menu("article nav")
+    assert is_menu("site-nav", strict=True)
+    assert not is_menu("wy-grid-for-nav", strict=True) and not is_menu("results", strict=True)
