@@ -9,7 +9,7 @@ import pytest
 
 from django_webfetch.text import MAX_PARSER_INPUT, MODES, Extraction, extract, extract_text
 from django_webfetch.text.hints import BOILERPLATE, CONSENT, CONTENT, MAIN, hint_weight, is_menu
-from django_webfetch.text.main import MIN_MAIN_CHARS, select
+from django_webfetch.text.main import MIN_MAIN_CHARS, consent_notices, select
 from django_webfetch.text.render import parse
 from django_webfetch.text.scan import scan
 
@@ -253,3 +253,70 @@ def test_menus():
     assert not is_menu("menu-wrapper") and not is_menu("article nav")
     assert is_menu("site-nav", strict=True)
     assert not is_menu("wy-grid-for-nav", strict=True) and not is_menu("results", strict=True)
+
+
+# -- corners ----------------------------------------------------------------------------------
+
+
+def test_select_on_hand_built_trees():
+    from xml.etree.ElementTree import Comment, Element, SubElement
+
+    assert select(Element("script")) is None
+    assert consent_notices(Element("script")) == set()
+    root = Element("html")
+    body = SubElement(root, "body")
+    body.append(Comment("a comment"))
+    div = SubElement(body, "div", {"wf": "not a number"})
+    for n in range(6):
+        SubElement(div, "p").text = f"Paragraph {n}, long enough to count as a paragraph. " * 3
+    selection = select(root)
+    assert selection is not None and selection.roots == [div]
+
+
+def test_alternative_candidates_without_a_common_ancestor_close_by():
+    # Four equal sections, each nested deeper than the walk up looks.
+    deep = "".join(
+        "<div>" * 8 + f"<p>{'Section text, with commas, ' * 8}</p>" + "</div>" * 8 for _ in range(4)
+    )
+    result = main(f"<div>{deep}</div>")
+    # No ancestor within reach holds them: too little text alone, so the whole page.
+    assert result.mode == "page" and result.text.count("Section text") == 32
+
+
+def test_semantic_ancestor_far_above_or_too_large():
+    inner = "<div>" * 10 + ARTICLE + "</div>" * 10
+    assert main(f"<article>{inner}</article>").mode == "main"
+    links = "".join(f'<li><a href="/{n}">Teaser headline number {n}</a></li>' for n in range(300))
+    result = main(f"<main><div>{ARTICLE}</div><ul>{links}</ul></main>")
+    assert result.mode == "main" and "Teaser" not in result.text
+
+
+def test_end_tag_in_foreign_content_that_closes_nothing():
+    assert scan("<svg><g></x>y").markup == "<!DOCTYPE html><svg><g></x>y"
+
+
+def test_duplicate_hint_attributes_count_once():
+    assert scan('<div class="menu" class="x" id="a" id="b">').markup == (
+        '<!DOCTYPE html><div wf="-50" hidden>'
+    )
+
+
+def test_parser_corners():
+    root = parse("<!DOCTYPE html><p>a<!--c-->b</p>")
+    assert [element.tag for element in root.iter()] == ["html", "head", "body", "p"]
+    assert root.find(".//p").text == "ab"
+    root = parse("<p></div><svg><title>t</title></svg><math><mi>x</mi></math>", parser="html5lib")
+    text = extract_text(
+        ARTICLE.encode() + b"<svg><text>icon</text></svg><math><mi>x</mi></math>",
+        mode="page",
+        parser="html5lib",
+    )
+    assert "icon" not in text and text.endswith("x")
+
+
+def test_a_bad_page_url_shows_no_urls():
+    page = f'<div>{ARTICLE}<p>See <a href="https://other.example/x">this</a>.</p></div>'
+    assert extract_text(page.encode(), url="http://[bad").endswith("See this.")
+    assert "(https://" not in extract_text(
+        page.replace("https://other", "http://[bad").encode(), url="https://news.example/"
+    )
