@@ -36,38 +36,43 @@ CONTENT = 25
 
 _ROLES = {"main": MAIN, "article": ARTICLE}
 
-_SEPARATORS = str.maketrans({c: " " for c in "-_.:/[]()#@!,;{}=+*"})
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_SEPARATORS = str.maketrans(dict.fromkeys("-_.:/[]()#@!,;{}=+*", " "))
 
 #: Whole words (after splitting at ``-``, ``_``, spaces...).
-_CONSENT_WORDS = frozenset(
+_CONSENT_WORDS = _words(
     "cookie cookies consent gdpr cmp ccpa onetrust didomi usercentrics cookiebot truste"
-    " cookielaw qc sp_message osano iubenda borlabs complianz".split()
+    " cookielaw qc sp_message osano iubenda borlabs complianz"
 )
 #: Substrings that are never part of an ordinary word.
 _CONSENT_PARTS = ("cookie", "consent", "gdpr", "onetrust", "didomi", "usercentrics")
 
-_MENU_WORDS = frozenset(
+_MENU_WORDS = _words(
     "nav navbar navigation navigations menu menus megamenu submenu dropdown breadcrumb"
-    " breadcrumbs topbar toc skip skiplink skiplinks jump".split()
+    " breadcrumbs topbar toc skip skiplink skiplinks jump"
 )
-_BOILERPLATE_WORDS = frozenset(
+_BOILERPLATE_WORDS = _words(
     "share sharing sharebar social socials newsletter subscribe subscription signup"
     " ad ads adv advert adverts advertisement advertising sponsor sponsored promo promos"
     " promotion related recommended recommendations recommend outbrain taboola comment"
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
     " overlay toolbar pagination pager tags tagcloud banner teaser teasers trending popular"
     " mostread follow print login account ticker signature profile postprofile userinfo"
-    " avatar stat stats action actions".split()
+    " avatar stat stats action actions"
 )
 _BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
-_CONTENT_WORDS = frozenset(
+_CONTENT_WORDS = _words(
     "article articles articlebody content contents entry post posts story body text prose"
     " markdown blog hentry main page-content rich richtext recipe instructions ingredients"
-    " product description documentation docs doc mw-parser-output".split()
+    " product description documentation docs doc mw-parser-output"
 )
 
 
-def _words(value: str) -> list[str]:
+def _value_words(value: str) -> list[str]:
     return value[:MAX_HINT_CHARS].lower().translate(_SEPARATORS).split()
 
 
@@ -75,7 +80,7 @@ def hint_weight(attribute: str, value: str) -> int:
     """The weight of one ``class``, ``id`` or ``role`` value (0 when it says nothing)."""
     if attribute == "role":
         return _ROLES.get(value.strip().lower(), 0)
-    words = _words(value)
+    words = _value_words(value)
     if not words:
         return 0
     joined = " ".join(words)
@@ -101,7 +106,7 @@ def is_menu(value: str, *, strict: bool = False) -> bool:
     ``strict``: every word is a menu word or one that qualifies a menu (``main-menu``,
     ``site-nav``); for elements such as ``div`` that wrap whole pages as often as menus.
     """
-    words = _words(value)
+    words = _value_words(value)
     if not any(word in _MENU_WORDS for word in words):
         return False
     if strict:
@@ -111,11 +116,11 @@ def is_menu(value: str, *, strict: bool = False) -> bool:
     )
 
 
-_WRAPPER_WORDS = frozenset(
+_WRAPPER_WORDS = _words(
     "wrap wrapper container page site layout open active has with inner outer js no grid for"
-    " content".split()
+    " content"
 )
-_MENU_QUALIFIERS = frozenset(
+_MENU_QUALIFIERS = _words(
     "main mega site top primary secondary global mobile desktop header sub utility list items"
-    " item bar links".split()
+    " item bar links"
 )

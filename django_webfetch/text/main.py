@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
-from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, MAIN
+from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, MAIN, _words
 
 __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 
@@ -30,9 +30,9 @@ __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 MIN_MAIN_CHARS = 250
 
 #: Never content (the renderer drops them too).
-_SKIPPED = frozenset(
+_SKIPPED = _words(
     "script style noscript template head nav aside iframe svg canvas button select title"
-    " object embed dialog input textarea option".split()
+    " object embed dialog input textarea option"
 )
 #: Blocks whose text is scored as a paragraph.
 _PARAGRAPHS = frozenset({"p", "pre", "td", "blockquote", "dd", "li"})
@@ -365,10 +365,14 @@ def prune(page: _Page, roots: list[int], selected: int) -> list[int]:
                 drop = density > 0.55 or (name == "footer" and density > 0.3)
             elif name == "form" and size < large:
                 drop = True
-            if not drop and index >= checked_to and name in _NOTICE_BLOCKS and size:
-                if size < min(_NOTICE_CHARS, large):
-                    checked_to = index + page.sizes[index]
-                    drop = _cookie_notice(element)
+            if (
+                not drop
+                and index >= checked_to
+                and name in _NOTICE_BLOCKS
+                and 0 < size < min(_NOTICE_CHARS, large)
+            ):
+                checked_to = index + page.sizes[index]
+                drop = _cookie_notice(element)
             if drop:
                 pruned.append(index)
                 index += page.sizes[index]
@@ -397,10 +401,14 @@ def consent_notices(root: Element) -> set[Element]:
         element = page.nodes[index]
         size = page.chars[index]
         drop = _weight(element) <= CONSENT and size < max(page.chars[0] * 0.5, 200)
-        if not drop and index >= checked_to and page.names[index] in _NOTICE_BLOCKS and size:
-            if size < min(_NOTICE_CHARS, page.chars[0] * 0.5):
-                checked_to = index + page.sizes[index]
-                drop = _cookie_notice(element)
+        if (
+            not drop
+            and index >= checked_to
+            and page.names[index] in _NOTICE_BLOCKS
+            and 0 < size < min(_NOTICE_CHARS, page.chars[0] * 0.5)
+        ):
+            checked_to = index + page.sizes[index]
+            drop = _cookie_notice(element)
         if drop:
             pruned.append(index)
             index += page.sizes[index]

@@ -301,7 +301,7 @@ def _host(url: str | None) -> str:
 #: Files a link in the main content points to as a reference, even on the page's own site.
 _DOCUMENTS = tuple(
     f".{suffix}"
-    for suffix in "pdf doc docx odt rtf xls xlsx ods csv ppt pptx odp zip epub txt json xml".split()
+    for suffix in _words("pdf doc docx odt rtf xls xlsx ods csv ppt pptx odp zip epub txt json xml")
 )
 
 

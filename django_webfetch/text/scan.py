@@ -457,9 +457,7 @@ class Scan:
     depth: int
 
 
-def _tag(
-    text: str, pos: int
-) -> tuple[int, list[tuple[str, str | None]], int, bool, bool, bool]:
+def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool, bool, bool]:
     """Read a tag's attributes from ``pos`` (after its name).
 
     Returns the position after the tag (-1 at end of input), the attributes the renderer

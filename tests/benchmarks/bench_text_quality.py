@@ -29,7 +29,9 @@ from pathlib import Path
 from django_webfetch.text import extract
 
 ROOT = Path(__file__).resolve().parents[1] / "text"
-_TOKEN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u9fff]+")
+_TOKEN_RE = re.compile(
+    r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u9fff]+"
+)
 _COOKIE_RE = re.compile(r"cookie|consent", re.IGNORECASE)
 
 
@@ -137,8 +139,10 @@ def main() -> None:
             fallbacks += 1
         print(row)
     print()
-    print(f"{'extractor':12} {'P':>5} {'R':>5} {'F1':>5} {'median ms':>10} {'worst ms':>9}"
-          f" {'cookie leaks':>13} {'snippet misses':>15}")
+    print(
+        f"{'extractor':12} {'P':>5} {'R':>5} {'F1':>5} {'median ms':>10} {'worst ms':>9}"
+        f" {'cookie leaks':>13} {'snippet misses':>15}"
+    )
     medians = {}
     worsts = {}
     for name in names:

@@ -6,8 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from django_webfetch.text import MAX_PARSER_INPUT, MODES, Extraction, extract, extract_text
+from django_webfetch.text import (
+    MAX_PARSER_INPUT,
+    MAX_TEXT_CHARS,
+    MODES,
+    Extraction,
+    extract,
+    extract_text,
+)
 from django_webfetch.text.hints import BOILERPLATE, CONSENT, CONTENT, MAIN, hint_weight, is_menu
 from django_webfetch.text.main import MIN_MAIN_CHARS, consent_notices, select
 from django_webfetch.text.render import parse
@@ -123,7 +132,7 @@ def test_a_standfirst_in_a_header_is_kept(header):
         '<div id="onetrust-banner-sdk"><p>We use cookies to improve your experience.</p></div>',
         '<div class="cc-window"><p>This site uses cookies. <a href="#">Accept</a></p></div>',
         '<div class="box-3"><p>Wir verwenden Cookies. Bitte akzeptieren Sie sie.</p></div>',
-        '<section><p>By clicking Accept you consent to cookies and partners.</p></section>',
+        "<section><p>By clicking Accept you consent to cookies and partners.</p></section>",
     ],
 )
 def test_cookie_banners_never_reach_the_text(banner):
@@ -320,3 +329,69 @@ def test_a_bad_page_url_shows_no_urls():
     assert "(https://" not in extract_text(
         page.replace("https://other", "http://[bad").encode(), url="https://news.example/"
     )
+
+
+# -- property: any markup, both modes, both parsers -----------------------------------------
+
+_NAMES = st.sampled_from(
+    [
+        "a",
+        "b",
+        "div",
+        "p",
+        "span",
+        "li",
+        "ul",
+        "table",
+        "tr",
+        "td",
+        "svg",
+        "nav",
+        "main",
+        "article",
+        "header",
+        "footer",
+        "form",
+        "h1",
+        "section",
+        "aside",
+        "nobr",
+        "select",
+        "option",
+        "template",
+    ]
+)
+_ATTRIBUTES = st.sampled_from(
+    ["", ' class="menu"', ' class="content"', ' id="cookie-banner"', ' role="main"', " hidden"]
+)
+_TOKENS = st.one_of(
+    st.builds(lambda name, attribute: f"<{name}{attribute}>", _NAMES, _ATTRIBUTES),
+    _NAMES.map(lambda name: f"</{name}>"),
+    st.sampled_from(["word ", "More words, with commas, in a sentence. " * 4, "cookies consent "]),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_TOKENS, max_size=80).map("".join))
+def test_any_markup_in_both_modes(markup):
+    body = markup.encode()
+    for mode in MODES:
+        result = extract(body, mode=mode)
+        assert result.mode in ("main", "page")
+        assert len(result.text) <= MAX_TEXT_CHARS
+        if mode == "page":
+            assert result.mode == "page"
+    # The lexbor tree is never much deeper than the pre-scan's model of html5lib's.
+    scanned = scan(markup)
+    if scanned.markup is not None:
+        assert _depth(parse(scanned.markup)) <= scanned.depth + 3
+
+
+def _depth(root) -> int:
+    deepest = 0
+    stack = [(root, 0)]
+    while stack:
+        element, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in element)
+    return deepest - 1  # <html> is not counted

@@ -142,7 +142,7 @@ def test_normalised_markup():
     )
     # What is hidden reaches the parser as bare tags (see test_hidden_and_menus_are_pruned).
     assert result.markup == (
-        '<!DOCTYPE html><div hidden><a></a></div><br/><svg><path/></svg>'
+        "<!DOCTYPE html><div hidden><a></a></div><br/><svg><path/></svg>"
         '<p aria-hidden="true" hidden>'
     )
     result = scan(
@@ -163,10 +163,10 @@ def test_hidden_and_menus_are_pruned():
         '<div class="mega-menu"><a href="/c">C</a></div>'
         '<div class="grid-for-nav">wrapper kept</div>'
         '<ul class="results">list kept</ul>'
-        '<div hidden>h<textarea>t</textarea><plaintext>p'
+        "<div hidden>h<textarea>t</textarea><plaintext>p"
     )
     assert result.markup == (
-        '<!DOCTYPE html><nav hidden><ul><li><a></a><b></ul></nav><p>kept'
+        "<!DOCTYPE html><nav hidden><ul><li><a></a><b></ul></nav><p>kept"
         '<ul wf="-50" hidden><li><a></a></li></ul>'
         '<div wf="-50" hidden><a></a></div>'
         '<div wf="-50">wrapper kept</div>'

@@ -65,7 +65,9 @@ def body_html(source: str) -> str:
             while index < len(lines) and lines[index].startswith("| "):
                 cells = [cell.strip() for cell in lines[index].strip("| ").split(" | ")]
                 tag = "th" if not rows else "td"
-                rows.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>")
+                rows.append(
+                    "<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>"
+                )
                 index += 1
             blocks.append(f"<table><tbody>{''.join(rows)}</tbody></table>")
             continue
@@ -124,7 +126,9 @@ def main() -> None:
         ):
             if html.escape(text, quote=False) in page and text not in absent:
                 absent.append(text)
-        (HERE.parent / "pages" / f"{name}.html").write_text(page, encoding=article.get("encoding", "utf-8"))
+        (HERE.parent / "pages" / f"{name}.html").write_text(
+            page, encoding=article.get("encoding", "utf-8")
+        )
         cases[name] = {
             "url": article["url"],
             "kind": article["kind"],

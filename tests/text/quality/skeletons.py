@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """The chrome of the quality set's sites: one function per kind of site (see build.py)."""
 
 from __future__ import annotations
@@ -7,179 +8,179 @@ import html
 # Per language: menu entries, the cookie banner, its button, the footer line, the heading
 # and entries of a related-links box, the newsletter box and the share bar.
 CHROME = {
-    "en": dict(
-        menu="Home|World|Business|Technology|Science|Culture|Sport|Opinion",
-        cookie="We and our 847 partners store and access information on your device, such as"
+    "en": {
+        "menu": "Home|World|Business|Technology|Science|Culture|Sport|Opinion",
+        "cookie": "We and our 847 partners store and access information on your device, such as"
         " cookies, and process personal data for personalised ads and content measurement.",
-        accept="Accept all cookies",
-        footer="© 2025 Example Media Group. All rights reserved. Terms of use · Privacy policy",
-        related="More from this section",
-        items="Markets slide as oil prices climb|Five things to know before the budget"
+        "accept": "Accept all cookies",
+        "footer": "© 2025 Example Media Group. All rights reserved. Terms of use · Privacy policy",
+        "related": "More from this section",
+        "items": "Markets slide as oil prices climb|Five things to know before the budget"
         "|How the housing crunch reached the suburbs",
-        newsletter="Sign up for our daily briefing newsletter",
-        share="Share on Facebook|Share on X|Copy link",
-        comments="Join the conversation",
-    ),
-    "de": dict(
-        menu="Startseite|Politik|Wirtschaft|Kultur|Sport|Wissen|Reise",
-        cookie="Wir verwenden Cookies und ähnliche Technologien, um Inhalte zu personalisieren."
+        "newsletter": "Sign up for our daily briefing newsletter",
+        "share": "Share on Facebook|Share on X|Copy link",
+        "comments": "Join the conversation",
+    },
+    "de": {
+        "menu": "Startseite|Politik|Wirtschaft|Kultur|Sport|Wissen|Reise",
+        "cookie": "Wir verwenden Cookies und ähnliche Technologien, um Inhalte zu personalisieren."
         " Mit einem Klick auf „Alle akzeptieren“ stimmen Sie der Verarbeitung Ihrer Daten zu.",
-        accept="Alle akzeptieren",
-        footer="© 2025 Beispiel Verlag GmbH · Impressum · Datenschutz",
-        related="Das könnte Sie auch interessieren",
-        items="Bahn kündigt neue Fahrpläne an|Wetter: Sturmtief zieht über Norddeutschland"
+        "accept": "Alle akzeptieren",
+        "footer": "© 2025 Beispiel Verlag GmbH · Impressum · Datenschutz",
+        "related": "Das könnte Sie auch interessieren",
+        "items": "Bahn kündigt neue Fahrpläne an|Wetter: Sturmtief zieht über Norddeutschland"
         "|Rentenreform im Bundestag",
-        newsletter="Jetzt den Newsletter abonnieren",
-        share="Auf Facebook teilen|Per E-Mail senden",
-        comments="Kommentare anzeigen",
-    ),
-    "fr": dict(
-        menu="Accueil|International|Politique|Économie|Culture|Sport",
-        cookie="Nous utilisons des cookies pour améliorer votre expérience. En cliquant sur"
+        "newsletter": "Jetzt den Newsletter abonnieren",
+        "share": "Auf Facebook teilen|Per E-Mail senden",
+        "comments": "Kommentare anzeigen",
+    },
+    "fr": {
+        "menu": "Accueil|International|Politique|Économie|Culture|Sport",
+        "cookie": "Nous utilisons des cookies pour améliorer votre expérience. En cliquant sur"
         " « Accepter », vous consentez à leur utilisation par nos partenaires.",
-        accept="Accepter et fermer",
-        footer="© 2025 Exemple Presse SA · Mentions légales · Politique de confidentialité",
-        related="À lire aussi",
-        items="La réforme des retraites revient au Sénat|Canicule : les conseils des médecins"
+        "accept": "Accepter et fermer",
+        "footer": "© 2025 Exemple Presse SA · Mentions légales · Politique de confidentialité",
+        "related": "À lire aussi",
+        "items": "La réforme des retraites revient au Sénat|Canicule : les conseils des médecins"
         "|Le prix du pain augmente encore",
-        newsletter="Inscrivez-vous à notre lettre d'information",
-        share="Partager sur Facebook|Copier le lien",
-        comments="Réagir à cet article",
-    ),
-    "es": dict(
-        menu="Portada|España|Internacional|Economía|Cultura|Deportes",
-        cookie="Utilizamos cookies propias y de terceros para mostrarle publicidad"
+        "newsletter": "Inscrivez-vous à notre lettre d'information",
+        "share": "Partager sur Facebook|Copier le lien",
+        "comments": "Réagir à cet article",
+    },
+    "es": {
+        "menu": "Portada|España|Internacional|Economía|Cultura|Deportes",
+        "cookie": "Utilizamos cookies propias y de terceros para mostrarle publicidad"
         " personalizada. Puede aceptar todas las cookies pulsando el botón «Aceptar».",
-        accept="Aceptar",
-        footer="© 2025 Ejemplo Ediciones · Aviso legal · Política de privacidad",
-        related="Te puede interesar",
-        items="El Gobierno aprueba el nuevo plan de vivienda|Ola de calor en el sur"
+        "accept": "Aceptar",
+        "footer": "© 2025 Ejemplo Ediciones · Aviso legal · Política de privacidad",
+        "related": "Te puede interesar",
+        "items": "El Gobierno aprueba el nuevo plan de vivienda|Ola de calor en el sur"
         "|La liga arranca con sorpresas",
-        newsletter="Suscríbete a nuestro boletín",
-        share="Compartir en Facebook|Compartir en WhatsApp",
-        comments="Comentarios",
-    ),
-    "ru": dict(
-        menu="Главная|Политика|Экономика|Общество|Культура|Спорт",
-        cookie="Мы используем файлы cookie, чтобы сайт работал лучше. Продолжая пользоваться"
+        "newsletter": "Suscríbete a nuestro boletín",
+        "share": "Compartir en Facebook|Compartir en WhatsApp",
+        "comments": "Comentarios",
+    },
+    "ru": {
+        "menu": "Главная|Политика|Экономика|Общество|Культура|Спорт",
+        "cookie": "Мы используем файлы cookie, чтобы сайт работал лучше. Продолжая пользоваться"
         " сайтом, вы соглашаетесь с политикой конфиденциальности и accept cookies.",
-        accept="Принять",
-        footer="© 2025 Пример Медиа. Все права защищены.",
-        related="Читайте также",
-        items="Курс рубля снова изменился|В Москве открыли новую станцию метро"
+        "accept": "Принять",
+        "footer": "© 2025 Пример Медиа. Все права защищены.",
+        "related": "Читайте также",
+        "items": "Курс рубля снова изменился|В Москве открыли новую станцию метро"
         "|Прогноз погоды на выходные",
-        newsletter="Подпишитесь на нашу рассылку",
-        share="Поделиться ВКонтакте|Поделиться в Telegram",
-        comments="Обсуждение",
-    ),
-    "zh": dict(
-        menu="首页|国内|国际|财经|科技|体育|娱乐",
-        cookie="本网站使用cookie以改善您的浏览体验。继续浏览即表示您同意我们的隐私政策 (accept cookies)。",
-        accept="接受",
-        footer="© 2025 示例新闻网 版权所有 京ICP备00000000号",
-        related="相关阅读",
-        items="多地出台楼市新政|新能源汽车销量再创新高|暑期旅游市场火热",
-        newsletter="订阅我们的新闻简报",
-        share="分享到微博|分享到微信",
-        comments="网友评论",
-    ),
-    "ja": dict(
-        menu="トップ|国内|国際|経済|スポーツ|エンタメ",
-        cookie="当サイトではクッキー(cookie)を使用しています。「同意する」をクリックすると、cookieの使用に同意したものとみなされます (consent)。",
-        accept="同意する",
-        footer="© 2025 サンプル新聞社 無断転載を禁じます",
-        related="関連記事",
-        items="円相場、一時１５０円台に|梅雨明けは来週か|新型ロケット打ち上げ成功",
-        newsletter="メールマガジンに登録する",
-        share="Xでシェア|LINEで送る",
-        comments="コメントを見る",
-    ),
-    "ko": dict(
-        menu="홈|정치|경제|사회|국제|스포츠",
-        cookie="이 웹사이트는 더 나은 서비스를 위해 쿠키(cookie)를 사용합니다. 동의(accept)를 누르면 쿠키 사용에 동의하게 됩니다.",
-        accept="동의",
-        footer="© 2025 예시일보. 무단 전재 및 재배포 금지",
-        related="관련 기사",
-        items="서울 아파트값 상승세 지속|장마 시작, 남부지방 폭우|국가대표팀 평가전 승리",
-        newsletter="뉴스레터 구독하기",
-        share="카카오톡 공유|페이스북 공유",
-        comments="댓글",
-    ),
-    "ar": dict(
-        menu="الرئيسية|أخبار|اقتصاد|رياضة|ثقافة|منوعات",
-        cookie="يستخدم هذا الموقع ملفات تعريف الارتباط (cookies) لتحسين تجربتك. بالنقر على"
+        "newsletter": "Подпишитесь на нашу рассылку",
+        "share": "Поделиться ВКонтакте|Поделиться в Telegram",
+        "comments": "Обсуждение",
+    },
+    "zh": {
+        "menu": "首页|国内|国际|财经|科技|体育|娱乐",
+        "cookie": "本网站使用cookie以改善您的浏览体验。继续浏览即表示您同意我们的隐私政策 (accept cookies)。",
+        "accept": "接受",
+        "footer": "© 2025 示例新闻网 版权所有 京ICP备00000000号",
+        "related": "相关阅读",
+        "items": "多地出台楼市新政|新能源汽车销量再创新高|暑期旅游市场火热",
+        "newsletter": "订阅我们的新闻简报",
+        "share": "分享到微博|分享到微信",
+        "comments": "网友评论",
+    },
+    "ja": {
+        "menu": "トップ|国内|国際|経済|スポーツ|エンタメ",
+        "cookie": "当サイトではクッキー(cookie)を使用しています。「同意する」をクリックすると、cookieの使用に同意したものとみなされます (consent)。",
+        "accept": "同意する",
+        "footer": "© 2025 サンプル新聞社 無断転載を禁じます",
+        "related": "関連記事",
+        "items": "円相場、一時１５０円台に|梅雨明けは来週か|新型ロケット打ち上げ成功",
+        "newsletter": "メールマガジンに登録する",
+        "share": "Xでシェア|LINEで送る",
+        "comments": "コメントを見る",
+    },
+    "ko": {
+        "menu": "홈|정치|경제|사회|국제|스포츠",
+        "cookie": "이 웹사이트는 더 나은 서비스를 위해 쿠키(cookie)를 사용합니다. 동의(accept)를 누르면 쿠키 사용에 동의하게 됩니다.",
+        "accept": "동의",
+        "footer": "© 2025 예시일보. 무단 전재 및 재배포 금지",
+        "related": "관련 기사",
+        "items": "서울 아파트값 상승세 지속|장마 시작, 남부지방 폭우|국가대표팀 평가전 승리",
+        "newsletter": "뉴스레터 구독하기",
+        "share": "카카오톡 공유|페이스북 공유",
+        "comments": "댓글",
+    },
+    "ar": {
+        "menu": "الرئيسية|أخبار|اقتصاد|رياضة|ثقافة|منوعات",
+        "cookie": "يستخدم هذا الموقع ملفات تعريف الارتباط (cookies) لتحسين تجربتك. بالنقر على"
         " «موافق» فإنك توافق على سياسة الخصوصية (accept).",
-        accept="موافق",
-        footer="© 2025 جميع الحقوق محفوظة لشبكة المثال الإخبارية",
-        related="اقرأ أيضا",
-        items="ارتفاع أسعار النفط في الأسواق العالمية|افتتاح معرض الكتاب الدولي"
+        "accept": "موافق",
+        "footer": "© 2025 جميع الحقوق محفوظة لشبكة المثال الإخبارية",
+        "related": "اقرأ أيضا",
+        "items": "ارتفاع أسعار النفط في الأسواق العالمية|افتتاح معرض الكتاب الدولي"
         "|المنتخب يتأهل إلى النهائي",
-        newsletter="اشترك في النشرة البريدية",
-        share="شارك على فيسبوك|شارك على واتساب",
-        comments="التعليقات",
-    ),
-    "he": dict(
-        menu="ראשי|חדשות|כלכלה|ספורט|תרבות|אוכל",
-        cookie="אתר זה משתמש בעוגיות (cookies) כדי לשפר את חוויית הגלישה. המשך הגלישה מהווה"
+        "newsletter": "اشترك في النشرة البريدية",
+        "share": "شارك على فيسبوك|شارك على واتساب",
+        "comments": "التعليقات",
+    },
+    "he": {
+        "menu": "ראשי|חדשות|כלכלה|ספורט|תרבות|אוכל",
+        "cookie": "אתר זה משתמש בעוגיות (cookies) כדי לשפר את חוויית הגלישה. המשך הגלישה מהווה"
         " הסכמה למדיניות הפרטיות (accept).",
-        accept="אישור",
-        footer="© 2025 כל הזכויות שמורות לדוגמה מדיה",
-        related="כתבות נוספות",
-        items="מחירי הדירות ממשיכים לעלות|גל חום צפוי בסוף השבוע|הנבחרת ניצחה במשחק אימון",
-        newsletter="הירשמו לניוזלטר שלנו",
-        share="שתפו בפייסבוק|שתפו בוואטסאפ",
-        comments="תגובות",
-    ),
-    "pt": dict(
-        menu="Início|Brasil|Mundo|Economia|Cultura|Esportes",
-        cookie="Usamos cookies para personalizar anúncios e melhorar a sua experiência. Ao"
+        "accept": "אישור",
+        "footer": "© 2025 כל הזכויות שמורות לדוגמה מדיה",
+        "related": "כתבות נוספות",
+        "items": "מחירי הדירות ממשיכים לעלות|גל חום צפוי בסוף השבוע|הנבחרת ניצחה במשחק אימון",
+        "newsletter": "הירשמו לניוזלטר שלנו",
+        "share": "שתפו בפייסבוק|שתפו בוואטסאפ",
+        "comments": "תגובות",
+    },
+    "pt": {
+        "menu": "Início|Brasil|Mundo|Economia|Cultura|Esportes",
+        "cookie": "Usamos cookies para personalizar anúncios e melhorar a sua experiência. Ao"
         " clicar em «Aceitar», você concorda com a nossa política de privacidade.",
-        accept="Aceitar",
-        footer="© 2025 Exemplo Comunicação. Todos os direitos reservados.",
-        related="Leia também",
-        items="Inflação desacelera em junho|Frente fria chega ao Sul|Seleção convoca novos"
+        "accept": "Aceitar",
+        "footer": "© 2025 Exemplo Comunicação. Todos os direitos reservados.",
+        "related": "Leia também",
+        "items": "Inflação desacelera em junho|Frente fria chega ao Sul|Seleção convoca novos"
         " jogadores",
-        newsletter="Assine a nossa newsletter",
-        share="Compartilhar no Facebook|Compartilhar no WhatsApp",
-        comments="Comentários",
-    ),
-    "it": dict(
-        menu="Home|Cronaca|Politica|Economia|Cultura|Sport",
-        cookie="Questo sito utilizza cookie di profilazione propri e di terze parti. Cliccando"
+        "newsletter": "Assine a nossa newsletter",
+        "share": "Compartilhar no Facebook|Compartilhar no WhatsApp",
+        "comments": "Comentários",
+    },
+    "it": {
+        "menu": "Home|Cronaca|Politica|Economia|Cultura|Sport",
+        "cookie": "Questo sito utilizza cookie di profilazione propri e di terze parti. Cliccando"
         " su «Accetta» acconsenti all'uso dei cookie.",
-        accept="Accetta tutti",
-        footer="© 2025 Esempio Editore S.p.A. · P.IVA 00000000000 · Privacy",
-        related="Potrebbe interessarti",
-        items="Sciopero dei trasporti venerdì|Caldo record in Sicilia|La Serie A presenta il"
+        "accept": "Accetta tutti",
+        "footer": "© 2025 Esempio Editore S.p.A. · P.IVA 00000000000 · Privacy",
+        "related": "Potrebbe interessarti",
+        "items": "Sciopero dei trasporti venerdì|Caldo record in Sicilia|La Serie A presenta il"
         " calendario",
-        newsletter="Iscriviti alla newsletter",
-        share="Condividi su Facebook|Condividi su WhatsApp",
-        comments="Commenti",
-    ),
-    "pl": dict(
-        menu="Strona główna|Kraj|Świat|Gospodarka|Kultura|Sport",
-        cookie="Używamy plików cookie, aby zapewnić najlepszą jakość usług. Kliknij"
+        "newsletter": "Iscriviti alla newsletter",
+        "share": "Condividi su Facebook|Condividi su WhatsApp",
+        "comments": "Commenti",
+    },
+    "pl": {
+        "menu": "Strona główna|Kraj|Świat|Gospodarka|Kultura|Sport",
+        "cookie": "Używamy plików cookie, aby zapewnić najlepszą jakość usług. Kliknij"
         " „Akceptuję”, aby wyrazić zgodę na przetwarzanie danych (consent).",
-        accept="Akceptuję",
-        footer="© 2025 Przykład Media Sp. z o.o. Wszelkie prawa zastrzeżone.",
-        related="Czytaj także",
-        items="Nowe przepisy drogowe od lipca|Upały w całym kraju|Reprezentacja w finale",
-        newsletter="Zapisz się do newslettera",
-        share="Udostępnij na Facebooku|Kopiuj link",
-        comments="Komentarze",
-    ),
-    "nl": dict(
-        menu="Home|Binnenland|Buitenland|Economie|Cultuur|Sport",
-        cookie="Wij gebruiken cookies om onze website te verbeteren en advertenties te tonen."
+        "accept": "Akceptuję",
+        "footer": "© 2025 Przykład Media Sp. z o.o. Wszelkie prawa zastrzeżone.",
+        "related": "Czytaj także",
+        "items": "Nowe przepisy drogowe od lipca|Upały w całym kraju|Reprezentacja w finale",
+        "newsletter": "Zapisz się do newslettera",
+        "share": "Udostępnij na Facebooku|Kopiuj link",
+        "comments": "Komentarze",
+    },
+    "nl": {
+        "menu": "Home|Binnenland|Buitenland|Economie|Cultuur|Sport",
+        "cookie": "Wij gebruiken cookies om onze website te verbeteren en advertenties te tonen."
         " Klik op ‘Akkoord’ om cookies te accepteren.",
-        accept="Akkoord",
-        footer="© 2025 Voorbeeld Media B.V. · Privacyverklaring · Cookiebeleid",
-        related="Lees ook",
-        items="Kabinet presenteert woonplan|Hittegolf houdt aan|Oranje wint oefenduel",
-        newsletter="Schrijf je in voor de nieuwsbrief",
-        share="Deel op Facebook|Deel via WhatsApp",
-        comments="Reacties",
-    ),
+        "accept": "Akkoord",
+        "footer": "© 2025 Voorbeeld Media B.V. · Privacyverklaring · Cookiebeleid",
+        "related": "Lees ook",
+        "items": "Kabinet presenteert woonplan|Hittegolf houdt aan|Oranje wint oefenduel",
+        "newsletter": "Schrijf je in voor de nieuwsbrief",
+        "share": "Deel op Facebook|Deel via WhatsApp",
+        "comments": "Reacties",
+    },
 }
 
 
@@ -189,10 +190,14 @@ def _e(text: str) -> str:
 
 def _menu(chrome: dict, cls: str = "menu", item: str = "menu-item", prefix: str = "/") -> str:
     entries = chrome["menu"].split("|")
-    return f'<ul class="{cls}">' + "".join(
-        f'<li class="{item}"><a href="{prefix}{index}/">{_e(entry)}</a></li>'
-        for index, entry in enumerate(entries)
-    ) + "</ul>"
+    return (
+        f'<ul class="{cls}">'
+        + "".join(
+            f'<li class="{item}"><a href="{prefix}{index}/">{_e(entry)}</a></li>'
+            for index, entry in enumerate(entries)
+        )
+        + "</ul>"
+    )
 
 
 def _related(chrome: dict, cls: str = "related-articles") -> str:
@@ -205,10 +210,14 @@ def _related(chrome: dict, cls: str = "related-articles") -> str:
 
 
 def _share(chrome: dict) -> str:
-    return '<div class="share-buttons">' + "".join(
-        f'<a href="https://social.example/share?u=1" class="share">{_e(s)}</a>'
-        for s in chrome["share"].split("|")
-    ) + "</div>"
+    return (
+        '<div class="share-buttons">'
+        + "".join(
+            f'<a href="https://social.example/share?u=1" class="share">{_e(s)}</a>'
+            for s in chrome["share"].split("|")
+        )
+        + "</div>"
+    )
 
 
 def _cookie(chrome: dict, style: str) -> str:
@@ -221,7 +230,9 @@ def _cookie(chrome: dict, style: str) -> str:
         )
     if style == "plain":
         # No telling class at all: only the text says what it is.
-        return f'<div class="box-17 fixed-bottom"><p>{text}</p><a href="/privacy">{accept}</a></div>'
+        return (
+            f'<div class="box-17 fixed-bottom"><p>{text}</p><a href="/privacy">{accept}</a></div>'
+        )
     return (
         f'<div class="cookie-notice" id="cookie-law-info-bar"><span>{text}</span>'
         f'<a href="#" class="cli-accept">{accept}</a></div>'
@@ -306,7 +317,7 @@ def html5(article: dict, body: str) -> str:
         + f"<footer><p>{_e(c['share'].split('|')[0])}</p></footer>"
         + "</article>"
         + f'<section class="related">{_related(c, "teasers")}</section>'
-        + f'<aside><h2>{_e(c["related"])}</h2>{_newsletter(c)}</aside>'
+        + f"<aside><h2>{_e(c['related'])}</h2>{_newsletter(c)}</aside>"
         + "</main>"
         + f"<footer><p>{_e(c['footer'])}</p></footer></body></html>\n"
     )
@@ -351,8 +362,7 @@ def aspnet(article: dict, body: str) -> str:
     """An ASP.NET WebForms page: everything inside one <form>, layout tables."""
     c = CHROME[article["lang"]]
     return (
-        _head(article)
-        + '<body><form method="post" action="./page.aspx" id="aspnetForm">'
+        _head(article) + '<body><form method="post" action="./page.aspx" id="aspnetForm">'
         '<input type="hidden" name="__VIEWSTATE" value="/wEPDwUKMTY1NDU2MTA1MmRk">'
         + '<table class="layout" width="100%"><tr><td colspan="2" class="banner">'
         + _menu(c, "topnav")
@@ -405,8 +415,7 @@ def docs(article: dict, body: str) -> str:
         for i in range(40)
     )
     return (
-        _head(article)
-        + '<body dir="ltr"><header class="md-header"><nav class="md-header__inner">'
+        _head(article) + '<body dir="ltr"><header class="md-header"><nav class="md-header__inner">'
         '<a href="/" class="md-logo">ProjectDocs</a></nav></header>'
         + '<div class="md-container"><main class="md-main"><div class="md-main__inner">'
         + '<div class="md-sidebar md-sidebar--primary"><div class="md-sidebar__scrollwrap">'
@@ -430,7 +439,9 @@ def shop(article: dict, body: str) -> str:
         + '<body class="template-product">'
         + _cookie(c, "onetrust")
         + '<div class="announcement-bar">Free shipping over €50</div>'
-        + '<header class="site-header">' + _menu(c, "mega-menu", "mega-menu__item") + "</header>"
+        + '<header class="site-header">'
+        + _menu(c, "mega-menu", "mega-menu__item")
+        + "</header>"
         + '<main id="MainContent" class="content-for-layout">'
         + '<nav class="breadcrumbs" aria-label="breadcrumbs"><a href="/">Home</a> / '
         '<a href="/c">Catalogue</a></nav>'
@@ -476,7 +487,7 @@ def forum(article: dict, body: str) -> str:
         '<div class="pagination">Page 1 of 1</div></div>'
         + "".join(posts)
         + '<div class="action-bar bottom"><a href="/reply">Post Reply</a></div>'
-        + f'<div class="stat-block"><h3>Who is online</h3><p>Users browsing this forum: '
+        + '<div class="stat-block"><h3>Who is online</h3><p>Users browsing this forum: '
         "Bing [Bot] and 3 guests</p></div></div>"
         + f'<div class="footer"><p>{_e(c["footer"])}</p></div>'
         + _cookie(c, article.get("cookie", "notice"))
@@ -496,18 +507,24 @@ def recipe(article: dict, body: str) -> str:
     return (
         _head(article)
         + '<body class="single-recipe"><div class="site-container">'
-        + '<header class="site-header">' + _menu(c, "genesis-nav-menu") + "</header>"
+        + '<header class="site-header">'
+        + _menu(c, "genesis-nav-menu")
+        + "</header>"
         + '<div class="site-inner"><div class="content-sidebar-wrap"><main class="content">'
         + '<article class="post type-post entry">'
         + f'<header class="entry-header">{_headline(article)}</header>'
         + '<a href="#recipe" class="jump-to-recipe">Jump to Recipe</a>'
         + f'<div class="entry-content">{padded}</div>'
-        + '<div class="social-share">' + _share(c) + "</div>"
+        + '<div class="social-share">'
+        + _share(c)
+        + "</div>"
         + "</article>"
         + f'<div class="comments"><h3>{_e(c["comments"])}</h3><p>5 stars, made it twice already!</p></div>'
         + '</main><aside class="sidebar sidebar-primary widget-area"><section class="widget">'
-        '<h4>About me</h4><p>Hi, I am a home cook sharing family recipes since 2012.</p>'
-        + "</section>" + _newsletter(c) + "</aside></div></div>"
+        "<h4>About me</h4><p>Hi, I am a home cook sharing family recipes since 2012.</p>"
+        + "</section>"
+        + _newsletter(c)
+        + "</aside></div></div>"
         + f'<footer class="site-footer"><p>{_e(c["footer"])}</p></footer></div>'
         + _cookie(c, "notice")
         + "</body></html>\n"
@@ -535,7 +552,8 @@ def government(article: dict, body: str) -> str:
         + _headline(article, "p")
         + f'<div class="govspeak">{body}</div></div>'
         + '<div class="govuk-grid-column-one-third"><aside class="app-related-items"'
-        ' role="complementary"><h2>Related content</h2>' + _related(c, "related-list")
+        ' role="complementary"><h2>Related content</h2>'
+        + _related(c, "related-list")
         + "</aside></div></div>"
         + '<div class="gem-c-feedback"><h2>Is this page useful?</h2>'
         '<a href="/yes">Yes</a> <a href="/no">No</a> <a href="/report">Report a problem with'
