@@ -62,13 +62,13 @@ _BOILERPLATE_WORDS = _words(
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
     " overlay toolbar pagination pager tags tagcloud banner teaser teasers trending popular"
     " mostread follow print login account ticker signature profile postprofile userinfo"
-    " avatar stat stats action actions"
+    " avatar stat stats action actions noprint editsection catlinks printfooter"
 )
 _BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
 _CONTENT_WORDS = _words(
     "article articles articlebody content contents entry post posts story body text prose"
-    " markdown blog hentry main page-content rich richtext recipe instructions ingredients"
-    " product description documentation docs doc mw-parser-output"
+    " markdown blog hentry main rich richtext recipe instructions ingredients"
+    " product description documentation docs doc"
 )
 
 

@@ -363,6 +363,9 @@ def prune(page: _Page, roots: list[int], selected: int) -> list[int]:
                 drop = True
             elif weight < MAIN and size and name in _LINK_LIST_BLOCKS and size < large:
                 drop = density > 0.55 or (name == "footer" and density > 0.3)
+            elif name == "p" and size < 100:
+                # "Read more: <a>another story</a>" between the paragraphs.
+                drop = density > 0.9
             elif name == "form" and size < large:
                 drop = True
             if (
