@@ -60,9 +60,9 @@ _BOILERPLATE_WORDS = _words(
     " ad ads adv advert adverts advertisement advertising sponsor sponsored promo promos"
     " promotion related recommended recommendations recommend outbrain taboola comment"
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
-    " overlay toolbar pagination pager tags tagcloud banner teaser teasers trending popular"
+    " overlay toolbar pagination pager tags tagcloud teaser teasers trending popular"
     " mostread follow print login account ticker signature profile postprofile userinfo"
-    " avatar stat stats action actions noprint editsection catlinks printfooter"
+    " avatar action actions noprint editsection catlinks printfooter stat online"
 )
 _BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
 _CONTENT_WORDS = _words(
@@ -90,14 +90,12 @@ def hint_weight(attribute: str, value: str) -> int:
         return CONSENT
     if any(word in _MENU_WORDS for word in words):
         return BOILERPLATE
-    weight = 0
     if any(word in _BOILERPLATE_WORDS for word in words) or any(
         part in joined for part in _BOILERPLATE_PARTS
     ):
-        weight += BOILERPLATE
-    if any(word in _CONTENT_WORDS for word in words):
-        weight += CONTENT
-    return weight
+        # "related-posts", "article-comments": the boilerplate word wins.
+        return BOILERPLATE
+    return CONTENT if any(word in _CONTENT_WORDS for word in words) else 0
 
 
 def is_menu(value: str, *, strict: bool = False) -> bool:

@@ -271,6 +271,7 @@ def select(root: Element) -> Selection | None:
                 top = ancestor
                 break
             ancestor = page.parents[ancestor]
+    core = top
     # Grow to the <article>/<main> around the candidate (its headline, standfirst, notes),
     # unless that element holds much more than the candidate (a whole-page wrapper).
     ancestor = top
@@ -287,7 +288,7 @@ def select(root: Element) -> Selection | None:
     selected = sum(chars[index] for index in roots)
     if selected < MIN_MAIN_CHARS:
         return None
-    pruned = prune(page, roots, selected)
+    pruned = prune(page, roots, core)
     kept = selected - sum(chars[index] for index in pruned)
     links = sum(page.links[index] for index in roots) - sum(page.links[i] for i in pruned)
     # Too little text, or mostly link text (a list of links is not an article).
@@ -342,12 +343,15 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
     return roots
 
 
-def prune(page: _Page, roots: list[int], selected: int) -> list[int]:
-    """Elements under ``roots`` that are boilerplate, outermost first."""
+def prune(page: _Page, roots: list[int], core: int) -> list[int]:
+    """Elements under ``roots`` that are boilerplate, outermost first.
+
+    An element that holds ``core`` (the best candidate) is never pruned, whatever its class
+    says (``has-sidebar`` on a wrapper), nor is anything that ``role="main"`` marks.
+    """
     pruned: list[int] = []
     names = page.names
     chars = page.chars
-    large = max(selected * 0.3, 200)
     for root in roots:
         index = root + 1
         end = root + page.sizes[root]
@@ -357,22 +361,25 @@ def prune(page: _Page, roots: list[int], selected: int) -> list[int]:
             element = page.nodes[index]
             weight = _weight(element)
             size = chars[index]
-            density = page.density(index)
             drop = False
-            if weight <= CONSENT or (weight <= BOILERPLATE and size < large):
+            if weight >= ARTICLE or _contains(page, index, core):
+                pass
+            elif weight <= BOILERPLATE:
                 drop = True
-            elif weight < MAIN and size and name in _LINK_LIST_BLOCKS and size < large:
+            elif name in _LINK_LIST_BLOCKS and size:
+                density = page.density(index)
                 drop = density > 0.55 or (name == "footer" and density > 0.3)
+            elif name == "form":
+                drop = True
             elif name == "p" and size < 100:
                 # "Read more: <a>another story</a>" between the paragraphs.
-                drop = density > 0.9
-            elif name == "form" and size < large:
-                drop = True
+                drop = page.density(index) > 0.9
             if (
                 not drop
                 and index >= checked_to
                 and name in _NOTICE_BLOCKS
-                and 0 < size < min(_NOTICE_CHARS, large)
+                and 0 < size < _NOTICE_CHARS
+                and not _contains(page, index, core)
             ):
                 checked_to = index + page.sizes[index]
                 drop = _cookie_notice(element)

@@ -214,7 +214,7 @@ def test_too_little_main_content_falls_back_to_the_whole_page():
     result = main(f"<div><p>{'Intro words. ' * 250}</p><ul>{links}</ul></div>")
     assert result.mode == "main" and "Link number" not in result.text
     # Mostly link text is not an article.
-    assert main(f"<div><p>{'Intro words. ' * 30}</p><ul>{links}</ul></div>").mode == "page"
+    assert main(f"<div><p>{'Intro words. ' * 10}</p><ul>{links}</ul></div>").mode == "page"
     assert main(f'<div class="comments"><ul>{links}</ul></div>').mode == "page"
 
 
@@ -252,7 +252,7 @@ def test_hint_weights():
     assert hint_weight("class", "cookieNotice") == CONSENT
     assert hint_weight("class", "main-menu") == BOILERPLATE
     assert hint_weight("class", "article-body") == CONTENT
-    assert hint_weight("class", "article-comments") == BOILERPLATE + CONTENT
+    assert hint_weight("class", "article-comments") == BOILERPLATE
     assert hint_weight("class", "related") == BOILERPLATE
     assert hint_weight("class", "x" * 300 + " sidebar") == 0  # only the first 256 characters
 
