@@ -4,13 +4,18 @@ The pre-scan reads these attributes and hands the parser one small ``wf`` attrib
 sum of their weights instead of the attributes themselves (class lists are long, and the
 parser input is bounded).  The names are those that readability, trafilatura and jusText
 look for.  Linear: each value is cut to :data:`MAX_HINT_CHARS`, split once into words, and
-each word is looked up in sets or matched against a fixed number of substrings.
+each word is looked up in sets or matched against a fixed number of substrings.  Results are
+cached (class lists repeat on a page): the pre-scan cuts values first, so a key is short.
 """
 
 from __future__ import annotations
 
+import html
+from functools import lru_cache
+
 __all__ = [
     "BOILERPLATE",
+    "class_hint",
     "CONSENT",
     "HINT_ATTRIBUTE",
     "MAIN",
@@ -72,10 +77,20 @@ _CONTENT_WORDS = _words(
 )
 
 
+@lru_cache(maxsize=4096)
+def class_hint(raw: str) -> tuple[int, int]:
+    """For a ``class`` or ``id`` value as written in the page (character references not yet
+    decoded): its weight, and 1 if it names a menu for any element, plus 2 if it names a
+    menu for a list (see :func:`is_menu`)."""
+    value = html.unescape(raw)
+    return hint_weight("class", value), int(is_menu(value, strict=True)) | (2 * is_menu(value))
+
+
 def _value_words(value: str) -> list[str]:
     return value[:MAX_HINT_CHARS].lower().translate(_SEPARATORS).split()
 
 
+@lru_cache(maxsize=4096)
 def hint_weight(attribute: str, value: str) -> int:
     """The weight of one ``class``, ``id`` or ``role`` value (0 when it says nothing)."""
     if attribute == "role":
@@ -98,6 +113,7 @@ def hint_weight(attribute: str, value: str) -> int:
     return CONTENT if any(word in _CONTENT_WORDS for word in words) else 0
 
 
+@lru_cache(maxsize=4096)
 def is_menu(value: str, *, strict: bool = False) -> bool:
     """Whether a class list or id names a menu (and nothing that could wrap the page).
 

@@ -318,6 +318,23 @@ def _reference(url: str, own_host: str) -> bool:
     return path.endswith(_DOCUMENTS)
 
 
+_SCHEME_RE = re.compile(r"[ \t\n\r\f]*[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def _internal(href: str) -> bool:
+    """Whether an ``href`` is a relative link (no scheme, no ``//host``) to something other
+    than a document: a link within the site."""
+    if _SCHEME_RE.match(href) or href.lstrip(" \t\n\r\f").startswith(("//", "\\", "/\\")):
+        return False
+    path = href.partition("#")[0].partition("?")[0].strip().lower()
+    return not path.endswith(_DOCUMENTS)
+
+
+def _permalink(element: Element) -> bool:
+    """A link that only holds a permalink glyph (Sphinx's "¶")."""
+    return len(element) == 0 and (element.text or "").strip() in _PERMALINK_GLYPHS
+
+
 def render(
     root: Element | Sequence[Element],
     sink: Sink,
@@ -425,10 +442,16 @@ def render(
             cells[-1] += 1
         elif name == "a":
             href = element.get("href")
+            if main and href is not None and _internal(href):
+                # A link within the site shows no URL in the main content: no need to
+                # resolve it (most links of a page are such links).
+                if href.lstrip().startswith("#") and _permalink(element):
+                    continue
+                href = None
             if href is not None:
                 target = _resolve(href, base_url)
                 if target is not None and page is not None and urldefrag(target)[0] == page:
-                    if len(element) == 0 and (element.text or "").strip() in _PERMALINK_GLYPHS:
+                    if _permalink(element):
                         continue
                     target = None
                 if main and target is not None and not _reference(target, own_host):

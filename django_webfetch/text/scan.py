@@ -22,7 +22,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, hint_weight, is_menu
+from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
@@ -457,29 +457,34 @@ class Scan:
     depth: int
 
 
-def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool, bool, bool]:
+#: Flags ``_tag`` returns: the class or id names a menu (for any element; for a list), or
+#: the element is hidden.
+MENU, LIST_MENU, HIDDEN = 1, 2, 4
+
+
+def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool, int]:
     """Read a tag's attributes from ``pos`` (after its name).
 
     Returns the position after the tag (-1 at end of input), the attributes the renderer
-    reads, the number of attributes, whether the tag is self-closing, and whether its class
-    or id names a menu (strictly, for any element; loosely, for a list).
+    reads, the number of attributes, whether the tag is self-closing, and the flags
+    ``MENU``, ``LIST_MENU`` and ``HIDDEN``.
     """
     kept: list[tuple[str, str | None]] = []
     count = 0
     hint = 0
-    hinted: list[str] = []
-    menu = loose = False
+    hinted = 0  # bit 1: class seen, bit 2: id seen, bit 4: role seen
+    flags = 0
     size = len(text)
     skip = _SKIP_RE.match
     attribute = _ATTR_RE.match
     while True:
         after = skip(text, pos).end()  # type: ignore[union-attr]
         if after >= size:
-            return -1, kept, count, False, False, False
+            return -1, kept, count, False, 0
         if text[after] == ">":
             if hint:
                 kept.append((HINT_ATTRIBUTE, str(hint)))
-            return after + 1, kept, count, after > pos and text[after - 1] == "/", menu, loose
+            return after + 1, kept, count, after > pos and text[after - 1] == "/", flags
         match = attribute(text, after)
         assert match is not None
         count += 1
@@ -489,23 +494,27 @@ def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, b
             if value is not None and value[:1] in ("'", '"'):
                 value = value[1:-1]
             if name in _HINTED:
-                value = html.unescape((value or "")[:MAX_HINT_CHARS])
-                if all(name != seen for seen in hinted):
-                    hinted.append(name)
-                    hint += hint_weight(name, value)
-                    menu = menu or is_menu(value, strict=True)
-                    loose = loose or is_menu(value)
+                seen = 1 if name == "class" else 2
+                if not hinted & seen:
+                    hinted |= seen
+                    weight, menu = class_hint((value or "")[:MAX_HINT_CHARS])
+                    hint += weight
+                    flags |= menu
                 pos = match.end()
                 continue
             if name in _HIDING:
                 # role and style are not kept: an element they hide gets ``hidden``.
-                if name == "role" and "role" not in hinted:
-                    hinted.append(name)
+                if name == "role" and not hinted & 4:
+                    hinted |= 4
                     hint += hint_weight(name, html.unescape((value or "")[:MAX_HINT_CHARS]))
                 if not _HIDING[name](html.unescape(value or "")):
                     pos = match.end()
                     continue
                 name, value = "hidden", None
+            if name == "hidden" or (
+                name == "aria-hidden" and (value or "").strip().lower() == "true"
+            ):
+                flags |= HIDDEN
             if all(name != seen for seen, _ in kept):
                 kept.append((name, value))
         pos = match.end()
@@ -610,7 +619,7 @@ def scan(text: str) -> Scan:
                 tree.text()
                 continue
             name = _lower(name_match.group())
-            end, kept, count, self_closing, menu, loose = _tag(text, name_match.end())
+            end, kept, count, self_closing, flags = _tag(text, name_match.end())
             if end < 0:  # a tag cut off by the end of the input is dropped
                 break
             if count > MAX_ATTRIBUTES or end - token_start > MAX_TAG_CHARS:
@@ -626,14 +635,10 @@ def scan(text: str) -> Scan:
                 continue
             else:
                 prune = pruning is None and (
-                    name in _PRUNED
-                    or (menu and name in _MENU_PRUNED)
-                    or (loose and name in _LISTS)
-                    or any(
-                        key == "hidden"
-                        or (key == "aria-hidden" and (value or "").strip().lower() == "true")
-                        for key, value in kept
-                    )
+                    flags & HIDDEN
+                    or name in _PRUNED
+                    or (flags & MENU and name in _MENU_PRUNED)
+                    or (flags & LIST_MENU and name in _LISTS)
                 )
                 if prune and all(key != "hidden" for key, _ in kept):
                     kept.append(("hidden", None))

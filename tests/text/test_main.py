@@ -395,3 +395,17 @@ def _depth(root) -> int:
         deepest = max(deepest, depth)
         stack.extend((child, depth + 1) for child in element)
     return deepest - 1  # <html> is not counted
+
+
+def test_permalinks_and_links_in_the_main_content():
+    page = (
+        f'<div><h2>Intro<a href="#intro">¶</a></h2>{ARTICLE}'
+        '<p>See <a href="#notes">the notes</a>, <a href="//cdn.other.example/x">a mirror</a>,'
+        ' <a href="data.csv?v=2">the data</a> and <a href="/about">us</a>.</p></div>'
+    )
+    text = main(page, "https://news.example/dir/a").text
+    assert text.startswith("## Intro\n\nParagraph 0")
+    assert text.endswith(
+        "See the notes, a mirror (https://cdn.other.example/x),"
+        " the data (https://news.example/dir/data.csv?v=2) and us."
+    )
