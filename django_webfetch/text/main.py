@@ -35,9 +35,12 @@ _SKIPPED = _words(
     " object embed dialog input textarea option"
 )
 #: Blocks whose text is scored as a paragraph.
-_PARAGRAPHS = frozenset({"p", "pre", "td", "blockquote", "dd", "li"})
-#: Containers that score a paragraph from their own (not nested) text.
-_TEXT_CONTAINERS = frozenset({"div", "section", "article", "main", "span", "font", "center"})
+_PARAGRAPHS = frozenset({"p", "pre", "blockquote", "dd", "li"})
+#: Containers that score a paragraph from their own (not nested) text: a table cell of a
+#: layout table with its text between ``<br>`` is the candidate, not its row.
+_TEXT_CONTAINERS = frozenset(
+    {"div", "section", "article", "main", "span", "font", "center", "td", "form"}
+)
 _TAG_WEIGHT = {
     "div": 5,
     "article": 10,
@@ -369,6 +372,9 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
             elif name in _LINK_LIST_BLOCKS and size:
                 density = page.density(index)
                 drop = density > 0.55 or (name == "footer" and density > 0.3)
+            elif name == "td" and size > 200:
+                # The navigation column of a layout table.
+                drop = page.density(index) > 0.55
             elif name == "form":
                 drop = True
             elif name == "p" and size < 100:

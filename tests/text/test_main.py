@@ -409,3 +409,13 @@ def test_permalinks_and_links_in_the_main_content():
         "See the notes, a mirror (https://cdn.other.example/x),"
         " the data (https://news.example/dir/data.csv?v=2) and us."
     )
+
+
+def test_a_layout_table_gives_its_content_cell():
+    nav = "".join(f'<a href="/s{n}">Section number {n}</a><br>' for n in range(20))
+    text = " ".join(f"Sentence {n} of the notice, with a comma, and more words." for n in range(12))
+    page = f"<table><tr><td>{nav}</td><td>{text}<br>Second part of the notice.</td></tr></table>"
+    for markup in (page, f"<article>{page}</article>"):
+        result = main(markup)
+        assert result.mode == "main"
+        assert result.text.startswith("Sentence 0") and "Section number" not in result.text
