@@ -377,9 +377,10 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
                 drop = page.density(index) > 0.55
             elif name == "form":
                 drop = True
-            elif name == "p" and size < 100:
-                # "Read more: <a>another story</a>" between the paragraphs.
-                drop = page.density(index) > 0.9
+            elif name == "p" and size < 100 and page.density(index) > 0.9:
+                # "Read more: <a>another story</a>" between the paragraphs (a headline, not a
+                # one-word reference such as a type name in API docs).
+                drop = len("".join(element.itertext()).split()) >= 3
             if (
                 not drop
                 and index >= checked_to
