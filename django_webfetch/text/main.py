@@ -265,6 +265,7 @@ def select(root: Element) -> Selection | None:
     # Several candidates that score like the best one (forum posts, a page of sections):
     # their nearest common ancestor is the content (readability's alternative candidates).
     alternatives = [index for index in ranked[1:] if scores[index] >= 0.75 * scores[top]]
+    moved = False
     if len(alternatives) >= 3:
         ancestor = page.parents[top]
         for _ in range(6):
@@ -272,8 +273,11 @@ def select(root: Element) -> Selection | None:
                 break
             if sum(_contains(page, ancestor, index) for index in alternatives) >= 3:
                 top = ancestor
+                moved = True
                 break
             ancestor = page.parents[ancestor]
+    if not moved:
+        top = _descend(page, scores, top)
     core = top
     # Grow to the <article>/<main> around the candidate (its headline, standfirst, notes),
     # unless that element holds much more than the candidate (a whole-page wrapper).
@@ -300,6 +304,23 @@ def select(root: Element) -> Selection | None:
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
 
 
+def _descend(page: _Page, scores: dict[int, float], top: int) -> int:
+    """A child that scores nearly as well as the candidate replaces it: the candidate is a
+    wrapper whose class word (``main``, ``content``) lifted it above the text it holds,
+    along with teasers and comments beside that text."""
+    while True:
+        child = top + 1
+        end = top + page.sizes[top]
+        best = -1
+        while child < end:
+            if child in scores and (best < 0 or scores[child] > scores[best]):
+                best = child
+            child += page.sizes[child]
+        if best < 0 or scores[best] < 0.8 * scores[top]:
+            return top
+        top = best
+
+
 def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
     """The candidate and the siblings that belong with it, in document order.
 
@@ -312,7 +333,7 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
     if parent < 0 or _semantic(page, top):
         return [top]
     names = page.names
-    threshold = max(10.0, scores[top] * 0.2)
+    threshold = max(10.0, scores[top] * 0.35)
     alike = scores[top] * 0.25
     children: list[int] = []
     child = parent + 1

@@ -419,3 +419,37 @@ def test_a_layout_table_gives_its_content_cell():
         result = main(markup)
         assert result.mode == "main"
         assert result.text.startswith("Sentence 0") and "Section number" not in result.text
+
+
+def test_without_class_hints_teasers_and_comments_stay_out():
+    """Generated class names (CSS-in-JS) say nothing; a wrapper whose one content-like word
+    ("main") lifts it above the article body does not bring the teasers and comments."""
+    paragraphs = "".join(
+        f'<p class="css-83t{n}">Paragraph {n}: the committee heard evidence from twelve'
+        " witnesses, including engineers, residents and the operator, over three days.</p>"
+        for n in range(9)
+    )
+    menu = "".join(f'<div><a href="/s{n}">Section {n}</a></div>' for n in range(30))
+    teasers = "".join(
+        f'<div class="css-t{n}"><a href="/story/{n}"><h3>Teaser headline {n} about something'
+        f" else</h3></a><p>A short description of teaser {n}, not part of the article.</p></div>"
+        for n in range(6)
+    )
+    comments = "".join(
+        f"<div><b>user{n}</b><p>Comment {n}: I disagree with the committee, this will cost"
+        " us all a fortune and nobody asked.</p></div>"
+        for n in range(5)
+    )
+    page = (
+        f'<div class="css-1dbjc4n">{menu}</div><div class="css-main"><div class="css-h">'
+        "<h1>Hearing ends after three days</h1><p>The committee will publish its findings"
+        f' in the autumn.</p></div><div class="css-b">{paragraphs}</div>'
+        f'<div class="css-9x">{teasers}</div><div class="css-c1">{comments}</div></div>'
+    )
+    text = main(page).text
+    assert text.startswith(
+        "# Hearing ends after three days\n\nThe committee will publish its findings in the"
+        " autumn.\n\nParagraph 0"
+    )
+    assert text.endswith("over three days.")
+    assert "Teaser" not in text and "Comment" not in text and "Section" not in text
