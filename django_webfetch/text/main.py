@@ -267,15 +267,19 @@ def select(root: Element) -> Selection | None:
     alternatives = [index for index in ranked[1:] if scores[index] >= 0.75 * scores[top]]
     moved = False
     if len(alternatives) >= 3:
+        # The nearest ancestor (within six levels) that holds the most of them, at least 3.
+        best, most = top, 2
         ancestor = page.parents[top]
         for _ in range(6):
             if ancestor < 0:
                 break
-            if sum(_contains(page, ancestor, index) for index in alternatives) >= 3:
-                top = ancestor
-                moved = True
-                break
+            held = sum(_contains(page, ancestor, index) for index in alternatives)
+            if held > most:
+                best, most = ancestor, held
             ancestor = page.parents[ancestor]
+        if best != top:
+            top = best
+            moved = True
     if not moved:
         top = _descend(page, scores, top)
     core = top
@@ -361,7 +365,8 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
             score >= threshold
             or (names[child] == names[top] and score >= alike and density < 0.5)
             or (names[child] == "p" and chars > 80 and density < 0.25)
-            or (position >= start and child < top and density < 0.5)
+            or (position == start and child < top and page.headline[child])
+            or (position > start and child < top and density < 0.5)
         ):
             roots.append(child)
     return roots

@@ -453,3 +453,48 @@ def test_without_class_hints_teasers_and_comments_stay_out():
     )
     assert text.endswith("over three days.")
     assert "Teaser" not in text and "Comment" not in text and "Section" not in text
+
+
+def test_a_question_and_its_answers():
+    """A Q&A page: the question and every answer, the headline above them (a link to the
+    page itself), without comments, sidebars or navigation."""
+
+    def post(kind, n, body):
+        comments = "".join(
+            f'<li class="comment"><span class="comment-copy">Short comment {n}.{i}.</span>'
+            f' <a href="/u/{i}">user{i}</a></li>'
+            for i in range(3)
+        )
+        return (
+            f'<div class="{kind}"><div class="votecell">{n * 3}</div><div class="postcell">'
+            f'<div class="s-prose js-post-body">{body}</div></div>'
+            f'<div class="comments"><ul>{comments}</ul></div></div>'
+        )
+
+    question = post(
+        "question",
+        0,
+        "<p>How do I reverse a list in Python without creating a copy? Slicing allocates a"
+        " new list, and my list has ten million items.</p>",
+    )
+    answers = "".join(
+        post(
+            "answer",
+            n,
+            f"<p>Answer {n}: use list.reverse(), which reverses in place and returns None, so"
+            " it does not allocate a new list.</p><p>It runs in linear time, swapping items"
+            " from both ends toward the middle.</p>",
+        )
+        for n in range(1, 4)
+    )
+    hot = "".join(f'<li><a href="/q/{n}">Why is question {n} so hot?</a></li>' for n in range(20))
+    page = (
+        '<div id="content"><div id="question-header"><h1><a href="/q/1">Reverse a list in'
+        f' place</a></h1></div><div id="mainbar">{question}<div id="answers"><h2>3 Answers'
+        f'</h2>{answers}</div></div><div id="sidebar"><h4>Hot questions</h4><ul>{hot}</ul>'
+        "</div></div>"
+    )
+    text = main(page, "https://stack.example/q/1").text
+    assert text.startswith("# Reverse a list in place\n\n0\n\nHow do I reverse a list")
+    assert all(f"Answer {n}: use list.reverse()" in text for n in (1, 2, 3))
+    assert "comment" not in text and "Hot questions" not in text and "so hot" not in text
