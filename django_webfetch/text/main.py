@@ -294,7 +294,6 @@ def select(root: Element) -> Selection | None:
                 top = ancestor
             break
         ancestor = page.parents[ancestor]
-    # A main element that holds the candidate and not much else.
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
     if selected < MIN_MAIN_CHARS:
