@@ -456,4 +456,7 @@ def consent_notices(root: Element) -> set[Element]:
             index += page.sizes[index]
         else:
             index += 1
+    # A page that is mostly a consent notice is a consent wall: that is what it says.
+    if sum(page.chars[index] for index in pruned) * 2 > page.chars[0]:
+        return set()
     return {page.nodes[index] for index in pruned}

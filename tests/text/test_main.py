@@ -498,3 +498,22 @@ def test_a_question_and_its_answers():
     assert text.startswith("# Reverse a list in place\n\n0\n\nHow do I reverse a list")
     assert all(f"Answer {n}: use list.reverse()" in text for n in (1, 2, 3))
     assert "comment" not in text and "Hot questions" not in text and "so hot" not in text
+
+
+def test_a_consent_wall_is_shown_for_what_it_is():
+    """A page that is mostly a consent notice (an interstitial before the site) is not
+    emptied: the model learns that it hit a consent wall."""
+    wall = (
+        "<h1>Before you continue</h1><div class=box><p>We use cookies and data to deliver our"
+        " services, and with your consent to personalise ads.</p><button>Accept all</button>"
+        "</div><p>More options</p>"
+    )
+    two_notices = (
+        "<h1>Before you continue</h1><div><p>We use cookies and data to deliver our services."
+        "</p></div><div><p>With your consent we and our partners personalise ads.</p></div>"
+    )
+    for page in (wall, two_notices):
+        for mode in MODES:
+            result = extract(page.encode(), mode=mode)
+            assert result.mode == "page"
+            assert "We use cookies and data" in result.text
