@@ -297,6 +297,20 @@ def select(root: Element) -> Selection | None:
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
     if selected < MIN_MAIN_CHARS:
+        # A short candidate with others like it (a question and two answers): their
+        # nearest common ancestor.
+        others = [index for index in ranked[1:] if scores[index] >= 0.5 * scores[ranked[0]]]
+        ancestor = page.parents[core]
+        for _ in range(6):
+            if ancestor < 0:
+                break
+            if sum(_contains(page, ancestor, index) for index in others) >= 2:
+                core = top = ancestor
+                roots = _siblings(page, scores, top)
+                selected = sum(chars[index] for index in roots)
+                break
+            ancestor = page.parents[ancestor]
+    if selected < MIN_MAIN_CHARS:
         return None
     pruned = prune(page, roots, core)
     kept = selected - sum(chars[index] for index in pruned)
@@ -319,7 +333,9 @@ def _descend(page: _Page, scores: dict[int, float], top: int) -> int:
             if child in scores and (best < 0 or scores[child] > scores[best]):
                 best = child
             child += page.sizes[child]
-        if best < 0 or scores[best] < 0.8 * scores[top]:
+        # The candidate's score without what its class word added.
+        own = scores[top] - max(_class_score(page.nodes[top]), 0) * (1.0 - page.density(top))
+        if best < 0 or scores[best] < 0.8 * own:
             return top
         top = best
 
@@ -337,7 +353,7 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
         return [top]
     names = page.names
     threshold = max(10.0, scores[top] * 0.35)
-    alike = scores[top] * 0.25
+    alike = scores[top] * 0.5
     children: list[int] = []
     child = parent + 1
     end = parent + page.sizes[parent]

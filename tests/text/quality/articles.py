@@ -727,4 +727,59 @@ To odpowiedź na rosnące zainteresowanie podróżami koleją. W ubiegłym roku 
         ],
         "absent": ["Akceptuję", "Używamy plików cookie"],
     },
+    {
+        "name": "qa_en",
+        "kind": "forum",
+        "lang": "en",
+        "skeleton": "qa",
+        "url": "https://stack.example/questions/4711/read-a-file-line-by-line",
+        "title": "python - How do I read a large file line by line? - Stack Example",
+        "headline": "How do I read a large file line by line?",
+        "body": """
+My log file is about 12 GB, and reading it with read() runs out of memory. How can I process it one line at a time?
+---
+Iterate over the file object itself. A file object is an iterator over its lines, and it only keeps one buffer in memory at a time:
+```
+with open("big.log") as f:
+    for line in f:
+        handle(line)
+```
+---
+If the lines are very long or there are no newlines at all, read fixed-size chunks with f.read(65536) in a loop instead, and split the chunks yourself.
+""",
+        "present": [
+            "# How do I read a large file line by line?",
+            "My log file is about 12 GB",
+            "Iterate over the file object itself.",
+            'with open("big.log") as f:',
+            "read fixed-size chunks with f.read(65536)",
+        ],
+        "absent": ["Hot Network Questions", "Thanks, that helped", "author1", "Up vote"],
+    },
+    {
+        "name": "news_de_cssinjs",
+        "kind": "news",
+        "lang": "de",
+        "skeleton": "cssinjs",
+        "url": "https://www.beispiel-news.de/panorama/hitze-schulen-id1234.html",
+        "title": "Hitze: Schulen dürfen früher schließen | Beispiel News",
+        "headline": "Hitze: Schulen dürfen früher schließen",
+        "standfirst": "Ab 30 Grad im Klassenzimmer können Schulleitungen den Unterricht verkürzen.",
+        "body": """
+Wegen der anhaltenden Hitze dürfen Schulen in Niedersachsen den Unterricht ab sofort früher beenden. Das Kultusministerium hat eine entsprechende Regelung am Montag veröffentlicht, nachdem sich Eltern und Lehrkräfte über unerträgliche Temperaturen in den Klassenzimmern beschwert hatten.
+Maßgeblich ist die Temperatur im Raum, nicht die Außentemperatur. Liegt sie um 11 Uhr über 27 Grad, kann die Schulleitung hitzefrei geben. Für Grundschulkinder muss allerdings eine Betreuung bis zum regulären Schulschluss angeboten werden.
+Der Landeselternrat begrüßte die Entscheidung, forderte aber langfristige Lösungen wie Sonnenschutz, Ventilatoren und begrünte Schulhöfe. Viele Schulgebäude stammen aus den Siebzigerjahren und heizen sich im Sommer stark auf.
+""",
+        "present": [
+            "# Hitze: Schulen dürfen früher schließen",
+            "Ab 30 Grad im Klassenzimmer können Schulleitungen",
+            "Maßgeblich ist die Temperatur im Raum, nicht die Außentemperatur.",
+        ],
+        "absent": [
+            "leser1",
+            "ich sehe das anders",
+            "Das könnte Sie auch interessieren",
+            "Startseite",
+        ],
+    },
 ]

@@ -592,7 +592,83 @@ def megamenu(article: dict, body: str) -> str:
     )
 
 
+def qa(article: dict, body: str) -> str:
+    """A Q&A site: the question and its answers (votes, signatures, comments around them),
+    a linked headline, a sidebar of hot questions."""
+    c = CHROME[article["lang"]]
+    posts = []
+    for index, part in enumerate(body.split("<hr>")):
+        kind = "question" if index == 0 else "answer"
+        comments = "".join(
+            f'<li class="comment"><span class="comment-copy">Thanks, that helped ({index}.{n}).'
+            f'</span> <a class="comment-user" href="/u/{n}">user{n}</a></li>'
+            for n in range(2)
+        )
+        posts.append(
+            f'<div class="{kind}" id="{kind}-{index}"><div class="votecell">'
+            f'<button>Up vote</button><div class="js-vote-count">{index * 7}</div></div>'
+            f'<div class="postcell"><div class="s-prose js-post-body">{part}</div>'
+            f'<div class="user-info"><a href="/u/{index}">author{index}</a> 12.3k</div></div>'
+            f'<div class="comments"><ul class="comments-list">{comments}</ul></div></div>'
+        )
+    hot = "".join(
+        f'<li><a href="/q/{n}">Why does question {n} keep coming back?</a></li>' for n in range(15)
+    )
+    return (
+        _head(article)
+        + '<body><header class="s-topbar"><a href="/">Stack Example</a>'
+        + f"<nav>{_menu(c, 'top-nav')}</nav></header>"
+        + '<div class="container"><div id="content"><div id="question-header">'
+        + f'<h1><a href="{article["url"]}">{_e(article["headline"])}</a></h1></div>'
+        + f'<div id="mainbar">{posts[0]}<div id="answers"><h2>{len(posts) - 1} Answers</h2>'
+        + "".join(posts[1:])
+        + '</div></div><div id="sidebar"><div class="module"><h4>Hot Network Questions</h4>'
+        + f"<ul>{hot}</ul></div></div></div></div>"
+        + f'<footer class="site-footer"><p>{_e(c["footer"])}</p></footer>'
+        + _cookie(c, "onetrust")
+        + "</body></html>\n"
+    )
+
+
+def cssinjs(article: dict, body: str) -> str:
+    """A news site built with CSS-in-JS: generated class names only, so no class says what
+    anything is; teasers and comments sit beside the article body in one wrapper."""
+    c = CHROME[article["lang"]]
+    menu = "".join(
+        f'<div class="r-1awozwy"><a href="/{n}">{_e(entry)}</a></div>'
+        for n, entry in enumerate(c["menu"].split("|"))
+    )
+    teasers = "".join(
+        f'<div class="css-175oi2r"><a href="/story/{n}"><h3>{_e(item)}</h3></a>'
+        f"<p>{_e(item)} — {_e(c['related'])}.</p></div>"
+        for n, item in enumerate(c["items"].split("|"))
+    )
+    comments = "".join(
+        f"<div class=css-1qaijid><b>leser{n}</b><p>{_e(c['comments'])}: {n + 1}/3 — ich sehe"
+        " das anders, aber danke für den Bericht.</p></div>"
+        for n in range(3)
+    )
+    return (
+        _head(article)
+        + '<body><div id="root"><div class="css-1dbjc4n r-13awgt0">'
+        + f'<div class="css-1dbjc4n r-18u37iz">{menu}</div>'
+        + '<div class="css-main r-1h0z5md"><div class="css-901oao">'
+        + f'<h1 class="css-4rbku5">{_e(article["headline"])}</h1>'
+        + (
+            f'<p class="css-1g7ukpd">{_e(article["standfirst"])}</p>'
+            if article.get("standfirst")
+            else ""
+        )
+        + f'</div><div class="css-1wbh2a0">{body}</div>'
+        + f'<div class="css-9x1nfd">{teasers}</div><div class="css-c1xq">{comments}</div></div>'
+        + f'<div class="css-1dbjc4n r-f"><p>{_e(c["footer"])}</p></div></div></div>'
+        + "</body></html>\n"
+    )
+
+
 SKELETONS = {
+    "qa": qa,
+    "cssinjs": cssinjs,
     "news_divs": news_divs,
     "html5": html5,
     "wordpress": wordpress,
