@@ -9,6 +9,10 @@ Every operation looks at no more than ``MAX_DEPTH`` model elements, so the pass 
 
 The pass writes a normalised copy of the markup for html5lib: lower-case tag names, only the
 attributes the renderer reads, no comments, no script/style/... content, a no-quirks doctype.
+``class``, ``id`` and ``role`` become one ``wf`` weight (:mod:`.hints`).  The content of
+``<nav>``, of hidden elements and of lists and divs whose class names a menu is copied as bare
+tags, without text or attributes: no mode shows it, and so navigation cannot fill the parser
+input, while the tree keeps the shape the cost model predicts.
 It also estimates what html5lib would spend on that copy (a per-token cost plus the stack
 walk html5lib does on every tag).  When the copy would nest deeper than ``MAX_DEPTH``, has an
 element with too many attributes or an over-long tag, or costs more than the budget, html5lib
