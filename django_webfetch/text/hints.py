@@ -69,7 +69,21 @@ _BOILERPLATE_WORDS = _words(
     " mostread follow print login account ticker signature profile postprofile userinfo"
     " avatar action actions noprint editsection catlinks printfooter stat online"
 )
-_BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
+_BOILERPLATE_PARTS = (
+    "sidebar",
+    "newsletter",
+    "breadcrumb",
+    "advert",
+    "comment",
+    "related",
+    # Author boxes after the article (Astra, GeneratePress, Jannah, Newspaper...).
+    "author box",
+    "authorbox",
+    "author bio",
+    "authorbio",
+    "about author",
+    "about the author",
+)
 _CONTENT_WORDS = _words(
     "article articles articlebody content contents entry post posts story body text prose"
     " markdown blog hentry main rich richtext recipe instructions ingredients"

@@ -105,6 +105,9 @@ _NOTICE_WORDS = (
 )
 _COMMAS = (",", "\uff0c", "\u3001", "\u060c")
 _HEADINGS = frozenset({"h1"})
+#: Characters of its own text a wrapper may add to the candidate and still be a wrapper
+#: (an "Advertisement" label).
+_WRAPPER_SLACK = 40
 
 
 @dataclass
@@ -294,6 +297,14 @@ def select(root: Element) -> Selection | None:
                 top = ancestor
             break
         ancestor = page.parents[ancestor]
+    # A candidate wrapped in elements that add (almost) no text of their own (div soup:
+    # ``<div><div><p>...``): its siblings are the wrapper's, where the headline and the
+    # standfirst sit beside the body.
+    while not page.headline[top] and not _semantic(page, top):
+        parent = page.parents[top]
+        if parent < 0 or chars[parent] > chars[top] + _WRAPPER_SLACK:
+            break
+        top = parent
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
     if selected < MIN_MAIN_CHARS:
