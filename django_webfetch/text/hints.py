@@ -66,8 +66,8 @@ _BOILERPLATE_WORDS = _words(
     " promotion related recommended recommendations recommend outbrain taboola comment"
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
     " overlay toolbar pagination pager tags tagcloud teaser teasers trending popular"
-    " mostread follow print login account ticker signature profile postprofile userinfo"
-    " avatar action actions noprint editsection catlinks printfooter stat online"
+    " mostread follow login account ticker signature profile postprofile userinfo"
+    " avatar action actions noprint editsection catlinks printfooter stat online feedback"
 )
 _BOILERPLATE_PARTS = (
     "sidebar",
@@ -83,6 +83,12 @@ _BOILERPLATE_PARTS = (
     "authorbio",
     "about author",
     "about the author",
+    # "print" names a print button or link; alone it is a layout modifier
+    # (``gem-print-columns-none``, ``d-print-block``).
+    "print link",
+    "print button",
+    "print page",
+    "print this",
 )
 _CONTENT_WORDS = _words(
     "article articles articlebody content contents entry post posts story body text prose"

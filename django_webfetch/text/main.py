@@ -323,13 +323,29 @@ def select(root: Element) -> Selection | None:
             ancestor = page.parents[ancestor]
     if selected < MIN_MAIN_CHARS:
         return None
-    pruned = prune(page, roots, core)
+    pruned = prune(page, roots, _inner(page, scores, core))
     kept = selected - sum(chars[index] for index in pruned)
     links = sum(page.links[index] for index in roots) - sum(page.links[i] for i in pruned)
     # Too little text, or mostly link text (a list of links is not an article).
     if kept < MIN_MAIN_CHARS or links > kept * 0.5:
         return None
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
+
+
+def _inner(page: _Page, scores: dict[int, float], core: int) -> int:
+    """What pruning must keep: ``core``, or when ``core`` is a ``<main>``/``<article>`` (or
+    ``role="main"``) that won on its hint, the best candidate inside it, so that a layout
+    wrapper between the two whose class says ``print``, ``aside`` or ``widget``
+    (``govuk-grid-row gem-print-columns-none``) is not pruned with the text it holds."""
+    if not _semantic(page, core):
+        return core
+    best = core
+    end = core + page.sizes[core]
+    for index, value in scores.items():
+        if core < index < end and not _semantic(page, index):
+            if best == core or value > scores[best] or (value == scores[best] and index < best):
+                best = index
+    return best
 
 
 def _descend(page: _Page, scores: dict[int, float], top: int) -> int:
