@@ -89,6 +89,9 @@ _BOILERPLATE_PARTS = (
     "print button",
     "print page",
     "print this",
+    # "Was this article helpful?" (help centres: Zendesk, Intercom, Freshdesk).
+    "article vote",
+    "helpful",
 )
 _CONTENT_WORDS = _words(
     "article articles articlebody content contents entry post posts story body text prose"

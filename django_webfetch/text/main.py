@@ -30,7 +30,7 @@ __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 MIN_MAIN_CHARS = 250
 
 #: Never content (the renderer drops them too).
-_SKIPPED = _words(
+SKIPPED = _SKIPPED = _words(
     "script style noscript template head nav aside iframe svg canvas button select title"
     " object embed dialog input textarea option"
 )
@@ -127,6 +127,11 @@ def _weight(element: Element) -> int:
         return int(value)
     except ValueError:
         return 0
+
+
+def hidden(element: Element) -> bool:
+    """``hidden`` or ``aria-hidden="true"``: not shown, not content."""
+    return _hidden(element)
 
 
 def _hidden(element: Element) -> bool:
@@ -302,8 +307,13 @@ def select(root: Element) -> Selection | None:
     # standfirst sit beside the body.
     while not page.headline[top] and not _semantic(page, top):
         parent = page.parents[top]
-        if parent < 0 or chars[parent] > chars[top] + _WRAPPER_SLACK:
+        if (
+            parent < 0
+            or page.names[parent] in ("body", "html")
+            or chars[parent] > chars[top] + _WRAPPER_SLACK
+        ):
             break
+        scores[parent] = max(scores.get(parent, 0.0), scores.get(top, 0.0))
         top = parent
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
