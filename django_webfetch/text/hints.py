@@ -68,6 +68,7 @@ _BOILERPLATE_WORDS = _words(
     " overlay toolbar pagination pager tags tagcloud teaser teasers trending popular"
     " mostread follow login account ticker signature profile postprofile userinfo"
     " avatar action actions noprint editsection catlinks printfooter stat online feedback"
+    " byline bylines dateline timestamp"
 )
 _BOILERPLATE_PARTS = (
     "sidebar",
@@ -91,6 +92,10 @@ _BOILERPLATE_PARTS = (
     "print this",
     # "Was this article helpful?" (help centres: Zendesk, Intercom, Freshdesk).
     "article vote",
+    # The byline and date row under a headline (WordPress themes, news CMSs).
+    "entry meta",
+    "post meta",
+    "article meta",
     "helpful",
 )
 _CONTENT_WORDS = _words(

@@ -98,7 +98,9 @@ def test_the_title_line_is_left_out_when_the_headline_says_it():
         "<h1> </h1>",
         "<template><h1>Bridge approved</h1></template>",
     ):
-        text = main(f"<title>Bridge approved</title><article><!-- c -->{headline}{ARTICLE}</article>").text
+        text = main(
+            f"<title>Bridge approved</title><article><!-- c -->{headline}{ARTICLE}</article>"
+        ).text
         assert text.startswith("Bridge approved\n\n"), headline
     # The whole-page mode keeps the title.
     text = extract(f"<title>Bridge approved</title>{body}".encode(), "text/html", mode="page").text
@@ -298,6 +300,29 @@ def test_hint_weights():
     assert hint_weight("class", "article-comments") == BOILERPLATE
     assert hint_weight("class", "related") == BOILERPLATE
     assert hint_weight("class", "x" * 300 + " sidebar") == 0  # only the first 256 characters
+    # review10: author boxes, bylines and the entry's meta row, help-centre votes are
+    # boilerplate; "print" alone is a layout modifier, a print link is not.
+    for value in (
+        "ast-single-author-box",
+        "about-the-author",
+        "byline",
+        "entry-meta",
+        "post-meta-container",
+        "article__meta",
+        "article-votes",
+        "was-helpful",
+        "gem-c-feedback",
+        "print-link",
+    ):
+        assert hint_weight("class", value) == BOILERPLATE, value
+    for value in (
+        "govuk-grid-row gem-print-columns-none",
+        "d-print-block",
+        "entry-content",
+        "wprm-recipe-meta-container",
+        "metadata",
+    ):
+        assert hint_weight("class", value) != BOILERPLATE, value
 
 
 def test_menus():
