@@ -352,9 +352,12 @@ def _inner(page: _Page, scores: dict[int, float], core: int) -> int:
     best = core
     end = core + page.sizes[core]
     for index, value in scores.items():
-        if core < index < end and not _semantic(page, index):
-            if best == core or value > scores[best] or (value == scores[best] and index < best):
-                best = index
+        if (
+            core < index < end
+            and not _semantic(page, index)
+            and (best == core or value > scores[best] or (value == scores[best] and index < best))
+        ):
+            best = index
     return best
 
 

@@ -1,10 +1,11 @@
 """Main-content quality and speed: ``python -m tests.benchmarks.bench_text_quality``.
 
 For every page of the quality set (``tests/text/quality/cases.json`` and
-``handwritten.json``, pages in ``tests/text/pages/``) prints token-level precision, recall and F1 against the page's gold
-main text, and the milliseconds per page, for ``extract_text`` (main-content mode, and the
-whole-page mode for reference) and, when it is installed (``pip install --group bench``),
-trafilatura, side by side in the same run.  Then the mean P/R/F1, the median and worst
+``handwritten.json``, pages in ``tests/text/pages/``) prints token-level precision, recall
+and F1 against the page's gold main text, and the milliseconds per page, for
+``extract_text`` (main-content mode, and the whole-page mode for reference) and, when it is
+installed (``pip install --group bench``), trafilatura, side by side in the same run.
+Then the mean P/R/F1, the median and worst
 milliseconds, the pages where a must-have snippet is missing or a must-not snippet
 (cookie banners, menus, related links...) leaks, and the speed ratios.
 

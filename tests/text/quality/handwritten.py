@@ -28,9 +28,37 @@ _REGION_RE = re.compile(r"<!--G-->(.*?)<!--/G-->", re.S)
 _EXCLUDE_RE = re.compile(r"<!--X-->.*?<!--/X-->", re.S)
 _MARK_RE = re.compile(r"<!--/?[GX]-->")
 _BLOCKS = {
-    "p", "div", "section", "article", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
-    "table", "ul", "ol", "dl", "dt", "dd", "figcaption", "figure", "blockquote", "pre",
-    "summary", "details", "header", "footer", "main", "aside", "br", "caption", "hr",
+    "p",
+    "div",
+    "section",
+    "article",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "tr",
+    "table",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "figcaption",
+    "figure",
+    "blockquote",
+    "pre",
+    "summary",
+    "details",
+    "header",
+    "footer",
+    "main",
+    "aside",
+    "br",
+    "caption",
+    "hr",
 }
 
 
@@ -45,7 +73,7 @@ def gold_text(page: str) -> str:
             bad.drop_tree()
         chunks: list[str] = []
 
-        def walk(el) -> None:  # noqa: ANN001
+        def walk(el, chunks: list[str] = chunks) -> None:  # noqa: ANN001
             if not isinstance(el.tag, str):
                 if el.tail:
                     chunks.append(el.tail)
