@@ -108,6 +108,8 @@ _HEADINGS = frozenset({"h1"})
 #: Characters of its own text a wrapper may add to the candidate and still be a wrapper
 #: (an "Advertisement" label).
 _WRAPPER_SLACK = 40
+#: A fieldset with less text than this is a group of form controls.
+_FIELDSET_CHARS = 200
 
 
 @dataclass
@@ -456,8 +458,12 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
             elif name == "td" and size > 200:
                 # The navigation column of a layout table.
                 drop = page.density(index) > 0.55
-            elif name == "form":
+            elif name == "form" or name == "label":
                 drop = True
+            elif name == "fieldset":
+                # Form controls outside a <form> (a shop's variant and quantity pickers); a
+                # fieldset that holds a page's text (old ASP.NET layouts) stays.
+                drop = size < _FIELDSET_CHARS
             elif name == "p" and size < 100 and page.density(index) > 0.9:
                 # "Read more: <a>another story</a>" between the paragraphs (a headline, not a
                 # one-word reference such as a type name in API docs).

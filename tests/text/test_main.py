@@ -585,3 +585,16 @@ def test_a_consent_wall_is_shown_for_what_it_is():
             result = extract(page.encode(), mode=mode)
             assert result.mode == "page"
             assert "We use cookies and data" in result.text
+
+
+def test_form_controls_outside_a_form_are_not_content():
+    # A shop's variant and quantity pickers sit in the product column, outside any <form>.
+    pickers = (
+        "<fieldset><legend>Colour</legend><input type=radio id=c1><label for=c1>Oatmeal</label>"
+        "</fieldset><label for=q>Quantity</label><input id=q>"
+    )
+    text = main(f"<title>T</title><article>{pickers}{ARTICLE}</article>").text
+    assert "Oatmeal" not in text and "Quantity" not in text and "Colour" not in text
+    # A fieldset that holds the page's text (old ASP.NET layouts) stays.
+    text = main(f"<title>T</title><article><fieldset>{ARTICLE}</fieldset>{ARTICLE}</article>").text
+    assert text.count("Paragraph 3 of the article") == 2
