@@ -1,0 +1,144 @@
+"""Findings of the independent review of the plugin egress authority (notes/review12.md).
+
+Each test is an attack that worked before its fix, run end to end: the example plugin's
+``example_attack`` tool (tests/plugins/site/webfetch_example_plugin/attacks.py) runs under
+the real runner, sandbox and host-owned client against the network-namespace lab, and the
+admin against the real changelist.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib import admin
+from django.urls import reverse
+
+from django_webfetch.models import EgressEvent
+from django_webfetch.plugins import services
+from django_webfetch.tools import ToolContext, run_tool
+
+pytestmark = pytest.mark.django_db
+
+APPROVED = ToolContext(approved=True, call_id="review12")
+
+
+def attack(user, name, **arguments):
+    return run_tool("example_attack", {"attack": name, **arguments}, user=user, context=APPROVED)
+
+
+def granted_address(lab):
+    return lab.PUBLIC_V4[0]  # granted.lab.example
+
+
+# -- the audit-hook safety net ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["fresh_context", "pool", "lazy_pool", "raw_thread", "ctypes_connect"]
+)
+def test_no_way_around_the_scope_reaches_the_network(plugin_lab, editor_user, name):
+    """An empty context, a pool made before the tool ran, a ``_thread`` thread and libc's
+    ``connect`` through ctypes: each is refused, recorded, and nothing was accepted."""
+    services.install("example")
+    result = attack(editor_user, name, address=granted_address(plugin_lab))
+    assert not result.ok
+    assert result.meta == {"reason": "unguarded_network"}
+    assert plugin_lab.accepts() == []
+    assert EgressEvent.objects.filter(reason="unguarded_network").exists()
+
+
+@pytest.mark.parametrize("name", ["silenced_audit", "spawn_passfds"])
+def test_no_process_starts_around_the_audit_event(plugin_lab, editor_user, tmp_path, name):
+    """``sys.audit`` replaced by a no-op, and multiprocessing's spawn primitive, which
+    raises no audit event of its own: no child process runs."""
+    services.install("example")
+    path = tmp_path / "started"
+    result = attack(editor_user, name, path=str(path))
+    assert result.meta == {"reason": "unguarded_network"}
+    assert not path.exists()
+
+
+def test_the_pool_is_not_left_in_the_scope_of_a_finished_call(plugin_lab, editor_user):
+    """A pool whose thread a tool call started: host code using it afterwards is not
+    refused as if it were that (finished) call."""
+    import socket
+
+    from webfetch_example_plugin.attacks import lazy_pool
+
+    services.install("example")
+    attack(editor_user, "lazy_pool", address=granted_address(plugin_lab))
+    assert lazy_pool().submit(socket.getaddrinfo, "localhost", 80).result()
+
+
+# -- the host-owned client ----------------------------------------------------------------
+
+
+def test_another_instances_client_from_an_empty_context(plugin_lab, editor_user):
+    services.bind("example", alias="example", egress="none")
+    other = services.install("example", alias="other")
+    result = attack(
+        editor_user,
+        "fresh_context_borrow",
+        instance=other.pk,
+        url="http://granted.lab.example/plain",
+    )
+    assert result.meta == {"reason": "egress_not_granted"}
+    assert plugin_lab.requests == []
+
+
+@pytest.mark.parametrize("name", ["group", "foreign_group"])
+def test_a_plugin_cannot_choose_its_tool_group(
+    plugin_lab, editor_user, group_factory, host_entry_factory, name
+):
+    """The group's denylist applies to the plugin: swapping the client's group (or building
+    a client for another group) does not pick a group without it."""
+    services.install("example")
+    host_entry_factory(group="example", value="granted.lab.example", list="deny")
+    group_factory("open", scope="external_filtered", enabled=True)
+    result = attack(editor_user, name, group="open", url="http://granted.lab.example/plain")
+    assert result.meta["reason"] in ("denylist", "egress_not_granted")
+    assert plugin_lab.requests == []
+
+
+# -- the admin ----------------------------------------------------------------------------
+
+
+def _secret_lookups():
+    """Every admin of the app and every changelist lookup that would read a secret."""
+    from django_webfetch.models import ConfiguredEndpoint, PluginInstance
+
+    secret = {PluginInstance: "secret_config", ConfiguredEndpoint: "auth_header_value"}
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.app_label != "django_webfetch":
+            continue
+        for field in model._meta.get_fields():
+            target = getattr(field, "related_model", None)
+            prefix = f"{field.name}__" if target in secret else None
+            if model in secret and field.name == secret[model]:
+                prefix = ""
+            if prefix is None:
+                continue
+            name = secret[target] if prefix else field.name
+            for suffix in ("regex", "startswith", "contains", "token__regex", "gt"):
+                yield model_admin, f"{prefix}{name}__{suffix}"
+            yield model_admin, f"{prefix}{name}"
+
+
+def test_no_admin_lookup_reads_a_secret(rf, superuser):
+    lookups = list(_secret_lookups())
+    assert len(lookups) >= 12
+    request = rf.get("/")
+    request.user = superuser
+    for model_admin, lookup in lookups:
+        assert not model_admin.lookup_allowed(lookup, "^s", request), (model_admin, lookup)
+
+
+def test_the_changelist_is_no_oracle_for_a_secret(client, superuser, example):
+    instance = services.install("example")
+    instance.secret_config = {"token": "s3cr3t"}
+    instance.save()
+    client.force_login(superuser)
+    changelist = reverse("admin:django_webfetch_plugininstance_changelist")
+    for query in ("secret_config__token__regex=^s3", "secret_config__token__startswith=s"):
+        response = client.get(f"{changelist}?{query}")
+        # Django answers a refused lookup with a 400 (DisallowedModelAdminLookup).
+        assert response.status_code == 400, query
