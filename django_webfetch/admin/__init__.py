@@ -70,7 +70,7 @@ class NoSecretLookups:
     def lookup_allowed(self, lookup: str, value: str, request: Any = None) -> bool:
         if touches_secret(self.model, lookup):  # type: ignore[attr-defined]
             return False
-        return super().lookup_allowed(lookup, value, request)  # type: ignore[misc]
+        return bool(super().lookup_allowed(lookup, value, request))  # type: ignore[misc]
 
 
 class RecordsOnly:

@@ -30,15 +30,15 @@ through a replaceable ``sys.audit``.  ``ctypes`` loading a library or looking a 
 What this does NOT cover (see docs/plugins.rst): code in C extensions (and ctypes
 function pointers looked up before the tool ran) that calls the system's ``connect()``
 directly (no audit event is raised), threads and pools of other libraries that hand work
-over by other means than ``concurrent.futures``, processes started before it ran, and anything a plugin does at import
-time or outside its tools.  It is a safety net for plugins that import ``httpx`` or
-``socket`` by habit, not a sandbox for hostile code: run untrusted plugins in a separate
-service with an egress firewall.
+over by other means than ``concurrent.futures``, processes started before it ran, and
+anything a plugin does at import time or outside its tools.  It is a safety net for
+plugins that import ``httpx`` or ``socket`` by habit, not a sandbox for hostile code: run
+untrusted plugins in a separate service with an egress firewall.
 """
 
 from __future__ import annotations
 
-import _posixsubprocess  # type: ignore[import-not-found]
+import _posixsubprocess
 import _thread
 import concurrent.futures
 import contextlib
@@ -255,12 +255,12 @@ def install() -> None:
     with _install_lock:
         if not _installed:
             sys.addaudithook(_hook)
-            _thread.start_new_thread = _start_new_thread  # type: ignore[assignment]
+            _thread.start_new_thread = _start_new_thread
             threading._start_new_thread = _start_new_thread  # type: ignore[attr-defined]
             _posixsubprocess.fork_exec = _fork_exec
             if getattr(subprocess, "_fork_exec", None) is _original_fork_exec:
                 subprocess._fork_exec = _fork_exec  # type: ignore[attr-defined]
-            concurrent.futures.ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign]
+            concurrent.futures.ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign,assignment]
             _installed = True
 
 
