@@ -188,14 +188,15 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
 
 
 @contextlib.contextmanager
-def _in(scope: PluginScope | None) -> Iterator[None]:
-    """This thread runs in ``scope`` (or explicitly in none) until the block ends."""
+def _in(scope: PluginScope | None, host: bool = False) -> Iterator[None]:
+    """This thread runs in ``scope`` (or explicitly in none) until the block ends;
+    ``host``: as host code (``host_io``) of that scope."""
     ident = threading.get_ident()
     had = ident in _threads
     previous = _threads.get(ident)
     _threads[ident] = scope
     token = _scope.set(scope)
-    host_token = _host.set(False)
+    host_token = _host.set(host)
     try:
         yield
     finally:
@@ -208,8 +209,12 @@ def _in(scope: PluginScope | None) -> Iterator[None]:
 
 
 def _carry(function: Callable[..., Any], scope: PluginScope | None) -> Callable[..., Any]:
+    """``function`` to run in another thread as it would run here: in this scope (or none),
+    as host code if the host handed it over."""
+    host = scope is not None and _host.get()
+
     def run_in(*args: Any, **kwargs: Any) -> Any:
-        with _in(scope):
+        with _in(scope, host):
             return function(*args, **kwargs)
 
     return run_in

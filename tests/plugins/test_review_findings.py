@@ -33,7 +33,7 @@ def granted_address(lab):
 
 
 @pytest.mark.parametrize(
-    "name", ["fresh_context", "pool", "lazy_pool", "raw_thread", "ctypes_connect"]
+    "name", ["fresh_context", "pool", "lazy_pool", "raw_thread", "ctypes_connect", "asyncio"]
 )
 def test_no_way_around_the_scope_reaches_the_network(plugin_lab, editor_user, name):
     """An empty context, a pool made before the tool ran, a ``_thread`` thread and libc's
@@ -55,6 +55,13 @@ def test_no_process_starts_around_the_audit_event(plugin_lab, editor_user, tmp_p
     result = attack(editor_user, name, path=str(path))
     assert result.meta == {"reason": "unguarded_network"}
     assert not path.exists()
+
+
+def test_asyncio_name_lookup_in_the_executor_is_refused(plugin_lab, editor_user):
+    services.install("example")
+    result = attack(editor_user, "asyncio", address="granted.lab.example")
+    assert result.meta == {"reason": "unguarded_network"}
+    assert plugin_lab.accepts() == [] and plugin_lab.dns.queries == []
 
 
 def test_the_pool_is_not_left_in_the_scope_of_a_finished_call(plugin_lab, editor_user):
@@ -187,3 +194,88 @@ def test_a_second_package_cannot_take_over_a_plugin_name(example, monkeypatch, t
     assert any("example" in p and "more than one" in p for p in registry.problems())
     instance.refresh_from_db()
     assert instance.effective() == ()
+
+
+# -- the config schema's patterns ---------------------------------------------------------
+
+
+def _schema(pattern):
+    from django_webfetch.plugins.manifest import parse_manifest
+
+    return parse_manifest(
+        {
+            "name": "a",
+            "version": "1",
+            "config": {"x": {"type": "string", "pattern": pattern}},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "a*a*a*a*a*a*a*a*b",  # no nested group, no alternation: polynomial all the same
+        "a*a?a?a?a?a?a?a?a?b",
+        r"\d*\d*\d*x",
+        r"\w+\d+\w+$",
+        ".*x.*y.*z",
+        "a*b?a*b?a*c",  # optional items between overlapping runs
+        "a*()a*c",
+        "x{0,4000}x{0,4000}x{0,4000}y",
+        "(?i)[a-z]+[A-Z]+[a-z]+!",
+    ],
+)
+def test_polynomial_backtracking_patterns_are_refused(pattern):
+    """Each of these took seconds to hours on a 4096-character value (``a*a*a*a*a*a*a*a*b``:
+    8 s on 40 characters) and passed the nesting check."""
+    from django_webfetch.plugins.manifest import ManifestError
+
+    with pytest.raises(ManifestError) as caught:
+        _schema(pattern)
+    assert caught.value.reason == "config_pattern"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^https://",
+        "^https://[a-z0-9.-]+(/[a-z]*)?$",
+        r"^\d{4}-\d{2}-\d{2}$",
+        "^(GET|POST|PUT)$",
+        "^[^/]+/[^/]+$",
+        "^[a-z]+(-[a-z]+)?$",
+        r"^[A-Z0-9_]+$",
+        r"^[a-z]+@[a-z]+\.example$",
+    ],
+)
+def test_ordinary_patterns_are_accepted(pattern):
+    assert _schema(pattern).config["x"].pattern is not None
+
+
+_ATOMS = ["a", "b", "[ab]", r"\d", ".", "x", "(?:ab)", "(a|b)"]
+_QUANTIFIERS = ["", "*", "+", "?", "{0,3}", "{2,}", "*?"]
+
+
+def test_fuzz_every_accepted_pattern_is_bounded():
+    """Random sequences of atoms and quantifiers: whatever the check accepts runs over
+    adversarial 4096-character values (the field's longest) and returns; a pattern the
+    estimate let through with polynomial backtracking would not."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from django_webfetch.plugins.manifest import ManifestError
+
+    values = ["a" * 4096, "ab" * 2048, "1" * 4096, "a" * 4095 + "!"]
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.tuples(st.sampled_from(_ATOMS), st.sampled_from(_QUANTIFIERS)), max_size=6))
+    def check(parts):
+        pattern = "".join(atom + quantifier for atom, quantifier in parts) + "!?z"
+        try:
+            compiled = _schema(pattern).config["x"].pattern
+        except ManifestError:
+            return
+        for value in values:
+            compiled.search(value)
+
+    check()

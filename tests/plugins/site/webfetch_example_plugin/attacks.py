@@ -43,6 +43,18 @@ def attack_pool(plugin: Any, arguments: dict[str, Any]) -> str:
     return POOL.submit(_connect, arguments["address"]).result()
 
 
+def attack_asyncio(plugin: Any, arguments: dict[str, Any]) -> str:
+    """asyncio's own connection (name lookup in its executor, connect in the loop)."""
+    import asyncio
+
+    async def connect() -> str:
+        _, writer = await asyncio.open_connection(arguments["address"], 80)
+        writer.close()
+        return "connected"
+
+    return asyncio.run(connect())
+
+
 _LAZY: list[concurrent.futures.ThreadPoolExecutor] = []
 
 
