@@ -279,3 +279,38 @@ def test_fuzz_every_accepted_pattern_is_bounded():
             compiled.search(value)
 
     check()
+
+
+# -- upgrades ---------------------------------------------------------------------------
+
+
+def test_an_upgrade_reaches_nothing_new_under_a_wider_grant_before_confirm(plugin_lab, example):
+    """The operator granted the whole lab zone; the package's next version declares a host
+    the operator never saw.  ``upgrade`` without ``--confirm`` says nothing was widened, and
+    nothing is: the new host stays refused until the operator confirms."""
+    from django_webfetch.plugins import registry
+
+    instance = services.install("example")
+    instance.egress_hosts = [*instance.egress_hosts, "*.lab.example"]
+    instance.save()
+    plugin_lab.dns.set("extra.lab.example", a=[plugin_lab.PUBLIC_V4[2]])
+    example.VERSION = "2.0"
+    example.EXTRA_EGRESS[:] = ["extra.lab.example"]
+    registry.reset()
+    assert not services.upgrade("example")[0].changed
+    with pytest.raises(Exception) as caught:
+        instance.http.get("http://extra.lab.example/plain")
+    assert getattr(caught.value, "reason", "") == "egress_not_granted"
+    assert plugin_lab.requests == []
+    services.upgrade("example", confirm=True)
+    assert instance.http.get("http://extra.lab.example/plain").status_code == 200
+
+
+def test_an_instance_made_in_the_admin_acknowledges_the_declaration(example):
+    from django_webfetch.models import PluginInstance
+
+    made = PluginInstance.objects.create(
+        plugin="example", alias="made", egress_hosts=["granted.lab.example"]
+    )
+    assert made.declared_egress == list(example.EGRESS)
+    assert made.effective() == ("granted.lab.example",)
