@@ -29,7 +29,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from django_webfetch import runs
-from django_webfetch.admin import RecordsOnly
+from django_webfetch.admin import NoSecretLookups, RecordsOnly
 from django_webfetch.models import CallState, ToolCall
 
 __all__ = ["AwaitingApprovalFilter", "DecisionForm", "ToolCallAdmin"]
@@ -90,7 +90,7 @@ def _text(value: Any, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + "\N{HORIZONTAL ELLIPSIS}"
 
 
-class ToolCallAdmin(RecordsOnly, _ToolCallAdmin):
+class ToolCallAdmin(NoSecretLookups, RecordsOnly, _ToolCallAdmin):
     list_display = (
         "short_id",
         "tool",

@@ -17,6 +17,8 @@ from django.utils.translation import gettext_lazy as _
 
 from django_webfetch.plugins.models import PluginInstance
 
+from . import NoSecretLookups
+
 if TYPE_CHECKING:
     _InstanceForm = forms.ModelForm[PluginInstance]
     _InstanceAdmin = admin.ModelAdmin[PluginInstance]
@@ -97,7 +99,7 @@ class PluginInstanceForm(_InstanceForm):
 
 
 @admin.register(PluginInstance)
-class PluginInstanceAdmin(_InstanceAdmin):
+class PluginInstanceAdmin(NoSecretLookups, _InstanceAdmin):
     form = PluginInstanceForm
     list_display = ("alias", "plugin", "version", "enabled", "effective_grant", "has_secrets")
     list_filter = ("enabled", "plugin")
