@@ -65,7 +65,7 @@ _BOILERPLATE_WORDS = _words(
     " ad ads adv advert adverts advertisement advertising sponsor sponsored promo promos"
     " promotion related recommended recommendations recommend outbrain taboola comment"
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
-    " overlay toolbar pagination pager tags tagcloud teaser teasers trending popular"
+    " overlay toolbar pagination pager tags tagcloud trending popular"
     " mostread follow login account ticker signature profile postprofile userinfo"
     " avatar action actions noprint editsection catlinks printfooter stat online feedback"
     " byline bylines dateline timestamp"

@@ -320,6 +320,7 @@ def test_hint_weights():
         "d-print-block",
         "entry-content",
         "wprm-recipe-meta-container",
+        "story__teaser",
         "metadata",
     ):
         assert hint_weight("class", value) != BOILERPLATE, value

@@ -876,3 +876,77 @@ PAGES.append(
         "absent": ["Polling stations", "Bins and recycling", "Share on Facebook", "Opening hours"],
     }
 )
+
+# 21. News page whose teasers below the story are <article> cards while the story itself is
+# a plain div (the semantic tag marks the wrong thing); Usercentrics (shadow DOM, empty).
+_CARDS = "".join(
+    f'<article class="teaser-card"><a href="/sport/{i}"><img src="/t{i}.jpg" alt=""><h3 class="teaser-card__title">{t}</h3><p class="teaser-card__text">{d}</p></a></article>'
+    for i, (t, d) in enumerate(
+        [
+            (
+                "Derby ends goalless in the rain",
+                "Neither side managed a shot on target in the second half as the pitch became waterlogged.",
+            ),
+            (
+                "New coach signs three-year deal",
+                "The former youth team manager takes over with the club fourth from bottom.",
+            ),
+            (
+                "Stadium expansion approved",
+                "The north stand will add 4,000 seats by the start of the 2027 season.",
+            ),
+        ]
+    )
+)
+PAGES.append(
+    {
+        "name": "r10_news_de_teaser_articles",
+        "url": "https://www.sportblatt.example/fussball/regionalliga/frauenteam-aufstieg-1234",
+        "kind": "news",
+        "lang": "de",
+        "html": f"""<!DOCTYPE html><html lang="de"><head><meta charset="utf-8"><title>Frauenteam schafft den Aufstieg in die Zweite Liga | Sportblatt</title>{USERCENTRICS}</head><body><div class="page"><header class="page-header"><a class="brand" href="/">Sportblatt</a><nav class="nav-main"><ul>{_menu("Fußball|Handball|Eishockey|Tennis|Motorsport|Ergebnisse|Tabellen")}</ul></nav></header><div class="page-body"><div class="story"><div class="story__kicker">Regionalliga</div><!--G--><h1 class="story__headline">Frauenteam schafft den Aufstieg in die Zweite Liga</h1><p class="story__teaser">Mit einem 3:1 gegen den Tabellenzweiten sichert sich die Mannschaft am letzten Spieltag den ersten Platz.</p><!--/G--><div class="story__byline">Von Jana Keller · 09.06.2025, 18:40 Uhr</div>
+<!--G--><div class="story__text"><p>Vor 2.300 Zuschauern, so vielen wie noch nie bei einem Heimspiel der Frauen, drehte die Mannschaft einen frühen Rückstand. Kapitänin Lea Brandt glich kurz vor der Pause per Kopf aus.</p><p>In der zweiten Hälfte trafen die eingewechselte Mira Yilmaz und erneut Brandt. Damit beendet das Team die Saison mit 58 Punkten, zwei mehr als der direkte Konkurrent.</p><h2 class="story__subhead">Planung für die neue Liga</h2><p>Der Verein will den Etat für die Frauenabteilung auf 450.000 Euro verdoppeln. Drei Spielerinnen sollen neue Verträge erhalten, außerdem wird ein zweiter Trainerposten geschaffen.</p><p>„Wir haben lange auf diesen Tag hingearbeitet“, sagte Trainerin Sabine Roth. „Jetzt müssen wir zeigen, dass wir auch in der Zweiten Liga mithalten können.“</p></div><!--/G--></div>
+<section class="more-stories"><h2 class="more-stories__title">Mehr aus dem Sport</h2>{_CARDS}</section></div><footer class="page-footer"><p>© 2025 Sportblatt Medien GmbH</p><ul>{_menu("Impressum|Datenschutz|Privatsphäre-Einstellungen|AGB")}</ul></footer></div></body></html>""",
+        "present": [
+            "# Frauenteam schafft den Aufstieg in die Zweite Liga",
+            "Mit einem 3:1 gegen den Tabellenzweiten",
+            "Vor 2.300 Zuschauern",
+            "## Planung für die neue Liga",
+            "auch in der Zweiten Liga mithalten können.“",
+        ],
+        "absent": [
+            "Derby ends goalless",
+            "Mehr aus dem Sport",
+            "Privatsphäre-Einstellungen",
+            "Sportblatt Medien GmbH",
+        ],
+    }
+)
+
+# 22. Medium-like post: everything is div/section soup with hashed classes inside one
+# <article>; claps and responses bar, "More from the author" after it, a sign-up nag.
+PAGES.append(
+    {
+        "name": "r10_blog_medium_like",
+        "url": "https://medium.example/@rkoh/what-a-year-of-on-call-taught-me-5f1e2d",
+        "kind": "blog",
+        "lang": "en",
+        "html": f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>What a year of on-call taught me | by R. Koh | Medium</title><script type="application/ld+json">{json.dumps({"@context": "http://schema.org", "@type": "NewsArticle", "headline": "What a year of on-call taught me", "author": {"@type": "Person", "name": "R. Koh"}})}</script></head><body><div id="root"><div class="a b c"><div class="l m n"><div class="o p"><a href="/" aria-label="Homepage">Medium</a><div class="q r"><a href="/m/signin">Sign in</a><a class="s t" href="/m/signin?operation=register">Get started</a></div></div></div><div class="u v"><article><div class="w x"><section><div class="y z ab"><div class="ac ae"><!--G--><h1 id="9a1b" class="pw-post-title ag ah ai">What a year of on-call taught me</h1><!--/G--><div class="aj ak"><div class="al am"><a href="/@rkoh" rel="noopener follow"><img alt="R. Koh" class="an" src="/avatar.png" width="44" height="44"></a><div class="ao"><span class="ap"><a href="/@rkoh" rel="noopener follow">R. Koh</a></span><span class="aq"><button>Follow</button></span><div class="ar"><span data-testid="storyReadTime">5 min read</span><span>·</span><span data-testid="storyPublishDate">Jan 7, 2025</span></div></div></div><div class="as at"><div class="au"><button data-testid="headerClapButton" aria-label="clap">1.2K</button><button aria-label="responses">34</button></div><div class="av"><button aria-label="Add to list">Save</button><button aria-label="Listen">Listen</button><button aria-label="Share">Share</button></div></div></div>
+<!--G--><p id="01cd" class="pw-post-body-paragraph aw ax ay">Last January I joined the on-call rotation for our payments platform. Twelve months, 26 weeks on call and 311 pages later, here is what I would tell myself on day one.</p><h2 id="2b7e" class="az ba bb">Most alerts are not incidents</h2><p id="3c8f" class="pw-post-body-paragraph aw ax ay">Of the 311 pages, 204 needed no action at all. We deleted or rewrote 40 alerts in the first quarter, and pages per week dropped from 9 to 3.</p><h2 id="4d9a" class="az ba bb">Write the runbook while you are tired</h2><p id="5e0b" class="pw-post-body-paragraph aw ax ay">The best runbooks we have were written at 4am by the person who had just fixed the problem. Clean them up the next day, but capture the steps while they are fresh.</p><blockquote class="bc bd"><p id="6f1c" class="pw-post-body-paragraph be bf">If you had to think about it at 4am, the next person will too.</p></blockquote><p id="7a2d" class="pw-post-body-paragraph aw ax ay">Finally, hand over properly. A fifteen-minute call at the end of each shift saved more incidents than any tool we bought.</p><!--/G--></div></div></section></div></article>
+<div class="bg bh"><div class="bi"><button aria-label="clap">1.2K</button><button aria-label="responses">34</button></div><div class="bj"><a href="/tag/sre">Sre</a><a href="/tag/on-call">On Call</a><a href="/tag/devops">DevOps</a></div></div><div class="bk bl"><h2 class="bm">Written by R. Koh</h2><p class="bn">2.1K Followers</p><p class="bo">Site reliability engineer. Writing about incidents, pagers and sleep.</p><button>Follow</button></div><div class="bp bq"><h2 class="br">More from R. Koh</h2><div class="bs"><a href="/@rkoh/p1"><h3>Postmortems nobody reads</h3><p>How we made incident reviews short enough that people actually finish them.</p></a></div><div class="bs"><a href="/@rkoh/p2"><h3>The dashboard we deleted</h3><p>Forty panels, one useful graph, and what we replaced it with.</p></a></div></div><div class="bt bu"><h2>Recommended from Medium</h2><div class="bs"><a href="/x/p3"><h3>Ten Kubernetes mistakes I made so you don't have to</h3></a></div></div></div><div class="bv bw"><p>Help</p><p>Status</p><p>About</p><p>Careers</p><p>Press</p><p>Blog</p><p>Privacy</p><p>Terms</p><p>Text to speech</p></div></div></div><div class="overlay" role="dialog" aria-modal="true"><h2>Create an account to read the full story.</h2><p>The author made this story available to Medium members only.</p><a href="/m/signin?operation=register">Sign up with Google</a></div></body></html>""",
+        "present": [
+            "# What a year of on-call taught me",
+            "Twelve months, 26 weeks on call and 311 pages later",
+            "## Most alerts are not incidents",
+            "If you had to think about it at 4am",
+            "saved more incidents than any tool we bought.",
+        ],
+        "absent": [
+            "Postmortems nobody reads",
+            "Recommended from Medium",
+            "Create an account to read the full story.",
+            "Text to speech",
+            "Site reliability engineer. Writing about",
+        ],
+    }
+)
