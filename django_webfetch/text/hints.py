@@ -68,7 +68,7 @@ _BOILERPLATE_WORDS = _words(
     " overlay toolbar pagination pager tags tagcloud trending popular"
     " mostread follow login account ticker signature profile postprofile userinfo"
     " avatar action actions noprint editsection catlinks printfooter stat online feedback"
-    " byline bylines dateline timestamp"
+    " byline bylines dateline timestamp linenos linenodiv lineno linenumbers"
 )
 _BOILERPLATE_PARTS = (
     "sidebar",

@@ -312,6 +312,7 @@ def test_hint_weights():
         "article-votes",
         "was-helpful",
         "gem-c-feedback",
+        "linenos",
         "print-link",
     ):
         assert hint_weight("class", value) == BOILERPLATE, value

@@ -433,9 +433,9 @@ PAGES.append(
 <p>Tidepool retries a failed request when the failure is likely to be temporary: a connection reset, a timeout, or a 502, 503 or 504 response.</p>
 <h2 id="the-default-policy">The default policy<a class="headerlink" href="#the-default-policy" title="Permanent link">&para;</a></h2>
 <p>By default a request is tried up to three times, waiting 0.5 seconds before the second attempt and 1 second before the third, with up to 20% random jitter.</p>
-<div class="language-python highlight"><table class="highlighttable"><tr><td class="linenos"><div class="linenodiv"><pre><span></span><span class="normal">1</span>
+<div class="language-python highlight"><table class="highlighttable"><tr><!--X--><td class="linenos"><div class="linenodiv"><pre><span></span><span class="normal">1</span>
 <span class="normal">2</span>
-<span class="normal">3</span></pre></div></td><td class="code"><div><pre><span></span><code><span class="kn">from</span> <span class="nn">tidepool</span> <span class="kn">import</span> <span class="n">Client</span><span class="p">,</span> <span class="n">Retry</span>
+<span class="normal">3</span></pre></div></td><!--/X--><td class="code"><div><pre><span></span><code><span class="kn">from</span> <span class="nn">tidepool</span> <span class="kn">import</span> <span class="n">Client</span><span class="p">,</span> <span class="n">Retry</span>
 <span class="n">client</span> <span class="o">=</span> <span class="n">Client</span><span class="p">(</span><span class="n">retry</span><span class="o">=</span><span class="n">Retry</span><span class="p">(</span><span class="n">attempts</span><span class="o">=</span><span class="mi">5</span><span class="p">))</span>
 </code></pre></div></td></tr></table></div>
 <div class="admonition warning"><p class="admonition-title">Warning</p><p>Retries multiply the load on a struggling server. Keep the number of attempts low for calls made inside a web request.</p></div>
