@@ -26,6 +26,7 @@ from .errors import (
     UnsupportedMediaType,
     WebFetchError,
 )
+from .failures import FAILURES, describe_failure, failure_of
 from .fetcher import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
@@ -37,6 +38,7 @@ __all__ = [
     "EgressPolicy",
     "Explanation",
     "ExtractionError",
+    "FAILURES",
     "FetchError",
     "FetchResult",
     "FetchTimeout",
@@ -60,7 +62,9 @@ __all__ = [
     "UnsupportedMediaType",
     "UrlGuard",
     "WebFetchError",
+    "describe_failure",
     "explain",
+    "failure_of",
     "fetch",
     "parse_media_type",
 ]
