@@ -84,7 +84,8 @@ def failure_of(exc: BaseException) -> str:
                 return code
         if isinstance(cause, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError)):
             # h11 raises it both for garbage and for a peer that hung up mid-response.
-            if "disconnected" in str(cause).lower() or "incomplete" in str(cause).lower():
+            text = str(cause).lower()
+            if "disconnected" in text or "peer closed" in text or "incomplete" in text:
                 return "connection_closed"
             return "protocol_error"
         if isinstance(cause, (httpx.ProtocolError, httpcore.ProtocolError)):
