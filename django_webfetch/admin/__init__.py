@@ -16,6 +16,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from ..models import ConfiguredEndpoint, EgressEvent, HostListEntry, SiteHost, ToolGroup
+from ..models.fields import touches_secret
 
 if TYPE_CHECKING:
     _HostListEntryInline = admin.TabularInline[HostListEntry, ToolGroup]
@@ -28,6 +29,33 @@ else:
     _HostListEntryInline = admin.TabularInline
     _ToolGroupAdmin = _SiteHostAdmin = _EndpointAdmin = _EventAdmin = admin.ModelAdmin
     _EndpointForm = forms.ModelForm
+
+
+class SecretFieldsAdminMixin:
+    """Refuse every lookup, search and ordering that reaches a field marked secret.
+
+    Django's admin allows lookups on a model's own fields from the query string
+    (``?auth_header_value__regex=^a``): answered, that is an oracle that recovers a
+    write-only secret byte by byte.  Such a lookup is refused with the admin's own
+    ``DisallowedModelAdminLookup`` (HTTP 400, the same answer whatever the value), also
+    through a relation (``?endpoints__auth_header_value__startswith=``).  The ORM refuses
+    the lookup too (``models.fields.SecretCharField``), for admins and views not ours.
+    """
+
+    model: Any
+
+    def lookup_allowed(self, lookup: str, value: Any, request: Any = None) -> bool:
+        if touches_secret(self.model, lookup):
+            return False
+        return super().lookup_allowed(lookup, value, request)  # type: ignore[misc]
+
+    def get_search_fields(self, request: HttpRequest) -> Any:
+        fields = super().get_search_fields(request)  # type: ignore[misc]
+        return [f for f in fields if not touches_secret(self.model, f)]
+
+    def get_ordering(self, request: HttpRequest) -> Any:
+        ordering = super().get_ordering(request) or ()  # type: ignore[misc]
+        return [o for o in ordering if not isinstance(o, str) or not touches_secret(self.model, o)]
 
 
 class RecordsOnly:
@@ -51,7 +79,7 @@ class HostListEntryInline(_HostListEntryInline):
 
 
 @admin.register(ToolGroup)
-class ToolGroupAdmin(_ToolGroupAdmin):
+class ToolGroupAdmin(SecretFieldsAdminMixin, _ToolGroupAdmin):
     list_display = (
         "slug",
         "name",
@@ -89,7 +117,7 @@ class ToolGroupAdmin(_ToolGroupAdmin):
 
 
 @admin.register(SiteHost)
-class SiteHostAdmin(_SiteHostAdmin):
+class SiteHostAdmin(SecretFieldsAdminMixin, _SiteHostAdmin):
     list_display = ("host", "port", "scheme", "note")
     search_fields = ("host", "note")
 
@@ -161,7 +189,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 @admin.register(ConfiguredEndpoint)
-class ConfiguredEndpointAdmin(_EndpointAdmin):
+class ConfiguredEndpointAdmin(SecretFieldsAdminMixin, _EndpointAdmin):
     form = ConfiguredEndpointForm
     list_display = ("name", "group", "base_url", "has_auth_header", "allow_private", "enabled")
     list_filter = ("enabled", "allow_private", "group")
@@ -202,7 +230,7 @@ class ConfiguredEndpointAdmin(_EndpointAdmin):
 
 
 @admin.register(EgressEvent)
-class EgressEventAdmin(RecordsOnly, _EventAdmin):
+class EgressEventAdmin(SecretFieldsAdminMixin, RecordsOnly, _EventAdmin):
     list_display = (
         "created",
         "decision",

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from django_webfetch.net.errors import HostNotAllowed, PolicyError
 from django_webfetch.net.hosts import Host, HostKind, parse_host, parse_list_entry
 
+from .fields import SecretCharField
 from .scopes import EgressScope, ToolGroup
 
 __all__ = [
@@ -228,7 +229,8 @@ class ConfiguredEndpoint(models.Model):
     auth_header_name = models.CharField(
         _("auth header name"), max_length=100, blank=True, default="Authorization"
     )
-    auth_header_value = models.CharField(
+    #: Write-only: every lookup, filter and ordering on it is refused (``fields.py``).
+    auth_header_value = SecretCharField(
         _("auth header value"), max_length=2000, blank=True, editable=True
     )
     allow_private = models.BooleanField(

@@ -84,10 +84,6 @@ class SearchSite(Tool):
         "additionalProperties": False,
     }
 
-    def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
-        # The destination is operator-configured: the operator bounded where data goes.
-        return False
-
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         return {
             "tool": self.name,

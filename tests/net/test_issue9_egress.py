@@ -159,9 +159,7 @@ def test_classifier_decodes_under_every_containing_prefix():
 
     from django_webfetch.net.ipclass import IpAddressClassifier
 
-    classifier = IpAddressClassifier(
-        (IPv6Network("2a00:1450::/96"), IPv6Network("2a00:1450::/32"))
-    )
+    classifier = IpAddressClassifier((IPv6Network("2a00:1450::/96"), IPv6Network("2a00:1450::/32")))
     assert classifier.embedded(IPv6Address("2a00:1450::b00:c")) == (
         IPv4Address("11.0.0.12"),
         IPv4Address("0.0.0.0"),
