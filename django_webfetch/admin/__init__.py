@@ -242,14 +242,32 @@ class EgressEventAdmin(SecretFieldsAdminMixin, RecordsOnly, _EventAdmin):
         "port",
         "hop",
         "status",
+        "failure",
         "bytes",
-        "duration",
+        "duration_display",
     )
-    list_filter = ("decision", "reason", "group_slug", "tool", "created")
+    list_filter = ("decision", "reason", "failure", "group_slug", "tool", "created")
     search_fields = ("url_host", "call_id", "reason")
     date_hierarchy = "created"
     list_select_related = ("user",)
-    readonly_fields = [f.name for f in EgressEvent._meta.fields]
+    readonly_fields = [*(f.name for f in EgressEvent._meta.fields), "failure_text"]
+
+    @admin.display(description=_("duration"), ordering="duration")
+    def duration_display(self, obj: EgressEvent) -> str:
+        return format_duration(obj.duration)
+
+    @admin.display(description=_("what failed"))
+    def failure_text(self, obj: EgressEvent) -> str:
+        return obj.failure_text
+
+
+def format_duration(seconds: float | None) -> str:
+    """A duration for people, rounded, with its unit: "850 ms", "1.2 s"."""
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s"
 
 
 from . import calls  # noqa: E402,F401

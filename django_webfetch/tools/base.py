@@ -166,6 +166,11 @@ class Tool:
         ``ToolApprovalRule``.)"""
         return False
 
+    def preflight_url(self, arguments: Mapping[str, Any]) -> str | None:
+        """The URL this call would request first, for the guard's pre-flight check when the
+        call is requested (DESIGN.md §7); ``None``: nothing to check before it runs."""
+        return None
+
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         """What the approval card shows (JSON)."""
         return {"tool": self.name, "group": self.group, "arguments": dict(call.arguments)}

@@ -57,6 +57,10 @@ class FetchExternalUrl(Tool):
     # Approval is decided by the group (ToolApprovalRule): every call waits for a human
     # unless the operator turned on skip_approval_with_allowlist AND the allowlist is set.
 
+    def preflight_url(self, arguments: Mapping[str, Any]) -> str | None:
+        url = arguments.get("url")
+        return url if isinstance(url, str) else None
+
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         url = call.arguments.get("url", "")
         url = url if isinstance(url, str) else ""
