@@ -15,8 +15,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from ..models import ConfiguredEndpoint, EgressEvent, HostListEntry, SiteHost, ToolGroup
-from ..models.fields import touches_secret
+from django_webfetch.models import (
+    ConfiguredEndpoint,
+    EgressEvent,
+    HostListEntry,
+    SiteHost,
+    ToolGroup,
+)
+from django_webfetch.models.fields import touches_secret
 
 if TYPE_CHECKING:
     _HostListEntryInline = admin.TabularInline[HostListEntry, ToolGroup]

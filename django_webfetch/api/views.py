@@ -8,6 +8,7 @@ per request (session auth with CSRF, token auth, ...).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any, cast
 
@@ -180,10 +181,8 @@ class ApiRootView(_BaseView):
             "tools": reverse("django_webfetch:tool-list", request=request),
             "calls": reverse("django_webfetch:call-list", request=request),
         }
-        try:
+        with contextlib.suppress(NoReverseMatch):  # drf-spectacular is not installed
             links["schema"] = reverse("django_webfetch:schema", request=request)
-        except NoReverseMatch:
-            pass  # drf-spectacular is not installed
         return Response(links)
 
 

@@ -29,10 +29,17 @@ from .errors import (
 from .failures import FAILURES, describe_failure, failure_of
 from .fetcher import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
+from .guarded import (
+    AsyncGuardedTransport,
+    GuardedTransport,
+    guarded_async_client,
+    guarded_client,
+)
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
 
 __all__ = [
     "AddressNotAllowed",
+    "AsyncGuardedTransport",
     "DEFAULT_MEDIA_TYPES",
     "EgressDenied",
     "EgressPolicy",
@@ -44,6 +51,7 @@ __all__ = [
     "FetchTimeout",
     "Fetcher",
     "GuardEvent",
+    "GuardedTransport",
     "HARD_LIMITS",
     "Hop",
     "HostNotAllowed",
@@ -66,5 +74,7 @@ __all__ = [
     "explain",
     "failure_of",
     "fetch",
+    "guarded_async_client",
+    "guarded_client",
     "parse_media_type",
 ]

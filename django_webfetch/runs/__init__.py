@@ -41,14 +41,21 @@ from django.core.exceptions import ValidationError
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from ..conf import conf
-from ..exceptions import WebFetchImproperlyInstalled
-from ..models import CallState, ToolCall
-from ..models.calls import FINISHED_STATES, TRANSITIONS
-from ..net.errors import WebFetchError
-from ..tools import Effect, Tool, ToolApprovalRule, ToolContext, ToolInvocation, ToolResult
-from ..tools import default_registry as tool_registry
-from ..tools.registry import validate_arguments
+from django_webfetch.conf import conf
+from django_webfetch.exceptions import WebFetchImproperlyInstalled
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
+from django_webfetch.net.errors import WebFetchError
+from django_webfetch.tools import (
+    Effect,
+    Tool,
+    ToolApprovalRule,
+    ToolContext,
+    ToolInvocation,
+    ToolResult,
+)
+from django_webfetch.tools import default_registry as tool_registry
+from django_webfetch.tools.registry import validate_arguments
 
 __all__ = [
     "APPROVE_PERMISSION",
@@ -311,10 +318,10 @@ def preflight(
     refusal is an ``EgressEvent``.  A DNS failure is not a refusal: the card says the
     destination could not be checked.
     """
-    from ..egress import EgressRecorder, policy_for
-    from ..net.errors import EgressDenied
-    from ..net.guard import explain
-    from ..tools._egress import requested_host
+    from django_webfetch.egress import EgressRecorder, policy_for
+    from django_webfetch.net.errors import EgressDenied
+    from django_webfetch.net.guard import explain
+    from django_webfetch.tools._egress import requested_host
 
     try:
         url = tool.preflight_url(invocation.arguments)
@@ -347,9 +354,7 @@ def preflight(
     reason = explanation.reason or "denied"
     if reason == "dns_error":
         return {"verdict": "unchecked", "reason": reason, "checked_at": checked_at}, None
-    recorder.record(
-        decision="denied", reason=reason, url_host=host, port=port, detail="pre-flight"
-    )
+    recorder.record(decision="denied", reason=reason, url_host=host, port=port, detail="pre-flight")
     refusal = ToolResult.from_exception(EgressDenied(reason))
     return None, ToolResult.failure(
         refusal.error or "egress_denied",
@@ -804,7 +809,7 @@ def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
 
 def _enqueue(call_id: Any) -> None:
     try:
-        from .. import tasks
+        from django_webfetch import tasks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
     soft, hard = time_limits()

@@ -44,6 +44,7 @@ def test_exported_members_are_sorted_and_real():
         "failures",
         "fetcher",
         "guard",
+        "guarded",
         "policy",
         "transport",
         "resolve",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -132,7 +131,7 @@ def viewer(user_factory):
 def test_no_admin_lookup_reaches_a_secret(client, secret_endpoint, who, request):
     client.force_login(request.getfixturevalue(who))
     tried = 0
-    for model, model_admin in admin.site._registry.items():
+    for model in admin.site._registry:
         url = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
         for path in _secret_paths(model):
             for lookup in LOOKUPS:

@@ -142,7 +142,6 @@ class Command(BaseCommand):
         deleted, _ = old.delete()
         self.stdout.write(f"Deleted {deleted} egress event(s) older than {days} day(s).")
 
-
     def prune_calls(self, days: int | None, *, dry_run: bool) -> None:
         from django_webfetch import runs
 
