@@ -11,12 +11,17 @@ from collections.abc import Iterable
 _ENV_FLAG = "WEBFETCH_BENCH_IN_NETNS"
 
 
-def in_namespace(module: str, *, cwd: str | None = None) -> bool:
-    """True inside the namespace; otherwise run ``module`` there, wait, and return False."""
+def in_namespace(module: str, *, cwd: str | None = None, mounts: bool = False) -> bool:
+    """True inside the namespace; otherwise run ``module`` there, wait, and return False.
+
+    ``mounts``: a private mount namespace too (``unshare -m``), so ``use_resolv_conf`` can
+    point the system resolver at the namespace's DNS server without touching the host.
+    """
     if os.environ.get(_ENV_FLAG) == "1":
         return True
     env = dict(os.environ, **{_ENV_FLAG: "1"})
-    if subprocess.call(["unshare", "-n", sys.executable, "-m", module], env=env, cwd=cwd) != 0:
+    flags = ["-n", "-m"] if mounts else ["-n"]
+    if subprocess.call(["unshare", *flags, sys.executable, "-m", module], env=env, cwd=cwd) != 0:
         raise SystemExit(f"{module} failed")
     return False
 
@@ -31,6 +36,19 @@ def setup_network(addresses: Iterable[str]) -> None:
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     if [line.split(": ")[1] for line in links.splitlines()] != ["lo"]:
         raise SystemExit("refusing to benchmark: the namespace has more than lo")
+
+
+def use_resolv_conf(nameserver: str) -> None:
+    """Bind-mount a resolv.conf naming ``nameserver`` over /etc/resolv.conf (needs the
+    private mount namespace of ``in_namespace(mounts=True)``), so that a baseline client
+    resolving with ``getaddrinfo`` asks the same DNS server as the guard."""
+    import tempfile
+
+    handle = tempfile.NamedTemporaryFile("w", suffix=".resolv.conf", delete=False)
+    with handle:
+        handle.write(f"nameserver {nameserver}\noptions timeout:1 attempts:1\n")
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    subprocess.run(["mount", "--bind", handle.name, "/etc/resolv.conf"], check=True)
 
 
 def start_dns(name: str, address: str, *, listen: str) -> None:
