@@ -53,7 +53,8 @@ class SecretFieldsAdminMixin:
     def lookup_allowed(self, lookup: str, value: Any, request: Any = None) -> bool:
         if touches_secret(self.model, lookup):
             return False
-        return super().lookup_allowed(lookup, value, request)  # type: ignore[misc]
+        allowed: bool = super().lookup_allowed(lookup, value, request)  # type: ignore[misc]
+        return allowed
 
     def get_search_fields(self, request: HttpRequest) -> Any:
         fields = super().get_search_fields(request)  # type: ignore[misc]

@@ -103,8 +103,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         detail = exc.detail
         code = getattr(detail, "code", None) or exc.default_code
         response.data = {"detail": str(detail), "code": str(code)}
-        if getattr(exc, "why", ""):
-            response.data["why"] = exc.why
+        why = getattr(exc, "why", "")
+        if why:
+            response.data["why"] = why
     return response
 
 

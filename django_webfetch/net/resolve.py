@@ -118,7 +118,7 @@ class DnsResolver:
 
     def _ask(
         self, qname: dns.name.Name, servers: tuple[str, ...], budget: float
-    ) -> tuple[dns.message.Message, ...]:
+    ) -> tuple[dns.message.QueryMessage, ...]:
         """A and AAAA responses from the first server that answers both usably."""
         deadline = time.monotonic() + budget
         live = list(servers)
@@ -144,9 +144,9 @@ class DnsResolver:
 
     def _ask_server(
         self, qname: dns.name.Name, server: str, deadline: float
-    ) -> tuple[dns.message.Message, ...]:
+    ) -> tuple[dns.message.QueryMessage, ...]:
         queries = [dns.message.make_query(qname, rdtype) for rdtype in _QTYPES]
-        answers: list[dns.message.Message | None] = [None, None]
+        answers: list[dns.message.QueryMessage | None] = [None, None]
         family = socket.AF_INET6 if ":" in server else socket.AF_INET
         with socket.socket(family, socket.SOCK_DGRAM) as sock:
             sock.setblocking(False)
@@ -184,7 +184,7 @@ class DnsResolver:
         return tuple(a for a in answers if a is not None)
 
     def _over_tcp(
-        self, query: dns.message.Message, server: str, deadline: float
+        self, query: dns.message.QueryMessage, server: str, deadline: float
     ) -> dns.message.Message:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -197,7 +197,9 @@ class DnsResolver:
             raise _ServerFailed(f"tcp: {exc!r}") from exc
 
     @staticmethod
-    def _usable(response: dns.message.Message) -> dns.message.Message:
+    def _usable(response: dns.message.Message) -> dns.message.QueryMessage:
+        if not isinstance(response, dns.message.QueryMessage):
+            raise _ServerFailed("not a query response")
         rcode = response.rcode()
         if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
             # SERVFAIL, REFUSED, YXDOMAIN, FORMERR...: fail closed on this server.
