@@ -254,6 +254,9 @@ def _scoped_path(url: ParsedURL) -> str:
         decoded = unquote_to_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidURL("path_encoding", detail="path is not UTF-8 once decoded") from exc
+    if ";" in decoded or "\\" in decoded or "%" in decoded:
+        # Encoded forms of what is refused above (``%3b`` is ``;``: ``..%3b`` is ``..;``).
+        raise InvalidURL("path_encoding", detail="encoded path parameter or separator")
     if (
         any(ord(c) < 0x20 or ord(c) == 0x7F or c in _SEPARATOR_LOOKALIKES for c in decoded)
         or unicodedata.normalize("NFKC", decoded) != decoded

@@ -59,6 +59,8 @@ ESCAPES = [
     "%ef%bc%bcinternal",  # FULLWIDTH REVERSE SOLIDUS
     "%e2%88%95..%e2%88%95internal",  # DIVISION SLASH
     "%ef%bc%8e%ef%bc%8e/internal",  # FULLWIDTH FULL STOP
+    "..%3b/internal",  # "..;" once decoded (found by the property test)
+    "%3B",
     "%00/internal",
     "x%2e",
     "x%2e%2e/internal",
@@ -501,3 +503,88 @@ def test_a_server_that_fails_is_skipped_for_the_next(lab):
     with pytest.raises(ResolutionError) as info:
         DnsResolver(("11.0.0.18",), 53).resolve("next.lab.example", timeout=3)
     assert info.value.failure == "dns_failure"
+
+
+# -- property tests: what a lenient server would make of an allowed path ------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TOKENS = [
+    "..",
+    ".",
+    "/",
+    "%2f",
+    "%2F",
+    "%5c",
+    "%5C",
+    "%2e",
+    "%2E",
+    "%25",
+    "%252f",
+    ";",
+    "x",
+    "api",
+    "search",
+    "%c0%af",
+    "%ef%bc%8f",
+    "%e2%88%95",
+    "\\",
+    "%00",
+    "%3b",
+    "%3B",
+    "a%2",
+    "~",
+]
+
+
+def _lenient(path: str) -> str:
+    """What the most lenient server could route: decoded twice, backslashes and look-alike
+    slashes as "/", ";params" stripped per segment, NFKC, dot segments removed."""
+    import unicodedata
+    from urllib.parse import unquote
+
+    from django_webfetch.net.urlparse import _remove_dot_segments
+
+    text = unquote(unquote(path, errors="replace"), errors="replace")
+    text = unicodedata.normalize("NFKC", text)
+    for slash in ("\\", "\u2215", "\u2044", "\uff0f"):
+        text = text.replace(slash, "/")
+    text = "/".join(segment.split(";", 1)[0] for segment in text.split("/"))
+    return _remove_dot_segments(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=12))
+def test_no_allowed_path_leaves_the_base_for_a_lenient_server(tokens):
+    url = BASE + "".join(tokens)
+    try:
+        destination = GUARD.explain(url, ENDPOINT, resolve=False)
+    except Exception:  # pragma: no cover - explain never raises
+        raise
+    if destination.allowed:
+        routed = _lenient(destination.destination.url.path)
+        assert routed.startswith("/api/search/") or routed == "/api/search", (url, routed)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(NAT64), st.integers(0, 255))
+def test_every_nat64_form_of_a_denied_address_is_refused(value, prefix, suffix):
+    from ipaddress import IPv4Address, IPv6Address, IPv6Network
+
+    v4 = IPv4Address(value)
+    net = IPv6Network(prefix)
+    data = bytearray(net.network_address.packed)
+    start = net.prefixlen // 8
+    v4b = v4.packed
+    if net.prefixlen == 96:
+        data[12:16] = v4b
+    else:
+        # RFC 6052 §2.2: the 32 bits follow the prefix, skipping the "u" octet (byte 8).
+        positions = [i for i in range(start, 16) if i != 8][:4]
+        for position, byte in zip(positions, v4b, strict=True):
+            data[position] = byte
+        data[15] = suffix if net.prefixlen <= 56 else data[15]
+    host = f"[{IPv6Address(bytes(data))}]"
+    policy = EgressPolicy(nat64_prefixes=NAT64, denylist=(str(v4),), proxy_env=())
+    assert reason(f"http://{host}/", policy) is not None
