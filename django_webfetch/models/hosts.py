@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from django_webfetch.net.errors import HostNotAllowed, PolicyError
+from django_webfetch.net.errors import EgressDenied, HostNotAllowed, PolicyError
 from django_webfetch.net.hosts import Host, HostKind, parse_host, parse_list_entry
 
 from .fields import SecretCharField
@@ -84,6 +84,18 @@ def validate_endpoint_url(value: str) -> None:
             _("The endpoint URL must not have a query string or fragment."), code="query"
         )
     endpoint_host(value)
+    # The guard compares requests with the base's decoded path: a base it cannot read that
+    # way (an encoded separator, a ";" parameter...) would refuse every request.
+    from django_webfetch.net.guard import scoped_path
+    from django_webfetch.net.urlparse import parse_url
+
+    try:
+        scoped_path(parse_url(value))
+    except EgressDenied as exc:
+        raise ValidationError(
+            _("The endpoint path must not contain encoded separators or ';' parameters."),
+            code="path_encoding",
+        ) from exc
 
 
 class SiteHost(models.Model):

@@ -588,3 +588,156 @@ def test_every_nat64_form_of_a_denied_address_is_refused(value, prefix, suffix):
     host = f"[{IPv6Address(bytes(data))}]"
     policy = EgressPolicy(nat64_prefixes=NAT64, denylist=(str(v4),), proxy_env=())
     assert reason(f"http://{host}/", policy) is not None
+
+
+# -- the resolver's edges, against a scripted DNS server ----------------------------------
+
+
+class _ScriptedDns:
+    """UDP: for each question, first the ``noise`` datagrams, then ``reply(request)``.
+    TCP: ``tcp`` decides (``"close"``: hang up; ``"silent"``: accept and say nothing)."""
+
+    def __init__(self, port: int, reply, *, noise=(), tcp: str = "close") -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((DNS_ADDR, port))
+        self.tcp = socket.socket()
+        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tcp.bind((DNS_ADDR, port))
+        self.tcp.listen(4)
+        self.reply, self.noise, self.tcp_mode = reply, noise, tcp
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._udp, daemon=True).start()
+        threading.Thread(target=self._tcp, daemon=True).start()
+
+    def _udp(self) -> None:
+        while True:
+            try:
+                data, peer = self.sock.recvfrom(4096)
+            except OSError:
+                return
+            request = DNSRecord.parse(data)
+            for datagram in self.noise:
+                self.sock.sendto(datagram(request), peer)
+            self.sock.sendto(self.reply(request), peer)
+
+    def _tcp(self) -> None:
+        while True:
+            try:
+                conn, _ = self.tcp.accept()
+            except OSError:
+                return
+            if self.tcp_mode == "close":
+                conn.close()
+            else:
+                self.held.append(conn)
+
+    def close(self) -> None:
+        for sock in (self.sock, self.tcp, *self.held):
+            sock.close()
+
+
+def _answer(request: DNSRecord) -> bytes:
+    return _PairedDns._answer(request)
+
+
+def _truncated(request: DNSRecord) -> bytes:
+    reply = request.reply()
+    reply.header.tc = 1
+    return reply.pack()
+
+
+def _nxdomain_with_answer(request: DNSRecord) -> bytes:
+    reply = DNSRecord.parse(_answer(request))
+    reply.header.rcode = 3  # NXDOMAIN, yet an answer: dnspython's AnswerForNXDOMAIN
+    return reply.pack()
+
+
+def _wrong_id(request: DNSRecord) -> bytes:
+    reply = DNSRecord.parse(_answer(request))
+    reply.header.id = (request.header.id + 1) % 65536
+    return reply.pack()
+
+
+def _other_question(request: DNSRecord) -> bytes:
+    other = DNSRecord.question("other.example", "A" if request.q.qtype == QTYPE.A else "AAAA")
+    other.header.id = request.header.id
+    return _answer(other)
+
+
+def _no_question(request: DNSRecord) -> bytes:
+    reply = request.reply()
+    reply.questions = []
+    return reply.pack()
+
+
+@pytest.mark.lab
+def test_spoofed_garbage_and_mismatched_answers_are_ignored(lab):
+    noise = (lambda r: b"\x00garbage", _wrong_id, _other_question, _no_question)
+    server = _ScriptedDns(5303, _answer, noise=noise)
+    try:
+        resolution = DnsResolver((DNS_ADDR,), 5303).resolve("noisy.example", timeout=3)
+    finally:
+        server.close()
+    assert [str(a) for a in resolution.addresses] == ["11.0.0.10", "2606:4700:10::10"]
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("tcp", ["close", "silent"])
+def test_truncated_answer_with_a_broken_tcp_side_fails_closed(lab, tcp):
+    server = _ScriptedDns(5304 if tcp == "close" else 5305, _truncated, tcp=tcp)
+    try:
+        with pytest.raises(ResolutionError) as info:
+            DnsResolver((DNS_ADDR,), server.sock.getsockname()[1]).resolve(
+                "tc.example", timeout=1.0
+            )
+    finally:
+        server.close()
+    assert info.value.failure == ("dns_failure" if tcp == "close" else "dns_timeout")
+
+
+@pytest.mark.lab
+def test_an_nxdomain_that_carries_an_answer_is_an_error(lab):
+    server = _ScriptedDns(5306, _nxdomain_with_answer)
+    try:
+        with pytest.raises(ResolutionError):
+            DnsResolver((DNS_ADDR,), 5306).resolve("odd.example", timeout=2)
+    finally:
+        server.close()
+
+
+@pytest.mark.lab
+def test_resolv_conf_and_empty_server_lists(lab):
+    lab.dns.set("sys9.lab.example", a=[lab.PUBLIC_V4[0]])
+    # No nameservers given: dnspython reads the (lab's) resolv.conf.
+    assert DnsResolver().resolve("sys9.lab.example", timeout=3).addresses
+    with pytest.raises(ResolutionError):
+        DnsResolver(()).resolve("sys9.lab.example", timeout=3)
+
+
+def test_failure_of_maps_every_wrapper():
+    import errno
+
+    import httpx
+
+    assert failure_of(httpx.ProtocolError("x")) == "protocol_error"
+    assert failure_of(httpx.RemoteProtocolError("illegal header")) == "protocol_error"
+    assert failure_of(httpx.ConnectError("x")) == "connect_failed"
+    assert failure_of(httpx.ReadError("x")) == "connection_reset"
+    assert failure_of(httpx.PoolTimeout("x")) == "connect_timeout"
+    assert failure_of(httpx.WriteTimeout("x")) == "write_timeout"
+    assert failure_of(OSError(errno.ENETUNREACH, "unreachable")) == "network_unreachable"
+
+
+def test_an_unparsable_endpoint_grants_no_exemption():
+    with pytest.raises(PolicyError):
+        EgressPolicy(
+            scope="configured_endpoint",
+            endpoints=("not a url",),
+            allow_private_hosts=("x.example",),
+            proxy_env=(),
+        )
+
+
+def test_an_unknown_sub_code_keeps_the_message():
+    exc = FetchError().failing("nosuch")
+    assert exc.failure == "nosuch" and str(exc) == FetchError.default_message

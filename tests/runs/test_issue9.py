@@ -599,3 +599,15 @@ def test_the_prune_command_drops_call_content(run_tools, editor, capsys):
     with pytest.raises(CommandError):
         call_command("webfetch", "prune_events", "--call-days", "-1")
     assert json.dumps(ToolCall.objects.get().result).count("third-party") == 0
+
+
+@pytest.mark.parametrize(
+    "base", ["https://s.example/a%2fb/", "https://s.example/a;v=1/", "https://s.example/%2e%2e/x/"]
+)
+def test_an_endpoint_base_the_guard_cannot_read_is_refused_at_save(group_factory, base):
+    from django.core.exceptions import ValidationError
+
+    group = group_factory("rag", scope="configured_endpoint")
+    with pytest.raises(ValidationError):
+        ConfiguredEndpoint.objects.create(group=group, name="x", base_url=base)
+    ConfiguredEndpoint.objects.create(group=group, name="ok", base_url="https://s.example/a/")
