@@ -176,7 +176,7 @@ class DnsResolver:
     ) -> tuple[dns.message.QueryMessage, ...]:
         # The two queries are built by hand (RFC 1035 §4.1: header with RD, one question):
         # dnspython's make_query + to_wire cost as much as the round trip on a LAN.
-        wire_name = qname.to_wire()
+        wire_name = qname.to_wire() or b""  # absolute names always give bytes
         queries = [_Query(qname, wire_name, rdtype) for rdtype in _QTYPES]
         answers: list[dns.message.QueryMessage | None] = [None, None]
         family = socket.AF_INET6 if ":" in server else socket.AF_INET
@@ -221,7 +221,7 @@ class DnsResolver:
         remaining = deadline - time.monotonic()
         if remaining <= 0:  # pragma: no cover - the budget ran out between two statements
             raise TimeoutError
-        query = dns.message.make_query(qname, rdtype)
+        query = dns.message.make_query(qname, dns.rdatatype.RdataType(rdtype))
         try:
             return dns.query.tcp(query, server, timeout=remaining, port=self._port)
         except dns.exception.Timeout as exc:
