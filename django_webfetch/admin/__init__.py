@@ -277,4 +277,4 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds:.1f} s"
 
 
-from . import calls  # noqa: E402,F401
+from . import calls, plugins  # noqa: E402,F401

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db import models
 
-__all__ = ["SecretCharField", "is_secret", "secret_fields", "touches_secret"]
+__all__ = ["SecretCharField", "SecretJSONField", "is_secret", "secret_fields", "touches_secret"]
 
 
 class SecretCharField(models.CharField):  # type: ignore[type-arg]
@@ -36,6 +36,23 @@ class SecretCharField(models.CharField):  # type: ignore[type-arg]
     def deconstruct(self) -> Any:
         name, _path, args, kwargs = super().deconstruct()
         return name, "django.db.models.CharField", args, kwargs
+
+
+class SecretJSONField(models.JSONField):
+    """A ``JSONField`` of secrets (a plugin instance's ``secret_config``): no lookup and no
+    key transform (``secret_config__token__startswith``) reaches it."""
+
+    webfetch_secret = True
+
+    def get_lookup(self, lookup_name: str) -> Any:
+        return None
+
+    def get_transform(self, lookup_name: str) -> Any:
+        return None
+
+    def deconstruct(self) -> Any:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs
 
 
 def is_secret(field: Any) -> bool:

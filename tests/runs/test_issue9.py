@@ -93,7 +93,10 @@ def test_the_secret_marker_is_explicit_and_found_on_every_secret_field():
         for model in apps.get_models()
         for field in secret_fields(model)
     }
-    assert found == {"django_webfetch.ConfiguredEndpoint.auth_header_value"}
+    assert found == {
+        "django_webfetch.ConfiguredEndpoint.auth_header_value",
+        "django_webfetch.PluginInstance.secret_config",
+    }
     for model in apps.get_app_config("django_webfetch").get_models():
         for field in model._meta.get_fields():
             if (

@@ -8,6 +8,8 @@
   days (default ``WEBFETCH_EVENT_RETENTION_DAYS``) and drop the content of ToolCalls that
   finished more than M days ago (default ``WEBFETCH_CALL_RETENTION_DAYS``), keeping their
   audit metadata.
+- ``webfetch plugin install|bind|upgrade|list|check``: plugin instances and their egress
+  grants (DESIGN.md §8; docs/plugin_grants.rst).
 
 Exit status (``explain``, ``fetch``): 0 allowed / fetched, 1 refused by the guard, 2 failed
 or a usage error (no such group, bad arguments).
@@ -55,12 +57,19 @@ class Command(BaseCommand):
             "(default: WEBFETCH_CALL_RETENTION_DAYS).",
         )
         prune.add_argument("--dry-run", action="store_true")
+        from django_webfetch.plugins.cli import add_arguments as add_plugin_arguments
+
+        add_plugin_arguments(sub)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["subcommand"] == "explain":
             self.explain(options["url"], options["group"], resolve=not options["no_resolve"])
         elif options["subcommand"] == "fetch":
             self.fetch(options["url"], options["group"])
+        elif options["subcommand"] == "plugin":
+            from django_webfetch.plugins.cli import handle as handle_plugin
+
+            handle_plugin(self, options)
         else:
             self.prune(options["days"], dry_run=options["dry_run"])
             self.prune_calls(options["call_days"], dry_run=options["dry_run"])

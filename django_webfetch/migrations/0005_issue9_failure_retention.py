@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_webfetch", "0003_toolcall"),
+        ("django_webfetch", "0004_plugins"),
     ]
 
     operations = [
