@@ -614,3 +614,21 @@ def test_an_endpoint_base_the_guard_cannot_read_is_refused_at_save(group_factory
     with pytest.raises(ValidationError):
         ConfiguredEndpoint.objects.create(group=group, name="x", base_url=base)
     ConfiguredEndpoint.objects.create(group=group, name="ok", base_url="https://s.example/a/")
+
+
+def test_search_site_is_pre_flighted_against_its_endpoint(
+    lab_settings, group_factory, endpoint_factory, editor
+):
+    group_factory("rag", enabled=True, scope="configured_endpoint")
+    # No endpoint: nothing to check before the approval (execution refuses no_endpoint).
+    call = runs.request_call("search_site", {"query": "x"}, user=editor)
+    assert call.state == CallState.AWAITING_APPROVAL
+    assert "preflight" not in call.approval_preview
+    lab_settings.dns.set("search.lab.example", a=[lab_settings.PUBLIC_V4[3]])
+    endpoint_factory(base_url="http://search.lab.example:9200/search")
+    call = runs.request_call("search_site", {"query": "opening hours"}, user=editor)
+    assert call.state == CallState.AWAITING_APPROVAL
+    assert call.approval_preview["preflight"]["addresses"] == [lab_settings.PUBLIC_V4[3]]
+    lab_settings.dns.set("search.lab.example", a=[lab_settings.PRIVATE[0]])
+    call = runs.request_call("search_site", {"query": "x"}, user=editor)
+    assert (call.state, call.reason) == (CallState.FAILED, "address_class:private")
