@@ -27,7 +27,15 @@ from .errors import (
     WebFetchError,
 )
 from .failures import FAILURES, describe_failure, failure_of
-from .fetcher import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
+from .fetcher import (
+    REPORTED_HEADERS,
+    Fetcher,
+    FetchResult,
+    GuardEvent,
+    Hop,
+    fetch,
+    parse_media_type,
+)
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .guarded import (
     AsyncGuardedTransport,
@@ -58,6 +66,7 @@ __all__ = [
     "InvalidURL",
     "PolicyError",
     "PortNotAllowed",
+    "REPORTED_HEADERS",
     "ResolutionError",
     "ResolvedDestination",
     "ResponseTooLarge",

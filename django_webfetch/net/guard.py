@@ -459,6 +459,13 @@ class UrlGuard:
             allow if deferred_allow else None,
             deferred_port=deferred_allow and not parsed.default_port,
             granted=granted,
+            # Bounded by the own-site host match above (own_site scope refuses any other
+            # host before this point), never by the address alone.
+            own_site_private=(
+                policy.allow_private_own_site
+                and policy.scope is Scope.OWN_SITE
+                and own_match is not None
+            ),
         )
         trace.ok(
             "addresses", ", ".join(f"{a}={c}" for a, c in zip(addresses, categories, strict=True))
@@ -511,13 +518,16 @@ class UrlGuard:
         *,
         deferred_port: bool,
         granted: bool = False,
+        own_site_private: bool = False,
     ) -> tuple[str, ...]:
         try:
             classifier = _cached_classifier(policy.nat64_prefixes)
         except PolicyError as exc:
             raise EgressDenied("invalid_list", detail=f"nat64_prefixes: {exc}") from exc
         categories = tuple(classifier.classify(a) for a in addresses)
-        private_ok = granted and host.name in policy.allow_private_hosts
+        # The private exemption holds only where a grant matched this URL (issue 9 item 5):
+        # an allowlist entry, the endpoint, or (issue 11) the own-site host match.
+        private_ok = own_site_private or (granted and host.name in policy.allow_private_hosts)
 
         def listed(entries: HostList, address: IPAddress) -> ListEntry | None:
             # The address itself and every IPv4 address the classifier decodes from it

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_webfetch", "0004_plugins"),
+        ("django_webfetch", "0005_code_group_data_class"),
     ]
 
     operations = [
