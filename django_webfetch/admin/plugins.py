@@ -15,9 +15,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
+from django_webfetch.admin import SecretFieldsAdminMixin
 from django_webfetch.plugins.models import PluginInstance
-
-from . import NoSecretLookups
 
 if TYPE_CHECKING:
     _InstanceForm = forms.ModelForm[PluginInstance]
@@ -99,7 +98,7 @@ class PluginInstanceForm(_InstanceForm):
 
 
 @admin.register(PluginInstance)
-class PluginInstanceAdmin(NoSecretLookups, _InstanceAdmin):
+class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
     form = PluginInstanceForm
     list_display = ("alias", "plugin", "version", "enabled", "effective_grant", "has_secrets")
     list_filter = ("enabled", "plugin")

@@ -14,6 +14,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from django_webfetch.egress.policy import PluginGrant
+from django_webfetch.models.fields import SecretJSONField
 from django_webfetch.net.errors import HostNotAllowed
 
 from .manifest import ManifestError, canonical_entry
@@ -54,7 +55,7 @@ class PluginInstance(models.Model):
     enabled = models.BooleanField(_("enabled"), default=True)
     config = models.JSONField(_("config"), default=dict, blank=True)
     #: Secret config values (write-only).  Never rendered back by the admin or the CLI.
-    secret_config = models.JSONField(_("secret config"), default=dict, blank=True)
+    secret_config = SecretJSONField(_("secret config"), default=dict, blank=True)
     egress_hosts = models.JSONField(
         _("egress granted"),
         default=list,
