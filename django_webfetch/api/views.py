@@ -21,6 +21,7 @@ from django.urls import Resolver404, resolve
 from rest_framework import exceptions, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -50,6 +51,7 @@ __all__ = [
     "CallDenyView",
     "CallDetailView",
     "CallListView",
+    "JSONErrorsMixin",
     "NotFoundView",
     "ToolListView",
     "api_exception_handler",
@@ -187,7 +189,27 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
-class _BaseView(APIView):
+class JSONErrorsMixin:
+    """Every error of a view is JSON with ``detail`` and ``code``, whatever renderer the
+    client negotiated (``Accept: text/html`` or ``?format=api`` picks DRF's browsable API,
+    the schema view renders YAML): the exception goes through
+    :func:`api_exception_handler` and its response is always rendered by
+    ``JSONRenderer``.  Every view of ``api/urls.py`` has it (a test walks the URLconf)."""
+
+    def get_exception_handler(self) -> Any:
+        return api_exception_handler
+
+    def finalize_response(self, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(response, Response) and getattr(response, "exception", False):
+            renderer = JSONRenderer()
+            request.accepted_renderer = renderer
+            request.accepted_media_type = renderer.media_type
+        return super().finalize_response(  # type: ignore[misc]
+            request, response, *args, **kwargs
+        )
+
+
+class _BaseView(JSONErrorsMixin, APIView):
     schema = AutoSchema()
     permission_classes = [IsActiveUser]
     # Bounded before parsing; refuse what the database cannot store (api/parsers.py).
@@ -198,9 +220,6 @@ class _BaseView(APIView):
         # applies without re-importing this module.
         classes = cast("list[type[Any]]", api_settings.DEFAULT_AUTHENTICATION_CLASSES)
         return [auth() for auth in classes]
-
-    def get_exception_handler(self) -> Any:
-        return api_exception_handler
 
     def get_call(self, request: Request, pk: Any) -> ToolCall:
         """The call, if the user may see it (404 otherwise: no hint that it exists)."""
@@ -411,7 +430,7 @@ class CallCancelView(_DecisionView):
         return super().post(request, pk)
 
 
-class NotFoundView(APIView):
+class NotFoundView(JSONErrorsMixin, APIView):
     """Every path under the API that no view matches: ``404`` JSON, whatever the method
     (the last pattern of ``api/urls.py``).  With ``APPEND_SLASH`` a ``GET``/``HEAD``
     of a known path without its trailing slash is redirected, as Django would."""
@@ -419,9 +438,6 @@ class NotFoundView(APIView):
     permission_classes: list[Any] = []
     authentication_classes: list[Any] = []
     schema = None
-
-    def get_exception_handler(self) -> Any:
-        return api_exception_handler
 
     def _redirect_to_slash(self, request: Request) -> HttpResponsePermanentRedirect | None:
         path = request.path

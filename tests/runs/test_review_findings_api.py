@@ -1,0 +1,231 @@
+"""Review of the API edge (review15): what still answered something other than a JSON
+error with ``detail`` and ``code``.
+
+- DRF's default renderers include the browsable API: with ``Accept: text/html`` (any
+  browser) or ``?format=api``, every error of the API (404, 405, 403, 400...) was an HTML
+  page.
+- The OpenAPI schema view used DRF's default exception handler and its own renderers: its
+  403/404/405 were YAML (``application/vnd.oai.openapi``) without a ``code``.
+
+The fix is one mixin (``api.views.JSONErrorsMixin``) on every view of ``api/urls.py``;
+``test_every_view_of_the_api_renders_its_errors_as_json`` walks the URLconf so a future
+endpoint without it fails here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+from rest_framework.test import APIClient
+
+from django_webfetch import runs
+from django_webfetch.api import urls as api_urls
+from django_webfetch.api import views as api_views
+from django_webfetch.api._schema import AVAILABLE as SCHEMA_AVAILABLE
+
+from .test_api_edge import api_settings, client_for  # noqa: F401 - the autouse fixture
+
+
+def assert_json_error(response: Any, status: int | None = None) -> dict[str, Any]:
+    if status is not None:
+        assert response.status_code == status, (response.status_code, response.content[:300])
+    assert response.status_code >= 400, response.status_code
+    assert response.status_code != 500, response.content[:300]
+    assert response["Content-Type"].startswith("application/json"), (
+        response.status_code,
+        response["Content-Type"],
+        response.content[:200],
+    )
+    body = response.json()
+    assert isinstance(body.get("detail"), str) and body["detail"], body
+    assert isinstance(body.get("code"), str) and body["code"], body
+    return body
+
+
+BROWSER = {"HTTP_ACCEPT": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("get", "/api/nope/", 404),
+        ("get", "/api/calls/{missing}/", 404),
+        ("put", "/api/calls/", 405),
+        ("delete", "/api/calls/{missing}/", 405),
+        ("post", "/api/calls/", 400),
+        ("get", "/api/tools/?format=nope", 400),
+        ("get", "/api/calls/?state=nope", 400),
+    ],
+)
+@pytest.mark.parametrize("negotiation", ["accept-html", "format-api"])
+def test_errors_are_json_even_when_the_client_asks_for_html(
+    editor, method, path, status, negotiation
+):
+    path = path.format(missing=uuid.uuid4())
+    extra: dict[str, Any] = {}
+    if negotiation == "accept-html":
+        extra = dict(BROWSER)
+    elif "format=" not in path:
+        path += "?format=api"
+    else:
+        pytest.skip("?format= is the tool spec format on /tools/")
+    response = getattr(client_for(editor), method)(path, **extra)
+    assert_json_error(response, status)
+
+
+@pytest.mark.django_db
+def test_an_anonymous_browser_gets_a_json_403(editor):
+    assert_json_error(APIClient().get("/api/calls/", **BROWSER), 403)
+
+
+@pytest.mark.django_db
+def test_a_refused_decision_is_json_for_a_browser(editor):
+    call = runs.request_call("runs_echo", {"text": "hi"}, user=editor)
+    response = client_for(editor).post(f"/api/calls/{call.pk}/approve/", {}, **BROWSER)
+    body = assert_json_error(response, 403)
+    assert body["code"] == "approval_not_permitted"
+
+
+@pytest.mark.skipif(not SCHEMA_AVAILABLE, reason="drf-spectacular is not installed")
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("anonymous", "method", "path", "status", "code"),
+    [
+        (True, "get", "/api/schema/", 403, "not_authenticated"),
+        (True, "get", "/api/schema/?format=json", 403, "not_authenticated"),
+        (False, "get", "/api/schema/?format=nope", 404, "not_found"),
+        (False, "post", "/api/schema/", 405, "method_not_allowed"),
+        (False, "delete", "/api/schema/", 405, "method_not_allowed"),
+    ],
+)
+def test_the_schema_views_errors_are_json_with_a_code(
+    editor, anonymous, method, path, status, code
+):
+    client = APIClient() if anonymous else client_for(editor)
+    body = assert_json_error(getattr(client, method)(path), status)
+    assert body["code"] == code
+
+
+@pytest.mark.skipif(not SCHEMA_AVAILABLE, reason="drf-spectacular is not installed")
+@pytest.mark.django_db
+def test_the_schema_itself_is_still_served(editor):
+    response = client_for(editor).get("/api/schema/?format=json")
+    assert response.status_code == 200
+    assert "openapi" in response.json()
+
+
+def _views(patterns: list[Any]) -> list[tuple[str, Any]]:
+    found = []
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            found.extend(_views(pattern.url_patterns))
+        elif isinstance(pattern, URLPattern):
+            found.append((str(pattern.pattern), pattern.callback))
+    return found
+
+
+def test_every_view_of_the_api_renders_its_errors_as_json():
+    views = _views(api_urls.urlpatterns)
+    assert len(views) >= 7
+    for route, callback in views:
+        view_class = getattr(callback, "view_class", None) or getattr(callback, "cls", None)
+        assert view_class is not None, route
+        assert issubclass(view_class, api_views.JSONErrorsMixin), route
+
+
+# -- a property: no method, path, Accept header or body makes the API answer anything but
+# a success or a JSON error --------------------------------------------------------------------
+
+_PATHS = st.sampled_from(
+    [
+        "/api/tools/",
+        "/api/calls/",
+        "/api/calls/{call}/",
+        "/api/calls/{call}/approve/",
+        "/api/calls/{call}/deny/",
+        "/api/calls/{call}/cancel/",
+        "/api/calls/{missing}/",
+        "/api/calls/{missing}/approve/",
+        "/api/schema/",
+        "/api/nope/",
+        "/api/calls/%00/",
+        "/api/calls/%ED%A0%80/",
+    ]
+)
+_ACCEPTS = st.sampled_from(
+    [
+        "",
+        "*/*",
+        "text/html",
+        "application/yaml",
+        "application/vnd.oai.openapi",
+        "application/xml",
+        "text/html;q=\x01",
+        "application/json; indent=999999999",
+        "application/json; indent=-1",
+    ]
+)
+_QUERIES = st.lists(
+    st.tuples(
+        st.sampled_from(["format", "state", "limit", "offset", "ordering", "lang", "x"]),
+        st.sampled_from(["", "api", "json", "yaml", "%00", "%ED%A0%80", "%FF", "-1", "9" * 5000]),
+    ),
+    max_size=3,
+).map(lambda items: "&".join(f"{k}={v}" for k, v in items))
+_BODIES = st.sampled_from(
+    [
+        b"",
+        b"{}",
+        b"[]",
+        b'{"tool": "runs_echo", "arguments": {"text": "\\ud800"}}',
+        b'{"comment": "\\u0000"}',
+        b'{"comment": 1e400}',
+        b"[" * 5000,
+        b"\xff\xfe",
+        b"NaN",
+    ]
+)
+_CONTENT_TYPES = st.sampled_from(
+    [
+        "application/json",
+        "application/json; charset=utf-16",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=b",
+        "text/plain",
+    ]
+)
+
+
+@pytest.mark.django_db
+@hsettings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]),
+    path=_PATHS,
+    accept=_ACCEPTS,
+    query=_QUERIES,
+    body=_BODIES,
+    content_type=_CONTENT_TYPES,
+    anonymous=st.booleans(),
+)
+def test_no_request_is_answered_by_anything_but_json_errors(
+    editor, method, path, accept, query, body, content_type, anonymous
+):
+    call = runs.request_call("runs_echo", {"text": "hi"}, user=editor)
+    url = path.format(call=call.pk, missing=uuid.uuid4()) + (f"?{query}" if query else "")
+    client = APIClient() if anonymous else client_for(editor)
+    extra = {"HTTP_ACCEPT": accept} if accept else {}
+    response = client.generic(method, url, body, content_type=content_type, **extra)
+    if response.status_code in (301, 302) or response.status_code < 400:
+        return
+    assert_json_error(response)
