@@ -30,7 +30,7 @@ from rest_framework.views import APIView, exception_handler
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
-from django_webfetch.runs.bounds import InputRejected
+from django_webfetch.runs.bounds import InputRejected, check_text, safe_label
 from django_webfetch.tools import specs, tools_for_user
 
 from ._schema import AutoSchema, OpenApiParameter, OpenApiResponse, extend_schema
@@ -55,6 +55,7 @@ __all__ = [
     "NotFoundView",
     "ToolListView",
     "api_exception_handler",
+    "check_request_text",
 ]
 
 logger = logging.getLogger("django_webfetch.api")
@@ -109,7 +110,10 @@ class DatabaseUnavailable(exceptions.APIException):
 def _audit(context: dict[str, Any], code: str, exc: Exception) -> None:
     """The audit line of a refused request (the refused input itself is not logged)."""
     request = context.get("request")
-    user = getattr(request, "user", None) if request is not None else None
+    # The user as authenticated so far, never ``request.user``: that would authenticate
+    # again, inside the handler, and raise what made the request fail (a NUL in a token is
+    # a ``DataError`` on PostgreSQL) as an HTML 500.
+    user = getattr(request, "_user", None) if request is not None else None
     logger.warning(
         "refused %s %s: %s (%s) user=%s",
         getattr(request, "method", "?"),
@@ -189,6 +193,21 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
+def check_request_text(request: Any, kwargs: dict[str, Any]) -> None:
+    """Raise :class:`InputRejected` (``invalid_characters``) for a NUL or a lone surrogate
+    in a request header, a query parameter (name or value) or a path argument."""
+    for key, value in request.META.items():
+        if isinstance(value, str) and (key.startswith("HTTP_") or key.startswith("CONTENT_")):
+            check_text(value, where=f"header {safe_label(key)}")
+    for key, values in request.query_params.lists():
+        check_text(key, where="query parameter")
+        for value in values:
+            check_text(value, where=f"query parameter {safe_label(key)}")
+    for key, value in kwargs.items():
+        if isinstance(value, str):
+            check_text(value, where=f"path {safe_label(key)}")
+
+
 class JSONErrorsMixin:
     """Every error of a view is JSON with ``detail`` and ``code``, whatever renderer the
     client negotiated (``Accept: text/html`` or ``?format=api`` picks DRF's browsable API,
@@ -198,6 +217,13 @@ class JSONErrorsMixin:
 
     def get_exception_handler(self) -> Any:
         return api_exception_handler
+
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        # Before authentication, content negotiation or any query: a NUL or a lone
+        # surrogate in a header (a token, a cookie), a query parameter or a path segment
+        # never reaches the database (PostgreSQL: DataError).
+        check_request_text(request, kwargs)
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
 
     def finalize_response(self, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(response, Response) and getattr(response, "exception", False):

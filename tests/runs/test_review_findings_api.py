@@ -14,6 +14,9 @@ endpoint without it fails here.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -29,6 +32,7 @@ from django_webfetch.api import urls as api_urls
 from django_webfetch.api import views as api_views
 from django_webfetch.api._schema import AVAILABLE as SCHEMA_AVAILABLE
 
+from .infra import ROOT
 from .test_api_edge import api_settings, client_for  # noqa: F401 - the autouse fixture
 
 
@@ -229,3 +233,95 @@ def test_no_request_is_answered_by_anything_but_json_errors(
     if response.status_code in (301, 302) or response.status_code < 400:
         return
     assert_json_error(response)
+
+
+# -- the same on PostgreSQL ----------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_the_review_findings_on_postgresql(postgres_cluster):
+    if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
+        pytest.skip("already inside the PostgreSQL session")
+    env = {
+        **os.environ,
+        **postgres_cluster.env("webfetch_review15"),
+        "DJANGO_SETTINGS_MODULE": "tests.runs.pg_settings",
+    }
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-rfEs",
+            "--ds",
+            "tests.runs.pg_settings",
+            *os.environ.get("WEBFETCH_REVIEW15_PG_FILES", __file__).split(","),
+            "-k",
+            "not on_postgresql",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    print(f"PostgreSQL session: {summary}")
+    print(result.stdout[-20000:])
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert " passed" in summary and "failed" not in summary, summary
+
+
+# -- NUL in a header, a query parameter --------------------------------------------------------
+# A token with a NUL went to PostgreSQL (``DataError``); the handler then logged
+# ``request.user``, which authenticated again and raised the same error from inside the
+# exception handler: an HTML 500.
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_AUTHORIZATION": "Token abc\x00def"},
+        {"HTTP_AUTHORIZATION": "Token \x00"},
+        {"HTTP_COOKIE": "sessionid=abcdefgh\x00ijkl"},
+        {"HTTP_X_ANYTHING": "a\x00"},
+        {"HTTP_AUTHORIZATION": "Token abc\ud800"},
+    ],
+    ids=["token", "token-nul-only", "session-cookie", "other-header", "token-surrogate"],
+)
+@pytest.mark.parametrize("path", ["/api/calls/", "/api/tools/", "/api/schema/", "/api/nope/"])
+def test_a_nul_in_a_header_is_a_json_400_and_never_reaches_the_database(
+    editor, headers, path, caplog
+):
+    response = APIClient().get(path, **headers)
+    if path == "/api/schema/" and not SCHEMA_AVAILABLE:
+        return
+    body = assert_json_error(response, 400)
+    assert body["code"] == "invalid_characters"
+    assert "\x00" not in response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query", ["state=%00", "x%00=1", "limit=1&offset=%00", "format=%00", "lang=%00"]
+)
+@pytest.mark.parametrize("path", ["/api/calls/", "/api/tools/", "/api/schema/"])
+def test_a_nul_in_a_query_parameter_is_a_json_400(editor, query, path):
+    if path == "/api/schema/" and not SCHEMA_AVAILABLE:
+        pytest.skip("drf-spectacular is not installed")
+    response = client_for(editor).get(f"{path}?{query}")
+    body = assert_json_error(response, 400)
+    assert body["code"] in ("invalid_characters", "invalid")
+
+
+@pytest.mark.django_db
+def test_a_valid_token_still_authenticates(editor):
+    from rest_framework.authtoken.models import Token
+
+    token = Token.objects.create(user=editor)
+    response = APIClient().get("/api/calls/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    assert response.status_code == 200, response.content
