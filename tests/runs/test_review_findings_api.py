@@ -14,6 +14,7 @@ endpoint without it fails here.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +32,8 @@ from django_webfetch import runs
 from django_webfetch.api import urls as api_urls
 from django_webfetch.api import views as api_views
 from django_webfetch.api._schema import AVAILABLE as SCHEMA_AVAILABLE
+from django_webfetch.models import ToolCall
+from django_webfetch.runs.bounds import check_storable
 
 from .infra import ROOT
 from .test_api_edge import api_settings, client_for  # noqa: F401 - the autouse fixture
@@ -325,3 +328,75 @@ def test_a_valid_token_still_authenticates(editor):
     token = Token.objects.create(user=editor)
     response = APIClient().get("/api/calls/", HTTP_AUTHORIZATION=f"Token {token.key}")
     assert response.status_code == 200, response.content
+
+
+# -- schemathesis, in process, against the API's own OpenAPI schema ---------------------------
+
+
+def _send(client: APIClient, case: Any) -> Any:
+    from urllib.parse import urlencode
+
+    path = "/api" + case.formatted_path
+    query = case.query or {}
+    if query:
+        path += "?" + urlencode(query, doseq=True)
+    headers = {
+        f"HTTP_{k.upper().replace('-', '_')}": str(v)
+        for k, v in (case.headers or {}).items()
+        if k.lower() not in ("content-type", "content-length")
+    }
+    media_type = case.media_type or "application/json"
+    body = case.body
+    if body is None or body.__class__.__name__ == "NotSet":
+        data = b""
+    elif media_type == "application/json":
+        data = json.dumps(body).encode("utf-8", "surrogatepass")
+    elif media_type == "multipart/form-data" and isinstance(body, dict):
+        fields = {k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()}
+        return getattr(client, case.method.lower())(path, fields, format="multipart", **headers)
+    elif isinstance(body, dict):
+        data = urlencode(
+            {k: json.dumps(v) if not isinstance(v, str) else v for k, v in body.items()}
+        ).encode("utf-8", "surrogatepass")
+    else:
+        data = str(body).encode("utf-8", "surrogatepass")
+    return client.generic(case.method, path, data, content_type=media_type, **headers)
+
+
+@pytest.mark.django_db
+def test_schemathesis_against_the_apis_own_schema(editor, approver):
+    """Every operation of ``/api/schema/``, with schemathesis' generated path, query and
+    body, as the requester, an approver and anonymously: never a 500, every error JSON
+    with ``detail`` and ``code``, and nothing stored is unstorable."""
+    schemathesis = pytest.importorskip("schemathesis")
+    if not SCHEMA_AVAILABLE:
+        pytest.skip("drf-spectacular is not installed")
+    raw = client_for(editor).get("/api/schema/?format=json").json()
+    schema = schemathesis.openapi.from_dict(raw)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 7
+    call = runs.request_call("runs_echo", {"text": "hi"}, user=editor)
+    clients = {"editor": client_for(editor), "approver": client_for(approver)}
+    seen: dict[int, int] = {}
+
+    @hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        case=st.one_of([op.as_strategy() for op in operations]),
+        who=st.sampled_from(["editor", "approver", "anonymous"]),
+        real_call=st.booleans(),
+    )
+    def check(case: Any, who: str, real_call: bool) -> None:
+        if real_call and case.path_parameters and "id" in case.path_parameters:
+            case.path_parameters = {**case.path_parameters, "id": str(call.pk)}
+        client = clients.get(who) or APIClient()
+        response = _send(client, case)
+        seen[response.status_code] = seen.get(response.status_code, 0) + 1
+        if response.status_code >= 400:
+            assert_json_error(response)
+
+    check()
+    print(f"schemathesis: statuses {sorted(seen.items())}")
+    assert any(200 <= code < 300 for code in seen), seen
+    assert any(400 <= code < 500 for code in seen), seen
+    for stored in ToolCall.objects.all():
+        check_storable(stored.arguments)
