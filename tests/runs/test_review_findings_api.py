@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from django.urls import URLPattern, URLResolver
@@ -33,7 +33,9 @@ from django_webfetch.api import urls as api_urls
 from django_webfetch.api import views as api_views
 from django_webfetch.api._schema import AVAILABLE as SCHEMA_AVAILABLE
 from django_webfetch.models import ToolCall
-from django_webfetch.runs.bounds import check_storable
+from django_webfetch.net.policy import Scope
+from django_webfetch.runs.bounds import check_storable, make_storable
+from django_webfetch.tools import Effect, Tool, ToolResult
 
 from .infra import ROOT
 from .test_api_edge import api_settings, client_for  # noqa: F401 - the autouse fixture
@@ -400,3 +402,103 @@ def test_schemathesis_against_the_apis_own_schema(editor, approver):
     assert any(400 <= code < 500 for code in seen), seen
     for stored in ToolCall.objects.all():
         check_storable(stored.arguments)
+
+
+# -- what a tool returns is stored and rendered, whatever it contains --------------------------
+# A result with a NUL, a lone surrogate or a NaN (a plugin's tool, a page's bytes) was
+# refused by PostgreSQL (DataError: the call never finished and the request was a 400
+# "unstorable_input" for a call already stored), and on SQLite stored but not renderable
+# (the JSON renderer refuses NaN and cannot encode a lone surrogate: a 500 on every poll).
+
+
+class _UnstorableOutputTool(Tool):
+    name = "review15_unstorable_output"
+    group = "runs-test"
+    scope = Scope.NONE
+    effect = Effect.READ
+    enabled_by_default = True
+    description = "Returns what no database stores (review15)."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    needs_approval: ClassVar[bool] = False
+
+    def requires_approval(self, call: Any, context: Any = None) -> bool:
+        return type(self).needs_approval
+
+    def approval_preview(self, invocation: Any) -> dict[str, Any]:
+        return {"nan": float("nan"), "text": "p\x00\ud800"}
+
+    def execute(self, arguments: Any, context: Any) -> ToolResult:
+        return ToolResult(
+            content="a\x00b\ud800c\U0001f600",
+            meta={"k\x00": "v\x00", "deep": [{"x": "\udfff"}]},
+        )
+
+
+@pytest.mark.django_db
+def test_a_tools_unstorable_output_is_repaired_not_lost(editor, tool_registry):
+    tool_registry.register(_UnstorableOutputTool)
+    client = client_for(editor)
+    response = client.post("/api/calls/", {"tool": _UnstorableOutputTool.name}, format="json")
+    assert response.status_code == 201, response.content[:500]
+    body = response.json()
+    assert body["state"] == "succeeded", body
+    assert body["result"]["content"] == "a\ufffdb\ufffdc\U0001f600"
+    assert body["result"]["meta"] == {"k\ufffd": "v\ufffd", "deep": [{"x": "\ufffd"}]}
+    again = client.get(f"/api/calls/{body['id']}/")
+    assert again.status_code == 200 and again.json()["result"] == body["result"]
+    listed = client.get("/api/calls/")
+    assert listed.status_code == 200, listed.content[:300]
+
+
+@pytest.mark.django_db
+def test_a_tools_unstorable_approval_preview_is_repaired(editor, approver, tool_registry):
+    """A preview with a NaN was dropped whole (logged as failed); repaired, the approver
+    sees the rest of it."""
+    tool_registry.register(_UnstorableOutputTool)
+    _UnstorableOutputTool.needs_approval = True
+    try:
+        response = client_for(editor).post(
+            "/api/calls/", {"tool": _UnstorableOutputTool.name}, format="json"
+        )
+    finally:
+        _UnstorableOutputTool.needs_approval = False
+    assert response.status_code == 201, response.content[:500]
+    body = response.json()
+    assert body["state"] == "awaiting_approval", body
+    assert body["approval_preview"]["nan"] is None
+    assert body["approval_preview"]["text"] == "p\ufffd\ufffd"
+    approved = client_for(approver).post(f"/api/calls/{body['id']}/approve/", {}, format="json")
+    assert approved.status_code == 200, approved.content[:300]
+    assert approved.json()["result"]["content"] == "a\ufffdb\ufffdc\U0001f600"
+
+
+@given(
+    value=st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats()
+        | st.text(alphabet=st.characters(codec=None)),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(alphabet=st.characters(codec=None)), children, max_size=4)
+        ),
+        max_leaves=30,
+    )
+)
+def test_make_storable_always_gives_storable_json(value):
+    made = make_storable(value)
+    check_storable(made, max_bytes=10**9, max_depth=10**6)
+    json.dumps(made, allow_nan=False).encode("utf-8")
+    assert make_storable(made) == made
+
+
+def test_make_storable_is_iterative():
+    deep: Any = "x\x00"
+    for _ in range(50_000):
+        deep = [deep]
+    made = make_storable(deep)
+    for _ in range(50_000):
+        made = made[0]
+    assert made == "x\ufffd"
