@@ -154,6 +154,9 @@ def test_every_view_of_the_api_renders_its_errors_as_json():
 
 _PATHS = st.sampled_from(
     [
+        "/api/",
+        "/api",
+        "/api/tools",
         "/api/tools/",
         "/api/calls/",
         "/api/calls/{call}/",
@@ -314,7 +317,7 @@ def test_a_nul_in_a_header_is_a_json_400_and_never_reaches_the_database(
 @pytest.mark.parametrize(
     "query", ["state=%00", "x%00=1", "limit=1&offset=%00", "format=%00", "lang=%00"]
 )
-@pytest.mark.parametrize("path", ["/api/calls/", "/api/tools/", "/api/schema/"])
+@pytest.mark.parametrize("path", ["/api/", "/api/calls/", "/api/tools/", "/api/schema/"])
 def test_a_nul_in_a_query_parameter_is_a_json_400(editor, query, path):
     if path == "/api/schema/" and not SCHEMA_AVAILABLE:
         pytest.skip("drf-spectacular is not installed")
