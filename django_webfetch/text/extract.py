@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from .charset import decode_body
-from .limits import MAX_TEXT_CHARS
+from .limits import MAX_TEXT_CHARS, TIME_LIMIT, Deadline, DeadlinePassed
 from .render import Sink, finish, parse, render
 from .scan import reduce_to_text, scan
 
-__all__ = ["HTML_TYPES", "MAX_BODY_BYTES", "TEXT_TYPES", "extract_text"]
+__all__ = ["HTML_TYPES", "MAX_BODY_BYTES", "OUT_OF_TIME_NOTE", "TEXT_TYPES", "extract_text"]
+
+#: The first line of the text when the time limit passed: what follows is the page's text
+#: without its layout (no headings, lists, tables or link URLs).
+OUT_OF_TIME_NOTE = "[This page took too long to lay out: its text follows without layout.]"
 
 #: Bodies are cut here (the fetch layer already stops at 2 MiB of decoded body).
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -32,6 +36,8 @@ def extract_text(
     media_type: str = "text/html",
     charset: str | None = None,
     url: str | None = None,
+    *,
+    time_limit: float = TIME_LIMIT,
 ) -> str:
     """The readable text of a fetched body, at most ``MAX_TEXT_CHARS`` characters.
 
@@ -39,6 +45,10 @@ def extract_text(
     a ``<meta>`` charset in the first 1,024 bytes, then UTF-8.  Undecodable bytes become
     U+FFFD.  Raises :class:`~django_webfetch.net.errors.ExtractionError` only for a media
     type that is neither HTML nor text.
+
+    HTML gets at most ``time_limit`` seconds of wall-clock time for the pre-scan, html5lib
+    and the renderer; past it the tree is abandoned and the page's text is returned without
+    layout (linear, no parser), under :data:`OUT_OF_TIME_NOTE`.
     """
     kind, parameter = _media_type(media_type)
     html = kind in HTML_TYPES
@@ -50,17 +60,26 @@ def extract_text(
     decoded = decode_body(bytes(body[:MAX_BODY_BYTES]), charset or parameter, html=html)
     if not html:
         return finish(decoded)
-    result = scan(decoded)
-    sink = Sink(MAX_TEXT_CHARS)
-    if result.markup is None:
-        text, title = reduce_to_text(decoded)
-        if title:
-            sink.text(title)
-            sink.block(2)
-        sink.preformatted(text)
-    else:
+    deadline = Deadline(time_limit)
+    result = scan(decoded, deadline=deadline)
+    if result.markup is not None:
+        sink = Sink(MAX_TEXT_CHARS)
         if result.title:
             sink.text(result.title)
             sink.block(2)
-        render(parse(result.markup), sink, url)
+        try:
+            render(parse(result.markup, deadline=deadline), sink, url, deadline=deadline)
+        except DeadlinePassed:
+            pass
+        else:
+            return finish(sink.getvalue())
+    sink = Sink(MAX_TEXT_CHARS)
+    if result.markup is not None or result.timed_out:
+        sink.text(OUT_OF_TIME_NOTE)
+        sink.block(2)
+    text, title = reduce_to_text(decoded)
+    if title:
+        sink.text(title)
+        sink.block(2)
+    sink.preformatted(text)
     return finish(sink.getvalue())

@@ -8,9 +8,10 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from xml.etree.ElementTree import Element
 
 import html5lib
+from html5lib._tokenizer import HTMLTokenizer
 from html5lib.treebuilders import getTreeBuilder
 
-from .limits import MAX_DEPTH, MAX_TEXT_CHARS
+from .limits import MAX_DEPTH, MAX_TEXT_CHARS, Deadline, DeadlinePassed
 
 __all__ = ["Sink", "finish", "parse", "render"]
 
@@ -156,20 +157,77 @@ def finish(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     return text[:limit]
 
 
+#: Tokens, elements or rendered nodes between two looks at the clock.
+_CLOCK_EVERY = 64
+
+
+class _ClockedTokenizer(HTMLTokenizer):  # type: ignore[misc]
+    """html5lib's tokenizer, looking at the clock between tokens."""
+
+    deadline: Deadline | None = None
+
+    def __iter__(self) -> Any:
+        deadline = self.deadline
+        for count, token in enumerate(super().__iter__(), 1):
+            if deadline is not None and not count % _CLOCK_EVERY and deadline.passed():
+                raise DeadlinePassed
+            yield token
+
+
+_ETREE_BUILDER: Any = getTreeBuilder("etree")
+
+
+class _TreeBuilder(_ETREE_BUILDER):  # type: ignore[misc]
+    """The etree builder, looking at the clock when it creates elements (the adoption agency
+    and the reconstruction of formatting elements create several for one token)."""
+
+    deadline: Deadline | None = None
+    created = 0
+
+    def createElement(self, token: Any) -> Any:  # noqa: N802
+        self.created += 1
+        if self.deadline is not None and not self.created % _CLOCK_EVERY and self.deadline.passed():
+            raise DeadlinePassed
+        return super().createElement(token)
+
+
 class _Parser(html5lib.HTMLParser):
-    """html5lib without its error list: recording an error costs a scan of the input chunk."""
+    """html5lib without its error list (recording an error costs a scan of the input chunk),
+    with a wall-clock deadline checked between tokens and on every element created."""
+
+    def __init__(self, deadline: Deadline | None) -> None:
+        super().__init__(tree=_TreeBuilder, namespaceHTMLElements=False)
+        self.deadline = deadline
+        self.tree.deadline = deadline
 
     def parseError(self, errorcode: str = "", datavars: Any = None) -> None:  # noqa: N802
         return None
 
+    def _parse(
+        self,
+        stream: Any,
+        innerHTML: bool = False,  # noqa: N803
+        container: Any = "div",
+        scripting: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        # html5lib's own _parse, with the clocked tokenizer.  A str input is never re-parsed
+        # for another encoding, so html5lib's _ReparseException cannot happen here.
+        self.innerHTMLMode = innerHTML
+        self.container = container
+        self.scripting = scripting
+        self.tokenizer = _ClockedTokenizer(stream, parser=self, **kwargs)
+        self.tokenizer.deadline = self.deadline
+        self.reset()
+        self.mainLoop()
 
-_TREE_BUILDER = getTreeBuilder("etree")
 
+def parse(markup: str, *, deadline: Deadline | None = None) -> Element:
+    """Parse normalised markup with html5lib (xml.etree tree builder).
 
-def parse(markup: str) -> Element:
-    """Parse normalised markup with html5lib (xml.etree tree builder)."""
-    parser = _Parser(tree=_TREE_BUILDER, namespaceHTMLElements=False)
-    root: Element = parser.parse(markup)
+    Raises :class:`~django_webfetch.text.limits.DeadlinePassed` once ``deadline`` has passed.
+    """
+    root: Element = _Parser(deadline).parse(markup)
     return root
 
 
@@ -225,12 +283,16 @@ def _dropped(name: str, element: Element, sectioning: int) -> bool:
     return name in _DROPPED or _hidden(element)
 
 
-def render(root: Element, sink: Sink, base_url: str | None) -> None:
+def render(
+    root: Element, sink: Sink, base_url: str | None, *, deadline: Deadline | None = None
+) -> None:
     """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels.
 
     A link is ``text (url)``, except that the URL is left out when it leads to this page
     (``#section``), when the text already shows it, or when an earlier link showed it.
+    Raises :class:`~django_webfetch.text.limits.DeadlinePassed` once ``deadline`` has passed.
     """
+    clock = 0
     stack: list[tuple[Element, int] | _Close | str] = [(root, 0)]
     lists: list[int] = []  # item counters of the open lists, -1 for an unordered list
     page = urldefrag(base_url)[0] if base_url else None
@@ -239,6 +301,9 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
     pre = 0
     cells: list[int] = []  # cells seen in each open row
     while stack and not sink.full:
+        clock += 1
+        if deadline is not None and not clock % _CLOCK_EVERY and deadline.passed():
+            raise DeadlinePassed
         item = stack.pop()
         if isinstance(item, str):
             if pre:

@@ -194,8 +194,6 @@ def test_parser_input_is_capped():
         "<div>" * MAX_DEPTH + "<br>",
         "<b><div>x</b>" * 250,
         "<b><i>" * 150,
-        "<div " + "a=1 " * 65 + ">x",
-        "<div title='" + "x" * 40_000 + "'>x",
         "<p>x" * 60_000,
         "<p>" * 30_000,
         "<table><tr><td>" * 70,
@@ -213,7 +211,7 @@ def test_enough_text_before_deep_markup_is_parsed():
     result = scan(prefix + "<div>" * 300 + "deep")
     assert result.markup == "<!DOCTYPE html>" + prefix + "<div>" * MAX_DEPTH
     result = scan(prefix + "<div " + "a=1 " * 100 + ">")
-    assert result.markup == "<!DOCTYPE html>" + prefix
+    assert result.markup == "<!DOCTYPE html>" + prefix + "<div>"
 
 
 def test_cost_budget_counts():
