@@ -371,7 +371,10 @@ class Fetcher:
         # Refused at the headers, before the body is read.
         media_type, charset = parse_media_type(response.headers.get("content-type"))
         if media_type not in policy.media_types:
-            raise UnsupportedMediaType(media_type=media_type, detail="media type not accepted")
+            # The detail (audit log only) names the refused type, already sanitised above.
+            raise UnsupportedMediaType(
+                media_type=media_type, detail=f"media type not accepted ({media_type or 'none'})"
+            )
         coding = _content_coding(response)
         declared = response.headers.get("content-length", "")
         if coding == "identity" and declared.isdigit() and int(declared) > policy.max_body_bytes:
