@@ -28,7 +28,7 @@ __all__ = ["Scan", "reduce_to_text", "scan"]
 
 #: Estimated work of the pre-scan and html5lib together, in units of one Python-level step
 #: (about 80 ns here): past it the page is reduced to text.
-COST_BUDGET = 3_000_000
+COST_BUDGET = 2_000_000
 #: The cost of one tag or text token to html5lib, in steps, beside the stack walk.
 TOKEN_COST = 150
 TEXT_COST = 50
