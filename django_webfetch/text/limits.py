@@ -36,7 +36,7 @@ class Deadline:
     """The time limit of one extraction.
 
     It has passed once ``seconds`` of wall-clock time have gone by and this thread has used
-    at least half of them on the CPU, or in any case after four times ``seconds``.  The CPU
+    as many seconds of CPU time, or in any case after four times ``seconds``.  The CPU
     condition keeps a busy machine (other processes on the same cores) from cutting short
     a page that does little work; the last condition is the hard wall-clock bound.
     """
@@ -48,7 +48,7 @@ class Deadline:
         self._soft = now + seconds
         self._hard = now + 4 * seconds
         self._cpu = time.thread_time()
-        self._cpu_budget = seconds / 2
+        self._cpu_budget = seconds
 
     def passed(self) -> bool:
         now = time.monotonic()

@@ -447,7 +447,11 @@ class _Tree:
         elif name in _TABLE_SECTIONS or name == "tr":
             self.close(name, _TABLE_SCOPE)
         elif name == "br":
-            self.start_tag("br", "br", False)
+            # html5lib inserts the <br> with its in-body rules, even in foreign content.
+            if stack and stack[-1].foreign:
+                self.leaf()
+            else:
+                self.start_tag("br", "br", False)
         elif name not in _IGNORED:
             self.any_other_end_tag(name)
 

@@ -315,7 +315,9 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"{target.name}: worst {worst:.1f} ms ({worst / (target.size / KIB):.3f} ms/KiB),"
             f" target <= {target.limit_ms:.0f} ms {'ok' if ok else 'MISSED'}\n"
-            f"    family {family.describe()[:300]}",
+            f"    family {family.describe()[:300]}\n"
+            f"    FOUND entry: ({''.join(family.prefix)!r}, {family.repeat_prefix},"
+            f" {''.join(family.unit)!r}, {target.size})"[:4000],
             flush=True,
         )
     if missed:

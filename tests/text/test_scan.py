@@ -67,6 +67,8 @@ def html5lib_depth(markup):
         ("<table><tbody><td>x", 4),
         ("<svg><td>x</svg>y", 2),
         ("<div>" * 199 + "<br>", 200),
+        ("<svg></br><a><a><a>", 4),
+        ("<math></br></p><b>x", 2),
     ],
 )
 def test_depth_model_matches_html5lib(markup, depth):

@@ -241,3 +241,14 @@ def test_fuzzer_finds_are_bounded_and_well_formed(name):
     assert_bounded_scan(body.decode("utf-8", "replace"))
     text = extract_text(body, "text/html", url="https://example.org/")
     assert_fenced(text)
+
+
+def test_a_deadline_passing_inside_the_parse_abandons_the_tree():
+    # Fewer tokens than the pre-scan reads between two looks at the clock, more than html5lib
+    # reads between two: the pre-scan finishes, the parse is cut short.
+    body = ("<h2>Heading</h2><ul><li>item</li></ul>" * 40).encode()
+    text = extract_text(body, "text/html", time_limit=0.0)
+    assert text.startswith(OUT_OF_TIME_NOTE + "\n\n")
+    assert "# Heading" not in text and "Heading\nitem" in text
+    assert_fenced(text)
+    assert extract_text(body, "text/html", time_limit=60.0).startswith("## Heading\n\n- item")
