@@ -202,12 +202,18 @@ def _fence_only(text: str) -> None:
     fence(text, source_url="https://example.org/", status_line="HTTP 200")
 
 
+#: "cpu": search and report the thread's CPU time, which other processes on the same cores
+#: do not inflate (a shared 2-core machine); "wall": wall-clock time.
+CLOCK = {"cpu": time.thread_time, "wall": time.perf_counter}
+clock = CLOCK["cpu"]
+
+
 def _measure(function: Callable[[], object], repeat: int = 1) -> float:
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         function()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best * 1000
 
 
@@ -294,11 +300,23 @@ REGRESSION_CASES: dict[str, Callable[[], bytes]] = {
 }
 
 
+def _wall(target: Target, family: Family) -> float:
+    global clock
+    saved, clock = clock, CLOCK["wall"]
+    try:
+        return target.cost(family, repeat=3)
+    finally:
+        clock = saved
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks fuzz_text")
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="cpu")
     args = parser.parse_args([] if argv is None else argv)
+    global clock
+    clock = CLOCK[args.clock]
     rng = random.Random(args.seed)
     targets = [
         Target("extract_text + fence, 256 KiB", 256 * KIB, 500.0),
@@ -306,15 +324,19 @@ def main(argv: list[str] | None = None) -> None:
         Target("fence, 48 KB of text", 48_000, 20.0),
     ]
     shares = [0.45, 0.4, 0.15]
-    print(f"searching for {args.minutes:g} minutes (seed {args.seed})", flush=True)
+    print(
+        f"searching for {args.minutes:g} minutes (seed {args.seed}, {args.clock} time)", flush=True
+    )
     missed = 0
     for target, share in zip(targets, shares, strict=True):
         worst, family = search(target, args.minutes * 60 * share, rng)
         ok = worst <= target.limit_ms
         missed += not ok
+        wall = _wall(target, family)
         print(
-            f"{target.name}: worst {worst:.1f} ms ({worst / (target.size / KIB):.3f} ms/KiB),"
-            f" target <= {target.limit_ms:.0f} ms {'ok' if ok else 'MISSED'}\n"
+            f"{target.name}: worst {worst:.1f} ms ({worst / (target.size / KIB):.3f} ms/KiB,"
+            f" wall clock {wall:.1f} ms), target <= {target.limit_ms:.0f} ms"
+            f" {'ok' if ok else 'MISSED'}\n"
             f"    family {family.describe()[:300]}\n"
             f"    FOUND entry: ({''.join(family.prefix)!r}, {family.repeat_prefix},"
             f" {''.join(family.unit)!r}, {target.size})"[:4000],
