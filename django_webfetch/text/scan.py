@@ -35,6 +35,10 @@ TEXT_COST = 50
 #: One character reference (``&lt;``, ``&#60;``, an ``&`` that starts none): html5lib looks
 #: each one up in its entity table character by character.
 REFERENCE_COST = 80
+#: One element html5lib creates beside the start tag's own (a formatting element re-opened
+#: by the reconstruction or cloned by the adoption agency): html5lib creates an etree
+#: element, and the renderer visits it.
+ELEMENT_COST = 100
 #: One attribute: the pre-scan reads it, and html5lib too when it is kept.
 ATTRIBUTE_COST = 15
 #: One token html5lib never sees (a comment, doctype, processing instruction, script
@@ -230,7 +234,7 @@ class _Tree:
             element = _El(old.name, old.key)
             self.push(element)
             active[position] = element
-            self.cost += len(self.stack) // 8 + 1
+            self.cost += len(self.stack) // 8 + ELEMENT_COST
 
     def add_formatting(self, element: _El) -> None:
         active = self.active
@@ -301,6 +305,7 @@ class _Tree:
                         else:
                             self.active.remove(node)
             formatting.open = False
+            self.cost += ELEMENT_COST * (len(kept) + 1)  # the clones html5lib creates
             clone = _El(formatting.name, formatting.key)
             self.active[self.active.index(formatting)] = clone
             kept.reverse()
