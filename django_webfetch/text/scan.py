@@ -680,8 +680,7 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                     content = text[end:raw_end]
                     # Each "<" of raw text is a state change to html5lib's tokenizer, each
                     # "&" of a textarea a reference.
-                    tree.cost += REFERENCE_COST * content.count("&")
-                    tree.cost += TEXT_COST * content.count("<")
+                    tree.cost += REFERENCE_COST * (content.count("&") + content.count("<"))
                     piece = f"{piece}{content}</{name}>"
                     end = after
                     text_chars += len(content)

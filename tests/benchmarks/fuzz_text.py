@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import sys
 import time
@@ -301,6 +302,20 @@ FOUND: dict[str, tuple[str, int, str, int]] = {
         "<tr><xmp><em>&lt;</em><b\0></div>]]><!--><em><s>]]>",
         256 * KIB,
     ),
+    "<font><em><dd> 24 KB (reconstructed formatting elements)": ("", 0, "<font><em><dd>", 24_000),
+    "<font><em><dd> 48 KB": ("", 0, "<font><em><dd>", 48_000),
+    "</template><!x></select> x 5000 + <pre><i>&notin&": (
+        "</template><!x></select>",
+        5000,
+        "<pre><i>&notin&",
+        2 * MIB,
+    ),
+    "<xmp></i> x 1000 + <math>\u2993</tr><div>...": (
+        "<xmp></i>",
+        1000,
+        "<math>\u2993</tr>" + "<div>" * 100,
+        256 * KIB,
+    ),
     "blocks 190 deep, 2,000 characters each": (
         "",
         0,
@@ -337,6 +352,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--clock", choices=sorted(CLOCK), default="cpu")
+    parser.add_argument("--save", help="write the worst families (JSON) to this file")
     args = parser.parse_args([] if argv is None else argv)
     global clock
     clock = CLOCK[args.clock]
@@ -351,11 +367,21 @@ def main(argv: list[str] | None = None) -> None:
         f"searching for {args.minutes:g} minutes (seed {args.seed}, {args.clock} time)", flush=True
     )
     missed = 0
+    found = {}
     for target, share in zip(targets, shares, strict=True):
         worst, family = search(target, args.minutes * 60 * share, rng)
         ok = worst <= target.limit_ms
         missed += not ok
         wall = _wall(target, family)
+        found[target.name] = {
+            "cpu_ms": worst,
+            "wall_ms": wall,
+            "prefix": "".join(family.prefix),
+            "repeat": family.repeat_prefix,
+            "unit": "".join(family.unit),
+            "size": target.size,
+            "origin": family.origin,
+        }
         print(
             f"{target.name}: worst {worst:.1f} ms ({worst / (target.size / KIB):.3f} ms/KiB,"
             f" wall clock {wall:.1f} ms), target <= {target.limit_ms:.0f} ms"
@@ -365,6 +391,9 @@ def main(argv: list[str] | None = None) -> None:
             f" {''.join(family.unit)!r}, {target.size})"[:4000],
             flush=True,
         )
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as file:
+            json.dump(found, file, indent=1)
     if missed:
         print(f"{missed} target(s) missed")
 
