@@ -230,4 +230,4 @@ class EgressEventAdmin(RecordsOnly, _EventAdmin):
     readonly_fields = [f.name for f in EgressEvent._meta.fields]
 
 
-from . import calls  # noqa: E402,F401
+from . import calls, plugins  # noqa: E402,F401

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django_webfetch.plugins.models import PluginInstance
+
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
@@ -16,6 +18,7 @@ __all__ = [
     "EgressScope",
     "HostListEntry",
     "ListKind",
+    "PluginInstance",
     "SiteHost",
     "ToolCall",
     "ToolGroup",
