@@ -35,7 +35,9 @@ def register() -> None:
     _register(Tags.compatibility)(check_celery_installed)
     _register(Tags.security)(check_self_approval)
     _register(Tags.security)(check_tools)
+    _register(Tags.security)(check_diagnostics)
     _register(Tags.security, Tags.database)(check_database)
+    _register(Tags.compatibility)(check_operations)
     _register(Tags.security)(check_plugins)
     _register(Tags.security, Tags.database)(check_plugin_instances)
 
@@ -199,6 +201,64 @@ def check_tools(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list
     ]
 
 
+def check_diagnostics(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """The error-analysis settings (issue 11): project root, log files, log format."""
+    messages: list[CheckMessage] = []
+    if _readable("WEBFETCH_PROJECT_ROOT"):
+        root = conf.WEBFETCH_PROJECT_ROOT
+        if root is not None and not os.path.isdir(root):
+            messages.append(
+                Error(
+                    f"WEBFETCH_PROJECT_ROOT {root!r} is not a directory; the code tools "
+                    "refuse every path.",
+                    hint="Point it (or BASE_DIR) at the project's source directory.",
+                    id="django_webfetch.E020",
+                )
+            )
+        elif root is not None and os.path.dirname(os.path.realpath(root)) == os.path.realpath(root):
+            messages.append(
+                Error(
+                    "WEBFETCH_PROJECT_ROOT is the file-system root; the code tools refuse it.",
+                    hint="Point it at the project's source directory.",
+                    id="django_webfetch.E022",
+                )
+            )
+    if _readable("WEBFETCH_LOG_FORMAT"):
+        from .diagnostics.logs import LogFormatError, compile_format
+
+        try:
+            compile_format(conf.WEBFETCH_LOG_FORMAT)
+        except LogFormatError as exc:
+            messages.append(
+                Error(
+                    f"WEBFETCH_LOG_FORMAT cannot be parsed: {exc}.",
+                    hint="Use the %-style format of the logging formatter that writes "
+                    "WEBFETCH_LOG_FILES; it must contain %(asctime)s and %(levelname)s.",
+                    id="django_webfetch.E021",
+                )
+            )
+    if _readable("WEBFETCH_LOG_FILES"):
+        for path in conf.WEBFETCH_LOG_FILES:
+            if not os.path.isfile(path):
+                problem = "does not exist" if not os.path.exists(path) else "is not a file"
+            elif not os.access(path, os.R_OK):
+                problem = "is not readable"
+            else:
+                continue
+            messages.append(
+                Warning(
+                    f"WEBFETCH_LOG_FILES: {path!r} {problem}; get_last_exception and "
+                    "probe_url cannot read its errors.",
+                    hint="Name the files your logging handlers write (LOGGING), readable by "
+                    "the process that runs the tools.",
+                    id="django_webfetch.W020",
+                )
+            )
+    return messages
+
+
 def _proxy_configured() -> bool:
     if _readable("WEBFETCH_PROXY") and conf.WEBFETCH_PROXY:
         return True
@@ -302,6 +362,56 @@ def _database_messages() -> Iterable[CheckMessage]:
                 obj=group,
                 id="django_webfetch.W004",
             )
+
+
+def _visibility_timeout() -> float | None:
+    """The Redis/SQS transport's visibility timeout the project's Celery app uses."""
+    options: Any = None
+    if importlib.util.find_spec("celery") is not None:
+        from celery import current_app
+
+        options = current_app.conf.broker_transport_options
+    if not options:
+        options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+    value = options.get("visibility_timeout") if isinstance(options, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """Settings of a production run (docs/operations.rst)."""
+    messages: list[CheckMessage] = []
+    if _readable("WEBFETCH_ASYNC_RUNS") and conf.WEBFETCH_ASYNC_RUNS:
+        from .runs import lease_seconds
+
+        timeout = _visibility_timeout()
+        if timeout is not None and timeout <= lease_seconds():
+            messages.append(
+                Warning(
+                    f"The broker's visibility_timeout ({timeout:g} s) is not longer than a "
+                    f"tool call's lease ({lease_seconds():g} s): the broker hands a running "
+                    "call's message to another worker while the first still runs it.",
+                    hint="Set broker_transport_options visibility_timeout to 300 or more.",
+                    id="django_webfetch.W060",
+                )
+            )
+    try:
+        from django.urls import NoReverseMatch, reverse
+
+        mount = reverse("django_webfetch:not-found")
+    except (ImportError, NoReverseMatch):
+        mount = None
+    except Exception:  # the project's URLconf does not import; Django reports that
+        mount = None
+    if mount == "/":
+        messages.append(
+            Warning(
+                "The django_webfetch API is mounted at the site root: its JSON 404 answers "
+                "every path that no earlier URL pattern matched.",
+                hint='Mount it under a prefix of its own: path("api/webfetch/", include(...)).',
+                id="django_webfetch.W061",
+            )
+        )
+    return messages
 
 
 # -- plugins (DESIGN.md §8) --------------------------------------------------------------------

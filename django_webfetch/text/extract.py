@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .charset import decode_body
 from .limits import MAX_TEXT_CHARS, TIME_LIMIT, Deadline, DeadlinePassed
-from .render import Sink, finish, parse, render
+from .main import consent_notices, select
+from .render import PARSERS, Sink, finish, parse, render
 from .scan import reduce_to_text, scan
 
-__all__ = ["HTML_TYPES", "MAX_BODY_BYTES", "OUT_OF_TIME_NOTE", "TEXT_TYPES", "extract_text"]
+__all__ = [
+    "HTML_TYPES",
+    "MAX_BODY_BYTES",
+    "MODES",
+    "OUT_OF_TIME_NOTE",
+    "TEXT_TYPES",
+    "Extraction",
+    "extract",
+    "extract_text",
+]
+
+#: ``main``: the page's main content (falling back to ``page``); ``page``: the whole page.
+MODES = ("main", "page")
 
 #: The first line of the text when the time limit passed: what follows is the page's text
 #: without its layout (no headings, lists, tables or link URLs).
@@ -31,25 +46,69 @@ def _media_type(value: str) -> tuple[str, str | None]:
     return kind.strip().lower(), charset
 
 
+@dataclass(frozen=True)
+class Extraction:
+    """The text of a page and how it was read.
+
+    ``mode`` is ``"main"`` when the text is the page's main content, ``"page"`` when it is
+    the whole page (asked for, or the fallback when no main content was found convincingly),
+    and ``"text"`` for a body that is not HTML.
+    """
+
+    text: str
+    mode: str
+
+
 def extract_text(
     body: bytes,
     media_type: str = "text/html",
     charset: str | None = None,
     url: str | None = None,
     *,
+    mode: str = "main",
+    parser: str = "lexbor",
     time_limit: float = TIME_LIMIT,
 ) -> str:
     """The readable text of a fetched body, at most ``MAX_TEXT_CHARS`` characters.
+
+    ``mode="main"`` (the default) gives the page's main content, ``mode="page"`` the whole
+    page; see :func:`extract`, which also says which mode was used.
+    """
+    return extract(
+        body, media_type, charset, url, mode=mode, parser=parser, time_limit=time_limit
+    ).text
+
+
+def extract(
+    body: bytes,
+    media_type: str = "text/html",
+    charset: str | None = None,
+    url: str | None = None,
+    *,
+    mode: str = "main",
+    parser: str = "lexbor",
+    time_limit: float = TIME_LIMIT,
+) -> Extraction:
+    """The readable text of a fetched body, and the mode that produced it.
 
     ``charset`` (from the Content-Type header) wins, then a byte order mark, then, for HTML,
     a ``<meta>`` charset in the first 1,024 bytes, then UTF-8.  Undecodable bytes become
     U+FFFD.  Raises :class:`~django_webfetch.net.errors.ExtractionError` only for a media
     type that is neither HTML nor text.
 
-    HTML gets at most ``time_limit`` seconds of wall-clock time for the pre-scan, html5lib
-    and the renderer; past it the tree is abandoned and the page's text is returned without
-    layout (linear, no parser), under :data:`OUT_OF_TIME_NOTE`.
+    ``mode="main"``: the title, then the main content (:mod:`.main`); when none is found
+    convincingly, the whole page, and the result says ``mode="page"``.  ``parser`` picks
+    the HTML5 parser (``"lexbor"`` or ``"html5lib"``) for markup the pre-scan let through.
+
+    HTML gets at most ``time_limit`` seconds (see :class:`~.limits.Deadline`) for the
+    pre-scan, the parse, the selection of the main content and the renderer; past it the
+    tree is abandoned and the page's text is returned without layout (linear, no parser),
+    under :data:`OUT_OF_TIME_NOTE`, with ``mode="page"``.
     """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    if parser not in PARSERS:
+        raise ValueError(f"unknown parser {parser!r}")
     kind, parameter = _media_type(media_type)
     html = kind in HTML_TYPES
     if not html and kind not in TEXT_TYPES:
@@ -59,20 +118,36 @@ def extract_text(
         raise ExtractionError("this media type has no text to extract", detail=kind[:64])
     decoded = decode_body(bytes(body[:MAX_BODY_BYTES]), charset or parameter, html=html)
     if not html:
-        return finish(decoded)
+        return Extraction(finish(decoded), "text")
     deadline = Deadline(time_limit)
     result = scan(decoded, deadline=deadline)
     if result.markup is not None:
         sink = Sink(MAX_TEXT_CHARS)
+        used = "page"
         if result.title:
             sink.text(result.title)
             sink.block(2)
         try:
-            render(parse(result.markup, deadline=deadline), sink, url, deadline=deadline)
+            root = parse(result.markup, parser=parser, deadline=deadline)
+            selection = select(root) if mode == "main" else None
+            if deadline.passed():
+                raise DeadlinePassed
+            if selection is not None:
+                used = "main"
+                render(
+                    selection.roots,
+                    sink,
+                    url,
+                    pruned=selection.pruned,
+                    main=True,
+                    deadline=deadline,
+                )
+            else:
+                render(root, sink, url, pruned=consent_notices(root), deadline=deadline)
         except DeadlinePassed:
             pass
         else:
-            return finish(sink.getvalue())
+            return Extraction(finish(sink.getvalue()), used)
     sink = Sink(MAX_TEXT_CHARS)
     if result.markup is not None or result.timed_out:
         sink.text(OUT_OF_TIME_NOTE)
@@ -82,4 +157,4 @@ def extract_text(
         sink.text(title)
         sink.block(2)
     sink.preformatted(text)
-    return finish(sink.getvalue())
+    return Extraction(finish(sink.getvalue()), "page")

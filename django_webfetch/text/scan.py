@@ -9,6 +9,10 @@ Every operation looks at no more than ``MAX_DEPTH`` model elements, so the pass 
 
 The pass writes a normalised copy of the markup for html5lib: lower-case tag names, only the
 attributes the renderer reads, no comments, no script/style/... content, a no-quirks doctype.
+``class``, ``id`` and ``role`` become one ``wf`` weight (:mod:`.hints`).  The content of
+``<nav>``, of hidden elements and of lists and divs whose class names a menu is copied as bare
+tags, without text or attributes: no mode shows it, and so navigation cannot fill the parser
+input, while the tree keeps the shape the cost model predicts.
 It also estimates what html5lib would spend on that copy (a per-token cost plus the stack
 walk html5lib does on every tag).  When the copy would nest deeper than ``MAX_DEPTH``, has an
 element with too many attributes or an over-long tag, or costs more than the budget, html5lib
@@ -22,6 +26,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS, Deadline
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
@@ -88,7 +93,15 @@ def _hiding_style(value: str) -> bool:
 
 
 _HIDING = {"role": _chrome_role, "style": _hiding_style}
-_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING})
+#: Read for :mod:`.hints`: the parser gets their weight as one ``wf`` attribute.
+_HINTED = frozenset({"class", "id"})
+_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING, *_HINTED})
+#: Elements whose content no mode renders (navigation), and the elements a menu class prunes.
+#: Their content reaches the parser as bare tags (so the tree stays the one the model
+#: predicts) without text or attributes, and so cannot fill the parser input (a mega-menu).
+_PRUNED = frozenset({"nav"})
+_MENU_PRUNED = _words("ul ol menu div")
+_LISTS = _words("ul ol menu")
 
 # Elements whose content is not markup.  Dropped: never shown.  Kept: shown as text.
 _RAW_DROPPED = frozenset({"script", "style", "noscript", "iframe", "noembed", "noframes"})
@@ -475,26 +488,37 @@ class Scan:
     timed_out: bool = False
 
 
+#: Flags ``_tag`` returns: the class or id names a menu (for any element; for a list), or
+#: the element is hidden.
+MENU, LIST_MENU, HIDDEN = 1, 2, 4
+
+
 def _tag(
     text: str, pos: int, limit: int = -1
-) -> tuple[int, list[tuple[str, str | None]], int, bool]:
+) -> tuple[int, list[tuple[str, str | None]], int, bool, int]:
     """Read a tag's attributes from ``pos`` (after its name).
 
     Returns the position after the tag (-1 at end of input), the attributes the renderer
-    reads, the number of attributes, and whether the tag is self-closing.  Raises
-    ``_LimitHit`` once it has read more than ``limit`` attributes (when ``limit`` >= 0).
+    reads, the number of attributes, whether the tag is self-closing, and the flags
+    ``MENU``, ``LIST_MENU`` and ``HIDDEN``.  Raises ``_LimitHit`` once it has read more
+    than ``limit`` attributes (when ``limit`` >= 0).
     """
     kept: list[tuple[str, str | None]] = []
     count = 0
+    hint = 0
+    hinted = 0  # bit 1: class seen, bit 2: id seen, bit 4: role seen
+    flags = 0
     size = len(text)
     skip = _SKIP_RE.match
     attribute = _ATTR_RE.match
     while True:
         after = skip(text, pos).end()  # type: ignore[union-attr]
         if after >= size:
-            return -1, kept, count, False
+            return -1, kept, count, False, 0
         if text[after] == ">":
-            return after + 1, kept, count, after > pos and text[after - 1] == "/"
+            if hint:
+                kept.append((HINT_ATTRIBUTE, str(hint)))
+            return after + 1, kept, count, after > pos and text[after - 1] == "/", flags
         match = attribute(text, after)
         assert match is not None
         count += 1
@@ -508,12 +532,28 @@ def _tag(
                 continue
             if value is not None and value[:1] in ("'", '"'):
                 value = value[1:-1]
+            if name in _HINTED:
+                seen = 1 if name == "class" else 2
+                if not hinted & seen:
+                    hinted |= seen
+                    weight, menu = class_hint((value or "")[:MAX_HINT_CHARS])
+                    hint += weight
+                    flags |= menu
+                pos = match.end()
+                continue
             if name in _HIDING:
                 # role and style are not kept: an element they hide gets ``hidden``.
+                if name == "role" and not hinted & 4:
+                    hinted |= 4
+                    hint += hint_weight(name, html.unescape((value or "")[:MAX_HINT_CHARS]))
                 if not _HIDING[name](html.unescape(value or "")):
                     pos = match.end()
                     continue
                 name, value = "hidden", None
+            if name == "hidden" or (
+                name == "aria-hidden" and (value or "").strip().lower() == "true"
+            ):
+                flags |= HIDDEN
             if all(name != seen for seen, _ in kept):
                 kept.append((name, value))
         pos = match.end()
@@ -585,6 +625,7 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
     find = text.find
     tag_name = _TAG_NAME_RE.match
     clock = _CLOCK_EVERY
+    pruning: _El | None = None  # the element whose content is pruned (see _PRUNED)
     try:
         while pos < size:
             clock -= 1
@@ -597,7 +638,13 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
             lt = find("<", pos)
             if lt < 0:
                 lt = size
+            if pruning is not None and not pruning.open:
+                pruning = None
             if lt > pos:
+                if pruning is not None:
+                    tree.cost += SKIP_COST
+                    pos = lt
+                    continue
                 chunk = text[pos:lt]
                 # html5lib looks up each character reference, and reports and drops each NUL.
                 tree.cost += REFERENCE_COST * chunk.count("&")
@@ -638,6 +685,10 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                     pos = pos + 3 if text[pos + 2] == ">" else _bogus_end(text, pos)
                     continue
                 # A "<" that starts no tag is text, a character reference to html5lib.
+                pos += 1
+                if pruning is not None:
+                    tree.cost += SKIP_COST
+                    continue
                 if size_out + 4 > MAX_PARSER_INPUT:
                     break
                 tree.cost += REFERENCE_COST
@@ -645,11 +696,10 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                 out.append("&lt;")
                 size_out += 4
                 text_chars += 1
-                pos += 1
                 continue
             name = _lower(name_match.group())
             limit = (COST_BUDGET - tree.cost) // ATTRIBUTE_COST + 2
-            end, kept, count, self_closing = _tag(text, name_match.end(), limit)
+            end, kept, count, self_closing, flags = _tag(text, name_match.end(), limit)
             if end < 0:  # a tag cut off by the end of the input is dropped
                 break
             tree.cost += ATTRIBUTE_COST * count
@@ -667,17 +717,32 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                 pos = after
                 continue
             else:
-                attributes = "".join(
-                    f" {key}" if value is None else f' {key}="{_escape(value)}"'
-                    for key, value in kept
+                prune = pruning is None and (
+                    flags & HIDDEN
+                    or name in _PRUNED
+                    or (flags & MENU and name in _MENU_PRUNED)
+                    or (flags & LIST_MENU and name in _LISTS)
+                )
+                if prune and all(key != "hidden" for key, _ in kept):
+                    kept.append(("hidden", None))
+                attributes = (
+                    ""
+                    if pruning is not None
+                    else "".join(
+                        f" {key}" if value is None else f' {key}="{_escape(value)}"'
+                        for key, value in kept
+                    )
                 )
                 piece = f"<{name}{attributes}{'/' if self_closing else ''}>"
                 raw = name in _RAW_KEPT or name == "plaintext"
                 raw = raw and not _foreign(tree, name)
+                below = tree.stack[-1] if tree.stack else None
                 tree.start_tag(name, f"{name}{attributes}", self_closing)
+                if prune and tree.stack and tree.stack[-1] is not below:
+                    pruning = tree.stack[-1]
                 if raw and name != "plaintext":
                     raw_end, after = _raw_end(text, name, end)
-                    content = text[end:raw_end]
+                    content = "" if pruning is not None else text[end:raw_end]
                     # Each "<" of raw text is a state change to html5lib's tokenizer, each
                     # "&" of a textarea a reference.
                     tree.cost += REFERENCE_COST * (content.count("&") + content.count("<"))
@@ -685,7 +750,7 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                     end = after
                     text_chars += len(content)
                 elif raw:
-                    content = text[end:]
+                    content = "" if pruning is not None else text[end:]
                     tree.cost += REFERENCE_COST * content.count("&")
                     piece += content
                     text_chars += size - end
