@@ -223,6 +223,7 @@ class _Parser(html5lib.HTMLParser):
         self.reset()
         self.mainLoop()
 
+
 #: The HTML5 parsers :func:`parse` can use.
 PARSERS = ("lexbor", "html5lib")
 
