@@ -191,10 +191,14 @@ def _mutate(rng: random.Random, family: Family, pool: list[str]) -> Family:
     return Family(prefix, repeat, unit[:12], family.origin)
 
 
+#: The HTML5 parser behind extract_text (``--parser``).
+PARSER = {"name": "html5lib"}
+
+
 def _extract_and_fence(body: bytes) -> None:
     from django_webfetch.text import extract_text, fence
 
-    text = extract_text(body, "text/html", url="https://example.org/")
+    text = extract_text(body, "text/html", url="https://example.org/", parser=PARSER["name"])
     fence(text, source_url="https://example.org/", status_line="HTTP 200")
 
 
@@ -365,9 +369,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--clock", choices=sorted(CLOCK), default="cpu")
     parser.add_argument("--save", help="write the worst families (JSON) to this file")
+    parser.add_argument("--parser", choices=("html5lib", "lexbor"), default="html5lib")
     args = parser.parse_args([] if argv is None else argv)
     global clock
     clock = CLOCK[args.clock]
+    PARSER["name"] = args.parser
     rng = random.Random(args.seed)
     targets = [
         Target("extract_text + fence, 256 KiB", 256 * KIB, 500.0),
@@ -376,7 +382,9 @@ def main(argv: list[str] | None = None) -> None:
     ]
     shares = [0.45, 0.4, 0.15]
     print(
-        f"searching for {args.minutes:g} minutes (seed {args.seed}, {args.clock} time)", flush=True
+        f"searching for {args.minutes:g} minutes (seed {args.seed}, {args.clock} time,"
+        f" parser {args.parser})",
+        flush=True,
     )
     missed = 0
     found = {}

@@ -189,10 +189,13 @@ def test_an_attribute_bomb_stops_at_the_budget():
 # -- the deadline backstop ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("parser", ["html5lib", "lexbor"])
 @pytest.mark.parametrize("time_limit", [0.0, 0.002, 0.005])
-def test_the_deadline_forces_the_text_fallback(time_limit):
+def test_the_deadline_forces_the_text_fallback(time_limit, parser):
     body = realistic_page(256 * KIB).encode()
-    text = extract_text(body, "text/html", url="https://example.org/", time_limit=time_limit)
+    text = extract_text(
+        body, "text/html", url="https://example.org/", time_limit=time_limit, parser=parser
+    )
     assert text.startswith(OUT_OF_TIME_NOTE + "\n\n")
     assert "City council approves the new harbour bridge budget" in text
     assert "<script" not in text and "window.__cfg" not in text
@@ -207,11 +210,12 @@ def test_a_page_within_the_time_limit_is_not_marked():
     assert text.startswith("City council approves")
 
 
-def test_the_parse_checks_the_deadline_between_tokens():
+@pytest.mark.parametrize("parser", ["html5lib", "lexbor"])
+def test_the_parse_checks_the_deadline_between_tokens(parser):
     markup = scan(realistic_page(50 * KIB)).markup
     with pytest.raises(DeadlinePassed):
-        parse(markup, deadline=Deadline(0.0))
-    parse(markup, deadline=Deadline(60.0))
+        parse(markup, parser=parser, deadline=Deadline(0.0))
+    parse(markup, parser=parser, deadline=Deadline(60.0))
 
 
 def test_the_tree_builder_checks_the_deadline_on_every_element():
@@ -248,6 +252,8 @@ def test_a_deadline_passing_inside_the_parse_abandons_the_tree():
     # Fewer tokens than the pre-scan reads between two looks at the clock, more than html5lib
     # reads between two: the pre-scan finishes, the parse is cut short.
     body = ("<h2>Heading</h2><ul><li>item</li></ul>" * 40).encode()
+    text = extract_text(body, "text/html", time_limit=0.0, parser="html5lib")
+    assert text.startswith(OUT_OF_TIME_NOTE + "\n\n")
     text = extract_text(body, "text/html", time_limit=0.0)
     assert text.startswith(OUT_OF_TIME_NOTE + "\n\n")
     assert "# Heading" not in text and "Heading\nitem" in text
