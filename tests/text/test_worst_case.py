@@ -276,3 +276,13 @@ def test_long_tag_names_are_cut():
     result = assert_bounded_scan("<" + "a" * 100_000 + " href=/x>x</" + "A" * 100_000 + ">y")
     name = "a" * MAX_NAME_CHARS
     assert result.markup == f'<!DOCTYPE html><{name} href="/x">x</{name}>y'
+
+
+@pytest.mark.parametrize("parser", ["html5lib", "lexbor"])
+def test_a_deadline_passing_before_the_renderer_abandons_the_tree(parser):
+    # Too few tokens and nodes for a look at the clock inside the pre-scan, the parse and
+    # the renderer: the look after the main-content selection catches it.
+    body = b"<h2>Heading</h2><p>Some text.</p>"
+    text = extract_text(body, "text/html", time_limit=0.0, parser=parser)
+    assert text == OUT_OF_TIME_NOTE + "\n\nHeading\nSome text."
+    assert_fenced(text)
