@@ -450,7 +450,11 @@ class Fetcher:
         media_type, charset = parse_media_type(response.headers.get("content-type"))
         if media_type not in policy.media_types:
             if refuse_media_types:
-                raise UnsupportedMediaType(media_type=media_type, detail="media type not accepted")
+                # The detail (audit log only) names the refused type, already sanitised above.
+                raise UnsupportedMediaType(
+                    media_type=media_type,
+                    detail=f"media type not accepted ({media_type or 'none'})",
+                )
             # Reported, not read: the status and headers are all the caller asked for.
             return (
                 Hop(

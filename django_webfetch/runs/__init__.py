@@ -30,6 +30,7 @@ import logging
 import os
 import random
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -187,8 +188,66 @@ def time_limits() -> tuple[float, float]:
 
 def lease_seconds() -> float:
     """How long a running attempt owns its call.  Past the hard time limit the worker
-    process is gone (killed by the pool, or dead), so past the lease the call is lost."""
+    process is gone (killed by the pool, or dead), so past the lease the call is lost.
+    A live attempt renews its lease (:class:`_Heartbeat`) for as long as it runs."""
     return time_limits()[1] + 2.0
+
+
+#: A heartbeat renews a lease at most this many times the lease's length after the start:
+#: an attempt that runs longer than that is stuck, not slow, and may be declared lost.
+MAX_HEARTBEAT_LEASES = 4
+
+
+class _Heartbeat:
+    """Renews a running attempt's lease every third of the lease while the attempt runs
+    (fetching, extracting), so that reading the call never declares a live attempt lost.
+
+    A thread of its own: the tool's work is never interrupted for it.  When the process
+    dies, the beats stop and the lease runs out as before.  The renewal is a compare-and-
+    set on (state, attempts): it never revives a call that another writer has moved on.
+    """
+
+    def __init__(self, call_id: Any, attempt: int) -> None:
+        self.call_id = call_id
+        self.attempt = attempt
+        self.lease = lease_seconds()
+        self.until = time.monotonic() + MAX_HEARTBEAT_LEASES * self.lease
+        self.stopped = threading.Event()
+        self.beats = 0
+        self.thread = threading.Thread(
+            target=self._run, name=f"webfetch-lease-{call_id}", daemon=True
+        )
+
+    def __enter__(self) -> _Heartbeat:
+        # Inside a caller's transaction (ATOMIC_REQUESTS) the running state is not visible
+        # to other connections, so there is nothing to renew, and a renewal would wait for
+        # the row lock that this very thread holds.
+        if not connection.in_atomic_block:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stopped.set()
+        if self.thread.is_alive():
+            # A beat blocked on a busy database finishes on its own; never wait long for it.
+            self.thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        try:
+            while not self.stopped.wait(self.lease / 3) and time.monotonic() < self.until:
+                self.beat()
+        finally:
+            connection.close()  # this thread's own database connection
+
+    def beat(self) -> None:
+        try:
+            renewed = ToolCall.objects.filter(
+                pk=self.call_id, state=CallState.RUNNING, attempts=self.attempt
+            ).update(lease_expires_at=timezone.now() + timedelta(seconds=self.lease))
+        except Exception:  # a busy database: the next beat tries again
+            logger.warning("tool call %s: lease not renewed", self.call_id, exc_info=True)
+            return
+        self.beats += renewed
 
 
 # -- permissions ----------------------------------------------------------------------------
@@ -877,7 +936,10 @@ def execute(
         plugin_instance=_plugin_instance(call.tool),
     )
     try:
-        result = tool_registry.run(call.tool, dict(call.arguments), user=call.user, context=context)
+        with _Heartbeat(call.pk, attempt):
+            result = tool_registry.run(
+                call.tool, dict(call.arguments), user=call.user, context=context
+            )
     except BaseException as exc:  # run_tool never raises; a time limit or a kill may
         if not isinstance(exc, Exception):
             raise

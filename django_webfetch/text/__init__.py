@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .extract import MODES, Extraction, extract, extract_text
 from .fence import fence, render_media_type, render_redirect_target, render_status
-from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_RESULT_BYTES, MAX_TEXT_CHARS
+from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_RESULT_BYTES, MAX_TEXT_CHARS, TIME_LIMIT
 
 __all__ = [
     "Extraction",
@@ -16,6 +16,7 @@ __all__ = [
     "MAX_RESULT_BYTES",
     "MAX_TEXT_CHARS",
     "MODES",
+    "TIME_LIMIT",
     "extract",
     "extract_text",
     "fence",

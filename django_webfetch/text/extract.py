@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .charset import decode_body
-from .limits import MAX_TEXT_CHARS
+from .limits import MAX_TEXT_CHARS, TIME_LIMIT, Deadline, DeadlinePassed
 from .main import SKIPPED, Selection, consent_notices, hidden, select
 from .render import PARSERS, Sink, finish, parse, render
 from .scan import reduce_to_text, scan
@@ -14,6 +14,7 @@ __all__ = [
     "HTML_TYPES",
     "MAX_BODY_BYTES",
     "MODES",
+    "OUT_OF_TIME_NOTE",
     "TEXT_TYPES",
     "Extraction",
     "extract",
@@ -22,6 +23,10 @@ __all__ = [
 
 #: ``main``: the page's main content (falling back to ``page``); ``page``: the whole page.
 MODES = ("main", "page")
+
+#: The first line of the text when the time limit passed: what follows is the page's text
+#: without its layout (no headings, lists, tables or link URLs).
+OUT_OF_TIME_NOTE = "[This page took too long to lay out: its text follows without layout.]"
 
 #: Bodies are cut here (the fetch layer already stops at 2 MiB of decoded body).
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -88,13 +93,16 @@ def extract_text(
     *,
     mode: str = "main",
     parser: str = "lexbor",
+    time_limit: float = TIME_LIMIT,
 ) -> str:
     """The readable text of a fetched body, at most ``MAX_TEXT_CHARS`` characters.
 
     ``mode="main"`` (the default) gives the page's main content, ``mode="page"`` the whole
     page; see :func:`extract`, which also says which mode was used.
     """
-    return extract(body, media_type, charset, url, mode=mode, parser=parser).text
+    return extract(
+        body, media_type, charset, url, mode=mode, parser=parser, time_limit=time_limit
+    ).text
 
 
 def extract(
@@ -105,6 +113,7 @@ def extract(
     *,
     mode: str = "main",
     parser: str = "lexbor",
+    time_limit: float = TIME_LIMIT,
 ) -> Extraction:
     """The readable text of a fetched body, and the mode that produced it.
 
@@ -116,6 +125,11 @@ def extract(
     ``mode="main"``: the title, then the main content (:mod:`.main`); when none is found
     convincingly, the whole page, and the result says ``mode="page"``.  ``parser`` picks
     the HTML5 parser (``"lexbor"`` or ``"html5lib"``) for markup the pre-scan let through.
+
+    HTML gets at most ``time_limit`` seconds (see :class:`~.limits.Deadline`) for the
+    pre-scan, the parse, the selection of the main content and the renderer; past it the
+    tree is abandoned and the page's text is returned without layout (linear, no parser),
+    under :data:`OUT_OF_TIME_NOTE`, with ``mode="page"``.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -131,24 +145,42 @@ def extract(
     decoded = decode_body(bytes(body[:MAX_BODY_BYTES]), charset or parameter, html=html)
     if not html:
         return Extraction(finish(decoded), "text")
-    result = scan(decoded)
-    sink = Sink(MAX_TEXT_CHARS)
-    used = "page"
-    if result.markup is None:
-        text, title = reduce_to_text(decoded)
-        if title:
-            sink.text(title)
-            sink.block(2)
-        sink.preformatted(text)
-    else:
-        root = parse(result.markup, parser=parser)
-        selection = select(root) if mode == "main" else None
-        if result.title and (selection is None or not _says_title(selection, result.title)):
-            sink.text(result.title)
-            sink.block(2)
-        if selection is not None:
-            used = "main"
-            render(selection.roots, sink, url, pruned=selection.pruned, main=True)
+    deadline = Deadline(time_limit)
+    result = scan(decoded, deadline=deadline)
+    if result.markup is not None:
+        sink = Sink(MAX_TEXT_CHARS)
+        used = "page"
+        try:
+            root = parse(result.markup, parser=parser, deadline=deadline)
+            selection = select(root) if mode == "main" else None
+            if deadline.passed():
+                raise DeadlinePassed
+            if result.title and (selection is None or not _says_title(selection, result.title)):
+                sink.text(result.title)
+                sink.block(2)
+            if selection is not None:
+                used = "main"
+                render(
+                    selection.roots,
+                    sink,
+                    url,
+                    pruned=selection.pruned,
+                    main=True,
+                    deadline=deadline,
+                )
+            else:
+                render(root, sink, url, pruned=consent_notices(root), deadline=deadline)
+        except DeadlinePassed:
+            pass
         else:
-            render(root, sink, url, pruned=consent_notices(root))
-    return Extraction(finish(sink.getvalue()), used)
+            return Extraction(finish(sink.getvalue()), used)
+    sink = Sink(MAX_TEXT_CHARS)
+    if result.markup is not None or result.timed_out:
+        sink.text(OUT_OF_TIME_NOTE)
+        sink.block(2)
+    text, title = reduce_to_text(decoded)
+    if title:
+        sink.text(title)
+        sink.block(2)
+    sink.preformatted(text)
+    return Extraction(finish(sink.getvalue()), "page")

@@ -9,6 +9,7 @@ import unicodedata
 from functools import lru_cache
 from urllib.parse import quote
 
+from ._lookalikes import INVISIBLE, LOOKALIKES
 from .limits import MAX_RESULT_BYTES, MAX_TEXT_CHARS
 
 __all__ = [
@@ -39,39 +40,18 @@ _PREAMBLE = (
 )
 _CUT_NOTE = "\n[text cut to fit the size bound]"
 
-# Characters that read as "<" or ">" although NFKC does not make them so.
-_LESS = frozenset("<‹«〈⟨〈《﹤＜❮❰⧼ᐸ⋘≪⟪⦑⧀〔❬⟦\u02c2\u02f1\u1438\u1445\u2a79\u2abb")
-_GREATER = frozenset(">›»〉⟩〉》﹥＞❯❱⧽ᐳ⋙≫⟫⦒⧁〕❭⟧\u02c3\u02f2\u1433\u1441\u2a7a\u2abc")
-# Letters of other scripts that read as the Latin letters of the marker words (after case
-# folding): Cyrillic, Greek, Latin small capitals and IPA, Cherokee (UTS #39 confusables,
-# restricted to the letters that matter here).  NFKC leaves all of them alone.
-_CONFUSABLES = {
-    **dict.fromkeys("аɑαⲁꭺ", "a"),
-    **dict.fromkeys("вβʙᏼꮟ", "b"),
-    **dict.fromkeys("сϲᴄⲥꮯ", "c"),
-    **dict.fromkeys("ԁᴅꭰ", "d"),
-    **dict.fromkeys("еёєεᴇꭼ℮", "e"),
-    **dict.fromkeys("ɡɢԍꮐ", "g"),
-    **dict.fromkeys("іїιɪıӏꭵ", "i"),
-    **dict.fromkeys("ʟꮮ", "l"),
-    **dict.fromkeys("νɴηп", "n"),
-    **dict.fromkeys("оοσᴏⲟꭷ", "o"),
-    **dict.fromkeys("рρⲣꮲ", "p"),
-    **dict.fromkeys("ʀꭱ", "r"),
-    **dict.fromkeys("ѕꜱꮪ", "s"),
-    **dict.fromkeys("тτᴛꭲ", "t"),
-    **dict.fromkeys("υᴜս", "u"),
-    **dict.fromkeys("ԝᴡꮃ", "w"),
-    **dict.fromkeys("хχⲭ", "x"),
-}
-# Keys as _fold sees them (Cherokee small letters, for one, case-fold to capitals).
-_CONFUSABLES = {
-    "".join(unicodedata.normalize("NFKC", key).casefold()): value
-    for key, value in _CONFUSABLES.items()
-}
-_IGNORED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me"})
-# On normalised text: a run of "<", then BEGIN or END, then the start of the marker text.
-_MARKER_RE = re.compile(r"<+(?:begin|end)untrusted(?:externalwebcontent)?(?:nonce=?[0-9a-z_-]*)?>*")
+_IGNORED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me", "Mc"})
+# On normalised text (see ``normalise``) a marker is ``begin`` or ``end``, then ``untrusted``,
+# with at most a few symbols between the words.  Unicode's confusables data reads a Greek or
+# Cherokee capital I as "l", so "i" also matches "l", "1" and "|".  Only literals and bounded
+# repeats of one character class: the search is linear, whatever the text.
+_GAP = "[^a-z0-9]{0,16}"
+_KEYWORD_RE = re.compile(rf"(?:beg[il1|]n|end){_GAP}untrusted")
+_TAIL_RE = re.compile(
+    rf"(?:{_GAP}external{_GAP}web{_GAP}content)?(?:[^a-z0-9<>]{{0,16}}nonce[^a-z0-9<>]{{0,4}}"
+    r"[0-9a-f]{0,64})?"
+)
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _MEDIA_TYPE_RE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*", re.ASCII)
@@ -79,49 +59,90 @@ _MAX_MEDIA_TYPE_CHARS = 64
 _URL_SAFE = "!#$%&'()*+,-./:;=?@[]~_"
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def _fold(char: str) -> str:
     """One character as marker detection sees it ("" when it is ignored)."""
     if char.isascii():
         return "" if char <= " " or char == "\x7f" else char.lower()
+    lookalike = LOOKALIKES.get(char)
+    if lookalike is not None:
+        return lookalike
     folded = []
     for item in unicodedata.normalize("NFKC", char).casefold():
-        item = _CONFUSABLES.get(item, item)
-        if item in _LESS:
-            folded.append("<")
-        elif item in _GREATER:
-            folded.append(">")
-        elif not item.isspace() and unicodedata.category(item) not in _IGNORED_CATEGORIES:
+        if item.isascii():
+            if item > " " and item != "\x7f":
+                folded.append(item)
+        elif item in LOOKALIKES:
+            folded.append(LOOKALIKES[item])
+        elif (
+            item not in INVISIBLE
+            and not item.isspace()
+            and unicodedata.category(item) not in _IGNORED_CATEGORIES
+        ):
             folded.append(item)
     return "".join(folded)
 
 
 def normalise(text: str) -> str:
-    """``text`` as marker detection sees it: NFKC, case-folded, look-alike brackets made
-    ``<``/``>``, whitespace, control, format and combining characters removed."""
+    """``text`` as marker detection sees it: NFKC, case-folded, each look-alike character as
+    the ASCII it reads as (Unicode's confusables data, see ``_lookalikes``), whitespace,
+    control, format, combining and invisible filler characters removed."""
     return "".join(map(_fold, text))
+
+
+def _bracket(char: str) -> bool:
+    """Whether a normalised character next to the marker words can pass for a bracket:
+    ``<``, ``>``, or anything outside ASCII (a symbol, arrow, triangle, punctuation mark or
+    letter of another script), so the whole class counts, not a list of look-alikes."""
+    return char in "<>" or not char.isascii()
+
+
+def _spans(folded: str) -> list[tuple[int, int, int, int]]:
+    """Each marker-like span of ``folded``: where the brackets before it start, where its
+    words start and end, and where the brackets after it end.
+
+    The brackets are the run of characters other than ASCII letters and digits that touch
+    the words; a span is marker-like when that run before the words holds a bracket.
+    """
+    spans = []
+    floor = 0
+    size = len(folded)
+    for match in _KEYWORD_RE.finditer(folded):
+        start = match.start()
+        before = start
+        while before > floor and folded[before - 1] not in _ALNUM:
+            before -= 1
+        words_end = end = _TAIL_RE.match(folded, match.end()).end()  # type: ignore[union-attr]
+        while end < size and folded[end] not in _ALNUM:
+            end += 1
+        if any(map(_bracket, folded[before:start])):
+            spans.append((before, start, words_end, end))
+        floor = match.end()
+    return spans
 
 
 def marker_like(text: str) -> bool:
     """Whether ``text`` holds anything that could pass for a fence marker."""
-    return _MARKER_RE.search(normalise(text)) is not None
+    return bool(_spans(normalise(text)))
 
 
 def defuse(text: str) -> str:
-    """Replace the angle brackets of every marker-like span with square brackets."""
+    """Replace the brackets around every marker-like span with square brackets (and any
+    look-alike bracket inside it), so it can never pass for a marker."""
     folded = normalise(text)
-    if _MARKER_RE.search(folded) is None:
+    spans = _spans(folded)
+    if not spans:
         return text
     # Map each folded character back to the character of ``text`` it came from.
     origin: list[int] = []
     for index, char in enumerate(text):
         origin.extend([index] * len(_fold(char)))
     chars = list(text)
-    for match in _MARKER_RE.finditer(folded):
-        for position in range(match.start(), match.end()):
+    for before, start, words_end, end in spans:
+        for position in range(before, end):
             bracket = folded[position]
-            if bracket in "<>":
-                chars[origin[position]] = "[" if bracket == "<" else "]"
+            if _bracket(bracket) and not start <= position < words_end or bracket in "<>":
+                chars[origin[position]] = "[" if position < start or bracket == "<" else "]"
     return "".join(chars)
 
 

@@ -10,9 +10,10 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from xml.etree.ElementTree import Element
 
 import html5lib
+from html5lib._tokenizer import HTMLTokenizer
 from html5lib.treebuilders import getTreeBuilder
 
-from .limits import MAX_DEPTH, MAX_TEXT_CHARS
+from .limits import MAX_DEPTH, MAX_TEXT_CHARS, Deadline, DeadlinePassed
 
 __all__ = ["PARSERS", "Sink", "finish", "parse", "render"]
 
@@ -158,36 +159,94 @@ def finish(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     return text[:limit]
 
 
+#: Tokens, elements or rendered nodes between two looks at the clock.
+_CLOCK_EVERY = 64
+
+
+class _ClockedTokenizer(HTMLTokenizer):
+    """html5lib's tokenizer, looking at the clock between tokens."""
+
+    deadline: Deadline | None = None
+
+    def __iter__(self) -> Any:
+        deadline = self.deadline
+        for count, token in enumerate(super().__iter__(), 1):
+            if deadline is not None and not count % _CLOCK_EVERY and deadline.passed():
+                raise DeadlinePassed
+            yield token
+
+
+_ETREE_BUILDER: Any = getTreeBuilder("etree")
+
+
+class _TreeBuilder(_ETREE_BUILDER):  # type: ignore[misc]
+    """The etree builder, looking at the clock when it creates elements (the adoption agency
+    and the reconstruction of formatting elements create several for one token)."""
+
+    deadline: Deadline | None = None
+    created = 0
+
+    def createElement(self, token: Any) -> Any:  # noqa: N802
+        self.created += 1
+        if self.deadline is not None and not self.created % _CLOCK_EVERY and self.deadline.passed():
+            raise DeadlinePassed
+        return super().createElement(token)
+
+
 class _Parser(html5lib.HTMLParser):
-    """html5lib without its error list: recording an error costs a scan of the input chunk."""
+    """html5lib without its error list (recording an error costs a scan of the input chunk),
+    with a wall-clock deadline checked between tokens and on every element created."""
+
+    def __init__(self, deadline: Deadline | None) -> None:
+        super().__init__(tree=_TreeBuilder, namespaceHTMLElements=False)
+        self.deadline = deadline
+        self.tree.deadline = deadline
 
     def parseError(self, errorcode: str = "", datavars: Any = None) -> None:  # noqa: N802
         return None
 
+    def _parse(
+        self,
+        stream: Any,
+        innerHTML: bool = False,  # noqa: N803
+        container: Any = "div",
+        scripting: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        # html5lib's own _parse, with the clocked tokenizer.  A str input is never re-parsed
+        # for another encoding, so html5lib's _ReparseException cannot happen here.
+        self.innerHTMLMode = innerHTML
+        self.container = container
+        self.scripting = scripting
+        self.tokenizer = _ClockedTokenizer(stream, parser=self, **kwargs)
+        self.tokenizer.deadline = self.deadline
+        self.reset()
+        self.mainLoop()
 
-_TREE_BUILDER = getTreeBuilder("etree")
 
 #: The HTML5 parsers :func:`parse` can use.
 PARSERS = ("lexbor", "html5lib")
 
 
-def parse(markup: str, *, parser: str = "lexbor") -> Element:
+def parse(markup: str, *, parser: str = "lexbor", deadline: Deadline | None = None) -> Element:
     """Parse normalised markup into an ``xml.etree`` tree.
 
     ``lexbor`` (the default) is the C HTML5 parser of selectolax, whose tree is copied into
     ``xml.etree`` elements; ``html5lib`` is the pure-Python one (its ``etree`` builder).
-    Both follow the HTML5 tree construction algorithm.
+    Both follow the HTML5 tree construction algorithm.  html5lib raises
+    :class:`~django_webfetch.text.limits.DeadlinePassed` once ``deadline`` has passed (it
+    looks at the clock between tokens and on every element it creates); lexbor's parse is
+    one C call, linear, and the copy of its tree looks at the clock every 64 nodes.
     """
     if parser == "html5lib":
-        builder = _Parser(tree=_TREE_BUILDER, namespaceHTMLElements=False)
-        root: Element = builder.parse(markup)
+        root: Element = _Parser(deadline).parse(markup)
         return root
     if parser != "lexbor":
         raise ValueError(f"unknown parser {parser!r}")
-    return _lexbor(markup)
+    return _lexbor(markup, deadline)
 
 
-def _lexbor(markup: str) -> Element:
+def _lexbor(markup: str, deadline: Deadline | None = None) -> Element:
     """Lexbor's tree as ``xml.etree`` elements, copied iteratively (text joined, comments
     dropped)."""
     from selectolax.lexbor import LexborHTMLParser
@@ -197,7 +256,11 @@ def _lexbor(markup: str) -> Element:
     if document is None:  # pragma: no cover - lexbor always makes an <html> element
         return root
     stack = [(document, root)]
+    clock = 0
     while stack:
+        clock += 1
+        if deadline is not None and not clock % _CLOCK_EVERY and deadline.passed():
+            raise DeadlinePassed
         node, element = stack.pop()
         last: Element | None = None
         child = node.child
@@ -342,6 +405,7 @@ def render(
     *,
     pruned: Collection[Element] = (),
     main: bool = False,
+    deadline: Deadline | None = None,
 ) -> None:
     """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels.
 
@@ -352,7 +416,9 @@ def render(
     ``pruned`` elements under them are skipped, headers, footers and forms are kept (what is
     chrome among them was pruned), and only links to other sites or to documents show their
     URL: a link within the site is navigation, a link elsewhere or to a file is a reference.
+    Raises :class:`~django_webfetch.text.limits.DeadlinePassed` once ``deadline`` has passed.
     """
+    clock = 0
     roots = [root] if isinstance(root, Element) else list(root)
     stack: list[tuple[Element, int] | _Close | str] = [(item, 0) for item in reversed(roots)]
     own_host = _host(base_url)
@@ -363,6 +429,9 @@ def render(
     pre = 0
     cells: list[int] = []  # cells seen in each open row
     while stack and not sink.full:
+        clock += 1
+        if deadline is not None and not clock % _CLOCK_EVERY and deadline.passed():
+            raise DeadlinePassed
         item = stack.pop()
         if isinstance(item, str):
             if pre:

@@ -27,19 +27,37 @@ import re
 from dataclasses import dataclass
 
 from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight
-from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS
+from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS, Deadline
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
 
-#: An element with more attributes than this is not parsed.
-MAX_ATTRIBUTES = 64
-#: A tag whose source is longer than this is not parsed.
-MAX_TAG_CHARS = 32 * 1024
-#: Estimated html5lib work, in units of one Python-level stack step (20-80 ns here).
-COST_BUDGET = 3_000_000
-#: The cost of one tag or text token to html5lib, in stack steps, beside the stack walk.
+#: Estimated work of the pre-scan and html5lib together, in units of one Python-level step
+#: (about 80 ns here): past it the page is reduced to text.
+COST_BUDGET = 2_000_000
+#: The cost of one tag or text token to html5lib, in steps, beside the stack walk.
 TOKEN_COST = 150
 TEXT_COST = 50
+#: One character reference (``&lt;``, ``&#60;``, an ``&`` that starts none): html5lib looks
+#: each one up in its entity table character by character.
+REFERENCE_COST = 80
+#: One element html5lib creates beside the start tag's own (a formatting element re-opened
+#: by the reconstruction or cloned by the adoption agency): html5lib creates an etree
+#: element, and the renderer visits it.
+ELEMENT_COST = 100
+#: One attribute: the pre-scan reads it, and html5lib too when it is kept.
+ATTRIBUTE_COST = 15
+#: One token html5lib never sees (a comment, doctype, processing instruction, script
+#: element, ``</>``): the pre-scan's own work, one loop of Python.
+SKIP_COST = 15
+#: One NUL character: html5lib reports and drops each one separately.
+NUL_COST = 40
+#: A kept attribute value longer than this is dropped (the renderer drops URLs over 2,048
+#: characters anyway), so one huge tag costs its attributes, not the page.
+MAX_VALUE_CHARS = 4096
+#: Tag names are cut to this many characters.
+MAX_NAME_CHARS = 64
+#: How often (in tokens) the pre-scan looks at the clock.
+_CLOCK_EVERY = 512
 #: When a limit is hit after this much text, html5lib parses the markup before it.
 ENOUGH_TEXT = 2 * MAX_TEXT_CHARS
 
@@ -133,6 +151,8 @@ _CELL_CONTEXT = _TABLE_CONTEXT | {"tr"}
 _LI = frozenset({"li"})
 _DD_DT = frozenset({"dd", "dt"})
 _FOREIGN_ROOTS = frozenset({"svg", "math"})
+#: Foreign elements whose content is HTML again (HTML5 "integration points"; lower case).
+_INTEGRATION_POINTS = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext"})
 _BREAKOUT = _words(
     "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img"
     " li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul"
@@ -227,7 +247,7 @@ class _Tree:
             element = _El(old.name, old.key)
             self.push(element)
             active[position] = element
-            self.cost += len(self.stack) // 8 + 1
+            self.cost += len(self.stack) // 8 + ELEMENT_COST
 
     def add_formatting(self, element: _El) -> None:
         active = self.active
@@ -298,6 +318,7 @@ class _Tree:
                         else:
                             self.active.remove(node)
             formatting.open = False
+            self.cost += ELEMENT_COST * (len(kept) + 1)  # the clones html5lib creates
             clone = _El(formatting.name, formatting.key)
             self.active[self.active.index(formatting)] = clone
             kept.reverse()
@@ -446,7 +467,11 @@ class _Tree:
         elif name in _TABLE_SECTIONS or name == "tr":
             self.close(name, _TABLE_SCOPE)
         elif name == "br":
-            self.start_tag("br", "br", False)
+            # html5lib inserts the <br> with its in-body rules, even in foreign content.
+            if stack and stack[-1].foreign:
+                self.leaf()
+            else:
+                self.start_tag("br", "br", False)
         elif name not in _IGNORED:
             self.any_other_end_tag(name)
 
@@ -459,6 +484,8 @@ class Scan:
     title: str
     cost: int
     depth: int
+    #: The deadline passed during the pre-scan (``markup`` is None then).
+    timed_out: bool = False
 
 
 #: Flags ``_tag`` returns: the class or id names a menu (for any element; for a list), or
@@ -466,12 +493,15 @@ class Scan:
 MENU, LIST_MENU, HIDDEN = 1, 2, 4
 
 
-def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool, int]:
+def _tag(
+    text: str, pos: int, limit: int = -1
+) -> tuple[int, list[tuple[str, str | None]], int, bool, int]:
     """Read a tag's attributes from ``pos`` (after its name).
 
     Returns the position after the tag (-1 at end of input), the attributes the renderer
     reads, the number of attributes, whether the tag is self-closing, and the flags
-    ``MENU``, ``LIST_MENU`` and ``HIDDEN``.
+    ``MENU``, ``LIST_MENU`` and ``HIDDEN``.  Raises ``_LimitHit`` once it has read more
+    than ``limit`` attributes (when ``limit`` >= 0).
     """
     kept: list[tuple[str, str | None]] = []
     count = 0
@@ -492,9 +522,14 @@ def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, b
         match = attribute(text, after)
         assert match is not None
         count += 1
+        if count == limit:
+            raise _LimitHit
         name = match.group(1).lower()
         if name in _KEPT_ATTRIBUTES:
             value = match.group(2)
+            if value is not None and len(value) > MAX_VALUE_CHARS:
+                pos = match.end()
+                continue
             if value is not None and value[:1] in ("'", '"'):
                 value = value[1:-1]
             if name in _HINTED:
@@ -525,6 +560,9 @@ def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, b
 
 
 def _lower(name: str) -> str:
+    """A tag name as html5lib sees it (ASCII lower case), cut to ``MAX_NAME_CHARS``: no
+    known element has a longer name, and html5lib reads a name one character at a time."""
+    name = name[:MAX_NAME_CHARS]
     return name.lower() if name.isascii() else name.translate(_ASCII_LOWER)
 
 
@@ -559,8 +597,24 @@ def _escape(value: str) -> str:
     return value.replace('"', "&quot;")
 
 
-def scan(text: str) -> Scan:
-    """Pre-scan decoded markup (see the module docstring)."""
+def _foreign(tree: _Tree, name: str) -> bool:
+    """Whether a start tag ``name`` is a foreign element here (``<svg><title/>``): then it
+    is no raw-text element, and its content is markup."""
+    stack = tree.stack
+    return (
+        bool(stack)
+        and stack[-1].foreign
+        and stack[-1].name not in _INTEGRATION_POINTS
+        and name not in _BREAKOUT
+    )
+
+
+def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
+    """Pre-scan decoded markup (see the module docstring).
+
+    Every token the loop reads is charged to the cost budget, and once ``deadline`` has
+    passed the page goes to the text path (``timed_out``).
+    """
     tree = _Tree()
     out: list[str] = ["<!DOCTYPE html>"]
     size_out = len(out[0])
@@ -570,9 +624,17 @@ def scan(text: str) -> Scan:
     pos = 0
     find = text.find
     tag_name = _TAG_NAME_RE.match
+    clock = _CLOCK_EVERY
     pruning: _El | None = None  # the element whose content is pruned (see _PRUNED)
     try:
         while pos < size:
+            clock -= 1
+            if not clock:
+                clock = _CLOCK_EVERY
+                if deadline is not None and deadline.passed():
+                    return Scan(None, _title(title), tree.cost, tree.depth, timed_out=True)
+            if tree.cost > COST_BUDGET:
+                raise _LimitHit
             lt = find("<", pos)
             if lt < 0:
                 lt = size
@@ -580,25 +642,31 @@ def scan(text: str) -> Scan:
                 pruning = None
             if lt > pos:
                 if pruning is not None:
+                    tree.cost += SKIP_COST
                     pos = lt
                     continue
                 chunk = text[pos:lt]
+                # html5lib looks up each character reference, and reports and drops each NUL.
+                tree.cost += REFERENCE_COST * chunk.count("&")
+                if "\0" in chunk:
+                    tree.cost += NUL_COST * chunk.count("\0")
+                    chunk = chunk.replace("\0", "")
                 chunk_bytes = (
                     len(chunk) if chunk.isascii() else len(chunk.encode("utf-8", "replace"))
                 )
                 if size_out + chunk_bytes > MAX_PARSER_INPUT:
                     break
                 tree.text()
+                if tree.cost > COST_BUDGET:
+                    raise _LimitHit
                 out.append(chunk)
                 size_out += chunk_bytes
                 text_chars += lt - pos
-                if tree.cost > COST_BUDGET:
-                    raise _LimitHit
                 pos = lt
                 continue
-            token_start = pos
             nxt = text[pos + 1 : pos + 2]
             if nxt == "!":
+                tree.cost += SKIP_COST
                 pos = (
                     _skip_comment(text, pos)
                     if text.startswith("!--", pos + 1)
@@ -606,32 +674,43 @@ def scan(text: str) -> Scan:
                 )
                 continue
             if nxt == "?":
+                tree.cost += SKIP_COST
                 pos = _bogus_end(text, pos)
                 continue
             closing = nxt == "/"
             name_match = tag_name(text, pos + 2 if closing else pos + 1)
             if name_match is None:
                 if closing and pos + 2 < size:  # "</>" is dropped, "</3" is a bogus comment
+                    tree.cost += SKIP_COST
                     pos = pos + 3 if text[pos + 2] == ">" else _bogus_end(text, pos)
                     continue
-                # A "<" that starts no tag is text.
+                # A "<" that starts no tag is text, a character reference to html5lib.
                 pos += 1
                 if pruning is not None:
+                    tree.cost += SKIP_COST
                     continue
+                if size_out + 4 > MAX_PARSER_INPUT:
+                    break
+                tree.cost += REFERENCE_COST
+                tree.text()
                 out.append("&lt;")
                 size_out += 4
-                tree.text()
+                text_chars += 1
                 continue
             name = _lower(name_match.group())
-            end, kept, count, self_closing, flags = _tag(text, name_match.end())
+            limit = (COST_BUDGET - tree.cost) // ATTRIBUTE_COST + 2
+            end, kept, count, self_closing, flags = _tag(text, name_match.end(), limit)
             if end < 0:  # a tag cut off by the end of the input is dropped
                 break
-            if count > MAX_ATTRIBUTES or end - token_start > MAX_TAG_CHARS:
-                raise _LimitHit
+            tree.cost += ATTRIBUTE_COST * count
+            for _, value in kept:
+                if value:  # html5lib decodes character references in attribute values
+                    tree.cost += REFERENCE_COST * value.count("&")
             if closing:
                 piece = f"</{name}>"
                 tree.end_tag(name)
-            elif name in _RAW_DROPPED or name == "title":
+            elif (name in _RAW_DROPPED or name == "title") and not _foreign(tree, name):
+                tree.cost += SKIP_COST
                 raw_end, after = _raw_end(text, name, end)
                 if name == "title" and title is None:
                     title = html.unescape(text[end:raw_end])
@@ -655,18 +734,25 @@ def scan(text: str) -> Scan:
                     )
                 )
                 piece = f"<{name}{attributes}{'/' if self_closing else ''}>"
+                raw = name in _RAW_KEPT or name == "plaintext"
+                raw = raw and not _foreign(tree, name)
                 below = tree.stack[-1] if tree.stack else None
                 tree.start_tag(name, f"{name}{attributes}", self_closing)
                 if prune and tree.stack and tree.stack[-1] is not below:
                     pruning = tree.stack[-1]
-                if name in _RAW_KEPT:
+                if raw and name != "plaintext":
                     raw_end, after = _raw_end(text, name, end)
-                    raw = "" if pruning is not None else text[end:raw_end]
-                    piece = f"{piece}{raw}</{name}>"
+                    content = "" if pruning is not None else text[end:raw_end]
+                    # Each "<" of raw text is a state change to html5lib's tokenizer, each
+                    # "&" of a textarea a reference.
+                    tree.cost += REFERENCE_COST * (content.count("&") + content.count("<"))
+                    piece = f"{piece}{content}</{name}>"
                     end = after
-                    text_chars += len(raw)
-                elif name == "plaintext":
-                    piece += "" if pruning is not None else text[end:]
+                    text_chars += len(content)
+                elif raw:
+                    content = "" if pruning is not None else text[end:]
+                    tree.cost += REFERENCE_COST * content.count("&")
+                    piece += content
                     text_chars += size - end
                     end = size
             piece_bytes = len(piece) if piece.isascii() else len(piece.encode("utf-8", "replace"))
@@ -677,6 +763,8 @@ def scan(text: str) -> Scan:
             out.append(piece)
             size_out += piece_bytes
             pos = end
+        if tree.cost > COST_BUDGET:
+            raise _LimitHit
     except _LimitHit:
         if text_chars < ENOUGH_TEXT:
             return Scan(None, _title(title), tree.cost, tree.depth)
@@ -694,11 +782,17 @@ _BLOCK_NAMES = (
     "|fieldset|figcaption|figure|footer|form|h[1-6]|header|hgroup|hr|li|listing|main|menu|nav"
     "|ol|p|pre|search|section|summary|table|tbody|td|tfoot|th|thead|tr|ul|xmp"
 )
-_BLOCK_TAG_RE = re.compile(rf"</?(?:{_BLOCK_NAMES})(?![^\t\n\f\r />])[^>]*>", re.IGNORECASE)
+# The lookaheads fail fast on "<" not followed by a letter, before the alternation of names.
+_BLOCK_TAG_RE = re.compile(
+    rf"</?(?=[A-Za-z])(?:{_BLOCK_NAMES})(?![^\t\n\f\r />])[^>]*>", re.IGNORECASE
+)
 _ANY_TAG_RE = re.compile(r"</?[A-Za-z][^>]*>|<[!?][^>]*>|</>")
+# A block tag becomes this (then a line break): it keeps the tag's ">", so the second pass
+# finds every other tag where a single pass would (never scanning on past a removed ">").
+_BLOCK_MARK = "\uffff>"
 _TAG_START_RE = re.compile(r"</?[A-Za-z]|<[!?]")
 _SPECIAL_START_RE = re.compile(
-    r"<(?:!--|(script|style|noscript|iframe|noembed|noframes|title|textarea|xmp|template"
+    r"<(?=[!A-Za-z])(?:!--|(script|style|noscript|iframe|noembed|noframes|title|textarea|xmp|template"
     r"|plaintext)(?![^\t\n\f\r />]))",
     re.IGNORECASE,
 )
@@ -766,7 +860,9 @@ def reduce_to_text(text: str) -> tuple[str, str]:
     cut = _TAG_START_RE.search(tail)
     if cut is not None:  # a tag cut off by the end of the input is dropped
         tail = tail[: cut.start()]
-    head = _ANY_TAG_RE.sub("", _BLOCK_TAG_RE.sub("\n", head))
+    # Template replacements only (a Python callback per tag costs a microsecond each).
+    head = _BLOCK_TAG_RE.sub(_BLOCK_MARK, head.replace("\uffff", "\ufffd"))
+    head = _ANY_TAG_RE.sub("", head).replace(_BLOCK_MARK, "\n")
     reduced = html.unescape(head + tail)
     lines = (" ".join(line.split()) for line in reduced.split("\n"))
     return "\n".join(line for line in lines if line), _title(title)

@@ -127,12 +127,9 @@ class ToolResult:
                 reason=exc.reason,
             )
         if isinstance(exc, UnsupportedMediaType):
-            shown = f" ({exc.media_type})" if exc.media_type else ""
-            return cls.failure(
-                exc.code,
-                f"The response has a media type that is not accepted{shown}.",
-                media_type=exc.media_type,
-            )
+            # The refused type is the server's choice: it is never echoed (the audit log
+            # records it); only the types we accept could be named.
+            return cls.failure(exc.code, "The response has a media type that is not accepted.")
         if exc.failure:
             # What failed, in our fixed words (net.failures): never library or server text.
             return cls.failure(

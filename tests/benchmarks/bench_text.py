@@ -209,7 +209,7 @@ def main() -> None:
     from django_webfetch.text.scan import scan
 
     cases: list[tuple[str, str, float | None]] = [
-        (f"realistic {size // KIB} KiB", realistic_page(size), 300.0 if size == 256 * KIB else None)
+        (f"realistic {size // KIB} KiB", realistic_page(size), 100.0 if size == 256 * KIB else None)
         for size in (50 * KIB, 256 * KIB, 2048 * KIB)
     ]
     for name, markup in adversarial_shapes().items():

@@ -172,6 +172,13 @@ def test_unaccepted_media_type(web, editor):
     )
     assert result.error == "media_type"
     assert events()[-1][1:] == ("failed", "media_type")
+    # Issue 8: the refused (server-chosen) type reaches the audit log, never the model.
+    assert result.content == "The response has a media type that is not accepted."
+    assert "application/json" not in result.content and "media_type" not in result.meta
+    assert (
+        EgressEvent.objects.order_by("-pk").first().detail
+        == "media type not accepted (application/json)"
+    )
 
 
 def test_name_resolving_to_private_address_never_connects(web, editor):

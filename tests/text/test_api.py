@@ -16,6 +16,7 @@ def test_bounds():
     assert text.MAX_RESULT_BYTES == 48_000
     assert text.MAX_PARSER_INPUT == 256 * 1024
     assert text.MAX_DEPTH == 200
+    assert text.TIME_LIMIT == 0.4
 
 
 def test_imports_neither_django_nor_the_network_core():

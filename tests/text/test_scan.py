@@ -67,6 +67,8 @@ def html5lib_depth(markup):
         ("<table><tbody><td>x", 4),
         ("<svg><td>x</svg>y", 2),
         ("<div>" * 199 + "<br>", 200),
+        ("<svg></br><a><a><a>", 4),
+        ("<math></br></p><b>x", 2),
     ],
 )
 def test_depth_model_matches_html5lib(markup, depth):
@@ -223,8 +225,6 @@ def test_parser_input_is_capped():
         "<div>" * MAX_DEPTH + "<br>",
         "<b><div>x</b>" * 250,
         "<b><i>" * 150,
-        "<div " + "a=1 " * 65 + ">x",
-        "<div title='" + "x" * 40_000 + "'>x",
         "<p>x" * 60_000,
         "<p>" * 30_000,
         "<table><tr><td>" * 70,
@@ -242,7 +242,7 @@ def test_enough_text_before_deep_markup_is_parsed():
     result = scan(prefix + "<div>" * 300 + "deep")
     assert result.markup == "<!DOCTYPE html>" + prefix + "<div>" * MAX_DEPTH
     result = scan(prefix + "<div " + "a=1 " * 100 + ">")
-    assert result.markup == "<!DOCTYPE html>" + prefix
+    assert result.markup == "<!DOCTYPE html>" + prefix + "<div>"
 
 
 def test_cost_budget_counts():

@@ -1,0 +1,97 @@
+"""Issue 8: a running call keeps its lease while it works, so the owner's read (``refresh``,
+the API's GET) never declares a live call lost and throws its result away.
+
+The run is real and slow: a tool that extracts the text of a real 256 KiB page again and
+again for longer than the whole lease (the fetch budget is lowered to 1 s, which makes the
+lease 8 s), run in-process in one thread while the owner reads the call in another.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pytest
+
+from django_webfetch import runs
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.net.policy import Scope
+from django_webfetch.tools import Effect, Tool, ToolContext, ToolResult
+from tests.benchmarks.bench_text import realistic_page
+
+real_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+class SlowExtractTool(Tool):
+    """Extracts a real page's text repeatedly for ``seconds`` (a slow extraction)."""
+
+    name = "runs_slow_extract"
+    group = "runs-test"
+    scope = Scope.NONE
+    effect = Effect.READ
+    enabled_by_default = True
+    description = "Extract page text slowly (run tests)."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}},
+        "required": ["seconds"],
+        "additionalProperties": False,
+    }
+
+    def requires_approval(self, call: Any, context: ToolContext | None = None) -> bool:
+        return False
+
+    def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        from django_webfetch.text import extract_text
+
+        body = realistic_page(256 * 1024).encode()
+        stop = time.monotonic() + arguments["seconds"]
+        rounds = 0
+        while time.monotonic() < stop:
+            text = extract_text(body, "text/html", url="https://example.org/")
+            rounds += 1
+        return ToolResult(content=text[:100], meta={"rounds": rounds})
+
+
+@real_db
+def test_a_slow_run_keeps_its_lease_and_its_result(tool_registry, editor, settings):
+    settings.WEBFETCH_TIMEOUT = 1.0
+    lease = runs.lease_seconds()
+    assert lease == 8.0
+    tool_registry.register(SlowExtractTool)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["call"] = runs.request_call(
+                "runs_slow_extract", {"seconds": lease + 2.5}, user=editor
+            )
+        finally:
+            from django.db import connection
+
+            connection.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    seen: list[str] = []
+    leases = set()
+    started = time.monotonic()
+    while worker.is_alive():
+        row = ToolCall.objects.filter(tool="runs_slow_extract").first()
+        if row is not None:
+            row = runs.refresh(row)  # what the owner's GET does: enforce loss on read
+            seen.append(row.state)
+            if row.lease_expires_at is not None:
+                leases.add(row.lease_expires_at)
+        time.sleep(0.25)
+    worker.join()
+    assert time.monotonic() - started > lease  # the run outlived its first lease
+    call = outcome["call"]
+    call.refresh_from_db()
+    assert call.state == CallState.SUCCEEDED, call.reason
+    assert call.attempts == 1
+    assert call.tool_result().meta["rounds"] > 1
+    assert "failed" not in seen and seen.count(CallState.RUNNING) > 10
+    assert len(leases) >= 3  # the first lease and at least two renewals
