@@ -56,10 +56,27 @@ __all__ = [
 MAX_PATH_CHARS = 1024
 
 _KEY_SUFFIXES = frozenset(
-    {".key", ".pem", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".keystore", ".p8", ".ppk"}
+    {
+        ".key",
+        ".pem",
+        ".crt",
+        ".cer",
+        ".der",
+        ".p12",
+        ".pfx",
+        ".jks",
+        ".keystore",
+        ".p8",
+        ".ppk",
+        ".keytab",
+    }
 )
 _KEY_NAMES = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(\.pub)?$|^.*\.(gpg|asc|kdbx)$")
-_DB_NAME = re.compile(r"\.(sqlite3?|db3?|s3db|sl3|dump)(-(wal|shm|journal))?$")
+_DB_NAME = re.compile(
+    r"\.(sqlite3?|db3?|s3db|sl3|dump|rdb|mdb|ldb|kdb|accdb|frm|ibd|myd)(-(wal|shm|journal))?$"
+)
+#: The interpreter tag of a compiled module (``prod_settings.cpython-311.pyc``).
+_PYC_TAG = re.compile(r"\.(?:cpython|pypy|graalpy)[0-9a-z_\-]*(?=\.py[co]$)")
 
 
 class PathDenied(WebFetchError):
@@ -82,19 +99,16 @@ def _bad_char(ch: str) -> bool:
     )
 
 
-def _component_reason(part: str) -> str | None:
-    if part.startswith("."):
-        return "dot_segment"
-    # Trailing spaces and dots are dropped by some file systems (``settings.py.``).
-    name = part.casefold().rstrip(" .")
-    if "secret" in name or "credential" in name:
-        return "credential_name"
+def _name_reason(name: str, *, whole: bool) -> str | None:
+    """The denied class of one (casefolded) file name; ``whole``: the complete name, not a
+    prefix of it (a bare ``settings`` is refused as a package only when it is the name)."""
+    name = name.rstrip(" .~")
     stem, dot, suffix = name.rpartition(".")
     if not dot:
         stem, suffix = name, ""
     suffix = f".{suffix}" if suffix else ""
-    if name == "settings" or (
-        suffix in {".py", ".pyc", ".pyi"}
+    if (whole and name == "settings") or (
+        suffix in {".py", ".pyc", ".pyo", ".pyi"}
         and (stem.startswith("settings") or stem.endswith("settings"))
     ):
         return "settings_file"
@@ -107,12 +121,61 @@ def _component_reason(part: str) -> str | None:
     return None
 
 
+def _component_reason(part: str) -> str | None:
+    if part.startswith("."):
+        return "dot_segment"
+    # Trailing spaces and dots are dropped by some file systems (``settings.py.``).
+    name = part.casefold().rstrip(" .")
+    if "secret" in name or "credential" in name:
+        return "credential_name"
+    name = _PYC_TAG.sub("", name)
+    # Backup, editor and copy variants keep the original name as a prefix
+    # (``settings.py~``, ``settings.py.bak``, ``db.sqlite3.1``, ``server.key.orig``): every
+    # dotted prefix of the name is judged like the name itself.
+    pieces = name.split(".")
+    for count in range(len(pieces), 0, -1):
+        reason = _name_reason(".".join(pieces[:count]), whole=count == len(pieces))
+        if reason is not None:
+            return reason
+    return None
+
+
 def _parts_reason(parts: Iterable[str]) -> str | None:
     for part in parts:
         reason = _component_reason(part)
         if reason is not None:
             return reason
     return None
+
+
+def _fd_mount_id(fd: int) -> int | None:
+    """The mount id of an open descriptor (``/proc/self/fdinfo``), ``None`` without /proc."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as fh:
+            info = fh.read(4096)
+    except OSError:
+        return None
+    for line in info.split(b"\n"):
+        if line.startswith(b"mnt_id:"):
+            try:
+                return int(line[7:].strip())
+            except ValueError:  # pragma: no cover - the kernel writes a number
+                return None
+    return None  # pragma: no cover - every Linux since 3.15 reports mnt_id
+
+
+def _path_mount_id(path: str) -> int | None:
+    """The mount id of the object at ``path`` itself (never following a final symlink)."""
+    flags = getattr(os, "O_PATH", 0) or os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        return _fd_mount_id(fd)
+    finally:
+        os.close(fd)
 
 
 def _within(path: str, root: str) -> bool:
@@ -129,7 +192,12 @@ class SourcePathGuard:
 
     root: str
     denied_roots: tuple[str, ...] = ()
+    #: Files and directories named by the site's settings that hold private data: the
+    #: settings module itself (whatever its name), session files, file caches, upload
+    #: temporaries, SQLite databases.  Refused as ``settings_path``.
+    private_paths: tuple[str, ...] = ()
     _device: int = field(default=-1, init=False, repr=False, compare=False)
+    _mount: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         root = os.path.realpath(os.fspath(self.root))
@@ -139,10 +207,16 @@ class SourcePathGuard:
         except OSError:
             device = -1
         object.__setattr__(self, "_device", device)
+        object.__setattr__(self, "_mount", _path_mount_id(root))
         object.__setattr__(
             self,
             "denied_roots",
             tuple(os.path.realpath(os.fspath(d)) for d in self.denied_roots if d),
+        )
+        object.__setattr__(
+            self,
+            "private_paths",
+            tuple(os.path.realpath(os.fspath(d)) for d in self.private_paths if d),
         )
 
     # -- deciding -----------------------------------------------------------------------------
@@ -173,6 +247,9 @@ class SourcePathGuard:
         for denied in self.denied_roots:
             if _within(real, denied):
                 raise PathDenied("media_root")
+        for private in self.private_paths:
+            if _within(real, private):
+                raise PathDenied("settings_path")
         if not os.path.isabs(real) or os.path.normpath(real) != real:
             raise PathDenied("outside_root")
         prefix = len(self.root) if self.root.endswith(os.sep) else len(self.root) + 1
@@ -193,6 +270,7 @@ class SourcePathGuard:
         except OSError as exc:
             raise PathDenied("not_found") from exc
         self._check_file(info)
+        self._check_mount(_path_mount_id(real))
         return real, shown
 
     def _check_file(self, info: os.stat_result) -> None:
@@ -209,6 +287,13 @@ class SourcePathGuard:
         if info.st_nlink > 1:
             raise PathDenied("hard_link")
 
+    def _check_mount(self, mount: int | None) -> None:
+        """Same mount as the root.  A bind mount of a directory or file from the SAME file
+        system keeps ``st_dev`` (and a bound file keeps one name), so only the mount id
+        tells ``mount --bind /home/me/private <root>/data`` apart (``other_filesystem``)."""
+        if self._mount is not None and mount != self._mount:
+            raise PathDenied("other_filesystem")
+
     def resolve_absolute(self, path: object) -> tuple[str, str] | None:
         """For paths that came from elsewhere (traceback frames): the real path and its
         relative form when it is a readable project file, else ``None`` (never raises)."""
@@ -218,6 +303,7 @@ class SourcePathGuard:
             real = os.path.realpath(path)
             shown = self.check_real(real)
             self._check_file(os.stat(real))
+            self._check_mount(_path_mount_id(real))
         except (PathDenied, OSError, ValueError):
             return None
         return real, shown
@@ -228,7 +314,10 @@ class SourcePathGuard:
             return True
         try:
             self.check_real(real_dir)
-            return os.lstat(real_dir).st_dev == self._device
+            if os.lstat(real_dir).st_dev != self._device:
+                return False
+            self._check_mount(_path_mount_id(real_dir))
+            return True
         except (PathDenied, OSError):
             return False
 
@@ -251,6 +340,7 @@ class SourcePathGuard:
         try:
             info = os.fstat(fd)
             self._check_file(info)
+            self._check_mount(_fd_mount_id(fd))
             proc = f"/proc/self/fd/{fd}"
             if os.path.exists(proc):
                 opened = os.readlink(proc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,6 +51,38 @@ def _static_roots() -> list[str]:
     return roots
 
 
+def _private_paths() -> list[str]:
+    """Paths the site's settings name for private data: the settings module itself (its
+    file name can be anything: ``conf/production.py``), session files, file-based caches,
+    upload temporaries and SQLite databases (whatever their suffix)."""
+    paths: list[str] = []
+    for module_name in {
+        os.environ.get("DJANGO_SETTINGS_MODULE") or "",
+        getattr(settings, "SETTINGS_MODULE", None) or "",
+    }:
+        module = sys.modules.get(module_name) if module_name else None
+        filename = getattr(module, "__file__", None)
+        if isinstance(filename, str) and filename:
+            paths.append(filename)
+    for name in ("SESSION_FILE_PATH", "FILE_UPLOAD_TEMP_DIR"):
+        value = getattr(settings, name, None)
+        if isinstance(value, (str, os.PathLike)) and os.fspath(value):
+            paths.append(os.fspath(value))
+    for cache in (getattr(settings, "CACHES", None) or {}).values():
+        backend = str(cache.get("BACKEND", "")) if isinstance(cache, dict) else ""
+        location = cache.get("LOCATION") if isinstance(cache, dict) else None
+        if backend.endswith("FileBasedCache") and isinstance(location, (str, os.PathLike)):
+            paths.append(os.fspath(location))
+    for database in (getattr(settings, "DATABASES", None) or {}).values():
+        if not isinstance(database, dict) or "sqlite" not in str(database.get("ENGINE", "")):
+            continue
+        name = database.get("NAME")
+        if isinstance(name, (str, os.PathLike)) and os.fspath(name):
+            base = os.fspath(name)
+            paths += [base, *(f"{base}-{suffix}" for suffix in ("wal", "shm", "journal"))]
+    return [p for p in paths if os.path.isabs(p)]
+
+
 def source_guard() -> SourcePathGuard:
     """The guard over ``WEBFETCH_PROJECT_ROOT``; ``PathDenied`` when there is no usable root."""
     try:
@@ -61,7 +94,7 @@ def source_guard() -> SourcePathGuard:
     real = os.path.realpath(root)
     if os.path.dirname(real) == real:
         raise PathDenied("no_project_root", detail="the file-system root is refused")
-    return SourcePathGuard(real, tuple(_static_roots()))
+    return SourcePathGuard(real, tuple(_static_roots()), tuple(_private_paths()))
 
 
 def log_reader() -> LogExceptionReader:

@@ -80,6 +80,7 @@ def test_variants_of_denied_names_are_refused(project, name):
 
 
 @pytest.mark.django_db
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
 def test_the_configured_settings_module_and_data_files_are_refused(
     tmp_path, settings, superuser, group_factory, monkeypatch
 ):
