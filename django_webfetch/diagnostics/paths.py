@@ -38,7 +38,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -50,6 +50,7 @@ __all__ = [
     "PathDenied",
     "SourcePathGuard",
     "redact_line",
+    "redact_lines",
     "redact_text",
 ]
 
@@ -362,11 +363,13 @@ class SourcePathGuard:
 REDACTED = "[redacted]"
 
 _SENSITIVE = (
-    r"(?:secret|passw(?:or)?d|passwd|pwd|token|api[_-]?key|apikey|private[_-]?key|"
-    r"access[_-]?key|auth[_-]?key|credential|dsn|signing[_-]?key|session[_-]?key|"
-    r"client[_-]?secret|webhook[_-]?url|encryption[_-]?key|salt)"
+    r"(?:secret|passw(?:or)?d|passwd|pwd|pass[_-]?phrase|token|api[_-]?key|apikey|"
+    r"private[_-]?key|access[_-]?key|auth[_-]?key|credential|dsn|signing[_-]?key|"
+    r"session[_-]?key|client[_-]?secret|webhook[_-]?url|encryption[_-]?key|salt)"
 )
-#: ``NAME = value``, ``NAME: value``, ``"NAME": value``, ``NAME=value`` (env files), not ``==``.
+#: ``NAME = value``, ``NAME: value``, ``"NAME": value``, ``NAME=value`` (env files),
+#: ``environ["NAME"] = value``, not ``==``.  The value may be empty (it is then on the
+#: following line).
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?P<lead>
@@ -374,43 +377,151 @@ _ASSIGNMENT = re.compile(
       [A-Za-z0-9_.\-]*"""
     + _SENSITIVE
     + r"""[A-Za-z0-9_.\-]*
-      ["'`]?
+      ["'`]?\]?
       \s*(?::=|:|=(?!=))\s*
     )
-    (?P<value>\S.*)$
+    (?P<value>.*)$
     """
 )
+#: A quoted sensitive name passed along with its value: ``setdefault("SECRET_KEY", v)``,
+#: ``setattr(s, "API_TOKEN", v)``, ``config.set("db", "password", v)``,
+#: ``env("X_KEY", default=v)``.
+_CALL = re.compile(
+    r"""(?ix)
+    (?P<lead>(?P<q>["'`])[A-Za-z0-9_.\-]*"""
+    + _SENSITIVE
+    + r"""[A-Za-z0-9_.\-]*(?P=q)\s*,\s*)
+    (?P<value>.*)$
+    """
+)
+#: A command-line flag: ``--password value``.
+_FLAG = re.compile(r"(?i)(\s-{1,2}[A-Za-z0-9_\-]*" + _SENSITIVE + r"[A-Za-z0-9_\-]*\s+)(\S+)")
 #: ``scheme://user:password@host``
 _DSN = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
 _BEARER = re.compile(r"(?i)\b((?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}")
 _AWS = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
-_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+#: Values whose shape alone says "credential", whatever name they are assigned to.
+_TOKEN_SHAPES = re.compile(
+    r"""(?x)
+    \b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{8,}
+    | \bsk-[A-Za-z0-9_\-]{20,}
+    | \bgh[pousr]_[A-Za-z0-9]{20,} | \bgithub_pat_[A-Za-z0-9_]{20,}
+    | \bglpat-[A-Za-z0-9_\-]{16,}
+    | \bxox[abposr]-[A-Za-z0-9\-]{10,}
+    | \bAIza[0-9A-Za-z_\-]{30,}
+    | \bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}
+    | \beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*
+    """
+)
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|^PuTTY-User-Key-File-")
+_KEY_END = re.compile(r"-----END |^Private-MAC:")
+#: Cheap pre-check: a text without any of these needs no line-by-line redaction.
+_TRIGGER = re.compile(
+    r"(?i)" + _SENSITIVE + r"|://[^\s:/@]*:|bearer|basic|AKIA|ASIA|sk_|rk_|pk_|sk-|gh[pousr]_"
+    r"|github_pat_|glpat-|xox|AIza|SG\.|eyJ|-----BEGIN|PuTTY"
+)
+_TRIPLE = ("'" * 3, '"' * 3)
+_STRINGS = re.compile("'{3}|\"{3}|'(?:\\\\.|[^'\\\\])*'|\"(?:\\\\.|[^\"\\\\])*\"")
 
 
-def redact_line(line: str) -> str:
-    """The line with credential-looking values replaced by ``[redacted]``."""
-    if _PEM.search(line):
-        return REDACTED
+def _redact_simple(line: str) -> str:
     line = _DSN.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", line)
     line = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
     line = _AWS.sub(REDACTED, line)
-    match = _ASSIGNMENT.search(line)
-    if match is not None and REDACTED not in match.group("value"):
-        line = line[: match.start("value")] + REDACTED
-    return line
+    line = _TOKEN_SHAPES.sub(REDACTED, line)
+    return _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
+
+
+def _sensitive_value(line: str) -> tuple[int, str] | None:
+    """``(offset, raw value)`` of the earliest sensitive assignment on the line."""
+    found: list[tuple[int, str]] = []
+    for pattern in (_ASSIGNMENT, _CALL):
+        match = pattern.search(line)
+        if match is not None:
+            found.append((match.start("value"), match.group("value")))
+    return min(found) if found else None
+
+
+class _Redactor:
+    """Line-by-line redaction that remembers a private-key block and a sensitive value that
+    continues past its line: an open bracket or triple quote, a trailing backslash, or
+    ``NAME =`` / ``"NAME":`` with the value on the next non-blank line."""
+
+    def __init__(self) -> None:
+        self.in_key = False
+        self.depth = 0
+        self.quote: str | None = None
+        self.pending = False
+
+    def _track(self, text: str) -> None:
+        """Update the continuation state from a value's raw text (or a continuation line)."""
+        if self.quote is not None:
+            end = text.find(self.quote)
+            if end == -1:
+                return
+            text = text[end + 3 :]
+            self.quote = None
+        code: list[str] = []
+        position = 0
+        for match in _STRINGS.finditer(text):
+            if self.quote is None:
+                code.append(text[position : match.start()])
+            token = match.group(0)
+            if token in _TRIPLE:
+                self.quote = None if self.quote == token else (self.quote or token)
+            position = match.end()
+        if self.quote is None:
+            code.append(text[position:])
+        rest = " ".join(code)
+        opened = sum(rest.count(c) for c in "([{") - sum(rest.count(c) for c in ")]}")
+        self.depth = max(self.depth + opened, 0)
+        self.pending = self.depth == 0 and self.quote is None and text.rstrip().endswith("\\")
+
+    def line(self, line: str) -> str:
+        begins = _PEM.search(line) is not None
+        if self.in_key or begins:
+            if not self.in_key:
+                self.in_key = "-----END" not in line  # a one-line block ends where it begins
+            elif _KEY_END.search(line):
+                self.in_key = False
+            return REDACTED
+        if self.depth > 0 or self.quote is not None or self.pending:
+            if self.pending and not line.strip():
+                return line
+            self.pending = False
+            self._track(line)
+            return REDACTED
+        if not _TRIGGER.search(line):
+            return line
+        line = _redact_simple(line)
+        found = _sensitive_value(line)
+        if found is None:
+            return line
+        offset, value = found
+        if value.strip() == REDACTED:
+            return line
+        if not value.strip():
+            self.pending = True
+            return line
+        self._track(value)
+        return line[:offset] + REDACTED
+
+
+def redact_line(line: str) -> str:
+    """The line with credential-looking values replaced by ``[redacted]`` (one line, no
+    context; ``redact_lines`` also follows a value onto its continuation lines)."""
+    return _Redactor().line(line)
+
+
+def redact_lines(lines: Iterable[str]) -> Iterator[str]:
+    """``redact_line`` on every line, remembering key blocks and continued values."""
+    redactor = _Redactor()
+    for line in lines:
+        yield redactor.line(line)
 
 
 def redact_text(text: str) -> str:
-    """``redact_line`` on every line; a private-key block is blanked whole."""
-    out: list[str] = []
-    in_key = False
-    for line in text.split("\n"):
-        if _PEM.search(line):
-            in_key = True
-        if in_key:
-            out.append(REDACTED)
-            if "-----END" in line:
-                in_key = False
-            continue
-        out.append(redact_line(line))
-    return "\n".join(out)
+    """``redact_lines`` over a whole text; unchanged when nothing in it looks sensitive."""
+    if not _TRIGGER.search(text):
+        return text
+    return "\n".join(redact_lines(text.split("\n")))

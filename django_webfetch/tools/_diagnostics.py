@@ -12,10 +12,10 @@ from django.conf import settings
 from django_webfetch.conf import conf
 from django_webfetch.diagnostics.logs import LogExceptionReader, LogFormatError, LogRecord
 from django_webfetch.diagnostics.paths import (
-    REDACTED,
     PathDenied,
     SourcePathGuard,
     redact_line,
+    redact_lines,
     redact_text,
 )
 from django_webfetch.exceptions import WebFetchConfigurationError
@@ -146,18 +146,12 @@ def read_window(
     if lines and lines[-1] == "" and not cut:
         lines.pop()
     window: list[tuple[int, str]] = []
-    in_key = False
     end = start + count - 1
-    for number, line in enumerate(lines, 1):
-        if number > end:
-            break
-        if "-----BEGIN" in line and "PRIVATE KEY-----" in line:
-            in_key = True
+    # Redacted from line 1 (a key block or a continued value may start above the window),
+    # and before cutting long lines (a cut could split a DSN from its ``@``).
+    for number, line in enumerate(redact_lines(lines[:end]), 1):
         if number >= start:
-            shown = REDACTED if in_key else redact_line(_clip(line))
-            window.append((number, shown))
-        if in_key and "-----END" in line:
-            in_key = False
+            window.append((number, _clip(line)))
     return window, len(lines), cut
 
 
@@ -183,10 +177,10 @@ def format_record(
     of source around up to ``expand`` project-local frames (the innermost first)."""
     lines = [
         f"{record.timestamp.isoformat(sep=' ')} {record.level} {record.logger}",
-        f"Message: {redact_line(record.message)}",
+        f"Message: {redact_text(record.message)}",
     ]
     if record.exception:
-        lines.append(f"Exception: {record.exception}: {redact_line(record.exception_message)}")
+        lines.append(f"Exception: {record.exception}: {redact_text(record.exception_message)}")
     expanded = 0
     frames_meta: list[dict[str, Any]] = []
     if record.frames:

@@ -33,15 +33,20 @@ LOG_WINDOW_SECONDS = 30.0
 MAX_LOG_ENTRIES = 3
 
 _CREDENTIAL_PARAM = re.compile(
-    r"(?i)([?&;][^=&#;]*?(?:token|key|secret|pass|pwd|sig|auth|code|session|credential|"
+    r"(?i)([?&;#][^=&#;]*?(?:token|key|secret|pass|pwd|sig|auth|code|session|credential|"
     r"jwt|otp|nonce|state)[^=&#;]*=)([^&#;]*)"
 )
+
+
+#: ``scheme://userinfo@``: the whole userinfo (a user name can be a token too).
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#]*@")
 
 
 def mask_url(url: str) -> str:
     """``url`` with the values of credential-looking query parameters masked, cut to 2,000
     characters (for results and approval cards; the request itself is unchanged)."""
-    return _CREDENTIAL_PARAM.sub(lambda m: f"{m.group(1)}[masked]", url[:2000])
+    url = _USERINFO.sub(r"\1[masked]@", url[:2000])
+    return _CREDENTIAL_PARAM.sub(lambda m: f"{m.group(1)}[masked]", url)
 
 
 def first_site_base() -> str | None:
