@@ -76,9 +76,9 @@ def _private_paths() -> list[str]:
     for database in (getattr(settings, "DATABASES", None) or {}).values():
         if not isinstance(database, dict) or "sqlite" not in str(database.get("ENGINE", "")):
             continue
-        name = database.get("NAME")
-        if isinstance(name, (str, os.PathLike)) and os.fspath(name):
-            base = os.fspath(name)
+        db_name: Any = database.get("NAME")
+        if isinstance(db_name, (str, os.PathLike)) and os.fspath(db_name):
+            base = os.fspath(db_name)
             paths += [base, *(f"{base}-{suffix}" for suffix in ("wal", "shm", "journal"))]
     return [p for p in paths if os.path.isabs(p)]
 

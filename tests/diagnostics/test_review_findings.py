@@ -183,11 +183,15 @@ _LEAKS = [
     # Multi-line assignments: the value continues on the following lines.
     ('SECRET_KEY = (\n    "s3cr3tvalue"\n    "more"\n)', "s3cr3tvalue"),
     ('PASSWORD = """\ns3cr3tvalue\n"""', "s3cr3tvalue"),
-    ("DATABASES = {\n    'default': {\n        'PASSWORD':\n            's3cr3tvalue',\n", "s3cr3tvalue"),
+    (
+        "DATABASES = {\n    'default': {\n        'PASSWORD':\n            's3cr3tvalue',\n",
+        "s3cr3tvalue",
+    ),
     ("API_KEY = \\\n    's3cr3tvalue'", "s3cr3tvalue"),
     # Key blocks that do not end in "PRIVATE KEY-----".
     (
-        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGXs3cr3tvalue\n-----END PGP PRIVATE KEY BLOCK-----",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBGXs3cr3tvalue\n"
+        "-----END PGP PRIVATE KEY BLOCK-----",
         "s3cr3tvalue",
     ),
     ("PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 14\nAAAAs3cr3tvalue", "s3cr3tvalue"),
@@ -231,7 +235,9 @@ def test_a_continued_assignment_never_leaks(name, opener, pad):
 
 
 @pytest.mark.django_db
-def test_read_source_redacts_before_cutting_long_lines(tmp_path, settings, superuser, group_factory):
+def test_read_source_redacts_before_cutting_long_lines(
+    tmp_path, settings, superuser, group_factory
+):
     group_factory("code", enabled=True)
     settings.WEBFETCH_PROJECT_ROOT = tmp_path
     prefix = "postgres://app:hu"
@@ -253,7 +259,8 @@ def test_search_code_cannot_probe_redacted_values(tmp_path, settings, superuser,
     settings.WEBFETCH_PROJECT_ROOT = tmp_path
     (tmp_path / "deploy.yml").write_text("db:\n  password: hunter2pass\n  host: db\n")
     (tmp_path / "README.txt").write_text(
-        "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq\n-----END RSA PRIVATE KEY-----\n"
+        "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq\n"
+        "-----END RSA PRIVATE KEY-----\n"
     )
     for query, regex in (
         ("hunter2pass", False),
