@@ -334,3 +334,50 @@ def test_probe_url_refusal_does_not_echo_userinfo(live_site, group_factory, supe
     assert not result.ok
     assert "hunter2pass" not in result.content
     assert "hunter2pass" not in str(result.meta)
+
+
+# -- checked, not a finding: other ports of a private own host ----------------------------------
+
+
+@pytest.mark.django_db
+def test_probe_url_reaches_only_the_sites_port_on_a_private_own_host(
+    live_site, group_factory, superuser, settings
+):
+    """ALLOWED_HOSTS entries carry no port; the guard's port rule still keeps probe_url to
+    the scheme's default port or a port an own-host entry names, so the private exemption
+    does not reach other services on the site's address (Redis on :6379)."""
+    import socket
+    import threading
+
+    group_factory("system", enabled=True, scope="own_site")
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "10.0.0.10"]
+    # Another service on the site's private address.
+    other = socket.socket()
+    other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    other.bind(("10.0.0.10", 6379))
+    other.listen(4)
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        other.settimeout(10)
+        try:
+            conn, _ = other.accept()
+        except OSError:
+            return
+        with conn:
+            seen.append(conn.recv(1024))
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n# Server\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        for url in ("http://site.lab.example:6379/", "http://10.0.0.10:6379/INFO"):
+            result = run_tool("probe_url", {"url": url}, user=superuser, context=APPROVED)
+            assert result.error == "port_not_allowed", (url, result)
+        assert seen == []
+        # The site's own port (a SiteHost row names it) still works.
+        fine = run_tool("probe_url", {"url": "/fine/"}, user=superuser, context=APPROVED)
+        assert fine.ok, fine
+    finally:
+        other.close()
+        thread.join(timeout=15)
