@@ -368,8 +368,8 @@ _SENSITIVE = (
     r"session[_-]?key|client[_-]?secret|webhook[_-]?url|encryption[_-]?key|salt)"
 )
 #: ``NAME = value``, ``NAME: value``, ``"NAME": value``, ``NAME=value`` (env files),
-#: ``environ["NAME"] = value``, not ``==``.  The value may be empty (it is then on the
-#: following line).
+#: ``environ["NAME"] = value``, and a comparison with a literal (``token == "abc"``).
+#: The value may be empty (it is then on the following line).
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?P<lead>
@@ -378,7 +378,7 @@ _ASSIGNMENT = re.compile(
     + _SENSITIVE
     + r"""[A-Za-z0-9_.\-]*
       ["'`]?\]?
-      \s*(?::=|:|=(?!=))\s*
+      \s*(?::=|:|!?=(?!=)|[=!]=(?=\s*["'`0-9]))\s*
     )
     (?P<value>.*)$
     """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -170,6 +171,17 @@ def fenced(text: str, *, source: str, status_line: str) -> str:
     return fence(text, source_url=source, status_line=status_line)
 
 
+#: What ``meta`` keeps of text taken from a log (it travels outside the untrusted fence):
+#: dotted names and space-free paths only; anything else is shown in the fenced content.
+_NAME_SHAPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,99}")
+_PATH_SHAPE = re.compile(r"[A-Za-z0-9_./\-+@~<>]{1,300}")
+NOT_SHOWN = "<see-content>"
+
+
+def _meta_token(value: str, shape: re.Pattern[str]) -> str:
+    return value if shape.fullmatch(value) else NOT_SHOWN
+
+
 def format_record(
     record: LogRecord, guard: SourcePathGuard | None, *, context: int = 6, expand: int = 3
 ) -> dict[str, Any]:
@@ -201,7 +213,9 @@ def format_record(
         where = local[index][1] if index in local else frame.file
         kind = "project" if index in local else "library"
         lines.append(f'  File "{where}", line {frame.line}, in {frame.function} [{kind}]')
-        frames_meta.append({"file": where, "line": frame.line, "project": index in local})
+        frames_meta.append(
+            {"file": _meta_token(where, _PATH_SHAPE), "line": frame.line, "project": index in local}
+        )
         if index in local and guard is not None:
             start = max(frame.line - context, 1)
             try:
@@ -221,8 +235,8 @@ def format_record(
         "meta": {
             "timestamp": record.timestamp.isoformat(),
             "level": record.level,
-            "logger": record.logger[:200],
-            "exception": record.exception[:200],
+            "logger": _meta_token(record.logger, _NAME_SHAPE),
+            "exception": _meta_token(record.exception, _NAME_SHAPE),
             "frames": frames_meta[-20:],
         },
     }
