@@ -434,3 +434,19 @@ def test_get_last_exception_meta_carries_no_log_chosen_text(forged_log, superuse
     older = run_tool("get_last_exception", {"index": 1}, user=superuser)
     assert older.meta["exception"] == "ValueError"
     assert older.meta["logger"] == "django.request"
+
+
+# -- finding 10: probe_url passed page secrets and Location credentials through unmasked -------
+
+
+@pytest.mark.django_db
+def test_probe_url_redacts_the_excerpt_and_masks_the_location(live_site, group_factory, superuser):
+    group_factory("system", enabled=True, scope="own_site")
+    page = run_tool("probe_url", {"url": "/leaky/"}, user=superuser, context=APPROVED)
+    assert page.ok, page
+    assert "OperationalError" in page.content
+    assert "hunter2pass" not in page.content and "abc-very-secret-key" not in page.content
+    moved = run_tool("probe_url", {"url": "/away-with-code/"}, user=superuser, context=APPROVED)
+    assert moved.ok and moved.meta["status"] == 302, moved
+    assert "oauth-code-123" not in moved.content and "st4te" not in moved.content
+    assert "code=[masked]" in moved.content and "next=/cart/" in moved.content
