@@ -432,13 +432,23 @@ def _redact_simple(line: str) -> str:
     return _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
 
 
-def _sensitive_value(line: str) -> tuple[int, str] | None:
-    """``(offset, raw value)`` of the earliest sensitive assignment on the line."""
-    found: list[tuple[int, str]] = []
-    for pattern in (_ASSIGNMENT, _CALL):
-        match = pattern.search(line)
-        if match is not None:
-            found.append((match.start("value"), match.group("value")))
+def _sensitive_value(line: str) -> tuple[int, str, bool] | None:
+    """``(offset, raw value, may continue)`` of the earliest sensitive assignment on the line.
+
+    An empty value continues on the next line only for an assignment (``NAME =``), a quoted
+    key (``"PASSWORD":``), a key alone on its line (YAML, INI) or a call (``setdefault(…,``);
+    ``if password:`` / ``for token in tokens:`` are code, and the next line is kept.
+    """
+    found: list[tuple[int, str, bool]] = []
+    match = _ASSIGNMENT.search(line)
+    if match is not None:
+        lead = match.group("lead")
+        before = line[: match.start()].strip()
+        continues = "=" in lead or lead[:1] in {"'", '"', "`"} or before in {"", "-", "#"}
+        found.append((match.start("value"), match.group("value"), continues))
+    match = _CALL.search(line)
+    if match is not None:
+        found.append((match.start("value"), match.group("value"), True))
     return min(found) if found else None
 
 
@@ -497,11 +507,11 @@ class _Redactor:
         found = _sensitive_value(line)
         if found is None:
             return line
-        offset, value = found
+        offset, value, continues = found
         if value.strip() == REDACTED:
             return line
         if not value.strip():
-            self.pending = True
+            self.pending = continues
             return line
         self._track(value)
         return line[:offset] + REDACTED

@@ -212,8 +212,11 @@ def test_redaction_keeps_ordinary_code():
         "x = (\n    1,\n)\n"
         "LABEL = 'Password reset'\n"
         "y = 2\n"
+        "for token in tokens:\n    process(token)\n"
+        "if password:\n    check(password)\n"
     )
     out = redact_text(code)
+    assert "    process(token)" in out and "    check(password)" in out
     assert "x = (\n    1,\n)" in out and "y = 2" in out
     assert "def check_password(raw):" in out
 
