@@ -157,6 +157,18 @@ class Settings:
         )
 
     @property
+    def WEBFETCH_CALL_RETENTION_DAYS(self) -> int:
+        """Age, in days after it finished, past which a ToolCall's content (arguments,
+        approval card, result text) is dropped; the row stays as audit metadata."""
+        return int(
+            _number(
+                "WEBFETCH_CALL_RETENTION_DAYS",
+                _raw("WEBFETCH_CALL_RETENTION_DAYS", 30),
+                integer=True,
+            )
+        )
+
+    @property
     def WEBFETCH_ASYNC_RUNS(self) -> bool:
         """Run tool calls through Celery (needs the ``celery`` extra)."""
         return _bool("WEBFETCH_ASYNC_RUNS", _raw("WEBFETCH_ASYNC_RUNS", False))
@@ -172,6 +184,24 @@ class Settings:
         return int(
             _number("WEBFETCH_APPROVAL_TTL", _raw("WEBFETCH_APPROVAL_TTL", 86400), integer=True)
         )
+
+    # -- queueing (issue 15) ---------------------------------------------------------------
+
+    @property
+    def WEBFETCH_REQUEUE_AFTER(self) -> float:
+        """Seconds an approved call may wait for a worker before the sweep (or a read of
+        the call) queues it again: its message may have been lost with a broker restart."""
+        value = _number("WEBFETCH_REQUEUE_AFTER", _raw("WEBFETCH_REQUEUE_AFTER", 30), integer=False)
+        if value < 1:
+            raise _bad("WEBFETCH_REQUEUE_AFTER", "a number of seconds >= 1")
+        return float(value)
+
+    @property
+    def WEBFETCH_NETWORK_QUEUE(self) -> str | None:
+        """Celery queue of the calls of tools that reach the network (a group with a network
+        scope); ``None``: the default queue.  Consume it with an I/O pool (``--pool
+        threads``) so a slow destination holds a thread, not a process."""
+        return _optional_str("WEBFETCH_NETWORK_QUEUE", _raw("WEBFETCH_NETWORK_QUEUE", None))
 
     # -- plugins (DESIGN.md §8) ------------------------------------------------------------
 

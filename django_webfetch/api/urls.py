@@ -3,7 +3,7 @@ namespace (``django_webfetch:call-detail``...)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, path, re_path
 
 from django_webfetch import __version__
 
@@ -14,6 +14,7 @@ from .permissions import IsActiveUser
 app_name = "django_webfetch"
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("", views.ApiRootView.as_view(), name="api-root"),
     path("tools/", views.ToolListView.as_view(), name="tool-list"),
     path("calls/", views.CallListView.as_view(), name="call-list"),
     path("calls/<uuid:pk>/", views.CallDetailView.as_view(), name="call-detail"),
@@ -55,3 +56,7 @@ if _SCHEMA_AVAILABLE:
             name="schema",
         )
     )
+
+# Keep this the last pattern: every other path under the API is a JSON 404
+# (tests/runs/test_api_edge.py checks that it stays last).
+urlpatterns.append(re_path(r"^", views.NotFoundView.as_view(), name="not-found"))

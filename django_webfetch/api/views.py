@@ -8,10 +8,18 @@ per request (session auth with CSRF, token auth, ...).
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 from typing import Any, cast
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.signals import got_request_exception
+from django.db import DatabaseError, DataError, IntegrityError
+from django.http import Http404, HttpResponsePermanentRedirect
+from django.urls import NoReverseMatch, Resolver404, resolve
 from rest_framework import exceptions, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
@@ -23,9 +31,11 @@ from rest_framework.views import APIView, exception_handler
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.runs.bounds import InputRejected
 from django_webfetch.tools import specs, tools_for_user
 
 from ._schema import AutoSchema, OpenApiParameter, OpenApiResponse, extend_schema
+from .parsers import BoundedFormParser, BoundedJSONParser, BoundedMultiPartParser, RequestTooLarge
 from .permissions import CanApprove, CanReadCall, IsActiveUser
 from .serializers import (
     DecisionSerializer,
@@ -37,14 +47,21 @@ from .serializers import (
 )
 
 __all__ = [
+    "ApiRootView",
     "CallApproveView",
     "CallCancelView",
     "CallDenyView",
     "CallDetailView",
     "CallListView",
+    "NotFoundView",
     "ToolListView",
     "api_exception_handler",
 ]
+
+logger = logging.getLogger("django_webfetch.api")
+
+#: Seconds a client is told to wait (``Retry-After``) when the database is unavailable.
+DATABASE_RETRY_AFTER = 5
 
 SPEC_FORMATS = ("json_schema", "openai", "anthropic")
 
@@ -65,6 +82,8 @@ class RunAPIError(exceptions.APIException):
             (code for kind, code in _RUN_ERROR_STATUS if isinstance(exc, kind)),
             status.HTTP_400_BAD_REQUEST,
         )
+        #: Why a tool is not offered (``group_disabled``, ``admin_only``, ``no_such_tool``).
+        self.why: str = getattr(exc, "why", "")
         super().__init__(detail=str(exc), code=exc.code)
 
 
@@ -76,16 +95,89 @@ def _codes(detail: Any) -> Any:
     return {"message": str(detail), "code": getattr(detail, "code", "invalid")}
 
 
-def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with a stable ``code`` next to every ``detail``."""
+class InputRefused(exceptions.APIException):
+    """Input that must not be stored (``runs.bounds``): its code says why."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "Invalid input."
+    default_code = "invalid"
+
+
+class DatabaseUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database is unavailable; try again shortly."
+    default_code = "database_unavailable"
+
+
+def _audit(context: dict[str, Any], code: str, exc: Exception) -> None:
+    """The audit line of a refused request (the refused input itself is not logged)."""
+    request = context.get("request")
+    user = getattr(request, "user", None) if request is not None else None
+    logger.warning(
+        "refused %s %s: %s (%s) user=%s",
+        getattr(request, "method", "?"),
+        getattr(request, "path", "?"),
+        code,
+        exc,
+        getattr(user, "pk", None),
+    )
+
+
+def _as_api_exception(exc: Exception, context: dict[str, Any]) -> Exception:
+    """Map a service, Django or database error onto an ``APIException`` (or leave it)."""
     if isinstance(exc, runs.RunError):
-        exc = RunAPIError(exc)
-    elif isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
+        return RunAPIError(exc)
+    if isinstance(exc, InputRejected):
+        _audit(context, exc.code, exc)
+        return InputRefused(str(exc), code=exc.code)
+    if isinstance(exc, exceptions.ParseError | RequestTooLarge):
+        _audit(context, str(getattr(exc.detail, "code", exc.default_code)), exc)
+        return exc
+    if isinstance(exc, Http404):
+        return exceptions.NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return exceptions.PermissionDenied()
+    if isinstance(exc, RecursionError):
+        # A recursive walker (a JSON string inside a form field, a serializer) met input
+        # nested too deep; the bounded parsers catch it in JSON bodies before that.
+        _audit(context, "nesting_too_deep", exc)
+        return InputRefused("The input is nested too deep.", code="nesting_too_deep")
+    if isinstance(exc, RequestDataTooBig):
+        _audit(context, "request_too_large", exc)
+        return RequestTooLarge()
+    if isinstance(exc, SuspiciousOperation):
+        _audit(context, "bad_request", exc)
+        return exceptions.ParseError("Bad request.", code="bad_request")
+    if isinstance(exc, DataError):
+        # A value the database refuses (bounds.check_storable should have caught it).
+        _audit(context, "unstorable_input", exc)
+        return exceptions.ParseError("The input cannot be stored.", code="unstorable_input")
+    if isinstance(exc, DatabaseError) and not isinstance(exc, IntegrityError):
+        # OperationalError / InterfaceError: the database restarted or is unreachable.  The
+        # request's transaction (if any) was rolled back, so nothing is half-written.
+        logger.warning("database unavailable: %s", exc)
+        return DatabaseUnavailable()
+    return exc
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with a stable ``code`` next to every ``detail``; every error of the
+    API is JSON (an unexpected one too, as ``500`` ``server_error``)."""
+    exc = _as_api_exception(exc, context)
     response = exception_handler(exc, context)
-    if response is None or not isinstance(exc, exceptions.APIException):
+    if response is None:
+        if settings.DEBUG:
+            return None  # Django's technical 500 page
+        request = context.get("request")
+        logger.error("unexpected error in the API", exc_info=exc)
+        got_request_exception.send(sender=None, request=getattr(request, "_request", request))
+        return Response(
+            {"detail": "Internal server error.", "code": "server_error"},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    if isinstance(exc, DatabaseUnavailable):
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+    if not isinstance(exc, exceptions.APIException):  # pragma: no cover - DRF's own handler
         return response
     if isinstance(exc, exceptions.ValidationError):
         response.data = {
@@ -97,12 +189,17 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         detail = exc.detail
         code = getattr(detail, "code", None) or exc.default_code
         response.data = {"detail": str(detail), "code": str(code)}
+        why = getattr(exc, "why", "")
+        if why:
+            response.data["why"] = why
     return response
 
 
 class _BaseView(APIView):
     schema = AutoSchema()
     permission_classes = [IsActiveUser]
+    # Bounded before parsing; refuse what the database cannot store (api/parsers.py).
+    parser_classes = [BoundedJSONParser, BoundedFormParser, BoundedMultiPartParser]
 
     def get_authenticators(self) -> list[Any]:
         # Read per request: an integrator's REST_FRAMEWORK setting (or override_settings)
@@ -112,6 +209,18 @@ class _BaseView(APIView):
 
     def get_exception_handler(self) -> Any:
         return api_exception_handler
+
+    def get_view_description(self, html: bool = False) -> str:
+        """The docstring without reST markup: the browsable API shows it as it is."""
+        text = _plain(super().get_view_description(html=False))
+        if html:
+            from django.utils.html import escape
+            from django.utils.safestring import mark_safe
+
+            return mark_safe(  # noqa: S308 - escaped above
+                "".join(f"<p>{escape(p)}</p>" for p in text.split("\n\n") if p.strip())
+            )
+        return text
 
     def get_call(self, request: Request, pk: Any) -> ToolCall:
         """The call, if the user may see it (404 otherwise: no hint that it exists)."""
@@ -141,6 +250,29 @@ _ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="No such call (or not yours)."),
     409: OpenApiResponse(ErrorSerializer, description="The call's state does not allow it."),
 }
+
+
+_REST_ROLE = re.compile(r":[a-z]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+_REST_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def _plain(text: str) -> str:
+    """``literal`` -> literal, :role:`target` -> target (what the browsable API shows)."""
+    return _REST_LITERAL.sub(r"\1", _REST_ROLE.sub(r"\1", text))
+
+
+class ApiRootView(_BaseView):
+    """The API's root: where the tools, the calls and the schema are."""
+
+    @extend_schema(operation_id="api_root", responses={200: dict})
+    def get(self, request: Request) -> Response:
+        links = {
+            "tools": reverse("django_webfetch:tool-list", request=request),
+            "calls": reverse("django_webfetch:call-list", request=request),
+        }
+        with contextlib.suppress(NoReverseMatch):  # drf-spectacular is not installed
+            links["schema"] = reverse("django_webfetch:schema", request=request)
+        return Response(links)
 
 
 class _FormatIsNotARenderer(DefaultContentNegotiation):
@@ -186,6 +318,12 @@ class ToolListView(_BaseView):
 class _Pagination(LimitOffsetPagination):
     default_limit = 50
     max_limit = 500
+    #: Past any real table; bounds the offset a client sends (``?offset=10**30`` overflows
+    #: SQLite's integers and PostgreSQL's bigint).
+    max_offset = 2**31 - 1
+
+    def get_offset(self, request: Request) -> int:
+        return min(int(super().get_offset(request)), self.max_offset)
 
 
 class CallListView(_BaseView):
@@ -314,3 +452,41 @@ class CallCancelView(_DecisionView):
     @extend_schema(operation_id="calls_cancel", **_DECISION_SCHEMA)
     def post(self, request: Request, pk: Any) -> Response:
         return super().post(request, pk)
+
+
+class NotFoundView(APIView):
+    """Every path under the API that no view matches: ``404`` JSON, whatever the method
+    (the last pattern of ``api/urls.py``).  With ``APPEND_SLASH`` a ``GET``/``HEAD``
+    of a known path without its trailing slash is redirected, as Django would."""
+
+    permission_classes: list[Any] = []
+    authentication_classes: list[Any] = []
+    schema = None
+
+    def get_exception_handler(self) -> Any:
+        return api_exception_handler
+
+    def _redirect_to_slash(self, request: Request) -> HttpResponsePermanentRedirect | None:
+        path = request.path
+        if (
+            request.method not in ("GET", "HEAD")
+            or path.endswith("/")
+            or not getattr(settings, "APPEND_SLASH", True)
+        ):
+            return None
+        try:
+            match = resolve(path + "/")
+        except Resolver404:
+            return None
+        if match.url_name == "not-found":
+            return None
+        query = request.META.get("QUERY_STRING", "")
+        return HttpResponsePermanentRedirect(path + "/" + (f"?{query}" if query else ""))
+
+    def _not_found(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        redirect = self._redirect_to_slash(request)
+        if redirect is not None:
+            return redirect
+        raise exceptions.NotFound()
+
+    get = post = put = patch = delete = head = options = _not_found

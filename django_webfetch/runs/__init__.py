@@ -16,7 +16,8 @@ Errors::
         ├── ToolNotOfferedError
         ├── ApprovalPermissionDenied
         │   └── SelfApprovalDenied
-        └── CancelPermissionDenied
+        ├── CancelPermissionDenied
+        └── CancelReasonRequired
 
 Runs happen in-process (synchronously, right where the call was approved) unless
 ``WEBFETCH_ASYNC_RUNS`` is on; then the ``django_webfetch.run_tool_call`` Celery task runs
@@ -38,7 +39,7 @@ from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from django_webfetch.conf import conf
@@ -46,6 +47,7 @@ from django_webfetch.exceptions import WebFetchImproperlyInstalled
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
 from django_webfetch.net.errors import WebFetchError
+from django_webfetch.runs.bounds import MAX_COMMENT_CHARS, InputRejected, check_storable, check_text
 from django_webfetch.tools import (
     Effect,
     Tool,
@@ -63,7 +65,9 @@ __all__ = [
     "ApprovalPermissionDenied",
     "CallExpiredError",
     "CancelPermissionDenied",
+    "CancelReasonRequired",
     "ExecuteOutcome",
+    "InputRejected",
     "InvalidTransition",
     "RunError",
     "SelfApprovalDenied",
@@ -78,6 +82,8 @@ __all__ = [
     "expire_due",
     "lease_seconds",
     "recover_lost",
+    "preflight",
+    "prune_calls",
     "refresh",
     "request_call",
     "runs_async",
@@ -92,9 +98,6 @@ logger = logging.getLogger("django_webfetch.runs")
 APPROVE_PERMISSION = "django_webfetch.approve_toolcall"
 #: A call is run at most this often: a call whose worker was lost is retried once.
 MAX_ATTEMPTS = 2
-#: An approved call whose task message is older than this is queued again by the sweep
-#: (the broker lost the message, or enqueueing failed after the commit).
-STALE_QUEUE_AFTER = timedelta(minutes=10)
 #: SQLite reports a lost race as "database is locked" (without waiting, when a reading
 #: transaction wants to write); the transition is re-read this often.
 _SQLITE_RETRIES = 10
@@ -127,8 +130,14 @@ class CallExpiredError(InvalidTransition):
 
 
 class ToolNotOfferedError(RunError):
+    """``why``: ``no_such_tool``, ``admin_only``, ``group_disabled``, ``group_scope``..."""
+
     code = "tool_not_offered"
     default_message = "this tool is not offered to you"
+
+    def __init__(self, message: str | None = None, *, why: str = "tool_not_offered") -> None:
+        self.why = why
+        super().__init__(message)
 
 
 class ApprovalPermissionDenied(RunError):
@@ -144,6 +153,14 @@ class SelfApprovalDenied(ApprovalPermissionDenied):
 class CancelPermissionDenied(RunError):
     code = "cancel_not_permitted"
     default_message = "you may not cancel this tool call"
+
+
+class CancelReasonRequired(RunError):
+    """Only its requester cancels an approved call without a word: an approver overturning
+    another's approval must say why (the reason is shown with the call)."""
+
+    code = "cancel_reason_required"
+    default_message = "cancelling an approved call needs a comment saying why"
 
 
 # -- settings-derived values ----------------------------------------------------------------
@@ -298,6 +315,65 @@ def _preview(tool: Tool, invocation: ToolInvocation, user: Any) -> dict[str, Any
     return preview
 
 
+def preflight(
+    tool: Tool, invocation: ToolInvocation, user: Any
+) -> tuple[dict[str, Any] | None, ToolResult | None]:
+    """Run the guard on the URL a call would request, without connecting (DESIGN.md §7).
+
+    Syntax, scope, lists, ports, proxy, DNS and address classes, against the group's live
+    policy.  Returns ``(verdict, None)`` for the approval card (the verdict and the resolved
+    addresses as of the request; execution checks everything again, DNS can change), or
+    ``(None, refusal)``: the call fails at once with the guard's reason code, and the
+    refusal is an ``EgressEvent``.  A DNS failure is not a refusal: the card says the
+    destination could not be checked.
+    """
+    from django_webfetch.egress import EgressRecorder, policy_for
+    from django_webfetch.net.errors import EgressDenied
+    from django_webfetch.net.guard import explain
+    from django_webfetch.tools._egress import requested_host
+
+    try:
+        url = tool.preflight_url(invocation.arguments)
+    except Exception:
+        logger.exception("pre-flight URL of tool %r failed", tool.name)
+        url = None
+    if url is None:
+        return None, None
+    checked_at = timezone.now().isoformat()
+    recorder = EgressRecorder(
+        tool=tool.name, group=tool.group, user=user, call_id=invocation.call_id
+    )
+    host, port = requested_host(url)
+    try:
+        policy = policy_for(tool.group, user=user, require_scope=tool.scope)
+    except EgressDenied as exc:
+        recorder.record(
+            decision="denied", reason=exc.reason, url_host=host, port=port, detail="pre-flight"
+        )
+        return None, ToolResult.from_exception(exc)
+    explanation = explain(url, policy=policy)
+    if explanation.allowed:
+        destination = explanation.destination
+        addresses = [str(a) for a in destination.addresses] if destination else []
+        return {
+            "verdict": "allowed",
+            "addresses": addresses,
+            "checked_at": checked_at,
+        }, None
+    reason = explanation.reason or "denied"
+    if reason == "dns_error":
+        return {"verdict": "unchecked", "reason": reason, "checked_at": checked_at}, None
+    recorder.record(decision="denied", reason=reason, url_host=host, port=port, detail="pre-flight")
+    refusal = ToolResult.from_exception(EgressDenied(reason))
+    return None, ToolResult.failure(
+        refusal.error or "egress_denied",
+        refusal.content,
+        reason=reason,
+        preflight=True,
+        checked_at=checked_at,
+    )
+
+
 def request_call(
     tool_name: str,
     arguments: Any,
@@ -311,21 +387,45 @@ def request_call(
     - needs approval: it stops in ``awaiting_approval`` (nothing holds a worker);
     - otherwise it is approved at once and run (in-process, or queued on Celery).
 
-    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``.
+    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``, and
+    :class:`~django_webfetch.runs.bounds.InputRejected` (nothing stored, one audit line in
+    the log) when the tool name, the conversation or the arguments cannot be stored: a
+    NUL or a lone surrogate anywhere, nesting deeper than 32 levels, arguments over 16 KiB
+    as JSON (``runs/bounds.py``) — whatever the tool, offered or not.
     """
+    try:
+        check_text(str(tool_name), where="tool")
+        check_text(str(conversation or ""), where="conversation")
+        try:
+            check_storable(arguments)
+        except InputRejected as exc:
+            if exc.code != "not_json":
+                raise
+            # Not plain JSON (a Python object): recorded as invalid arguments below.
+    except InputRejected as exc:
+        logger.warning(
+            "tool call refused before it was stored: %s (%s) tool=%.100r user=%s",
+            exc.code,
+            exc,
+            str(tool_name)[:100],
+            getattr(user, "pk", None),
+        )
+        raise
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
     tool = offered.get(tool_name)
     try:
         stored_arguments = _jsonable(arguments)
         if stored_arguments is None:
             stored_arguments = {}
-    except (TypeError, ValueError):
+        check_storable(stored_arguments)
+    except (TypeError, ValueError, RecursionError):
         stored_arguments = {}
         arguments = None
     if tool is None:
         # A refused request stays on record (a prompt-injected attempt is worth an audit
         # trail): a finished call, nothing run.
         known = tool_registry.get(str(tool_name)[:100])
+        why, sentence = tool_registry.why_not_offered(user, tool_name)
         with transaction.atomic():
             refused = ToolCall.objects.create(
                 tool=str(tool_name)[:100],
@@ -338,11 +438,9 @@ def request_call(
                 refused,
                 CallState.FAILED,
                 reason="tool_not_offered",
-                result=ToolResult.failure(
-                    "tool_not_offered", "This tool is not offered to you."
-                ).to_dict(),
+                result=ToolResult.failure("tool_not_offered", sentence, why=why).to_dict(),
             )
-        raise ToolNotOfferedError()
+        raise ToolNotOfferedError(sentence, why=why)
 
     with transaction.atomic():
         call = ToolCall.objects.create(
@@ -364,12 +462,20 @@ def request_call(
             tool, invocation, ToolContext(user=user, call_id=str(call.pk))
         )
         if needs_approval:
+            # Pre-flight: the guard without connecting, before a human is asked.
+            verdict, refusal = preflight(tool, invocation, user)
+            if refusal is not None:
+                why = str(refusal.meta.get("reason") or refusal.error or "")[:64]
+                return transition(call, CallState.FAILED, reason=why, result=refusal.to_dict())
             now = timezone.now()
+            preview = _preview(tool, invocation, user)
+            if verdict is not None:
+                preview["preflight"] = verdict
             return transition(
                 call,
                 CallState.AWAITING_APPROVAL,
                 requires_approval=True,
-                approval_preview=_preview(tool, invocation, user),
+                approval_preview=preview,
                 expires_at=now + timedelta(seconds=conf.WEBFETCH_APPROVAL_TTL),
             )
         call = transition(
@@ -405,6 +511,12 @@ def _decision_check(by: Any, target: str) -> Callable[[ToolCall], None]:
     return check
 
 
+def _comment(comment: str) -> str:
+    text = str(comment or "")[:MAX_COMMENT_CHARS]
+    check_text(text, where="comment")
+    return text
+
+
 def _decide(
     call: ToolCall | uuid.UUID | str, target: str, *, by: Any, comment: str, **changes: Any
 ) -> ToolCall:
@@ -415,7 +527,7 @@ def _decide(
             check=_decision_check(by, target),
             decided_by=by,
             decided_at=timezone.now(),
-            decision_comment=(comment or "")[:2000],
+            decision_comment=_comment(comment),
             **changes,
         )
     except CallExpiredError:
@@ -442,21 +554,67 @@ def deny(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> Too
 
 
 def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
-    """Cancel a call that has not started running (its owner or an approver)."""
+    """Cancel a call that has not started running.
+
+    - awaiting approval: its owner or an approver, comment optional;
+    - approved (queued, not yet running): its owner, who withdraws the request; anyone else
+      (an approver) only with a ``comment`` giving the reason, which the call's result
+      shows next to the approver it overrides (:class:`CancelReasonRequired` otherwise).
+
+    The result says who cancelled, in which state, and whose approval it overturned; the
+    reason code is ``cancelled`` or ``cancelled_after_approval``.
+    """
+    text = _comment(comment)
 
     def check(row: ToolCall) -> None:
         if not can_cancel(by, row):
             raise CancelPermissionDenied()
+        if row.state == CallState.APPROVED and row.user_id != by.pk and not text.strip():
+            raise CancelReasonRequired()
 
-    result = ToolResult.failure("cancelled", "The tool call was cancelled.")
-    return transition(
-        call,
-        CallState.CANCELLED,
-        check=check,
-        reason="cancelled",
-        result=result.to_dict(),
-        decision_comment=(comment or "")[:2000],
-    )
+    current = ToolCall.objects.filter(pk=_call_id(call)).select_related("decided_by").first()
+    after_approval = current is not None and current.state == CallState.APPROVED
+    who = _user_label(by)
+    if after_approval:
+        assert current is not None
+        approver = _user_label(current.decided_by) if current.decided_by_id else ""
+        message = f"The tool call was cancelled by {who} after " + (
+            f"{approver} approved it." if approver else "it was approved."
+        )
+        if text:
+            message += f" Reason: {text}"
+        result = ToolResult.failure(
+            "cancelled",
+            message,
+            cancelled_by=who,
+            cancelled_state=CallState.APPROVED,
+            overrode_approval_by=approver,
+            cancel_comment=text,
+        )
+        reason = "cancelled_after_approval"
+        expected = str(CallState.APPROVED)
+    else:
+        result = ToolResult.failure(
+            "cancelled",
+            f"The tool call was cancelled by {who}." + (f" Reason: {text}" if text else ""),
+            cancelled_by=who,
+            cancelled_state=current.state if current is not None else "",
+            cancel_comment=text,
+        )
+        reason = "cancelled"
+        expected = str(current.state) if current is not None else ""
+
+    def check_state(row: ToolCall) -> None:
+        # The state changed between the read above and the lock: decide again (the message
+        # must describe the state actually cancelled).
+        if row.state != expected:
+            raise InvalidTransition(row.state, CallState.CANCELLED, "the call was just changed")
+        check(row)
+
+    changes: dict[str, Any] = {"reason": reason, "result": result.to_dict()}
+    if not after_approval:
+        changes["decision_comment"] = text
+    return transition(call, CallState.CANCELLED, check=check_state, **changes)
 
 
 # -- expiry and recovery (periodic task, and on read) ---------------------------------------
@@ -562,20 +720,13 @@ def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
 
 
 def _requeue_stale(now: datetime | None = None) -> int:
+    """Queue again approved calls that waited past ``WEBFETCH_REQUEUE_AFTER``
+    (``runs/queue.py``)."""
     if not runs_async():
         return 0
-    cutoff = (now or timezone.now()) - STALE_QUEUE_AFTER
-    stale = list(
-        ToolCall.objects.filter(state=CallState.APPROVED, queued_at__lte=cutoff).values_list(
-            "pk", flat=True
-        )[:1000]
-    )
-    for call_id in stale:
-        ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(
-            queued_at=timezone.now()
-        )
-        _enqueue(call_id)
-    return len(stale)
+    from django_webfetch.runs.queue import requeue_due
+
+    return requeue_due(now)
 
 
 @dataclass(frozen=True)
@@ -583,12 +734,46 @@ class SweepReport:
     expired: int
     recovered: int
     requeued: int
+    pruned: int = 0
 
 
 def sweep(now: datetime | None = None) -> SweepReport:
-    """The periodic task's work: expire due approvals, recover calls of lost workers and
-    queue again approved calls whose task message went missing."""
-    return SweepReport(expire_due(now), recover_lost(now), _requeue_stale(now))
+    """The periodic task's work: expire due approvals, recover calls of lost workers,
+    queue again approved calls whose task message went missing, and drop the content of
+    calls past ``WEBFETCH_CALL_RETENTION_DAYS``."""
+    return SweepReport(expire_due(now), recover_lost(now), _requeue_stale(now), prune_calls(now))
+
+
+def prune_calls(
+    now: datetime | None = None, *, days: int | None = None, dry_run: bool = False
+) -> int:
+    """Drop the content of calls that finished more than ``days`` ago (default
+    ``WEBFETCH_CALL_RETENTION_DAYS``); return how many.
+
+    Third-party page text, query strings and the approval card go; the row stays as audit
+    metadata: tool, group, user, state, reason, who decided and when, the timestamps, and
+    the result's error code.
+    """
+    now = now or timezone.now()
+    days = conf.WEBFETCH_CALL_RETENTION_DAYS if days is None else days
+    due = ToolCall.objects.filter(
+        state__in=FINISHED_STATES,
+        finished_at__lt=now - timedelta(days=days),
+        content_pruned_at__isnull=True,
+    )
+    if dry_run:
+        return due.count()
+    pruned = 0
+    for pk, result in due.values_list("pk", "result").iterator(chunk_size=500):
+        error = result.get("error") if isinstance(result, dict) else None
+        pruned += ToolCall.objects.filter(pk=pk, content_pruned_at__isnull=True).update(
+            arguments={},
+            approval_preview={},
+            decision_comment="",
+            result={"content": "", "error": error, "meta": {}},
+            content_pruned_at=now,
+        )
+    return pruned
 
 
 def refresh(call: ToolCall) -> ToolCall:
@@ -597,6 +782,13 @@ def refresh(call: ToolCall) -> ToolCall:
         _expire_one(call.pk)
     elif _lost(call):
         _recover_one(call.pk)
+    elif runs_async() and call.state == CallState.APPROVED:
+        from django_webfetch.runs.queue import requeue_due
+
+        # A poll is a sweep of this one call: a message lost with the broker is queued
+        # again even where no beat runs.
+        if not requeue_due(calls=ToolCall.objects.filter(pk=call.pk)):
+            return call
     else:
         return call
     return ToolCall.objects.get(pk=call.pk)
@@ -681,7 +873,27 @@ def execute(
             raise
         logger.exception("tool call %s: run_tool raised", call.pk)
         result = ToolResult.failure("internal_error", "The tool failed unexpectedly.")
-    return _finish(call.pk, attempt, result)
+    return _finish_surviving_the_database(call.pk, attempt, result)
+
+
+def _finish_surviving_the_database(
+    call_id: Any, attempt: int, result: ToolResult
+) -> ExecuteOutcome:
+    """``_finish``, retried while the database is unavailable (a restart, a failover) for
+    as long as the attempt's lease lasts: the result is in memory, and losing it would make
+    the sweep run the call a second time once the lease ran out."""
+    deadline = time.monotonic() + lease_seconds()
+    delay = 0.25
+    while True:
+        try:
+            return _finish(call_id, attempt, result)
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            logger.warning("tool call %s: database unavailable, result kept; retrying", call_id)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def _plugin_instance(tool_name: str) -> Any:
@@ -714,12 +926,20 @@ def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
 # -- dispatching ----------------------------------------------------------------------------
 
 
-def _enqueue(call_id: Any) -> None:
+def _enqueue(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
+    """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
+    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
     try:
         from django_webfetch import tasks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
+    from django_webfetch.runs.queue import QUEUED_RETRY, mark_queued, queue_for
+
     soft, hard = time_limits()
+    options: dict[str, Any] = {}
+    queue = queue_for(tool)
+    if queue:
+        options["queue"] = queue
     try:
         tasks.run_tool_call.apply_async(
             args=(str(call_id),),
@@ -728,10 +948,16 @@ def _enqueue(call_id: Any) -> None:
             # compare them as floats.
             soft_time_limit=soft,  # type: ignore[arg-type]
             time_limit=hard,  # type: ignore[arg-type]
+            **options,
         )
     except Exception:
-        # The call stays approved; the sweep queues it again (STALE_QUEUE_AFTER).
+        # The call stays approved, and says so; the sweep queues it again.
         logger.exception("tool call %s could not be queued", call_id)
+        mark_queued(call_id, QUEUED_RETRY)
+        return False
+    if retrying:
+        mark_queued(call_id, "")
+    return True
 
 
 def _dispatch(call: ToolCall) -> ToolCall:
@@ -739,7 +965,12 @@ def _dispatch(call: ToolCall) -> ToolCall:
     if call.state != CallState.APPROVED:
         return call
     if runs_async():
-        transaction.on_commit(partial(_enqueue, call.pk))
+        if connection.in_atomic_block:
+            transaction.on_commit(partial(_enqueue, call.pk, call.tool))
+        elif not _enqueue(call.pk, call.tool):
+            from django_webfetch.runs.queue import QUEUED_RETRY
+
+            call.reason = QUEUED_RETRY
         return call
     execute(call.pk, worker=f"in-process:{_worker_label()}")
     return ToolCall.objects.get(pk=call.pk)
