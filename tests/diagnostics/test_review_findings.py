@@ -453,3 +453,70 @@ def test_probe_url_redacts_the_excerpt_and_masks_the_location(live_site, group_f
     assert moved.ok and moved.meta["status"] == 302, moved
     assert "oauth-code-123" not in moved.content and "st4te" not in moved.content
     assert "code=[masked]" in moved.content and "next=/cart/" in moved.content
+
+
+# -- the redaction pre-check (a speed-up) never skips a line a pattern would change -----------
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "SECRET",
+                    "ſecret",
+                    "Passwd",
+                    "PWD",
+                    "pass_phrase",
+                    "TOKEN",
+                    "api-key",
+                    "KEY",
+                    "Credential",
+                    "dsn",
+                    "SALT",
+                    "webhook_url",
+                    "://u:",
+                    "@h",
+                    "Bearer ",
+                    "basic ",
+                    "AKIA",
+                    "ASIA",
+                    "sk_live_",
+                    "sk-",
+                    "ghp_",
+                    "github_pat_",
+                    "glpat-",
+                    "xoxb-",
+                    "AIza",
+                    "SG.",
+                    "eyJ",
+                    ".eyJ",
+                    "-----BEGIN ",
+                    "PRIVATE KEY-----",
+                    "PuTTY-User-Key-File-",
+                    " = ",
+                    ": ",
+                    "=",
+                    '"',
+                    "'",
+                    "(",
+                    ",",
+                    "--",
+                    " ",
+                ]
+            ),
+            st.text(alphabet="abcXYZ019_-./+=", min_size=1, max_size=24),
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_the_redaction_precheck_never_skips_a_sensitive_line(line):  # fmt: skip
+    from django_webfetch.diagnostics import paths
+
+    patterns = (
+        paths._ASSIGNMENT, paths._CALL, paths._FLAG, paths._DSN, paths._BEARER,
+        paths._AWS, paths._TOKEN_SHAPES, paths._PEM,
+    )  # fmt: skip
+    if not paths._triggered(line):
+        assert not any(pattern.search(line) for pattern in patterns), line
