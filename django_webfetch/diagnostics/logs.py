@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from .paths import redact_text
+from .paths import redact_lines, redact_text
 
 __all__ = [
     "DEFAULT_LOG_FORMAT",
@@ -166,10 +166,11 @@ class _Raw:
             timestamp=self.timestamp,
             level=self.level,
             logger=_clip(self.logger),
-            message=_clip(self.message),
-            text="\n".join(_clip(line) for line in self.body).rstrip(),
+            # Redacted before they are cut: a cut can split a DSN from its "@".
+            message=_clip(redact_text(self.message)),
+            text="\n".join(_clip(line) for line in redact_lines(self.body)).rstrip(),
             exception=exception,
-            exception_message=_clip(message),
+            exception_message=_clip(redact_text(message)),
             frames=frames,
             source=self.source,
         )

@@ -229,7 +229,7 @@ def format_record(
         elif frame.code:
             lines.append(f"    {redact_line(frame.code)}")
     if not record.frames and record.text:
-        lines.append(redact_text(record.text[:4000]))
+        lines.append(redact_text(record.text)[:4000])  # redact, then cut
     return {
         "text": "\n".join(lines),
         "meta": {

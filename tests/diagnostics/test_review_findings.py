@@ -520,3 +520,26 @@ def test_the_redaction_precheck_never_skips_a_sensitive_line(line):  # fmt: skip
     )  # fmt: skip
     if not paths._triggered(line):
         assert not any(pattern.search(line) for pattern in patterns), line
+
+
+def test_log_records_are_redacted_before_they_are_cut(tmp_path):
+    from django_webfetch.diagnostics.logs import MAX_LINE_CHARS, LogExceptionReader
+
+    prefix = "postgres://app:hu"
+    pad = "x" * (MAX_LINE_CHARS - len("Bad: ") - len(prefix))
+    message = f"Bad: {pad}postgres://app:hunter2pass@db/x"
+    log = tmp_path / "site.log"
+    log.write_text(
+        f"2026-12-01 05:00:00,123 ERROR app {message}\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/views.py", line 3, in login\n'
+        "    connect()\n"
+        f"ValueError: {pad}postgres://app:hunter2pass@db/x\n"
+        "2026-12-01 05:00:01,123 ERROR app plain\n"
+        f"{pad}{pad}postgres://app:hunter2pass@db/x\n"
+    )
+    records = LogExceptionReader([str(log)]).records()
+    assert len(records) == 2
+    for record in records:
+        for text in (record.message, record.exception_message, record.text):
+            assert "app:hu" not in text, text
