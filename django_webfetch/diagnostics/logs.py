@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import regex
 
+from .paths import redact_lines, redact_text
+
 __all__ = [
     "DEFAULT_LOG_FORMAT",
     "ERROR_LEVELS",
@@ -150,10 +152,12 @@ class _Raw:
     source: str
 
     def matches(self, folded: str) -> bool:
+        """On the redacted text, the text a tool shows: matching the raw lines would make
+        the match count an oracle on redacted values."""
         return (
-            folded in self.message.casefold()
+            folded in redact_text(self.message).casefold()
             or folded in self.logger.casefold()
-            or any(folded in line.casefold() for line in self.body)
+            or folded in redact_text("\n".join(self.body)).casefold()
         )
 
     def build(self) -> LogRecord:
@@ -162,10 +166,11 @@ class _Raw:
             timestamp=self.timestamp,
             level=self.level,
             logger=_clip(self.logger),
-            message=_clip(self.message),
-            text="\n".join(_clip(line) for line in self.body).rstrip(),
+            # Redacted before they are cut: a cut can split a DSN from its "@".
+            message=_clip(redact_text(self.message)),
+            text="\n".join(_clip(line) for line in redact_lines(self.body)).rstrip(),
             exception=exception,
-            exception_message=_clip(message),
+            exception_message=_clip(redact_text(message)),
             frames=frames,
             source=self.source,
         )

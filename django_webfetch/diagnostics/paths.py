@@ -38,7 +38,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -50,16 +50,34 @@ __all__ = [
     "PathDenied",
     "SourcePathGuard",
     "redact_line",
+    "redact_lines",
     "redact_text",
 ]
 
 MAX_PATH_CHARS = 1024
 
 _KEY_SUFFIXES = frozenset(
-    {".key", ".pem", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".keystore", ".p8", ".ppk"}
+    {
+        ".key",
+        ".pem",
+        ".crt",
+        ".cer",
+        ".der",
+        ".p12",
+        ".pfx",
+        ".jks",
+        ".keystore",
+        ".p8",
+        ".ppk",
+        ".keytab",
+    }
 )
 _KEY_NAMES = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(\.pub)?$|^.*\.(gpg|asc|kdbx)$")
-_DB_NAME = re.compile(r"\.(sqlite3?|db3?|s3db|sl3|dump)(-(wal|shm|journal))?$")
+_DB_NAME = re.compile(
+    r"\.(sqlite3?|db3?|s3db|sl3|dump|rdb|mdb|ldb|kdb|accdb|frm|ibd|myd)(-(wal|shm|journal))?$"
+)
+#: The interpreter tag of a compiled module (``prod_settings.cpython-311.pyc``).
+_PYC_TAG = re.compile(r"\.(?:cpython|pypy|graalpy)[0-9a-z_\-]*(?=\.py[co]$)")
 
 
 class PathDenied(WebFetchError):
@@ -82,19 +100,16 @@ def _bad_char(ch: str) -> bool:
     )
 
 
-def _component_reason(part: str) -> str | None:
-    if part.startswith("."):
-        return "dot_segment"
-    # Trailing spaces and dots are dropped by some file systems (``settings.py.``).
-    name = part.casefold().rstrip(" .")
-    if "secret" in name or "credential" in name:
-        return "credential_name"
+def _name_reason(name: str, *, whole: bool) -> str | None:
+    """The denied class of one (casefolded) file name; ``whole``: the complete name, not a
+    prefix of it (a bare ``settings`` is refused as a package only when it is the name)."""
+    name = name.rstrip(" .~")
     stem, dot, suffix = name.rpartition(".")
     if not dot:
         stem, suffix = name, ""
     suffix = f".{suffix}" if suffix else ""
-    if name == "settings" or (
-        suffix in {".py", ".pyc", ".pyi"}
+    if (whole and name == "settings") or (
+        suffix in {".py", ".pyc", ".pyo", ".pyi"}
         and (stem.startswith("settings") or stem.endswith("settings"))
     ):
         return "settings_file"
@@ -107,12 +122,61 @@ def _component_reason(part: str) -> str | None:
     return None
 
 
+def _component_reason(part: str) -> str | None:
+    if part.startswith("."):
+        return "dot_segment"
+    # Trailing spaces and dots are dropped by some file systems (``settings.py.``).
+    name = part.casefold().rstrip(" .")
+    if "secret" in name or "credential" in name:
+        return "credential_name"
+    name = _PYC_TAG.sub("", name)
+    # Backup, editor and copy variants keep the original name as a prefix
+    # (``settings.py~``, ``settings.py.bak``, ``db.sqlite3.1``, ``server.key.orig``): every
+    # dotted prefix of the name is judged like the name itself.
+    pieces = name.split(".")
+    for count in range(len(pieces), 0, -1):
+        reason = _name_reason(".".join(pieces[:count]), whole=count == len(pieces))
+        if reason is not None:
+            return reason
+    return None
+
+
 def _parts_reason(parts: Iterable[str]) -> str | None:
     for part in parts:
         reason = _component_reason(part)
         if reason is not None:
             return reason
     return None
+
+
+def _fd_mount_id(fd: int) -> int | None:
+    """The mount id of an open descriptor (``/proc/self/fdinfo``), ``None`` without /proc."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as fh:
+            info = fh.read(4096)
+    except OSError:
+        return None
+    for line in info.split(b"\n"):
+        if line.startswith(b"mnt_id:"):
+            try:
+                return int(line[7:].strip())
+            except ValueError:  # pragma: no cover - the kernel writes a number
+                return None
+    return None  # pragma: no cover - every Linux since 3.15 reports mnt_id
+
+
+def _path_mount_id(path: str) -> int | None:
+    """The mount id of the object at ``path`` itself (never following a final symlink)."""
+    flags = getattr(os, "O_PATH", 0) or os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        return _fd_mount_id(fd)
+    finally:
+        os.close(fd)
 
 
 def _within(path: str, root: str) -> bool:
@@ -129,7 +193,12 @@ class SourcePathGuard:
 
     root: str
     denied_roots: tuple[str, ...] = ()
+    #: Files and directories named by the site's settings that hold private data: the
+    #: settings module itself (whatever its name), session files, file caches, upload
+    #: temporaries, SQLite databases.  Refused as ``settings_path``.
+    private_paths: tuple[str, ...] = ()
     _device: int = field(default=-1, init=False, repr=False, compare=False)
+    _mount: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         root = os.path.realpath(os.fspath(self.root))
@@ -139,10 +208,16 @@ class SourcePathGuard:
         except OSError:
             device = -1
         object.__setattr__(self, "_device", device)
+        object.__setattr__(self, "_mount", _path_mount_id(root))
         object.__setattr__(
             self,
             "denied_roots",
             tuple(os.path.realpath(os.fspath(d)) for d in self.denied_roots if d),
+        )
+        object.__setattr__(
+            self,
+            "private_paths",
+            tuple(os.path.realpath(os.fspath(d)) for d in self.private_paths if d),
         )
 
     # -- deciding -----------------------------------------------------------------------------
@@ -173,6 +248,9 @@ class SourcePathGuard:
         for denied in self.denied_roots:
             if _within(real, denied):
                 raise PathDenied("media_root")
+        for private in self.private_paths:
+            if _within(real, private):
+                raise PathDenied("settings_path")
         if not os.path.isabs(real) or os.path.normpath(real) != real:
             raise PathDenied("outside_root")
         prefix = len(self.root) if self.root.endswith(os.sep) else len(self.root) + 1
@@ -193,6 +271,7 @@ class SourcePathGuard:
         except OSError as exc:
             raise PathDenied("not_found") from exc
         self._check_file(info)
+        self._check_mount(_path_mount_id(real))
         return real, shown
 
     def _check_file(self, info: os.stat_result) -> None:
@@ -209,6 +288,13 @@ class SourcePathGuard:
         if info.st_nlink > 1:
             raise PathDenied("hard_link")
 
+    def _check_mount(self, mount: int | None) -> None:
+        """Same mount as the root.  A bind mount of a directory or file from the SAME file
+        system keeps ``st_dev`` (and a bound file keeps one name), so only the mount id
+        tells ``mount --bind /home/me/private <root>/data`` apart (``other_filesystem``)."""
+        if self._mount is not None and mount != self._mount:
+            raise PathDenied("other_filesystem")
+
     def resolve_absolute(self, path: object) -> tuple[str, str] | None:
         """For paths that came from elsewhere (traceback frames): the real path and its
         relative form when it is a readable project file, else ``None`` (never raises)."""
@@ -218,6 +304,7 @@ class SourcePathGuard:
             real = os.path.realpath(path)
             shown = self.check_real(real)
             self._check_file(os.stat(real))
+            self._check_mount(_path_mount_id(real))
         except (PathDenied, OSError, ValueError):
             return None
         return real, shown
@@ -228,7 +315,10 @@ class SourcePathGuard:
             return True
         try:
             self.check_real(real_dir)
-            return os.lstat(real_dir).st_dev == self._device
+            if os.lstat(real_dir).st_dev != self._device:
+                return False
+            self._check_mount(_path_mount_id(real_dir))
+            return True
         except (PathDenied, OSError):
             return False
 
@@ -251,6 +341,7 @@ class SourcePathGuard:
         try:
             info = os.fstat(fd)
             self._check_file(info)
+            self._check_mount(_fd_mount_id(fd))
             proc = f"/proc/self/fd/{fd}"
             if os.path.exists(proc):
                 opened = os.readlink(proc)
@@ -272,11 +363,13 @@ class SourcePathGuard:
 REDACTED = "[redacted]"
 
 _SENSITIVE = (
-    r"(?:secret|passw(?:or)?d|passwd|pwd|token|api[_-]?key|apikey|private[_-]?key|"
-    r"access[_-]?key|auth[_-]?key|credential|dsn|signing[_-]?key|session[_-]?key|"
-    r"client[_-]?secret|webhook[_-]?url|encryption[_-]?key|salt)"
+    r"(?:secret|passw(?:or)?d|passwd|pwd|pass[_-]?phrase|token|api[_-]?key|apikey|"
+    r"private[_-]?key|access[_-]?key|auth[_-]?key|credential|dsn|signing[_-]?key|"
+    r"session[_-]?key|client[_-]?secret|webhook[_-]?url|encryption[_-]?key|salt)"
 )
-#: ``NAME = value``, ``NAME: value``, ``"NAME": value``, ``NAME=value`` (env files), not ``==``.
+#: ``NAME = value``, ``NAME: value``, ``"NAME": value``, ``NAME=value`` (env files),
+#: ``environ["NAME"] = value``, and a comparison with a literal (``token == "abc"``).
+#: The value may be empty (it is then on the following line).
 _ASSIGNMENT = re.compile(
     r"""(?ix)
     (?P<lead>
@@ -284,43 +377,172 @@ _ASSIGNMENT = re.compile(
       [A-Za-z0-9_.\-]*"""
     + _SENSITIVE
     + r"""[A-Za-z0-9_.\-]*
-      ["'`]?
-      \s*(?::=|:|=(?!=))\s*
+      ["'`]?\]?
+      \s*(?::=|:|!?=(?!=)|[=!]=(?=\s*["'`0-9]))\s*
     )
-    (?P<value>\S.*)$
+    (?P<value>.*)$
     """
 )
+#: A quoted sensitive name passed along with its value: ``setdefault("SECRET_KEY", v)``,
+#: ``setattr(s, "API_TOKEN", v)``, ``config.set("db", "password", v)``,
+#: ``env("X_KEY", default=v)``.
+_CALL = re.compile(
+    r"""(?ix)
+    (?P<lead>(?P<q>["'`])[A-Za-z0-9_.\-]*"""
+    + _SENSITIVE
+    + r"""[A-Za-z0-9_.\-]*(?P=q)\s*,\s*)
+    (?P<value>.*)$
+    """
+)
+#: A command-line flag: ``--password value``.
+_FLAG = re.compile(r"(?i)(\s-{1,2}[A-Za-z0-9_\-]*" + _SENSITIVE + r"[A-Za-z0-9_\-]*\s+)(\S+)")
 #: ``scheme://user:password@host``
 _DSN = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
 _BEARER = re.compile(r"(?i)\b((?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}")
 _AWS = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
-_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+#: Values whose shape alone says "credential", whatever name they are assigned to.
+_TOKEN_SHAPES = re.compile(
+    r"""(?x)
+    \b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{8,}
+    | \bsk-[A-Za-z0-9_\-]{20,}
+    | \bgh[pousr]_[A-Za-z0-9]{20,} | \bgithub_pat_[A-Za-z0-9_]{20,}
+    | \bglpat-[A-Za-z0-9_\-]{16,}
+    | \bxox[abposr]-[A-Za-z0-9\-]{10,}
+    | \bAIza[0-9A-Za-z_\-]{30,}
+    | \bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}
+    | \beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*
+    """
+)
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|^PuTTY-User-Key-File-")
+_KEY_END = re.compile(r"-----END |^Private-MAC:")
+#: Cheap pre-check: a text whose casefolded form contains none of these words needs no
+#: redaction (every pattern above needs one of them; plain substring tests run at C speed,
+#: a case-insensitive alternation does not).
+_TRIGGER_WORDS = (
+    "secret", "passw", "pwd", "phrase", "token", "key", "credential", "dsn", "salt",
+    "webhook", "://", "bearer", "basic", "akia", "asia", "sk_", "rk_", "pk_", "sk-", "ghp_",
+    "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "aiza", "sg.", "eyj",
+    "-----begin", "putty",
+)  # fmt: skip
 
 
-def redact_line(line: str) -> str:
-    """The line with credential-looking values replaced by ``[redacted]``."""
-    if _PEM.search(line):
-        return REDACTED
+def _triggered(text: str) -> bool:
+    folded = text.casefold()
+    return any(word in folded for word in _TRIGGER_WORDS)
+
+
+_TRIPLE = ("'" * 3, '"' * 3)
+_STRINGS = re.compile("'{3}|\"{3}|'(?:\\\\.|[^'\\\\])*'|\"(?:\\\\.|[^\"\\\\])*\"")
+
+
+def _redact_simple(line: str) -> str:
     line = _DSN.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", line)
     line = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
     line = _AWS.sub(REDACTED, line)
+    line = _TOKEN_SHAPES.sub(REDACTED, line)
+    return _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
+
+
+def _sensitive_value(line: str) -> tuple[int, str, bool] | None:
+    """``(offset, raw value, may continue)`` of the earliest sensitive assignment on the line.
+
+    An empty value continues on the next line only for an assignment (``NAME =``), a quoted
+    key (``"PASSWORD":``), a key alone on its line (YAML, INI) or a call (``setdefault(…,``);
+    ``if password:`` / ``for token in tokens:`` are code, and the next line is kept.
+    """
+    found: list[tuple[int, str, bool]] = []
     match = _ASSIGNMENT.search(line)
-    if match is not None and REDACTED not in match.group("value"):
-        line = line[: match.start("value")] + REDACTED
-    return line
+    if match is not None:
+        lead = match.group("lead")
+        before = line[: match.start()].strip()
+        continues = "=" in lead or lead[:1] in {"'", '"', "`"} or before in {"", "-", "#"}
+        found.append((match.start("value"), match.group("value"), continues))
+    match = _CALL.search(line)
+    if match is not None:
+        found.append((match.start("value"), match.group("value"), True))
+    return min(found) if found else None
+
+
+class _Redactor:
+    """Line-by-line redaction that remembers a private-key block and a sensitive value that
+    continues past its line: an open bracket or triple quote, a trailing backslash, or
+    ``NAME =`` / ``"NAME":`` with the value on the next non-blank line."""
+
+    def __init__(self) -> None:
+        self.in_key = False
+        self.depth = 0
+        self.quote: str | None = None
+        self.pending = False
+
+    def _track(self, text: str) -> None:
+        """Update the continuation state from a value's raw text (or a continuation line)."""
+        if self.quote is not None:
+            end = text.find(self.quote)
+            if end == -1:
+                return
+            text = text[end + 3 :]
+            self.quote = None
+        code: list[str] = []
+        position = 0
+        for match in _STRINGS.finditer(text):
+            if self.quote is None:
+                code.append(text[position : match.start()])
+            token = match.group(0)
+            if token in _TRIPLE:
+                self.quote = None if self.quote == token else (self.quote or token)
+            position = match.end()
+        if self.quote is None:
+            code.append(text[position:])
+        rest = " ".join(code)
+        opened = sum(rest.count(c) for c in "([{") - sum(rest.count(c) for c in ")]}")
+        self.depth = max(self.depth + opened, 0)
+        self.pending = self.depth == 0 and self.quote is None and text.rstrip().endswith("\\")
+
+    def line(self, line: str) -> str:
+        begins = _PEM.search(line) is not None
+        if self.in_key or begins:
+            if not self.in_key:
+                self.in_key = "-----END" not in line  # a one-line block ends where it begins
+            elif _KEY_END.search(line):
+                self.in_key = False
+            return REDACTED
+        if self.depth > 0 or self.quote is not None or self.pending:
+            if self.pending and not line.strip():
+                return line
+            self.pending = False
+            self._track(line)
+            return REDACTED
+        if not _triggered(line):
+            return line
+        line = _redact_simple(line)
+        found = _sensitive_value(line)
+        if found is None:
+            return line
+        offset, value, continues = found
+        if value.strip() == REDACTED:
+            return line
+        if not value.strip():
+            self.pending = continues
+            return line
+        self._track(value)
+        return line[:offset] + REDACTED
+
+
+def redact_line(line: str) -> str:
+    """The line with credential-looking values replaced by ``[redacted]`` (one line, no
+    context; ``redact_lines`` also follows a value onto its continuation lines)."""
+    return _Redactor().line(line)
+
+
+def redact_lines(lines: Iterable[str]) -> Iterator[str]:
+    """``redact_line`` on every line, remembering key blocks and continued values."""
+    redactor = _Redactor()
+    for line in lines:
+        yield redactor.line(line)
 
 
 def redact_text(text: str) -> str:
-    """``redact_line`` on every line; a private-key block is blanked whole."""
-    out: list[str] = []
-    in_key = False
-    for line in text.split("\n"):
-        if _PEM.search(line):
-            in_key = True
-        if in_key:
-            out.append(REDACTED)
-            if "-----END" in line:
-                in_key = False
-            continue
-        out.append(redact_line(line))
-    return "\n".join(out)
+    """``redact_lines`` over a whole text; unchanged when nothing in it looks sensitive."""
+    if not _triggered(text):
+        return text
+    return "\n".join(redact_lines(text.split("\n")))

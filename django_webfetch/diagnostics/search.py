@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _sre_constants
     import sre_parse as _sre_parser
 
-from .paths import PathDenied, SourcePathGuard, redact_line
+from .paths import PathDenied, SourcePathGuard, redact_text
 
 __all__ = [
     "MAX_FILES",
@@ -265,7 +265,9 @@ class CodeSearch:
             outcome.files_skipped += 1
             return
         outcome.files_scanned += 1
-        text = data.decode("utf-8", errors="replace")
+        # The search runs on the redacted view of the file, the same text read_source shows:
+        # matching the raw text would make every hit / no-hit an oracle on redacted values.
+        text = redact_text(data.decode("utf-8", errors="replace"))
         if isinstance(matcher, str):
             self._literal(shown, text, matcher, outcome)
         else:
@@ -281,7 +283,7 @@ class CodeSearch:
             return
         for number, line in enumerate(text.split("\n"), 1):
             if needle in line:
-                self._add(outcome, SearchHit(shown, number, redact_line(_clip(line))))
+                self._add(outcome, SearchHit(shown, number, _clip(line)))
 
     def _regex(
         self,
@@ -301,6 +303,6 @@ class CodeSearch:
                 begin = text.rfind("\n", 0, match.start()) + 1
                 end = text.find("\n", match.start())
                 line = text[begin : end if end != -1 else len(text)]
-                self._add(outcome, SearchHit(shown, number, redact_line(_clip(line))))
+                self._add(outcome, SearchHit(shown, number, _clip(line)))
         except TimeoutError as exc:
             raise _Stop("time") from exc

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,10 +13,10 @@ from django.conf import settings
 from django_webfetch.conf import conf
 from django_webfetch.diagnostics.logs import LogExceptionReader, LogFormatError, LogRecord
 from django_webfetch.diagnostics.paths import (
-    REDACTED,
     PathDenied,
     SourcePathGuard,
     redact_line,
+    redact_lines,
     redact_text,
 )
 from django_webfetch.exceptions import WebFetchConfigurationError
@@ -50,6 +52,38 @@ def _static_roots() -> list[str]:
     return roots
 
 
+def _private_paths() -> list[str]:
+    """Paths the site's settings name for private data: the settings module itself (its
+    file name can be anything: ``conf/production.py``), session files, file-based caches,
+    upload temporaries and SQLite databases (whatever their suffix)."""
+    paths: list[str] = []
+    for module_name in {
+        os.environ.get("DJANGO_SETTINGS_MODULE") or "",
+        getattr(settings, "SETTINGS_MODULE", None) or "",
+    }:
+        module = sys.modules.get(module_name) if module_name else None
+        filename = getattr(module, "__file__", None)
+        if isinstance(filename, str) and filename:
+            paths.append(filename)
+    for name in ("SESSION_FILE_PATH", "FILE_UPLOAD_TEMP_DIR"):
+        value = getattr(settings, name, None)
+        if isinstance(value, (str, os.PathLike)) and os.fspath(value):
+            paths.append(os.fspath(value))
+    for cache in (getattr(settings, "CACHES", None) or {}).values():
+        backend = str(cache.get("BACKEND", "")) if isinstance(cache, dict) else ""
+        location = cache.get("LOCATION") if isinstance(cache, dict) else None
+        if backend.endswith("FileBasedCache") and isinstance(location, (str, os.PathLike)):
+            paths.append(os.fspath(location))
+    for database in (getattr(settings, "DATABASES", None) or {}).values():
+        if not isinstance(database, dict) or "sqlite" not in str(database.get("ENGINE", "")):
+            continue
+        db_name: Any = database.get("NAME")
+        if isinstance(db_name, (str, os.PathLike)) and os.fspath(db_name):
+            base = os.fspath(db_name)
+            paths += [base, *(f"{base}-{suffix}" for suffix in ("wal", "shm", "journal"))]
+    return [p for p in paths if os.path.isabs(p)]
+
+
 def source_guard() -> SourcePathGuard:
     """The guard over ``WEBFETCH_PROJECT_ROOT``; ``PathDenied`` when there is no usable root."""
     try:
@@ -61,7 +95,7 @@ def source_guard() -> SourcePathGuard:
     real = os.path.realpath(root)
     if os.path.dirname(real) == real:
         raise PathDenied("no_project_root", detail="the file-system root is refused")
-    return SourcePathGuard(real, tuple(_static_roots()))
+    return SourcePathGuard(real, tuple(_static_roots()), tuple(_private_paths()))
 
 
 def log_reader() -> LogExceptionReader:
@@ -113,18 +147,12 @@ def read_window(
     if lines and lines[-1] == "" and not cut:
         lines.pop()
     window: list[tuple[int, str]] = []
-    in_key = False
     end = start + count - 1
-    for number, line in enumerate(lines, 1):
-        if number > end:
-            break
-        if "-----BEGIN" in line and "PRIVATE KEY-----" in line:
-            in_key = True
+    # Redacted from line 1 (a key block or a continued value may start above the window),
+    # and before cutting long lines (a cut could split a DSN from its ``@``).
+    for number, line in enumerate(redact_lines(lines[:end]), 1):
         if number >= start:
-            shown = REDACTED if in_key else redact_line(_clip(line))
-            window.append((number, shown))
-        if in_key and "-----END" in line:
-            in_key = False
+            window.append((number, _clip(line)))
     return window, len(lines), cut
 
 
@@ -143,6 +171,17 @@ def fenced(text: str, *, source: str, status_line: str) -> str:
     return fence(text, source_url=source, status_line=status_line)
 
 
+#: What ``meta`` keeps of text taken from a log (it travels outside the untrusted fence):
+#: dotted names and space-free paths only; anything else is shown in the fenced content.
+_NAME_SHAPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,99}")
+_PATH_SHAPE = re.compile(r"[A-Za-z0-9_./\-+@~<>]{1,300}")
+NOT_SHOWN = "<see-content>"
+
+
+def _meta_token(value: str, shape: re.Pattern[str]) -> str:
+    return value if shape.fullmatch(value) else NOT_SHOWN
+
+
 def format_record(
     record: LogRecord, guard: SourcePathGuard | None, *, context: int = 6, expand: int = 3
 ) -> dict[str, Any]:
@@ -150,10 +189,10 @@ def format_record(
     of source around up to ``expand`` project-local frames (the innermost first)."""
     lines = [
         f"{record.timestamp.isoformat(sep=' ')} {record.level} {record.logger}",
-        f"Message: {redact_line(record.message)}",
+        f"Message: {redact_text(record.message)}",
     ]
     if record.exception:
-        lines.append(f"Exception: {record.exception}: {redact_line(record.exception_message)}")
+        lines.append(f"Exception: {record.exception}: {redact_text(record.exception_message)}")
     expanded = 0
     frames_meta: list[dict[str, Any]] = []
     if record.frames:
@@ -174,7 +213,9 @@ def format_record(
         where = local[index][1] if index in local else frame.file
         kind = "project" if index in local else "library"
         lines.append(f'  File "{where}", line {frame.line}, in {frame.function} [{kind}]')
-        frames_meta.append({"file": where, "line": frame.line, "project": index in local})
+        frames_meta.append(
+            {"file": _meta_token(where, _PATH_SHAPE), "line": frame.line, "project": index in local}
+        )
         if index in local and guard is not None:
             start = max(frame.line - context, 1)
             try:
@@ -188,14 +229,14 @@ def format_record(
         elif frame.code:
             lines.append(f"    {redact_line(frame.code)}")
     if not record.frames and record.text:
-        lines.append(redact_text(record.text[:4000]))
+        lines.append(redact_text(record.text)[:4000])  # redact, then cut
     return {
         "text": "\n".join(lines),
         "meta": {
             "timestamp": record.timestamp.isoformat(),
             "level": record.level,
-            "logger": record.logger[:200],
-            "exception": record.exception[:200],
+            "logger": _meta_token(record.logger, _NAME_SHAPE),
+            "exception": _meta_token(record.exception, _NAME_SHAPE),
             "frames": frames_meta[-20:],
         },
     }

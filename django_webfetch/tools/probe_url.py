@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from django_webfetch.diagnostics.paths import PathDenied
+from django_webfetch.diagnostics.paths import PathDenied, redact_text
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.policy import Scope
 from django_webfetch.net.urlparse import parse_url
@@ -33,15 +33,20 @@ LOG_WINDOW_SECONDS = 30.0
 MAX_LOG_ENTRIES = 3
 
 _CREDENTIAL_PARAM = re.compile(
-    r"(?i)([?&;][^=&#;]*?(?:token|key|secret|pass|pwd|sig|auth|code|session|credential|"
+    r"(?i)([?&;#][^=&#;]*?(?:token|key|secret|pass|pwd|sig|auth|code|session|credential|"
     r"jwt|otp|nonce|state)[^=&#;]*=)([^&#;]*)"
 )
+
+
+#: ``scheme://userinfo@``: the whole userinfo (a user name can be a token too).
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#]*@")
 
 
 def mask_url(url: str) -> str:
     """``url`` with the values of credential-looking query parameters masked, cut to 2,000
     characters (for results and approval cards; the request itself is unchanged)."""
-    return _CREDENTIAL_PARAM.sub(lambda m: f"{m.group(1)}[masked]", url[:2000])
+    url = _USERINFO.sub(r"\1[masked]@", url[:2000])
+    return _CREDENTIAL_PARAM.sub(lambda m: f"{m.group(1)}[masked]", url)
 
 
 def first_site_base() -> str | None:
@@ -189,10 +194,15 @@ class ProbeUrl(Tool):
             f"Status: {result.status}",
             f"Time: {round(result.elapsed * 1000)} ms",
             "Headers:",
-            *(f"  {name}: {value}" for name, value in result.headers),
+            # A Location can carry a credential (an OAuth code, a reset token): masked
+            # like the probe URL itself.
+            *(
+                f"  {name}: {mask_url(value) if name == 'location' else value}"
+                for name, value in result.headers
+            ),
         ]
         if result.redirect_reported and result.location is not None:
-            lines.append(f"Not followed: {render_redirect_target(result.location)}")
+            lines.append(f"Not followed: {render_redirect_target(mask_url(result.location))}")
         if result.body and result.media_type in (
             "text/html",
             "application/xhtml+xml",
@@ -201,6 +211,8 @@ class ProbeUrl(Tool):
             text = extract_text(
                 result.body, media_type=result.media_type, charset=result.charset, url=shown
             )
+            # Redacted like source and logs (a debug page, a careless template), then cut.
+            text = redact_text(text)
             excerpt = text.encode("utf-8")[:EXCERPT_BYTES].decode("utf-8", "ignore")
             lines += ["", f"Excerpt (first {EXCERPT_BYTES} bytes of text, tags stripped):", excerpt]
         if 500 <= result.status <= 599:

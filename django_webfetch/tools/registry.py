@@ -69,6 +69,12 @@ def _instantiate(obj: Any) -> Tool:
     return obj
 
 
+#: Groups whose tools must all be admin-only (they send source and logs off-site).
+ADMIN_ONLY_GROUPS = frozenset({"code"})
+#: ``DataClass.SOURCE_AND_LOGS`` (not imported: the registry loads before the models).
+SOURCE_AND_LOGS = "sourceAndLogs"
+
+
 def validate_tool(tool: Tool) -> None:
     """Raise ``ValueError`` when a tool is malformed (it is then not registered)."""
     name = getattr(tool, "name", None)
@@ -84,6 +90,13 @@ def validate_tool(tool: Tool) -> None:
         raise ValueError(f"{name!r}: effect must be an Effect")
     if tool.scope is not Scope.NONE and tool.enabled_by_default:
         raise ValueError(f"{name!r}: a network tool cannot be enabled by default")
+    if tool.group in ADMIN_ONLY_GROUPS and (not tool.requires_admin or tool.enabled_by_default):
+        # The group sends this installation's source and logs to the LLM provider: every
+        # tool in it, built-in or registered by another app, is admin-only and default-off.
+        raise ValueError(
+            f"{name!r}: a tool in group {tool.group!r} must be admin-only "
+            "(requires_admin=True) and not enabled by default"
+        )
     budget: Any = tool.time_budget
     if budget is not None and (
         isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0
@@ -208,6 +221,12 @@ class ToolRegistry:
             if tool.requires_admin and not is_admin:
                 continue
             group = groups.get(tool.group)
+            if (
+                group is not None
+                and getattr(group, "data_class", None) == SOURCE_AND_LOGS
+                and not is_admin
+            ):
+                continue  # a group that sends source and logs is for admins, whatever the tool says
             if group is None:
                 available = tool.enabled_by_default and tool.scope is Scope.NONE
             else:

@@ -8,5 +8,7 @@ urlpatterns = [
     path("boom/", views.boom),
     path("fine/", views.fine),
     path("away/", views.away),
+    path("leaky/", views.leaky),
+    path("away-with-code/", views.away_with_code),
     path("", include("tests.django.urls")),
 ]

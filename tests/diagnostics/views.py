@@ -22,3 +22,16 @@ def fine(request: HttpRequest) -> HttpResponse:
 
 def away(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect("http://docs.lab.example/landing?token=abc")
+
+
+def leaky(request: HttpRequest) -> HttpResponse:
+    """A page that shows what a debug page or a careless template can show (review11)."""
+    return HttpResponse(
+        "<html><body><h1>OperationalError</h1>"
+        "<p>could not connect: postgres://app:hunter2pass@db.internal/shop</p>"
+        "<pre>SECRET_KEY = 'abc-very-secret-key'</pre></body></html>"
+    )
+
+
+def away_with_code(request: HttpRequest) -> HttpResponse:
+    return HttpResponseRedirect("/login/callback?code=oauth-code-123&state=st4te&next=/cart/")

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db
 
 class EchoTool(Tool):
     name = "echo"
-    group = "code"
+    group = "sandbox"  # not "code": tools there must be admin-only (review11)
     description = "Echo the text back."
     parameters = {
         "type": "object",
@@ -144,7 +144,7 @@ def test_specs_for_user(editor, group_factory, tool_registry):
 
 def test_editors_never_see_admin_only_or_disabled_tools(registry, editor, superuser, group_factory):
     assert names(tools_for_user(editor)) == ["default_tool"]
-    group_factory("code", enabled=True)
+    group_factory("sandbox", enabled=True)
     assert names(tools_for_user(editor)) == [
         "bad_rule",
         "broken",
@@ -168,7 +168,7 @@ def test_mis_declared_group_offers_no_network_tool(registry, editor, group_facto
 
 
 def test_anonymous_and_inactive_users_get_no_tools(registry, user_factory, group_factory):
-    group_factory("code", enabled=True)
+    group_factory("sandbox", enabled=True)
     assert tools_for_user(None) == []
     assert tools_for_user(AnonymousUser()) == []
     assert tools_for_user(user_factory(active=False)) == []
@@ -265,7 +265,7 @@ def test_failing_rule_needs_approval(registry):
 
 
 def test_run_tool_enforces_approval(registry, editor, group_factory):
-    group_factory("code", enabled=True)
+    group_factory("sandbox", enabled=True)
     result = run_tool("write_page", {"text": "x"}, user=editor)
     assert result.error == "approval_required"
     assert result.meta["preview"]["tool"] == "write_page"
@@ -277,7 +277,7 @@ def test_run_tool_enforces_approval(registry, editor, group_factory):
 
 
 def test_run_tool_success_uses_the_given_user(registry, editor, superuser, group_factory):
-    group_factory("code", enabled=True)
+    group_factory("sandbox", enabled=True)
     result = run_tool(
         "echo", {"text": "hi"}, user=editor, context=ToolContext(user=superuser, call_id="c1")
     )
@@ -289,7 +289,7 @@ def test_run_tool_success_uses_the_given_user(registry, editor, superuser, group
     [{}, {"text": 3}, {"text": "x", "extra": 1}, {"text": "x" * 101}, ["text"], None],
 )
 def test_run_tool_invalid_arguments(registry, editor, group_factory, arguments):
-    group_factory("code", enabled=True)
+    group_factory("sandbox", enabled=True)
     result = run_tool("echo", arguments, user=editor)
     assert result.error == "invalid_arguments"
 
@@ -297,13 +297,13 @@ def test_run_tool_invalid_arguments(registry, editor, group_factory, arguments):
 def test_run_tool_unknown_and_unavailable(registry, editor, group_factory):
     assert run_tool("nope", {}, user=editor).error == "unknown_tool"
     assert run_tool("echo", {"text": "x"}, user=editor).error == "tool_unavailable"
-    group_factory("code", enabled=True)
+    group_factory("sandbox", enabled=True)
     assert run_tool("admin_echo", {"text": "x"}, user=editor).error == "tool_unavailable"
     assert run_tool("echo", {"text": "x"}, user=None).error == "tool_unavailable"
 
 
 def test_no_exception_escapes(registry, editor, group_factory, caplog):
-    group_factory("code", enabled=True)
+    group_factory("sandbox", enabled=True)
     result = run_tool("broken", {"text": "x"}, user=editor)
     assert result.error == "internal_error"
     assert "boom" not in result.content
