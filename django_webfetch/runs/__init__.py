@@ -39,6 +39,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, connection, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from ..conf import conf
@@ -62,6 +63,7 @@ __all__ = [
     "SelfApprovalDenied",
     "ToolNotOfferedError",
     "approve",
+    "call_transitioned",
     "can_approve",
     "can_cancel",
     "can_read",
@@ -91,6 +93,11 @@ STALE_QUEUE_AFTER = timedelta(minutes=10)
 #: SQLite reports a lost race as "database is locked" (without waiting, when a reading
 #: transaction wants to write); the transition is re-read this often.
 _SQLITE_RETRIES = 10
+
+
+#: Sent once a state change of a call has committed: ``call`` (the updated row) and
+#: ``previous`` (the state it left).  The django CMS integration mails approvers with it.
+call_transitioned = Signal()
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -260,8 +267,20 @@ def _transition(
             raise InvalidTransition(current, target, "the call was changed concurrently")
         for name, value in values.items():
             setattr(call, name, value)
+        transaction.on_commit(partial(_announce, call, current))
     logger.info("tool call %s: %s -> %s", call.pk, current, target)
     return call
+
+
+def _announce(call: ToolCall, previous: str) -> None:
+    # A receiver's failure must not look like a failed transition (it has committed).
+    for receiver, response in call_transitioned.send_robust(
+        sender=ToolCall, call=call, previous=previous
+    ):
+        if isinstance(response, Exception):
+            logger.error(
+                "call_transitioned receiver %r failed: %r", receiver, response, exc_info=response
+            )
 
 
 # -- requesting a call ----------------------------------------------------------------------
