@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 SECRET_KEY = "tests-only"
 DEBUG = False
 USE_TZ = True
@@ -14,6 +16,13 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "django_webfetch",
+    # django CMS and the integration (the cms extra; tests/cms/)
+    "cms",
+    "menus",
+    "treebeard",
+    "sekizai",
+    "djangocms_text",
+    "django_webfetch.cms",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -21,16 +30,22 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "cms.middleware.user.CurrentUserMiddleware",
+    "cms.middleware.page.CurrentPageMiddleware",
+    "cms.middleware.toolbar.ToolbarMiddleware",
 ]
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [Path(__file__).parent / "cms" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "sekizai.context_processors.sekizai",
+                "cms.context_processors.cms_settings",
             ]
         },
     }
@@ -40,3 +55,11 @@ SITE_ID = 1
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# django CMS (tests/cms/)
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("de", "German")]
+CMS_TEMPLATES = [("cms_test_page.html", "Page")]
+CMS_CONFIRM_VERSION4 = True
+SILENCED_SYSTEM_CHECKS = ["treebeard.E001"]
+STATIC_URL = "static/"
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

@@ -9,11 +9,13 @@ and never changes the call.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.mail import send_mass_mail
+from django.db import transaction
 from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils import translation
@@ -74,7 +76,8 @@ def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
 
 def _on_transition(sender: Any, call: ToolCall, previous: str, **kwargs: Any) -> None:
     if call.state == CallState.AWAITING_APPROVAL and previous != CallState.AWAITING_APPROVAL:
-        notify_waiting(call)
+        # After the commit: the mail goes out only for a call that really waits.
+        transaction.on_commit(partial(notify_waiting, call))
 
 
 def connect() -> None:

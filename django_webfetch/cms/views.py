@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
@@ -130,6 +131,8 @@ class AssistantView(_Base):
                 "provider_label": provider_label(),
                 "enabled_groups": enabled,
                 "groups_admin_url": _admin_url("admin:django_webfetch_toolgroup_changelist"),
+                "groups_admin_label": _("%(app)s › Tool groups")
+                % {"app": apps.get_app_config("django_webfetch").verbose_name},
                 "page_ref": page_ref,
                 "can_approve": can_approve,
                 "cards": approval_cards(request.user) if can_approve else [],

@@ -95,8 +95,9 @@ STALE_QUEUE_AFTER = timedelta(minutes=10)
 _SQLITE_RETRIES = 10
 
 
-#: Sent once a state change of a call has committed: ``call`` (the updated row) and
-#: ``previous`` (the state it left).  The django CMS integration mails approvers with it.
+#: Sent inside the transaction of each state change: ``call`` (the updated row) and
+#: ``previous`` (the state it left).  A receiver with side effects defers them with
+#: ``transaction.on_commit`` (the django CMS integration mails approvers so).
 call_transitioned = Signal()
 
 
@@ -267,13 +268,13 @@ def _transition(
             raise InvalidTransition(current, target, "the call was changed concurrently")
         for name, value in values.items():
             setattr(call, name, value)
-        transaction.on_commit(partial(_announce, call, current))
+        _announce(call, current)
     logger.info("tool call %s: %s -> %s", call.pk, current, target)
     return call
 
 
 def _announce(call: ToolCall, previous: str) -> None:
-    # A receiver's failure must not look like a failed transition (it has committed).
+    # A receiver's failure must not fail the transition.
     for receiver, response in call_transitioned.send_robust(
         sender=ToolCall, call=call, previous=previous
     ):

@@ -35,6 +35,8 @@ def test_builtin_groups_created_disabled():
         "system": ("own_site", False),
         "code": ("none", False),
         "rag": ("configured_endpoint", False),
+        # django_webfetch.cms's content tools (list_pages, read_page)
+        "content": ("none", False),
     }
     assert groups["web"].data_class == "publicContent"
 

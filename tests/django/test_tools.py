@@ -95,7 +95,13 @@ def names(tools):
 
 
 def test_builtins_are_registered(tool_registry):
-    assert names(tool_registry.all()) == ["fetch_external_url", "search_site"]
+    # list_pages and read_page come from the installed django_webfetch.cms app.
+    assert names(tool_registry.all()) == [
+        "fetch_external_url",
+        "list_pages",
+        "read_page",
+        "search_site",
+    ]
     assert tool_registry.problems == []
     fetch = tool_registry.get("fetch_external_url")
     assert (fetch.group, fetch.scope, fetch.effect) == ("web", Scope.EXTERNAL_FILTERED, Effect.READ)
@@ -224,6 +230,8 @@ def test_plugins_and_apps_are_discovered(monkeypatch, tool_registry):
         "bad_rule",
         "echo",
         "fetch_external_url",
+        "list_pages",
+        "read_page",
         "search_site",
     ]
     # The built-in cannot be shadowed; the failures are reported (check E008).
