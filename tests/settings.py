@@ -60,6 +60,8 @@ LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("de", "German")]
 CMS_TEMPLATES = [("cms_test_page.html", "Page")]
 CMS_CONFIRM_VERSION4 = True
+# Page view restrictions apply (read_page must honour them).
+CMS_PERMISSION = True
 SILENCED_SYSTEM_CHECKS = ["treebeard.E001"]
 STATIC_URL = "static/"
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

@@ -39,11 +39,11 @@ class PageRef:
     is_home: bool
 
 
-def _language(language: str | None) -> str:
-    from cms.utils.i18n import get_current_language, get_language_list
+def _language(language: str | None, site: Site) -> str:
+    from cms.utils.i18n import get_language_list
 
-    wanted = language or translation.get_language() or get_current_language()
-    languages = get_language_list()
+    wanted = language or translation.get_language() or ""
+    languages = get_language_list(site_id=site.pk)
     if wanted in languages:
         return wanted
     short = (wanted or "").split("-")[0]
@@ -85,7 +85,7 @@ def visible_pages(user: Any, *, language: str | None = None) -> tuple[list[PageR
     """The published pages of the current site that ``user`` may view, in tree order;
     the flag says whether the list was cut at ``MAX_LISTED_PAGES``."""
     site = Site.objects.get_current()
-    lang = _language(language)
+    lang = _language(language, site)
     refs: list[PageRef] = []
     for page, content in _published(site, lang):
         if not _may_view(user, page, site):
@@ -103,7 +103,7 @@ def find_page(
     from cms.models import PageContent
 
     site = Site.objects.get_current()
-    lang = _language(language)
+    lang = _language(language, site)
     contents = PageContent.objects.filter(page__site=site, language=lang).select_related("page")
     if page_id is not None:
         contents = contents.filter(page__pk=page_id)
