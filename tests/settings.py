@@ -7,6 +7,8 @@ DEBUG = False
 USE_TZ = True
 ALLOWED_HOSTS = ["testserver", "site.example"]
 INSTALLED_APPS = [
+    # Before the admin: its admin/base_site.html adds the approvers' counter (tests/cms/).
+    "django_webfetch.cms",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -22,7 +24,6 @@ INSTALLED_APPS = [
     "treebeard",
     "sekizai",
     "djangocms_text",
-    "django_webfetch.cms",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

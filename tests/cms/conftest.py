@@ -61,3 +61,25 @@ def site_pages(cms_page_factory: Callable[..., Any], superuser: Any) -> dict[str
 @pytest.fixture
 def content_group(group_factory: Callable[..., Any]) -> Any:
     return group_factory("content", enabled=True)
+
+
+@pytest.fixture
+def approver_factory(user_factory: Callable[..., Any]) -> Callable[..., Any]:
+    def make(**kwargs: Any) -> Any:
+        from django.contrib.auth import get_user_model
+        from django.contrib.auth.models import Permission
+
+        user = user_factory(staff=True, **kwargs)
+        user.user_permissions.add(
+            Permission.objects.get(
+                codename="approve_toolcall", content_type__app_label="django_webfetch"
+            )
+        )
+        return get_user_model().objects.get(pk=user.pk)  # drop the cached permissions
+
+    return make
+
+
+@pytest.fixture
+def approver(approver_factory: Callable[..., Any]) -> Any:
+    return approver_factory(username="approver")
