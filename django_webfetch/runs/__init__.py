@@ -39,6 +39,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, connection, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from ..conf import conf
@@ -62,6 +63,7 @@ __all__ = [
     "SelfApprovalDenied",
     "ToolNotOfferedError",
     "approve",
+    "call_finished",
     "can_approve",
     "can_cancel",
     "can_read",
@@ -91,6 +93,16 @@ STALE_QUEUE_AFTER = timedelta(minutes=10)
 #: SQLite reports a lost race as "database is locked" (without waiting, when a reading
 #: transaction wants to write); the transition is re-read this often.
 _SQLITE_RETRIES = 10
+
+
+#: Sent once a call reached a finished state, after the transaction that finished it
+#: committed: ``call_finished.send(sender=ToolCall, call_id=..., conversation=...)``.
+#: The assistant resumes the run that asked for the call (``assistant.services``).
+call_finished = Signal()
+
+
+def _announce_finished(call_id: Any, conversation: str) -> None:
+    call_finished.send_robust(sender=ToolCall, call_id=call_id, conversation=conversation)
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -260,6 +272,8 @@ def _transition(
             raise InvalidTransition(current, target, "the call was changed concurrently")
         for name, value in values.items():
             setattr(call, name, value)
+        if target in FINISHED_STATES:
+            transaction.on_commit(partial(_announce_finished, call.pk, call.conversation))
     logger.info("tool call %s: %s -> %s", call.pk, current, target)
     return call
 
