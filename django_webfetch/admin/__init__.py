@@ -15,7 +15,13 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from ..models import ConfiguredEndpoint, EgressEvent, HostListEntry, SiteHost, ToolGroup
+from django_webfetch.models import (
+    ConfiguredEndpoint,
+    EgressEvent,
+    HostListEntry,
+    SiteHost,
+    ToolGroup,
+)
 
 if TYPE_CHECKING:
     _HostListEntryInline = admin.TabularInline[HostListEntry, ToolGroup]

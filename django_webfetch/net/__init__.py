@@ -28,10 +28,17 @@ from .errors import (
 )
 from .fetcher import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
+from .guarded import (
+    AsyncGuardedTransport,
+    GuardedTransport,
+    guarded_async_client,
+    guarded_client,
+)
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
 
 __all__ = [
     "AddressNotAllowed",
+    "AsyncGuardedTransport",
     "DEFAULT_MEDIA_TYPES",
     "EgressDenied",
     "EgressPolicy",
@@ -42,6 +49,7 @@ __all__ = [
     "FetchTimeout",
     "Fetcher",
     "GuardEvent",
+    "GuardedTransport",
     "HARD_LIMITS",
     "Hop",
     "HostNotAllowed",
@@ -62,5 +70,7 @@ __all__ = [
     "WebFetchError",
     "explain",
     "fetch",
+    "guarded_async_client",
+    "guarded_client",
     "parse_media_type",
 ]

@@ -42,14 +42,21 @@ from django.db import OperationalError, connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from ..conf import conf
-from ..exceptions import WebFetchImproperlyInstalled
-from ..models import CallState, ToolCall
-from ..models.calls import FINISHED_STATES, TRANSITIONS
-from ..net.errors import WebFetchError
-from ..tools import Effect, Tool, ToolApprovalRule, ToolContext, ToolInvocation, ToolResult
-from ..tools import default_registry as tool_registry
-from ..tools.registry import validate_arguments
+from django_webfetch.conf import conf
+from django_webfetch.exceptions import WebFetchImproperlyInstalled
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
+from django_webfetch.net.errors import WebFetchError
+from django_webfetch.tools import (
+    Effect,
+    Tool,
+    ToolApprovalRule,
+    ToolContext,
+    ToolInvocation,
+    ToolResult,
+)
+from django_webfetch.tools import default_registry as tool_registry
+from django_webfetch.tools.registry import validate_arguments
 
 __all__ = [
     "APPROVE_PERMISSION",
@@ -708,7 +715,7 @@ def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
 
 def _enqueue(call_id: Any) -> None:
     try:
-        from .. import tasks
+        from django_webfetch import tasks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
     soft, hard = time_limits()

@@ -43,6 +43,7 @@ def test_exported_members_are_sorted_and_real():
         "errors",
         "fetcher",
         "guard",
+        "guarded",
         "policy",
         "transport",
         "resolve",

@@ -1,0 +1,301 @@
+"""One guarded httpx transport for every HTTP client the app hands out.
+
+Plugins' host-owned clients and the assistant's LLM provider SDKs are built on
+``GuardedTransport`` (sync) or ``AsyncGuardedTransport`` (async, for SDKs such as Pydantic
+AI's providers that take an ``httpx.AsyncClient``).  For *every* request it:
+
+1. asks ``policy`` for the policy (a callable is called per request, so a grant removed in
+   the database applies at the next connection, with no restart);
+2. runs the whole guard (``UrlGuard.check``: scope, syntax, lists, DNS through dnspython,
+   address classes) on the request's URL;
+3. connects only to the checked addresses (``PinnedTransport``), with the checked name for
+   SNI, certificate verification and the ``Host`` header (a caller-set ``Host`` is replaced:
+   it would otherwise pick another virtual host behind the same address);
+4. never follows a redirect: a 3xx is returned as it is.  A client built on this transport
+   must keep ``follow_redirects=False`` (``guarded_client`` does); even if it does not, each
+   follow-up is a new request and goes through steps 1-3 again.
+
+The response body is decoded here (``gzip``/``deflate`` only, as the fetcher) under
+``max_response_bytes``, so a compression bomb cannot inflate past the cap in the client.
+The whole request, body included, runs under one deadline: ``timeout`` (default the
+policy's ``total_timeout``).
+
+Errors never leave as httpx or dnspython exceptions: a refusal raises the guard's
+``EgressDenied`` subclass, DNS failures ``ResolutionError``, transport failures
+``FetchError``/``FetchTimeout``.  SDKs that wrap transport exceptions (openai, anthropic)
+keep ours as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import anyio.to_thread
+import httpx
+
+from .errors import EgressDenied, FetchTimeout, ResolutionError, WebFetchError
+from .fetcher import (
+    GuardEvent,
+    Observer,
+    _as_fetch_errors,
+    _BoundedDecoder,
+    _content_coding,
+    _refusal_event,
+)
+from .guard import ResolvedDestination, UrlGuard
+from .policy import EgressPolicy
+from .transport import PinnedTransport
+
+__all__ = ["AsyncGuardedTransport", "GuardedTransport", "guarded_async_client", "guarded_client"]
+
+PolicySource = EgressPolicy | Callable[[httpx.Request], EgressPolicy]
+
+#: Hop-by-hop and framing headers that describe the encoded body we replace.
+_STALE_AFTER_DECODING = ("content-encoding", "content-length")
+
+
+class GuardedTransport(httpx.BaseTransport):
+    """Guard, pin and bound every request; see the module docstring."""
+
+    def __init__(
+        self,
+        policy: PolicySource,
+        *,
+        guard: UrlGuard | None = None,
+        observer: Observer | None = None,
+        max_response_bytes: int | None = None,
+        timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._policy = policy
+        self._guard = guard or UrlGuard()
+        self._observer: Observer = observer or (lambda event: None)
+        self._max_response_bytes = max_response_bytes
+        if timeout is not None and not timeout > 0:
+            raise ValueError("timeout must be positive")
+        self._timeout = timeout
+        self._clock = clock
+
+    def policy_for(self, request: httpx.Request) -> EgressPolicy:
+        if isinstance(self._policy, EgressPolicy):
+            return self._policy
+        return self._policy(request)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        start = self._clock()
+        policy = self.policy_for(request)
+        deadline = start + (self._timeout if self._timeout is not None else policy.total_timeout)
+        url = str(request.url)
+        try:
+            destination = self._guard.check(url, policy, deadline=deadline)
+        except (EgressDenied, ResolutionError, FetchTimeout) as exc:
+            self._observer(_refusal_event(0, url, exc, self._clock() - start))
+            raise
+        addresses = tuple(str(a) for a in destination.addresses)
+        self._emit(destination, "allowed", "allowed", addresses, start)
+        connected: list[str] = []
+        transport = PinnedTransport(
+            destination,
+            ca_file=policy.ca_file,
+            connect_timeout=policy.connect_timeout,
+            deadline=deadline,
+            on_connect=connected.append,
+        )
+        # The checked A-label authority, never what the caller wrote.
+        request.headers["Host"] = destination.url.authority
+        request.headers["Accept-Encoding"] = "gzip, deflate"
+        try:
+            with _as_fetch_errors():
+                response = transport.handle_request(request)
+            coding = _content_coding(response)
+        except WebFetchError as exc:
+            transport.close()
+            self._emit(destination, "failed", exc.code, addresses, start, detail=exc.detail)
+            raise
+        limit = self._max_response_bytes if self._max_response_bytes is not None else 2**62
+        stream = _GuardedStream(
+            response,
+            transport,
+            _BoundedDecoder(coding, limit),
+            on_close=lambda size, error: self._emit(
+                destination,
+                "failed" if error is not None else "fetched",
+                error.code if error is not None else "ok",
+                (connected[-1],) if connected else addresses,
+                start,
+                status=response.status_code,
+                size=size,
+                detail=error.detail if error is not None else "",
+            ),
+        )
+        headers = [
+            (name, value)
+            for name, value in response.headers.multi_items()
+            if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
+        ]
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=headers,
+            stream=stream,
+            extensions=response.extensions,
+        )
+
+    def _emit(
+        self,
+        destination: ResolvedDestination,
+        decision: str,
+        reason: str,
+        addresses: tuple[str, ...],
+        start: float,
+        *,
+        status: int | None = None,
+        size: int = 0,
+        detail: str = "",
+    ) -> None:
+        self._observer(
+            GuardEvent(
+                hop=0,
+                url_host=destination.host,
+                port=destination.port,
+                decision=decision,
+                reason=reason,
+                addresses=addresses,
+                bytes=size,
+                duration=self._clock() - start,
+                status=status,
+                detail=detail,
+            )
+        )
+
+
+class _GuardedStream(httpx.SyncByteStream):
+    """The pinned response's body, decoded under the cap; closes the pinned transport."""
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        transport: PinnedTransport,
+        decoder: _BoundedDecoder,
+        *,
+        on_close: Callable[[int, WebFetchError | None], None],
+    ) -> None:
+        self._response = response
+        self._transport = transport
+        self._decoder = decoder
+        self._on_close = on_close
+        self._error: WebFetchError | None = None
+        self._closed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            with _as_fetch_errors():
+                for chunk in self._response.iter_raw():
+                    yield self._decoder.feed(chunk)
+                yield self._decoder.flush()
+        except WebFetchError as exc:
+            self._error = exc
+            raise
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._response.close()
+        finally:
+            self._transport.close()
+            self._on_close(self._decoder.total, self._error)
+
+
+class AsyncGuardedTransport(httpx.AsyncBaseTransport):
+    """The same guard for async clients: the sync transport runs in a worker thread.
+
+    DNS (dnspython's sync resolver), the connect and every body read happen in threads, so
+    the event loop is never blocked and the checks are exactly the sync transport's.
+    """
+
+    def __init__(self, policy: PolicySource, **kwargs: Any) -> None:
+        self._sync = GuardedTransport(policy, **kwargs)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        sync_request = httpx.Request(
+            request.method,
+            request.url,
+            headers=request.headers,
+            content=body,
+            extensions=request.extensions,
+        )
+        response = await anyio.to_thread.run_sync(self._sync.handle_request, sync_request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_AsyncStream(response.stream),
+            extensions=response.extensions,
+        )
+
+
+class _AsyncStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        iterator = iter(self._inner)
+        while True:
+            chunk = await anyio.to_thread.run_sync(next, iterator, None)
+            if chunk is None:
+                return
+            yield chunk
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self._inner.close)
+
+
+def _client_kwargs(timeout: float | None) -> dict[str, Any]:
+    return {
+        "follow_redirects": False,
+        "trust_env": False,
+        # Per-operation timeouts of the client; the transport's deadline bounds the whole.
+        "timeout": httpx.Timeout(timeout if timeout is not None else 20.0),
+    }
+
+
+def guarded_client(
+    policy: PolicySource,
+    *,
+    observer: Observer | None = None,
+    max_response_bytes: int | None = None,
+    timeout: float | None = None,
+    guard: UrlGuard | None = None,
+) -> httpx.Client:
+    """An ``httpx.Client`` on ``GuardedTransport``: no redirects, no environment."""
+    transport = GuardedTransport(
+        policy,
+        guard=guard,
+        observer=observer,
+        max_response_bytes=max_response_bytes,
+        timeout=timeout,
+    )
+    return httpx.Client(transport=transport, **_client_kwargs(timeout))
+
+
+def guarded_async_client(
+    policy: PolicySource,
+    *,
+    observer: Observer | None = None,
+    max_response_bytes: int | None = None,
+    timeout: float | None = None,
+    guard: UrlGuard | None = None,
+) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` on ``AsyncGuardedTransport``: no redirects, no environment."""
+    transport = AsyncGuardedTransport(
+        policy,
+        guard=guard,
+        observer=observer,
+        max_response_bytes=max_response_bytes,
+        timeout=timeout,
+    )
+    return httpx.AsyncClient(transport=transport, **_client_kwargs(timeout))
