@@ -207,62 +207,54 @@ def classify_error(exc: BaseException) -> ProviderFailure:
 # -- the guarded HTTP client ----------------------------------------------------------------
 
 
-class _GuardedAsyncTransport(httpx.AsyncBaseTransport):
-    """The SDKs are async: this runs the (sync) guarded transport inside the async request.
-
-    ``model_request_sync`` gives each provider request an event loop of its own, so doing
-    the guarded request right here blocks nothing else.  The body is read in full (bounded
-    by the transport's ``max_response_bytes``) before it is handed to the SDK.
-    """
-
-    def __init__(self, transport: httpx.BaseTransport) -> None:
-        self._transport = transport
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = await request.aread()
-        sync_request = httpx.Request(
-            request.method,
-            request.url,
-            headers=request.headers,
-            content=body,
-            extensions=request.extensions,
-        )
-        response = self._transport.handle_request(sync_request)
-        try:
-            content = response.read()
-        finally:
-            response.close()
-        headers = [
-            (k, v)
-            for k, v in response.headers.multi_items()
-            if k.lower() not in ("content-encoding", "transfer-encoding", "content-length")
-        ]
-        return httpx.Response(
-            response.status_code,
-            headers=headers,
-            content=content,
-            request=request,
-            extensions={"http_version": response.extensions.get("http_version", b"HTTP/1.1")},
-        )
-
-    async def aclose(self) -> None:
-        self._transport.close()
-
-
-def guarded_async_client(
+def provider_client(
     policy: Any, *, observer: Callable[[Any], None] | None, timeout: float
 ) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` on the guarded transport (redirects never followed)."""
-    from django_webfetch.net.guarded import GuardedTransport
+    """The SDK's ``httpx.AsyncClient``: on the guarded transport of ``net/guarded.py``, so the
+    guard checks and pins every request (no redirects, no proxy environment)."""
+    from django_webfetch.net.guarded import guarded_async_client
 
-    transport = GuardedTransport(
-        policy, observer=observer, max_response_bytes=MAX_PROVIDER_RESPONSE_BYTES
-    )
-    return httpx.AsyncClient(
-        transport=_GuardedAsyncTransport(transport),
-        follow_redirects=False,
-        trust_env=False,
+    return guarded_async_client(
+        policy,
+        observer=observer,
+        max_response_bytes=MAX_PROVIDER_RESPONSE_BYTES,
         timeout=timeout,
+    )
+
+
+def _httpx2_client(inner: httpx.AsyncClient, timeout: float) -> Any:
+    """An ``httpx2.AsyncClient`` whose every request is sent by ``inner`` (the guarded
+    client): for SDKs built on httpx2, the same guard, pin and bounds."""
+    import httpx2
+
+    class Bridge(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: Any) -> Any:
+            body = await request.aread()
+            forwarded = httpx.Request(
+                request.method,
+                str(request.url),
+                headers=list(request.headers.multi_items()),
+                content=body,
+            )
+            response = await inner.send(forwarded)
+            try:
+                content = await response.aread()
+            finally:
+                await response.aclose()
+            headers = [
+                (k, v)
+                for k, v in response.headers.multi_items()
+                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+            ]
+            return httpx2.Response(
+                response.status_code, headers=headers, content=content, request=request
+            )
+
+        async def aclose(self) -> None:
+            await inner.aclose()
+
+    return httpx2.AsyncClient(
+        transport=Bridge(), follow_redirects=False, trust_env=False, timeout=timeout
     )
 
 
@@ -280,13 +272,20 @@ def build_model(
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        client = AsyncAnthropic(
-            api_key=config.api_key or "unset",
-            base_url=config.base_url,
-            http_client=http_client,
-            max_retries=0,
-            timeout=timeout,
-        )
+        def anthropic_client(http: Any) -> Any:
+            return AsyncAnthropic(
+                api_key=config.api_key or "unset",
+                base_url=config.base_url,
+                http_client=http,
+                max_retries=0,
+                timeout=timeout,
+            )
+
+        try:
+            client = anthropic_client(http_client)
+        except TypeError:
+            # anthropic >= 2 is built on httpx2 and refuses an httpx client.
+            client = anthropic_client(_httpx2_client(http_client, timeout))
         return AnthropicModel(
             config.model_name, provider=AnthropicProvider(anthropic_client=client)
         )

@@ -695,7 +695,7 @@ def _ask(run: AssistantRun, history: list[Any]) -> Any:
     from pydantic_ai.settings import ModelSettings
     from pydantic_ai.tools import ToolDefinition
 
-    from .providers import build_model, guarded_async_client
+    from .providers import build_model, provider_client
 
     config = _provider_of(run)
     tools = tools_for_user(run.user) if run.user is not None else []
@@ -727,7 +727,7 @@ def _ask(run: AssistantRun, history: list[Any]) -> Any:
                 )
             except WebFetchError as exc:
                 raise classify_error(exc) from exc
-            client = guarded_async_client(policy, observer=events.append, timeout=timeout)
+            client = provider_client(policy, observer=events.append, timeout=timeout)
         model = build_model(config, http_client=client, timeout=timeout)
         try:
             return model_request_sync(
