@@ -3,6 +3,11 @@ scripted LLM provider server (``provider.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
 from tests.runs.conftest import (  # noqa: F401 - fixtures
     AdminTool,
     EchoTool,
@@ -13,12 +18,7 @@ from tests.runs.conftest import (  # noqa: F401 - fixtures
 )
 from tests.runs.infra import *  # noqa: F403 - the Redis and worker fixtures
 
-from collections.abc import Callable, Iterator  # noqa: E402
-from typing import Any  # noqa: E402
-
-import pytest  # noqa: E402
-
-from .provider import HOST, PORT, ProviderServer  # noqa: E402
+from .provider import HOST, PORT, ProviderServer
 
 PROVIDER_ADDRESS = "11.0.0.20"
 _server: ProviderServer | None = None
@@ -42,7 +42,11 @@ def configure_provider(
 
     def configure(kind: str = "openai", **fields: Any) -> Any:
         group_factory("assistant", enabled=True, scope="configured_endpoint")
-        base = f"https://{HOST}:{PORT}/openai/v1" if kind != "anthropic" else f"https://{HOST}:{PORT}/anthropic"
+        base = (
+            f"https://{HOST}:{PORT}/openai/v1"
+            if kind != "anthropic"
+            else f"https://{HOST}:{PORT}/anthropic"
+        )
         fields.setdefault("auth_header_value", "sk-lab-secret")
         return endpoint_factory(
             base, group="assistant", provider_kind=kind, model_name="lab-model", **fields
@@ -52,7 +56,9 @@ def configure_provider(
 
 
 @pytest.fixture
-def provider(configure_provider: Callable[..., Any], provider_server: ProviderServer, request: Any) -> ProviderServer:
+def provider(
+    configure_provider: Callable[..., Any], provider_server: ProviderServer, request: Any
+) -> ProviderServer:
     kind = getattr(request, "param", "openai")
     configure_provider(kind)
     provider_server.kind = kind  # type: ignore[attr-defined]
