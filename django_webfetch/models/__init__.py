@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from django_webfetch.assistant.models import AssistantRun, Conversation, Message, RunEvent, RunState
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .scopes import DataClass, EgressScope, ToolGroup
 
 __all__ = [
+    "AssistantRun",
+    "Conversation",
+    "Message",
+    "RunEvent",
+    "RunState",
     "CallState",
     "ConfiguredEndpoint",
     "DataClass",

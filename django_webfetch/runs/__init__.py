@@ -70,6 +70,7 @@ __all__ = [
     "SelfApprovalDenied",
     "ToolNotOfferedError",
     "approve",
+    "call_finished",
     "call_transitioned",
     "can_approve",
     "can_cancel",
@@ -106,6 +107,15 @@ _SQLITE_RETRIES = 10
 #: ``previous`` (the state it left).  A receiver with side effects defers them with
 #: ``transaction.on_commit`` (the django CMS integration mails approvers so).
 call_transitioned = Signal()
+
+#: Sent once a call reached a finished state, after the transaction that finished it
+#: committed: ``call_finished.send(sender=ToolCall, call_id=..., conversation=...)``.
+#: The assistant resumes the run that asked for the call (``assistant.services``).
+call_finished = Signal()
+
+
+def _announce_finished(call_id: Any, conversation: str) -> None:
+    call_finished.send_robust(sender=ToolCall, call_id=call_id, conversation=conversation)
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -276,6 +286,8 @@ def _transition(
         for name, value in values.items():
             setattr(call, name, value)
         _announce(call, current)
+        if target in FINISHED_STATES:
+            transaction.on_commit(partial(_announce_finished, call.pk, call.conversation))
     logger.info("tool call %s: %s -> %s", call.pk, current, target)
     return call
 
