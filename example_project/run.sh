@@ -25,11 +25,11 @@ if [ ! -x "$PY" ]; then
     echo "==> creating .venv"
     "$PYTHON" -m venv .venv
 fi
-EXTRAS=cms
+EXTRAS=cms,assistant
 if [ -n "${CELERY_BROKER_URL:-}" ]; then
-    EXTRAS=cms,celery
+    EXTRAS=cms,assistant,celery
 fi
-if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, rest_framework, httpx, dns, html5lib' \
+if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib' \
         >/dev/null 2>&1 \
     || { [ -n "${CELERY_BROKER_URL:-}" ] && ! "$PY" -c 'import celery, redis' >/dev/null 2>&1; } \
     || { [ -n "${DATABASE_URL:-}" ] && ! "$PY" -c 'import psycopg' >/dev/null 2>&1; }; then

@@ -4,6 +4,9 @@ It keeps the demo working with no provider configured, and goes through the same
 approval and bounds as a real model:
 
 - the editor's message names http(s) URLs -> ``fetch_external_url`` for each (at most 3);
+- otherwise, a path of this site in the message (``/about/``) -> ``read_page`` for it
+  ("Ask about this page" on a django CMS page asks so), or a question about the site's
+  pages -> ``list_pages``, when those content tools are offered;
 - otherwise -> ``search_site`` with the message as the query, when that tool is offered;
 - once the tools answered -> a reply quoting what they returned.
 
@@ -20,6 +23,9 @@ __all__ = ["MAX_URLS", "OFFLINE_PREFIX", "offline_model", "plan"]
 OFFLINE_PREFIX = "[Offline rule-based planner - no language model was asked]"
 MAX_URLS = 3
 _URL_RE = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
+#: A path of this site: starts at a word boundary with "/", not inside a URL.
+_PATH_RE = re.compile(r"(?<![\w/:.@-])(/(?:[A-Za-z0-9._~-]+/?)*)(?=[\s?!.,;:)]|$)")
+_PAGES_RE = re.compile(r"\b(?:which|what|list)\b.*\bpages\b", re.IGNORECASE | re.DOTALL)
 _TRAILING = ".,;:!?)]}"
 
 
@@ -32,6 +38,15 @@ def _urls(text: str) -> list[str]:
         if len(found) == MAX_URLS:
             break
     return found
+
+
+def _path(text: str) -> str:
+    """The first path of this site named in ``text`` (``""``: none)."""
+    for match in _PATH_RE.finditer(_URL_RE.sub(" ", text)):
+        path = match.group(1).rstrip(".")
+        if len(path) <= 500:
+            return path
+    return ""
 
 
 def plan(messages: list[Any], info: Any) -> Any:
@@ -69,6 +84,10 @@ def plan(messages: list[Any], info: Any) -> Any:
             ToolCallPart("fetch_external_url", {"url": url}, tool_call_id=f"offline-{step}-{i}")
             for i, url in enumerate(urls)
         ]
+    elif not urls and "read_page" in offered and _path(prompt):
+        calls = [ToolCallPart("read_page", {"path": _path(prompt)}, tool_call_id=f"offline-{step}-0")]
+    elif not urls and "list_pages" in offered and _PAGES_RE.search(prompt):
+        calls = [ToolCallPart("list_pages", {}, tool_call_id=f"offline-{step}-0")]
     elif not urls and "search_site" in offered and prompt.strip():
         calls = [
             ToolCallPart(

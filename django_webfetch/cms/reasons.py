@@ -38,6 +38,14 @@ REASONS = {
     "fetch_error": _("the page could not be fetched"),
     "dns_error": _("the name server did not answer properly"),
     "extraction_error": _("the page's text could not be extracted"),
+    # the error codes of a tool result, when no rule is named
+    "egress_denied": _("the egress guard refused the address"),
+    "host_not_allowed": _("the egress guard refused the host"),
+    "address_not_allowed": _("the host resolves to a non-public address"),
+    "scheme_not_allowed": _("only http and https addresses can be read"),
+    "port_not_allowed": _("only the default port is allowed unless the allow list names the port"),
+    "http_status": _("the server answered with an error status"),
+    "approval_required": _("the call needs an approval"),
     # the run service's outcomes
     "approval_denied": _("an approver denied the request"),
     "approval_expired": _("nobody approved the request in time"),

@@ -25,7 +25,8 @@ def _site_url(path: str) -> str:
     from django.contrib.sites.models import Site
 
     domain = Site.objects.get_current().domain or "localhost"
-    return f"https://{domain}{path}"
+    local = domain.split(":")[0] in ("localhost", "127.0.0.1", "[::1]")
+    return f"{'http' if local else 'https'}://{domain}{path}"
 
 
 class ListPages(Tool):

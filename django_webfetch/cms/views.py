@@ -27,14 +27,12 @@ from .reasons import REASONS, plain_reason
 __all__ = ["ApprovalsView", "AssistantView", "provider_label"]
 
 
-def provider_label() -> str | None:
-    """The active LLM provider's label (``None``: not known here, the API reports it)."""
-    try:
-        from django_webfetch.assistant import providers  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    label = getattr(providers, "active_label", None)
-    return str(label()) if callable(label) else None
+def provider_label() -> tuple[str, bool]:
+    """The active LLM provider's label, and whether it is the offline planner."""
+    from django_webfetch.assistant.providers import configured_provider
+
+    provider = configured_provider()
+    return provider.label, provider.offline
 
 
 def _api_base() -> str:
@@ -128,7 +126,8 @@ class AssistantView(_Base):
         context.update(
             {
                 "api_base": _api_base(),
-                "provider_label": provider_label(),
+                "provider_label": provider_label()[0],
+                "provider_offline": provider_label()[1],
                 "enabled_groups": enabled,
                 "groups_admin_url": _admin_url("admin:django_webfetch_toolgroup_changelist"),
                 "groups_admin_label": _("%(app)s › Tool groups")

@@ -145,16 +145,31 @@
     var target = callTarget(call);
     item.querySelector(".webfetch-target").textContent = target ? " " + target + " " : " ";
     item.querySelector(".webfetch-state").textContent = (T.states || {})[state] || state;
-    var reason = pick(call, ["reason", "error"]);
     var refused = state === "failed" || state === "denied" || state === "expired" ||
       state === "cancelled";
-    item.querySelector(".webfetch-reason").textContent =
-      refused && reason ? " — " + fmt(T.refused, { reason: plainReason(reason) }) : "";
+    if (refused && !item.getAttribute("data-reason")) {
+      showReason(item, pick(call, ["reason", "error"]));
+    }
+    if (refused && !item.getAttribute("data-loaded")) {
+      // The stored result names the guard's rule (more precise than the error code).
+      item.setAttribute("data-loaded", "1");
+      request("GET", api + "calls/" + pick(call, ["id"]) + "/").then(function (data) {
+        var meta = (data && data.result && data.result.meta) || {};
+        if (meta.reason) { showReason(item, meta.reason); }
+      }).catch(function () {});
+    }
     if (state === "succeeded" && !item.getAttribute("data-loaded")) {
       item.setAttribute("data-loaded", "1");
       showResult(item, call);
     }
     return state;
+  }
+
+  function showReason(item, code) {
+    if (!code) { return; }
+    item.setAttribute("data-reason", code);
+    item.querySelector(".webfetch-reason").textContent =
+      " — " + fmt(T.refused, { reason: plainReason(code) });
   }
 
   function showResult(item, call) {
@@ -164,18 +179,55 @@
       var text = result && result.content;
       if (!text) { return; }
       var tool = data.tool || "";
-      var own = tool === "read_page" || tool === "list_pages";
-      var details = el("details", own ? "webfetch-fenced is-own" : "webfetch-fenced is-third-party");
-      var source = callTarget(data) || tool;
-      details.appendChild(el("summary", null, fmt(own ? T.own_page : T.third_party, { source: source })));
-      details.appendChild(el("pre", null, text));
-      item.appendChild(details);
+      item.appendChild(fencedBox(text));
     }).catch(function () { /* the call's text is optional; its state is shown */ });
+  }
+
+  function runCalls(run) {
+    var calls = [];
+    (run.steps || []).forEach(function (step) {
+      (step.tool_calls || []).forEach(function (call) { calls.push(call); });
+    });
+    return calls;
+  }
+
+  // Fenced tool output quoted in an answer is collapsed and marked as third-party content.
+  var FENCED = /(?:The text below is reference material[\s\S]*?)?<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce=([0-9a-f]+)>>>[\s\S]*?<<<END UNTRUSTED EXTERNAL WEB CONTENT nonce=\1>>>/g;
+
+  function fencedBox(text) {
+    var source = /Source URL \(untrusted\): (\S+)/.exec(text);
+    var url = source ? source[1] : "";
+    // Our own header (before the fence) says whether this is one of the site's pages.
+    var header = text.split("<<<BEGIN UNTRUSTED")[0];
+    var own = /^Status: (published page \d+|this site's published pages)$/m.test(header);
+    var details = el("details", own ? "webfetch-fenced is-own" : "webfetch-fenced is-third-party");
+    details.appendChild(el("summary", null, fmt(own ? T.own_page : T.third_party, { source: url })));
+    details.appendChild(el("pre", null, text));
+    return details;
+  }
+
+  function paragraphs(node, text) {
+    text.split(/\n{2,}/).forEach(function (para) {
+      if (para.trim()) { node.appendChild(el("p", null, para)); }
+    });
+  }
+
+  function renderAnswer(node, text) {
+    node.textContent = "";
+    var last = 0;
+    var match;
+    FENCED.lastIndex = 0;
+    while ((match = FENCED.exec(text)) !== null) {
+      paragraphs(node, text.slice(last, match.index));
+      node.appendChild(fencedBox(match[0]));
+      last = FENCED.lastIndex;
+    }
+    paragraphs(node, text.slice(last));
   }
 
   function renderRun(turn, run) {
     setProvider(run);
-    var calls = pick(run, ["tool_calls", "calls"]) || [];
+    var calls = runCalls(run);
     var waiting = false;
     var running = false;
     calls.forEach(function (call) {
@@ -187,22 +239,23 @@
     var message = pick(run, ["final_message", "message", "answer", "final"]);
     if (message && typeof message === "object") { message = pick(message, ["content", "text"]); }
     var answer = turn.querySelector(".webfetch-answer");
-    if (message && answer.textContent !== String(message)) {
-      answer.textContent = "";
-      String(message).split(/\n{2,}/).forEach(function (para) {
-        answer.appendChild(el("p", null, para));
-      });
+    if (message && answer.getAttribute("data-text") !== String(message)) {
+      answer.setAttribute("data-text", String(message));
+      renderAnswer(answer, String(message));
     }
     var progress = turn.querySelector(".webfetch-progress");
-    var finished = ["succeeded", "failed", "cancelled", "done", "finished", "completed", "error"]
-      .indexOf(state) >= 0;
+    var finished = ["completed", "failed", "cancelled"].indexOf(state) >= 0;
     if (finished) {
-      progress.textContent = state === "failed" || state === "error" ? T.failed :
+      if (state === "failed" && run.error_message && !message) {
+        answer.textContent = "";
+        answer.appendChild(el("p", "webfetch-error", run.error_message));
+      }
+      progress.textContent = state === "failed" ? T.failed :
         state === "cancelled" ? T.cancelled : T.done;
       progress.classList.add("is-finished");
       progress.classList.remove("is-busy");
     } else {
-      progress.textContent = waiting ? T.waiting : T.thinking;
+      progress.textContent = waiting || state === "waiting_for_approval" ? T.waiting : T.thinking;
       progress.classList.add("is-busy");
     }
     turn.setAttribute("data-state", state);
@@ -229,8 +282,8 @@
   function ensureConversation() {
     if (conversation) { return Promise.resolve(conversation); }
     var body = {};
-    var page = input.getAttribute("data-page");
-    if (page) { body.page = parseInt(page, 10); }
+    var context = document.getElementById("page-context");
+    if (context) { body.title = context.textContent.trim().slice(0, 200); }
     return request("POST", api + "conversations/", body).then(function (data) {
       conversation = pick(data, ["id", "pk"]);
       return conversation;
@@ -263,6 +316,8 @@
     if (!text) { input.focus(); return; }
     input.value = "";
     input.removeAttribute("data-page");
+    var context = document.getElementById("page-context");
+    if (context && conversation) { context.remove(); }
     send(text);
     input.focus();
   });
