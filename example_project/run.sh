@@ -53,7 +53,7 @@ command=${1:-serve}
 case "$command" in
     explain) exec "$PY" example_project/manage.py webfetch explain "$@" ;;
     fetch) exec "$PY" example_project/manage.py webfetch fetch "$@" ;;
-    worker) exec "$PY" -m celery -A example_project worker --loglevel INFO "$@" ;;
+    worker) exec "$PY" -m celery -A example_project.celery_app worker --loglevel INFO "$@" ;;
     serve)
         manage demo_setup --domain "$HOST:$PORT"
         cat <<TEXT

@@ -6,7 +6,7 @@ Scaled with no code change, from the environment:
 * ``DATABASE_URL=postgres://USER:PASSWORD@HOST:PORT/NAME`` (a Unix socket:
   ``postgres://USER@/NAME?host=/run/postgresql``) uses PostgreSQL;
 * ``CELERY_BROKER_URL=redis://HOST:6379/0`` runs tool calls on Celery workers
-  (``celery -A example_project worker``).
+  (``celery -A example_project.celery_app worker``).
 
 Not for production: the secret key and DEBUG are demo values.
 """

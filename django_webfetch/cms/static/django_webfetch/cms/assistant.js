@@ -128,6 +128,11 @@
       item.appendChild(el("span", "webfetch-state"));
       item.appendChild(el("span", "webfetch-reason"));
       list.appendChild(item);
+      // The run lists calls without their arguments: show what the call asks for.
+      request("GET", api + "calls/" + id + "/").then(function (data) {
+        var target = callTarget(data || {});
+        if (target) { item.querySelector(".webfetch-target").textContent = " " + target + " "; }
+      }).catch(function () {});
     }
     return item;
   }
@@ -142,8 +147,6 @@
     var state = String(pick(call, ["state", "status"]) || "");
     item.className = "webfetch-call is-" + state;
     item.querySelector(".webfetch-tool").textContent = pick(call, ["tool", "name"]) || "";
-    var target = callTarget(call);
-    item.querySelector(".webfetch-target").textContent = target ? " " + target + " " : " ";
     item.querySelector(".webfetch-state").textContent = (T.states || {})[state] || state;
     var refused = state === "failed" || state === "denied" || state === "expired" ||
       state === "cancelled";

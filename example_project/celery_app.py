@@ -1,4 +1,4 @@
-"""``celery -A example_project worker``: the workers of the scaled setup
+"""``celery -A example_project.celery_app worker``: the workers of the scaled setup
 (``CELERY_BROKER_URL`` set)."""
 
 from __future__ import annotations
