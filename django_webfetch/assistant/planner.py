@@ -85,7 +85,9 @@ def plan(messages: list[Any], info: Any) -> Any:
             for i, url in enumerate(urls)
         ]
     elif not urls and "read_page" in offered and _path(prompt):
-        calls = [ToolCallPart("read_page", {"path": _path(prompt)}, tool_call_id=f"offline-{step}-0")]
+        calls = [
+            ToolCallPart("read_page", {"path": _path(prompt)}, tool_call_id=f"offline-{step}-0")
+        ]
     elif not urls and "list_pages" in offered and _PAGES_RE.search(prompt):
         calls = [ToolCallPart("list_pages", {}, tool_call_id=f"offline-{step}-0")]
     elif not urls and "search_site" in offered and prompt.strip():

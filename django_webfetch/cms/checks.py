@@ -12,8 +12,8 @@ from django.core import checks
 
 def check_cms_installed(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """E050: ``django_webfetch.cms`` needs django CMS (the ``cms`` extra) and its apps."""
-    missing = [app for app in ("cms", "menus", "sekizai", "django.contrib.sites")]
-    missing = [app for app in missing if not apps.is_installed(app)]
+    needed = ("cms", "menus", "sekizai", "django.contrib.sites")
+    missing = [app for app in needed if not apps.is_installed(app)]
     if not missing:
         return []
     return [

@@ -20,7 +20,7 @@ MENU_ID = "webfetch-assistant"
 
 
 @toolbar_pool.register
-class AssistantToolbar(CMSToolbar):
+class AssistantToolbar(CMSToolbar):  # type: ignore[misc]
     def populate(self) -> None:
         user = self.request.user
         if not (user.is_authenticated and user.is_active):

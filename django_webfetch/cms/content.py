@@ -130,7 +130,7 @@ def _request(user: Any, page: Any, language: str) -> HttpRequest:
     request.META["SERVER_PORT"] = "80"
     request.user = user
     request.LANGUAGE_CODE = language
-    request.current_page = page
+    request.current_page = page  # type: ignore[attr-defined]
     request.session = {}  # type: ignore[assignment]
     request.toolbar = CMSToolbar(request)  # type: ignore[attr-defined]
     return request

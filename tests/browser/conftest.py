@@ -84,7 +84,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def example_site(lab_session: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleSite]:
+def example_site(
+    lab_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ExampleSite]:
     """The example project served on loopback: migrated, demo pages and users created, the
     ``content`` and ``web`` tool groups enabled (an operator's choice, made here with the
     ORM as the admin would)."""

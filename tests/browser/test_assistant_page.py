@@ -27,7 +27,13 @@ def not_reloaded(page):
 
 def server_queries(lab):
     """DNS queries other than Chromium's own background look-ups of Google services."""
-    google = (".google.com", ".googleapis.com", ".gstatic.com", ".gvt1.com", ".googleusercontent.com")
+    google = (
+        ".google.com",
+        ".googleapis.com",
+        ".gstatic.com",
+        ".gvt1.com",
+        ".googleusercontent.com",
+    )
     return [q.name for q in lab.dns.queries if not q.name.rstrip(".").endswith(google)]
 
 
@@ -154,9 +160,7 @@ def test_a_refused_url_shows_its_reason(lab, example_site, login, shots):
     assert lab.requests == []
 
 
-def test_the_chat_works_with_the_keyboard_alone_at_phone_width(
-    lab, example_site, login, shots
-):
+def test_the_chat_works_with_the_keyboard_alone_at_phone_width(lab, example_site, login, shots):
     editor = login("editor", width=390, height=844)
     editor.goto(f"{example_site.url}/assistant/")
     for _ in range(80):

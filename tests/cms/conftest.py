@@ -47,9 +47,7 @@ def site_pages(cms_page_factory: Callable[..., Any], superuser: Any) -> dict[str
         "home": cms_page_factory("Home", "home", PAGES["home"]),
         "about": cms_page_factory("About us", "about", PAGES["about"]),
         "hours": cms_page_factory("Opening hours", "opening-hours", PAGES["hours"]),
-        "members": cms_page_factory(
-            "Members", "members", PAGES["members"], login_required=True
-        ),
+        "members": cms_page_factory("Members", "members", PAGES["members"], login_required=True),
         "staff": cms_page_factory("Staff", "staff", PAGES["staff"]),
     }
     pages["home"].set_as_homepage(superuser)

@@ -1,7 +1,8 @@
 """The example project, scaled with no code change: ``DATABASE_URL`` (a throwaway
 PostgreSQL cluster) and ``CELERY_BROKER_URL`` (Redis) switch it to PostgreSQL and Celery
-workers.  A real ``celery -A example_project.celery_app worker`` runs the editor's tool calls and the
-assistant runs; an approval given in another process resumes the run on the worker."""
+workers.  A real ``celery -A example_project.celery_app worker`` runs the editor's tool
+calls and the assistant runs; an approval given in another process resumes the run on the
+worker."""
 
 from __future__ import annotations
 
@@ -129,9 +130,21 @@ def test_the_example_on_postgresql_redis_and_a_worker(
     log = tmp_path / "worker.log"
     with open(log, "wb") as out:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "example_project.celery_app", "worker",
-             "--pool", "solo", "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "--loglevel", "INFO"],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "example_project.celery_app",
+                "worker",
+                "--pool",
+                "solo",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--loglevel",
+                "INFO",
+            ],
             cwd=ROOT,
             env=env,
             stdout=out,

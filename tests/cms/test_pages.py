@@ -94,9 +94,10 @@ def test_the_approval_card_is_inline_for_approvers(client, editor, approver, web
     assert "Guard pre-flight" in html
     assert "would be refused" in html
     # The requester never gets a card for their own call (self-approval is off).
-    assert f'data-call="{call.pk}"' not in login(client, editor).get(
-        reverse("webfetch_cms:approvals")
-    ).content.decode()
+    assert (
+        f'data-call="{call.pk}"'
+        not in login(client, editor).get(reverse("webfetch_cms:approvals")).content.decode()
+    )
 
 
 def test_approvers_are_mailed_when_a_call_starts_waiting(

@@ -11,8 +11,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import ngettext
 
 from django_webfetch import runs
-
-from ..approvals import waiting_count
+from django_webfetch.cms.approvals import waiting_count
 
 register = template.Library()
 
