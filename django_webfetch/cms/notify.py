@@ -64,7 +64,7 @@ def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
         subject = render_to_string("django_webfetch/cms/approval_mail_subject.txt", context)
         body = render_to_string("django_webfetch/cms/approval_mail.txt", context)
     one_line = " ".join(subject.split())[:200]
-    messages = [(subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]) for user in recipients]
+    messages = [(one_line, body, settings.DEFAULT_FROM_EMAIL, [user.email]) for user in recipients]
     try:
         return send_mass_mail(messages, fail_silently=False)
     except Exception:

@@ -160,3 +160,24 @@ def test_the_german_catalog_translates_the_page(client, editor):
     assert ">Senden</button>" in html
     assert "Die Werkzeuge des Assistenten sind ausgeschaltet." in html
     assert "wartet auf" in html or "warten auf" in html  # the script's strings, too
+
+
+def test_e050_django_cms_missing(settings):
+    from django_webfetch.cms import checks
+
+    assert checks.check_cms_installed() == []
+    settings.INSTALLED_APPS = [a for a in settings.INSTALLED_APPS if a not in ("cms", "menus")]
+    messages = checks.check_cms_installed()
+    assert [m.id for m in messages] == ["django_webfetch.E050"]
+    assert "cms, menus" in messages[0].msg
+
+
+def test_w050_approval_mail_without_a_sender(settings):
+    from django_webfetch.cms import checks
+
+    assert checks.check_approver_mail() == []  # the locmem backend of the tests
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.DEFAULT_FROM_EMAIL = "webmaster@localhost"
+    assert [m.id for m in checks.check_approver_mail()] == ["django_webfetch.W050"]
+    settings.DEFAULT_FROM_EMAIL = "assistant@example.org"
+    assert checks.check_approver_mail() == []
