@@ -124,7 +124,7 @@
       item = el("li", "webfetch-call");
       item.setAttribute("data-call", id);
       item.appendChild(el("span", "webfetch-tool"));
-      item.appendChild(el("span", "webfetch-target"));
+      item.appendChild(el("span", "webfetch-target", " "));
       item.appendChild(el("span", "webfetch-state"));
       item.appendChild(el("span", "webfetch-reason"));
       list.appendChild(item);
@@ -319,9 +319,10 @@
     if (!text) { input.focus(); return; }
     input.value = "";
     input.removeAttribute("data-page");
-    var context = document.getElementById("page-context");
-    if (context && conversation) { context.remove(); }
     send(text);
+    // The page context went with the first message (the conversation's title).
+    var context = document.getElementById("page-context");
+    if (context) { context.remove(); }
     input.focus();
   });
 
