@@ -166,9 +166,10 @@ def visible_runs(user: Any) -> Any:
 
 
 def lease_seconds() -> float:
-    """How long a worker owns a run it advances: one provider request or one in-process
-    tool call, with room to spare.  Past it the worker counts as lost."""
-    return conf.WEBFETCH_ASSISTANT_TIMEOUT + runs.lease_seconds() + 5.0
+    """How long a worker owns a run it advances: one provider request (plus, in-process,
+    one tool call), with room to spare.  Past it the worker counts as lost."""
+    tool = 0.0 if runs.runs_async() else runs.lease_seconds()
+    return conf.WEBFETCH_ASSISTANT_TIMEOUT + tool + 5.0
 
 
 def _worker_label() -> str:
