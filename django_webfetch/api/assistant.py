@@ -9,7 +9,7 @@ exactly where the client left off (events are numbered per run).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -213,7 +213,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
         if obj.state != "completed":
             return None
         message = obj.messages.filter(role=MessageRole.ASSISTANT).order_by("-seq").first()
-        return MessageSerializer(message).data if message else None  # type: ignore[return-value]
+        return MessageSerializer(message).data if message else None
 
     def get_events_url(self, obj: AssistantRun) -> str:
         return reverse(
@@ -221,11 +221,18 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
         )
 
 
-class RunEventSerializer(serializers.Serializer[Any]):
-    seq = serializers.IntegerField()
-    kind = serializers.CharField()
-    data = serializers.DictField()
-    created = serializers.DateTimeField()
+# A field named "data" would shadow ``Serializer.data``: the class is built from a dict (it
+# only describes the events in the OpenAPI schema).
+RunEventSerializer = type(
+    "RunEventSerializer",
+    (serializers.Serializer,),
+    {
+        "seq": serializers.IntegerField(),
+        "kind": serializers.CharField(),
+        "data": serializers.DictField(),
+        "created": serializers.DateTimeField(),
+    },
+)
 
 
 class RunEventsSerializer(serializers.Serializer[Any]):
@@ -256,13 +263,13 @@ class _AssistantView(_BaseView):
         conversation = services.visible_conversations(request.user).filter(pk=pk).first()
         if conversation is None:
             raise exceptions.NotFound(code="not_found")
-        return conversation
+        return cast(Conversation, conversation)
 
     def get_run(self, request: Request, pk: Any) -> AssistantRun:
         run = services.visible_runs(request.user).filter(pk=pk).first()
         if run is None:
             raise exceptions.NotFound(code="not_found")
-        return run
+        return cast(AssistantRun, run)
 
 
 def _run_response(run: AssistantRun, request: Request, code: int = status.HTTP_200_OK) -> Response:
@@ -288,7 +295,9 @@ class ConversationListView(_AssistantView):
     def get(self, request: Request) -> Response:
         conversations = services.visible_conversations(request.user).order_by("-updated", "pk")
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(conversations, request, view=self)
+        page: list[Conversation] | None = paginator.paginate_queryset(
+            conversations, request, view=self
+        )
         return paginator.get_paginated_response(ConversationSerializer(page, many=True).data)
 
     @extend_schema(

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Max
@@ -807,7 +807,7 @@ def _within_context_budget(history: list[Any]) -> list[Any]:
                 note = omitted_note(utf8_len(content))
                 if utf8_len(note) < utf8_len(content):
                     total -= utf8_len(content) - utf8_len(note)
-                    parts[position] = replace(part, content=note)
+                    parts[position] = replace(cast(Any, part), content=note)
         sent[index] = replace(message, parts=parts)
     if total > budget:
         raise ProviderFailure(
