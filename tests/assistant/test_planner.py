@@ -13,7 +13,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_urls_found_in_order_deduplicated_and_bounded():
-    text = "see https://a.example/x, then (http://b.example/y). https://a.example/x https://c.example/ https://d.example/"
+    text = (
+        "see https://a.example/x, then (http://b.example/y). "
+        "https://a.example/x https://c.example/ https://d.example/"
+    )
     assert _urls(text) == ["https://a.example/x", "http://b.example/y", "https://c.example/"]
 
 
