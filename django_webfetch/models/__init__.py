@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django_webfetch.assistant.models import AssistantRun, Conversation, Message, RunEvent, RunState
+
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
