@@ -22,6 +22,15 @@ from django_webfetch.conf import conf
 from django_webfetch.models import ToolCall
 
 from ._schema import OpenApiParameter, OpenApiResponse, extend_schema
+
+try:
+    from drf_spectacular.utils import extend_schema_field
+except ImportError:  # pragma: no cover - drf-spectacular is optional
+
+    def extend_schema_field(*args: Any, **kwargs: Any) -> Any:
+        return lambda target: target
+
+
 from .serializers import ErrorSerializer
 from .views import _BaseView, _Pagination, api_exception_handler
 
@@ -102,6 +111,7 @@ class ConversationDetailSerializer(ConversationSerializer):
     class Meta(ConversationSerializer.Meta):
         fields = [*ConversationSerializer.Meta.fields, "messages", "latest_run"]
 
+    @extend_schema_field(MessageSerializer(many=True))
     def get_messages(self, obj: Conversation) -> list[dict[str, Any]]:
         return MessageSerializer(obj.messages.order_by("seq"), many=True).data  # type: ignore[return-value]
 
@@ -171,6 +181,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
     def get_max_steps(self, obj: AssistantRun) -> int:
         return conf.WEBFETCH_ASSISTANT_MAX_STEPS
 
+    @extend_schema_field(StepSerializer(many=True))
     def get_steps(self, obj: AssistantRun) -> list[dict[str, Any]]:
         messages = list(obj.messages.filter(role=MessageRole.ASSISTANT).order_by("seq"))
         calls: dict[int, list[ToolCall]] = {}
@@ -209,6 +220,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
             )
         return steps
 
+    @extend_schema_field(MessageSerializer(allow_null=True))
     def get_final_message(self, obj: AssistantRun) -> dict[str, Any] | None:
         if obj.state != "completed":
             return None

@@ -147,6 +147,26 @@ def test_a_second_turn_sees_the_first(editor, provider):
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "assistant"]
 
 
+def test_the_assistant_does_not_load_pydantic_ai_on_import():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, django; django.setup()\n"
+        "import django_webfetch.assistant.services, django_webfetch.api.urls\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic_ai', 'openai')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_schema_has_the_assistant(editor):
     from drf_spectacular.validation import validate_schema
 
@@ -167,3 +187,6 @@ def test_the_schema_has_the_assistant(editor):
     assert {"202", "400", "404", "409"} <= set(post)
     run = schema["components"]["schemas"]["Run"]["properties"]
     assert {"state", "steps", "final_message", "provider_label", "offline"} <= set(run)
+    assert run["steps"]["items"]["$ref"] == "#/components/schemas/Step"
+    step = schema["components"]["schemas"]["Step"]["properties"]
+    assert step["tool_calls"]["items"]["$ref"] == "#/components/schemas/StepToolCall"
