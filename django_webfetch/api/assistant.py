@@ -27,7 +27,7 @@ try:
     from drf_spectacular.utils import extend_schema_field
 except ImportError:  # pragma: no cover - drf-spectacular is optional
 
-    def extend_schema_field(*args: Any, **kwargs: Any) -> Any:
+    def extend_schema_field(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
         return lambda target: target
 
 
