@@ -379,7 +379,7 @@ class ConversationMessagesView(_AssistantView):
 class RunDetailView(_AssistantView):
     @extend_schema(operation_id="runs_retrieve", responses={200: RunSerializer, 404: _ERRORS[404]})
     def get(self, request: Request, pk: Any) -> Response:
-        return _run_response(self.get_run(request, pk), request)
+        return _run_response(services.refresh(self.get_run(request, pk)), request)
 
 
 class RunCancelView(_AssistantView):
@@ -402,7 +402,7 @@ class RunEventsView(_AssistantView):
         responses={200: RunEventsSerializer, 400: _ERRORS[400], 404: _ERRORS[404]},
     )
     def get(self, request: Request, pk: Any) -> Response:
-        run = self.get_run(request, pk)
+        run = services.refresh(self.get_run(request, pk))
         query = SinceSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         events = services.events_since(run, query.validated_data["since"])

@@ -85,6 +85,7 @@ __all__ = [
     "events_since",
     "lease_seconds",
     "post_message",
+    "refresh",
     "run_calls",
     "sweep",
     "transition",
@@ -413,8 +414,12 @@ def call_ref(run: AssistantRun, step: int, index: int) -> str:
 
 
 def run_calls(run: AssistantRun) -> list[ToolCall]:
+    """The calls this run requested.  Only the run's user's calls count: the reference is
+    free text on ``ToolCall``, and nobody else's call may pass for one of this run's."""
     return list(
-        ToolCall.objects.filter(conversation__startswith=run.call_ref_prefix).order_by("created")
+        ToolCall.objects.filter(
+            conversation__startswith=run.call_ref_prefix, user_id=run.user_id
+        ).order_by("created")
     )
 
 
@@ -462,12 +467,18 @@ def _request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[An
         ref = call_ref(run, step, index)
         arguments, parsed = _arguments(part)
         call = existing.get(ref)
+        if call is not None and call.tool != str(part.tool_name)[:100]:
+            call = None  # not the call this step asked for: never use its result
         if call is None:
             run = _renew(run)
             try:
                 call = runs.request_call(part.tool_name, arguments, user=run.user, conversation=ref)
             except runs.ToolNotOfferedError:
-                call = ToolCall.objects.filter(conversation=ref).order_by("-created").first()
+                call = (
+                    ToolCall.objects.filter(conversation=ref, user_id=run.user_id)
+                    .order_by("-created")
+                    .first()
+                )
                 if call is None:  # pragma: no cover - request_call records it
                     raise
             _event(
@@ -919,6 +930,26 @@ def _on_call_finished(
 
 def connect_signals() -> None:
     runs.call_finished.connect(_on_call_finished, dispatch_uid="django_webfetch.assistant.resume")
+
+
+def refresh(run: AssistantRun) -> AssistantRun:
+    """Enforce on read what the sweep enforces (for installations without a periodic
+    task): expire the run's due approval requests (their final transition resumes the run),
+    and resume a run whose worker was lost."""
+    if run.finished:
+        return run
+    due = [
+        c
+        for c in run_calls(run)
+        if c.state == CallState.AWAITING_APPROVAL
+        and c.expires_at is not None
+        and c.expires_at <= timezone.now()
+    ]
+    for call in due:
+        runs.refresh(call)
+    if _lost(run):
+        dispatch(run.pk)
+    return AssistantRun.objects.get(pk=run.pk)
 
 
 # -- the sweep ------------------------------------------------------------------------------
