@@ -418,7 +418,7 @@ def run_calls(run: AssistantRun) -> list[ToolCall]:
     free text on ``ToolCall``, and nobody else's call may pass for one of this run's."""
     return list(
         ToolCall.objects.filter(
-            conversation__startswith=run.call_ref_prefix, user_id=run.user_id
+            conversation__startswith=run.call_ref_prefix, user=run.user
         ).order_by("created")
     )
 
@@ -475,7 +475,7 @@ def _request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[An
                 call = runs.request_call(part.tool_name, arguments, user=run.user, conversation=ref)
             except runs.ToolNotOfferedError:
                 call = (
-                    ToolCall.objects.filter(conversation=ref, user_id=run.user_id)
+                    ToolCall.objects.filter(conversation=ref, user=run.user)
                     .order_by("-created")
                     .first()
                 )
