@@ -36,6 +36,9 @@ def register() -> None:
     _register(Tags.security)(check_self_approval)
     _register(Tags.security)(check_tools)
     _register(Tags.security, Tags.database)(check_database)
+    from .assistant.checks import check_assistant
+
+    _register(Tags.compatibility, Tags.database)(check_assistant)
 
 
 def _readable(name: str) -> bool:

@@ -119,6 +119,8 @@ class ConfiguredEndpointForm(_EndpointForm):
             "group",
             "name",
             "base_url",
+            "provider_kind",
+            "model_name",
             "auth_header_name",
             "auth_header_value",
             "allow_private",
@@ -176,6 +178,8 @@ class ConfiguredEndpointAdmin(_EndpointAdmin):
         "group",
         "name",
         "base_url",
+        "provider_kind",
+        "model_name",
         "auth_header_name",
         "auth_header_value",
         "clear_auth_header",
@@ -230,4 +234,4 @@ class EgressEventAdmin(RecordsOnly, _EventAdmin):
     readonly_fields = [f.name for f in EgressEvent._meta.fields]
 
 
-from . import calls  # noqa: E402,F401
+from . import assistant, calls  # noqa: E402,F401

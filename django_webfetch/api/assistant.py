@@ -9,7 +9,7 @@ exactly where the client left off (events are numbered per run).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
@@ -22,6 +22,15 @@ from django_webfetch.conf import conf
 from django_webfetch.models import ToolCall
 
 from ._schema import OpenApiParameter, OpenApiResponse, extend_schema
+
+try:
+    from drf_spectacular.utils import extend_schema_field
+except ImportError:  # pragma: no cover - drf-spectacular is optional
+
+    def extend_schema_field(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+        return lambda target: target
+
+
 from .serializers import ErrorSerializer
 from .views import _BaseView, _Pagination, api_exception_handler
 
@@ -102,6 +111,7 @@ class ConversationDetailSerializer(ConversationSerializer):
     class Meta(ConversationSerializer.Meta):
         fields = [*ConversationSerializer.Meta.fields, "messages", "latest_run"]
 
+    @extend_schema_field(MessageSerializer(many=True))
     def get_messages(self, obj: Conversation) -> list[dict[str, Any]]:
         return MessageSerializer(obj.messages.order_by("seq"), many=True).data  # type: ignore[return-value]
 
@@ -171,6 +181,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
     def get_max_steps(self, obj: AssistantRun) -> int:
         return conf.WEBFETCH_ASSISTANT_MAX_STEPS
 
+    @extend_schema_field(StepSerializer(many=True))
     def get_steps(self, obj: AssistantRun) -> list[dict[str, Any]]:
         messages = list(obj.messages.filter(role=MessageRole.ASSISTANT).order_by("seq"))
         calls: dict[int, list[ToolCall]] = {}
@@ -209,11 +220,12 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
             )
         return steps
 
+    @extend_schema_field(MessageSerializer(allow_null=True))
     def get_final_message(self, obj: AssistantRun) -> dict[str, Any] | None:
         if obj.state != "completed":
             return None
         message = obj.messages.filter(role=MessageRole.ASSISTANT).order_by("-seq").first()
-        return MessageSerializer(message).data if message else None  # type: ignore[return-value]
+        return MessageSerializer(message).data if message else None
 
     def get_events_url(self, obj: AssistantRun) -> str:
         return reverse(
@@ -221,11 +233,18 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
         )
 
 
-class RunEventSerializer(serializers.Serializer[Any]):
-    seq = serializers.IntegerField()
-    kind = serializers.CharField()
-    data = serializers.DictField()
-    created = serializers.DateTimeField()
+# A field named "data" would shadow ``Serializer.data``: the class is built from a dict (it
+# only describes the events in the OpenAPI schema).
+RunEventSerializer = type(
+    "RunEventSerializer",
+    (serializers.Serializer,),
+    {
+        "seq": serializers.IntegerField(),
+        "kind": serializers.CharField(),
+        "data": serializers.DictField(),
+        "created": serializers.DateTimeField(),
+    },
+)
 
 
 class RunEventsSerializer(serializers.Serializer[Any]):
@@ -256,13 +275,13 @@ class _AssistantView(_BaseView):
         conversation = services.visible_conversations(request.user).filter(pk=pk).first()
         if conversation is None:
             raise exceptions.NotFound(code="not_found")
-        return conversation
+        return cast(Conversation, conversation)
 
     def get_run(self, request: Request, pk: Any) -> AssistantRun:
         run = services.visible_runs(request.user).filter(pk=pk).first()
         if run is None:
             raise exceptions.NotFound(code="not_found")
-        return run
+        return cast(AssistantRun, run)
 
 
 def _run_response(run: AssistantRun, request: Request, code: int = status.HTTP_200_OK) -> Response:
@@ -288,7 +307,9 @@ class ConversationListView(_AssistantView):
     def get(self, request: Request) -> Response:
         conversations = services.visible_conversations(request.user).order_by("-updated", "pk")
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(conversations, request, view=self)
+        page: list[Conversation] | None = paginator.paginate_queryset(
+            conversations, request, view=self
+        )
         return paginator.get_paginated_response(ConversationSerializer(page, many=True).data)
 
     @extend_schema(
@@ -358,7 +379,7 @@ class ConversationMessagesView(_AssistantView):
 class RunDetailView(_AssistantView):
     @extend_schema(operation_id="runs_retrieve", responses={200: RunSerializer, 404: _ERRORS[404]})
     def get(self, request: Request, pk: Any) -> Response:
-        return _run_response(self.get_run(request, pk), request)
+        return _run_response(services.refresh(self.get_run(request, pk)), request)
 
 
 class RunCancelView(_AssistantView):
@@ -381,7 +402,7 @@ class RunEventsView(_AssistantView):
         responses={200: RunEventsSerializer, 400: _ERRORS[400], 404: _ERRORS[404]},
     )
     def get(self, request: Request, pk: Any) -> Response:
-        run = self.get_run(request, pk)
+        run = services.refresh(self.get_run(request, pk))
         query = SinceSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         events = services.events_since(run, query.validated_data["since"])

@@ -42,16 +42,24 @@ def _prefix_chars(text: str, budget: int) -> int:
 
 
 def _closers(kept: str) -> str:
-    """END markers for every fence that ``kept`` opens and does not close (innermost first)."""
-    open_nonces: list[str] = []
+    """END markers for every fence that ``kept`` opens and does not close (innermost first).
+
+    Linear in the number of markers: an END closes its fence and every fence opened inside
+    it (a stack, with a count per nonce for the membership test)."""
+    stack: list[str] = []
+    open_count: dict[str, int] = {}
     for match in _MARKER_RE.finditer(kept):
         kind, nonce = match.group(1), match.group(2)
         if kind == "BEGIN":
-            open_nonces.append(nonce)
-        elif nonce in open_nonces:
-            # Close it and everything opened after it.
-            del open_nonces[open_nonces.index(nonce) :]
-    return "".join("\n" + END_MARKER.format(nonce=n) for n in reversed(open_nonces))
+            stack.append(nonce)
+            open_count[nonce] = open_count.get(nonce, 0) + 1
+        elif open_count.get(nonce):
+            while stack:
+                top = stack.pop()
+                open_count[top] -= 1
+                if top == nonce:
+                    break
+    return "".join("\n" + END_MARKER.format(nonce=n) for n in reversed(stack))
 
 
 def bound_result(text: str, limit: int) -> str:

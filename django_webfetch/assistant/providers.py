@@ -258,6 +258,20 @@ def _httpx2_client(inner: httpx.AsyncClient, timeout: float) -> Any:
     )
 
 
+def _sdk_http_client(sdk: str, client: httpx.AsyncClient, timeout: float) -> Any:
+    """The guarded client in the HTTP library the SDK is built on (httpx, or httpx2 for
+    openai >= 3 / anthropic >= 2)."""
+    import importlib
+
+    try:
+        base = importlib.import_module(f"{sdk}._base_client")
+    except ImportError:  # pragma: no cover - depends on the SDK's layout
+        return client
+    if "httpx2" in vars(base):
+        return _httpx2_client(client, timeout)
+    return client
+
+
 def build_model(
     config: ProviderConfig, *, http_client: httpx.AsyncClient | None, timeout: float
 ) -> Any:
@@ -272,20 +286,13 @@ def build_model(
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        def anthropic_client(http: Any) -> Any:
-            return AsyncAnthropic(
-                api_key=config.api_key or "unset",
-                base_url=config.base_url,
-                http_client=http,
-                max_retries=0,
-                timeout=timeout,
-            )
-
-        try:
-            client = anthropic_client(http_client)
-        except TypeError:
-            # anthropic >= 2 is built on httpx2 and refuses an httpx client.
-            client = anthropic_client(_httpx2_client(http_client, timeout))
+        client = AsyncAnthropic(
+            api_key=config.api_key or "unset",
+            base_url=config.base_url,
+            http_client=_sdk_http_client("anthropic", http_client, timeout),
+            max_retries=0,
+            timeout=timeout,
+        )
         return AnthropicModel(
             config.model_name, provider=AnthropicProvider(anthropic_client=client)
         )
@@ -296,7 +303,7 @@ def build_model(
     openai_client = AsyncOpenAI(
         api_key=config.api_key or "unset",
         base_url=config.base_url,
-        http_client=http_client,
+        http_client=_sdk_http_client("openai", http_client, timeout),
         max_retries=0,
         timeout=timeout,
     )

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Max
@@ -85,6 +85,7 @@ __all__ = [
     "events_since",
     "lease_seconds",
     "post_message",
+    "refresh",
     "run_calls",
     "sweep",
     "transition",
@@ -166,9 +167,10 @@ def visible_runs(user: Any) -> Any:
 
 
 def lease_seconds() -> float:
-    """How long a worker owns a run it advances: one provider request or one in-process
-    tool call, with room to spare.  Past it the worker counts as lost."""
-    return conf.WEBFETCH_ASSISTANT_TIMEOUT + runs.lease_seconds() + 5.0
+    """How long a worker owns a run it advances: one provider request (plus, in-process,
+    one tool call), with room to spare.  Past it the worker counts as lost."""
+    tool = 0.0 if runs.runs_async() else runs.lease_seconds()
+    return conf.WEBFETCH_ASSISTANT_TIMEOUT + tool + 5.0
 
 
 def _worker_label() -> str:
@@ -412,8 +414,12 @@ def call_ref(run: AssistantRun, step: int, index: int) -> str:
 
 
 def run_calls(run: AssistantRun) -> list[ToolCall]:
+    """The calls this run requested.  Only the run's user's calls count: the reference is
+    free text on ``ToolCall``, and nobody else's call may pass for one of this run's."""
     return list(
-        ToolCall.objects.filter(conversation__startswith=run.call_ref_prefix).order_by("created")
+        ToolCall.objects.filter(
+            conversation__startswith=run.call_ref_prefix, user=run.user
+        ).order_by("created")
     )
 
 
@@ -461,12 +467,18 @@ def _request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[An
         ref = call_ref(run, step, index)
         arguments, parsed = _arguments(part)
         call = existing.get(ref)
+        if call is not None and call.tool != str(part.tool_name)[:100]:
+            call = None  # not the call this step asked for: never use its result
         if call is None:
             run = _renew(run)
             try:
                 call = runs.request_call(part.tool_name, arguments, user=run.user, conversation=ref)
             except runs.ToolNotOfferedError:
-                call = ToolCall.objects.filter(conversation=ref).order_by("-created").first()
+                call = (
+                    ToolCall.objects.filter(conversation=ref, user=run.user)
+                    .order_by("-created")
+                    .first()
+                )
                 if call is None:  # pragma: no cover - request_call records it
                     raise
             _event(
@@ -806,7 +818,7 @@ def _within_context_budget(history: list[Any]) -> list[Any]:
                 note = omitted_note(utf8_len(content))
                 if utf8_len(note) < utf8_len(content):
                     total -= utf8_len(content) - utf8_len(note)
-                    parts[position] = replace(part, content=note)
+                    parts[position] = replace(cast(Any, part), content=note)
         sent[index] = replace(message, parts=parts)
     if total > budget:
         raise ProviderFailure(
@@ -918,6 +930,26 @@ def _on_call_finished(
 
 def connect_signals() -> None:
     runs.call_finished.connect(_on_call_finished, dispatch_uid="django_webfetch.assistant.resume")
+
+
+def refresh(run: AssistantRun) -> AssistantRun:
+    """Enforce on read what the sweep enforces (for installations without a periodic
+    task): expire the run's due approval requests (their final transition resumes the run),
+    and resume a run whose worker was lost."""
+    if run.finished:
+        return run
+    due = [
+        c
+        for c in run_calls(run)
+        if c.state == CallState.AWAITING_APPROVAL
+        and c.expires_at is not None
+        and c.expires_at <= timezone.now()
+    ]
+    for call in due:
+        runs.refresh(call)
+    if _lost(run):
+        dispatch(run.pk)
+    return AssistantRun.objects.get(pk=run.pk)
 
 
 # -- the sweep ------------------------------------------------------------------------------

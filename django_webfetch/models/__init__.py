@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django_webfetch.assistant.models import AssistantRun, Conversation, Message, RunEvent, RunState
+
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
@@ -10,18 +11,18 @@ from .scopes import DataClass, EgressScope, ToolGroup
 
 __all__ = [
     "AssistantRun",
-    "Conversation",
-    "Message",
-    "RunEvent",
-    "RunState",
     "CallState",
     "ConfiguredEndpoint",
+    "Conversation",
     "DataClass",
     "Decision",
     "EgressEvent",
     "EgressScope",
     "HostListEntry",
     "ListKind",
+    "Message",
+    "RunEvent",
+    "RunState",
     "SiteHost",
     "ToolCall",
     "ToolGroup",

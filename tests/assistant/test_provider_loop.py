@@ -324,3 +324,58 @@ def test_nothing_duplicated_on_the_messages(api, provider):
     run = ask(api, "hi")
     assert Message.objects.filter(run_id=run["id"]).count() == 2
     assert AssistantRun.objects.get(pk=run["id"]).history[-1]["kind"] == "response"
+
+
+def test_expiry_is_enforced_when_the_run_is_read(api, provider, web):
+    """No periodic task: reading the run expires its due approval and resumes it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    provider.add(
+        Turn(tool_calls=[("fetch_external_url", {"url": "https://news.lab.example/page"})]),
+        quote_results,
+    )
+    run = ask(api, "read it")
+    [call] = run["steps"][0]["tool_calls"]
+    ToolCall.objects.filter(pk=call["id"]).update(expires_at=timezone.now() - timedelta(seconds=1))
+    final = run_of(api, run["id"])
+    assert final["state"] == "completed", final
+    assert final["steps"][0]["tool_calls"][0]["state"] == "expired"
+
+
+def test_a_forged_call_reference_is_never_used(editor, provider, run_tools, user_factory):
+    """The call reference is free text on ToolCall: a call someone else recorded under this
+    run's reference is not taken for the run's own."""
+    import uuid
+
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    from django_webfetch import runs
+    from django_webfetch.assistant import services
+    from tests.runs.conftest import EchoTool
+
+    EchoTool.needs_approval = False
+    provider.add(Turn(tool_calls=[("runs_echo", {"text": "mine"})]), quote_results)
+    conversation = services.create_conversation(editor)
+    run_id = uuid.uuid4()
+    # The forged call is recorded first, under the reference step 1 / index 0 will use.
+    forged = runs.request_call(
+        "runs_echo",
+        {"text": "forged"},
+        user=user_factory(),
+        conversation=f"assistant:{run_id.hex}:1:0",
+    )
+    assert forged.state == "succeeded"
+    run = AssistantRun.objects.create(
+        id=run_id,
+        conversation=conversation,
+        user=editor,
+        provider="openai",
+        model_name="lab-model",
+        history=services._dump([ModelRequest(parts=[UserPromptPart("go")])]),
+    )
+    services.advance(run.pk)
+    run.refresh_from_db()
+    assert run.state == "completed", run.error_code
+    assert tool_results(provider.requests[1]) == ["echo: mine"]
