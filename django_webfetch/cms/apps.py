@@ -18,10 +18,15 @@ class WebFetchCmsConfig(AppConfig):
 
     def ready(self) -> None:
         from django.core import checks
+        from django.db.models.signals import post_migrate
 
         from . import checks as cms_checks
         from . import notify
+        from .tools import create_content_group
 
         checks.register(cms_checks.check_cms_installed, checks.Tags.compatibility)
         checks.register(cms_checks.check_approver_mail, checks.Tags.compatibility)
         notify.connect()
+        # This app has no models (so no post_migrate of its own): the group is created
+        # after django_webfetch's, like the built-in groups.
+        post_migrate.connect(create_content_group, dispatch_uid="django_webfetch.cms.group")

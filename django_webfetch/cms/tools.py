@@ -16,9 +16,44 @@ from django_webfetch.tools.base import Effect, Tool, ToolCallLike, ToolContext, 
 
 from . import content
 
-__all__ = ["ListPages", "ReadPage"]
+__all__ = ["CONTENT_GROUP", "ListPages", "ReadPage", "create_content_group"]
 
 GROUP = "content"
+#: The ``content`` group, created disabled after every ``migrate`` (and flush) if missing;
+#: an existing row is never changed (the operator's settings win).
+CONTENT_GROUP: dict[str, Any] = {
+    "slug": GROUP,
+    "name": "Site content",
+    "scope": "none",
+    "data_class": "siteContent",
+    "description": "Read this site's published django CMS pages (list_pages, read_page). "
+    "No network access.",
+}
+
+
+def create_content_group(
+    sender: Any = None, using: str = "default", apps: Any = None, **kwargs: Any
+) -> None:
+    """``post_migrate`` receiver (for ``django_webfetch``'s migrations)."""
+    from django.db import DatabaseError
+
+    if getattr(sender, "label", None) != "django_webfetch":
+        return
+    model: Any
+    if apps is not None:
+        try:
+            model = apps.get_model("django_webfetch", "ToolGroup")
+        except LookupError:
+            return  # migrated backwards past django_webfetch 0001
+    else:
+        from django_webfetch.models import ToolGroup as model
+    defaults = {k: v for k, v in CONTENT_GROUP.items() if k != "slug"}
+    try:
+        model.objects.using(using).get_or_create(
+            slug=GROUP, defaults={**defaults, "enabled": False}
+        )
+    except DatabaseError:
+        return  # the table does not exist yet
 
 
 def _site_url(path: str) -> str:

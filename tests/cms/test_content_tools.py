@@ -127,3 +127,18 @@ def test_content_tools_need_no_approval_and_no_egress(site_pages, content_group,
     assert call.requires_approval is False
     assert "Founded in 1952" in call.result["content"]
     assert EgressEvent.objects.count() == 0
+
+
+def test_the_content_group_comes_back_after_a_flush_and_keeps_operator_changes():
+    from django.core.management import call_command
+
+    from django_webfetch.models import ToolGroup
+
+    ToolGroup.objects.filter(slug="content").update(enabled=True, name="Our pages")
+    call_command("migrate", "django_webfetch", verbosity=0)  # emits post_migrate
+    group = ToolGroup.objects.get(slug="content")
+    assert (group.enabled, group.name) == (True, "Our pages")
+    group.delete()
+    call_command("migrate", "django_webfetch", verbosity=0)
+    group = ToolGroup.objects.get(slug="content")
+    assert (group.enabled, group.scope, group.data_class) == (False, "none", "siteContent")
