@@ -29,6 +29,8 @@ Errors::
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -702,7 +704,7 @@ def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcom
 
 def _ask(run: AssistantRun, history: list[Any]) -> Any:
     """One provider request for ``run`` (raises ``ProviderFailure``)."""
-    from pydantic_ai.direct import model_request_sync
+    from pydantic_ai.direct import model_request
     from pydantic_ai.models import ModelRequestParameters
     from pydantic_ai.settings import ModelSettings
     from pydantic_ai.tools import ToolDefinition
@@ -741,16 +743,36 @@ def _ask(run: AssistantRun, history: list[Any]) -> Any:
                 raise classify_error(exc) from exc
             client = provider_client(policy, observer=events.append, timeout=timeout)
         model = build_model(config, http_client=client, timeout=timeout)
+
+        async def request() -> Any:
+            try:
+                return await model_request(
+                    model, messages, model_settings=settings, model_request_parameters=params
+                )
+            finally:
+                await _close(model, client)
+
         try:
-            return model_request_sync(
-                model, messages, model_settings=settings, model_request_parameters=params
-            )
+            # A loop of its own, closed afterwards (the request's sockets with it).
+            return asyncio.run(request())
         except ProviderFailure:
             raise
         except Exception as exc:
             raise classify_error(exc) from exc
     finally:
         _record_egress(run, events)
+
+
+async def _close(model: Any, client: Any) -> None:
+    """Close the SDK's client and ours (nothing left for the garbage collector)."""
+    sdk = getattr(model, "client", None)
+    close = getattr(sdk, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+    if client is not None:
+        with contextlib.suppress(Exception):
+            await client.aclose()
 
 
 def _record_egress(run: AssistantRun, events: list[Any]) -> None:

@@ -108,14 +108,11 @@ _SQLITE_RETRIES = 10
 #: ``transaction.on_commit`` (the django CMS integration mails approvers so).
 call_transitioned = Signal()
 
-#: Sent once a call reached a finished state, after the transaction that finished it
-#: committed: ``call_finished.send(sender=ToolCall, call_id=..., conversation=...)``.
-#: The assistant resumes the run that asked for the call (``assistant.services``).
+#: Sent when a call reaches a finished state, inside the transaction that finishes it:
+#: ``call_finished.send(sender=ToolCall, call_id=..., conversation=...)``.  A receiver that
+#: acts on it defers the work with ``transaction.on_commit``; receivers' errors are logged,
+#: never raised.  The assistant resumes the run that asked for the call.
 call_finished = Signal()
-
-
-def _announce_finished(call_id: Any, conversation: str) -> None:
-    call_finished.send_robust(sender=ToolCall, call_id=call_id, conversation=conversation)
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -287,7 +284,11 @@ def _transition(
             setattr(call, name, value)
         _announce(call, current)
         if target in FINISHED_STATES:
-            transaction.on_commit(partial(_announce_finished, call.pk, call.conversation))
+            for receiver, error in call_finished.send_robust(
+                sender=ToolCall, call_id=call.pk, conversation=call.conversation
+            ):
+                if isinstance(error, Exception):
+                    logger.error("call_finished receiver %r failed: %r", receiver, error)
     logger.info("tool call %s: %s -> %s", call.pk, current, target)
     return call
 

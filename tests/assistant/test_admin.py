@@ -5,7 +5,7 @@ import pytest
 from django_webfetch.assistant import services
 from django_webfetch.models import ConfiguredEndpoint
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ from django_webfetch.models import AssistantRun, CallState, Conversation, ToolCa
 
 from .provider import Turn
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 @pytest.fixture(autouse=True)

@@ -140,7 +140,7 @@ def test_a_context_that_cannot_fit_fails_clearly(settings):
     assert info.value.code == "context_exceeded"
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_context_exceeded_fails_the_run(editor, settings):
     from django_webfetch.assistant import services
 

@@ -13,7 +13,7 @@ from tests.lab.content import INJECTION
 
 from .provider import Turn, tool_results
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 BEGIN = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce="
 END = "<<<END UNTRUSTED EXTERNAL WEB CONTENT nonce="

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 from django_webfetch.assistant.planner import OFFLINE_PREFIX
 from django_webfetch.models import AssistantRun, CallState, ToolCall
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from django_webfetch.assistant.planner import OFFLINE_PREFIX, _urls
 from django_webfetch.assistant.providers import OFFLINE_LABEL, classify_error
 from django_webfetch.net.errors import EgressDenied, FetchError, FetchTimeout, ResponseTooLarge
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def test_urls_found_in_order_deduplicated_and_bounded():

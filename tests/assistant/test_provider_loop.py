@@ -10,7 +10,7 @@ from django_webfetch.models import AssistantRun, EgressEvent, Message, ToolCall
 
 from .provider import Turn, offered_tools, tool_results
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 BOTH = pytest.mark.parametrize("provider", ["openai", "anthropic"], indirect=True)
 
 
