@@ -49,21 +49,59 @@ class Preflight:
     allowed: bool
     reason: str
     addresses: tuple[str, ...]
+    #: False: the guard could not decide (a DNS failure); execution checks again anyway.
+    checked: bool = True
 
     @property
     def plain(self) -> str:
         return plain_reason(self.reason) if self.reason else ""
 
 
+#: A live verdict is kept this long per call (the approval cards refresh every few
+#: seconds; the guard looks DNS up once, not at every refresh).
+PREFLIGHT_CACHE_SECONDS = 30
+
+
+def _stored(preview: dict[str, Any]) -> Preflight | None:
+    """The verdict the run service stored on the card when the call was requested."""
+    stored = preview.get("preflight")
+    if not isinstance(stored, dict) or stored.get("verdict") not in ("allowed", "unchecked"):
+        return None
+    addresses = stored.get("addresses") or ()
+    return Preflight(
+        allowed=stored["verdict"] == "allowed",
+        reason=str(stored.get("reason") or "")[:64],
+        addresses=tuple(str(a)[:64] for a in addresses[:16]),
+        checked=stored["verdict"] == "allowed",
+    )
+
+
 def preflight(call: ToolCall) -> Preflight | None:
-    """The guard's verdict for the call's URL under its group's live policy, now (DNS is
-    looked up; nothing is connected).  ``None`` when the call has no URL."""
+    """The guard's verdict for the call's URL: the one stored when the call was requested,
+    else the group's live policy now (DNS is looked up, nothing is connected; cached for
+    ``PREFLIGHT_CACHE_SECONDS``).  ``None`` when the call has no URL."""
+    from django.core.cache import cache
+
+    preview = call.approval_preview or {}
+    stored = _stored(preview)
+    if stored is not None:
+        return stored
+    key = f"django_webfetch.cms.preflight:{call.pk}"
+    cached = cache.get(key)
+    if isinstance(cached, Preflight):
+        return cached
+    verdict = _live(call, preview)
+    if verdict is not None:
+        cache.set(key, verdict, PREFLIGHT_CACHE_SECONDS)
+    return verdict
+
+
+def _live(call: ToolCall, preview: dict[str, Any]) -> Preflight | None:
     from django_webfetch.egress import policy_for
     from django_webfetch.net import explain
     from django_webfetch.net.errors import EgressDenied
     from django_webfetch.tools import default_registry
 
-    preview = call.approval_preview or {}
     url = preview.get("url")
     tool = default_registry.get(call.tool)
     if not isinstance(url, str) or tool is None:
@@ -78,4 +116,5 @@ def preflight(call: ToolCall) -> Preflight | None:
         return None
     destination = explanation.destination
     addresses = tuple(str(a) for a in destination.addresses) if destination is not None else ()
-    return Preflight(explanation.allowed, explanation.reason or "", addresses)
+    reason = explanation.reason or ""
+    return Preflight(explanation.allowed, reason, addresses, checked=reason != "dns_error")

@@ -90,9 +90,9 @@ def test_the_approval_card_is_inline_for_approvers(client, editor, approver, web
     assert "news.lab.example" in html
     assert "<code>id</code> = <code>7</code>" in html
     assert f"calls/{call.pk}/approve/" in html and f"calls/{call.pk}/deny/" in html
-    # The guard's pre-flight verdict: the lab name does not resolve here.
+    # The guard's pre-flight verdict: no DNS server answers here, so it is not decided.
     assert "Guard pre-flight" in html
-    assert "would be refused" in html
+    assert "could not be checked" in html
     # The requester never gets a card for their own call (self-approval is off).
     assert (
         f'data-call="{call.pk}"'
@@ -181,3 +181,19 @@ def test_w050_approval_mail_without_a_sender(settings):
     assert [m.id for m in checks.check_approver_mail()] == ["django_webfetch.W050"]
     settings.DEFAULT_FROM_EMAIL = "assistant@example.org"
     assert checks.check_approver_mail() == []
+
+
+def test_the_card_shows_the_verdict_stored_at_request_time(client, editor, approver, web_group):
+    from django_webfetch.models import ToolCall
+
+    call = runs.request_call("fetch_external_url", {"url": URL}, user=editor)
+    preview = dict(call.approval_preview)
+    preview["preflight"] = {"verdict": "allowed", "addresses": ["11.0.0.10"]}
+    ToolCall.objects.filter(pk=call.pk).update(approval_preview=preview)
+    html = login(client, approver).get(reverse("webfetch_cms:approvals")).content.decode()
+    assert "allowed now" in html and "11.0.0.10" in html
+    preview["preflight"] = {"verdict": "unchecked", "reason": "dns_error"}
+    ToolCall.objects.filter(pk=call.pk).update(approval_preview=preview)
+    html = client.get(reverse("webfetch_cms:approvals")).content.decode()
+    assert "could not be checked" in html
+    assert "the name server did not answer properly" in html
