@@ -39,6 +39,8 @@ def register() -> None:
     from .assistant.checks import check_assistant
 
     _register(Tags.compatibility, Tags.database)(check_assistant)
+    _register(Tags.security)(check_plugins)
+    _register(Tags.security, Tags.database)(check_plugin_instances)
 
 
 def _readable(name: str) -> bool:
@@ -303,3 +305,85 @@ def _database_messages() -> Iterable[CheckMessage]:
                 obj=group,
                 id="django_webfetch.W004",
             )
+
+
+# -- plugins (DESIGN.md §8) --------------------------------------------------------------------
+
+
+def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    from .plugins.registry import problems
+
+    messages: list[CheckMessage] = [
+        Error(
+            problem,
+            hint="The whole plugin is refused: none of its tools is offered.",
+            id="django_webfetch.E030",
+        )
+        for problem in problems()
+    ]
+    if (
+        _readable("WEBFETCH_PLUGIN_REDIS_URL")
+        and conf.WEBFETCH_PLUGIN_REDIS_URL
+        and importlib.util.find_spec("redis") is None
+    ):
+        messages.append(
+            Error(
+                "WEBFETCH_PLUGIN_REDIS_URL is set but the redis package is not installed; "
+                "every plugin request is refused.",
+                hint='pip install "django-webfetch[celery]"',
+                id="django_webfetch.E031",
+            )
+        )
+    return messages
+
+
+def check_plugin_instances(
+    app_configs: Sequence[Any] | None = None,
+    databases: Iterable[str] | None = None,
+    **kwargs: Any,
+) -> list[CheckMessage]:
+    if not databases:
+        return []
+    from .plugins.manifest import ManifestError, parse_egress_entry
+    from .plugins.models import PluginInstance
+    from .plugins.registry import get_manifest
+
+    messages: list[CheckMessage] = []
+    try:
+        instances = list(PluginInstance.objects.all())
+    except DatabaseError:
+        return []
+    for instance in instances:
+        try:
+            for raw in [*instance.egress_hosts, *instance.egress_allow_private]:
+                parse_egress_entry(raw)
+        except (ManifestError, TypeError):
+            messages.append(
+                Error(
+                    f"Plugin instance {instance.alias!r} has an invalid egress grant; every "
+                    "request of the instance is refused.",
+                    hint="Fix the grant with the admin or manage.py webfetch plugin.",
+                    obj=instance,
+                    id="django_webfetch.E032",
+                )
+            )
+        if get_manifest(instance.plugin) is None:
+            messages.append(
+                Warning(
+                    f"Plugin instance {instance.alias!r} belongs to {instance.plugin!r}, which "
+                    "is not installed (or was refused): it has no effective grant.",
+                    obj=instance,
+                    id="django_webfetch.W030",
+                )
+            )
+        if instance.egress_allow_private and not settings.DEBUG:
+            messages.append(
+                Warning(
+                    f"Plugin instance {instance.alias!r} may reach private addresses for "
+                    f"{', '.join(instance.egress_allow_private[:5])} while DEBUG is off.",
+                    hint="Only for an internal service you trust; metadata stays refused.",
+                    obj=instance,
+                    id="django_webfetch.W031",
+                )
+            )
+    return messages

@@ -212,6 +212,28 @@ class Settings:
             raise _bad("WEBFETCH_ASSISTANT_TIMEOUT", "a positive number")
         return float(min(value, 600.0))
 
+    # -- plugins (DESIGN.md §8) ------------------------------------------------------------
+
+    @property
+    def WEBFETCH_PLUGIN_MAX_CONNECTIONS(self) -> int:
+        """Connections one plugin instance may hold at once (all processes together)."""
+        value = int(
+            _number(
+                "WEBFETCH_PLUGIN_MAX_CONNECTIONS",
+                _raw("WEBFETCH_PLUGIN_MAX_CONNECTIONS", 4),
+                integer=True,
+            )
+        )
+        if not 1 <= value <= 1000:
+            raise _bad("WEBFETCH_PLUGIN_MAX_CONNECTIONS", "an integer 1..1000")
+        return value
+
+    @property
+    def WEBFETCH_PLUGIN_REDIS_URL(self) -> str | None:
+        """Redis shared by every process for the plugin connection budget; ``None``: the
+        budget is counted per process."""
+        return _optional_str("WEBFETCH_PLUGIN_REDIS_URL", _raw("WEBFETCH_PLUGIN_REDIS_URL", None))
+
 
 conf = Settings()
 

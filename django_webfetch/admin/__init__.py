@@ -234,4 +234,4 @@ class EgressEventAdmin(RecordsOnly, _EventAdmin):
     readonly_fields = [f.name for f in EgressEvent._meta.fields]
 
 
-from . import assistant, calls  # noqa: E402,F401
+from . import assistant, calls, plugins  # noqa: E402,F401

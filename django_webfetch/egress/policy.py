@@ -24,8 +24,8 @@ from django.apps import apps
 from django.conf import settings
 
 from django_webfetch.conf import conf
-from django_webfetch.net.errors import EgressDenied, PolicyError
-from django_webfetch.net.hosts import EntryKind, ListEntry, parse_list_entry
+from django_webfetch.net.errors import EgressDenied, HostNotAllowed, PolicyError
+from django_webfetch.net.hosts import HostList, parse_host, parse_list_entry
 from django_webfetch.net.policy import DEFAULT_MEDIA_TYPES, EgressPolicy, Scope
 
 __all__ = [
@@ -47,11 +47,13 @@ class PluginGrant:
     """The effective egress grant of one plugin instance (DESIGN.md §8).
 
     ``hosts`` is already the intersection of what the plugin declares and what the operator
-    granted (list-entry syntax).  An empty grant means no egress.
+    granted (list-entry syntax, no ports).  ``allow_private`` names exact hosts of ``hosts``
+    that may resolve to private addresses (never metadata).  An empty grant means no egress.
     """
 
     hosts: tuple[str, ...]
     label: str = ""
+    allow_private: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -72,7 +74,10 @@ def policy_for(
 
     ``require_scope``: the scope the calling tool is declared for; a group of any other
     scope gets no egress.  ``user`` is accepted for per-user narrowing (none yet) and the
-    audit label.  ``plugin_instance`` narrows the group's allowlist to the instance's grant.
+    audit label.  With ``plugin_instance`` the group decides only whether there is egress at
+    all (it must exist, be enabled and have a network scope) and its denylist still applies;
+    the destinations are exactly the instance's effective grant (declaration ∩ operator
+    grant), never the group's allowlist, endpoints or own hosts.
     Raises ``EgressDenied(reason="policy_unavailable")`` when the policy cannot be built.
     """
     slug = getattr(group, "slug", group)
@@ -170,12 +175,21 @@ def _build(
         allow_private = tuple(dict.fromkeys(ep.host for ep in rows if ep.allow_private))
         media_types = ENDPOINT_MEDIA_TYPES
 
-    allowlist: tuple[str, ...] = tuple(allow)
     if plugin_instance is not None:
-        narrowed = _narrow_for_plugin(allowlist, plugin_instance)
-        if narrowed is None:
+        grant = _plugin_grant(plugin_instance)
+        if grant is None:
             return nothing("plugin instance has no egress grant")
-        allowlist = narrowed
+        return EgressPolicy(
+            scope=Scope.EXTERNAL_FILTERED,
+            allowlist=grant.hosts,
+            denylist=tuple(deny),
+            own_site_hosts=own_site_hosts(),
+            allow_private_hosts=_private_within(grant),
+            allow_via_proxy=row.allow_via_proxy,
+            label=label,
+            **base,
+        )
+    allowlist: tuple[str, ...] = tuple(allow)
 
     return EgressPolicy(
         scope=scope,
@@ -288,45 +302,35 @@ def _strip_port(entry: str) -> str:
 # -- plugin grants (DESIGN.md §8) -----------------------------------------------------------
 
 
-def _narrow_for_plugin(allowlist: tuple[str, ...], plugin_instance: Any) -> tuple[str, ...] | None:
-    """The group's allowlist narrowed to the instance's grant; ``None``: no egress.
+def _plugin_grant(plugin_instance: Any) -> PluginGrant | None:
+    """The instance's effective grant; ``None``: no egress (fail closed).
 
-    An empty result never means "no allowlist" (that would widen): it means no egress.
+    An empty grant never means "no allowlist" (that would widen): it means no egress.
     """
     if not isinstance(plugin_instance, PluginEgressGrant):
         return None
     grant: Any = plugin_instance.egress_grant()
     if not isinstance(grant, PluginGrant) or not grant.hosts:
         return None
-    try:
-        granted = [parse_list_entry(h) for h in grant.hosts]
-        group = [parse_list_entry(h) for h in allowlist]
-    except PolicyError as exc:
-        raise EgressDenied("invalid_list", detail=f"plugin grant: {exc}") from exc
-    if not group:
-        return tuple(e.raw for e in granted)
-    result = [g.raw for g in granted if any(_covers(a, g) for a in group)]
-    result += [a.raw for a in group if any(_covers(g, a) for g in granted)]
-    narrowed = tuple(dict.fromkeys(result))
-    return narrowed or None
+    for raw in grant.hosts:
+        try:
+            entry = parse_list_entry(raw)
+        except PolicyError as exc:
+            raise EgressDenied("invalid_list", detail=f"plugin grant: {exc}") from exc
+        if entry.port is not None:
+            raise EgressDenied("invalid_list", detail=f"plugin grant {raw!r} names a port")
+    return grant
 
 
-def _covers(outer: ListEntry, inner: ListEntry) -> bool:
-    """Does every destination ``inner`` matches also match ``outer``?"""
-    if outer.port is not None and outer.port != inner.port:
-        return False
-    if outer.kind is EntryKind.ADDRESS:
-        return (
-            inner.kind is EntryKind.ADDRESS
-            and outer.address is not None
-            and inner.address is not None
-            and outer.address.packed == inner.address.packed
-        )
-    if outer.kind is EntryKind.NAME:
-        return inner.kind is EntryKind.NAME and inner.value == outer.value
-    # outer is *.suffix
-    if inner.kind is EntryKind.NAME:
-        return inner.value.endswith("." + outer.value)
-    if inner.kind is EntryKind.SUFFIX:
-        return inner.value == outer.value or inner.value.endswith("." + outer.value)
-    return False
+def _private_within(grant: PluginGrant) -> tuple[str, ...]:
+    """The grant's private-address exemptions, kept only for exact hosts it also grants."""
+    granted = HostList.parse(grant.hosts)
+    result: list[str] = []
+    for raw in grant.allow_private:
+        try:
+            host = parse_host(f"[{raw}]" if ":" in raw else raw)
+        except HostNotAllowed:
+            continue
+        if granted.match_host(host, 443) is not None:
+            result.append(host.name)
+    return tuple(dict.fromkeys(result))

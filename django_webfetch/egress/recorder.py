@@ -66,6 +66,9 @@ def plugin_reference(plugin_instance: Any) -> str:
         return ""
     if isinstance(plugin_instance, str):
         return plugin_instance[:200]
+    reference = getattr(plugin_instance, "reference", None)
+    if isinstance(reference, str):
+        return reference[:200]
     meta = getattr(plugin_instance, "_meta", None)
     if meta is not None:
         return f"{meta.label_lower}:{plugin_instance.pk}"[:200]
@@ -92,7 +95,14 @@ class EgressRecorder:
         self.tool = tool[:100]
         self.group_slug = group[:64]
         self.user = user if getattr(user, "pk", None) is not None else None
-        self.plugin_instance = plugin_reference(plugin_instance)
+        self.plugin_ref = plugin_reference(plugin_instance)
+        # A real reference when given a saved PluginInstance row.
+        self.plugin_instance_id = (
+            plugin_instance.pk
+            if getattr(getattr(plugin_instance, "_meta", None), "model_name", "")
+            == "plugininstance"
+            else None
+        )
         self.call_id = str(call_id or "")[:64]
         self.count = 0
         self._group: Any = None
@@ -146,7 +156,8 @@ class EgressRecorder:
             group=self._group_row(),
             group_slug=self.group_slug,
             user=self.user,
-            plugin_instance=self.plugin_instance,
+            plugin_instance_id=self.plugin_instance_id,
+            plugin_ref=self.plugin_ref,
             call_id=self.call_id,
             url_host=_host(url_host),
             port=port if isinstance(port, int) and 0 < port < 65536 else None,

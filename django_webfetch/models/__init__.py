@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django_webfetch.assistant.models import AssistantRun, Conversation, Message, RunEvent, RunState
+from django_webfetch.plugins.models import PluginInstance
 
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
@@ -23,6 +24,7 @@ __all__ = [
     "Message",
     "RunEvent",
     "RunState",
+    "PluginInstance",
     "SiteHost",
     "ToolCall",
     "ToolGroup",

@@ -41,9 +41,18 @@ class EgressEvent(models.Model):
         related_name="+",
         verbose_name=_("user"),
     )
-    #: ``"<app_label>.<model>:<pk>"`` of a plugin instance; a plain reference so that the
-    #: audit row outlives the instance.
-    plugin_instance = models.CharField(_("plugin instance"), max_length=200, blank=True)
+    #: The plugin instance the attempt is recorded against (DESIGN.md §8).  Set to NULL if
+    #: the instance is deleted; ``plugin_ref`` keeps its text so the row outlives it.
+    plugin_instance = models.ForeignKey(
+        "django_webfetch.PluginInstance",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="egress_events",
+        verbose_name=_("plugin instance"),
+    )
+    #: ``plugin:<plugin>:<alias>#<pk>`` (or another caller-chosen reference).
+    plugin_ref = models.CharField(_("plugin reference"), max_length=200, blank=True)
     #: Correlates the rows of one tool call (the run's id, issue 5).
     call_id = models.CharField(_("call id"), max_length=64, blank=True)
     url_host = models.CharField(_("host"), max_length=255, blank=True)
@@ -68,6 +77,7 @@ class EgressEvent(models.Model):
             models.Index(fields=["url_host", "created"], name="webfetch_event_host"),
             models.Index(fields=["reason"], name="webfetch_event_reason"),
             models.Index(fields=["call_id"], name="webfetch_event_call"),
+            models.Index(fields=["plugin_ref", "created"], name="webfetch_event_plugin"),
         ]
 
     def __str__(self) -> str:

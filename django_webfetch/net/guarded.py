@@ -103,7 +103,9 @@ class GuardedTransport(httpx.BaseTransport):
             deadline=deadline,
             on_connect=connected.append,
         )
-        # The checked A-label authority, never what the caller wrote.
+        # Send exactly what was checked: the normalised URL (dot segments removed, a
+        # trailing dot dropped) and its A-label authority, never what the caller wrote.
+        request.url = httpx.URL(destination.url.geturl())
         request.headers["Host"] = destination.url.authority
         request.headers["Accept-Encoding"] = "gzip, deflate"
         try:

@@ -303,19 +303,33 @@ class IpAddressClassifier:
         return _V6_CATS[bisect.bisect_right(_V6_STARTS, value) - 1]
 
     def _classify_nat64(self, value: int) -> str | None:
-        """The category through declared NAT64 prefixes, or None if none contains it."""
-        found = False
+        """The category through declared NAT64 prefixes, or None if none contains it.
+
+        Inside several (overlapping) prefixes the *worst* decoding wins: metadata first,
+        then any category that no grant can open, then an openable private one, so that an
+        address is accepted only if the IPv4 decoded under every matching prefix is.
+        """
+        found: list[str] = []
         for shift, bits, plen in self._nat64:
             if value >> shift != bits:
                 continue
-            found = True
             if plen <= 64 and (value >> 56) & 0xFF:
                 # A non-zero u octet is not a valid IPv4-embedded address (RFC 6052 §2.2).
-                return "nat64"
-            category = _V4_CATS[bisect.bisect_right(_V4_STARTS, _decode_int(value, plen)) - 1]
-            if category != PUBLIC:
-                return category
-        return PUBLIC if found else None
+                found.append("nat64")
+                continue
+            found.append(_V4_CATS[bisect.bisect_right(_V4_STARTS, _decode_int(value, plen)) - 1])
+        if not found:
+            return None
+        return min(found, key=_severity)
+
+
+def _severity(category: str) -> int:
+    """Lower is worse: metadata, then what no grant opens, then openable, then public."""
+    if category == "metadata":
+        return 0
+    if category == PUBLIC:
+        return 3
+    return 2 if category in PRIVATE_ALLOWABLE else 1
 
 
 _DEFAULT = IpAddressClassifier()

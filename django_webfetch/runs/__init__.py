@@ -683,7 +683,12 @@ def execute(
         return ExecuteOutcome("noop", current or "")
 
     attempt = call.attempts
-    context = ToolContext(user=call.user, call_id=str(call.pk), approved=True)
+    context = ToolContext(
+        user=call.user,
+        call_id=str(call.pk),
+        approved=True,
+        plugin_instance=_plugin_instance(call.tool),
+    )
     try:
         result = tool_registry.run(call.tool, dict(call.arguments), user=call.user, context=context)
     except BaseException as exc:  # run_tool never raises; a time limit or a kill may
@@ -692,6 +697,16 @@ def execute(
         logger.exception("tool call %s: run_tool raised", call.pk)
         result = ToolResult.failure("internal_error", "The tool failed unexpectedly.")
     return _finish(call.pk, attempt, result)
+
+
+def _plugin_instance(tool_name: str) -> Any:
+    """The plugin instance a plugin's tool runs with (DESIGN.md §8); ``None`` for others."""
+    plugin = getattr(tool_registry.get(tool_name), "plugin", None)
+    if not isinstance(plugin, str):
+        return None
+    from django_webfetch.plugins.services import instance_for
+
+    return instance_for(plugin)
 
 
 def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:

@@ -114,6 +114,11 @@ class ToolRegistry:
                             self._add(obj, source=f"app {app_config.label}")
                     for ep in entry_points(group=ENTRY_POINT_GROUP):
                         self._add_entry_point(ep)
+                    # Plugins (DESIGN.md §8): the tools of every valid manifest.
+                    from django_webfetch.plugins.tools import plugin_tools
+
+                    for plugin_tool in plugin_tools():
+                        self._add(plugin_tool, source=f"plugin {plugin_tool.plugin}")
             return self._tools
 
     def _add_entry_point(self, ep: Any) -> None:

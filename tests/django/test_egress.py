@@ -305,7 +305,10 @@ class FakeInstance:
         return PluginGrant(hosts=self.hosts)
 
 
-def test_plugin_grant_narrows_to_the_intersection(group_factory, host_entry_factory):
+def test_plugin_grant_is_the_allowlist_not_the_group_allowlist(group_factory, host_entry_factory):
+    """DESIGN.md §8: the effective grant (declaration ∩ operator grant, computed by the
+    instance) is the allowlist; the group's allowlist neither narrows nor widens it, its
+    denylist still applies."""
     group_factory("web", enabled=True)
     plugin = FakeInstance("api.acme.example", "*.cdn.example")
     assert policy_for("web", plugin_instance=plugin).allowlist == (
@@ -313,9 +316,11 @@ def test_plugin_grant_narrows_to_the_intersection(group_factory, host_entry_fact
         "*.cdn.example",
     )
     host_entry_factory(value="*.acme.example")
-    host_entry_factory(value="img.cdn.example")
+    host_entry_factory(value="docs.example.org")
+    host_entry_factory(value="img.cdn.example", list="deny")
     policy = policy_for("web", plugin_instance=plugin)
-    assert set(policy.allowlist) == {"api.acme.example", "img.cdn.example"}
+    assert policy.allowlist == ("api.acme.example", "*.cdn.example")
+    assert policy.denylist == ("img.cdn.example",)
     assert policy.label == "web:plugin:3"
 
 
@@ -325,10 +330,15 @@ def test_plugin_without_grant_gets_no_egress(group_factory, plugin):
     assert policy_for("web", plugin_instance=plugin).scope is Scope.NONE
 
 
-def test_plugin_empty_intersection_gets_no_egress(group_factory, host_entry_factory):
+def test_plugin_in_a_disabled_group_gets_no_egress(group_factory):
+    group_factory("web", enabled=False)
+    assert policy_for("web", plugin_instance=FakeInstance("a.example")).scope is Scope.NONE
+
+
+def test_plugin_grant_with_a_port_is_refused(group_factory):
     group_factory("web", enabled=True)
-    host_entry_factory(value="docs.example.org")
-    assert policy_for("web", plugin_instance=FakeInstance("api.acme.example")).scope is (Scope.NONE)
+    with pytest.raises(EgressDenied, match="invalid_list"):
+        policy_for("web", plugin_instance=FakeInstance("a.example:8080"))
 
 
 # -- the audit recorder ---------------------------------------------------------------------
@@ -378,7 +388,8 @@ def test_recorder_writes_one_row_per_event(user_factory, group_factory):
         user,
         "c-1",
     )
-    assert last.plugin_instance == "acme.instance:4"
+    assert last.plugin_ref == "acme.instance:4"
+    assert last.plugin_instance is None
     assert (last.url_host, last.port, last.status, last.bytes) == ("docs.example.org", 443, 200, 12)
     assert last.addresses == ["11.0.0.10"]
 

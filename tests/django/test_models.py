@@ -160,7 +160,7 @@ def test_builtin_groups_come_back_after_a_flush_and_keep_operator_changes():
     from django_webfetch.models.builtin import BUILTIN_GROUPS
 
     migration = importlib.import_module("django_webfetch.migrations.0002_builtin_groups")
-    # 0002 created the first four; 0004_assistant adds the assistant group.
+    # 0002 created the first four; 0005_assistant adds the assistant group.
     assert BUILTIN_GROUPS[:4] == migration.BUILTIN_GROUPS
     ToolGroup.objects.filter(slug="web").update(enabled=True)
     ToolGroup.objects.filter(slug="rag").delete()

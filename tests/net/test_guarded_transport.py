@@ -238,3 +238,12 @@ def test_closing_twice_records_one_event(lab):
     response.stream.close()
     assert [e.decision for e in events] == ["allowed", "fetched"]
     assert events[-1].bytes == len(b"hello from the lab\n")
+
+
+def test_the_checked_url_is_sent_not_the_callers_spelling(lab):
+    lab.dns.set("api.lab.example", a=[V4])
+    with guarded_client(lab.policy()) as client:
+        response = client.get("http://API.lab.example./a/../echo")
+    assert response.status_code == 200
+    assert "request-line: GET /echo HTTP/1.1" in response.text
+    assert "host: api.lab.example" in response.text

@@ -334,14 +334,27 @@ def test_overlapping_declared_prefixes_every_decoding_must_be_public():
         == "private"
     )
 
-    # both decodings non-public: the first declared prefix's category wins
+    # both decodings non-public: the worst category wins, whatever the order (a grant
+    # may open loopback for a host, never "this network")
     both = IPv6Address("2001:db8:7f:0:1::")
     assert decode_nat64(both, IPv6Network("2001:db8::/32")) == IPv4Address("0.127.0.0")
     assert decode_nat64(both, IPv6Network("2001:db8::/40")) == IPv4Address("127.0.0.1")
     first_32 = IpAddressClassifier(parse_nat64_prefixes(["2001:db8::/32", "2001:db8::/40"]))
     first_40 = IpAddressClassifier(parse_nat64_prefixes(["2001:db8::/40", "2001:db8::/32"]))
     assert first_32.classify(both) == "this_network"
-    assert first_40.classify(both) == "loopback"
+    assert first_40.classify(both) == "this_network"
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_overlapping_prefixes_metadata_beats_an_openable_decoding(order):
+    """Under an allow-private grant, "private" is acceptable: a second decoding that is a
+    metadata address must still refuse the address, in either declaration order."""
+    narrow, wide = IPv6Network("2001:db8:a00::/48"), IPv6Network("2001:db8::/32")
+    address = encode_nat64(IPv4Address("169.254.169.254"), narrow)
+    assert decode_nat64(address, wide) == IPv4Address("10.0.169.254")  # private
+    assert classify(decode_nat64(address, wide)) == "private"
+    classifier = IpAddressClassifier(parse_nat64_prefixes([str(narrow), str(wide)][::order]))
+    assert classifier.classify(address) == "metadata"
 
 
 def test_parse_nat64_prefixes_all_rfc_lengths():

@@ -6,6 +6,8 @@
   operator: no approval) and print the fenced page text; every hop is an EgressEvent.
 - ``webfetch prune_events [--days N]``: delete EgressEvents older than N days
   (default ``WEBFETCH_EVENT_RETENTION_DAYS``).
+- ``webfetch plugin install|bind|upgrade|list|check``: plugin instances and their egress
+  grants (DESIGN.md §8; docs/plugin_grants.rst).
 """
 
 from __future__ import annotations
@@ -43,12 +45,19 @@ class Command(BaseCommand):
             help="Age in days (default: WEBFETCH_EVENT_RETENTION_DAYS).",
         )
         prune.add_argument("--dry-run", action="store_true")
+        from django_webfetch.plugins.cli import add_arguments as add_plugin_arguments
+
+        add_plugin_arguments(sub)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["subcommand"] == "explain":
             self.explain(options["url"], options["group"], resolve=not options["no_resolve"])
         elif options["subcommand"] == "fetch":
             self.fetch(options["url"], options["group"])
+        elif options["subcommand"] == "plugin":
+            from django_webfetch.plugins.cli import handle as handle_plugin
+
+            handle_plugin(self, options)
         else:
             self.prune(options["days"], dry_run=options["dry_run"])
 

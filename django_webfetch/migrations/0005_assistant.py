@@ -27,7 +27,7 @@ def create_assistant_group(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_webfetch", "0003_toolcall"),
+        ("django_webfetch", "0004_plugins"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

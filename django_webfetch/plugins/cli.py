@@ -1,0 +1,140 @@
+"""``manage.py webfetch plugin ...``: a thin surface over ``plugins.services``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import CommandError
+
+from django_webfetch.net.errors import EgressDenied
+
+from . import services
+
+__all__ = ["add_arguments", "handle"]
+
+
+def add_arguments(sub: Any) -> None:
+    plugin = sub.add_parser("plugin", help="Plugin instances and their egress grants.")
+    commands = plugin.add_subparsers(dest="plugin_command", required=True)
+    install = commands.add_parser(
+        "install", help="Create an instance granted what the plugin declares (printed)."
+    )
+    install.add_argument("name")
+    install.add_argument("--alias", default=None, help="Default: the plugin's name.")
+    bind = commands.add_parser("bind", help="Create an instance for a binding.")
+    bind.add_argument("name")
+    bind.add_argument("--alias", required=True)
+    bind.add_argument(
+        "--egress",
+        choices=("declared", "none"),
+        default=None,
+        help="Grant what the plugin declares, or nothing.  Required when it declares any.",
+    )
+    upgrade = commands.add_parser(
+        "upgrade", help="Move instances to the installed version; never widens silently."
+    )
+    upgrade.add_argument("name")
+    upgrade.add_argument(
+        "--confirm", action="store_true", help="Widen the grants by what the new version adds."
+    )
+    commands.add_parser("list", help="Every instance: declared, granted, effective.")
+    check = commands.add_parser("check", help="What an instance's policy decides for URL.")
+    check.add_argument("url")
+    check.add_argument("--plugin", required=True, metavar="ALIAS")
+    check.add_argument("--no-resolve", action="store_true")
+
+
+def _hosts(entries: Any) -> str:
+    return ", ".join(entries) if entries else "(none)"
+
+
+def handle(command: Any, options: dict[str, Any]) -> None:
+    out = command.stdout
+    name = options["plugin_command"]
+    try:
+        if name == "install":
+            instance = services.install(options["name"], alias=options["alias"])
+            _print_created(out, instance, "installed")
+        elif name == "bind":
+            instance = services.bind(
+                options["name"], alias=options["alias"], egress=options["egress"]
+            )
+            _print_created(out, instance, "bound")
+        elif name == "upgrade":
+            _upgrade(command, options["name"], confirm=options["confirm"])
+        elif name == "list":
+            _list(out)
+        else:
+            _check(command, options["url"], options["plugin"], resolve=not options["no_resolve"])
+    except services.PluginServiceError as exc:
+        raise CommandError(f"{exc} ({exc.code})", returncode=2) from exc
+
+
+def _print_created(out: Any, instance: Any, verb: str) -> None:
+    out.write(f"{verb} {instance.plugin} {instance.version} as {instance.alias!r}")
+    out.write(f"  declared destinations: {_hosts(instance.declared_egress)}")
+    out.write(f"  granted:               {_hosts(instance.egress_hosts)}")
+    out.write(f"  effective:             {_hosts(instance.effective())}")
+    out.write(f"  tool group:            {instance.default_group()} (enable it to offer the tools)")
+
+
+def _upgrade(command: Any, name: str, *, confirm: bool) -> None:
+    out = command.stdout
+    reports = services.upgrade(name, confirm=confirm)
+    if not reports:
+        out.write(f"no instance of {name!r}")
+        return
+    pending = False
+    for report in reports:
+        out.write(f"{report.alias}: {report.old_version} -> {report.new_version}")
+        for entry in report.added:
+            covered = " (already covered by the grant)" if entry in report.covered else ""
+            out.write(f"  + declares {entry}{covered}")
+        if report.changed:
+            out.write("  grant widened" if report.widened else "  grant unchanged")
+        else:
+            pending = True
+            out.write("  NOT upgraded: the new version declares more; nothing was widened")
+    if pending:
+        raise CommandError(
+            "the new version declares more destinations; rerun with --confirm to grant them",
+            returncode=3,
+        )
+
+
+def _list(out: Any) -> None:
+    summaries = services.list_instances()
+    if not summaries:
+        out.write("no plugin instances")
+        return
+    for s in summaries:
+        state = "enabled" if s.enabled else "disabled"
+        installed = "" if s.installed else ", package NOT installed"
+        out.write(f"{s.alias} ({s.plugin} {s.version}, {state}{installed})")
+        out.write(f"  declared:  {_hosts(s.declared)}")
+        out.write(f"  granted:   {_hosts(s.granted)}")
+        out.write(f"  effective: {_hosts(s.effective)}")
+        if s.allow_private:
+            out.write(f"  private addresses allowed for: {_hosts(s.allow_private)}")
+        if s.has_secrets:
+            out.write("  secrets: set (never shown)")
+
+
+def _check(command: Any, url: str, alias: str, *, resolve: bool) -> None:
+    out = command.stdout
+    policy, verdict = services.check(url, alias=alias, resolve=resolve)
+    out.write(f"plugin     {alias}")
+    if policy is not None:
+        out.write(f"effective  {_hosts(policy.allowlist)}")
+    if isinstance(verdict, EgressDenied):
+        out.write(f"policy     fail  {verdict.reason}: {verdict.detail}")
+        out.write(command.style.ERROR(f"DENIED ({verdict.reason})"))
+        raise CommandError(f"denied: {verdict.reason}", returncode=1)
+    for step in verdict.steps:
+        line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
+        out.write("".join(c if c.isprintable() else "?" for c in line))
+    if verdict.allowed:
+        out.write(command.style.SUCCESS("ALLOWED"))
+    else:
+        out.write(command.style.ERROR(f"DENIED ({verdict.reason})"))
+        raise CommandError(f"denied: {verdict.reason}", returncode=1)

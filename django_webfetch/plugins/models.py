@@ -1,0 +1,204 @@
+"""``PluginInstance``: one configured binding of a plugin, with its operator grant.
+
+The grant lives in plain fields an operator can audit (``egress_hosts``,
+``egress_allow_private``), never inside the config.  Secret config values sit in
+``secret_config``: write-only (no admin or CLI renders them back, ``repr`` omits them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from django_webfetch.egress.policy import PluginGrant
+from django_webfetch.net.errors import HostNotAllowed
+
+from .manifest import ManifestError, canonical_entry
+
+__all__ = ["PluginInstance", "validate_alias"]
+
+
+def validate_alias(value: str) -> None:
+    import re
+
+    checked: object = value
+    if not isinstance(checked, str) or not re.match(r"^[a-z0-9][a-z0-9_-]{0,39}\Z", checked):
+        raise ValidationError(
+            _("An alias is 1..40 lower-case letters, digits, '-' and '_'."), code="alias"
+        )
+
+
+def _entries(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(_("%(what)s must be a list of hosts."), params={"what": what})
+    result = []
+    for raw in value:
+        try:
+            result.append(canonical_entry(raw.strip()))
+        except ManifestError as exc:
+            raise ValidationError(str(exc), code="egress_entry") from exc
+    return list(dict.fromkeys(result))
+
+
+class PluginInstance(models.Model):
+    plugin = models.CharField(_("plugin"), max_length=40)
+    alias = models.CharField(_("alias"), max_length=40, unique=True, validators=[validate_alias])
+    #: The manifest version the operator last installed, bound or upgraded to.
+    version = models.CharField(_("version"), max_length=40, blank=True)
+    #: The declaration the operator saw and acknowledged (install, bind, upgrade): what an
+    #: upgrade is compared against.
+    declared_egress = models.JSONField(_("egress declared"), default=list, blank=True)
+    enabled = models.BooleanField(_("enabled"), default=True)
+    config = models.JSONField(_("config"), default=dict, blank=True)
+    #: Secret config values (write-only).  Never rendered back by the admin or the CLI.
+    secret_config = models.JSONField(_("secret config"), default=dict, blank=True)
+    egress_hosts = models.JSONField(
+        _("egress granted"),
+        default=list,
+        blank=True,
+        help_text=_(
+            "Destinations the operator grants: exact hosts, *.suffix patterns (never the "
+            "apex) or IP addresses. The plugin reaches only those it also declares."
+        ),
+    )
+    egress_allow_private = models.JSONField(
+        _("hosts allowed on private addresses"),
+        default=list,
+        blank=True,
+        help_text=_(
+            "Exact granted hosts that may resolve to private addresses (an intranet "
+            "server). Metadata addresses and mixed public/private answers stay refused."
+        ),
+    )
+    note = models.CharField(_("note"), max_length=200, blank=True)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    updated = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        app_label = "django_webfetch"
+        ordering = ["plugin", "alias"]
+        verbose_name = _("plugin instance")
+        verbose_name_plural = _("plugin instances")
+
+    def __str__(self) -> str:
+        return f"{self.alias} ({self.plugin})"
+
+    def __repr__(self) -> str:
+        # Never the config: it may hold secrets.
+        return f"<PluginInstance {self.pk} {self.plugin}:{self.alias}>"
+
+    @property
+    def reference(self) -> str:
+        """The text kept on audit rows (outlives the instance)."""
+        return f"plugin:{self.plugin}:{self.alias}#{self.pk}"
+
+    def clean(self) -> None:
+        super().clean()
+        self.egress_hosts = _entries(self.egress_hosts, "egress_hosts")
+        self.declared_egress = _entries(self.declared_egress, "declared_egress")
+        private = _entries(self.egress_allow_private, "egress_allow_private")
+        for raw in private:
+            if raw.startswith("*."):
+                raise ValidationError(
+                    {"egress_allow_private": _("Name exact hosts, not *.suffix patterns.")}
+                )
+        from .grants import intersect
+
+        outside = [h for h in private if not intersect(self.egress_hosts, [h])]
+        if outside:
+            raise ValidationError(
+                {
+                    "egress_allow_private": _(
+                        "Only granted hosts can be allowed on private addresses: %(hosts)s"
+                    )
+                    % {"hosts": ", ".join(outside[:5])}
+                }
+            )
+        self.egress_allow_private = private
+        for name in ("config", "secret_config"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValidationError({name: _("Must be a mapping.")})
+        self._check_config()
+
+    def _check_config(self) -> None:
+        """Config values against the installed manifest's typed schema; secrets only in
+        ``secret_config``.  Messages never quote a value."""
+        from .manifest import validate_config
+        from .registry import get_manifest
+
+        manifest = get_manifest(self.plugin)
+        if manifest is None:
+            return
+        secret = manifest.secret_fields
+        misplaced = sorted(set(self.config) & secret) + sorted(set(self.secret_config) - secret)
+        if misplaced:
+            raise ValidationError(
+                _("Secret fields belong in the secret config, others in the config: %(f)s")
+                % {"f": ", ".join(map(str, misplaced[:5]))}
+            )
+        problems = validate_config(
+            manifest.config, {**self.config, **self.secret_config}, partial=True
+        )
+        if problems:
+            raise ValidationError(
+                "; ".join(f"{name} {problem}" for name, problem in sorted(problems.items()))
+            )
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.full_clean()
+        super().save(*args, **kwargs)
+
+    # -- the grant ----------------------------------------------------------------------------
+
+    def declared(self) -> tuple[str, ...]:
+        """The installed package's declaration (empty when the plugin is not installed)."""
+        from .registry import get_manifest
+
+        manifest = get_manifest(self.plugin)
+        return manifest.egress if manifest is not None else ()
+
+    def effective(self) -> tuple[str, ...]:
+        from .grants import intersect
+
+        if not self.enabled:
+            return ()
+        return intersect(self.declared(), self.egress_hosts)
+
+    def egress_grant(self) -> PluginGrant:
+        """``egress.PluginEgressGrant``: the effective grant as of this row."""
+        hosts = self.effective()
+        private: list[str] = []
+        if hosts:
+            from .grants import intersect
+
+            for raw in self.egress_allow_private:
+                try:
+                    if intersect(hosts, [raw]):
+                        private.append(raw)
+                except (ManifestError, HostNotAllowed):
+                    continue
+        return PluginGrant(hosts=hosts, label=self.reference, allow_private=tuple(private))
+
+    def all_config(self) -> dict[str, Any]:
+        """Config and secrets together, for the plugin's own use."""
+        return {**self.config, **self.secret_config}
+
+    @property
+    def http(self) -> Any:
+        """The host-owned client of this instance (re-reads the grant on every request)."""
+        from .client import PluginHttp
+
+        return PluginHttp(self.pk)
+
+    def default_group(self) -> str:
+        """The group of the plugin's first tool (the plugin's name when it has none)."""
+        from .registry import get_manifest
+        from .tools import tool_group
+
+        manifest = get_manifest(self.plugin)
+        if manifest is not None and manifest.tools:
+            return tool_group(manifest, manifest.tools[0])
+        return self.plugin

@@ -1,0 +1,295 @@
+"""Plugin services: install, bind, upgrade, list, check, and the runner's helpers.
+
+The CLI (``manage.py webfetch plugin ...``) and any other surface call these; they hold
+every rule.  Errors are ``PluginServiceError`` with a stable ``code``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from django_webfetch.net.errors import EgressDenied, WebFetchError
+
+from .grants import difference, intersect
+from .manifest import Manifest
+from .registry import get_manifest
+from .sandbox import PluginScope, host_io
+
+__all__ = [
+    "InstanceSummary",
+    "PluginServiceError",
+    "UpgradeReport",
+    "bind",
+    "check",
+    "install",
+    "instance_for",
+    "list_instances",
+    "record_violations",
+    "upgrade",
+]
+
+
+_NETWORK_EVENTS = frozenset(
+    {
+        "socket.connect",
+        "socket.sendto",
+        "socket.sendmsg",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyname_ex",
+        "socket.gethostbyaddr",
+        "socket.getnameinfo",
+    }
+)
+
+
+class PluginServiceError(WebFetchError):
+    code = "plugin_error"
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+def _manifest(name: str) -> Manifest:
+    manifest = get_manifest(name)
+    if manifest is None:
+        from .registry import problems
+
+        refused = [p for p in problems() if repr(name) in p]
+        if refused:
+            raise PluginServiceError("plugin_refused", refused[0])
+        raise PluginServiceError("plugin_not_installed", f"no installed plugin named {name!r}")
+    return manifest
+
+
+def _defaults(manifest: Manifest) -> dict[str, Any]:
+    return {n: f.default for n, f in manifest.config.items() if f.default is not None}
+
+
+def _ensure_groups(manifest: Manifest) -> list[str]:
+    """Create the plugin's tool groups that are missing (disabled); return their slugs."""
+    from django_webfetch.models import EgressScope, ToolGroup
+
+    from .tools import tool_group
+
+    slugs = list(dict.fromkeys(tool_group(manifest, spec) for spec in manifest.tools))
+    scope = EgressScope.EXTERNAL_FILTERED if manifest.egress else EgressScope.NONE
+    for slug in slugs:
+        ToolGroup.objects.get_or_create(
+            slug=slug,
+            defaults={
+                "name": f"Plugin {manifest.name}",
+                "scope": scope,
+                "enabled": False,
+                "description": f"Tools of the plugin {manifest.name}.",
+            },
+        )
+    return slugs
+
+
+def _create(manifest: Manifest, alias: str, egress: Iterable[str]) -> Any:
+    from .models import PluginInstance
+
+    if PluginInstance.objects.filter(alias=alias).exists():
+        raise PluginServiceError("alias_taken", f"an instance with alias {alias!r} exists")
+    with transaction.atomic():
+        _ensure_groups(manifest)
+        return PluginInstance.objects.create(
+            plugin=manifest.name,
+            alias=alias,
+            version=manifest.version,
+            declared_egress=list(manifest.egress),
+            egress_hosts=list(egress),
+            config=_defaults(manifest),
+        )
+
+
+def install(name: str, *, alias: str | None = None) -> Any:
+    """Create an instance granted exactly what the package declares (printed by the CLI:
+    the printout is the operator's record)."""
+    manifest = _manifest(name)
+    return _create(manifest, alias or manifest.name, manifest.egress)
+
+
+def bind(name: str, *, alias: str, egress: str | None) -> Any:
+    """Create an instance for a binding: ``egress`` is ``"declared"`` or ``"none"``; with a
+    non-empty declaration one of them must be chosen."""
+    manifest = _manifest(name)
+    if egress not in (None, "declared", "none"):
+        raise PluginServiceError("egress_choice", "--egress is 'declared' or 'none'")
+    if egress is None and manifest.egress:
+        raise PluginServiceError(
+            "egress_choice_required",
+            f"plugin {name!r} declares destinations; choose --egress declared or --egress none",
+        )
+    return _create(manifest, alias, manifest.egress if egress == "declared" else ())
+
+
+@dataclass(frozen=True)
+class UpgradeReport:
+    alias: str
+    old_version: str
+    new_version: str
+    added: tuple[str, ...]
+    covered: tuple[str, ...]  # new entries the existing grant already covers
+    widened: bool
+    changed: bool
+
+
+def upgrade(name: str, *, confirm: bool = False) -> list[UpgradeReport]:
+    """Move every instance of ``name`` to the installed version.
+
+    Entries the new version declares beyond what was acknowledged are reported; the grant
+    is widened by them only with ``confirm``.  Without it nothing of such an instance
+    changes (its grant, recorded declaration and version stay).
+    """
+    from .models import PluginInstance
+
+    manifest = _manifest(name)
+    reports: list[UpgradeReport] = []
+    with transaction.atomic():
+        for instance in PluginInstance.objects.select_for_update().filter(plugin=name):
+            added = difference(manifest.egress, instance.declared_egress)
+            covered = tuple(a for a in added if intersect(instance.egress_hosts, [a]) == (a,))
+            old_version = instance.version
+            if added and not confirm:
+                reports.append(
+                    UpgradeReport(
+                        instance.alias, old_version, manifest.version, added, covered, False, False
+                    )
+                )
+                continue
+            widen = [a for a in added if a not in covered]
+            instance.egress_hosts = [*instance.egress_hosts, *widen]
+            instance.declared_egress = list(manifest.egress)
+            instance.version = manifest.version
+            instance.save()
+            reports.append(
+                UpgradeReport(
+                    instance.alias,
+                    old_version,
+                    manifest.version,
+                    added,
+                    covered,
+                    bool(widen),
+                    True,
+                )
+            )
+    return reports
+
+
+@dataclass(frozen=True)
+class InstanceSummary:
+    alias: str
+    plugin: str
+    version: str
+    enabled: bool
+    installed: bool
+    declared: tuple[str, ...]
+    granted: tuple[str, ...]
+    effective: tuple[str, ...]
+    allow_private: tuple[str, ...]
+    has_secrets: bool
+
+
+def list_instances() -> list[InstanceSummary]:
+    from .models import PluginInstance
+
+    result = []
+    for instance in PluginInstance.objects.order_by("plugin", "alias"):
+        grant = instance.egress_grant()
+        result.append(
+            InstanceSummary(
+                alias=instance.alias,
+                plugin=instance.plugin,
+                version=instance.version,
+                enabled=instance.enabled,
+                installed=get_manifest(instance.plugin) is not None,
+                declared=instance.declared(),
+                granted=tuple(instance.egress_hosts),
+                effective=grant.hosts,
+                allow_private=grant.allow_private,
+                has_secrets=bool(instance.secret_config),
+            )
+        )
+    return result
+
+
+def instance_for(plugin: str) -> Any:
+    """The instance a plugin's tools run with: its only enabled instance, or the enabled
+    one whose alias is the plugin's name; ``None`` otherwise (fail closed)."""
+    from .models import PluginInstance
+
+    with host_io():
+        rows = list(PluginInstance.objects.filter(plugin=plugin, enabled=True)[:50])
+    if len(rows) == 1:
+        return rows[0]
+    for row in rows:
+        if row.alias == plugin:
+            return row
+    return None
+
+
+def get_instance(alias: str) -> Any:
+    from .models import PluginInstance
+
+    instance = PluginInstance.objects.filter(alias=alias).first()
+    if instance is None:
+        raise PluginServiceError("no_such_instance", f"no plugin instance with alias {alias!r}")
+    return instance
+
+
+def check(url: str, *, alias: str, resolve: bool = True) -> tuple[Any, Any]:
+    """What the instance's live policy decides for ``url``: ``(policy or None,
+    Explanation or EgressDenied)``.  Looks up DNS, never connects."""
+    from django_webfetch.egress import policy_for
+    from django_webfetch.net import explain
+    from django_webfetch.net.policy import Scope
+
+    instance = get_instance(alias)
+    if not instance.enabled:
+        return None, EgressDenied("egress_not_granted", detail="the instance is disabled")
+    if not instance.effective():
+        return None, EgressDenied("egress_not_granted", detail="no effective grant")
+    group = instance.default_group()
+    try:
+        policy = policy_for(group, plugin_instance=instance)
+    except EgressDenied as exc:
+        return None, exc
+    if policy.scope is Scope.NONE:
+        return policy, EgressDenied(
+            "egress_not_granted", detail=f"group {group!r} is missing, disabled or has no egress"
+        )
+    return policy, explain(url, policy=policy, resolve=resolve)
+
+
+def record_violations(
+    instance: Any, scope: PluginScope, *, tool: str, group: str, context: Any
+) -> None:
+    """Write one ``EgressEvent`` per operation the sandbox refused."""
+    from django_webfetch.egress import EgressRecorder
+
+    if not scope.violations:
+        return
+    recorder = EgressRecorder(
+        tool=tool,
+        group=group,
+        user=getattr(context, "user", None),
+        plugin_instance=instance,
+        call_id=getattr(context, "call_id", ""),
+    )
+    with host_io():
+        for violation in scope.violations[:100]:
+            is_path = violation.target.startswith("/") or violation.event not in _NETWORK_EVENTS
+            recorder.record(
+                decision="denied",
+                reason="unguarded_network",
+                url_host="" if is_path else violation.target,
+                port=violation.port,
+                detail=f"{violation.event} outside the host-owned client: {violation.target}",
+            )

@@ -1,0 +1,164 @@
+"""Plugin tools: a manifest's tool specs as assistant ``Tool``s.
+
+A plugin tool's handler is called as ``handler(plugin, arguments)`` where ``plugin`` is a
+``PluginHandle`` (``.http`` the host-owned client, ``.config`` the instance's config,
+``.alias``).  It runs inside ``sandbox.plugin_scope``: the network is reachable only
+through ``plugin.http``.  What it returns goes to the model inside the untrusted-content
+fence (a plugin relays what servers sent).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from django_webfetch.net.errors import EgressDenied, WebFetchError
+from django_webfetch.net.policy import Scope
+from django_webfetch.tools.base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
+
+from .manifest import Manifest, ToolSpec
+from .sandbox import host_io, plugin_scope
+
+__all__ = ["PluginHandle", "PluginTool", "plugin_tools", "tool_group"]
+
+logger = logging.getLogger("django_webfetch.plugins")
+
+#: A plugin's text result is bounded like a page's.
+_MAX_RESULT_CHARS = 20_000
+
+
+def tool_group(manifest: Manifest, spec: ToolSpec) -> str:
+    return spec.group or manifest.name
+
+
+class PluginHandle:
+    """What a plugin's tool handler gets: never the model row, never a raw client."""
+
+    __slots__ = ("alias", "config", "http", "plugin")
+
+    def __init__(self, instance: Any, http: Any) -> None:
+        self.plugin: str = instance.plugin
+        self.alias: str = instance.alias
+        self.config: Mapping[str, Any] = MappingProxyType(dict(instance.all_config()))
+        self.http = http
+
+    def __repr__(self) -> str:
+        return f"<PluginHandle {self.plugin}:{self.alias}>"
+
+
+class PluginTool(Tool):
+    """One tool of an installed plugin."""
+
+    plugin: str
+    spec_: ToolSpec
+
+    @classmethod
+    def build(cls, manifest: Manifest, spec: ToolSpec) -> PluginTool:
+        """A tool class for one spec (the ``Tool`` interface is class attributes)."""
+        attributes = {
+            "plugin": manifest.name,
+            "spec_": spec,
+            "name": spec.name,
+            "group": tool_group(manifest, spec),
+            "description": spec.description,
+            "parameters": spec.parameters,
+            # A plugin that declares destinations needs a network group; its egress is its
+            # instance's grant, never the group's (egress.policy_for).
+            "scope": Scope.EXTERNAL_FILTERED if manifest.egress else Scope.NONE,
+            "effect": Effect.WRITE if spec.effect == "write" else Effect.READ,
+        }
+        tool_class: type[PluginTool] = type(f"PluginTool_{spec.name}", (cls,), attributes)
+        return tool_class()
+
+    def __repr__(self) -> str:
+        return f"<PluginTool {self.plugin}:{self.name}>"
+
+    def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
+        """A networked plugin tool waits for a human unless the operator turned on the
+        group's ``skip_approval_with_allowlist`` AND the instance grants something."""
+        if self.scope is Scope.NONE:
+            return False
+        from django_webfetch.models import ToolGroup
+
+        from .services import instance_for
+
+        group = ToolGroup.objects.filter(slug=self.group).first()
+        if group is None or not group.skip_approval_with_allowlist:
+            return True
+        instance = instance_for(self.plugin)
+        return instance is None or not instance.effective()
+
+    def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        from .client import PluginHttp
+        from .services import instance_for, record_violations
+
+        instance = context.plugin_instance
+        if instance is None:
+            instance = instance_for(self.plugin)
+        if instance is None or getattr(instance, "plugin", None) != self.plugin:
+            return ToolResult.failure(
+                "plugin_not_bound", "This plugin has no enabled instance to run with."
+            )
+        http = PluginHttp(
+            instance.pk,
+            group=self.group,
+            tool=self.name,
+            call_id=context.call_id,
+            user=context.user,
+        )
+        handle = PluginHandle(instance, http)
+        outcome: Any = None
+        error: ToolResult | None = None
+        with plugin_scope(instance.reference) as scope:
+            try:
+                outcome = self.spec_.handler(handle, dict(arguments))
+            except EgressDenied as exc:
+                error = ToolResult.from_exception(EgressDenied(exc.reason))
+            except WebFetchError as exc:
+                error = ToolResult.failure(exc.code, f"The plugin's request failed ({exc.code}).")
+            except Exception as exc:
+                with host_io():
+                    logger.warning(
+                        "plugin tool %s:%s raised %s", self.plugin, self.name, type(exc).__name__
+                    )
+                error = ToolResult.failure("plugin_error", "The plugin's tool failed.")
+        record_violations(instance, scope, tool=self.name, group=self.group, context=context)
+        if scope.violations and error is None:
+            error = ToolResult.from_exception(EgressDenied("unguarded_network"))
+        if error is not None:
+            return error
+        return self._result(instance, outcome)
+
+    def _result(self, instance: Any, outcome: Any) -> ToolResult:
+        from django_webfetch.text import fence
+
+        meta: dict[str, Any] = {}
+        if isinstance(outcome, ToolResult):
+            text = outcome.content
+            if not outcome.ok:
+                return ToolResult.failure(
+                    "plugin_error", "The plugin's tool reported an error.", plugin_error=True
+                )
+        elif isinstance(outcome, str):
+            text = outcome
+        else:
+            try:
+                text = json.dumps(outcome, ensure_ascii=False, allow_nan=False)[:_MAX_RESULT_CHARS]
+            except (TypeError, ValueError):
+                return ToolResult.failure("plugin_error", "The plugin's tool returned no text.")
+        content = fence(
+            text[:_MAX_RESULT_CHARS],
+            source_url=f"plugin://{instance.alias}/{self.name}",
+            status_line=f"plugin {self.plugin} tool {self.name}",
+        )
+        return ToolResult(content=content, meta={**meta, "plugin": self.plugin})
+
+
+def plugin_tools() -> list[PluginTool]:
+    """Every tool of every installed, valid plugin."""
+    from .registry import manifests
+
+    return [PluginTool.build(m, spec) for m in manifests() for spec in m.tools]

@@ -1,0 +1,63 @@
+"""Fixtures of the plugin tests.
+
+``tests/plugins/site`` holds a real distribution (``webfetch_example_plugin`` + its
+``.dist-info`` with a ``django_webfetch.plugins`` entry point); putting the directory on
+``sys.path`` installs it for ``importlib.metadata`` exactly as site-packages would.  The
+``example`` fixture does that for the test that asks for it (and undoes it), so the rest of
+the suite runs without the plugin, as a site without plugins would.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+SITE = os.path.join(os.path.dirname(__file__), "site")
+
+
+@pytest.fixture
+def example(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The example plugin installed, reset to version 1.0, registries reloaded."""
+    monkeypatch.syspath_prepend(SITE)
+    import webfetch_example_plugin as module
+
+    from django_webfetch.plugins import registry
+    from django_webfetch.tools import default_registry
+
+    module.VERSION = "1.0"
+    module.EXTRA_EGRESS[:] = []
+    registry.reset()
+    default_registry.reset()
+    yield module
+    module.VERSION = "1.0"
+    module.EXTRA_EGRESS[:] = []
+    registry.reset()
+    default_registry.reset()
+
+
+LAB_NAMES = {
+    "granted.lab.example": 0,
+    "x.api.lab.example": 1,
+    "ungranted.lab.example": 2,
+    "redirector.lab.example": 3,
+}
+
+
+@pytest.fixture
+def plugin_lab(lab_settings: Any, example: Any, group_factory: Any) -> Any:
+    """The lab's DNS names for the example plugin, and its tool group enabled."""
+    lab = lab_settings
+    for name, index in LAB_NAMES.items():
+        lab.dns.set(name, a=[lab.PUBLIC_V4[index]])
+    lab.dns.set("intranet.lab.example", a=["10.0.0.10"])
+    lab.dns.set("metadata.lab.example", a=["169.254.169.254"])
+    lab.dns.set("mixed.lab.example", a=[lab.PUBLIC_V4[0], "10.0.0.10"])
+    group_factory("example", scope="external_filtered", enabled=True)
+    return lab
+
+
+@pytest.fixture
+def editor_user(user_factory: Any) -> Any:
+    return user_factory(staff=True)

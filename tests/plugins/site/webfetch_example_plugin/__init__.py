@@ -1,0 +1,164 @@
+"""An example django_webfetch plugin, installed into the test environment as a
+distribution (``tests/plugins/site`` is put on ``sys.path`` by tests/plugins/conftest.py, so
+``importlib.metadata`` finds its ``django_webfetch.plugins`` entry point).
+
+Its tools call hosts of the network-namespace lab through the host-owned client, and a few
+try to get around it (a raw socket, httpx, a subprocess, a thread) to prove they cannot.
+``VERSION`` and ``EXTRA_EGRESS`` let a test play a package upgrade.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from typing import Any
+
+VERSION = "1.0"
+EXTRA_EGRESS: list[str] = []
+
+EGRESS = [
+    "granted.lab.example",
+    "*.api.lab.example",
+    "intranet.lab.example",
+    "metadata.lab.example",
+    "redirector.lab.example",
+    "mixed.lab.example",
+]
+
+
+def fetch(plugin: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    response = plugin.http.get(arguments["url"])
+    return {
+        "status": response.status_code,
+        "location": response.headers.get("location", ""),
+        "length": len(response.content),
+    }
+
+
+def follow(plugin: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Follows one redirect itself: the follow-up is a new, separately checked request."""
+    first = plugin.http.get(arguments["url"])
+    result: dict[str, Any] = {"first": first.status_code}
+    if 300 <= first.status_code < 400:
+        try:
+            second = plugin.http.get(first.headers["location"])
+            result["second"] = second.status_code
+        except Exception as exc:  # the refusal is redacted: only the policy's name
+            result["second_error"] = getattr(exc, "reason", type(exc).__name__)
+    return result
+
+
+def post(plugin: Any, arguments: dict[str, Any]) -> str:
+    response = plugin.http.post(arguments["url"], json={"token_set": "token" in plugin.config})
+    return response.text[:2000]
+
+
+def repeat(plugin: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Several requests in one call, with a pause the test uses to change the grant."""
+    import time
+
+    results: list[Any] = []
+    for _ in range(int(arguments.get("times", 2))):
+        try:
+            results.append(plugin.http.get(arguments["url"]).status_code)
+        except Exception as exc:
+            results.append(getattr(exc, "reason", type(exc).__name__))
+        time.sleep(float(arguments.get("pause", 0.0)))
+    return {"results": results}
+
+
+def raw_socket(plugin: Any, arguments: dict[str, Any]) -> str:
+    with socket.create_connection((arguments["host"], 80), timeout=2):
+        return "connected"
+
+
+def raw_httpx(plugin: Any, arguments: dict[str, Any]) -> str:
+    import httpx
+
+    return str(httpx.get(arguments["url"]).status_code)
+
+
+def run_process(plugin: Any, arguments: dict[str, Any]) -> str:
+    return str(subprocess.run(["true"], check=False).returncode)
+
+
+def in_thread(plugin: Any, arguments: dict[str, Any]) -> str:
+    outcome: list[str] = []
+
+    def work() -> None:
+        try:
+            socket.create_connection((arguments["address"], 80), timeout=2).close()
+            outcome.append("connected")
+        except Exception as exc:
+            outcome.append(getattr(exc, "reason", type(exc).__name__))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    return outcome[0]
+
+
+def unix_socket(plugin: Any, arguments: dict[str, Any]) -> str:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(arguments["path"])
+    return "connected"
+
+
+def udp(plugin: Any, arguments: dict[str, Any]) -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.sendto(b"\x00" * 12, (arguments["address"], 53))
+    return "sent"
+
+
+def borrow(plugin: Any, arguments: dict[str, Any]) -> str:
+    """Builds the host client of another instance (by id) and tries its grant."""
+    from django_webfetch.plugins.client import PluginHttp
+
+    return str(PluginHttp(int(arguments["instance"])).get(arguments["url"]).status_code)
+
+
+def send(plugin: Any, arguments: dict[str, Any]) -> str:
+    """A GET with caller-chosen headers."""
+    response = plugin.http.get(arguments["url"], headers=dict(arguments.get("headers", {})))
+    return response.text[:4000]
+
+
+def _tool(name: str, handler: Any, **properties: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": f"Example plugin tool {name}.",
+        "parameters": {
+            "type": "object",
+            "properties": {k: {"type": v} for k, v in properties.items()},
+        },
+        "handler": handler,
+    }
+
+
+def manifest() -> dict[str, Any]:
+    return {
+        "name": "example",
+        "version": VERSION,
+        "description": "The test suite's example plugin.",
+        "egress": [*EGRESS, *EXTRA_EGRESS],
+        "config": {
+            "base": {"type": "string", "pattern": "^https?://", "maxLength": 200},
+            "token": {"type": "string", "secret": True},
+            "page_size": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+        },
+        "tools": [
+            _tool("example_fetch", fetch, url="string"),
+            _tool("example_follow", follow, url="string"),
+            _tool("example_post", post, url="string"),
+            _tool("example_repeat", repeat, url="string", times="integer", pause="number"),
+            _tool("example_raw_socket", raw_socket, host="string"),
+            _tool("example_raw_httpx", raw_httpx, url="string"),
+            _tool("example_subprocess", run_process),
+            _tool("example_thread", in_thread, address="string"),
+            _tool("example_unix", unix_socket, path="string"),
+            _tool("example_udp", udp, address="string"),
+            _tool("example_borrow", borrow, instance="integer", url="string"),
+            _tool("example_send", send, url="string", headers="object"),
+        ],
+    }

@@ -1,0 +1,82 @@
+"""The plugin instance admin: the grant in plain fields, secrets write-only."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from django_webfetch.models import PluginInstance
+from django_webfetch.plugins import services
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "s3cr3t-token-value"
+
+
+@pytest.fixture
+def client_admin(client, superuser):
+    client.force_login(superuser)
+    return client
+
+
+def post_data(instance, **overrides):
+    data = {
+        "plugin": instance.plugin,
+        "alias": instance.alias,
+        "enabled": "on",
+        "egress_hosts": "\n".join(instance.egress_hosts),
+        "egress_allow_private": "\n".join(instance.egress_allow_private),
+        "config": '{"page_size": 20}',
+        "note": "",
+    }
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_secret_is_write_only(client_admin, example):
+    instance = services.install("example")
+    change = reverse("admin:django_webfetch_plugininstance_change", args=[instance.pk])
+    page = client_admin.get(change).content.decode()
+    assert "secret__token" in page and "granted.lab.example" in page
+    response = client_admin.post(change, post_data(instance, secret__token=SECRET))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    instance.refresh_from_db()
+    assert instance.secret_config == {"token": SECRET}
+    for url in (change, reverse("admin:django_webfetch_plugininstance_changelist")):
+        assert SECRET not in client_admin.get(url).content.decode()
+    # Empty keeps it; a validation error never echoes it; the checkbox clears it.
+    client_admin.post(change, post_data(instance, note="kept"))
+    instance.refresh_from_db()
+    assert (instance.note, instance.secret_config) == ("kept", {"token": SECRET})
+    response = client_admin.post(
+        change, post_data(instance, egress_hosts="*.com", secret__token="other-" + SECRET)
+    )
+    assert response.status_code == 200
+    assert SECRET not in response.content.decode()
+    client_admin.post(change, post_data(instance, clear_secrets="on"))
+    instance.refresh_from_db()
+    assert instance.secret_config == {}
+
+
+def test_grant_rules_hold_in_the_admin(client_admin, example):
+    instance = services.install("example")
+    change = reverse("admin:django_webfetch_plugininstance_change", args=[instance.pk])
+    # A private exemption for a host that is not granted is refused.
+    response = client_admin.post(
+        change,
+        post_data(instance, egress_hosts="granted.lab.example", egress_allow_private="a.example"),
+    )
+    assert response.status_code == 200
+    assert "Only granted hosts" in response.content.decode()
+    # The config is checked against the manifest's typed schema.
+    response = client_admin.post(change, post_data(instance, config='{"page_size": 1000}'))
+    assert response.status_code == 200
+    assert "page_size is above 100" in response.content.decode()
+    response = client_admin.post(change, post_data(instance, config='{"token": "x"}'))
+    assert "Secret fields belong in the secret config" in response.content.decode()
+    # A valid narrowing is saved, and the effective grant follows.
+    response = client_admin.post(change, post_data(instance, egress_hosts="granted.lab.example"))
+    assert response.status_code == 302
+    instance.refresh_from_db()
+    assert instance.effective() == ("granted.lab.example",)
+    assert PluginInstance.objects.count() == 1

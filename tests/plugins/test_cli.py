@@ -1,0 +1,187 @@
+"""``manage.py webfetch plugin install|bind|upgrade|list|check``: output and effect."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from django_webfetch.models import PluginInstance, ToolGroup
+
+pytestmark = pytest.mark.django_db
+
+DECLARED = (
+    "granted.lab.example, *.api.lab.example, intranet.lab.example, metadata.lab.example, "
+    "redirector.lab.example, mixed.lab.example"
+)
+
+
+def webfetch(*args):
+    out = io.StringIO()
+    call_command("webfetch", "plugin", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_install_prints_the_declaration_and_writes_the_grant(example):
+    output = webfetch("install", "example")
+    assert output.splitlines() == [
+        "installed example 1.0 as 'example'",
+        f"  declared destinations: {DECLARED}",
+        f"  granted:               {DECLARED}",
+        f"  effective:             {DECLARED}",
+        "  tool group:            example (enable it to offer the tools)",
+    ]
+    instance = PluginInstance.objects.get()
+    assert instance.egress_hosts == DECLARED.split(", ")
+    assert instance.config == {"page_size": 20}
+    group = ToolGroup.objects.get(slug="example")
+    assert (group.enabled, group.scope) == (False, "external_filtered")
+
+
+def test_install_with_alias_and_taken_alias(example):
+    webfetch("install", "example", "--alias", "crm")
+    assert PluginInstance.objects.get().alias == "crm"
+    with pytest.raises(CommandError, match="alias_taken"):
+        webfetch("install", "example", "--alias", "crm")
+
+
+def test_install_unknown_plugin(example):
+    with pytest.raises(CommandError, match="plugin_not_installed"):
+        webfetch("install", "nope")
+
+
+def test_bind_requires_a_choice_for_a_non_empty_declaration(example):
+    with pytest.raises(CommandError, match="egress_choice_required"):
+        webfetch("bind", "example", "--alias", "b")
+    assert not PluginInstance.objects.exists()
+
+
+def test_bind_none_and_declared(example):
+    output = webfetch("bind", "example", "--alias", "b1", "--egress", "none")
+    assert "  granted:               (none)" in output
+    assert "  effective:             (none)" in output
+    assert PluginInstance.objects.get(alias="b1").egress_hosts == []
+    webfetch("bind", "example", "--alias", "b2", "--egress", "declared")
+    assert PluginInstance.objects.get(alias="b2").egress_hosts == DECLARED.split(", ")
+
+
+def test_upgrade_that_declares_more_widens_nothing_without_confirm(example):
+    from django_webfetch.plugins import registry
+
+    webfetch("install", "example")
+    example.VERSION = "2.0"
+    example.EXTRA_EGRESS[:] = ["extra.lab.example", "deep.api.lab.example"]
+    registry.reset()
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="--confirm") as caught:
+        call_command("webfetch", "plugin", "upgrade", "example", stdout=out)
+    assert caught.value.returncode == 3
+    assert out.getvalue().splitlines() == [
+        "example: 1.0 -> 2.0",
+        # deep.api.lab.example is within the old *.api.lab.example: nothing new.
+        "  + declares extra.lab.example",
+        "  NOT upgraded: the new version declares more; nothing was widened",
+    ]
+    instance = PluginInstance.objects.get()
+    assert instance.version == "1.0"
+    assert "extra.lab.example" not in instance.egress_hosts
+    assert "extra.lab.example" not in instance.effective()
+
+    output = webfetch("upgrade", "example", "--confirm")
+    assert "  grant widened" in output
+    instance.refresh_from_db()
+    assert instance.version == "2.0"
+    assert "extra.lab.example" in instance.egress_hosts
+    assert "extra.lab.example" in instance.effective()
+
+
+def test_upgrade_that_declares_nothing_new(example):
+    from django_webfetch.plugins import registry
+
+    webfetch("install", "example")
+    example.VERSION = "1.1"
+    registry.reset()
+    assert webfetch("upgrade", "example").splitlines() == [
+        "example: 1.0 -> 1.1",
+        "  grant unchanged",
+    ]
+    assert PluginInstance.objects.get().version == "1.1"
+
+
+def test_upgrade_keeps_a_narrowed_grant_narrow(example):
+    from django_webfetch.plugins import registry
+
+    webfetch("bind", "example", "--alias", "b", "--egress", "none")
+    example.VERSION = "1.1"
+    registry.reset()
+    webfetch("upgrade", "example")
+    assert PluginInstance.objects.get().egress_hosts == []
+
+
+def test_list_shows_declared_granted_effective(example):
+    assert webfetch("list") == "no plugin instances\n"
+    webfetch("install", "example")
+    bound = PluginInstance.objects.create(
+        plugin="example",
+        alias="other",
+        egress_hosts=["granted.lab.example", "ungranted.lab.example"],
+        secret_config={"token": "s3cret-value"},
+    )
+    bound.egress_allow_private = ["granted.lab.example"]
+    bound.save()
+    output = webfetch("list")
+    assert "s3cret" not in output
+    assert output.splitlines()[-6:] == [
+        "other (example , enabled)",
+        f"  declared:  {DECLARED}",
+        "  granted:   granted.lab.example, ungranted.lab.example",
+        "  effective: granted.lab.example",
+        "  private addresses allowed for: granted.lab.example",
+        "  secrets: set (never shown)",
+    ]
+
+
+def test_list_flags_an_instance_whose_package_is_gone(example):
+    PluginInstance.objects.create(plugin="gone", alias="gone", egress_hosts=["a.example.org"])
+    output = webfetch("list")
+    assert "gone (gone , enabled, package NOT installed)" in output
+    assert "  effective: (none)" in output
+
+
+def test_check_explains_the_instance_policy(plugin_lab):
+    webfetch("install", "example")
+    output = webfetch("check", "http://granted.lab.example/x", "--plugin", "example")
+    assert output.splitlines()[0] == "plugin     example"
+    assert "allowlist  pass  listed as granted.lab.example" in output
+    assert output.rstrip().endswith("ALLOWED")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="not_allowlisted"):
+        call_command(
+            "webfetch",
+            "plugin",
+            "check",
+            "http://ungranted.lab.example/",
+            "--plugin",
+            "example",
+            stdout=out,
+        )
+    assert "DENIED (not_allowlisted)" in out.getvalue()
+    # Never connects.
+    assert plugin_lab.accepts() == []
+
+
+def test_check_without_grant(example):
+    webfetch("bind", "example", "--alias", "b", "--egress", "none")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="egress_not_granted"):
+        call_command(
+            "webfetch", "plugin", "check", "http://a.example/", "--plugin", "b", stdout=out
+        )
+    assert "DENIED (egress_not_granted)" in out.getvalue()
+
+
+def test_check_unknown_alias(example):
+    with pytest.raises(CommandError, match="no_such_instance"):
+        webfetch("check", "http://a.example/", "--plugin", "zzz")
