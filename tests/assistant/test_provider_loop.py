@@ -411,3 +411,22 @@ def test_a_big_tool_result_reaches_the_model_bounded_with_its_fence(
     assert sent.rstrip().endswith("bytes]")
     call = ToolCall.objects.get(pk=run["steps"][0]["tool_calls"][0]["id"])
     assert len(call.result["content"].encode()) > 150_000
+
+
+def test_absurd_tool_arguments_are_a_tool_error(api, provider, run_tools):
+    """Arguments nested 100,000 deep, or a 1 MB string of garbage: recorded, refused, the
+    model reads a tool error, nothing recurses."""
+    deep = "[" * 100_000 + "]" * 100_000
+    provider.add(
+        Turn(tool_calls=[("runs_echo", deep), ("runs_echo", "{" + "x" * 1_000_000)]),
+        quote_results,
+    )
+    run = ask(api, "go")
+    final = run_of(api, run["id"])
+    assert final["state"] == "completed", final
+    calls = final["steps"][0]["tool_calls"]
+    assert [(c["state"], c["reason"]) for c in calls] == [("failed", "invalid_arguments")] * 2
+    sent = tool_results(provider.requests[1])
+    assert sent == ["[tool error: invalid_arguments] The arguments are not valid JSON."] * 2
+    for call in ToolCall.objects.filter(conversation__startswith="assistant:"):
+        assert len(str(call.arguments)) <= 10_100
