@@ -884,11 +884,11 @@ def _within_context_budget(history: list[Any]) -> list[Any]:
 
 def _record_step(run: AssistantRun, history: list[Any], response: Any) -> AssistantRun:
     """Store one provider answer: history, the assistant message, the step count."""
+    from dataclasses import replace
+
     from pydantic_ai.messages import TextPart, ToolCallPart
 
     from .providers import usage_dict
-
-    from dataclasses import replace
 
     step = run.step_count + 1
     # Unreadable arguments are kept cut (still unreadable): a megabyte of garbage must not
