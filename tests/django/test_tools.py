@@ -95,7 +95,14 @@ def names(tools):
 
 
 def test_builtins_are_registered(tool_registry):
-    assert names(tool_registry.all()) == ["fetch_external_url", "search_site"]
+    assert names(tool_registry.all()) == [
+        "fetch_external_url",
+        "get_last_exception",
+        "probe_url",
+        "read_source",
+        "search_code",
+        "search_site",
+    ]
     assert tool_registry.problems == []
     fetch = tool_registry.get("fetch_external_url")
     assert (fetch.group, fetch.scope, fetch.effect) == ("web", Scope.EXTERNAL_FILTERED, Effect.READ)
@@ -224,6 +231,10 @@ def test_plugins_and_apps_are_discovered(monkeypatch, tool_registry):
         "bad_rule",
         "echo",
         "fetch_external_url",
+        "get_last_exception",
+        "probe_url",
+        "read_source",
+        "search_code",
         "search_site",
     ]
     # The built-in cannot be shadowed; the failures are reported (check E008).
