@@ -35,6 +35,7 @@ def register() -> None:
     _register(Tags.compatibility)(check_celery_installed)
     _register(Tags.security)(check_self_approval)
     _register(Tags.security)(check_tools)
+    _register(Tags.security)(check_diagnostics)
     _register(Tags.security, Tags.database)(check_database)
     from .assistant.checks import check_assistant
 
@@ -200,6 +201,64 @@ def check_tools(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list
         )
         for problem in registry.problems
     ]
+
+
+def check_diagnostics(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """The error-analysis settings (issue 11): project root, log files, log format."""
+    messages: list[CheckMessage] = []
+    if _readable("WEBFETCH_PROJECT_ROOT"):
+        root = conf.WEBFETCH_PROJECT_ROOT
+        if root is not None and not os.path.isdir(root):
+            messages.append(
+                Error(
+                    f"WEBFETCH_PROJECT_ROOT {root!r} is not a directory; the code tools "
+                    "refuse every path.",
+                    hint="Point it (or BASE_DIR) at the project's source directory.",
+                    id="django_webfetch.E020",
+                )
+            )
+        elif root is not None and os.path.dirname(os.path.realpath(root)) == os.path.realpath(root):
+            messages.append(
+                Error(
+                    "WEBFETCH_PROJECT_ROOT is the file-system root; the code tools refuse it.",
+                    hint="Point it at the project's source directory.",
+                    id="django_webfetch.E022",
+                )
+            )
+    if _readable("WEBFETCH_LOG_FORMAT"):
+        from .diagnostics.logs import LogFormatError, compile_format
+
+        try:
+            compile_format(conf.WEBFETCH_LOG_FORMAT)
+        except LogFormatError as exc:
+            messages.append(
+                Error(
+                    f"WEBFETCH_LOG_FORMAT cannot be parsed: {exc}.",
+                    hint="Use the %-style format of the logging formatter that writes "
+                    "WEBFETCH_LOG_FILES; it must contain %(asctime)s and %(levelname)s.",
+                    id="django_webfetch.E021",
+                )
+            )
+    if _readable("WEBFETCH_LOG_FILES"):
+        for path in conf.WEBFETCH_LOG_FILES:
+            if not os.path.isfile(path):
+                problem = "does not exist" if not os.path.exists(path) else "is not a file"
+            elif not os.access(path, os.R_OK):
+                problem = "is not readable"
+            else:
+                continue
+            messages.append(
+                Warning(
+                    f"WEBFETCH_LOG_FILES: {path!r} {problem}; get_last_exception and "
+                    "probe_url cannot read its errors.",
+                    hint="Name the files your logging handlers write (LOGGING), readable by "
+                    "the process that runs the tools.",
+                    id="django_webfetch.W020",
+                )
+            )
+    return messages
 
 
 def _proxy_configured() -> bool:

@@ -12,6 +12,7 @@ setting; the egress policy service turns that into a refusal (``policy_unavailab
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import PurePath
 from typing import Any, cast
 
 from django.conf import settings
@@ -233,6 +234,39 @@ class Settings:
         """Redis shared by every process for the plugin connection budget; ``None``: the
         budget is counted per process."""
         return _optional_str("WEBFETCH_PLUGIN_REDIS_URL", _raw("WEBFETCH_PLUGIN_REDIS_URL", None))
+
+    # -- error analysis (issue 11) ----------------------------------------------------------
+
+    @property
+    def WEBFETCH_PROJECT_ROOT(self) -> str | None:
+        """The directory the code tools may read (through the source path guard); default
+        ``BASE_DIR``; ``None`` when neither is set (the code tools then refuse)."""
+        value = _raw("WEBFETCH_PROJECT_ROOT", None)
+        if value is None:
+            value = getattr(settings, "BASE_DIR", None)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, (str, PurePath)):
+            raise _bad("WEBFETCH_PROJECT_ROOT", "a path (str or pathlib.Path) or None")
+        return str(value)
+
+    @property
+    def WEBFETCH_LOG_FILES(self) -> tuple[str, ...]:
+        """Log files written by Python logging handlers, read by the log tools."""
+        value = _raw("WEBFETCH_LOG_FILES", ())
+        if isinstance(value, (str, bytes, PurePath)) or not isinstance(value, Sequence):
+            raise _bad("WEBFETCH_LOG_FILES", "a list or tuple of paths")
+        if not all(isinstance(v, (str, PurePath)) for v in value):
+            raise _bad("WEBFETCH_LOG_FILES", "a list or tuple of paths")
+        return tuple(str(v) for v in value)
+
+    @property
+    def WEBFETCH_LOG_FORMAT(self) -> str:
+        """The ``logging`` format of ``WEBFETCH_LOG_FILES`` (``%``-style)."""
+        value = _raw("WEBFETCH_LOG_FORMAT", "%(asctime)s %(levelname)s %(name)s %(message)s")
+        if not isinstance(value, str) or not value:
+            raise _bad("WEBFETCH_LOG_FORMAT", "a non-empty string")
+        return value
 
 
 conf = Settings()

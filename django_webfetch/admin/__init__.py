@@ -75,9 +75,24 @@ class ToolGroupAdmin(_ToolGroupAdmin):
         (None, {"fields": ("slug", "name", "description", "enabled")}),
         (
             _("Egress"),
-            {"fields": ("scope", "data_class", "skip_approval_with_allowlist", "allow_via_proxy")},
+            {
+                "fields": (
+                    "scope",
+                    "data_class",
+                    "data_notice",
+                    "skip_approval_with_allowlist",
+                    "allow_via_proxy",
+                )
+            },
         ),
     )
+    readonly_fields = ("data_notice",)
+
+    @admin.display(description=_("data leaving the installation"))
+    def data_notice(self, obj: ToolGroup | None) -> str:
+        if obj is None or not obj.pk:
+            return str(_("Shown once the group is saved."))
+        return obj.data_notice
 
     @admin.action(description=_("Enable the selected tool groups"), permissions=["change"])
     def enable_groups(self, request: HttpRequest, queryset: QuerySet[ToolGroup]) -> None:

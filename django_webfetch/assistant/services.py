@@ -441,10 +441,39 @@ def call_position(call: ToolCall) -> tuple[int, int] | None:
 
 
 _MAX_RAW_ARGUMENTS = 10_000
+#: Arguments nested deeper than this are treated as unreadable (no recursion on them).
+_MAX_ARGUMENT_DEPTH = 32
+
+
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_ARGUMENT_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def _cut_unreadable(part: Any) -> str:
+    """Unreadable arguments, cut to 1,000 characters; the cut stays unreadable (unbalanced
+    or invalid JSON stays invalid when shortened; a marker replaces anything else)."""
+    raw = part.args if isinstance(part.args, str) else ""
+    cut = raw[:1000]
+    try:
+        json.loads(cut)
+    except (ValueError, RecursionError):
+        return cut
+    return "(unreadable arguments)"
 
 
 def _arguments(part: Any) -> tuple[Any, bool]:
-    """The call's arguments as the model sent them, and whether they parsed as JSON."""
+    """The call's arguments as the model sent them, and whether they are readable JSON
+    (unparsable or absurdly nested arguments are passed on as a cut string, which fails
+    the tool's schema: the model reads a tool error)."""
     args = part.args
     if args is None:
         return {}, True
@@ -452,9 +481,12 @@ def _arguments(part: Any) -> tuple[Any, bool]:
         if not args.strip():
             return {}, True
         try:
-            return json.loads(args), True
-        except ValueError:
-            return args[:_MAX_RAW_ARGUMENTS], False
+            args = json.loads(args)
+        except (ValueError, RecursionError):
+            return part.args[:_MAX_RAW_ARGUMENTS], False
+    if _too_deep(args):
+        raw = part.args if isinstance(part.args, str) else "(nested too deeply)"
+        return raw[:_MAX_RAW_ARGUMENTS], False
     return args, True
 
 
@@ -852,11 +884,24 @@ def _within_context_budget(history: list[Any]) -> list[Any]:
 
 def _record_step(run: AssistantRun, history: list[Any], response: Any) -> AssistantRun:
     """Store one provider answer: history, the assistant message, the step count."""
+    from dataclasses import replace
+
     from pydantic_ai.messages import TextPart, ToolCallPart
 
     from .providers import usage_dict
 
     step = run.step_count + 1
+    # Unreadable arguments are kept cut (still unreadable): a megabyte of garbage must not
+    # ride along in every later request of the conversation.
+    response = replace(
+        response,
+        parts=[
+            replace(p, args=_cut_unreadable(p))
+            if isinstance(p, ToolCallPart) and not _arguments(p)[1]
+            else p
+            for p in response.parts
+        ],
+    )
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
     tool_parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
     label = run.provider_label or OFFLINE_LABEL

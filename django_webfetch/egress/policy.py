@@ -198,6 +198,10 @@ def _build(
         own_site_hosts=own_site_hosts(),
         endpoints=endpoints,
         allow_private_hosts=allow_private if scope is not Scope.EXTERNAL_FILTERED else (),
+        # A site usually answers on loopback or a private address: the own_site scope may
+        # reach its own hosts there (bounded by the own-host match in the guard; metadata
+        # and mixed answers stay refused).
+        allow_private_own_site=scope is Scope.OWN_SITE,
         allow_via_proxy=row.allow_via_proxy,
         media_types=media_types,
         label=label,

@@ -8,9 +8,10 @@ from django_webfetch.plugins.models import PluginInstance
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
-from .scopes import DataClass, EgressScope, ToolGroup
+from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
 
 __all__ = [
+    "DATA_CLASS_NOTICES",
     "AssistantRun",
     "CallState",
     "ConfiguredEndpoint",

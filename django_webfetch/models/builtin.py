@@ -31,8 +31,11 @@ BUILTIN_GROUPS: tuple[dict[str, Any], ...] = (
         "slug": "code",
         "name": "Code",
         "scope": "none",
-        "data_class": "none",
-        "description": "Tools without network access.",
+        "data_class": "sourceAndLogs",
+        "description": (
+            "Read this installation's source and error logs (read_source, search_code, "
+            "get_last_exception); sends them to the LLM provider."
+        ),
     },
     {
         "slug": "rag",

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-__all__ = ["DataClass", "EgressScope", "ToolGroup"]
+if TYPE_CHECKING:
+    from django.utils.functional import _StrOrPromise as StrOrPromise
+else:
+    StrOrPromise = object
+
+__all__ = ["DATA_CLASS_NOTICES", "DataClass", "EgressScope", "ToolGroup"]
 
 
 class EgressScope(models.TextChoices):
@@ -24,6 +31,33 @@ class DataClass(models.TextChoices):
     SITE_CONTENT = "siteContent", _("This site's content")
     INTERNAL = "internal", _("Internal data")
     NONE = "none", _("No external data")
+    SOURCE_AND_LOGS = (
+        "sourceAndLogs",
+        _("Source code and logs of this installation, sent to the LLM provider"),
+    )
+
+
+#: What each data class means for the data leaving the installation; shown on the group's
+#: admin page.
+DATA_CLASS_NOTICES: dict[str, StrOrPromise] = {
+    "publicContent": _(
+        "The tools bring public web content into the conversation; the LLM provider sees it."
+    ),
+    "siteContent": _(
+        "The tools bring this site's own content (pages, search hits, status and headers) "
+        "into the conversation; the LLM provider sees it."
+    ),
+    "internal": _("The tools bring internal data into the conversation; the LLM provider sees it."),
+    "none": _("The tools bring no external data into the conversation."),
+    "sourceAndLogs": _(
+        "The tools read this installation's source code and error logs and SEND THEM TO THE "
+        "LLM PROVIDER as part of the conversation. Paths outside the project root, settings, "
+        "secrets, key material, databases, media and static files are refused, and "
+        "credential-looking values are redacted, but anything else in the code and the "
+        "logs (including data of requests that appear in tracebacks) leaves the "
+        "installation. Enable this group only if your provider agreement allows it."
+    ),
+}
 
 
 class ToolGroup(models.Model):
@@ -72,3 +106,8 @@ class ToolGroup(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def data_notice(self) -> str:
+        """What this group's data class means for data leaving the installation."""
+        return str(DATA_CLASS_NOTICES.get(self.data_class, DATA_CLASS_NOTICES["internal"]))

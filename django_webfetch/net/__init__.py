@@ -26,7 +26,15 @@ from .errors import (
     UnsupportedMediaType,
     WebFetchError,
 )
-from .fetcher import Fetcher, FetchResult, GuardEvent, Hop, fetch, parse_media_type
+from .fetcher import (
+    REPORTED_HEADERS,
+    Fetcher,
+    FetchResult,
+    GuardEvent,
+    Hop,
+    fetch,
+    parse_media_type,
+)
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .guarded import (
     AsyncGuardedTransport,
@@ -56,6 +64,7 @@ __all__ = [
     "InvalidURL",
     "PolicyError",
     "PortNotAllowed",
+    "REPORTED_HEADERS",
     "ResolutionError",
     "ResolvedDestination",
     "ResponseTooLarge",

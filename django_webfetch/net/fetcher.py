@@ -34,13 +34,32 @@ from .policy import EgressPolicy
 from .transport import PinnedTransport
 from .urlparse import join_url
 
-__all__ = ["FetchResult", "Fetcher", "GuardEvent", "Hop", "fetch", "parse_media_type"]
+__all__ = [
+    "REPORTED_HEADERS",
+    "FetchResult",
+    "Fetcher",
+    "GuardEvent",
+    "Hop",
+    "fetch",
+    "parse_media_type",
+]
 
 #: Followed by us; 300, 304, 305 (never: a server may not pick our proxy) and 306 are not.
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _ACCEPT_ENCODING = "gzip, deflate"
 _CHUNK = 64 * 1024
 _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+
+#: The response headers a ``FetchResult`` carries (lower-case name -> value cap in
+#: characters).  A fixed set: nothing else the server sent is kept.  Values are
+#: server-chosen text: bounded here, and shown to a model only inside the untrusted fence.
+REPORTED_HEADERS: Mapping[str, int] = {
+    "content-type": 200,
+    "content-length": 20,
+    "cache-control": 200,
+    "location": 500,
+    "server-timing": 300,
+}
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,19 @@ class FetchResult:
     body: bytes
     hops: tuple[Hop, ...]
     elapsed: float
+    #: ``(name, value)`` for the names in ``REPORTED_HEADERS`` the last response sent, in
+    #: that order; values bounded, control characters replaced.  Server-chosen: untrusted.
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def location(self) -> str | None:
+        """The ``Location`` of a reported (not followed) redirect; server-chosen."""
+        return dict(self.headers).get("location")
+
+    @property
+    def redirect_reported(self) -> bool:
+        """A redirect answered and was reported, not followed (``follow_redirects=False``)."""
+        return self.status in REDIRECT_STATUSES and self.location is not None
 
 
 @dataclass(frozen=True)
@@ -204,7 +236,18 @@ class Fetcher:
         policy: EgressPolicy,
         observer: Observer | None = None,
         headers: Mapping[str, str] | None = None,
+        follow_redirects: bool = True,
+        refuse_media_types: bool = True,
     ) -> FetchResult:
+        """See the module docstring.
+
+        ``follow_redirects=False`` ("report, do not follow"): a redirect is returned as a
+        ``FetchResult`` with its status, an empty body and the ``Location`` in ``headers``
+        (server-chosen: show it only inside the untrusted fence); nothing is requested
+        from its target.  ``refuse_media_types=False``: a media type outside
+        ``policy.media_types`` is not an error; the result carries the status and the
+        headers with an empty body (the body is never read).
+        """
         extra = _check_headers(headers)
         start = self._clock()
         origin: tuple[str, str, int] | None = None
@@ -241,7 +284,12 @@ class Fetcher:
             same_origin = (destination.scheme, destination.host, destination.port) == origin
             try:
                 outcome = self._request(
-                    destination, policy, deadline, hop_start, extra if same_origin else {}
+                    destination,
+                    policy,
+                    deadline,
+                    hop_start,
+                    extra if same_origin else {},
+                    refuse_media_types,
                 )
             except WebFetchError as exc:
                 emit(
@@ -257,7 +305,7 @@ class Fetcher:
                     )
                 )
                 raise
-            hop_record, result = outcome
+            hop_record, result, reported = outcome
             hops.append(hop_record)
             emit(
                 GuardEvent(
@@ -272,6 +320,19 @@ class Fetcher:
                     status=hop_record.status,
                 )
             )
+            if result is None and not follow_redirects:
+                self._check_budget(deadline)
+                return FetchResult(
+                    url=url,
+                    final_url=destination.url.geturl(),
+                    status=hop_record.status,
+                    media_type="",
+                    charset=None,
+                    body=b"",
+                    hops=tuple(hops),
+                    elapsed=self._clock() - start,
+                    headers=reported,
+                )
             if result is None:
                 assert hop_record.location is not None
                 if hop == policy.max_redirects:
@@ -291,6 +352,7 @@ class Fetcher:
                 body=body,
                 hops=tuple(hops),
                 elapsed=self._clock() - start,
+                headers=reported,
             )
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -301,7 +363,8 @@ class Fetcher:
         deadline: float,
         hop_start: float,
         extra_headers: Mapping[str, str],
-    ) -> tuple[Hop, tuple[str, str | None, bytes] | None]:
+        refuse_media_types: bool = True,
+    ) -> tuple[Hop, tuple[str, str | None, bytes] | None, tuple[tuple[str, str], ...]]:
         connected: list[str] = []
         transport = PinnedTransport(
             destination,
@@ -339,7 +402,15 @@ class Fetcher:
             with _as_fetch_errors():
                 response = transport.handle_request(request)
             try:
-                return self._handle(response, destination, policy, deadline, connected, hop_start)
+                return self._handle(
+                    response,
+                    destination,
+                    policy,
+                    deadline,
+                    connected,
+                    hop_start,
+                    refuse_media_types,
+                )
             finally:
                 response.close()
         finally:
@@ -353,10 +424,12 @@ class Fetcher:
         deadline: float,
         connected: list[str],
         hop_start: float,
-    ) -> tuple[Hop, tuple[str, str | None, bytes] | None]:
+        refuse_media_types: bool = True,
+    ) -> tuple[Hop, tuple[str, str | None, bytes] | None, tuple[tuple[str, str], ...]]:
         address = connected[-1] if connected else None
         status = response.status_code
         location = response.headers.get("location")
+        reported = reported_headers(response.headers)
         if status in REDIRECT_STATUSES and location is not None:
             return (
                 Hop(
@@ -367,11 +440,25 @@ class Fetcher:
                     elapsed=self._clock() - hop_start,
                 ),
                 None,
+                reported,
             )
         # Refused at the headers, before the body is read.
         media_type, charset = parse_media_type(response.headers.get("content-type"))
         if media_type not in policy.media_types:
-            raise UnsupportedMediaType(media_type=media_type, detail="media type not accepted")
+            if refuse_media_types:
+                raise UnsupportedMediaType(media_type=media_type, detail="media type not accepted")
+            # Reported, not read: the status and headers are all the caller asked for.
+            return (
+                Hop(
+                    url=destination.url.geturl(),
+                    status=status,
+                    address=address,
+                    location=None,
+                    elapsed=self._clock() - hop_start,
+                ),
+                (media_type, charset, b""),
+                reported,
+            )
         coding = _content_coding(response)
         declared = response.headers.get("content-length", "")
         if coding == "identity" and declared.isdigit() and int(declared) > policy.max_body_bytes:
@@ -392,6 +479,7 @@ class Fetcher:
                 elapsed=self._clock() - hop_start,
             ),
             (media_type, charset, b"".join(parts)),
+            reported,
         )
 
     def _check_budget(self, deadline: float) -> None:
@@ -409,6 +497,21 @@ def _as_fetch_errors() -> Iterator[None]:
         raise FetchTimeout(detail=type(exc).__name__) from exc
     except httpx.HTTPError as exc:
         raise FetchError(detail=f"{type(exc).__name__}: {exc}") from exc
+
+
+def reported_headers(headers: httpx.Headers) -> tuple[tuple[str, str], ...]:
+    """The ``REPORTED_HEADERS`` of a response, bounded: repeated fields joined with ", ",
+    every control character (and any non-printable character) replaced by a space, and the
+    value cut to the name's cap.  Nothing else the server sent is kept."""
+    out: list[tuple[str, str]] = []
+    for name, cap in REPORTED_HEADERS.items():
+        values = headers.get_list(name)
+        if not values:
+            continue
+        joined = ", ".join(values)[: cap * 4]
+        cleaned = "".join(ch if ch.isprintable() else " " for ch in joined).strip()
+        out.append((name, cleaned[:cap]))
+    return tuple(out)
 
 
 def _refusal_event(hop: int, url: str, exc: WebFetchError, duration: float) -> GuardEvent:
@@ -448,14 +551,23 @@ def fetch(
     policy: EgressPolicy,
     observer: Observer | None = None,
     headers: Mapping[str, str] | None = None,
+    follow_redirects: bool = True,
+    refuse_media_types: bool = True,
 ) -> FetchResult:
-    """Fetch one page under ``policy``; see the module docstring.
+    """Fetch one page under ``policy``; see the module docstring and ``Fetcher.fetch``.
 
     ``headers`` (e.g. an endpoint's ``Authorization``) are sent to the first URL's origin
     only.  Headers that would change how the request is routed, framed or decoded are
     refused with ``PolicyError`` (a ``ValueError``).
     """
-    return _DEFAULT_FETCHER.fetch(url, policy=policy, observer=observer, headers=headers)
+    return _DEFAULT_FETCHER.fetch(
+        url,
+        policy=policy,
+        observer=observer,
+        headers=headers,
+        follow_redirects=follow_redirects,
+        refuse_media_types=refuse_media_types,
+    )
 
 
 #: Headers a caller may not set: routing, framing, encoding and proxying are ours.

@@ -396,6 +396,13 @@ class UrlGuard:
             deny,
             allow if deferred_allow else None,
             deferred_port=deferred_allow and not parsed.default_port,
+            # Bounded by the own-site host match above (own_site scope refuses any other
+            # host before this point), never by the address alone.
+            own_site_private=(
+                policy.allow_private_own_site
+                and policy.scope is Scope.OWN_SITE
+                and own_match is not None
+            ),
         )
         trace.ok(
             "addresses", ", ".join(f"{a}={c}" for a, c in zip(addresses, categories, strict=True))
@@ -447,13 +454,14 @@ class UrlGuard:
         deferred_allow: HostList | None,
         *,
         deferred_port: bool,
+        own_site_private: bool = False,
     ) -> tuple[str, ...]:
         try:
             classifier = _cached_classifier(policy.nat64_prefixes)
         except PolicyError as exc:
             raise EgressDenied("invalid_list", detail=f"nat64_prefixes: {exc}") from exc
         categories = tuple(classifier.classify(a) for a in addresses)
-        private_ok = host.name in policy.allow_private_hosts
+        private_ok = own_site_private or host.name in policy.allow_private_hosts
 
         for address, category in zip(addresses, categories, strict=True):
             if category == "metadata":

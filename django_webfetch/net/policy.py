@@ -64,6 +64,12 @@ class EgressPolicy:
     #: CGNAT, ULA).  Metadata addresses stay refused, and a mixed public/private answer
     #: stays refused.  Empty for ``external_filtered`` in the built-in configuration.
     allow_private_hosts: tuple[str, ...] = ()
+    #: ``own_site`` scope only: a host that matches ``own_site_hosts`` may resolve to a
+    #: private address (loopback, RFC 1918, CGNAT, ULA) -- a site usually answers on one.
+    #: The exemption is bounded by the own-site host match, never by the address alone;
+    #: metadata addresses and mixed public/private answers stay refused.  Setting it on any
+    #: other scope raises ``PolicyError``.
+    allow_private_own_site: bool = False
     #: Operator-declared NAT64 prefixes (``64:ff9b::/96``); when set, embedded IPv4 is
     #: decoded and classified instead of the prefix being refused whole.
     nat64_prefixes: tuple[str, ...] = ()
@@ -125,6 +131,10 @@ class EgressPolicy:
                 raise PolicyError(f"{name} must be a number")
             if not 0 <= value <= ceiling:
                 raise PolicyError(f"{name}={value!r} is outside 0..{ceiling!r} (hard ceiling)")
+        if not isinstance(self.allow_private_own_site, bool):
+            raise PolicyError("allow_private_own_site must be True or False")
+        if self.allow_private_own_site and self.scope is not Scope.OWN_SITE:
+            raise PolicyError("allow_private_own_site is only valid with the own_site scope")
         if not 0 < self.dns_port < 65536:
             raise PolicyError("dns_port must be 1..65535")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,7 +47,14 @@ class AuditedFetch:
         self.recorder(event)
         self._last = getattr(event, "decision", "")
 
-    def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> Any:
+    def fetch(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        follow_redirects: bool = True,
+        refuse_media_types: bool = True,
+    ) -> Any:
         from django_webfetch.net import fetch
 
         host, port = requested_host(url)
@@ -60,9 +68,17 @@ class AuditedFetch:
         except EgressDenied as exc:
             self.recorder.record_exception(exc, url_host=host, port=port)
             raise
+        budget = self.tool.time_budget
+        if budget is not None and budget < policy.total_timeout:
+            # A per-tool budget only ever lowers the global one.
+            policy = replace(policy, total_timeout=float(budget))
         kwargs: dict[str, Any] = {"policy": policy, "observer": self._observer}
         if headers:
             kwargs["headers"] = dict(headers)
+        if not follow_redirects:
+            kwargs["follow_redirects"] = False
+        if not refuse_media_types:
+            kwargs["refuse_media_types"] = False
         try:
             return fetch(url, **kwargs)
         except WebFetchError as exc:

@@ -152,6 +152,9 @@ class Tool:
     requires_admin: ClassVar[bool] = False
     #: Offered when its group has no ``ToolGroup`` row.  Always False for network tools.
     enabled_by_default: ClassVar[bool] = False
+    #: Seconds: this tool's whole-fetch budget, lowered from the global ``WEBFETCH_TIMEOUT``
+    #: (never raised past it).  ``None``: the global budget.
+    time_budget: ClassVar[float | None] = None
 
     def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
         """Does this call need a human approval?  (Write effects always do; see

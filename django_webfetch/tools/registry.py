@@ -52,6 +52,10 @@ SPEC_FORMATS = ("json_schema", "openai", "anthropic")
 BUILTIN_TOOLS: tuple[str, ...] = (
     "django_webfetch.tools.fetch_external_url.FetchExternalUrl",
     "django_webfetch.tools.search_site.SearchSite",
+    "django_webfetch.tools.probe_url.ProbeUrl",
+    "django_webfetch.tools.read_source.ReadSource",
+    "django_webfetch.tools.search_code.SearchCode",
+    "django_webfetch.tools.get_last_exception.GetLastException",
 )
 
 
@@ -80,6 +84,11 @@ def validate_tool(tool: Tool) -> None:
         raise ValueError(f"{name!r}: effect must be an Effect")
     if tool.scope is not Scope.NONE and tool.enabled_by_default:
         raise ValueError(f"{name!r}: a network tool cannot be enabled by default")
+    budget: Any = tool.time_budget
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0
+    ):
+        raise ValueError(f"{name!r}: time_budget must be a positive number of seconds or None")
     params: Any = tool.parameters
     if not isinstance(params, dict) or params.get("type") != "object":
         raise ValueError(f"{name!r}: parameters must be a JSON Schema of type object")

@@ -379,3 +379,54 @@ def test_a_forged_call_reference_is_never_used(editor, provider, run_tools, user
     run.refresh_from_db()
     assert run.state == "completed", run.error_code
     assert tool_results(provider.requests[1]) == ["echo: mine"]
+
+
+def test_a_big_tool_result_reaches_the_model_bounded_with_its_fence(
+    api, provider, tool_registry, settings
+):
+    """A tool (a plugin, say) answering far more than the bound: the model gets at most
+    WEBFETCH_ASSISTANT_MAX_RESULT_BYTES, every fence closed; the record keeps the whole."""
+    from django_webfetch.net.policy import Scope
+    from django_webfetch.text.fence import fence
+    from django_webfetch.tools import Tool, ToolResult
+
+    class Big(Tool):
+        name = "assistant_big"
+        group = "assistant-test"
+        scope = Scope.NONE
+        enabled_by_default = True
+        description = "Answer a lot (assistant tests)."
+
+        def execute(self, arguments, context):
+            page = fence("é" * 19_000, source_url="https://big.example/", status_line="HTTP 200")
+            return ToolResult(content=page * 4)
+
+    tool_registry.register(Big)
+    provider.add(Turn(tool_calls=[("assistant_big", {})]), quote_results)
+    run = ask(api, "go big")
+    assert run["state"] == "completed", run
+    [sent] = tool_results(provider.requests[1])
+    assert len(sent.encode()) <= 50_000
+    assert sent.count(BEGIN) == sent.count(END) >= 1
+    assert sent.rstrip().endswith("bytes]")
+    call = ToolCall.objects.get(pk=run["steps"][0]["tool_calls"][0]["id"])
+    assert len(call.result["content"].encode()) > 150_000
+
+
+def test_absurd_tool_arguments_are_a_tool_error(api, provider, run_tools):
+    """Arguments nested 100,000 deep, or a 1 MB string of garbage: recorded, refused, the
+    model reads a tool error, nothing recurses."""
+    deep = "[" * 100_000 + "]" * 100_000
+    provider.add(
+        Turn(tool_calls=[("runs_echo", deep), ("runs_echo", "{" + "x" * 1_000_000)]),
+        quote_results,
+    )
+    run = ask(api, "go")
+    final = run_of(api, run["id"])
+    assert final["state"] == "completed", final
+    calls = final["steps"][0]["tool_calls"]
+    assert [(c["state"], c["reason"]) for c in calls] == [("failed", "invalid_arguments")] * 2
+    sent = tool_results(provider.requests[1])
+    assert sent == ["[tool error: invalid_arguments] The arguments are not valid JSON."] * 2
+    for call in ToolCall.objects.filter(conversation__startswith="assistant:"):
+        assert len(str(call.arguments)) <= 10_100

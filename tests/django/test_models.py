@@ -162,8 +162,14 @@ def test_builtin_groups_come_back_after_a_flush_and_keep_operator_changes():
     from django_webfetch.models.builtin import BUILTIN_GROUPS
 
     migration = importlib.import_module("django_webfetch.migrations.0002_builtin_groups")
-    # 0002 created the first four; 0005_assistant adds the assistant group.
-    assert BUILTIN_GROUPS[:4] == migration.BUILTIN_GROUPS
+    relabel = importlib.import_module("django_webfetch.migrations.0005_code_group_data_class")
+    # 0002 as it shipped, with 0004's relabelling of the code group applied.
+    migrated = tuple(
+        {**group, **relabel.CODE_GROUP} if group["slug"] == "code" else group
+        for group in migration.BUILTIN_GROUPS
+    )
+    # 0006_assistant adds the assistant group.
+    assert migrated == BUILTIN_GROUPS[:4]
     ToolGroup.objects.filter(slug="web").update(enabled=True)
     ToolGroup.objects.filter(slug="rag").delete()
     call_command("migrate", "django_webfetch", verbosity=0)  # emits post_migrate

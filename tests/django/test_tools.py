@@ -98,8 +98,12 @@ def test_builtins_are_registered(tool_registry):
     # list_pages and read_page come from the installed django_webfetch.cms app.
     assert names(tool_registry.all()) == [
         "fetch_external_url",
+        "get_last_exception",
         "list_pages",
+        "probe_url",
         "read_page",
+        "read_source",
+        "search_code",
         "search_site",
     ]
     assert tool_registry.problems == []
@@ -230,8 +234,12 @@ def test_plugins_and_apps_are_discovered(monkeypatch, tool_registry):
         "bad_rule",
         "echo",
         "fetch_external_url",
+        "get_last_exception",
         "list_pages",
+        "probe_url",
         "read_page",
+        "read_source",
+        "search_code",
         "search_site",
     ]
     # The built-in cannot be shadowed; the failures are reported (check E008).
