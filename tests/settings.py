@@ -31,6 +31,11 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+]
+# django CMS's middleware (toolbar, current page) is added by tests/cms/conftest.py for the
+# CMS tests only: it reads the database on every response, which would change what other
+# suites test (e.g. a 503 when the database is down).
+CMS_MIDDLEWARE = [
     "cms.middleware.user.CurrentUserMiddleware",
     "cms.middleware.page.CurrentPageMiddleware",
     "cms.middleware.toolbar.ToolbarMiddleware",

@@ -21,6 +21,16 @@ PAGES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _cms_site(settings: Any) -> None:
+    """django CMS's middleware, and no permission or verdict cached by an earlier test
+    (django CMS caches page permissions per user id, and ids are reused after rollbacks)."""
+    from django.core.cache import cache
+
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, *settings.CMS_MIDDLEWARE]
+    cache.clear()
+
+
 @pytest.fixture
 def cms_page_factory(db: Any, superuser: Any) -> Callable[..., Any]:
     from cms.api import add_plugin, create_page

@@ -83,16 +83,19 @@ def test_the_admin_shows_the_counter(client, editor, approver, web_group):
     assert reverse("webfetch_cms:assistant") + "#approvals" in html
 
 
-def test_the_approval_card_is_inline_for_approvers(client, editor, approver, web_group):
+def test_the_approval_card_is_inline_for_approvers(
+    client, editor, approver, web_group, lab_settings
+):
+    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[0]])
     call = runs.request_call("fetch_external_url", {"url": URL}, user=editor)
     html = login(client, approver).get(reverse("webfetch_cms:approvals")).content.decode()
     assert f'data-call="{call.pk}"' in html
     assert "news.lab.example" in html
     assert "<code>id</code> = <code>7</code>" in html
     assert f"calls/{call.pk}/approve/" in html and f"calls/{call.pk}/deny/" in html
-    # The guard's pre-flight verdict: no DNS server answers here, so it is not decided.
+    # The guard's pre-flight verdict, from the lab's DNS.
     assert "Guard pre-flight" in html
-    assert "could not be checked" in html
+    assert f"allowed now (resolves to {lab_settings.PUBLIC_V4[0]})" in html
     # The requester never gets a card for their own call (self-approval is off).
     assert (
         f'data-call="{call.pk}"'
@@ -191,7 +194,7 @@ def test_the_card_shows_the_verdict_stored_at_request_time(client, editor, appro
     preview["preflight"] = {"verdict": "allowed", "addresses": ["11.0.0.10"]}
     ToolCall.objects.filter(pk=call.pk).update(approval_preview=preview)
     html = login(client, approver).get(reverse("webfetch_cms:approvals")).content.decode()
-    assert "allowed now" in html and "11.0.0.10" in html
+    assert "allowed now (resolves to 11.0.0.10)" in html
     preview["preflight"] = {"verdict": "unchecked", "reason": "dns_error"}
     ToolCall.objects.filter(pk=call.pk).update(approval_preview=preview)
     html = client.get(reverse("webfetch_cms:approvals")).content.decode()
