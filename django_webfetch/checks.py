@@ -40,6 +40,7 @@ def register() -> None:
     from .assistant.checks import check_assistant
 
     _register(Tags.compatibility, Tags.database)(check_assistant)
+    _register(Tags.compatibility)(check_operations)
     _register(Tags.security)(check_plugins)
     _register(Tags.security, Tags.database)(check_plugin_instances)
 
@@ -364,6 +365,56 @@ def _database_messages() -> Iterable[CheckMessage]:
                 obj=group,
                 id="django_webfetch.W004",
             )
+
+
+def _visibility_timeout() -> float | None:
+    """The Redis/SQS transport's visibility timeout the project's Celery app uses."""
+    options: Any = None
+    if importlib.util.find_spec("celery") is not None:
+        from celery import current_app
+
+        options = current_app.conf.broker_transport_options
+    if not options:
+        options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+    value = options.get("visibility_timeout") if isinstance(options, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """Settings of a production run (docs/operations.rst)."""
+    messages: list[CheckMessage] = []
+    if _readable("WEBFETCH_ASYNC_RUNS") and conf.WEBFETCH_ASYNC_RUNS:
+        from .runs import lease_seconds
+
+        timeout = _visibility_timeout()
+        if timeout is not None and timeout <= lease_seconds():
+            messages.append(
+                Warning(
+                    f"The broker's visibility_timeout ({timeout:g} s) is not longer than a "
+                    f"tool call's lease ({lease_seconds():g} s): the broker hands a running "
+                    "call's message to another worker while the first still runs it.",
+                    hint="Set broker_transport_options visibility_timeout to 300 or more.",
+                    id="django_webfetch.W060",
+                )
+            )
+    try:
+        from django.urls import NoReverseMatch, reverse
+
+        mount = reverse("django_webfetch:not-found")
+    except (ImportError, NoReverseMatch):
+        mount = None
+    except Exception:  # the project's URLconf does not import; Django reports that
+        mount = None
+    if mount == "/":
+        messages.append(
+            Warning(
+                "The django_webfetch API is mounted at the site root: its JSON 404 answers "
+                "every path that no earlier URL pattern matched.",
+                hint='Mount it under a prefix of its own: path("api/webfetch/", include(...)).',
+                id="django_webfetch.W061",
+            )
+        )
+    return messages
 
 
 # -- plugins (DESIGN.md §8) --------------------------------------------------------------------

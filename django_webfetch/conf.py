@@ -213,6 +213,24 @@ class Settings:
             raise _bad("WEBFETCH_ASSISTANT_TIMEOUT", "a positive number")
         return float(min(value, 600.0))
 
+    # -- queueing (issue 15) ---------------------------------------------------------------
+
+    @property
+    def WEBFETCH_REQUEUE_AFTER(self) -> float:
+        """Seconds an approved call may wait for a worker before the sweep (or a read of
+        the call) queues it again: its message may have been lost with a broker restart."""
+        value = _number("WEBFETCH_REQUEUE_AFTER", _raw("WEBFETCH_REQUEUE_AFTER", 30), integer=False)
+        if value < 1:
+            raise _bad("WEBFETCH_REQUEUE_AFTER", "a number of seconds >= 1")
+        return float(value)
+
+    @property
+    def WEBFETCH_NETWORK_QUEUE(self) -> str | None:
+        """Celery queue of the calls of tools that reach the network (a group with a network
+        scope); ``None``: the default queue.  Consume it with an I/O pool (``--pool
+        threads``) so a slow destination holds a thread, not a process."""
+        return _optional_str("WEBFETCH_NETWORK_QUEUE", _raw("WEBFETCH_NETWORK_QUEUE", None))
+
     # -- plugins (DESIGN.md §8) ------------------------------------------------------------
 
     @property

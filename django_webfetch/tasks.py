@@ -7,7 +7,7 @@ schedule::
     CELERY_BEAT_SCHEDULE = {
         "django_webfetch.expire_tool_calls": {
             "task": "django_webfetch.expire_tool_calls",
-            "schedule": 60.0,
+            "schedule": 15.0,
         },
     }
 """

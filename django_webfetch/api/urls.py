@@ -3,7 +3,7 @@ namespace (``django_webfetch:call-detail``...)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, path, re_path
 
 from django_webfetch import __version__
 
@@ -69,3 +69,7 @@ if _SCHEMA_AVAILABLE:
             name="schema",
         )
     )
+
+# Keep this the last pattern: every other path under the API is a JSON 404
+# (tests/runs/test_api_edge.py checks that it stays last).
+urlpatterns.append(re_path(r"^", views.NotFoundView.as_view(), name="not-found"))

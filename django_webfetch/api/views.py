@@ -8,10 +8,16 @@ per request (session auth with CSRF, token auth, ...).
 
 from __future__ import annotations
 
+import logging
 from typing import Any, cast
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.signals import got_request_exception
+from django.db import DatabaseError, DataError, IntegrityError
+from django.http import Http404, HttpResponsePermanentRedirect
+from django.urls import Resolver404, resolve
 from rest_framework import exceptions, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
@@ -23,9 +29,11 @@ from rest_framework.views import APIView, exception_handler
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.runs.bounds import InputRejected
 from django_webfetch.tools import specs, tools_for_user
 
 from ._schema import AutoSchema, OpenApiParameter, OpenApiResponse, extend_schema
+from .parsers import BoundedFormParser, BoundedJSONParser, BoundedMultiPartParser, RequestTooLarge
 from .permissions import CanApprove, CanReadCall, IsActiveUser
 from .serializers import (
     DecisionSerializer,
@@ -42,9 +50,15 @@ __all__ = [
     "CallDenyView",
     "CallDetailView",
     "CallListView",
+    "NotFoundView",
     "ToolListView",
     "api_exception_handler",
 ]
+
+logger = logging.getLogger("django_webfetch.api")
+
+#: Seconds a client is told to wait (``Retry-After``) when the database is unavailable.
+DATABASE_RETRY_AFTER = 5
 
 SPEC_FORMATS = ("json_schema", "openai", "anthropic")
 
@@ -76,16 +90,89 @@ def _codes(detail: Any) -> Any:
     return {"message": str(detail), "code": getattr(detail, "code", "invalid")}
 
 
-def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with a stable ``code`` next to every ``detail``."""
+class InputRefused(exceptions.APIException):
+    """Input that must not be stored (``runs.bounds``): its code says why."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "Invalid input."
+    default_code = "invalid"
+
+
+class DatabaseUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database is unavailable; try again shortly."
+    default_code = "database_unavailable"
+
+
+def _audit(context: dict[str, Any], code: str, exc: Exception) -> None:
+    """The audit line of a refused request (the refused input itself is not logged)."""
+    request = context.get("request")
+    user = getattr(request, "user", None) if request is not None else None
+    logger.warning(
+        "refused %s %s: %s (%s) user=%s",
+        getattr(request, "method", "?"),
+        getattr(request, "path", "?"),
+        code,
+        exc,
+        getattr(user, "pk", None),
+    )
+
+
+def _as_api_exception(exc: Exception, context: dict[str, Any]) -> Exception:
+    """Map a service, Django or database error onto an ``APIException`` (or leave it)."""
     if isinstance(exc, runs.RunError):
-        exc = RunAPIError(exc)
-    elif isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
+        return RunAPIError(exc)
+    if isinstance(exc, InputRejected):
+        _audit(context, exc.code, exc)
+        return InputRefused(str(exc), code=exc.code)
+    if isinstance(exc, exceptions.ParseError | RequestTooLarge):
+        _audit(context, str(getattr(exc.detail, "code", exc.default_code)), exc)
+        return exc
+    if isinstance(exc, Http404):
+        return exceptions.NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return exceptions.PermissionDenied()
+    if isinstance(exc, RecursionError):
+        # A recursive walker (a JSON string inside a form field, a serializer) met input
+        # nested too deep; the bounded parsers catch it in JSON bodies before that.
+        _audit(context, "nesting_too_deep", exc)
+        return InputRefused("The input is nested too deep.", code="nesting_too_deep")
+    if isinstance(exc, RequestDataTooBig):
+        _audit(context, "request_too_large", exc)
+        return RequestTooLarge()
+    if isinstance(exc, SuspiciousOperation):
+        _audit(context, "bad_request", exc)
+        return exceptions.ParseError("Bad request.", code="bad_request")
+    if isinstance(exc, DataError):
+        # A value the database refuses (bounds.check_storable should have caught it).
+        _audit(context, "unstorable_input", exc)
+        return exceptions.ParseError("The input cannot be stored.", code="unstorable_input")
+    if isinstance(exc, DatabaseError) and not isinstance(exc, IntegrityError):
+        # OperationalError / InterfaceError: the database restarted or is unreachable.  The
+        # request's transaction (if any) was rolled back, so nothing is half-written.
+        logger.warning("database unavailable: %s", exc)
+        return DatabaseUnavailable()
+    return exc
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with a stable ``code`` next to every ``detail``; every error of the
+    API is JSON (an unexpected one too, as ``500`` ``server_error``)."""
+    exc = _as_api_exception(exc, context)
     response = exception_handler(exc, context)
-    if response is None or not isinstance(exc, exceptions.APIException):
+    if response is None:
+        if settings.DEBUG:
+            return None  # Django's technical 500 page
+        request = context.get("request")
+        logger.error("unexpected error in the API", exc_info=exc)
+        got_request_exception.send(sender=None, request=getattr(request, "_request", request))
+        return Response(
+            {"detail": "Internal server error.", "code": "server_error"},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    if isinstance(exc, DatabaseUnavailable):
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+    if not isinstance(exc, exceptions.APIException):  # pragma: no cover - DRF's own handler
         return response
     if isinstance(exc, exceptions.ValidationError):
         response.data = {
@@ -103,6 +190,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 class _BaseView(APIView):
     schema = AutoSchema()
     permission_classes = [IsActiveUser]
+    # Bounded before parsing; refuse what the database cannot store (api/parsers.py).
+    parser_classes = [BoundedJSONParser, BoundedFormParser, BoundedMultiPartParser]
 
     def get_authenticators(self) -> list[Any]:
         # Read per request: an integrator's REST_FRAMEWORK setting (or override_settings)
@@ -186,6 +275,12 @@ class ToolListView(_BaseView):
 class _Pagination(LimitOffsetPagination):
     default_limit = 50
     max_limit = 500
+    #: Past any real table; bounds the offset a client sends (``?offset=10**30`` overflows
+    #: SQLite's integers and PostgreSQL's bigint).
+    max_offset = 2**31 - 1
+
+    def get_offset(self, request: Request) -> int:
+        return min(int(super().get_offset(request)), self.max_offset)
 
 
 class CallListView(_BaseView):
@@ -314,3 +409,41 @@ class CallCancelView(_DecisionView):
     @extend_schema(operation_id="calls_cancel", **_DECISION_SCHEMA)
     def post(self, request: Request, pk: Any) -> Response:
         return super().post(request, pk)
+
+
+class NotFoundView(APIView):
+    """Every path under the API that no view matches: ``404`` JSON, whatever the method
+    (the last pattern of ``api/urls.py``).  With ``APPEND_SLASH`` a ``GET``/``HEAD``
+    of a known path without its trailing slash is redirected, as Django would."""
+
+    permission_classes: list[Any] = []
+    authentication_classes: list[Any] = []
+    schema = None
+
+    def get_exception_handler(self) -> Any:
+        return api_exception_handler
+
+    def _redirect_to_slash(self, request: Request) -> HttpResponsePermanentRedirect | None:
+        path = request.path
+        if (
+            request.method not in ("GET", "HEAD")
+            or path.endswith("/")
+            or not getattr(settings, "APPEND_SLASH", True)
+        ):
+            return None
+        try:
+            match = resolve(path + "/")
+        except Resolver404:
+            return None
+        if match.url_name == "not-found":
+            return None
+        query = request.META.get("QUERY_STRING", "")
+        return HttpResponsePermanentRedirect(path + "/" + (f"?{query}" if query else ""))
+
+    def _not_found(self, request: Request, *args: Any, **kwargs: Any) -> Any:
+        redirect = self._redirect_to_slash(request)
+        if redirect is not None:
+            return redirect
+        raise exceptions.NotFound()
+
+    get = post = put = patch = delete = head = options = _not_found

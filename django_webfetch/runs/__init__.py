@@ -16,7 +16,8 @@ Errors::
         ├── ToolNotOfferedError
         ├── ApprovalPermissionDenied
         │   └── SelfApprovalDenied
-        └── CancelPermissionDenied
+        ├── CancelPermissionDenied
+        └── CancelReasonRequired
 
 Runs happen in-process (synchronously, right where the call was approved) unless
 ``WEBFETCH_ASYNC_RUNS`` is on; then the ``django_webfetch.run_tool_call`` Celery task runs
@@ -38,7 +39,7 @@ from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -47,6 +48,7 @@ from django_webfetch.exceptions import WebFetchImproperlyInstalled
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
 from django_webfetch.net.errors import WebFetchError
+from django_webfetch.runs.bounds import MAX_COMMENT_CHARS, InputRejected, check_storable, check_text
 from django_webfetch.tools import (
     Effect,
     Tool,
@@ -64,7 +66,9 @@ __all__ = [
     "ApprovalPermissionDenied",
     "CallExpiredError",
     "CancelPermissionDenied",
+    "CancelReasonRequired",
     "ExecuteOutcome",
+    "InputRejected",
     "InvalidTransition",
     "RunError",
     "SelfApprovalDenied",
@@ -94,9 +98,6 @@ logger = logging.getLogger("django_webfetch.runs")
 APPROVE_PERMISSION = "django_webfetch.approve_toolcall"
 #: A call is run at most this often: a call whose worker was lost is retried once.
 MAX_ATTEMPTS = 2
-#: An approved call whose task message is older than this is queued again by the sweep
-#: (the broker lost the message, or enqueueing failed after the commit).
-STALE_QUEUE_AFTER = timedelta(minutes=10)
 #: SQLite reports a lost race as "database is locked" (without waiting, when a reading
 #: transaction wants to write); the transition is re-read this often.
 _SQLITE_RETRIES = 10
@@ -153,6 +154,14 @@ class SelfApprovalDenied(ApprovalPermissionDenied):
 class CancelPermissionDenied(RunError):
     code = "cancel_not_permitted"
     default_message = "you may not cancel this tool call"
+
+
+class CancelReasonRequired(RunError):
+    """Only its requester cancels an approved call without a word: an approver overturning
+    another's approval must say why (the reason is shown with the call)."""
+
+    code = "cancel_reason_required"
+    default_message = "cancelling an approved call needs a comment saying why"
 
 
 # -- settings-derived values ----------------------------------------------------------------
@@ -326,15 +335,38 @@ def request_call(
     - needs approval: it stops in ``awaiting_approval`` (nothing holds a worker);
     - otherwise it is approved at once and run (in-process, or queued on Celery).
 
-    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``.
+    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``, and
+    :class:`~django_webfetch.runs.bounds.InputRejected` (nothing stored, one audit line in
+    the log) when the tool name, the conversation or the arguments cannot be stored: a
+    NUL or a lone surrogate anywhere, nesting deeper than 32 levels, arguments over 16 KiB
+    as JSON (``runs/bounds.py``) — whatever the tool, offered or not.
     """
+    try:
+        check_text(str(tool_name), where="tool")
+        check_text(str(conversation or ""), where="conversation")
+        try:
+            check_storable(arguments)
+        except InputRejected as exc:
+            if exc.code != "not_json":
+                raise
+            # Not plain JSON (a Python object): recorded as invalid arguments below.
+    except InputRejected as exc:
+        logger.warning(
+            "tool call refused before it was stored: %s (%s) tool=%.100r user=%s",
+            exc.code,
+            exc,
+            str(tool_name)[:100],
+            getattr(user, "pk", None),
+        )
+        raise
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
     tool = offered.get(tool_name)
     try:
         stored_arguments = _jsonable(arguments)
         if stored_arguments is None:
             stored_arguments = {}
-    except (TypeError, ValueError):
+        check_storable(stored_arguments)
+    except (TypeError, ValueError, RecursionError):
         stored_arguments = {}
         arguments = None
     if tool is None:
@@ -420,6 +452,12 @@ def _decision_check(by: Any, target: str) -> Callable[[ToolCall], None]:
     return check
 
 
+def _comment(comment: str) -> str:
+    text = str(comment or "")[:MAX_COMMENT_CHARS]
+    check_text(text, where="comment")
+    return text
+
+
 def _decide(
     call: ToolCall | uuid.UUID | str, target: str, *, by: Any, comment: str, **changes: Any
 ) -> ToolCall:
@@ -430,7 +468,7 @@ def _decide(
             check=_decision_check(by, target),
             decided_by=by,
             decided_at=timezone.now(),
-            decision_comment=(comment or "")[:2000],
+            decision_comment=_comment(comment),
             **changes,
         )
     except CallExpiredError:
@@ -457,21 +495,67 @@ def deny(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> Too
 
 
 def cancel(call: ToolCall | uuid.UUID | str, *, by: Any, comment: str = "") -> ToolCall:
-    """Cancel a call that has not started running (its owner or an approver)."""
+    """Cancel a call that has not started running.
+
+    - awaiting approval: its owner or an approver, comment optional;
+    - approved (queued, not yet running): its owner, who withdraws the request; anyone else
+      (an approver) only with a ``comment`` giving the reason, which the call's result
+      shows next to the approver it overrides (:class:`CancelReasonRequired` otherwise).
+
+    The result says who cancelled, in which state, and whose approval it overturned; the
+    reason code is ``cancelled`` or ``cancelled_after_approval``.
+    """
+    text = _comment(comment)
 
     def check(row: ToolCall) -> None:
         if not can_cancel(by, row):
             raise CancelPermissionDenied()
+        if row.state == CallState.APPROVED and row.user_id != by.pk and not text.strip():
+            raise CancelReasonRequired()
 
-    result = ToolResult.failure("cancelled", "The tool call was cancelled.")
-    return transition(
-        call,
-        CallState.CANCELLED,
-        check=check,
-        reason="cancelled",
-        result=result.to_dict(),
-        decision_comment=(comment or "")[:2000],
-    )
+    current = ToolCall.objects.filter(pk=_call_id(call)).select_related("decided_by").first()
+    after_approval = current is not None and current.state == CallState.APPROVED
+    who = _user_label(by)
+    if after_approval:
+        assert current is not None
+        approver = _user_label(current.decided_by) if current.decided_by_id else ""
+        message = f"The tool call was cancelled by {who} after " + (
+            f"{approver} approved it." if approver else "it was approved."
+        )
+        if text:
+            message += f" Reason: {text}"
+        result = ToolResult.failure(
+            "cancelled",
+            message,
+            cancelled_by=who,
+            cancelled_state=CallState.APPROVED,
+            overrode_approval_by=approver,
+            cancel_comment=text,
+        )
+        reason = "cancelled_after_approval"
+        expected = str(CallState.APPROVED)
+    else:
+        result = ToolResult.failure(
+            "cancelled",
+            f"The tool call was cancelled by {who}." + (f" Reason: {text}" if text else ""),
+            cancelled_by=who,
+            cancelled_state=current.state if current is not None else "",
+            cancel_comment=text,
+        )
+        reason = "cancelled"
+        expected = str(current.state) if current is not None else ""
+
+    def check_state(row: ToolCall) -> None:
+        # The state changed between the read above and the lock: decide again (the message
+        # must describe the state actually cancelled).
+        if row.state != expected:
+            raise InvalidTransition(row.state, CallState.CANCELLED, "the call was just changed")
+        check(row)
+
+    changes: dict[str, Any] = {"reason": reason, "result": result.to_dict()}
+    if not after_approval:
+        changes["decision_comment"] = text
+    return transition(call, CallState.CANCELLED, check=check_state, **changes)
 
 
 # -- expiry and recovery (periodic task, and on read) ---------------------------------------
@@ -577,20 +661,13 @@ def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
 
 
 def _requeue_stale(now: datetime | None = None) -> int:
+    """Queue again approved calls that waited past ``WEBFETCH_REQUEUE_AFTER``
+    (``runs/queue.py``)."""
     if not runs_async():
         return 0
-    cutoff = (now or timezone.now()) - STALE_QUEUE_AFTER
-    stale = list(
-        ToolCall.objects.filter(state=CallState.APPROVED, queued_at__lte=cutoff).values_list(
-            "pk", flat=True
-        )[:1000]
-    )
-    for call_id in stale:
-        ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(
-            queued_at=timezone.now()
-        )
-        _enqueue(call_id)
-    return len(stale)
+    from django_webfetch.runs.queue import requeue_due
+
+    return requeue_due(now)
 
 
 @dataclass(frozen=True)
@@ -612,6 +689,13 @@ def refresh(call: ToolCall) -> ToolCall:
         _expire_one(call.pk)
     elif _lost(call):
         _recover_one(call.pk)
+    elif runs_async() and call.state == CallState.APPROVED:
+        from django_webfetch.runs.queue import requeue_due
+
+        # A poll is a sweep of this one call: a message lost with the broker is queued
+        # again even where no beat runs.
+        if not requeue_due(calls=ToolCall.objects.filter(pk=call.pk)):
+            return call
     else:
         return call
     return ToolCall.objects.get(pk=call.pk)
@@ -696,7 +780,27 @@ def execute(
             raise
         logger.exception("tool call %s: run_tool raised", call.pk)
         result = ToolResult.failure("internal_error", "The tool failed unexpectedly.")
-    return _finish(call.pk, attempt, result)
+    return _finish_surviving_the_database(call.pk, attempt, result)
+
+
+def _finish_surviving_the_database(
+    call_id: Any, attempt: int, result: ToolResult
+) -> ExecuteOutcome:
+    """``_finish``, retried while the database is unavailable (a restart, a failover) for
+    as long as the attempt's lease lasts: the result is in memory, and losing it would make
+    the sweep run the call a second time once the lease ran out."""
+    deadline = time.monotonic() + lease_seconds()
+    delay = 0.25
+    while True:
+        try:
+            return _finish(call_id, attempt, result)
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            logger.warning("tool call %s: database unavailable, result kept; retrying", call_id)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def _plugin_instance(tool_name: str) -> Any:
@@ -729,12 +833,20 @@ def _finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
 # -- dispatching ----------------------------------------------------------------------------
 
 
-def _enqueue(call_id: Any) -> None:
+def _enqueue(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
+    """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
+    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
     try:
         from django_webfetch import tasks
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise WebFetchImproperlyInstalled("celery", "celery") from exc
+    from django_webfetch.runs.queue import QUEUED_RETRY, mark_queued, queue_for
+
     soft, hard = time_limits()
+    options: dict[str, Any] = {}
+    queue = queue_for(tool)
+    if queue:
+        options["queue"] = queue
     try:
         tasks.run_tool_call.apply_async(
             args=(str(call_id),),
@@ -743,10 +855,16 @@ def _enqueue(call_id: Any) -> None:
             # compare them as floats.
             soft_time_limit=soft,  # type: ignore[arg-type]
             time_limit=hard,  # type: ignore[arg-type]
+            **options,
         )
     except Exception:
-        # The call stays approved; the sweep queues it again (STALE_QUEUE_AFTER).
+        # The call stays approved, and says so; the sweep queues it again.
         logger.exception("tool call %s could not be queued", call_id)
+        mark_queued(call_id, QUEUED_RETRY)
+        return False
+    if retrying:
+        mark_queued(call_id, "")
+    return True
 
 
 def _dispatch(call: ToolCall) -> ToolCall:
@@ -754,7 +872,12 @@ def _dispatch(call: ToolCall) -> ToolCall:
     if call.state != CallState.APPROVED:
         return call
     if runs_async():
-        transaction.on_commit(partial(_enqueue, call.pk))
+        if connection.in_atomic_block:
+            transaction.on_commit(partial(_enqueue, call.pk, call.tool))
+        elif not _enqueue(call.pk, call.tool):
+            from django_webfetch.runs.queue import QUEUED_RETRY
+
+            call.reason = QUEUED_RETRY
         return call
     execute(call.pk, worker=f"in-process:{_worker_label()}")
     return ToolCall.objects.get(pk=call.pk)

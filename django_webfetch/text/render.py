@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
+from itertools import islice
 from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 from xml.etree.ElementTree import Element
@@ -12,7 +14,7 @@ from html5lib.treebuilders import getTreeBuilder
 
 from .limits import MAX_DEPTH, MAX_TEXT_CHARS
 
-__all__ = ["Sink", "finish", "parse", "render"]
+__all__ = ["PARSERS", "Sink", "finish", "parse", "render"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -165,11 +167,58 @@ class _Parser(html5lib.HTMLParser):
 
 _TREE_BUILDER = getTreeBuilder("etree")
 
+#: The HTML5 parsers :func:`parse` can use.
+PARSERS = ("lexbor", "html5lib")
 
-def parse(markup: str) -> Element:
-    """Parse normalised markup with html5lib (xml.etree tree builder)."""
-    parser = _Parser(tree=_TREE_BUILDER, namespaceHTMLElements=False)
-    root: Element = parser.parse(markup)
+
+def parse(markup: str, *, parser: str = "lexbor") -> Element:
+    """Parse normalised markup into an ``xml.etree`` tree.
+
+    ``lexbor`` (the default) is the C HTML5 parser of selectolax, whose tree is copied into
+    ``xml.etree`` elements; ``html5lib`` is the pure-Python one (its ``etree`` builder).
+    Both follow the HTML5 tree construction algorithm.
+    """
+    if parser == "html5lib":
+        builder = _Parser(tree=_TREE_BUILDER, namespaceHTMLElements=False)
+        root: Element = builder.parse(markup)
+        return root
+    if parser != "lexbor":
+        raise ValueError(f"unknown parser {parser!r}")
+    return _lexbor(markup)
+
+
+def _lexbor(markup: str) -> Element:
+    """Lexbor's tree as ``xml.etree`` elements, copied iteratively (text joined, comments
+    dropped)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    document = LexborHTMLParser(markup).root
+    root = Element("html")
+    if document is None:  # pragma: no cover - lexbor always makes an <html> element
+        return root
+    stack = [(document, root)]
+    while stack:
+        node, element = stack.pop()
+        last: Element | None = None
+        child = node.child
+        while child is not None:
+            tag = child.tag
+            if tag == "-text":
+                text = child.text_content or ""
+                if last is None:
+                    element.text = (element.text or "") + text
+                else:
+                    last.tail = (last.tail or "") + text
+            elif tag is not None and not tag.startswith("-"):
+                attributes = child.attributes
+                copy = Element(
+                    tag,
+                    {key: value or "" for key, value in attributes.items()} if attributes else {},
+                )
+                element.append(copy)
+                last = copy
+                stack.append((child, copy))
+            child = child.next
     return root
 
 
@@ -216,22 +265,97 @@ def _spells_url(label: str, url: str) -> bool:
     return _bare(label.strip()) == _bare(url)
 
 
-def _dropped(name: str, element: Element, sectioning: int) -> bool:
+def _holds_content(element: Element) -> bool:
+    """Whether a form holds the page (ASP.NET wraps every page in one form)."""
+    if element.find(".//main") is not None or element.find(".//article") is not None:
+        return True
+    return sum(1 for _ in islice(element.iter("p"), 3)) == 3
+
+
+def _dropped(name: str, element: Element, sectioning: int, chrome: bool) -> bool:
     if name in ("header", "footer"):
-        return sectioning == 0
+        if not chrome:
+            return _hidden(element)
+        # Outside sectioning content a header is the site's banner, unless it holds the
+        # page's headline (and often a standfirst under it).  ``sectioning`` counts the
+        # headers kept around this one, so each check looks at a subtree no other check
+        # looked at.
+        return sectioning == 0 and (
+            name == "footer" or next(element.iter("h1"), None) is None or _hidden(element)
+        )
     if name == "form":
-        # Some sites wrap the whole page in one form: keep it when it holds the content.
-        return element.find(".//main") is None and element.find(".//article") is None
+        return chrome and not _holds_content(element)
     return name in _DROPPED or _hidden(element)
 
 
-def render(root: Element, sink: Sink, base_url: str | None) -> None:
+def _host(url: str | None) -> str:
+    if not url:
+        return ""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+    return host.removeprefix("www.")
+
+
+#: Files a link in the main content points to as a reference, even on the page's own site.
+_DOCUMENTS = tuple(
+    f".{suffix}"
+    for suffix in _words("pdf doc docx odt rtf xls xlsx ods csv ppt pptx odp zip epub txt json xml")
+)
+
+
+def _reference(url: str, own_host: str) -> bool:
+    """Whether a link in the main content is a reference (its URL is shown) rather than
+    navigation: a link to another site, or to a document."""
+    host = _host(url)
+    if host and host != own_host:
+        return True
+    try:
+        path = urlsplit(url).path.lower()
+    except ValueError:  # pragma: no cover - _resolve already parsed it
+        return False
+    return path.endswith(_DOCUMENTS)
+
+
+_SCHEME_RE = re.compile(r"[ \t\n\r\f]*[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def _internal(href: str) -> bool:
+    """Whether an ``href`` is a relative link (no scheme, no ``//host``) to something other
+    than a document: a link within the site."""
+    if _SCHEME_RE.match(href) or href.lstrip(" \t\n\r\f").startswith(("//", "\\", "/\\")):
+        return False
+    path = href.partition("#")[0].partition("?")[0].strip().lower()
+    return not path.endswith(_DOCUMENTS)
+
+
+def _permalink(element: Element) -> bool:
+    """A link that only holds a permalink glyph (Sphinx's "¶")."""
+    return len(element) == 0 and (element.text or "").strip() in _PERMALINK_GLYPHS
+
+
+def render(
+    root: Element | Sequence[Element],
+    sink: Sink,
+    base_url: str | None,
+    *,
+    pruned: Collection[Element] = (),
+    main: bool = False,
+) -> None:
     """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels.
 
     A link is ``text (url)``, except that the URL is left out when it leads to this page
     (``#section``), when the text already shows it, or when an earlier link showed it.
+
+    ``main``: ``root`` is a list of the page's main-content elements (see :mod:`.main`);
+    ``pruned`` elements under them are skipped, headers, footers and forms are kept (what is
+    chrome among them was pruned), and only links to other sites or to documents show their
+    URL: a link within the site is navigation, a link elsewhere or to a file is a reference.
     """
-    stack: list[tuple[Element, int] | _Close | str] = [(root, 0)]
+    roots = [root] if isinstance(root, Element) else list(root)
+    stack: list[tuple[Element, int] | _Close | str] = [(item, 0) for item in reversed(roots)]
+    own_host = _host(base_url)
     lists: list[int] = []  # item counters of the open lists, -1 for an unordered list
     page = urldefrag(base_url)[0] if base_url else None
     shown: set[str] = set()  # URLs already in the text
@@ -259,7 +383,7 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
                         sink.suffix(f" ({url})")
             if item.cell:
                 sink.end_cell(item.mark)
-            if name in _SECTIONING:
+            if name in _SECTIONING or name == "header":
                 sectioning -= 1
             if name in ("pre", "xmp", "listing", "plaintext", "textarea"):
                 pre -= 1
@@ -274,7 +398,9 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
                 sink.block(1)
             continue
         element, depth = item
-        if element.tail:
+        if depth == 0:
+            sink.block(1)
+        elif element.tail:
             stack.append(element.tail)
         tag: object = element.tag  # a function for comments
         if not isinstance(tag, str) or depth > MAX_DEPTH + _ROOT_DEPTH:
@@ -284,10 +410,10 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
             if tag.startswith(_SVG):
                 continue
             name = tag.rpartition("}")[2]
-        if _dropped(name, element, sectioning):
+        if _dropped(name, element, sectioning, not main) or element in pruned:
             continue
         close = _Close(name)
-        if name in _SECTIONING:
+        if name in _SECTIONING or name == "header":
             sectioning += 1
         if name in _PARAGRAPH_BLOCKS or name in _HEADING_LEVEL:
             sink.block(2)
@@ -316,11 +442,19 @@ def render(root: Element, sink: Sink, base_url: str | None) -> None:
             cells[-1] += 1
         elif name == "a":
             href = element.get("href")
+            if main and href is not None and _internal(href):
+                # A link within the site shows no URL in the main content: no need to
+                # resolve it (most links of a page are such links).
+                if href.lstrip().startswith("#") and _permalink(element):
+                    continue
+                href = None
             if href is not None:
                 target = _resolve(href, base_url)
                 if target is not None and page is not None and urldefrag(target)[0] == page:
-                    if len(element) == 0 and (element.text or "").strip() in _PERMALINK_GLYPHS:
+                    if _permalink(element):
                         continue
+                    target = None
+                if main and target is not None and not _reference(target, own_host):
                     target = None
                 close.url = target
                 close.mark = sink.size

@@ -9,6 +9,10 @@ Every operation looks at no more than ``MAX_DEPTH`` model elements, so the pass 
 
 The pass writes a normalised copy of the markup for html5lib: lower-case tag names, only the
 attributes the renderer reads, no comments, no script/style/... content, a no-quirks doctype.
+``class``, ``id`` and ``role`` become one ``wf`` weight (:mod:`.hints`).  The content of
+``<nav>``, of hidden elements and of lists and divs whose class names a menu is copied as bare
+tags, without text or attributes: no mode shows it, and so navigation cannot fill the parser
+input, while the tree keeps the shape the cost model predicts.
 It also estimates what html5lib would spend on that copy (a per-token cost plus the stack
 walk html5lib does on every tag).  When the copy would nest deeper than ``MAX_DEPTH``, has an
 element with too many attributes or an over-long tag, or costs more than the budget, html5lib
@@ -22,6 +26,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
@@ -70,7 +75,15 @@ def _hiding_style(value: str) -> bool:
 
 
 _HIDING = {"role": _chrome_role, "style": _hiding_style}
-_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING})
+#: Read for :mod:`.hints`: the parser gets their weight as one ``wf`` attribute.
+_HINTED = frozenset({"class", "id"})
+_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING, *_HINTED})
+#: Elements whose content no mode renders (navigation), and the elements a menu class prunes.
+#: Their content reaches the parser as bare tags (so the tree stays the one the model
+#: predicts) without text or attributes, and so cannot fill the parser input (a mega-menu).
+_PRUNED = frozenset({"nav"})
+_MENU_PRUNED = _words("ul ol menu div")
+_LISTS = _words("ul ol menu")
 
 # Elements whose content is not markup.  Dropped: never shown.  Kept: shown as text.
 _RAW_DROPPED = frozenset({"script", "style", "noscript", "iframe", "noembed", "noframes"})
@@ -448,23 +461,34 @@ class Scan:
     depth: int
 
 
-def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool]:
+#: Flags ``_tag`` returns: the class or id names a menu (for any element; for a list), or
+#: the element is hidden.
+MENU, LIST_MENU, HIDDEN = 1, 2, 4
+
+
+def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, bool, int]:
     """Read a tag's attributes from ``pos`` (after its name).
 
     Returns the position after the tag (-1 at end of input), the attributes the renderer
-    reads, the number of attributes, and whether the tag is self-closing.
+    reads, the number of attributes, whether the tag is self-closing, and the flags
+    ``MENU``, ``LIST_MENU`` and ``HIDDEN``.
     """
     kept: list[tuple[str, str | None]] = []
     count = 0
+    hint = 0
+    hinted = 0  # bit 1: class seen, bit 2: id seen, bit 4: role seen
+    flags = 0
     size = len(text)
     skip = _SKIP_RE.match
     attribute = _ATTR_RE.match
     while True:
         after = skip(text, pos).end()  # type: ignore[union-attr]
         if after >= size:
-            return -1, kept, count, False
+            return -1, kept, count, False, 0
         if text[after] == ">":
-            return after + 1, kept, count, after > pos and text[after - 1] == "/"
+            if hint:
+                kept.append((HINT_ATTRIBUTE, str(hint)))
+            return after + 1, kept, count, after > pos and text[after - 1] == "/", flags
         match = attribute(text, after)
         assert match is not None
         count += 1
@@ -473,12 +497,28 @@ def _tag(text: str, pos: int) -> tuple[int, list[tuple[str, str | None]], int, b
             value = match.group(2)
             if value is not None and value[:1] in ("'", '"'):
                 value = value[1:-1]
+            if name in _HINTED:
+                seen = 1 if name == "class" else 2
+                if not hinted & seen:
+                    hinted |= seen
+                    weight, menu = class_hint((value or "")[:MAX_HINT_CHARS])
+                    hint += weight
+                    flags |= menu
+                pos = match.end()
+                continue
             if name in _HIDING:
                 # role and style are not kept: an element they hide gets ``hidden``.
+                if name == "role" and not hinted & 4:
+                    hinted |= 4
+                    hint += hint_weight(name, html.unescape((value or "")[:MAX_HINT_CHARS]))
                 if not _HIDING[name](html.unescape(value or "")):
                     pos = match.end()
                     continue
                 name, value = "hidden", None
+            if name == "hidden" or (
+                name == "aria-hidden" and (value or "").strip().lower() == "true"
+            ):
+                flags |= HIDDEN
             if all(name != seen for seen, _ in kept):
                 kept.append((name, value))
         pos = match.end()
@@ -530,12 +570,18 @@ def scan(text: str) -> Scan:
     pos = 0
     find = text.find
     tag_name = _TAG_NAME_RE.match
+    pruning: _El | None = None  # the element whose content is pruned (see _PRUNED)
     try:
         while pos < size:
             lt = find("<", pos)
             if lt < 0:
                 lt = size
+            if pruning is not None and not pruning.open:
+                pruning = None
             if lt > pos:
+                if pruning is not None:
+                    pos = lt
+                    continue
                 chunk = text[pos:lt]
                 chunk_bytes = (
                     len(chunk) if chunk.isascii() else len(chunk.encode("utf-8", "replace"))
@@ -569,13 +615,15 @@ def scan(text: str) -> Scan:
                     pos = pos + 3 if text[pos + 2] == ">" else _bogus_end(text, pos)
                     continue
                 # A "<" that starts no tag is text.
+                pos += 1
+                if pruning is not None:
+                    continue
                 out.append("&lt;")
                 size_out += 4
                 tree.text()
-                pos += 1
                 continue
             name = _lower(name_match.group())
-            end, kept, count, self_closing = _tag(text, name_match.end())
+            end, kept, count, self_closing, flags = _tag(text, name_match.end())
             if end < 0:  # a tag cut off by the end of the input is dropped
                 break
             if count > MAX_ATTRIBUTES or end - token_start > MAX_TAG_CHARS:
@@ -590,20 +638,35 @@ def scan(text: str) -> Scan:
                 pos = after
                 continue
             else:
-                attributes = "".join(
-                    f" {key}" if value is None else f' {key}="{_escape(value)}"'
-                    for key, value in kept
+                prune = pruning is None and (
+                    flags & HIDDEN
+                    or name in _PRUNED
+                    or (flags & MENU and name in _MENU_PRUNED)
+                    or (flags & LIST_MENU and name in _LISTS)
+                )
+                if prune and all(key != "hidden" for key, _ in kept):
+                    kept.append(("hidden", None))
+                attributes = (
+                    ""
+                    if pruning is not None
+                    else "".join(
+                        f" {key}" if value is None else f' {key}="{_escape(value)}"'
+                        for key, value in kept
+                    )
                 )
                 piece = f"<{name}{attributes}{'/' if self_closing else ''}>"
+                below = tree.stack[-1] if tree.stack else None
                 tree.start_tag(name, f"{name}{attributes}", self_closing)
+                if prune and tree.stack and tree.stack[-1] is not below:
+                    pruning = tree.stack[-1]
                 if name in _RAW_KEPT:
                     raw_end, after = _raw_end(text, name, end)
-                    raw = text[end:raw_end]
+                    raw = "" if pruning is not None else text[end:raw_end]
                     piece = f"{piece}{raw}</{name}>"
                     end = after
                     text_chars += len(raw)
                 elif name == "plaintext":
-                    piece += text[end:]
+                    piece += "" if pruning is not None else text[end:]
                     text_chars += size - end
                     end = size
             piece_bytes = len(piece) if piece.isascii() else len(piece.encode("utf-8", "replace"))

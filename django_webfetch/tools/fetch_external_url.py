@@ -46,7 +46,18 @@ class FetchExternalUrl(Tool):
                 "minLength": 8,
                 "maxLength": 2048,
                 "pattern": "^[hH][tT][tT][pP][sS]?://",
-            }
+            },
+            "mode": {
+                "type": "string",
+                "enum": ["main", "page"],
+                "default": "main",
+                "description": (
+                    "main (default): the page's main content (title, headings, paragraphs,"
+                    " lists, tables), without menus, footers, sidebars, related links,"
+                    " comments or banners. page: the whole page, for when the main content"
+                    " is not what you need (e.g. a list of links or a home page)."
+                ),
+            },
         },
         "required": ["url"],
         "additionalProperties": False,
@@ -96,6 +107,7 @@ class FetchExternalUrl(Tool):
 
     def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         url = arguments["url"]
+        mode = arguments.get("mode", "main")
         result = AuditedFetch(self, context).fetch(url)
         meta: dict[str, Any] = {
             "status": result.status,
@@ -105,22 +117,34 @@ class FetchExternalUrl(Tool):
         }
         if not 200 <= result.status < 300:
             return status_result(result.status, **{k: v for k, v in meta.items() if k != "status"})
-        from django_webfetch.text import extract_text
+        from django_webfetch.text import extract
 
-        text = extract_text(
+        extraction = extract(
             result.body,
             media_type=result.media_type,
             charset=result.charset,
             url=result.final_url,
+            mode=mode,
         )
-        return ToolResult(content=render_fenced(url, result, text), meta=meta)
+        meta["mode"] = extraction.mode
+        content = render_fenced(url, result, extraction.text, mode=extraction.mode)
+        return ToolResult(content=content, meta=meta)
 
 
-def render_fenced(requested_url: str, result: Any, text: str) -> str:
+#: How the status line names the mode that produced the text (words we chose).
+_MODE_LABELS = {
+    "main": "main content",
+    "page": "whole page",
+    "text": "plain text",
+}
+
+
+def render_fenced(requested_url: str, result: Any, text: str, mode: str | None = None) -> str:
     """The page text inside the nonce fence (whole result < 48,000 bytes).
 
-    Outside the fence: only text we wrote, the requested URL and the status code.  After a
-    redirect the final URL, which the server chose, goes inside the fence, labelled.
+    Outside the fence: only text we wrote, the requested URL and the status code (and the
+    extraction mode, in our words).  After a redirect the final URL, which the server chose,
+    goes inside the fence, labelled.
     """
     from django_webfetch.text import fence, render_redirect_target, render_status
 
@@ -128,5 +152,7 @@ def render_fenced(requested_url: str, result: Any, text: str) -> str:
     status_line = render_status(result.status)
     if redirects:
         status_line += f" after {redirects} redirect(s)"
+    if mode in _MODE_LABELS:
+        status_line += f", {_MODE_LABELS[mode]}"
         text = f"Final {render_redirect_target(result.final_url)}\n\n{text}"
     return fence(text, source_url=requested_url, status_line=status_line)

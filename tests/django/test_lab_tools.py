@@ -74,6 +74,34 @@ def test_fetch_waits_for_approval_then_reads_the_page(web, editor):
     assert request.path.startswith("/page")
 
 
+def test_fetch_reads_the_main_content_or_the_whole_page(web, editor):
+    url = web.url("docs.lab.example", "/page", scheme="https")
+    result = run_tool("fetch_external_url", {"url": url}, user=editor, context=APPROVED)
+    assert result.ok, result
+    assert result.meta["mode"] == "main"
+    assert "Status: HTTP 200, main content" in outside_fence(result.content)
+    assert "Section 0" in result.content and "Section 5" in result.content
+    assert "Plain" not in result.content  # the site's <nav>
+
+    result = run_tool(
+        "fetch_external_url", {"url": url, "mode": "page"}, user=editor, context=APPROVED
+    )
+    assert result.ok, result
+    assert result.meta["mode"] == "page"
+    assert "Status: HTTP 200, whole page" in outside_fence(result.content)
+    assert "Section 0" in result.content
+
+    plain = web.url("docs.lab.example", "/plain")
+    result = run_tool("fetch_external_url", {"url": plain}, user=editor, context=APPROVED)
+    assert result.meta["mode"] == "text"
+    assert "Status: HTTP 200, plain text" in outside_fence(result.content)
+
+    result = run_tool(
+        "fetch_external_url", {"url": url, "mode": "everything"}, user=editor, context=APPROVED
+    )
+    assert result.error == "invalid_arguments", result
+
+
 def test_fetch_without_approval_when_allowlisted(web, editor, group_factory, host_entry_factory):
     group_factory("web", skip_approval_with_allowlist=True)
     host_entry_factory(value="docs.lab.example")

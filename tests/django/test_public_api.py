@@ -36,7 +36,8 @@ def test_every_check_id_is_documented_and_used():
     used = set(re.findall(r"django_webfetch\.[EW]\d{3}", source))
     documented = set(re.findall(r"^``(django_webfetch\.[EW]\d{3})``", docs, re.M))
     assert used == documented
-    assert len(used) == 25
+    # Every id is documented; the count only proves the scan found them (ids grow).
+    assert len(used) >= 27
 
 
 def test_every_setting_is_documented():

@@ -304,6 +304,7 @@ def worker_factory(
         beat: bool = False,
         wait: bool = True,
         env: dict[str, str] | None = None,
+        queues: list[str] | None = None,
     ) -> Worker:
         name = name or f"w{len(started) + 1}"
         log = tmp_path / f"{name}.log"
@@ -321,7 +322,7 @@ def worker_factory(
             "--concurrency",
             str(concurrency),
             "-Q",
-            celery_client.queue,
+            ",".join(queues or [celery_client.queue]),
             "-n",
             f"{name}-{celery_client.queue}@%h",
             "--without-gossip",

@@ -13,7 +13,7 @@ PAGES = Path(__file__).parent / "pages"
 
 
 def page(name: str, url: str) -> str:
-    return extract_text((PAGES / name).read_bytes(), "text/html", url=url)
+    return extract_text((PAGES / name).read_bytes(), "text/html", url=url, mode="page")
 
 
 def urls(text: str) -> int:
@@ -119,9 +119,8 @@ def test_sphinx_docs_page():
 
 def test_product_page():
     text = page("product.html", "https://shop.example/p/tb40?colour=green")
-    assert (
-        "\n\n1. Home (https://shop.example/)\n2. Hiking (https://shop.example/c/hiking)\n" in text
-    )
+    # The breadcrumb list (class="breadcrumb") is navigation, pruned before the parser.
+    assert "1. Home (https://shop.example/)" not in text
     assert "# Trailblazer 40L Hiking Backpack\n\n★★★★☆ 212 reviews\n" in text
     assert "Volume | 40 l\nWeight | 1.35 kg\nDimensions | 65 × 32 × 24 cm\n" in text
     assert "Warranty\nLifetime, see https://shop.example/warranty.\n" in text
@@ -180,6 +179,50 @@ def test_shift_jis_declared_in_a_meta_tag():
     assert "スポーツ (https://www.tokyo-shimpo.example/sports/) |\n# 都、新防災計画を発表" in text
     fenced = fence(text, source_url="https://www.tokyo-shimpo.example/", status_line="HTTP 200")
     assert len(fenced.encode()) < 48_000
+
+
+# -- the same pages in the main-content mode (the default) ----------------------------------
+
+
+def main_text(name: str, url: str) -> str:
+    return extract_text((PAGES / name).read_bytes(), "text/html", url=url)
+
+
+def test_main_content_of_the_realistic_pages():
+    text = main_text("news_article.html", "https://news.example/2025/05/grid")
+    assert text.startswith(
+        "Grid operator to spend £4.2bn on new power lines | The Example Post\n\n"
+        "# Grid operator to spend £4.2bn on new power lines\n\nFive-year plan aims"
+    )
+    assert "the largest single investment since the network was nationalised in 1948." in text
+    assert text.endswith(
+        "This article was amended on 15 May 2025 to correct the length of the planned line."
+    )
+    for chrome in ("Skip to main content", "Live", "Most read", "Subscribe", "847 partners"):
+        assert chrome not in text, chrome
+
+    text = main_text("wiki_ada.html", "https://en.wikipedia.org/wiki/Ada_Lovelace")
+    assert text.startswith("Ada Lovelace - Wikipedia\n\n# Ada Lovelace\n\n")
+    assert "Jump to content" not in text and "Main page" not in text
+    assert "the Analytical Engine.[1][2] She was" in text  # links within the site: text only
+    assert "Ada, the Enchantress of Numbers (https://archive.org/details/" in text  # elsewhere
+
+    text = main_text(
+        "sphinx_sessions.html", "https://httpkit.readthedocs.io/en/latest/user/sessions.html"
+    )
+    assert text.startswith("Sessions — httpkit 2.32.0 documentation\n\n# Sessions\n\n")
+    assert "Return type:\n\nhttpkit.Response" in text
+    assert "Previous" not in text and "Search docs" not in text
+
+    text = main_text("product.html", "https://shop.example/p/tb40?colour=green")
+    assert "# Trailblazer 40L Hiking Backpack" in text
+    assert "Volume | 40 l\nWeight | 1.35 kg" in text
+    for chrome in ("Similar pack", "Home", "Add to cart", "We use cookies", "Impressum"):
+        assert chrome not in text, chrome
+
+    text = main_text("github_readme.html", "https://github.com/octo/fastgrep")
+    assert text.startswith("GitHub - octo/fastgrep: A fast grep written in Rust\n\n# fastgrep\n\n")
+    assert "Pricing" not in text and "Sign in" not in text
 
 
 # -- rendering details ------------------------------------------------------------------------
@@ -263,7 +306,7 @@ def test_style_and_role_are_not_copied_to_the_parser():
     from django_webfetch.text.scan import scan
 
     result = scan('<p role="note" style="display:none" role="navigation">x</p><b style=x>y</b>')
-    assert result.markup == "<!DOCTYPE html><p hidden>x</p><b>y</b>"
+    assert result.markup == "<!DOCTYPE html><p hidden></p><b>y</b>"
 
 
 def test_a_cut_url_never_ends_in_half_an_escape():

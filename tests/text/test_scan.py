@@ -140,9 +140,38 @@ def test_normalised_markup():
         '<p aria-hidden="true">q<script>var a = "</p>";</script><style>p{}</style>'
         "<noscript><p>n</p></noscript><iframe><p>i</iframe>< 3 </> </3 x> <\u00e9"
     )
+    # What is hidden reaches the parser as bare tags (see test_hidden_and_menus_are_pruned).
     assert result.markup == (
-        '<!DOCTYPE html><div hidden>t&amp;<a href="/a&quot;b">l</a></div><br/><svg><path/>'
-        '</svg><p aria-hidden="true">q&lt; 3   &lt;\u00e9'
+        "<!DOCTYPE html><div hidden><a></a></div><br/><svg><path/></svg>"
+        '<p aria-hidden="true" hidden>'
+    )
+    result = scan(
+        '<DIV Class="x" ID=y data-x="1">t&amp;<A HREF=\'/a"b\' onclick="x" href="/dup">l</a>'
+        "</div>< 3 </> </3 x> <\u00e9"
+    )
+    assert result.markup == (
+        '<!DOCTYPE html><div>t&amp;<a href="/a&quot;b">l</a></div>&lt; 3   &lt;\u00e9'
+    )
+
+
+def test_hidden_and_menus_are_pruned():
+    """Content no mode shows reaches the parser as bare tags: the tree keeps its shape (the
+    cost model stays right), and a mega-menu cannot fill the parser input."""
+    result = scan(
+        '<nav><ul><li><a href="/a">A</a><b>x</ul></nav><p>kept'
+        '<ul class="main-menu"><li><a href="/b">B</a></li></ul>'
+        '<div class="mega-menu"><a href="/c">C</a></div>'
+        '<div class="grid-for-nav">wrapper kept</div>'
+        '<ul class="results">list kept</ul>'
+        "<div hidden>h<textarea>t</textarea><plaintext>p"
+    )
+    assert result.markup == (
+        "<!DOCTYPE html><nav hidden><ul><li><a></a><b></ul></nav><p>kept"
+        '<ul wf="-50" hidden><li><a></a></li></ul>'
+        '<div wf="-50" hidden><a></a></div>'
+        '<div wf="-50">wrapper kept</div>'
+        "<ul>list kept</ul>"
+        "<div hidden><textarea></textarea><plaintext>"
     )
 
 

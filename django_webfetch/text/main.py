@@ -1,0 +1,478 @@
+"""Main-content detection: which part of a parsed page is the article, and what in it is not.
+
+The field's established methods, on the tree the bounded pipeline built:
+
+* text and link density of every element, in one pass (readability, jusText);
+* paragraph scores (length, commas) handed up to the ancestors with a decay, weighted by tag
+  and by the ``class``/``id`` words the pre-scan condensed into one ``wf`` weight
+  (:mod:`.hints`), and scaled by the share of text that is not link text (readability);
+* ``<main>``, ``<article>``, ``role="main"`` and ``role="article"``: the best candidate grows
+  to the article or main element around it, so its headline, standfirst and notes come along;
+* siblings of the best candidate that score well, or hold the headline, join it;
+* inside what was chosen, boilerplate is pruned: consent and cookie banners, menus, link
+  lists (related links, tags), comment sections, sharing and newsletter boxes, small forms.
+
+Every pass is linear in the number of elements: one walk, one reverse walk, and a pruning
+walk that skips pruned subtrees by their size.  ``select`` returns None when nothing
+convincing was found; the caller then renders the whole page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.etree.ElementTree import Element
+
+from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, _words
+
+__all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
+
+#: A selection with fewer characters of text than this is not convincing.
+MIN_MAIN_CHARS = 250
+
+#: Never content (the renderer drops them too).
+_SKIPPED = _words(
+    "script style noscript template head nav aside iframe svg canvas button select title"
+    " object embed dialog input textarea option"
+)
+#: Blocks whose text is scored as a paragraph.
+_PARAGRAPHS = frozenset({"p", "pre", "blockquote", "dd", "li"})
+#: Containers that score a paragraph from their own (not nested) text: a table cell of a
+#: layout table with its text between ``<br>`` is the candidate, not its row.
+_TEXT_CONTAINERS = frozenset(
+    {"div", "section", "article", "main", "span", "font", "center", "td", "form"}
+)
+_TAG_WEIGHT = {
+    "div": 5,
+    "article": 10,
+    "main": 10,
+    "section": 3,
+    "pre": 3,
+    "td": 3,
+    "blockquote": 3,
+    "address": -3,
+    "ol": -3,
+    "ul": -3,
+    "dl": -3,
+    "dd": -3,
+    "dt": -3,
+    "li": -3,
+    "form": -3,
+    "header": -3,
+    "footer": -10,
+    "h1": -5,
+    "h2": -5,
+    "h3": -5,
+    "h4": -5,
+    "h5": -5,
+    "h6": -5,
+    "th": -5,
+}
+#: Link-dense blocks of these kinds are pruned inside the content (link lists, tag clouds).
+_LINK_LIST_BLOCKS = frozenset({"ul", "ol", "menu", "dl", "div", "section", "table", "footer"})
+#: Blocks whose text is checked for a cookie notice.
+_NOTICE_BLOCKS = frozenset({"div", "section", "aside", "p", "footer", "header", "form", "span"})
+_NOTICE_CHARS = 800
+_COOKIE_WORDS = ("cookie", "gdpr", "consent")
+#: Beside a cookie word, a notice has one of these (an article about baking cookies that
+#: "everyone will accept" has not).
+_NOTICE_WORDS = (
+    "consent",
+    "privacy",
+    "partners",
+    "personal data",
+    "we use",
+    "uses cookies",
+    "use cookies",
+    "use of cookies",
+    "accept all",
+    "accept cookies",
+    "cookie policy",
+    "cookie settings",
+    "datenschutz",
+    "einwillig",
+    "verwenden cookies",
+    "akzeptieren",
+    "utilisons des cookies",
+    "accepter",
+    "utilizamos cookies",
+    "usamos cookies",
+    "aceptar",
+    "utilizza cookie",
+    "accetta",
+    "używamy plików cookie",
+    "gebruiken cookies",
+    "akkoord",
+)
+_COMMAS = (",", "\uff0c", "\u3001", "\u060c")
+_HEADINGS = frozenset({"h1"})
+
+
+@dataclass
+class Selection:
+    """What to render: ``roots`` in document order, without the ``pruned`` elements."""
+
+    roots: list[Element]
+    pruned: set[Element]
+    chars: int
+
+
+def _weight(element: Element) -> int:
+    value = element.get(HINT_ATTRIBUTE)
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        return 0
+
+
+def _hidden(element: Element) -> bool:
+    return (
+        element.get("hidden") is not None
+        or element.get("aria-hidden", "").strip().lower() == "true"
+    )
+
+
+class _Page:
+    """Per-element figures, indexed in document (pre-)order."""
+
+    def __init__(self, root: Element) -> None:
+        nodes: list[Element] = []
+        names: list[str] = []
+        parents: list[int] = []
+        chars: list[int] = []
+        own: list[int] = []
+        commas: list[int] = []
+        stack: list[tuple[Element, int]] = [(root, -1)]
+        while stack:
+            element, parent = stack.pop()
+            tag: object = element.tag
+            if not isinstance(tag, str):
+                continue
+            name = tag.rpartition("}")[2]
+            if name in _SKIPPED or _hidden(element):
+                continue
+            index = len(nodes)
+            nodes.append(element)
+            names.append(name)
+            parents.append(parent)
+            text = (element.text or "").strip()
+            size = len(text)
+            count = sum(text.count(comma) for comma in _COMMAS) if size else 0
+            for child in element:
+                tail = child.tail
+                if tail:
+                    tail = tail.strip()
+                    size += len(tail)
+                    if tail:
+                        count += sum(tail.count(comma) for comma in _COMMAS)
+            own.append(size)
+            chars.append(size)
+            commas.append(count)
+            stack.extend((child, index) for child in reversed(element))
+        total = len(nodes)
+        links = [0] * total
+        sizes = [1] * total
+        headline = [False] * total
+        for index in range(total - 1, -1, -1):
+            name = names[index]
+            if name == "a":
+                links[index] = chars[index]
+            elif name in _HEADINGS:
+                headline[index] = True
+            parent = parents[index]
+            if parent >= 0:
+                chars[parent] += chars[index]
+                links[parent] += links[index]
+                commas[parent] += commas[index]
+                sizes[parent] += sizes[index]
+                headline[parent] = headline[parent] or headline[index]
+        self.nodes = nodes
+        self.names = names
+        self.parents = parents
+        self.chars = chars
+        self.own = own
+        self.commas = commas
+        self.links = links
+        self.sizes = sizes
+        self.headline = headline
+
+    def density(self, index: int) -> float:
+        chars = self.chars[index]
+        return self.links[index] / chars if chars else 0.0
+
+
+def _scores(page: _Page) -> dict[int, float]:
+    """Readability's candidate scores: paragraphs hand their score up to five ancestors."""
+    scores: dict[int, float] = {}
+    names = page.names
+    parents = page.parents
+    for index, name in enumerate(names):
+        if name in _PARAGRAPHS:
+            chars = page.chars[index]
+        elif name in _TEXT_CONTAINERS:
+            chars = page.own[index]
+        else:
+            continue
+        if chars < 25:
+            continue
+        score = 1.0 + min(page.commas[index], 20) + min(chars // 100, 3)
+        ancestor = parents[index] if name in _PARAGRAPHS else index
+        level = 0
+        while ancestor >= 0 and level < 5:
+            if ancestor not in scores:
+                scores[ancestor] = _TAG_WEIGHT.get(names[ancestor], 0) + _class_score(
+                    page.nodes[ancestor]
+                )
+            scores[ancestor] += score / (1 if level == 0 else 2 if level == 1 else level * 3)
+            ancestor = parents[ancestor]
+            level += 1
+    for index in scores:
+        scores[index] *= 1.0 - page.density(index)
+    return scores
+
+
+def _class_score(element: Element) -> int:
+    weight = _weight(element)
+    if weight >= ARTICLE:
+        return 2 * CONTENT
+    if weight <= CONSENT:
+        return 2 * BOILERPLATE
+    if weight <= BOILERPLATE:
+        return -CONTENT
+    return CONTENT if weight >= CONTENT else -CONTENT // 2 if weight < 0 else 0
+
+
+def _semantic(page: _Page, index: int) -> bool:
+    return page.names[index] in ("article", "main") or _weight(page.nodes[index]) >= ARTICLE
+
+
+def _contains(page: _Page, outer: int, inner: int) -> bool:
+    return outer <= inner < outer + page.sizes[outer]
+
+
+def select(root: Element) -> Selection | None:
+    """The main content under ``root``, or None when nothing convincing was found."""
+    page = _Page(root)
+    if not page.nodes:
+        return None
+    scores = _scores(page)
+    if not scores:
+        return None
+    ranked = sorted(scores, key=lambda index: (-scores[index], index))[:5]
+    top = ranked[0]
+    chars = page.chars
+    # Several candidates that score like the best one (forum posts, a page of sections):
+    # their nearest common ancestor is the content (readability's alternative candidates).
+    alternatives = [index for index in ranked[1:] if scores[index] >= 0.75 * scores[top]]
+    moved = False
+    if len(alternatives) >= 3:
+        # The nearest ancestor (within six levels) that holds the most of them, at least 3.
+        best, most = top, 2
+        ancestor = page.parents[top]
+        for _ in range(6):
+            if ancestor < 0:
+                break
+            held = sum(_contains(page, ancestor, index) for index in alternatives)
+            if held > most:
+                best, most = ancestor, held
+            ancestor = page.parents[ancestor]
+        if best != top:
+            top = best
+            moved = True
+    if not moved:
+        top = _descend(page, scores, top)
+    core = top
+    # Grow to the <article>/<main> around the candidate (its headline, standfirst, notes),
+    # unless that element holds much more than the candidate (a whole-page wrapper).
+    ancestor = top
+    for _ in range(8):
+        if ancestor < 0:
+            break
+        if _semantic(page, ancestor):
+            if chars[ancestor] <= 3 * chars[top] + 500:
+                top = ancestor
+            break
+        ancestor = page.parents[ancestor]
+    roots = _siblings(page, scores, top)
+    selected = sum(chars[index] for index in roots)
+    if selected < MIN_MAIN_CHARS:
+        # A short candidate with others like it (a question and two answers): their
+        # nearest common ancestor.
+        others = [index for index in ranked[1:] if scores[index] >= 0.5 * scores[ranked[0]]]
+        ancestor = page.parents[core]
+        for _ in range(6):
+            if ancestor < 0:
+                break
+            if sum(_contains(page, ancestor, index) for index in others) >= 2:
+                core = top = ancestor
+                roots = _siblings(page, scores, top)
+                selected = sum(chars[index] for index in roots)
+                break
+            ancestor = page.parents[ancestor]
+    if selected < MIN_MAIN_CHARS:
+        return None
+    pruned = prune(page, roots, core)
+    kept = selected - sum(chars[index] for index in pruned)
+    links = sum(page.links[index] for index in roots) - sum(page.links[i] for i in pruned)
+    # Too little text, or mostly link text (a list of links is not an article).
+    if kept < MIN_MAIN_CHARS or links > kept * 0.5:
+        return None
+    return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
+
+
+def _descend(page: _Page, scores: dict[int, float], top: int) -> int:
+    """A child that scores nearly as well as the candidate replaces it: the candidate is a
+    wrapper whose class word (``main``, ``content``) lifted it above the text it holds,
+    along with teasers and comments beside that text."""
+    while True:
+        child = top + 1
+        end = top + page.sizes[top]
+        best = -1
+        while child < end:
+            if child in scores and (best < 0 or scores[child] > scores[best]):
+                best = child
+            child += page.sizes[child]
+        # The candidate's score without what its class word added.
+        own = scores[top] - max(_class_score(page.nodes[top]), 0) * (1.0 - page.density(top))
+        if best < 0 or scores[best] < 0.8 * own:
+            return top
+        top = best
+
+
+def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
+    """The candidate and the siblings that belong with it, in document order.
+
+    Readability's rules (a sibling that scores well, a plain paragraph), plus: the siblings
+    from the one holding the headline (``h1``) down to the candidate (headline, standfirst,
+    byline), and siblings of the candidate's own kind that score like it (forum posts,
+    comment-free article sections).
+    """
+    parent = page.parents[top]
+    if parent < 0 or _semantic(page, top):
+        return [top]
+    names = page.names
+    threshold = max(10.0, scores[top] * 0.35)
+    alike = scores[top] * 0.5
+    children: list[int] = []
+    child = parent + 1
+    end = parent + page.sizes[parent]
+    while child < end:
+        children.append(child)
+        child += page.sizes[child]
+    start = children.index(top)
+    if not page.headline[top]:
+        for position in range(start - 1, max(start - 6, -1), -1):
+            if page.headline[children[position]]:
+                start = position
+                break
+    roots: list[int] = []
+    for position, child in enumerate(children):
+        if child == top:
+            roots.append(child)
+            continue
+        if _weight(page.nodes[child]) <= BOILERPLATE:
+            continue
+        density = page.density(child)
+        chars = page.chars[child]
+        score = scores.get(child, 0.0)
+        if (
+            score >= threshold
+            or (names[child] == names[top] and score >= alike and density < 0.5)
+            or (names[child] == "p" and chars > 80 and density < 0.25)
+            or (position == start and child < top and page.headline[child])
+            or (position > start and child < top and density < 0.5)
+        ):
+            roots.append(child)
+    return roots
+
+
+def prune(page: _Page, roots: list[int], core: int) -> list[int]:
+    """Elements under ``roots`` that are boilerplate, outermost first.
+
+    An element that holds ``core`` (the best candidate) is never pruned, whatever its class
+    says (``has-sidebar`` on a wrapper), nor is anything that ``role="main"`` marks.
+    """
+    pruned: list[int] = []
+    names = page.names
+    chars = page.chars
+    for root in roots:
+        index = root + 1
+        end = root + page.sizes[root]
+        checked_to = -1  # the end of the last block checked for a cookie notice
+        while index < end:
+            name = names[index]
+            element = page.nodes[index]
+            weight = _weight(element)
+            size = chars[index]
+            drop = False
+            if weight >= ARTICLE or _contains(page, index, core):
+                pass
+            elif weight <= BOILERPLATE:
+                drop = True
+            elif name in _LINK_LIST_BLOCKS and size:
+                density = page.density(index)
+                drop = density > 0.55 or (name == "footer" and density > 0.3)
+            elif name == "td" and size > 200:
+                # The navigation column of a layout table.
+                drop = page.density(index) > 0.55
+            elif name == "form":
+                drop = True
+            elif name == "p" and size < 100 and page.density(index) > 0.9:
+                # "Read more: <a>another story</a>" between the paragraphs (a headline, not a
+                # one-word reference such as a type name in API docs).
+                drop = len("".join(element.itertext()).split()) >= 3
+            if (
+                not drop
+                and index >= checked_to
+                and name in _NOTICE_BLOCKS
+                and 0 < size < _NOTICE_CHARS
+                and not _contains(page, index, core)
+            ):
+                checked_to = index + page.sizes[index]
+                drop = _cookie_notice(element)
+            if drop:
+                pruned.append(index)
+                index += page.sizes[index]
+            else:
+                index += 1
+    return pruned
+
+
+def _cookie_notice(element: Element) -> bool:
+    text = " ".join(element.itertext()).lower()
+    return any(word in text for word in _COOKIE_WORDS) and any(
+        word in text for word in _NOTICE_WORDS
+    )
+
+
+def consent_notices(root: Element) -> set[Element]:
+    """Cookie and consent banners anywhere under ``root`` (for the whole-page mode)."""
+    page = _Page(root)
+    if not page.nodes:
+        return set()
+    pruned: list[int] = []
+    index = 0
+    total = len(page.nodes)
+    checked_to = -1
+    while index < total:
+        element = page.nodes[index]
+        size = page.chars[index]
+        drop = _weight(element) <= CONSENT and size < max(page.chars[0] * 0.5, 200)
+        if (
+            not drop
+            and index >= checked_to
+            and page.names[index] in _NOTICE_BLOCKS
+            and 0 < size < min(_NOTICE_CHARS, page.chars[0] * 0.5)
+        ):
+            checked_to = index + page.sizes[index]
+            drop = _cookie_notice(element)
+        if drop:
+            pruned.append(index)
+            index += page.sizes[index]
+        else:
+            index += 1
+    # A page that is mostly a consent notice is a consent wall: that is what it says.
+    if sum(page.chars[index] for index in pruned) * 2 > page.chars[0]:
+        return set()
+    return {page.nodes[index] for index in pruned}

@@ -1,0 +1,171 @@
+"""Main-content quality and speed: ``python -m tests.benchmarks.bench_text_quality``.
+
+For every page of the quality set (``tests/text/quality/cases.json``, pages in
+``tests/text/pages/``) prints token-level precision, recall and F1 against the page's gold
+main text, and the milliseconds per page, for ``extract_text`` (main-content mode, and the
+whole-page mode for reference) and, when it is installed (``pip install --group bench``),
+trafilatura, side by side in the same run.  Then the mean P/R/F1, the median and worst
+milliseconds, the pages where a must-have snippet is missing or a must-not snippet
+(cookie banners, menus, related links...) leaks, and the speed ratios.
+
+Tokens: words (``\\w+``), and single characters in scripts written without spaces (CJK), so
+Markdown markers and punctuation do not count; the URLs a link shows do.  Options:
+``--repeat N`` (timing runs per page, default 5; the median run counts), ``--pages DIR``
+with ``--gold DIR`` to run on another set (``<name>.html`` and ``<name>.txt``).
+Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from django_webfetch.text import extract
+
+ROOT = Path(__file__).resolve().parents[1] / "text"
+_TOKEN_RE = re.compile(
+    r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u9fff]+"
+)
+_COOKIE_RE = re.compile(r"cookie|consent", re.IGNORECASE)
+
+
+def tokens(text: str) -> Counter[str]:
+    return Counter(token.lower() for token in _TOKEN_RE.findall(text))
+
+
+def score(text: str, gold: str) -> tuple[float, float, float]:
+    got, want = tokens(text), tokens(gold)
+    common = sum((got & want).values())
+    precision = common / max(sum(got.values()), 1)
+    recall = common / max(sum(want.values()), 1)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def load(pages: Path | None, gold: Path | None) -> list[dict]:
+    if pages is not None and gold is not None:
+        return [
+            {
+                "name": path.stem,
+                "html": path.read_bytes(),
+                "url": None,
+                "gold": (gold / f"{path.stem}.txt").read_text(encoding="utf-8"),
+                "present": [],
+                "absent": [],
+            }
+            for path in sorted(pages.glob("*.html"))
+            if (gold / f"{path.stem}.txt").exists()
+        ]
+    cases = json.loads((ROOT / "quality" / "cases.json").read_text(encoding="utf-8"))
+    return [
+        {"name": name, "html": (ROOT / "pages" / f"{name}.html").read_bytes(), **case}
+        for name, case in cases.items()
+    ]
+
+
+def _ours(mode: str) -> Callable[[dict], str]:
+    def run(case: dict) -> str:
+        return extract(case["html"], "text/html", url=case["url"], mode=mode).text
+
+    return run
+
+
+def _trafilatura() -> Callable[[dict], str] | None:
+    try:
+        import trafilatura
+    except ImportError:
+        return None
+
+    def run(case: dict) -> str:
+        return trafilatura.extract(case["html"], url=case["url"]) or ""
+
+    return run
+
+
+def measure(run: Callable[[dict], str], case: dict, repeat: int) -> tuple[str, float]:
+    times = []
+    text = ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        text = run(case)
+        times.append((time.perf_counter() - start) * 1000)
+    return text, statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pages", type=Path)
+    parser.add_argument("--gold", type=Path)
+    parser.add_argument("--show", help="print the texts of this page")
+    args = parser.parse_args()
+    cases = load(args.pages, args.gold)
+    extractors: dict[str, Callable[[dict], str]] = {
+        "main": _ours("main"),
+        "page": _ours("page"),
+    }
+    other = _trafilatura()
+    if other is not None:
+        extractors["trafilatura"] = other
+    names = list(extractors)
+    header = f"{'page':24}" + "".join(f" | {name:>11} P    R    F1    ms" for name in names)
+    print(header)
+    results: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in names}
+    misses: dict[str, list[str]] = {name: [] for name in names}
+    leaks: dict[str, int] = dict.fromkeys(names, 0)
+    fallbacks = 0
+    for case in cases:
+        row = f"{case['name'][:24]:24}"
+        for name, run in extractors.items():
+            text, ms = measure(run, case, args.repeat)
+            p, r, f = score(text, case["gold"])
+            results[name].append((p, r, f, ms))
+            row += f" | {'':>11} {p:.2f} {r:.2f} {f:.2f} {ms:5.1f}"
+            missing = [s for s in case["present"] if s not in text]
+            leaked = [s for s in case["absent"] if s in text]
+            if missing or leaked:
+                misses[name].append(f"{case['name']}: missing {missing} leaked {leaked}")
+            if _COOKIE_RE.search(text) and not _COOKIE_RE.search(case["gold"]):
+                leaks[name] += 1
+            if args.show == case["name"]:
+                print(f"----- {name}\n{text}\n-----")
+        if extract(case["html"], "text/html", url=case["url"]).mode != "main":
+            fallbacks += 1
+        print(row)
+    print()
+    print(
+        f"{'extractor':12} {'P':>5} {'R':>5} {'F1':>5} {'median ms':>10} {'worst ms':>9}"
+        f" {'cookie leaks':>13} {'snippet misses':>15}"
+    )
+    medians = {}
+    worsts = {}
+    for name in names:
+        rows = results[name]
+        p = statistics.mean(row[0] for row in rows)
+        r = statistics.mean(row[1] for row in rows)
+        f = statistics.mean(row[2] for row in rows)
+        medians[name] = statistics.median(row[3] for row in rows)
+        worsts[name] = max(row[3] for row in rows)
+        print(
+            f"{name:12} {p:5.3f} {r:5.3f} {f:5.3f} {medians[name]:10.1f} {worsts[name]:9.1f}"
+            f" {leaks[name]:13} {len(misses[name]):15}"
+        )
+    print(f"\n{len(cases)} pages; main mode fell back to the whole page on {fallbacks}.")
+    if "trafilatura" in medians:
+        print(
+            f"speed ratio main/trafilatura: median {medians['main'] / medians['trafilatura']:.2f},"
+            f" worst {worsts['main'] / worsts['trafilatura']:.2f} (<= 1 is the target)"
+        )
+    for name in names:
+        for line in misses[name]:
+            print(f"[{name}] {line}")
+
+
+if __name__ == "__main__":
+    main()
