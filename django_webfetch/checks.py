@@ -40,6 +40,9 @@ def register() -> None:
     from .assistant.checks import check_assistant
 
     _register(Tags.compatibility, Tags.database)(check_assistant)
+    _register(Tags.security, Tags.admin)(check_admin_secrets)
+    _register(Tags.security)(check_sites)
+    _register(Tags.urls)(check_api_mount)
     _register(Tags.compatibility)(check_operations)
     _register(Tags.security)(check_plugins)
     _register(Tags.security, Tags.database)(check_plugin_instances)
@@ -365,6 +368,116 @@ def _database_messages() -> Iterable[CheckMessage]:
                 obj=group,
                 id="django_webfetch.W004",
             )
+
+
+# -- issue 9: secrets in the admin, sites framework, the API mount -------------------------
+
+_ADMIN_PATH_OPTIONS = ("list_filter", "search_fields", "ordering", "sortable_by", "date_hierarchy")
+
+
+def _admin_paths(model_admin: Any) -> Iterable[tuple[str, str]]:
+    """(option, lookup path) of every field path a ModelAdmin filters, searches or orders on."""
+    for option in _ADMIN_PATH_OPTIONS:
+        value = getattr(model_admin, option, None)
+        if not value:
+            continue
+        items = [value] if isinstance(value, str) else list(value)
+        for item in items:
+            if isinstance(item, (tuple, list)) and item and isinstance(item[0], str):
+                yield option, item[0]  # ("field", FilterClass)
+            elif isinstance(item, str):
+                yield option, item
+            else:
+                parameter = getattr(item, "parameter_name", None)
+                if isinstance(parameter, str):
+                    yield option, parameter
+    for item in getattr(model_admin, "list_display", ()) or ():
+        target = getattr(model_admin, item, None) if isinstance(item, str) else item
+        order_field = getattr(target, "admin_order_field", None)
+        if isinstance(order_field, str):
+            yield "list_display", order_field
+        elif isinstance(item, str):
+            yield "list_display", item
+
+
+def check_admin_secrets(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """E009: no ModelAdmin (ours or the project's) filters, searches, orders or lists a
+    field marked secret, directly or through a relation."""
+    from django.contrib.admin.sites import all_sites
+
+    from .models.fields import touches_secret
+
+    errors: list[CheckMessage] = []
+    for site in all_sites:
+        for model, model_admin in site._registry.items():
+            for option, path in _admin_paths(model_admin):
+                if touches_secret(model, path):
+                    errors.append(
+                        Error(
+                            f"{type(model_admin).__name__}.{option} uses {path!r}, which "
+                            "reaches a secret field: answered queries on it are an oracle "
+                            "that recovers the secret.",
+                            hint="Remove it; a secret is write-only (see docs/admin.rst).",
+                            obj=type(model_admin),
+                            id="django_webfetch.E009",
+                        )
+                    )
+    return errors
+
+
+def check_sites(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """W007: without django.contrib.sites, own-site detection has fewer sources.
+    E010: django.contrib.sites without SITE_ID (the admin login fails with a 500)."""
+    from django.apps import apps
+
+    if not apps.is_installed("django.contrib.sites"):
+        return [
+            Warning(
+                "django.contrib.sites is not installed: the hosts of this installation are "
+                "taken from ALLOWED_HOSTS and SiteHost rows only, so own-site detection is "
+                "weaker.",
+                hint="Add 'django.contrib.sites' to INSTALLED_APPS and set SITE_ID.",
+                id="django_webfetch.W007",
+            )
+        ]
+    if getattr(settings, "SITE_ID", None) is None:
+        return [
+            Error(
+                "django.contrib.sites is installed but SITE_ID is not set: the admin login "
+                "and own-site detection fail.",
+                hint="Set SITE_ID = 1 (see docs/installation.rst).",
+                id="django_webfetch.E010",
+            )
+        ]
+    return []
+
+
+def check_api_mount(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """E011: the API URLs are mounted but rest_framework is not installed."""
+    from django.apps import apps
+    from django.urls import NoReverseMatch, reverse
+
+    if apps.is_installed("rest_framework"):
+        return []
+    try:
+        reverse("django_webfetch:api-root")
+    except NoReverseMatch:
+        return []
+    except ImportError as exc:
+        if "rest_framework" not in str(exc):
+            return []
+    except Exception:
+        return []
+    return [
+        Error(
+            "The django_webfetch API URLs are mounted but 'rest_framework' is not in "
+            "INSTALLED_APPS.",
+            hint="Add 'rest_framework' to INSTALLED_APPS (see docs/installation.rst).",
+            id="django_webfetch.E011",
+        )
+    ]
 
 
 def _visibility_timeout() -> float | None:

@@ -157,6 +157,18 @@ class Settings:
         )
 
     @property
+    def WEBFETCH_CALL_RETENTION_DAYS(self) -> int:
+        """Age, in days after it finished, past which a ToolCall's content (arguments,
+        approval card, result text) is dropped; the row stays as audit metadata."""
+        return int(
+            _number(
+                "WEBFETCH_CALL_RETENTION_DAYS",
+                _raw("WEBFETCH_CALL_RETENTION_DAYS", 30),
+                integer=True,
+            )
+        )
+
+    @property
     def WEBFETCH_ASYNC_RUNS(self) -> bool:
         """Run tool calls through Celery (needs the ``celery`` extra)."""
         return _bool("WEBFETCH_ASYNC_RUNS", _raw("WEBFETCH_ASYNC_RUNS", False))

@@ -81,9 +81,10 @@ def test_a_failing_audit_write_fails_the_call_and_nothing_is_fetched(web, editor
 
 @pytest.mark.django_db
 def test_allow_private_endpoint_still_refuses_a_mixed_answer(
-    lab_settings, group_factory, endpoint_factory, editor
+    lab_settings, group_factory, host_entry_factory, endpoint_factory, editor
 ):
-    group_factory("rag", enabled=True)
+    group_factory("rag", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="rag", value="search.internal.example")
     lab_settings.dns.set(
         "search.internal.example",
         a=[lab_settings.PUBLIC_V4[3], lab_settings.PRIVATE[0]],
@@ -181,8 +182,13 @@ def test_fetch_external_url_takes_at_most_2048_characters(editor, group_factory,
 
 
 @pytest.mark.django_db
-def test_fetch_external_url_preview_shows_the_path(editor, group_factory, tool_registry):
+def test_fetch_external_url_preview_shows_the_path(
+    lab_settings, editor, group_factory, host_entry_factory, tool_registry
+):
     group_factory("web", enabled=True)
+    # The pre-flight resolves the host (and needs port 8443 listed) when the call is requested.
+    host_entry_factory(value="docs.example.org:8443")
+    lab_settings.dns.set("docs.example.org", a=[lab_settings.PUBLIC_V4[0]])
     call = runs.request_call(
         "fetch_external_url", {"url": "https://docs.example.org:8443/a/b?q=1"}, user=editor
     )
@@ -193,9 +199,10 @@ def test_fetch_external_url_preview_shows_the_path(editor, group_factory, tool_r
 
 @pytest.mark.django_db
 def test_search_site_query_is_1_to_500_characters_and_limit_1_to_20(
-    editor, group_factory, tool_registry
+    editor, group_factory, host_entry_factory, tool_registry
 ):
-    group_factory("rag", enabled=True)
+    group_factory("rag", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="rag", value="search.example.org")
     for arguments in (
         {"query": "x" * 501},
         {"query": ""},

@@ -22,6 +22,7 @@ from django_webfetch.models import (
     SiteHost,
     ToolGroup,
 )
+from django_webfetch.models.fields import touches_secret
 
 if TYPE_CHECKING:
     _HostListEntryInline = admin.TabularInline[HostListEntry, ToolGroup]
@@ -34,6 +35,34 @@ else:
     _HostListEntryInline = admin.TabularInline
     _ToolGroupAdmin = _SiteHostAdmin = _EndpointAdmin = _EventAdmin = admin.ModelAdmin
     _EndpointForm = forms.ModelForm
+
+
+class SecretFieldsAdminMixin:
+    """Refuse every lookup, search and ordering that reaches a field marked secret.
+
+    Django's admin allows lookups on a model's own fields from the query string
+    (``?auth_header_value__regex=^a``): answered, that is an oracle that recovers a
+    write-only secret byte by byte.  Such a lookup is refused with the admin's own
+    ``DisallowedModelAdminLookup`` (HTTP 400, the same answer whatever the value), also
+    through a relation (``?endpoints__auth_header_value__startswith=``).  The ORM refuses
+    the lookup too (``models.fields.SecretCharField``), for admins and views not ours.
+    """
+
+    model: Any
+
+    def lookup_allowed(self, lookup: str, value: Any, request: Any = None) -> bool:
+        if touches_secret(self.model, lookup):
+            return False
+        allowed: bool = super().lookup_allowed(lookup, value, request)  # type: ignore[misc]
+        return allowed
+
+    def get_search_fields(self, request: HttpRequest) -> Any:
+        fields = super().get_search_fields(request)  # type: ignore[misc]
+        return [f for f in fields if not touches_secret(self.model, f)]
+
+    def get_ordering(self, request: HttpRequest) -> Any:
+        ordering = super().get_ordering(request) or ()  # type: ignore[misc]
+        return [o for o in ordering if not isinstance(o, str) or not touches_secret(self.model, o)]
 
 
 class RecordsOnly:
@@ -57,7 +86,7 @@ class HostListEntryInline(_HostListEntryInline):
 
 
 @admin.register(ToolGroup)
-class ToolGroupAdmin(_ToolGroupAdmin):
+class ToolGroupAdmin(SecretFieldsAdminMixin, _ToolGroupAdmin):
     list_display = (
         "slug",
         "name",
@@ -110,7 +139,7 @@ class ToolGroupAdmin(_ToolGroupAdmin):
 
 
 @admin.register(SiteHost)
-class SiteHostAdmin(_SiteHostAdmin):
+class SiteHostAdmin(SecretFieldsAdminMixin, _SiteHostAdmin):
     list_display = ("host", "port", "scheme", "note")
     search_fields = ("host", "note")
 
@@ -184,7 +213,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 @admin.register(ConfiguredEndpoint)
-class ConfiguredEndpointAdmin(_EndpointAdmin):
+class ConfiguredEndpointAdmin(SecretFieldsAdminMixin, _EndpointAdmin):
     form = ConfiguredEndpointForm
     list_display = ("name", "group", "base_url", "has_auth_header", "allow_private", "enabled")
     list_filter = ("enabled", "allow_private", "group")
@@ -227,7 +256,7 @@ class ConfiguredEndpointAdmin(_EndpointAdmin):
 
 
 @admin.register(EgressEvent)
-class EgressEventAdmin(RecordsOnly, _EventAdmin):
+class EgressEventAdmin(SecretFieldsAdminMixin, RecordsOnly, _EventAdmin):
     list_display = (
         "created",
         "decision",
@@ -239,14 +268,32 @@ class EgressEventAdmin(RecordsOnly, _EventAdmin):
         "port",
         "hop",
         "status",
+        "failure",
         "bytes",
-        "duration",
+        "duration_display",
     )
-    list_filter = ("decision", "reason", "group_slug", "tool", "created")
+    list_filter = ("decision", "reason", "failure", "group_slug", "tool", "created")
     search_fields = ("url_host", "call_id", "reason")
     date_hierarchy = "created"
     list_select_related = ("user",)
-    readonly_fields = [f.name for f in EgressEvent._meta.fields]
+    readonly_fields = [*(f.name for f in EgressEvent._meta.fields), "failure_text"]
+
+    @admin.display(description=_("duration"), ordering="duration")
+    def duration_display(self, obj: EgressEvent) -> str:
+        return format_duration(obj.duration)
+
+    @admin.display(description=_("what failed"))
+    def failure_text(self, obj: EgressEvent) -> str:
+        return obj.failure_text
+
+
+def format_duration(seconds: float | None) -> str:
+    """A duration for people, rounded, with its unit: "850 ms", "1.2 s"."""
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s"
 
 
 from . import assistant, calls, plugins  # noqa: E402,F401

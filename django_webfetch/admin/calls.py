@@ -29,7 +29,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from django_webfetch import runs
-from django_webfetch.admin import RecordsOnly
+from django_webfetch.admin import RecordsOnly, SecretFieldsAdminMixin
 from django_webfetch.models import CallState, ToolCall
 
 __all__ = ["AwaitingApprovalFilter", "DecisionForm", "ToolCallAdmin"]
@@ -90,7 +90,7 @@ def _text(value: Any, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + "\N{HORIZONTAL ELLIPSIS}"
 
 
-class ToolCallAdmin(RecordsOnly, _ToolCallAdmin):
+class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
     list_display = (
         "short_id",
         "tool",
@@ -313,7 +313,9 @@ class ToolCallAdmin(RecordsOnly, _ToolCallAdmin):
             except runs.RunError as exc:
                 self.message_user(
                     request,
-                    _("%(call)s was not %(past)s: %(reason)s (%(code)s).")
+                    # The message starts with our words: the admin capitalises a message's
+                    # first letter, which would turn a tool name into "Fetch_external_url".
+                    _("Call %(call)s was not %(past)s: %(reason)s (%(code)s).")
                     % {"call": label, "past": past, "reason": exc, "code": exc.code},
                     messages.ERROR,
                 )
@@ -322,7 +324,7 @@ class ToolCallAdmin(RecordsOnly, _ToolCallAdmin):
                 continue
             self.message_user(
                 request,
-                _("%(call)s %(past)s; it is now %(state)s.")
+                _("Call %(call)s %(past)s; it is now %(state)s.")
                 % {"call": label, "past": past, "state": result.get_state_display()},
                 messages.SUCCESS,
             )

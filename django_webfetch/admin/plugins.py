@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
+from django_webfetch.admin import SecretFieldsAdminMixin
 from django_webfetch.plugins.models import PluginInstance
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class PluginInstanceForm(_InstanceForm):
 
 
 @admin.register(PluginInstance)
-class PluginInstanceAdmin(_InstanceAdmin):
+class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
     form = PluginInstanceForm
     list_display = ("alias", "plugin", "version", "enabled", "effective_grant", "has_secrets")
     list_filter = ("enabled", "plugin")

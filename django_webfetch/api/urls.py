@@ -14,6 +14,7 @@ from .permissions import IsActiveUser
 app_name = "django_webfetch"
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("", views.ApiRootView.as_view(), name="api-root"),
     path("tools/", views.ToolListView.as_view(), name="tool-list"),
     path("calls/", views.CallListView.as_view(), name="call-list"),
     path("calls/<uuid:pk>/", views.CallDetailView.as_view(), name="call-detail"),

@@ -8,7 +8,9 @@ per request (session auth with CSRF, token auth, ...).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
 from typing import Any, cast
 
 from django.conf import settings
@@ -17,7 +19,7 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
 from django.db import DatabaseError, DataError, IntegrityError
 from django.http import Http404, HttpResponsePermanentRedirect
-from django.urls import Resolver404, resolve
+from django.urls import NoReverseMatch, Resolver404, resolve
 from rest_framework import exceptions, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
@@ -45,6 +47,7 @@ from .serializers import (
 )
 
 __all__ = [
+    "ApiRootView",
     "CallApproveView",
     "CallCancelView",
     "CallDenyView",
@@ -79,6 +82,8 @@ class RunAPIError(exceptions.APIException):
             (code for kind, code in _RUN_ERROR_STATUS if isinstance(exc, kind)),
             status.HTTP_400_BAD_REQUEST,
         )
+        #: Why a tool is not offered (``group_disabled``, ``admin_only``, ``no_such_tool``).
+        self.why: str = getattr(exc, "why", "")
         super().__init__(detail=str(exc), code=exc.code)
 
 
@@ -184,6 +189,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         detail = exc.detail
         code = getattr(detail, "code", None) or exc.default_code
         response.data = {"detail": str(detail), "code": str(code)}
+        why = getattr(exc, "why", "")
+        if why:
+            response.data["why"] = why
     return response
 
 
@@ -201,6 +209,18 @@ class _BaseView(APIView):
 
     def get_exception_handler(self) -> Any:
         return api_exception_handler
+
+    def get_view_description(self, html: bool = False) -> str:
+        """The docstring without reST markup: the browsable API shows it as it is."""
+        text = _plain(super().get_view_description(html=False))
+        if html:
+            from django.utils.html import escape
+            from django.utils.safestring import mark_safe
+
+            return mark_safe(  # noqa: S308 - escaped above
+                "".join(f"<p>{escape(p)}</p>" for p in text.split("\n\n") if p.strip())
+            )
+        return text
 
     def get_call(self, request: Request, pk: Any) -> ToolCall:
         """The call, if the user may see it (404 otherwise: no hint that it exists)."""
@@ -230,6 +250,29 @@ _ERRORS = {
     404: OpenApiResponse(ErrorSerializer, description="No such call (or not yours)."),
     409: OpenApiResponse(ErrorSerializer, description="The call's state does not allow it."),
 }
+
+
+_REST_ROLE = re.compile(r":[a-z]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+_REST_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def _plain(text: str) -> str:
+    """``literal`` -> literal, :role:`target` -> target (what the browsable API shows)."""
+    return _REST_LITERAL.sub(r"\1", _REST_ROLE.sub(r"\1", text))
+
+
+class ApiRootView(_BaseView):
+    """The API's root: where the tools, the calls and the schema are."""
+
+    @extend_schema(operation_id="api_root", responses={200: dict})
+    def get(self, request: Request) -> Response:
+        links = {
+            "tools": reverse("django_webfetch:tool-list", request=request),
+            "calls": reverse("django_webfetch:call-list", request=request),
+        }
+        with contextlib.suppress(NoReverseMatch):  # drf-spectacular is not installed
+            links["schema"] = reverse("django_webfetch:schema", request=request)
+        return Response(links)
 
 
 class _FormatIsNotARenderer(DefaultContentNegotiation):

@@ -490,41 +490,68 @@ def _arguments(part: Any) -> tuple[Any, bool]:
     return args, True
 
 
-def _request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any, ToolCall, bool]]:
-    """One durable call per tool call of ``response``; idempotent (found by reference)."""
+_REFUSED_PREFIX = "(arguments refused: "
+
+
+def _storable_name(name: Any) -> str:
+    """The tool name as recorded: printable, at most 100 characters."""
+    text = str(name)[:100]
+    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else "?" for c in text)
+
+
+def _request_one(name: str, arguments: Any, *, run: AssistantRun, ref: str) -> ToolCall:
+    try:
+        return runs.request_call(name, arguments, user=run.user, conversation=ref)
+    except runs.ToolNotOfferedError:
+        call = ToolCall.objects.filter(conversation=ref, user=run.user).order_by("-created").first()
+        if call is None:  # pragma: no cover - request_call records it
+            raise
+        return call
+
+
+def _request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any, ToolCall, str]]:
+    """One durable call per tool call of ``response``; idempotent (found by reference).
+
+    Each comes with the problem of its arguments: ``""``, ``"not_json"``, or the code of
+    ``runs``' refusal to store them (too large, too deep, NUL or lone surrogates) — then the
+    call is recorded with a marker instead of the arguments, and fails like any invalid one.
+    """
     from pydantic_ai.messages import ToolCallPart
+
+    from django_webfetch.runs.bounds import InputRejected
 
     parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
     existing = {c.conversation: c for c in run_calls(run)}
-    result: list[tuple[Any, ToolCall, bool]] = []
+    result: list[tuple[Any, ToolCall, str]] = []
     for index, part in enumerate(parts):
         ref = call_ref(run, step, index)
+        name = _storable_name(part.tool_name)
         arguments, parsed = _arguments(part)
+        problem = "" if parsed else "not_json"
         call = existing.get(ref)
-        if call is not None and call.tool != str(part.tool_name)[:100]:
+        if call is not None and call.tool != name:
             call = None  # not the call this step asked for: never use its result
-        if call is None:
+        if call is not None:
+            stored = call.arguments
+            if isinstance(stored, str) and stored.startswith(_REFUSED_PREFIX):
+                problem = stored[len(_REFUSED_PREFIX) :].rstrip(")")
+        else:
             run = _renew(run)
             try:
-                call = runs.request_call(part.tool_name, arguments, user=run.user, conversation=ref)
-            except runs.ToolNotOfferedError:
-                call = (
-                    ToolCall.objects.filter(conversation=ref, user=run.user)
-                    .order_by("-created")
-                    .first()
-                )
-                if call is None:  # pragma: no cover - request_call records it
-                    raise
+                call = _request_one(name, arguments, run=run, ref=ref)
+            except InputRejected as exc:
+                problem = exc.code
+                call = _request_one(name, f"{_REFUSED_PREFIX}{exc.code})", run=run, ref=ref)
             _event(
                 run.pk,
                 "tool_call",
                 {"step": step, "call": str(call.pk), "tool": call.tool, "state": call.state},
             )
-        result.append((part, call, parsed))
+        result.append((part, call, problem))
     return result
 
 
-def _result_text(call: ToolCall, parsed: bool) -> str:
+def _result_text(call: ToolCall, problem: str = "") -> str:
     """What the model reads for a finished call (bounded; errors in our words)."""
     limit = max(conf.WEBFETCH_ASSISTANT_MAX_RESULT_BYTES, MIN_RESULT_BYTES)
     result = call.tool_result()
@@ -532,8 +559,10 @@ def _result_text(call: ToolCall, parsed: bool) -> str:
         text = f"[tool error: {call.reason or call.state}] The tool call ended without a result."
     elif result.ok:
         text = result.content
-    elif not parsed and result.error == "invalid_arguments":
+    elif problem == "not_json" and result.error == "invalid_arguments":
         text = "[tool error: invalid_arguments] The arguments are not valid JSON."
+    elif problem and result.error == "invalid_arguments":
+        text = f"[tool error: invalid_arguments] The arguments were refused ({problem})."
     else:
         text = f"[tool error: {result.error}] {result.content}"
     return bound_result(text, limit)
@@ -648,7 +677,7 @@ def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcom
             step = run.step_count
             requested = _request_calls(run, step, last)
             run = AssistantRun.objects.get(pk=run.pk)
-            calls = [(part, runs.refresh(call), parsed) for part, call, parsed in requested]
+            calls = [(part, runs.refresh(call), problem) for part, call, problem in requested]
             pending = [call for _, call, _ in calls if not call.finished]
             if pending:
                 waiting = any(c.state == CallState.AWAITING_APPROVAL for c in pending)
@@ -670,8 +699,8 @@ def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcom
                     continue
                 return AdvanceOutcome("advanced", run.state)
             parts = []
-            for part, call, parsed in calls:
-                text = _result_text(call, parsed)
+            for part, call, problem in calls:
+                text = _result_text(call, problem)
                 parts.append(ToolReturnPart(part.tool_name, text, tool_call_id=part.tool_call_id))
                 if not Message.objects.filter(run=run, tool_call=call).exists():
                     _add_message(

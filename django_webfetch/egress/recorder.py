@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from django_webfetch.net.errors import EgressDenied, WebFetchError
+from django_webfetch.net.failures import FAILURES
 
 __all__ = ["EgressRecorder", "plugin_reference"]
 
@@ -133,6 +134,7 @@ class EgressRecorder:
             hop=getattr(event, "hop", 0),
             status=getattr(event, "status", None),
             detail=detail,
+            failure=getattr(event, "failure", ""),
         )
 
     def record(
@@ -148,6 +150,7 @@ class EgressRecorder:
         hop: int = 0,
         status: int | None = None,
         detail: str = "",
+        failure: str = "",
     ) -> Any:
         from django_webfetch.models import EgressEvent
 
@@ -169,6 +172,7 @@ class EgressRecorder:
             hop=min(max(int(hop or 0), 0), 32767),
             status=status if isinstance(status, int) and 100 <= status <= 999 else None,
             detail=_detail(detail),
+            failure=failure if failure in FAILURES else "",
         )
         self.count += 1
         return event
@@ -194,4 +198,5 @@ class EgressRecorder:
             port=port,
             hop=hop,
             detail=type(exc).__name__,
+            failure=getattr(exc, "failure", ""),
         )

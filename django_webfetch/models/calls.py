@@ -110,6 +110,9 @@ class ToolCall(models.Model):
     queued_at = models.DateTimeField(_("queued at"), null=True, blank=True)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    #: Set when retention dropped the call's content (arguments, preview, result text);
+    #: the row stays as audit metadata (WEBFETCH_CALL_RETENTION_DAYS).
+    content_pruned_at = models.DateTimeField(_("content pruned at"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]

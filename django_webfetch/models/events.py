@@ -65,6 +65,9 @@ class EgressEvent(models.Model):
     hop = models.PositiveSmallIntegerField(_("hop"), default=0)
     status = models.PositiveSmallIntegerField(_("HTTP status"), null=True, blank=True)
     detail = models.TextField(_("detail"), blank=True)
+    #: What failed, in our words: a ``net.failures`` sub-code (``tls_certificate``,
+    #: ``connect_refused``...), for a failed event; ``failure_text`` is its fixed sentence.
+    failure = models.CharField(_("failure"), max_length=32, blank=True)
 
     class Meta:
         ordering = ["-created", "-pk"]
@@ -82,3 +85,9 @@ class EgressEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} {self.url_host or '-'} ({self.reason or 'ok'})"
+
+    @property
+    def failure_text(self) -> str:
+        from django_webfetch.net.failures import describe_failure
+
+        return describe_failure(self.failure)

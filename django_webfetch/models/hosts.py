@@ -9,9 +9,10 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from django_webfetch.net.errors import HostNotAllowed, PolicyError
+from django_webfetch.net.errors import EgressDenied, HostNotAllowed, PolicyError
 from django_webfetch.net.hosts import Host, HostKind, parse_host, parse_list_entry
 
+from .fields import SecretCharField
 from .scopes import EgressScope, ToolGroup
 
 __all__ = [
@@ -83,6 +84,18 @@ def validate_endpoint_url(value: str) -> None:
             _("The endpoint URL must not have a query string or fragment."), code="query"
         )
     endpoint_host(value)
+    # The guard compares requests with the base's decoded path: a base it cannot read that
+    # way (an encoded separator, a ";" parameter...) would refuse every request.
+    from django_webfetch.net.guard import scoped_path
+    from django_webfetch.net.urlparse import parse_url
+
+    try:
+        scoped_path(parse_url(value))
+    except EgressDenied as exc:
+        raise ValidationError(
+            _("The endpoint path must not contain encoded separators or ';' parameters."),
+            code="path_encoding",
+        ) from exc
 
 
 class SiteHost(models.Model):
@@ -228,7 +241,8 @@ class ConfiguredEndpoint(models.Model):
     auth_header_name = models.CharField(
         _("auth header name"), max_length=100, blank=True, default="Authorization"
     )
-    auth_header_value = models.CharField(
+    #: Write-only: every lookup, filter and ordering on it is refused (``fields.py``).
+    auth_header_value = SecretCharField(
         _("auth header value"), max_length=2000, blank=True, editable=True
     )
     allow_private = models.BooleanField(

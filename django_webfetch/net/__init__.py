@@ -26,6 +26,7 @@ from .errors import (
     UnsupportedMediaType,
     WebFetchError,
 )
+from .failures import FAILURES, describe_failure, failure_of
 from .fetcher import (
     REPORTED_HEADERS,
     Fetcher,
@@ -52,6 +53,7 @@ __all__ = [
     "EgressPolicy",
     "Explanation",
     "ExtractionError",
+    "FAILURES",
     "FetchError",
     "FetchResult",
     "FetchTimeout",
@@ -77,7 +79,9 @@ __all__ = [
     "UnsupportedMediaType",
     "UrlGuard",
     "WebFetchError",
+    "describe_failure",
     "explain",
+    "failure_of",
     "fetch",
     "guarded_async_client",
     "guarded_client",

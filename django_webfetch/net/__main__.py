@@ -1,8 +1,10 @@
 """``python -m django_webfetch.net explain URL`` / ``fetch URL``: the guard from a shell.
 
 Uses ``EgressPolicy()`` (external_filtered, DESIGN.md defaults, the system's DNS) unless
-``--nameserver`` or ``--allow``/``--deny`` entries are given.  Exit status: 0 allowed or
-fetched, 2 refused, 1 failed.
+``--nameserver`` or ``--allow``/``--deny`` entries are given.
+
+Exit status (the same as ``manage.py webfetch explain|fetch``): 0 allowed / fetched,
+1 refused by the guard, 2 failed or a usage error.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .errors import EgressDenied, WebFetchError
+from .errors import EgressDenied, PolicyError, ResolutionError, WebFetchError
 from .fetcher import fetch
 from .guard import explain
 from .policy import EgressPolicy
@@ -26,6 +28,11 @@ def _policy(args: argparse.Namespace) -> EgressPolicy:
     )
 
 
+def _duration(seconds: float) -> str:
+    """A duration for people: "850 ms", "1.2 s"."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m django_webfetch.net")
     parser.add_argument("command", choices=["explain", "fetch"])
@@ -34,23 +41,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--deny", action="append", default=[], metavar="ENTRY")
     parser.add_argument("--nameserver", action="append", default=[], metavar="IP")
     parser.add_argument("--ca-file", default=None)
-    args = parser.parse_args(argv)
-    policy = _policy(args)
+    args = parser.parse_args(argv)  # a usage error exits with 2 (argparse)
+    try:
+        policy = _policy(args)
+    except PolicyError as exc:
+        print(f"usage: {exc}", file=sys.stderr)
+        return 2
     if args.command == "explain":
         decision = explain(args.url, policy=policy)
         print(decision.as_text())
-        return 0 if decision.allowed else 2
+        if decision.allowed:
+            return 0
+        return 2 if decision.reason == ResolutionError.code else 1
     try:
         result = fetch(args.url, policy=policy)
     except EgressDenied as exc:
         print(f"refused: {exc.reason}", file=sys.stderr)
-        return 2
-    except WebFetchError as exc:
-        print(f"failed: {exc.code}", file=sys.stderr)
         return 1
+    except WebFetchError as exc:
+        failure = f" ({exc.failure}): {exc}" if exc.failure else ""
+        print(f"failed: {exc.code}{failure}", file=sys.stderr)
+        return 2
     for hop in result.hops:
-        print(f"hop {hop.status} {hop.url} via {hop.address}", file=sys.stderr)
-    print(f"HTTP {result.status} {result.media_type} {len(result.body)} bytes", file=sys.stderr)
+        print(
+            f"hop {hop.status} {hop.url} via {hop.address} in {_duration(hop.elapsed)}",
+            file=sys.stderr,
+        )
+    print(
+        f"HTTP {result.status} {result.media_type} {len(result.body)} bytes"
+        f" in {_duration(result.elapsed)}",
+        file=sys.stderr,
+    )
     sys.stdout.write(result.body.decode(result.charset or "utf-8", "replace"))
     return 0
 

@@ -30,6 +30,8 @@ log and is never part of ``str(exc)``.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 __all__ = [
     "AddressNotAllowed",
     "EgressDenied",
@@ -51,15 +53,32 @@ __all__ = [
 ]
 
 
+_E = TypeVar("_E", bound="WebFetchError")
+
+
 class WebFetchError(Exception):
     """Base class of every error django_webfetch raises on purpose."""
 
     code: str = "webfetch_error"
     default_message: str = "web fetch failed"
 
+    #: What failed, in our words (``net.failures``): "" when ``code`` says it all.
+    failure: str = ""
+
     def __init__(self, message: str | None = None, *, detail: str = "") -> None:
         self.detail = detail
         super().__init__(message or self.default_message)
+
+    def failing(self: _E, failure: str) -> _E:
+        """Name what failed (a ``net.failures`` sub-code); the message becomes its fixed
+        sentence.  Returns ``self`` for ``raise FetchError(...).failing("...") from exc``."""
+        from .failures import describe_failure
+
+        self.failure = failure
+        sentence = describe_failure(failure)
+        if sentence:
+            self.args = (sentence,)
+        return self
 
 
 class EgressDenied(WebFetchError):

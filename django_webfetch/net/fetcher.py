@@ -29,6 +29,7 @@ from .errors import (
     UnsupportedMediaType,
     WebFetchError,
 )
+from .failures import failure_of
 from .guard import ResolvedDestination, UrlGuard
 from .policy import EgressPolicy
 from .transport import PinnedTransport
@@ -112,6 +113,8 @@ class GuardEvent:
     duration: float = 0.0
     status: int | None = None
     detail: str = ""
+    #: What failed, in our words (a ``net.failures`` sub-code), for ``decision="failed"``.
+    failure: str = ""
 
 
 Observer = Callable[[GuardEvent], None]
@@ -302,6 +305,7 @@ class Fetcher:
                         addresses=addresses,
                         duration=self._clock() - hop_start,
                         detail=exc.detail,
+                        failure=exc.failure,
                     )
                 )
                 raise
@@ -484,7 +488,7 @@ class Fetcher:
 
     def _check_budget(self, deadline: float) -> None:
         if self._clock() >= deadline:
-            raise FetchTimeout(detail="the fetch budget is exhausted")
+            raise FetchTimeout(detail="the fetch budget is exhausted").failing("budget_exhausted")
 
 
 @contextlib.contextmanager
@@ -494,9 +498,9 @@ def _as_fetch_errors() -> Iterator[None]:
     try:
         yield
     except httpx.TimeoutException as exc:
-        raise FetchTimeout(detail=type(exc).__name__) from exc
+        raise FetchTimeout(detail=type(exc).__name__).failing(failure_of(exc)) from exc
     except httpx.HTTPError as exc:
-        raise FetchError(detail=f"{type(exc).__name__}: {exc}") from exc
+        raise FetchError(detail=f"{type(exc).__name__}: {exc}").failing(failure_of(exc)) from exc
 
 
 def reported_headers(headers: httpx.Headers) -> tuple[tuple[str, str], ...]:
@@ -528,6 +532,7 @@ def _refusal_event(hop: int, url: str, exc: WebFetchError, duration: float) -> G
         addresses=(address,) if address else (),
         duration=duration,
         detail=exc.detail,
+        failure=exc.failure,
     )
 
 

@@ -11,23 +11,27 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import time
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
+from urllib.parse import unquote_to_bytes
 
 from .errors import (
     AddressNotAllowed,
     EgressDenied,
     FetchTimeout,
     HostNotAllowed,
+    InvalidURL,
     PolicyError,
     PortNotAllowed,
     ResolutionError,
     UnresolvableHost,
     WebFetchError,
 )
-from .hosts import Host, HostKind, HostList
+from .hosts import Host, HostKind, HostList, ListEntry
 from .ipclass import (
     PRIVATE_ALLOWABLE,
     PUBLIC,
@@ -202,21 +206,67 @@ def _parse_list(entries: tuple[str, ...], which: str) -> HostList:
 
 
 def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL | None:
+    """The configured endpoint whose base ``url`` lies under, or None.
+
+    Compared on the *decoded* path (``scoped_path``): a server that decodes before it
+    normalises must not serve anything outside the base either.
+    """
+    path = scoped_path(url)
     for raw in endpoints:
         try:
             base = parse_url(raw)
+            base_path = scoped_path(base)
         except EgressDenied as exc:
             raise EgressDenied("invalid_list", detail=f"endpoint {raw!r}: {exc.reason}") from exc
         if (base.scheme, base.host.name, base.port) != (url.scheme, url.host.name, url.port):
             continue
-        base_path = base.target.split("?", 1)[0]
-        path = url.target.split("?", 1)[0]
         if base_path.endswith("/"):
             if path.startswith(base_path) or path == base_path.rstrip("/"):
                 return base
         elif path == base_path or path.startswith(base_path + "/"):
             return base
     return None
+
+
+#: Escapes refused in a path-scoped scope (configured_endpoint, own_site): an encoded "/"
+#: or "\" is a separator to servers that decode before routing (Tomcat, IIS, many
+#: proxies), an encoded "%" is a second round of decoding, an encoded "." or NUL ends or
+#: steps segments for some.  Any case (``%2F``, ``%2f``).
+_SCOPED_ESCAPES = re.compile(r"%(?:2f|5c|25|2e|00)", re.IGNORECASE)
+#: Characters that some servers fold into "/", "\" or "." after decoding.
+_SEPARATOR_LOOKALIKES = frozenset("\u2215\u2044\u29f8\u29f9\uff0f\uff3c\u2024\uff0e\u3002")
+
+
+def scoped_path(url: ParsedURL) -> str:
+    """The decoded, normalised path of ``url`` for a scope that is bounded by a path.
+
+    Refused (``path_encoding``): ``%2f``, ``%5c``, ``%25``, ``%2e``, ``%00`` in any case,
+    ``;`` path parameters (Tomcat/Jetty strip ``;…`` from a segment before routing, so
+    ``/..;/`` is ``/../``), a path that is not UTF-8 once decoded (overlong forms such as
+    ``%c0%af``), controls, and characters that NFKC or a server folds into a separator or
+    a dot.  What is left decodes to a path with the same segments; it must be normalised
+    already (no dot segment appears only after decoding).
+    """
+    path = url.path
+    if ";" in path or _SCOPED_ESCAPES.search(path):
+        raise InvalidURL("path_encoding", detail="encoded separator or path parameter")
+    try:
+        decoded = unquote_to_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidURL("path_encoding", detail="path is not UTF-8 once decoded") from exc
+    if ";" in decoded or "\\" in decoded or "%" in decoded:
+        # Encoded forms of what is refused above (``%3b`` is ``;``: ``..%3b`` is ``..;``).
+        raise InvalidURL("path_encoding", detail="encoded path parameter or separator")
+    if (
+        any(ord(c) < 0x20 or ord(c) == 0x7F or c in _SEPARATOR_LOOKALIKES for c in decoded)
+        or unicodedata.normalize("NFKC", decoded) != decoded
+    ):
+        raise InvalidURL("path_encoding", detail="control or look-alike character in path")
+    if any(segment in (".", "..") for segment in decoded.split("/")):  # pragma: no cover
+        # Unreachable by construction (parse_url removed dot segments and %2e is refused
+        # above); kept so that a change to either cannot open the way out of the base.
+        raise InvalidURL("path_encoding", detail="dot segment after decoding")
+    return decoded
 
 
 def _names_port(entries: HostList, host: Host, port: int) -> bool:
@@ -303,6 +353,10 @@ class UrlGuard:
         trace.ok("url", f"{parsed.scheme}://{parsed.authority}")
         host = parsed.host
 
+        if policy.scope in (Scope.OWN_SITE, Scope.CONFIGURED_ENDPOINT):
+            # A scope bounded by a path: refuse what servers would decode into a way out.
+            scoped_path(parsed)
+
         # 4. Hosts of this installation: the only hosts of own_site, refused for the rest.
         own = _parse_list(policy.own_site_hosts, "own_site_hosts")
         own_match = own.match_host(host, parsed.port) if own else None
@@ -338,7 +392,8 @@ class UrlGuard:
         allow_match = allow.match_host(host, parsed.port) if allow else None
         deferred_allow = False
         if allow and allow_match is None:
-            if host.kind is HostKind.NAME and any(e.address is not None for e in allow.entries):
+            # Names, and IP literals that may be a NAT64 form of a listed IPv4 address.
+            if any(e.address is not None for e in allow.entries):
                 deferred_allow = True
             else:
                 raise HostNotAllowed("not_allowlisted", detail=host.name)
@@ -387,6 +442,13 @@ class UrlGuard:
             addresses = (host.address,)
             trace.ok("resolve", "IP literal, no lookup")
 
+        # The private-address exemption holds only for a host that a grant of this scope
+        # also matches (EgressPolicy checks it when it is built; checked again here).
+        granted = (
+            allow_match is not None
+            or endpoint is not None
+            or (policy.scope is Scope.OWN_SITE and own_match is not None)
+        )
         categories = self._check_addresses(
             policy,
             host,
@@ -396,6 +458,7 @@ class UrlGuard:
             deny,
             allow if deferred_allow else None,
             deferred_port=deferred_allow and not parsed.default_port,
+            granted=granted,
             # Bounded by the own-site host match above (own_site scope refuses any other
             # host before this point), never by the address alone.
             own_site_private=(
@@ -454,6 +517,7 @@ class UrlGuard:
         deferred_allow: HostList | None,
         *,
         deferred_port: bool,
+        granted: bool = False,
         own_site_private: bool = False,
     ) -> tuple[str, ...]:
         try:
@@ -461,7 +525,18 @@ class UrlGuard:
         except PolicyError as exc:
             raise EgressDenied("invalid_list", detail=f"nat64_prefixes: {exc}") from exc
         categories = tuple(classifier.classify(a) for a in addresses)
-        private_ok = own_site_private or host.name in policy.allow_private_hosts
+        # The private exemption holds only where a grant matched this URL (issue 9 item 5):
+        # an allowlist entry, the endpoint, or (issue 11) the own-site host match.
+        private_ok = own_site_private or (granted and host.name in policy.allow_private_hosts)
+
+        def listed(entries: HostList, address: IPAddress) -> ListEntry | None:
+            # The address itself and every IPv4 address the classifier decodes from it
+            # (NAT64 under each declared prefix): one destination, one decision.
+            for form in (address, *classifier.embedded(address)):
+                entry = entries.match_address(form, port)
+                if entry is not None:
+                    return entry
+            return None
 
         for address, category in zip(addresses, categories, strict=True):
             if category == "metadata":
@@ -469,11 +544,11 @@ class UrlGuard:
                 raise AddressNotAllowed(
                     "address_class:metadata", address=str(address), category=category
                 )
-            if own and own.match_address(address, port) is not None:
+            if own and listed(own, address) is not None:
                 # Another name for this installation (DESIGN.md §3: an address entry
                 # matches every address a name resolves to).
                 raise AddressNotAllowed("own_site", address=str(address), category=category)
-            if deny and deny.match_address(address, port) is not None:
+            if deny and listed(deny, address) is not None:
                 raise AddressNotAllowed("denylist", address=str(address), category=category)
         public = [c == PUBLIC for c in categories]
         if private_ok:
@@ -497,7 +572,7 @@ class UrlGuard:
                 )
         if deferred_allow is not None:
             for address in addresses:
-                entry = deferred_allow.match_address(address, port)
+                entry = listed(deferred_allow, address)
                 if entry is None:
                     raise AddressNotAllowed(
                         "not_allowlisted", address=str(address), category="unlisted"
@@ -515,7 +590,7 @@ class UrlGuard:
 
     def _check_budget(self, deadline: float | None) -> None:
         if deadline is not None and self._clock() >= deadline:
-            raise FetchTimeout()
+            raise FetchTimeout().failing("budget_exhausted")
 
 
 def _clip(value: object) -> str:

@@ -114,7 +114,15 @@ class GuardedTransport(httpx.BaseTransport):
             coding = _content_coding(response)
         except WebFetchError as exc:
             transport.close()
-            self._emit(destination, "failed", exc.code, addresses, start, detail=exc.detail)
+            self._emit(
+                destination,
+                "failed",
+                exc.code,
+                addresses,
+                start,
+                detail=exc.detail,
+                failure=exc.failure,
+            )
             raise
         limit = self._max_response_bytes if self._max_response_bytes is not None else 2**62
         stream = _GuardedStream(
@@ -130,6 +138,7 @@ class GuardedTransport(httpx.BaseTransport):
                 status=response.status_code,
                 size=size,
                 detail=error.detail if error is not None else "",
+                failure=error.failure if error is not None else "",
             ),
         )
         headers = [
@@ -155,6 +164,7 @@ class GuardedTransport(httpx.BaseTransport):
         status: int | None = None,
         size: int = 0,
         detail: str = "",
+        failure: str = "",
     ) -> None:
         self._observer(
             GuardEvent(
@@ -168,6 +178,7 @@ class GuardedTransport(httpx.BaseTransport):
                 duration=self._clock() - start,
                 status=status,
                 detail=detail,
+                failure=failure,
             )
         )
 

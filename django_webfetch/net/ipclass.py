@@ -302,6 +302,24 @@ class IpAddressClassifier:
                 return result
         return _V6_CATS[bisect.bisect_right(_V6_STARTS, value) - 1]
 
+    def embedded(self, address: IPv4Address | IPv6Address) -> tuple[IPv4Address, ...]:
+        """Every IPv4 address the classifier decodes from ``address``.
+
+        One per declared NAT64 prefix that contains it (RFC 6052 §2.2); none for an IPv4
+        address or without declared prefixes.  Address list entries (deny, allow, own site)
+        are compared against these as well as against ``address`` itself, so a NAT64 form
+        of a listed IPv4 address is the same destination.  Other embedded forms (mapped,
+        compatible, translated, 6to4, Teredo) are never decoded: they are refused whole.
+        """
+        if address.version == 4 or not self._nat64:
+            return ()
+        value = int(address)
+        return tuple(
+            IPv4Address(_decode_int(value, plen))
+            for shift, bits, plen in self._nat64
+            if value >> shift == bits
+        )
+
     def _classify_nat64(self, value: int) -> str | None:
         """The category through declared NAT64 prefixes, or None if none contains it.
 

@@ -14,8 +14,14 @@ import enum
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .errors import PolicyError
+from .errors import PolicyError, WebFetchError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from .hosts import Host, HostList, ListEntry
 
 __all__ = [
     "DEFAULT_MEDIA_TYPES",
@@ -137,7 +143,61 @@ class EgressPolicy:
             raise PolicyError("allow_private_own_site is only valid with the own_site scope")
         if not 0 < self.dns_port < 65536:
             raise PolicyError("dns_port must be 1..65535")
+        self._check_private_exemptions()
+
+    def _check_private_exemptions(self) -> None:
+        """``allow_private_hosts`` is bounded by a grant (an invariant, not a convention).
+
+        Each exempted host must also be matched by a grant of this scope: an allowlist
+        entry, a configured endpoint's host (``configured_endpoint``) or a host of this
+        installation (``own_site``).  An exemption nothing else grants would open a private
+        address to whatever the scope lets through, so it is a ``PolicyError``.
+        """
+        if not self.allow_private_hosts:
+            return
+        from .hosts import HostList, parse_host
+        from .urlparse import parse_url
+
+        def entries(raw: tuple[str, ...]) -> HostList:
+            try:
+                return HostList.parse(raw)
+            except PolicyError:
+                return HostList()  # an invalid list grants nothing (it refuses everything)
+
+        allow = entries(self.allowlist)
+        own = entries(self.own_site_hosts) if self.scope is Scope.OWN_SITE else HostList()
+        endpoint_hosts: set[str] = set()
+        if self.scope is Scope.CONFIGURED_ENDPOINT:
+            for raw in self.endpoints:
+                try:
+                    endpoint_hosts.add(parse_url(raw).host.name)
+                except WebFetchError:
+                    continue
+        for raw in self.allow_private_hosts:
+            try:
+                host = parse_host(raw)
+            except WebFetchError as exc:
+                raise PolicyError(f"allow_private_hosts entry {raw[:100]!r} is not a host") from exc
+            if host.name != raw:
+                raise PolicyError(f"allow_private_hosts entry {raw[:100]!r} is not canonical")
+            bounded = (
+                host.name in endpoint_hosts
+                or next(_matching(allow, host), None) is not None
+                or next(_matching(own, host), None) is not None
+            )
+            if not bounded:
+                raise PolicyError(
+                    f"allow_private_hosts entry {raw[:100]!r} is not granted by the allowlist, "
+                    "a configured endpoint or this installation's hosts"
+                )
 
     @property
     def has_allowlist(self) -> bool:
         return bool(self.allowlist)
+
+
+def _matching(entries: HostList, host: Host) -> Iterator[ListEntry]:
+    """Entries of ``entries`` that match ``host`` on some port (names, suffixes, addresses)."""
+    for entry in entries.entries:
+        if type(entries)((entry,)).match_host(host, entry.port or 1) is not None:
+            yield entry

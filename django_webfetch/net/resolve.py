@@ -4,20 +4,35 @@ Never ``socket.getaddrinfo`` and never ``/etc/hosts``: the guard must decide on 
 addresses the transport will connect to, and a local hosts file or NSS module (mDNS,
 myhostname, docker's embedded names) is a classic way to smuggle an internal address past a
 check made on a different lookup path.  dnspython reads only ``resolv.conf`` (when no
-nameservers are given) and talks DNS.
+nameservers are given), builds and parses the DNS messages; the two queries go out here.
+
+A and AAAA are asked concurrently, on one connected UDP socket (as glibc's stub resolver
+does), within one time budget: the lookup costs one round trip, not two.  A truncated
+answer is asked again over TCP (RFC 7766).  A server that answers SERVFAIL, REFUSED or
+anything but NOERROR/NXDOMAIN is skipped for the next one; when every server failed the
+lookup fails closed (``ResolutionError``).
 """
 
 from __future__ import annotations
 
 import functools
 import ipaddress
+import secrets
+import select
+import socket
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 
 import dns.exception
+import dns.flags
+import dns.message
 import dns.name
+import dns.query
+import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 import dns.resolver
 
@@ -26,6 +41,10 @@ from .errors import ResolutionError, UnresolvableHost
 __all__ = ["DnsResolver", "Resolution"]
 
 IPAddress = IPv4Address | IPv6Address
+
+_QTYPES = (dns.rdatatype.A, dns.rdatatype.AAAA)
+#: Per-server attempt when several servers are configured (resolv.conf's default).
+_ATTEMPT = 2.0
 
 
 @dataclass(frozen=True)
@@ -36,21 +55,42 @@ class Resolution:
 
 
 @functools.lru_cache(maxsize=32)
-def _make_resolver(nameservers: tuple[str, ...] | None, port: int) -> dns.resolver.Resolver:
-    if nameservers is None:
-        # Reads /etc/resolv.conf (nameservers, timeout options).  Search domains are
-        # never applied: every query below is for an absolute name.
-        resolver = dns.resolver.Resolver(configure=True)
-    else:
-        # Validated as IP literals by EgressPolicy.
-        resolver = dns.resolver.Resolver(configure=False)
-        resolver.nameservers = list(nameservers)
-    resolver.port = port
-    # No resolver-level cache: a cache would make a later lookup differ from the checked
-    # one only in our favour, but it also hides TTL-0 rebinding from the tests.  Pinning
-    # already guarantees we connect to what we checked.
-    resolver.cache = None
-    return resolver
+def _servers(nameservers: tuple[str, ...] | None) -> tuple[str, ...]:
+    if nameservers is not None:
+        return nameservers  # validated as IP literals by EgressPolicy
+    # Reads /etc/resolv.conf.  Search domains are never applied: every query below is for
+    # an absolute name.
+    return tuple(str(ns) for ns in dns.resolver.Resolver(configure=True).nameservers)
+
+
+class _Query:
+    """One question on the wire: a random id, RD set, QDCOUNT 1, no EDNS."""
+
+    __slots__ = ("id", "name", "rdtype", "wire")
+
+    def __init__(self, name: dns.name.Name, wire_name: bytes, rdtype: int) -> None:
+        self.id = secrets.randbits(16)
+        self.name = name
+        self.rdtype = rdtype
+        header = struct.pack("!HHHHHH", self.id, 0x0100, 1, 0, 0, 0)
+        self.wire = header + wire_name + struct.pack("!HH", rdtype, dns.rdataclass.IN)
+
+    def answered_by(self, response: dns.message.Message) -> bool:
+        """The response's id, QR bit and question match ours (RFC 5452 §4)."""
+        if response.id != self.id or not response.flags & dns.flags.QR:
+            return False
+        if len(response.question) != 1:
+            return False
+        question = response.question[0]
+        return (
+            question.name == self.name
+            and question.rdtype == self.rdtype
+            and question.rdclass == dns.rdataclass.IN
+        )
+
+
+class _ServerFailed(Exception):
+    """This server gave no usable answer: try the next one."""
 
 
 class DnsResolver:
@@ -63,7 +103,8 @@ class DnsResolver:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._resolver = _make_resolver(nameservers, port)
+        self._nameservers = nameservers
+        self._port = port
         self._clock = clock
 
     def resolve(self, name: str, *, timeout: float) -> Resolution:
@@ -74,36 +115,127 @@ class DnsResolver:
             qname = dns.name.from_text(name, origin=dns.name.root)
         except (dns.exception.DNSException, ValueError) as exc:
             raise UnresolvableHost(detail=f"invalid DNS name: {exc}") from exc
+        try:
+            servers = _servers(self._nameservers)
+        except dns.exception.DNSException as exc:  # pragma: no cover - needs a broken resolv.conf
+            raise ResolutionError("no DNS server is configured", detail=repr(exc)) from exc
+        if not servers:
+            raise ResolutionError("no DNS server is configured", detail=name)
 
+        remaining = timeout - (self._clock() - start)
+        responses = self._ask(qname, servers, remaining)
+        elapsed = self._clock() - start
+        if elapsed > timeout:
+            raise ResolutionError("DNS resolution ran out of time", detail=name).failing(
+                "dns_timeout"
+            )
         addresses: list[IPAddress] = []
-        nxdomain = False
-        for rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
-            remaining = timeout - (self._clock() - start)
-            if remaining <= 0:
-                raise ResolutionError("DNS resolution ran out of time", detail=name)
+        for response in responses:
             try:
-                answer = self._resolver.resolve(
-                    qname, rdtype, search=False, lifetime=remaining, raise_on_no_answer=False
-                )
-            except dns.resolver.NXDOMAIN:
-                nxdomain = True
-                break
-            except dns.resolver.NoNameservers as exc:
-                # SERVFAIL/REFUSED from every server: fail closed.
-                raise ResolutionError("no DNS server could answer", detail=str(exc)) from exc
-            except dns.exception.Timeout as exc:
-                raise ResolutionError("DNS resolution timed out", detail=name) from exc
+                chain = response.resolve_chaining()
             except dns.exception.DNSException as exc:
                 raise ResolutionError("DNS resolution failed", detail=repr(exc)) from exc
-            if answer.rrset is None:
-                continue
-            for rdata in answer.rrset:
-                addresses.append(ipaddress.ip_address(rdata.address))
-        elapsed = self._clock() - start
-        if nxdomain:
-            raise UnresolvableHost(detail=f"NXDOMAIN for {name}")
+            if response.rcode() == dns.rcode.NXDOMAIN:
+                raise UnresolvableHost(detail=f"NXDOMAIN for {name}")
+            if chain.answer is not None:
+                addresses.extend(ipaddress.ip_address(rd.address) for rd in chain.answer)
         if not addresses:
             raise UnresolvableHost(detail=f"no A or AAAA records for {name}")
         # Deduplicate, keep order (A first: most hosts answer on IPv4).
         unique = tuple(dict.fromkeys(addresses))
         return Resolution(name=name, addresses=unique, elapsed=elapsed)
+
+    def _ask(
+        self, qname: dns.name.Name, servers: tuple[str, ...], budget: float
+    ) -> tuple[dns.message.QueryMessage, ...]:
+        """A and AAAA responses from the first server that answers both usably."""
+        deadline = time.monotonic() + budget
+        live = list(servers)
+        failures: list[str] = []
+        while live:
+            for server in list(live):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ResolutionError("DNS resolution timed out", detail=str(qname)).failing(
+                        "dns_timeout"
+                    )
+                attempt = remaining if len(live) == 1 else min(_ATTEMPT, remaining)
+                try:
+                    return self._ask_server(qname, server, time.monotonic() + attempt)
+                except _ServerFailed as exc:
+                    failures.append(f"{server}: {exc}")
+                    live.remove(server)
+                except TimeoutError:
+                    continue
+        raise ResolutionError("no DNS server could answer", detail="; ".join(failures)).failing(
+            "dns_failure"
+        )
+
+    def _ask_server(
+        self, qname: dns.name.Name, server: str, deadline: float
+    ) -> tuple[dns.message.QueryMessage, ...]:
+        # The two queries are built by hand (RFC 1035 §4.1: header with RD, one question):
+        # dnspython's make_query + to_wire cost as much as the round trip on a LAN.
+        wire_name = qname.to_wire() or b""  # absolute names always give bytes
+        queries = [_Query(qname, wire_name, rdtype) for rdtype in _QTYPES]
+        answers: list[dns.message.QueryMessage | None] = [None, None]
+        family = socket.AF_INET6 if ":" in server else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.setblocking(False)
+            try:
+                # Connected: the kernel drops datagrams from any other source.
+                sock.connect((server, self._port))
+                for query in queries:
+                    sock.send(query.wire)
+            except OSError as exc:
+                raise _ServerFailed(f"send: {exc.strerror or exc}") from exc
+            while None in answers:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:  # pragma: no cover - a race with the select below
+                    raise TimeoutError
+                readable, _, _ = select.select([sock], [], [], remaining)
+                if not readable:
+                    raise TimeoutError
+                try:
+                    wire = sock.recv(65535)
+                except BlockingIOError:  # pragma: no cover - readable, then gone (a race)
+                    continue
+                except OSError as exc:  # pragma: no cover - usually reported by send()
+                    # ICMP port unreachable on a connected socket: nobody serves DNS there.
+                    raise _ServerFailed(f"recv: {exc.strerror or exc}") from exc
+                try:
+                    response = dns.message.from_wire(wire, ignore_trailing=True)
+                except dns.exception.DNSException:
+                    continue  # garbage: ignore, keep waiting
+                for index, query in enumerate(queries):
+                    if answers[index] is None and query.answered_by(response):
+                        if response.flags & dns.flags.TC:
+                            response = self._over_tcp(query.rdtype, qname, server, deadline)
+                        answers[index] = self._usable(response)
+                        break
+        return tuple(a for a in answers if a is not None)
+
+    def _over_tcp(
+        self, rdtype: int, qname: dns.name.Name, server: str, deadline: float
+    ) -> dns.message.Message:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:  # pragma: no cover - the budget ran out between two statements
+            raise TimeoutError
+        query = dns.message.make_query(qname, dns.rdatatype.RdataType(rdtype))
+        try:
+            return dns.query.tcp(query, server, timeout=remaining, port=self._port)
+        except dns.exception.Timeout as exc:
+            raise TimeoutError from exc
+        except (OSError, EOFError, dns.exception.DNSException) as exc:
+            # EOFError: the server closed the TCP connection without an answer.
+            raise _ServerFailed(f"tcp: {type(exc).__name__}") from exc
+
+    @staticmethod
+    def _usable(response: dns.message.Message) -> dns.message.QueryMessage:
+        if not isinstance(response, dns.message.QueryMessage):  # pragma: no cover
+            raise _ServerFailed("not a query response")  # from_wire of a QUERY answer is one
+        rcode = response.rcode()
+        if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+            # SERVFAIL, REFUSED, YXDOMAIN, FORMERR...: fail closed on this server.
+            raise _ServerFailed(dns.rcode.to_text(rcode))
+        return response

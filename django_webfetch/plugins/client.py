@@ -204,6 +204,12 @@ class PluginHttp:
         timeout: float | None,
     ) -> httpx.Response:
         host = _host_of(url)
+        scope = current_scope()
+        if scope is not None:
+            # Inside a tool call the runner's labels decide (group, tool, call, user), never
+            # this object's attributes: plugin code can set those, or build a client itself.
+            self._group, self._tool = scope.group or None, scope.tool
+            self._call_id, self._user = scope.call_id, scope.user
         try:
             instance = self._instance()
         except EgressDenied as exc:
@@ -288,6 +294,12 @@ class PluginHttp:
             )
         if not instance.enabled:
             raise EgressDenied("egress_not_granted", detail=f"{instance.reference} is disabled")
+        if group not in _groups_of(instance):
+            # A group none of the plugin's tools is in (one without the denylist).
+            raise EgressDenied(
+                "egress_not_granted",
+                detail=f"group {group!r} is not a group of {instance.reference}'s tools",
+            )
         if not instance.effective():
             raise EgressDenied(
                 "egress_not_granted", detail=f"{instance.reference} has no effective grant"
@@ -299,6 +311,15 @@ class PluginHttp:
                 detail=f"group {group!r} gives {instance.reference} no egress",
             )
         return policy
+
+
+def _groups_of(instance: Any) -> frozenset[str]:
+    from .registry import get_manifest
+    from .tools import tool_group
+
+    manifest = get_manifest(instance.plugin)
+    groups = {tool_group(manifest, spec) for spec in manifest.tools} if manifest else set()
+    return frozenset({*groups, instance.default_group()})
 
 
 def _host_of(url: Any) -> str:

@@ -14,6 +14,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from django_webfetch.egress.policy import PluginGrant
+from django_webfetch.models.fields import SecretJSONField
 from django_webfetch.net.errors import HostNotAllowed
 
 from .manifest import ManifestError, canonical_entry
@@ -54,7 +55,7 @@ class PluginInstance(models.Model):
     enabled = models.BooleanField(_("enabled"), default=True)
     config = models.JSONField(_("config"), default=dict, blank=True)
     #: Secret config values (write-only).  Never rendered back by the admin or the CLI.
-    secret_config = models.JSONField(_("secret config"), default=dict, blank=True)
+    secret_config = SecretJSONField(_("secret config"), default=dict, blank=True)
     egress_hosts = models.JSONField(
         _("egress granted"),
         default=list,
@@ -148,6 +149,14 @@ class PluginInstance(models.Model):
             )
 
     def save(self, *args: Any, **kwargs: Any) -> None:
+        if self._state.adding and not self.declared_egress:
+            # Creating an instance (admin, ORM) acknowledges what the package declares now;
+            # only ``upgrade --confirm`` acknowledges more later.
+            from .registry import get_manifest
+
+            manifest = get_manifest(self.plugin)
+            if manifest is not None:
+                self.declared_egress = list(manifest.egress)
         self.full_clean()
         super().save(*args, **kwargs)
 
@@ -161,11 +170,14 @@ class PluginInstance(models.Model):
         return manifest.egress if manifest is not None else ()
 
     def effective(self) -> tuple[str, ...]:
+        """What the installed package declares AND the operator acknowledged (install,
+        bind, ``upgrade --confirm``) AND granted: a package upgrade that declares more
+        reaches nothing new before ``upgrade --confirm``, even under a wider grant."""
         from .grants import intersect
 
         if not self.enabled:
             return ()
-        return intersect(self.declared(), self.egress_hosts)
+        return intersect(intersect(self.declared(), self.declared_egress), self.egress_hosts)
 
     def egress_grant(self) -> PluginGrant:
         """``egress.PluginEgressGrant``: the effective grant as of this row."""

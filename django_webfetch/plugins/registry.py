@@ -36,11 +36,17 @@ def _load_entry_point(ep: Any) -> Manifest:
     return parse_manifest(loaded)
 
 
+def _origin(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    package = getattr(dist, "name", None) or "?"
+    return f"{package}:{ep.name}"
+
+
 def load() -> dict[str, Manifest]:
     global _manifests
     with _lock:
         if _manifests is None:
-            found: dict[str, Manifest] = {}
+            claims: dict[str, list[tuple[str, Manifest]]] = {}
             _problems.clear()
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 try:
@@ -50,11 +56,22 @@ def load() -> dict[str, Manifest]:
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
                     continue
-                if manifest.name in found:
-                    message = f"plugin {manifest.name!r} is installed twice; the second is refused"
+                claims.setdefault(manifest.name, []).append((_origin(ep), manifest))
+            found: dict[str, Manifest] = {}
+            for name, claimed in claims.items():
+                if len(claimed) > 1:
+                    # The instances of a name (its grant, its secrets) belong to no package
+                    # when two claim it: which one the import system finds first is no
+                    # decision (a dependency could take over an operator's plugin).
+                    origins = ", ".join(sorted(origin for origin, _ in claimed))
+                    message = (
+                        f"plugin {name!r} is claimed by more than one entry point ({origins}); "
+                        "all are refused"
+                    )
+                    logger.error("django_webfetch %s", message)
                     _problems.append(message)
                     continue
-                found[manifest.name] = manifest
+                found[name] = claimed[0][1]
             _manifests = found
         return _manifests
 

@@ -16,26 +16,39 @@ the grant read, the audit write, the connection budget).  A refused operation ra
 plugin, and the attempt is kept on the scope for the runner to record as an
 ``EgressEvent``.
 
-Threads started inside the scope inherit it (``threading.Thread.start`` is wrapped once,
-and only changes threads started while a scope is active).
+Threads started inside the scope inherit it, however they are started (the ``_thread``
+primitive is wrapped once, and only changes threads started while a scope is active), and
+work handed to a ``concurrent.futures`` thread pool from inside a scope runs in that scope
+(asyncio's executor included), while work handed to it from outside runs outside, whichever
+call started the pool's threads.  The scope is found through the context variable *and*
+through the thread it runs in, so an empty ``contextvars.Context`` does not leave it.
+Process creation is checked at the primitive (``_posixsubprocess.fork_exec``) too, which
+raises no audit event of its own (multiprocessing's spawn) and which ``subprocess`` reaches
+through a replaceable ``sys.audit``.  ``ctypes`` loading a library or looking a symbol up
+(libc's ``connect``) is refused as well.
 
-What this does NOT cover (see docs/plugins.rst): code in C extensions that calls the
-system's ``connect()`` directly (no audit event is raised), threads of a pool created
-before the tool ran, processes started before it ran, and anything a plugin does at import
-time or outside its tools.  It is a safety net for plugins that import ``httpx`` or
-``socket`` by habit, not a sandbox for hostile code: run untrusted plugins in a separate
-service with an egress firewall.
+What this does NOT cover (see docs/plugins.rst): code in C extensions (and ctypes
+function pointers looked up before the tool ran) that calls the system's ``connect()``
+directly (no audit event is raised), threads and pools of other libraries that hand work
+over by other means than ``concurrent.futures``, processes started before it ran, and
+anything a plugin does at import time or outside its tools.  It is a safety net for
+plugins that import ``httpx`` or ``socket`` by habit, not a sandbox for hostile code: run
+untrusted plugins in a separate service with an egress firewall.
 """
 
 from __future__ import annotations
 
+import _posixsubprocess
+import _thread
+import concurrent.futures
 import contextlib
 import contextvars
 import logging
 import socket
+import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +91,9 @@ _PROCESSES = frozenset(
         "os.forkpty",
     }
 )
-_WATCHED = frozenset(_NETWORK) | _LOOKUPS | _PROCESSES
+#: A foreign-function call needs a library and a symbol first: both are refused in a scope.
+_FOREIGN = frozenset({"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle"})
+_WATCHED = frozenset(_NETWORK) | _LOOKUPS | _PROCESSES | _FOREIGN
 
 
 class UnguardedNetworkAccess(EgressDenied):
@@ -98,6 +113,12 @@ class Violation:
 @dataclass
 class PluginScope:
     reference: str
+    #: What the runner ran: the host-owned client takes its group and audit labels from
+    #: here, never from attributes plugin code could change.
+    group: str = ""
+    tool: str = ""
+    call_id: str = ""
+    user: Any = None
     violations: list[Violation] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -108,8 +129,18 @@ _scope: contextvars.ContextVar[PluginScope | None] = contextvars.ContextVar(
 _host: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "django_webfetch_plugin_host_io", default=False
 )
+#: thread ident -> the scope that thread runs in (None: explicitly none).  Found even when
+#: the plugin runs code in an empty ``contextvars.Context``.
+_threads: dict[int, PluginScope | None] = {}
 _installed = False
 _install_lock = threading.Lock()
+
+
+def _active() -> PluginScope | None:
+    scope = _scope.get()
+    if scope is None:
+        scope = _threads.get(threading.get_ident())
+    return scope
 
 
 # The two functions below run inside the audit hook, where CPython suspends tracing, so
@@ -140,7 +171,7 @@ def _describe(event: str, args: tuple[Any, ...]) -> Violation:  # pragma: no cov
 def _hook(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
     if event not in _WATCHED:
         return
-    scope = _scope.get()
+    scope = _active()
     if scope is None or _host.get():
         return
     if event in _NETWORK:
@@ -156,49 +187,101 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
     )
 
 
-_original_start = threading.Thread.start
+@contextlib.contextmanager
+def _in(scope: PluginScope | None, host: bool = False) -> Iterator[None]:
+    """This thread runs in ``scope`` (or explicitly in none) until the block ends;
+    ``host``: as host code (``host_io``) of that scope."""
+    ident = threading.get_ident()
+    had = ident in _threads
+    previous = _threads.get(ident)
+    _threads[ident] = scope
+    token = _scope.set(scope)
+    host_token = _host.set(host)
+    try:
+        yield
+    finally:
+        _host.reset(host_token)
+        _scope.reset(token)
+        if had:
+            _threads[ident] = previous
+        else:
+            _threads.pop(ident, None)
 
 
-def _start(self: threading.Thread) -> None:
-    scope = _scope.get()
+def _carry(function: Callable[..., Any], scope: PluginScope | None) -> Callable[..., Any]:
+    """``function`` to run in another thread as it would run here: in this scope (or none),
+    as host code if the host handed it over."""
+    host = scope is not None and _host.get()
+
+    def run_in(*args: Any, **kwargs: Any) -> Any:
+        with _in(scope, host):
+            return function(*args, **kwargs)
+
+    return run_in
+
+
+_original_start_new_thread = _thread.start_new_thread
+
+
+def _start_new_thread(function: Any, args: Any, kwargs: Any = None) -> int:
+    scope = _active()
     if scope is not None:
-        run = self.run
+        function = _carry(function, scope)
+    if kwargs is None:
+        return _original_start_new_thread(function, args)
+    return _original_start_new_thread(function, args, kwargs)
 
-        def run_in_scope() -> None:
-            _scope.set(scope)
-            _host.set(False)
-            run()
 
-        self.run = run_in_scope  # type: ignore[method-assign]
-    _original_start(self)
+_original_fork_exec = _posixsubprocess.fork_exec
+
+
+def _fork_exec(*args: Any, **kwargs: Any) -> Any:
+    # Raises no audit event itself; subprocess raises one through ``sys.audit``, which
+    # plugin code can replace.  The check is called directly.
+    _hook("subprocess.Popen", (args[0] if args else "",))
+    return _original_fork_exec(*args, **kwargs)
+
+
+_original_submit = concurrent.futures.ThreadPoolExecutor.submit
+
+
+def _submit(
+    self: concurrent.futures.ThreadPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any
+) -> Any:
+    # The work runs in the submitter's scope (or in none), not in whatever scope the
+    # pool's thread was started from.
+    return _original_submit(self, _carry(fn, _active()), *args, **kwargs)
 
 
 def install() -> None:
-    """Install the audit hook (once per process; audit hooks cannot be removed)."""
+    """Install the audit hook and the thread, pool and process wrappers (once per process;
+    audit hooks cannot be removed)."""
     global _installed
     with _install_lock:
         if not _installed:
             sys.addaudithook(_hook)
-            threading.Thread.start = _start  # type: ignore[method-assign]
+            _thread.start_new_thread = _start_new_thread
+            threading._start_new_thread = _start_new_thread  # type: ignore[attr-defined]
+            _posixsubprocess.fork_exec = _fork_exec
+            if getattr(subprocess, "_fork_exec", None) is _original_fork_exec:
+                subprocess._fork_exec = _fork_exec  # type: ignore[attr-defined]
+            concurrent.futures.ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign,assignment]
             _installed = True
 
 
 def current_scope() -> PluginScope | None:
-    return _scope.get()
+    return _active()
 
 
 @contextlib.contextmanager
-def plugin_scope(reference: str) -> Iterator[PluginScope]:
-    """Run the enclosed plugin code with the network reachable only through ``host_io``."""
+def plugin_scope(reference: str, **labels: Any) -> Iterator[PluginScope]:
+    """Run the enclosed plugin code with the network reachable only through ``host_io``.
+
+    ``labels``: ``group``, ``tool``, ``call_id``, ``user`` of the call being run."""
     install()
-    scope = PluginScope(reference)
-    token = _scope.set(scope)
-    host_token = _host.set(False)
-    try:
+    scope = PluginScope(reference, **labels)
+    with _in(scope):
         yield scope
-    finally:
-        _host.reset(host_token)
-        _scope.reset(token)
 
 
 @contextlib.contextmanager

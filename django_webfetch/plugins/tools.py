@@ -112,7 +112,13 @@ class PluginTool(Tool):
         handle = PluginHandle(instance, http)
         outcome: Any = None
         error: ToolResult | None = None
-        with plugin_scope(instance.reference) as scope:
+        with plugin_scope(
+            instance.reference,
+            group=self.group,
+            tool=self.name,
+            call_id=context.call_id,
+            user=context.user,
+        ) as scope:
             try:
                 outcome = self.spec_.handler(handle, dict(arguments))
             except EgressDenied as exc:

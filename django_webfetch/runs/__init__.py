@@ -85,6 +85,8 @@ __all__ = [
     "expire_due",
     "lease_seconds",
     "recover_lost",
+    "preflight",
+    "prune_calls",
     "refresh",
     "request_call",
     "runs_async",
@@ -143,8 +145,14 @@ class CallExpiredError(InvalidTransition):
 
 
 class ToolNotOfferedError(RunError):
+    """``why``: ``no_such_tool``, ``admin_only``, ``group_disabled``, ``group_scope``..."""
+
     code = "tool_not_offered"
     default_message = "this tool is not offered to you"
+
+    def __init__(self, message: str | None = None, *, why: str = "tool_not_offered") -> None:
+        self.why = why
+        super().__init__(message)
 
 
 class ApprovalPermissionDenied(RunError):
@@ -340,6 +348,65 @@ def _preview(tool: Tool, invocation: ToolInvocation, user: Any) -> dict[str, Any
     return preview
 
 
+def preflight(
+    tool: Tool, invocation: ToolInvocation, user: Any
+) -> tuple[dict[str, Any] | None, ToolResult | None]:
+    """Run the guard on the URL a call would request, without connecting (DESIGN.md §7).
+
+    Syntax, scope, lists, ports, proxy, DNS and address classes, against the group's live
+    policy.  Returns ``(verdict, None)`` for the approval card (the verdict and the resolved
+    addresses as of the request; execution checks everything again, DNS can change), or
+    ``(None, refusal)``: the call fails at once with the guard's reason code, and the
+    refusal is an ``EgressEvent``.  A DNS failure is not a refusal: the card says the
+    destination could not be checked.
+    """
+    from django_webfetch.egress import EgressRecorder, policy_for
+    from django_webfetch.net.errors import EgressDenied
+    from django_webfetch.net.guard import explain
+    from django_webfetch.tools._egress import requested_host
+
+    try:
+        url = tool.preflight_url(invocation.arguments)
+    except Exception:
+        logger.exception("pre-flight URL of tool %r failed", tool.name)
+        url = None
+    if url is None:
+        return None, None
+    checked_at = timezone.now().isoformat()
+    recorder = EgressRecorder(
+        tool=tool.name, group=tool.group, user=user, call_id=invocation.call_id
+    )
+    host, port = requested_host(url)
+    try:
+        policy = policy_for(tool.group, user=user, require_scope=tool.scope)
+    except EgressDenied as exc:
+        recorder.record(
+            decision="denied", reason=exc.reason, url_host=host, port=port, detail="pre-flight"
+        )
+        return None, ToolResult.from_exception(exc)
+    explanation = explain(url, policy=policy)
+    if explanation.allowed:
+        destination = explanation.destination
+        addresses = [str(a) for a in destination.addresses] if destination else []
+        return {
+            "verdict": "allowed",
+            "addresses": addresses,
+            "checked_at": checked_at,
+        }, None
+    reason = explanation.reason or "denied"
+    if reason == "dns_error":
+        return {"verdict": "unchecked", "reason": reason, "checked_at": checked_at}, None
+    recorder.record(decision="denied", reason=reason, url_host=host, port=port, detail="pre-flight")
+    refusal = ToolResult.from_exception(EgressDenied(reason))
+    return None, ToolResult.failure(
+        refusal.error or "egress_denied",
+        refusal.content,
+        reason=reason,
+        preflight=True,
+        checked_at=checked_at,
+    )
+
+
 def request_call(
     tool_name: str,
     arguments: Any,
@@ -391,6 +458,7 @@ def request_call(
         # A refused request stays on record (a prompt-injected attempt is worth an audit
         # trail): a finished call, nothing run.
         known = tool_registry.get(str(tool_name)[:100])
+        why, sentence = tool_registry.why_not_offered(user, tool_name)
         with transaction.atomic():
             refused = ToolCall.objects.create(
                 tool=str(tool_name)[:100],
@@ -403,11 +471,9 @@ def request_call(
                 refused,
                 CallState.FAILED,
                 reason="tool_not_offered",
-                result=ToolResult.failure(
-                    "tool_not_offered", "This tool is not offered to you."
-                ).to_dict(),
+                result=ToolResult.failure("tool_not_offered", sentence, why=why).to_dict(),
             )
-        raise ToolNotOfferedError()
+        raise ToolNotOfferedError(sentence, why=why)
 
     with transaction.atomic():
         call = ToolCall.objects.create(
@@ -429,12 +495,20 @@ def request_call(
             tool, invocation, ToolContext(user=user, call_id=str(call.pk))
         )
         if needs_approval:
+            # Pre-flight: the guard without connecting, before a human is asked.
+            verdict, refusal = preflight(tool, invocation, user)
+            if refusal is not None:
+                why = str(refusal.meta.get("reason") or refusal.error or "")[:64]
+                return transition(call, CallState.FAILED, reason=why, result=refusal.to_dict())
             now = timezone.now()
+            preview = _preview(tool, invocation, user)
+            if verdict is not None:
+                preview["preflight"] = verdict
             return transition(
                 call,
                 CallState.AWAITING_APPROVAL,
                 requires_approval=True,
-                approval_preview=_preview(tool, invocation, user),
+                approval_preview=preview,
                 expires_at=now + timedelta(seconds=conf.WEBFETCH_APPROVAL_TTL),
             )
         call = transition(
@@ -693,12 +767,46 @@ class SweepReport:
     expired: int
     recovered: int
     requeued: int
+    pruned: int = 0
 
 
 def sweep(now: datetime | None = None) -> SweepReport:
-    """The periodic task's work: expire due approvals, recover calls of lost workers and
-    queue again approved calls whose task message went missing."""
-    return SweepReport(expire_due(now), recover_lost(now), _requeue_stale(now))
+    """The periodic task's work: expire due approvals, recover calls of lost workers,
+    queue again approved calls whose task message went missing, and drop the content of
+    calls past ``WEBFETCH_CALL_RETENTION_DAYS``."""
+    return SweepReport(expire_due(now), recover_lost(now), _requeue_stale(now), prune_calls(now))
+
+
+def prune_calls(
+    now: datetime | None = None, *, days: int | None = None, dry_run: bool = False
+) -> int:
+    """Drop the content of calls that finished more than ``days`` ago (default
+    ``WEBFETCH_CALL_RETENTION_DAYS``); return how many.
+
+    Third-party page text, query strings and the approval card go; the row stays as audit
+    metadata: tool, group, user, state, reason, who decided and when, the timestamps, and
+    the result's error code.
+    """
+    now = now or timezone.now()
+    days = conf.WEBFETCH_CALL_RETENTION_DAYS if days is None else days
+    due = ToolCall.objects.filter(
+        state__in=FINISHED_STATES,
+        finished_at__lt=now - timedelta(days=days),
+        content_pruned_at__isnull=True,
+    )
+    if dry_run:
+        return due.count()
+    pruned = 0
+    for pk, result in due.values_list("pk", "result").iterator(chunk_size=500):
+        error = result.get("error") if isinstance(result, dict) else None
+        pruned += ToolCall.objects.filter(pk=pk, content_pruned_at__isnull=True).update(
+            arguments={},
+            approval_preview={},
+            decision_comment="",
+            result={"content": "", "error": error, "meta": {}},
+            content_pruned_at=now,
+        )
+    return pruned
 
 
 def refresh(call: ToolCall) -> ToolCall:

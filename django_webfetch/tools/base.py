@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from django_webfetch.net.errors import EgressDenied, UnsupportedMediaType, WebFetchError
+from django_webfetch.net.failures import describe_failure
 from django_webfetch.net.policy import Scope
 
 __all__ = [
@@ -132,6 +133,13 @@ class ToolResult:
                 f"The response has a media type that is not accepted{shown}.",
                 media_type=exc.media_type,
             )
+        if exc.failure:
+            # What failed, in our fixed words (net.failures): never library or server text.
+            return cls.failure(
+                exc.code,
+                f"The request failed ({exc.code}: {exc.failure}). {describe_failure(exc.failure)}",
+                failure=exc.failure,
+            )
         return cls.failure(exc.code, f"The request failed ({exc.code}).")
 
 
@@ -160,6 +168,11 @@ class Tool:
         """Does this call need a human approval?  (Write effects always do; see
         ``ToolApprovalRule``.)"""
         return False
+
+    def preflight_url(self, arguments: Mapping[str, Any]) -> str | None:
+        """The URL this call would request first, for the guard's pre-flight check when the
+        call is requested (DESIGN.md §7); ``None``: nothing to check before it runs."""
+        return None
 
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         """What the approval card shows (JSON)."""
@@ -192,11 +205,18 @@ class Tool:
 
 
 class ToolApprovalRule:
-    """Decides whether a call waits for a human.
+    """Decides whether a call waits for a human (DESIGN.md §7).
 
-    The write effect is asked first: a write always needs approval, and nothing a tool or an
-    operator configures can lift it.  A tool whose own rule fails needs approval (fail
-    closed).
+    Decided by the tool's *group*, not by the tool's own code:
+
+    1. a write effect always needs approval; nothing a tool or an operator configures can
+       lift it;
+    2. a tool whose group has a network scope (or, without a group row, a tool that declares
+       one) needs approval, unless that group's ``skip_approval_with_allowlist`` is on AND
+       its allowlist is not empty;
+    3. a tool's own ``requires_approval`` can only add approval, never remove it.
+
+    Any error on the way (an unreadable group, a failing tool rule) means approval.
     """
 
     @staticmethod
@@ -206,7 +226,24 @@ class ToolApprovalRule:
         if tool.effect is not Effect.READ:
             return True
         try:
+            if ToolApprovalRule.group_requires_approval(tool):
+                return True
             return tool.requires_approval(call, context) is not False
         except Exception:
             logger.exception("approval rule of tool %r failed; approval required", tool.name)
             return True
+
+    @staticmethod
+    def group_requires_approval(tool: Tool) -> bool:
+        """The structural rule (2): from the group row, whatever the tool's code says."""
+        from django_webfetch.models import EgressScope, HostListEntry, ListKind, ToolGroup
+
+        group = ToolGroup.objects.filter(slug=tool.group).first()
+        if group is None:
+            return tool.scope is not Scope.NONE
+        network = group.scope != EgressScope.NONE or tool.scope is not Scope.NONE
+        if not network:
+            return False
+        if not group.skip_approval_with_allowlist:
+            return True
+        return not HostListEntry.objects.filter(group=group, list=ListKind.ALLOW).exists()

@@ -65,16 +65,12 @@ class FetchExternalUrl(Tool):
 
     # -- approval (DESIGN.md §7) --------------------------------------------------------
 
-    def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
-        """Every call waits for a human, unless the operator turned on
-        ``skip_approval_with_allowlist`` AND the group's allowlist is not empty."""
-        from django_webfetch.models import HostListEntry, ListKind, ToolGroup
+    # Approval is decided by the group (ToolApprovalRule): every call waits for a human
+    # unless the operator turned on skip_approval_with_allowlist AND the allowlist is set.
 
-        group = ToolGroup.objects.filter(slug=self.group).first()
-        if group is None or not group.skip_approval_with_allowlist:
-            return True
-        has_allowlist = HostListEntry.objects.filter(group=group, list=ListKind.ALLOW).exists()
-        return not has_allowlist
+    def preflight_url(self, arguments: Mapping[str, Any]) -> str | None:
+        url = arguments.get("url")
+        return url if isinstance(url, str) else None
 
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         url = call.arguments.get("url", "")

@@ -218,6 +218,34 @@ class ToolRegistry:
                 offered.append(tool)
         return offered
 
+    def why_not_offered(self, user: Any, name: object) -> tuple[str, str]:
+        """``(code, sentence)``: why ``name`` is not offered to ``user`` (in our words).
+
+        ``no_such_tool``, ``admin_only``, ``group_disabled``, ``group_scope`` (the group's
+        scope is not the tool's), ``not_authenticated``.  Only what the user may know: the
+        tool's group is named, nothing of its configuration.
+        """
+        if user is None or not getattr(user, "is_authenticated", False):
+            return "not_authenticated", "Sign in to use tools."
+        if not getattr(user, "is_active", False):
+            return "not_authenticated", "This account is inactive."
+        tool = self.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return "no_such_tool", "There is no tool of that name."
+        if tool.requires_admin and not getattr(user, "is_superuser", False):
+            return "admin_only", "This tool is offered to administrators only."
+        from django_webfetch.models import ToolGroup
+
+        group = ToolGroup.objects.filter(slug=tool.group).first()
+        if group is None or not group.enabled:
+            return "group_disabled", f"The tool's group {tool.group!r} is disabled."
+        if tool.scope is not Scope.NONE and group.scope != tool.scope.value:
+            return (
+                "group_scope",
+                f"The tool's group {tool.group!r} does not have the egress scope the tool needs.",
+            )
+        return "tool_not_offered", "This tool is not offered to you."
+
     def specs(self, tools: Iterable[Tool], format: str = "json_schema") -> list[dict[str, Any]]:
         if format not in SPEC_FORMATS:
             raise ValueError(f"unknown tool spec format {format!r}; use one of {SPEC_FORMATS}")

@@ -84,9 +84,19 @@ class SearchSite(Tool):
         "additionalProperties": False,
     }
 
-    def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
-        # The destination is operator-configured: the operator bounded where data goes.
-        return False
+    def preflight_url(self, arguments: Mapping[str, Any]) -> str | None:
+        from django_webfetch.models import ConfiguredEndpoint
+
+        endpoint = (
+            ConfiguredEndpoint.objects.filter(group__slug=self.group, enabled=True)
+            .order_by("pk")
+            .first()
+        )
+        if endpoint is None:
+            return None
+        query = arguments.get("query", "")
+        limit = arguments.get("limit", 5)
+        return f"{endpoint.base_url}?{urlencode({'q': query, 'limit': limit})}"
 
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         return {

@@ -65,7 +65,7 @@ def test_editors_see_only_their_own(editor, user_factory, approver):
         ("", "blank"),
         ("   ", "blank"),
         ("x" * 20_001, "max_length"),
-        ("a\x00b", "null_characters_not_allowed"),
+        ("a\x00b", "invalid_characters"),
     ],
 )
 def test_bad_messages_are_refused_with_a_code(editor, content, code):
@@ -75,7 +75,10 @@ def test_bad_messages_are_refused_with_a_code(editor, content, code):
         f"/api/conversations/{conv}/messages/", {"content": content}, format="json"
     )
     assert response.status_code == 400
-    assert response.json()["errors"]["content"][0]["code"] == code
+    body = response.json()
+    # NUL never reaches the serializer: the API edge refuses it for every field.
+    found = body["errors"]["content"][0]["code"] if "errors" in body else body["code"]
+    assert found == code
     assert not AssistantRun.objects.exists()
 
 

@@ -430,3 +430,33 @@ def test_absurd_tool_arguments_are_a_tool_error(api, provider, run_tools):
     assert sent == ["[tool error: invalid_arguments] The arguments are not valid JSON."] * 2
     for call in ToolCall.objects.filter(conversation__startswith="assistant:"):
         assert len(str(call.arguments)) <= 10_100
+
+
+def test_arguments_the_store_refuses_are_recorded_as_refused(api, provider, run_tools):
+    """runs refuses to store arguments over 16 KiB, NUL characters, ...: the assistant
+    records the call with a marker instead, and the model reads why."""
+    provider.add(
+        Turn(
+            tool_calls=[
+                ("runs_echo", {"text": "x" * 20_000}),
+                ("runs_echo", {"text": "a\u0000b"}),
+                ("runs\u0000echo", {"text": "x"}),
+            ]
+        ),
+        quote_results,
+    )
+    run = ask(api, "go")
+    final = run_of(api, run["id"])
+    assert final["state"] == "completed", final
+    calls = final["steps"][0]["tool_calls"]
+    assert [(c["tool"], c["state"]) for c in calls] == [
+        ("runs_echo", "failed"),
+        ("runs_echo", "failed"),
+        ("runs?echo", "failed"),
+    ]
+    sent = tool_results(provider.requests[1])
+    assert sent[0] == (
+        "[tool error: invalid_arguments] The arguments were refused (arguments_too_large)."
+    )
+    assert sent[1].startswith("[tool error: invalid_arguments] The arguments were refused (")
+    assert sent[2].startswith("[tool error: tool_not_offered]")

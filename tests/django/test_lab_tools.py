@@ -255,8 +255,10 @@ def search_server(lab_settings):
 
 
 @pytest.fixture
-def rag(lab_settings, group_factory, search_server):
-    group_factory("rag", enabled=True)
+def rag(lab_settings, group_factory, host_entry_factory, search_server):
+    # Calls run without approval only with the skip flag AND an allowlist (DESIGN.md §7).
+    group_factory("rag", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="rag", value="*.example")
     search_server(lab_settings.PUBLIC_V4[3])
     lab_settings.dns.set("search.lab.example", a=[lab_settings.PUBLIC_V4[3]])
     return lab_settings
@@ -299,10 +301,11 @@ def test_search_site_endpoint_redirect_elsewhere_is_refused(rag, editor, endpoin
 
 
 def test_search_site_private_endpoint_needs_allow_private(
-    lab_settings, editor, group_factory, endpoint_factory, search_server
+    lab_settings, editor, group_factory, host_entry_factory, endpoint_factory, search_server
 ):
     lab_settings.expect_private_accepts = True
-    group_factory("rag", enabled=True)
+    group_factory("rag", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="rag", value="search.internal.example")
     private = lab_settings.PRIVATE[0]
     search_server(private)
     lab_settings.dns.set("search.internal.example", a=[private])

@@ -168,7 +168,7 @@ def test_builtin_groups_come_back_after_a_flush_and_keep_operator_changes():
         {**group, **relabel.CODE_GROUP} if group["slug"] == "code" else group
         for group in migration.BUILTIN_GROUPS
     )
-    # 0006_assistant adds the assistant group.
+    # 0007_assistant adds the assistant group.
     assert migrated == BUILTIN_GROUPS[:4]
     ToolGroup.objects.filter(slug="web").update(enabled=True)
     ToolGroup.objects.filter(slug="rag").delete()

@@ -338,15 +338,15 @@ def fetch_call(url, user=None):
 def test_fetch_external_url_approval(tool_registry, group_factory, host_entry_factory):
     tool = tool_registry.get("fetch_external_url")
     call = fetch_call("https://docs.example.org/a")
-    assert tool.requires_approval(call) is True
+    assert ToolApprovalRule.requires_approval(tool, call) is True
     group_factory("web", enabled=True, skip_approval_with_allowlist=True)
-    assert tool.requires_approval(call) is True  # no allowlist
+    assert ToolApprovalRule.requires_approval(tool, call) is True  # no allowlist
     host_entry_factory(value="docs.example.org", list="deny")
-    assert tool.requires_approval(call) is True  # a denylist is not an allowlist
+    assert ToolApprovalRule.requires_approval(tool, call) is True  # a denylist is not an allowlist
     host_entry_factory(value="docs.example.org", list="allow")
-    assert tool.requires_approval(call) is False
+    assert ToolApprovalRule.requires_approval(tool, call) is False
     group_factory("web", skip_approval_with_allowlist=False)
-    assert tool.requires_approval(call) is True
+    assert ToolApprovalRule.requires_approval(tool, call) is True
 
 
 def test_fetch_external_url_preview(tool_registry, editor):
@@ -441,10 +441,12 @@ def test_fetch_external_url_policy_unavailable(tool_registry, editor, group_fact
     )
 
 
-def test_search_site_without_endpoint(tool_registry, editor, group_factory):
-    group_factory("rag", enabled=True)
+def test_search_site_without_endpoint(tool_registry, editor, group_factory, host_entry_factory):
+    group_factory("rag", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="rag", value="search.example.org")
     tool = tool_registry.get("search_site")
-    assert tool.requires_approval(ToolInvocation("search_site", {"query": "x"})) is False
+    invocation = ToolInvocation("search_site", {"query": "x"})
+    assert ToolApprovalRule.requires_approval(tool, invocation) is False
     result = run_tool("search_site", {"query": "opening hours"}, user=editor)
     assert result.error == "egress_denied"
     assert result.meta == {"reason": "no_endpoint"}

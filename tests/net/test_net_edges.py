@@ -42,7 +42,7 @@ NOWHERE = "11.0.0.99"  # public-looking, bound nowhere in the lab
 
 
 def test_cli_explain_refusal_exit_code(capsys):
-    assert main(["explain", "http://0x7f.1/"]) == 2
+    assert main(["explain", "http://0x7f.1/"]) == 1  # 1: refused (issue 9 item 13)
     assert "DENIED (legacy_numeric_host)" in capsys.readouterr().out
 
 
@@ -71,12 +71,12 @@ def test_cli_fetch_prints_the_body(lab, capsys):
 def test_cli_fetch_refused_and_failed(lab, capsys):
     lab.dns.set("cli.lab.example", a=[V4])
     ns = ["--nameserver", lab.DNS_V4]
-    assert main(["fetch", "http://10.0.0.1/", *ns]) == 2
+    assert main(["fetch", "http://10.0.0.1/", *ns]) == 1
     assert "refused: address_class:private" in capsys.readouterr().err
-    assert main(["fetch", lab.url("cli.lab.example", "/json"), *ns]) == 1
+    assert main(["fetch", lab.url("cli.lab.example", "/json"), *ns]) == 2
     assert "failed: media_type" in capsys.readouterr().err
     assert (
-        main(["fetch", lab.url("cli.lab.example", "/plain"), "--deny", "cli.lab.example", *ns]) == 2
+        main(["fetch", lab.url("cli.lab.example", "/plain"), "--deny", "cli.lab.example", *ns]) == 1
     )
 
 

@@ -41,6 +41,7 @@ def test_exported_members_are_sorted_and_real():
     public = {n for n in dir(django_webfetch.net) if not n.startswith("_")}
     modules = {
         "errors",
+        "failures",
         "fetcher",
         "guard",
         "guarded",

@@ -366,6 +366,12 @@ def test_runs_execute_passes_the_plugin_instance(plugin_lab, editor_user, settin
     from django_webfetch.models import ToolGroup
 
     ToolGroup.objects.filter(slug=group).update(skip_approval_with_allowlist=True)
+    # Approval is decided by the group (issue 9): the skip flag needs a group allowlist too.
+    from django_webfetch.models import HostListEntry
+
+    HostListEntry.objects.create(
+        group=ToolGroup.objects.get(slug=group), list="allow", value="granted.lab.example"
+    )
     call = runs.request_call(
         "example_fetch", {"url": "http://granted.lab.example/plain"}, user=editor_user
     )

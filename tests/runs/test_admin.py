@@ -64,8 +64,11 @@ def test_no_add_change_or_delete(client, superuser, editor):
     assert "delete_selected" not in {name for name, _label in actions}
 
 
-def test_the_preview_card_escapes_and_shows_the_query(client, approver, editor, group_factory):
+def test_the_preview_card_escapes_and_shows_the_query(
+    lab_settings, client, approver, editor, group_factory
+):
     group_factory("web", enabled=True)
+    lab_settings.dns.set("evil.example", a=[lab_settings.PUBLIC_V4[0]])  # the pre-flight
     url = "https://evil.example/p?q=%3Cscript%3Ealert(1)%3C/script%3E&a=b%20c"
     call = runs.request_call("fetch_external_url", {"url": url}, user=editor)
     client.force_login(approver)

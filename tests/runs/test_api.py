@@ -427,6 +427,7 @@ def test_the_openapi_schema_validates(editor):
     validate_schema(schema)
     assert schema["servers"] == [{"url": "/api/"}]
     assert set(schema["paths"]) >= {
+        "/",
         "/tools/",
         "/calls/",
         "/calls/{id}/",
@@ -436,6 +437,7 @@ def test_the_openapi_schema_validates(editor):
     }
     operations = {op["operationId"] for path in schema["paths"].values() for op in path.values()}
     assert operations >= {
+        "api_root",
         "tools_list",
         "calls_list",
         "calls_create",

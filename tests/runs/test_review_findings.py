@@ -116,9 +116,17 @@ def test_view_only_staff_never_sees_the_endpoint_secret(
 
 
 def test_moving_an_endpoint_does_not_carry_its_secret_to_the_new_host(
-    lab_settings, search_servers, client, superuser, group_factory, endpoint_factory, editor
+    lab_settings,
+    search_servers,
+    client,
+    superuser,
+    group_factory,
+    host_entry_factory,
+    endpoint_factory,
+    editor,
 ):
-    group_factory("rag", enabled=True)
+    group_factory("rag", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="rag", value="*.lab.example")
     lab_settings.dns.set("search.lab.example", a=[lab_settings.PUBLIC_V4[3]])
     lab_settings.dns.set("collector.lab.example", a=[lab_settings.PUBLIC_V4[4]])
     search_servers(lab_settings.PUBLIC_V4[3])
@@ -304,9 +312,12 @@ def test_a_write_cannot_be_lifted_from_approval(editor):
     assert call.state == CallState.AWAITING_APPROVAL and call.requires_approval
 
 
-def test_skip_approval_without_an_allowlist_still_waits(group_factory, host_entry_factory, editor):
+def test_skip_approval_without_an_allowlist_still_waits(
+    lab_settings, group_factory, host_entry_factory, editor
+):
     group_factory("web", enabled=True, skip_approval_with_allowlist=True)
-    host_entry_factory(value="docs.lab.example", list="deny")  # a denylist is not enough
+    lab_settings.dns.set("docs.lab.example", a=[lab_settings.PUBLIC_V4[0]])
+    host_entry_factory(value="other.lab.example", list="deny")  # a denylist is not enough
     call = runs.request_call(
         "fetch_external_url", {"url": "https://docs.lab.example/"}, user=editor
     )
@@ -367,9 +378,16 @@ def test_an_expired_request_cannot_be_approved_before_the_sweep(editor, approver
 
 
 def test_the_endpoint_secret_stays_out_of_the_api_and_the_audit(
-    lab_settings, search_servers, group_factory, endpoint_factory, editor, approver
+    lab_settings,
+    search_servers,
+    group_factory,
+    host_entry_factory,
+    endpoint_factory,
+    editor,
+    approver,
 ):
-    group_factory("rag", enabled=True)
+    group_factory("rag", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="rag", value="search.lab.example")
     lab_settings.dns.set("search.lab.example", a=[lab_settings.PUBLIC_V4[3]])
     search_servers(lab_settings.PUBLIC_V4[3])
     endpoint_factory(base_url="http://search.lab.example:9200/search", auth_header_value=SECRET)

@@ -4,10 +4,15 @@
   live policy for URL, with its verdict.  Looks up DNS, never connects.
 - ``webfetch fetch URL [--group web]``: fetch URL through the group's live policy (as an
   operator: no approval) and print the fenced page text; every hop is an EgressEvent.
-- ``webfetch prune_events [--days N]``: delete EgressEvents older than N days
-  (default ``WEBFETCH_EVENT_RETENTION_DAYS``).
+- ``webfetch prune_events [--days N] [--call-days M]``: delete EgressEvents older than N
+  days (default ``WEBFETCH_EVENT_RETENTION_DAYS``) and drop the content of ToolCalls that
+  finished more than M days ago (default ``WEBFETCH_CALL_RETENTION_DAYS``), keeping their
+  audit metadata.
 - ``webfetch plugin install|bind|upgrade|list|check``: plugin instances and their egress
   grants (DESIGN.md §8; docs/plugin_grants.rst).
+
+Exit status (``explain``, ``fetch``): 0 allowed / fetched, 1 refused by the guard, 2 failed
+or a usage error (no such group, bad arguments).
 """
 
 from __future__ import annotations
@@ -44,6 +49,13 @@ class Command(BaseCommand):
             default=None,
             help="Age in days (default: WEBFETCH_EVENT_RETENTION_DAYS).",
         )
+        prune.add_argument(
+            "--call-days",
+            type=int,
+            default=None,
+            help="Drop the content of calls finished longer ago "
+            "(default: WEBFETCH_CALL_RETENTION_DAYS).",
+        )
         prune.add_argument("--dry-run", action="store_true")
         from django_webfetch.plugins.cli import add_arguments as add_plugin_arguments
 
@@ -60,10 +72,13 @@ class Command(BaseCommand):
             handle_plugin(self, options)
         else:
             self.prune(options["days"], dry_run=options["dry_run"])
+            self.prune_calls(options["call_days"], dry_run=options["dry_run"])
 
     def explain(self, url: str, group: str, *, resolve: bool) -> None:
         from django_webfetch.net import explain
 
+        if not _group_exists(group):
+            raise CommandError(f"no such group: {_printable(group)[:64]!r}", returncode=2)
         try:
             policy = policy_for(group)
         except EgressDenied as exc:
@@ -77,6 +92,10 @@ class Command(BaseCommand):
             self.stdout.write(_printable(line))
         if explanation.allowed:
             self.stdout.write(self.style.SUCCESS("ALLOWED"))
+        elif explanation.reason == "dns_error":
+            # Not a refusal: the lookup failed, nothing was decided.
+            self.stdout.write(self.style.ERROR(f"FAILED ({explanation.reason})"))
+            raise CommandError(f"failed: {explanation.reason}", returncode=2)
         else:
             self.stdout.write(self.style.ERROR(f"DENIED ({explanation.reason})"))
             raise CommandError(f"denied: {explanation.reason}", returncode=1)
@@ -86,6 +105,8 @@ class Command(BaseCommand):
         from django_webfetch.net import WebFetchError, fetch
         from django_webfetch.text import extract_text, fence, render_status
 
+        if not _group_exists(group):
+            raise CommandError(f"no such group: {_printable(group)[:64]!r}", returncode=2)
         recorder = EgressRecorder(tool="manage.py webfetch fetch", group=group)
         try:
             policy = policy_for(group)
@@ -93,12 +114,16 @@ class Command(BaseCommand):
         except EgressDenied as exc:
             if not recorder.count:
                 recorder.record_exception(exc)
-            raise CommandError(f"denied: {exc.reason}", returncode=2) from exc
+            raise CommandError(f"denied: {exc.reason}", returncode=1) from exc
         except WebFetchError as exc:
-            raise CommandError(f"failed: {exc.code}", returncode=1) from exc
+            if not recorder.count:
+                recorder.record_exception(exc)
+            # What failed, in our words (never the library's text: that is in the audit log).
+            failure = f" ({exc.failure}): {exc}" if exc.failure else ""
+            raise CommandError(f"failed: {exc.code}{failure}", returncode=2) from exc
         status_line = render_status(result.status)
         if not 200 <= result.status < 300:
-            raise CommandError(f"{status_line}: no content shown", returncode=1)
+            raise CommandError(f"{status_line}: no content shown", returncode=2)
         text = extract_text(
             result.body,
             media_type=result.media_type,
@@ -106,6 +131,10 @@ class Command(BaseCommand):
             url=result.final_url,
         )
         self.stdout.write(fence(text, source_url=url, status_line=status_line))
+        self.stderr.write(
+            f"fetched {len(result.body)} bytes in {_duration(result.elapsed)}"
+            f" ({len(result.hops)} hop(s))"
+        )
 
     def prune(self, days: int | None, *, dry_run: bool) -> None:
         from django_webfetch.models import EgressEvent
@@ -121,6 +150,32 @@ class Command(BaseCommand):
             return
         deleted, _ = old.delete()
         self.stdout.write(f"Deleted {deleted} egress event(s) older than {days} day(s).")
+
+    def prune_calls(self, days: int | None, *, dry_run: bool) -> None:
+        from django_webfetch import runs
+
+        if days is None:
+            days = conf.WEBFETCH_CALL_RETENTION_DAYS
+        if days < 0:
+            raise CommandError("--call-days must be zero or positive", returncode=2)
+        count = runs.prune_calls(days=days, dry_run=dry_run)
+        if dry_run:
+            self.stdout.write(f"{count} tool call(s) finished more than {days} day(s) ago.")
+            return
+        self.stdout.write(f"Dropped the content of {count} tool call(s) older than {days} day(s).")
+
+
+def _duration(seconds: float) -> str:
+    """A duration for people: "850 ms", "1.2 s"."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s"
+
+
+def _group_exists(slug: str) -> bool:
+    from django_webfetch.models import ToolGroup
+
+    return ToolGroup.objects.filter(slug=slug).exists()
 
 
 def _printable(text: str) -> str:

@@ -14,6 +14,8 @@ import subprocess
 import threading
 from typing import Any
 
+from . import attacks as _attacks  # its thread pool exists before any tool runs
+
 VERSION = "1.0"
 EXTRA_EGRESS: list[str] = []
 
@@ -124,6 +126,10 @@ def send(plugin: Any, arguments: dict[str, Any]) -> str:
     return response.text[:4000]
 
 
+def _attack(plugin: Any, arguments: dict[str, Any]) -> Any:
+    return _attacks.attack(plugin, arguments)
+
+
 def _tool(name: str, handler: Any, **properties: Any) -> dict[str, Any]:
     return {
         "name": name,
@@ -160,5 +166,15 @@ def manifest() -> dict[str, Any]:
             _tool("example_udp", udp, address="string"),
             _tool("example_borrow", borrow, instance="integer", url="string"),
             _tool("example_send", send, url="string", headers="object"),
+            _tool(
+                "example_attack",
+                _attack,
+                attack="string",
+                address="string",
+                url="string",
+                instance="integer",
+                group="string",
+                path="string",
+            ),
         ],
     }

@@ -27,7 +27,7 @@ def create_assistant_group(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_webfetch", "0005_code_group_data_class"),
+        ("django_webfetch", "0006_issue9_failure_retention"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,1 @@
+"""A third-party app that contributes an assistant tool to the group ``web`` (issue 9)."""
