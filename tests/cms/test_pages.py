@@ -16,7 +16,10 @@ URL = "http://news.lab.example/story?id=7&ref=home"
 
 
 @pytest.fixture
-def web_group(group_factory):
+def web_group(group_factory, lab_settings):
+    """Group ``web`` enabled; the lab's DNS answers for URL's host, so a call to it passes
+    the request-time pre-flight and waits for an approver."""
+    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[0]])
     return group_factory("web", enabled=True, scope="external_filtered")
 
 
@@ -86,7 +89,6 @@ def test_the_admin_shows_the_counter(client, editor, approver, web_group):
 def test_the_approval_card_is_inline_for_approvers(
     client, editor, approver, web_group, lab_settings
 ):
-    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[0]])
     call = runs.request_call("fetch_external_url", {"url": URL}, user=editor)
     html = login(client, approver).get(reverse("webfetch_cms:approvals")).content.decode()
     assert f'data-call="{call.pk}"' in html
