@@ -17,6 +17,9 @@ class WebFetchConfig(AppConfig):
         from .models.builtin import create_builtin_groups
 
         checks.register()
+        from .assistant.services import connect_signals
+
+        connect_signals()
         post_migrate.connect(
             create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
         )

@@ -37,6 +37,9 @@ def register() -> None:
     _register(Tags.security)(check_tools)
     _register(Tags.security)(check_diagnostics)
     _register(Tags.security, Tags.database)(check_database)
+    from .assistant.checks import check_assistant
+
+    _register(Tags.compatibility, Tags.database)(check_assistant)
     _register(Tags.security, Tags.admin)(check_admin_secrets)
     _register(Tags.security)(check_sites)
     _register(Tags.urls)(check_api_mount)

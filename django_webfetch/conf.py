@@ -185,6 +185,46 @@ class Settings:
             _number("WEBFETCH_APPROVAL_TTL", _raw("WEBFETCH_APPROVAL_TTL", 86400), integer=True)
         )
 
+    # -- the assistant ---------------------------------------------------------------------
+
+    def _positive_int(self, name: str, default: int, ceiling: int) -> int:
+        value = int(_number(name, _raw(name, default), integer=True))
+        if value < 1:
+            raise _bad(name, "a positive integer")
+        return min(value, ceiling)
+
+    @property
+    def WEBFETCH_ASSISTANT_MAX_STEPS(self) -> int:
+        """Provider requests (steps) per assistant run; 1..50."""
+        return self._positive_int("WEBFETCH_ASSISTANT_MAX_STEPS", 8, 50)
+
+    @property
+    def WEBFETCH_ASSISTANT_MAX_RESULT_BYTES(self) -> int:
+        """Bytes (UTF-8) of one tool result as sent to the model; at most 50,000."""
+        return self._positive_int("WEBFETCH_ASSISTANT_MAX_RESULT_BYTES", 50_000, 50_000)
+
+    @property
+    def WEBFETCH_ASSISTANT_CONTEXT_BYTES(self) -> int:
+        """Bytes of tool results one provider request carries; the oldest are replaced by
+        ``[result omitted: N bytes]`` past it."""
+        return self._positive_int("WEBFETCH_ASSISTANT_CONTEXT_BYTES", 200_000, 2_000_000)
+
+    @property
+    def WEBFETCH_ASSISTANT_MAX_TOKENS(self) -> int:
+        """``max_tokens`` of each provider request."""
+        return self._positive_int("WEBFETCH_ASSISTANT_MAX_TOKENS", 1024, 32_768)
+
+    @property
+    def WEBFETCH_ASSISTANT_TIMEOUT(self) -> float:
+        """Seconds one provider request may take, all included (DNS, connect, the answer);
+        at most 600."""
+        value = _number(
+            "WEBFETCH_ASSISTANT_TIMEOUT", _raw("WEBFETCH_ASSISTANT_TIMEOUT", 60.0), integer=False
+        )
+        if value <= 0:
+            raise _bad("WEBFETCH_ASSISTANT_TIMEOUT", "a positive number")
+        return float(min(value, 600.0))
+
     # -- queueing (issue 15) ---------------------------------------------------------------
 
     @property

@@ -28,8 +28,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from django.db import InterfaceError, OperationalError
 
 from . import runs
+from .assistant import services as assistant
 
-__all__ = ["expire_tool_calls", "run_tool_call"]
+__all__ = ["advance_assistant_run", "expire_tool_calls", "run_tool_call"]
 
 
 @shared_task(
@@ -62,4 +63,26 @@ def run_tool_call(self: Any, call_id: str) -> str:
 def expire_tool_calls() -> dict[str, int]:
     """Expire approval requests past their time, recover calls of lost workers, queue
     again approved calls whose message went missing."""
-    return asdict(runs.sweep())
+    report: dict[str, int] = asdict(runs.sweep())
+    report.update(assistant.sweep())
+    return report
+
+
+@shared_task(
+    name="django_webfetch.advance_assistant_run",
+    bind=True,
+    # As run_tool_call: a killed worker's message is delivered again, and advance() is
+    # idempotent (the run's lease and the calls' references keep it from repeating work).
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=1,
+    retry_backoff_max=30,
+    max_retries=8,
+    ignore_result=True,
+)
+def advance_assistant_run(self: Any, run_id: str) -> str:
+    """One provider request of an assistant run (and the tool calls it asks for)."""
+    worker = f"{getattr(self.request, 'hostname', None) or 'celery'}:{os.getpid()}"
+    outcome = assistant.advance(run_id, worker=worker, max_provider_calls=1)
+    return outcome.action

@@ -9,8 +9,11 @@ from pathlib import Path
 
 
 def main() -> None:
-    # Make ``example_project`` and ``django_webfetch`` importable from a checkout.
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    # Make ``example_project`` and ``django_webfetch`` importable from a checkout, and keep
+    # this folder itself off the path (its modules are ``example_project.*``).
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    sys.path.insert(0, str(here.parent))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
     from django.core.management import execute_from_command_line
 

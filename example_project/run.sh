@@ -1,52 +1,74 @@
 #!/bin/sh
-# The example project in one command:
-#   sh example_project/run.sh               migrate, create the demo admin, serve :8000/admin/
+# The example project (a django CMS site with the assistant page) in one command:
+#   sh example_project/run.sh               set up, then serve http://127.0.0.1:8000/
 #   sh example_project/run.sh explain URL   every guard step for URL (group web), no connection
 #   sh example_project/run.sh fetch URL     fetch URL through group web's live policy
+#   sh example_project/run.sh worker        a Celery worker (with CELERY_BROKER_URL set)
 # Extra arguments go to the manage.py command (e.g. --group rag).
 #
-# Creates .venv with the package if it is missing.  The demo admin is admin / admin
-# (override with DJANGO_SUPERUSER_USERNAME / DJANGO_SUPERUSER_PASSWORD).
+# Creates .venv with the package and its cms extra if missing; migrates only when a
+# migration is unapplied.  Serving also creates the demo pages and two users:
+#   admin / admin    superuser, approves tool calls  (DEMO_ADMIN_PASSWORD)
+#   editor / editor  edits pages, asks the assistant (DEMO_EDITOR_PASSWORD)
+# Self-approval is refused by default, so a call the editor starts waits for the admin.
+#
+# Scaled setup, no code change: DATABASE_URL=postgres://... and CELERY_BROKER_URL=redis://...
 set -eu
 
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PYTHON=${PYTHON:-python3}
+HOST=${DEMO_HOST:-127.0.0.1}
+PORT=${DEMO_PORT:-8000}
 
 if [ ! -x "$PY" ]; then
     echo "==> creating .venv"
     "$PYTHON" -m venv .venv
 fi
-if ! "$PY" -c 'import django_webfetch, django, rest_framework, jsonschema, httpx, dns, html5lib' \
-        >/dev/null 2>&1; then
-    echo "==> installing django-webfetch into .venv"
-    "$PY" -m pip install -q -e . jsonschema
+EXTRAS=cms,assistant
+if [ -n "${CELERY_BROKER_URL:-}" ]; then
+    EXTRAS=cms,assistant,celery
+fi
+if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib' \
+        >/dev/null 2>&1 \
+    || { [ -n "${CELERY_BROKER_URL:-}" ] && ! "$PY" -c 'import celery, redis' >/dev/null 2>&1; } \
+    || { [ -n "${DATABASE_URL:-}" ] && ! "$PY" -c 'import psycopg' >/dev/null 2>&1; }; then
+    echo "==> installing django-webfetch[$EXTRAS] into .venv"
+    "$PY" -m pip install -q -e ".[$EXTRAS]" "djangocms-text>=0.8"
+    if [ -n "${DATABASE_URL:-}" ]; then
+        "$PY" -m pip install -q "psycopg[binary]>=3.1"
+    fi
 fi
 
 manage() { "$PY" example_project/manage.py "$@"; }
 
-manage migrate --noinput -v 0
+# Migrate only when needed: `migrate --check` fails while a migration is unapplied.
+if ! manage migrate --check >/dev/null 2>&1; then
+    echo "==> migrating the database"
+    manage migrate --noinput -v 0
+fi
 
 command=${1:-serve}
 [ $# -gt 0 ] && shift
 case "$command" in
     explain) exec "$PY" example_project/manage.py webfetch explain "$@" ;;
     fetch) exec "$PY" example_project/manage.py webfetch fetch "$@" ;;
+    worker) exec "$PY" -m celery -A example_project.celery_app worker --loglevel INFO "$@" ;;
     serve)
-        export DJANGO_SUPERUSER_USERNAME="${DJANGO_SUPERUSER_USERNAME:-admin}"
-        export DJANGO_SUPERUSER_PASSWORD="${DJANGO_SUPERUSER_PASSWORD:-admin}"
-        manage shell -c "
-from django.contrib.auth import get_user_model
-import os
-User = get_user_model()
-name = os.environ['DJANGO_SUPERUSER_USERNAME']
-if not User.objects.filter(username=name).exists():
-    User.objects.create_superuser(name, '', os.environ['DJANGO_SUPERUSER_PASSWORD'])
-    print('==> created the demo admin', name)
-"
-        echo "==> tool groups are created disabled; enable one in the admin"
-        echo "==> http://127.0.0.1:8000/admin/"
-        exec "$PY" example_project/manage.py runserver 127.0.0.1:8000 "$@"
+        manage demo_setup --domain "$HOST:$PORT"
+        cat <<TEXT
+
+==> The example django CMS site is ready: http://$HOST:$PORT/
+    Log in at http://$HOST:$PORT/admin/ as
+      editor / ${DEMO_EDITOR_PASSWORD:-editor}   asks the assistant (toolbar: Assistant)
+      admin  / ${DEMO_ADMIN_PASSWORD:-admin}    approves the calls the editor starts
+    The assistant page: http://$HOST:$PORT/assistant/
+    Tool groups start disabled: enable "content" and "web" at
+      http://$HOST:$PORT/admin/django_webfetch/toolgroup/
+    Approval e-mails are printed on this console.
+
+TEXT
+        exec "$PY" example_project/manage.py runserver "$HOST:$PORT" "$@"
         ;;
-    *) echo "usage: sh example_project/run.sh [serve|explain URL|fetch URL] [args...]" >&2; exit 2 ;;
+    *) echo "usage: sh example_project/run.sh [serve|explain URL|fetch URL|worker] [args...]" >&2; exit 2 ;;
 esac

@@ -1,4 +1,12 @@
-"""A runnable demo of django_webfetch: SQLite, the Django admin, calls run in-process.
+"""The example project: a django CMS 5.1 site with django_webfetch's assistant page.
+
+Embedded by default: SQLite, tool calls run in-process, e-mail printed on the console.
+Scaled with no code change, from the environment:
+
+* ``DATABASE_URL=postgres://USER:PASSWORD@HOST:PORT/NAME`` (a Unix socket:
+  ``postgres://USER@/NAME?host=/run/postgresql``) uses PostgreSQL;
+* ``CELERY_BROKER_URL=redis://HOST:6379/0`` runs tool calls on Celery workers
+  (``celery -A example_project.celery_app worker``).
 
 Not for production: the secret key and DEBUG are demo values.
 """
@@ -7,16 +15,26 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from django.utils.translation import gettext_lazy as _
 
 BASE_DIR = Path(__file__).resolve().parent
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-project-not-secret")
 DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
-ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
 USE_TZ = True
 TIME_ZONE = "UTC"
+USE_I18N = True
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("de", _("German"))]
 
 INSTALLED_APPS = [
+    # First: its admin/base_site.html adds the approvers' counter to every admin page
+    # (it extends the next admin/base_site.html, Django's or the project's).
+    "django_webfetch.cms",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -24,19 +42,33 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.sites",
+    # django CMS
+    "cms",
+    "menus",
+    "treebeard",
+    "sekizai",
+    "djangocms_text",
+    # django_webfetch: the core, and its django CMS integration (the ``cms`` extra)
     "rest_framework",
     "django_webfetch",
+    # the demo's set-up command
+    "example_project.demo",
 ]
 SITE_ID = 1
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "cms.middleware.user.CurrentUserMiddleware",
+    "cms.middleware.page.CurrentPageMiddleware",
+    "cms.middleware.toolbar.ToolbarMiddleware",
+    "cms.middleware.language.LanguageCookieMiddleware",
 ]
 
 ROOT_URLCONF = "example_project.urls"
@@ -44,33 +76,81 @@ ROOT_URLCONF = "example_project.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "sekizai.context_processors.sekizai",
+                "cms.context_processors.cms_settings",
             ]
         },
     }
 ]
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("WEBFETCH_EXAMPLE_DB", str(BASE_DIR / "db.sqlite3")),
+# django CMS 5.1 with django-treebeard 5.x warns about its own PageManager.
+SILENCED_SYSTEM_CHECKS = ["treebeard.E001"]
+
+CMS_TEMPLATES = [("page.html", _("Page"))]
+CMS_CONFIRM_VERSION4 = True
+X_FRAME_OPTIONS = "SAMEORIGIN"
+LOGIN_URL = "admin:login"
+
+
+def _database(url: str) -> dict[str, Any]:
+    """``DATABASE_URL`` (postgres:// or postgresql://) as a Django DATABASES entry."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ValueError("DATABASE_URL must be a postgres:// URL")
+    query = parse_qs(parts.query)
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": query.get("host", [unquote(parts.hostname or "")])[0],
+        "PORT": str(parts.port or ""),
+        "CONN_MAX_AGE": 60,
     }
-}
+
+
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": _database(os.environ["DATABASE_URL"])}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("WEBFETCH_EXAMPLE_DB", str(BASE_DIR / "db.sqlite3")),
+            # The assistant page polls while a call runs: wait for a writer, not fail.
+            "OPTIONS": {"timeout": 20},
+        }
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "static"
+
+# The approvers' notification: printed on the console in the demo.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = "assistant@example.org"
 
 # -- django_webfetch ----------------------------------------------------------------------
 # None: the system's resolv.conf, read by dnspython (never getaddrinfo, never /etc/hosts).
-WEBFETCH_DNS_NAMESERVERS = None
+# WEBFETCH_DNS_NAMESERVERS="192.0.2.53,..." names the resolvers to use instead.
+_NAMESERVERS = os.environ.get("WEBFETCH_DNS_NAMESERVERS", "")
+WEBFETCH_DNS_NAMESERVERS = [n.strip() for n in _NAMESERVERS.split(",") if n.strip()] or None
+# A CA bundle for the fetches (default: certifi's).
+WEBFETCH_CA_FILE = os.environ.get("WEBFETCH_CA_FILE") or None
 # Bounds may only be lowered: values above the hard ceilings are clamped (check W001).
 WEBFETCH_TIMEOUT = 20
 WEBFETCH_MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 WEBFETCH_EVENT_RETENTION_DAYS = 30
-# Calls run in-process; set True (and install django-webfetch[celery]) for Celery runs.
-WEBFETCH_ASYNC_RUNS = False
+
+# With a broker, tool calls (and assistant runs) run on Celery workers; without one,
+# in-process.  Needs the ``celery`` extra: pip install "django-webfetch[celery,cms]".
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+WEBFETCH_ASYNC_RUNS = bool(CELERY_BROKER_URL)

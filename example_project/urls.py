@@ -7,4 +7,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The DRF API: /api/tools/, /api/calls/, /api/schema/ (see docs/api.rst).
     path("api/", include("django_webfetch.api.urls")),
+    # The assistant page for editors: /assistant/ (see docs/cms.rst).
+    path("assistant/", include("django_webfetch.cms.urls")),
+    # django CMS serves every other path: keep it last.
+    path("", include("cms.urls")),
 ]

@@ -73,6 +73,8 @@ command -v ip >/dev/null 2>&1 || PACKAGES="$PACKAGES iproute2"
 { command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; } \
     || PACKAGES="$PACKAGES postgresql"
 command -v redis-server >/dev/null 2>&1 || PACKAGES="$PACKAGES redis-server"
+# The browser tests drive Debian's Chromium through Playwright (never a downloaded browser).
+[ -x /usr/bin/chromium ] || PACKAGES="$PACKAGES chromium"
 { command -v unshare >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; } \
     || PACKAGES="$PACKAGES util-linux"
 PYTHON=${PYTHON:-python3}
@@ -98,9 +100,9 @@ if [ "${WEBFETCH_SKIP_INSTALL:-0}" != 1 ]; then
     STAMP="$VENV/.webfetch-test-deps"
     WANT=$(cat pyproject.toml | cksum)
     if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
-        say "installing django_webfetch[celery] and the test dependency group into .venv"
+        say "installing django_webfetch[celery,cms] and the test dependency group into .venv"
         quiet "$PY" -m pip install -q -U "pip>=25.1"
-        quiet "$PY" -m pip install -q -e '.[celery]' --group test
+        quiet "$PY" -m pip install -q -e '.[celery,cms]' --group test
         printf '%s\n' "$WANT" >"$STAMP"
     fi
 fi

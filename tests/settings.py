@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 SECRET_KEY = "tests-only"
 DEBUG = False
 USE_TZ = True
 ALLOWED_HOSTS = ["testserver", "site.example"]
 INSTALLED_APPS = [
+    # Before the admin: its admin/base_site.html adds the approvers' counter (tests/cms/).
+    "django_webfetch.cms",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -14,6 +18,12 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "django_webfetch",
+    # django CMS and the integration (the cms extra; tests/cms/)
+    "cms",
+    "menus",
+    "treebeard",
+    "sekizai",
+    "djangocms_text",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -22,15 +32,26 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
+# django CMS's middleware (toolbar, current page) is added by tests/cms/conftest.py for the
+# CMS tests only: it reads the database on every response, which would change what other
+# suites test (e.g. a 503 when the database is down).
+CMS_MIDDLEWARE = [
+    "cms.middleware.user.CurrentUserMiddleware",
+    "cms.middleware.page.CurrentPageMiddleware",
+    "cms.middleware.toolbar.ToolbarMiddleware",
+]
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [Path(__file__).parent / "cms" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "sekizai.context_processors.sekizai",
+                "cms.context_processors.cms_settings",
             ]
         },
     }
@@ -40,3 +61,13 @@ SITE_ID = 1
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# django CMS (tests/cms/)
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("de", "German")]
+CMS_TEMPLATES = [("cms_test_page.html", "Page")]
+CMS_CONFIRM_VERSION4 = True
+# Page view restrictions apply (read_page must honour them).
+CMS_PERMISSION = True
+SILENCED_SYSTEM_CHECKS = ["treebeard.E001"]
+STATIC_URL = "static/"
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

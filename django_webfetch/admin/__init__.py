@@ -163,6 +163,8 @@ class ConfiguredEndpointForm(_EndpointForm):
             "group",
             "name",
             "base_url",
+            "provider_kind",
+            "model_name",
             "auth_header_name",
             "auth_header_value",
             "allow_private",
@@ -220,6 +222,8 @@ class ConfiguredEndpointAdmin(SecretFieldsAdminMixin, _EndpointAdmin):
         "group",
         "name",
         "base_url",
+        "provider_kind",
+        "model_name",
         "auth_header_name",
         "auth_header_value",
         "clear_auth_header",
@@ -292,4 +296,4 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds:.1f} s"
 
 
-from . import calls, plugins  # noqa: E402,F401
+from . import assistant, calls, plugins  # noqa: E402,F401

@@ -7,7 +7,7 @@ from django.urls import URLPattern, URLResolver, path, re_path
 
 from django_webfetch import __version__
 
-from . import views
+from . import assistant, views
 from ._schema import AVAILABLE as _SCHEMA_AVAILABLE
 from .permissions import IsActiveUser
 
@@ -21,6 +21,20 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("calls/<uuid:pk>/approve/", views.CallApproveView.as_view(), name="call-approve"),
     path("calls/<uuid:pk>/deny/", views.CallDenyView.as_view(), name="call-deny"),
     path("calls/<uuid:pk>/cancel/", views.CallCancelView.as_view(), name="call-cancel"),
+    path("conversations/", assistant.ConversationListView.as_view(), name="conversation-list"),
+    path(
+        "conversations/<uuid:pk>/",
+        assistant.ConversationDetailView.as_view(),
+        name="conversation-detail",
+    ),
+    path(
+        "conversations/<uuid:pk>/messages/",
+        assistant.ConversationMessagesView.as_view(),
+        name="conversation-messages",
+    ),
+    path("runs/<uuid:pk>/", assistant.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<uuid:pk>/cancel/", assistant.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<uuid:pk>/events/", assistant.RunEventsView.as_view(), name="run-events"),
 ]
 
 if _SCHEMA_AVAILABLE:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django_webfetch.assistant.models import AssistantRun, Conversation, Message, RunEvent, RunState
 from django_webfetch.plugins.models import PluginInstance
 
 from .calls import CallState, ToolCall
@@ -11,15 +12,20 @@ from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
 
 __all__ = [
     "DATA_CLASS_NOTICES",
+    "AssistantRun",
     "CallState",
     "ConfiguredEndpoint",
+    "Conversation",
     "DataClass",
     "Decision",
     "EgressEvent",
     "EgressScope",
     "HostListEntry",
     "ListKind",
+    "Message",
     "PluginInstance",
+    "RunEvent",
+    "RunState",
     "SiteHost",
     "ToolCall",
     "ToolGroup",

@@ -44,6 +44,13 @@ BUILTIN_GROUPS: tuple[dict[str, Any], ...] = (
         "data_class": "siteContent",
         "description": "Query the configured site-search endpoint (search_site).",
     },
+    {
+        "slug": "assistant",
+        "name": "Assistant LLM provider",
+        "scope": "configured_endpoint",
+        "data_class": "internal",
+        "description": "The LLM provider the assistant asks (its configured endpoint).",
+    },
 )
 
 

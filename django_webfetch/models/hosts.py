@@ -254,6 +254,24 @@ class ConfiguredEndpoint(models.Model):
         ),
     )
     enabled = models.BooleanField(_("enabled"), default=True)
+    #: For an endpoint of the ``assistant`` group: the LLM provider's API and model.
+    provider_kind = models.CharField(
+        _("LLM provider kind"),
+        max_length=32,
+        blank=True,
+        choices=[
+            ("openai", "OpenAI"),
+            ("openai-compatible", _("OpenAI-compatible (vLLM, Ollama, ...)")),
+            ("anthropic", "Anthropic"),
+        ],
+        help_text=_("Only for endpoints of the assistant group."),
+    )
+    model_name = models.CharField(
+        _("LLM model name"),
+        max_length=200,
+        blank=True,
+        help_text=_("Only for endpoints of the assistant group, e.g. gpt-4.1-mini."),
+    )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     updated = models.DateTimeField(_("updated"), auto_now=True)
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from django_webfetch.conf import conf
@@ -80,6 +81,8 @@ __all__ = [
     "SelfApprovalDenied",
     "ToolNotOfferedError",
     "approve",
+    "call_finished",
+    "call_transitioned",
     "can_approve",
     "can_cancel",
     "can_read",
@@ -108,6 +111,18 @@ MAX_ATTEMPTS = 2
 #: SQLite reports a lost race as "database is locked" (without waiting, when a reading
 #: transaction wants to write); the transition is re-read this often.
 _SQLITE_RETRIES = 10
+
+
+#: Sent inside the transaction of each state change: ``call`` (the updated row) and
+#: ``previous`` (the state it left).  A receiver with side effects defers them with
+#: ``transaction.on_commit`` (the django CMS integration mails approvers so).
+call_transitioned = Signal()
+
+#: Sent when a call reaches a finished state, inside the transaction that finishes it:
+#: ``call_finished.send(sender=ToolCall, call_id=..., conversation=...)``.  A receiver that
+#: acts on it defers the work with ``transaction.on_commit``; receivers' errors are logged,
+#: never raised.  The assistant resumes the run that asked for the call.
+call_finished = Signal()
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -353,8 +368,26 @@ def _transition(
             raise InvalidTransition(current, target, "the call was changed concurrently")
         for name, value in values.items():
             setattr(call, name, value)
+        _announce(call, current)
+        if target in FINISHED_STATES:
+            for receiver, error in call_finished.send_robust(
+                sender=ToolCall, call_id=call.pk, conversation=call.conversation
+            ):
+                if isinstance(error, Exception):
+                    logger.error("call_finished receiver %r failed: %r", receiver, error)
     logger.info("tool call %s: %s -> %s", call.pk, current, target)
     return call
+
+
+def _announce(call: ToolCall, previous: str) -> None:
+    # A receiver's failure must not fail the transition.
+    for receiver, response in call_transitioned.send_robust(
+        sender=ToolCall, call=call, previous=previous
+    ):
+        if isinstance(response, Exception):
+            logger.error(
+                "call_transitioned receiver %r failed: %r", receiver, response, exc_info=response
+            )
 
 
 # -- requesting a call ----------------------------------------------------------------------

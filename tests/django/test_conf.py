@@ -74,4 +74,4 @@ def test_invalid_values_raise_configuration_error(settings, name, value):
 
 def test_setting_names_listed():
     assert "WEBFETCH_TIMEOUT" in SETTING_NAMES
-    assert len(SETTING_NAMES) >= 21
+    assert len(SETTING_NAMES) >= 26

@@ -95,10 +95,13 @@ def names(tools):
 
 
 def test_builtins_are_registered(tool_registry):
+    # list_pages and read_page come from the installed django_webfetch.cms app.
     assert names(tool_registry.all()) == [
         "fetch_external_url",
         "get_last_exception",
+        "list_pages",
         "probe_url",
+        "read_page",
         "read_source",
         "search_code",
         "search_site",
@@ -232,7 +235,9 @@ def test_plugins_and_apps_are_discovered(monkeypatch, tool_registry):
         "echo",
         "fetch_external_url",
         "get_last_exception",
+        "list_pages",
         "probe_url",
+        "read_page",
         "read_source",
         "search_code",
         "search_site",

@@ -1,6 +1,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("django_webfetch.api.urls")),
+    path("assistant/", include("django_webfetch.cms.urls")),
+    # django CMS serves every other path (tests/cms/): keep it last.
+    path("", include("cms.urls")),
+]

@@ -27,6 +27,7 @@ hence which server) and path:
 ``/server-error``              500 with an HTML body and a Server-Timing header
 ``/no-type``                   no Content-Type header
 ``/echo``                      request line, Host, SNI, local address and headers as text
+``/inject``                    a page whose text tells the assistant to call other tools
 =============================  =============================================================
 
 Every server logs each accepted connection (local address, peer) and each request
@@ -389,6 +390,9 @@ class _Handler(BaseHTTPRequestHandler):
             # Promises 10,000 bytes, sends 100, closes: an incomplete body.
             self._head(200, length=10_000, close=True)
             self._write(b"<p>" + b"t" * 97)
+        elif path == "/inject":
+            # A page that tries to steer the assistant (prompt-injection tests).
+            self._send(200, content.injection_html())
         elif path == "/headers":
             # The headers a probe reports, plus ones it must never keep (issue 11).
             self._send(

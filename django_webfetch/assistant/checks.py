@@ -1,0 +1,63 @@
+"""System checks of the assistant (ids ``django_webfetch.E040``-``E049``/``W040``-``W049``),
+registered by ``django_webfetch.checks.register``; documented in docs/checks.rst."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.core.checks import CheckMessage, Error, Warning
+from django.db import DatabaseError
+
+__all__ = ["check_assistant"]
+
+
+def _pydantic_ai_installed() -> bool:
+    return importlib.util.find_spec("pydantic_ai") is not None
+
+
+def check_assistant(
+    app_configs: Sequence[Any] | None = None,
+    databases: Iterable[str] | None = None,
+    **kwargs: Any,
+) -> list[CheckMessage]:
+    if not databases:
+        return []
+    try:
+        return list(_messages())
+    except DatabaseError:
+        return []  # not migrated yet
+
+
+def _messages() -> Iterable[CheckMessage]:
+    from django_webfetch.models import ConfiguredEndpoint, ToolGroup
+
+    from .providers import ASSISTANT_GROUP, PROVIDER_KINDS
+
+    group = ToolGroup.objects.filter(slug=ASSISTANT_GROUP, enabled=True).first()
+    if group is None:
+        return
+    if not _pydantic_ai_installed():
+        yield Error(
+            "The assistant group is enabled but Pydantic AI is not installed: every "
+            "assistant run is refused (assistant_not_installed).",
+            hint='pip install "django-webfetch[assistant]"',
+            obj=group,
+            id="django_webfetch.E040",
+        )
+    usable = (
+        ConfiguredEndpoint.objects.filter(
+            group=group, enabled=True, provider_kind__in=PROVIDER_KINDS
+        )
+        .exclude(model_name="")
+        .exists()
+    )
+    if not usable:
+        yield Warning(
+            "The assistant group is enabled but none of its enabled endpoints names a "
+            "provider kind and a model: the offline rule-based planner answers.",
+            hint="Set the provider kind and the model name of the group's endpoint.",
+            obj=group,
+            id="django_webfetch.W040",
+        )

@@ -1,0 +1,45 @@
+"""System checks of the django CMS integration (ids ``django_webfetch.E050``-``E059`` and
+``W050``-``W059``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.core import checks
+
+
+def check_cms_installed(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """E050: ``django_webfetch.cms`` needs django CMS (the ``cms`` extra) and its apps."""
+    needed = ("cms", "menus", "sekizai", "django.contrib.sites")
+    missing = [app for app in needed if not apps.is_installed(app)]
+    if not missing:
+        return []
+    return [
+        checks.Error(
+            "django_webfetch.cms needs django CMS: " + ", ".join(missing) + " not installed.",
+            hint='pip install "django-webfetch[cms]" and add django CMS\'s apps to '
+            "INSTALLED_APPS (see the guide 'Add it to your django CMS site').",
+            id="django_webfetch.E050",
+        )
+    ]
+
+
+def check_approver_mail(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W050: approvers are e-mailed when a call starts waiting; without a sender address
+    Django's default ``webmaster@localhost`` is used, which most mail servers refuse."""
+    if getattr(settings, "DEFAULT_FROM_EMAIL", "webmaster@localhost") != "webmaster@localhost":
+        return []
+    if "console" in getattr(settings, "EMAIL_BACKEND", "") or "locmem" in getattr(
+        settings, "EMAIL_BACKEND", ""
+    ):
+        return []
+    return [
+        checks.Warning(
+            "DEFAULT_FROM_EMAIL is not set: approval notifications go out from "
+            "webmaster@localhost.",
+            hint="Set DEFAULT_FROM_EMAIL to an address your mail server accepts.",
+            id="django_webfetch.W050",
+        )
+    ]

@@ -1,0 +1,164 @@
+"""The assistant page (``/assistant/``) and its approvals fragment.
+
+Server-rendered; ``static/django_webfetch/cms/assistant.js`` (plain JavaScript, no build
+step) talks to the assistant API (conversations, runs) and to the tool-call endpoints, and
+refreshes the approvals fragment.  Everything the page shows comes from those APIs, which
+enforce who may see and decide what.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.http import HttpRequest, HttpResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils.translation import gettext as _
+from django.views.generic import TemplateView
+
+from django_webfetch import runs
+from django_webfetch.models import ToolGroup
+
+from . import content
+from .approvals import MAX_CARDS, preflight, waiting_for
+from .reasons import REASONS, plain_reason
+
+__all__ = ["ApprovalsView", "AssistantView", "provider_label"]
+
+
+def provider_label() -> tuple[str, bool]:
+    """The active LLM provider's label, and whether it is the offline planner."""
+    from django_webfetch.assistant.providers import configured_provider
+
+    provider = configured_provider()
+    return provider.label, provider.offline
+
+
+def _api_base() -> str:
+    try:
+        return reverse("django_webfetch:tool-list").removesuffix("tools/")
+    except NoReverseMatch:
+        return ""
+
+
+def _admin_url(name: str) -> str:
+    try:
+        return reverse(name)
+    except NoReverseMatch:
+        return ""
+
+
+def approval_cards(user: Any) -> list[dict[str, Any]]:
+    cards = []
+    for call in waiting_for(user)[:MAX_CARDS]:
+        preview = dict(call.approval_preview or {})
+        cards.append(
+            {
+                "call": call,
+                "preview": preview,
+                "query": preview.get("query_decoded") or [],
+                "preflight": preflight(call),
+                "refused_by": plain_reason(preview["refused_by"])
+                if preview.get("refused_by")
+                else "",
+            }
+        )
+    return cards
+
+
+def _strings() -> dict[str, Any]:
+    """Every text the page's script shows, translated here (no JavaScript catalog)."""
+    return {
+        "you": _("You"),
+        "assistant": _("Assistant"),
+        "sending": _("Sending…"),
+        "thinking": _("The assistant is working…"),
+        "waiting": _("Waiting for an approver…"),
+        "done": _("Done."),
+        "failed": _("The assistant could not finish."),
+        "cancelled": _("Cancelled."),
+        "error": _("Something went wrong; try again."),
+        "provider": _("Provider: %(label)s"),
+        "offline": _("the offline planner (no language model configured)"),
+        "third_party": _("Page text from a third party (untrusted content): %(source)s"),
+        "own_page": _("Text of this site's page: %(source)s"),
+        "refused": _("refused: %(reason)s"),
+        "approved_note": _("Approved."),
+        "denied_note": _("Denied."),
+        "states": {
+            "pending": _("requested"),
+            "awaiting_approval": _("waiting for approval"),
+            "approved": _("approved, queued"),
+            "running": _("running"),
+            "succeeded": _("done"),
+            "failed": _("failed"),
+            "denied": _("denied"),
+            "expired": _("expired"),
+            "cancelled": _("cancelled"),
+        },
+        "reasons": {code: str(text) for code, text in REASONS.items()},
+    }
+
+
+class _Base(LoginRequiredMixin, TemplateView):
+    raise_exception = False
+
+    def can_approve(self) -> bool:
+        return bool(self.request.user.has_perm(runs.APPROVE_PERMISSION))
+
+
+class AssistantView(_Base):
+    template_name = "django_webfetch/cms/assistant.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        request = self.request
+        page_ref = None
+        page_param = request.GET.get("page", "")
+        if page_param.isdigit() and len(page_param) < 12:
+            try:
+                page_ref = content.find_page(request.user, page_id=int(page_param))[2]
+            except content.PageNotFound:
+                page_ref = None
+        enabled = list(ToolGroup.objects.filter(enabled=True).values_list("slug", flat=True))
+        can_approve = self.can_approve()
+        context.update(
+            {
+                "api_base": _api_base(),
+                "provider_label": provider_label()[0],
+                "provider_offline": provider_label()[1],
+                "enabled_groups": enabled,
+                "groups_admin_url": _admin_url("admin:django_webfetch_toolgroup_changelist"),
+                "groups_admin_label": _("%(app)s › Tool groups")
+                % {"app": apps.get_app_config("django_webfetch").verbose_name},
+                "page_ref": page_ref,
+                "can_approve": can_approve,
+                "cards": approval_cards(request.user) if can_approve else [],
+                "strings": _strings(),
+            }
+        )
+        return context
+
+
+class ApprovalsView(_Base):
+    """The approval cards alone (the page refreshes them without a reload)."""
+
+    template_name = "django_webfetch/cms/_approvals.html"
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().get(request, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        can_approve = self.can_approve()
+        context.update(
+            {
+                "api_base": _api_base(),
+                "can_approve": can_approve,
+                "cards": approval_cards(self.request.user) if can_approve else [],
+            }
+        )
+        return context

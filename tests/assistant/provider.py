@@ -1,0 +1,246 @@
+"""A scripted LLM provider in the lab: the real OpenAI chat-completions and Anthropic Messages
+wire formats over HTTPS, on a public-looking lab address.
+
+This is the one third-party boundary the tests may fake.  The app reaches it as a configured
+endpoint of the ``assistant`` group, through the guard, with the real ``openai`` /
+``anthropic`` SDK client code (via Pydantic AI) doing the requests.
+
+A test scripts the turns: each provider request pops the next :class:`Turn` (or calls it
+with the request, to answer from what the app sent).  Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["HOST", "PORT", "ProviderServer", "Turn"]
+
+HOST = "llm.lab.example"
+PORT = 9443
+
+
+@dataclass
+class Turn:
+    """One scripted provider answer (format-neutral)."""
+
+    text: str = ""
+    #: ``(name, arguments)``: a dict, or a raw string sent as it is (OpenAI only).
+    tool_calls: list[tuple[str, Any]] = field(default_factory=list)
+    status: int = 200
+    #: Send this body as it is (garbage, a truncated JSON...).
+    raw: bytes | None = None
+    #: Sleep this long before answering (a provider timeout).
+    delay: float = 0.0
+    #: Wait for this event before answering (a worker killed mid-request).
+    hold: threading.Event | None = None
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: Any
+    kind: str  # "openai" | "anthropic" | "unknown"
+
+
+class ProviderServer:
+    def __init__(self, address: str, context: ssl.SSLContext) -> None:
+        self.address = address
+        self.script: list[Turn | Callable[[Recorded], Turn]] = []
+        self.requests: list[Recorded] = []
+        self.arrived = threading.Event()
+        self._lock = threading.Lock()
+        self._counter = 0
+        server = self
+
+        class Handler(_Handler):
+            provider = server
+
+        self._httpd = _Server((address, PORT), Handler, context)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True
+        )
+        self._thread.start()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.script = []
+            self.requests = []
+            self.arrived = threading.Event()
+
+    def add(self, *turns: Turn | Callable[[Recorded], Turn]) -> None:
+        with self._lock:
+            self.script.extend(turns)
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def next_turn(self, record: Recorded) -> Turn:
+        with self._lock:
+            self.requests.append(record)
+            self._counter += 1
+            item = self.script.pop(0) if self.script else Turn(text="(script exhausted)")
+        self.arrived.set()
+        return item(record) if callable(item) else item
+
+    def next_id(self) -> int:
+        with self._lock:
+            self._counter += 1
+            return self._counter
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    address_family = socket.AF_INET
+
+    def __init__(self, address: Any, handler: Any, context: ssl.SSLContext) -> None:
+        self._context = context
+        super().__init__(address, handler)
+
+    def server_bind(self) -> None:
+        socketserver.TCPServer.server_bind(self)  # no getfqdn(): no DNS lookup
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, peer = self.socket.accept()
+        return self._context.wrap_socket(sock, server_side=True), peer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    provider: ProviderServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/chat/completions"):
+            kind = "openai"
+        elif path.endswith("/v1/messages"):
+            kind = "anthropic"
+        else:
+            kind = "unknown"
+        record = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body, kind)
+        turn = self.provider.next_turn(record)
+        if turn.hold is not None:
+            turn.hold.wait(120)
+        if turn.delay:
+            time.sleep(turn.delay)
+        if kind == "unknown":
+            self._send(404, b'{"error": "not found"}')
+        elif turn.raw is not None:
+            self._send(turn.status, turn.raw)
+        elif turn.status != 200:
+            self._send(turn.status, json.dumps({"error": {"message": "scripted failure"}}).encode())
+        else:
+            payload = self._openai(turn, body) if kind == "openai" else self._anthropic(turn, body)
+            self._send(200, json.dumps(payload).encode())
+
+    def _send(self, status: int, data: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
+
+    def _openai(self, turn: Turn, body: Any) -> dict[str, Any]:
+        n = self.provider.next_id()
+        message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+        if turn.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{n}_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+                for i, (name, args) in enumerate(turn.tool_calls)
+            ]
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": (body or {}).get("model", "scripted"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if turn.tool_calls else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
+
+    def _anthropic(self, turn: Turn, body: Any) -> dict[str, Any]:
+        n = self.provider.next_id()
+        content: list[dict[str, Any]] = []
+        if turn.text:
+            content.append({"type": "text", "text": turn.text})
+        for i, (name, args) in enumerate(turn.tool_calls):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{n}_{i}",
+                    "name": name,
+                    "input": args if isinstance(args, dict) else {"raw": args},
+                }
+            )
+        return {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": (body or {}).get("model", "scripted"),
+            "content": content,
+            "stop_reason": "tool_use" if turn.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 13, "output_tokens": 5},
+        }
+
+
+# -- reading what the app sent ------------------------------------------------------------
+
+
+def tool_results(record: Recorded) -> list[str]:
+    """The tool results the app sent in this request (either wire format)."""
+    out: list[str] = []
+    for message in (record.body or {}).get("messages", []):
+        if record.kind == "openai" and message.get("role") == "tool":
+            out.append(message.get("content") or "")
+        if record.kind == "anthropic" and isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    content = block.get("content")
+                    if isinstance(content, list):
+                        content = "".join(b.get("text", "") for b in content)
+                    out.append(content or "")
+    return out
+
+
+def offered_tools(record: Recorded) -> list[str]:
+    tools = (record.body or {}).get("tools") or []
+    if record.kind == "openai":
+        return sorted(t["function"]["name"] for t in tools)
+    return sorted(t["name"] for t in tools)

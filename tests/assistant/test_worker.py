@@ -1,0 +1,133 @@
+"""Assistant runs on real Celery workers (Redis broker): the approval resumes the run on a
+worker, and a worker killed in the middle of a provider request is recovered."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from rest_framework.test import APIClient
+
+from django_webfetch.models import AssistantRun, Message, ToolCall
+from tests.runs.infra import wait_for
+
+from .provider import Turn, tool_results
+
+pytestmark = [
+    pytest.mark.redis,
+    pytest.mark.worker,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
+
+BEGIN = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce="
+
+
+@pytest.fixture
+def api(editor, settings):
+    settings.ROOT_URLCONF = "tests.runs.urls"
+    settings.WEBFETCH_TIMEOUT = 5.0
+    settings.WEBFETCH_ASSISTANT_TIMEOUT = 3.0
+    client = APIClient()
+    client.force_login(editor)
+    return client
+
+
+def _env():
+    return {"WEBFETCH_TEST_ASSISTANT_TIMEOUT": "3", "WEBFETCH_TEST_SWEEP_EVERY": "1"}
+
+
+def ask(api, content):
+    conv = api.post("/api/conversations/", {}, format="json").json()["id"]
+    response = api.post(f"/api/conversations/{conv}/messages/", {"content": content}, format="json")
+    assert response.status_code == 202, response.content
+    return response.json()
+
+
+def test_editor_asks_admin_approves_worker_fetches_run_answers(
+    api, provider, lab_settings, group_factory, worker_factory, celery_client, client, approver
+):
+    """The issue's "done when": nobody touches the run after the approval."""
+    from .test_provider_loop import approve_in_admin
+
+    group_factory("web", enabled=True)
+    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
+    url = lab_settings.url("news.lab.example", "/page?from=worker", scheme="https")
+    provider.add(
+        Turn(tool_calls=[("fetch_external_url", {"url": url})]),
+        lambda record: Turn(text="Quoted: " + "\n".join(tool_results(record))),
+    )
+    worker = worker_factory(env=_env())
+    run = ask(api, "What does the lab news page say?")
+    run_id = run["id"]
+    wait_for(
+        lambda: AssistantRun.objects.get(pk=run_id).state == "waiting_for_approval",
+        30,
+        what="the run to pause",
+    )
+    [call] = ToolCall.objects.filter(conversation__startswith="assistant:")
+    approve_in_admin(client, approver, [str(call.pk)])
+    try:
+        wait_for(lambda: AssistantRun.objects.get(pk=run_id).finished, 60, what="the run to finish")
+    except AssertionError:
+        print(worker.output()[-4000:])
+        raise
+    body = api.get(f"/api/runs/{run_id}/").json()
+    assert body["state"] == "completed", (body, worker.output()[-3000:])
+    assert BEGIN in body["final_message"]["content"]
+    assert "Lab page" in body["final_message"]["content"]
+    call.refresh_from_db()
+    assert call.state == "succeeded" and call.attempts == 1
+    assert call.worker.startswith("w1-")
+
+
+def test_worker_killed_mid_request_resumes_and_duplicates_nothing(
+    api, provider, worker_factory, celery_client
+):
+    hold = threading.Event()
+    provider.add(Turn(text="never delivered", hold=hold), Turn(text="the answer"))
+    first = worker_factory("w1", env=_env())
+    try:
+        run = ask(api, "hello")
+        assert provider.arrived.wait(30), first.output()[-3000:]
+        first.kill9()
+        second = worker_factory("w2", beat=True, env=_env())
+        wait_for(
+            lambda: AssistantRun.objects.get(pk=run["id"]).finished,
+            60,
+            what="the run to be recovered",
+        )
+    finally:
+        hold.set()
+    row = AssistantRun.objects.get(pk=run["id"])
+    assert row.state == "completed", (row.error_code, second.output()[-3000:])
+    assert [m.content for m in Message.objects.filter(run=row, role="assistant")] == ["the answer"]
+    assert len(provider.requests) == 2
+    kinds = list(row.events.values_list("kind", flat=True))
+    assert kinds.count("worker_lost") == 1
+    assert kinds.count("completed") == 1
+
+
+def test_worker_lost_twice_fails_the_run(api, provider, worker_factory, celery_client):
+    holds = [threading.Event(), threading.Event()]
+    provider.add(Turn(text="x", hold=holds[0]), Turn(text="y", hold=holds[1]))
+    try:
+        first = worker_factory("w1", env=_env())
+        run = ask(api, "hello")
+        assert provider.arrived.wait(30)
+        provider.arrived.clear()
+        first.kill9()
+        second = worker_factory("w2", beat=True, env=_env())
+        assert provider.arrived.wait(60), second.output()[-3000:]
+        second.kill9()
+        third = worker_factory("w3", beat=True, env=_env())
+        wait_for(
+            lambda: AssistantRun.objects.get(pk=run["id"]).finished,
+            60,
+            what="the run to fail",
+        )
+    finally:
+        for hold in holds:
+            hold.set()
+    row = AssistantRun.objects.get(pk=run["id"])
+    assert (row.state, row.error_code) == ("failed", "worker_lost"), third.output()[-3000:]
+    assert not Message.objects.filter(run=row, role="assistant").exists()

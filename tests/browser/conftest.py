@@ -1,0 +1,219 @@
+"""Browser tests: Playwright (Python) drives Debian's Chromium against the example project.
+
+The example project runs as a real ``manage.py runserver`` on loopback inside the test's
+network namespace (a child of the test process), with a fresh SQLite database, the demo's
+pages and users, and the guard pointed at the lab's DNS server and CA.  Chromium talks to
+it on loopback; the server reaches only the lab's public-looking servers.  Nothing here
+downloads a browser: without ``/usr/bin/chromium`` (``apt-get install chromium``) the tests
+are skipped, and in CI (``CI=true``) they fail instead.
+
+Screenshots of every step go to ``tests/artifacts/browser/<test>/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser tests must run in CI: {why}")
+    pytest.skip(why)
+
+
+@dataclass
+class ExampleSite:
+    url: str
+    db: Path
+    log: Path
+    env: dict[str, str]
+
+    def manage(self, *args: str) -> str:
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "example_project" / "manage.py"), *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out.stdout
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with contextlib.closing(sqlite3.connect(self.db, timeout=20)) as connection:
+            return connection.execute(sql, params).fetchall()
+
+    def egress_events(self) -> int:
+        return self.query("SELECT COUNT(*) FROM django_webfetch_egressevent")[0][0]
+
+    def server_log(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))  # a bind, not a connect: nothing leaves the namespace
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def example_site(
+    lab_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ExampleSite]:
+    """The example project served on loopback: migrated, demo pages and users created, the
+    ``content`` and ``web`` tool groups enabled (an operator's choice, made here with the
+    ORM as the admin would)."""
+    from tests.lab import netns
+
+    directory = tmp_path_factory.mktemp("example-site")
+    port = _free_port()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+        and not k.startswith(("DJANGO_", "CELERY_", "DATABASE_URL"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="example_project.settings",
+        PYTHONPATH=str(ROOT),
+        WEBFETCH_EXAMPLE_DB=str(directory / "db.sqlite3"),
+        WEBFETCH_DNS_NAMESERVERS=netns.DNS_V4,
+        WEBFETCH_CA_FILE=lab_session.tls.ca_file,
+        PYTHONWARNINGS="ignore",
+        PYTHONUNBUFFERED="1",
+    )
+    site = ExampleSite(
+        f"http://127.0.0.1:{port}", directory / "db.sqlite3", directory / "server.log", env
+    )
+    site.manage("migrate", "--noinput", "-v", "0")
+    site.manage("demo_setup", "--domain", f"127.0.0.1:{port}")
+    site.manage(
+        "shell",
+        "-c",
+        "from django_webfetch.models import ToolGroup; "
+        "ToolGroup.objects.filter(slug__in=['content', 'web']).update(enabled=True)",
+    )
+    with open(site.log, "wb") as log:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "example_project" / "manage.py"),
+                "runserver",
+                f"127.0.0.1:{port}",
+                "--noreload",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield site
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        _unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (the test dependency group)")
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture
+def shots(request: pytest.FixtureRequest) -> Callable[[Any, str], Path]:
+    """``shots(page, "step")`` saves a screenshot of the whole page under tests/artifacts/."""
+    folder = ARTIFACTS / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.png"):
+        old.unlink()
+    counter = iter(range(1, 100))
+
+    def shoot(page: Any, step: str) -> Path:
+        path = folder / f"{next(counter):02d}-{step}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return shoot
+
+
+@pytest.fixture
+def login(browser: Any, example_site: ExampleSite) -> Iterator[Callable[..., Any]]:
+    """``login("editor")``: a new browser context logged in through the admin's form."""
+    contexts: list[Any] = []
+
+    def open_as(username: str, *, width: int = 1280, height: int = 900) -> Any:
+        context = browser.new_context(viewport={"width": width, "height": height})
+        context.set_default_timeout(30_000)
+        contexts.append(context)
+        page = context.new_page()
+        _wait_until_served(page, example_site)
+        page.goto(f"{example_site.url}/admin/login/?next=/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", username)
+        page.click("input[type=submit]")
+        page.wait_for_load_state()
+        assert "/admin/login/" not in page.url, f"login as {username} failed"
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()
+
+
+def _wait_until_served(page: Any, site: ExampleSite, timeout: float = 60) -> None:
+    # Chromium polls the server (the test process itself never connects to loopback).
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            response = page.goto(f"{site.url}/", timeout=5_000)
+            if response is not None and response.status < 500:
+                return
+        except Exception:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("the example site did not come up:\n" + site.server_log()[-3000:])
+        time.sleep(0.3)

@@ -1,0 +1,51 @@
+"""``sh example_project/run.sh explain URL``: sets up the database on first use and does not
+migrate again while nothing changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.mark.skipif(
+    not (ROOT / ".venv" / "bin" / "python").exists(), reason="run.sh uses the checkout's .venv"
+)
+def test_explain_migrates_only_when_needed(lab, tmp_path):
+    lab.dns.set("docs.lab.example", a=[lab.PUBLIC_V4[0]])
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))
+        and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    }
+    env.update(
+        WEBFETCH_EXAMPLE_DB=str(tmp_path / "db.sqlite3"),
+        WEBFETCH_DNS_NAMESERVERS=lab.nameservers[0],
+        PYTHONWARNINGS="ignore",
+    )
+
+    def explain() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["sh", "example_project/run.sh", "explain", "http://docs.lab.example/"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    first = explain()
+    assert "==> migrating the database" in first.stdout
+    # Groups start disabled: the live policy of group web refuses by scope.
+    assert "DENIED (scope)" in first.stdout, first.stdout + first.stderr
+    second = explain()
+    assert "migrating" not in second.stdout
+    assert "DENIED (scope)" in second.stdout
+    assert lab.requests == []
