@@ -1,0 +1,58 @@
+"""review9: findings of the outside review, end to end (models, tools, audit log).
+
+Every test here failed before its fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from django_webfetch.models import ConfiguredEndpoint, EgressEvent, ToolCall
+from django_webfetch.tools import run_tool
+from tests.django.test_lab_tools import _SearchHandler, rag, search_server  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "s3cretTOKENvalue"
+
+
+# -- F1: the endpoint's auth header value echoed by the HTTP library ---------------------
+# A value with a leading/trailing space or a non-ASCII character reached h11/httpx, whose
+# refusal quotes it ("Illegal header value b' s3cret...'"); that text became the failed
+# hop's EgressEvent.detail, readable by anyone who may view the audit log.
+
+
+@pytest.mark.parametrize("value", [f"{SECRET} ", f" {SECRET}", f"Bearer {SECRET}\u00e9"])
+def test_endpoint_secret_never_reaches_the_audit_log_or_the_result(
+    rag,  # noqa: F811
+    editor,
+    endpoint_factory,
+    value,
+):
+    endpoint = endpoint_factory(
+        base_url="http://search.lab.example:9200/search", auth_header_name="Authorization"
+    )
+    # Stored without the model's validation (a data migration, the shell, an import).
+    ConfiguredEndpoint.objects.filter(pk=endpoint.pk).update(auth_header_value=value)
+    result = run_tool("search_site", {"query": "x"}, user=editor)
+    assert not result.ok
+    assert SECRET not in result.content and SECRET not in repr(result.meta)
+    assert _SearchHandler.seen == []
+    for event in EgressEvent.objects.all():
+        assert SECRET not in repr(event.__dict__)
+    for call in ToolCall.objects.all():
+        assert SECRET not in repr(call.__dict__)
+
+
+@pytest.mark.parametrize("value", [f"{SECRET} ", f"\t{SECRET}", f"Bearer {SECRET}\u00e9"])
+def test_endpoint_refuses_a_header_value_http_cannot_carry(group_factory, endpoint_factory, value):
+    group_factory("rag", scope="configured_endpoint")
+    endpoint = endpoint_factory(base_url="https://search.example.net/api/search")
+    endpoint.auth_header_value = value
+    with pytest.raises(ValidationError) as caught:
+        endpoint.full_clean()
+    assert "auth_header_value" in caught.value.message_dict
+    assert SECRET not in str(caught.value)
+    endpoint.auth_header_value = f"Bearer  {SECRET}"
+    endpoint.full_clean()
