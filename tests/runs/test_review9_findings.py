@@ -56,3 +56,73 @@ def test_endpoint_refuses_a_header_value_http_cannot_carry(group_factory, endpoi
     assert SECRET not in str(caught.value)
     endpoint.auth_header_value = f"Bearer  {SECRET}"
     endpoint.full_clean()
+
+
+# -- F2: a call approved at once ran unapproved after the operator withdrew the exemption --
+# A network-group call requested while the group had the skip flag AND an allowlist entry
+# was approved at once and queued; execution then ran it with ``approved=True``, so an
+# operator who turned the skip flag off (or removed the allowlist) while it waited in the
+# queue -- or before a sweep re-queued a lost message -- could not stop it.
+
+
+@pytest.fixture
+def idle_broker(settings):
+    settings.WEBFETCH_ASYNC_RUNS = True
+    from celery import Celery
+
+    from tests.runs.infra import _current_app
+
+    app = Celery("webfetch-review9-idle", set_as_current=False)
+    app.conf.update(broker_url="memory://", task_ignore_result=True)
+    with _current_app(app):
+        yield app
+
+
+@pytest.mark.parametrize("withdraw", ["skip_flag", "allowlist"])
+def test_a_queued_call_approved_at_once_is_checked_again_at_execution(
+    lab_settings,
+    idle_broker,
+    editor,
+    group_factory,
+    host_entry_factory,
+    django_capture_on_commit_callbacks,
+    withdraw,
+):
+    from django_webfetch import runs
+    from django_webfetch.models import CallState, HostListEntry
+
+    group = group_factory("web", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="web", value="docs.lab.example")
+    lab_settings.dns.set("docs.lab.example", a=[lab_settings.PUBLIC_V4[0]])
+    url = lab_settings.url("docs.lab.example", "/plain")
+    with django_capture_on_commit_callbacks(execute=True):
+        call = runs.request_call("fetch_external_url", {"url": url}, user=editor)
+    assert call.state == CallState.APPROVED and not call.requires_approval
+
+    if withdraw == "skip_flag":
+        group.skip_approval_with_allowlist = False
+        group.save()
+    else:
+        HostListEntry.objects.filter(group=group).delete()
+    runs.execute(call.pk)
+    call.refresh_from_db()
+    assert call.state == CallState.FAILED
+    assert call.result["error"] == "approval_required"
+    assert lab_settings.requests == []
+
+
+def test_a_queued_call_approved_at_once_still_runs_while_the_exemption_holds(
+    lab_settings, idle_broker, editor, group_factory, host_entry_factory
+):
+    from django_webfetch import runs
+    from django_webfetch.models import CallState
+
+    group_factory("web", enabled=True, skip_approval_with_allowlist=True)
+    host_entry_factory(group="web", value="docs.lab.example")
+    lab_settings.dns.set("docs.lab.example", a=[lab_settings.PUBLIC_V4[0]])
+    url = lab_settings.url("docs.lab.example", "/plain")
+    call = runs.request_call("fetch_external_url", {"url": url}, user=editor)
+    runs.execute(call.pk)
+    call.refresh_from_db()
+    assert call.state == CallState.SUCCEEDED, call.result
+    assert len(lab_settings.requests) == 1
