@@ -56,3 +56,31 @@ def test_a_valid_header_value_with_inner_spaces_still_reaches_the_server(lab):
         headers={"Authorization": f"Bearer  {SECRET}\tx"},
     )
     assert f"Bearer  {SECRET}".encode() in result.body
+
+
+# -- F3: dot-and-space segments under a path scope ---------------------------------------
+# Windows path handling (IIS, NTFS-backed file servers) drops trailing dots and spaces
+# from a segment: "/api/search/..%20/admin" and "/api/search/.../admin" are
+# "/api/admin" there.  The guard let them through under the endpoint base.
+
+from django_webfetch.net import explain  # noqa: E402
+from django_webfetch.net.policy import Scope  # noqa: E402
+
+ENDPOINT = EgressPolicy(
+    scope=Scope.CONFIGURED_ENDPOINT, endpoints=(f"http://{V4}/api/search",), proxy_env=()
+)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ["..%20/admin", "..%20%20/admin", ".%20./admin", "%20../admin", ".../admin", "..../x", "..%20"],
+)
+def test_dot_and_space_segments_cannot_leave_an_endpoint_base(tail):
+    verdict = explain(f"http://{V4}/api/search/{tail}", policy=ENDPOINT)
+    assert not verdict.allowed
+    assert verdict.reason == "path_encoding"
+
+
+@pytest.mark.parametrize("tail", ["v1.2/x", "a%20b", ".well", "x..y", "a.", "%20a"])
+def test_ordinary_segments_with_dots_and_spaces_stay_allowed(tail):
+    assert explain(f"http://{V4}/api/search/{tail}", policy=ENDPOINT).allowed
