@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from django_webfetch.net import EgressPolicy, PolicyError, fetch
+from django_webfetch.net import EgressPolicy, PolicyError, explain, fetch
+from django_webfetch.net.policy import Scope
 
 V4 = "11.0.0.10"
 SECRET = "s3cretTOKENvalue"
@@ -62,9 +63,6 @@ def test_a_valid_header_value_with_inner_spaces_still_reaches_the_server(lab):
 # Windows path handling (IIS, NTFS-backed file servers) drops trailing dots and spaces
 # from a segment: "/api/search/..%20/admin" and "/api/search/.../admin" are
 # "/api/admin" there.  The guard let them through under the endpoint base.
-
-from django_webfetch.net import explain  # noqa: E402
-from django_webfetch.net.policy import Scope  # noqa: E402
 
 ENDPOINT = EgressPolicy(
     scope=Scope.CONFIGURED_ENDPOINT, endpoints=(f"http://{V4}/api/search",), proxy_env=()
