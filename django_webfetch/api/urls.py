@@ -29,10 +29,11 @@ if _SCHEMA_AVAILABLE:
     from django.urls import reverse
     from drf_spectacular.views import SpectacularAPIView
 
-    class SchemaView(SpectacularAPIView):
+    class SchemaView(views.JSONErrorsMixin, SpectacularAPIView):
         """The OpenAPI schema of this API only; its server is where the API is mounted.
 
-        Like every other endpoint, it is not public.
+        Like every other endpoint, it is not public; its errors are JSON like the others'
+        (not YAML).
         """
 
         permission_classes = [IsActiveUser]

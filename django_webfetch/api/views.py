@@ -23,6 +23,7 @@ from django.urls import NoReverseMatch, Resolver404, resolve
 from rest_framework import exceptions, status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -31,7 +32,7 @@ from rest_framework.views import APIView, exception_handler
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
-from django_webfetch.runs.bounds import InputRejected
+from django_webfetch.runs.bounds import InputRejected, check_text, safe_label
 from django_webfetch.tools import specs, tools_for_user
 
 from ._schema import AutoSchema, OpenApiParameter, OpenApiResponse, extend_schema
@@ -53,9 +54,11 @@ __all__ = [
     "CallDenyView",
     "CallDetailView",
     "CallListView",
+    "JSONErrorsMixin",
     "NotFoundView",
     "ToolListView",
     "api_exception_handler",
+    "check_request_text",
 ]
 
 logger = logging.getLogger("django_webfetch.api")
@@ -112,7 +115,10 @@ class DatabaseUnavailable(exceptions.APIException):
 def _audit(context: dict[str, Any], code: str, exc: Exception) -> None:
     """The audit line of a refused request (the refused input itself is not logged)."""
     request = context.get("request")
-    user = getattr(request, "user", None) if request is not None else None
+    # The user as authenticated so far, never ``request.user``: that would authenticate
+    # again, inside the handler, and raise what made the request fail (a NUL in a token is
+    # a ``DataError`` on PostgreSQL) as an HTML 500.
+    user = getattr(request, "_user", None) if request is not None else None
     logger.warning(
         "refused %s %s: %s (%s) user=%s",
         getattr(request, "method", "?"),
@@ -195,7 +201,49 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
-class _BaseView(APIView):
+def check_request_text(request: Any, kwargs: dict[str, Any]) -> None:
+    """Raise :class:`InputRejected` (``invalid_characters``) for a NUL or a lone surrogate
+    in a request header, a query parameter (name or value) or a path argument."""
+    for key, value in request.META.items():
+        if isinstance(value, str) and (key.startswith("HTTP_") or key.startswith("CONTENT_")):
+            check_text(value, where=f"header {safe_label(key)}")
+    for key, values in request.query_params.lists():
+        check_text(key, where="query parameter")
+        for value in values:
+            check_text(value, where=f"query parameter {safe_label(key)}")
+    for key, value in kwargs.items():
+        if isinstance(value, str):
+            check_text(value, where=f"path {safe_label(key)}")
+
+
+class JSONErrorsMixin:
+    """Every error of a view is JSON with ``detail`` and ``code``, whatever renderer the
+    client negotiated (``Accept: text/html`` or ``?format=api`` picks DRF's browsable API,
+    the schema view renders YAML): the exception goes through
+    :func:`api_exception_handler` and its response is always rendered by
+    ``JSONRenderer``.  Every view of ``api/urls.py`` has it (a test walks the URLconf)."""
+
+    def get_exception_handler(self) -> Any:
+        return api_exception_handler
+
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        # Before authentication, content negotiation or any query: a NUL or a lone
+        # surrogate in a header (a token, a cookie), a query parameter or a path segment
+        # never reaches the database (PostgreSQL: DataError).
+        check_request_text(request, kwargs)
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+
+    def finalize_response(self, request: Any, response: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(response, Response) and getattr(response, "exception", False):
+            renderer = JSONRenderer()
+            request.accepted_renderer = renderer
+            request.accepted_media_type = renderer.media_type
+        return super().finalize_response(  # type: ignore[misc]
+            request, response, *args, **kwargs
+        )
+
+
+class _BaseView(JSONErrorsMixin, APIView):
     schema = AutoSchema()
     permission_classes = [IsActiveUser]
     # Bounded before parsing; refuse what the database cannot store (api/parsers.py).
@@ -206,9 +254,6 @@ class _BaseView(APIView):
         # applies without re-importing this module.
         classes = cast("list[type[Any]]", api_settings.DEFAULT_AUTHENTICATION_CLASSES)
         return [auth() for auth in classes]
-
-    def get_exception_handler(self) -> Any:
-        return api_exception_handler
 
     def get_view_description(self, html: bool = False) -> str:
         """The docstring without reST markup: the browsable API shows it as it is."""
@@ -454,7 +499,7 @@ class CallCancelView(_DecisionView):
         return super().post(request, pk)
 
 
-class NotFoundView(APIView):
+class NotFoundView(JSONErrorsMixin, APIView):
     """Every path under the API that no view matches: ``404`` JSON, whatever the method
     (the last pattern of ``api/urls.py``).  With ``APPEND_SLASH`` a ``GET``/``HEAD``
     of a known path without its trailing slash is redirected, as Django would."""
@@ -462,9 +507,6 @@ class NotFoundView(APIView):
     permission_classes: list[Any] = []
     authentication_classes: list[Any] = []
     schema = None
-
-    def get_exception_handler(self) -> Any:
-        return api_exception_handler
 
     def _redirect_to_slash(self, request: Request) -> HttpResponsePermanentRedirect | None:
         path = request.path

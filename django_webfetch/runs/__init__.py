@@ -47,7 +47,13 @@ from django_webfetch.exceptions import WebFetchImproperlyInstalled
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
 from django_webfetch.net.errors import WebFetchError
-from django_webfetch.runs.bounds import MAX_COMMENT_CHARS, InputRejected, check_storable, check_text
+from django_webfetch.runs.bounds import (
+    MAX_COMMENT_CHARS,
+    InputRejected,
+    check_storable,
+    check_text,
+    make_storable,
+)
 from django_webfetch.tools import (
     Effect,
     Tool,
@@ -274,6 +280,10 @@ def _transition(
         if check is not None:
             check(call)
         values: dict[str, Any] = {**changes, "state": target, "updated": timezone.now()}
+        if values.get("result") is not None:
+            # A tool's output: a NUL or a lone surrogate in it, or a NaN, would be refused
+            # by PostgreSQL (DataError) or by the JSON renderer; it is repaired, not lost.
+            values["result"] = make_storable(values["result"])
         if target in FINISHED_STATES:
             values.setdefault("finished_at", values["updated"])
             values.setdefault("lease_expires_at", None)
@@ -294,7 +304,7 @@ def _transition(
 def _jsonable(value: Any) -> Any:
     import json
 
-    return json.loads(json.dumps(value, allow_nan=False, default=str))
+    return make_storable(json.loads(json.dumps(value, default=str)))
 
 
 def _user_label(user: Any) -> str:

@@ -12,6 +12,7 @@ SQLite and PostgreSQL.  It never echoes the offending value, only where it was.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django_webfetch.net.errors import WebFetchError
@@ -23,6 +24,7 @@ __all__ = [
     "InputRejected",
     "check_storable",
     "check_text",
+    "make_storable",
     "safe_label",
 ]
 
@@ -140,3 +142,61 @@ def check_storable(
 def json_size(value: Any) -> int:
     """The compact UTF-8 JSON length of an already checked value (for tests and docs)."""
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def storable_text(text: str) -> str:
+    """``text`` with each NUL and each lone surrogate replaced by U+FFFD (a surrogate pair
+    is joined into its character)."""
+    if not _bad_text(text):
+        return text
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text.replace("\x00", "\ufffd")
+
+
+def make_storable(value: Any) -> Any:
+    """A copy of ``value`` that every supported database stores and every JSON renderer
+    renders: strings (keys too) through :func:`storable_text`, non-finite floats as
+    ``None``, tuples as lists, non-string keys and other objects as their ``str()``.
+
+    For what a *tool* produced (a result, a preview): unlike a client's input, which is
+    refused (:func:`check_storable`), a result must be kept, so it is repaired.  The walk
+    is iterative (no ``RecursionError`` on deep values)."""
+
+    def leaf(item: Any) -> Any:
+        if isinstance(item, str):
+            return storable_text(item)
+        if isinstance(item, bool) or item is None or isinstance(item, int):
+            return item
+        if isinstance(item, float):
+            return item if item == item and item not in (float("inf"), float("-inf")) else None
+        return storable_text(str(item))
+
+    def container(item: Any) -> Any:
+        if isinstance(item, Mapping):
+            return {}
+        if isinstance(item, (list, tuple)):
+            return []
+        return None
+
+    root = container(value)
+    if root is None:
+        return leaf(value)
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = (
+            ((storable_text(str(k)), v) for k, v in source.items())
+            if isinstance(source, Mapping)
+            else enumerate(source)
+        )
+        for key, child in items:
+            made = container(child)
+            if made is None:
+                made = leaf(child)
+            else:
+                stack.append((child, made))
+            if isinstance(target, dict):
+                target[key] = made
+            else:
+                target.append(made)
+    return root

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .charset import decode_body
 from .limits import MAX_TEXT_CHARS
-from .main import consent_notices, select
+from .main import SKIPPED, Selection, consent_notices, hidden, select
 from .render import PARSERS, Sink, finish, parse, render
 from .scan import reduce_to_text, scan
 
@@ -28,6 +28,32 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 #: Shown as they are, after newline and control-character clean-up.
 TEXT_TYPES = frozenset({"text/plain", "application/json"})
+
+
+_PERMALINK = " \u00b6\u00a7#\u200b\U0001f517"
+
+
+def _says_title(selection: Selection, title: str) -> bool:
+    """Whether the main content's headline (its first ``<h1>``) says what the ``<title>``
+    says (``Headline | Site``, ``Site: Headline``): the title line would repeat it, so it is
+    left out.  A title that says more (``GitHub - octo/fastgrep: A fast grep``) stays."""
+    stack = list(reversed(selection.roots))
+    while stack:
+        element = stack.pop()
+        if element in selection.pruned or not isinstance(element.tag, str):
+            continue
+        name = element.tag.rpartition("}")[2]
+        if name in SKIPPED or hidden(element):
+            continue
+        if name == "h1":
+            # Without a permalink sign (Sphinx, MkDocs, Docusaurus), as the text shows it.
+            headline = " ".join("".join(element.itertext()).split()).strip(_PERMALINK)
+            headline = headline.casefold()
+            said = " ".join(title.split()).casefold()
+            # The title is the headline with the site's name before or after it.
+            return bool(headline) and (said.startswith(headline) or said.endswith(headline))
+        stack.extend(reversed(element))
+    return False
 
 
 def _media_type(value: str) -> tuple[str, str | None]:
@@ -115,11 +141,11 @@ def extract(
             sink.block(2)
         sink.preformatted(text)
     else:
-        if result.title:
-            sink.text(result.title)
-            sink.block(2)
         root = parse(result.markup, parser=parser)
         selection = select(root) if mode == "main" else None
+        if result.title and (selection is None or not _says_title(selection, result.title)):
+            sink.text(result.title)
+            sink.block(2)
         if selection is not None:
             used = "main"
             render(selection.roots, sink, url, pruned=selection.pruned, main=True)

@@ -65,11 +65,39 @@ _BOILERPLATE_WORDS = _words(
     " ad ads adv advert adverts advertisement advertising sponsor sponsored promo promos"
     " promotion related recommended recommendations recommend outbrain taboola comment"
     " comments disqus replies sidebar aside rail footer masthead widget widgets popup modal"
-    " overlay toolbar pagination pager tags tagcloud teaser teasers trending popular"
-    " mostread follow print login account ticker signature profile postprofile userinfo"
-    " avatar action actions noprint editsection catlinks printfooter stat online"
+    " overlay toolbar pagination pager tags tagcloud trending popular"
+    " mostread follow login account ticker signature profile postprofile userinfo"
+    " avatar action actions noprint editsection catlinks printfooter stat online feedback"
+    " byline bylines dateline timestamp linenos linenodiv lineno linenumbers"
 )
-_BOILERPLATE_PARTS = ("sidebar", "newsletter", "breadcrumb", "advert", "comment", "related")
+_BOILERPLATE_PARTS = (
+    "sidebar",
+    "newsletter",
+    "breadcrumb",
+    "advert",
+    "comment",
+    "related",
+    # Author boxes after the article (Astra, GeneratePress, Jannah, Newspaper...).
+    "author box",
+    "authorbox",
+    "author bio",
+    "authorbio",
+    "about author",
+    "about the author",
+    # "print" names a print button or link; alone it is a layout modifier
+    # (``gem-print-columns-none``, ``d-print-block``).
+    "print link",
+    "print button",
+    "print page",
+    "print this",
+    # "Was this article helpful?" (help centres: Zendesk, Intercom, Freshdesk).
+    "article vote",
+    # The byline and date row under a headline (WordPress themes, news CMSs).
+    "entry meta",
+    "post meta",
+    "article meta",
+    "helpful",
+)
 _CONTENT_WORDS = _words(
     "article articles articlebody content contents entry post posts story body text prose"
     " markdown blog hentry main rich richtext recipe instructions ingredients"

@@ -30,7 +30,7 @@ __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 MIN_MAIN_CHARS = 250
 
 #: Never content (the renderer drops them too).
-_SKIPPED = _words(
+SKIPPED = _SKIPPED = _words(
     "script style noscript template head nav aside iframe svg canvas button select title"
     " object embed dialog input textarea option"
 )
@@ -105,6 +105,11 @@ _NOTICE_WORDS = (
 )
 _COMMAS = (",", "\uff0c", "\u3001", "\u060c")
 _HEADINGS = frozenset({"h1"})
+#: Characters of its own text a wrapper may add to the candidate and still be a wrapper
+#: (an "Advertisement" label).
+_WRAPPER_SLACK = 40
+#: A fieldset with less text than this is a group of form controls.
+_FIELDSET_CHARS = 200
 
 
 @dataclass
@@ -124,6 +129,11 @@ def _weight(element: Element) -> int:
         return int(value)
     except ValueError:
         return 0
+
+
+def hidden(element: Element) -> bool:
+    """``hidden`` or ``aria-hidden="true"``: not shown, not content."""
+    return _hidden(element)
 
 
 def _hidden(element: Element) -> bool:
@@ -294,6 +304,19 @@ def select(root: Element) -> Selection | None:
                 top = ancestor
             break
         ancestor = page.parents[ancestor]
+    # A candidate wrapped in elements that add (almost) no text of their own (div soup:
+    # ``<div><div><p>...``): its siblings are the wrapper's, where the headline and the
+    # standfirst sit beside the body.
+    while not page.headline[top] and not _semantic(page, top):
+        parent = page.parents[top]
+        if (
+            parent < 0
+            or page.names[parent] in ("body", "html")
+            or chars[parent] > chars[top] + _WRAPPER_SLACK
+        ):
+            break
+        scores[parent] = max(scores.get(parent, 0.0), scores.get(top, 0.0))
+        top = parent
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
     if selected < MIN_MAIN_CHARS:
@@ -312,13 +335,32 @@ def select(root: Element) -> Selection | None:
             ancestor = page.parents[ancestor]
     if selected < MIN_MAIN_CHARS:
         return None
-    pruned = prune(page, roots, core)
+    pruned = prune(page, roots, _inner(page, scores, core))
     kept = selected - sum(chars[index] for index in pruned)
     links = sum(page.links[index] for index in roots) - sum(page.links[i] for i in pruned)
     # Too little text, or mostly link text (a list of links is not an article).
     if kept < MIN_MAIN_CHARS or links > kept * 0.5:
         return None
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
+
+
+def _inner(page: _Page, scores: dict[int, float], core: int) -> int:
+    """What pruning must keep: ``core``, or when ``core`` is a ``<main>``/``<article>`` (or
+    ``role="main"``) that won on its hint, the best candidate inside it, so that a layout
+    wrapper between the two whose class says ``print``, ``aside`` or ``widget``
+    (``govuk-grid-row gem-print-columns-none``) is not pruned with the text it holds."""
+    if not _semantic(page, core):
+        return core
+    best = core
+    end = core + page.sizes[core]
+    for index, value in scores.items():
+        if (
+            core < index < end
+            and not _semantic(page, index)
+            and (best == core or value > scores[best] or (value == scores[best] and index < best))
+        ):
+            best = index
+    return best
 
 
 def _descend(page: _Page, scores: dict[int, float], top: int) -> int:
@@ -416,8 +458,12 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
             elif name == "td" and size > 200:
                 # The navigation column of a layout table.
                 drop = page.density(index) > 0.55
-            elif name == "form":
+            elif name == "form" or name == "label":
                 drop = True
+            elif name == "fieldset":
+                # Form controls outside a <form> (a shop's variant and quantity pickers); a
+                # fieldset that holds a page's text (old ASP.NET layouts) stays.
+                drop = size < _FIELDSET_CHARS
             elif name == "p" and size < 100 and page.density(index) > 0.9:
                 # "Read more: <a>another story</a>" between the paragraphs (a headline, not a
                 # one-word reference such as a type name in API docs).

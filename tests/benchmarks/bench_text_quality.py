@@ -1,10 +1,11 @@
 """Main-content quality and speed: ``python -m tests.benchmarks.bench_text_quality``.
 
-For every page of the quality set (``tests/text/quality/cases.json``, pages in
-``tests/text/pages/``) prints token-level precision, recall and F1 against the page's gold
-main text, and the milliseconds per page, for ``extract_text`` (main-content mode, and the
-whole-page mode for reference) and, when it is installed (``pip install --group bench``),
-trafilatura, side by side in the same run.  Then the mean P/R/F1, the median and worst
+For every page of the quality set (``tests/text/quality/cases.json`` and
+``handwritten.json``, pages in ``tests/text/pages/``) prints token-level precision, recall
+and F1 against the page's gold main text, and the milliseconds per page, for
+``extract_text`` (main-content mode, and the whole-page mode for reference) and, when it is
+installed (``pip install --group bench``), trafilatura, side by side in the same run.
+Then the mean P/R/F1, the median and worst
 milliseconds, the pages where a must-have snippet is missing or a must-not snippet
 (cookie banners, menus, related links...) leaks, and the speed ratios.
 
@@ -48,7 +49,9 @@ def score(text: str, gold: str) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-def load(pages: Path | None, gold: Path | None) -> list[dict]:
+def load(
+    pages: Path | None, gold: Path | None, sets: tuple[str, ...] = ("cases.json",)
+) -> list[dict]:
     if pages is not None and gold is not None:
         return [
             {
@@ -62,7 +65,9 @@ def load(pages: Path | None, gold: Path | None) -> list[dict]:
             for path in sorted(pages.glob("*.html"))
             if (gold / f"{path.stem}.txt").exists()
         ]
-    cases = json.loads((ROOT / "quality" / "cases.json").read_text(encoding="utf-8"))
+    cases = {}
+    for source in sets:
+        cases.update(json.loads((ROOT / "quality" / source).read_text(encoding="utf-8")))
     return [
         {"name": name, "html": (ROOT / "pages" / f"{name}.html").read_bytes(), **case}
         for name, case in cases.items()
@@ -104,8 +109,20 @@ def main() -> None:
     parser.add_argument("--pages", type=Path)
     parser.add_argument("--gold", type=Path)
     parser.add_argument("--show", help="print the texts of this page")
+    parser.add_argument(
+        "--set",
+        choices=("all", "core", "handwritten"),
+        default="all",
+        help="core: the generated pages (cases.json); handwritten: the hand-written pages"
+        " in real templates' shapes (handwritten.json); all: both (default)",
+    )
     args = parser.parse_args()
-    cases = load(args.pages, args.gold)
+    sets = {
+        "all": ("cases.json", "handwritten.json"),
+        "core": ("cases.json",),
+        "handwritten": ("handwritten.json",),
+    }[args.set]
+    cases = load(args.pages, args.gold, sets)
     extractors: dict[str, Callable[[dict], str]] = {
         "main": _ours("main"),
         "page": _ours("page"),

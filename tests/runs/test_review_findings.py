@@ -207,8 +207,12 @@ def _long_url(tail: str) -> str:
     return prefix + "a" * (2048 - len(prefix) - len(tail)) + tail  # the schema's maxLength
 
 
-def test_the_approval_page_shows_the_whole_query_string(client, group_factory, editor, approver):
+def test_the_approval_page_shows_the_whole_query_string(
+    client, group_factory, editor, approver, lab_settings
+):
     group_factory("web", enabled=True)
+    # The pre-flight resolves the host when the call is requested: give it a public answer.
+    lab_settings.dns.set("docs.lab.example", a=["11.0.0.10"])
     tail = "EXFIL-TAIL-c2VjcmV0"
     call = runs.request_call("fetch_external_url", {"url": _long_url(tail)}, user=editor)
     assert call.state == CallState.AWAITING_APPROVAL

@@ -25,6 +25,8 @@ from django_webfetch.text.scan import scan
 HERE = Path(__file__).parent
 PAGES = HERE / "pages"
 CASES = json.loads((HERE / "quality" / "cases.json").read_text(encoding="utf-8"))
+#: Hand-written pages in real templates' shapes (tests/text/quality/handwritten.py).
+HANDWRITTEN = json.loads((HERE / "quality" / "handwritten.json").read_text(encoding="utf-8"))
 
 ARTICLE = "".join(
     f"<p>Paragraph {n} of the article says something substantial about the harbour bridge,"
@@ -58,8 +60,51 @@ def test_quality_page(name):
         assert snippet in result.text, snippet
     for snippet in case["absent"]:
         assert snippet not in result.text, snippet
-    # The page title comes first.
-    assert result.text.split("\n", 1)[0] == scan_title(name)
+    # The page title comes first, unless the headline says it (then the headline does).
+    first = result.text.split("\n", 1)[0]
+    title = scan_title(name)
+    said = title.casefold()
+    assert first == title or (
+        first.startswith("# ")
+        and (said.startswith(first[2:].casefold()) or said.endswith(first[2:].casefold()))
+    )
+
+
+@pytest.mark.parametrize("name", sorted(HANDWRITTEN))
+def test_handwritten_page(name):
+    case = HANDWRITTEN[name]
+    result = extract((PAGES / f"{name}.html").read_bytes(), "text/html", url=case["url"])
+    assert result.mode == "main"
+    for snippet in case["present"]:
+        assert snippet in result.text, snippet
+    for snippet in case["absent"]:
+        assert snippet not in result.text, snippet
+
+
+def test_the_title_line_is_left_out_when_the_headline_says_it():
+    body = f"<article><h1>Bridge  approved<a href=#h>\u00b6</a></h1>{ARTICLE}</article>"
+    text = main(f"<title>Bridge approved | The Times</title>{body}").text
+    assert text.startswith("# Bridge approved\n\nParagraph 0")
+    text = main(f"<title>The Times: Bridge approved</title>{body}").text
+    assert text.startswith("# Bridge approved\n\nParagraph 0")
+    # A headline that says something else, or less: the title stays.
+    for title in ("Other words", "News: Bridge approved by the council"):
+        text = main(f"<title>{title}</title>{body}").text
+        assert text.startswith(f"{title}\n\n# Bridge approved"), title
+    # A pruned, hidden, empty or skipped h1 is not the headline; comments are passed over.
+    for headline in (
+        "<div class=share><h1>Bridge approved</h1></div>",
+        "<h1 hidden>Bridge approved</h1>",
+        "<h1> </h1>",
+        "<template><h1>Bridge approved</h1></template>",
+    ):
+        text = main(
+            f"<title>Bridge approved</title><article><!-- c -->{headline}{ARTICLE}</article>"
+        ).text
+        assert text.startswith("Bridge approved\n\n"), headline
+    # The whole-page mode keeps the title.
+    text = extract(f"<title>Bridge approved</title>{body}".encode(), "text/html", mode="page").text
+    assert text.startswith("Bridge approved\n\n# Bridge approved")
 
 
 def scan_title(name: str) -> str:
@@ -255,6 +300,31 @@ def test_hint_weights():
     assert hint_weight("class", "article-comments") == BOILERPLATE
     assert hint_weight("class", "related") == BOILERPLATE
     assert hint_weight("class", "x" * 300 + " sidebar") == 0  # only the first 256 characters
+    # review10: author boxes, bylines and the entry's meta row, help-centre votes are
+    # boilerplate; "print" alone is a layout modifier, a print link is not.
+    for value in (
+        "ast-single-author-box",
+        "about-the-author",
+        "byline",
+        "entry-meta",
+        "post-meta-container",
+        "article__meta",
+        "article-votes",
+        "was-helpful",
+        "gem-c-feedback",
+        "linenos",
+        "print-link",
+    ):
+        assert hint_weight("class", value) == BOILERPLATE, value
+    for value in (
+        "govuk-grid-row gem-print-columns-none",
+        "d-print-block",
+        "entry-content",
+        "wprm-recipe-meta-container",
+        "story__teaser",
+        "metadata",
+    ):
+        assert hint_weight("class", value) != BOILERPLATE, value
 
 
 def test_menus():
@@ -517,3 +587,16 @@ def test_a_consent_wall_is_shown_for_what_it_is():
             result = extract(page.encode(), mode=mode)
             assert result.mode == "page"
             assert "We use cookies and data" in result.text
+
+
+def test_form_controls_outside_a_form_are_not_content():
+    # A shop's variant and quantity pickers sit in the product column, outside any <form>.
+    pickers = (
+        "<fieldset><legend>Colour</legend><input type=radio id=c1><label for=c1>Oatmeal</label>"
+        "</fieldset><label for=q>Quantity</label><input id=q>"
+    )
+    text = main(f"<title>T</title><article>{pickers}{ARTICLE}</article>").text
+    assert "Oatmeal" not in text and "Quantity" not in text and "Colour" not in text
+    # A fieldset that holds the page's text (old ASP.NET layouts) stays.
+    text = main(f"<title>T</title><article><fieldset>{ARTICLE}</fieldset>{ARTICLE}</article>").text
+    assert text.count("Paragraph 3 of the article") == 2

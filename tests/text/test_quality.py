@@ -191,7 +191,7 @@ def main_text(name: str, url: str) -> str:
 def test_main_content_of_the_realistic_pages():
     text = main_text("news_article.html", "https://news.example/2025/05/grid")
     assert text.startswith(
-        "Grid operator to spend £4.2bn on new power lines | The Example Post\n\n"
+        # The <title> repeats the headline: the headline leads.
         "# Grid operator to spend £4.2bn on new power lines\n\nFive-year plan aims"
     )
     assert "the largest single investment since the network was nationalised in 1948." in text
@@ -202,7 +202,7 @@ def test_main_content_of_the_realistic_pages():
         assert chrome not in text, chrome
 
     text = main_text("wiki_ada.html", "https://en.wikipedia.org/wiki/Ada_Lovelace")
-    assert text.startswith("Ada Lovelace - Wikipedia\n\n# Ada Lovelace\n\n")
+    assert text.startswith("# Ada Lovelace\n\n")
     assert "Jump to content" not in text and "Main page" not in text
     assert "the Analytical Engine.[1][2] She was" in text  # links within the site: text only
     assert "Ada, the Enchantress of Numbers (https://archive.org/details/" in text  # elsewhere
@@ -210,7 +210,7 @@ def test_main_content_of_the_realistic_pages():
     text = main_text(
         "sphinx_sessions.html", "https://httpkit.readthedocs.io/en/latest/user/sessions.html"
     )
-    assert text.startswith("Sessions — httpkit 2.32.0 documentation\n\n# Sessions\n\n")
+    assert text.startswith("# Sessions\n\n")
     assert "Return type:\n\nhttpkit.Response" in text
     assert "Previous" not in text and "Search docs" not in text
 
