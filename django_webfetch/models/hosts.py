@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -310,6 +311,15 @@ class ConfiguredEndpoint(models.Model):
         value = self.auth_header_value
         if any(c in value for c in "\r\n\0"):
             raise ValidationError({"auth_header_value": _("The value must be a single line.")})
+        if value and not re.fullmatch(r"[\x21-\x7e](?:[ \t]*[\x21-\x7e])*", value):
+            # What the fetcher would refuse at run time (net.fetcher._check_headers).
+            raise ValidationError(
+                {
+                    "auth_header_value": _(
+                        "Use visible ASCII characters, with spaces only between them."
+                    )
+                }
+            )
         group_id = getattr(self, "group_id", None)
         if group_id is not None and self.group.scope != "configured_endpoint":
             raise ValidationError(

@@ -10,6 +10,7 @@ the cap.  Only ``gzip`` and ``deflate`` are asked for; any other coding is refus
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -601,6 +602,11 @@ _RESERVED_HEADERS = frozenset(
 _HEADER_NAME_CHARS = _TOKEN_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
+#: RFC 9110 field-value, ASCII only (httpx encodes header values as ASCII): visible
+#: characters, spaces and tabs only between them.
+_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?")
+
+
 def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     if not headers:
         return {}
@@ -612,5 +618,12 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
             raise PolicyError(f"the {name.lower()} header is set by the fetcher only")
         if any((ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F for ch in value):
             raise PolicyError("a header value may not contain control characters")
+        if not _FIELD_VALUE.fullmatch(value):
+            # Never the value itself (an endpoint's secret): h11 and httpx would refuse it
+            # later with a message that quotes it ("Illegal header value b'...'").
+            raise PolicyError(
+                f"the {name.lower()} header value is not an RFC 9110 field value "
+                "(visible ASCII, inner spaces or tabs only)"
+            )
         checked[name] = value
     return checked

@@ -234,6 +234,7 @@ def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL |
 #: steps segments for some.  Any case (``%2F``, ``%2f``).
 _SCOPED_ESCAPES = re.compile(r"%(?:2f|5c|25|2e|00)", re.IGNORECASE)
 #: Characters that some servers fold into "/", "\" or "." after decoding.
+_DOTS_AND_SPACES = frozenset(". ")
 _SEPARATOR_LOOKALIKES = frozenset("\u2215\u2044\u29f8\u29f9\uff0f\uff3c\u2024\uff0e\u3002")
 
 
@@ -244,8 +245,9 @@ def scoped_path(url: ParsedURL) -> str:
     ``;`` path parameters (Tomcat/Jetty strip ``;…`` from a segment before routing, so
     ``/..;/`` is ``/../``), a path that is not UTF-8 once decoded (overlong forms such as
     ``%c0%af``), controls, and characters that NFKC or a server folds into a separator or
-    a dot.  What is left decodes to a path with the same segments; it must be normalised
-    already (no dot segment appears only after decoding).
+    a dot, and segments of dots and spaces only (``..%20``, ``...``: ``..`` to Windows
+    servers).  What is left decodes to a path with the same segments; it must be
+    normalised already (no dot segment appears only after decoding).
     """
     path = url.path
     if ";" in path or _SCOPED_ESCAPES.search(path):
@@ -262,9 +264,11 @@ def scoped_path(url: ParsedURL) -> str:
         or unicodedata.normalize("NFKC", decoded) != decoded
     ):
         raise InvalidURL("path_encoding", detail="control or look-alike character in path")
-    if any(segment in (".", "..") for segment in decoded.split("/")):  # pragma: no cover
-        # Unreachable by construction (parse_url removed dot segments and %2e is refused
-        # above); kept so that a change to either cannot open the way out of the base.
+    if any(segment and set(segment) <= _DOTS_AND_SPACES for segment in decoded.split("/")):
+        # A segment of dots and spaces only ("..%20", "...", ".%20.", "%20.."): Windows
+        # path handling (IIS, NTFS-backed servers) drops trailing dots and spaces from a
+        # segment, so "..%20" and "..." step up like "..".  ("." and ".." themselves were
+        # removed by parse_url, and %2e is refused above.)
         raise InvalidURL("path_encoding", detail="dot segment after decoding")
     return decoded
 

@@ -965,7 +965,11 @@ def execute(
     context = ToolContext(
         user=call.user,
         call_id=str(call.pk),
-        approved=True,
+        # Only a human decision is an approval.  A call approved at once (no approval
+        # needed when it was requested) is checked again against the live rule: an
+        # operator who turned the skip flag off or emptied the allowlist while it waited
+        # in the queue (or before a sweep re-queued it) gets ``approval_required``.
+        approved=bool(call.requires_approval),
         plugin_instance=_plugin_instance(call.tool),
     )
     try:

@@ -26,6 +26,9 @@ FORBIDDEN = [(a, b) for a in ALL_STATES for b in ALL_STATES if b not in TRANSITI
 def make_call(state: str = CallState.AWAITING_APPROVAL, **fields: Any) -> ToolCall:
     fields.setdefault("tool", "runs_echo")
     fields.setdefault("arguments", {"text": "hi"})
+    # runs_echo needs approval: a row past awaiting_approval was approved by a human
+    # (runs.execute treats only that as an approval, review9 F2).
+    fields.setdefault("requires_approval", True)
     return ToolCall.objects.create(state=state, **fields)
 
 
