@@ -92,6 +92,9 @@ def test_since_must_be_a_number(editor):
 
 
 def test_one_run_at_a_time_per_conversation(editor, provider, lab_settings, group_factory):
+    lab_settings.dns.set(
+        "news.lab.example", a=[lab_settings.PUBLIC_V4[2]]
+    )  # pre-flight resolves it
     group_factory("web", enabled=True)
     provider.add(Turn(tool_calls=[("fetch_external_url", {"url": "https://news.lab.example/"})]))
     client = client_for(editor)
@@ -102,7 +105,12 @@ def test_one_run_at_a_time_per_conversation(editor, provider, lab_settings, grou
     assert again.json()["code"] == "run_in_progress"
 
 
-def test_cancel_a_waiting_run_cancels_its_calls(editor, approver, provider, group_factory):
+def test_cancel_a_waiting_run_cancels_its_calls(
+    editor, approver, provider, group_factory, lab_settings
+):
+    lab_settings.dns.set(
+        "news.lab.example", a=[lab_settings.PUBLIC_V4[2]]
+    )  # pre-flight resolves it
     group_factory("web", enabled=True)
     provider.add(Turn(tool_calls=[("fetch_external_url", {"url": "https://news.lab.example/"})]))
     client = client_for(editor)

@@ -72,6 +72,9 @@ def test_a_lost_queue_message_is_sent_again(editor):
 def test_calls_that_finished_without_resuming_the_run(
     api_editor, provider, lab_settings, group_factory
 ):
+    lab_settings.dns.set(
+        "news.lab.example", a=[lab_settings.PUBLIC_V4[2]]
+    )  # pre-flight resolves it
     editor, api = api_editor
     group_factory("web", enabled=True)
     provider.add(
@@ -105,7 +108,12 @@ def test_cancel_wins_over_a_worker(editor):
         services.cancel_run(run, by=editor)
 
 
-def test_a_provider_change_mid_run_fails_it(editor, provider, approver, group_factory):
+def test_a_provider_change_mid_run_fails_it(
+    editor, provider, approver, group_factory, lab_settings
+):
+    lab_settings.dns.set(
+        "news.lab.example", a=[lab_settings.PUBLIC_V4[2]]
+    )  # pre-flight resolves it
     from django_webfetch import runs
     from django_webfetch.models import ConfiguredEndpoint
 
