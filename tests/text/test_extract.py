@@ -15,7 +15,9 @@ URL = "https://news.example/2025/03/bridge"
 
 
 def page(name):
-    return extract_text((PAGES / name).read_bytes(), "text/html; charset=utf-8", url=URL)
+    return extract_text(
+        (PAGES / name).read_bytes(), "text/html; charset=utf-8", url=URL, time_limit=60.0
+    )
 
 
 def test_article():

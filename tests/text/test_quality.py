@@ -13,7 +13,9 @@ PAGES = Path(__file__).parent / "pages"
 
 
 def page(name: str, url: str) -> str:
-    return extract_text((PAGES / name).read_bytes(), "text/html", url=url, mode="page")
+    return extract_text(
+        (PAGES / name).read_bytes(), "text/html", url=url, mode="page", time_limit=60.0
+    )
 
 
 def urls(text: str) -> int:
@@ -185,7 +187,7 @@ def test_shift_jis_declared_in_a_meta_tag():
 
 
 def main_text(name: str, url: str) -> str:
-    return extract_text((PAGES / name).read_bytes(), "text/html", url=url)
+    return extract_text((PAGES / name).read_bytes(), "text/html", url=url, time_limit=60.0)
 
 
 def test_main_content_of_the_realistic_pages():
