@@ -19,8 +19,9 @@ def check_cms_installed(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     return [
         checks.Error(
             "django_webfetch.cms needs django CMS: " + ", ".join(missing) + " not installed.",
-            hint='pip install "django-webfetch[cms]" and add django CMS\'s apps to '
-            "INSTALLED_APPS (see the guide 'Add it to your django CMS site').",
+            hint='install the "cms" extra (pip install "/path/to/django_webfetch[cms]") and '
+            "add django CMS's apps to INSTALLED_APPS "
+            "(see the guide 'Add it to your django CMS site').",
             id="django_webfetch.E050",
         )
     ]
