@@ -382,6 +382,31 @@ class PostgresCluster:
             "WEBFETCH_TEST_DB_USER": self.user,
         }
 
+    def run_pytest(self, database: str, *args: str) -> str:
+        """Run ``pytest args`` in a nested session on this cluster; return its summary line.
+
+        The nested session must pass and run something (a session that only skips, or
+        that failed to collect, fails the calling test)."""
+        env = {**os.environ, **self.env(database), "DJANGO_SETTINGS_MODULE": PG_SETTINGS}
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-rfEs"]
+            + ["--ds", PG_SETTINGS, *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+        print(f"PostgreSQL session: {summary}")
+        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+        assert " passed" in summary and "failed" not in summary, summary
+        return summary
+
+
+#: The settings of a nested session on the throwaway cluster.
+PG_SETTINGS = "tests.runs.pg_settings"
+
 
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -25,8 +23,6 @@ from rest_framework.test import APIClient
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.bounds import MAX_ARGUMENTS_BYTES, InputRejected, check_storable
-
-from .infra import ROOT
 
 ON_POSTGRES = os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql"
 
@@ -424,36 +420,12 @@ def test_database_unavailable_is_503_json_with_retry_after(editor, method, path,
 def test_the_api_edge_on_postgresql(postgres_cluster):
     if ON_POSTGRES:
         pytest.skip("already inside the PostgreSQL session")
-    env = {
-        **os.environ,
-        **postgres_cluster.env("webfetch_edge"),
-        "DJANGO_SETTINGS_MODULE": "tests.runs.pg_settings",
-    }
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:randomly",
-            "-rfEs",
-            "--ds",
-            "tests.runs.pg_settings",
-            "tests/runs/test_api_edge.py",
-            "-k",
-            "not test_the_api_edge_on_postgresql",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    postgres_cluster.run_pytest(
+        "webfetch_edge",
+        "tests/runs/test_api_edge.py",
+        "-k",
+        "not test_the_api_edge_on_postgresql",
     )
-    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    print(f"PostgreSQL session: {summary}")
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert " passed" in summary and "failed" not in summary, summary
 
 
 # -- a worker's result survives a database restart ----------------------------------------------

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 from typing import Any, ClassVar
 
@@ -37,7 +35,6 @@ from django_webfetch.net.policy import Scope
 from django_webfetch.runs.bounds import check_storable, make_storable
 from django_webfetch.tools import Effect, Tool, ToolResult
 
-from .infra import ROOT
 from .test_api_edge import api_settings, client_for  # noqa: F401 - the autouse fixture
 
 
@@ -250,37 +247,12 @@ def test_no_request_is_answered_by_anything_but_json_errors(
 def test_the_review_findings_on_postgresql(postgres_cluster):
     if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
         pytest.skip("already inside the PostgreSQL session")
-    env = {
-        **os.environ,
-        **postgres_cluster.env("webfetch_review15"),
-        "DJANGO_SETTINGS_MODULE": "tests.runs.pg_settings",
-    }
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:randomly",
-            "-rfEs",
-            "--ds",
-            "tests.runs.pg_settings",
-            *os.environ.get("WEBFETCH_REVIEW15_PG_FILES", __file__).split(","),
-            "-k",
-            "not on_postgresql",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    postgres_cluster.run_pytest(
+        "webfetch_review15",
+        *os.environ.get("WEBFETCH_REVIEW15_PG_FILES", __file__).split(","),
+        "-k",
+        "not on_postgresql",
     )
-    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-    print(f"PostgreSQL session: {summary}")
-    print(result.stdout[-20000:])
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert " passed" in summary and "failed" not in summary, summary
 
 
 # -- NUL in a header, a query parameter --------------------------------------------------------
