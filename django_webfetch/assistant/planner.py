@@ -6,7 +6,9 @@ approval and bounds as a real model:
 - the editor's message names http(s) URLs -> ``fetch_external_url`` for each (at most 3);
 - otherwise, a path of this site in the message (``/about/``) -> ``read_page`` for it
   ("Ask about this page" on a django CMS page asks so), or a question about the site's
-  pages -> ``list_pages``, when those content tools are offered;
+  pages -> ``list_pages``, or a question about a page named by its title ("read the
+  Opening hours page") -> ``list_pages``, then ``read_page`` for the listed page whose
+  title the message names, when those content tools are offered;
 - otherwise -> ``search_site`` with the message as the query, when that tool is offered;
 - once the tools answered -> a reply quoting what they returned.
 
@@ -49,6 +51,40 @@ def _path(text: str) -> str:
     return ""
 
 
+#: A message about one of the site's pages ("read the Opening hours page").
+_PAGE_RE = re.compile(r"\bpage\b", re.IGNORECASE)
+#: One line of ``list_pages``: ``[id] Title - /path/``.
+_LISTED_RE = re.compile(
+    r"^\[\d{1,12}\] (.{1,300}) - (/\S{0,500})(?: \(home page\))?$", re.MULTILINE
+)
+_WORD_RE = re.compile(r"\w+")
+
+
+def _last_prompt(messages: list[Any], request: type, prompt: type) -> str:
+    for message in reversed(messages):
+        if isinstance(message, request):
+            texts = [
+                p.content
+                for p in message.parts
+                if isinstance(p, prompt) and isinstance(p.content, str)
+            ]
+            if texts:
+                return "\n".join(texts)
+    return ""
+
+
+def _page_named(text: str, listing: str) -> str:
+    """The path of the listed page whose whole title the message writes ("the Opening hours
+    page"; the longest such title wins); ``""`` when none does."""
+    said = " " + " ".join(_WORD_RE.findall(text.casefold())) + " "
+    best, best_size = "", 0
+    for match in _LISTED_RE.finditer(listing):
+        title = " ".join(_WORD_RE.findall(match.group(1).casefold()))
+        if title and f" {title} " in said and len(title) > best_size:
+            best, best_size = match.group(2), len(title)
+    return best
+
+
 def plan(messages: list[Any], info: Any) -> Any:
     """The ``FunctionModel`` function: one step of the planner."""
     from pydantic_ai.messages import (
@@ -63,6 +99,19 @@ def plan(messages: list[Any], info: Any) -> Any:
     offered = {tool.name for tool in info.function_tools}
     last = messages[-1] if messages else None
     results = [p for p in getattr(last, "parts", ()) if isinstance(p, ToolReturnPart)]
+    step = sum(1 for m in messages if isinstance(m, ModelResponse))
+    if (
+        isinstance(last, ModelRequest)
+        and [p.tool_name for p in results] == ["list_pages"]
+        and "read_page" in offered
+    ):
+        # The editor named a page by its title ("the Opening hours page"): read it.
+        asked = _last_prompt(messages, ModelRequest, UserPromptPart)
+        path = _page_named(asked, str(results[0].content))
+        if path:
+            return ModelResponse(
+                parts=[ToolCallPart("read_page", {"path": path}, tool_call_id=f"offline-{step}-0")]
+            )
     if isinstance(last, ModelRequest) and results:
         lines = [OFFLINE_PREFIX, "", "Here is what the tools returned:"]
         for part in results:
@@ -76,7 +125,6 @@ def plan(messages: list[Any], info: Any) -> Any:
             for p in last.parts
             if isinstance(p, UserPromptPart) and isinstance(p.content, str)
         )
-    step = sum(1 for m in messages if isinstance(m, ModelResponse))
     calls: list[Any] = []
     urls = _urls(prompt)
     if urls and "fetch_external_url" in offered:
@@ -88,7 +136,13 @@ def plan(messages: list[Any], info: Any) -> Any:
         calls = [
             ToolCallPart("read_page", {"path": _path(prompt)}, tool_call_id=f"offline-{step}-0")
         ]
-    elif not urls and "list_pages" in offered and _PAGES_RE.search(prompt):
+    elif (
+        not urls
+        and "list_pages" in offered
+        and (_PAGES_RE.search(prompt) or ("read_page" in offered and _PAGE_RE.search(prompt)))
+    ):
+        # A question about the site's pages, or about one page named by its title: list
+        # them first (the next step reads the page whose title the message names).
         calls = [ToolCallPart("list_pages", {}, tool_call_id=f"offline-{step}-0")]
     elif not urls and "search_site" in offered and prompt.strip():
         calls = [

@@ -142,3 +142,43 @@ def test_the_content_group_comes_back_after_a_flush_and_keeps_operator_changes()
     call_command("migrate", "django_webfetch", verbosity=0)
     group = ToolGroup.objects.get(slug="content")
     assert (group.enabled, group.scope, group.data_class) == (False, "none", "siteContent")
+
+
+def test_the_offline_planner_reads_a_page_named_by_its_title(
+    site_pages, content_group, editor, django_capture_on_commit_callbacks
+):
+    # A new user asked about "the Opening hours page" without its path: the planner lists
+    # the pages, then reads the one whose title the message names — no approval, no egress.
+    from django_webfetch.assistant import services
+    from django_webfetch.assistant.planner import OFFLINE_PREFIX
+
+    conversation = services.create_conversation(editor)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.post_message(
+            conversation,
+            "What are the opening hours? Please read the Opening hours page.",
+            user=editor,
+        )
+    run.refresh_from_db()
+    assert run.state == "completed"
+    calls = runs.visible_calls(editor).order_by("created")
+    assert [(c.tool, c.state) for c in calls] == [
+        ("list_pages", CallState.SUCCEEDED),
+        ("read_page", CallState.SUCCEEDED),
+    ]
+    assert calls[1].arguments == {"path": "/opening-hours/"}
+    answer = conversation.messages.filter(role="assistant").last().content
+    assert answer.startswith(OFFLINE_PREFIX)
+    assert "Saturday | 07:00" in answer
+    assert not EgressEvent.objects.exists()
+
+
+def test_the_offline_planner_reads_nothing_when_no_title_is_named(
+    site_pages, content_group, editor, django_capture_on_commit_callbacks
+):
+    from django_webfetch.assistant import services
+
+    conversation = services.create_conversation(editor)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.post_message(conversation, "Tell me about the page on parking.", user=editor)
+    assert [c.tool for c in runs.visible_calls(editor)] == ["list_pages"]
