@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -271,17 +271,25 @@ def _proxy_configured() -> bool:
     return any(os.environ.get(k) or os.environ.get(k.upper()) for k in _PROXY_ENV)
 
 
+def from_database(
+    messages: Callable[[], Iterable[CheckMessage]], databases: Iterable[str] | None
+) -> list[CheckMessage]:
+    """The messages of a check that reads rows: only when Django asks for database checks,
+    and none before the tables exist."""
+    if not databases:
+        return []
+    try:
+        return list(messages())
+    except DatabaseError:
+        return []  # not migrated yet
+
+
 def check_database(
     app_configs: Sequence[Any] | None = None,
     databases: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> list[CheckMessage]:
-    if not databases:
-        return []
-    try:
-        return list(_database_messages())
-    except DatabaseError:
-        return []  # not migrated yet
+    return from_database(_database_messages, databases)
 
 
 def _database_messages() -> Iterable[CheckMessage]:

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.core.checks import CheckMessage, Error, Warning
-from django.db import DatabaseError
 
 __all__ = ["check_assistant"]
 
@@ -22,12 +21,9 @@ def check_assistant(
     databases: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> list[CheckMessage]:
-    if not databases:
-        return []
-    try:
-        return list(_messages())
-    except DatabaseError:
-        return []  # not migrated yet
+    from django_webfetch.checks import from_database
+
+    return from_database(_messages, databases)
 
 
 def _messages() -> Iterable[CheckMessage]:
