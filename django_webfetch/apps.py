@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
 
 class WebFetchConfig(AppConfig):
+    """The composition root: registers the checks, connects the signals and binds the
+    task names to their handlers for the in-process mode (``runs.dispatch``)."""
+
     name = "django_webfetch"
     label = "django_webfetch"
     verbose_name = _("Web fetch")
@@ -14,12 +19,38 @@ class WebFetchConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from . import checks
+        from .assistant.services import connect_signals
         from .models.builtin import create_builtin_groups
 
         checks.register()
-        from .assistant.services import connect_signals
-
         connect_signals()
+        _bind_task_handlers()
         post_migrate.connect(
             create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
         )
+
+
+def sweep_all() -> dict[str, int]:
+    """The periodic task's work: the tool calls' sweep, then the assistant runs'."""
+    from dataclasses import asdict
+
+    from . import runs
+    from .assistant import services as assistant
+
+    report: dict[str, int] = asdict(runs.sweep())
+    report.update(assistant.sweep())
+    return report
+
+
+def _bind_task_handlers() -> None:
+    from .assistant.services import advance_in_process
+    from .runs import dispatch
+    from .runs.execute import execute_in_process
+
+    handlers: dict[str, Any] = {
+        dispatch.RUN_TOOL_CALL: execute_in_process,
+        dispatch.ADVANCE_ASSISTANT_RUN: advance_in_process,
+        dispatch.SWEEP: sweep_all,
+    }
+    for name, handler in handlers.items():
+        dispatch.bind(name, handler)

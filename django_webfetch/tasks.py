@@ -1,7 +1,8 @@
-"""Celery tasks: thin wrappers around ``django_webfetch.runs``.
+"""Celery tasks: thin wrappers around ``django_webfetch.runs`` and the assistant.
 
-Imported by Celery's ``autodiscover_tasks`` (and lazily by ``runs`` when it queues a call);
-the app never creates a Celery app of its own.  Register the periodic sweep in your beat
+The only module that binds the task names (``runs.dispatch``) to Celery tasks; imported by
+Celery's ``autodiscover_tasks``, never by a service (they send work by task name).  The app
+never creates a Celery app of its own.  Register the periodic sweep in your beat
 schedule::
 
     CELERY_BEAT_SCHEDULE = {
@@ -15,7 +16,6 @@ schedule::
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from typing import Any
 
 try:
@@ -28,13 +28,15 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from django.db import InterfaceError, OperationalError
 
 from . import runs
+from .apps import sweep_all
 from .assistant import services as assistant
+from .runs.dispatch import ADVANCE_ASSISTANT_RUN, RUN_TOOL_CALL, SWEEP
 
 __all__ = ["advance_assistant_run", "expire_tool_calls", "run_tool_call"]
 
 
 @shared_task(
-    name="django_webfetch.run_tool_call",
+    name=RUN_TOOL_CALL,
     bind=True,
     # Acknowledge only when done: a worker killed mid-run leaves the message to be
     # delivered again; runs.execute decides what a redelivery means (idempotent).
@@ -57,19 +59,17 @@ def run_tool_call(self: Any, call_id: str) -> str:
 
 
 @shared_task(
-    name="django_webfetch.expire_tool_calls",
+    name=SWEEP,
     ignore_result=True,
 )
 def expire_tool_calls() -> dict[str, int]:
     """Expire approval requests past their time, recover calls of lost workers, queue
     again approved calls whose message went missing."""
-    report: dict[str, int] = asdict(runs.sweep())
-    report.update(assistant.sweep())
-    return report
+    return sweep_all()
 
 
 @shared_task(
-    name="django_webfetch.advance_assistant_run",
+    name=ADVANCE_ASSISTANT_RUN,
     bind=True,
     # As run_tool_call: a killed worker's message is delivered again, and advance() is
     # idempotent (the run's lease and the calls' references keep it from repeating work).

@@ -50,8 +50,10 @@ from django.utils import timezone
 
 from django_webfetch import runs
 from django_webfetch.conf import conf
+from django_webfetch.exceptions import WebFetchImproperlyInstalled
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.errors import WebFetchError
+from django_webfetch.runs.dispatch import ADVANCE_ASSISTANT_RUN, enqueue, run_here
 from django_webfetch.tools import tools_for_user
 
 from .bounds import MIN_RESULT_BYTES, bound_result, omitted_note, utf8_len
@@ -978,24 +980,21 @@ def _record_step(run: AssistantRun, history: list[Any], response: Any) -> Assist
 
 
 def _enqueue(run_id: Any) -> None:
-    try:
-        from django_webfetch import tasks
-    except ImportError:  # pragma: no cover - depends on the installed extras
-        logger.exception("assistant run %s: Celery is not installed", run_id)
-        return
     soft = conf.WEBFETCH_ASSISTANT_TIMEOUT + runs.time_limits()[0] + 10.0
     try:
-        tasks.advance_assistant_run.apply_async(
-            args=(str(run_id),),
-            soft_time_limit=soft,  # type: ignore[arg-type]
-            time_limit=soft + 5.0,  # type: ignore[arg-type]
+        enqueue(
+            ADVANCE_ASSISTANT_RUN,
+            str(run_id),
+            what=f"assistant run {run_id}",
+            soft_time_limit=soft,
+            time_limit=soft + 5.0,
         )
-    except Exception:
-        # The run stays as it is; the sweep queues it again.
-        logger.exception("assistant run %s could not be queued", run_id)
+    except WebFetchImproperlyInstalled:  # pragma: no cover - depends on the installed extras
+        logger.exception("assistant run %s: Celery is not installed", run_id)
 
 
-def _advance_in_process(run_id: Any) -> None:
+def advance_in_process(run_id: Any) -> None:
+    """The in-process handler of ``django_webfetch.advance_assistant_run`` (``apps.py``)."""
     try:
         advance(run_id, worker=f"in-process:{_worker_label()}")
     except Exception:
@@ -1008,7 +1007,7 @@ def dispatch(run_id: Any) -> None:
     if runs.runs_async():
         transaction.on_commit(partial(_enqueue, run_id))
     else:
-        transaction.on_commit(partial(_advance_in_process, run_id))
+        transaction.on_commit(partial(run_here, ADVANCE_ASSISTANT_RUN, run_id))
 
 
 def _on_call_finished(

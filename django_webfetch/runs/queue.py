@@ -1,4 +1,9 @@
-"""Queueing: which Celery queue a call goes to, and getting lost messages queued again.
+"""Queueing: starting an approved call, which Celery queue it goes to, and getting lost
+messages queued again.
+
+:func:`start` starts an approved call: on Celery (``WEBFETCH_ASYNC_RUNS``) its task is
+queued once the transaction that approved it has committed; in-process it runs right here
+(``dispatch.run_here``).
 
 A broker restarted without persistence (Redis with ``save ""`` and ``appendonly no``, as
 many small installs run it) forgets every queued message; a broker that is down when a
@@ -22,9 +27,10 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from django_webfetch.conf import conf
@@ -32,7 +38,10 @@ from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.policy import Scope
 from django_webfetch.tools import default_registry as tool_registry
 
-__all__ = ["QUEUED_RETRY", "mark_queued", "queue_for", "requeue_due"]
+from .dispatch import RUN_TOOL_CALL, enqueue, run_here
+from .limits import runs_async, time_limits
+
+__all__ = ["QUEUED_RETRY", "enqueue_call", "mark_queued", "queue_for", "requeue_due", "start"]
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -72,8 +81,6 @@ def _wait_before_requeue(queued_at: datetime, since: datetime) -> timedelta:
 
 def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
     """Queue again the approved calls whose wait for a worker is over; returns how many."""
-    from django_webfetch.runs import _enqueue
-
     now = now or timezone.now()
     queryset = calls if calls is not None else ToolCall.objects.all()
     base = timedelta(seconds=conf.WEBFETCH_REQUEUE_AFTER)
@@ -98,6 +105,41 @@ def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
             pk,
             int((now - since).total_seconds()),
         )
-        _enqueue(pk, tool, retrying=True)
+        enqueue_call(pk, tool, retrying=True)
         count += 1
     return count
+
+
+def enqueue_call(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
+    """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
+    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
+    soft, hard = time_limits()
+    queued = enqueue(
+        RUN_TOOL_CALL,
+        str(call_id),
+        what=f"tool call {call_id}",
+        soft_time_limit=soft,
+        time_limit=hard,
+        queue=queue_for(tool),
+    )
+    if not queued:
+        # The call stays approved, and says so; the sweep queues it again.
+        mark_queued(call_id, QUEUED_RETRY)
+        return False
+    if retrying:
+        mark_queued(call_id, "")
+    return True
+
+
+def start(call: ToolCall) -> ToolCall:
+    """Start an approved call: queue it after the commit, or run it here and now."""
+    if call.state != CallState.APPROVED:
+        return call
+    if runs_async():
+        if connection.in_atomic_block:
+            transaction.on_commit(partial(enqueue_call, call.pk, call.tool))
+        elif not enqueue_call(call.pk, call.tool):
+            call.reason = QUEUED_RETRY
+        return call
+    run_here(RUN_TOOL_CALL, call.pk)
+    return ToolCall.objects.get(pk=call.pk)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
+from django_webfetch.runs.execute import finish
 
 from .conftest import EchoTool
 
@@ -442,7 +443,7 @@ def test_the_result_of_a_superseded_attempt_is_discarded(db, run_tools, editor):
         attempts=2,
         lease_expires_at=timezone.now() + timedelta(seconds=30),
     )
-    outcome = runs._finish(call.pk, 1, ToolResult(content="late"))
+    outcome = finish(call.pk, 1, ToolResult(content="late"))
     assert outcome.action == "discarded"
     row = ToolCall.objects.get(pk=call.pk)
     assert row.state == CallState.RUNNING

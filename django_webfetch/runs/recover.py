@@ -1,0 +1,200 @@
+"""Recovery: expiry of approval requests, calls of lost workers, lost messages, pruning.
+
+The periodic task (:func:`sweep`) does all of it; :func:`refresh` does it for one call on
+read, so that an installation without a beat schedule still never shows a stuck call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from django_webfetch.conf import conf
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models.calls import FINISHED_STATES
+from django_webfetch.tools import Effect, ToolResult
+from django_webfetch.tools import default_registry as tool_registry
+
+from .errors import InvalidTransition
+from .limits import MAX_ATTEMPTS, runs_async
+from .queue import requeue_due, start
+from .state import expired, lost, transition
+
+__all__ = [
+    "SweepReport",
+    "expire_due",
+    "expire_one",
+    "prune_calls",
+    "recover_lost",
+    "recover_one",
+    "refresh",
+    "sweep",
+]
+
+logger = logging.getLogger("django_webfetch.runs")
+
+
+def expire_one(call_id: Any) -> ToolCall | None:
+    def check(call: ToolCall) -> None:
+        if not expired(call):
+            raise InvalidTransition(call.state, CallState.EXPIRED, "not due")
+
+    result = ToolResult.failure("approval_expired", "Nobody approved this tool call in time.")
+    try:
+        return transition(
+            call_id,
+            CallState.EXPIRED,
+            check=check,
+            reason="approval_expired",
+            result=result.to_dict(),
+        )
+    except (InvalidTransition, ToolCall.DoesNotExist):
+        return None
+
+
+def expire_due(now: datetime | None = None, *, calls: Any = None) -> int:
+    """Expire every call whose approval request is past its time; returns how many."""
+    queryset = calls if calls is not None else ToolCall.objects.all()
+    due = queryset.filter(state=CallState.AWAITING_APPROVAL, expires_at__lte=now or timezone.now())
+    return sum(
+        1
+        for call_id in list(due.values_list("pk", flat=True)[:1000])
+        if expire_one(call_id) is not None
+    )
+
+
+def _may_retry(call: ToolCall) -> bool:
+    if call.attempts >= MAX_ATTEMPTS or not runs_async():
+        return False
+    tool = tool_registry.get(call.tool)
+    # A write may have happened before the worker died: never repeat it.
+    return tool is not None and tool.effect is Effect.READ
+
+
+class _NoRetryLeft(InvalidTransition):
+    pass
+
+
+def recover_one(call_id: Any, *, dispatch: bool = True) -> ToolCall | None:
+    """A running call whose lease expired: retry it once, else fail it (``worker_lost``)."""
+
+    def check_retry(call: ToolCall) -> None:
+        if not lost(call):
+            raise InvalidTransition(call.state, CallState.APPROVED, "the lease has not expired")
+        if not _may_retry(call):
+            raise _NoRetryLeft(call.state, CallState.APPROVED, "no retry left")
+
+    def check_fail(call: ToolCall) -> None:
+        if not lost(call):
+            raise InvalidTransition(call.state, CallState.FAILED, "the lease has not expired")
+
+    try:
+        try:
+            call = transition(
+                call_id,
+                CallState.APPROVED,
+                check=check_retry,
+                queued_at=timezone.now(),
+                lease_expires_at=None,
+                worker="",
+            )
+        except _NoRetryLeft:
+            failure = ToolResult.failure("worker_lost", "The worker running this call was lost.")
+            call = transition(
+                call_id,
+                CallState.FAILED,
+                check=check_fail,
+                reason="worker_lost",
+                result=failure.to_dict(),
+            )
+            logger.warning("tool call %s: worker lost, failed", call.pk)
+            return call
+    except (InvalidTransition, ToolCall.DoesNotExist):
+        return None
+    logger.warning("tool call %s: worker lost, retrying (attempt %s done)", call.pk, call.attempts)
+    return start(call) if dispatch else call
+
+
+def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
+    queryset = calls if calls is not None else ToolCall.objects.all()
+    due = queryset.filter(state=CallState.RUNNING, lease_expires_at__lte=now or timezone.now())
+    return sum(
+        1
+        for call_id in list(due.values_list("pk", flat=True)[:1000])
+        if recover_one(call_id) is not None
+    )
+
+
+def _requeue_stale(now: datetime | None = None) -> int:
+    """Queue again approved calls that waited past ``WEBFETCH_REQUEUE_AFTER``
+    (``runs/queue.py``)."""
+    if not runs_async():
+        return 0
+    return requeue_due(now)
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    expired: int
+    recovered: int
+    requeued: int
+    pruned: int = 0
+
+
+def sweep(now: datetime | None = None) -> SweepReport:
+    """The periodic task's work: expire due approvals, recover calls of lost workers,
+    queue again approved calls whose task message went missing, and drop the content of
+    calls past ``WEBFETCH_CALL_RETENTION_DAYS``."""
+    return SweepReport(expire_due(now), recover_lost(now), _requeue_stale(now), prune_calls(now))
+
+
+def prune_calls(
+    now: datetime | None = None, *, days: int | None = None, dry_run: bool = False
+) -> int:
+    """Drop the content of calls that finished more than ``days`` ago (default
+    ``WEBFETCH_CALL_RETENTION_DAYS``); return how many.
+
+    Third-party page text, query strings and the approval card go; the row stays as audit
+    metadata: tool, group, user, state, reason, who decided and when, the timestamps, and
+    the result's error code.
+    """
+    now = now or timezone.now()
+    days = conf.WEBFETCH_CALL_RETENTION_DAYS if days is None else days
+    due = ToolCall.objects.filter(
+        state__in=FINISHED_STATES,
+        finished_at__lt=now - timedelta(days=days),
+        content_pruned_at__isnull=True,
+    )
+    if dry_run:
+        return due.count()
+    pruned = 0
+    for pk, result in due.values_list("pk", "result").iterator(chunk_size=500):
+        error = result.get("error") if isinstance(result, dict) else None
+        pruned += ToolCall.objects.filter(pk=pk, content_pruned_at__isnull=True).update(
+            arguments={},
+            approval_preview={},
+            decision_comment="",
+            result={"content": "", "error": error, "meta": {}},
+            content_pruned_at=now,
+        )
+    return pruned
+
+
+def refresh(call: ToolCall) -> ToolCall:
+    """Enforce expiry and worker loss on read; return the current row."""
+    if expired(call):
+        expire_one(call.pk)
+    elif lost(call):
+        recover_one(call.pk)
+    elif runs_async() and call.state == CallState.APPROVED:
+        # A poll is a sweep of this one call: a message lost with the broker is queued
+        # again even where no beat runs.
+        if not requeue_due(calls=ToolCall.objects.filter(pk=call.pk)):
+            return call
+    else:
+        return call
+    return ToolCall.objects.get(pk=call.pk)

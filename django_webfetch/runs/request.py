@@ -1,0 +1,244 @@
+"""Requesting a call: bounds, the offer, validation, the approval rule and the pre-flight.
+
+:func:`request_call` records every call the assistant asks for (a refused one too, for the
+audit trail), and starts it as far as it may go; :func:`preflight` runs the guard on the
+URL a call would request before a human is asked to approve it (DESIGN.md §7).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from typing import Any, NoReturn
+
+from django.db import transaction
+from django.utils import timezone
+
+from django_webfetch.conf import conf
+from django_webfetch.egress import EgressRecorder
+from django_webfetch.egress.preflight import live_verdict
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.net.errors import EgressDenied
+from django_webfetch.runs.bounds import InputRejected, check_storable, check_text, make_storable
+from django_webfetch.tools import (
+    Tool,
+    ToolApprovalRule,
+    ToolContext,
+    ToolInvocation,
+    ToolResult,
+)
+from django_webfetch.tools import default_registry as tool_registry
+from django_webfetch.tools._egress import requested_host
+from django_webfetch.tools.registry import validate_arguments
+
+from .errors import ToolNotOfferedError
+from .queue import start
+from .state import transition
+
+__all__ = ["preflight", "request_call", "user_label"]
+
+logger = logging.getLogger("django_webfetch.runs")
+
+
+def _jsonable(value: Any) -> Any:
+    return make_storable(json.loads(json.dumps(value, default=str)))
+
+
+def user_label(user: Any) -> str:
+    if user is None:
+        return ""
+    get_username = getattr(user, "get_username", None)
+    return str(get_username() if callable(get_username) else user)[:150]
+
+
+def _preview(tool: Tool, invocation: ToolInvocation, user: Any) -> dict[str, Any]:
+    preview: dict[str, Any] = {"tool": tool.name, "group": tool.group, "user": user_label(user)}
+    try:
+        preview.update(_jsonable(tool.approval_preview(invocation)))
+    except Exception:
+        logger.exception("approval preview of tool %r failed", tool.name)
+        preview["arguments"] = _jsonable(dict(invocation.arguments))
+        preview["error"] = "preview_unavailable"
+    return preview
+
+
+def preflight(
+    tool: Tool, invocation: ToolInvocation, user: Any
+) -> tuple[dict[str, Any] | None, ToolResult | None]:
+    """Run the guard on the URL a call would request, without connecting (DESIGN.md §7).
+
+    Syntax, scope, lists, ports, proxy, DNS and address classes, against the group's live
+    policy (``egress.live_verdict``).  Returns ``(verdict, None)`` for the approval card
+    (the verdict and the resolved addresses as of the request; execution checks everything
+    again, DNS can change), or ``(None, refusal)``: the call fails at once with the guard's
+    reason code, and the refusal is an ``EgressEvent``.  A DNS failure is not a refusal:
+    the card says the destination could not be checked.
+    """
+    try:
+        url = tool.preflight_url(invocation.arguments)
+    except Exception:
+        logger.exception("pre-flight URL of tool %r failed", tool.name)
+        url = None
+    if url is None:
+        return None, None
+    checked_at = timezone.now().isoformat()
+    recorder = EgressRecorder(
+        tool=tool.name, group=tool.group, user=user, call_id=invocation.call_id
+    )
+    host, port = requested_host(url)
+    try:
+        _policy, explanation = live_verdict(url, tool.group, user=user, require_scope=tool.scope)
+    except EgressDenied as exc:
+        recorder.record(
+            decision="denied", reason=exc.reason, url_host=host, port=port, detail="pre-flight"
+        )
+        return None, ToolResult.from_exception(exc)
+    if explanation.allowed:
+        destination = explanation.destination
+        addresses = [str(a) for a in destination.addresses] if destination else []
+        return {
+            "verdict": "allowed",
+            "addresses": addresses,
+            "checked_at": checked_at,
+        }, None
+    reason = explanation.reason or "denied"
+    if reason == "dns_error":
+        return {"verdict": "unchecked", "reason": reason, "checked_at": checked_at}, None
+    recorder.record(decision="denied", reason=reason, url_host=host, port=port, detail="pre-flight")
+    refusal = ToolResult.from_exception(EgressDenied(reason))
+    return None, ToolResult.failure(
+        refusal.error or "egress_denied",
+        refusal.content,
+        reason=reason,
+        preflight=True,
+        checked_at=checked_at,
+    )
+
+
+def request_call(
+    tool_name: str,
+    arguments: Any,
+    *,
+    user: Any,
+    conversation: str = "",
+) -> ToolCall:
+    """Record a call the assistant asked for, and start it as far as it may go.
+
+    - invalid arguments: the call ends ``failed`` / ``invalid_arguments``, nothing runs;
+    - needs approval: it stops in ``awaiting_approval`` (nothing holds a worker);
+    - otherwise it is approved at once and run (in-process, or queued on Celery).
+
+    Raises :class:`ToolNotOfferedError` when the tool is not offered to ``user``, and
+    :class:`~django_webfetch.runs.bounds.InputRejected` (nothing stored, one audit line in
+    the log) when the tool name, the conversation or the arguments cannot be stored: a
+    NUL or a lone surrogate anywhere, nesting deeper than 32 levels, arguments over 16 KiB
+    as JSON (``runs/bounds.py``) — whatever the tool, offered or not.
+    """
+    _refuse_unstorable(tool_name, arguments, user=user, conversation=conversation)
+    offered = {t.name: t for t in tool_registry.tools_for_user(user)}
+    tool = offered.get(tool_name)
+    try:
+        stored_arguments = _jsonable(arguments)
+        if stored_arguments is None:
+            stored_arguments = {}
+        check_storable(stored_arguments)
+    except (TypeError, ValueError, RecursionError):
+        stored_arguments = {}
+        arguments = None
+    if tool is None:
+        _record_not_offered(tool_name, stored_arguments, user=user, conversation=conversation)
+
+    with transaction.atomic():
+        call = ToolCall.objects.create(
+            tool=tool.name,
+            group=tool.group,
+            arguments=stored_arguments,
+            user=user,
+            conversation=(conversation or "")[:200],
+        )
+        invalid = validate_arguments(tool, arguments)
+        if invalid is not None:
+            return transition(
+                call, CallState.FAILED, reason="invalid_arguments", result=invalid.to_dict()
+            )
+        invocation = ToolInvocation(
+            tool=tool.name, arguments=dict(arguments), user=user, call_id=str(call.pk)
+        )
+        needs_approval = ToolApprovalRule.requires_approval(
+            tool, invocation, ToolContext(user=user, call_id=str(call.pk))
+        )
+        if needs_approval:
+            return _ask_for_approval(call, tool, invocation, user)
+        call = transition(
+            call, CallState.APPROVED, requires_approval=False, queued_at=timezone.now()
+        )
+    return start(call)
+
+
+def _refuse_unstorable(tool_name: str, arguments: Any, *, user: Any, conversation: str) -> None:
+    """Raise ``InputRejected`` (one audit line in the log) for input that cannot be stored."""
+    try:
+        check_text(str(tool_name), where="tool")
+        check_text(str(conversation or ""), where="conversation")
+        try:
+            check_storable(arguments)
+        except InputRejected as exc:
+            if exc.code != "not_json":
+                raise
+            # Not plain JSON (a Python object): recorded as invalid arguments.
+    except InputRejected as exc:
+        logger.warning(
+            "tool call refused before it was stored: %s (%s) tool=%.100r user=%s",
+            exc.code,
+            exc,
+            str(tool_name)[:100],
+            getattr(user, "pk", None),
+        )
+        raise
+
+
+def _record_not_offered(
+    tool_name: str, stored_arguments: Any, *, user: Any, conversation: str
+) -> NoReturn:
+    """A refused request stays on record (a prompt-injected attempt is worth an audit
+    trail): a finished call, nothing run; then :class:`ToolNotOfferedError`."""
+    known = tool_registry.get(str(tool_name)[:100])
+    why, sentence = tool_registry.why_not_offered(user, tool_name)
+    with transaction.atomic():
+        refused = ToolCall.objects.create(
+            tool=str(tool_name)[:100],
+            group=known.group if known is not None else "",
+            arguments=stored_arguments,
+            user=user if getattr(user, "pk", None) is not None else None,
+            conversation=(conversation or "")[:200],
+        )
+        transition(
+            refused,
+            CallState.FAILED,
+            reason="tool_not_offered",
+            result=ToolResult.failure("tool_not_offered", sentence, why=why).to_dict(),
+        )
+    raise ToolNotOfferedError(sentence, why=why)
+
+
+def _ask_for_approval(
+    call: ToolCall, tool: Tool, invocation: ToolInvocation, user: Any
+) -> ToolCall:
+    """Pre-flight (the guard without connecting), then wait for a human: or fail at once
+    with the guard's reason when it refuses the URL."""
+    verdict, refusal = preflight(tool, invocation, user)
+    if refusal is not None:
+        why = str(refusal.meta.get("reason") or refusal.error or "")[:64]
+        return transition(call, CallState.FAILED, reason=why, result=refusal.to_dict())
+    now = timezone.now()
+    preview = _preview(tool, invocation, user)
+    if verdict is not None:
+        preview["preflight"] = verdict
+    return transition(
+        call,
+        CallState.AWAITING_APPROVAL,
+        requires_approval=True,
+        approval_preview=preview,
+        expires_at=now + timedelta(seconds=conf.WEBFETCH_APPROVAL_TTL),
+    )
