@@ -19,7 +19,7 @@ class WebFetchConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from . import checks
-        from .assistant.services import connect_signals
+        from .assistant.signals import connect_signals
         from .models.builtin import create_builtin_groups
 
         checks.register()
@@ -43,7 +43,7 @@ def sweep_all() -> dict[str, int]:
 
 
 def _bind_task_handlers() -> None:
-    from .assistant.services import advance_in_process
+    from .assistant.loop import advance_in_process
     from .runs import dispatch
     from .runs.execute import execute_in_process
 

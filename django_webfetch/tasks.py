@@ -29,7 +29,7 @@ from django.db import InterfaceError, OperationalError
 
 from . import runs
 from .apps import sweep_all
-from .assistant import services as assistant
+from .assistant.loop import advance
 from .runs.dispatch import ADVANCE_ASSISTANT_RUN, RUN_TOOL_CALL, SWEEP
 
 __all__ = ["advance_assistant_run", "expire_tool_calls", "run_tool_call"]
@@ -84,5 +84,5 @@ def expire_tool_calls() -> dict[str, int]:
 def advance_assistant_run(self: Any, run_id: str) -> str:
     """One provider request of an assistant run (and the tool calls it asks for)."""
     worker = f"{getattr(self.request, 'hostname', None) or 'celery'}:{os.getpid()}"
-    outcome = assistant.advance(run_id, worker=worker, max_provider_calls=1)
+    outcome = advance(run_id, worker=worker, max_provider_calls=1)
     return outcome.action

@@ -118,11 +118,11 @@ def _history(results):
 def test_oldest_results_are_replaced_past_the_context_budget(settings):
     from pydantic_ai.messages import ToolReturnPart
 
-    from django_webfetch.assistant.services import _within_context_budget
+    from django_webfetch.assistant.history import within_context_budget
 
     settings.WEBFETCH_ASSISTANT_CONTEXT_BYTES = 25_000
     history = _history([10_000, 10_000, 10_000])
-    sent = _within_context_budget(history)
+    sent = within_context_budget(history)
     contents = [p.content for m in sent for p in m.parts if isinstance(p, ToolReturnPart)]
     assert contents[0] == "[result omitted: 10000 bytes]"
     assert contents[1:] == ["r" * 10_000, "r" * 10_000]
@@ -131,12 +131,12 @@ def test_oldest_results_are_replaced_past_the_context_budget(settings):
 
 
 def test_a_context_that_cannot_fit_fails_clearly(settings):
+    from django_webfetch.assistant.history import within_context_budget
     from django_webfetch.assistant.providers import ProviderFailure
-    from django_webfetch.assistant.services import _within_context_budget
 
     settings.WEBFETCH_ASSISTANT_CONTEXT_BYTES = 5_000
     with pytest.raises(ProviderFailure) as info:
-        _within_context_budget(_history([20_000]))
+        within_context_budget(_history([20_000]))
     assert info.value.code == "context_exceeded"
 
 

@@ -353,6 +353,7 @@ def test_a_forged_call_reference_is_never_used(editor, provider, run_tools, user
 
     from django_webfetch import runs
     from django_webfetch.assistant import services
+    from django_webfetch.assistant.history import dump
     from tests.runs.conftest import EchoTool
 
     EchoTool.needs_approval = False
@@ -373,7 +374,7 @@ def test_a_forged_call_reference_is_never_used(editor, provider, run_tools, user
         user=editor,
         provider="openai",
         model_name="lab-model",
-        history=services._dump([ModelRequest(parts=[UserPromptPart("go")])]),
+        history=dump([ModelRequest(parts=[UserPromptPart("go")])]),
     )
     services.advance(run.pk)
     run.refresh_from_db()

@@ -10,7 +10,8 @@ import pytest
 from django.utils import timezone
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-from django_webfetch.assistant import services
+from django_webfetch.assistant import loop, services
+from django_webfetch.assistant.history import dump
 from django_webfetch.models import AssistantRun, CallState, ToolCall
 
 from .provider import Turn
@@ -27,7 +28,7 @@ def _stranded(user, **fields):
         user=user,
         provider="offline",
         model_name="offline-planner",
-        history=services._dump([ModelRequest(parts=[UserPromptPart("hello")])]),
+        history=dump([ModelRequest(parts=[UserPromptPart("hello")])]),
         **fields,
     )
 
@@ -135,7 +136,7 @@ def test_an_unexpected_error_fails_the_run_internal_error(editor, monkeypatch):
         raise RuntimeError("unexpected")
 
     # A third-party boundary (the model layer) blowing up, not our guard.
-    monkeypatch.setattr(services, "_ask", boom)
+    monkeypatch.setattr(loop, "ask", boom)
     services.advance(run.pk)
     run.refresh_from_db()
     assert (run.state, run.error_code) == ("failed", "internal_error")

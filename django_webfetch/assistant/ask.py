@@ -1,0 +1,140 @@
+"""One provider request: the run's history and the user's tools, sent to its provider.
+
+The provider is a configured endpoint: its SDK gets an httpx client on the guarded
+transport (``providers.provider_client``), built from the ``assistant`` group's live
+policy, so the model's own traffic is governed and recorded like any tool's (DESIGN.md §9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from django_webfetch.conf import conf
+from django_webfetch.egress import EgressRecorder, policy_for
+from django_webfetch.net.errors import WebFetchError
+from django_webfetch.net.policy import Scope
+from django_webfetch.tools import tools_for_user
+
+from .history import within_context_budget
+from .models import AssistantRun
+from .providers import (
+    OFFLINE,
+    ProviderConfig,
+    ProviderFailure,
+    build_model,
+    classify_error,
+    configured_provider,
+    provider_client,
+)
+
+__all__ = ["ask"]
+
+logger = logging.getLogger("django_webfetch.assistant")
+
+
+def ask(run: AssistantRun, history: list[Any]) -> Any:
+    """One provider request for ``run``: the model's ``ModelResponse`` (raises
+    ``ProviderFailure``).  Every connection it made is recorded against the run."""
+    config = _provider_of(run)
+    params = _tool_parameters(run)
+    messages = within_context_budget(history)
+    timeout = conf.WEBFETCH_ASSISTANT_TIMEOUT
+    events: list[Any] = []
+    try:
+        client = None if config.offline else _guarded_client(run, events, timeout)
+        model = build_model(config, http_client=client, timeout=timeout)
+        return _request(model, client, messages, params, timeout)
+    finally:
+        _record_egress(run, events)
+
+
+def _tool_parameters(run: AssistantRun) -> Any:
+    """The tools offered to the run's user, as the model sees them."""
+    from pydantic_ai.models import ModelRequestParameters
+    from pydantic_ai.tools import ToolDefinition
+
+    tools = tools_for_user(run.user) if run.user is not None else []
+    return ModelRequestParameters(
+        function_tools=[
+            ToolDefinition(
+                name=t.name, description=t.description, parameters_json_schema=dict(t.parameters)
+            )
+            for t in tools
+        ],
+        allow_text_output=True,
+    )
+
+
+def _guarded_client(run: AssistantRun, events: list[Any], timeout: float) -> Any:
+    """An httpx client on the guarded transport, under the ``assistant`` group's live
+    policy; each egress event is appended to ``events``."""
+    try:
+        policy = policy_for("assistant", user=run.user, require_scope=Scope.CONFIGURED_ENDPOINT)
+    except WebFetchError as exc:
+        raise classify_error(exc) from exc
+    return provider_client(policy, observer=events.append, timeout=timeout)
+
+
+def _request(model: Any, client: Any, messages: list[Any], params: Any, timeout: float) -> Any:
+    """Send the request on a loop of its own, closed afterwards (the request's sockets with
+    it); every error is classified as a ``ProviderFailure``."""
+    from pydantic_ai.direct import model_request
+    from pydantic_ai.settings import ModelSettings
+
+    settings = ModelSettings(max_tokens=conf.WEBFETCH_ASSISTANT_MAX_TOKENS, timeout=timeout)
+
+    async def request() -> Any:
+        try:
+            return await model_request(
+                model, messages, model_settings=settings, model_request_parameters=params
+            )
+        finally:
+            await _close(model, client)
+
+    try:
+        return asyncio.run(request())
+    except ProviderFailure:
+        raise
+    except Exception as exc:
+        raise classify_error(exc) from exc
+
+
+async def _close(model: Any, client: Any) -> None:
+    """Close the SDK's client and ours (nothing left for the garbage collector)."""
+    sdk = getattr(model, "client", None)
+    close = getattr(sdk, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+    if client is not None:
+        with contextlib.suppress(Exception):
+            await client.aclose()
+
+
+def _record_egress(run: AssistantRun, events: list[Any]) -> None:
+    if not events:
+        return
+    recorder = EgressRecorder(
+        tool="assistant:provider", group="assistant", user=run.user, call_id=str(run.pk)
+    )
+    for event in events:
+        try:
+            recorder(event)
+        except Exception:
+            logger.exception("egress event of assistant run %s not recorded", run.pk)
+
+
+def _provider_of(run: AssistantRun) -> ProviderConfig:
+    """The provider the run started with (its API key read now, never stored on the run)."""
+    if run.provider == "offline":
+        return OFFLINE
+    current = configured_provider()
+    if current.kind != run.provider or current.model_name != run.model_name:
+        raise ProviderFailure(
+            "provider_changed",
+            "The LLM provider configuration changed while the run was in progress.",
+        )
+    return current

@@ -1,0 +1,188 @@
+"""The tool calls of a run: one durable ``ToolCall`` per call the model asked for.
+
+A call's ``conversation`` field is its reference ``assistant:<run>:<step>:<index>``
+(:func:`call_ref`), so a repeated step finds the call it already requested instead of
+requesting it again.  The model's arguments are read defensively (:func:`arguments_of`),
+and what the model reads back for a finished call is bounded (:func:`result_text`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django_webfetch import runs
+from django_webfetch.conf import conf
+from django_webfetch.models import ToolCall
+from django_webfetch.runs.bounds import InputRejected
+
+from .bounds import MIN_RESULT_BYTES, bound_result
+from .models import AssistantRun
+from .state import event, renew
+
+__all__ = [
+    "arguments_of",
+    "call_position",
+    "call_ref",
+    "cut_unreadable",
+    "parse_ref",
+    "request_calls",
+    "result_text",
+    "run_calls",
+]
+
+
+def call_ref(run: AssistantRun, step: int, index: int) -> str:
+    return f"{run.call_ref_prefix}{step}:{index}"
+
+
+def run_calls(run: AssistantRun) -> list[ToolCall]:
+    """The calls this run requested.  Only the run's user's calls count: the reference is
+    free text on ``ToolCall``, and nobody else's call may pass for one of this run's."""
+    return list(
+        ToolCall.objects.filter(
+            conversation__startswith=run.call_ref_prefix, user=run.user
+        ).order_by("created")
+    )
+
+
+def parse_ref(ref: str) -> tuple[uuid.UUID, int, int] | None:
+    parts = ref.split(":")
+    if len(parts) != 4 or parts[0] != "assistant":
+        return None
+    try:
+        return uuid.UUID(hex=parts[1]), int(parts[2]), int(parts[3])
+    except ValueError:
+        return None
+
+
+def call_position(call: ToolCall) -> tuple[int, int] | None:
+    parsed = parse_ref(call.conversation)
+    return None if parsed is None else (parsed[1], parsed[2])
+
+
+_MAX_RAW_ARGUMENTS = 10_000
+#: Arguments nested deeper than this are treated as unreadable (no recursion on them).
+_MAX_ARGUMENT_DEPTH = 32
+
+
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_ARGUMENT_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def cut_unreadable(part: Any) -> str:
+    """Unreadable arguments, cut to 1,000 characters; the cut stays unreadable (unbalanced
+    or invalid JSON stays invalid when shortened; a marker replaces anything else)."""
+    raw = part.args if isinstance(part.args, str) else ""
+    cut = raw[:1000]
+    try:
+        json.loads(cut)
+    except (ValueError, RecursionError):
+        return cut
+    return "(unreadable arguments)"
+
+
+def arguments_of(part: Any) -> tuple[Any, bool]:
+    """The call's arguments as the model sent them, and whether they are readable JSON
+    (unparsable or absurdly nested arguments are passed on as a cut string, which fails
+    the tool's schema: the model reads a tool error)."""
+    args = part.args
+    if args is None:
+        return {}, True
+    if isinstance(args, str):
+        if not args.strip():
+            return {}, True
+        try:
+            args = json.loads(args)
+        except (ValueError, RecursionError):
+            return part.args[:_MAX_RAW_ARGUMENTS], False
+    if _too_deep(args):
+        raw = part.args if isinstance(part.args, str) else "(nested too deeply)"
+        return raw[:_MAX_RAW_ARGUMENTS], False
+    return args, True
+
+
+_REFUSED_PREFIX = "(arguments refused: "
+
+
+def _storable_name(name: Any) -> str:
+    """The tool name as recorded: printable, at most 100 characters."""
+    text = str(name)[:100]
+    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else "?" for c in text)
+
+
+def _request_one(name: str, arguments: Any, *, run: AssistantRun, ref: str) -> ToolCall:
+    try:
+        return runs.request_call(name, arguments, user=run.user, conversation=ref)
+    except runs.ToolNotOfferedError:
+        call = ToolCall.objects.filter(conversation=ref, user=run.user).order_by("-created").first()
+        if call is None:  # pragma: no cover - request_call records it
+            raise
+        return call
+
+
+def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any, ToolCall, str]]:
+    """One durable call per tool call of ``response``; idempotent (found by reference).
+
+    Each comes with the problem of its arguments: ``""``, ``"not_json"``, or the code of
+    ``runs``' refusal to store them (too large, too deep, NUL or lone surrogates) — then the
+    call is recorded with a marker instead of the arguments, and fails like any invalid one.
+    """
+    from pydantic_ai.messages import ToolCallPart
+
+    parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
+    existing = {c.conversation: c for c in run_calls(run)}
+    result: list[tuple[Any, ToolCall, str]] = []
+    for index, part in enumerate(parts):
+        ref = call_ref(run, step, index)
+        name = _storable_name(part.tool_name)
+        arguments, parsed = arguments_of(part)
+        problem = "" if parsed else "not_json"
+        call = existing.get(ref)
+        if call is not None and call.tool != name:
+            call = None  # not the call this step asked for: never use its result
+        if call is not None:
+            stored = call.arguments
+            if isinstance(stored, str) and stored.startswith(_REFUSED_PREFIX):
+                problem = stored[len(_REFUSED_PREFIX) :].rstrip(")")
+        else:
+            run = renew(run)
+            try:
+                call = _request_one(name, arguments, run=run, ref=ref)
+            except InputRejected as exc:
+                problem = exc.code
+                call = _request_one(name, f"{_REFUSED_PREFIX}{exc.code})", run=run, ref=ref)
+            event(
+                run.pk,
+                "tool_call",
+                {"step": step, "call": str(call.pk), "tool": call.tool, "state": call.state},
+            )
+        result.append((part, call, problem))
+    return result
+
+
+def result_text(call: ToolCall, problem: str = "") -> str:
+    """What the model reads for a finished call (bounded; errors in our words)."""
+    limit = max(conf.WEBFETCH_ASSISTANT_MAX_RESULT_BYTES, MIN_RESULT_BYTES)
+    result = call.tool_result()
+    if result is None:
+        text = f"[tool error: {call.reason or call.state}] The tool call ended without a result."
+    elif result.ok:
+        text = result.content
+    elif problem == "not_json" and result.error == "invalid_arguments":
+        text = "[tool error: invalid_arguments] The arguments are not valid JSON."
+    elif problem and result.error == "invalid_arguments":
+        text = f"[tool error: invalid_arguments] The arguments were refused ({problem})."
+    else:
+        text = f"[tool error: {result.error}] {result.content}"
+    return bound_result(text, limit)

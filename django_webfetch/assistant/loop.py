@@ -1,0 +1,309 @@
+"""The loop: advance a run step by step, as far as it can go now.
+
+A step is
+
+1. ask the provider (``ask.ask``) with the history and the tools offered to the user;
+2. record the answer (an assistant ``Message``; the history grows by one ``ModelResponse``);
+3. request one durable ``ToolCall`` per tool call (``calls.request_calls``; idempotent);
+4. when every call of the step is finished, send their results (bounded) as tool messages
+   and go on; when some call waits for a human, release the lease and stop
+   (``waiting_for_approval``).  The call's final transition resumes the run
+   (``signals``): a Celery task, or in-process on the embedded default.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from django_webfetch import runs
+from django_webfetch.conf import conf
+from django_webfetch.models import CallState, ToolCall
+from django_webfetch.runs.durable import Outcome, worker_label
+
+from .ask import ask
+from .calls import arguments_of, call_ref, cut_unreadable, request_calls, result_text
+from .conversations import add_message
+from .dispatch import dispatch
+from .errors import InvalidRunTransition
+from .history import dump, load, require_pydantic_ai
+from .models import AssistantRun, Message, MessageRole, RunState
+from .providers import OFFLINE_LABEL, ProviderFailure, usage_dict
+from .state import event, fail, lease_seconds, lost, renew, transition
+
+__all__ = [
+    "MAX_STEP_ATTEMPTS",
+    "AdvanceOutcome",
+    "acquire",
+    "advance",
+    "advance_in_process",
+    "record_step",
+]
+
+logger = logging.getLogger("django_webfetch.assistant")
+
+#: A step is tried at most this often: a provider failure that is safe to repeat, or a
+#: worker lost in the middle of it, gets one more attempt.
+MAX_STEP_ATTEMPTS = 2
+
+
+class AdvanceOutcome(Outcome):
+    """What :func:`advance` did: ``action`` is ``advanced``, ``busy``, ``noop`` or
+    ``recovered``."""
+
+
+def acquire(run_id: Any, worker: str) -> AssistantRun | AdvanceOutcome:
+    """Take the run's lease, or say why not.  A run whose previous holder was lost counts
+    an attempt; past ``MAX_STEP_ATTEMPTS`` it fails with ``worker_lost``."""
+    now = timezone.now()
+    try:
+        run = AssistantRun.objects.get(pk=run_id)
+    except (AssistantRun.DoesNotExist, ValueError):
+        return AdvanceOutcome("noop", "")
+    if run.finished:
+        return AdvanceOutcome("noop", run.state)
+    if run.lease_expires_at is not None and not lost(run, now):
+        wait = (run.lease_expires_at - now).total_seconds()
+        return AdvanceOutcome("busy", run.state, retry_after=max(wait, 0.0))
+    was_lost = run.lease_expires_at is not None
+    attempts = run.attempts + 1 if was_lost else run.attempts
+    if was_lost and attempts >= MAX_STEP_ATTEMPTS:
+        failed = fail(run, "worker_lost", "The worker running this request was lost.")
+        return AdvanceOutcome("recovered", failed.state if failed else run.state)
+    try:
+        run = transition(
+            run,
+            RunState.RUNNING,
+            version=run.version,
+            lease_expires_at=now + timedelta(seconds=lease_seconds()),
+            worker=(worker or worker_label())[:200],
+            attempts=attempts,
+        )
+    except (InvalidRunTransition, AssistantRun.DoesNotExist):
+        current = AssistantRun.objects.filter(pk=run_id).values_list("state", flat=True).first()
+        return AdvanceOutcome("busy", current or "", retry_after=1.0)
+    if was_lost:
+        logger.warning("assistant run %s: worker lost, resuming (attempt %s)", run.pk, attempts)
+        event(run.pk, "worker_lost", {"attempt": attempts})
+    return run
+
+
+def advance(
+    run_id: Any, *, worker: str = "", max_provider_calls: int | None = None
+) -> AdvanceOutcome:
+    """Advance a run as far as it can go now.  Idempotent and safe to call at any time:
+    a finished run, or one another live worker holds, is left alone.
+
+    ``max_provider_calls``: stop (and queue the rest) after that many provider requests
+    (a Celery task does one, so each task stays within its time limit).
+    """
+    require_pydantic_ai()
+    acquired = acquire(run_id, worker)
+    if isinstance(acquired, AdvanceOutcome):
+        return acquired
+    run = acquired
+    try:
+        return _loop(run, max_provider_calls=max_provider_calls)
+    except InvalidRunTransition:
+        # Cancelled (or otherwise changed) under us: whoever changed it owns it now.
+        current = AssistantRun.objects.filter(pk=run.pk).values_list("state", flat=True).first()
+        return AdvanceOutcome("noop", current or "")
+    except Exception:
+        logger.exception("assistant run %s failed unexpectedly", run.pk)
+        fresh = AssistantRun.objects.filter(pk=run.pk).first()
+        if fresh is not None:
+            fail(fresh, "internal_error", "The assistant failed unexpectedly.")
+        return AdvanceOutcome("advanced", RunState.FAILED)
+
+
+def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcome:
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    provider_calls = 0
+    while True:
+        history = load(run.history)
+        last = history[-1] if history else None
+        step: AssistantRun | AdvanceOutcome
+        if isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts):
+            step = _take_results(run, last, history)
+        elif max_provider_calls is not None and provider_calls >= max_provider_calls:
+            return _queue_the_rest(run)
+        else:
+            # The history ends with a request: ask the provider (one step).
+            provider_calls += 1
+            step = _ask_step(run, history)
+        if isinstance(step, AdvanceOutcome):
+            return step
+        run = step
+
+
+def _queue_the_rest(run: AssistantRun) -> AdvanceOutcome:
+    """Release the lease and queue the run again (a task does one provider request)."""
+    run = transition(
+        run,
+        RunState.RUNNING,
+        version=run.version,
+        lease_expires_at=None,
+        worker="",
+        queued_at=timezone.now(),
+    )
+    dispatch(run.pk)
+    return AdvanceOutcome("advanced", run.state)
+
+
+def _ask_step(run: AssistantRun, history: list[Any]) -> AssistantRun | AdvanceOutcome:
+    """One provider request and its answer recorded; a failure safe to repeat is tried
+    once more, any other fails the run."""
+    if run.step_count >= conf.WEBFETCH_ASSISTANT_MAX_STEPS:
+        failed = fail(
+            run,
+            "max_steps",
+            f"The assistant needed more than {conf.WEBFETCH_ASSISTANT_MAX_STEPS} steps "
+            "for this question and stopped.",
+        )
+        return AdvanceOutcome("advanced", failed.state if failed else run.state)
+    try:
+        response = ask(run, history)
+    except ProviderFailure as failure:
+        logger.warning("assistant run %s: provider failure %s", run.pk, failure.code)
+        if failure.retry_safe and run.attempts + 1 < MAX_STEP_ATTEMPTS:
+            run = renew(run, attempts=run.attempts + 1)
+            event(run.pk, "provider_retry", {"code": failure.code, "attempt": run.attempts})
+            return run
+        failed = fail(run, failure.code, failure.message)
+        return AdvanceOutcome("advanced", failed.state if failed else run.state)
+    run = record_step(run, history, response)
+    if run.finished:
+        return AdvanceOutcome("advanced", run.state)
+    return run
+
+
+def _take_results(
+    run: AssistantRun, last: Any, history: list[Any]
+) -> AssistantRun | AdvanceOutcome:
+    """The history ends with the model's tool calls: request them (idempotent), then either
+    pause (some call is not finished) or append their results and go on."""
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+    step = run.step_count
+    requested = request_calls(run, step, last)
+    run = AssistantRun.objects.get(pk=run.pk)
+    calls = [(part, runs.refresh(call), problem) for part, call, problem in requested]
+    pending = [call for _, call, _ in calls if not call.finished]
+    if pending:
+        waiting = any(c.state == CallState.AWAITING_APPROVAL for c in pending)
+        target = RunState.WAITING_FOR_APPROVAL if waiting else RunState.RUNNING
+        previous = run.state
+        run = transition(run, target, version=run.version, lease_expires_at=None, worker="")
+        if previous != target or waiting:
+            event(
+                run.pk,
+                "waiting_for_approval" if waiting else "waiting_for_tools",
+                {"step": step, "calls": [str(c.pk) for c in pending]},
+            )
+        # A call that finished while we held the lease could not resume us: look again.
+        if all(ToolCall.objects.get(pk=c.pk).finished for c in pending):
+            return acquire(run.pk, run.worker)
+        return AdvanceOutcome("advanced", run.state)
+    parts = []
+    for part, call, problem in calls:
+        text = result_text(call, problem)
+        parts.append(ToolReturnPart(part.tool_name, text, tool_call_id=part.tool_call_id))
+        if not Message.objects.filter(run=run, tool_call=call).exists():
+            add_message(
+                run.conversation_id,
+                run=run,
+                step=step,
+                role=MessageRole.TOOL,
+                content=text,
+                tool_call=call,
+                tool_call_ref=str(part.tool_call_id)[:200],
+            )
+    history.append(ModelRequest(parts=parts))
+    run = renew(run, history=dump(history))
+    event(
+        run.pk,
+        "tool_results",
+        {
+            "step": step,
+            "calls": [
+                {"call": str(c.pk), "tool": c.tool, "state": c.state, "reason": c.reason}
+                for _, c, _ in calls
+            ],
+        },
+    )
+    return run
+
+
+def record_step(run: AssistantRun, history: list[Any], response: Any) -> AssistantRun:
+    """Store one provider answer: history, the assistant message, the step count."""
+    from dataclasses import replace
+
+    from pydantic_ai.messages import TextPart, ToolCallPart
+
+    step = run.step_count + 1
+    # Unreadable arguments are kept cut (still unreadable): a megabyte of garbage must not
+    # ride along in every later request of the conversation.
+    response = replace(
+        response,
+        parts=[
+            replace(p, args=cut_unreadable(p))
+            if isinstance(p, ToolCallPart) and not arguments_of(p)[1]
+            else p
+            for p in response.parts
+        ],
+    )
+    text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
+    tool_parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
+    label = run.provider_label or OFFLINE_LABEL
+    history.append(response)
+    calls = []
+    for index, part in enumerate(tool_parts):
+        arguments, _parsed = arguments_of(part)
+        calls.append(
+            {
+                "id": str(part.tool_call_id)[:200],
+                "tool": str(part.tool_name)[:100],
+                "arguments": arguments if isinstance(arguments, (dict, list)) else str(arguments),
+                "ref": call_ref(run, step, index),
+            }
+        )
+    with transaction.atomic():
+        run = renew(run, history=dump(history), step_count=step, attempts=0)
+        message = add_message(
+            run.conversation_id,
+            run=run,
+            step=step,
+            role=MessageRole.ASSISTANT,
+            content=text,
+            tool_calls=calls,
+            usage=usage_dict(response.usage),
+            provider_label=label,
+        )
+    event(
+        run.pk,
+        "step",
+        {
+            "step": step,
+            "message": str(message.pk),
+            "tool_calls": [{"id": c["id"], "tool": c["tool"]} for c in calls],
+            "final": not calls,
+        },
+    )
+    if not calls:
+        run = transition(run, RunState.COMPLETED, version=run.version)
+        event(run.pk, "completed", {"message": str(message.pk)})
+    return run
+
+
+def advance_in_process(run_id: Any) -> None:
+    """The in-process handler of ``django_webfetch.advance_assistant_run`` (``apps.py``):
+    its errors are logged, never raised into the commit that dispatched it."""
+    try:
+        advance(run_id, worker=f"in-process:{worker_label()}")
+    except Exception:
+        logger.exception("assistant run %s: in-process advance failed", run_id)

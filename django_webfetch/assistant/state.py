@@ -1,0 +1,158 @@
+"""The one place that changes an assistant run, its lease and its event log.
+
+Every change of ``AssistantRun.state`` (and every write of its history) goes through
+:func:`transition`: the row is locked (``select_for_update``) and written with a
+compare-and-set on ``version``, so a cancel racing a worker, or two resumptions racing each
+other, end in exactly one outcome (the loser gets :class:`InvalidRunTransition`).
+
+One worker advances a run at a time: it takes the run's *lease* (``lease_expires_at``) with
+a compare-and-set and renews it on every write (:func:`renew`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, OperationalError, transaction
+from django.utils import timezone
+
+from django_webfetch import runs
+from django_webfetch.conf import conf
+from django_webfetch.runs.durable import lease_expired, retry_while_locked
+
+from .errors import InvalidRunTransition
+from .models import RUN_FINISHED_STATES, RUN_TRANSITIONS, AssistantRun, RunEvent, RunState
+
+__all__ = [
+    "event",
+    "events_since",
+    "fail",
+    "lease_seconds",
+    "lost",
+    "renew",
+    "transition",
+]
+
+logger = logging.getLogger("django_webfetch.assistant")
+
+
+def lease_seconds() -> float:
+    """How long a worker owns a run it advances: one provider request (plus, in-process,
+    one tool call), with room to spare.  Past it the worker counts as lost."""
+    tool = 0.0 if runs.runs_async() else runs.lease_seconds()
+    return conf.WEBFETCH_ASSISTANT_TIMEOUT + tool + 5.0
+
+
+def lost(run: AssistantRun, now: datetime | None = None) -> bool:
+    """The run's lease was taken and ran out: its worker is gone."""
+    return lease_expired(run.lease_expires_at, now)
+
+
+def _run_id(run: AssistantRun | uuid.UUID | str) -> Any:
+    return run.pk if isinstance(run, AssistantRun) else run
+
+
+def transition(
+    run: AssistantRun | uuid.UUID | str,
+    target: str,
+    *,
+    check: Callable[[AssistantRun], None] | None = None,
+    version: int | None = None,
+    **changes: Any,
+) -> AssistantRun:
+    """Move a run to ``target`` under a row lock and a compare-and-set; return it.
+
+    ``version``: refuse unless the run is still at that version (nothing wrote it since
+    the caller read it).  Raises ``AssistantRun.DoesNotExist`` and
+    :class:`InvalidRunTransition`.
+    """
+    run_id = _run_id(run)
+    return retry_while_locked(
+        lambda: _transition(run_id, target, check=check, version=version, changes=changes)
+    )
+
+
+def _transition(
+    run_id: Any,
+    target: str,
+    *,
+    check: Callable[[AssistantRun], None] | None,
+    version: int | None,
+    changes: Mapping[str, Any],
+) -> AssistantRun:
+    with transaction.atomic():
+        run = AssistantRun.objects.select_for_update().get(pk=run_id)
+        current = run.state
+        if target not in RUN_TRANSITIONS.get(current, frozenset()):
+            raise InvalidRunTransition(current, target)
+        if version is not None and run.version != version:
+            raise InvalidRunTransition(current, target, "the run was changed concurrently")
+        if check is not None:
+            check(run)
+        values: dict[str, Any] = {
+            **changes,
+            "state": target,
+            "version": run.version + 1,
+            "updated": timezone.now(),
+        }
+        if target in RUN_FINISHED_STATES:
+            values.setdefault("finished_at", values["updated"])
+            values["lease_expires_at"] = None
+        won = AssistantRun.objects.filter(pk=run.pk, version=run.version).update(**values)
+        if won != 1:
+            raise InvalidRunTransition(current, target, "the run was changed concurrently")
+        for name, value in values.items():
+            setattr(run, name, value)
+    if current != target:
+        logger.info("assistant run %s: %s -> %s", run.pk, current, target)
+    return run
+
+
+def renew(run: AssistantRun, **changes: Any) -> AssistantRun:
+    """Write ``changes`` and renew the lease (refused if anyone else wrote the run)."""
+    return transition(
+        run,
+        RunState.RUNNING,
+        version=run.version,
+        lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()),
+        **changes,
+    )
+
+
+def fail(run: AssistantRun, code: str, message: str) -> AssistantRun | None:
+    """End the run ``failed`` with ``code``; ``None`` when it can no longer fail."""
+    try:
+        run = transition(run, RunState.FAILED, error_code=code[:64], error_message=message[:500])
+    except (InvalidRunTransition, AssistantRun.DoesNotExist):
+        return None
+    event(run.pk, "failed", {"code": code, "message": message[:500]})
+    return run
+
+
+def event(run_id: Any, kind: str, data: Mapping[str, Any] | None = None) -> None:
+    """Append an event to the run's log (numbered 1, 2, ... per run).  Two writers racing
+    for the same number: the loser (a lock error, or the unique number taken) tries again."""
+
+    def append() -> None:
+        with transaction.atomic():
+            row = (
+                AssistantRun.objects.select_for_update()
+                .filter(pk=run_id)
+                .values_list("last_event", flat=True)
+                .first()
+            )
+            if row is None:
+                return
+            seq = row + 1
+            AssistantRun.objects.filter(pk=run_id).update(last_event=seq)
+            RunEvent.objects.create(run_id=run_id, seq=seq, kind=kind, data=dict(data or {}))
+
+    retry_while_locked(append, errors=(OperationalError, IntegrityError), sqlite_only=False)
+
+
+def events_since(run: AssistantRun, since: int, *, limit: int = 200) -> list[RunEvent]:
+    return list(run.events.filter(seq__gt=since).order_by("seq")[:limit])
