@@ -97,8 +97,7 @@ def preflight(call: ToolCall) -> Preflight | None:
 
 
 def _live(call: ToolCall, preview: dict[str, Any]) -> Preflight | None:
-    from django_webfetch.egress import policy_for
-    from django_webfetch.net import explain
+    from django_webfetch.egress.preflight import live_verdict
     from django_webfetch.net.errors import EgressDenied
     from django_webfetch.tools import default_registry
 
@@ -107,8 +106,7 @@ def _live(call: ToolCall, preview: dict[str, Any]) -> Preflight | None:
     if not isinstance(url, str) or tool is None:
         return None
     try:
-        policy = policy_for(call.group, require_scope=tool.scope)
-        explanation = explain(url, policy=policy)
+        _policy, explanation = live_verdict(url, call.group, require_scope=tool.scope)
     except EgressDenied as exc:
         return Preflight(False, exc.reason, ())
     except Exception:

@@ -247,8 +247,7 @@ def get_instance(alias: str) -> Any:
 def check(url: str, *, alias: str, resolve: bool = True) -> tuple[Any, Any]:
     """What the instance's live policy decides for ``url``: ``(policy or None,
     Explanation or EgressDenied)``.  Looks up DNS, never connects."""
-    from django_webfetch.egress import policy_for
-    from django_webfetch.net import explain
+    from django_webfetch.egress.preflight import live_verdict
     from django_webfetch.net.policy import Scope
 
     instance = get_instance(alias)
@@ -258,14 +257,16 @@ def check(url: str, *, alias: str, resolve: bool = True) -> tuple[Any, Any]:
         return None, EgressDenied("egress_not_granted", detail="no effective grant")
     group = instance.default_group()
     try:
-        policy = policy_for(group, plugin_instance=instance)
+        # Under a policy without egress the guard stops at its first step (scope), before
+        # any DNS lookup.
+        policy, explanation = live_verdict(url, group, plugin_instance=instance, resolve=resolve)
     except EgressDenied as exc:
         return None, exc
     if policy.scope is Scope.NONE:
         return policy, EgressDenied(
             "egress_not_granted", detail=f"group {group!r} is missing, disabled or has no egress"
         )
-    return policy, explain(url, policy=policy, resolve=resolve)
+    return policy, explanation
 
 
 def record_violations(

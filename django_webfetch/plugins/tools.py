@@ -79,17 +79,17 @@ class PluginTool(Tool):
     def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
         """A networked plugin tool waits for a human unless the operator turned on the
         group's ``skip_approval_with_allowlist`` AND the instance grants something."""
-        if self.scope is Scope.NONE:
-            return False
-        from django_webfetch.models import ToolGroup
+        from django_webfetch.tools.approval import group_requires_approval, tool_group
 
         from .services import instance_for
 
-        group = ToolGroup.objects.filter(slug=self.group).first()
-        if group is None or not group.skip_approval_with_allowlist:
-            return True
-        instance = instance_for(self.plugin)
-        return instance is None or not instance.effective()
+        def granted() -> bool:
+            instance = instance_for(self.plugin)
+            return instance is not None and bool(instance.effective())
+
+        network = self.scope is not Scope.NONE
+        group = tool_group(self.group) if network else None
+        return group_requires_approval(group, network=network, granted=granted)
 
     def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         from .client import PluginHttp

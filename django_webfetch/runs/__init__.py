@@ -16,17 +16,7 @@
 ``runs.bounds``               what input may be stored
 ============================  ==========================================================
 
-Errors::
-
-    WebFetchError
-    └── RunError                               .code
-        ├── InvalidTransition                  .current .target
-        │   └── CallExpiredError
-        ├── ToolNotOfferedError
-        ├── ApprovalPermissionDenied
-        │   └── SelfApprovalDenied
-        ├── CancelPermissionDenied
-        └── CancelReasonRequired
+The errors (``runs.errors``) all derive from ``RunError``, each with a stable ``.code``.
 
 Runs happen in-process (synchronously, right where the call was approved) unless
 ``WEBFETCH_ASYNC_RUNS`` is on; then the ``django_webfetch.run_tool_call`` Celery task runs

@@ -1,4 +1,5 @@
-"""Shared plumbing of the error-analysis tools (issue 11): guard, reader, reading, fencing."""
+"""Shared plumbing of the error-analysis tools (``probe_url``, ``get_last_exception``,
+``read_source``, ``search_code``): guard, reader, reading, fencing."""
 
 from __future__ import annotations
 

@@ -39,8 +39,8 @@ class Effect(str, enum.Enum):
 
 @runtime_checkable
 class ToolCallLike(Protocol):
-    """What the approval interface needs from a call (a ``ToolInvocation``, or issue 5's
-    durable ``ToolCall`` row)."""
+    """What the approval interface needs from a call (a ``ToolInvocation``, or the durable
+    ``ToolCall`` row of ``runs``)."""
 
     @property
     def arguments(self) -> Mapping[str, Any]: ...
@@ -60,7 +60,7 @@ class ToolInvocation:
 class ToolContext:
     """Who runs a call and under which conditions.
 
-    ``approved`` is set by the run service (issue 5) once a human approved this call;
+    ``approved`` is set by the run service (``runs.execute``) once a human approved this call;
     ``run_tool`` refuses a call that needs approval without it.
     """
 
@@ -233,14 +233,12 @@ class ToolApprovalRule:
     @staticmethod
     def group_requires_approval(tool: Tool) -> bool:
         """The structural rule (2): from the group row, whatever the tool's code says."""
-        from django_webfetch.models import EgressScope, HostListEntry, ListKind, ToolGroup
+        from django_webfetch.models import EgressScope
 
-        group = ToolGroup.objects.filter(slug=tool.group).first()
-        if group is None:
-            return tool.scope is not Scope.NONE
-        network = group.scope != EgressScope.NONE or tool.scope is not Scope.NONE
-        if not network:
-            return False
-        if not group.skip_approval_with_allowlist:
-            return True
-        return not HostListEntry.objects.filter(group=group, list=ListKind.ALLOW).exists()
+        from .approval import group_requires_approval, has_allowlist, tool_group
+
+        group = tool_group(tool.group)
+        network = tool.scope is not Scope.NONE
+        if group is not None:
+            network = network or group.scope != EgressScope.NONE
+        return group_requires_approval(group, network=network, granted=lambda: has_allowlist(group))

@@ -23,6 +23,7 @@ from django_webfetch.net.urlparse import parse_url
 
 from ._diagnostics import fenced, format_record, log_reader
 from ._egress import AuditedFetch
+from .approval import group_requires_approval, has_allowlist, tool_group
 from .base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
 
 __all__ = ["ProbeUrl", "first_site_base", "mask_url"]
@@ -79,17 +80,6 @@ def first_site_base() -> str | None:
     return None
 
 
-def _requires_group_approval(group_slug: str) -> bool:
-    """DESIGN.md §7: every call waits for a human unless the operator set the group's
-    ``skip_approval_with_allowlist`` AND its allowlist is not empty."""
-    from django_webfetch.models import HostListEntry, ListKind, ToolGroup
-
-    group = ToolGroup.objects.filter(slug=group_slug).first()
-    if group is None or not group.skip_approval_with_allowlist:
-        return True
-    return not HostListEntry.objects.filter(group=group, list=ListKind.ALLOW).exists()
-
-
 class ProbeUrl(Tool):
     name = "probe_url"
     group = "system"
@@ -122,7 +112,8 @@ class ProbeUrl(Tool):
     }
 
     def requires_approval(self, call: ToolCallLike, context: ToolContext | None = None) -> bool:
-        return _requires_group_approval(self.group)
+        group = tool_group(self.group)
+        return group_requires_approval(group, network=True, granted=lambda: has_allowlist(group))
 
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         url = call.arguments.get("url", "")

@@ -75,18 +75,17 @@ class Command(BaseCommand):
             self.prune_calls(options["call_days"], dry_run=options["dry_run"])
 
     def explain(self, url: str, group: str, *, resolve: bool) -> None:
-        from django_webfetch.net import explain
+        from django_webfetch.egress.preflight import live_verdict
 
         if not _group_exists(group):
             raise CommandError(f"no such group: {_printable(group)[:64]!r}", returncode=2)
         try:
-            policy = policy_for(group)
+            policy, explanation = live_verdict(url, group, resolve=resolve)
         except EgressDenied as exc:
             self.stdout.write(f"policy     fail  {exc.reason}")
             self.stdout.write(f"DENIED ({exc.reason})")
             raise CommandError("no policy for this group", returncode=2) from exc
         self.stdout.write(f"group      {group} (scope {policy.scope.value})")
-        explanation = explain(url, policy=policy, resolve=resolve)
         for step in explanation.steps:
             line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
             self.stdout.write(_printable(line))
