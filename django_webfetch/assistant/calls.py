@@ -23,6 +23,8 @@ from .state import event, renew
 
 __all__ = [
     "arguments_of",
+    "requested_calls",
+    "with_unreadable_arguments_cut",
     "call_position",
     "call_ref",
     "cut_unreadable",
@@ -186,3 +188,41 @@ def result_text(call: ToolCall, problem: str = "") -> str:
     else:
         text = f"[tool error: {result.error}] {result.content}"
     return bound_result(text, limit)
+
+
+def with_unreadable_arguments_cut(response: Any) -> Any:
+    """The model's answer as stored: unreadable arguments are kept cut (still unreadable),
+    so a megabyte of garbage does not ride along in every later request of the
+    conversation."""
+    from dataclasses import replace
+
+    from pydantic_ai.messages import ToolCallPart
+
+    return replace(
+        response,
+        parts=[
+            replace(p, args=cut_unreadable(p))
+            if isinstance(p, ToolCallPart) and not arguments_of(p)[1]
+            else p
+            for p in response.parts
+        ],
+    )
+
+
+def requested_calls(run: AssistantRun, step: int, response: Any) -> list[dict[str, Any]]:
+    """The tool calls of an answer as the assistant message lists them."""
+    from pydantic_ai.messages import ToolCallPart
+
+    calls = []
+    tool_parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
+    for index, part in enumerate(tool_parts):
+        arguments, _parsed = arguments_of(part)
+        calls.append(
+            {
+                "id": str(part.tool_call_id)[:200],
+                "tool": str(part.tool_name)[:100],
+                "arguments": arguments if isinstance(arguments, (dict, list)) else str(arguments),
+                "ref": call_ref(run, step, index),
+            }
+        )
+    return calls

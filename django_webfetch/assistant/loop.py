@@ -26,7 +26,12 @@ from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.durable import Outcome, worker_label
 
 from .ask import ask
-from .calls import arguments_of, call_ref, cut_unreadable, request_calls, result_text
+from .calls import (
+    request_calls,
+    requested_calls,
+    result_text,
+    with_unreadable_arguments_cut,
+)
 from .conversations import add_message
 from .dispatch import dispatch
 from .errors import InvalidRunTransition
@@ -241,37 +246,14 @@ def _take_results(
 
 def record_step(run: AssistantRun, history: list[Any], response: Any) -> AssistantRun:
     """Store one provider answer: history, the assistant message, the step count."""
-    from dataclasses import replace
-
-    from pydantic_ai.messages import TextPart, ToolCallPart
+    from pydantic_ai.messages import TextPart
 
     step = run.step_count + 1
-    # Unreadable arguments are kept cut (still unreadable): a megabyte of garbage must not
-    # ride along in every later request of the conversation.
-    response = replace(
-        response,
-        parts=[
-            replace(p, args=cut_unreadable(p))
-            if isinstance(p, ToolCallPart) and not arguments_of(p)[1]
-            else p
-            for p in response.parts
-        ],
-    )
+    response = with_unreadable_arguments_cut(response)
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
-    tool_parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
     label = run.provider_label or OFFLINE_LABEL
     history.append(response)
-    calls = []
-    for index, part in enumerate(tool_parts):
-        arguments, _parsed = arguments_of(part)
-        calls.append(
-            {
-                "id": str(part.tool_call_id)[:200],
-                "tool": str(part.tool_name)[:100],
-                "arguments": arguments if isinstance(arguments, (dict, list)) else str(arguments),
-                "ref": call_ref(run, step, index),
-            }
-        )
+    calls = requested_calls(run, step, response)
     with transaction.atomic():
         run = renew(run, history=dump(history), step_count=step, attempts=0)
         message = add_message(

@@ -23,6 +23,7 @@ __all__ = [
     "RUN_TOOL_CALL",
     "SWEEP",
     "bind",
+    "bound",
     "enqueue",
     "run_here",
     "send",
@@ -40,6 +41,11 @@ _handlers: dict[str, Callable[..., Any]] = {}
 def bind(name: str, handler: Callable[..., Any]) -> None:
     """Run ``handler`` for the task ``name`` in-process (``apps.py`` binds them)."""
     _handlers[name] = handler
+
+
+def bound(name: str) -> Callable[..., Any] | None:
+    """The in-process handler of the task ``name``, if one is bound."""
+    return _handlers.get(name)
 
 
 def run_here(name: str, *args: Any) -> Any:
