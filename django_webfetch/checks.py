@@ -1,7 +1,8 @@
 """System checks.  Ids are stable and never reused; each is documented in docs/checks.rst.
 
-Checks that read the database are registered with ``Tags.database`` as Django asks: they
-run with ``manage.py check --database default`` and before ``migrate``.
+This module only defines the checks; ``apps.py`` registers them (``CHECKS`` below lists each
+with its tags).  Checks that read the database are registered with ``Tags.database`` as
+Django asks: they run with ``manage.py check --database default`` and before ``migrate``.
 """
 
 from __future__ import annotations
@@ -13,39 +14,17 @@ from typing import Any
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning
-from django.core.checks import register as _register
 from django.db import DatabaseError
 
+from .checking import from_database
 from .conf import BOUND_SETTINGS, SETTING_NAMES, conf
 from .exceptions import WebFetchConfigurationError
 from .net.errors import PolicyError
 from .net.policy import HARD_LIMITS
 
-__all__ = ["register"]
+__all__ = ["CHECKS"]
 
 _PROXY_ENV = ("http_proxy", "https_proxy", "all_proxy")
-
-
-def register() -> None:
-    _register(Tags.security)(check_settings)
-    _register(Tags.security)(check_bounds)
-    _register(Tags.security)(check_nat64_prefixes)
-    _register(Tags.security)(check_nameservers)
-    _register(Tags.security)(check_ca_file)
-    _register(Tags.compatibility)(check_celery_installed)
-    _register(Tags.security)(check_self_approval)
-    _register(Tags.security)(check_tools)
-    _register(Tags.security)(check_diagnostics)
-    _register(Tags.security, Tags.database)(check_database)
-    from .assistant.checks import check_assistant
-
-    _register(Tags.compatibility, Tags.database)(check_assistant)
-    _register(Tags.security, Tags.admin)(check_admin_secrets)
-    _register(Tags.security)(check_sites)
-    _register(Tags.urls)(check_api_mount)
-    _register(Tags.compatibility)(check_operations)
-    _register(Tags.security)(check_plugins)
-    _register(Tags.security, Tags.database)(check_plugin_instances)
 
 
 def _readable(name: str) -> bool:
@@ -269,19 +248,6 @@ def _proxy_configured() -> bool:
     if _readable("WEBFETCH_PROXY") and conf.WEBFETCH_PROXY:
         return True
     return any(os.environ.get(k) or os.environ.get(k.upper()) for k in _PROXY_ENV)
-
-
-def from_database(
-    messages: Callable[[], Iterable[CheckMessage]], databases: Iterable[str] | None
-) -> list[CheckMessage]:
-    """The messages of a check that reads rows: only when Django asks for database checks,
-    and none before the tables exist."""
-    if not databases:
-        return []
-    try:
-        return list(messages())
-    except DatabaseError:
-        return []  # not migrated yet
 
 
 def check_database(
@@ -618,3 +584,24 @@ def check_plugin_instances(
                 )
             )
     return messages
+
+
+#: Every check of this module with its tags, in the order ``apps.py`` registers them.
+CHECKS: tuple[tuple[Callable[..., list[CheckMessage]], tuple[str, ...]], ...] = (
+    (check_settings, (Tags.security,)),
+    (check_bounds, (Tags.security,)),
+    (check_nat64_prefixes, (Tags.security,)),
+    (check_nameservers, (Tags.security,)),
+    (check_ca_file, (Tags.security,)),
+    (check_celery_installed, (Tags.compatibility,)),
+    (check_self_approval, (Tags.security,)),
+    (check_tools, (Tags.security,)),
+    (check_diagnostics, (Tags.security,)),
+    (check_database, (Tags.security, Tags.database)),
+    (check_admin_secrets, (Tags.security, Tags.admin)),
+    (check_sites, (Tags.security,)),
+    (check_api_mount, (Tags.urls,)),
+    (check_operations, (Tags.compatibility,)),
+    (check_plugins, (Tags.security,)),
+    (check_plugin_instances, (Tags.security, Tags.database)),
+)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from django.apps import apps
@@ -27,6 +26,7 @@ from django_webfetch.conf import conf
 from django_webfetch.net.errors import EgressDenied, HostNotAllowed, PolicyError
 from django_webfetch.net.hosts import HostList, parse_host, parse_list_entry
 from django_webfetch.net.policy import DEFAULT_MEDIA_TYPES, EgressPolicy, Scope
+from django_webfetch.values import PluginGrant
 
 __all__ = [
     "ENDPOINT_MEDIA_TYPES",
@@ -40,20 +40,6 @@ logger = logging.getLogger("django_webfetch.egress")
 
 #: A configured endpoint (site search, retrieval API) may answer JSON.
 ENDPOINT_MEDIA_TYPES: tuple[str, ...] = (*DEFAULT_MEDIA_TYPES, "application/json")
-
-
-@dataclass(frozen=True)
-class PluginGrant:
-    """The effective egress grant of one plugin instance (DESIGN.md §8).
-
-    ``hosts`` is already the intersection of what the plugin declares and what the operator
-    granted (list-entry syntax, no ports).  ``allow_private`` names exact hosts of ``hosts``
-    that may resolve to private addresses (never metadata).  An empty grant means no egress.
-    """
-
-    hosts: tuple[str, ...]
-    label: str = ""
-    allow_private: tuple[str, ...] = ()
 
 
 @runtime_checkable
