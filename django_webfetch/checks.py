@@ -295,12 +295,10 @@ def _database_messages() -> Iterable[CheckMessage]:
     if apps.is_installed("django.contrib.sites"):
         from django.contrib.sites.models import Site
 
-        from .egress.policy import _split_domain
+        from .egress import site_domain_entry
 
         for site in Site.objects.all():
-            try:
-                parse_list_entry(_split_domain(site.domain))
-            except PolicyError:
+            if site_domain_entry(site.domain) is None:
                 yield Warning(
                     f"Site {site.pk} has a domain the guard cannot read as a host, so it is "
                     "not treated as a host of this installation.",

@@ -11,8 +11,10 @@ from .policy import (
     ENDPOINT_MEDIA_TYPES,
     PluginEgressGrant,
     PluginGrant,
+    own_site_base,
     own_site_hosts,
     policy_for,
+    site_domain_entry,
 )
 from .recorder import EgressRecorder, plugin_reference, requested_host
 
@@ -21,8 +23,10 @@ __all__ = [
     "EgressRecorder",
     "PluginEgressGrant",
     "PluginGrant",
+    "own_site_base",
     "own_site_hosts",
     "plugin_reference",
     "policy_for",
     "requested_host",
+    "site_domain_entry",
 ]
