@@ -201,3 +201,38 @@ def test_no_function_level_import_goes_up_a_layer():
             continue
         offences.append(f"{module}:{line} imports {target} (a higher layer) inside a function")
     assert offences == []
+
+
+# -- the documented extension points --------------------------------------------------------
+
+
+def _code_block_after(doc: Path, heading: str) -> str:
+    """The first ``.. code-block:: python`` under ``heading``, dedented, verbatim."""
+    lines = doc.read_text().splitlines()
+    start = lines.index(heading)
+    begin = next(i for i in range(start, len(lines)) if lines[i].startswith(".. code-block::"))
+    body: list[str] = []
+    for line in lines[begin + 1 :]:
+        if line and not line.startswith("   "):
+            break
+        body.append(line[3:])
+    return "\n".join(body).strip() + "\n"
+
+
+@pytest.mark.django_db
+def test_the_documented_tool_example_validates_and_runs():
+    from django_webfetch.tools import ToolContext, ToolRegistry
+    from django_webfetch.tools.registry import validate_tool
+
+    source = _code_block_after(ROOT / "docs" / "tools.rst", "Writing a tool")
+    assert "class WordCount(Tool):" in source
+    namespace: dict = {}
+    exec(compile(source, "docs/tools.rst", "exec"), namespace)
+    tool = namespace["WordCount"]()
+    validate_tool(tool)
+    registry = ToolRegistry(builtins=(), discover=True)
+    registry.add_source("docs", lambda: [(namespace["WordCount"], "docs/tools.rst")])
+    assert registry.get("word_count") is not None, registry.problems
+    assert not [p for p in registry.problems if "word_count" in p]
+    result = registry.get("word_count").execute({"text": "one two  three"}, ToolContext())
+    assert result.ok and result.content == "3"
