@@ -189,7 +189,7 @@ def check_tools(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list
 def check_diagnostics(
     app_configs: Sequence[Any] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """The error-analysis settings (issue 11): project root, log files, log format."""
+    """The error-analysis settings (the code group): project root, log files, log format."""
     messages: list[CheckMessage] = []
     if _readable("WEBFETCH_PROJECT_ROOT"):
         root = conf.WEBFETCH_PROJECT_ROOT
@@ -342,7 +342,7 @@ def _database_messages() -> Iterable[CheckMessage]:
             )
 
 
-# -- issue 9: secrets in the admin, sites framework, the API mount -------------------------
+# -- secrets in the admin, the sites framework, the API mount -------------------------------
 
 _ADMIN_PATH_OPTIONS = ("list_filter", "search_fields", "ordering", "sortable_by", "date_hierarchy")
 

@@ -1,4 +1,4 @@
-"""Shared plumbing of the error-analysis tools (issue 11): guard, reader, reading, fencing."""
+"""Shared plumbing of the error-analysis tools (docs/diagnostics): guard, reader, fencing."""
 
 from __future__ import annotations
 

@@ -37,8 +37,8 @@ class Effect(str, enum.Enum):
 
 @runtime_checkable
 class ToolCallLike(Protocol):
-    """What the approval interface needs from a call (a ``ToolInvocation``, or issue 5's
-    durable ``ToolCall`` row)."""
+    """What the approval interface needs from a call (a ``ToolInvocation``, or the durable
+    ``ToolCall`` row)."""
 
     @property
     def arguments(self) -> Mapping[str, Any]: ...
@@ -58,7 +58,7 @@ class ToolInvocation:
 class ToolContext:
     """Who runs a call and under which conditions.
 
-    ``approved`` is set by the run service (issue 5) once a human approved this call;
+    ``approved`` is set by the run service (``runs``) once a human approved this call;
     ``run_tool`` refuses a call that needs approval without it.
     """
 
