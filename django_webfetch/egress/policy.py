@@ -257,11 +257,11 @@ def own_site_hosts(*, reach: bool = False) -> tuple[str, ...]:
         from django.contrib.sites.models import Site
 
         for domain in Site.objects.values_list("domain", flat=True):
-            entry = site_domain_entry(domain)
-            if entry is not None:
-                add(entry)
-                if _has_port(entry):
-                    add(_strip_port(entry))
+            site_entry = site_domain_entry(domain)
+            if site_entry is not None:
+                add(site_entry)
+                if _has_port(site_entry):
+                    add(_strip_port(site_entry))
 
     for entry in _allowed_hosts(settings.ALLOWED_HOSTS, reach=reach):
         add(entry)
