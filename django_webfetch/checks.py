@@ -1,7 +1,8 @@
 """System checks.  Ids are stable and never reused; each is documented in docs/checks.rst.
 
-Checks that read the database are registered with ``Tags.database`` as Django asks: they
-run with ``manage.py check --database default`` and before ``migrate``.
+This module only defines the checks; ``apps.py`` registers them (``CHECKS`` below lists each
+with its tags).  Checks that read the database are registered with ``Tags.database`` as
+Django asks: they run with ``manage.py check --database default`` and before ``migrate``.
 """
 
 from __future__ import annotations
@@ -13,39 +14,17 @@ from typing import Any
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning
-from django.core.checks import register as _register
 from django.db import DatabaseError
 
+from .checking import from_database
 from .conf import BOUND_SETTINGS, SETTING_NAMES, conf
 from .exceptions import WebFetchConfigurationError
 from .net.errors import PolicyError
 from .net.policy import HARD_LIMITS
 
-__all__ = ["register"]
+__all__ = ["CHECKS"]
 
 _PROXY_ENV = ("http_proxy", "https_proxy", "all_proxy")
-
-
-def register() -> None:
-    _register(Tags.security)(check_settings)
-    _register(Tags.security)(check_bounds)
-    _register(Tags.security)(check_nat64_prefixes)
-    _register(Tags.security)(check_nameservers)
-    _register(Tags.security)(check_ca_file)
-    _register(Tags.compatibility)(check_celery_installed)
-    _register(Tags.security)(check_self_approval)
-    _register(Tags.security)(check_tools)
-    _register(Tags.security)(check_diagnostics)
-    _register(Tags.security, Tags.database)(check_database)
-    from .assistant.checks import check_assistant
-
-    _register(Tags.compatibility, Tags.database)(check_assistant)
-    _register(Tags.security, Tags.admin)(check_admin_secrets)
-    _register(Tags.security)(check_sites)
-    _register(Tags.urls)(check_api_mount)
-    _register(Tags.compatibility)(check_operations)
-    _register(Tags.security)(check_plugins)
-    _register(Tags.security, Tags.database)(check_plugin_instances)
 
 
 def _readable(name: str) -> bool:
@@ -210,7 +189,7 @@ def check_tools(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list
 def check_diagnostics(
     app_configs: Sequence[Any] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """The error-analysis settings (issue 11): project root, log files, log format."""
+    """The error-analysis settings (the code group): project root, log files, log format."""
     messages: list[CheckMessage] = []
     if _readable("WEBFETCH_PROJECT_ROOT"):
         root = conf.WEBFETCH_PROJECT_ROOT
@@ -271,19 +250,6 @@ def _proxy_configured() -> bool:
     return any(os.environ.get(k) or os.environ.get(k.upper()) for k in _PROXY_ENV)
 
 
-def from_database(
-    messages: Callable[[], Iterable[CheckMessage]], databases: Iterable[str] | None
-) -> list[CheckMessage]:
-    """The messages of a check that reads rows: only when Django asks for database checks,
-    and none before the tables exist."""
-    if not databases:
-        return []
-    try:
-        return list(messages())
-    except DatabaseError:
-        return []  # not migrated yet
-
-
 def check_database(
     app_configs: Sequence[Any] | None = None,
     databases: Iterable[str] | None = None,
@@ -329,12 +295,10 @@ def _database_messages() -> Iterable[CheckMessage]:
     if apps.is_installed("django.contrib.sites"):
         from django.contrib.sites.models import Site
 
-        from .egress.policy import _split_domain
+        from .egress import site_domain_entry
 
         for site in Site.objects.all():
-            try:
-                parse_list_entry(_split_domain(site.domain))
-            except PolicyError:
+            if site_domain_entry(site.domain) is None:
                 yield Warning(
                     f"Site {site.pk} has a domain the guard cannot read as a host, so it is "
                     "not treated as a host of this installation.",
@@ -378,7 +342,7 @@ def _database_messages() -> Iterable[CheckMessage]:
             )
 
 
-# -- issue 9: secrets in the admin, sites framework, the API mount -------------------------
+# -- secrets in the admin, the sites framework, the API mount -------------------------------
 
 _ADMIN_PATH_OPTIONS = ("list_filter", "search_fields", "ordering", "sortable_by", "date_hierarchy")
 
@@ -618,3 +582,24 @@ def check_plugin_instances(
                 )
             )
     return messages
+
+
+#: Every check of this module with its tags, in the order ``apps.py`` registers them.
+CHECKS: tuple[tuple[Callable[..., list[CheckMessage]], tuple[str, ...]], ...] = (
+    (check_settings, (Tags.security,)),
+    (check_bounds, (Tags.security,)),
+    (check_nat64_prefixes, (Tags.security,)),
+    (check_nameservers, (Tags.security,)),
+    (check_ca_file, (Tags.security,)),
+    (check_celery_installed, (Tags.compatibility,)),
+    (check_self_approval, (Tags.security,)),
+    (check_tools, (Tags.security,)),
+    (check_diagnostics, (Tags.security,)),
+    (check_database, (Tags.security, Tags.database)),
+    (check_admin_secrets, (Tags.security, Tags.admin)),
+    (check_sites, (Tags.security,)),
+    (check_api_mount, (Tags.urls,)),
+    (check_operations, (Tags.compatibility,)),
+    (check_plugins, (Tags.security,)),
+    (check_plugin_instances, (Tags.security, Tags.database)),
+)

@@ -225,7 +225,7 @@ class Settings:
             raise _bad("WEBFETCH_ASSISTANT_TIMEOUT", "a positive number")
         return float(min(value, 600.0))
 
-    # -- queueing (issue 15) ---------------------------------------------------------------
+    # -- queueing (Celery or the background runner) ----------------------------------------
 
     @property
     def WEBFETCH_REQUEUE_AFTER(self) -> float:
@@ -265,7 +265,7 @@ class Settings:
         budget is counted per process."""
         return _optional_str("WEBFETCH_PLUGIN_REDIS_URL", _raw("WEBFETCH_PLUGIN_REDIS_URL", None))
 
-    # -- error analysis (issue 11) ----------------------------------------------------------
+    # -- error analysis (the code group's tools) --------------------------------------------
 
     @property
     def WEBFETCH_PROJECT_ROOT(self) -> str | None:

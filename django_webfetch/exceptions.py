@@ -9,8 +9,7 @@
     │   ├── PortNotAllowed
     │   ├── HostNotAllowed
     │   ├── AddressNotAllowed             .address .category
-    │   ├── UnresolvableHost
-    │   └── ApprovalRequired              .approval_request_id
+    │   └── UnresolvableHost
     ├── ResolutionError
     ├── FetchError
     │   ├── FetchTimeout
@@ -24,6 +23,9 @@
     └── WebFetchImproperlyInstalled(WebFetchConfigurationError, ImportError)
 
 The Django-free classes live in ``django_webfetch.net.errors`` and are re-exported here.
+A call that waits for a human is not an error: it is a durable ``ToolCall`` in state
+``awaiting_approval`` (``runs``), and a tool run without its approval returns the result
+code ``approval_required`` (docs/tools.rst).
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ from .net.errors import (
 
 __all__ = [
     "AddressNotAllowed",
-    "ApprovalRequired",
     "EgressDenied",
     "ExtractionError",
     "FetchError",
@@ -72,25 +73,6 @@ __all__ = [
     "WebFetchError",
     "WebFetchImproperlyInstalled",
 ]
-
-
-class ApprovalRequired(EgressDenied):
-    """The call needs a human approval before it may run."""
-
-    code = "approval_required"
-    default_reason = "approval_required"
-
-    def __init__(
-        self,
-        reason: str | None = None,
-        *,
-        url: str = "",
-        detail: str = "",
-        hop: int = 0,
-        approval_request_id: object = None,
-    ) -> None:
-        self.approval_request_id = approval_request_id
-        super().__init__(reason, url=url, detail=detail, hop=hop)
 
 
 class WebFetchConfigurationError(ImproperlyConfigured):

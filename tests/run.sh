@@ -132,6 +132,16 @@ if command -v redis-server >/dev/null 2>&1; then
     fi
 fi
 
+# -- the import contracts (DESIGN.md §1; [tool.importlinter] in pyproject.toml) -----------
+# Before any test: a new upward import (lazy ones inside functions too) fails the run.
+say "import contracts"
+if ! PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$VENV/bin/lint-imports" --no-cache --no-logo \
+    >"$LOG" 2>&1; then
+    printf 'FAILED: the import contracts (lint-imports)\n' >&2
+    sed -n '/^Broken contracts/,$p' "$LOG" >&2
+    exit 1
+fi
+
 # -- the tests ----------------------------------------------------------------------------
 say "pytest ${*:-(the whole suite)}"
 STATUS=0

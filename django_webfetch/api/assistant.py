@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - drf-spectacular is optional
 
 
 from .serializers import ErrorSerializer
-from .views import _BaseView, _Pagination, api_exception_handler
+from .views import BaseView, Pagination, api_exception_handler
 
 __all__ = [
     "ConversationDetailView",
@@ -267,7 +267,7 @@ _ERRORS = {
 }
 
 
-class _AssistantView(_BaseView):
+class _AssistantView(BaseView):
     def get_exception_handler(self) -> Any:
         return assistant_exception_handler
 
@@ -297,7 +297,7 @@ def _run_response(run: AssistantRun, request: Request, code: int = status.HTTP_2
 class ConversationListView(_AssistantView):
     """``GET``: the editor's own conversations.  ``POST``: start one."""
 
-    pagination_class = _Pagination
+    pagination_class = Pagination
 
     @extend_schema(
         operation_id="conversations_list",

@@ -1,6 +1,6 @@
 """Request parsers of the API: bounded before they parse, and refusing what cannot be stored.
 
-Every view of the API parses its body with these (``_BaseView.parser_classes``):
+Every view of the API parses its body with these (``BaseView.parser_classes``):
 
 - the body is read at most :data:`MAX_BODY_BYTES` (lowered by Django's
   ``DATA_UPLOAD_MAX_MEMORY_SIZE``) plus one byte; a longer body is ``413`` with code

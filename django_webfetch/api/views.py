@@ -243,7 +243,7 @@ class JSONErrorsMixin:
         )
 
 
-class _BaseView(JSONErrorsMixin, APIView):
+class BaseView(JSONErrorsMixin, APIView):
     schema = AutoSchema()
     permission_classes = [IsActiveUser]
     # Bounded before parsing; refuse what the database cannot store (api/parsers.py).
@@ -306,7 +306,7 @@ def _plain(text: str) -> str:
     return _REST_LITERAL.sub(r"\1", _REST_ROLE.sub(r"\1", text))
 
 
-class ApiRootView(_BaseView):
+class ApiRootView(BaseView):
     """The API's root: where the tools, the calls and the schema are."""
 
     @extend_schema(operation_id="api_root", responses={200: dict})
@@ -327,7 +327,7 @@ class _FormatIsNotARenderer(DefaultContentNegotiation):
         URL_FORMAT_OVERRIDE = None
 
 
-class ToolListView(_BaseView):
+class ToolListView(BaseView):
     """The tools offered to the current user, as tool specs."""
 
     content_negotiation_class = _FormatIsNotARenderer
@@ -360,7 +360,7 @@ class ToolListView(_BaseView):
         return Response(specs(list(tools_for_user(request.user)), spec_format))
 
 
-class _Pagination(LimitOffsetPagination):
+class Pagination(LimitOffsetPagination):
     default_limit = 50
     max_limit = 500
     #: Past any real table; bounds the offset a client sends (``?offset=10**30`` overflows
@@ -371,10 +371,10 @@ class _Pagination(LimitOffsetPagination):
         return min(int(super().get_offset(request)), self.max_offset)
 
 
-class CallListView(_BaseView):
+class CallListView(BaseView):
     """``GET``: the current user's calls (approvers: everyone's).  ``POST``: request a call."""
 
-    pagination_class = _Pagination
+    pagination_class = Pagination
 
     @extend_schema(
         operation_id="calls_list",
@@ -427,7 +427,7 @@ class CallListView(_BaseView):
         return _call_response(call, request, created=True)
 
 
-class CallDetailView(_BaseView):
+class CallDetailView(BaseView):
     permission_classes = [CanReadCall]
 
     @extend_schema(
@@ -438,7 +438,7 @@ class CallDetailView(_BaseView):
         return _call_response(call, request)
 
 
-class _DecisionView(_BaseView):
+class _DecisionView(BaseView):
     permission_classes = [CanReadCall]
 
     def decide(self, call: ToolCall, user: Any, comment: str) -> ToolCall:

@@ -1,5 +1,5 @@
 """System checks of the assistant (ids ``django_webfetch.E040``-``E049``/``W040``-``W049``),
-registered by ``django_webfetch.checks.register``; documented in docs/checks.rst."""
+registered by ``apps.py``; documented in docs/checks.rst."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.core.checks import CheckMessage, Error, Warning
+
+from django_webfetch.checking import from_database
 
 __all__ = ["check_assistant"]
 
@@ -21,8 +23,6 @@ def check_assistant(
     databases: Iterable[str] | None = None,
     **kwargs: Any,
 ) -> list[CheckMessage]:
-    from django_webfetch.checks import from_database
-
     return from_database(_messages, databases)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from django.apps import apps
@@ -27,33 +26,22 @@ from django_webfetch.conf import conf
 from django_webfetch.net.errors import EgressDenied, HostNotAllowed, PolicyError
 from django_webfetch.net.hosts import HostList, parse_host, parse_list_entry
 from django_webfetch.net.policy import DEFAULT_MEDIA_TYPES, EgressPolicy, Scope
+from django_webfetch.values import PluginGrant
 
 __all__ = [
     "ENDPOINT_MEDIA_TYPES",
     "PluginEgressGrant",
     "PluginGrant",
+    "own_site_base",
     "own_site_hosts",
     "policy_for",
+    "site_domain_entry",
 ]
 
 logger = logging.getLogger("django_webfetch.egress")
 
 #: A configured endpoint (site search, retrieval API) may answer JSON.
 ENDPOINT_MEDIA_TYPES: tuple[str, ...] = (*DEFAULT_MEDIA_TYPES, "application/json")
-
-
-@dataclass(frozen=True)
-class PluginGrant:
-    """The effective egress grant of one plugin instance (DESIGN.md §8).
-
-    ``hosts`` is already the intersection of what the plugin declares and what the operator
-    granted (list-entry syntax, no ports).  ``allow_private`` names exact hosts of ``hosts``
-    that may resolve to private addresses (never metadata).  An empty grant means no egress.
-    """
-
-    hosts: tuple[str, ...]
-    label: str = ""
-    allow_private: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -195,7 +183,7 @@ def _build(
         scope=scope,
         allowlist=allowlist,
         denylist=tuple(deny),
-        own_site_hosts=own_site_hosts(),
+        own_site_hosts=own_site_hosts(reach=scope is Scope.OWN_SITE),
         endpoints=endpoints,
         allow_private_hosts=allow_private if scope is not Scope.EXTERNAL_FILTERED else (),
         # A site usually answers on loopback or a private address: the own_site scope may
@@ -235,14 +223,22 @@ def _split_domain(domain: str) -> str:
     return entry
 
 
-def own_site_hosts() -> tuple[str, ...]:
+def own_site_hosts(*, reach: bool = False) -> tuple[str, ...]:
     """Every host of this installation as list entries, port-specific entries first.
+
+    The one home of "the site's own hosts" (``SiteHost`` rows, ``django.contrib.sites``
+    domains, ``ALLOWED_HOSTS``); ``own_site_base`` reads the same sources.
 
     ``SiteHost`` rows are passed raw (they are validated on save; one that is invalid in the
     database makes the guard refuse everything).  ``django.contrib.sites`` domains and
     ``ALLOWED_HOSTS`` are settings the guard did not write, so malformed ones are skipped
-    (and flagged by a system check).  A ``.example.org`` ALLOWED_HOSTS entry contributes the
-    apex and ``*.example.org``; ``*`` contributes nothing.
+    (and flagged by a system check).  ``*`` contributes nothing.
+
+    A ``.example.org`` ALLOWED_HOSTS entry is a wildcard: Django serves the apex and every
+    subdomain.  As hosts to *refuse* (DESIGN.md §3 step 4, the default) it contributes the
+    apex and ``*.example.org``, failing closed; as hosts the ``own_site`` scope may *reach*
+    (``reach=True``, DESIGN.md §2: non-wildcard ``ALLOWED_HOSTS`` only) it contributes
+    nothing, so a model cannot aim ``probe_url`` at any name under the domain.
     """
     from django_webfetch.models import SiteHost
 
@@ -261,20 +257,48 @@ def own_site_hosts() -> tuple[str, ...]:
         from django.contrib.sites.models import Site
 
         for domain in Site.objects.values_list("domain", flat=True):
-            entry = _split_domain(domain)
-            if entry and _valid_entry(entry):
-                add(entry)
-                if _has_port(entry):
-                    add(_strip_port(entry))
+            site_entry = site_domain_entry(domain)
+            if site_entry is not None:
+                add(site_entry)
+                if _has_port(site_entry):
+                    add(_strip_port(site_entry))
 
-    for raw in _allowed_hosts(settings.ALLOWED_HOSTS):
-        if _valid_entry(raw):
-            add(raw)
+    for entry in _allowed_hosts(settings.ALLOWED_HOSTS, reach=reach):
+        add(entry)
 
     return tuple(dict.fromkeys([*with_port, *plain]))
 
 
-def _allowed_hosts(values: Iterable[str]) -> Iterable[str]:
+def own_site_base() -> str | None:
+    """``scheme://host[:port]`` of this site's first host: the first ``SiteHost`` row, else
+    the current ``django.contrib.sites`` domain, else the first ``ALLOWED_HOSTS`` entry the
+    ``own_site`` scope may reach.  ``None`` when the installation names no host."""
+    from django_webfetch.models import SiteHost
+
+    row = SiteHost.objects.order_by("pk").first()
+    if row is not None:
+        return f"{row.scheme}://{row.list_entries()[0]}"
+    if apps.is_installed("django.contrib.sites"):
+        from django.contrib.sites.models import Site
+
+        site_id: Any = getattr(settings, "SITE_ID", None)
+        site = Site.objects.filter(pk=site_id).first() if site_id is not None else None
+        entry = site_domain_entry(site.domain) if site is not None else None
+        if entry is not None:
+            return f"https://{entry}"
+    for entry in _allowed_hosts(settings.ALLOWED_HOSTS, reach=True):
+        return f"https://{entry}"
+    return None
+
+
+def site_domain_entry(domain: str) -> str | None:
+    """A Sites domain as a list entry, ``None`` when the guard cannot read it as a host."""
+    entry = _split_domain(domain)
+    return entry if entry and _valid_entry(entry) else None
+
+
+def _allowed_hosts(values: Iterable[str], *, reach: bool) -> Iterable[str]:
+    """The valid ``ALLOWED_HOSTS`` entries as list entries (see ``own_site_hosts``)."""
     if isinstance(values, str):
         raise TypeError("ALLOWED_HOSTS must be a list")
     for value in values:
@@ -282,13 +306,17 @@ def _allowed_hosts(values: Iterable[str]) -> Iterable[str]:
         if not entry or "*" in entry:
             continue
         if entry.startswith("."):
+            if reach:
+                continue
             # Django serves the apex and every subdomain for ".example.org": both are
             # hosts of this installation.
             entry = entry[1:]
-            yield entry
-            yield f"*.{entry}"
+            if _valid_entry(entry):
+                yield entry
+                yield f"*.{entry}"
             continue
-        yield entry
+        if _valid_entry(entry):
+            yield entry
 
 
 def _has_port(entry: str) -> bool:

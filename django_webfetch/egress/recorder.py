@@ -1,5 +1,10 @@
 """Write ``EgressEvent`` audit rows from the guard's events.
 
+The one home of "a guarded call that records its own failure": ``EgressRecorder.guarded``
+wraps a call whose guard reports to the recorder, and records a refusal or failure the
+guard did not report itself (no policy, a budget that ran out between hops), so that every
+call leaves at least one row and none is recorded twice.
+
 Only the host is server-chosen text that reaches the audit log: everything else is a
 reason code, a number, an address or text this package wrote.  Even so every field is
 cut and filtered, so that a log viewer never renders control characters.
@@ -9,18 +14,30 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.failures import FAILURES
 
-__all__ = ["EgressRecorder", "plugin_reference"]
+__all__ = ["EgressRecorder", "plugin_reference", "requested_host"]
 
 logger = logging.getLogger("django_webfetch.egress")
 
 _REASON_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_:.-")
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-:[]_")
 _DECISIONS = frozenset({"allowed", "denied", "fetched", "failed"})
+
+
+def requested_host(url: str) -> tuple[str, int | None]:
+    """Best-effort host/port of a model-chosen URL for the audit log (never raises)."""
+    try:
+        split = urlsplit(url)
+        return (split.hostname or "")[:255], split.port
+    except ValueError:
+        return "", None
 
 
 def _reason(value: object) -> str:
@@ -106,6 +123,8 @@ class EgressRecorder:
         )
         self.call_id = str(call_id or "")[:64]
         self.count = 0
+        #: The decision of the last row written (``""`` before the first).
+        self.last_decision = ""
         self._group: Any = None
         self._group_loaded = False
 
@@ -175,6 +194,7 @@ class EgressRecorder:
             failure=failure if failure in FAILURES else "",
         )
         self.count += 1
+        self.last_decision = event.decision
         return event
 
     def record_exception(
@@ -200,3 +220,19 @@ class EgressRecorder:
             detail=type(exc).__name__,
             failure=getattr(exc, "failure", ""),
         )
+
+    @contextmanager
+    def guarded(self, *, url_host: str = "", port: int | None = None) -> Iterator[None]:
+        """Run a guarded call that reports to this recorder; record its failure once.
+
+        A ``WebFetchError`` (an ``EgressDenied`` included) leaving the block is recorded
+        unless the last row written inside the block already is a denial or a failure (the
+        guard reported it).  The error propagates either way.
+        """
+        self.last_decision = ""
+        try:
+            yield
+        except WebFetchError as exc:
+            if self.last_decision not in ("denied", "failed"):
+                self.record_exception(exc, url_host=url_host, port=port)
+            raise

@@ -23,6 +23,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from django_webfetch.values import ToolResult
+
 __all__ = ["FINISHED_STATES", "TRANSITIONS", "CallState", "ToolCall"]
 
 
@@ -137,6 +139,4 @@ class ToolCall(models.Model):
         """The stored result as a ``ToolResult`` (``None`` while the call is open)."""
         if self.result is None:
             return None
-        from django_webfetch.tools import ToolResult
-
         return ToolResult.from_dict(self.result)

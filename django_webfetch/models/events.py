@@ -53,7 +53,7 @@ class EgressEvent(models.Model):
     )
     #: ``plugin:<plugin>:<alias>#<pk>`` (or another caller-chosen reference).
     plugin_ref = models.CharField(_("plugin reference"), max_length=200, blank=True)
-    #: Correlates the rows of one tool call (the run's id, issue 5).
+    #: Correlates the rows of one tool call (the durable ``ToolCall``'s id).
     call_id = models.CharField(_("call id"), max_length=64, blank=True)
     url_host = models.CharField(_("host"), max_length=255, blank=True)
     port = models.PositiveIntegerField(_("port"), null=True, blank=True)

@@ -60,6 +60,7 @@ __all__ = [
     "is_public_suffix",
     "parse_egress_entry",
     "parse_manifest",
+    "tool_group",
     "validate_config",
 ]
 
@@ -670,3 +671,8 @@ def _canonical(entry: ListEntry) -> str:
 def canonical_entry(raw: object) -> str:
     """Parse and canonicalise one egress entry (manifest or grant)."""
     return _canonical(parse_egress_entry(raw))
+
+
+def tool_group(manifest: Manifest, spec: ToolSpec) -> str:
+    """The tool group of a plugin tool: its declared group, else the plugin's name."""
+    return spec.group or manifest.name

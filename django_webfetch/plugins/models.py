@@ -7,17 +7,18 @@ The grant lives in plain fields an operator can audit (``egress_hosts``,
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from django_webfetch.egress.policy import PluginGrant
 from django_webfetch.models.fields import SecretJSONField
 from django_webfetch.net.errors import HostNotAllowed
+from django_webfetch.values import PluginGrant
 
-from .manifest import ManifestError, canonical_entry
+from .manifest import ManifestError, canonical_entry, tool_group
 
 __all__ = ["PluginInstance", "validate_alias"]
 
@@ -77,6 +78,9 @@ class PluginInstance(models.Model):
     note = models.CharField(_("note"), max_length=200, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
     updated = models.DateTimeField(_("updated"), auto_now=True)
+
+    #: Builds the host-owned client from an instance's primary key; set by ``apps.py``.
+    client_factory: ClassVar[Callable[[Any], Any] | None] = None
 
     class Meta:
         app_label = "django_webfetch"
@@ -200,15 +204,19 @@ class PluginInstance(models.Model):
 
     @property
     def http(self) -> Any:
-        """The host-owned client of this instance (re-reads the grant on every request)."""
-        from .client import PluginHttp
+        """The host-owned client of this instance (re-reads the grant on every request).
 
-        return PluginHttp(self.pk)
+        Built by ``client_factory`` (``plugins.client.PluginHttp``), which ``apps.py`` sets:
+        a row imports no client (DESIGN.md §1, models import no services).
+        """
+        factory = type(self).client_factory
+        if factory is None:
+            raise ImproperlyConfigured("django_webfetch is not ready: no plugin client factory")
+        return factory(self.pk)
 
     def default_group(self) -> str:
         """The group of the plugin's first tool (the plugin's name when it has none)."""
         from .registry import get_manifest
-        from .tools import tool_group
 
         manifest = get_manifest(self.plugin)
         if manifest is not None and manifest.tools:

@@ -15,7 +15,7 @@ from django.db import transaction
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 
 from .grants import difference, intersect
-from .manifest import Manifest
+from .manifest import Manifest, tool_group
 from .registry import get_manifest
 from .sandbox import PluginScope, host_io
 
@@ -74,8 +74,6 @@ def _defaults(manifest: Manifest) -> dict[str, Any]:
 def _ensure_groups(manifest: Manifest) -> list[str]:
     """Create the plugin's tool groups that are missing (disabled); return their slugs."""
     from django_webfetch.models import EgressScope, ToolGroup
-
-    from .tools import tool_group
 
     slugs = list(dict.fromkeys(tool_group(manifest, spec) for spec in manifest.tools))
     scope = EgressScope.EXTERNAL_FILTERED if manifest.egress else EgressScope.NONE

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -19,19 +19,15 @@ from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.policy import Scope
 from django_webfetch.tools.base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
 
-from .manifest import Manifest, ToolSpec
+from .manifest import Manifest, ToolSpec, tool_group
 from .sandbox import host_io, plugin_scope
 
-__all__ = ["PluginHandle", "PluginTool", "plugin_tools", "tool_group"]
+__all__ = ["PluginHandle", "PluginTool", "plugin_tools", "registry_source", "tool_group"]
 
 logger = logging.getLogger("django_webfetch.plugins")
 
 #: A plugin's text result is bounded like a page's.
 _MAX_RESULT_CHARS = 20_000
-
-
-def tool_group(manifest: Manifest, spec: ToolSpec) -> str:
-    return spec.group or manifest.name
 
 
 class PluginHandle:
@@ -168,3 +164,10 @@ def plugin_tools() -> list[PluginTool]:
     from .registry import manifests
 
     return [PluginTool.build(m, spec) for m in manifests() for spec in m.tools]
+
+
+def registry_source() -> Iterable[tuple[Tool, str]]:
+    """The tools of every valid manifest as a tool-registry source (DESIGN.md §8); added to
+    the default registry by ``apps.py``."""
+    for plugin_tool in plugin_tools():
+        yield plugin_tool, f"plugin {plugin_tool.plugin}"

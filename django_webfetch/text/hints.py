@@ -22,6 +22,7 @@ __all__ = [
     "MAX_HINT_CHARS",
     "hint_weight",
     "is_menu",
+    "words",
 ]
 
 #: The attribute the pre-scan writes (the sum of the weights below).
@@ -42,25 +43,26 @@ CONTENT = 25
 _ROLES = {"main": MAIN, "article": ARTICLE}
 
 
-def _words(text: str) -> frozenset[str]:
+def words(text: str) -> frozenset[str]:
+    """The whitespace-separated words of ``text`` (the lexicons of text/ are written so)."""
     return frozenset(text.split())
 
 
 _SEPARATORS = str.maketrans(dict.fromkeys("-_.:/[]()#@!,;{}=+*", " "))
 
 #: Whole words (after splitting at ``-``, ``_``, spaces...).
-_CONSENT_WORDS = _words(
+_CONSENT_WORDS = words(
     "cookie cookies consent gdpr cmp ccpa onetrust didomi usercentrics cookiebot truste"
     " cookielaw qc sp_message osano iubenda borlabs complianz"
 )
 #: Substrings that are never part of an ordinary word.
 _CONSENT_PARTS = ("cookie", "consent", "gdpr", "onetrust", "didomi", "usercentrics")
 
-_MENU_WORDS = _words(
+_MENU_WORDS = words(
     "nav navbar navigation navigations menu menus megamenu submenu dropdown breadcrumb"
     " breadcrumbs topbar toc skip skiplink skiplinks jump"
 )
-_BOILERPLATE_WORDS = _words(
+_BOILERPLATE_WORDS = words(
     "share sharing sharebar social socials newsletter subscribe subscription signup"
     " ad ads adv advert adverts advertisement advertising sponsor sponsored promo promos"
     " promotion related recommended recommendations recommend outbrain taboola comment"
@@ -98,7 +100,7 @@ _BOILERPLATE_PARTS = (
     "article meta",
     "helpful",
 )
-_CONTENT_WORDS = _words(
+_CONTENT_WORDS = words(
     "article articles articlebody content contents entry post posts story body text prose"
     " markdown blog hentry main rich richtext recipe instructions ingredients"
     " product description documentation docs doc"
@@ -158,11 +160,11 @@ def is_menu(value: str, *, strict: bool = False) -> bool:
     )
 
 
-_WRAPPER_WORDS = _words(
+_WRAPPER_WORDS = words(
     "wrap wrapper container page site layout open active has with inner outer js no grid for"
     " content"
 )
-_MENU_QUALIFIERS = _words(
+_MENU_QUALIFIERS = words(
     "main mega site top primary secondary global mobile desktop header sub utility list items"
     " item bar links"
 )

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
-from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, _words
+from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, words
 
 __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 
@@ -30,7 +30,7 @@ __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 MIN_MAIN_CHARS = 250
 
 #: Never content (the renderer drops them too).
-SKIPPED = _SKIPPED = _words(
+SKIPPED = _SKIPPED = words(
     "script style noscript template head nav aside iframe svg canvas button select title"
     " object embed dialog input textarea option"
 )

@@ -13,27 +13,24 @@ import html5lib
 from html5lib._tokenizer import HTMLTokenizer
 from html5lib.treebuilders import getTreeBuilder
 
+from .hints import words
 from .limits import MAX_DEPTH, MAX_TEXT_CHARS, Deadline, DeadlinePassed
 
 __all__ = ["PARSERS", "Sink", "finish", "parse", "render"]
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _SVG = "{http://www.w3.org/2000/svg}"
-_DROPPED = _words(
+_DROPPED = words(
     "script style noscript template head nav header footer aside form iframe svg canvas button"
     " select title object embed dialog"
 )
 # header and footer are page chrome only outside sectioning content (HTML-ARIA "banner").
 _SECTIONING = frozenset({"article", "main", "section"})
-_LINE_BLOCKS = _words(
+_LINE_BLOCKS = words(
     "address article body center dd details dir div dl dt fieldset figcaption hgroup"
     " html legend li listing main search section summary tr caption"
 )
-_PARAGRAPH_BLOCKS = _words(
+_PARAGRAPH_BLOCKS = words(
     "p blockquote figure h1 h2 h3 h4 h5 h6 hr pre xmp plaintext table textarea"
 )
 _HEADING_LEVEL = {f"h{level}": level for level in range(1, 7)}
@@ -364,7 +361,7 @@ def _host(url: str | None) -> str:
 #: Files a link in the main content points to as a reference, even on the page's own site.
 _DOCUMENTS = tuple(
     f".{suffix}"
-    for suffix in _words("pdf doc docx odt rtf xls xlsx ods csv ppt pptx odp zip epub txt json xml")
+    for suffix in words("pdf doc docx odt rtf xls xlsx ods csv ppt pptx odp zip epub txt json xml")
 )
 
 

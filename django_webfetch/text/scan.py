@@ -26,7 +26,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight
+from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight, words
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS, Deadline
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
@@ -62,10 +62,6 @@ _CLOCK_EVERY = 512
 ENOUGH_TEXT = 2 * MAX_TEXT_CHARS
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _TAG_NAME_RE = re.compile(r"[A-Za-z][^\t\n\f\r />]*")
 _SKIP_RE = re.compile(r"[\t\n\f\r /]*")
 _ATTR_RE = re.compile(
@@ -75,7 +71,7 @@ _ATTR_RE = re.compile(
 _COMMENT_END_RE = re.compile(r"--!?>")
 #: ARIA roles of page chrome (the roles of nav, header, footer, aside and search forms) and
 #: of dialogs (cookie banners): an element with one of them gets ``hidden`` in the copy.
-_CHROME_ROLES = _words("alertdialog banner complementary contentinfo dialog navigation search")
+_CHROME_ROLES = words("alertdialog banner complementary contentinfo dialog navigation search")
 
 
 def _chrome_role(value: str) -> bool:
@@ -100,8 +96,8 @@ _KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING, *_HINTE
 #: Their content reaches the parser as bare tags (so the tree stays the one the model
 #: predicts) without text or attributes, and so cannot fill the parser input (a mega-menu).
 _PRUNED = frozenset({"nav"})
-_MENU_PRUNED = _words("ul ol menu div")
-_LISTS = _words("ul ol menu")
+_MENU_PRUNED = words("ul ol menu div")
+_LISTS = words("ul ol menu")
 
 # Elements whose content is not markup.  Dropped: never shown.  Kept: shown as text.
 _RAW_DROPPED = frozenset({"script", "style", "noscript", "iframe", "noembed", "noframes"})
@@ -113,26 +109,26 @@ _RAW_END_RE = {
 
 # The element sets of html5lib 1.1 (its constants and in-body rules), which knows nothing of
 # <template> (an ordinary element to it), <search> or <dialog>.
-_VOID = _words(
+_VOID = words(
     "area base basefont bgsound br col embed frame hr image img input keygen link meta param"
     " source track wbr"
 )
 _HEAD_ONLY = frozenset({"base", "basefont", "bgsound", "link", "meta", "title", "head"})
 _IGNORED = frozenset({"html", "body", "head", "frameset", "frame"})
-_FORMATTING = _words("a b big code em font i nobr s small strike strong tt u")
+_FORMATTING = words("a b big code em font i nobr s small strike strong tt u")
 _MARKER_ELEMENTS = frozenset({"applet", "marquee", "object", "td", "th", "caption"})
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_CLOSES_P = _words(
+_CLOSES_P = words(
     "address article aside blockquote center details dir div dl fieldset figcaption figure"
     " footer header hgroup main menu nav ol p section summary ul pre listing form plaintext"
     " table hr xmp li dd dt h1 h2 h3 h4 h5 h6"
 )
-_BLOCK_END = _words(
+_BLOCK_END = words(
     "address article aside blockquote button center details dialog dir div dl fieldset"
     " figcaption figure footer header hgroup listing main menu nav ol pre section summary ul"
     " form li dd dt"
 )
-_SPECIAL = _words(
+_SPECIAL = words(
     "address applet area article aside base basefont bgsound blockquote body br button caption"
     " center col colgroup command dd details dir div dl dt embed fieldset figure footer form"
     " frame frameset h1 h2 h3 h4 h5 h6 head header hr html iframe image img input isindex li"
@@ -140,7 +136,7 @@ _SPECIAL = _words(
     " pre script section select style table tbody td textarea tfoot th thead title tr ul wbr"
     " xmp"
 )
-_SCOPE = _words("applet caption html marquee object table td th")
+_SCOPE = words("applet caption html marquee object table td th")
 _TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
 _TABLE_CONTEXT = frozenset({"table", "tbody", "thead", "tfoot"})
 _BUTTON_SCOPE = _SCOPE | {"button"}
@@ -153,7 +149,7 @@ _DD_DT = frozenset({"dd", "dt"})
 _FOREIGN_ROOTS = frozenset({"svg", "math"})
 #: Foreign elements whose content is HTML again (HTML5 "integration points"; lower case).
 _INTEGRATION_POINTS = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext"})
-_BREAKOUT = _words(
+_BREAKOUT = words(
     "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img"
     " li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul"
     " var"

@@ -1,27 +1,20 @@
-"""Shared plumbing of the network tools: live policy, audited fetch, safe rendering."""
+"""Shared plumbing of the network tools: live policy, audited fetch, safe rendering.
+
+The audit rule (a guarded call records its own failure) lives in
+``egress.EgressRecorder.guarded``; ``AuditedFetch`` only adds the tool's live policy.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urlsplit
 
-from django_webfetch.egress import EgressRecorder, policy_for
-from django_webfetch.net.errors import EgressDenied, WebFetchError
+from django_webfetch.egress import EgressRecorder, policy_for, requested_host
 
 from .base import Tool, ToolContext, ToolResult
 
 __all__ = ["AuditedFetch", "requested_host", "status_result"]
-
-
-def requested_host(url: str) -> tuple[str, int | None]:
-    """Best-effort host/port of a model-chosen URL for the audit log (never raises)."""
-    try:
-        split = urlsplit(url)
-        return (split.hostname or "")[:255], split.port
-    except ValueError:
-        return "", None
 
 
 class AuditedFetch:
@@ -41,11 +34,6 @@ class AuditedFetch:
             plugin_instance=context.plugin_instance,
             call_id=context.call_id,
         )
-        self._last: str = ""
-
-    def _observer(self, event: Any) -> None:
-        self.recorder(event)
-        self._last = getattr(event, "decision", "")
 
     def fetch(
         self,
@@ -58,33 +46,25 @@ class AuditedFetch:
         from django_webfetch.net import fetch
 
         host, port = requested_host(url)
-        try:
+        with self.recorder.guarded(url_host=host, port=port):
             policy = policy_for(
                 self.tool.group,
                 user=self.context.user,
                 plugin_instance=self.context.plugin_instance,
                 require_scope=self.tool.scope,
             )
-        except EgressDenied as exc:
-            self.recorder.record_exception(exc, url_host=host, port=port)
-            raise
-        budget = self.tool.time_budget
-        if budget is not None and budget < policy.total_timeout:
-            # A per-tool budget only ever lowers the global one.
-            policy = replace(policy, total_timeout=float(budget))
-        kwargs: dict[str, Any] = {"policy": policy, "observer": self._observer}
-        if headers:
-            kwargs["headers"] = dict(headers)
-        if not follow_redirects:
-            kwargs["follow_redirects"] = False
-        if not refuse_media_types:
-            kwargs["refuse_media_types"] = False
-        try:
+            budget = self.tool.time_budget
+            if budget is not None and budget < policy.total_timeout:
+                # A per-tool budget only ever lowers the global one.
+                policy = replace(policy, total_timeout=float(budget))
+            kwargs: dict[str, Any] = {"policy": policy, "observer": self.recorder}
+            if headers:
+                kwargs["headers"] = dict(headers)
+            if not follow_redirects:
+                kwargs["follow_redirects"] = False
+            if not refuse_media_types:
+                kwargs["refuse_media_types"] = False
             return fetch(url, **kwargs)
-        except WebFetchError as exc:
-            if self._last not in ("denied", "failed"):
-                self.recorder.record_exception(exc, url_host=host, port=port)
-            raise
 
 
 def status_result(status: int, **meta: Any) -> ToolResult:

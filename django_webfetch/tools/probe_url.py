@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django_webfetch.diagnostics.paths import PathDenied, redact_text
+from django_webfetch.egress import own_site_base
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.policy import Scope
 from django_webfetch.net.urlparse import parse_url
@@ -51,33 +52,9 @@ def mask_url(url: str) -> str:
 
 
 def first_site_base() -> str | None:
-    """``scheme://host[:port]`` of this site's first host: the first ``SiteHost`` row, else
-    the current ``django.contrib.sites`` domain, else the first plain ``ALLOWED_HOSTS``
-    entry.  ``None`` when the installation names no host."""
-    from django.apps import apps
-    from django.conf import settings
-
-    from django_webfetch.egress.policy import _split_domain, _valid_entry
-    from django_webfetch.models import SiteHost
-
-    row = SiteHost.objects.order_by("pk").first()
-    if row is not None:
-        entry = row.list_entries()[0]
-        return f"{row.scheme}://{entry}"
-    if apps.is_installed("django.contrib.sites"):
-        from django.contrib.sites.models import Site
-
-        site_id: Any = getattr(settings, "SITE_ID", None)
-        site = Site.objects.filter(pk=site_id).first() if site_id is not None else None
-        if site is not None:
-            entry = _split_domain(site.domain)
-            if entry and _valid_entry(entry):
-                return f"https://{entry}"
-    for value in settings.ALLOWED_HOSTS:
-        entry = value.strip().lower()
-        if entry and "*" not in entry and not entry.startswith(".") and _valid_entry(entry):
-            return f"https://{entry}"
-    return None
+    """``scheme://host[:port]`` of this site's first host (``egress.own_site_base``, the
+    one home of the site's own hosts); ``None`` when the installation names no host."""
+    return own_site_base()
 
 
 class ProbeUrl(Tool):

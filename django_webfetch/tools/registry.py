@@ -1,4 +1,6 @@
-"""The tool registry: built-ins, installed apps' ``webfetch_tools`` and plugin entry points.
+"""The tool registry: built-ins, installed apps' ``webfetch_tools``, tool entry points and
+the *sources* added from ``apps.py`` (the plugins' tools are one: this module never imports
+``plugins/``, which sits above it, DESIGN.md §1).
 
 Tools are offered per user (``tools_for_user``): a tool of a disabled or mis-declared group
 and an admin-only tool for a non-superuser are never offered.  ``run_tool`` is the only way
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from importlib.metadata import entry_points
 from typing import Any
@@ -46,6 +48,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger("django_webfetch.tools")
+
+#: A source of tools added to a registry from the composition root (``apps.py``): called at
+#: each load, it gives ``(tool, where it comes from)`` pairs, validated like any other tool.
+ToolSource = Callable[[], Iterable[tuple[Any, str]]]
 
 ENTRY_POINT_GROUP = "django_webfetch.tools"
 SPEC_FORMATS = ("json_schema", "openai", "anthropic")
@@ -119,7 +125,18 @@ class ToolRegistry:
         self._discover = discover
         self._tools: dict[str, Tool] | None = None
         self._lock = threading.RLock()
+        self._sources: dict[str, ToolSource] = {}
         self.problems: list[str] = []
+
+    def add_source(self, name: str, source: ToolSource) -> None:
+        """Add (or replace) the source ``name``; it is read at the next load.
+
+        ``apps.py`` adds the plugins' tools this way, after the built-ins, the apps and the
+        entry points (first registration wins, so a source never shadows a built-in).
+        """
+        with self._lock:
+            self._sources[name] = source
+            self._tools = None
 
     # -- loading ------------------------------------------------------------------------
 
@@ -136,11 +153,9 @@ class ToolRegistry:
                             self._add(obj, source=f"app {app_config.label}")
                     for ep in entry_points(group=ENTRY_POINT_GROUP):
                         self._add_entry_point(ep)
-                    # Plugins (DESIGN.md §8): the tools of every valid manifest.
-                    from django_webfetch.plugins.tools import plugin_tools
-
-                    for plugin_tool in plugin_tools():
-                        self._add(plugin_tool, source=f"plugin {plugin_tool.plugin}")
+                    for source in self._sources.values():
+                        for obj, where in source():
+                            self._add(obj, source=where)
             return self._tools
 
     def _add_entry_point(self, ep: Any) -> None:

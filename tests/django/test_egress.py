@@ -281,6 +281,34 @@ def test_own_site_hosts_sources(settings, site_host_factory):
     }
 
 
+def test_leading_dot_allowed_host_is_refused_everywhere_but_reached_nowhere(
+    settings, group_factory
+):
+    """``.wild.example`` in ALLOWED_HOSTS: Django serves the apex and every subdomain, so the
+    other scopes refuse them all (DESIGN.md §3 step 4); the own_site scope reaches only
+    non-wildcard hosts (§2), so probe_url cannot be aimed at any name under the domain."""
+    from django.contrib.sites.models import Site
+
+    from django_webfetch.egress import own_site_base
+
+    Site.objects.all().delete()
+    settings.ALLOWED_HOSTS = [".wild.example", "app.example"]
+    group_factory("g-own", scope="own_site", enabled=True)
+    group_factory("g-ext", scope="external_filtered", enabled=True)
+    assert set(own_site_hosts()) == {"wild.example", "*.wild.example", "app.example"}
+    assert own_site_hosts(reach=True) == ("app.example",)
+    assert policy_for("g-own").own_site_hosts == ("app.example",)
+    for url in ("http://wild.example/", "http://www.wild.example/", "http://app.example/"):
+        assert decide("g-ext", url) == "own_site"
+    assert decide("g-own", "http://app.example/") == "allowed"
+    assert decide("g-own", "http://wild.example/") == "not_own_site"
+    assert decide("g-own", "http://www.wild.example/") == "not_own_site"
+    # The base a path is joined to comes from the same home, with the same rule.
+    assert own_site_base() == "https://app.example"
+    settings.ALLOWED_HOSTS = [".wild.example"]
+    assert own_site_base() is None
+
+
 def test_own_site_port_specific_site_host(group_factory, site_host_factory):
     group_factory("system", enabled=True)
     group_factory("web", enabled=True)

@@ -108,15 +108,11 @@ class Command(BaseCommand):
             raise CommandError(f"no such group: {_printable(group)[:64]!r}", returncode=2)
         recorder = EgressRecorder(tool="manage.py webfetch fetch", group=group)
         try:
-            policy = policy_for(group)
-            result = fetch(url, policy=policy, observer=recorder)
+            with recorder.guarded():
+                result = fetch(url, policy=policy_for(group), observer=recorder)
         except EgressDenied as exc:
-            if not recorder.count:
-                recorder.record_exception(exc)
             raise CommandError(f"denied: {exc.reason}", returncode=1) from exc
         except WebFetchError as exc:
-            if not recorder.count:
-                recorder.record_exception(exc)
             # What failed, in our words (never the library's text: that is in the audit log).
             failure = f" ({exc.failure}): {exc}" if exc.failure else ""
             raise CommandError(f"failed: {exc.code}{failure}", returncode=2) from exc
