@@ -49,20 +49,9 @@ class WebFetchConfig(AppConfig):
         )
 
 
-def sweep_all() -> dict[str, int]:
-    """The periodic task's work: the tool calls' sweep, then the assistant runs'."""
-    from dataclasses import asdict
-
-    from . import runs
-    from .assistant import services as assistant
-
-    report: dict[str, int] = asdict(runs.sweep())
-    report.update(assistant.sweep())
-    return report
-
-
 def _bind_task_handlers() -> None:
     from .assistant.loop import advance_in_process
+    from .assistant.recover import sweep_all
     from .runs import dispatch
     from .runs.execute import execute_in_process
 

@@ -28,8 +28,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from django.db import InterfaceError, OperationalError
 
 from . import runs
-from .apps import sweep_all
 from .assistant.loop import advance
+from .assistant.recover import sweep_all
 from .runs.dispatch import ADVANCE_ASSISTANT_RUN, RUN_TOOL_CALL, SWEEP
 
 __all__ = ["advance_assistant_run", "expire_tool_calls", "run_tool_call"]

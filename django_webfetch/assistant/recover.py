@@ -72,3 +72,12 @@ def sweep(now: datetime | None = None) -> dict[str, int]:
             resumed += 1
             dispatch(run.pk)
     return {"assistant_recovered": recovered, "assistant_resumed": resumed}
+
+
+def sweep_all(now: datetime | None = None) -> dict[str, int]:
+    """The periodic task's work: the tool calls' sweep, then the assistant runs'."""
+    from dataclasses import asdict
+
+    report: dict[str, int] = asdict(runs.sweep(now))
+    report.update(sweep(now))
+    return report

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from django_webfetch.conf import conf
-from django_webfetch.egress import EgressRecorder
+from django_webfetch.egress import EgressRecorder, requested_host
 from django_webfetch.egress.preflight import live_verdict
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.errors import EgressDenied
@@ -29,7 +29,6 @@ from django_webfetch.tools import (
     ToolResult,
 )
 from django_webfetch.tools import default_registry as tool_registry
-from django_webfetch.tools._egress import requested_host
 from django_webfetch.tools.registry import validate_arguments
 
 from .errors import ToolNotOfferedError

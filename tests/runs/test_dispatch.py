@@ -11,8 +11,8 @@ from .conftest import EchoTool
 
 
 def test_every_task_name_has_an_in_process_handler():
-    from django_webfetch.apps import sweep_all
     from django_webfetch.assistant.loop import advance_in_process
+    from django_webfetch.assistant.recover import sweep_all
     from django_webfetch.runs.execute import execute_in_process
 
     assert dispatch.bound(dispatch.RUN_TOOL_CALL) is execute_in_process
