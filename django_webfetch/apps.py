@@ -17,6 +17,10 @@ class WebFetchConfig(AppConfig):
         from .models.builtin import create_builtin_groups
 
         checks.register()
+        from .assistant.providers import kind_choices
+        from .models.hosts import set_provider_kind_source
+
+        set_provider_kind_source(kind_choices)
         from .assistant.services import connect_signals
 
         connect_signals()

@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
+from django_webfetch.assistant.providers import kind_choices
 from django_webfetch.models import (
     ConfiguredEndpoint,
     EgressEvent,
@@ -144,7 +145,18 @@ class SiteHostAdmin(SecretFieldsAdminMixin, _SiteHostAdmin):
     search_fields = ("host", "note")
 
 
+def _provider_kind_choices() -> list[tuple[str, str]]:
+    # Read on every form (the registry), not once when the form class is built.
+    return [("", "---------"), *kind_choices()]
+
+
 class ConfiguredEndpointForm(_EndpointForm):
+    provider_kind = forms.ChoiceField(
+        label=_("LLM provider kind"),
+        choices=_provider_kind_choices,
+        required=False,
+        help_text=_("Only for endpoints of the assistant group."),
+    )
     auth_header_value = forms.CharField(
         label=_("auth header value"),
         required=False,

@@ -29,7 +29,7 @@ def check_assistant(
 def _messages() -> Iterable[CheckMessage]:
     from django_webfetch.models import ConfiguredEndpoint, ToolGroup
 
-    from .providers import ASSISTANT_GROUP, PROVIDER_KINDS
+    from .providers import ASSISTANT_GROUP, provider_kinds
 
     group = ToolGroup.objects.filter(slug=ASSISTANT_GROUP, enabled=True).first()
     if group is None:
@@ -44,7 +44,7 @@ def _messages() -> Iterable[CheckMessage]:
         )
     usable = (
         ConfiguredEndpoint.objects.filter(
-            group=group, enabled=True, provider_kind__in=PROVIDER_KINDS
+            group=group, enabled=True, provider_kind__in=provider_kinds()
         )
         .exclude(model_name="")
         .exists()

@@ -112,7 +112,7 @@ class AssistantRun(models.Model):
     #: Bumped by every write: the compare-and-set guard of ``services.transition``.
     version = models.PositiveIntegerField(_("version"), default=0)
     step_count = models.PositiveSmallIntegerField(_("steps"), default=0)
-    #: ``openai``, ``openai-compatible``, ``anthropic`` or ``offline``.
+    #: A registered provider kind (``providers.provider_kinds()``) or ``offline``.
     provider = models.CharField(_("provider"), max_length=32, blank=True)
     model_name = models.CharField(_("model"), max_length=200, blank=True)
     #: What the UI shows next to every reply ("Offline rule-based planner (no LLM)"...).

@@ -1,0 +1,103 @@
+"""Provider failures: one ``ProviderFailure`` with a stable code for every way a provider
+request can fail, and :func:`classify_error` mapping any exception onto it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django_webfetch.net.errors import (
+    EgressDenied,
+    FetchTimeout,
+    ResponseTooLarge,
+    WebFetchError,
+)
+
+__all__ = ["ProviderFailure", "classify_error"]
+
+
+@dataclass(frozen=True)
+class ProviderFailure(Exception):
+    """A provider request that failed: a stable ``code``, our words for the editor, and
+    whether asking again is safe (nothing but the model request is repeated)."""
+
+    code: str
+    message: str
+    retry_safe: bool = False
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 20:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def classify_error(exc: BaseException) -> ProviderFailure:
+    """Map any exception of a provider request onto a ``ProviderFailure``.
+
+    SDKs wrap transport errors (``APIConnectionError``): the chain is walked to find the
+    guard's own error first.  No provider text reaches the message (it may echo input).
+    """
+    chain = _causes(exc)
+    for item in chain:
+        if isinstance(item, EgressDenied):
+            return ProviderFailure(
+                "egress_denied",
+                f"The egress guard refused the request to the LLM provider (rule: {item.reason}).",
+                detail=item.reason,
+            )
+    for item in chain:
+        if isinstance(item, ResponseTooLarge):
+            return ProviderFailure(
+                "provider_response_too_large", "The LLM provider's answer was too large."
+            )
+        if isinstance(item, FetchTimeout):
+            return ProviderFailure(
+                "provider_timeout", "The LLM provider did not answer in time.", retry_safe=True
+            )
+        if isinstance(item, WebFetchError):
+            return ProviderFailure(
+                "provider_unreachable",
+                f"The LLM provider could not be reached ({item.code}).",
+                retry_safe=True,
+                detail=item.code,
+            )
+    status = None
+    for item in chain:
+        status = getattr(item, "status_code", None)
+        if isinstance(status, int):
+            break
+    if isinstance(status, int):
+        if status in (408, 409, 429) or status >= 500:
+            return ProviderFailure(
+                "provider_error",
+                f"The LLM provider answered with an error (HTTP {status}).",
+                retry_safe=True,
+                detail=str(status),
+            )
+        return ProviderFailure(
+            "provider_rejected",
+            f"The LLM provider refused the request (HTTP {status}).",
+            detail=str(status),
+        )
+    names = {type(item).__name__ for item in chain}
+    if names & {"APITimeoutError", "ModelTimeoutError", "TimeoutError", "ReadTimeout"}:
+        return ProviderFailure(
+            "provider_timeout", "The LLM provider did not answer in time.", retry_safe=True
+        )
+    if names & {"APIConnectionError", "ModelConnectionError", "ConnectError"}:
+        return ProviderFailure(
+            "provider_unreachable", "The LLM provider could not be reached.", retry_safe=True
+        )
+    return ProviderFailure(
+        "provider_bad_response",
+        "The LLM provider's answer could not be understood.",
+        retry_safe=True,
+        detail=type(exc).__name__,
+    )

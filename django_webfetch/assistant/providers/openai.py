@@ -1,0 +1,35 @@
+"""The OpenAI kind: the chat-completions API through the ``openai`` SDK."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import httpx
+
+from .base import Provider
+
+__all__ = ["OpenAIProvider"]
+
+
+class OpenAIProvider(Provider):
+    kind: ClassVar[str] = "openai"
+    name: ClassVar[str] = "OpenAI"
+    sdk: ClassVar[str] = "openai"
+
+    def build_model(self, *, http_client: httpx.AsyncClient | None, timeout: float) -> Any:
+        from openai import AsyncOpenAI
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider as PydanticOpenAIProvider
+
+        assert http_client is not None
+        config = self.config
+        client = AsyncOpenAI(
+            api_key=config.api_key or "unset",
+            base_url=config.base_url,
+            http_client=self.http_client(http_client, timeout),
+            max_retries=0,
+            timeout=timeout,
+        )
+        return OpenAIChatModel(
+            config.model_name, provider=PydanticOpenAIProvider(openai_client=client)
+        )
