@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Max
@@ -54,7 +54,9 @@ from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.errors import WebFetchError
 from django_webfetch.tools import tools_for_user
 
-from .bounds import MIN_RESULT_BYTES, bound_result, omitted_note, utf8_len
+from .answers import answer_fields, record_provider_failure
+from .bounds import MIN_RESULT_BYTES, bound_result
+from .context import within_context_budget
 from .models import (
     RUN_FINISHED_STATES,
     RUN_TRANSITIONS,
@@ -751,7 +753,7 @@ def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcom
         try:
             response = _ask(run, history)
         except ProviderFailure as failure:
-            logger.warning("assistant run %s: provider failure %s", run.pk, failure.code)
+            record_provider_failure(run, failure)
             if failure.retry_safe and run.attempts + 1 < MAX_STEP_ATTEMPTS:
                 run = _renew(run, attempts=run.attempts + 1)
                 _event(run.pk, "provider_retry", {"code": failure.code, "attempt": run.attempts})
@@ -819,7 +821,7 @@ def _ask(run: AssistantRun, history: list[Any]) -> Any:
         except ProviderFailure:
             raise
         except Exception as exc:
-            raise classify_error(exc) from exc
+            raise classify_error(exc, secret=config.api_key) from exc
     finally:
         _record_egress(run, events)
 
@@ -867,48 +869,8 @@ def _provider_of(run: AssistantRun) -> ProviderConfig:
 
 
 def _within_context_budget(history: list[Any]) -> list[Any]:
-    """The history as sent: past the budget the oldest tool results are replaced by
-    ``[result omitted: N bytes]``; if it still does not fit, the run fails."""
-    from dataclasses import replace
-
-    from pydantic_ai.messages import ModelRequest, ToolReturnPart
-
-    budget = conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES
-
-    def size(message: Any) -> int:
-        return sum(
-            utf8_len(str(getattr(p, "content", "") or ""))
-            + utf8_len(str(getattr(p, "args", "") or ""))
-            for p in message.parts
-        )
-
-    total = sum(size(m) for m in history)
-    if total <= budget:
-        return history
-    sent = list(history)
-    # The newest request (the latest results or the question) is always sent whole.
-    for index, message in enumerate(sent[:-1]):
-        if total <= budget:
-            break
-        if not isinstance(message, ModelRequest):
-            continue
-        parts = list(message.parts)
-        for position, part in enumerate(parts):
-            if total <= budget:
-                break
-            if isinstance(part, ToolReturnPart):
-                content = str(part.content)
-                note = omitted_note(utf8_len(content))
-                if utf8_len(note) < utf8_len(content):
-                    total -= utf8_len(content) - utf8_len(note)
-                    parts[position] = replace(cast(Any, part), content=note)
-        sent[index] = replace(message, parts=parts)
-    if total > budget:
-        raise ProviderFailure(
-            "context_exceeded",
-            "The conversation is too long for the assistant's context budget; start a new one.",
-        )
-    return sent
+    """The history as sent, within the context budget (``context.py``)."""
+    return within_context_budget(history)
 
 
 def _record_step(run: AssistantRun, history: list[Any], response: Any) -> AssistantRun:
@@ -946,8 +908,9 @@ def _record_step(run: AssistantRun, history: list[Any], response: Any) -> Assist
                 "ref": call_ref(run, step, index),
             }
         )
+    answer = answer_fields(run.provider, response)
     with transaction.atomic():
-        run = _renew(run, history=_dump(history), step_count=step, attempts=0)
+        run = _renew(run, history=_dump(history), step_count=step, attempts=0, **answer)
         message = _add_message(
             run.conversation_id,
             run=run,
@@ -957,6 +920,7 @@ def _record_step(run: AssistantRun, history: list[Any], response: Any) -> Assist
             tool_calls=calls,
             usage=usage_dict(response.usage),
             provider_label=label,
+            **answer,
         )
     _event(
         run.pk,

@@ -10,6 +10,8 @@ from .policy import (
     ENDPOINT_MEDIA_TYPES,
     PluginEgressGrant,
     PluginGrant,
+    endpoint_policy,
+    endpoint_verdict,
     own_site_hosts,
     policy_for,
 )
@@ -20,6 +22,8 @@ __all__ = [
     "EgressRecorder",
     "PluginEgressGrant",
     "PluginGrant",
+    "endpoint_policy",
+    "endpoint_verdict",
     "own_site_hosts",
     "plugin_reference",
     "policy_for",

@@ -270,7 +270,9 @@ class ConfiguredEndpoint(models.Model):
         default=False,
         help_text=_(
             "Let this endpoint's host resolve to private addresses (an internal search "
-            "service). Metadata addresses and mixed public/private answers stay refused."
+            "service, a model server you run yourself), and be a host of this installation "
+            "(localhost, 127.0.0.1): the host is your choice, never a model's. Metadata "
+            "addresses and mixed public/private answers stay refused."
         ),
     )
     enabled = models.BooleanField(_("enabled"), default=True)

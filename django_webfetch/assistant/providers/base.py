@@ -11,7 +11,10 @@ The hooks a kind may override (named as in pydantic-ai's ``Provider``, anymail's
 - :meth:`Provider.build_model` (required): the Pydantic AI model, given the guarded
   ``httpx.AsyncClient`` every request of the SDK must go through;
 - :meth:`Provider.http_client`: the guarded client in the HTTP library the SDK is built on;
-- :meth:`Provider.label`: how a run names the provider and model.
+- :meth:`Provider.label`: how a run names the provider and model;
+- :meth:`Provider.cut_off`: whether an answer was cut at the token limit (``finish_reason``
+  ``length``, Anthropic's ``max_tokens``): the answer is then marked incomplete;
+- :meth:`Provider.reported_model`: the model name the provider says answered.
 """
 
 from __future__ import annotations
@@ -96,6 +99,23 @@ class Provider:
     @classmethod
     def label(cls, config: ProviderConfig) -> str:
         return f"{cls.name or cls.kind}: {config.model_name}"[:200]
+
+    @classmethod
+    def cut_off(cls, response: Any) -> bool:
+        """Whether ``response`` (a Pydantic AI ``ModelResponse``) stopped at the token limit.
+        Pydantic AI maps OpenAI's ``length`` and Anthropic's ``max_tokens`` to ``length``;
+        the provider's raw value is looked at too."""
+        if getattr(response, "finish_reason", None) == "length":
+            return True
+        details = getattr(response, "provider_details", None) or {}
+        raw = details.get("finish_reason") if isinstance(details, dict) else None
+        return raw in ("length", "max_tokens", "model_length")
+
+    @classmethod
+    def reported_model(cls, response: Any) -> str:
+        """The model name the provider reported for ``response`` (``""`` when none)."""
+        name = getattr(response, "model_name", None)
+        return name[:200] if isinstance(name, str) else ""
 
     def http_client(self, client: httpx.AsyncClient, timeout: float) -> Any:
         """The guarded client as the SDK needs it (httpx, or httpx2 for newer SDKs)."""

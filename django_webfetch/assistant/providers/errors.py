@@ -3,7 +3,10 @@ request can fail, and :func:`classify_error` mapping any exception onto it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from django_webfetch.net.errors import (
     EgressDenied,
@@ -12,7 +15,11 @@ from django_webfetch.net.errors import (
     WebFetchError,
 )
 
-__all__ = ["ProviderFailure", "classify_error"]
+__all__ = ["MAX_PROVIDER_TEXT", "ProviderFailure", "classify_error", "provider_error_text"]
+
+#: The provider's own error text is kept up to this many characters.
+MAX_PROVIDER_TEXT = 2000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,9 @@ class ProviderFailure(Exception):
     message: str
     retry_safe: bool = False
     detail: str = ""
+    #: The provider's own explanation (redacted, at most ``MAX_PROVIDER_TEXT`` characters):
+    #: for operators only (the run in the admin, the log), never the editor or the model.
+    provider_text: str = field(default="", repr=False)
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -38,12 +48,52 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def classify_error(exc: BaseException) -> ProviderFailure:
+def provider_error_text(exc: BaseException, *, secret: str = "") -> str:
+    """What the provider itself said about a failed request (an HTTP error's body), as
+    text an operator may read: redacted (credential shapes, and ``secret`` itself), control
+    characters replaced, cut to ``MAX_PROVIDER_TEXT`` characters.  ``""`` when the provider
+    said nothing (a transport failure, a refusal by the guard)."""
+    from django_webfetch.diagnostics import redact_text
+
+    text = ""
+    for item in _causes(exc):
+        body: Any = getattr(item, "body", None)
+        if body is None:
+            response = getattr(item, "response", None)
+            body = getattr(response, "text", None) if response is not None else None
+        if body is None or body == "":
+            continue
+        if not isinstance(body, str):
+            try:
+                body = json.dumps(body, ensure_ascii=False, default=str)
+            except (TypeError, ValueError):
+                body = str(body)
+        text = body
+        break
+    if not text:
+        return ""
+    text = text[: MAX_PROVIDER_TEXT * 4]
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "[redacted]")
+    text = _CONTROL.sub("?", redact_text(text))
+    if len(text) > MAX_PROVIDER_TEXT:
+        text = text[: MAX_PROVIDER_TEXT - 1] + "…"
+    return text
+
+
+def classify_error(exc: BaseException, *, secret: str = "") -> ProviderFailure:
     """Map any exception of a provider request onto a ``ProviderFailure``.
 
     SDKs wrap transport errors (``APIConnectionError``): the chain is walked to find the
-    guard's own error first.  No provider text reaches the message (it may echo input).
+    guard's own error first.  No provider text reaches the message (it may echo input): the
+    provider's own explanation goes to ``provider_text``, for operators only.
     """
+    failure = _classify(exc)
+    text = provider_error_text(exc, secret=secret)
+    return replace(failure, provider_text=text) if text else failure
+
+
+def _classify(exc: BaseException) -> ProviderFailure:
     chain = _causes(exc)
     for item in chain:
         if isinstance(item, EgressDenied):

@@ -4,11 +4,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
-__all__ = ["MAX_PROVIDER_RESPONSE_BYTES", "provider_client", "sdk_http_client", "usage_dict"]
+__all__ = [
+    "MAX_PROVIDER_RESPONSE_BYTES",
+    "SELF_HOSTED_NOTE",
+    "provider_client",
+    "sdk_http_client",
+    "usage_dict",
+]
 
 #: A provider answer larger than this is refused (``provider_response_too_large``).
 MAX_PROVIDER_RESPONSE_BYTES = 2 * 1024 * 1024
@@ -23,10 +30,34 @@ def provider_client(
 
     return guarded_async_client(
         policy,
-        observer=observer,
+        observer=_noting_exemption(policy, observer),
         max_response_bytes=MAX_PROVIDER_RESPONSE_BYTES,
         timeout=timeout,
     )
+
+
+#: In the audit log of every request that used an endpoint's private-address exemption.
+SELF_HOSTED_NOTE = "self-hosted endpoint (the operator's private-address exemption)"
+
+
+def _noting_exemption(
+    policy: Any, observer: Callable[[Any], None] | None
+) -> Callable[[Any], None] | None:
+    """``observer``, with the exemption named on each event of an exempted host: the audit
+    log says which requests rode on the operator's decision."""
+    exempted = frozenset(getattr(policy, "allow_private_hosts", ()) or ())
+    if observer is None or not exempted:
+        return observer
+
+    def note(event: Any) -> None:
+        if getattr(event, "url_host", None) in exempted and event.decision != "failed":
+            detail = getattr(event, "detail", "")
+            event = replace(
+                event, detail=f"{detail}; {SELF_HOSTED_NOTE}" if detail else SELF_HOSTED_NOTE
+            )
+        observer(event)
+
+    return note
 
 
 def _httpx2_client(inner: httpx.AsyncClient, timeout: float) -> Any:
