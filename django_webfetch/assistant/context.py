@@ -30,6 +30,9 @@ __all__ = ["DEFAULT_TOKENS_PER_BYTE", "tokens_per_byte", "within_context_budget"
 
 #: Before any usage is reported: English text runs about 4 bytes a token; 3 errs high.
 DEFAULT_TOKENS_PER_BYTE = 1 / 3
+#: What one message part costs on the wire beyond its text, counted for the token estimate
+#: (an OpenAI tool call and its result carry ~200 bytes of JSON around their text).
+PART_OVERHEAD_BYTES = 128
 
 
 def _size(message: Any) -> int:
@@ -39,48 +42,62 @@ def _size(message: Any) -> int:
     )
 
 
-def _trim(history: list[Any], budget: int) -> tuple[list[Any], int]:
-    """``history`` with its oldest tool results replaced until it fits ``budget`` bytes
-    (or nothing more can be replaced), and its size."""
+def _weight(message: Any) -> int:
+    """``_size`` plus what each part costs on the wire beyond its text (roles, ids, the
+    tool call's JSON): the token estimate grows with every message, not only its text."""
+    return _size(message) + PART_OVERHEAD_BYTES * len(message.parts)
+
+
+def _trim(history: list[Any], byte_budget: int, weight_budget: float) -> tuple[list[Any], bool]:
+    """``history`` with its oldest tool results replaced until its bytes fit ``byte_budget``
+    and its weight fits ``weight_budget`` (or nothing more can be replaced); and whether it
+    fits."""
     from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
-    total = sum(_size(m) for m in history)
-    if total <= budget:
-        return history, total
+    size = sum(_size(m) for m in history)
+    weight = sum(_weight(m) for m in history)
+
+    def fits() -> bool:
+        return size <= byte_budget and weight <= weight_budget
+
+    if fits():
+        return history, True
     sent = list(history)
     for index, message in enumerate(sent[:-1]):
-        if total <= budget:
+        if fits():
             break
         if not isinstance(message, ModelRequest):
             continue
         parts = list(message.parts)
         for position, part in enumerate(parts):
-            if total <= budget:
+            if fits():
                 break
             if isinstance(part, ToolReturnPart):
                 content = str(part.content)
                 note = omitted_note(utf8_len(content))
-                if utf8_len(note) < utf8_len(content):
-                    total -= utf8_len(content) - utf8_len(note)
+                saved = utf8_len(content) - utf8_len(note)
+                if saved > 0:
+                    size -= saved
+                    weight -= saved
                     parts[position] = replace(cast(Any, part), content=note)
         sent[index] = replace(message, parts=parts)
-    return sent, total
+    return sent, fits()
 
 
-def _byte_budget(ratio: float) -> int:
-    budget = conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES
+def _budgets(ratio: float) -> tuple[int, float]:
+    """(bytes, weight) a request may have; the weight budget is the token window less the
+    answer's ``max_tokens``, in bytes at ``ratio`` tokens per byte."""
     window = conf.WEBFETCH_ASSISTANT_CONTEXT_TOKENS
-    if window is not None:
-        budget = min(
-            budget, math.floor(max(window - conf.WEBFETCH_ASSISTANT_MAX_TOKENS, 0) / ratio)
-        )
-    return budget
+    if window is None:
+        return conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES, math.inf
+    tokens = max(window - conf.WEBFETCH_ASSISTANT_MAX_TOKENS, 0)
+    return conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES, tokens / ratio
 
 
 def tokens_per_byte(history: list[Any]) -> float:
-    """The provider's reported input tokens per byte sent, from its latest answer that
-    reported usage (``DEFAULT_TOKENS_PER_BYTE`` when none did).  The bytes are those of the
-    request as it was sent (trimmed the same way), not of the stored history."""
+    """The provider's reported input tokens per byte (of weight) sent, from its latest
+    answer that reported usage (``DEFAULT_TOKENS_PER_BYTE`` when none did).  The request is
+    measured as it was sent (trimmed the same way), not as the history stores it."""
     from pydantic_ai.messages import ModelResponse
 
     ratio = DEFAULT_TOKENS_PER_BYTE
@@ -89,19 +106,20 @@ def tokens_per_byte(history: list[Any]) -> float:
             continue
         reported = getattr(message.usage, "input_tokens", 0) or 0
         if reported > 0:
-            _sent, size = _trim(history[:index], _byte_budget(ratio))
-            if size > 0:
-                ratio = reported / size
+            sent, _fits = _trim(history[:index], *_budgets(ratio))
+            weight = sum(_weight(m) for m in sent)
+            if weight > 0:
+                ratio = reported / weight
     return ratio
 
 
 def within_context_budget(history: list[Any]) -> list[Any]:
     """The history as sent (see the module docstring); raises ``ProviderFailure``
     (``context_exceeded``) when even the newest request does not fit."""
-    budget = _byte_budget(tokens_per_byte(history))
-    sent, total = _trim(history, budget)
-    if total > budget:
-        if budget < conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES:
+    byte_budget, weight_budget = _budgets(tokens_per_byte(history))
+    sent, fits = _trim(history, byte_budget, weight_budget)
+    if not fits:
+        if sum(_size(m) for m in sent) <= byte_budget:
             message = (
                 "The conversation is too long for the model's context window; start a new one."
             )

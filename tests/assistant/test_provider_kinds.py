@@ -34,12 +34,7 @@ class LabChatProvider(Provider):
         from pydantic_ai.providers.openai import OpenAIProvider
 
         type(self).built.append(self.config.model_name)
-        client = AsyncOpenAI(
-            api_key=self.config.api_key,
-            base_url=self.config.base_url,
-            http_client=self.http_client(http_client, timeout),
-            max_retries=0,
-        )
+        client = AsyncOpenAI(**self.sdk_options(http_client, timeout))
         return OpenAIChatModel(
             self.config.model_name, provider=OpenAIProvider(openai_client=client)
         )

@@ -23,15 +23,7 @@ class AnthropicProvider(Provider):
             AnthropicProvider as PydanticAnthropicProvider,
         )
 
-        assert http_client is not None
-        config = self.config
-        client = AsyncAnthropic(
-            api_key=config.api_key or "unset",
-            base_url=config.base_url,
-            http_client=self.http_client(http_client, timeout),
-            max_retries=0,
-            timeout=timeout,
-        )
+        client = AsyncAnthropic(**self.sdk_options(http_client, timeout))
         return AnthropicModel(
-            config.model_name, provider=PydanticAnthropicProvider(anthropic_client=client)
+            self.config.model_name, provider=PydanticAnthropicProvider(anthropic_client=client)
         )

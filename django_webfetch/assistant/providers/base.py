@@ -123,6 +123,19 @@ class Provider:
 
         return sdk_http_client(self.sdk, client, timeout) if self.sdk else client
 
+    def sdk_options(self, client: httpx.AsyncClient | None, timeout: float) -> dict[str, Any]:
+        """The keyword arguments of an official SDK client (``AsyncOpenAI``,
+        ``AsyncAnthropic``): the API key, the base URL, the guarded client, no SDK retries."""
+        if client is None:
+            raise ValueError(f"provider kind {self.kind!r} needs the guarded HTTP client")
+        return {
+            "api_key": self.config.api_key or "unset",
+            "base_url": self.config.base_url,
+            "http_client": self.http_client(client, timeout),
+            "max_retries": 0,
+            "timeout": timeout,
+        }
+
     def build_model(self, *, http_client: httpx.AsyncClient | None, timeout: float) -> Any:
         """A Pydantic AI model whose every request goes through ``http_client``."""
         raise NotImplementedError(f"provider kind {self.kind!r} builds no model")

@@ -65,7 +65,9 @@ def provider_error_text(exc: BaseException, *, secret: str = "") -> str:
             continue
         if not isinstance(body, str):
             try:
-                body = json.dumps(body, ensure_ascii=False, default=str)
+                # One member a line: the redaction works line by line, and a key that
+                # looks sensitive ("n_prompt_tokens") must not take the rest with it.
+                body = json.dumps(body, ensure_ascii=False, default=str, indent=1)
             except (TypeError, ValueError):
                 body = str(body)
         text = body

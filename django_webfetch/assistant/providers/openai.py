@@ -21,15 +21,7 @@ class OpenAIProvider(Provider):
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider as PydanticOpenAIProvider
 
-        assert http_client is not None
-        config = self.config
-        client = AsyncOpenAI(
-            api_key=config.api_key or "unset",
-            base_url=config.base_url,
-            http_client=self.http_client(http_client, timeout),
-            max_retries=0,
-            timeout=timeout,
-        )
+        client = AsyncOpenAI(**self.sdk_options(http_client, timeout))
         return OpenAIChatModel(
-            config.model_name, provider=PydanticOpenAIProvider(openai_client=client)
+            self.config.model_name, provider=PydanticOpenAIProvider(openai_client=client)
         )
