@@ -42,6 +42,10 @@ class WebFetchConfig(AppConfig):
         register_check(Tags.compatibility, Tags.database)(check_assistant)
         PluginInstance.client_factory = PluginHttp
         default_registry.add_source("plugins", registry_source)
+        from .assistant.providers import kind_choices
+        from .models.hosts import set_provider_kind_source
+
+        set_provider_kind_source(kind_choices)
         connect_signals()
         _bind_task_handlers()
         post_migrate.connect(

@@ -210,6 +210,15 @@ class Settings:
         return self._positive_int("WEBFETCH_ASSISTANT_CONTEXT_BYTES", 200_000, 2_000_000)
 
     @property
+    def WEBFETCH_ASSISTANT_CONTEXT_TOKENS(self) -> int | None:
+        """The model's context window in tokens (``None``: unknown, only the byte budget
+        applies).  A request is kept to this minus ``WEBFETCH_ASSISTANT_MAX_TOKENS``,
+        estimated from the usage the provider reported."""
+        if _raw("WEBFETCH_ASSISTANT_CONTEXT_TOKENS", None) is None:
+            return None
+        return self._positive_int("WEBFETCH_ASSISTANT_CONTEXT_TOKENS", 0, 10_000_000)
+
+    @property
     def WEBFETCH_ASSISTANT_MAX_TOKENS(self) -> int:
         """``max_tokens`` of each provider request."""
         return self._positive_int("WEBFETCH_ASSISTANT_MAX_TOKENS", 1024, 32_768)

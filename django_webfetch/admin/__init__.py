@@ -15,6 +15,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
+from django_webfetch.assistant.providers import kind_choices
+from django_webfetch.egress import endpoint_verdict
 from django_webfetch.models import (
     ConfiguredEndpoint,
     EgressEvent,
@@ -144,7 +146,24 @@ class SiteHostAdmin(SecretFieldsAdminMixin, _SiteHostAdmin):
     search_fields = ("host", "note")
 
 
+#: Refusals the endpoint's private-address exemption lifts (never metadata, never mixed).
+_SELF_HOSTED_RULES = frozenset(
+    {"own_site", *(f"address_class:{c}" for c in ("loopback", "private", "shared", "ula"))}
+)
+
+
+def _provider_kind_choices() -> list[tuple[str, str]]:
+    # Read on every form (the registry), not once when the form class is built.
+    return [("", "---------"), *kind_choices()]
+
+
 class ConfiguredEndpointForm(_EndpointForm):
+    provider_kind = forms.ChoiceField(
+        label=_("LLM provider kind"),
+        choices=_provider_kind_choices,
+        required=False,
+        help_text=_("Only for endpoints of the assistant group."),
+    )
     auth_header_value = forms.CharField(
         label=_("auth header value"),
         required=False,
@@ -194,7 +213,34 @@ class ConfiguredEndpointForm(_EndpointForm):
                     ),
                 )
             cleaned["auth_header_value"] = self._stored_secret
+        self._check_guard(cleaned)
         return cleaned
+
+    def _check_guard(self, cleaned: dict[str, Any]) -> None:
+        """Refuse an endpoint the guard would refuse for its scope, naming the rule (the
+        static rules: no DNS lookup at save; ``manage.py webfetch explain`` resolves)."""
+        group, base_url = cleaned.get("group"), cleaned.get("base_url")
+        if group is None or not isinstance(base_url, str) or self.has_error("base_url"):
+            return
+        verdict = endpoint_verdict(
+            ConfiguredEndpoint(
+                group=group, base_url=base_url, allow_private=bool(cleaned.get("allow_private"))
+            )
+        )
+        if verdict.allowed:
+            return
+        message = _(
+            "The egress guard would refuse this endpoint for its scope (rule: %(rule)s)."
+        ) % {"rule": verdict.reason}
+        if verdict.reason in _SELF_HOSTED_RULES:
+            message += " " + str(
+                _(
+                    "If it is a model or search server you run yourself (Ollama, llama.cpp, vLLM "
+                    'on localhost or a private address), tick "allow private addresses": the '
+                    "endpoint is then an operator-chosen, self-hosted endpoint."
+                )
+            )
+        self.add_error("base_url", message)
 
     def _origin_changed(self, new_url: Any) -> bool:
         if not self.instance.pk or not isinstance(new_url, str):

@@ -38,7 +38,17 @@ class _ReadOnlyInline:
 class MessageInline(_ReadOnlyInline, _MessageInline):
     model = Message
     fk_name = "conversation"
-    fields = ("seq", "role", "step", "content", "tool_call", "provider_label", "created")
+    fields = (
+        "seq",
+        "role",
+        "step",
+        "content",
+        "incomplete",
+        "tool_call",
+        "provider_label",
+        "reported_model",
+        "created",
+    )
     readonly_fields = fields
     extra = 0
 
@@ -77,9 +87,12 @@ class AssistantRunAdmin(RecordsOnly, _RunAdmin):
         "step_count",
         "provider",
         "model_name",
+        "reported_model",
         "provider_label",
+        "incomplete",
         "error_code",
         "error_message",
+        "provider_error",
         "attempts",
         "lease_expires_at",
         "worker",

@@ -88,6 +88,8 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
             "tool_call_ref",
             "usage",
             "provider_label",
+            "reported_model",
+            "incomplete",
             "created",
         ]
         read_only_fields = fields
@@ -164,8 +166,10 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
             "max_steps",
             "provider",
             "model",
+            "reported_model",
             "provider_label",
             "offline",
+            "incomplete",
             "error_code",
             "error_message",
             "steps",

@@ -46,7 +46,7 @@ def ask(run: AssistantRun, history: list[Any]) -> Any:
     try:
         client = None if config.offline else _guarded_client(run, events, timeout)
         model = build_model(config, http_client=client, timeout=timeout)
-        return _request(model, client, messages, params, timeout)
+        return _request(model, client, messages, params, timeout, secret=config.api_key)
     finally:
         _record_egress(run, events)
 
@@ -78,7 +78,9 @@ def _guarded_client(run: AssistantRun, events: list[Any], timeout: float) -> Any
     return provider_client(policy, observer=events.append, timeout=timeout)
 
 
-def _request(model: Any, client: Any, messages: list[Any], params: Any, timeout: float) -> Any:
+def _request(
+    model: Any, client: Any, messages: list[Any], params: Any, timeout: float, *, secret: str = ""
+) -> Any:
     """Send the request on a loop of its own, closed afterwards (the request's sockets with
     it); every error is classified as a ``ProviderFailure``."""
     from pydantic_ai.direct import model_request
@@ -99,7 +101,7 @@ def _request(model: Any, client: Any, messages: list[Any], params: Any, timeout:
     except ProviderFailure:
         raise
     except Exception as exc:
-        raise classify_error(exc) from exc
+        raise classify_error(exc, secret=secret) from exc
 
 
 async def _close(model: Any, client: Any) -> None:

@@ -29,7 +29,7 @@ def check_assistant(
 def _messages() -> Iterable[CheckMessage]:
     from django_webfetch.models import ConfiguredEndpoint, ToolGroup
 
-    from .providers import ASSISTANT_GROUP, PROVIDER_KINDS
+    from .providers import ASSISTANT_GROUP, provider_kinds
 
     group = ToolGroup.objects.filter(slug=ASSISTANT_GROUP, enabled=True).first()
     if group is None:
@@ -42,9 +42,10 @@ def _messages() -> Iterable[CheckMessage]:
             obj=group,
             id="django_webfetch.E040",
         )
+    yield from _refused_endpoints(group)
     usable = (
         ConfiguredEndpoint.objects.filter(
-            group=group, enabled=True, provider_kind__in=PROVIDER_KINDS
+            group=group, enabled=True, provider_kind__in=provider_kinds()
         )
         .exclude(model_name="")
         .exists()
@@ -56,4 +57,24 @@ def _messages() -> Iterable[CheckMessage]:
             hint="Set the provider kind and the model name of the group's endpoint.",
             obj=group,
             id="django_webfetch.W040",
+        )
+
+
+def _refused_endpoints(group: Any) -> Iterable[CheckMessage]:
+    """W041: an enabled endpoint of the assistant group that the guard refuses for its
+    scope (the static rules, as the admin does at save): every run would fail."""
+    from django_webfetch.egress import endpoint_verdict
+
+    for endpoint in group.endpoints.filter(enabled=True).order_by("pk"):
+        verdict = endpoint_verdict(endpoint)
+        if verdict.allowed:
+            continue
+        yield Warning(
+            f"The egress guard refuses the assistant endpoint {endpoint.pk} "
+            f"(rule: {verdict.reason}): every run through it fails egress_denied.",
+            hint="manage.py webfetch explain <base URL> --group assistant shows every step; "
+            "for a model server you run yourself (localhost, a private address) tick the "
+            "endpoint's 'allow private addresses' (docs/assistant.rst, Self-hosted models).",
+            obj=endpoint,
+            id="django_webfetch.W041",
         )

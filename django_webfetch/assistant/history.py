@@ -7,14 +7,10 @@ dumped as JSON).  :func:`settled_history` is what the next turn starts from;
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from django_webfetch.conf import conf
-
-from .bounds import omitted_note, utf8_len
 from .errors import AssistantNotInstalled
 from .models import Conversation, RunState
-from .providers import ProviderFailure
 
 __all__ = ["dump", "load", "require_pydantic_ai", "settled_history", "within_context_budget"]
 
@@ -64,45 +60,8 @@ def settled_history(conversation: Conversation) -> list[Any]:
 
 
 def within_context_budget(history: list[Any]) -> list[Any]:
-    """The history as sent: past the budget the oldest tool results are replaced by
-    ``[result omitted: N bytes]``; if it still does not fit, the run fails."""
-    from dataclasses import replace
+    """The history as sent, within the context budget (bytes, and tokens where the
+    provider reported usage): ``assistant.context``."""
+    from .context import within_context_budget as budget
 
-    from pydantic_ai.messages import ModelRequest, ToolReturnPart
-
-    budget = conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES
-
-    def size(message: Any) -> int:
-        return sum(
-            utf8_len(str(getattr(p, "content", "") or ""))
-            + utf8_len(str(getattr(p, "args", "") or ""))
-            for p in message.parts
-        )
-
-    total = sum(size(m) for m in history)
-    if total <= budget:
-        return history
-    sent = list(history)
-    # The newest request (the latest results or the question) is always sent whole.
-    for index, message in enumerate(sent[:-1]):
-        if total <= budget:
-            break
-        if not isinstance(message, ModelRequest):
-            continue
-        parts = list(message.parts)
-        for position, part in enumerate(parts):
-            if total <= budget:
-                break
-            if isinstance(part, ToolReturnPart):
-                content = str(part.content)
-                note = omitted_note(utf8_len(content))
-                if utf8_len(note) < utf8_len(content):
-                    total -= utf8_len(content) - utf8_len(note)
-                    parts[position] = replace(cast(Any, part), content=note)
-        sent[index] = replace(message, parts=parts)
-    if total > budget:
-        raise ProviderFailure(
-            "context_exceeded",
-            "The conversation is too long for the assistant's context budget; start a new one.",
-        )
-    return sent
+    return budget(history)

@@ -25,6 +25,7 @@ from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.durable import Outcome, worker_label
 
+from .answers import answer_fields, record_provider_failure
 from .ask import ask
 from .calls import (
     request_calls,
@@ -174,7 +175,7 @@ def _ask_step(run: AssistantRun, history: list[Any]) -> AssistantRun | AdvanceOu
     try:
         response = ask(run, history)
     except ProviderFailure as failure:
-        logger.warning("assistant run %s: provider failure %s", run.pk, failure.code)
+        record_provider_failure(run, failure)
         if failure.retry_safe and run.attempts + 1 < MAX_STEP_ATTEMPTS:
             run = renew(run, attempts=run.attempts + 1)
             event(run.pk, "provider_retry", {"code": failure.code, "attempt": run.attempts})
@@ -254,8 +255,9 @@ def record_step(run: AssistantRun, history: list[Any], response: Any) -> Assista
     label = run.provider_label or OFFLINE_LABEL
     history.append(response)
     calls = requested_calls(run, step, response)
+    answer = answer_fields(run.provider, response)
     with transaction.atomic():
-        run = renew(run, history=dump(history), step_count=step, attempts=0)
+        run = renew(run, history=dump(history), step_count=step, attempts=0, **answer)
         message = add_message(
             run.conversation_id,
             run=run,
@@ -265,6 +267,7 @@ def record_step(run: AssistantRun, history: list[Any], response: Any) -> Assista
             tool_calls=calls,
             usage=usage_dict(response.usage),
             provider_label=label,
+            **answer,
         )
     event(
         run.pk,

@@ -112,7 +112,7 @@ class AssistantRun(models.Model):
     #: Bumped by every write: the compare-and-set guard of ``services.transition``.
     version = models.PositiveIntegerField(_("version"), default=0)
     step_count = models.PositiveSmallIntegerField(_("steps"), default=0)
-    #: ``openai``, ``openai-compatible``, ``anthropic`` or ``offline``.
+    #: A registered provider kind (``providers.provider_kinds()``) or ``offline``.
     provider = models.CharField(_("provider"), max_length=32, blank=True)
     model_name = models.CharField(_("model"), max_length=200, blank=True)
     #: What the UI shows next to every reply ("Offline rule-based planner (no LLM)"...).
@@ -121,6 +121,13 @@ class AssistantRun(models.Model):
     error_code = models.CharField(_("error code"), max_length=64, blank=True)
     #: A message the editor can read (our words, never provider or page text).
     error_message = models.CharField(_("error message"), max_length=500, blank=True)
+    #: Operators only (the admin, the log; never the editor, never the model): the
+    #: provider's own explanation of the last failed request, redacted and cut.
+    provider_error = models.TextField(_("provider's error text"), blank=True)
+    #: The model name the provider reported on its last answer (beside ``model_name``).
+    reported_model = models.CharField(_("reported model"), max_length=200, blank=True)
+    #: The provider cut the last answer at its token limit (``finish_reason: length``).
+    incomplete = models.BooleanField(_("answer incomplete"), default=False)
 
     #: The Pydantic AI message history of the conversation up to this run's end (JSON).
     history = models.JSONField(_("model history"), default=list, blank=True)
@@ -208,6 +215,10 @@ class Message(models.Model):
     usage = models.JSONField(_("token usage"), default=dict, blank=True)
     #: The provider label an assistant message was written with (``offline`` replies say so).
     provider_label = models.CharField(_("provider label"), max_length=200, blank=True)
+    #: The model name the provider reported for this answer.
+    reported_model = models.CharField(_("reported model"), max_length=200, blank=True)
+    #: The provider cut this answer at its token limit (``finish_reason: length``).
+    incomplete = models.BooleanField(_("incomplete"), default=False)
     created = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

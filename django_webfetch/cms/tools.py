@@ -116,10 +116,10 @@ class ReadPage(Tool):
         "type": "object",
         "properties": {
             "page_id": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
-            "path": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "^/"},
+            "path": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "^/.*$"},
         },
-        "minProperties": 1,
-        "maxProperties": 1,
+        # Plain properties and an anchored pattern: what grammar-constrained servers
+        # (llama.cpp) can follow.  "Exactly one of the two" is checked in execute().
         "additionalProperties": False,
     }
 
@@ -132,6 +132,10 @@ class ReadPage(Tool):
     def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         from django_webfetch.text import extract_text, fence
 
+        if ("page_id" in arguments) == ("path" in arguments):
+            return ToolResult.failure(
+                "invalid_arguments", "Give either page_id or path (exactly one of them)."
+            )
         try:
             page, page_content, ref = content.find_page(
                 context.user, page_id=arguments.get("page_id"), path=arguments.get("path")

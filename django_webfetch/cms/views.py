@@ -78,6 +78,10 @@ def _strings() -> dict[str, Any]:
         "done": _("Done."),
         "failed": _("The assistant could not finish."),
         "cancelled": _("Cancelled."),
+        "incomplete": _(
+            "This answer is incomplete: the model stopped at its length limit. "
+            "Ask it to continue, or ask a narrower question."
+        ),
         "error": _("Something went wrong; try again."),
         "provider": _("Provider: %(label)s"),
         "offline": _("the offline planner (no language model configured)"),

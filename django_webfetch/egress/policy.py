@@ -24,6 +24,7 @@ from django.conf import settings
 
 from django_webfetch.conf import conf
 from django_webfetch.net.errors import EgressDenied, HostNotAllowed, PolicyError
+from django_webfetch.net.guard import Explanation, explain
 from django_webfetch.net.hosts import HostList, parse_host, parse_list_entry
 from django_webfetch.net.policy import DEFAULT_MEDIA_TYPES, EgressPolicy, Scope
 from django_webfetch.values import PluginGrant
@@ -32,6 +33,8 @@ __all__ = [
     "ENDPOINT_MEDIA_TYPES",
     "PluginEgressGrant",
     "PluginGrant",
+    "endpoint_policy",
+    "endpoint_verdict",
     "own_site_base",
     "own_site_hosts",
     "policy_for",
@@ -86,6 +89,38 @@ def policy_for(
             "policy_unavailable",
             detail=f"policy for group {slug!r} unavailable: {type(exc).__name__}",
         ) from exc
+
+
+def endpoint_policy(endpoint: Any) -> EgressPolicy:
+    """The policy the guard would apply to ``endpoint`` (a ``ConfiguredEndpoint``, saved or
+    not): its group's lists, this installation's hosts, and this endpoint with the values it
+    has now, as if it and its group were enabled.  What the admin and the checks hold an
+    endpoint to before it is used (``guard.explain(endpoint.base_url, ...)``).
+    """
+    from django_webfetch.models import HostListEntry, ListKind
+
+    group = endpoint.group
+    lists: dict[str, list[str]] = {ListKind.ALLOW: [], ListKind.DENY: []}
+    if group.pk is not None:
+        for kind, value in HostListEntry.objects.filter(group=group).values_list("list", "value"):
+            lists.setdefault(kind, []).append(value)
+    return EgressPolicy(
+        scope=Scope.CONFIGURED_ENDPOINT,
+        allowlist=tuple(lists[ListKind.ALLOW]),
+        denylist=tuple(lists[ListKind.DENY]),
+        own_site_hosts=own_site_hosts(),
+        endpoints=(endpoint.base_url,),
+        allow_private_hosts=(endpoint.host,) if endpoint.allow_private else (),
+        media_types=ENDPOINT_MEDIA_TYPES,
+        label=group.slug,
+        **_settings_kwargs(),
+    )
+
+
+def endpoint_verdict(endpoint: Any, *, resolve: bool = False) -> Explanation:
+    """The guard's verdict on ``endpoint``'s base URL under :func:`endpoint_policy`
+    (without a DNS lookup unless ``resolve``); never connects."""
+    return explain(endpoint.base_url, policy=endpoint_policy(endpoint), resolve=resolve)
 
 
 def _settings_kwargs() -> dict[str, Any]:

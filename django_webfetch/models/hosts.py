@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -218,6 +219,24 @@ class HostListEntry(models.Model):
         super().save(*args, **kwargs)
 
 
+#: Where the provider kinds come from: ``apps.py`` (the composition root) points this at the
+#: assistant's provider registry, so the kinds are listed in one place and models import no
+#: service.  Until then no kind is valid (fail closed).
+_provider_kind_source: Callable[[], Iterable[tuple[str, str]]] = list
+
+
+def set_provider_kind_source(source: Callable[[], Iterable[tuple[str, str]]]) -> None:
+    """Called once from ``apps.py``: ``source()`` returns ``(kind, label)`` pairs."""
+    global _provider_kind_source
+    _provider_kind_source = source
+
+
+def provider_kind_choices() -> list[tuple[str, str]]:
+    """The choices of ``ConfiguredEndpoint.provider_kind`` (a callable: read on use, so a
+    kind registered later is valid, and the migration state never lists kinds)."""
+    return list(_provider_kind_source())
+
+
 class ConfiguredEndpoint(models.Model):
     """An operator-configured HTTP endpoint: the only destinations of a
     ``configured_endpoint`` group.
@@ -251,7 +270,9 @@ class ConfiguredEndpoint(models.Model):
         default=False,
         help_text=_(
             "Let this endpoint's host resolve to private addresses (an internal search "
-            "service). Metadata addresses and mixed public/private answers stay refused."
+            "service, a model server you run yourself), and be a host of this installation "
+            "(localhost, 127.0.0.1): the host is your choice, never a model's. Metadata "
+            "addresses and mixed public/private answers stay refused."
         ),
     )
     enabled = models.BooleanField(_("enabled"), default=True)
@@ -260,11 +281,7 @@ class ConfiguredEndpoint(models.Model):
         _("LLM provider kind"),
         max_length=32,
         blank=True,
-        choices=[
-            ("openai", "OpenAI"),
-            ("openai-compatible", _("OpenAI-compatible (vLLM, Ollama, ...)")),
-            ("anthropic", "Anthropic"),
-        ],
+        choices=provider_kind_choices,
         help_text=_("Only for endpoints of the assistant group."),
     )
     model_name = models.CharField(

@@ -364,10 +364,20 @@ class UrlGuard:
         # 4. Hosts of this installation: the only hosts of own_site, refused for the rest.
         own = _parse_list(policy.own_site_hosts, "own_site_hosts")
         own_match = own.match_host(host, parsed.port) if own else None
+        # A self-hosted endpoint: the host is the operator's choice (a configured endpoint
+        # with the private-address exemption), never the model's, so it may be an own host
+        # (a model server on localhost).  Every other scope keeps the own-site rule.
+        self_hosted = (
+            policy.scope is Scope.CONFIGURED_ENDPOINT
+            and host.name in policy.allow_private_hosts
+            and _endpoint_matches(parsed, policy.endpoints) is not None
+        )
         if policy.scope is Scope.OWN_SITE:
             if own_match is None:
                 raise HostNotAllowed("not_own_site", detail=host.name)
             trace.ok("own_site", f"own host {own_match.raw}")
+        elif own_match is not None and self_hosted:
+            trace.ok("own_site", f"own host {own_match.raw}: self-hosted endpoint (operator)")
         else:
             if own_match is not None:
                 raise HostNotAllowed("own_site", detail=host.name)
@@ -458,7 +468,7 @@ class UrlGuard:
             host,
             parsed.port,
             addresses,
-            own if policy.scope is not Scope.OWN_SITE else HostList(),
+            own if policy.scope is not Scope.OWN_SITE and not self_hosted else HostList(),
             deny,
             allow if deferred_allow else None,
             deferred_port=deferred_allow and not parsed.default_port,

@@ -45,7 +45,7 @@ class FetchExternalUrl(Tool):
                 "description": "The absolute http:// or https:// URL of the page to read.",
                 "minLength": 8,
                 "maxLength": 2048,
-                "pattern": "^[hH][tT][tT][pP][sS]?://",
+                "pattern": "^[hH][tT][tT][pP][sS]?://.*$",
             },
             "mode": {
                 "type": "string",

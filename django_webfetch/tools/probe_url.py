@@ -81,7 +81,7 @@ class ProbeUrl(Tool):
                 "starting with '/'.",
                 "minLength": 1,
                 "maxLength": 2048,
-                "pattern": "^(/(?!/)|/$|[hH][tT][tT][pP][sS]?://)",
+                "pattern": "^(/|/[^/].*|[hH][tT][tT][pP][sS]?://.*)$",
             }
         },
         "required": ["url"],

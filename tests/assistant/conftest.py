@@ -63,3 +63,14 @@ def provider(
     configure_provider(kind)
     provider_server.kind = kind  # type: ignore[attr-defined]
     return provider_server
+
+
+@pytest.fixture
+def api(editor: Any, settings: Any) -> Any:
+    """An API client logged in as the editor (the run tests' URLs)."""
+    from rest_framework.test import APIClient
+
+    settings.ROOT_URLCONF = "tests.runs.urls"
+    client = APIClient()
+    client.force_login(editor)
+    return client

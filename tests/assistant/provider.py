@@ -42,6 +42,12 @@ class Turn:
     delay: float = 0.0
     #: Wait for this event before answering (a worker killed mid-request).
     hold: threading.Event | None = None
+    #: Stop reason sent as it is ("length" / "max_tokens": cut at the token limit).
+    finish: str | None = None
+    #: The model name the server reports (default: the one asked for).
+    model: str | None = None
+    #: The error body of a non-200 answer (default: a generic scripted failure).
+    error: Any = None
 
 
 @dataclass
@@ -53,8 +59,15 @@ class Recorded:
 
 
 class ProviderServer:
-    def __init__(self, address: str, context: ssl.SSLContext) -> None:
+    """``context=None`` serves plain HTTP (a self-hosted server on loopback).
+
+    ``context_window``: like llama.cpp's ``--ctx-size``, a request counted at more tokens
+    (1 token per 4 bytes of its body) is answered HTTP 400 with llama.cpp's error body.
+    """
+
+    def __init__(self, address: str, context: ssl.SSLContext | None, port: int = PORT) -> None:
         self.address = address
+        self.context_window: int | None = None
         self.script: list[Turn | Callable[[Recorded], Turn]] = []
         self.requests: list[Recorded] = []
         self.arrived = threading.Event()
@@ -65,7 +78,8 @@ class ProviderServer:
         class Handler(_Handler):
             provider = server
 
-        self._httpd = _Server((address, PORT), Handler, context)
+        self._httpd = _Server((address, port), Handler, context)
+        self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True
         )
@@ -76,6 +90,7 @@ class ProviderServer:
             self.script = []
             self.requests = []
             self.arrived = threading.Event()
+            self.context_window = None
 
     def add(self, *turns: Turn | Callable[[Recorded], Turn]) -> None:
         with self._lock:
@@ -104,7 +119,7 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     address_family = socket.AF_INET
 
-    def __init__(self, address: Any, handler: Any, context: ssl.SSLContext) -> None:
+    def __init__(self, address: Any, handler: Any, context: ssl.SSLContext | None) -> None:
         self._context = context
         super().__init__(address, handler)
 
@@ -114,6 +129,8 @@ class _Server(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, peer = self.socket.accept()
+        if self._context is None:
+            return sock, peer
         return self._context.wrap_socket(sock, server_side=True), peer
 
 
@@ -144,14 +161,31 @@ class _Handler(BaseHTTPRequestHandler):
             turn.hold.wait(120)
         if turn.delay:
             time.sleep(turn.delay)
+        tokens = len(raw) // 4
+        window = self.provider.context_window
         if kind == "unknown":
             self._send(404, b'{"error": "not found"}')
+        elif window is not None and tokens > window:
+            # llama.cpp's llama-server, past --ctx-size.
+            error = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens,
+                "n_ctx": window,
+            }
+            self._send(400, json.dumps({"error": error}).encode())
         elif turn.raw is not None:
             self._send(turn.status, turn.raw)
         elif turn.status != 200:
-            self._send(turn.status, json.dumps({"error": {"message": "scripted failure"}}).encode())
+            error = turn.error if turn.error is not None else {"message": "scripted failure"}
+            self._send(turn.status, json.dumps({"error": error}).encode())
         else:
-            payload = self._openai(turn, body) if kind == "openai" else self._anthropic(turn, body)
+            payload = (
+                self._openai(turn, body, tokens)
+                if kind == "openai"
+                else self._anthropic(turn, body, tokens)
+            )
             self._send(200, json.dumps(payload).encode())
 
     def _send(self, status: int, data: bytes) -> None:
@@ -164,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _openai(self, turn: Turn, body: Any) -> dict[str, Any]:
+    def _openai(self, turn: Turn, body: Any, tokens: int) -> dict[str, Any]:
         n = self.provider.next_id()
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.tool_calls:
@@ -183,18 +217,18 @@ class _Handler(BaseHTTPRequestHandler):
             "id": f"chatcmpl-{n}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": (body or {}).get("model", "scripted"),
+            "model": turn.model or (body or {}).get("model", "scripted"),
             "choices": [
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if turn.tool_calls else "stop",
+                    "finish_reason": turn.finish or ("tool_calls" if turn.tool_calls else "stop"),
                 }
             ],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            "usage": {"prompt_tokens": tokens, "completion_tokens": 7, "total_tokens": tokens + 7},
         }
 
-    def _anthropic(self, turn: Turn, body: Any) -> dict[str, Any]:
+    def _anthropic(self, turn: Turn, body: Any, tokens: int) -> dict[str, Any]:
         n = self.provider.next_id()
         content: list[dict[str, Any]] = []
         if turn.text:
@@ -212,11 +246,11 @@ class _Handler(BaseHTTPRequestHandler):
             "id": f"msg_{n}",
             "type": "message",
             "role": "assistant",
-            "model": (body or {}).get("model", "scripted"),
+            "model": turn.model or (body or {}).get("model", "scripted"),
             "content": content,
-            "stop_reason": "tool_use" if turn.tool_calls else "end_turn",
+            "stop_reason": turn.finish or ("tool_use" if turn.tool_calls else "end_turn"),
             "stop_sequence": None,
-            "usage": {"input_tokens": 13, "output_tokens": 5},
+            "usage": {"input_tokens": tokens, "output_tokens": 5},
         }
 
 

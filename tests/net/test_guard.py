@@ -360,3 +360,35 @@ def test_hop_number_is_recorded_on_denials():
 def test_port_refusal_type():
     with pytest.raises(PortNotAllowed):
         check(f"http://{PUBLIC_V4}:81/")
+
+
+def test_an_own_host_endpoint_needs_the_operators_exemption():
+    """configured_endpoint: a self-hosted model server on an own host (ALLOWED_HOSTS names
+    127.0.0.1) is reachable only with the endpoint's private-address exemption, and only
+    under that endpoint; every other scope keeps the own-site rule."""
+    p = {
+        "scope": Scope.CONFIGURED_ENDPOINT,
+        "endpoints": ("http://127.0.0.1:8080/v1",),
+        "own_site_hosts": ("127.0.0.1", "localhost"),
+    }
+    assert reason("http://127.0.0.1:8080/v1/chat/completions", **p) == "own_site"
+    granted = {**p, "allow_private_hosts": ("127.0.0.1",)}
+    steps = explain("http://127.0.0.1:8080/v1/chat/completions", policy=policy(**granted)).steps
+    [own] = [s for s in steps if s.name == "own_site"]
+    assert (own.verdict, own.detail) == (
+        "pass",
+        "own host 127.0.0.1: self-hosted endpoint (operator)",
+    )
+    dest = check("http://127.0.0.1:8080/v1/chat/completions", **granted)
+    assert [str(a) for a in dest.addresses] == ["127.0.0.1"]
+    # The site's own app on another port is not the endpoint.
+    assert reason("http://127.0.0.1:8000/admin/", **granted) == "own_site"
+    # A model-chosen URL (external_filtered) never gets the exemption.
+    assert reason("http://127.0.0.1:8080/v1/", own_site_hosts=("127.0.0.1",)) == "own_site"
+    # A private endpoint that is no own host needs no own-site exemption.
+    other = {
+        **granted,
+        "endpoints": ("http://127.0.0.2:8080/v1",),
+        "allow_private_hosts": ("127.0.0.2",),
+    }
+    assert check("http://127.0.0.2:8080/v1/models", **other)

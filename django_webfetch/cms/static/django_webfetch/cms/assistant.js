@@ -240,11 +240,13 @@
     });
     var state = String(pick(run, ["state", "status"]) || "");
     var message = pick(run, ["final_message", "message", "answer", "final"]);
+    var cut = Boolean(run.incomplete || (message && message.incomplete));
     if (message && typeof message === "object") { message = pick(message, ["content", "text"]); }
     var answer = turn.querySelector(".webfetch-answer");
     if (message && answer.getAttribute("data-text") !== String(message)) {
       answer.setAttribute("data-text", String(message));
       renderAnswer(answer, String(message));
+      if (cut) { answer.appendChild(el("p", "webfetch-incomplete", T.incomplete)); }
     }
     var progress = turn.querySelector(".webfetch-progress");
     var finished = ["completed", "failed", "cancelled"].indexOf(state) >= 0;
