@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from .base import EgressTransport, PinnedHop
 from .errors import (
     AddressNotAllowed,
     EgressDenied,
@@ -36,6 +37,7 @@ from .fetcher import (
     fetch,
     parse_media_type,
 )
+from .foreign import FOREIGN_ERRORS, foreign_errors
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .guarded import (
     AsyncGuardedTransport,
@@ -44,6 +46,7 @@ from .guarded import (
     guarded_client,
 )
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
+from .transport import PinnedTransport
 
 __all__ = [
     "AddressNotAllowed",
@@ -51,9 +54,11 @@ __all__ = [
     "DEFAULT_MEDIA_TYPES",
     "EgressDenied",
     "EgressPolicy",
+    "EgressTransport",
     "Explanation",
     "ExtractionError",
     "FAILURES",
+    "FOREIGN_ERRORS",
     "FetchError",
     "FetchResult",
     "FetchTimeout",
@@ -64,6 +69,8 @@ __all__ = [
     "Hop",
     "HostNotAllowed",
     "InvalidURL",
+    "PinnedHop",
+    "PinnedTransport",
     "PolicyError",
     "PortNotAllowed",
     "REPORTED_HEADERS",
@@ -83,6 +90,7 @@ __all__ = [
     "explain",
     "failure_of",
     "fetch",
+    "foreign_errors",
     "guarded_async_client",
     "guarded_client",
     "parse_media_type",

@@ -35,18 +35,12 @@ from typing import Any
 import anyio.to_thread
 import httpx
 
-from .errors import EgressDenied, FetchTimeout, ResolutionError, WebFetchError
-from .fetcher import (
-    GuardEvent,
-    Observer,
-    _as_fetch_errors,
-    _BoundedDecoder,
-    _content_coding,
-    _refusal_event,
-)
-from .guard import ResolvedDestination, UrlGuard
+from .base import EgressTransport, Observer, PinnedHop
+from .body import ACCEPT_ENCODING, BoundedDecoder, content_coding
+from .errors import WebFetchError
+from .foreign import foreign_errors
+from .guard import UrlGuard
 from .policy import EgressPolicy
-from .transport import PinnedTransport
 
 __all__ = ["AsyncGuardedTransport", "GuardedTransport", "guarded_async_client", "guarded_client"]
 
@@ -56,7 +50,7 @@ PolicySource = EgressPolicy | Callable[[httpx.Request], EgressPolicy]
 _STALE_AFTER_DECODING = ("content-encoding", "content-length")
 
 
-class GuardedTransport(httpx.BaseTransport):
+class GuardedTransport(EgressTransport, httpx.BaseTransport):
     """Guard, pin and bound every request; see the module docstring."""
 
     def __init__(
@@ -69,14 +63,13 @@ class GuardedTransport(httpx.BaseTransport):
         timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(guard, clock=clock)
         self._policy = policy
-        self._guard = guard or UrlGuard()
-        self._observer: Observer = observer or (lambda event: None)
+        self._observer = observer
         self._max_response_bytes = max_response_bytes
         if timeout is not None and not timeout > 0:
             raise ValueError("timeout must be positive")
         self._timeout = timeout
-        self._clock = clock
 
     def policy_for(self, request: httpx.Request) -> EgressPolicy:
         if isinstance(self._policy, EgressPolicy):
@@ -84,126 +77,61 @@ class GuardedTransport(httpx.BaseTransport):
         return self._policy(request)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        start = self._clock()
         policy = self.policy_for(request)
+        start = self.clock()
         deadline = start + (self._timeout if self._timeout is not None else policy.total_timeout)
-        url = str(request.url)
+        pinned = self.open_hop(str(request.url), policy, deadline=deadline, observer=self._observer)
         try:
-            destination = self._guard.check(url, policy, deadline=deadline)
-        except (EgressDenied, ResolutionError, FetchTimeout) as exc:
-            self._observer(_refusal_event(0, url, exc, self._clock() - start))
-            raise
-        addresses = tuple(str(a) for a in destination.addresses)
-        self._emit(destination, "allowed", "allowed", addresses, start)
-        connected: list[str] = []
-        transport = PinnedTransport(
-            destination,
-            ca_file=policy.ca_file,
-            connect_timeout=policy.connect_timeout,
-            deadline=deadline,
-            on_connect=connected.append,
-        )
-        # Send exactly what was checked: the normalised URL (dot segments removed, a
-        # trailing dot dropped) and its A-label authority, never what the caller wrote.
-        request.url = httpx.URL(destination.url.geturl())
-        request.headers["Host"] = destination.url.authority
-        request.headers["Accept-Encoding"] = "gzip, deflate"
-        try:
-            with _as_fetch_errors():
-                response = transport.handle_request(request)
-            coding = _content_coding(response)
-        except WebFetchError as exc:
-            transport.close()
-            self._emit(
-                destination,
-                "failed",
-                exc.code,
-                addresses,
-                start,
-                detail=exc.detail,
-                failure=exc.failure,
-            )
-            raise
-        limit = self._max_response_bytes if self._max_response_bytes is not None else 2**62
-        stream = _GuardedStream(
-            response,
-            transport,
-            _BoundedDecoder(coding, limit),
-            on_close=lambda size, error: self._emit(
-                destination,
-                "failed" if error is not None else "fetched",
-                error.code if error is not None else "ok",
-                (connected[-1],) if connected else addresses,
-                start,
-                status=response.status_code,
-                size=size,
-                detail=error.detail if error is not None else "",
-                failure=error.failure if error is not None else "",
-            ),
-        )
-        headers = [
-            (name, value)
-            for name, value in response.headers.multi_items()
-            if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
-        ]
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=headers,
-            stream=stream,
-            extensions=response.extensions,
-        )
+            # Send exactly what was checked: the normalised URL (dot segments removed, a
+            # trailing dot dropped) and its A-label authority, never what the caller wrote.
+            request.url = httpx.URL(pinned.destination.url.geturl())
+            request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+            response = pinned.send(request)
+            with foreign_errors():
+                coding = content_coding(response)
+                headers = [
+                    (name, value)
+                    for name, value in response.headers.multi_items()
+                    if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
+                ]
+                guarded = httpx.Response(
+                    status_code=response.status_code,
+                    headers=headers,
+                    stream=_GuardedStream(
+                        response,
+                        pinned,
+                        BoundedDecoder(coding, self._limit()),
+                    ),
+                    extensions=response.extensions,
+                )
+        except BaseException:
+            with pinned:  # records the failure, releases the connection
+                raise
+        return guarded
 
-    def _emit(
-        self,
-        destination: ResolvedDestination,
-        decision: str,
-        reason: str,
-        addresses: tuple[str, ...],
-        start: float,
-        *,
-        status: int | None = None,
-        size: int = 0,
-        detail: str = "",
-        failure: str = "",
-    ) -> None:
-        self._observer(
-            GuardEvent(
-                hop=0,
-                url_host=destination.host,
-                port=destination.port,
-                decision=decision,
-                reason=reason,
-                addresses=addresses,
-                bytes=size,
-                duration=self._clock() - start,
-                status=status,
-                detail=detail,
-                failure=failure,
-            )
-        )
+    def _limit(self) -> int:
+        return self._max_response_bytes if self._max_response_bytes is not None else 2**62
 
 
 class _GuardedStream(httpx.SyncByteStream):
-    """The pinned response's body, decoded under the cap; closes the pinned transport."""
+    """The pinned response's body, decoded under the cap; closes the hop (its record and
+    its connection) when the body is closed."""
 
     def __init__(
         self,
         response: httpx.Response,
-        transport: PinnedTransport,
-        decoder: _BoundedDecoder,
-        *,
-        on_close: Callable[[int, WebFetchError | None], None],
+        pinned: PinnedHop,
+        decoder: BoundedDecoder,
     ) -> None:
         self._response = response
-        self._transport = transport
+        self._pinned = pinned
         self._decoder = decoder
-        self._on_close = on_close
         self._error: WebFetchError | None = None
         self._closed = False
 
     def __iter__(self) -> Iterator[bytes]:
         try:
-            with _as_fetch_errors():
+            with foreign_errors():
                 for chunk in self._response.iter_raw():
                     yield self._decoder.feed(chunk)
                 yield self._decoder.flush()
@@ -218,8 +146,12 @@ class _GuardedStream(httpx.SyncByteStream):
         try:
             self._response.close()
         finally:
-            self._transport.close()
-            self._on_close(self._decoder.total, self._error)
+            status, size = self._response.status_code, self._decoder.total
+            if self._error is not None:
+                self._pinned.failed(self._error, status=status, size=size)
+            else:
+                self._pinned.fetched(status=status, size=size)
+            self._pinned.close()
 
 
 class AsyncGuardedTransport(httpx.AsyncBaseTransport):
