@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from .base import EgressTransport, PinnedHop
+from .bridge import guarded_httpx2_client
 from .errors import (
     AddressNotAllowed,
     EgressDenied,
@@ -40,7 +41,9 @@ from .fetcher import (
 from .foreign import FOREIGN_ERRORS, foreign_errors
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .guarded import (
+    AsyncGuardedClient,
     AsyncGuardedTransport,
+    GuardedClient,
     GuardedTransport,
     guarded_async_client,
     guarded_client,
@@ -50,6 +53,7 @@ from .transport import PinnedTransport
 
 __all__ = [
     "AddressNotAllowed",
+    "AsyncGuardedClient",
     "AsyncGuardedTransport",
     "DEFAULT_MEDIA_TYPES",
     "EgressDenied",
@@ -64,6 +68,7 @@ __all__ = [
     "FetchTimeout",
     "Fetcher",
     "GuardEvent",
+    "GuardedClient",
     "GuardedTransport",
     "HARD_LIMITS",
     "Hop",
@@ -93,5 +98,6 @@ __all__ = [
     "foreign_errors",
     "guarded_async_client",
     "guarded_client",
+    "guarded_httpx2_client",
     "parse_media_type",
 ]

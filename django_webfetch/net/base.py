@@ -29,10 +29,18 @@ from types import TracebackType
 
 import httpx
 
-from .errors import EgressDenied, FetchError, FetchTimeout, ResolutionError, WebFetchError
+from .errors import (
+    EgressDenied,
+    FetchError,
+    FetchTimeout,
+    InvalidURL,
+    ResolutionError,
+    WebFetchError,
+)
 from .foreign import foreign_errors, translate
 from .guard import ResolvedDestination, UrlGuard
 from .policy import EgressPolicy
+from .rawurl import same_origin
 from .transport import PinnedTransport
 from .urlparse import parse_url
 
@@ -131,10 +139,26 @@ class EgressTransport:
             on_connect=on_connect,
         )
 
+    def verify(self, destination: ResolvedDestination, sent: httpx.URL | None) -> None:
+        """Refuse a request whose URL (as httpx built it) names another origin than the
+        one the guard checked: a parser differential is never resolved in httpx's favour."""
+        if sent is not None and not same_origin(
+            sent, destination.scheme, destination.host, destination.port
+        ):
+            raise InvalidURL(detail="the request's URL names another origin than the checked one")
+
     def record(self, event: GuardEvent, observer: Observer | None) -> None:
         """Hand one audit record to ``observer``; an observer's error propagates (a hop is
         never made unaudited)."""
         (observer or _ignore)(event)
+
+    def refuse(
+        self, url: str, exc: WebFetchError, observer: Observer | None, *, hop: int = 0
+    ) -> WebFetchError:
+        """Record a refusal decided before the guard could run (a URL no client can even
+        build a request for) and return ``exc`` to raise."""
+        self.record(refusal_event(hop, url, exc, 0.0), observer)
+        return exc
 
     # -- the one path ----------------------------------------------------------------------
 
@@ -146,12 +170,18 @@ class EgressTransport:
         deadline: float,
         observer: Observer | None,
         hop: int = 0,
+        sent: httpx.URL | None = None,
     ) -> PinnedHop:
-        """Guard ``url``, record the decision and return the hop, pinned and not yet sent."""
+        """Guard ``url``, record the decision and return the hop, pinned and not yet sent.
+
+        ``sent``: the URL httpx built from ``url`` (when a client sends it); it must name
+        the checked origin (``verify``).
+        """
         start = self._clock()
         try:
             with foreign_errors():
                 destination = self.check(url, policy, deadline=deadline, hop=hop)
+                self.verify(destination, sent)
         except (EgressDenied, ResolutionError, FetchTimeout) as exc:
             # Refused, or the resolver / budget failed: on record before it propagates.
             self.record(refusal_event(hop, url, exc, self._clock() - start), observer)
@@ -195,6 +225,11 @@ class PinnedHop:
     def address(self) -> str | None:
         """The address the connection was made to (``None`` before it connected)."""
         return self.connected[-1] if self.connected else None
+
+    @property
+    def closed(self) -> bool:
+        """Whether the record is closed and the connection released."""
+        return self._closed
 
     def send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` on the pinned connection, addressed to the checked name."""

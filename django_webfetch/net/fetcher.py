@@ -26,7 +26,7 @@ from .errors import (
 )
 from .foreign import foreign_errors
 from .policy import EgressPolicy
-from .urlparse import join_url
+from .rawurl import next_url
 
 __all__ = [
     "REPORTED_HEADERS",
@@ -194,7 +194,7 @@ class Fetcher(EgressTransport):
                     raise TooManyRedirects(detail=f"more than {policy.max_redirects} redirects")
                 # Resolved against the hop's URL; the next iteration runs the whole guard
                 # on it (a "file:" or private target is refused there).
-                current = join_url(destination.url, hop_record.location)
+                current = next_url(destination.url.geturl(), hop_record.location)
                 continue
             media_type, charset, body = result
             self._check_budget(deadline)

@@ -68,15 +68,42 @@ def _dns(exc: BaseException) -> WebFetchError:
 
 _Row = tuple[tuple[type[BaseException], ...], Callable[[BaseException], WebFetchError]]
 
+
+def _httpx2(*names: str) -> tuple[type[BaseException], ...]:
+    """httpx2's classes of these names (the SDK bridge's library), when it is installed."""
+    try:
+        import httpx2
+    except ImportError:  # pragma: no cover - httpx2 comes with the LLM SDKs
+        return ()
+    return tuple(getattr(httpx2, name) for name in names)
+
+
 #: (foreign exception types, the project's error built from one).  First match wins.
 FOREIGN_ERRORS: tuple[_Row, ...] = (
-    ((httpx.TimeoutException, httpcore.TimeoutException, TimeoutError), _timeout),
-    ((httpx.TooManyRedirects,), _redirects),
-    ((httpx.InvalidURL, httpx.UnsupportedProtocol, httpcore.UnsupportedProtocol), _invalid_url),
+    (
+        (
+            httpx.TimeoutException,
+            httpcore.TimeoutException,
+            TimeoutError,
+            *_httpx2("TimeoutException"),
+        ),
+        _timeout,
+    ),
+    ((httpx.TooManyRedirects, *_httpx2("TooManyRedirects")), _redirects),
+    (
+        (
+            httpx.InvalidURL,
+            httpx.UnsupportedProtocol,
+            httpcore.UnsupportedProtocol,
+            *_httpx2("InvalidURL", "UnsupportedProtocol"),
+        ),
+        _invalid_url,
+    ),
     (
         (
             httpx.HTTPError,
             httpx.StreamError,
+            *_httpx2("HTTPError", "StreamError"),
             httpcore.ProtocolError,
             httpcore.NetworkError,
             h11.ProtocolError,

@@ -37,17 +37,37 @@ import httpx
 
 from .base import EgressTransport, Observer, PinnedHop
 from .body import ACCEPT_ENCODING, BoundedDecoder, content_coding
-from .errors import WebFetchError
+from .errors import EgressDenied, WebFetchError
 from .foreign import foreign_errors
 from .guard import UrlGuard
 from .policy import EgressPolicy
+from .rawurl import CHECKED_URL, FOLLOW, RAW_URL, on_redirect, stamp, syntax_verdict
 
-__all__ = ["AsyncGuardedTransport", "GuardedTransport", "guarded_async_client", "guarded_client"]
+__all__ = [
+    "AsyncGuardedClient",
+    "AsyncGuardedTransport",
+    "GuardedClient",
+    "GuardedTransport",
+    "guarded_async_client",
+    "guarded_client",
+]
 
 PolicySource = EgressPolicy | Callable[[httpx.Request], EgressPolicy]
 
 #: Hop-by-hop and framing headers that describe the encoded body we replace.
-_STALE_AFTER_DECODING = ("content-encoding", "content-length")
+_STALE_AFTER_DECODING = (b"content-encoding", b"content-length")
+
+
+def _target(sent: httpx.URL, checked: str, raw: object) -> httpx.URL:
+    """What is sent: exactly the checked URL (normalised, A-label authority); when the
+    client merged ``params`` into the caller's URL, the checked origin with httpx's path
+    and query (the origin was verified equal)."""
+    target = httpx.URL(checked)
+    if isinstance(raw, str):
+        own = httpx.URL(raw).raw_path
+        if sent.raw_path != own and sent.raw_path.partition(b"?")[0] == own.partition(b"?")[0]:
+            return target.copy_with(raw_path=sent.raw_path)
+    return target
 
 
 class GuardedTransport(EgressTransport, httpx.BaseTransport):
@@ -71,6 +91,11 @@ class GuardedTransport(EgressTransport, httpx.BaseTransport):
             raise ValueError("timeout must be positive")
         self._timeout = timeout
 
+    @property
+    def observer(self) -> Observer | None:
+        """Where this transport's audit records go."""
+        return self._observer
+
     def policy_for(self, request: httpx.Request) -> EgressPolicy:
         if isinstance(self._policy, EgressPolicy):
             return self._policy
@@ -80,18 +105,25 @@ class GuardedTransport(EgressTransport, httpx.BaseTransport):
         policy = self.policy_for(request)
         start = self.clock()
         deadline = start + (self._timeout if self._timeout is not None else policy.total_timeout)
-        pinned = self.open_hop(str(request.url), policy, deadline=deadline, observer=self._observer)
+        raw = request.extensions.get(RAW_URL)
+        # The caller's string when a client of ours kept it (``net.rawurl``), else the URL
+        # as httpx holds it; either way httpx's URL must name the origin the guard checked.
+        url = raw if isinstance(raw, str) else str(request.url)
+        pinned = self.open_hop(
+            url, policy, deadline=deadline, observer=self._observer, sent=request.url
+        )
         try:
-            # Send exactly what was checked: the normalised URL (dot segments removed, a
-            # trailing dot dropped) and its A-label authority, never what the caller wrote.
-            request.url = httpx.URL(pinned.destination.url.geturl())
-            request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+            with foreign_errors():
+                request.url = _target(request.url, pinned.destination.url.geturl(), raw)
+                request.headers["Accept-Encoding"] = ACCEPT_ENCODING
             response = pinned.send(request)
             with foreign_errors():
                 coding = content_coding(response)
+                # The raw bytes: httpx would re-encode str values as ASCII (a non-ASCII
+                # value the server sent would raise ``UnicodeEncodeError`` here).
                 headers = [
                     (name, value)
-                    for name, value in response.headers.multi_items()
+                    for name, value in response.headers.raw
                     if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
                 ]
                 guarded = httpx.Response(
@@ -102,7 +134,10 @@ class GuardedTransport(EgressTransport, httpx.BaseTransport):
                         pinned,
                         BoundedDecoder(coding, self._limit()),
                     ),
-                    extensions=response.extensions,
+                    extensions={
+                        **response.extensions,
+                        CHECKED_URL: pinned.destination.url.geturl(),
+                    },
                 )
         except BaseException:
             with pinned:  # records the failure, releases the connection
@@ -164,6 +199,15 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
     def __init__(self, policy: PolicySource, **kwargs: Any) -> None:
         self._sync = GuardedTransport(policy, **kwargs)
 
+    @property
+    def observer(self) -> Observer | None:
+        return self._sync.observer
+
+    def refuse(
+        self, url: str, exc: WebFetchError, observer: Observer | None, *, hop: int = 0
+    ) -> WebFetchError:
+        return self._sync.refuse(url, exc, observer, hop=hop)
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
         sync_request = httpx.Request(
@@ -199,6 +243,78 @@ class _AsyncStream(httpx.AsyncByteStream):
         await anyio.to_thread.run_sync(self._inner.close)
 
 
+class _RawURLClient:
+    """What the guarded clients add to httpx's: the caller's URL string kept for the guard,
+    redirects decided as ``net.fetch`` decides them, errors renamed (``net.rawurl``)."""
+
+    _guarded: GuardedTransport | AsyncGuardedTransport
+
+    def _keep(self, request: httpx.Request, url: object) -> httpx.Request:
+        stamp(request, url)
+        return request
+
+    def refuse_unbuildable(self, url: object) -> WebFetchError:
+        """Record and return the refusal of a URL the client library cannot build a
+        request for: the guard's syntax verdict on the caller's string."""
+        return self._guarded.refuse(str(url)[:8192], syntax_verdict(url), self._guarded.observer)
+
+    def refuse_redirect(self, url: str, verdict: EgressDenied) -> WebFetchError:
+        """Record and return the refusal of a redirect target (the next hop)."""
+        return self._guarded.refuse(url, verdict, self._guarded.observer, hop=1)
+
+    def _on_response(self, response: httpx.Response) -> None:
+        on_redirect(response, self.refuse_redirect)
+
+
+class GuardedClient(_RawURLClient, httpx.Client):
+    """An ``httpx.Client`` on ``GuardedTransport`` (see ``net.rawurl``)."""
+
+    def __init__(self, transport: GuardedTransport, **kwargs: Any) -> None:
+        self._guarded = transport
+        super().__init__(
+            transport=transport, event_hooks={"response": [self._on_response]}, **kwargs
+        )
+
+    def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx.Request:
+        try:
+            request = super().build_request(method, url, **kwargs)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError):
+            raise self.refuse_unbuildable(url) from None
+        return self._keep(request, url)
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        follow = kwargs.get("follow_redirects")
+        request.extensions[FOLLOW] = follow if isinstance(follow, bool) else self.follow_redirects
+        with foreign_errors():
+            return super().send(request, **kwargs)
+
+
+class AsyncGuardedClient(_RawURLClient, httpx.AsyncClient):
+    """An ``httpx.AsyncClient`` on ``AsyncGuardedTransport`` (see ``net.rawurl``)."""
+
+    def __init__(self, transport: AsyncGuardedTransport, **kwargs: Any) -> None:
+        self._guarded = transport
+        super().__init__(
+            transport=transport, event_hooks={"response": [self._async_on_response]}, **kwargs
+        )
+
+    async def _async_on_response(self, response: httpx.Response) -> None:
+        self._on_response(response)
+
+    def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx.Request:
+        try:
+            request = super().build_request(method, url, **kwargs)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError):
+            raise self.refuse_unbuildable(url) from None
+        return self._keep(request, url)
+
+    async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        follow = kwargs.get("follow_redirects")
+        request.extensions[FOLLOW] = follow if isinstance(follow, bool) else self.follow_redirects
+        with foreign_errors():
+            return await super().send(request, **kwargs)
+
+
 def _client_kwargs(timeout: float | None) -> dict[str, Any]:
     return {
         "follow_redirects": False,
@@ -215,7 +331,7 @@ def guarded_client(
     max_response_bytes: int | None = None,
     timeout: float | None = None,
     guard: UrlGuard | None = None,
-) -> httpx.Client:
+) -> GuardedClient:
     """An ``httpx.Client`` on ``GuardedTransport``: no redirects, no environment."""
     transport = GuardedTransport(
         policy,
@@ -224,7 +340,7 @@ def guarded_client(
         max_response_bytes=max_response_bytes,
         timeout=timeout,
     )
-    return httpx.Client(transport=transport, **_client_kwargs(timeout))
+    return GuardedClient(transport, **_client_kwargs(timeout))
 
 
 def guarded_async_client(
@@ -234,7 +350,7 @@ def guarded_async_client(
     max_response_bytes: int | None = None,
     timeout: float | None = None,
     guard: UrlGuard | None = None,
-) -> httpx.AsyncClient:
+) -> AsyncGuardedClient:
     """An ``httpx.AsyncClient`` on ``AsyncGuardedTransport``: no redirects, no environment."""
     transport = AsyncGuardedTransport(
         policy,
@@ -243,4 +359,4 @@ def guarded_async_client(
         max_response_bytes=max_response_bytes,
         timeout=timeout,
     )
-    return httpx.AsyncClient(transport=transport, **_client_kwargs(timeout))
+    return AsyncGuardedClient(transport, **_client_kwargs(timeout))

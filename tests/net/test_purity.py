@@ -42,6 +42,7 @@ def test_exported_members_are_sorted_and_real():
     modules = {
         "base",
         "body",
+        "bridge",
         "errors",
         "foreign",
         "failures",
@@ -49,6 +50,7 @@ def test_exported_members_are_sorted_and_real():
         "guard",
         "guarded",
         "policy",
+        "rawurl",
         "transport",
         "resolve",
         "hosts",
