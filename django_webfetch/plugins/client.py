@@ -247,7 +247,7 @@ class PluginHttp:
         try:
             return self._transmit(request, group, observe, timeout)
         except WebFetchError as exc:
-            if not last or last[-1] not in ("denied", "failed"):
+            if not {"denied", "failed"} & set(last):  # the transport recorded it already
                 recorder.record_exception(exc, url_host=host)
             raise
         finally:
