@@ -20,7 +20,7 @@ import httpx
 
 from .foreign import foreign_errors
 from .guarded import AsyncGuardedClient
-from .rawurl import CHECKED_URL, FOLLOW, RAW_URL, on_redirect, stamp
+from .rawurl import CHECKED_URL, RAW_URL, keep_built, mark_follow, on_redirect
 
 __all__ = ["guarded_httpx2_client"]
 
@@ -62,18 +62,14 @@ def guarded_httpx2_client(inner: AsyncGuardedClient, *, timeout: float) -> Any:
 
     class Client(httpx2.AsyncClient):
         def build_request(self, method: str, url: Any, **kwargs: Any) -> Any:
-            try:
-                request = super().build_request(method, url, **kwargs)
-            except (httpx2.InvalidURL, httpx2.UnsupportedProtocol, UnicodeError):
-                raise inner.refuse_unbuildable(url) from None
-            stamp(request, url)
-            return request
+            build = super().build_request
+            unbuildable = (httpx2.InvalidURL, httpx2.UnsupportedProtocol, UnicodeError)
+            return keep_built(
+                lambda: build(method, url, **kwargs), url, unbuildable, inner.refuse_unbuildable
+            )
 
         async def send(self, request: Any, **kwargs: Any) -> Any:
-            follow = kwargs.get("follow_redirects")
-            request.extensions[FOLLOW] = (
-                follow if isinstance(follow, bool) else self.follow_redirects
-            )
+            mark_follow(request, kwargs.get("follow_redirects"), self.follow_redirects)
             with foreign_errors():
                 return await super().send(request, **kwargs)
 

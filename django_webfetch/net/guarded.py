@@ -41,7 +41,7 @@ from .errors import EgressDenied, WebFetchError
 from .foreign import foreign_errors
 from .guard import UrlGuard
 from .policy import EgressPolicy
-from .rawurl import CHECKED_URL, FOLLOW, RAW_URL, on_redirect, stamp, syntax_verdict
+from .rawurl import CHECKED_URL, RAW_URL, keep_built, mark_follow, on_redirect, syntax_verdict
 
 __all__ = [
     "AsyncGuardedClient",
@@ -243,15 +243,15 @@ class _AsyncStream(httpx.AsyncByteStream):
         await anyio.to_thread.run_sync(self._inner.close)
 
 
+#: What httpx raises for a URL it cannot build a request for.
+_UNBUILDABLE = (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError)
+
+
 class _RawURLClient:
     """What the guarded clients add to httpx's: the caller's URL string kept for the guard,
     redirects decided as ``net.fetch`` decides them, errors renamed (``net.rawurl``)."""
 
     _guarded: GuardedTransport | AsyncGuardedTransport
-
-    def _keep(self, request: httpx.Request, url: object) -> httpx.Request:
-        stamp(request, url)
-        return request
 
     def refuse_unbuildable(self, url: object) -> WebFetchError:
         """Record and return the refusal of a URL the client library cannot build a
@@ -276,15 +276,14 @@ class GuardedClient(_RawURLClient, httpx.Client):
         )
 
     def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx.Request:
-        try:
-            request = super().build_request(method, url, **kwargs)
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError):
-            raise self.refuse_unbuildable(url) from None
-        return self._keep(request, url)
+        build = super().build_request
+        request: httpx.Request = keep_built(
+            lambda: build(method, url, **kwargs), url, _UNBUILDABLE, self.refuse_unbuildable
+        )
+        return request
 
     def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
-        follow = kwargs.get("follow_redirects")
-        request.extensions[FOLLOW] = follow if isinstance(follow, bool) else self.follow_redirects
+        mark_follow(request, kwargs.get("follow_redirects"), self.follow_redirects)
         with foreign_errors():
             return super().send(request, **kwargs)
 
@@ -302,15 +301,14 @@ class AsyncGuardedClient(_RawURLClient, httpx.AsyncClient):
         self._on_response(response)
 
     def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx.Request:
-        try:
-            request = super().build_request(method, url, **kwargs)
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError):
-            raise self.refuse_unbuildable(url) from None
-        return self._keep(request, url)
+        build = super().build_request
+        request: httpx.Request = keep_built(
+            lambda: build(method, url, **kwargs), url, _UNBUILDABLE, self.refuse_unbuildable
+        )
+        return request
 
     async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
-        follow = kwargs.get("follow_redirects")
-        request.extensions[FOLLOW] = follow if isinstance(follow, bool) else self.follow_redirects
+        mark_follow(request, kwargs.get("follow_redirects"), self.follow_redirects)
         with foreign_errors():
             return await super().send(request, **kwargs)
 

@@ -28,6 +28,8 @@ __all__ = [
     "CHECKED_URL",
     "FOLLOW",
     "RAW_URL",
+    "keep_built",
+    "mark_follow",
     "next_url",
     "on_redirect",
     "same_origin",
@@ -59,6 +61,26 @@ def stamp(request: Any, url: object) -> Any:
     if isinstance(url, str):
         request.extensions[RAW_URL] = url
     return request
+
+
+def keep_built(
+    build: Callable[[], Any],
+    url: object,
+    unbuildable: tuple[type[BaseException], ...],
+    refuse: Callable[[object], WebFetchError],
+) -> Any:
+    """A client's ``build_request``: the request, with the caller's string kept; a URL the
+    library cannot build a request for is refused (``refuse``) with the guard's verdict."""
+    try:
+        request = build()
+    except unbuildable:
+        raise refuse(url) from None
+    return stamp(request, url)
+
+
+def mark_follow(request: Any, follow: object, default: bool) -> None:
+    """A client's ``send``: note whether this request's redirects are followed."""
+    request.extensions[FOLLOW] = follow if isinstance(follow, bool) else default
 
 
 def syntax_verdict(url: object) -> EgressDenied:

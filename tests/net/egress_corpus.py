@@ -11,6 +11,20 @@ from __future__ import annotations
 
 import sys
 import unicodedata
+from collections.abc import Callable
+
+from django_webfetch.net import EgressDenied, WebFetchError
+
+
+def verdict(call: Callable[[], object]) -> str:
+    """What one path answered: the refusal's reason, the failure's code, or "ok"."""
+    try:
+        call()
+    except EgressDenied as exc:
+        return exc.reason
+    except WebFetchError as exc:
+        return exc.code
+    return "ok"
 
 
 def _digit_zeros() -> list[str]:

@@ -25,8 +25,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from django_webfetch.net import (
-    EgressDenied,
-    WebFetchError,
     fetch,
     guarded_async_client,
     guarded_client,
@@ -34,7 +32,7 @@ from django_webfetch.net import (
 )
 from django_webfetch.net.base import PinnedHop
 
-from .egress_corpus import corpus, port_spellings
+from .egress_corpus import corpus, port_spellings, verdict
 
 pytestmark = pytest.mark.lab
 
@@ -49,16 +47,6 @@ def _dns(lab) -> None:
     lab.dns.set("xn--bcher-kva.lab.example", a=[V4])
     lab.dns.set("ungranted.lab.example", a=["11.0.0.12"])
     lab.dns.set("kelvin.lab.example", a=[V4])
-
-
-def _verdict(call: Callable[[], object]) -> str:
-    try:
-        call()
-    except EgressDenied as exc:
-        return exc.reason
-    except WebFetchError as exc:
-        return exc.code
-    return "ok"
 
 
 def _async(coro_factory: Callable[[], object]) -> Callable[[], object]:
@@ -120,10 +108,10 @@ def _assert_closed(events: list) -> None:
 
 def _agree(lab, url: str) -> str:
     policy = lab.policy()
-    expected = _verdict(lambda: fetch(url, policy=policy, follow_redirects=False))
+    expected = verdict(lambda: fetch(url, policy=policy, follow_redirects=False))
     before = len(lab.accepts())
     events: list = []
-    got = {name: _verdict(send(url)) for name, send in _paths(policy, events).items()}
+    got = {name: verdict(send(url)) for name, send in _paths(policy, events).items()}
     assert got == dict.fromkeys(got, expected), (url, expected, got)
     if expected not in ("ok", "fetch_error"):
         assert len(lab.accepts()) == before, (url, "a refused URL reached a server")
@@ -136,7 +124,7 @@ def _agree(lab, url: str) -> str:
 
 
 @pytest.mark.parametrize("url", CORPUS, ids=[ascii(u)[1:-1][:60] for u in CORPUS])
-def test_every_path_gives_net_fetchs_verdict(lab, url):
+def test_every_path_gives_net_fetchsverdict(lab, url):
     _dns(lab)
     _agree(lab, url)
     lab.check_no_private_traffic()
@@ -228,17 +216,17 @@ def test_redirect_errors_map_close_the_record_and_release_the_connection(lab, ca
     _dns(lab)
     url, expected, followed = _error_cases(lab)[case]
     policy = lab.policy()
-    assert _verdict(lambda: fetch(url, policy=policy)) == expected
+    assert verdict(lambda: fetch(url, policy=policy)) == expected
     for name, send in _paths(policy, events := []).items():
         events.clear()
-        verdict = _verdict(send(url))
+        got = verdict(send(url))
         follows = name.endswith("_follow")
         if followed and not follows:
             # Not following: the 3xx is the answer, as net.fetch(follow_redirects=False).
-            assert verdict == "ok", (name, verdict)
-            assert _verdict(lambda: fetch(url, policy=policy, follow_redirects=False)) == "ok"
+            assert got == "ok", (name, got)
+            assert verdict(lambda: fetch(url, policy=policy, follow_redirects=False)) == "ok"
         else:
-            assert verdict == expected, (name, verdict)
+            assert got == expected, (name, got)
             assert [e.reason for e in events if e.decision == "denied"] == [expected], name
         assert {"allowed", "fetched"} <= {e.decision for e in events}, name
         _assert_closed(events)
@@ -253,12 +241,12 @@ def test_a_non_ascii_header_value_is_passed_as_bytes_on_every_path(lab):
     _dns(lab)
     policy = lab.policy()
     url = f"http://{HOST}/headers"
-    assert _verdict(lambda: fetch(url, policy=policy)) == "ok"
+    assert verdict(lambda: fetch(url, policy=policy)) == "ok"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for name, send in _paths(policy, events := []).items():
             events.clear()
-            assert _verdict(send(url)) == "ok", name
+            assert verdict(send(url)) == "ok", name
             assert [e.decision for e in events] == ["allowed", "fetched"], name
             assert _open_hops() == [], name
     with guarded_client(policy) as client:

@@ -16,10 +16,10 @@ import pytest
 
 from django_webfetch.egress import policy_for
 from django_webfetch.models import EgressEvent
-from django_webfetch.net import EgressDenied, WebFetchError, fetch
+from django_webfetch.net import EgressDenied, fetch
 from django_webfetch.plugins import services
 from django_webfetch.plugins.client import plugin_reason
-from tests.net.egress_corpus import corpus
+from tests.net.egress_corpus import corpus, verdict
 
 pytestmark = [pytest.mark.django_db, pytest.mark.lab]
 
@@ -29,16 +29,6 @@ V6 = "2606:4700:10::10"
 
 def _cases() -> list[str]:
     return corpus(HOST, "11.0.0.10", V6)
-
-
-def _verdict(call) -> str:
-    try:
-        call()
-    except EgressDenied as exc:
-        return exc.reason
-    except WebFetchError as exc:
-        return exc.code
-    return "ok"
 
 
 def _assert_closed(rows) -> None:
@@ -59,10 +49,10 @@ def test_every_corpus_url_gets_net_fetchs_verdict_through_the_plugin_client(gran
     lab, instance, policy = granted
     disagreements = []
     for url in _cases():
-        expected = _verdict(lambda url=url: fetch(url, policy=policy, follow_redirects=False))
+        expected = verdict(lambda url=url: fetch(url, policy=policy, follow_redirects=False))
         before = len(lab.accepts())
         first = EgressEvent.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-        got = _verdict(lambda url=url: instance.http.get(url))
+        got = verdict(lambda url=url: instance.http.get(url))
         rows = list(EgressEvent.objects.filter(pk__gt=first).order_by("pk"))
         refused = expected not in ("ok", "fetch_error")
         if got != (plugin_reason(expected) if refused and got != "timeout" else expected):
@@ -85,7 +75,7 @@ def test_the_reported_spellings_are_refused_as_net_fetch_refuses_them(granted):
         (f"http://{HOST}:\u0668\u0660/plain", "port"),
         ("http://b\u00fccher.lab.example/plain", "idn"),
     ]:
-        assert _verdict(lambda url=url: fetch(url, policy=policy)) == reason
+        assert verdict(lambda url=url: fetch(url, policy=policy)) == reason
         with pytest.raises(EgressDenied) as caught:
             instance.http.get(url)
         assert caught.value.reason == plugin_reason(reason)
