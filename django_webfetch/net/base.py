@@ -29,14 +29,7 @@ from types import TracebackType
 
 import httpx
 
-from .errors import (
-    EgressDenied,
-    FetchError,
-    FetchTimeout,
-    InvalidURL,
-    ResolutionError,
-    WebFetchError,
-)
+from .errors import EgressDenied, FetchError, InvalidURL, WebFetchError
 from .foreign import foreign_errors, translate
 from .guard import ResolvedDestination, UrlGuard
 from .policy import EgressPolicy
@@ -182,7 +175,7 @@ class EgressTransport:
             with foreign_errors():
                 destination = self.check(url, policy, deadline=deadline, hop=hop)
                 self.verify(destination, sent)
-        except (EgressDenied, ResolutionError, FetchTimeout) as exc:
+        except WebFetchError as exc:
             # Refused, or the resolver / budget failed: on record before it propagates.
             self.record(refusal_event(hop, url, exc, self._clock() - start), observer)
             raise

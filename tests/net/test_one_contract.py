@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable
 from urllib.parse import quote
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,6 +32,7 @@ from django_webfetch.net import (
     guarded_httpx2_client,
 )
 from django_webfetch.net.base import PinnedHop
+from django_webfetch.net.rawurl import RAW_URL
 
 from .egress_corpus import corpus, port_spellings, verdict
 
@@ -254,3 +256,35 @@ def test_a_non_ascii_header_value_is_passed_as_bytes_on_every_path(lab):
     assert response.headers.raw[-1][1].startswith(b"\x85") or any(
         value.startswith(b"\x85") for _, value in response.headers.raw
     )
+
+
+# -- the kept string is only ever a narrowing --------------------------------------------
+
+
+def test_a_forged_kept_string_cannot_send_a_request_elsewhere(lab):
+    """The kept string names the checked host; httpx's URL another: refused, nothing sent."""
+    _dns(lab)
+    events: list = []
+    request = httpx.Request(
+        "GET", "http://ungranted.lab.example/plain", extensions={RAW_URL: f"http://{HOST}/plain"}
+    )
+    with guarded_client(lab.policy(), observer=events.append) as client:
+        assert verdict(lambda: client.send(request)) == "invalid_url"
+    assert lab.accepts() == []
+    assert [(e.decision, e.reason) for e in events] == [("denied", "invalid_url")]
+
+
+def test_params_merged_into_the_callers_url_are_sent_to_the_checked_origin(lab):
+    _dns(lab)
+    with guarded_client(lab.policy()) as client:
+        response = client.get(f"http://{HOST}/echo", params={"b": "2"})
+    assert "request-line: GET /echo?b=2 HTTP/1.1" in response.text
+    assert f"host: {HOST}" in response.text
+
+
+def test_a_url_object_the_caller_parsed_is_checked_as_httpx_holds_it(lab):
+    _dns(lab)
+    with guarded_client(lab.policy()) as client:
+        response = client.get(httpx.URL(f"http://{HOST}/plain"))
+    assert response.status_code == 200
+    assert lab.requests[-1].host == HOST

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ssl
 import time
+from dataclasses import dataclass
 from ipaddress import ip_address
 
 import dns.exception
@@ -33,6 +34,7 @@ from django_webfetch.net.__main__ import main
 from django_webfetch.net.base import PinnedHop
 from django_webfetch.net.foreign import translate
 from django_webfetch.net.guard import ResolvedDestination
+from django_webfetch.net.rawurl import same_origin, syntax_verdict
 from django_webfetch.net.urlparse import DEFAULT_PORTS, parse_url
 
 _REQUEST = httpx.Request("GET", "http://pin.example/")
@@ -158,3 +160,29 @@ def test_a_hop_finished_inside_the_block_is_not_recorded_twice():
 def test_cli_refuses_an_unbuildable_policy(capsys):
     assert main(["explain", "--nameserver", "not-an-ip", "http://pin.example/"]) == 2
     assert capsys.readouterr().err.startswith("usage:")
+
+
+@dataclass
+class _SentURL:
+    scheme: str
+    raw_host: bytes
+    port: int | None
+
+
+def test_same_origin_compares_what_httpx_built_with_the_checked_origin():
+    assert same_origin(_SentURL("http", b"Pin.Example.", None), "http", "pin.example", 80)
+    assert same_origin(
+        _SentURL("http", b"2606:4700:10:0::10", 80), "http", "[2606:4700:10::10]", 80
+    )
+    assert not same_origin(_SentURL("https", b"pin.example", None), "http", "pin.example", 80)
+    assert not same_origin(_SentURL("http", b"pin.example", 8080), "http", "pin.example", 80)
+    assert not same_origin(_SentURL("http", "b\u00fccher".encode(), None), "http", "bucher", 80)
+
+
+def test_syntax_verdict_is_the_guards_on_the_callers_string():
+    assert syntax_verdict("http://pin.example:\uff18\uff10/").reason == "port"
+    assert syntax_verdict("http://b\u00fccher.example/").reason == "idn"
+    assert syntax_verdict("file:///etc/passwd").reason == "scheme"
+    # A string the guard can parse but the client library could not: still refused.
+    assert syntax_verdict("http://pin.example/").reason == "invalid_url"
+    assert syntax_verdict(b"http://pin.example/").reason == "invalid_url"
