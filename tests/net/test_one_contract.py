@@ -126,7 +126,7 @@ def _agree(lab, url: str) -> str:
 
 
 @pytest.mark.parametrize("url", CORPUS, ids=[ascii(u)[1:-1][:60] for u in CORPUS])
-def test_every_path_gives_net_fetchsverdict(lab, url):
+def test_every_path_gives_net_fetchs_verdict(lab, url):
     _dns(lab)
     _agree(lab, url)
     lab.check_no_private_traffic()
