@@ -177,6 +177,7 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         "finished_at",
         "result_error",
         "result_content",
+        "result_withheld",
         "created",
         "updated",
     )
@@ -187,7 +188,34 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         return bool(request.user.is_active and request.user.has_perm(runs.APPROVE_PERMISSION))
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_view_permission(request, obj) or self.has_approve_permission(request)
+        allowed = super().has_view_permission(request, obj) or self.has_approve_permission(request)
+        return allowed and (obj is None or runs.can_read(request.user, obj))
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ToolCall]:
+        # Who reads which call is runs.can_read/visible_calls, not the model permission.
+        visible = runs.visible_calls(request.user).values("pk")
+        return super().get_queryset(request).filter(pk__in=visible)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        """The result only for who may read it (``runs.can_read_result``)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None and runs.can_read_result(request.user, obj):
+            return fieldsets
+        hidden = {"result_error", "result_content"}
+        shown = []
+        for name, options in fieldsets:
+            fields = [f for f in options["fields"] if f not in hidden]
+            if len(fields) != len(options["fields"]):
+                fields.append("result_withheld")
+            shown.append((name, {**options, "fields": tuple(fields)}))
+        return shown
+
+    def lookup_allowed(self, lookup: str, value: Any, request: Any = None) -> bool:
+        # A lookup on the result from the query string (?result__icontains=...) would be
+        # an oracle on results the reader may not read.
+        if lookup.split("__", 1)[0] == "result":
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     # -- columns and fields ------------------------------------------------------------------
 
@@ -203,6 +231,12 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
     @admin.display(description=_("result error"))
     def result_error(self, obj: ToolCall) -> str:
         return _text((obj.result or {}).get("error") or "")
+
+    @admin.display(description=_("result"))
+    def result_withheld(self, obj: ToolCall) -> str:
+        if obj.result is None:
+            return ""
+        return str(_("Withheld: only the requester and superusers read a call's result."))
 
     @admin.display(description=_("result content"))
     def result_content(self, obj: ToolCall) -> SafeString:

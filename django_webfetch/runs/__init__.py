@@ -41,6 +41,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -86,6 +87,7 @@ __all__ = [
     "can_approve",
     "can_cancel",
     "can_read",
+    "can_read_result",
     "cancel",
     "deny",
     "execute",
@@ -94,6 +96,8 @@ __all__ = [
     "recover_lost",
     "preflight",
     "prune_calls",
+    "readable_result",
+    "reads_every_result",
     "refresh",
     "request_call",
     "runs_async",
@@ -287,10 +291,45 @@ def can_approve(user: Any, call: ToolCall) -> bool:
     return conf.WEBFETCH_ALLOW_SELF_APPROVAL or call.user_id != user.pk
 
 
+def reads_every_result(user: Any) -> bool:
+    """Superusers read every call's result (the one exception to "the requester only")."""
+    return _is_active(user) and bool(getattr(user, "is_superuser", False))
+
+
+def _requested_or_superuser(user: Any, call: ToolCall) -> bool:
+    return _is_active(user) and (call.user_id == user.pk or reads_every_result(user))
+
+
+#: A call that ended so never ran its tool: its result is the host's account of the
+#: outcome (who denied or cancelled it, and why), not anything the tool returned.
+_OUTCOME_ONLY = frozenset({CallState.DENIED, CallState.EXPIRED, CallState.CANCELLED})
+
+
+def can_read_result(user: Any, call: ToolCall) -> bool:
+    """May ``user`` read what ``call`` returned (its ``result``)?  The requester and
+    superusers; whoever reads the call (:func:`can_read`) also reads the result of a call
+    that never ran (denied, expired, cancelled: the outcome, in the host's words).  An
+    approver, or a holder of a model's view permission, never reads what a tool returned
+    for another user (docs/approval.rst, "Who reads a result")."""
+    if _requested_or_superuser(user, call):
+        return True
+    return call.state in _OUTCOME_ONLY and can_read(user, call)
+
+
 def can_read(user: Any, call: ToolCall) -> bool:
-    if not _is_active(user):
-        return False
-    return call.user_id == user.pk or _may_approve(user)
+    """May ``user`` read ``call``'s record (its card, arguments, state and reason)?  The
+    requester and superusers, and approvers for a call that went to approval; the result
+    itself only by :func:`can_read_result`."""
+    if _requested_or_superuser(user, call):
+        return True
+    return bool(call.requires_approval) and _may_approve(user)
+
+
+def readable_result(user: Any, call: ToolCall) -> dict[str, Any] | None:
+    """``call.result`` as ``user`` may see it: ``None`` when they may not read it."""
+    if call.result is None or not can_read_result(user, call):
+        return None
+    return dict(call.result)
 
 
 def can_cancel(user: Any, call: ToolCall) -> bool:
@@ -298,11 +337,14 @@ def can_cancel(user: Any, call: ToolCall) -> bool:
 
 
 def visible_calls(user: Any) -> Any:
-    """The calls ``user`` may read: their own; approvers see all."""
+    """The calls ``user`` may read (:func:`can_read`): their own; approvers also those that
+    went to approval; superusers all."""
     if not _is_active(user):
         return ToolCall.objects.none()
-    if _may_approve(user):
+    if reads_every_result(user):
         return ToolCall.objects.all()
+    if _may_approve(user):
+        return ToolCall.objects.filter(Q(user=user) | Q(requires_approval=True))
     return ToolCall.objects.filter(user=user)
 
 
