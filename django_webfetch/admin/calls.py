@@ -31,6 +31,7 @@ from django.utils.translation import gettext_lazy as _
 from django_webfetch import runs
 from django_webfetch.admin import RecordsOnly, SecretFieldsAdminMixin
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.tools.display import argument_rows
 
 __all__ = ["AwaitingApprovalFilter", "DecisionForm", "ToolCallAdmin"]
 
@@ -121,7 +122,7 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
                     "reason",
                     "user",
                     "conversation",
-                    "arguments",
+                    "all_arguments",
                 )
             },
         ),
@@ -163,7 +164,7 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         "reason",
         "user",
         "conversation",
-        "arguments",
+        "all_arguments",
         "requires_approval",
         "expires_at",
         "decided_by",
@@ -228,6 +229,15 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         preview = obj.approval_preview or {}
         return _text(preview.get("host", ""), 100)
 
+    @admin.display(description=_("arguments"))
+    def all_arguments(self, obj: ToolCall) -> SafeString:
+        """Every argument, complete, control characters escaped (``tools.display``)."""
+        return format_html_join(
+            "",
+            "<div><code>{}</code> = <code>{}</code></div>",
+            argument_rows(obj.arguments),
+        )
+
     @admin.display(description=_("result error"))
     def result_error(self, obj: ToolCall) -> str:
         return _text((obj.result or {}).get("error") or "")
@@ -282,13 +292,29 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
                 _("query string (decoded)"),
                 pairs,
             )
+        preview.pop("arguments", None)  # shown below, from the arguments that will run
         for key, value in preview.items():  # anything else the tool put on its card
             body = format_html(
                 "{}<tr><th>{}</th><td><code>{}</code></td></tr>",
                 body,
                 _text(key, 100),
-                _text(value),
+                _text(value, _UNCUT),
             )
+        # Every argument, complete and escaped (tools.display): what is approved is what
+        # runs, whatever the tool put on its card.
+        arguments = format_html_join(
+            "",
+            "<tr><th><code>{}</code></th><td>"
+            '<pre class="webfetch-argument" style="white-space: pre-wrap; overflow-wrap: anywhere">'
+            "{}</pre></td></tr>",
+            argument_rows(obj.arguments),
+        )
+        body = format_html(
+            '{}<tr><th colspan="2">{}</th></tr>{}',
+            body,
+            _("arguments (all, as they run)"),
+            arguments,
+        )
         return format_html('<table class="webfetch-approval-card">{}</table>', body)
 
     # -- decisions -----------------------------------------------------------------------------
