@@ -183,7 +183,7 @@ def test_each_tool_shows_a_write_and_a_query_at_the_cap(every_tool, readers, edi
     """Every registered tool once, with values as long as the cap allows."""
     for tool in every_tool:
         arguments = {
-            "query": "customer 4711 <b>Jane</b> & \"Doe\"\n" + "q" * 7000,
+            "query": 'customer 4711 <b>Jane</b> & "Doe"\n' + "q" * 7000,
             "record": {"note": "<script>x()</script>", "body": "w" * 7000},
         }
         assert len(json.dumps(arguments).encode()) <= MAX_ARGUMENTS_BYTES
