@@ -138,6 +138,16 @@ def _assert_shown(surfaces: dict[str, str], arguments: dict[str, Any]) -> None:
         assert "192.0.2.80" in surfaces["cms card"] and "192.0.2.80" in surfaces["e-mail"]
 
 
+def _check(tool: Tool, arguments: dict[str, Any], client: Any, requester: Any) -> None:
+    """One waiting call of ``tool`` with ``arguments``, seen on every surface."""
+    assert len(json.dumps(arguments, ensure_ascii=False).encode()) <= MAX_ARGUMENTS_BYTES
+    call = _waiting(tool, arguments, requester)
+    try:
+        _assert_shown(_surfaces(client, call), arguments)
+    finally:
+        call.delete()
+
+
 _ALPHABET = st.sampled_from(list("aZ09 <>&\"'/=\\\n\t;:é中😀") + ["</pre>", "<script>", "&amp;"])
 _SHORT = st.lists(_ALPHABET, max_size=60).map("".join)
 _LONG = st.tuples(st.lists(_ALPHABET, min_size=1, max_size=6).map("".join), st.integers(1, 15_000))
@@ -170,13 +180,7 @@ _AT_THE_CAP = {"record": "<script>alert(1)</script>" + "W" * (MAX_ARGUMENTS_BYTE
 def test_every_surface_shows_every_argument_complete_and_escaped(
     every_tool, readers, editor, index, arguments
 ):
-    assert len(json.dumps(arguments).encode()) <= MAX_ARGUMENTS_BYTES
-    tool = every_tool[index % len(every_tool)]
-    call = _waiting(tool, arguments, editor)
-    try:
-        _assert_shown(_surfaces(readers, call), arguments)
-    finally:
-        call.delete()
+    _check(every_tool[index % len(every_tool)], arguments, readers, editor)
 
 
 def test_each_tool_shows_a_write_and_a_query_at_the_cap(every_tool, readers, editor):
@@ -186,12 +190,7 @@ def test_each_tool_shows_a_write_and_a_query_at_the_cap(every_tool, readers, edi
             "query": 'customer 4711 <b>Jane</b> & "Doe"\n' + "q" * 7000,
             "record": {"note": "<script>x()</script>", "body": "w" * 7000},
         }
-        assert len(json.dumps(arguments).encode()) <= MAX_ARGUMENTS_BYTES
-        call = _waiting(tool, arguments, editor)
-        try:
-            _assert_shown(_surfaces(readers, call), arguments)
-        finally:
-            call.delete()
+        _check(tool, arguments, readers, editor)
 
 
 def test_control_and_format_characters_are_shown_escaped(every_tool, readers, editor):
