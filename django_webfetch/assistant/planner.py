@@ -62,7 +62,7 @@ def _path(text: str) -> str:
     text = _URL_RE.sub(" ", text)
     position = 0
     while (match := _PATH_RE.search(text, position)) is not None:
-        path = match.group(1).rstrip(".")
+        path = str(match.group(1)).rstrip(".")
         if len(path) <= 500:
             return path
         # The character after the path may be the one before the next path.
@@ -82,10 +82,9 @@ _WORD_RE = compile_pattern(rf"[{_WORD}]+")
 def _last_prompt(messages: list[Any], request: type, prompt: type) -> str:
     for message in reversed(messages):
         if isinstance(message, request):
+            parts: list[Any] = list(getattr(message, "parts", ()))
             texts = [
-                p.content
-                for p in message.parts
-                if isinstance(p, prompt) and isinstance(p.content, str)
+                p.content for p in parts if isinstance(p, prompt) and isinstance(p.content, str)
             ]
             if texts:
                 return "\n".join(texts)
