@@ -79,7 +79,7 @@ _LISTED_RE = compile_pattern(
 _WORD_RE = compile_pattern(rf"[{_WORD}]+")
 
 
-def _last_prompt(messages: list[Any], request: type, prompt: type) -> str:
+def _last_prompt(messages: list[Any], request: Any, prompt: Any) -> str:
     for message in reversed(messages):
         if isinstance(message, request):
             parts: list[Any] = list(getattr(message, "parts", ()))
