@@ -114,7 +114,7 @@ class ProbeUrl(Tool):
                 "starting with '/'.",
                 "minLength": 1,
                 "maxLength": 2048,
-                "pattern": "^(/(?!/)|/$|[hH][tT][tT][pP][sS]?://)",
+                "pattern": "^(?:/(?:[^/]|$)|[hH][tT][tT][pP][sS]?://)",  # RE2: no look-ahead
             }
         },
         "required": ["url"],
