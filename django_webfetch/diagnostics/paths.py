@@ -503,7 +503,7 @@ def _redact_simple(line: str) -> str:
     line = _TOKEN_SHAPES.sub(REDACTED, line)
     line = _POSITIONAL.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
     line = _COMMAND.sub(_pairs, line)
-    return _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
+    return str(_FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line))
 
 
 def _sensitive_value(line: str) -> tuple[int, str, bool] | None:
