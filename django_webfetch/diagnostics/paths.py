@@ -15,6 +15,9 @@ alike.  Whatever the root, these are refused (a stable ``reason`` each):
 ``settings_file``      ``settings*.py``, ``*settings.py``, a ``settings`` package
 ``credential_name``    any component mentioning ``secret`` or ``credential`` (``secrets.py``)
 ``database_file``      ``*.sqlite3``, ``*.sqlite``, ``*.db`` and their journals, dumps
+                       (``*.sql``, ``*.dump``, ``*.bak`` copies), and any file whose first
+                       bytes show a database or a dump (``SQLite format 3``,
+                       ``-- PostgreSQL database dump``, ``-- MySQL dump``...)
 ``key_material``       ``.key .pem .crt .cer .der .p12 .pfx .jks .keystore``, ``id_rsa``...
 ``env_file``           ``*.env`` (``production.env``)
 ``not_found``          no such file
@@ -35,7 +38,6 @@ private-key blocks.  Pure Python: no Django import.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -48,11 +50,13 @@ from django_webfetch.text.patterns import compile_pattern
 __all__ = [
     "MAX_PATH_CHARS",
     "REDACTED",
+    "SNIFF_BYTES",
     "PathDenied",
     "SourcePathGuard",
     "redact_line",
     "redact_lines",
     "redact_text",
+    "sniff_database",
 ]
 
 MAX_PATH_CHARS = 1024
@@ -73,12 +77,37 @@ _KEY_SUFFIXES = frozenset(
         ".keytab",
     }
 )
-_KEY_NAMES = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(\.pub)?$|^.*\.(gpg|asc|kdbx)$")
-_DB_NAME = re.compile(
-    r"\.(sqlite3?|db3?|s3db|sl3|dump|rdb|mdb|ldb|kdb|accdb|frm|ibd|myd)(-(wal|shm|journal))?$"
+_KEY_NAMES = compile_pattern(r"^id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?$|^.*\.(?:gpg|asc|kdbx)$")
+#: Databases and database dumps, as a class: SQLite and other engines' files, their
+#: journals, and SQL dumps (``backup.sql``, ``db.dump``; ``.bak``/``.gz`` copies of them
+#: are caught by the dotted-prefix rule).  ``sniff_database`` catches them by content.
+_DB_NAME = compile_pattern(
+    r"\.(?:sqlite3?|db3?|s3db|sl3|dump|rdb|mdb|ldb|kdb|accdb|frm|ibd|myd|sql|psql|pgsql|"
+    r"pgdump|dmp|bson)(?:-(?:wal|shm|journal))?$"
 )
 #: The interpreter tag of a compiled module (``prod_settings.cpython-311.pyc``).
-_PYC_TAG = re.compile(r"\.(?:cpython|pypy|graalpy)[0-9a-z_\-]*(?=\.py[co]$)")
+_PYC_TAG = compile_pattern(r"\.(?:cpython|pypy|graalpy)[0-9a-z_\-]*(\.py[co])$")
+#: The first bytes of a database file or a database dump, whatever its name.
+_DUMP_SIGNATURES = (
+    b"SQLite format 3\x00",
+    b"-- PostgreSQL database dump",
+    b"-- PostgreSQL database cluster dump",
+    b"-- Dumped from database version",
+    b"PGDMP",  # pg_dump's custom format
+    b"-- MySQL dump",
+    b"-- MariaDB dump",
+    b"/*!40101 SET",  # mysqldump's preamble
+    b"PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;",  # sqlite3's .dump
+    b"\x00\x06\x15\x61",  # Berkeley DB hash
+)
+#: How much of a file ``sniff_database`` reads.
+SNIFF_BYTES = 4096
+
+
+def sniff_database(head: bytes) -> bool:
+    """Whether the first bytes of a file show a database or a database dump."""
+    head = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return any(signature in head for signature in _DUMP_SIGNATURES)
 
 
 class PathDenied(WebFetchError):
@@ -130,7 +159,7 @@ def _component_reason(part: str) -> str | None:
     name = part.casefold().rstrip(" .")
     if "secret" in name or "credential" in name:
         return "credential_name"
-    name = _PYC_TAG.sub("", name)
+    name = _PYC_TAG.sub(lambda m: m.group(1), name)
     # Backup, editor and copy variants keep the original name as a prefix
     # (``settings.py~``, ``settings.py.bak``, ``db.sqlite3.1``, ``server.key.orig``): every
     # dotted prefix of the name is judged like the name itself.
@@ -353,6 +382,9 @@ class SourcePathGuard:
                     raise PathDenied("changed")
             if hasattr(os, "set_blocking"):
                 os.set_blocking(fd, True)
+            # Databases and dumps as a class, whatever the file is called (issue 19).
+            if sniff_database(os.pread(fd, SNIFF_BYTES, 0)):
+                raise PathDenied("database_file")
             return os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
