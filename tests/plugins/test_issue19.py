@@ -4,6 +4,8 @@ tools join no built-in group, and its ``*.suffix`` declarations hold no public s
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from django_webfetch.plugins.manifest import ManifestError, parse_manifest
 from django_webfetch.text.patterns import compile_untrusted, is_linear
@@ -190,3 +192,64 @@ def test_validation_at_call_time_never_fetches(lab):
         from django_webfetch.tools.registry import validate_tool
 
         validate_tool(Remote())
+
+
+# -- 9: no *.suffix that is, or holds, a public suffix ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        ("*.amazonaws.com", "egress_public_suffix"),  # holds s3.amazonaws.com: every bucket
+        ("*.s3.amazonaws.com", "egress_public_suffix"),
+        ("*.windows.net", "egress_public_suffix"),  # holds blob.core.windows.net
+        ("*.core.windows.net", "egress_public_suffix"),
+        ("*.nip.io", "egress_wildcard_dns"),  # 10.0.0.1.nip.io: any address by name
+        ("*.sslip.io", "egress_wildcard_dns"),
+        ("*.tenant.sslip.io", "egress_wildcard_dns"),
+    ],
+)
+def test_a_suffix_holding_a_public_suffix_is_refused(entry, reason):
+    from django_webfetch.plugins.manifest import parse_egress_entry
+
+    with pytest.raises(ManifestError) as caught:
+        parse_egress_entry(entry)
+    assert caught.value.reason == reason
+
+
+def _psl_names():
+    from django_webfetch.plugins.manifest import _psl
+
+    names = []
+    for rule in sorted(_psl()._publicsuffix):
+        name = rule.lstrip("!").removeprefix("*.")
+        if name.isascii() and "." in name:
+            names.append((name, rule.startswith("*.")))
+    return names
+
+
+_PSL_NAMES = _psl_names()
+
+
+def test_the_psl_copy_has_the_rules_the_examples_name():
+    names = {name for name, _ in _PSL_NAMES}
+    assert {"s3.amazonaws.com", "blob.core.windows.net", "github.io"} <= names
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(_PSL_NAMES), st.data())
+def test_every_psl_entry_and_every_name_above_it_is_refused(psl_name, data):
+    """A property over the PSL's own entries (ICANN and private): ``*.S`` is refused for
+    the entry and for every shorter suffix of it; a domain registered under a plain entry
+    (``zz9q7.<entry>``) is accepted unless a rule sits below it."""
+    from django_webfetch.plugins.manifest import _psl_covered, parse_egress_entry
+
+    name, wildcard = psl_name
+    labels = name.split(".")
+    start = data.draw(st.integers(min_value=0, max_value=len(labels) - 1))
+    with pytest.raises(ManifestError) as caught:
+        parse_egress_entry("*." + ".".join(labels[start:]))
+    assert caught.value.reason in ("egress_public_suffix", "egress_wildcard_dns")
+    registered = f"zz9q7.{name}"
+    if not wildcard and registered not in _psl_covered():
+        assert parse_egress_entry(f"*.{registered}").value == registered
