@@ -22,8 +22,12 @@ class WebFetchCmsConfig(AppConfig):
 
         from . import checks as cms_checks
         from . import notify
-        from .tools import create_content_group
+        from django_webfetch.models.builtin import register_builtin_group
 
+        from .tools import CONTENT_GROUP, create_content_group
+
+        # ``content`` is a built-in group: no plugin tool may join it (issue 19).
+        register_builtin_group(CONTENT_GROUP)
         checks.register(cms_checks.check_cms_installed, checks.Tags.compatibility)
         checks.register(cms_checks.check_approver_mail, checks.Tags.compatibility)
         notify.connect()

@@ -30,9 +30,12 @@ a refused plugin is registered.
 The ``egress`` declaration uses the host-list grammar of ``net.hosts`` with three more
 restrictions: no ``:port`` (plugins speak to the default ports), no bare ``*`` (already
 refused by the grammar) and no ``*.suffix`` where ``suffix`` is a public suffix
-(``*.com``, ``*.co.uk``, ``*.github.io``, or an unknown TLD such as ``*.internal``): the
-Public Suffix List shipped by the ``publicsuffixlist`` package decides, ICANN and private
-sections both, with its default rule that every unlisted TLD is a public suffix.
+(``*.com``, ``*.co.uk``, ``*.github.io``, or an unknown TLD such as ``*.internal``) *or has
+a public suffix below it* (``*.amazonaws.com`` holds ``s3.amazonaws.com``, every S3 bucket;
+``*.windows.net``): the Public Suffix List shipped by the ``publicsuffixlist`` package
+decides, ICANN and private sections both, with its default rule that every unlisted TLD is
+a public suffix.  Wildcard-DNS services that map any name to any address (``nip.io``,
+``sslip.io``...: ``10.0.0.1.nip.io``) are refused the same way (``egress_wildcard_dns``).
 """
 
 from __future__ import annotations
@@ -59,7 +62,9 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "ToolSpec",
+    "WILDCARD_DNS_DOMAINS",
     "is_public_suffix",
+    "is_wildcard_dns",
     "parse_egress_entry",
     "parse_manifest",
     "validate_config",
@@ -95,7 +100,9 @@ _FIELD_KEYS = frozenset(
     }
 )
 _TOOL_KEYS = frozenset({"name", "description", "parameters", "handler", "effect", "group"})
-_BUILTIN_GROUPS = frozenset({"web", "system", "code", "rag"})
+#: Groups a plugin may never join even when the app that adds them is not installed (the
+#: registry in ``models.builtin`` holds the installed set).
+_RESERVED_GROUPS = frozenset({"web", "system", "code", "rag", "assistant", "content"})
 _MANIFEST_KEYS = frozenset({"name", "version", "egress", "config", "tools", "description"})
 
 
@@ -118,9 +125,49 @@ def _psl() -> Any:
     return PublicSuffixList(only_icann=False)
 
 
+@functools.lru_cache(maxsize=1)
+def _psl_covered() -> frozenset[str]:
+    """Every public suffix of the list and every name above one (``amazonaws.com`` for
+    ``s3.amazonaws.com``), ASCII (IDN rules in their ``xn--`` form)."""
+    covered: set[str] = set()
+    for rule in _psl()._publicsuffix:
+        name = str(rule).lstrip("!").removeprefix("*.").strip(".").lower()
+        if not name.isascii():
+            try:
+                name = name.encode("idna").decode("ascii")
+            except UnicodeError:
+                continue
+        labels = name.split(".")
+        for start in range(len(labels)):
+            covered.add(".".join(labels[start:]))
+    return frozenset(covered)
+
+
+#: Services whose DNS answers any name with the address written in it (any public or
+#: private address by name), or with loopback: a ``*.`` grant under one is a grant of
+#: every address.
+WILDCARD_DNS_DOMAINS = frozenset(
+    {
+        "nip.io",
+        "sslip.io",
+        "xip.io",
+        "traefik.me",
+        "localtest.me",
+        "lvh.me",
+        "vcap.me",
+        "localhost.direct",
+    }
+)
+
+
 def is_public_suffix(name: str) -> bool:
-    """Is ``name`` (lower-case, no trailing dot) a public suffix?"""
-    return bool(_psl().is_public(name))
+    """Is ``name`` (lower-case, no trailing dot) a public suffix, or above one?"""
+    return bool(_psl().is_public(name)) or name in _psl_covered()
+
+
+def is_wildcard_dns(name: str) -> bool:
+    """Is ``name`` a wildcard-DNS service or a name under one?"""
+    return any(name == d or name.endswith("." + d) for d in WILDCARD_DNS_DOMAINS)
 
 
 def parse_egress_entry(raw: object) -> ListEntry:
@@ -139,8 +186,14 @@ def parse_egress_entry(raw: object) -> ListEntry:
     if entry.kind is EntryKind.SUFFIX and is_public_suffix(entry.value):
         raise ManifestError(
             "egress_public_suffix",
-            f"egress entry {shown!r}: {entry.value!r} is a public suffix; name a domain "
-            "you control (*.tenants.example.org), never a TLD-like suffix",
+            f"egress entry {shown!r}: {entry.value!r} is a public suffix or holds one; name "
+            "a domain you control (*.tenants.example.org), never a TLD-like suffix",
+        )
+    if entry.kind is EntryKind.SUFFIX and is_wildcard_dns(entry.value):
+        raise ManifestError(
+            "egress_wildcard_dns",
+            f"egress entry {shown!r}: {entry.value!r} is a wildcard-DNS service (any name "
+            "resolves to the address written in it)",
         )
     return entry
 
@@ -391,10 +444,16 @@ def _parse_tool(raw: object, index: int) -> ToolSpec:
     group = raw.get("group", "")
     if not isinstance(group, str) or (group and not re.match(r"^[-a-zA-Z0-9_]{1,64}\Z", group)):
         raise ManifestError("tool", f"tool {name!r}: group must be a slug")
-    if group in _BUILTIN_GROUPS:
+    if group in _builtin_groups():
         # A plugin's tools never join a built-in group (and its operator settings).
-        raise ManifestError("tool", f"tool {name!r}: {group!r} is a built-in group")
+        raise ManifestError("tool_group", f"tool {name!r}: {group!r} is a built-in group")
     return ToolSpec(name, description, dict(parameters), handler, effect, group)
+
+
+def _builtin_groups() -> frozenset[str]:
+    from django_webfetch.models.builtin import builtin_group_slugs
+
+    return _RESERVED_GROUPS | builtin_group_slugs()
 
 
 def parse_manifest(raw: object) -> Manifest:
@@ -463,6 +522,9 @@ def parse_manifest(raw: object) -> Manifest:
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise ManifestError("tool", f"plugin {name!r}: two tools share a name")
+    if name in _builtin_groups() and any(not t.group for t in tools):
+        # A tool without a group joins the group named after its plugin.
+        raise ManifestError("tool_group", f"plugin {name!r} is named like a built-in group")
     return Manifest(
         name=name,
         version=version,

@@ -253,3 +253,63 @@ def test_every_psl_entry_and_every_name_above_it_is_refused(psl_name, data):
     registered = f"zz9q7.{name}"
     if not wildcard and registered not in _psl_covered():
         assert parse_egress_entry(f"*.{registered}").value == registered
+
+
+# -- 8: built-in groups come from one registry; install prints every group ---------------
+
+
+@pytest.mark.parametrize("group", ["web", "system", "code", "rag", "content", "assistant"])
+def test_a_plugin_tool_joins_no_built_in_group(group):
+    """``content`` and ``assistant`` passed before: a plugin tool in ``content`` was offered
+    to every editor without approval once the CMS content tools were on."""
+    with pytest.raises(ManifestError) as caught:
+        manifest_with({"type": "object"}, group=group)
+    assert caught.value.reason == "tool_group"
+
+
+def test_optional_apps_add_their_groups_to_the_one_registry(monkeypatch):
+    from django_webfetch.models import builtin
+
+    # The CMS integration (installed in the test settings) registered ``content``.
+    assert {"web", "system", "code", "rag", "assistant", "content"} <= (
+        builtin.builtin_group_slugs()
+    )
+    monkeypatch.setitem(builtin._REGISTERED, "reports", {"slug": "reports"})
+    with pytest.raises(ManifestError) as caught:
+        manifest_with({"type": "object"}, group="reports")
+    assert caught.value.reason == "tool_group"
+
+
+def test_a_plugin_named_like_a_built_in_group_has_no_ungrouped_tools():
+    """A tool without a group joins the group named after its plugin."""
+    with pytest.raises(ManifestError) as caught:
+        parse_manifest(
+            {
+                "name": "content",
+                "version": "1",
+                "tools": [{"name": "t", "description": "d", "handler": handler}],
+            }
+        )
+    assert caught.value.reason == "tool_group"
+
+
+@pytest.mark.django_db
+def test_install_prints_every_group_the_plugins_tools_join(example):
+    import io
+
+    from django.core.management import call_command
+
+    example.EXTRA_TOOLS.append(
+        {
+            "name": "example_admin_tool",
+            "description": "A tool in a second group.",
+            "handler": handler,
+            "group": "example-admin",
+        }
+    )
+    out = io.StringIO()
+    call_command("webfetch", "plugin", "install", "example", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert "  tool groups:           example, example-admin (enable each to offer its tools)" in (
+        lines
+    )
