@@ -20,10 +20,10 @@ class WebFetchCmsConfig(AppConfig):
         from django.core import checks
         from django.db.models.signals import post_migrate
 
-        from . import checks as cms_checks
-        from . import notify
         from django_webfetch.models.builtin import register_builtin_group
 
+        from . import checks as cms_checks
+        from . import notify
         from .tools import CONTENT_GROUP, create_content_group
 
         # ``content`` is a built-in group: no plugin tool may join it (issue 19).
