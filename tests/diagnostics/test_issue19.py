@@ -99,7 +99,7 @@ _SHAPES = [
     "ghp_{v}{v}",
     "sk-{v}{v}",
     "xoxb-{v}",
-    "glpat-{v}",
+    "glpat-{v}{v}",
     "npm_{v}{v}",
     "hf_{v}{v}",
     "sk_live_{v}",
