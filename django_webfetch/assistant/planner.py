@@ -17,17 +17,32 @@ Every reply starts with :data:`OFFLINE_PREFIX`, so nobody mistakes it for a mode
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from django_webfetch.text.patterns import compile_pattern
 
 __all__ = ["MAX_URLS", "OFFLINE_PREFIX", "offline_model", "plan"]
 
 OFFLINE_PREFIX = "[Offline rule-based planner - no language model was asked]"
 MAX_URLS = 3
-_URL_RE = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
-#: A path of this site: starts at a word boundary with "/", not inside a URL.
-_PATH_RE = re.compile(r"(?<![\w/:.@-])(/(?:[A-Za-z0-9._~-]+/?)*)(?=[\s?!.,;:)]|$)")
-_PAGES_RE = re.compile(r"\b(?:which|what|list)\b.*\bpages\b", re.IGNORECASE | re.DOTALL)
+# Every pattern here runs on RE2 (linear time): the editor writes the message and page
+# titles reach the listing (issue 19: the path pattern backtracked exponentially on ``re``,
+# a 39-character message held the request seconds).  RE2 has no look-around and its
+# ``\w``, ``\s`` and ``\b`` are ASCII, so Python's Unicode classes are spelled out.
+_SPACE = r"\s\x0b\x1c-\x1f\x85\pZ"  # what Python's ``\s`` matches
+_WORD = r"\pL\pN_"  # what Python's ``\w`` matches
+_URL_RE = compile_pattern(rf"(?i)https?://[^{_SPACE}<>\"'`]+")
+#: A path of this site: "/" after a start or a character that is not a word character or
+#: one of ``/:.@-`` (not inside a URL), segments without empty ones, then an end or one of
+#: the characters that may follow a path in a sentence.  The character before and after are
+#: consumed (RE2 has no look-around): group 1 is the path.
+_SEGMENT = r"[A-Za-z0-9._~-]+"
+_PATH_RE = compile_pattern(
+    rf"(?:^|[^{_WORD}/:.@-])(/(?:{_SEGMENT}(?:/{_SEGMENT})*/?)?)(?:[{_SPACE}?!.,;:)]|$)"
+)
+_PAGES_RE = compile_pattern(
+    rf"(?is)(?:^|[^{_WORD}])(?:which|what|list)[^{_WORD}](?:.*[^{_WORD}])?pages(?:[^{_WORD}]|$)"
+)
 _TRAILING = ".,;:!?)]}"
 
 
@@ -44,29 +59,32 @@ def _urls(text: str) -> list[str]:
 
 def _path(text: str) -> str:
     """The first path of this site named in ``text`` (``""``: none)."""
-    for match in _PATH_RE.finditer(_URL_RE.sub(" ", text)):
-        path = match.group(1).rstrip(".")
+    text = _URL_RE.sub(" ", text)
+    position = 0
+    while (match := _PATH_RE.search(text, position)) is not None:
+        path = str(match.group(1)).rstrip(".")
         if len(path) <= 500:
             return path
+        # The character after the path may be the one before the next path.
+        position = match.end(1)
     return ""
 
 
 #: A message about one of the site's pages ("read the Opening hours page").
-_PAGE_RE = re.compile(r"\bpage\b", re.IGNORECASE)
+_PAGE_RE = compile_pattern(rf"(?i)(?:^|[^{_WORD}])page(?:[^{_WORD}]|$)")
 #: One line of ``list_pages``: ``[id] Title - /path/``.
-_LISTED_RE = re.compile(
-    r"^\[\d{1,12}\] (.{1,300}) - (/\S{0,500})(?: \(home page\))?$", re.MULTILINE
+_LISTED_RE = compile_pattern(
+    rf"(?m)^\[[0-9]{{1,12}}\] (.{{1,300}}) - (/[^{_SPACE}]{{0,500}})(?: \(home page\))?$"
 )
-_WORD_RE = re.compile(r"\w+")
+_WORD_RE = compile_pattern(rf"[{_WORD}]+")
 
 
-def _last_prompt(messages: list[Any], request: type, prompt: type) -> str:
+def _last_prompt(messages: list[Any], request: Any, prompt: Any) -> str:
     for message in reversed(messages):
         if isinstance(message, request):
+            parts: list[Any] = list(getattr(message, "parts", ()))
             texts = [
-                p.content
-                for p in message.parts
-                if isinstance(p, prompt) and isinstance(p.content, str)
+                p.content for p in parts if isinstance(p, prompt) and isinstance(p.content, str)
             ]
             if texts:
                 return "\n".join(texts)

@@ -20,10 +20,14 @@ class WebFetchCmsConfig(AppConfig):
         from django.core import checks
         from django.db.models.signals import post_migrate
 
+        from django_webfetch.models.builtin import register_builtin_group
+
         from . import checks as cms_checks
         from . import notify
-        from .tools import create_content_group
+        from .tools import CONTENT_GROUP, create_content_group
 
+        # ``content`` is a built-in group: no plugin tool may join it (issue 19).
+        register_builtin_group(CONTENT_GROUP)
         checks.register(cms_checks.check_cms_installed, checks.Tags.compatibility)
         checks.register(cms_checks.check_approver_mail, checks.Tags.compatibility)
         notify.connect()

@@ -6,18 +6,30 @@ line that matches the configured ``logging`` format (``%``-style, default
 its continuation (the traceback ``logging`` appends for ``exc_info``).  Only error levels
 (``ERROR``, ``CRITICAL``, ``FATAL``) are kept, newest first, and at most the last 2 MiB of
 each file is read, so the cost is bounded whatever the file size.  Pure Python.
+
+A logged value is written by whoever sent the request, so the reader trusts no timestamp
+(issue 19): within a file, records are ordered by their position (append order), and a
+record whose timestamp runs backwards (more than ``BACKWARDS_TOLERANCE`` before a record
+above it) or into the future (more than ``FUTURE_TOLERANCE`` past the reader's clock) is
+flagged (``LogRecord.flags``: ``"backwards"``, ``"future"``).  A future-dated record counts
+as no newer than the record it follows, and is listed after it: a value with a newline and
+a header dated 2099 cannot become the newest record.  Files are merged by the latest
+unflagged timestamp seen so far in each.  Control characters in every field are shown
+escaped (``\x1b``, ``\u202e``).  Every pattern runs on RE2 (linear time).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-import regex
+import re2
+
+from django_webfetch.text.patterns import compile_pattern
 
 from .paths import redact_lines, redact_text
 
@@ -39,12 +51,15 @@ MAX_TAIL_BYTES = 2 * 1024 * 1024
 MAX_LINE_CHARS = 2000
 MAX_RECORD_LINES = 400
 MAX_FRAMES = 60
-#: Matching one line against the record pattern, and reading all files, are bounded.
-LINE_MATCH_SECONDS = 0.05
+#: Reading all files is bounded (matching a line is linear: RE2).
 MAX_READ_SECONDS = 5.0
+#: A record dated this much before one above it in the same file runs backwards; one dated
+#: this much past the reader's clock is in the future.
+BACKWARDS_TOLERANCE = dt.timedelta(seconds=60)
+FUTURE_TOLERANCE = dt.timedelta(minutes=5)
 
 #: ``%(name)[flags][width][.precision]type``
-_FIELD = re.compile(r"%\((?P<name>\w+)\)[-#0 +]*\d*(?:\.\d+)?(?P<type>[sdifrxXeEgGc%])")
+_FIELD = compile_pattern(r"%\((?P<name>\w+)\)[-#0 +]*\d*(?:\.\d+)?(?P<type>[sdifrxXeEgGc%])")
 _ASCTIME = r"(?P<asctime>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d{1,6})?)"
 _PATTERNS = {
     "asctime": _ASCTIME,
@@ -56,10 +71,26 @@ _PATTERNS = {
     "thread": r"\d+",
     "lineno": r"\d+",
 }
-_FRAME = re.compile(
-    r'^\s*File "(?P<file>[^"]{1,4096})", line (?P<line>\d{1,9}), in (?P<func>.{1,300})$'
+_FRAME = compile_pattern(
+    r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d{1,9}), in (?P<func>.{1,300})$'
 )
-_EXC_LINE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]{0,200})(?::\s?(?P<msg>.*))?$")
+_EXC_LINE = compile_pattern(r"^(?P<cls>[A-Za-z_][\w.]{0,200})(?::\s?(?P<msg>.*))?$")
+#: Control characters (C0, C1, bidi overrides and isolates, line/paragraph separators).
+_CONTROL = compile_pattern(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\x{200e}\x{200f}\x{2028}-\x{202e}\x{2066}-\x{2069}]"
+)
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN`` / ``\\uNNNN`` (tab kept)."""
+
+    def escaped(match: Any) -> str:
+        code = ord(match.group(0))
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return str(_CONTROL.sub(escaped, text))
+
+
 _TRACEBACK = "Traceback (most recent call last):"
 
 
@@ -67,12 +98,12 @@ class LogFormatError(ValueError):
     """A ``WEBFETCH_LOG_FORMAT`` the reader cannot turn into a record pattern."""
 
 
-def compile_format(fmt: object) -> regex.Pattern[str]:
+def compile_format(fmt: object) -> Any:
     """A regular expression matching the first line of a record written with ``fmt``.
 
-    ``asctime`` and ``levelname`` are required (records are ordered and filtered by them).
-    Other fields match lazily.  The pattern runs on the ``regex`` engine, so a line an
-    attacker shaped against a format with several lazy fields is matched under a timeout.
+    ``asctime`` and ``levelname`` are required (records are filtered by them).  Other fields
+    match lazily.  The pattern runs on RE2: a line an attacker shaped against a format with
+    several lazy fields is still matched in linear time.
     """
     if not isinstance(fmt, str) or not fmt or len(fmt) > 500:
         raise LogFormatError("the log format must be a non-empty string of at most 500 chars")
@@ -80,25 +111,25 @@ def compile_format(fmt: object) -> regex.Pattern[str]:
     seen: set[str] = set()
     pos = 0
     for match in _FIELD.finditer(fmt):
-        pieces.append(regex.escape(fmt[pos : match.start()]))
+        pieces.append(re2.escape(fmt[pos : match.start()]))
         pos = match.end()
         name = match.group("name")
         if name in seen:
             raise LogFormatError(f"the log format names %({name}) twice")
         seen.add(name)
         pattern = _PATTERNS.get(name, r".*?")
-        if re.search(r"\d", match.group(0)):
+        if any(ch.isdigit() for ch in match.group(0)):
             # A width (``%(levelname)-8s``) pads with spaces.
             pattern = rf"\s*{pattern}\s*"
         pieces.append(pattern)
     tail = fmt[pos:]
     if "%(" in tail:
         raise LogFormatError("the log format has a field the reader does not understand")
-    pieces.append(regex.escape(tail))
+    pieces.append(re2.escape(tail))
     for required in ("asctime", "levelname"):
         if required not in seen:
             raise LogFormatError(f"the log format must contain %({required})s")
-    return regex.compile("^" + "".join(pieces) + "$")
+    return compile_pattern("^" + "".join(pieces) + "$")
 
 
 @dataclass(frozen=True)
@@ -121,6 +152,8 @@ class LogRecord:
     exception_message: str = ""
     frames: tuple[Frame, ...] = ()
     source: str = field(default="", compare=False)
+    #: ``"backwards"`` / ``"future"``: the timestamp is not to be trusted (module docstring).
+    flags: tuple[str, ...] = ()
 
 
 def _parse_time(value: str) -> dt.datetime | None:
@@ -150,6 +183,9 @@ class _Raw:
     message: str
     body: tuple[str, ...]
     source: str
+    flags: tuple[str, ...] = ()
+    #: The latest unflagged timestamp up to this record in its file (what orders files).
+    effective: dt.datetime = dt.datetime.min
 
     def matches(self, folded: str) -> bool:
         """On the redacted text, the text a tool shows: matching the raw lines would make
@@ -165,14 +201,25 @@ class _Raw:
         return LogRecord(
             timestamp=self.timestamp,
             level=self.level,
-            logger=_clip(self.logger),
+            logger=_clip(escape_controls(self.logger)),
             # Redacted before they are cut: a cut can split a DSN from its "@".
-            message=_clip(redact_text(self.message)),
-            text="\n".join(_clip(line) for line in redact_lines(self.body)).rstrip(),
+            message=_clip(escape_controls(redact_text(self.message))),
+            text="\n".join(
+                _clip(escape_controls(line)) for line in redact_lines(self.body)
+            ).rstrip(),
             exception=exception,
-            exception_message=_clip(redact_text(message)),
-            frames=frames,
+            exception_message=_clip(escape_controls(redact_text(message))),
+            frames=tuple(
+                Frame(
+                    escape_controls(f.file),
+                    f.line,
+                    escape_controls(f.function),
+                    escape_controls(f.code),
+                )
+                for f in frames
+            ),
             source=self.source,
+            flags=self.flags,
         )
 
 
@@ -225,6 +272,7 @@ class LogExceptionReader:
         max_tail_bytes: int = MAX_TAIL_BYTES,
         max_seconds: float = MAX_READ_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], dt.datetime] = dt.datetime.now,
     ) -> None:
         self.files = tuple(files)
         self.pattern = compile_format(fmt)
@@ -240,6 +288,7 @@ class LogExceptionReader:
         self.max_tail_bytes = min(int(max_tail_bytes), MAX_TAIL_BYTES)
         self.max_seconds = min(float(max_seconds), MAX_READ_SECONDS)
         self._clock = clock
+        self._now = now
         self._deadline = 0.0
         #: How many records matched on the last ``records()`` call.
         self.matched = 0
@@ -258,26 +307,36 @@ class LogExceptionReader:
             lines = lines[1:]  # the first line is cut: it belongs to an older record
         return lines
 
-    def _header(self, line: str) -> regex.Match[str] | None:
+    def _header(self, line: str) -> Any:
         if not line.startswith(self._lead):
             return None
         if self._digit and not line[len(self._lead) : len(self._lead) + 1].isdigit():
             return None
-        try:
-            return self.pattern.match(line[: MAX_LINE_CHARS * 4], timeout=LINE_MATCH_SECONDS)
-        except TimeoutError:
-            return None  # a line shaped to backtrack: not a record header
+        return self.pattern.match(line[: MAX_LINE_CHARS * 4])
 
     def _records_of(self, path: str) -> Iterator[_Raw]:
         lines = self._tail(path)
-        header: regex.Match[str] | None = None
+        header: Any = None
         body: list[str] = []
+        future = self._now() + FUTURE_TOLERANCE
+        latest: dt.datetime | None = None  # the latest unflagged timestamp so far
 
         def flush() -> _Raw | None:
-            if header is None or header.group("levelname") not in ERROR_LEVELS:
+            nonlocal latest
+            if header is None:
                 return None
             stamp = _parse_time(header.group("asctime"))
             if stamp is None:
+                return None
+            # Every record, error or not, moves the file's clock; only errors are kept.
+            flags: tuple[str, ...] = ()
+            if stamp > future:
+                flags = ("future",)
+            elif latest is not None and stamp < latest - BACKWARDS_TOLERANCE:
+                flags = ("backwards",)
+            else:
+                latest = stamp if latest is None else max(latest, stamp)
+            if header.group("levelname") not in ERROR_LEVELS:
                 return None
             groups = header.groupdict()
             return _Raw(
@@ -287,6 +346,8 @@ class LogExceptionReader:
                 message=groups.get("message") or "",
                 body=tuple(body[:MAX_RECORD_LINES]),
                 source=path,
+                flags=flags,
+                effective=latest or dt.datetime.min,
             )
 
         for raw in lines:
@@ -316,7 +377,8 @@ class LogExceptionReader:
         since: dt.datetime | None = None,
         until: dt.datetime | None = None,
     ) -> list[LogRecord]:
-        """The error records of every file, newest first (file order breaks ties).
+        """The error records of every file, newest first: append order within a file,
+        files merged by their latest unflagged timestamp (file order breaks ties).
 
         ``search`` keeps records whose message, logger or traceback contains the text (any
         case); ``since``/``until`` bound the timestamp.  Only the first ``limit`` are parsed
@@ -325,7 +387,7 @@ class LogExceptionReader:
         self.problems = []
         self._deadline = self._clock() + self.max_seconds
         folded = search.casefold() if search else None
-        found: list[tuple[dt.datetime, int, int, _Raw]] = []
+        found: list[tuple[dt.datetime, int, int, int, _Raw]] = []
         for file_index, path in enumerate(self.files):
             try:
                 for position, record in enumerate(self._records_of(path)):
@@ -335,14 +397,16 @@ class LogExceptionReader:
                         until is not None and record.timestamp > until
                     ):
                         continue
-                    found.append((record.timestamp, -file_index, position, record))
+                    # A future-dated record is no newer than the one it follows.
+                    trusted = 0 if "future" in record.flags else 1
+                    found.append((record.effective, trusted, -file_index, position, record))
             except TimeoutError:
                 # Keep what was read; say that the rest was not.
                 self.problems.append((path, "time"))
                 break
             except OSError as exc:
                 self.problems.append((path, type(exc).__name__))
-        found.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)
+        found.sort(key=lambda item: item[:4], reverse=True)
         self.matched = len(found)
         selected = found if limit is None else found[: max(limit, 0)]
-        return [item[3].build() for item in selected]
+        return [item[4].build() for item in selected]

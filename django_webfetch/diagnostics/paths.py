@@ -15,6 +15,9 @@ alike.  Whatever the root, these are refused (a stable ``reason`` each):
 ``settings_file``      ``settings*.py``, ``*settings.py``, a ``settings`` package
 ``credential_name``    any component mentioning ``secret`` or ``credential`` (``secrets.py``)
 ``database_file``      ``*.sqlite3``, ``*.sqlite``, ``*.db`` and their journals, dumps
+                       (``*.sql``, ``*.dump``, ``*.bak`` copies), and any file whose first
+                       bytes show a database or a dump (``SQLite format 3``,
+                       ``-- PostgreSQL database dump``, ``-- MySQL dump``...)
 ``key_material``       ``.key .pem .crt .cer .der .p12 .pfx .jks .keystore``, ``id_rsa``...
 ``env_file``           ``*.env`` (``production.env``)
 ``not_found``          no such file
@@ -35,23 +38,25 @@ private-key blocks.  Pure Python: no Django import.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 from django_webfetch.net.errors import WebFetchError
+from django_webfetch.text.patterns import compile_pattern
 
 __all__ = [
     "MAX_PATH_CHARS",
     "REDACTED",
+    "SNIFF_BYTES",
     "PathDenied",
     "SourcePathGuard",
     "redact_line",
     "redact_lines",
     "redact_text",
+    "sniff_database",
 ]
 
 MAX_PATH_CHARS = 1024
@@ -72,12 +77,37 @@ _KEY_SUFFIXES = frozenset(
         ".keytab",
     }
 )
-_KEY_NAMES = re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(\.pub)?$|^.*\.(gpg|asc|kdbx)$")
-_DB_NAME = re.compile(
-    r"\.(sqlite3?|db3?|s3db|sl3|dump|rdb|mdb|ldb|kdb|accdb|frm|ibd|myd)(-(wal|shm|journal))?$"
+_KEY_NAMES = compile_pattern(r"^id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?$|^.*\.(?:gpg|asc|kdbx)$")
+#: Databases and database dumps, as a class: SQLite and other engines' files, their
+#: journals, and SQL dumps (``backup.sql``, ``db.dump``; ``.bak``/``.gz`` copies of them
+#: are caught by the dotted-prefix rule).  ``sniff_database`` catches them by content.
+_DB_NAME = compile_pattern(
+    r"\.(?:sqlite3?|db3?|s3db|sl3|dump|rdb|mdb|ldb|kdb|accdb|frm|ibd|myd|sql|psql|pgsql|"
+    r"pgdump|dmp|bson)(?:-(?:wal|shm|journal))?$"
 )
 #: The interpreter tag of a compiled module (``prod_settings.cpython-311.pyc``).
-_PYC_TAG = re.compile(r"\.(?:cpython|pypy|graalpy)[0-9a-z_\-]*(?=\.py[co]$)")
+_PYC_TAG = compile_pattern(r"\.(?:cpython|pypy|graalpy)[0-9a-z_\-]*(\.py[co])$")
+#: The first bytes of a database file or a database dump, whatever its name.
+_DUMP_SIGNATURES = (
+    b"SQLite format 3\x00",
+    b"-- PostgreSQL database dump",
+    b"-- PostgreSQL database cluster dump",
+    b"-- Dumped from database version",
+    b"PGDMP",  # pg_dump's custom format
+    b"-- MySQL dump",
+    b"-- MariaDB dump",
+    b"/*!40101 SET",  # mysqldump's preamble
+    b"PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;",  # sqlite3's .dump
+    b"\x00\x06\x15\x61",  # Berkeley DB hash
+)
+#: How much of a file ``sniff_database`` reads.
+SNIFF_BYTES = 4096
+
+
+def sniff_database(head: bytes) -> bool:
+    """Whether the first bytes of a file show a database or a database dump."""
+    head = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return any(signature in head for signature in _DUMP_SIGNATURES)
 
 
 class PathDenied(WebFetchError):
@@ -129,7 +159,7 @@ def _component_reason(part: str) -> str | None:
     name = part.casefold().rstrip(" .")
     if "secret" in name or "credential" in name:
         return "credential_name"
-    name = _PYC_TAG.sub("", name)
+    name = _PYC_TAG.sub(lambda m: m.group(1), name)
     # Backup, editor and copy variants keep the original name as a prefix
     # (``settings.py~``, ``settings.py.bak``, ``db.sqlite3.1``, ``server.key.orig``): every
     # dotted prefix of the name is judged like the name itself.
@@ -352,6 +382,9 @@ class SourcePathGuard:
                     raise PathDenied("changed")
             if hasattr(os, "set_blocking"):
                 os.set_blocking(fd, True)
+            # Databases and dumps as a class, whatever the file is called (issue 19).
+            if sniff_database(os.pread(fd, SNIFF_BYTES, 0)):
+                raise PathDenied("database_file")
             return os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
@@ -362,67 +395,113 @@ class SourcePathGuard:
 
 REDACTED = "[redacted]"
 
+# Every pattern below runs on RE2 (linear time, issue 19): the text is a log line an
+# anonymous client shaped (a 600-character ``Host`` header of ``tokentoken…`` made the
+# backtracking version cubic) or a source file anyone who can commit wrote.  RE2 has no
+# look-around and no backreference, so those are written out as alternatives.
 _SENSITIVE = (
     r"(?:secret|passw(?:or)?d|passwd|pwd|pass[_-]?phrase|token|api[_-]?key|apikey|"
     r"private[_-]?key|access[_-]?key|auth[_-]?key|credential|dsn|signing[_-]?key|"
-    r"session[_-]?key|client[_-]?secret|webhook[_-]?url|encryption[_-]?key|salt)"
+    r"session[_-]?key|client[_-]?secret|webhook[_-]?url|encryption[_-]?key|salt|"
+    r"session[_-]?id|sessid|fernet|hmac|cookie)"
 )
+_NAME_CHARS = r"[A-Za-z0-9_.\-]"
+#: A sensitive name: one that contains a sensitive word, or ends in ``_KEY`` / ``_PASS``
+#: (``FERNET_KEY``, ``HMAC_KEY``, ``SMTP_PASS``; a bare ``key`` or ``pass`` is code).
+_NAME = rf"(?:{_NAME_CHARS}*{_SENSITIVE}{_NAME_CHARS}*|{_NAME_CHARS}*[_.\-](?:key|pass|pw|pin))"
 #: ``NAME = value``, ``NAME: value``, ``"NAME": value``, ``NAME=value`` (env files),
 #: ``environ["NAME"] = value``, and a comparison with a literal (``token == "abc"``).
-#: The value may be empty (it is then on the following line).
-_ASSIGNMENT = re.compile(
-    r"""(?ix)
-    (?P<lead>
-      ["'`]?
-      [A-Za-z0-9_.\-]*"""
-    + _SENSITIVE
-    + r"""[A-Za-z0-9_.\-]*
-      ["'`]?\]?
-      \s*(?::=|:|!?=(?!=)|[=!]=(?=\s*["'`0-9]))\s*
-    )
-    (?P<value>.*)$
-    """
+#: The value may be empty (it is then on the following line).  Two alternatives, one
+#: per operator kind: ``=`` is not ``==``, and a comparison counts when a literal (not a
+#: name, ``token == expected``) follows it.
+_LEAD = rf"""["'`]?{_NAME}["'`]?\]?[ \t]*"""
+_ASSIGNMENT = compile_pattern(
+    rf"""(?i)(?P<lead>{_LEAD}(?::=|:|!?=)[ \t]*)(?P<value>(?:[^=].*)?)$"""
+    rf"""|(?P<lead2>{_LEAD}[=!]=[ \t]*)(?P<value2>[^A-Za-z_( \t].*)$"""
 )
 #: A quoted sensitive name passed along with its value: ``setdefault("SECRET_KEY", v)``,
 #: ``setattr(s, "API_TOKEN", v)``, ``config.set("db", "password", v)``,
 #: ``env("X_KEY", default=v)``.
-_CALL = re.compile(
-    r"""(?ix)
-    (?P<lead>(?P<q>["'`])[A-Za-z0-9_.\-]*"""
-    + _SENSITIVE
-    + r"""[A-Za-z0-9_.\-]*(?P=q)\s*,\s*)
-    (?P<value>.*)$
-    """
+_CALL = compile_pattern(
+    rf"""(?i)(?P<lead>(?:"{_NAME}"|'{_NAME}'|`{_NAME}`)[ \t]*,[ \t]*)(?P<value>.*)$"""
 )
 #: A command-line flag: ``--password value``.
-_FLAG = re.compile(r"(?i)(\s-{1,2}[A-Za-z0-9_\-]*" + _SENSITIVE + r"[A-Za-z0-9_\-]*\s+)(\S+)")
-#: ``scheme://user:password@host``
-_DSN = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)([^\s@/]+)(@)")
-_BEARER = re.compile(r"(?i)\b((?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}")
-_AWS = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
-#: Values whose shape alone says "credential", whatever name they are assigned to.
-_TOKEN_SHAPES = re.compile(
-    r"""(?x)
-    \b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{8,}
-    | \bsk-[A-Za-z0-9_\-]{20,}
-    | \bgh[pousr]_[A-Za-z0-9]{20,} | \bgithub_pat_[A-Za-z0-9_]{20,}
-    | \bglpat-[A-Za-z0-9_\-]{16,}
-    | \bxox[abposr]-[A-Za-z0-9\-]{10,}
-    | \bAIza[0-9A-Za-z_\-]{30,}
-    | \bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}
-    | \beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*
-    """
+_FLAG = compile_pattern(
+    r"(?i)([ \t]-{1,2}[A-Za-z0-9_\-]*" + _SENSITIVE + r"[A-Za-z0-9_\-]*[ \t]+)([^ \t]+)"
 )
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|^PuTTY-User-Key-File-")
-_KEY_END = re.compile(r"-----END |^Private-MAC:")
+#: Positional credentials: ``auth=(user, pw)``, ``HTTPBasicAuth(user, pw)``,
+#: ``smtp.login(user, pw)``, ``.authenticate(user, pw)``: the second argument.
+_QUOTED = r"""(?:"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')"""
+_POSITIONAL = compile_pattern(
+    r"(?i)((?:\bauth[ \t]*=[ \t]*[A-Za-z_.]*|[A-Za-z_]*auth|\.login|\.authenticate|"
+    r"\bcredentials)[ \t]*\([ \t]*(?:" + _QUOTED + r"|[^,()\"']*)"
+    r"[ \t]*,[ \t]*(?:(?:user(?:name)?|password)[ \t]*=[ \t]*)?)(" + _QUOTED + r"|[^,()\s]+)"
+)
+#: Command lines: ``mysql -pPW`` (attached), ``sshpass -p PW``, ``redis-cli -a PW``,
+#: ``curl -u user:PW`` / ``--user user:PW``.
+_COMMAND = compile_pattern(
+    r"(\b(?i:mysql[a-z_-]*|mariadb[a-z_-]*)\b[^\n]*?[ \t]-p)([^ \t]+)"
+    r"|(\b(?i:sshpass)\b[^\n]*?[ \t]-p[ \t]*)([^ \t]+)"
+    r"|(\b(?i:redis-cli)\b[^\n]*?[ \t]-a[ \t]*)([^ \t]+)"
+    r"|([ \t](?:-u|--user|--proxy-user)(?:[ \t]+|=)['\"]?[^ \t:'\"]*:)([^ \t'\"]+)"
+)
+#: Header values: ``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie``,
+#: ``X-Api-Key``, ``X-Auth-Token`` (``Name: value`` or a quoted dict entry).  The auth
+#: scheme (``Bearer``) is kept.
+_HEADER = compile_pattern(
+    r"""(?i)(\b(?:proxy-)?authorization|\b(?:set-)?cookie|\bx-(?:api|auth)-(?:key|token)|"""
+    r"""\bhttp_(?:authorization|cookie))(["']?[ \t]*[:=][ \t]*["']?"""
+    r"""(?:(?:bearer|basic|token|digest|negotiate|ntlm|hmac|aws4-hmac-sha256)[ \t]+)?)"""
+    r"""([^"'\n]+)"""
+)
+#: ``scheme://user:password@host`` (the user kept) and ``scheme://token@host``.
+_DSN = compile_pattern(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/?#@]*:)([^\s@/]+)(@)")
+_USERINFO = compile_pattern(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s:/?#@\[\]]+)(@)")
+_BEARER = compile_pattern(r"(?i)\b((?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=\-]{8,}")
+_AWS = compile_pattern(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+#: Values whose shape alone says "credential", whatever name they are assigned to.
+_TOKEN_SHAPES = compile_pattern(
+    "|".join(
+        [
+            r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{8,}",
+            r"\bwhsec_[0-9A-Za-z]{16,}",
+            r"\bsk-[A-Za-z0-9_\-]{20,}",
+            r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+            r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+            r"\bglpat-[A-Za-z0-9_\-]{16,}",
+            r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
+            r"\bAIza[0-9A-Za-z_\-]{30,}",
+            r"\bya29\.[0-9A-Za-z_\-]{16,}",
+            r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
+            r"\bnpm_[A-Za-z0-9]{30,}",
+            r"\bpypi-[A-Za-z0-9_\-]{30,}",
+            r"\bhf_[A-Za-z0-9]{30,}",
+            r"\bdop_v1_[0-9a-f]{40,}",
+            r"\bhv[sbr]\.[A-Za-z0-9_\-]{20,}",
+            r"\bshp(?:at|ss|ca|pa)_[0-9a-fA-F]{20,}",
+            r"\bdapi[0-9a-f]{32}",
+            r"\bkey-[0-9a-f]{32}",
+            # A JWT (header.payload.signature; the header is JSON: "eyJ").
+            r"\beyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
+        ]
+    )
+)
+_PEM = compile_pattern(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|^PuTTY-User-Key-File-")
+_KEY_END = compile_pattern(r"-----END |^Private-MAC:")
+#: A value that names nothing secret (``primary_key=True``) is kept.
+_KEPT_VALUES = frozenset({"true", "false", "none", "null"})
 #: Cheap pre-check: a text whose casefolded form contains none of these words needs no
-#: redaction (every pattern above needs one of them; plain substring tests run at C speed,
-#: a case-insensitive alternation does not).
+#: redaction (every pattern above needs one of them; plain substring tests run at C speed).
+#: ``tests/diagnostics/test_issue19.py`` checks every pattern's trigger.
 _TRIGGER_WORDS = (
     "secret", "passw", "pwd", "phrase", "token", "key", "credential", "dsn", "salt",
     "webhook", "://", "bearer", "basic", "akia", "asia", "sk_", "rk_", "pk_", "sk-", "ghp_",
     "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "aiza", "sg.", "eyj",
-    "-----begin", "putty",
+    "-----begin", "putty", "_pass", "-pass", ".pass", "_pw", "-pw", ".pw", "_pin", "-pin",
+    ".pin", "session", "sessid", "fernet", "hmac", "cookie", "auth", "login", "credentials",
+    "mysql", "mariadb", "sshpass", "redis-cli", "-u", "--user", "--proxy-user",
+    "whsec_", "ya29.", "npm_", "pypi-", "hf_", "dop_v1_", "hvs.", "hvb.", "hvr.", "shpat_",
+    "shpss_", "shpca_", "shppa_", "dapi",
 )  # fmt: skip
 
 
@@ -432,15 +511,31 @@ def _triggered(text: str) -> bool:
 
 
 _TRIPLE = ("'" * 3, '"' * 3)
-_STRINGS = re.compile("'{3}|\"{3}|'(?:\\\\.|[^'\\\\])*'|\"(?:\\\\.|[^\"\\\\])*\"")
+_STRINGS = compile_pattern("'{3}|\"{3}|'(?:\\\\.|[^'\\\\])*'|\"(?:\\\\.|[^\"\\\\])*\"")
+
+
+def _pairs(match: Any) -> str:
+    """Keep each odd group (the lead), redact each even one (the value) that matched."""
+    out: list[str] = []
+    for index in range(1, match.re.groups + 1, 2):
+        lead = match.group(index)
+        if lead is not None:
+            out.append(f"{lead}{REDACTED}")
+    return "".join(out)
 
 
 def _redact_simple(line: str) -> str:
     line = _DSN.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(3)}", line)
+    line = _USERINFO.sub(
+        lambda m: m.group(0) if m.group(2) == REDACTED else f"{m.group(1)}{REDACTED}@", line
+    )
+    line = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", line)
     line = _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
     line = _AWS.sub(REDACTED, line)
     line = _TOKEN_SHAPES.sub(REDACTED, line)
-    return _FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
+    line = _POSITIONAL.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
+    line = _COMMAND.sub(_pairs, line)
+    return str(_FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line))
 
 
 def _sensitive_value(line: str) -> tuple[int, str, bool] | None:
@@ -453,13 +548,16 @@ def _sensitive_value(line: str) -> tuple[int, str, bool] | None:
     found: list[tuple[int, str, bool]] = []
     match = _ASSIGNMENT.search(line)
     if match is not None:
-        lead = match.group("lead")
-        before = line[: match.start()].strip()
+        index = 1 if match.group(1) is not None else 3
+        lead, value = match.group(index), match.group(index + 1)
+        offset = match.end(index)
+        before = line[: match.start(index)].strip()
         continues = "=" in lead or lead[:1] in {"'", '"', "`"} or before in {"", "-", "#"}
-        found.append((match.start("value"), match.group("value"), continues))
+        if value.strip().rstrip(",;)]} ").casefold() not in _KEPT_VALUES:
+            found.append((offset, value, continues))
     match = _CALL.search(line)
     if match is not None:
-        found.append((match.start("value"), match.group("value"), True))
+        found.append((match.end(1), match.group(2), True))
     return min(found) if found else None
 
 
@@ -519,8 +617,8 @@ class _Redactor:
         if found is None:
             return line
         offset, value, continues = found
-        if value.strip() == REDACTED:
-            return line
+        if value.strip().strip("\"'`,;)]}") == REDACTED:
+            return line  # already redacted by a shape
         if not value.strip():
             self.pending = continues
             return line

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BUILTIN_GROUPS", "create_builtin_groups"]
+__all__ = [
+    "BUILTIN_GROUPS",
+    "builtin_group_slugs",
+    "create_builtin_groups",
+    "register_builtin_group",
+]
 
 BUILTIN_GROUPS: tuple[dict[str, Any], ...] = (
     {
@@ -52,6 +57,25 @@ BUILTIN_GROUPS: tuple[dict[str, Any], ...] = (
         "description": "The LLM provider the assistant asks (its configured endpoint).",
     },
 )
+
+
+#: The one registry of built-in groups: this app's, plus those optional apps add from their
+#: ``ready()`` (the CMS integration adds ``content``).  A plugin's tool may join none of
+#: them (``plugins.manifest``), whatever is installed.
+_REGISTERED: dict[str, dict[str, Any]] = {spec["slug"]: spec for spec in BUILTIN_GROUPS}
+
+
+def register_builtin_group(spec: dict[str, Any]) -> None:
+    """Add an optional app's group to the built-in set (idempotent)."""
+    slug = spec.get("slug")
+    if not isinstance(slug, str) or not slug:
+        raise ValueError("a built-in group needs a slug")
+    _REGISTERED.setdefault(slug, dict(spec))
+
+
+def builtin_group_slugs() -> frozenset[str]:
+    """Every built-in group's slug (this app's and the optional apps' registered ones)."""
+    return frozenset(_REGISTERED)
 
 
 def create_builtin_groups(

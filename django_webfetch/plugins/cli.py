@@ -75,7 +75,12 @@ def _print_created(out: Any, instance: Any, verb: str) -> None:
     out.write(f"  declared destinations: {_hosts(instance.declared_egress)}")
     out.write(f"  granted:               {_hosts(instance.egress_hosts)}")
     out.write(f"  effective:             {_hosts(instance.effective())}")
-    out.write(f"  tool group:            {instance.default_group()} (enable it to offer the tools)")
+    groups = instance.tool_groups()
+    if len(groups) == 1:
+        label, note = "tool group: ", "enable it to offer the tools"
+    else:
+        label, note = "tool groups:", "enable each to offer its tools"
+    out.write(f"  {label}           {', '.join(groups)} ({note})")
 
 
 def _upgrade(command: Any, name: str, *, confirm: bool) -> None:

@@ -30,9 +30,12 @@ a refused plugin is registered.
 The ``egress`` declaration uses the host-list grammar of ``net.hosts`` with three more
 restrictions: no ``:port`` (plugins speak to the default ports), no bare ``*`` (already
 refused by the grammar) and no ``*.suffix`` where ``suffix`` is a public suffix
-(``*.com``, ``*.co.uk``, ``*.github.io``, or an unknown TLD such as ``*.internal``): the
-Public Suffix List shipped by the ``publicsuffixlist`` package decides, ICANN and private
-sections both, with its default rule that every unlisted TLD is a public suffix.
+(``*.com``, ``*.co.uk``, ``*.github.io``, or an unknown TLD such as ``*.internal``) *or has
+a public suffix below it* (``*.amazonaws.com`` holds ``s3.amazonaws.com``, every S3 bucket;
+``*.windows.net``): the Public Suffix List shipped by the ``publicsuffixlist`` package
+decides, ICANN and private sections both, with its default rule that every unlisted TLD is
+a public suffix.  Wildcard-DNS services that map any name to any address (``nip.io``,
+``sslip.io``...: ``10.0.0.1.nip.io``) are refused the same way (``egress_wildcard_dns``).
 """
 
 from __future__ import annotations
@@ -40,12 +43,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django_webfetch.net.errors import PolicyError
 from django_webfetch.net.hosts import EntryKind, ListEntry, parse_list_entry
+from django_webfetch.text.patterns import PatternError, compile_untrusted
+from django_webfetch.tools.schema import SchemaRefused, check_tool_schema
 
 __all__ = [
     "MAX_CONFIG_FIELDS",
@@ -57,7 +62,9 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "ToolSpec",
+    "WILDCARD_DNS_DOMAINS",
     "is_public_suffix",
+    "is_wildcard_dns",
     "parse_egress_entry",
     "parse_manifest",
     "tool_group",
@@ -94,7 +101,9 @@ _FIELD_KEYS = frozenset(
     }
 )
 _TOOL_KEYS = frozenset({"name", "description", "parameters", "handler", "effect", "group"})
-_BUILTIN_GROUPS = frozenset({"web", "system", "code", "rag"})
+#: Groups a plugin may never join even when the app that adds them is not installed (the
+#: registry in ``models.builtin`` holds the installed set).
+_RESERVED_GROUPS = frozenset({"web", "system", "code", "rag", "assistant", "content"})
 _MANIFEST_KEYS = frozenset({"name", "version", "egress", "config", "tools", "description"})
 
 
@@ -117,9 +126,49 @@ def _psl() -> Any:
     return PublicSuffixList(only_icann=False)
 
 
+@functools.lru_cache(maxsize=1)
+def _psl_covered() -> frozenset[str]:
+    """Every public suffix of the list and every name above one (``amazonaws.com`` for
+    ``s3.amazonaws.com``), ASCII (IDN rules in their ``xn--`` form)."""
+    covered: set[str] = set()
+    for rule in _psl()._publicsuffix:
+        name = str(rule).lstrip("!").removeprefix("*.").strip(".").lower()
+        if not name.isascii():
+            try:
+                name = name.encode("idna").decode("ascii")
+            except UnicodeError:
+                continue
+        labels = name.split(".")
+        for start in range(len(labels)):
+            covered.add(".".join(labels[start:]))
+    return frozenset(covered)
+
+
+#: Services whose DNS answers any name with the address written in it (any public or
+#: private address by name), or with loopback: a ``*.`` grant under one is a grant of
+#: every address.
+WILDCARD_DNS_DOMAINS = frozenset(
+    {
+        "nip.io",
+        "sslip.io",
+        "xip.io",
+        "traefik.me",
+        "localtest.me",
+        "lvh.me",
+        "vcap.me",
+        "localhost.direct",
+    }
+)
+
+
 def is_public_suffix(name: str) -> bool:
-    """Is ``name`` (lower-case, no trailing dot) a public suffix?"""
-    return bool(_psl().is_public(name))
+    """Is ``name`` (lower-case, no trailing dot) a public suffix, or above one?"""
+    return bool(_psl().is_public(name)) or name in _psl_covered()
+
+
+def is_wildcard_dns(name: str) -> bool:
+    """Is ``name`` a wildcard-DNS service or a name under one?"""
+    return any(name == d or name.endswith("." + d) for d in WILDCARD_DNS_DOMAINS)
 
 
 def parse_egress_entry(raw: object) -> ListEntry:
@@ -138,21 +187,23 @@ def parse_egress_entry(raw: object) -> ListEntry:
     if entry.kind is EntryKind.SUFFIX and is_public_suffix(entry.value):
         raise ManifestError(
             "egress_public_suffix",
-            f"egress entry {shown!r}: {entry.value!r} is a public suffix; name a domain "
-            "you control (*.tenants.example.org), never a TLD-like suffix",
+            f"egress entry {shown!r}: {entry.value!r} is a public suffix or holds one; name "
+            "a domain you control (*.tenants.example.org), never a TLD-like suffix",
+        )
+    if entry.kind is EntryKind.SUFFIX and is_wildcard_dns(entry.value):
+        raise ManifestError(
+            "egress_wildcard_dns",
+            f"egress entry {shown!r}: {entry.value!r} is a wildcard-DNS service (any name "
+            "resolves to the address written in it)",
         )
     return entry
 
 
 # -- the typed config schema -------------------------------------------------------------------
 
-# Constructs that make a backtracking engine go exponential or polynomial: a quantified
-# group that itself contains a quantifier or an alternation, and backreferences.  This is
-# deliberately conservative: a pattern that needs one of them is refused.
-_QUANTIFIER = re.compile(r"(?<!\\)(?:[*+?]|\{\d*,?\d*\})")
 
-
-def _check_pattern(pattern: object, where: str) -> re.Pattern[str]:
+def _check_pattern(pattern: object, where: str) -> Any:
+    """A config field's pattern, compiled on RE2 (linear time, explicit limits)."""
     if not isinstance(pattern, str):
         raise ManifestError("config_pattern", f"{where}: pattern must be a string")
     if len(pattern) > MAX_PATTERN_LENGTH:
@@ -162,201 +213,10 @@ def _check_pattern(pattern: object, where: str) -> re.Pattern[str]:
         )
     if not pattern.isascii() or not pattern.isprintable():
         raise ManifestError("config_pattern", f"{where}: pattern must be printable ASCII")
-    if re.search(r"\\[1-9]|\(\?P=|\(\?[=!<]", pattern):
-        raise ManifestError(
-            "config_pattern", f"{where}: backreferences and lookaround are not allowed"
-        )
-    _check_nesting(pattern, where)
     try:
-        compiled = re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise ManifestError("config_pattern", f"{where}: pattern does not compile") from exc
-    if backtracking_cost(pattern) > MAX_PATTERN_COST:
-        raise ManifestError(
-            "config_pattern",
-            f"{where}: pattern has too many quantifiers that can match the same text "
-            "(polynomial backtracking, as in a*a*a*b)",
-        )
-    return compiled
-
-
-#: The worst backtracking factor a pattern may have (``backtracking_cost``): one unbounded
-#: quantifier (counted as ``MAX_STRING_LENGTH``) times 8, e.g. three ``?`` next to it.
-MAX_PATTERN_COST = MAX_STRING_LENGTH * 8
-
-_ASCII = 128  # bit 128 stands for every non-ASCII character
-_ALL_CHARS = (1 << (_ASCII + 1)) - 1
-
-
-def _bits(chars: Iterable[int]) -> int:
-    bits = 0
-    for code in chars:
-        bits |= 1 << min(code, _ASCII)
-    return bits
-
-
-def _category_bits() -> dict[Any, int]:
-    from re import _constants as c  # type: ignore[attr-defined]
-
-    digit = _bits(range(48, 58)) | 1 << _ASCII
-    word = _bits([*range(48, 58), *range(65, 91), *range(97, 123), 95]) | 1 << _ASCII
-    space = _bits([9, 10, 11, 12, 13, 28, 29, 30, 31, 32]) | 1 << _ASCII
-    table = {c.CATEGORY_DIGIT: digit, c.CATEGORY_WORD: word, c.CATEGORY_SPACE: space}
-    for name in ("DIGIT", "WORD", "SPACE"):
-        table[getattr(c, f"CATEGORY_NOT_{name}")] = _ALL_CHARS
-    return table
-
-
-def _folded(bits: int) -> int:
-    """Both cases of every ASCII letter (a pattern may turn case-insensitive inline)."""
-    for upper in range(65, 91):
-        if bits & (1 << upper) or bits & (1 << (upper + 32)):
-            bits |= 1 << upper | 1 << (upper + 32)
-    return bits
-
-
-def backtracking_cost(pattern: str) -> int:
-    """An upper estimate of how many ways the stdlib engine may try per start position.
-
-    Walks the parsed pattern: consecutive variable-length items (quantifiers,
-    alternations) multiply their spans when the characters they can consume overlap (the
-    engine may split a run of text between them in every way: ``a*a*a*b`` is cubic), and
-    a fixed item that none of them can consume ends the run.  An unbounded quantifier
-    counts as ``MAX_STRING_LENGTH`` (the longest config string).  Conservative: case is
-    ignored, classes it cannot read count as every character.
-    """
-    from re import _constants as c  # type: ignore[attr-defined]
-    from re import _parser  # type: ignore[attr-defined]
-
-    categories = _category_bits()
-
-    def item_bits(op: Any, av: Any) -> int:
-        if op is c.LITERAL:
-            return _bits([av])
-        if op is c.NOT_LITERAL:
-            return (_ALL_CHARS & ~_bits([av])) | 1 << _ASCII
-        if op is c.IN:
-            bits, negate = 0, False
-            for kind, value in av:
-                if kind is c.NEGATE:
-                    negate = True
-                elif kind is c.LITERAL:
-                    bits |= _bits([value])
-                elif kind is c.RANGE:
-                    low, high = value
-                    bits |= _bits(range(low, min(high, _ASCII) + 1))
-                elif kind is c.CATEGORY:
-                    bits |= categories.get(value, _ALL_CHARS)
-                else:
-                    bits = _ALL_CHARS
-            return (_ALL_CHARS & ~bits) | 1 << _ASCII if negate else bits
-        return _ALL_CHARS  # ANY, NOT_LITERAL, anything else
-
-    def sequence(items: Any) -> tuple[int, int, int, bool]:
-        """(cost, characters it can consume, characters it can start with, can be empty)"""
-        worst, run, run_bits, seen, first, nullable = 1, 1, 0, 0, 0, True
-        for op, av in items:
-            if op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
-                low, high, sub = av
-                inner, bits, starts, empty = sequence(sub)
-                span = MAX_STRING_LENGTH if high is c.MAXREPEAT else max(1, high - low + 1)
-                factor, variable = min(span, MAX_STRING_LENGTH) * inner, span > 1 or inner > 1
-                empty = empty or low == 0
-            elif op is c.SUBPATTERN or op is getattr(c, "ATOMIC_GROUP", None):
-                factor, bits, starts, empty = sequence(av[-1] if op is c.SUBPATTERN else av)
-                variable = factor > 1
-            elif op is c.BRANCH:
-                branches = [sequence(branch) for branch in av[1]]
-                factor = sum(branch[0] for branch in branches)
-                bits = starts = 0
-                empty = False
-                for _, branch_bits, branch_starts, branch_empty in branches:
-                    bits, starts = bits | branch_bits, starts | branch_starts
-                    empty = empty or branch_empty
-                variable = True
-            elif op is c.AT:
-                continue  # zero width
-            elif op in (c.LITERAL, c.NOT_LITERAL, c.IN, c.ANY):
-                factor, variable, empty = 1, False, False
-                bits = starts = item_bits(op, av)
-            else:  # a conditional or anything else: counted as the worst
-                factor, bits, starts, variable, empty = (
-                    MAX_STRING_LENGTH,
-                    _ALL_CHARS,
-                    _ALL_CHARS,
-                    True,
-                    True,
-                )
-            bits, starts = _folded(bits), _folded(starts)
-            seen |= bits
-            if nullable:
-                first |= starts
-                nullable = empty
-            # The run so far and this item compete for the same text when this item can
-            # start with a character the run can consume.
-            overlaps = bool(starts & run_bits)
-            if variable:
-                if overlaps:
-                    run *= factor
-                    run_bits |= bits
-                elif empty and run_bits:
-                    # It may match nothing: the run goes on past it to the next item.
-                    run, run_bits = max(run, factor), run_bits | bits
-                else:
-                    worst = max(worst, run)
-                    run, run_bits = factor, bits
-            elif not overlaps and not empty:
-                worst = max(worst, run)
-                run, run_bits = 1, 0
-            if run > MAX_PATTERN_COST:
-                break  # refused anyway; keeps the arithmetic small
-        return max(worst, run), seen, first, nullable
-
-    return sequence(_parser.parse(pattern))[0]
-
-
-def _check_nesting(pattern: str, where: str) -> None:
-    """Refuse a quantified group containing a quantifier or an alternation (``(a+)+``,
-    ``(a|aa)*``): the shapes of catastrophic backtracking."""
-    stack: list[bool] = []  # per open group: does it contain a quantifier or "|"?
-    i = 0
-    in_class = False
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-            i += 1
-            continue
-        if char == "[":
-            in_class = True
-            i += 1
-            # A "]" right after "[" or "[^" is a literal.
-            if pattern[i : i + 1] == "^":
-                i += 1
-            if pattern[i : i + 1] == "]":
-                i += 1
-            continue
-        if char == "(":
-            stack.append(False)
-        elif char == ")":
-            risky = stack.pop() if stack else False
-            quantifier = _QUANTIFIER.match(pattern, i + 1)
-            # "?" (and {0,1}) make a group optional, not repeated: no backtracking blow-up.
-            follows = quantifier is not None and quantifier.group(0) not in ("?", "{0,1}", "{1}")
-            if risky and follows:
-                raise ManifestError(
-                    "config_pattern",
-                    f"{where}: a repeated group may not contain a quantifier or an "
-                    "alternation (catastrophic backtracking)",
-                )
-            if stack and (risky or follows):
-                stack[-1] = True
-        elif stack and (char == "|" or _QUANTIFIER.match(pattern, i)):
-            stack[-1] = True
-        i += 1
+        return compile_untrusted(pattern)
+    except PatternError as exc:
+        raise ManifestError("config_pattern", f"{where}: {exc} ({exc.reason})") from exc
 
 
 @dataclass(frozen=True)
@@ -367,7 +227,8 @@ class ConfigField:
     required: bool = False
     default: Any = None
     description: str = ""
-    pattern: re.Pattern[str] | None = None
+    #: An RE2 pattern (``text.patterns.compile_untrusted``).
+    pattern: Any = None
     min_length: int | None = None
     max_length: int = MAX_STRING_LENGTH
     minimum: float | None = None
@@ -392,7 +253,7 @@ class ConfigField:
                 return f"is longer than {self.max_length} characters"
             if self.min_length is not None and len(value) < self.min_length:
                 return f"is shorter than {self.min_length} characters"
-            # The pattern was checked at load time; the input is bounded by max_length.
+            # RE2: linear in the value, which is bounded by max_length.
             if self.pattern is not None and self.pattern.search(value) is None:
                 return "does not match the pattern"
         if kind in ("integer", "number"):
@@ -570,6 +431,11 @@ def _parse_tool(raw: object, index: int) -> ToolSpec:
     parameters = raw.get("parameters", {"type": "object", "properties": {}})
     if not isinstance(parameters, dict) or parameters.get("type") != "object":
         raise ManifestError("tool", f"tool {name!r}: parameters must be a JSON Schema object")
+    try:
+        # Local references only, nothing fetched; every pattern on RE2 under limits.
+        check_tool_schema(parameters)
+    except SchemaRefused as exc:
+        raise ManifestError(exc.reason, f"tool {name!r}: {exc}") from exc
     handler = raw.get("handler")
     if not callable(handler):
         raise ManifestError("tool", f"tool {name!r}: handler must be callable")
@@ -579,10 +445,16 @@ def _parse_tool(raw: object, index: int) -> ToolSpec:
     group = raw.get("group", "")
     if not isinstance(group, str) or (group and not re.match(r"^[-a-zA-Z0-9_]{1,64}\Z", group)):
         raise ManifestError("tool", f"tool {name!r}: group must be a slug")
-    if group in _BUILTIN_GROUPS:
+    if group in _builtin_groups():
         # A plugin's tools never join a built-in group (and its operator settings).
-        raise ManifestError("tool", f"tool {name!r}: {group!r} is a built-in group")
+        raise ManifestError("tool_group", f"tool {name!r}: {group!r} is a built-in group")
     return ToolSpec(name, description, dict(parameters), handler, effect, group)
+
+
+def _builtin_groups() -> frozenset[str]:
+    from django_webfetch.models.builtin import builtin_group_slugs
+
+    return _RESERVED_GROUPS | builtin_group_slugs()
 
 
 def parse_manifest(raw: object) -> Manifest:
@@ -651,6 +523,9 @@ def parse_manifest(raw: object) -> Manifest:
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise ManifestError("tool", f"plugin {name!r}: two tools share a name")
+    if name in _builtin_groups() and any(not t.group for t in tools):
+        # A tool without a group joins the group named after its plugin.
+        raise ManifestError("tool_group", f"plugin {name!r} is named like a built-in group")
     return Manifest(
         name=name,
         version=version,

@@ -214,6 +214,16 @@ class PluginInstance(models.Model):
             raise ImproperlyConfigured("django_webfetch is not ready: no plugin client factory")
         return factory(self.pk)
 
+    def tool_groups(self) -> list[str]:
+        """Every group the plugin's tools join, in the manifest's order (issue 19)."""
+        from .registry import get_manifest
+        from .tools import tool_group
+
+        manifest = get_manifest(self.plugin)
+        if manifest is None or not manifest.tools:
+            return [self.plugin]
+        return list(dict.fromkeys(tool_group(manifest, spec) for spec in manifest.tools))
+
     def default_group(self) -> str:
         """The group of the plugin's first tool (the plugin's name when it has none)."""
         from .registry import get_manifest

@@ -192,6 +192,11 @@ def format_record(
         f"{record.timestamp.isoformat(sep=' ')} {record.level} {record.logger}",
         f"Message: {redact_text(record.message)}",
     ]
+    flags = getattr(record, "flags", ())
+    if "future" in flags:
+        lines.insert(1, "Warning: this entry is dated in the future; its timestamp is not trusted.")
+    elif "backwards" in flags:
+        lines.insert(1, "Warning: this entry is dated before an entry above it in the file.")
     if record.exception:
         lines.append(f"Exception: {record.exception}: {redact_text(record.exception_message)}")
     expanded = 0
@@ -239,5 +244,6 @@ def format_record(
             "logger": _meta_token(record.logger, _NAME_SHAPE),
             "exception": _meta_token(record.exception, _NAME_SHAPE),
             "frames": frames_meta[-20:],
+            "flags": list(flags),
         },
     }

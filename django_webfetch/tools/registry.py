@@ -19,8 +19,6 @@ from typing import Any
 
 from django.apps import apps
 from django.utils.module_loading import import_string
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from django_webfetch.net.errors import WebFetchError
 from django_webfetch.net.policy import Scope
@@ -34,6 +32,7 @@ from .base import (
     ToolInvocation,
     ToolResult,
 )
+from .schema import SchemaRefused, argument_errors, check_tool_schema
 
 __all__ = [
     "BUILTIN_TOOLS",
@@ -112,9 +111,9 @@ def validate_tool(tool: Tool) -> None:
     if not isinstance(params, dict) or params.get("type") != "object":
         raise ValueError(f"{name!r}: parameters must be a JSON Schema of type object")
     try:
-        Draft202012Validator.check_schema(params)
-    except SchemaError as exc:
-        raise ValueError(f"{name!r}: parameters are not a valid JSON Schema") from exc
+        check_tool_schema(params)  # local $ref only, patterns on RE2 (issue 19)
+    except SchemaRefused as exc:
+        raise ValueError(f"{name!r}: parameters refused ({exc.reason}): {exc}") from exc
 
 
 class ToolRegistry:
@@ -336,7 +335,7 @@ def validate_arguments(tool: Tool, arguments: Any) -> ToolResult | None:
     if not isinstance(arguments, Mapping):
         return ToolResult.failure("invalid_arguments", "The arguments must be an object.")
     errors = sorted(
-        Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
+        argument_errors(tool.parameters, arguments),
         key=lambda e: [str(p) for p in e.path],
     )
     if not errors:

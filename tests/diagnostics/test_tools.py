@@ -451,13 +451,14 @@ def test_get_last_exception_lists_frames_without_a_project_root(
 ):
     log = tmp_path / "app.log"
     log.write_text(
-        "2026-12-01 03:00:00,000 ERROR shop plain error without traceback\n"
-        "  detail line with SECRET_KEY = 'leaked'\n"
+        # Append order decides which entry is the newest (issue 19).
         "2026-12-01 02:00:00,000 ERROR shop with traceback\n"
         "Traceback (most recent call last):\n"
         '  File "/srv/app/shop/views.py", line 3, in cart\n'
         "    api_key = 'sk-live-abc'\n"
         "KeyError: 'x'\n"
+        "2026-12-01 03:00:00,000 ERROR shop plain error without traceback\n"
+        "  detail line with SECRET_KEY = 'leaked'\n"
     )
     settings.WEBFETCH_LOG_FILES = [str(log)]
     settings.WEBFETCH_PROJECT_ROOT = None

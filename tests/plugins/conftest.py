@@ -28,11 +28,13 @@ def example(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     module.VERSION = "1.0"
     module.EXTRA_EGRESS[:] = []
+    module.EXTRA_TOOLS[:] = []
     registry.reset()
     default_registry.reset()
     yield module
     module.VERSION = "1.0"
     module.EXTRA_EGRESS[:] = []
+    module.EXTRA_TOOLS[:] = []
     registry.reset()
     default_registry.reset()
 

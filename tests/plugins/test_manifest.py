@@ -92,12 +92,10 @@ def test_ip_literals_are_exact():
         ({"config": {"x": {"type": "object"}}}, "config_schema"),
         ({"config": {"x": {"type": "string", "secret": True, "default": "a"}}}, "config_schema"),
         ({"config": {"x": {"type": "string", "pattern": "a" * 201}}}, "config_pattern"),
-        ({"config": {"x": {"type": "string", "pattern": "(a+)+$"}}}, "config_pattern"),
-        ({"config": {"x": {"type": "string", "pattern": "(a|aa)*$"}}}, "config_pattern"),
-        ({"config": {"x": {"type": "string", "pattern": "((ab)*)*"}}}, "config_pattern"),
+        # Nested quantifiers ((a+)+$) are fine on RE2 (tests/plugins/test_issue19.py);
+        # what RE2 cannot run is refused.
         ({"config": {"x": {"type": "string", "pattern": "(a*)\\1"}}}, "config_pattern"),
         ({"config": {"x": {"type": "string", "pattern": "(?=a)"}}}, "config_pattern"),
-        ({"config": {"x": {"type": "string", "pattern": "([a-z]+){2,}"}}}, "config_pattern"),
         ({"config": {"x": {"type": "string", "pattern": "(unclosed"}}}, "config_pattern"),
         ({"config": {"x": {"type": "integer", "pattern": "a"}}}, "config_schema"),
     ],

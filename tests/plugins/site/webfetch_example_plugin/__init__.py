@@ -18,6 +18,8 @@ from . import attacks as _attacks  # its thread pool exists before any tool runs
 
 VERSION = "1.0"
 EXTRA_EGRESS: list[str] = []
+#: More tool specs (a test adds a tool in another group).
+EXTRA_TOOLS: list[dict[str, Any]] = []
 
 EGRESS = [
     "granted.lab.example",
@@ -176,5 +178,6 @@ def manifest() -> dict[str, Any]:
                 group="string",
                 path="string",
             ),
+            *EXTRA_TOOLS,
         ],
     }

@@ -1,0 +1,182 @@
+"""Tool parameter schemas: JSON Schema (2020-12) that cannot hang the host or reach out.
+
+A tool's ``parameters`` may come from a plugin author, and its arguments from a model that a
+web page steers.  jsonschema runs ``pattern`` and ``patternProperties`` with Python's
+backtracking ``re`` and resolves a remote ``$ref`` by fetching it with urllib (no timeout,
+redirects followed, outside the egress guard).  Here:
+
+- ``pattern``, ``patternProperties`` and the ``additionalProperties`` test that depends on
+  them run on RE2 (``text.patterns.compile_untrusted``: linear time, 256 KiB program, 1 MiB
+  memory); a pattern that is not RE2 syntax or is over a limit refuses the schema;
+- ``$ref`` / ``$dynamicRef`` must be local (``#`` or ``#/json/pointer`` into the same
+  schema) and must resolve; ``$id``, ``$schema`` pointing elsewhere and
+  ``unevaluatedProperties`` next to ``patternProperties`` (jsonschema would run ``re``
+  there) are refused;
+- validation uses a ``referencing.Registry`` with no ``retrieve``: nothing is ever fetched.
+
+``check_tool_schema`` raises ``SchemaRefused`` with a stable ``reason``: ``schema_invalid``,
+``schema_ref``, ``schema_keyword``, or a ``text.patterns`` reason (``pattern_syntax``,
+``pattern_too_large``, ``pattern_too_long``, ``pattern_type``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.exceptions import SchemaError
+from jsonschema.validators import extend
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+from django_webfetch.text.patterns import PatternError, compile_untrusted
+
+__all__ = [
+    "ArgumentValidator",
+    "SchemaRefused",
+    "argument_errors",
+    "check_tool_schema",
+]
+
+#: The only place references resolve: the schema itself (no retrieve, nothing fetched).
+_NO_RETRIEVAL: Registry[Any] = Registry()
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class SchemaRefused(ValueError):
+    """A tool schema refused by ``check_tool_schema``; ``reason`` is a stable code."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if (
+        validator.is_type(instance, "string")
+        and compile_untrusted(pattern).search(instance) is None
+    ):
+        yield ValidationError(f"the value does not match {str(pattern)[:100]!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        compiled = compile_untrusted(pattern)
+        for key, value in instance.items():
+            if compiled.search(key) is not None:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _extras(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    properties = schema.get("properties", {})
+    patterns = [compile_untrusted(p) for p in schema.get("patternProperties", {})]
+    return [
+        key
+        for key in instance
+        if key not in properties and not any(p.search(key) is not None for p in patterns)
+    ]
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    extras = _extras(instance, schema)
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        yield ValidationError(f"{len(extras)} additional properties are not allowed")
+
+
+#: Draft 2020-12 with the pattern keywords on RE2.
+ArgumentValidator: Any = extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    validators={
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    },
+)
+
+
+def _walk(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
+    """Every mapping in the schema (conservatively: a ``const`` or ``enum`` value that
+    looks like a schema is checked too)."""
+    if depth > 64:
+        raise SchemaRefused("schema_invalid", "the schema is nested more than 64 levels deep")
+    if isinstance(node, Mapping):
+        yield node
+        for value in node.values():
+            yield from _walk(value, depth + 1)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _walk(item, depth + 1)
+
+
+def check_tool_schema(schema: object) -> None:
+    """Refuse a ``parameters`` schema that could fetch, hang or is not valid; see above."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        raise SchemaRefused("schema_invalid", "parameters must be a JSON Schema of type object")
+    has_pattern_properties = False
+    for node in _walk(schema):
+        for key in _REF_KEYS:
+            ref = node.get(key)
+            if isinstance(ref, str) and not ref.startswith("#"):
+                raise SchemaRefused(
+                    "schema_ref",
+                    f"{key} {ref[:100]!r} is not local: only '#/...' references are resolved",
+                )
+        if isinstance(node.get("$id"), str):
+            raise SchemaRefused("schema_ref", "$id is not allowed (it re-bases references)")
+        if isinstance(node.get("$schema"), str) and node["$schema"] != _DRAFT:
+            raise SchemaRefused("schema_ref", f"$schema must be {_DRAFT!r} or absent")
+        patterns: list[Any] = []
+        if isinstance(node.get("pattern"), str):
+            patterns.append(node["pattern"])
+        if isinstance(node.get("patternProperties"), Mapping):
+            has_pattern_properties = True
+            patterns.extend(node["patternProperties"])
+        for pattern in patterns:
+            try:
+                compile_untrusted(pattern)
+            except PatternError as exc:
+                raise SchemaRefused(exc.reason, f"pattern {str(pattern)[:100]!r}: {exc}") from exc
+    if has_pattern_properties and any("unevaluatedProperties" in n for n in _walk(schema)):
+        raise SchemaRefused(
+            "schema_keyword", "unevaluatedProperties cannot be combined with patternProperties"
+        )
+    try:
+        ArgumentValidator.check_schema(schema)
+    except SchemaError as exc:
+        raise SchemaRefused("schema_invalid", "parameters are not a valid JSON Schema") from exc
+    resolver = _NO_RETRIEVAL.resolver_with_root(DRAFT202012.create_resource(dict(schema)))
+    for node in _walk(schema):
+        for key in _REF_KEYS:
+            ref = node.get(key)
+            if isinstance(ref, str):
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable as exc:
+                    raise SchemaRefused(
+                        "schema_ref", f"{key} {ref[:100]!r} does not resolve in this schema"
+                    ) from exc
+
+
+def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Any]:
+    """The validation errors of ``arguments`` (never fetches; patterns on RE2).
+
+    A schema that slipped past ``check_tool_schema`` (a tool never registered) gives one
+    error naming the keyword (``$ref`` or ``pattern``) instead of a fetch or a crash.
+    """
+    validator = ArgumentValidator(dict(schema), registry=_NO_RETRIEVAL)
+    try:
+        return list(validator.iter_errors(dict(arguments)))
+    except Unresolvable:
+        return [ValidationError("a reference does not resolve locally", validator="$ref")]
+    except PatternError:
+        return [ValidationError("a pattern is not accepted", validator="pattern")]
