@@ -49,8 +49,8 @@ from typing import Any
 
 from django_webfetch.net.errors import PolicyError
 from django_webfetch.net.hosts import EntryKind, ListEntry, parse_list_entry
+from django_webfetch.schemas import SchemaRefused, check_tool_schema
 from django_webfetch.text.patterns import PatternError, compile_untrusted
-from django_webfetch.tools.schema import SchemaRefused, check_tool_schema
 
 __all__ = [
     "MAX_CONFIG_FIELDS",

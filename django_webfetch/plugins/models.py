@@ -216,8 +216,8 @@ class PluginInstance(models.Model):
 
     def tool_groups(self) -> list[str]:
         """Every group the plugin's tools join, in the manifest's order (issue 19)."""
+        from .manifest import tool_group
         from .registry import get_manifest
-        from .tools import tool_group
 
         manifest = get_manifest(self.plugin)
         if manifest is None or not manifest.tools:

@@ -22,6 +22,7 @@ from django.utils.module_loading import import_string
 
 from django_webfetch.net.errors import WebFetchError
 from django_webfetch.net.policy import Scope
+from django_webfetch.schemas import SchemaRefused, argument_errors, check_tool_schema
 
 from .base import (
     TOOL_NAME_RE,
@@ -32,7 +33,6 @@ from .base import (
     ToolInvocation,
     ToolResult,
 )
-from .schema import SchemaRefused, argument_errors, check_tool_schema
 
 __all__ = [
     "BUILTIN_TOOLS",

@@ -35,7 +35,7 @@ def main() -> None:
         django.setup()
     from django_webfetch.assistant.planner import _path
     from django_webfetch.diagnostics.paths import redact_text
-    from django_webfetch.tools.schema import argument_errors
+    from django_webfetch.schemas import argument_errors
 
     evil = {"type": "string", "pattern": r"^([A-Za-z]+ ?)+$"}
     schema = {"type": "object", "properties": {"q": evil}}
