@@ -30,9 +30,6 @@ _CALLS = {"compile", "search", "match", "fullmatch", "sub", "subn", "split", "fi
 
 #: Call sites whose pattern is not a literal, and why their cost is bounded.
 DYNAMIC = {
-    # The model's search_code query: on ``regex`` under the search's time budget (5 s,
-    # ``timeout=``), its compiled size bounded first (``check_complexity``).
-    ("diagnostics/search.py", "compile"): "time-bounded (regex timeout), size-bounded",
 }
 
 

@@ -1,9 +1,11 @@
 """``search_code``'s engine: ``path:line`` hits in project files under a hard budget.
 
 Literal substring by default.  A regular expression is opt-in, at most
-``MAX_PATTERN_CHARS`` long, and runs on the ``regex`` package, whose matching can be
-interrupted (``timeout=``): Python's ``re`` cannot be, so a catastrophic pattern would
-hold the worker.  The walk never follows a directory symlink, skips ``site-packages``,
+``MAX_PATTERN_CHARS`` long, and runs on RE2 (``text.patterns.compile_untrusted``: linear
+time in the text searched, compiled program and DFA memory bounded), because the model
+that writes it is steerable by every page it reads: no pattern can make a search
+backtrack, so the per-search budget below is the only clock that matters.
+The walk never follows a directory symlink, skips ``site-packages``,
 ``node_modules``, ``media``, ``static``, ``__pycache__`` and dot directories, and asks the
 ``SourcePathGuard`` about every directory and file (a symlinked file is resolved and must
 stay inside the root like any other path).  The whole search stops at ``MAX_FILES`` files
@@ -18,15 +20,9 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-import regex
-
-try:  # Python >= 3.11; sre_parse warns on import there
-    from re import _constants as _sre_constants  # type: ignore[attr-defined]
-    from re import _parser as _sre_parser  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _sre_constants
-    import sre_parse as _sre_parser
+from django_webfetch.text.patterns import PatternError, compile_untrusted
 
 from .paths import PathDenied, SourcePathGuard, redact_text
 
@@ -75,46 +71,13 @@ class SearchOutcome:
     elapsed: float = 0.0
 
 
-#: Upper bound of a pattern's expanded size (a counted repeat multiplies its body).
-MAX_PATTERN_EXPANSION = 20_000
-
-
-def _expanded(items: object, depth: int = 0) -> int:
-    """The size a pattern's parse tree expands to: a repeat counts ``max`` (or ``min`` when
-    unbounded) times its body.  Raises ``SearchRefused`` past the bound or 50 levels."""
-    if depth > 50:
-        raise SearchRefused("pattern_too_complex")
-    total = 0
-    for op, arg in items:  # type: ignore[attr-defined]
-        name = str(op)
-        if name in {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}:
-            low, high, body = arg
-            count = high if high != _sre_parser.MAXREPEAT else max(low, 1)
-            total += max(count, 1) * _expanded(body, depth + 1)
-        elif name == "SUBPATTERN":
-            total += _expanded(arg[-1], depth + 1)
-        elif name in {"ATOMIC_GROUP"}:
-            total += _expanded(arg, depth + 1)
-        elif name == "BRANCH":
-            total += sum(_expanded(branch, depth + 1) for branch in arg[1])
-        elif name in {"ASSERT", "ASSERT_NOT"}:
-            total += _expanded(arg[1], depth + 1)
-        elif name == "GROUPREF_EXISTS":
-            total += sum(_expanded(part, depth + 1) for part in arg[1:] if part is not None)
-        else:
-            total += 1
-        if total > MAX_PATTERN_EXPANSION:
-            raise SearchRefused("pattern_too_complex")
-    return total
-
-
-def check_complexity(pattern: str) -> None:
-    """Refuse a pattern that is not standard ``re`` syntax or expands past the bound."""
-    try:
-        tree = _sre_parser.parse(pattern)
-    except (_sre_constants.error, OverflowError, RecursionError, ValueError) as exc:
-        raise SearchRefused("invalid_pattern") from exc
-    _expanded(list(tree))
+#: ``text.patterns`` refusals in ``search_code``'s own codes.
+_REFUSALS = {
+    "pattern_too_long": "pattern_too_long",
+    "pattern_too_large": "pattern_too_complex",
+    "pattern_syntax": "invalid_pattern",
+    "pattern_type": "invalid_query",
+}
 
 
 class _Stop(Exception):
@@ -146,7 +109,7 @@ class CodeSearch:
     # -- the query --------------------------------------------------------------------------
 
     @staticmethod
-    def compile(query: object, *, use_regex: bool) -> regex.Pattern[str] | str:
+    def compile(query: object, *, use_regex: bool) -> Any:
         if not isinstance(query, str) or not query or "\x00" in query or "\n" in query:
             raise SearchRefused("invalid_query")
         if not use_regex:
@@ -155,14 +118,12 @@ class CodeSearch:
             return query
         if len(query) > MAX_PATTERN_CHARS:
             raise SearchRefused("pattern_too_long")
-        # Compiling is not interruptible and nested counted repeats expand at compile time
-        # ("(?:a{1000}){1000}" takes seconds and hundreds of MiB): bound the expansion
-        # first, on the standard library's parse tree (which never expands anything).
-        check_complexity(query)
+        # RE2 bounds the compiled program and its memory (a nested counted repeat such as
+        # "(?:a{1000}){1000}" is refused at compile time, never expanded).
         try:
-            return regex.compile(query, regex.VERSION0)
-        except (regex.error, OverflowError, RecursionError, ValueError) as exc:
-            raise SearchRefused("invalid_pattern") from exc
+            return compile_untrusted(query)
+        except PatternError as exc:
+            raise SearchRefused(_REFUSALS.get(exc.reason, "invalid_pattern")) from exc
 
     @staticmethod
     def check_glob(glob: object) -> str | None:
@@ -191,7 +152,7 @@ class CodeSearch:
 
     def _walk(
         self,
-        matcher: regex.Pattern[str] | str,
+        matcher: Any,
         glob: str | None,
         outcome: SearchOutcome,
         deadline: float,
@@ -236,7 +197,7 @@ class CodeSearch:
         self,
         path: str,
         is_link: bool,
-        matcher: regex.Pattern[str] | str,
+        matcher: Any,
         glob: str | None,
         outcome: SearchOutcome,
         deadline: float,
@@ -289,13 +250,15 @@ class CodeSearch:
         self,
         shown: str,
         text: str,
-        pattern: regex.Pattern[str],
+        pattern: Any,
         outcome: SearchOutcome,
         deadline: float,
     ) -> None:
         last_line = 0
         try:
-            for match in pattern.finditer(text, timeout=max(deadline - self._clock(), 0.001)):
+            for match in pattern.finditer(text):
+                if self._clock() > deadline:
+                    raise TimeoutError
                 number = text.count("\n", 0, match.start()) + 1
                 if number == last_line:
                     continue

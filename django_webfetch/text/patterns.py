@@ -85,7 +85,7 @@ def compile_untrusted(pattern: object) -> Any:
         compiled = re2.compile(pattern, options=_options(max_mem=MAX_MEMORY_BYTES))
     except re2.error as exc:
         text = str(exc)
-        if "too large" in text or "too big" in text:
+        if any(word in text for word in ("too large", "too big", "repetition size", "nest")):
             raise PatternError(
                 "pattern_too_large", "the pattern compiles past the size limit"
             ) from exc

@@ -88,7 +88,7 @@ def test_regex_and_glob(tree):
         (None, False, "invalid_query"),
         ("x" * 501, False, "invalid_query"),
         ("(", True, "invalid_pattern"),
-        ("a{99999999999}", True, "invalid_pattern"),
+        ("a{1001}", True, "pattern_too_complex"),
         ("a" * (MAX_PATTERN_CHARS + 1), True, "pattern_too_long"),
     ],
 )
@@ -136,14 +136,12 @@ def test_a_deep_tree_does_not_recurse(tmp_path):
 
 
 def test_catastrophic_regex_does_not_hang(tmp_path):
-    (tmp_path / "evil.txt").write_text("a" * 60 + "!\n")
+    (tmp_path / "evil.txt").write_text("a" * 60_000 + "!\n")
     search = CodeSearch(SourcePathGuard(str(tmp_path)), max_seconds=0.5)
-    started = time.monotonic()
     outcome = search.search(r"(a|aa)+$", use_regex=True)
-    elapsed = time.monotonic() - started
-    # Python's re would run for years on this; the regex engine is interrupted.
-    assert outcome.exhausted == "time"
-    assert elapsed < 30, elapsed
+    # Python's re would run for years on this; RE2 reads the file once: the whole tree is
+    # searched, no budget runs out.
+    assert outcome.exhausted is None and outcome.files_scanned == 1 and outcome.hits == []
 
 
 def test_time_budget_on_the_walk(tmp_path):
@@ -169,12 +167,15 @@ def test_unreadable_directory_is_skipped(tmp_path):
 @pytest.mark.parametrize(
     ("pattern", "reason"),
     [
-        (r"(?:a{1000}){1000}", "pattern_too_complex"),  # seconds and ~400 MiB to compile
+        (r"(?:a{1000}){1000}", "pattern_too_complex"),  # past RE2's program limit
         (r"((a{100}){100}){100}", "pattern_too_complex"),
-        (r"(a)?(?(1)b{30000}|c)", "pattern_too_complex"),
         (r"x{65535}", "pattern_too_complex"),
-        ("(" * 60 + "a" + ")" * 60, "pattern_too_complex"),
-        (r"\p{L}+", "invalid_pattern"),  # regex-module-only syntax is not accepted
+        (r"a{2000}", "pattern_too_complex"),  # RE2 counts at most 1,000
+        (r"(a)?(?(1)b{30000}|c)", "invalid_pattern"),  # conditionals: not RE2
+        (r"(?=a{10})b", "invalid_pattern"),  # look-around: not RE2
+        (r"(?>a{5}){5}", "invalid_pattern"),  # atomic groups: not RE2
+        (r"a*+b", "invalid_pattern"),  # possessive: not RE2
+        (r"(a)\1", "invalid_pattern"),  # backreferences: not RE2
     ],
 )
 def test_patterns_that_would_explode_at_compile_time(tree, pattern, reason):
@@ -186,7 +187,8 @@ def test_patterns_that_would_explode_at_compile_time(tree, pattern, reason):
 
 
 @pytest.mark.parametrize(
-    "pattern", [r"a{2000}", r"(?:[a-z]{40}){40}", r"(?=a{10})b", r"(?>a{5}){5}", r"a*+b"]
+    "pattern",
+    [r"a{1000}", r"(?:[a-z]{40}){10}", r"\p{L}+", "(" * 60 + "a" + ")" * 60, r"(?i)def\s+\w+"],
 )
 def test_ordinary_counted_patterns_compile(tree, pattern):
     CodeSearch.compile(pattern, use_regex=True)

@@ -171,12 +171,29 @@ def test_search_code_regex_and_refusals(code_group, superuser):
     assert result.error == "search_refused" and result.meta == {"reason": "invalid_pattern"}
 
 
-def test_search_code_says_when_the_budget_ran_out(code_group, superuser, settings, tmp_path):
+def test_search_code_runs_a_catastrophic_pattern_in_linear_time(
+    code_group, superuser, settings, tmp_path
+):
+    # (a|aa)+$ on "a" * N + "!" backtracks exponentially on a backtracking engine (it held
+    # the 5 s budget at N = 40); on RE2 the whole file is searched, nothing runs out.
     settings.WEBFETCH_PROJECT_ROOT = tmp_path
-    (tmp_path / "evil.txt").write_text("a" * 40 + "!\n")
-    result = run_tool("search_code", {"query": "(a|aa)+$", "regex": True}, user=superuser)
-    assert result.ok and result.meta["exhausted"] == "time"
-    assert "INCOMPLETE: the time budget (5 s) ran out" in result.content
+    (tmp_path / "evil.txt").write_text("a" * 40_000 + "!\n" + "aaa\n")
+    result = run_tool("search_code", {"query": "(?m)(a|aa)+$", "regex": True}, user=superuser)
+    assert result.ok and result.meta["exhausted"] is None
+    assert result.meta["files_scanned"] == 1 and result.meta["hits"] == 1
+    assert "evil.txt:2" in result.content
+
+
+def test_search_code_refuses_what_re2_cannot_run(code_group, superuser, settings, tmp_path):
+    settings.WEBFETCH_PROJECT_ROOT = tmp_path
+    (tmp_path / "a.txt").write_text("aa\n")
+    for query, code in [
+        ("(a)\\1", "invalid_pattern"),  # a backreference
+        ("a(?=b)", "invalid_pattern"),  # look-ahead
+        ("(?:(?:a{1000}){1000}){1000}", "pattern_too_complex"),
+    ]:
+        result = run_tool("search_code", {"query": query, "regex": True}, user=superuser)
+        assert not result.ok and code in (result.error or "") + str(result.meta), (query, result)
 
 
 # -- get_last_exception -----------------------------------------------------------------------
