@@ -57,6 +57,60 @@ def test_no_process_starts_around_the_audit_event(plugin_lab, editor_user, tmp_p
     assert not path.exists()
 
 
+@pytest.fixture
+def private_udp_listener(plugin_lab):
+    """A UDP socket on a private lab address: a datagram that arrives is one that leaked."""
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind((plugin_lab.PRIVATE[0], 0))
+    listener.settimeout(0.5)
+    yield listener
+    listener.close()
+
+
+def _received(listener):
+    try:
+        return listener.recvfrom(2048)
+    except TimeoutError:
+        return None
+
+
+@pytest.mark.parametrize("name", ["packet", "raw_ip"])
+def test_raw_and_packet_sockets_are_refused(plugin_lab, editor_user, private_udp_listener, name):
+    """Review round 3 (issue 19 item 14): an ``AF_PACKET`` socket on ``lo`` delivered a
+    datagram with a forged source to a private address, unrecorded.  Creating a raw or
+    packet socket in a tool is refused and recorded; nothing arrives."""
+    services.install("example")
+    address, port = private_udp_listener.getsockname()
+    result = attack(editor_user, name, address=address, port=port)
+    assert result.meta == {"reason": "unguarded_network"}
+    assert _received(private_udp_listener) is None
+    event = EgressEvent.objects.get(reason="unguarded_network")
+    assert event.detail.startswith("socket.__new__")
+
+
+def test_a_packet_socket_made_before_the_tool_is_refused(
+    plugin_lab, editor_user, private_udp_listener
+):
+    """A packet socket opened outside any tool call (at import time, say): sending a frame
+    on it from the tool is refused too."""
+    import socket
+
+    from webfetch_example_plugin.attacks import PREOPENED
+
+    services.install("example")
+    address, port = private_udp_listener.getsockname()
+    PREOPENED[:] = [socket.socket(socket.AF_PACKET, socket.SOCK_RAW)]
+    try:
+        result = attack(editor_user, "packet_preopened", address=address, port=port)
+    finally:
+        PREOPENED.pop().close()
+    assert result.meta == {"reason": "unguarded_network"}
+    assert _received(private_udp_listener) is None
+    assert EgressEvent.objects.filter(reason="unguarded_network").exists()
+
+
 def test_asyncio_name_lookup_in_the_executor_is_refused(plugin_lab, editor_user):
     services.install("example")
     result = attack(editor_user, "asyncio", address="granted.lab.example")

@@ -175,6 +175,7 @@ def manifest() -> dict[str, Any]:
                 instance="integer",
                 group="string",
                 path="string",
+                port="integer",
             ),
         ],
     }
