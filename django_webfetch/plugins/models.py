@@ -74,6 +74,17 @@ class PluginInstance(models.Model):
             "server). Metadata addresses and mixed public/private answers stay refused."
         ),
     )
+    #: Run this instance's tools in the web or worker process under the audit hook instead
+    #: of an isolated plugin process (docs/plugins.rst; ``check`` warns, W032).
+    trusted = models.BooleanField(
+        _("trusted (runs in-process)"),
+        default=False,
+        help_text=_(
+            "Run this plugin's code inside the site's own processes, with the site's "
+            "settings and database, guarded only by the audit hook. Leave off: the plugin "
+            "runs in an isolated process with no network of its own."
+        ),
+    )
     note = models.CharField(_("note"), max_length=200, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
     updated = models.DateTimeField(_("updated"), auto_now=True)
