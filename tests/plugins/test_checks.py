@@ -16,7 +16,7 @@ def test_refused_manifest_is_e030(example):
     from django_webfetch.plugins import registry
 
     assert checks.check_plugins() == []
-    example.EXTRA_EGRESS[:] = ["*.com"]
+    example.set_state(extra_egress=["*.com"])
     registry.reset()
     messages = checks.check_plugins()
     assert ids(messages) == ["django_webfetch.E030"]

@@ -71,8 +71,7 @@ def test_upgrade_that_declares_more_widens_nothing_without_confirm(example):
     from django_webfetch.plugins import registry
 
     webfetch("install", "example")
-    example.VERSION = "2.0"
-    example.EXTRA_EGRESS[:] = ["extra.lab.example", "deep.api.lab.example"]
+    example.set_state(version="2.0", extra_egress=["extra.lab.example", "deep.api.lab.example"])
     registry.reset()
     out = io.StringIO()
     with pytest.raises(CommandError, match="--confirm") as caught:
@@ -101,7 +100,7 @@ def test_upgrade_that_declares_nothing_new(example):
     from django_webfetch.plugins import registry
 
     webfetch("install", "example")
-    example.VERSION = "1.1"
+    example.set_state(version="1.1")
     registry.reset()
     assert webfetch("upgrade", "example").splitlines() == [
         "example: 1.0 -> 1.1",
@@ -114,7 +113,7 @@ def test_upgrade_keeps_a_narrowed_grant_narrow(example):
     from django_webfetch.plugins import registry
 
     webfetch("bind", "example", "--alias", "b", "--egress", "none")
-    example.VERSION = "1.1"
+    example.set_state(version="1.1")
     registry.reset()
     webfetch("upgrade", "example")
     assert PluginInstance.objects.get().egress_hosts == []

@@ -407,6 +407,27 @@ class GuestHandle:
 # -- loading and serving -----------------------------------------------------------------
 
 
+def _refuse_network_sockets(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
+    """Audit hook of the plugin process: creating an IP socket is refused and recorded on
+    the call's scope (the system call would fail anyway; this says why, on the record)."""
+    if event != "socket.__new__" or len(args) < 3:
+        return
+    if args[1] not in (socket.AF_INET, socket.AF_INET6):
+        return
+    from django_webfetch.plugins.sandbox import (
+        UnguardedNetworkAccess,
+        Violation,
+        current_scope,
+    )
+
+    violation = Violation(event, f"family={args[1]} type={args[2]}", None)
+    scope = current_scope()
+    if scope is not None:
+        with scope.lock:
+            scope.violations.append(violation)
+    raise UnguardedNetworkAccess(detail=f"{event} {violation.target}")
+
+
 def _load(entry: str) -> Any:
     import importlib
 
@@ -507,6 +528,7 @@ def serve(channel: Channel) -> None:
         return
     from django_webfetch.plugins.sandbox import plugin_scope
 
+    sys.addaudithook(_refuse_network_sockets)
     sys.path.insert(0, str(setup["plugin_path"]))
     described: dict[str, Any] | None = None
     handlers: dict[str, Any] = {}

@@ -4,11 +4,16 @@ distribution (``tests/plugins/site`` is put on ``sys.path`` by tests/plugins/con
 
 Its tools call hosts of the network-namespace lab through the host-owned client, and a few
 try to get around it (a raw socket, httpx, a subprocess, a thread) to prove they cannot.
-``VERSION`` and ``EXTRA_EGRESS`` let a test play a package upgrade.
+``set_state(version=..., extra_egress=...)`` lets a test play a package upgrade: it writes
+``state.json`` beside this file, which ``manifest()`` reads each time it is called (in the
+plugin process that reads manifests, too; a module attribute set in the test process would
+not reach it).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import threading
@@ -16,8 +21,26 @@ from typing import Any
 
 from . import attacks as _attacks  # its thread pool exists before any tool runs
 
-VERSION = "1.0"
-EXTRA_EGRESS: list[str] = []
+_STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "state.json")
+
+
+def _state() -> dict[str, Any]:
+    try:
+        with open(_STATE) as fh:
+            return dict(json.load(fh))
+    except FileNotFoundError:
+        return {}
+
+
+def set_state(version: str = "1.0", extra_egress: Any = ()) -> None:
+    """The package as of another version (the defaults: as shipped)."""
+    if version == "1.0" and not extra_egress:
+        if os.path.exists(_STATE):
+            os.unlink(_STATE)
+        return
+    with open(_STATE, "w") as fh:
+        json.dump({"version": version, "extra_egress": list(extra_egress)}, fh)
+
 
 EGRESS = [
     "granted.lab.example",
@@ -143,11 +166,12 @@ def _tool(name: str, handler: Any, **properties: Any) -> dict[str, Any]:
 
 
 def manifest() -> dict[str, Any]:
+    state = _state()
     return {
         "name": "example",
-        "version": VERSION,
+        "version": state.get("version", "1.0"),
         "description": "The test suite's example plugin.",
-        "egress": [*EGRESS, *EXTRA_EGRESS],
+        "egress": [*EGRESS, *state.get("extra_egress", [])],
         "config": {
             "base": {"type": "string", "pattern": "^https?://", "maxLength": 200},
             "token": {"type": "string", "secret": True},
