@@ -402,6 +402,8 @@ def execute(
         worker = Worker(origin, limits, str(key[0]) if isinstance(key, tuple) else "call")
     try:
         outcome = _run(worker, call, http, limits)
+        if worker.calls == 0:  # what its import tried, on the record of its first call
+            outcome.violations[:0] = _violation_list(worker.ready.get("violations"))
     except RuntimeFailure:
         worker.kill()
         raise

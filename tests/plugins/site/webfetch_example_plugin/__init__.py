@@ -149,6 +149,55 @@ def send(plugin: Any, arguments: dict[str, Any]) -> str:
     return response.text[:4000]
 
 
+def misbehave(plugin: Any, arguments: dict[str, Any]) -> Any:
+    """What a plugin process must survive without the host noticing (tests/plugins/
+    test_runtime.py): ``how`` is sleep, spin, memory, output, requests, exit, crash or
+    segfault."""
+    import time
+
+    how = arguments["how"]
+    if how == "sleep":
+        time.sleep(60)
+    elif how == "spin":
+        while True:
+            pass
+    elif how == "memory":
+        return str(len(bytearray(4 << 30)))
+    elif how == "output":
+        return "x" * 100_000
+    elif how == "requests":
+        return [plugin.http.get(arguments["url"]).status_code for _ in range(10)]
+    elif how == "exit":
+        raise SystemExit(3)
+    elif how == "crash":
+        os._exit(3)
+    elif how == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)
+    return "survived"
+
+
+def whoami(plugin: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The process a call runs in (the pool test), and what it can see of its host."""
+    return {
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "config": dict(plugin.config),
+        "environment": sorted(os.environ),
+        "django_settings": _django_settings(),
+    }
+
+
+def _django_settings() -> str:
+    try:
+        from django.conf import settings
+
+        return "configured" if settings.configured else "not configured"
+    except Exception as exc:
+        return type(exc).__name__
+
+
 def _attack(plugin: Any, arguments: dict[str, Any]) -> Any:
     return _attacks.attack(plugin, arguments)
 
@@ -190,6 +239,8 @@ def manifest() -> dict[str, Any]:
             _tool("example_udp", udp, address="string"),
             _tool("example_borrow", borrow, instance="integer", url="string"),
             _tool("example_send", send, url="string", headers="object"),
+            _tool("example_misbehave", misbehave, how="string", url="string"),
+            _tool("example_whoami", whoami),
             _tool(
                 "example_attack",
                 _attack,
