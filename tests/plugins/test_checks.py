@@ -64,6 +64,34 @@ def test_instance_checks(example, settings):
 
 
 @pytest.mark.django_db
+def test_every_trusted_instance_is_w032(example):
+    PluginInstance.objects.create(plugin="example", alias="isolated")
+    PluginInstance.objects.create(plugin="example", alias="inproc", trusted=True)
+    PluginInstance.objects.create(plugin="example", alias="inproc2", trusted=True)
+    messages = [
+        m for m in checks.check_plugin_instances(databases=["default"]) if m.id.endswith("W032")
+    ]
+    assert sorted(m.obj.alias for m in messages) == ["inproc", "inproc2"]
+    assert "settings, database and network" in messages[0].msg
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("WEBFETCH_PLUGIN_WALL_SECONDS", 1000),
+        ("WEBFETCH_PLUGIN_CPU_SECONDS", 0),
+        ("WEBFETCH_PLUGIN_MEMORY_BYTES", 1024),
+        ("WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES", "big"),
+        ("WEBFETCH_PLUGIN_MAX_REQUESTS", 0),
+        ("WEBFETCH_PLUGIN_POOL_SIZE", 100),
+    ],
+)
+def test_runtime_limits_past_their_ceiling_are_e001(settings, name, value):
+    setattr(settings, name, value)
+    assert "django_webfetch.E001" in ids(checks.check_settings())
+
+
+@pytest.mark.django_db
 def test_invalid_nat64_list_is_an_error_and_refuses_every_fetch(settings, group_factory):
     """One bad entry rejects the whole list: a system check error, and the guard refuses
     every fetch (tools and plugins alike) until it is fixed."""

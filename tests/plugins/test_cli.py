@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from django_webfetch.models import PluginInstance, ToolGroup
+from django_webfetch.plugins.runtime.host import isolation_label
 
 pytestmark = pytest.mark.django_db
 
@@ -132,14 +133,31 @@ def test_list_shows_declared_granted_effective(example):
     bound.save()
     output = webfetch("list")
     assert "s3cret" not in output
-    assert output.splitlines()[-6:] == [
+    assert output.splitlines()[-7:] == [
         "other (example , enabled)",
         f"  declared:  {DECLARED}",
         "  granted:   granted.lab.example, ungranted.lab.example",
         "  effective: granted.lab.example",
         "  private addresses allowed for: granted.lab.example",
         "  secrets: set (never shown)",
+        f"  isolation: {isolation_label(False)}",
     ]
+
+
+def test_list_shows_each_instances_isolation(example):
+    from django_webfetch.plugins.runtime.host import capabilities
+
+    webfetch("install", "example")
+    PluginInstance.objects.create(plugin="example", alias="inproc", trusted=True)
+    lines = [line for line in webfetch("list").splitlines() if "isolation:" in line]
+    found = capabilities()
+    if found.get("isolated"):
+        landlock = f"Landlock ABI {found['landlock']}" if found.get("landlock") else "no Landlock"
+        untrusted = f"  isolation: isolated process: seccomp (no network), {landlock}"
+        assert lines[0] == untrusted  # "example" sorts first
+    else:
+        assert lines[0].startswith("  isolation: none: untrusted plugins do not run here")
+    assert lines[1] == "  isolation: trusted: in this process, audit hook only (check W032)"
 
 
 def test_list_flags_an_instance_whose_package_is_gone(example):

@@ -51,6 +51,7 @@ __all__ = [
     "capabilities",
     "describe",
     "execute",
+    "isolation_label",
     "shutdown",
 ]
 
@@ -332,6 +333,18 @@ def capabilities() -> dict[str, Any]:
     with _capabilities_lock:
         _capabilities = found
     return dict(found)
+
+
+def isolation_label(trusted: bool) -> str:
+    """How an instance's tools run on this host, in words (``webfetch plugin list``)."""
+    if trusted:
+        return "trusted: in this process, audit hook only (check W032)"
+    found = capabilities()
+    if not found.get("isolated"):
+        return f"none: untrusted plugins do not run here ({found.get('why', 'no seccomp')})"
+    landlock = found.get("landlock")
+    files = f"Landlock ABI {landlock}" if landlock else "no Landlock: file system not restricted"
+    return f"isolated process: seccomp (no network), {files}"
 
 
 def _violation_list(raw: Any) -> list[tuple[str, str, int | None]]:
