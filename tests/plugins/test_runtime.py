@@ -305,3 +305,75 @@ def test_a_crashed_call_ends_failed_through_the_runs(plugin_lab, editor_user):
     call = runs.request_call("example_misbehave", {"how": "crash"}, user=editor_user)
     assert call.state == "failed"
     assert call.result["error"] == "plugin_crashed"
+
+
+_WITHOUT_SECCOMP = r"""
+import errno, json, os, sys
+
+import pyseccomp as sc
+
+# This process and its children now run like a container whose profile refuses seccomp.
+rules = sc.SyscallFilter(sc.ALLOW)
+rules.add_rule(sc.ERRNO(errno.ENOSYS), "seccomp")
+rules.add_rule(sc.ERRNO(errno.EINVAL), "prctl", sc.Arg(0, sc.EQ, 22))  # PR_SET_SECCOMP
+rules.load()
+
+sys.path.insert(0, sys.argv[1])
+os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+import django
+
+django.setup()
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+call_command("migrate", verbosity=0)
+from django_webfetch.models import ToolGroup
+from django_webfetch.plugins import services
+from django_webfetch.plugins.runtime.host import capabilities
+from django_webfetch.tools import ToolContext, run_tool
+
+ToolGroup.objects.create(slug="example", scope="external_filtered", enabled=True)
+user = get_user_model().objects.create(username="editor", is_staff=True)
+instance = services.install("example")
+context = ToolContext(approved=True, call_id="c", plugin_instance=instance)
+untrusted = run_tool("example_whoami", {}, user=user, context=context)
+instance.trusted = True
+instance.save()
+trusted = run_tool("example_whoami", {}, user=user, context=context)
+print(json.dumps({
+    "capabilities": capabilities(),
+    "untrusted": untrusted.error,
+    "trusted": trusted.error,
+    "in_process": f'"pid": {os.getpid()}' in trusted.content,
+    "list": [s.isolation for s in services.list_instances()],
+}))
+"""
+
+
+def test_without_seccomp_untrusted_plugins_do_not_run(tmp_path):
+    """A host where seccomp cannot be installed (a container profile that refuses it, made
+    here with a real seccomp filter on a child process): isolation is reported unavailable,
+    an untrusted instance's call fails ``plugin_isolation_unavailable``, a trusted one runs
+    in-process."""
+    import subprocess
+
+    import django_webfetch
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    site = os.path.join(os.path.dirname(__file__), "site")
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_SECCOMP, site],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["capabilities"]["isolated"] is False
+    assert "seccomp" in found["capabilities"]["why"]
+    assert found["untrusted"] == "plugin_isolation_unavailable"
+    assert found["trusted"] is None and found["in_process"]
+    assert found["list"] == ["trusted: in this process, audit hook only (check W032)"]
