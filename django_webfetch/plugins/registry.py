@@ -103,7 +103,9 @@ def _origin_of(ep: Any) -> Origin:
             path = ""
     if not path or not any(os.path.exists(os.path.join(path, top + x)) for x in ("", ".py")):
         spec = importlib.util.find_spec(top)  # a top-level name: nothing is executed
-        location = (spec.submodule_search_locations or [None])[0] if spec else None
+        location: str | None = None
+        if spec is not None and spec.submodule_search_locations:
+            location = list(spec.submodule_search_locations)[0]
         if location is None and spec is not None:
             location = spec.origin
         path = os.path.dirname(location) if location else ""
@@ -163,18 +165,18 @@ def load() -> dict[str, Manifest]:
     with _lock:
         if _manifests is None:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
-            origins: dict[str, Origin] = {}
+            found_origins: dict[str, Origin] = {}
             _problems.clear()
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 try:
-                    manifest, origins[ep.name] = _load_entry_point(ep)
+                    manifest, found_origins[ep.name] = _load_entry_point(ep)
                 except ManifestError as exc:
                     message = f"plugin entry point {ep.name!r} refused ({exc.reason}): {exc}"
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
                     continue
                 claims.setdefault(manifest.name, []).append((_origin(ep), manifest))
-                _origins[manifest.name] = origins[ep.name]
+                _origins[manifest.name] = found_origins[ep.name]
             found: dict[str, Manifest] = {}
             for name, claimed in claims.items():
                 if len(claimed) > 1:

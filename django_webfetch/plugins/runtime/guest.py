@@ -163,7 +163,7 @@ def _limits(setup: Mapping[str, Any]) -> None:
 
 def _seccomp() -> None:
     try:
-        import pyseccomp as sc
+        import pyseccomp as sc  # type: ignore[import-untyped]
     except (ImportError, OSError) as exc:  # the binding, or libseccomp.so.2, is missing
         raise Unavailable(f"libseccomp unavailable ({type(exc).__name__})") from exc
     libc = _libc()
@@ -464,6 +464,7 @@ def _violations(scope: Any) -> list[list[Any]]:
 
 
 def _serialise(outcome: Any, cap: int) -> dict[str, Any]:
+    result: dict[str, Any]
     if isinstance(outcome, str):
         result = {"kind": "text", "text": outcome}
     elif hasattr(outcome, "content") and hasattr(outcome, "ok"):  # a ToolResult
