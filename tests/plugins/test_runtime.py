@@ -286,6 +286,21 @@ def test_requests_per_call_are_bounded(plugin_lab, editor_user, settings):
 
 
 @needs_isolation
+def test_a_plugin_that_stops_reading_cannot_hold_the_host(plugin_lab, editor_user, settings):
+    """Answers of 1 MB to requests the plugin never reads fill the socketpair: the host's
+    send gives up at the call's wall time."""
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 3
+    services.install("example")
+    result = run(
+        "example_misbehave",
+        editor_user,
+        how="flood",
+        url="http://granted.lab.example/bytes/1000000",
+    )
+    assert result.error == "plugin_timeout"
+
+
+@needs_isolation
 def test_a_plugins_own_exit_is_a_failed_call_not_a_dead_process(plugin_lab, editor_user):
     services.install("example")
     first = payload(run("example_whoami", editor_user))["pid"]

@@ -386,6 +386,9 @@ def _perform(message: Mapping[str, Any], http: Any) -> dict[str, Any]:
         return {"error": {"class": type(exc).__name__, "message": str(exc)[:200]}}
     except ProtocolError:
         return {"error": {"class": "TypeError", "message": "invalid request body"}}
+    except Exception as exc:  # a foreign error the client did not map: nothing of it leaks
+        logger.warning("plugin request failed in the host: %s", type(exc).__name__)
+        return {"error": {"class": "WebFetchError"}}
     return {
         "response": {
             "status": response.status_code,
@@ -438,7 +441,7 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
 
     requests = 0
     try:
-        worker.channel.send({"op": "call", **call})
+        worker.channel.send({"op": "call", **call}, deadline)
         while True:
             message = worker.channel.recv(deadline, poll=poll)
             if message["op"] == "http":
@@ -446,7 +449,9 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
                 if requests > limits.max_requests:
                     raise RuntimeFailure("plugin_limit", "requests per call")
                 reply = _perform(message, http)
-                worker.channel.send({"op": "http_reply", "id": message.get("id"), **reply})
+                worker.channel.send(
+                    {"op": "http_reply", "id": message.get("id"), **reply}, deadline
+                )
             elif message["op"] == "result":
                 return _outcome(message)
             else:

@@ -74,14 +74,23 @@ class Channel:
     def close(self) -> None:
         self.sock.close()
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], deadline: float | None = None) -> None:
+        """Send one message; with a ``deadline``, a peer that stops reading cannot hold
+        the sender past it (``ChannelTimeout``)."""
         body = json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8")
         if len(body) > self.max_message:
             raise ProtocolError(f"message of {len(body)} bytes over the cap")
+        if deadline is not None:
+            self.sock.settimeout(max(0.001, deadline - time.monotonic()))
         try:
             self.sock.sendall(_HEADER.pack(len(body)) + body)
+        except TimeoutError as exc:
+            raise ChannelTimeout("the peer stopped reading") from exc
         except OSError as exc:
             raise ChannelClosed(f"send failed: {type(exc).__name__}") from exc
+        finally:
+            if deadline is not None:
+                self.sock.settimeout(None)
 
     def recv(
         self,

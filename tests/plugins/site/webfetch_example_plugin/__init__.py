@@ -151,8 +151,8 @@ def send(plugin: Any, arguments: dict[str, Any]) -> str:
 
 def misbehave(plugin: Any, arguments: dict[str, Any]) -> Any:
     """What a plugin process must survive without the host noticing (tests/plugins/
-    test_runtime.py): ``how`` is sleep, spin, memory, output, requests, exit, crash or
-    segfault."""
+    test_runtime.py): ``how`` is sleep, spin, memory, output, requests, flood, exit, crash
+    or segfault."""
     import time
 
     how = arguments["how"]
@@ -167,6 +167,13 @@ def misbehave(plugin: Any, arguments: dict[str, Any]) -> Any:
         return "x" * 100_000
     elif how == "requests":
         return [plugin.http.get(arguments["url"]).status_code for _ in range(10)]
+    elif how == "flood":
+        # Requests written straight onto the RPC channel, and no answer ever read: the
+        # host's answers fill the socket, and the host must not wait on it for ever.
+        channel = plugin.http._channel
+        for number in range(1, 4):
+            channel.send({"op": "http", "id": number, "method": "GET", "url": arguments["url"]})
+        time.sleep(60)
     elif how == "exit":
         raise SystemExit(3)
     elif how == "crash":
