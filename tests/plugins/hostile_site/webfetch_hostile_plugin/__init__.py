@@ -81,25 +81,23 @@ def _ctypes_call(result: int, what: str) -> str:
 # -- the attempts ------------------------------------------------------------------------
 
 
-def tcp() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _tcp(family: int, address: str) -> str:
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.settimeout(2)
-        sock.connect((PUBLIC_V4, 80))
+        sock.connect((address, 80))
     return "reached"
+
+
+def tcp() -> str:
+    return _tcp(socket.AF_INET, PUBLIC_V4)
 
 
 def tcp_private() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(2)
-        sock.connect((PRIVATE_V4, 80))
-    return "reached"
+    return _tcp(socket.AF_INET, PRIVATE_V4)
 
 
 def tcp6() -> str:
-    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
-        sock.settimeout(2)
-        sock.connect((PUBLIC_V6, 80))
-    return "reached"
+    return _tcp(socket.AF_INET6, PUBLIC_V6)
 
 
 def udp() -> str:
