@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from .manifest import Manifest, ManifestError, parse_manifest
-from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe
+from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -228,3 +228,4 @@ def reset() -> None:
         _problems.clear()
         _origins.clear()
         _in_process.clear()
+    shutdown()  # idle plugin processes run the code as it was

@@ -63,6 +63,8 @@ _BOOTSTRAP = (
 )
 #: A process serves at most this many calls, then a fresh one takes over.
 MAX_CALLS_PER_PROCESS = 100
+#: Idle processes kept by one host process, all instances together.
+MAX_IDLE_PROCESSES = 32
 _STARTUP_SECONDS = 30.0
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -265,7 +267,8 @@ class Pool:
         with self._lock:
             self._check_fork()
             idle = self._idle.setdefault(key, [])
-            if len(idle) < size:
+            total = sum(len(workers) for workers in self._idle.values())
+            if len(idle) < size and total < MAX_IDLE_PROCESSES:
                 idle.append(worker)
                 return
         worker.close()
