@@ -245,6 +245,23 @@ def test_a_plugin_runs_in_its_own_process_with_only_its_instance(plugin_lab, edi
 
 
 @needs_isolation
+def test_a_forked_host_leaves_its_parents_processes_alone(plugin_lab, editor_user):
+    """Celery's prefork pool forks the worker: the child starts its own plugin processes
+    and never uses or kills the parent's."""
+    from django_webfetch.plugins.runtime import host
+
+    services.install("example")
+    warm = payload(run("example_whoami", editor_user))["pid"]
+    assert host.idle_processes() == 1
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through its exit status)
+        os._exit(0 if host.idle_processes() == 0 else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert payload(run("example_whoami", editor_user))["pid"] == warm
+
+
+@needs_isolation
 @pytest.mark.parametrize(
     ("how", "code"),
     [

@@ -51,6 +51,7 @@ __all__ = [
     "capabilities",
     "describe",
     "execute",
+    "idle_processes",
     "isolation_label",
     "shutdown",
 ]
@@ -246,8 +247,18 @@ class Pool:
 
     def _check_fork(self) -> None:
         if os.getpid() != self._pid:  # a forked host (Celery prefork): not our children
-            self._idle = {}
-            self._pid = os.getpid()
+            self.forget()
+
+    def forget(self) -> None:
+        """In a forked child: drop (never kill) the parent's processes, closing only this
+        process's copies of their sockets."""
+        for workers in self._idle.values():
+            for worker in workers:
+                with contextlib.suppress(OSError):
+                    worker.channel.close()
+        self._idle = {}
+        self._pid = os.getpid()
+        self._lock = threading.Lock()  # another thread of the parent may have held it
 
     def acquire(self, key: Any) -> Worker | None:
         with self._lock:
@@ -273,6 +284,11 @@ class Pool:
                 return
         worker.close()
 
+    def idle(self) -> int:
+        with self._lock:
+            self._check_fork()
+            return sum(len(workers) for workers in self._idle.values())
+
     def clear(self) -> None:
         with self._lock:
             workers = [w for idle in self._idle.values() for w in idle]
@@ -283,6 +299,13 @@ class Pool:
 
 _pool = Pool()
 atexit.register(_pool.clear)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool.forget)
+
+
+def idle_processes() -> int:
+    """How many warm plugin processes this host process keeps."""
+    return _pool.idle()
 
 
 def shutdown() -> None:
