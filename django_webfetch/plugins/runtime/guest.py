@@ -263,18 +263,32 @@ def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
     read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]))
     readable = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
     try:
-        for path in read:
-            _allow(libc, ruleset, path, readable & handled)
-        for path in listed:
-            _allow(libc, ruleset, path, _FS_READ_DIR)
-        _allow(libc, ruleset, str(setup["scratch"]), handled)
-        for device in ("/dev/null", "/dev/urandom"):
-            _allow(libc, ruleset, device, (_FS_READ_FILE | (1 << 1)) & handled)
-        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
-            raise Unavailable(f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+        _restrict(libc, ruleset, handled, setup, read, listed, readable)
+    except Unavailable as exc:  # nothing was enforced: say so, seccomp still holds
+        return {"landlock": 0, "landlock_error": str(exc)[:200]}
     finally:
         os.close(ruleset)
     return {"landlock": abi, "landlock_network": abi >= 4, "landlock_scoped": abi >= 6}
+
+
+def _restrict(
+    libc: ctypes.CDLL,
+    ruleset: int,
+    handled: int,
+    setup: Mapping[str, Any],
+    read: list[str],
+    listed: list[str],
+    readable: int,
+) -> None:
+    for path in read:
+        _allow(libc, ruleset, path, readable & handled)
+    for path in listed:
+        _allow(libc, ruleset, path, _FS_READ_DIR)
+    _allow(libc, ruleset, str(setup["scratch"]), handled)
+    for device in ("/dev/null", "/dev/urandom"):
+        _allow(libc, ruleset, device, (_FS_READ_FILE | (1 << 1)) & handled)
+    if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+        raise Unavailable(f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
 
 
 def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
@@ -294,6 +308,11 @@ def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
 
 
 # -- what the plugin sees ----------------------------------------------------------------
+
+
+#: One request on the channel at a time, whichever call's client (a plugin thread may
+#: outlive its call) sends it.
+_CHANNEL_LOCK = threading.Lock()
 
 
 class GuestHttp:
@@ -493,7 +512,7 @@ def _call(
         str(message.get("plugin", "")),
         str(message.get("alias", "")),
         message.get("config") or {},
-        GuestHttp(channel, threading.Lock()),
+        GuestHttp(channel, _CHANNEL_LOCK),
     )
     reply: dict[str, Any] = {"op": "result"}
     with plugin_scope(str(message.get("reference", "")), tool=str(message.get("tool"))) as scope:
