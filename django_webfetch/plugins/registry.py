@@ -11,11 +11,14 @@ and the problem is reported by system check ``django_webfetch.E030``.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import importlib
 import importlib.util
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
@@ -112,10 +115,45 @@ def _origin_of(ep: Any) -> Origin:
     return Origin(str(ep.value).strip(), os.path.abspath(path) if path else "", top)
 
 
+#: Manifests read in a plugin process, by origin, with the stamp of the package's files
+#: they were read from: ``reset()`` reads again only a package whose files changed.
+_described: dict[Origin, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+_STAMP_FILES = 5000
+
+
+def _stamp(origin: Origin) -> tuple[Any, ...]:
+    """Names, sizes and modification times of the files of the plugin's package."""
+    found: list[Any] = []
+    for candidate in (origin.top_level, origin.top_level + ".py"):
+        top = os.path.join(origin.path, candidate)
+        if os.path.isfile(top):
+            info = os.stat(top)
+            found.append((top, info.st_size, info.st_mtime_ns))
+        for directory, _dirs, files in os.walk(top):
+            for name in sorted(files):
+                path = os.path.join(directory, name)
+                with contextlib.suppress(OSError):
+                    info = os.stat(path)
+                    found.append((path, info.st_size, info.st_mtime_ns))
+            if len(found) > _STAMP_FILES:
+                return ("too many files", len(found), time.monotonic())  # never reused
+    return tuple(sorted(found))
+
+
+def _described_manifest(origin: Origin) -> dict[str, Any]:
+    stamp = _stamp(origin)
+    cached = _described.get(origin)
+    if cached is not None and cached[0] == stamp:
+        return copy.deepcopy(cached[1])
+    found = describe(origin)
+    _described[origin] = (stamp, copy.deepcopy(found))
+    return found
+
+
 def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     origin = _origin_of(ep)
     try:
-        found = describe(origin)
+        found = _described_manifest(origin)
     except IsolationUnavailable:
         return _load_here(ep), origin
     except RuntimeFailure as exc:
