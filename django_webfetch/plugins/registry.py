@@ -162,7 +162,7 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
         ) from exc
     for event, target, _port in found["violations"]:
         logger.warning(
-            "django_webfetch plugin entry point %r tried at import: %s %s", ep.name, event, target
+            "django_webfetch plugin entry point %r tried at import: %r %r", ep.name, event, target
         )
     raw = found["manifest"]
     if found["problem"] or not isinstance(raw, dict):

@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -333,7 +334,7 @@ def describe(origin: Origin) -> dict[str, Any]:
             _capabilities = {"isolated": True, **worker.isolation}
         return {
             "manifest": worker.ready.get("manifest"),
-            "problem": str(worker.ready.get("problem") or ""),
+            "problem": _name(worker.ready.get("problem")),
             "violations": _violation_list(worker.ready.get("violations")),
             "isolation": worker.isolation,
         }
@@ -371,6 +372,12 @@ def isolation_label(trusted: bool) -> str:
     landlock = found.get("landlock")
     files = f"Landlock ABI {landlock}" if landlock else "no Landlock: file system not restricted"
     return f"isolated process: seccomp (no network), {files}"
+
+
+def _name(raw: Any) -> str:
+    """An exception's type name as the plugin process reported it: a plugin chooses it, so
+    only name characters are kept (it reaches logs and check messages)."""
+    return re.sub(r"[^\w.]", "?", str(raw or ""))[:100]
 
 
 def _violation_list(raw: Any) -> list[tuple[str, str, int | None]]:
@@ -510,5 +517,5 @@ def _outcome(message: Mapping[str, Any]) -> CallOutcome:
         raise RuntimeFailure("plugin_limit", str(message.get("what", ""))[:40])
     else:
         outcome.kind = "error" if kind != "not_text" else kind
-        outcome.error = str(message.get("error", ""))[:100]
+        outcome.error = _name(message.get("error"))
     return outcome

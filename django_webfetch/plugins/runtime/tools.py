@@ -57,7 +57,7 @@ def run_isolated(
         outcome = execute(where, (instance.pk, generation(), where), call, http)
     except RuntimeFailure as exc:
         logger.warning(
-            "plugin tool %s:%s failed in its process: %s (%s)",
+            "plugin tool %s:%s failed in its process: %s (%r)",
             tool.plugin,
             tool.name,
             exc.code,
@@ -78,7 +78,7 @@ def run_isolated(
     if outcome.kind == "not_text":
         return True, ToolResult.failure("plugin_error", "The plugin's tool returned no text.")
     if outcome.kind == "error":
-        logger.warning("plugin tool %s:%s raised %s", tool.plugin, tool.name, outcome.error)
+        logger.warning("plugin tool %s:%s raised %r", tool.plugin, tool.name, outcome.error)
         return True, ToolResult.failure("plugin_error", "The plugin's tool failed.")
     if outcome.kind == "tool_result":
         if not outcome.ok:
