@@ -151,8 +151,8 @@ def send(plugin: Any, arguments: dict[str, Any]) -> str:
 
 def misbehave(plugin: Any, arguments: dict[str, Any]) -> Any:
     """What a plugin process must survive without the host noticing (tests/plugins/
-    test_runtime.py): ``how`` is sleep, spin, memory, output, requests, flood, exit, crash
-    or segfault."""
+    test_runtime.py): ``how`` is sleep, spin, memory, output, requests, flood, forged_name,
+    exit, crash or segfault."""
     import time
 
     how = arguments["how"]
@@ -174,6 +174,8 @@ def misbehave(plugin: Any, arguments: dict[str, Any]) -> Any:
         for number in range(1, 4):
             channel.send({"op": "http", "id": number, "method": "GET", "url": arguments["url"]})
         time.sleep(60)
+    elif how == "forged_name":
+        raise type("Boom\n2099-01-01 00:00:00 ERROR forged", (Exception,), {})()
     elif how == "exit":
         raise SystemExit(3)
     elif how == "crash":
