@@ -34,6 +34,7 @@ class WebFetchConfig(AppConfig):
         from .models.builtin import create_builtin_groups
         from .plugins.client import PluginHttp
         from .plugins.models import PluginInstance
+        from .plugins.registry import get_manifest
         from .plugins.tools import registry_source
         from .tools.registry import default_registry
 
@@ -41,6 +42,7 @@ class WebFetchConfig(AppConfig):
             register_check(*tags)(check)
         register_check(Tags.compatibility, Tags.database)(check_assistant)
         PluginInstance.client_factory = PluginHttp
+        PluginInstance.manifest_lookup = get_manifest
         default_registry.add_source("plugins", registry_source)
         from .assistant.providers import kind_choices
         from .models.hosts import set_provider_kind_source

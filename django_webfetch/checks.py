@@ -581,6 +581,17 @@ def check_plugin_instances(
                     id="django_webfetch.W031",
                 )
             )
+        if instance.trusted:
+            messages.append(
+                Warning(
+                    f"Plugin instance {instance.alias!r} is trusted: its code runs inside the "
+                    "site's processes, with the site's settings, database and network, "
+                    "guarded only by the audit hook.",
+                    hint="Untick 'trusted' to run it in an isolated plugin process.",
+                    obj=instance,
+                    id="django_webfetch.W032",
+                )
+            )
     return messages
 
 

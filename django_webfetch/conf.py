@@ -67,6 +67,14 @@ def _number(name: str, value: Any, *, integer: bool) -> float:
     return number
 
 
+def _ranged(name: str, default: float, low: float, high: float, *, integer: bool) -> float:
+    """A number read from settings, ``low..high`` (the ceiling is a hard limit)."""
+    value = _number(name, _raw(name, default), integer=integer)
+    if not low <= value <= high:
+        raise _bad(name, f"{'an integer' if integer else 'a number'} {low:g}..{high:g}")
+    return value
+
+
 def _bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise _bad(name, "True or False")
@@ -273,6 +281,40 @@ class Settings:
         """Redis shared by every process for the plugin connection budget; ``None``: the
         budget is counted per process."""
         return _optional_str("WEBFETCH_PLUGIN_REDIS_URL", _raw("WEBFETCH_PLUGIN_REDIS_URL", None))
+
+    # -- the plugin runtime: limits of one call in a plugin process ---------------
+
+    @property
+    def WEBFETCH_PLUGIN_CPU_SECONDS(self) -> float:
+        """CPU time one plugin call may use (0.1..60 s)."""
+        return _ranged("WEBFETCH_PLUGIN_CPU_SECONDS", 10, 0.1, 60, integer=False)
+
+    @property
+    def WEBFETCH_PLUGIN_WALL_SECONDS(self) -> float:
+        """Wall time of one plugin call, its requests included (0.5..120 s)."""
+        return _ranged("WEBFETCH_PLUGIN_WALL_SECONDS", 30, 0.5, 120, integer=False)
+
+    @property
+    def WEBFETCH_PLUGIN_MEMORY_BYTES(self) -> int:
+        """Address space of a plugin process (128 MiB..8 GiB)."""
+        return int(_ranged("WEBFETCH_PLUGIN_MEMORY_BYTES", 1 << 30, 1 << 27, 1 << 33, integer=True))
+
+    @property
+    def WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES(self) -> int:
+        """Size of what one plugin call may return (1 KiB..4 MiB)."""
+        return int(
+            _ranged("WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES", 256 * 1024, 1024, 1 << 22, integer=True)
+        )
+
+    @property
+    def WEBFETCH_PLUGIN_MAX_REQUESTS(self) -> int:
+        """Requests one plugin call may make through its ``http`` (1..200)."""
+        return int(_ranged("WEBFETCH_PLUGIN_MAX_REQUESTS", 20, 1, 200, integer=True))
+
+    @property
+    def WEBFETCH_PLUGIN_POOL_SIZE(self) -> int:
+        """Idle plugin processes kept warm per instance and host process (0..8)."""
+        return int(_ranged("WEBFETCH_PLUGIN_POOL_SIZE", 2, 0, 8, integer=True))
 
     # -- error analysis (the code group's tools) --------------------------------------------
 

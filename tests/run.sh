@@ -77,6 +77,9 @@ command -v redis-server >/dev/null 2>&1 || PACKAGES="$PACKAGES redis-server"
 [ -x /usr/bin/chromium ] || PACKAGES="$PACKAGES chromium"
 { command -v unshare >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; } \
     || PACKAGES="$PACKAGES util-linux"
+# The plugin runtime's seccomp filter: pyseccomp loads libseccomp.so.2 (tests/plugins/).
+{ /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null; } | grep -q 'libseccomp\.so\.2' \
+    || PACKAGES="$PACKAGES libseccomp2"
 PYTHON=${PYTHON:-python3}
 if [ ! -x "$PY" ] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     PACKAGES="$PACKAGES python3-venv"

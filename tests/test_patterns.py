@@ -29,8 +29,7 @@ ROOT = pathlib.Path(django_webfetch.__file__).parent
 _CALLS = {"compile", "search", "match", "fullmatch", "sub", "subn", "split", "findall", "finditer"}
 
 #: Call sites whose pattern is not a literal, and why their cost is bounded.
-DYNAMIC = {
-}
+DYNAMIC = {}
 
 
 #: Backtracking patterns the conservative checker cannot prove, each read by hand: why no

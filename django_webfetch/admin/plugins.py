@@ -62,6 +62,7 @@ class PluginInstanceForm(_InstanceForm):
             "plugin",
             "alias",
             "enabled",
+            "trusted",
             "egress_hosts",
             "egress_allow_private",
             "config",
@@ -100,8 +101,16 @@ class PluginInstanceForm(_InstanceForm):
 @admin.register(PluginInstance)
 class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
     form = PluginInstanceForm
-    list_display = ("alias", "plugin", "version", "enabled", "effective_grant", "has_secrets")
-    list_filter = ("enabled", "plugin")
+    list_display = (
+        "alias",
+        "plugin",
+        "version",
+        "enabled",
+        "trusted",
+        "effective_grant",
+        "has_secrets",
+    )
+    list_filter = ("enabled", "trusted", "plugin")
     search_fields = ("alias", "plugin", "note")
     readonly_fields = ("version", "declared_egress", "effective_grant", "has_secrets")
 
@@ -129,6 +138,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
             "plugin",
             "alias",
             "enabled",
+            "trusted",
             "version",
             "declared_egress",
             "egress_hosts",

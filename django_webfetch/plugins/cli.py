@@ -37,7 +37,7 @@ def add_arguments(sub: Any) -> None:
     upgrade.add_argument(
         "--confirm", action="store_true", help="Widen the grants by what the new version adds."
     )
-    commands.add_parser("list", help="Every instance: declared, granted, effective.")
+    commands.add_parser("list", help="Every instance: declared, granted, effective, isolation.")
     check = commands.add_parser("check", help="What an instance's policy decides for URL.")
     check.add_argument("url")
     check.add_argument("--plugin", required=True, metavar="ALIAS")
@@ -123,6 +123,7 @@ def _list(out: Any) -> None:
             out.write(f"  private addresses allowed for: {_hosts(s.allow_private)}")
         if s.has_secrets:
             out.write("  secrets: set (never shown)")
+        out.write(f"  isolation: {s.isolation}")
 
 
 def _check(command: Any, url: str, alias: str, *, resolve: bool) -> None:

@@ -75,12 +75,26 @@ class PluginInstance(models.Model):
             "server). Metadata addresses and mixed public/private answers stay refused."
         ),
     )
+    #: Run this instance's tools in the web or worker process under the audit hook instead
+    #: of an isolated plugin process (docs/plugins.rst; ``check`` warns, W032).
+    trusted = models.BooleanField(
+        _("trusted (runs in-process)"),
+        default=False,
+        help_text=_(
+            "Run this plugin's code inside the site's own processes, with the site's "
+            "settings and database, guarded only by the audit hook. Leave off: the plugin "
+            "runs in an isolated process with no network of its own."
+        ),
+    )
     note = models.CharField(_("note"), max_length=200, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
     updated = models.DateTimeField(_("updated"), auto_now=True)
 
     #: Builds the host-owned client from an instance's primary key; set by ``apps.py``.
     client_factory: ClassVar[Callable[[Any], Any] | None] = None
+    #: The installed manifest of a plugin name (``plugins.registry.get_manifest``), set by
+    #: ``apps.py``: a row imports no registry (the registry loads plugin code).
+    manifest_lookup: ClassVar[Callable[[str], Any] | None] = None
 
     class Meta:
         app_label = "django_webfetch"
@@ -94,6 +108,13 @@ class PluginInstance(models.Model):
     def __repr__(self) -> str:
         # Never the config: it may hold secrets.
         return f"<PluginInstance {self.pk} {self.plugin}:{self.alias}>"
+
+    def installed_manifest(self) -> Any:
+        """The plugin's installed manifest (``None`` when it is not installed)."""
+        lookup = type(self).manifest_lookup
+        if lookup is None:
+            raise ImproperlyConfigured("django_webfetch is not ready: no plugin manifest lookup")
+        return lookup(self.plugin)
 
     @property
     def reference(self) -> str:
@@ -132,9 +153,8 @@ class PluginInstance(models.Model):
         """Config values against the installed manifest's typed schema; secrets only in
         ``secret_config``.  Messages never quote a value."""
         from .manifest import validate_config
-        from .registry import get_manifest
 
-        manifest = get_manifest(self.plugin)
+        manifest = self.installed_manifest()
         if manifest is None:
             return
         secret = manifest.secret_fields
@@ -156,9 +176,7 @@ class PluginInstance(models.Model):
         if self._state.adding and not self.declared_egress:
             # Creating an instance (admin, ORM) acknowledges what the package declares now;
             # only ``upgrade --confirm`` acknowledges more later.
-            from .registry import get_manifest
-
-            manifest = get_manifest(self.plugin)
+            manifest = self.installed_manifest()
             if manifest is not None:
                 self.declared_egress = list(manifest.egress)
         self.full_clean()
@@ -168,9 +186,7 @@ class PluginInstance(models.Model):
 
     def declared(self) -> tuple[str, ...]:
         """The installed package's declaration (empty when the plugin is not installed)."""
-        from .registry import get_manifest
-
-        manifest = get_manifest(self.plugin)
+        manifest = self.installed_manifest()
         return manifest.egress if manifest is not None else ()
 
     def effective(self) -> tuple[str, ...]:
@@ -217,18 +233,15 @@ class PluginInstance(models.Model):
     def tool_groups(self) -> list[str]:
         """Every group the plugin's tools join, in the manifest's order (issue 19)."""
         from .manifest import tool_group
-        from .registry import get_manifest
 
-        manifest = get_manifest(self.plugin)
+        manifest = self.installed_manifest()
         if manifest is None or not manifest.tools:
             return [self.plugin]
         return list(dict.fromkeys(tool_group(manifest, spec) for spec in manifest.tools))
 
     def default_group(self) -> str:
         """The group of the plugin's first tool (the plugin's name when it has none)."""
-        from .registry import get_manifest
-
-        manifest = get_manifest(self.plugin)
+        manifest = self.installed_manifest()
         if manifest is not None and manifest.tools:
             return tool_group(manifest, manifest.tools[0])
         return self.plugin

@@ -1,21 +1,42 @@
 """Installed plugins: the manifests behind the ``django_webfetch.plugins`` entry points.
 
 Loaded once per process (a package upgrade needs a restart to change the code anyway) and
-reloaded by ``reset()``.  A manifest that fails validation refuses the whole plugin: none
-of its tools is registered and the problem is reported by system check
-``django_webfetch.E030``.
+reloaded by ``reset()``.  The package is imported in a plugin process (``runtime``), never
+here: its import-time code runs without network, settings or database, and the host gets
+the manifest as data, each tool's handler standing for "call it in a plugin process".  Only
+where plugin code cannot be isolated is it imported here, under the audit hook.  A
+manifest that fails validation refuses the whole plugin: none of its tools is registered
+and the problem is reported by system check ``django_webfetch.E030``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import importlib
+import importlib.util
 import logging
+import os
 import threading
+import time
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
 from .manifest import Manifest, ManifestError, parse_manifest
+from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
 
-__all__ = ["ENTRY_POINT_GROUP", "get_manifest", "load", "manifests", "problems", "reset"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "InProcessHandler",
+    "generation",
+    "get_manifest",
+    "load",
+    "manifests",
+    "origin",
+    "problems",
+    "reset",
+]
 
 logger = logging.getLogger("django_webfetch.plugins")
 
@@ -24,16 +45,151 @@ ENTRY_POINT_GROUP = "django_webfetch.plugins"
 _lock = threading.RLock()
 _manifests: dict[str, Manifest] | None = None
 _problems: list[str] = []
+_origins: dict[str, Origin] = {}
+_generation = 0
+_in_process: dict[Origin, dict[str, Callable[..., Any]]] = {}
 
 
-def _load_entry_point(ep: Any) -> Manifest:
+class InProcessHandler:
+    """A tool's handler when the manifest was read in a plugin process.  The runtime runs
+    the tool there; called here (a ``trusted`` instance), it imports the plugin into this
+    process first (the runner's audit-hook scope is active by then)."""
+
+    __slots__ = ("origin", "tool")
+
+    def __init__(self, origin: Origin, tool: str) -> None:
+        self.origin = origin
+        self.tool = tool
+
+    def __repr__(self) -> str:
+        return f"<plugin handler {self.origin.entry} {self.tool}>"
+
+    def __call__(self, plugin: Any, arguments: dict[str, Any]) -> Any:
+        with _lock:
+            handlers = _in_process.get(self.origin)
+            if handlers is None:
+                handlers = _handlers(_import(self.origin.entry))
+                _in_process[self.origin] = handlers
+        handler = handlers.get(self.tool)
+        if handler is None:
+            raise LookupError(f"the plugin has no tool {self.tool!r} any more")
+        return handler(plugin, arguments)
+
+
+def _import(entry: str) -> Any:
+    module_name, _, attribute = entry.partition(":")
+    target: Any = importlib.import_module(module_name.strip())
+    for part in filter(None, attribute.strip().split(".")):
+        target = getattr(target, part)
+    return target() if callable(target) else target
+
+
+def _handlers(raw: Any) -> dict[str, Callable[..., Any]]:
+    tools = raw.get("tools") if isinstance(raw, dict) else None
+    return {
+        t["name"]: t["handler"]
+        for t in tools or ()
+        if isinstance(t, dict) and isinstance(t.get("name"), str) and callable(t.get("handler"))
+    }
+
+
+def _origin_of(ep: Any) -> Origin:
+    """Where the entry point's code is, found without importing it."""
+    module = str(ep.value).partition(":")[0].strip()
+    top = module.split(".")[0]
+    dist = getattr(ep, "dist", None)
+    path = ""
+    if dist is not None:
+        try:
+            path = os.fspath(dist.locate_file(""))
+        except (AttributeError, NotImplementedError, TypeError):
+            path = ""
+    if not path or not any(os.path.exists(os.path.join(path, top + x)) for x in ("", ".py")):
+        spec = importlib.util.find_spec(top)  # a top-level name: nothing is executed
+        location: str | None = None
+        if spec is not None and spec.submodule_search_locations:
+            location = list(spec.submodule_search_locations)[0]
+        if location is None and spec is not None:
+            location = spec.origin
+        path = os.path.dirname(location) if location else ""
+    return Origin(str(ep.value).strip(), os.path.abspath(path) if path else "", top)
+
+
+#: Manifests read in a plugin process, by origin, with the stamp of the package's files
+#: they were read from: ``reset()`` reads again only a package whose files changed.
+_described: dict[Origin, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+_STAMP_FILES = 5000
+
+
+def _stamp(origin: Origin) -> tuple[Any, ...]:
+    """Names, sizes and modification times of the files of the plugin's package."""
+    found: list[Any] = []
+    for candidate in (origin.top_level, origin.top_level + ".py"):
+        top = os.path.join(origin.path, candidate)
+        if os.path.isfile(top):
+            info = os.stat(top)
+            found.append((top, info.st_size, info.st_mtime_ns))
+        for directory, _dirs, files in os.walk(top):
+            for name in sorted(files):
+                path = os.path.join(directory, name)
+                with contextlib.suppress(OSError):
+                    info = os.stat(path)
+                    found.append((path, info.st_size, info.st_mtime_ns))
+            if len(found) > _STAMP_FILES:
+                return ("too many files", len(found), time.monotonic())  # never reused
+    return tuple(sorted(found))
+
+
+def _described_manifest(origin: Origin) -> dict[str, Any]:
+    stamp = _stamp(origin)
+    cached = _described.get(origin)
+    if cached is not None and cached[0] == stamp:
+        return copy.deepcopy(cached[1])
+    found = describe(origin)
+    _described[origin] = (stamp, copy.deepcopy(found))
+    return found
+
+
+def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
+    origin = _origin_of(ep)
     try:
-        loaded = ep.load()
-    except Exception as exc:
+        found = _described_manifest(origin)
+    except IsolationUnavailable:
+        return _load_here(ep), origin
+    except RuntimeFailure as exc:
         raise ManifestError(
-            "manifest_load", f"entry point {ep.name!r} could not be loaded ({type(exc).__name__})"
+            "manifest_load", f"entry point {ep.name!r} could not be loaded ({exc.code})"
         ) from exc
-    return parse_manifest(loaded)
+    for event, target, _port in found["violations"]:
+        logger.warning(
+            "django_webfetch plugin entry point %r tried at import: %r %r", ep.name, event, target
+        )
+    raw = found["manifest"]
+    if found["problem"] or not isinstance(raw, dict):
+        raise ManifestError(
+            "manifest_load",
+            f"entry point {ep.name!r} could not be loaded ({found['problem'] or 'no manifest'})",
+        )
+    for tool in raw.get("tools") or ():
+        if isinstance(tool, dict):
+            named = tool.get("handler") is True and isinstance(tool.get("name"), str)
+            tool["handler"] = InProcessHandler(origin, tool["name"]) if named else None
+    return parse_manifest(raw), origin
+
+
+def _load_here(ep: Any) -> Manifest:
+    """No isolation on this host: import here, under the audit hook (docs/plugins.rst)."""
+    from .sandbox import plugin_scope
+
+    with plugin_scope(f"import:{ep.name}"):
+        try:
+            loaded = ep.load()
+        except Exception as exc:
+            raise ManifestError(
+                "manifest_load",
+                f"entry point {ep.name!r} could not be loaded ({type(exc).__name__})",
+            ) from exc
+        return parse_manifest(loaded)
 
 
 def _origin(ep: Any) -> str:
@@ -47,16 +203,18 @@ def load() -> dict[str, Manifest]:
     with _lock:
         if _manifests is None:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
+            found_origins: dict[str, Origin] = {}
             _problems.clear()
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 try:
-                    manifest = _load_entry_point(ep)
+                    manifest, found_origins[ep.name] = _load_entry_point(ep)
                 except ManifestError as exc:
                     message = f"plugin entry point {ep.name!r} refused ({exc.reason}): {exc}"
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
                     continue
                 claims.setdefault(manifest.name, []).append((_origin(ep), manifest))
+                _origins[manifest.name] = found_origins[ep.name]
             found: dict[str, Manifest] = {}
             for name, claimed in claims.items():
                 if len(claimed) > 1:
@@ -89,8 +247,23 @@ def problems() -> list[str]:
     return list(_problems)
 
 
+def origin(name: str) -> Origin | None:
+    """Where the code of plugin ``name`` is (for the runtime)."""
+    load()
+    return _origins.get(name)
+
+
+def generation() -> int:
+    """Counts ``reset()``s: a plugin process started before one runs the old code."""
+    return _generation
+
+
 def reset() -> None:
-    global _manifests
+    global _manifests, _generation
     with _lock:
         _manifests = None
+        _generation += 1
         _problems.clear()
+        _origins.clear()
+        _in_process.clear()
+    shutdown()  # idle plugin processes run the code as it was

@@ -6,6 +6,9 @@ The runner sets a context variable (``plugin_scope``) around the plugin's code. 
 context every
 
 - ``socket.connect`` (TCP, UDP and Unix sockets), ``socket.sendto`` / ``sendmsg``,
+- raw and packet sockets: creating one (``AF_PACKET``, ``SOCK_RAW``, ``SOCK_PACKET``, any
+  family) and binding, connecting or sending on one made earlier (a packet socket writes
+  whole frames, forged source address included, past every address rule),
 - system name lookup (``getaddrinfo``, ``gethostbyname``, ``gethostbyaddr``, ...),
 - process creation (``subprocess.Popen``, ``os.system``, ``os.exec*``, ``os.spawn*``,
   ``os.posix_spawn``, ``os.fork``): a child process would run outside the hook,
@@ -29,11 +32,13 @@ through a replaceable ``sys.audit``.  ``ctypes`` loading a library or looking a 
 
 What this does NOT cover (see docs/plugins.rst): code in C extensions (and ctypes
 function pointers looked up before the tool ran) that calls the system's ``connect()``
-directly (no audit event is raised), threads and pools of other libraries that hand work
-over by other means than ``concurrent.futures``, processes started before it ran, and
-anything a plugin does at import time or outside its tools.  It is a safety net for
-plugins that import ``httpx`` or ``socket`` by habit, not a sandbox for hostile code: run
-untrusted plugins in a separate service with an egress firewall.
+directly (no audit event is raised), ``send()`` on a raw or packet socket opened *and
+bound* before the tool ran (``socket.send`` raises no audit event), threads and pools
+of other libraries that hand work over by other means than ``concurrent.futures``,
+processes started before it ran, and anything a plugin does at import time or outside
+its tools.  It is a safety net for plugins that import ``httpx`` or ``socket`` by habit,
+not a sandbox for hostile code: run untrusted plugins in a separate service with an egress
+firewall.
 """
 
 from __future__ import annotations
@@ -71,6 +76,13 @@ _NETWORK = {
     "socket.sendto": "sendto",
     "socket.sendmsg": "sendmsg",
 }
+#: Socket creation and binding: refused only for raw and packet sockets.
+_RAW = frozenset({"socket.__new__", "socket.bind"})
+_AF_PACKET = getattr(socket, "AF_PACKET", None)
+#: Types that carry frames or IP packets the caller composed (low four bits of ``type``).
+_RAW_TYPES = frozenset(
+    t for t in (getattr(socket, "SOCK_RAW", None), getattr(socket, "SOCK_PACKET", None)) if t
+)
 _LOOKUPS = frozenset(
     {
         "socket.getaddrinfo",
@@ -93,7 +105,7 @@ _PROCESSES = frozenset(
 )
 #: A foreign-function call needs a library and a symbol first: both are refused in a scope.
 _FOREIGN = frozenset({"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle"})
-_WATCHED = frozenset(_NETWORK) | _LOOKUPS | _PROCESSES | _FOREIGN
+_WATCHED = frozenset(_NETWORK) | _RAW | _LOOKUPS | _PROCESSES | _FOREIGN
 
 
 class UnguardedNetworkAccess(EgressDenied):
@@ -146,11 +158,19 @@ def _active() -> PluginScope | None:
 # The two functions below run inside the audit hook, where CPython suspends tracing, so
 # coverage cannot see them; their behaviour is asserted end to end in
 # tests/plugins/test_egress_lab.py and tests/plugins/test_attacks.py.
+def _is_raw(family: Any, kind: Any) -> bool:  # pragma: no cover
+    if _AF_PACKET is not None and family == _AF_PACKET:
+        return True
+    return isinstance(kind, int) and (kind & 0xF) in _RAW_TYPES
+
+
 def _describe(event: str, args: tuple[Any, ...]) -> Violation:  # pragma: no cover
     target = ""
     port: int | None = None
     try:
-        if event in _NETWORK:
+        if event == "socket.__new__":
+            target = f"family={args[1]} type={args[2]}"
+        elif event in _NETWORK or event == "socket.bind":
             address = args[1]
             if isinstance(address, tuple) and len(address) >= 2:
                 target, port = str(address[0]), int(address[1])
@@ -174,10 +194,19 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
     scope = _active()
     if scope is None or _host.get():
         return
-    if event in _NETWORK:
+    if event == "socket.__new__":
+        # args: (socket, family, type, proto); -1 when taken from a file descriptor, whose
+        # real family the bind/connect/send checks below see.
+        if not (len(args) >= 3 and _is_raw(args[1], args[2])):
+            return
+    elif event in _NETWORK or event == "socket.bind":
         sock = args[0] if args else None
         family = getattr(sock, "family", None)
-        if family not in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX):
+        if _is_raw(family, getattr(sock, "type", None)):
+            pass  # a raw or packet socket made before the scope: refused whatever it does
+        elif event == "socket.bind":
+            return  # binding an ordinary socket reaches no one
+        elif family not in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX):
             return  # netlink and other local families are not network egress
     violation = _describe(event, args)
     with scope.lock:

@@ -17,6 +17,7 @@ from django_webfetch.net.errors import EgressDenied, WebFetchError
 from .grants import difference, intersect
 from .manifest import Manifest, tool_group
 from .registry import get_manifest
+from .runtime.host import isolation_label
 from .sandbox import PluginScope, host_io
 
 __all__ = [
@@ -193,6 +194,7 @@ class InstanceSummary:
     effective: tuple[str, ...]
     allow_private: tuple[str, ...]
     has_secrets: bool
+    isolation: str = ""
 
 
 def list_instances() -> list[InstanceSummary]:
@@ -213,6 +215,7 @@ def list_instances() -> list[InstanceSummary]:
                 effective=grant.hosts,
                 allow_private=grant.allow_private,
                 has_secrets=bool(instance.secret_config),
+                isolation=isolation_label(instance.trusted),
             )
         )
     return result

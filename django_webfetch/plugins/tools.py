@@ -2,8 +2,10 @@
 
 A plugin tool's handler is called as ``handler(plugin, arguments)`` where ``plugin`` is a
 ``PluginHandle`` (``.http`` the host-owned client, ``.config`` the instance's config,
-``.alias``).  It runs inside ``sandbox.plugin_scope``: the network is reachable only
-through ``plugin.http``.  What it returns goes to the model inside the untrusted-content
+``.alias``).  It runs in a plugin process (``runtime``: no network of its own, ``http``
+an RPC to the host-owned client), or, for an instance the operator marked ``trusted``,
+here inside ``sandbox.plugin_scope``: the network is reachable only through
+``plugin.http``.  What it returns goes to the model inside the untrusted-content
 fence (a plugin relays what servers sent).
 """
 
@@ -98,6 +100,11 @@ class PluginTool(Tool):
             return ToolResult.failure(
                 "plugin_not_bound", "This plugin has no enabled instance to run with."
             )
+        if not instance.trusted:
+            from .isolated import run_isolated
+
+            failed, value = run_isolated(self, instance, arguments, context)
+            return value if failed else self._result(instance, value)
         http = PluginHttp(
             instance.pk,
             group=self.group,

@@ -26,15 +26,11 @@ def example(monkeypatch: pytest.MonkeyPatch) -> Any:
     from django_webfetch.plugins import registry
     from django_webfetch.tools import default_registry
 
-    module.VERSION = "1.0"
-    module.EXTRA_EGRESS[:] = []
-    module.EXTRA_TOOLS[:] = []
+    module.set_state()
     registry.reset()
     default_registry.reset()
     yield module
-    module.VERSION = "1.0"
-    module.EXTRA_EGRESS[:] = []
-    module.EXTRA_TOOLS[:] = []
+    module.set_state()
     registry.reset()
     default_registry.reset()
 
@@ -63,3 +59,29 @@ def plugin_lab(lab_settings: Any, example: Any, group_factory: Any) -> Any:
 @pytest.fixture
 def editor_user(user_factory: Any) -> Any:
     return user_factory(staff=True)
+
+
+class Isolation:
+    """How a test's plugin instances run: ``isolated`` (the default: a plugin process) or
+    ``trusted`` (in this process, under the audit hook)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.trusted = mode == "trusted"
+
+    def apply(self) -> None:
+        """Every instance made so far runs this way."""
+        from django_webfetch.plugins.models import PluginInstance
+
+        PluginInstance.objects.update(trusted=self.trusted)
+
+
+@pytest.fixture(params=["isolated", "trusted"])
+def isolation(request: pytest.FixtureRequest) -> Isolation:
+    return Isolation(request.param)
+
+
+@pytest.fixture
+def trusted() -> Isolation:
+    """For a test of the audit hook itself (in-process state the plugin process lacks)."""
+    return Isolation("trusted")

@@ -16,7 +16,7 @@ def test_refused_manifest_is_e030(example):
     from django_webfetch.plugins import registry
 
     assert checks.check_plugins() == []
-    example.EXTRA_EGRESS[:] = ["*.com"]
+    example.set_state(extra_egress=["*.com"])
     registry.reset()
     messages = checks.check_plugins()
     assert ids(messages) == ["django_webfetch.E030"]
@@ -61,6 +61,34 @@ def test_instance_checks(example, settings):
         "django_webfetch.W031",
     ]
     assert checks.check_plugin_instances(databases=None) == []
+
+
+@pytest.mark.django_db
+def test_every_trusted_instance_is_w032(example):
+    PluginInstance.objects.create(plugin="example", alias="isolated")
+    PluginInstance.objects.create(plugin="example", alias="inproc", trusted=True)
+    PluginInstance.objects.create(plugin="example", alias="inproc2", trusted=True)
+    messages = [
+        m for m in checks.check_plugin_instances(databases=["default"]) if m.id.endswith("W032")
+    ]
+    assert sorted(m.obj.alias for m in messages) == ["inproc", "inproc2"]
+    assert "settings, database and network" in messages[0].msg
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("WEBFETCH_PLUGIN_WALL_SECONDS", 1000),
+        ("WEBFETCH_PLUGIN_CPU_SECONDS", 0),
+        ("WEBFETCH_PLUGIN_MEMORY_BYTES", 1024),
+        ("WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES", "big"),
+        ("WEBFETCH_PLUGIN_MAX_REQUESTS", 0),
+        ("WEBFETCH_PLUGIN_POOL_SIZE", 100),
+    ],
+)
+def test_runtime_limits_past_their_ceiling_are_e001(settings, name, value):
+    setattr(settings, name, value)
+    assert "django_webfetch.E001" in ids(checks.check_settings())
 
 
 @pytest.mark.django_db

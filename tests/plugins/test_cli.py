@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from django_webfetch.models import PluginInstance, ToolGroup
+from django_webfetch.plugins.runtime.host import isolation_label
 
 pytestmark = pytest.mark.django_db
 
@@ -71,8 +72,7 @@ def test_upgrade_that_declares_more_widens_nothing_without_confirm(example):
     from django_webfetch.plugins import registry
 
     webfetch("install", "example")
-    example.VERSION = "2.0"
-    example.EXTRA_EGRESS[:] = ["extra.lab.example", "deep.api.lab.example"]
+    example.set_state(version="2.0", extra_egress=["extra.lab.example", "deep.api.lab.example"])
     registry.reset()
     out = io.StringIO()
     with pytest.raises(CommandError, match="--confirm") as caught:
@@ -101,7 +101,7 @@ def test_upgrade_that_declares_nothing_new(example):
     from django_webfetch.plugins import registry
 
     webfetch("install", "example")
-    example.VERSION = "1.1"
+    example.set_state(version="1.1")
     registry.reset()
     assert webfetch("upgrade", "example").splitlines() == [
         "example: 1.0 -> 1.1",
@@ -114,7 +114,7 @@ def test_upgrade_keeps_a_narrowed_grant_narrow(example):
     from django_webfetch.plugins import registry
 
     webfetch("bind", "example", "--alias", "b", "--egress", "none")
-    example.VERSION = "1.1"
+    example.set_state(version="1.1")
     registry.reset()
     webfetch("upgrade", "example")
     assert PluginInstance.objects.get().egress_hosts == []
@@ -133,14 +133,31 @@ def test_list_shows_declared_granted_effective(example):
     bound.save()
     output = webfetch("list")
     assert "s3cret" not in output
-    assert output.splitlines()[-6:] == [
+    assert output.splitlines()[-7:] == [
         "other (example , enabled)",
         f"  declared:  {DECLARED}",
         "  granted:   granted.lab.example, ungranted.lab.example",
         "  effective: granted.lab.example",
         "  private addresses allowed for: granted.lab.example",
         "  secrets: set (never shown)",
+        f"  isolation: {isolation_label(False)}",
     ]
+
+
+def test_list_shows_each_instances_isolation(example):
+    from django_webfetch.plugins.runtime.host import capabilities
+
+    webfetch("install", "example")
+    PluginInstance.objects.create(plugin="example", alias="inproc", trusted=True)
+    lines = [line for line in webfetch("list").splitlines() if "isolation:" in line]
+    found = capabilities()
+    if found.get("isolated"):
+        landlock = f"Landlock ABI {found['landlock']}" if found.get("landlock") else "no Landlock"
+        untrusted = f"  isolation: isolated process: seccomp (no network), {landlock}"
+        assert lines[0] == untrusted  # "example" sorts first
+    else:
+        assert lines[0].startswith("  isolation: none: untrusted plugins do not run here")
+    assert lines[1] == "  isolation: trusted: in this process, audit hook only (check W032)"
 
 
 def test_list_flags_an_instance_whose_package_is_gone(example):

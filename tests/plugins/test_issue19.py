@@ -299,13 +299,14 @@ def test_install_prints_every_group_the_plugins_tools_join(example):
 
     from django.core.management import call_command
 
-    example.EXTRA_TOOLS.append(
-        {
-            "name": "example_admin_tool",
-            "description": "A tool in a second group.",
-            "handler": handler,
-            "group": "example-admin",
-        }
+    example.set_state(
+        extra_tools=[
+            {
+                "name": "example_admin_tool",
+                "description": "A tool in a second group.",
+                "group": "example-admin",
+            }
+        ]
     )
     out = io.StringIO()
     call_command("webfetch", "plugin", "install", "example", stdout=out)

@@ -59,6 +59,64 @@ def test_no_process_starts_around_the_audit_event(plugin_lab, editor_user, tmp_p
     assert not path.exists()
 
 
+@pytest.fixture
+def private_udp_listener(plugin_lab):
+    """A UDP socket on a private lab address: a datagram that arrives is one that leaked."""
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind((plugin_lab.PRIVATE[0], 0))
+    listener.settimeout(0.5)
+    yield listener
+    listener.close()
+
+
+def _received(listener):
+    try:
+        return listener.recvfrom(2048)
+    except TimeoutError:
+        return None
+
+
+@pytest.mark.parametrize("name", ["packet", "raw_ip"])
+def test_raw_and_packet_sockets_are_refused(
+    plugin_lab, editor_user, private_udp_listener, name, isolation
+):
+    """Review round 3 (issue 19 item 14): an ``AF_PACKET`` socket on ``lo`` delivered a
+    datagram with a forged source to a private address, unrecorded.  Creating a raw or
+    packet socket in a tool is refused and recorded; nothing arrives."""
+    services.install("example")
+    isolation.apply()
+    address, port = private_udp_listener.getsockname()
+    result = attack(editor_user, name, address=address, port=port)
+    assert result.meta == {"reason": "unguarded_network"}
+    assert _received(private_udp_listener) is None
+    event = EgressEvent.objects.get(reason="unguarded_network")
+    assert event.detail.startswith("socket.__new__")
+
+
+def test_a_packet_socket_made_before_the_tool_is_refused(
+    plugin_lab, editor_user, private_udp_listener, trusted
+):
+    """A packet socket opened outside any tool call (at import time, say): sending a frame
+    on it from the tool is refused too (in-process: a plugin process cannot make one)."""
+    import socket
+
+    from webfetch_example_plugin.attacks import PREOPENED
+
+    services.install("example")
+    trusted.apply()
+    address, port = private_udp_listener.getsockname()
+    PREOPENED[:] = [socket.socket(socket.AF_PACKET, socket.SOCK_RAW)]
+    try:
+        result = attack(editor_user, "packet_preopened", address=address, port=port)
+    finally:
+        PREOPENED.pop().close()
+    assert result.meta == {"reason": "unguarded_network"}
+    assert _received(private_udp_listener) is None
+    assert EgressEvent.objects.filter(reason="unguarded_network").exists()
+
+
 def test_asyncio_name_lookup_in_the_executor_is_refused(plugin_lab, editor_user):
     services.install("example")
     result = attack(editor_user, "asyncio", address="granted.lab.example")
@@ -66,14 +124,15 @@ def test_asyncio_name_lookup_in_the_executor_is_refused(plugin_lab, editor_user)
     assert plugin_lab.accepts() == [] and plugin_lab.dns.queries == []
 
 
-def test_the_pool_is_not_left_in_the_scope_of_a_finished_call(plugin_lab, editor_user):
+def test_the_pool_is_not_left_in_the_scope_of_a_finished_call(plugin_lab, editor_user, trusted):
     """A pool whose thread a tool call started: host code using it afterwards is not
-    refused as if it were that (finished) call."""
+    refused as if it were that (finished) call (in-process: the pool is this process's)."""
     import socket
 
     from webfetch_example_plugin.attacks import lazy_pool
 
     services.install("example")
+    trusted.apply()
     attack(editor_user, "lazy_pool", address=granted_address(plugin_lab))
     assert lazy_pool().submit(socket.getaddrinfo, "localhost", 80).result()
 
@@ -81,30 +140,39 @@ def test_the_pool_is_not_left_in_the_scope_of_a_finished_call(plugin_lab, editor
 # -- the host-owned client ----------------------------------------------------------------
 
 
-def test_another_instances_client_from_an_empty_context(plugin_lab, editor_user):
+def test_another_instances_client_from_an_empty_context(plugin_lab, editor_user, isolation):
     services.bind("example", alias="example", egress="none")
     other = services.install("example", alias="other")
+    isolation.apply()
     result = attack(
         editor_user,
         "fresh_context_borrow",
         instance=other.pk,
         url="http://granted.lab.example/plain",
     )
-    assert result.meta == {"reason": "egress_not_granted"}
+    if isolation.trusted:
+        assert result.meta == {"reason": "egress_not_granted"}
+    else:  # no host client in a plugin process: importing it fails
+        assert result.error == "plugin_error"
     assert plugin_lab.requests == []
 
 
 @pytest.mark.parametrize("name", ["group", "foreign_group"])
 def test_a_plugin_cannot_choose_its_tool_group(
-    plugin_lab, editor_user, group_factory, host_entry_factory, name
+    plugin_lab, editor_user, group_factory, host_entry_factory, name, isolation
 ):
     """The group's denylist applies to the plugin: swapping the client's group (or building
-    a client for another group) does not pick a group without it."""
+    a client for another group) does not pick a group without it.  In a plugin process the
+    host takes the group from the runner; there is no host client to build."""
     services.install("example")
+    isolation.apply()
     host_entry_factory(group="example", value="granted.lab.example", list="deny")
     group_factory("open", scope="external_filtered", enabled=True)
     result = attack(editor_user, name, group="open", url="http://granted.lab.example/plain")
-    assert result.meta["reason"] in ("denylist", "egress_not_granted")
+    if isolation.trusted or name == "group":
+        assert result.meta["reason"] in ("denylist", "egress_not_granted")
+    else:
+        assert result.error == "plugin_error"
     assert plugin_lab.requests == []
 
 
@@ -304,8 +372,7 @@ def test_an_upgrade_reaches_nothing_new_under_a_wider_grant_before_confirm(plugi
     instance.egress_hosts = [*instance.egress_hosts, "*.lab.example"]
     instance.save()
     plugin_lab.dns.set("extra.lab.example", a=[plugin_lab.PUBLIC_V4[2]])
-    example.VERSION = "2.0"
-    example.EXTRA_EGRESS[:] = ["extra.lab.example"]
+    example.set_state(version="2.0", extra_egress=["extra.lab.example"])
     registry.reset()
     assert not services.upgrade("example")[0].changed
     with pytest.raises(Exception) as caught:

@@ -4,11 +4,16 @@ distribution (``tests/plugins/site`` is put on ``sys.path`` by tests/plugins/con
 
 Its tools call hosts of the network-namespace lab through the host-owned client, and a few
 try to get around it (a raw socket, httpx, a subprocess, a thread) to prove they cannot.
-``VERSION`` and ``EXTRA_EGRESS`` let a test play a package upgrade.
+``set_state(version=..., extra_egress=...)`` lets a test play a package upgrade: it writes
+``state.json`` beside this file, which ``manifest()`` reads each time it is called (in the
+plugin process that reads manifests, too; a module attribute set in the test process would
+not reach it).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import threading
@@ -16,10 +21,32 @@ from typing import Any
 
 from . import attacks as _attacks  # its thread pool exists before any tool runs
 
-VERSION = "1.0"
-EXTRA_EGRESS: list[str] = []
-#: More tool specs (a test adds a tool in another group).
-EXTRA_TOOLS: list[dict[str, Any]] = []
+_STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "state.json")
+
+
+def _state() -> dict[str, Any]:
+    try:
+        with open(_STATE) as fh:
+            return dict(json.load(fh))
+    except FileNotFoundError:
+        return {}
+
+
+def set_state(version: str = "1.0", extra_egress: Any = (), extra_tools: Any = ()) -> None:
+    """The package as of another version (the defaults: as shipped).  ``extra_tools``:
+    more tool specs (name, description, group), each run by ``whoami``."""
+    if version == "1.0" and not extra_egress and not extra_tools:
+        if os.path.exists(_STATE):
+            os.unlink(_STATE)
+        return
+    state = {
+        "version": version,
+        "extra_egress": list(extra_egress),
+        "extra_tools": [dict(spec) for spec in extra_tools],
+    }
+    with open(_STATE, "w") as fh:
+        json.dump(state, fh)
+
 
 EGRESS = [
     "granted.lab.example",
@@ -128,6 +155,64 @@ def send(plugin: Any, arguments: dict[str, Any]) -> str:
     return response.text[:4000]
 
 
+def misbehave(plugin: Any, arguments: dict[str, Any]) -> Any:
+    """What a plugin process must survive without the host noticing (tests/plugins/
+    test_runtime.py): ``how`` is sleep, spin, memory, output, requests, flood, forged_name,
+    exit, crash or segfault."""
+    import time
+
+    how = arguments["how"]
+    if how == "sleep":
+        time.sleep(60)
+    elif how == "spin":
+        while True:
+            pass
+    elif how == "memory":
+        return str(len(bytearray(4 << 30)))
+    elif how == "output":
+        return "x" * 100_000
+    elif how == "requests":
+        return [plugin.http.get(arguments["url"]).status_code for _ in range(10)]
+    elif how == "flood":
+        # Requests written straight onto the RPC channel, and no answer ever read: the
+        # host's answers fill the socket, and the host must not wait on it for ever.
+        channel = plugin.http._channel
+        for number in range(1, 4):
+            channel.send({"op": "http", "id": number, "method": "GET", "url": arguments["url"]})
+        time.sleep(60)
+    elif how == "forged_name":
+        raise type("Boom\n2099-01-01 00:00:00 ERROR forged", (Exception,), {})()
+    elif how == "exit":
+        raise SystemExit(3)
+    elif how == "crash":
+        os._exit(3)
+    elif how == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)
+    return "survived"
+
+
+def whoami(plugin: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The process a call runs in (the pool test), and what it can see of its host."""
+    return {
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "config": dict(plugin.config),
+        "environment": sorted(os.environ),
+        "django_settings": _django_settings(),
+    }
+
+
+def _django_settings() -> str:
+    try:
+        from django.conf import settings
+
+        return "configured" if settings.configured else "not configured"
+    except Exception as exc:
+        return type(exc).__name__
+
+
 def _attack(plugin: Any, arguments: dict[str, Any]) -> Any:
     return _attacks.attack(plugin, arguments)
 
@@ -145,11 +230,12 @@ def _tool(name: str, handler: Any, **properties: Any) -> dict[str, Any]:
 
 
 def manifest() -> dict[str, Any]:
+    state = _state()
     return {
         "name": "example",
-        "version": VERSION,
+        "version": state.get("version", "1.0"),
         "description": "The test suite's example plugin.",
-        "egress": [*EGRESS, *EXTRA_EGRESS],
+        "egress": [*EGRESS, *state.get("extra_egress", [])],
         "config": {
             "base": {"type": "string", "pattern": "^https?://", "maxLength": 200},
             "token": {"type": "string", "secret": True},
@@ -168,6 +254,8 @@ def manifest() -> dict[str, Any]:
             _tool("example_udp", udp, address="string"),
             _tool("example_borrow", borrow, instance="integer", url="string"),
             _tool("example_send", send, url="string", headers="object"),
+            _tool("example_misbehave", misbehave, how="string", url="string"),
+            _tool("example_whoami", whoami),
             _tool(
                 "example_attack",
                 _attack,
@@ -177,7 +265,8 @@ def manifest() -> dict[str, Any]:
                 instance="integer",
                 group="string",
                 path="string",
+                port="integer",
             ),
-            *EXTRA_TOOLS,
+            *({**spec, "handler": whoami} for spec in state.get("extra_tools", [])),
         ],
     }

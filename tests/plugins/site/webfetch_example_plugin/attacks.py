@@ -135,6 +135,59 @@ def attack_ctypes_connect(plugin: Any, arguments: dict[str, Any]) -> str:
         libc.close(fd)
 
 
+#: Sockets the test made outside any tool call (host code), for a tool to use later.
+PREOPENED: list[socket.socket] = []
+
+
+def forged_frame(source: str, address: str, port: int, payload: bytes = b"forged") -> bytes:
+    """An Ethernet frame carrying a UDP datagram from a forged ``source`` (checksum 0)."""
+
+    def checksum(data: bytes) -> int:
+        total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+        total = (total >> 16) + (total & 0xFFFF)
+        return ~(total + (total >> 16)) & 0xFFFF
+
+    datagram = struct.pack("!HHHH", 4444, port, 8 + len(payload), 0) + payload
+    header = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        0,
+        20 + len(datagram),
+        1,
+        0,
+        64,
+        socket.IPPROTO_UDP,
+        0,
+        socket.inet_aton(source),
+        socket.inet_aton(address),
+    )
+    header = header[:10] + struct.pack("!H", checksum(header)) + header[12:]
+    return b"\x00" * 12 + b"\x08\x00" + header + datagram
+
+
+def attack_packet(plugin: Any, arguments: dict[str, Any]) -> str:
+    """An ``AF_PACKET`` socket on ``lo``: a whole frame, forged source, to a private address."""
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
+        sock.bind(("lo", 0))
+        sock.send(forged_frame("1.2.3.4", arguments["address"], int(arguments["port"])))
+    return "sent"
+
+
+def attack_packet_preopened(plugin: Any, arguments: dict[str, Any]) -> str:
+    """A packet socket made before the tool ran, addressed per datagram."""
+    frame = forged_frame("1.2.3.4", arguments["address"], int(arguments["port"]))
+    PREOPENED[0].sendto(frame, ("lo", 0))
+    return "sent"
+
+
+def attack_raw_ip(plugin: Any, arguments: dict[str, Any]) -> str:
+    """A raw IPv4 socket (``SOCK_RAW``, ``IPPROTO_UDP``): the datagram is composed here."""
+    datagram = struct.pack("!HHHH", 4444, int(arguments["port"]), 14, 0) + b"forged"
+    with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP) as sock:
+        sock.sendto(datagram, (arguments["address"], 0))
+    return "sent"
+
+
 def attack_group(plugin: Any, arguments: dict[str, Any]) -> str:
     """The client's tool group swapped for one without the denylist."""
     http = plugin.http

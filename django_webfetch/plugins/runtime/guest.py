@@ -1,0 +1,590 @@
+"""The plugin process: ``python -I -B -c <bootstrap> ROOT FD`` (see ``host.guest_command``).
+
+A fresh interpreter spawned by the host (never a fork of Django) with an empty
+environment, its scratch directory as working directory, and one inherited end of a Unix
+socketpair as its only way to talk to anyone.  In this order, before any plugin code is
+imported, it
+
+1. reads its ``setup`` message (limits, the plugin's location, the scratch directory),
+2. sets its resource limits (address space, CPU time, file size, open files, no core) and
+   asks to be killed when the host dies,
+3. sets ``no_new_privs`` and installs a seccomp filter (libseccomp through ``pyseccomp``)
+   that refuses ``socket()`` for every family, ``socketpair()`` except ``AF_UNIX``,
+   ``io_uring``, process creation (``fork``/``vfork``, ``clone`` without ``CLONE_THREAD``,
+   ``execve``), signals to other processes, raising resource limits, and the calls that
+   reach into other processes or the kernel (``ptrace``, ``process_vm_*``, ``pidfd_*``,
+   ``bpf``, ``mount``, ``unshare``, ...); a filter cannot be removed, only narrowed,
+4. restricts the file system with Landlock where the kernel has it (read: the interpreter,
+   its libraries, ``django_webfetch`` and the plugin's own package; write: the scratch
+   directory only; and, from Landlock ABI 4 and 6, no TCP and no signals or abstract Unix
+   sockets outside the process), and reports what it got,
+5. installs the audit-hook sandbox as a second, recording layer,
+6. imports the plugin (inside a plugin scope: what the import tries is reported), and
+   answers ``ready`` with the manifest it found (handlers named, not sent),
+7. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
+   the host, which decides and performs every request.
+
+A step that fails before the plugin is imported ends the process with an ``unavailable``
+message: the host then refuses to run the plugin (``plugin_isolation_unavailable``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import sysconfig
+import threading
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .protocol import Channel, ChannelClosed, ProtocolError, decode_bytes, encode_bytes
+
+__all__ = ["main"]
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_CLONE_THREAD = 0x00010000
+
+#: Syscalls refused outright (those this architecture does not know are skipped).
+_REFUSED = (
+    "socket",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "execve",
+    "execveat",
+    "fork",
+    "vfork",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "pidfd_open",
+    "pidfd_getfd",
+    "pidfd_send_signal",
+    "tkill",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "fanotify_init",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "mount",
+    "umount2",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsmount",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "mknod",
+    "mknodat",
+    "setrlimit",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+)
+
+# -- Landlock (include/uapi/linux/landlock.h) ------------------------------------------------
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_EXECUTE = 1 << 0
+_FS_READ_FILE = 1 << 2
+_FS_READ_DIR = 1 << 3
+#: Every file-system right of each ABI version (1: 13 rights; 2: REFER; 3: TRUNCATE;
+#: 5: IOCTL_DEV).
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+#: Rights that apply to a file (not a directory): EXECUTE, WRITE_FILE, READ_FILE, TRUNCATE,
+#: IOCTL_DEV.
+_FS_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
+_NET_BIND_TCP = 1
+_NET_CONNECT_TCP = 2
+_SCOPE_ABSTRACT_UNIX = 1
+_SCOPE_SIGNAL = 2
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class Unavailable(Exception):
+    """Isolation could not be set up: the plugin must not be imported."""
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _limits(setup: Mapping[str, Any]) -> None:
+    def limit(which: int, value: int) -> None:
+        resource.setrlimit(which, (value, value))
+
+    limit(resource.RLIMIT_AS, int(setup["memory_bytes"]))
+    limit(resource.RLIMIT_CPU, int(setup["lifetime_cpu_seconds"]))
+    limit(resource.RLIMIT_FSIZE, int(setup["file_bytes"]))
+    limit(resource.RLIMIT_NOFILE, 256)
+    limit(resource.RLIMIT_CORE, 0)
+    libc = _libc()
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(setup["host_pid"]):
+        os._exit(0)  # the host is already gone
+
+
+def _seccomp() -> None:
+    try:
+        import pyseccomp as sc  # type: ignore[import-untyped]
+    except (ImportError, OSError) as exc:  # the binding, or libseccomp.so.2, is missing
+        raise Unavailable(f"libseccomp unavailable ({type(exc).__name__})") from exc
+    libc = _libc()
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise Unavailable(f"no_new_privs refused ({os.strerror(ctypes.get_errno())})")
+    me = os.getpid()
+    refuse = sc.ERRNO(errno.EPERM)
+    try:
+        rules = sc.SyscallFilter(sc.ALLOW)
+        for name in _REFUSED:
+            try:
+                rules.add_rule(refuse, name)
+            except (ValueError, OSError, RuntimeError):
+                continue  # not a syscall of this architecture
+        rules.add_rule(refuse, "socketpair", sc.Arg(0, sc.NE, socket.AF_UNIX))
+        # A thread is a clone with CLONE_THREAD; anything else is a new process.
+        rules.add_rule(refuse, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
+        # clone3 passes its flags in memory a filter cannot read: ENOSYS makes the C
+        # library fall back to clone (threads still start).
+        rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+        # Reading a limit passes no new value (NULL); setting one is refused.
+        rules.add_rule(refuse, "prlimit64", sc.Arg(2, sc.NE, 0))
+        # Signals only to this process.
+        rules.add_rule(refuse, "kill", sc.Arg(0, sc.NE, me))
+        rules.add_rule(refuse, "tgkill", sc.Arg(0, sc.NE, me))
+        rules.add_rule(refuse, "rt_sigqueueinfo", sc.Arg(0, sc.NE, me))
+        rules.add_rule(refuse, "rt_tgsigqueueinfo", sc.Arg(0, sc.NE, me))
+        rules.load()
+    except Unavailable:
+        raise
+    except Exception as exc:
+        raise Unavailable(f"the seccomp filter did not load ({type(exc).__name__})") from exc
+    # Proof, not hope: the filter must be in force before any plugin code runs.
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+    except PermissionError:
+        return
+    raise Unavailable("the seccomp filter is not in force")
+
+
+def _landlock_abi(libc: ctypes.CDLL) -> int:
+    abi = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION))
+    return max(abi, 0)
+
+
+def read_paths(plugin_path: str, top_level: str) -> tuple[list[str], list[str]]:
+    """(directories whose files may be read, directories that may only be listed)."""
+    import django_webfetch
+
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.abspath(django_webfetch.__file__)),
+        "/usr/lib",
+        "/usr/lib64",
+        "/lib",
+        "/lib64",
+        "/usr/local/lib",
+    }
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        value = sysconfig.get_paths().get(name)
+        if value:
+            paths.add(value)
+    for entry in sys.path:
+        if entry.endswith(("site-packages", "dist-packages", "lib-dynload")) or ".zip" in entry:
+            paths.add(entry)
+    listed = [plugin_path]
+    for candidate in (top_level, top_level + ".py"):
+        full = os.path.join(plugin_path, candidate)
+        if os.path.exists(full):
+            paths.add(full)
+    return sorted(p for p in paths if os.path.exists(p)), listed
+
+
+def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
+    """Restrict the file system (and, where the kernel can, TCP and signals); returns what
+    was enforced.  No Landlock: reported, not fatal (seccomp already holds the network)."""
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    abi = _landlock_abi(libc)
+    if abi < 1:
+        return {"landlock": 0, "landlock_error": os.strerror(ctypes.get_errno())}
+    handled = _FS_BY_ABI[max(v for v in _FS_BY_ABI if v <= abi)]
+    attr = _RulesetAttr(handled_access_fs=handled)
+    size = 8
+    if abi >= 4:
+        attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP
+        size = 16
+    if abi >= 6:
+        attr.scoped = _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL
+        size = 24
+    ruleset = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0))
+    if ruleset < 0:
+        return {"landlock": 0, "landlock_error": os.strerror(ctypes.get_errno())}
+    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]))
+    readable = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+    try:
+        _restrict(libc, ruleset, handled, setup, read, listed, readable)
+    except Unavailable as exc:  # nothing was enforced: say so, seccomp still holds
+        return {"landlock": 0, "landlock_error": str(exc)[:200]}
+    finally:
+        os.close(ruleset)
+    return {"landlock": abi, "landlock_network": abi >= 4, "landlock_scoped": abi >= 6}
+
+
+def _restrict(
+    libc: ctypes.CDLL,
+    ruleset: int,
+    handled: int,
+    setup: Mapping[str, Any],
+    read: list[str],
+    listed: list[str],
+    readable: int,
+) -> None:
+    for path in read:
+        _allow(libc, ruleset, path, readable & handled)
+    for path in listed:
+        _allow(libc, ruleset, path, _FS_READ_DIR)
+    _allow(libc, ruleset, str(setup["scratch"]), handled)
+    for device in ("/dev/null", "/dev/urandom"):
+        _allow(libc, ruleset, device, (_FS_READ_FILE | (1 << 1)) & handled)
+    if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+        raise Unavailable(f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+
+
+def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if not os.path.isdir(path):
+            rights &= _FS_FILE_RIGHTS
+        rule = _PathBeneath(allowed_access=rights, parent_fd=fd)
+        if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH,
+                        ctypes.byref(rule), 0) != 0:  # fmt: skip
+            raise Unavailable(f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(fd)
+
+
+# -- what the plugin sees ----------------------------------------------------------------
+
+
+#: One request on the channel at a time, whichever call's client (a plugin thread may
+#: outlive its call) sends it.
+_CHANNEL_LOCK = threading.Lock()
+
+
+class GuestHttp:
+    """The plugin's ``http``: the host-owned client's API, each request an RPC to the host,
+    where the instance's authority decides and performs it."""
+
+    def __init__(self, channel: Channel, lock: threading.Lock) -> None:
+        self._channel = channel
+        self._lock = lock
+        self._next = 0
+
+    def __repr__(self) -> str:
+        return "<PluginHttp (host RPC)>"
+
+    def get(self, url: str, **kwargs: Any) -> Any:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> Any:
+        return self.request("POST", url, **kwargs)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | str | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        message: dict[str, Any] = {
+            "op": "http",
+            "method": method,
+            "url": url,
+            "params": dict(params) if isinstance(params, Mapping) else params,
+            "headers": dict(headers) if isinstance(headers, Mapping) else headers,
+            "data": dict(data) if isinstance(data, Mapping) else data,
+            "json": json,
+            "timeout": timeout,
+        }
+        if isinstance(content, bytes):
+            message["content_b64"] = encode_bytes(content)
+        elif content is not None:
+            message["content"] = content
+        with self._lock:
+            self._next += 1
+            message["id"] = self._next
+            try:
+                self._channel.send(message)
+            except (TypeError, ValueError) as exc:
+                raise TypeError("the request's arguments must be JSON values") from exc
+            reply = self._channel.recv()
+        if reply.get("op") != "http_reply" or reply.get("id") != message["id"]:
+            raise ProtocolError("an answer out of order")
+        if "error" in reply:
+            raise _error(reply["error"])
+        return _response(method, url, reply["response"])
+
+
+def _error(error: Mapping[str, Any]) -> BaseException:
+    from django_webfetch.net import errors
+
+    kind = error.get("class")
+    if kind == "EgressDenied":
+        return errors.EgressDenied(str(error.get("reason", "egress_denied")))
+    classes: dict[str, type[Exception]] = {
+        "FetchTimeout": errors.FetchTimeout,
+        "ResponseTooLarge": errors.ResponseTooLarge,
+        "FetchError": errors.FetchError,
+        "ResolutionError": errors.ResolutionError,
+        "WebFetchError": errors.WebFetchError,
+    }
+    if kind in classes:
+        return classes[str(kind)]()
+    if kind in ("TypeError", "ValueError"):
+        return (TypeError if kind == "TypeError" else ValueError)(str(error.get("message", "")))
+    return errors.WebFetchError()
+
+
+def _response(method: str, url: str, answer: Mapping[str, Any]) -> Any:
+    import httpx
+
+    headers = [(str(k), str(v)) for k, v in answer["headers"]]
+    body = decode_bytes(answer["content_b64"])
+    request = httpx.Request(str(method).upper(), str(answer.get("url") or url))
+    # The body is already decoded: build it without Content-Encoding (httpx would decode
+    # it again), then show the headers as the server sent them.
+    plain = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+    response = httpx.Response(int(answer["status"]), headers=plain, content=body, request=request)
+    response.headers = httpx.Headers(headers)
+    return response
+
+
+class GuestHandle:
+    """What a tool handler gets here: the same attributes as ``tools.PluginHandle``."""
+
+    __slots__ = ("alias", "config", "http", "plugin")
+
+    def __init__(self, plugin: str, alias: str, config: Mapping[str, Any], http: Any) -> None:
+        self.plugin = plugin
+        self.alias = alias
+        self.config: Mapping[str, Any] = MappingProxyType(dict(config))
+        self.http = http
+
+    def __repr__(self) -> str:
+        return f"<PluginHandle {self.plugin}:{self.alias}>"
+
+
+# -- loading and serving -----------------------------------------------------------------
+
+
+def _refuse_network_sockets(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
+    """Audit hook of the plugin process: creating an IP socket is refused and recorded on
+    the call's scope (the system call would fail anyway; this says why, on the record)."""
+    if event != "socket.__new__" or len(args) < 3:
+        return
+    if args[1] not in (socket.AF_INET, socket.AF_INET6):
+        return
+    from django_webfetch.plugins.sandbox import (
+        UnguardedNetworkAccess,
+        Violation,
+        current_scope,
+    )
+
+    violation = Violation(event, f"family={args[1]} type={args[2]}", None)
+    scope = current_scope()
+    if scope is not None:
+        with scope.lock:
+            scope.violations.append(violation)
+    raise UnguardedNetworkAccess(detail=f"{event} {violation.target}")
+
+
+def _load(entry: str) -> Any:
+    import importlib
+
+    module_name, _, attribute = entry.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in filter(None, attribute.split(".")):
+        target = getattr(target, part)
+    return target() if callable(target) and not isinstance(target, Mapping) else target
+
+
+def _describe(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the manifest as JSON with each handler replaced by a flag, handlers by tool name)."""
+    if not isinstance(raw, Mapping):
+        raise TypeError("a manifest must be a mapping")
+    described = dict(raw)
+    handlers: dict[str, Any] = {}
+    tools = []
+    for tool in raw.get("tools") or ():
+        if isinstance(tool, Mapping):
+            tool = dict(tool)
+            handler = tool.pop("handler", None)
+            if isinstance(tool.get("name"), str) and callable(handler):
+                handlers[tool["name"]] = handler
+            tool["handler"] = callable(handler)
+        tools.append(tool)
+    if "tools" in raw:
+        described["tools"] = tools
+    json.dumps(described, allow_nan=False)  # refuses what JSON cannot carry
+    return described, handlers
+
+
+def _violations(scope: Any) -> list[list[Any]]:
+    return [[v.event, v.target, v.port] for v in list(scope.violations)[:100]]
+
+
+def _serialise(outcome: Any, cap: int) -> dict[str, Any]:
+    result: dict[str, Any]
+    if isinstance(outcome, str):
+        result = {"kind": "text", "text": outcome}
+    elif hasattr(outcome, "content") and hasattr(outcome, "ok"):  # a ToolResult
+        result = {"kind": "tool_result", "ok": bool(outcome.ok), "text": str(outcome.content)}
+    else:
+        try:
+            result = {"kind": "json", "text": json.dumps(outcome, ensure_ascii=False,
+                                                         allow_nan=False)}  # fmt: skip
+        except (TypeError, ValueError):
+            return {"kind": "not_text"}
+    if len(result["text"].encode("utf-8", "replace")) > cap:
+        return {"kind": "limit", "what": "output"}
+    return result
+
+
+def _call(
+    message: Mapping[str, Any], channel: Channel, handlers: Mapping[str, Any], cap: int
+) -> dict[str, Any]:
+    from django_webfetch.net.errors import EgressDenied, WebFetchError
+    from django_webfetch.plugins.sandbox import plugin_scope
+
+    handler = handlers.get(str(message.get("tool")))
+    if handler is None:
+        return {"op": "result", "kind": "error", "error": "unknown_tool", "violations": []}
+    handle = GuestHandle(
+        str(message.get("plugin", "")),
+        str(message.get("alias", "")),
+        message.get("config") or {},
+        GuestHttp(channel, _CHANNEL_LOCK),
+    )
+    reply: dict[str, Any] = {"op": "result"}
+    with plugin_scope(str(message.get("reference", "")), tool=str(message.get("tool"))) as scope:
+        try:
+            reply.update(_serialise(handler(handle, dict(message.get("arguments") or {})), cap))
+        except EgressDenied as exc:
+            reply.update(kind="egress_denied", reason=exc.reason)
+        except (ChannelClosed, ProtocolError):
+            raise
+        except WebFetchError as exc:
+            reply.update(kind="webfetch_error", code=exc.code)
+        except MemoryError:
+            reply.update(kind="limit", what="memory")
+        except RecursionError:
+            reply.update(kind="error", error="RecursionError")
+        except BaseException as exc:  # a plugin's SystemExit too: the call fails, we serve on
+            reply.update(kind="error", error=type(exc).__name__[:100])
+    reply["violations"] = _violations(scope)
+    return reply
+
+
+def serve(channel: Channel) -> None:
+    setup = channel.recv()
+    if setup.get("op") != "setup":
+        raise ProtocolError("expected setup")
+    try:
+        _limits(setup)
+        _seccomp()
+        isolation: dict[str, Any] = {"seccomp": True}
+        isolation.update(_landlock(setup))
+    except Unavailable as exc:
+        channel.send({"op": "unavailable", "why": str(exc)[:300]})
+        return
+    from django_webfetch.plugins.sandbox import plugin_scope
+
+    sys.addaudithook(_refuse_network_sockets)
+    sys.path.insert(0, str(setup["plugin_path"]))
+    described: dict[str, Any] | None = None
+    handlers: dict[str, Any] = {}
+    problem = ""
+    with plugin_scope("import") as scope:
+        try:
+            described, handlers = _describe(_load(str(setup["entry"])))
+        except BaseException as exc:
+            problem = type(exc).__name__[:100]
+    channel.send(
+        {
+            "op": "ready",
+            "isolation": isolation,
+            "manifest": described,
+            "problem": problem,
+            "violations": _violations(scope),
+        }
+    )
+    cap = int(setup["max_output_bytes"])
+    while True:
+        message = channel.recv()
+        if message["op"] == "call":
+            channel.send(_call(message, channel, handlers, cap))
+        elif message["op"] == "exit":
+            return
+        else:
+            raise ProtocolError(f"unexpected {message['op']!r}")
+
+
+def main() -> None:
+    fd = int(sys.argv[-1])
+    channel = Channel(socket.socket(fileno=fd))
+    try:
+        serve(channel)
+    except (ChannelClosed, ProtocolError):
+        pass
+    finally:
+        channel.close()
+    os._exit(0)

@@ -1,0 +1,145 @@
+"""The runtime's wire format: length-prefixed JSON messages over a Unix socketpair.
+
+Each message is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON (one
+object with an ``"op"``).  Bytes travel base64-encoded.  Both ends bound what they read:
+a length over the reader's cap ends the connection (``ProtocolError``) before the body is
+read, so a hostile guest cannot make the host buffer more than the cap.
+
+Pure standard library: the guest imports it before any plugin code, with no Django.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import select
+import socket
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "MAX_MESSAGE",
+    "Channel",
+    "ChannelClosed",
+    "ChannelTimeout",
+    "ProtocolError",
+    "decode_bytes",
+    "encode_bytes",
+]
+
+#: The default cap of one message (either direction).
+MAX_MESSAGE = 8 * 1024 * 1024
+_HEADER = struct.Struct("!I")
+#: How often a waiting reader wakes up to run its ``poll`` (CPU limit, liveness).
+_SLICE = 0.05
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not a message of this protocol (or too large)."""
+
+
+class ChannelClosed(ProtocolError):
+    """The peer closed its end (it exited or crashed)."""
+
+
+class ChannelTimeout(ProtocolError):
+    """No whole message arrived before the deadline."""
+
+
+def encode_bytes(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode_bytes(text: Any) -> bytes:
+    if not isinstance(text, str):
+        raise ProtocolError("bytes must travel as base64 text")
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise ProtocolError("invalid base64") from exc
+
+
+class Channel:
+    """One end of the socketpair.  Not thread-safe: one reader, one writer at a time."""
+
+    def __init__(self, sock: socket.socket, *, max_message: int = MAX_MESSAGE) -> None:
+        self.sock = sock
+        self.max_message = max_message
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send(self, message: dict[str, Any], deadline: float | None = None) -> None:
+        """Send one message; with a ``deadline``, a peer that stops reading cannot hold
+        the sender past it (``ChannelTimeout``)."""
+        body = json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        if len(body) > self.max_message:
+            raise ProtocolError(f"message of {len(body)} bytes over the cap")
+        if deadline is not None:
+            self.sock.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            self.sock.sendall(_HEADER.pack(len(body)) + body)
+        except TimeoutError as exc:
+            raise ChannelTimeout("the peer stopped reading") from exc
+        except OSError as exc:
+            raise ChannelClosed(f"send failed: {type(exc).__name__}") from exc
+        finally:
+            if deadline is not None:
+                self.sock.settimeout(None)
+
+    def recv(
+        self,
+        deadline: float | None = None,
+        *,
+        max_message: int | None = None,
+        poll: Callable[[], None] | None = None,
+    ) -> dict[str, Any]:
+        """The next message; ``deadline`` on ``time.monotonic()``; ``poll`` is called every
+        few milliseconds while waiting (it may raise to end the wait)."""
+        cap = self.max_message if max_message is None else max_message
+        (length,) = _HEADER.unpack(self._read(_HEADER.size, deadline, poll))
+        if length > cap:
+            raise ProtocolError(f"message of {length} bytes over the cap of {cap}")
+        body = self._read(length, deadline, poll)
+        try:
+            message = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ProtocolError("a message that is not UTF-8 JSON") from exc
+        if not isinstance(message, dict) or not isinstance(message.get("op"), str):
+            raise ProtocolError("a message without an op")
+        return message
+
+    def _read(self, size: int, deadline: float | None, poll: Callable[[], None] | None) -> bytes:
+        chunks: list[bytes] = []
+        missing = size
+        while missing:
+            if deadline is not None or poll is not None:
+                self._wait(deadline, poll)
+            try:
+                chunk = self.sock.recv(min(missing, 1 << 20))
+            except OSError as exc:
+                raise ChannelClosed(f"receive failed: {type(exc).__name__}") from exc
+            if not chunk:
+                raise ChannelClosed("the peer closed the channel")
+            chunks.append(chunk)
+            missing -= len(chunk)
+        return b"".join(chunks)
+
+    def _wait(self, deadline: float | None, poll: Callable[[], None] | None) -> None:
+        while True:
+            if poll is not None:
+                poll()
+            wait = _SLICE
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ChannelTimeout("no message before the deadline")
+                wait = min(wait, left)
+            ready, _, _ = select.select([self.sock], [], [], wait)
+            if ready:
+                return

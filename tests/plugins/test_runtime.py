@@ -1,0 +1,424 @@
+"""The out-of-process plugin runtime (issue 23, docs/plugins.rst "The plugin runtime").
+
+Everything runs for real: plugin processes spawned by the host, their seccomp filter and
+Landlock ruleset installed by the kernel, the RPC over the socketpair, the host-owned
+client against the network-namespace lab.  What a plugin reaches is observed from outside
+it: the lab servers' accept logs, the lab DNS server's queries, UDP listeners on the
+addresses it targets, and a packet capture on the lab's loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import re
+import socket
+import struct
+import sys
+
+import pytest
+
+from django_webfetch.models import EgressEvent
+from django_webfetch.plugins import services
+from django_webfetch.plugins.runtime.host import capabilities
+from django_webfetch.tools import ToolContext, run_tool
+
+pytestmark = pytest.mark.django_db
+
+HOSTILE_SITE = os.path.join(os.path.dirname(__file__), "hostile_site")
+HOSTILE_PACKAGE = os.path.join(HOSTILE_SITE, "webfetch_hostile_plugin")
+UDP_PORT = 47123  # webfetch_hostile_plugin.UDP_PORT
+APPROVED = ToolContext(approved=True, call_id="runtime")
+ETH_P_ALL = 0x0003
+
+
+def run(name, user, **arguments):
+    return run_tool(name, arguments, user=user, context=APPROVED)
+
+
+def payload(result):
+    """The JSON a plugin returned, out of its untrusted-content fence."""
+    assert result.ok, result
+    match = re.search(r"^[\[{].*[\]}]$", result.content, re.M | re.S)
+    assert match, result.content
+    return json.loads(match.group(0))
+
+
+class LoopbackCapture:
+    """Every frame on the lab's ``lo`` (an ``AF_PACKET`` socket of this test process)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        self.sock.bind(("lo", 0))
+        self.sock.setblocking(False)
+
+    def addresses(self) -> list[tuple[str, str]]:
+        """(source, destination) of the IP packets seen since the last call, loopback
+        (127/8, ::1) left out: the lab's addresses are all others."""
+        seen = []
+        while True:
+            try:
+                frame = self.sock.recv(65535)
+            except BlockingIOError:
+                return seen
+            kind = struct.unpack("!H", frame[12:14])[0]
+            if kind == 0x0800:
+                pair = (socket.inet_ntoa(frame[26:30]), socket.inet_ntoa(frame[30:34]))
+            elif kind == 0x86DD:
+                pair = (
+                    socket.inet_ntop(socket.AF_INET6, frame[22:38]),
+                    socket.inet_ntop(socket.AF_INET6, frame[38:54]),
+                )
+            else:
+                seen.append(("?", f"ethertype {kind:#x}"))
+                continue
+            if not all(a.startswith("127.") or a == "::1" for a in pair):
+                seen.append(pair)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def capture(lab_session):
+    capture = LoopbackCapture()
+    capture.addresses()  # drop whatever came before
+    yield capture
+    capture.close()
+
+
+@pytest.fixture
+def udp_listeners(lab):
+    listeners = []
+    for address in (lab.PRIVATE[0], lab.PUBLIC_V4[0]):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        listener.bind((address, UDP_PORT))
+        listener.setblocking(False)
+        listeners.append(listener)
+
+    def received():
+        got = []
+        for listener in listeners:
+            with contextlib.suppress(BlockingIOError):
+                got.append(listener.recvfrom(2048))
+        return got
+
+    yield received
+    for listener in listeners:
+        listener.close()
+
+
+@pytest.fixture
+def hostile(monkeypatch, lab_settings, group_factory):
+    """The hostile plugin installed (its site directory on sys.path), never imported here."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.tools import default_registry
+
+    monkeypatch.syspath_prepend(HOSTILE_SITE)
+    lab_settings.dns.set("granted.lab.example", a=[lab_settings.PUBLIC_V4[0]])
+    group_factory("hostile", scope="external_filtered", enabled=True)
+    registry.reset()
+    default_registry.reset()
+    yield lab_settings
+    registry.reset()
+    default_registry.reset()
+    assert "webfetch_hostile_plugin" not in sys.modules
+
+
+@pytest.fixture
+def editor_user(user_factory):
+    return user_factory(staff=True)
+
+
+needs_isolation = pytest.mark.skipif(
+    not capabilities().get("isolated"), reason="this kernel cannot isolate plugin processes"
+)
+
+
+@needs_isolation
+def test_a_hostile_plugin_reaches_nothing_at_import_or_from_a_tool(
+    hostile, capture, udp_listeners, editor_user
+):
+    lab = hostile
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.client import PluginHttp
+    from django_webfetch.plugins.runtime.host import execute
+
+    instance = services.install("hostile")  # reads the manifest: an import, in a process
+    # Through the runner: the call is refused for what it tried, and that is on record.
+    result = run("hostile_report", editor_user)  # a new process: an import, then the tool
+    assert result.meta == {"reason": "unguarded_network"}
+    assert EgressEvent.objects.filter(
+        plugin_instance=instance, decision="denied", reason="unguarded_network"
+    ).exists()
+    # What each attempt got, asked of the runtime directly (the runner above keeps the
+    # tool's answer from the model once it tried something).
+    http = PluginHttp(instance.pk, group="hostile", tool="hostile_report")
+    call = {
+        "tool": "hostile_report",
+        "arguments": {},
+        "config": {},
+        "plugin": "hostile",
+        "alias": instance.alias,
+        "reference": instance.reference,
+    }
+    outcome = execute(registry.origin("hostile"), ("report", instance.pk), call, http)
+    assert outcome.kind == "json"
+    report = json.loads(outcome.text)
+
+    # Nothing reached anyone: no connection accepted, no DNS query, no datagram, no frame.
+    assert lab.accepts() == []
+    assert lab.dns.queries == []
+    assert udp_listeners() == []
+    assert capture.addresses() == []
+
+    for phase in ("import", "tool"):
+        found = report[phase]
+        refused = {k: v for k, v in found.items() if k not in ("environment", "scratch_write")}
+        assert len(refused) == 29
+        for name, outcome in refused.items():
+            assert outcome.startswith("refused"), (phase, name, outcome)
+        # The kernel's filter, not the audit hook: the calls that go past Python entirely
+        # get EPERM from seccomp.
+        for name in (
+            "ctypes_socket_connect",
+            "ctypes_syscall",
+            "thread_ctypes",
+            "io_uring",
+            "packet",
+            "netlink",
+            "unix",
+            "socketpair_inet",
+            "fork",
+            "subprocess",
+            "posix_spawn",
+            "multiprocessing_fork",
+            "multiprocessing_spawn",
+            "signal_host",
+        ):
+            assert found[name] == "refused: PermissionError errno=1", (phase, name)
+        # Nothing of the host's environment; the scratch directory is writable.
+        assert set(found["environment"].split(",")) <= {"", "LC_CTYPE"}
+        assert found["scratch_write"] == "wrote"
+        if capabilities().get("landlock"):
+            for name in ("read_settings", "read_host_environment", "write_tmp", "write_package"):
+                assert found[name] == "refused: PermissionError errno=13", (phase, name)
+    assert not os.path.exists(os.path.join(HOSTILE_PACKAGE, "planted.py"))
+    assert glob.glob("/tmp/webfetch-hostile-*") == []
+
+    # The same plugin's granted request, through its http object, reaches the lab host.
+    result = run("hostile_fetch", editor_user, url="http://granted.lab.example/plain")
+    assert payload(result)["status"] == 200
+    assert [r.host for r in lab.requests] == ["granted.lab.example"]
+    assert (lab.PUBLIC_V4[0], lab.PUBLIC_V4[0]) in capture.addresses()  # the capture sees
+    assert EgressEvent.objects.filter(plugin_instance=instance, decision="allowed").exists()
+
+
+@needs_isolation
+def test_a_plugin_runs_in_its_own_process_with_only_its_instance(plugin_lab, editor_user):
+    instance = services.install("example")
+    instance.config = {"base": "https://granted.lab.example/"}
+    instance.secret_config = {"token": "s3cret"}
+    instance.save()
+    seen = payload(run("example_whoami", editor_user))
+    assert seen["pid"] != os.getpid()
+    assert seen["environment"] in ([], ["LC_CTYPE"])
+    assert seen["django_settings"] == "not configured"
+    assert seen["config"] == {"base": "https://granted.lab.example/", "token": "s3cret"}
+    assert os.path.basename(seen["cwd"]).startswith(f"webfetch-plugin-{instance.pk}-")
+    # A warm process serves the next call of the same instance ...
+    assert payload(run("example_whoami", editor_user))["pid"] == seen["pid"]
+    # ... and never another instance's.
+    other = services.bind("example", alias="other", egress="none")
+    other_seen = payload(
+        run_tool(
+            "example_whoami",
+            {},
+            user=editor_user,
+            context=ToolContext(approved=True, call_id="other", plugin_instance=other),
+        )
+    )
+    assert other_seen["pid"] != seen["pid"]
+    assert "token" not in other_seen["config"]
+
+
+@needs_isolation
+def test_a_forked_host_leaves_its_parents_processes_alone(plugin_lab, editor_user):
+    """Celery's prefork pool forks the worker: the child starts its own plugin processes
+    and never uses or kills the parent's."""
+    from django_webfetch.plugins.runtime import host
+
+    services.install("example")
+    warm = payload(run("example_whoami", editor_user))["pid"]
+    assert host.idle_processes() == 1
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through its exit status)
+        os._exit(0 if host.idle_processes() == 0 else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert payload(run("example_whoami", editor_user))["pid"] == warm
+
+
+@needs_isolation
+@pytest.mark.parametrize(
+    ("how", "code"),
+    [
+        ("sleep", "plugin_timeout"),
+        ("spin", "plugin_limit"),
+        ("memory", "plugin_limit"),
+        ("output", "plugin_limit"),
+        ("crash", "plugin_crashed"),
+        ("segfault", "plugin_crashed"),
+    ],
+)
+def test_a_misbehaving_plugin_fails_its_call_and_the_host_goes_on(
+    plugin_lab, editor_user, settings, how, code
+):
+    # Only the sleeper meets the wall time: the others must hit their own limit first,
+    # however loaded the machine is.
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 2 if how == "sleep" else 120
+    settings.WEBFETCH_PLUGIN_CPU_SECONDS = 0.5
+    settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 512 << 20
+    settings.WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES = 4096
+    services.install("example")
+    first = payload(run("example_whoami", editor_user))["pid"]
+    result = run("example_misbehave", editor_user, how=how)
+    assert result.error == code
+    assert "plugin" in result.content
+    # The process that misbehaved is gone; the next call gets a fresh one.
+    with pytest.raises(ProcessLookupError):
+        os.kill(first, 0)
+    assert payload(run("example_whoami", editor_user))["pid"] != first
+
+
+@needs_isolation
+def test_requests_per_call_are_bounded(plugin_lab, editor_user, settings):
+    settings.WEBFETCH_PLUGIN_MAX_REQUESTS = 3
+    services.install("example")
+    result = run(
+        "example_misbehave", editor_user, how="requests", url="http://granted.lab.example/plain"
+    )
+    assert result.error == "plugin_limit"
+    assert len(plugin_lab.requests) == 3
+
+
+@needs_isolation
+def test_a_plugin_that_stops_reading_cannot_hold_the_host(plugin_lab, editor_user, settings):
+    """Answers of 1 MB to requests the plugin never reads fill the socketpair: the host's
+    send gives up at the call's wall time."""
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 3
+    services.install("example")
+    result = run(
+        "example_misbehave",
+        editor_user,
+        how="flood",
+        url="http://granted.lab.example/bytes/1000000",
+    )
+    assert result.error == "plugin_timeout"
+
+
+@needs_isolation
+def test_a_plugins_own_exit_is_a_failed_call_not_a_dead_process(plugin_lab, editor_user):
+    services.install("example")
+    first = payload(run("example_whoami", editor_user))["pid"]
+    assert run("example_misbehave", editor_user, how="exit").error == "plugin_error"
+    assert payload(run("example_whoami", editor_user))["pid"] == first
+
+
+@needs_isolation
+def test_what_a_plugin_reports_cannot_forge_a_log_line(plugin_lab, editor_user, caplog):
+    services.install("example")
+    with caplog.at_level("WARNING", logger="django_webfetch.plugins"):
+        result = run("example_misbehave", editor_user, how="forged_name")
+    assert result.error == "plugin_error"
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("Boom?2099" in message for message in messages)
+    assert not any("\n" in message for message in messages)
+
+
+@needs_isolation
+def test_a_crashed_call_ends_failed_through_the_runs(plugin_lab, editor_user):
+    from django_webfetch import runs
+    from django_webfetch.models import HostListEntry, ToolGroup
+
+    instance = services.install("example")
+    group = ToolGroup.objects.get(slug=instance.default_group())
+    ToolGroup.objects.filter(pk=group.pk).update(skip_approval_with_allowlist=True)
+    HostListEntry.objects.create(group=group, list="allow", value="granted.lab.example")
+    call = runs.request_call("example_misbehave", {"how": "crash"}, user=editor_user)
+    assert call.state == "failed"
+    assert call.result["error"] == "plugin_crashed"
+
+
+_WITHOUT_SECCOMP = r"""
+import errno, json, os, sys
+
+import pyseccomp as sc
+
+# This process and its children now run like a container whose profile refuses seccomp.
+rules = sc.SyscallFilter(sc.ALLOW)
+rules.add_rule(sc.ERRNO(errno.ENOSYS), "seccomp")
+rules.add_rule(sc.ERRNO(errno.EINVAL), "prctl", sc.Arg(0, sc.EQ, 22))  # PR_SET_SECCOMP
+rules.load()
+
+sys.path.insert(0, sys.argv[1])
+os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+import django
+
+django.setup()
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+call_command("migrate", verbosity=0)
+from django_webfetch.models import ToolGroup
+from django_webfetch.plugins import services
+from django_webfetch.plugins.runtime.host import capabilities
+from django_webfetch.tools import ToolContext, run_tool
+
+ToolGroup.objects.create(slug="example", scope="external_filtered", enabled=True)
+user = get_user_model().objects.create(username="editor", is_staff=True)
+instance = services.install("example")
+context = ToolContext(approved=True, call_id="c", plugin_instance=instance)
+untrusted = run_tool("example_whoami", {}, user=user, context=context)
+instance.trusted = True
+instance.save()
+trusted = run_tool("example_whoami", {}, user=user, context=context)
+print(json.dumps({
+    "capabilities": capabilities(),
+    "untrusted": untrusted.error,
+    "trusted": trusted.error,
+    "in_process": f'"pid": {os.getpid()}' in trusted.content,
+    "list": [s.isolation for s in services.list_instances()],
+}))
+"""
+
+
+def test_without_seccomp_untrusted_plugins_do_not_run(tmp_path):
+    """A host where seccomp cannot be installed (a container profile that refuses it, made
+    here with a real seccomp filter on a child process): isolation is reported unavailable,
+    an untrusted instance's call fails ``plugin_isolation_unavailable``, a trusted one runs
+    in-process."""
+    import subprocess
+
+    import django_webfetch
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    site = os.path.join(os.path.dirname(__file__), "site")
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_SECCOMP, site],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["capabilities"]["isolated"] is False
+    assert "seccomp" in found["capabilities"]["why"]
+    assert found["untrusted"] == "plugin_isolation_unavailable"
+    assert found["trusted"] is None and found["in_process"]
+    assert found["list"] == ["trusted: in this process, audit hook only (check W032)"]
