@@ -26,7 +26,7 @@ __all__ = ["MAX_URLS", "OFFLINE_PREFIX", "offline_model", "plan"]
 OFFLINE_PREFIX = "[Offline rule-based planner - no language model was asked]"
 MAX_URLS = 3
 # Every pattern here runs on RE2 (linear time): the editor writes the message and page
-# titles reach the listing (issue 19: the path pattern backtracked exponentially on ``re``,
+# titles reach the listing (the path pattern backtracked exponentially on ``re``,
 # a 39-character message held the request seconds).  RE2 has no look-around and its
 # ``\w``, ``\s`` and ``\b`` are ASCII, so Python's Unicode classes are spelled out.
 _SPACE = r"\s\x0b\x1c-\x1f\x85\pZ"  # what Python's ``\s`` matches

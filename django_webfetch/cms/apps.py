@@ -26,7 +26,7 @@ class WebFetchCmsConfig(AppConfig):
         from . import notify
         from .tools import CONTENT_GROUP, create_content_group
 
-        # ``content`` is a built-in group: no plugin tool may join it (issue 19).
+        # ``content`` is a built-in group: no plugin tool may join it.
         register_builtin_group(CONTENT_GROUP)
         checks.register(cms_checks.check_cms_installed, checks.Tags.compatibility)
         checks.register(cms_checks.check_approver_mail, checks.Tags.compatibility)

@@ -7,8 +7,8 @@ its continuation (the traceback ``logging`` appends for ``exc_info``).  Only err
 (``ERROR``, ``CRITICAL``, ``FATAL``) are kept, newest first, and at most the last 2 MiB of
 each file is read, so the cost is bounded whatever the file size.  Pure Python.
 
-A logged value is written by whoever sent the request, so the reader trusts no timestamp
-(issue 19): within a file, records are ordered by their position (append order), and a
+A logged value is written by whoever sent the request, so the reader trusts no timestamp:
+within a file, records are ordered by their position (append order), and a
 record whose timestamp runs backwards (more than ``BACKWARDS_TOLERANCE`` before a record
 above it) or into the future (more than ``FUTURE_TOLERANCE`` past the reader's clock) is
 flagged (``LogRecord.flags``: ``"backwards"``, ``"future"``).  A future-dated record counts

@@ -382,7 +382,7 @@ class SourcePathGuard:
                     raise PathDenied("changed")
             if hasattr(os, "set_blocking"):
                 os.set_blocking(fd, True)
-            # Databases and dumps as a class, whatever the file is called (issue 19).
+            # Databases and dumps as a class, whatever the file is called.
             if sniff_database(os.pread(fd, SNIFF_BYTES, 0)):
                 raise PathDenied("database_file")
             return os.fdopen(fd, "rb")
@@ -395,7 +395,7 @@ class SourcePathGuard:
 
 REDACTED = "[redacted]"
 
-# Every pattern below runs on RE2 (linear time, issue 19): the text is a log line an
+# Every pattern below runs on RE2 (linear time): the text is a log line an
 # anonymous client shaped (a 600-character ``Host`` header of ``tokentoken…`` made the
 # backtracking version cubic) or a source file anyone who can commit wrote.  RE2 has no
 # look-around and no backreference, so those are written out as alternatives.

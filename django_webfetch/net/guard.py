@@ -539,8 +539,8 @@ class UrlGuard:
         except PolicyError as exc:
             raise EgressDenied("invalid_list", detail=f"nat64_prefixes: {exc}") from exc
         categories = tuple(classifier.classify(a) for a in addresses)
-        # The private exemption holds only where a grant matched this URL (issue 9 item 5):
-        # an allowlist entry, the endpoint, or (issue 11) the own-site host match.
+        # The private exemption holds only where a grant matched this URL:
+        # an allowlist entry, the endpoint, or the own-site host match.
         private_ok = own_site_private or (granted and host.name in policy.allow_private_hosts)
 
         def listed(entries: HostList, address: IPAddress) -> ListEntry | None:

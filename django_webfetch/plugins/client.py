@@ -226,13 +226,10 @@ class PluginHttp:
             raise
         group = self._group or (instance.default_group() if instance is not None else "")
         recorder = self._recorder(instance if instance is not None else None, group)
-        last: list[str] = []
-
-        def observe(event: Any) -> None:
-            recorder(event)
-            last.append(getattr(event, "decision", ""))
-
-        try:
+        # One guarded call that records its own failure (``EgressRecorder.guarded``): a
+        # refusal before the transport (no grant, no budget slot) is recorded here, one the
+        # transport reported is not recorded twice.
+        with recorder.guarded(url_host=host):
             request = self._build(method, url, params, headers, content, json, data)
             policy = self._policy(group)  # fail fast: no grant, no budget slot, no DNS
             lease = budget_for(conf.WEBFETCH_PLUGIN_REDIS_URL).acquire(
@@ -241,17 +238,10 @@ class PluginHttp:
                 wait=policy.connect_timeout,
                 ttl=policy.total_timeout + LEASE_MARGIN,
             )
-        except EgressDenied as exc:
-            recorder.record_exception(exc, url_host=host)
-            raise
-        try:
-            return self._transmit(request, group, observe, timeout)
-        except WebFetchError as exc:
-            if not {"denied", "failed"} & set(last):  # the transport recorded it already
-                recorder.record_exception(exc, url_host=host)
-            raise
-        finally:
-            lease.release()
+            try:
+                return self._transmit(request, group, recorder, timeout)
+            finally:
+                lease.release()
 
     def _transmit(
         self, request: httpx.Request, group: str, observe: Any, timeout: float | None

@@ -231,7 +231,7 @@ class PluginInstance(models.Model):
         return factory(self.pk)
 
     def tool_groups(self) -> list[str]:
-        """Every group the plugin's tools join, in the manifest's order (issue 19)."""
+        """Every group the plugin's tools join, in the manifest's order."""
         from .manifest import tool_group
 
         manifest = self.installed_manifest()

@@ -1,4 +1,4 @@
-"""How a call's arguments are shown to the person who approves it (issue 19, item 2).
+"""How a call's arguments are shown to the person who approves it.
 
 Every approval surface (the admin's card and confirmation page, the django CMS card, the
 approval e-mail) shows *every* argument of the call, from the arguments that will run (not

@@ -34,7 +34,7 @@ _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 LOG_WINDOW_SECONDS = 30.0
 MAX_LOG_ENTRIES = 3
 
-# On RE2 (issue 19): the URL is the model's, and on ``re`` this pattern was cubic on
+# On RE2: the URL is the model's, and on ``re`` this pattern was cubic on
 # ``?tokentoken…`` like the redaction one.
 _CREDENTIAL_PARAM = compile_pattern(
     r"(?i)([?&;#][^=&#;]*?(?:token|key|secret|pass|pwd|sig|auth|code|session|credential|"

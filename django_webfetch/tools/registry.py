@@ -111,7 +111,7 @@ def validate_tool(tool: Tool) -> None:
     if not isinstance(params, dict) or params.get("type") != "object":
         raise ValueError(f"{name!r}: parameters must be a JSON Schema of type object")
     try:
-        check_tool_schema(params)  # local $ref only, patterns on RE2 (issue 19)
+        check_tool_schema(params)  # local $ref only, patterns on RE2
     except SchemaRefused as exc:
         raise ValueError(f"{name!r}: parameters refused ({exc.reason}): {exc}") from exc
 
