@@ -9,6 +9,7 @@ host's RPC.  The safe behaviour: nothing arrives at a listener the plugin was ne
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 
@@ -39,14 +40,11 @@ def test_a_plugin_cannot_send_to_a_host_unix_datagram_socket(probe, tmp_path):
     listener.setblocking(False)
     try:
         outcome = probe(SEND.replace("PATH", repr(path)))
-        print(outcome)
         received = []
-        try:
+        with contextlib.suppress(BlockingIOError):
             received.append(listener.recv(100))
-        except BlockingIOError:
-            pass
     finally:
         listener.close()
     assert received == []
-    made, sent, _ = json.loads(json.loads(outcome.text)["result"].replace("(", "[").replace(")", "]"))
-    assert sent == -1
+    made, sent, _ = json.loads(json.loads(outcome.text)["result"])
+    assert made == -1 or sent == -1  # the socketpair or the send refused

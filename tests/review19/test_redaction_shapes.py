@@ -41,10 +41,13 @@ CASES = [
         "fedcba9876543210fedcba",
     ),
     (
-        "conn = DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=c2VjcmV0c2VjcmV0c2Vj;EndpointSuffix=core.windows.net",
+        "conn = DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=c2VjcmV0c2VjcmV0c2Vj;EndpointSuffix=core.windows.net",  # noqa: E501
         "c2VjcmV0c2VjcmV0c2Vj",
     ),
-    ("{'KEYRING': 'django-insecure-k3#9x!v2m@q8z$w7r^t6y&u5i*o4p'}", "k3#9x!v2m@q8z$w7r^t6y&u5i*o4p"),
+    (
+        "{'KEYRING': 'django-insecure-k3#9x!v2m@q8z$w7r^t6y&u5i*o4p'}",
+        "k3#9x!v2m@q8z$w7r^t6y&u5i*o4p",
+    ),
     ("//registry.npmjs.org/:_auth=YWRtaW46aHVudGVyMjI=", "YWRtaW46aHVudGVyMjI="),
     ("sqlcmd -S db -U sa -P Hunter22xyz", "Hunter22xyz"),
     ("htpasswd -b /etc/nginx/htpasswd admin Hunter22xyz", "Hunter22xyz"),
