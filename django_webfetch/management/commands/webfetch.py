@@ -20,6 +20,7 @@ or a usage error (no such group, bad arguments).
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,8 @@ from django.utils import timezone
 
 from django_webfetch.conf import conf
 from django_webfetch.egress import policy_for
+from django_webfetch.exceptions import WebFetchImproperlyInstalled
+from django_webfetch.models import AccessToken
 from django_webfetch.net.errors import EgressDenied
 
 
@@ -91,17 +94,15 @@ class Command(BaseCommand):
             self.prune_calls(options["call_days"], dry_run=options["dry_run"])
 
     def mcp(self) -> None:
-        import os
-
-        from django_webfetch.models import AccessToken
-
         secret = os.environ.get("WEBFETCH_MCP_TOKEN", "")
         if not secret:
             raise CommandError("set WEBFETCH_MCP_TOKEN to a personal access token")
         if AccessToken.objects.authenticate(secret) is None:
             raise CommandError("the token in WEBFETCH_MCP_TOKEN is unknown or revoked")
-        from django_webfetch.mcp.stdio import serve
-
+        try:
+            from django_webfetch.mcp.stdio import serve
+        except ImportError as exc:
+            raise CommandError(str(WebFetchImproperlyInstalled("mcp", "mcp"))) from exc
         serve(secret)
 
     def explain(self, url: str, group: str, *, resolve: bool) -> None:
