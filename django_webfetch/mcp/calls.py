@@ -36,6 +36,7 @@ __all__ = [
     "CALL_STATUS_TOOL",
     "FETCH_SCHEMA",
     "FETCH_TOOL",
+    "NO_SUCH_CALL",
     "Answer",
     "Pending",
     "ToolSpec",
@@ -126,6 +127,12 @@ CALL_STATUS_SCHEMA: dict[str, Any] = {
 _CALL_STATUS_DESCRIPTION = (
     "Read a tool call that was still waiting (for a human approval, or to run) when its "
     "tool answered: its state, and its result once it finished."
+)
+#: The answer about a call that does not exist or that the user may not read.
+NO_SUCH_CALL = Answer(
+    "There is no call with that id that you may read.",
+    is_error=True,
+    data={"error": "no_such_call"},
 )
 #: Names the server itself gives; a registry tool of the same name is not listed.
 SERVER_TOOLS = frozenset({FETCH_TOOL, CALL_STATUS_TOOL})
@@ -265,11 +272,7 @@ def _status_start(user: Any, arguments: Any) -> Answer | Pending:
         return Answer(problems, is_error=True, data={"error": "invalid_arguments"})
     call = _readable(user, arguments["call_id"])
     if call is None:
-        return Answer(
-            "There is no call with that id that you may read.",
-            is_error=True,
-            data={"error": "no_such_call"},
-        )
+        return NO_SUCH_CALL
     if call.finished:
         return answer_for(call, None)
     return Pending(call_id=str(call.pk), wait=float(arguments.get("wait", 0)))

@@ -107,11 +107,7 @@ async def _wait(ctx: Context, token: AccessToken, pending: calls.Pending) -> Ans
         if live is None:
             raise Unauthorized
         if call is None:
-            return Answer(
-                "There is no call with that id that you may read.",
-                is_error=True,
-                data={"error": "no_such_call"},
-            )
+            return calls.NO_SUCH_CALL
         if call.finished:
             return await db(calls.answer_for, call, pending.fetch)
         elapsed = anyio.current_time() - started

@@ -15,8 +15,6 @@ test process, so they share its namespace and reach the lab through the same gua
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -30,43 +28,16 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.cms.conftest import PAGES, cms_page_factory, content_group  # noqa: F401
 from tests.runs.conftest import approver, approver_factory  # noqa: F401 - fixtures
-from tests.runs.infra import ROOT, wait_for
+from tests.runs.infra import ROOT, process_env, wait_for
 
 SETTINGS = "tests.mcp.server_settings"
 #: The Host of the HTTP requests (in the test settings' ALLOWED_HOSTS).
 HTTP_URL = "http://testserver/mcp"
 
 
-def _database_file() -> str:
-    from django.db import connections
-
-    name = str(connections["default"].settings_dict["NAME"])
-    if name == ":memory:" or "mode=memory" in name:
-        pytest.skip("the MCP server processes need a database file (tests/runs/conftest.py)")
-    return name
-
-
 def server_env(settings: Any, **extra: str) -> dict[str, str]:
-    """The environment of an MCP server process (no proxy variables, the lab's DNS/CA)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE=SETTINGS,
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        WEBFETCH_TEST_DB=_database_file(),
-        PYTHONWARNINGS="ignore",
-    )
-    nameservers = getattr(settings, "WEBFETCH_DNS_NAMESERVERS", None)
-    if nameservers:
-        env["WEBFETCH_TEST_NAMESERVERS"] = json.dumps(list(nameservers))
-    ca_file = getattr(settings, "WEBFETCH_CA_FILE", None)
-    if ca_file:
-        env["WEBFETCH_TEST_CA_FILE"] = ca_file
-    env.update(extra)
-    return env
+    """The environment of an MCP server process (the run tests' one, with our settings)."""
+    return {**process_env(SETTINGS, settings=settings), **extra}
 
 
 @pytest.fixture

@@ -1,30 +1,17 @@
 """Settings of the MCP server processes the tests start (uvicorn, ``manage.py webfetch
-mcp``, the MCP Inspector's stdio server): the test settings, plus the database file and the
-lab's DNS server and CA that the test process hands over in the environment."""
+mcp``, the MCP Inspector's stdio server): the run tests' worker settings (the database and
+the lab's DNS server, CA and timeout that the test process hands over in the environment),
+with calls run in-process, as on the embedded default."""
 
 from __future__ import annotations
 
-import json
 import os
 
-from tests.settings import *  # noqa: F403
+from tests.runs.worker_settings import *  # noqa: F403
 
-_env = os.environ.get
-
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": _env("WEBFETCH_TEST_DB", ":memory:"),
-        "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
-    }
-}
 ROOT_URLCONF = "tests.runs.urls"
 WEBFETCH_ASYNC_RUNS = False
-WEBFETCH_MCP_WAIT = float(_env("WEBFETCH_TEST_MCP_WAIT", "60"))
-if _env("WEBFETCH_TEST_NAMESERVERS"):
-    WEBFETCH_DNS_NAMESERVERS = json.loads(_env("WEBFETCH_TEST_NAMESERVERS", "[]"))
-if _env("WEBFETCH_TEST_CA_FILE"):
-    WEBFETCH_CA_FILE = _env("WEBFETCH_TEST_CA_FILE")
+WEBFETCH_MCP_WAIT = float(os.environ.get("WEBFETCH_TEST_MCP_WAIT", "60"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

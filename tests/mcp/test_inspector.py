@@ -18,7 +18,7 @@ from .conftest import stdio_parameters
 INSPECTOR = os.environ.get("WEBFETCH_INSPECTOR") or shutil.which("mcp-inspector")
 
 pytestmark = [
-    pytest.mark.django_db(transaction=True),
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.skipif(
         not INSPECTOR,
         reason="the MCP Inspector CLI is not installed: tests/run.sh installs it with npm "

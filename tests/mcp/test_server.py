@@ -27,7 +27,7 @@ BEGIN = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce="
 END = "<<<END UNTRUSTED EXTERNAL WEB CONTENT nonce="
 
 TRANSPORTS = ["http", "stdio"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def _in_thread(fn: Any, *args: Any) -> Any:
@@ -378,3 +378,25 @@ def test_a_denied_call_is_an_error_result_in_our_words(connect, users, token_for
     assert result.is_error is True
     assert result.structured_content["state"] == "denied"
     assert web.requests == []
+
+
+def test_the_http_endpoint_checks_the_host_and_leaves_other_paths_to_django(
+    http_server, users, token_for
+):
+    secret = token_for(users["editor"])
+    server = http_server()
+
+    async def scenario() -> tuple[int, int, int]:
+        async with server.http_client(secret) as http:
+            bad_host = await http.post(
+                HTTP_URL, json=_INITIALIZE, headers={**_ACCEPT, "Host": "evil.example"}
+            )
+            good = await http.post(HTTP_URL, json=_INITIALIZE, headers=_ACCEPT)
+            django = await http.get("http://testserver/api/tools/")
+        return bad_host.status_code, good.status_code, django.status_code
+
+    bad_host, good, django = anyio.run(scenario)
+    assert bad_host == 400  # not in ALLOWED_HOSTS, refused before the token is looked at
+    assert good == 200
+    # Django's own URLconf answers the rest: the API wants its own authentication.
+    assert django == 403

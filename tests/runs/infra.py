@@ -32,6 +32,7 @@ __all__ = [
     "celery_client",
     "celery_eager",
     "postgres_cluster",
+    "process_env",
     "redis_socket",
     "wait_for",
     "worker_factory",
@@ -258,9 +259,9 @@ def _database_env() -> dict[str, str]:
     }
 
 
-def worker_env(
-    client: CeleryClient, *, settings: Any = None, extra: dict[str, str] | None = None
-) -> dict[str, str]:
+def process_env(settings_module: str, *, settings: Any = None) -> dict[str, str]:
+    """The environment of a Django process the tests start (a worker, an MCP server): no
+    proxy variables, the test database, and the lab's DNS server, CA and timeout."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -268,11 +269,8 @@ def worker_env(
     }
     env.update(_database_env())
     env.update(
-        DJANGO_SETTINGS_MODULE="tests.runs.worker_settings",
+        DJANGO_SETTINGS_MODULE=settings_module,
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        WEBFETCH_TEST_BROKER_URL=client.broker_url,
-        WEBFETCH_TEST_QUEUE=client.queue,
-        WEBFETCH_TEST_TRANSPORT_OPTIONS=json.dumps(client.transport_options),
         PYTHONWARNINGS="ignore",
     )
     if settings is not None:
@@ -285,6 +283,18 @@ def worker_env(
         timeout = getattr(settings, "WEBFETCH_TIMEOUT", None)
         if timeout is not None:
             env["WEBFETCH_TEST_TIMEOUT"] = str(timeout)
+    return env
+
+
+def worker_env(
+    client: CeleryClient, *, settings: Any = None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    env = process_env("tests.runs.worker_settings", settings=settings)
+    env.update(
+        WEBFETCH_TEST_BROKER_URL=client.broker_url,
+        WEBFETCH_TEST_QUEUE=client.queue,
+        WEBFETCH_TEST_TRANSPORT_OPTIONS=json.dumps(client.transport_options),
+    )
     env.update(extra or {})
     return env
 
