@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.cms.conftest import PAGES, cms_page_factory, content_group  # noqa: F401
 from tests.runs.conftest import approver, approver_factory  # noqa: F401 - fixtures
-from tests.runs.infra import ROOT, process_env, wait_for
+from tests.runs.infra import ROOT, process_env, start_logged, stop_process, wait_for
 
 SETTINGS = "tests.mcp.server_settings"
 #: The Host of the HTTP requests (in the test settings' ALLOWED_HOSTS).
@@ -98,15 +98,7 @@ def http_server(settings: Any, tmp_path: Path) -> Iterator[Callable[..., HttpSer
             "--log-level",
             "warning",
         ]
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=server_env(settings, **extra_env),
-                start_new_session=True,
-            )
+        process = start_logged(command, log, server_env(settings, **extra_env))
         server = HttpServer(process, socket_path, log)
         started.append(server)
         wait_for(lambda: socket_path.exists() or process.poll() is not None, 60, what="uvicorn")
@@ -116,13 +108,7 @@ def http_server(settings: Any, tmp_path: Path) -> Iterator[Callable[..., HttpSer
 
     yield start
     for server in started:
-        if server.process.poll() is None:
-            server.process.terminate()
-            try:
-                server.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.process.kill()
-                server.process.wait()
+        stop_process(server.process)
 
 
 def stdio_parameters(settings: Any, secret: str, **extra_env: str) -> StdioServerParameters:

@@ -34,6 +34,8 @@ __all__ = [
     "postgres_cluster",
     "process_env",
     "redis_socket",
+    "start_logged",
+    "stop_process",
     "wait_for",
     "worker_factory",
 ]
@@ -52,6 +54,24 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def start_logged(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``command`` in its own process group, its output (both streams) in ``log``."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def stop_process(process: subprocess.Popen[Any], *, group: bool = True) -> None:
+    """Stop a process (its group) started by :func:`start_logged`: TERM, then KILL."""
+    _stop(process, group=group)
 
 
 def _stop(process: subprocess.Popen[Any], *, group: bool = True) -> None:
@@ -343,15 +363,9 @@ def worker_factory(
         ]
         if beat:
             command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=worker_env(celery_client, settings=settings, extra=extra),
-                start_new_session=True,
-            )
+        process = start_logged(
+            command, log, worker_env(celery_client, settings=settings, extra=extra)
+        )
         worker = Worker(name, process, log, ready)
         started.append(worker)
         if wait:
