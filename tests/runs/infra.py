@@ -32,7 +32,10 @@ __all__ = [
     "celery_client",
     "celery_eager",
     "postgres_cluster",
+    "process_env",
     "redis_socket",
+    "start_logged",
+    "stop_process",
     "wait_for",
     "worker_factory",
 ]
@@ -51,6 +54,24 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def start_logged(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``command`` in its own process group, its output (both streams) in ``log``."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def stop_process(process: subprocess.Popen[Any], *, group: bool = True) -> None:
+    """Stop a process (its group) started by :func:`start_logged`: TERM, then KILL."""
+    _stop(process, group=group)
 
 
 def _stop(process: subprocess.Popen[Any], *, group: bool = True) -> None:
@@ -258,9 +279,9 @@ def _database_env() -> dict[str, str]:
     }
 
 
-def worker_env(
-    client: CeleryClient, *, settings: Any = None, extra: dict[str, str] | None = None
-) -> dict[str, str]:
+def process_env(settings_module: str, *, settings: Any = None) -> dict[str, str]:
+    """The environment of a Django process the tests start (a worker, an MCP server): no
+    proxy variables, the test database, and the lab's DNS server, CA and timeout."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -268,11 +289,8 @@ def worker_env(
     }
     env.update(_database_env())
     env.update(
-        DJANGO_SETTINGS_MODULE="tests.runs.worker_settings",
+        DJANGO_SETTINGS_MODULE=settings_module,
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-        WEBFETCH_TEST_BROKER_URL=client.broker_url,
-        WEBFETCH_TEST_QUEUE=client.queue,
-        WEBFETCH_TEST_TRANSPORT_OPTIONS=json.dumps(client.transport_options),
         PYTHONWARNINGS="ignore",
     )
     if settings is not None:
@@ -285,6 +303,18 @@ def worker_env(
         timeout = getattr(settings, "WEBFETCH_TIMEOUT", None)
         if timeout is not None:
             env["WEBFETCH_TEST_TIMEOUT"] = str(timeout)
+    return env
+
+
+def worker_env(
+    client: CeleryClient, *, settings: Any = None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    env = process_env("tests.runs.worker_settings", settings=settings)
+    env.update(
+        WEBFETCH_TEST_BROKER_URL=client.broker_url,
+        WEBFETCH_TEST_QUEUE=client.queue,
+        WEBFETCH_TEST_TRANSPORT_OPTIONS=json.dumps(client.transport_options),
+    )
     env.update(extra or {})
     return env
 
@@ -333,15 +363,9 @@ def worker_factory(
         ]
         if beat:
             command += ["--beat", "--schedule", str(tmp_path / f"{name}-beat")]
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=worker_env(celery_client, settings=settings, extra=extra),
-                start_new_session=True,
-            )
+        process = start_logged(
+            command, log, worker_env(celery_client, settings=settings, extra=extra)
+        )
         worker = Worker(name, process, log, ready)
         started.append(worker)
         if wait:

@@ -10,6 +10,9 @@
   audit metadata.
 - ``webfetch plugin install|bind|upgrade|list|check``: plugin instances and their egress
   grants (DESIGN.md §8; docs/plugin_grants.rst).
+- ``webfetch mcp``: serve MCP on stdin/stdout for the user of the personal access token in
+  ``WEBFETCH_MCP_TOKEN`` (docs/mcp.rst).
+- ``webfetch token create|revoke|list``: personal access tokens (MCP clients).
 
 Exit status (``explain``, ``fetch``): 0 allowed / fetched, 1 refused by the guard, 2 failed
 or a usage error (no such group, bad arguments).
@@ -17,6 +20,7 @@ or a usage error (no such group, bad arguments).
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +29,8 @@ from django.utils import timezone
 
 from django_webfetch.conf import conf
 from django_webfetch.egress import policy_for
+from django_webfetch.exceptions import WebFetchImproperlyInstalled
+from django_webfetch.models import AccessToken
 from django_webfetch.net.errors import EgressDenied
 
 
@@ -60,6 +66,13 @@ class Command(BaseCommand):
         from django_webfetch.plugins.cli import add_arguments as add_plugin_arguments
 
         add_plugin_arguments(sub)
+        sub.add_parser(
+            "mcp",
+            help="Serve MCP on stdio for the user of the token in WEBFETCH_MCP_TOKEN.",
+        )
+        from django_webfetch.management.tokens import add_arguments as add_token_arguments
+
+        add_token_arguments(sub)
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["subcommand"] == "explain":
@@ -70,9 +83,27 @@ class Command(BaseCommand):
             from django_webfetch.plugins.cli import handle as handle_plugin
 
             handle_plugin(self, options)
+        elif options["subcommand"] == "mcp":
+            self.mcp()
+        elif options["subcommand"] == "token":
+            from django_webfetch.management.tokens import handle as handle_token
+
+            handle_token(self, options)
         else:
             self.prune(options["days"], dry_run=options["dry_run"])
             self.prune_calls(options["call_days"], dry_run=options["dry_run"])
+
+    def mcp(self) -> None:
+        secret = os.environ.get("WEBFETCH_MCP_TOKEN", "")
+        if not secret:
+            raise CommandError("set WEBFETCH_MCP_TOKEN to a personal access token")
+        if AccessToken.objects.authenticate(secret) is None:
+            raise CommandError("the token in WEBFETCH_MCP_TOKEN is unknown or revoked")
+        try:
+            from django_webfetch.mcp.stdio import serve
+        except ImportError as exc:
+            raise CommandError(str(WebFetchImproperlyInstalled("mcp", "mcp"))) from exc
+        serve(secret)
 
     def explain(self, url: str, group: str, *, resolve: bool) -> None:
         from django_webfetch.egress.preflight import live_verdict

@@ -1,0 +1,161 @@
+"""The MCP Streamable HTTP transport, mounted beside Django's ASGI application.
+
+In the project's ``asgi.py`` (Django is set up first: this module imports the models)::
+
+    from django.core.asgi import get_asgi_application
+
+    django_application = get_asgi_application()
+
+    from django_webfetch.mcp.http import with_mcp  # noqa: E402
+
+    application = with_mcp(django_application, path="/mcp")
+
+or run ``uvicorn django_webfetch.mcp.asgi:application``, which does just that.  The server
+needs the ASGI lifespan protocol (uvicorn, hypercorn, granian): the SDK's session manager
+runs for the process's lifetime.
+
+Every HTTP request to the endpoint carries ``Authorization: Bearer <personal access
+token>``; the token is looked up on every request (a revoked token is refused at once, 401),
+and an MCP session only answers requests made with the token that opened it.  The ``Host``
+header is checked against Django's ``ALLOWED_HOSTS``, as Django checks it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    BearerAuthBackend,
+    RequireAuthMiddleware,
+)
+from mcp.server.auth.provider import AccessToken as BearerToken
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from django_webfetch.models import AccessToken
+
+from .server import Context, Unauthorized, build_server, db
+
+__all__ = ["MAX_REQUEST_BYTES", "TokenVerifier", "mcp_endpoint", "with_mcp"]
+
+#: Bytes of one HTTP request body (a tool's arguments are at most 16 KiB as JSON).
+MAX_REQUEST_BYTES = 256 * 1024
+
+
+def _live_token(token_id: object) -> AccessToken | None:
+    return (
+        AccessToken.objects.live()
+        .select_related("user")
+        .filter(pk=token_id, user__is_active=True)
+        .first()
+    )
+
+
+class TokenVerifier:
+    """The SDK's ``TokenVerifier``: a bearer token is a live personal access token."""
+
+    async def verify_token(self, token: str) -> BearerToken | None:
+        row = await db(AccessToken.objects.authenticate, token)
+        if row is None:
+            return None
+        return BearerToken(
+            token="",  # the secret is not kept
+            client_id=f"webfetch-token-{row.pk}",
+            subject=str(row.user.pk),
+            scopes=[],
+            claims={"webfetch_token": row.pk},
+        )
+
+
+async def _authenticate(ctx: Context) -> AccessToken:
+    request = ctx.request
+    user = getattr(request, "scope", {}).get("user") if request is not None else None
+    if not isinstance(user, AuthenticatedUser):
+        raise Unauthorized
+    token_id = (user.access_token.claims or {}).get("webfetch_token")
+    token = await db(_live_token, token_id)
+    if token is None:
+        raise Unauthorized
+    return token
+
+
+def _allowed_hosts() -> list[str]:
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]  # as Django's HttpRequest.get_host
+    return allowed
+
+
+class _CheckHost:
+    """Refuse (400) a ``Host`` that Django's ``ALLOWED_HOSTS`` does not allow."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"host"), "")
+        domain, _port = split_domain_port(host)
+        if not domain or not validate_host(domain, _allowed_hosts()):
+            body = json.dumps({"error": "invalid_host", "error_description": "Bad Host."})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body.encode()})
+            return
+        await self.app(scope, receive, send)
+
+
+def mcp_endpoint() -> tuple[ASGIApp, StreamableHTTPSessionManager]:
+    """The endpoint (an ASGI app) and its session manager, whose ``run()`` must be entered
+    for the process's lifetime (:func:`with_mcp` does it in the ASGI lifespan)."""
+    server = build_server(_authenticate)
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        max_request_body_size=MAX_REQUEST_BYTES,
+        # The Host header is checked against ALLOWED_HOSTS (below); an Origin cannot carry
+        # the bearer token, so a browser page cannot use the endpoint on a user's behalf.
+        security_settings=None,
+    )
+    endpoint = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+    app = AuthenticationMiddleware(endpoint, backend=BearerAuthBackend(TokenVerifier()))
+    return _CheckHost(app), manager
+
+
+class _Router:
+    def __init__(self, django_app: ASGIApp, path: str) -> None:
+        self.django_app = django_app
+        self.path = "/" + path.strip("/")
+        self.endpoint, self.manager = mcp_endpoint()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http" and scope["path"].rstrip("/") == self.path:
+            await self.endpoint(scope, receive, send)
+        else:
+            await self.django_app(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        try:
+            async with self.manager.run():
+                await send({"type": "lifespan.startup.complete"})
+                message = await receive()
+        except Exception as exc:
+            await send({"type": "lifespan.startup.failed", "message": str(exc)[:200]})
+            raise
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+def with_mcp(django_app: ASGIApp, *, path: str = "/mcp") -> ASGIApp:
+    """``django_app`` with the MCP endpoint at ``path`` (and the lifespan it needs)."""
+    return _Router(django_app, path)

@@ -1,0 +1,113 @@
+"""Personal access tokens: how an MCP client (or another machine client) is a Django user.
+
+An admin issues a token to a user (the admin, or ``manage.py webfetch token create``); the
+secret is shown once and only its SHA-256 is stored.  A token is refused from the moment it
+is revoked or its user is deactivated: every request looks it up again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+__all__ = ["TOKEN_PREFIX", "AccessToken", "hash_secret"]
+
+#: Every secret starts with it (secret scanners and people can tell what it is).
+TOKEN_PREFIX = "wfpat_"
+#: Longer than any secret we issue: a longer value is refused before it is hashed.
+MAX_SECRET_CHARS = 128
+#: ``last_used`` is written at most this often per token (not on every request).
+LAST_USED_EVERY = timedelta(seconds=60)
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class AccessTokenQuerySet(models.QuerySet["AccessToken"]):
+    def issue(self, user: Any, name: str) -> tuple[AccessToken, str]:
+        """A new token for ``user``: ``(row, secret)``.  The secret is not stored."""
+        token = self.model(user=user, name=str(name)[:100])
+        secret = token.new_secret()
+        token.save(force_insert=True, using=self.db)
+        return token, secret
+
+    def authenticate(self, secret: object) -> AccessToken | None:
+        """The live token of ``secret`` (not revoked, its user active), or ``None``."""
+        if (
+            not isinstance(secret, str)
+            or not secret.startswith(TOKEN_PREFIX)
+            or len(secret) > MAX_SECRET_CHARS
+            or not secret.isascii()
+            or not secret.isprintable()
+        ):
+            return None
+        token = (
+            self.select_related("user")
+            .filter(token_hash=hash_secret(secret), revoked__isnull=True, user__is_active=True)
+            .first()
+        )
+        if token is None:
+            return None
+        now = timezone.now()
+        if token.last_used is None or now - token.last_used >= LAST_USED_EVERY:
+            self.model.objects.using(self.db).filter(pk=token.pk).update(last_used=now)
+            token.last_used = now
+        return token
+
+    def live(self) -> AccessTokenQuerySet:
+        return self.filter(revoked__isnull=True)
+
+
+class AccessToken(models.Model):
+    """A personal access token of one user (MCP clients send it as a bearer token)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="webfetch_access_tokens",
+        verbose_name=_("user"),
+    )
+    name = models.CharField(
+        _("name"), max_length=100, help_text=_("What the token is for (e.g. 'laptop IDE').")
+    )
+    #: SHA-256 (hex) of the secret; the secret itself is never stored.
+    token_hash = models.CharField(_("token hash"), max_length=64, unique=True, editable=False)
+    #: The secret's first characters, to tell tokens apart in lists.
+    hint = models.CharField(_("starts with"), max_length=16, editable=False)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    revoked = models.DateTimeField(_("revoked at"), null=True, blank=True)
+
+    objects = AccessTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name = _("access token")
+        verbose_name_plural = _("access tokens")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.hint}…)"
+
+    def new_secret(self) -> str:
+        """Give this (unsaved) token a new secret; returns it (it is not kept)."""
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self.token_hash = hash_secret(secret)
+        self.hint = secret[: len(TOKEN_PREFIX) + 4]
+        return secret
+
+    @property
+    def is_live(self) -> bool:
+        return self.revoked is None
+
+    def revoke(self) -> None:
+        if self.revoked is None:
+            self.revoked = timezone.now()
+            type(self).objects.filter(pk=self.pk, revoked__isnull=True).update(revoked=self.revoked)

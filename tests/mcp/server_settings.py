@@ -1,0 +1,20 @@
+"""Settings of the MCP server processes the tests start (uvicorn, ``manage.py webfetch
+mcp``, the MCP Inspector's stdio server): the run tests' worker settings (the database and
+the lab's DNS server, CA and timeout that the test process hands over in the environment),
+with calls run in-process, as on the embedded default."""
+
+from __future__ import annotations
+
+import os
+
+from tests.runs.worker_settings import *  # noqa: F403
+
+ROOT_URLCONF = "tests.runs.urls"
+WEBFETCH_ASYNC_RUNS = False
+WEBFETCH_MCP_WAIT = float(os.environ.get("WEBFETCH_TEST_MCP_WAIT", "60"))
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+}
