@@ -35,7 +35,7 @@ from .errors import ToolNotOfferedError
 from .queue import start
 from .state import transition
 
-__all__ = ["preflight", "request_call", "user_label"]
+__all__ = ["preflight", "refuse_call", "request_call", "user_label"]
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -202,8 +202,22 @@ def _record_not_offered(
 ) -> NoReturn:
     """A refused request stays on record (a prompt-injected attempt is worth an audit
     trail): a finished call, nothing run; then :class:`ToolNotOfferedError`."""
-    known = tool_registry.get(str(tool_name)[:100])
     why, sentence = tool_registry.why_not_offered(user, tool_name)
+    _record_refusal(
+        tool_name,
+        stored_arguments,
+        user=user,
+        conversation=conversation,
+        refusal=ToolResult.failure("tool_not_offered", sentence, why=why),
+    )
+    raise ToolNotOfferedError(sentence, why=why)
+
+
+def _record_refusal(
+    tool_name: str, stored_arguments: Any, *, user: Any, conversation: str, refusal: ToolResult
+) -> ToolCall:
+    """A finished, never-run call ending ``failed`` with ``refusal``'s code as its reason."""
+    known = tool_registry.get(str(tool_name)[:100])
     with transaction.atomic():
         refused = ToolCall.objects.create(
             tool=str(tool_name)[:100],
@@ -212,13 +226,44 @@ def _record_not_offered(
             user=user if getattr(user, "pk", None) is not None else None,
             conversation=(conversation or "")[:200],
         )
-        transition(
+        return transition(
             refused,
             CallState.FAILED,
-            reason="tool_not_offered",
-            result=ToolResult.failure("tool_not_offered", sentence, why=why).to_dict(),
+            reason=(refusal.error or "refused")[:64],
+            result=refusal.to_dict(),
         )
-    raise ToolNotOfferedError(sentence, why=why)
+
+
+def refuse_call(
+    tool_name: str,
+    arguments: Any,
+    *,
+    user: Any,
+    conversation: str = "",
+    code: str,
+    sentence: str,
+) -> ToolCall:
+    """Record a call the assistant asked for and that is refused before anything about it
+    is decided (no offer, validation, approval or pre-flight): a finished call, ``failed``
+    with ``code`` as its reason and ``sentence`` as what the model reads.  Used for the
+    calls past a bound (``too_many_calls``): a refused call is recorded, never dropped.
+
+    Raises :class:`~django_webfetch.runs.bounds.InputRejected` like :func:`request_call`
+    for input that cannot be stored.
+    """
+    _refuse_unstorable(tool_name, arguments, user=user, conversation=conversation)
+    try:
+        stored_arguments = _jsonable(arguments)
+        check_storable(stored_arguments)
+    except (TypeError, ValueError, RecursionError):
+        stored_arguments = {}
+    return _record_refusal(
+        tool_name,
+        {} if stored_arguments is None else stored_arguments,
+        user=user,
+        conversation=conversation,
+        refusal=ToolResult.failure(code, sentence),
+    )
 
 
 def _ask_for_approval(
