@@ -5,7 +5,8 @@ A call's ``conversation`` field is its reference ``assistant:<run>:<step>:<index
 requesting it again.  The model's arguments are read defensively (:func:`arguments_of`),
 and what the model reads back for a finished call is bounded (:func:`result_text`).
 Calls past the per-step or per-run bound (``quota``) are recorded refused, never run; the
-step's calls that wait for a human are announced together, once (``notices``).
+step's calls that wait for a human are announced together, once (``notices``).  Each call
+carries the URLs its conversation showed so far (``provenance``), for the approval rule.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from django_webfetch.runs.bounds import InputRejected
 from .bounds import MIN_RESULT_BYTES, bound_result
 from .models import AssistantRun
 from .notices import announce
+from .provenance import seen_urls
 from .quota import TOO_MANY_CALLS, allowed_calls, refusal_sentence
 from .state import event, renew
 
@@ -129,9 +131,11 @@ def _storable_name(name: Any) -> str:
     return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else "?" for c in text)
 
 
-def _request_one(name: str, arguments: Any, *, run: AssistantRun, ref: str) -> ToolCall:
+def _request_one(
+    name: str, arguments: Any, *, run: AssistantRun, ref: str, seen: frozenset[str]
+) -> ToolCall:
     try:
-        return runs.request_call(name, arguments, user=run.user, conversation=ref)
+        return runs.request_call(name, arguments, user=run.user, conversation=ref, seen_urls=seen)
     except runs.ToolNotOfferedError:
         call = ToolCall.objects.filter(conversation=ref, user=run.user).order_by("-created").first()
         if call is None:  # pragma: no cover - request_call records it
@@ -151,6 +155,7 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
     parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
     existing = {c.conversation: c for c in run_calls(run)}
     allowed = allowed_calls(len(parts), _earlier_calls(existing.values(), step))
+    seen: frozenset[str] | None = None  # read once, when a call is requested
     result: list[tuple[Any, ToolCall, str]] = []
     requested_now = False
     for index, part in enumerate(parts):
@@ -169,7 +174,9 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
             run = renew(run)
             requested_now = True
             if index < allowed:
-                request = partial(_request_one, name, run=run, ref=ref)
+                if seen is None:
+                    seen = seen_urls(run.conversation_id)
+                request = partial(_request_one, name, run=run, ref=ref, seen=seen)
             else:
                 sentence = refusal_sentence(index, len(parts), allowed)
                 request = partial(_refuse_one, name, run=run, ref=ref, sentence=sentence)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -29,6 +30,7 @@ from django_webfetch.tools import (
     ToolResult,
 )
 from django_webfetch.tools import default_registry as tool_registry
+from django_webfetch.tools.approval import COMPOSED, COMPOSED_NOTE
 from django_webfetch.tools.registry import validate_arguments
 
 from .errors import ToolNotOfferedError
@@ -121,6 +123,7 @@ def request_call(
     *,
     user: Any,
     conversation: str = "",
+    seen_urls: Collection[str] | None = None,
 ) -> ToolCall:
     """Record a call the assistant asked for, and start it as far as it may go.
 
@@ -133,6 +136,10 @@ def request_call(
     the log) when the tool name, the conversation or the arguments cannot be stored: a
     NUL or a lone surrogate anywhere, nesting deeper than 32 levels, arguments over 16 KiB
     as JSON (``runs/bounds.py``) — whatever the tool, offered or not.
+
+    ``seen_urls``: the URLs the call's conversation showed, normalised
+    (``assistant.provenance``), for the composed-URL rule of ``tools.approval``; ``None``
+    for a call made outside a conversation (its caller wrote the URL).
     """
     _refuse_unstorable(tool_name, arguments, user=user, conversation=conversation)
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
@@ -164,11 +171,14 @@ def request_call(
         invocation = ToolInvocation(
             tool=tool.name, arguments=dict(arguments), user=user, call_id=str(call.pk)
         )
-        needs_approval = ToolApprovalRule.requires_approval(
-            tool, invocation, ToolContext(user=user, call_id=str(call.pk))
+        context = ToolContext(
+            user=user,
+            call_id=str(call.pk),
+            seen_urls=None if seen_urls is None else frozenset(seen_urls),
         )
+        needs_approval = ToolApprovalRule.requires_approval(tool, invocation, context)
         if needs_approval:
-            return _ask_for_approval(call, tool, invocation, user)
+            return _ask_for_approval(call, tool, invocation, context)
         call = transition(
             call, CallState.APPROVED, requires_approval=False, queued_at=timezone.now()
         )
@@ -267,10 +277,12 @@ def refuse_call(
 
 
 def _ask_for_approval(
-    call: ToolCall, tool: Tool, invocation: ToolInvocation, user: Any
+    call: ToolCall, tool: Tool, invocation: ToolInvocation, context: ToolContext
 ) -> ToolCall:
     """Pre-flight (the guard without connecting), then wait for a human: or fail at once
-    with the guard's reason when it refuses the URL."""
+    with the guard's reason when it refuses the URL.  The card says whether the URL is one
+    the conversation showed or one the model composed (``url_provenance``)."""
+    user = context.user
     verdict, refusal = preflight(tool, invocation, user)
     if refusal is not None:
         why = str(refusal.meta.get("reason") or refusal.error or "")[:64]
@@ -279,6 +291,11 @@ def _ask_for_approval(
     preview = _preview(tool, invocation, user)
     if verdict is not None:
         preview["preflight"] = verdict
+    provenance = ToolApprovalRule.url_provenance(tool, invocation, context)
+    if provenance is not None:
+        preview["url_provenance"] = provenance
+        if provenance == COMPOSED:
+            preview["url_note"] = COMPOSED_NOTE
     return transition(
         call,
         CallState.AWAITING_APPROVAL,
