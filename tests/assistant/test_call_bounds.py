@@ -4,43 +4,22 @@ notice per step, not one per call."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.core import mail
 from django.core.management import call_command
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from rest_framework.test import APIClient
 
 from django_webfetch import runs
-from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models import CallState
 
+from .helpers import ask, calls_of
 from .provider import Turn, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 TOO_MANY = "[tool error: too_many_calls]"
-
-
-@pytest.fixture
-def web(lab_settings, group_factory):
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
-    return lab_settings
-
-
-def ask(api, content):
-    conv = api.post("/api/conversations/", {}, format="json").json()["id"]
-    response = api.post(f"/api/conversations/{conv}/messages/", {"content": content}, format="json")
-    assert response.status_code == 202, response.content
-    return response.json()
-
-
-def calls_of(run_id):
-    prefix = f"assistant:{uuid.UUID(run_id).hex}:"
-    return list(ToolCall.objects.filter(conversation__startswith=prefix))
 
 
 def made(calls):
@@ -201,11 +180,3 @@ def test_api_caller_gets_one_mail_per_call(editor, approver, run_tools):
     runs.request_call("runs_echo", {"text": "a"}, user=editor, conversation="mcp:1")
     runs.request_call("runs_echo", {"text": "b"}, user=editor, conversation="mcp:1")
     assert len(mail.outbox) == 2
-
-
-@pytest.fixture
-def api(editor, settings):
-    settings.ROOT_URLCONF = "tests.runs.urls"
-    client = APIClient()
-    client.force_login(editor)
-    return client

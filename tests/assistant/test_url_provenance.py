@@ -11,26 +11,18 @@ from __future__ import annotations
 import pytest
 from django.core import mail
 from django.urls import reverse
-from rest_framework.test import APIClient
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.tools.approval import COMPOSED_NOTE
 from tests.lab.content import EXFIL_LINK, EXFILTRATION
 
+from .helpers import ask
 from .provider import Turn, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 SECRET = "K7-SECRET-42"
-
-
-@pytest.fixture
-def api(editor, settings):
-    settings.ROOT_URLCONF = "tests.runs.urls"
-    client = APIClient()
-    client.force_login(editor)
-    return client
 
 
 @pytest.fixture
@@ -44,13 +36,6 @@ def allowlisted_web(lab_settings, group_factory, host_entry_factory):
         lab_settings.dns.set(host, a=[lab_settings.PUBLIC_V4[2]])
         host_entry_factory("web", host, list="allow")
     return group
-
-
-def ask(api, content):
-    conv = api.post("/api/conversations/", {}, format="json").json()["id"]
-    response = api.post(f"/api/conversations/{conv}/messages/", {"content": content}, format="json")
-    assert response.status_code == 202, response.content
-    return response.json()
 
 
 def allowed_requests(lab):
