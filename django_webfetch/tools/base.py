@@ -169,11 +169,18 @@ class ToolApprovalRule:
     def url_provenance(tool: Tool, call: ToolCallLike, context: ToolContext | None) -> str | None:
         """``seen`` / ``composed`` for the URL of a call in the ``external_filtered`` scope
         made in a conversation (``context.seen_urls``); ``None`` otherwise."""
-        from .approval import url_provenance
+        from .approval import COMPOSED, url_provenance
 
         if tool.scope is not Scope.EXTERNAL_FILTERED or context is None:
             return None
-        return url_provenance(tool.preflight_url(call.arguments), context.seen_urls)
+        if context.seen_urls is None:
+            return None
+        try:
+            url = tool.preflight_url(call.arguments)
+        except Exception:
+            logger.exception("pre-flight URL of tool %r failed; counted as composed", tool.name)
+            return COMPOSED
+        return url_provenance(url, context.seen_urls)
 
     @staticmethod
     def composed_url_requires_approval(
