@@ -28,7 +28,7 @@ class WebFetchConfig(AppConfig):
         from django.core.checks import register as register_check
         from django.db.models.signals import post_migrate
 
-        from .assistant.checks import check_assistant
+        from .assistant.checks import check_assistant, check_call_limits
         from .assistant.signals import connect_signals
         from .checks import CHECKS
         from .models.builtin import create_builtin_groups
@@ -41,6 +41,7 @@ class WebFetchConfig(AppConfig):
         for check, tags in CHECKS:
             register_check(*tags)(check)
         register_check(Tags.compatibility, Tags.database)(check_assistant)
+        register_check(Tags.security)(check_call_limits)
         PluginInstance.client_factory = PluginHttp
         PluginInstance.manifest_lookup = get_manifest
         default_registry.add_source("plugins", registry_source)

@@ -20,9 +20,16 @@ from django.conf import settings
 from .exceptions import WebFetchConfigurationError
 from .net.policy import HARD_LIMITS
 
-__all__ = ["BOUND_SETTINGS", "Settings", "conf"]
+__all__ = ["BOUND_SETTINGS", "CALL_LIMITS", "Settings", "conf"]
 
 _MISSING = object()
+
+#: setting name -> (default, hard ceiling) of the assistant's tool-call bounds; a value
+#: above the ceiling is clamped to it and flagged by ``django_webfetch.W042``.
+CALL_LIMITS: dict[str, tuple[int, int]] = {
+    "WEBFETCH_ASSISTANT_MAX_CALLS_PER_STEP": (8, 32),
+    "WEBFETCH_ASSISTANT_MAX_CALLS_PER_RUN": (32, 128),
+}
 
 #: setting name -> ``EgressPolicy`` field it bounds (clamped to ``HARD_LIMITS``).
 BOUND_SETTINGS: dict[str, str] = {
@@ -205,6 +212,24 @@ class Settings:
     def WEBFETCH_ASSISTANT_MAX_STEPS(self) -> int:
         """Provider requests (steps) per assistant run; 1..50."""
         return self._positive_int("WEBFETCH_ASSISTANT_MAX_STEPS", 8, 50)
+
+    @property
+    def WEBFETCH_ASSISTANT_MAX_CALLS_PER_STEP(self) -> int:
+        """Tool calls one model answer (one step) may make; the rest are refused
+        (``too_many_calls``).  Default 8, clamped to 32 (``W042``)."""
+        return self._positive_int(
+            "WEBFETCH_ASSISTANT_MAX_CALLS_PER_STEP",
+            *CALL_LIMITS["WEBFETCH_ASSISTANT_MAX_CALLS_PER_STEP"],
+        )
+
+    @property
+    def WEBFETCH_ASSISTANT_MAX_CALLS_PER_RUN(self) -> int:
+        """Tool calls one assistant run may make over all its steps; the rest are refused
+        (``too_many_calls``).  Default 32, clamped to 128 (``W042``)."""
+        return self._positive_int(
+            "WEBFETCH_ASSISTANT_MAX_CALLS_PER_RUN",
+            *CALL_LIMITS["WEBFETCH_ASSISTANT_MAX_CALLS_PER_RUN"],
+        )
 
     @property
     def WEBFETCH_ASSISTANT_MAX_RESULT_BYTES(self) -> int:

@@ -112,6 +112,7 @@ class ToolGroupAdmin(SecretFieldsAdminMixin, _ToolGroupAdmin):
                     "data_class",
                     "data_notice",
                     "skip_approval_with_allowlist",
+                    "fetch_only_seen_urls",
                     "allow_via_proxy",
                 )
             },

@@ -293,6 +293,15 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
                 pairs,
             )
         preview.pop("arguments", None)  # shown below, from the arguments that will run
+        preview.pop("url_provenance", None)
+        note = preview.pop("url_note", None)
+        if note:  # the model composed the URL (tools.approval)
+            body = format_html(
+                '{}<tr><th>{}</th><td><strong class="webfetch-url-note">{}</strong></td></tr>',
+                body,
+                _("URL provenance"),
+                _text(note, 200),
+            )
         for key, value in preview.items():  # anything else the tool put on its card
             body = format_html(
                 "{}<tr><th>{}</th><td><code>{}</code></td></tr>",

@@ -4,12 +4,17 @@ A call's ``conversation`` field is its reference ``assistant:<run>:<step>:<index
 (:func:`call_ref`), so a repeated step finds the call it already requested instead of
 requesting it again.  The model's arguments are read defensively (:func:`arguments_of`),
 and what the model reads back for a finished call is bounded (:func:`result_text`).
+Calls past the per-step or per-run bound (``quota``) are recorded refused, never run; the
+step's calls that wait for a human are announced together, once (``notices``).  Each call
+carries the URLs its conversation showed so far (``provenance``), for the approval rule.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from django_webfetch import runs
@@ -19,6 +24,9 @@ from django_webfetch.runs.bounds import InputRejected
 
 from .bounds import MIN_RESULT_BYTES, bound_result
 from .models import AssistantRun
+from .notices import announce
+from .provenance import seen_urls
+from .quota import TOO_MANY_CALLS, allowed_calls, refusal_sentence
 from .state import event, renew
 
 __all__ = [
@@ -123,9 +131,11 @@ def _storable_name(name: Any) -> str:
     return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else "?" for c in text)
 
 
-def _request_one(name: str, arguments: Any, *, run: AssistantRun, ref: str) -> ToolCall:
+def _request_one(
+    name: str, arguments: Any, *, run: AssistantRun, ref: str, seen: frozenset[str]
+) -> ToolCall:
     try:
-        return runs.request_call(name, arguments, user=run.user, conversation=ref)
+        return runs.request_call(name, arguments, user=run.user, conversation=ref, seen_urls=seen)
     except runs.ToolNotOfferedError:
         call = ToolCall.objects.filter(conversation=ref, user=run.user).order_by("-created").first()
         if call is None:  # pragma: no cover - request_call records it
@@ -144,7 +154,10 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
 
     parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
     existing = {c.conversation: c for c in run_calls(run)}
+    allowed = allowed_calls(len(parts), _earlier_calls(existing.values(), step))
+    seen: frozenset[str] | None = None  # read once, when a call is requested
     result: list[tuple[Any, ToolCall, str]] = []
+    requested_now = False
     for index, part in enumerate(parts):
         ref = call_ref(run, step, index)
         name = _storable_name(part.tool_name)
@@ -159,18 +172,45 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
                 problem = stored[len(_REFUSED_PREFIX) :].rstrip(")")
         else:
             run = renew(run)
+            requested_now = True
+            if index < allowed:
+                if seen is None:
+                    seen = seen_urls(run.conversation_id)
+                request = partial(_request_one, name, run=run, ref=ref, seen=seen)
+            else:
+                sentence = refusal_sentence(index, len(parts), allowed)
+                request = partial(_refuse_one, name, run=run, ref=ref, sentence=sentence)
             try:
-                call = _request_one(name, arguments, run=run, ref=ref)
+                call = request(arguments)
             except InputRejected as exc:
                 problem = exc.code
-                call = _request_one(name, f"{_REFUSED_PREFIX}{exc.code})", run=run, ref=ref)
-            event(
-                run.pk,
-                "tool_call",
-                {"step": step, "call": str(call.pk), "tool": call.tool, "state": call.state},
-            )
+                call = request(f"{_REFUSED_PREFIX}{exc.code})")
+            data = {"step": step, "call": str(call.pk), "tool": call.tool, "state": call.state}
+            if call.reason == TOO_MANY_CALLS:
+                data["reason"] = TOO_MANY_CALLS
+            event(run.pk, "tool_call", data)
         result.append((part, call, problem))
+    if requested_now:
+        announce(run, step, [call for _, call, _ in result])
     return result
+
+
+def _earlier_calls(calls: Iterable[ToolCall], step: int) -> int:
+    """The calls the run's steps before ``step`` made (refused ones not counted)."""
+    count = 0
+    for call in calls:
+        position = call_position(call)
+        if position is not None and position[0] < step and call.reason != TOO_MANY_CALLS:
+            count += 1
+    return count
+
+
+def _refuse_one(
+    name: str, arguments: Any, *, run: AssistantRun, ref: str, sentence: str
+) -> ToolCall:
+    return runs.refuse_call(
+        name, arguments, user=run.user, conversation=ref, code=TOO_MANY_CALLS, sentence=sentence
+    )
 
 
 def result_text(call: ToolCall, problem: str = "") -> str:

@@ -11,7 +11,7 @@ from django.core.checks import CheckMessage, Error, Warning
 
 from django_webfetch.checking import from_database
 
-__all__ = ["check_assistant"]
+__all__ = ["check_assistant", "check_call_limits"]
 
 
 def _pydantic_ai_installed() -> bool:
@@ -24,6 +24,29 @@ def check_assistant(
     **kwargs: Any,
 ) -> list[CheckMessage]:
     return from_database(_messages, databases)
+
+
+def check_call_limits(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W042: a tool-call bound set above its hard ceiling (the ceiling is used)."""
+    from django.conf import settings
+
+    from django_webfetch.conf import CALL_LIMITS
+
+    messages: list[CheckMessage] = []
+    for name, (_default, ceiling) in CALL_LIMITS.items():
+        raw = getattr(settings, name, None)
+        if isinstance(raw, int) and not isinstance(raw, bool) and raw > ceiling:
+            messages.append(
+                Warning(
+                    f"{name}={raw!r} is above the hard ceiling {ceiling!r}; {ceiling!r} is used.",
+                    hint="Lower the setting: the ceiling bounds what one model answer or one "
+                    "run may make the site do.",
+                    id="django_webfetch.W042",
+                )
+            )
+    return messages
 
 
 def _messages() -> Iterable[CheckMessage]:

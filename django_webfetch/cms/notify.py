@@ -1,14 +1,17 @@
-"""E-mail to the approvers when a tool call starts waiting for approval.
+"""E-mail to the approvers when tool calls start waiting for approval.
 
-Sent with Django's mail framework after the transaction that made the call wait has
-committed, to every active user who may approve it (the approve permission; not the
-requester while self-approval is off) and has an e-mail address.  A mail failure is logged
-and never changes the call.
+Sent with Django's mail framework after the transaction that made the calls wait has
+committed, to every active user who may approve them (the approve permission; not the
+requester while self-approval is off) and has an e-mail address.  The calls of one
+assistant step (one model answer) are one mail per approver, listing every call of the
+step that approver may decide (``assistant.notices``); a call requested outside a run
+(the API, MCP) is one mail of its own.  A mail failure is logged and never changes a call.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -20,11 +23,13 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils import translation
 
+from django_webfetch.assistant.calls import parse_ref
+from django_webfetch.assistant.notices import step_awaiting_approval
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.tools.display import argument_rows
 
-__all__ = ["approvers", "connect", "notify_waiting"]
+__all__ = ["approvers", "connect", "notify_step", "notify_waiting"]
 
 logger = logging.getLogger("django_webfetch.cms")
 
@@ -49,8 +54,17 @@ def approvers(call: ToolCall) -> list[Any]:
 
 def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
     """Mail the approvers about ``call``; returns the number of messages sent."""
-    recipients = approvers(call)
-    if not recipients:
+    return notify_step([call], base_url=base_url)
+
+
+def notify_step(calls: Sequence[ToolCall], *, base_url: str = "") -> int:
+    """One mail to each approver listing every call of ``calls`` they may approve (the
+    waiting calls of one step); returns the number of messages sent."""
+    mine: dict[Any, tuple[Any, list[ToolCall]]] = {}
+    for call in calls:
+        for user in approvers(call):
+            mine.setdefault(user.pk, (user, []))[1].append(call)
+    if not mine:
         return 0
     from django.conf import settings
     from django.urls import NoReverseMatch, reverse
@@ -59,35 +73,66 @@ def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
         link = base_url + reverse("webfetch_cms:assistant") + "#approvals"
     except NoReverseMatch:
         link = ""
-    preview = call.approval_preview or {}
+    messages = []
     with translation.override(settings.LANGUAGE_CODE):
-        stored = preview.get("preflight")
-        context = {
-            "call": call,
-            "preview": preview,
-            "link": link,
-            # Every argument, complete, one line each (tools.display escapes line breaks).
-            "arguments": argument_rows(call.arguments),
-            "preflight": stored if isinstance(stored, dict) else None,
-        }
-        subject = render_to_string("django_webfetch/cms/approval_mail_subject.txt", context)
-        body = render_to_string("django_webfetch/cms/approval_mail.txt", context)
-    one_line = " ".join(subject.split())[:200]
-    messages = [(one_line, body, settings.DEFAULT_FROM_EMAIL, [user.email]) for user in recipients]
+        for user, waiting in mine.values():
+            subject, body = _render(waiting, link)
+            messages.append((subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]))
     try:
         return send_mass_mail(messages, fail_silently=False)
     except Exception:
-        logger.exception("approval notification for tool call %s failed", call.pk)
+        logger.exception(
+            "approval notification for tool calls %s failed", ", ".join(str(c.pk) for c in calls)
+        )
         return 0
 
 
+def _call_context(call: ToolCall) -> dict[str, Any]:
+    preview = call.approval_preview or {}
+    stored = preview.get("preflight")
+    return {
+        "call": call,
+        "preview": preview,
+        # Every argument, complete, one line each (tools.display escapes line breaks).
+        "arguments": argument_rows(call.arguments),
+        "preflight": stored if isinstance(stored, dict) else None,
+    }
+
+
+def _render(calls: list[ToolCall], link: str) -> tuple[str, str]:
+    if len(calls) == 1:
+        context = {**_call_context(calls[0]), "link": link}
+        subject = render_to_string("django_webfetch/cms/approval_mail_subject.txt", context)
+        body = render_to_string("django_webfetch/cms/approval_mail.txt", context)
+    else:
+        first = calls[0].approval_preview or {}
+        context = {
+            "calls": [_call_context(c) for c in calls],
+            "count": len(calls),
+            "user": first.get("user", ""),
+            "tools": ", ".join(dict.fromkeys(c.tool for c in calls)),
+            "link": link,
+        }
+        subject = render_to_string("django_webfetch/cms/approval_mail_step_subject.txt", context)
+        body = render_to_string("django_webfetch/cms/approval_mail_step.txt", context)
+    return " ".join(subject.split())[:200], body
+
+
 def _on_transition(sender: Any, call: ToolCall, previous: str, **kwargs: Any) -> None:
-    if call.state == CallState.AWAITING_APPROVAL and previous != CallState.AWAITING_APPROVAL:
-        # After the commit: the mail goes out only for a call that really waits.
-        transaction.on_commit(partial(notify_waiting, call))
+    if call.state != CallState.AWAITING_APPROVAL or previous == CallState.AWAITING_APPROVAL:
+        return
+    if parse_ref(call.conversation) is not None:
+        return  # a run's call: its step is one notice (_on_step)
+    # After the commit: the mail goes out only for a call that really waits.
+    transaction.on_commit(partial(notify_waiting, call))
+
+
+def _on_step(sender: Any, run: Any, step: int, calls: Sequence[ToolCall], **kwargs: Any) -> None:
+    transaction.on_commit(partial(notify_step, list(calls)))
 
 
 def connect() -> None:
     from django_webfetch.runs import call_transitioned
 
     call_transitioned.connect(_on_transition, dispatch_uid="django_webfetch.cms.notify")
+    step_awaiting_approval.connect(_on_step, dispatch_uid="django_webfetch.cms.notify_step")

@@ -88,6 +88,16 @@ class ToolGroup(models.Model):
             "allowlist is not empty. Tools with a write effect always need approval."
         ),
     )
+    fetch_only_seen_urls = models.BooleanField(
+        _("skip approval only for URLs the conversation showed"),
+        default=True,
+        help_text=_(
+            "Where approval is skipped through the allowlist, a URL the model composed "
+            "(one the editor did not write and no earlier tool result of the conversation "
+            "carried) still waits for a human, so a steered model cannot carry data out "
+            "in a query string unseen."
+        ),
+    )
     allow_via_proxy = models.BooleanField(
         _("allow requests through a proxy"),
         default=False,

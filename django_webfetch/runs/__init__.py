@@ -7,7 +7,7 @@
 ``runs.limits``               settings-derived values: async or not, time limits, lease
 ``runs.permissions``          who may approve, read, cancel; the calls a user may read
 ``runs.state``                :func:`transition`, the one place that changes a call
-``runs.request``              requesting a call, with the pre-flight
+``runs.request``              requesting a call, with the pre-flight; refusing one
 ``runs.decide``               approve, deny, cancel
 ``runs.execute``              running an approved call once
 ``runs.recover``              expiry, lost workers, lost messages, pruning, the sweep
@@ -52,7 +52,7 @@ from .permissions import (
     visible_calls,
 )
 from .recover import SweepReport, expire_due, prune_calls, recover_lost, refresh, sweep
-from .request import preflight, request_call
+from .request import preflight, refuse_call, request_call
 from .state import call_finished, call_transitioned, transition
 
 __all__ = [
@@ -86,6 +86,7 @@ __all__ = [
     "prune_calls",
     "recover_lost",
     "refresh",
+    "refuse_call",
     "request_call",
     "runs_async",
     "sweep",

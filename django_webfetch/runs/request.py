@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -29,13 +30,14 @@ from django_webfetch.tools import (
     ToolResult,
 )
 from django_webfetch.tools import default_registry as tool_registry
+from django_webfetch.tools.approval import COMPOSED, COMPOSED_NOTE
 from django_webfetch.tools.registry import validate_arguments
 
 from .errors import ToolNotOfferedError
 from .queue import start
 from .state import transition
 
-__all__ = ["preflight", "request_call", "user_label"]
+__all__ = ["preflight", "refuse_call", "request_call", "user_label"]
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -121,6 +123,7 @@ def request_call(
     *,
     user: Any,
     conversation: str = "",
+    seen_urls: Collection[str] | None = None,
 ) -> ToolCall:
     """Record a call the assistant asked for, and start it as far as it may go.
 
@@ -133,6 +136,10 @@ def request_call(
     the log) when the tool name, the conversation or the arguments cannot be stored: a
     NUL or a lone surrogate anywhere, nesting deeper than 32 levels, arguments over 16 KiB
     as JSON (``runs/bounds.py``) — whatever the tool, offered or not.
+
+    ``seen_urls``: the URLs the call's conversation showed, normalised
+    (``assistant.provenance``), for the composed-URL rule of ``tools.approval``; ``None``
+    for a call made outside a conversation (its caller wrote the URL).
     """
     _refuse_unstorable(tool_name, arguments, user=user, conversation=conversation)
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
@@ -164,11 +171,14 @@ def request_call(
         invocation = ToolInvocation(
             tool=tool.name, arguments=dict(arguments), user=user, call_id=str(call.pk)
         )
-        needs_approval = ToolApprovalRule.requires_approval(
-            tool, invocation, ToolContext(user=user, call_id=str(call.pk))
+        context = ToolContext(
+            user=user,
+            call_id=str(call.pk),
+            seen_urls=None if seen_urls is None else frozenset(seen_urls),
         )
+        needs_approval = ToolApprovalRule.requires_approval(tool, invocation, context)
         if needs_approval:
-            return _ask_for_approval(call, tool, invocation, user)
+            return _ask_for_approval(call, tool, invocation, context)
         call = transition(
             call, CallState.APPROVED, requires_approval=False, queued_at=timezone.now()
         )
@@ -202,8 +212,22 @@ def _record_not_offered(
 ) -> NoReturn:
     """A refused request stays on record (a prompt-injected attempt is worth an audit
     trail): a finished call, nothing run; then :class:`ToolNotOfferedError`."""
-    known = tool_registry.get(str(tool_name)[:100])
     why, sentence = tool_registry.why_not_offered(user, tool_name)
+    _record_refusal(
+        tool_name,
+        stored_arguments,
+        user=user,
+        conversation=conversation,
+        refusal=ToolResult.failure("tool_not_offered", sentence, why=why),
+    )
+    raise ToolNotOfferedError(sentence, why=why)
+
+
+def _record_refusal(
+    tool_name: str, stored_arguments: Any, *, user: Any, conversation: str, refusal: ToolResult
+) -> ToolCall:
+    """A finished, never-run call ending ``failed`` with ``refusal``'s code as its reason."""
+    known = tool_registry.get(str(tool_name)[:100])
     with transaction.atomic():
         refused = ToolCall.objects.create(
             tool=str(tool_name)[:100],
@@ -212,20 +236,53 @@ def _record_not_offered(
             user=user if getattr(user, "pk", None) is not None else None,
             conversation=(conversation or "")[:200],
         )
-        transition(
+        return transition(
             refused,
             CallState.FAILED,
-            reason="tool_not_offered",
-            result=ToolResult.failure("tool_not_offered", sentence, why=why).to_dict(),
+            reason=(refusal.error or "refused")[:64],
+            result=refusal.to_dict(),
         )
-    raise ToolNotOfferedError(sentence, why=why)
+
+
+def refuse_call(
+    tool_name: str,
+    arguments: Any,
+    *,
+    user: Any,
+    conversation: str = "",
+    code: str,
+    sentence: str,
+) -> ToolCall:
+    """Record a call the assistant asked for and that is refused before anything about it
+    is decided (no offer, validation, approval or pre-flight): a finished call, ``failed``
+    with ``code`` as its reason and ``sentence`` as what the model reads.  Used for the
+    calls past a bound (``too_many_calls``): a refused call is recorded, never dropped.
+
+    Raises :class:`~django_webfetch.runs.bounds.InputRejected` like :func:`request_call`
+    for input that cannot be stored.
+    """
+    _refuse_unstorable(tool_name, arguments, user=user, conversation=conversation)
+    try:
+        stored_arguments = _jsonable(arguments)
+        check_storable(stored_arguments)
+    except (TypeError, ValueError, RecursionError):
+        stored_arguments = {}
+    return _record_refusal(
+        tool_name,
+        {} if stored_arguments is None else stored_arguments,
+        user=user,
+        conversation=conversation,
+        refusal=ToolResult.failure(code, sentence),
+    )
 
 
 def _ask_for_approval(
-    call: ToolCall, tool: Tool, invocation: ToolInvocation, user: Any
+    call: ToolCall, tool: Tool, invocation: ToolInvocation, context: ToolContext
 ) -> ToolCall:
     """Pre-flight (the guard without connecting), then wait for a human: or fail at once
-    with the guard's reason when it refuses the URL."""
+    with the guard's reason when it refuses the URL.  The card says whether the URL is one
+    the conversation showed or one the model composed (``url_provenance``)."""
+    user = context.user
     verdict, refusal = preflight(tool, invocation, user)
     if refusal is not None:
         why = str(refusal.meta.get("reason") or refusal.error or "")[:64]
@@ -234,6 +291,11 @@ def _ask_for_approval(
     preview = _preview(tool, invocation, user)
     if verdict is not None:
         preview["preflight"] = verdict
+    provenance = ToolApprovalRule.url_provenance(tool, invocation, context)
+    if provenance is not None:
+        preview["url_provenance"] = provenance
+        if provenance == COMPOSED:
+            preview["url_note"] = COMPOSED_NOTE
     return transition(
         call,
         CallState.AWAITING_APPROVAL,

@@ -6,14 +6,40 @@ allowlist is not empty; for a plugin tool, the instance's effective grant).  Wit
 group row the call waits.  ``ToolApprovalRule`` (``tools/base.py``), ``probe_url`` and the
 plugin tools all decide with :func:`group_requires_approval`; the write-effect rule and a
 tool's own extra approval stay in ``ToolApprovalRule``.
+
+A URL the model composed (issue 19, item 15): where approval is skipped through the
+allowlist, a group with ``fetch_only_seen_urls`` (on by default) still sends a call of a
+tool in the ``external_filtered`` scope (``fetch_external_url``) to a human unless its URL
+is one the conversation already showed: the editor wrote it, or an earlier tool result
+carried it (:func:`url_provenance`, compared after ``net.urlnorm.normalise_url``).  The set
+of seen URLs comes in with the call (``ToolContext.seen_urls``, built by
+``assistant.provenance``); a call requested outside a conversation (the API) brings none,
+and the rule does not apply to it: its caller wrote the URL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
-__all__ = ["group_requires_approval", "has_allowlist", "tool_group"]
+from django_webfetch.net.urlnorm import normalise_url
+
+__all__ = [
+    "COMPOSED",
+    "COMPOSED_NOTE",
+    "SEEN",
+    "composed_url_requires_approval",
+    "group_requires_approval",
+    "has_allowlist",
+    "tool_group",
+    "url_provenance",
+]
+
+#: :func:`url_provenance` of a URL the conversation showed / one the model composed.
+SEEN = "seen"
+COMPOSED = "composed"
+#: What the approval card says of a composed URL.
+COMPOSED_NOTE = "The model composed this URL; it did not appear in the conversation."
 
 
 def group_requires_approval(group: Any, *, network: bool, granted: Callable[[], bool]) -> bool:
@@ -42,3 +68,23 @@ def has_allowlist(group: Any) -> bool:
     from django_webfetch.models import HostListEntry, ListKind
 
     return HostListEntry.objects.filter(group=group, list=ListKind.ALLOW).exists()
+
+
+def url_provenance(url: Any, seen_urls: Collection[str] | None) -> str | None:
+    """:data:`SEEN` when ``url`` (normalised) is one of ``seen_urls`` (normalised already),
+    :data:`COMPOSED` when it is not, ``None`` when there is nothing to decide (no URL, or no
+    conversation: ``seen_urls`` is ``None``)."""
+    if seen_urls is None or not isinstance(url, str):
+        return None
+    normal = normalise_url(url)
+    return SEEN if normal is not None and normal in seen_urls else COMPOSED
+
+
+def composed_url_requires_approval(group: Any, provenance: str | None) -> bool:
+    """Does a call whose group skipped approval through its allowlist still wait, because
+    its URL is one the model composed and the group fetches only seen URLs?"""
+    return (
+        provenance == COMPOSED
+        and group is not None
+        and bool(getattr(group, "fetch_only_seen_urls", True))
+    )

@@ -66,6 +66,9 @@ class ToolContext:
     call_id: str = ""
     approved: bool = False
     plugin_instance: Any = None
+    #: The URLs the call's conversation showed (normalised: ``net.urlnorm``), for the
+    #: composed-URL rule (``tools.approval.url_provenance``); ``None``: no conversation.
+    seen_urls: frozenset[str] | None = None
 
 
 class Tool:
@@ -139,7 +142,9 @@ class ToolApprovalRule:
     2. a tool whose group has a network scope (or, without a group row, a tool that declares
        one) needs approval, unless that group's ``skip_approval_with_allowlist`` is on AND
        its allowlist is not empty;
-    3. a tool's own ``requires_approval`` can only add approval, never remove it.
+    3. a tool's own ``requires_approval`` can only add approval, never remove it;
+    4. where rule 2 skipped approval, a URL the model composed (``external_filtered``
+       scope, a group with ``fetch_only_seen_urls``) still needs it (``tools.approval``).
 
     Any error on the way (an unreadable group, a failing tool rule) means approval.
     """
@@ -153,10 +158,42 @@ class ToolApprovalRule:
         try:
             if ToolApprovalRule.group_requires_approval(tool):
                 return True
+            if ToolApprovalRule.composed_url_requires_approval(tool, call, context):
+                return True
             return tool.requires_approval(call, context) is not False
         except Exception:
             logger.exception("approval rule of tool %r failed; approval required", tool.name)
             return True
+
+    @staticmethod
+    def url_provenance(tool: Tool, call: ToolCallLike, context: ToolContext | None) -> str | None:
+        """``seen`` / ``composed`` for the URL of a call in the ``external_filtered`` scope
+        made in a conversation (``context.seen_urls``); ``None`` otherwise."""
+        from .approval import COMPOSED, url_provenance
+
+        if tool.scope is not Scope.EXTERNAL_FILTERED or context is None:
+            return None
+        if context.seen_urls is None:
+            return None
+        try:
+            url = tool.preflight_url(call.arguments)
+        except Exception:
+            logger.exception("pre-flight URL of tool %r failed; counted as composed", tool.name)
+            return COMPOSED
+        return url_provenance(url, context.seen_urls)
+
+    @staticmethod
+    def composed_url_requires_approval(
+        tool: Tool, call: ToolCallLike, context: ToolContext | None
+    ) -> bool:
+        """Rule 2's exception: a URL the model composed waits for a human although the
+        group skips approval through its allowlist (``fetch_only_seen_urls``)."""
+        from .approval import composed_url_requires_approval, tool_group
+
+        provenance = ToolApprovalRule.url_provenance(tool, call, context)
+        if provenance is None:
+            return False
+        return composed_url_requires_approval(tool_group(tool.group), provenance)
 
     @staticmethod
     def group_requires_approval(tool: Tool) -> bool:

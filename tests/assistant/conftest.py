@@ -66,6 +66,14 @@ def provider(
 
 
 @pytest.fixture
+def web(lab_settings: Any, group_factory: Any) -> Any:
+    """``web`` enabled (every call waits for approval); the lab answers for its host."""
+    group_factory("web", enabled=True)
+    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
+    return lab_settings
+
+
+@pytest.fixture
 def api(editor: Any, settings: Any) -> Any:
     """An API client logged in as the editor (the run tests' URLs)."""
     from rest_framework.test import APIClient

@@ -51,13 +51,6 @@ BEGIN = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce="
 END = "<<<END UNTRUSTED EXTERNAL WEB CONTENT nonce="
 
 
-@pytest.fixture
-def web(lab_settings, group_factory):
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
-    return lab_settings
-
-
 def quote_results(record):
     """A scripted final turn that quotes every tool result it was sent."""
     return Turn(text="From the tools:\n" + "\n".join(tool_results(record)))

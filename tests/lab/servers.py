@@ -28,6 +28,7 @@ hence which server) and path:
 ``/no-type``                   no Content-Type header
 ``/echo``                      request line, Host, SNI, local address and headers as text
 ``/inject``                    a page whose text tells the assistant to call other tools
+``/exfil``                     a page telling the assistant to put data in a URL's query
 =============================  =============================================================
 
 Every server logs each accepted connection (local address, peer) and each request
@@ -401,6 +402,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/inject":
             # A page that tries to steer the assistant (prompt-injection tests).
             self._send(200, content.injection_html())
+        elif path == "/exfil":
+            # A page that tells the assistant to carry data out in a URL (issue 19).
+            self._send(200, content.exfiltration_html())
         elif path == "/headers":
             # The headers a probe reports, plus ones it must never keep (issue 11).
             self._send(

@@ -56,5 +56,6 @@ def test_exported_members_are_sorted_and_real():
         "hosts",
         "ipclass",
         "urlparse",
+        "urlnorm",
     }
     assert public - modules - {"annotations"} == set(names)
