@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_webfetch", "0008_i18_providers"),
+        ("django_webfetch", "0010_access_tokens"),
     ]
 
     operations = [
