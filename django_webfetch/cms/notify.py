@@ -3,7 +3,13 @@
 Sent with Django's mail framework after the transaction that made the call wait has
 committed, to every active user who may approve it (the approve permission; not the
 requester while self-approval is off) and has an e-mail address.  A mail failure is logged
-and never changes the call.
+in one line (no traceback: a mail server that is down would log one per waiting call) and
+never changes the call.
+
+The link in the mail is absolute: ``base_url`` when the caller has a request
+(``request.build_absolute_uri("/")``), else the current ``Site``'s domain (``http://`` for
+``localhost`` and loopback addresses, ``https://`` otherwise; system check W051 warns while
+it is still ``example.com``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.tools.display import argument_rows
 
-__all__ = ["approvers", "connect", "notify_waiting"]
+__all__ = ["approvers", "connect", "notify_waiting", "site_base_url"]
 
 logger = logging.getLogger("django_webfetch.cms")
 
@@ -47,6 +53,34 @@ def approvers(call: ToolCall) -> list[Any]:
     return list(users.order_by("pk")[:MAX_RECIPIENTS])
 
 
+_LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+def site_base_url() -> str:
+    """``scheme://domain`` of the current Site (``""`` without django.contrib.sites)."""
+    from django.apps import apps
+
+    if not apps.is_installed("django.contrib.sites"):
+        return ""
+    from django.contrib.sites.models import Site
+
+    try:
+        domain = Site.objects.get_current().domain.strip().rstrip("/")
+    except Exception:  # no current Site (SITE_ID unset and no request): a relative link
+        return ""
+    if not domain:
+        return ""
+    if "://" in domain:
+        return domain
+    host = domain.rsplit(":", 1)[0] if not domain.endswith("]") else domain
+    scheme = "http" if host.lower() in _LOCAL_HOSTS or host.endswith(".localhost") else "https"
+    return f"{scheme}://{domain}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
 def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
     """Mail the approvers about ``call``; returns the number of messages sent."""
     recipients = approvers(call)
@@ -56,9 +90,10 @@ def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
     from django.urls import NoReverseMatch, reverse
 
     try:
-        link = base_url + reverse("webfetch_cms:assistant") + "#approvals"
+        path = reverse("webfetch_cms:assistant") + "#approvals"
     except NoReverseMatch:
-        link = ""
+        path = ""
+    link = (base_url.rstrip("/") or site_base_url()) + path if path else ""
     preview = call.approval_preview or {}
     with translation.override(settings.LANGUAGE_CODE):
         stored = preview.get("preflight")
@@ -76,8 +111,13 @@ def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
     messages = [(one_line, body, settings.DEFAULT_FROM_EMAIL, [user.email]) for user in recipients]
     try:
         return send_mass_mail(messages, fail_silently=False)
-    except Exception:
-        logger.exception("approval notification for tool call %s failed", call.pk)
+    except Exception as exc:
+        logger.error(
+            "approval notification for tool call %s not sent (%s); set EMAIL_BACKEND "
+            "(docs/cms.rst, 'E-mail')",
+            call.pk,
+            _one_line(exc),
+        )
         return 0
 
 

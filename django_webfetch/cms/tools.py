@@ -94,7 +94,10 @@ class ListPages(Tool):
         text = "\n".join(lines) if lines else "No pages."
         return ToolResult(
             content=fence(
-                text, source_url=_site_url("/"), status_line="this site's published pages"
+                text,
+                source_url=_site_url("/"),
+                status_line="this site's published pages",
+                source="site",
             ),
             meta={"pages": len(pages), "cut": cut},
         )
@@ -150,6 +153,8 @@ class ReadPage(Tool):
         text = extract_text(html.encode("utf-8"), media_type="text/html", charset="utf-8", url=url)
         body = f"{ref.title}\n\n{text}" if ref.title else text
         return ToolResult(
-            content=fence(body, source_url=url, status_line=f"published page {ref.id}"),
+            content=fence(
+                body, source_url=url, status_line=f"published page {ref.id}", source="site"
+            ),
             meta={"page": ref.id, "path": ref.path, "title": ref.title, "chars": len(text)},
         )

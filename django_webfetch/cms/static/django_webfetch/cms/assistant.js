@@ -234,16 +234,16 @@
   }
 
   // Fenced tool output quoted in an answer is collapsed and marked as where it came from.
-  var FENCED = /(?:The text below is (?:reference material|the text of one of this site's pages)[\s\S]*?)?<<<BEGIN UNTRUSTED (?:EXTERNAL WEB|SITE PAGE) CONTENT nonce=([0-9a-f]+)>>>[\s\S]*?<<<END UNTRUSTED (?:EXTERNAL WEB|SITE PAGE) CONTENT nonce=\1>>>/g;
+  var FENCED = /(?:The text below is reference material[\s\S]*?)?<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce=([0-9a-f]+)>>>[\s\S]*?<<<END UNTRUSTED EXTERNAL WEB CONTENT nonce=\1>>>/g;
 
   function fencedBox(text) {
     var source = /Source URL \(untrusted\): (\S+)/.exec(text);
     var url = source ? source[1] : "";
-    var nonce = /<<<BEGIN UNTRUSTED [A-Z ]+ CONTENT nonce=([0-9a-f]+)>>>/.exec(text);
+    var nonce = /<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce=([0-9a-f]+)>>>/.exec(text);
     // Our own header (before the fence) says whether this is one of the site's pages.
     var header = text.split("<<<BEGIN UNTRUSTED")[0];
-    var own = /^Status: (published page \d+|this site's published pages)$/m.test(header) ||
-      /<<<BEGIN UNTRUSTED SITE PAGE CONTENT/.test(text);
+    var own = /^The text below is reference material from one of this site's own pages\.$/m
+      .test(header);
     var details = el("details", own ? "webfetch-fenced is-own" : "webfetch-fenced is-third-party");
     if (nonce) { details.setAttribute("data-nonce", nonce[1]); }
     details.appendChild(el("summary", null, fmt(own ? T.own_page : T.third_party, { source: url })));
