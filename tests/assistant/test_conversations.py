@@ -12,18 +12,9 @@ from rest_framework.test import APIClient
 from django_webfetch.assistant.services import answers_after_pause
 from django_webfetch.models import Conversation
 
+from .test_api import client_for, urls  # noqa: F401 - the API tests' client and URLs
+
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-
-@pytest.fixture(autouse=True)
-def urls(settings):
-    settings.ROOT_URLCONF = "tests.runs.urls"
-
-
-def client_for(user):
-    client = APIClient()
-    client.force_login(user)
-    return client
 
 
 def conversation(client, title="mine"):

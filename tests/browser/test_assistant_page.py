@@ -55,7 +55,9 @@ def test_external_page_waits_for_the_approver_who_approves_from_the_toolbar(
     editor.press("#chat-input", "Enter")
     turn = last_turn(editor)
     call = turn.locator(".webfetch-call").first
-    expect(call).to_have_class(re.compile(r"\bis-awaiting_approval\b"))
+    # The request may be held while the run takes its first step (until runs advance in
+    # the background): wait for the card as long as for an answer.
+    expect(call).to_have_class(re.compile(r"\bis-awaiting_approval\b"), timeout=30_000)
     expect(call).to_contain_text("fetch_external_url")
     expect(call).to_contain_text("waiting for approval")
     expect(turn.locator(".webfetch-progress")).to_have_text("Waiting for an approver…")

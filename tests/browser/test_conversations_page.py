@@ -40,7 +40,7 @@ def ask_for_a_page(editor, site, path):
     editor.press("#chat-input", "Enter")
     turn = last_turn(editor)
     call = turn.locator(".webfetch-call").first
-    expect(call).to_have_class(WAITING)
+    expect(call).to_have_class(WAITING, timeout=30_000)
     expect(turn.locator(".webfetch-progress")).to_have_text("Waiting for an approver…")
     return turn, call
 

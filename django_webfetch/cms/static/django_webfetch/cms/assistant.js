@@ -27,6 +27,9 @@
   var streamTemplate = root.getAttribute("data-stream") || "";
   var conversation = null;
   var follower = null;
+  // The conversation being opened: a message sent meanwhile waits for it (its render would
+  // otherwise replace the new turn).
+  var ready = Promise.resolve();
   var streamWorks = typeof window.EventSource === "function";
   var list = document.getElementById("conversation-list");
   var TERMINAL = ["completed", "failed", "cancelled"];
@@ -590,6 +593,11 @@
   }
 
   function openConversation(id) {
+    ready = loadConversation(id);
+    return ready;
+  }
+
+  function loadConversation(id) {
     if (follower) { follower.stop(); follower = null; }
     conversation = id;
     if (window.history && window.history.replaceState) {
@@ -667,12 +675,17 @@
   }
 
   function send(text) {
+    setStatus(T.sending);
+    ready = ready.then(function () { return sendNow(text); });
+  }
+
+  function sendNow(text) {
     var empty = document.getElementById("chat-empty");
     if (empty) { empty.remove(); }
     addUserTurn(text);
     var turn = addRunTurn();
     setStatus(T.sending);
-    ensureConversation().then(function (id) {
+    return ensureConversation().then(function (id) {
       return request("POST", api + "conversations/" + id + "/messages/", { content: text });
     }).then(function (data) {
       var run = pick(data, ["run"]) || data;
@@ -689,16 +702,20 @@
   var newButton = document.getElementById("conversation-new");
   if (newButton) {
     newButton.addEventListener("click", function () {
-      if (follower) { follower.stop(); follower = null; }
-      conversation = null;
-      root.removeAttribute("data-conversation");
-      if (window.history && window.history.replaceState) {
-        window.history.replaceState(null, "", window.location.pathname + window.location.search);
-      }
-      showEmpty();
-      loadConversations();
-      input.focus();
+      ready = ready.then(startNew);
     });
+  }
+
+  function startNew() {
+    if (follower) { follower.stop(); follower = null; }
+    conversation = null;
+    root.removeAttribute("data-conversation");
+    if (window.history && window.history.replaceState) {
+      window.history.replaceState(null, "", window.location.pathname + window.location.search);
+    }
+    showEmpty();
+    input.focus();
+    return loadConversations();
   }
 
   form.addEventListener("submit", function (event) {
@@ -724,12 +741,14 @@
   // On load: the conversation named in the address, else (unless the page was opened to ask
   // about a page) the editor's most recent one.
   var named = /#conversation=([0-9a-f-]{36})/.exec(window.location.hash);
-  loadConversations().then(function (items) {
+  ready = loadConversations().then(function (items) {
     if (named) {
-      openConversation(named[1]);
-    } else if (items.length && !document.getElementById("page-context")) {
-      openConversation(String(items[0].id));
+      return loadConversation(named[1]);
     }
+    if (items.length && !document.getElementById("page-context")) {
+      return loadConversation(String(items[0].id));
+    }
+    return null;
   });
 
   document.addEventListener("visibilitychange", function () {
