@@ -508,6 +508,9 @@
 
   function renderList(items) {
     if (!list) { return; }
+    // Not under the editor's hands: a title being edited stays (the list is read again
+    // when the rename is saved or abandoned).
+    if (list.querySelector(".webfetch-rename-form")) { return; }
     list.textContent = "";
     if (!items.length) {
       list.appendChild(el("li", "webfetch-muted", T.no_conversations));
@@ -555,14 +558,14 @@
       event.preventDefault();
       save.disabled = true;
       request("PATCH", api + "conversations/" + item.id + "/", { title: field.value })
-        .then(loadConversations)
+        .then(function () { formEl.remove(); return loadConversations(); })
         .catch(function (error) {
           save.disabled = false;
           li.appendChild(el("p", "webfetch-error", error.message || T.error));
         });
     });
     field.addEventListener("keydown", function (event) {
-      if (event.key === "Escape") { loadConversations(); }
+      if (event.key === "Escape") { formEl.remove(); loadConversations(); }
     });
   }
 
