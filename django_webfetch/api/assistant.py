@@ -98,8 +98,20 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
 class ConversationSerializer(serializers.ModelSerializer[Conversation]):
     class Meta:
         model = Conversation
-        fields = ["id", "title", "created", "updated"]
-        read_only_fields = ["id", "created", "updated"]
+        fields = ["id", "title", "created", "updated", "seen_at"]
+        read_only_fields = ["id", "created", "updated", "seen_at"]
+
+
+class ConversationUpdateSerializer(serializers.Serializer[Any]):
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    seen = serializers.BooleanField(
+        required=False, help_text="true: the owner has the conversation open (clears its badge)."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Send a title or seen.", code="empty")
+        return attrs
 
 
 class ConversationCreateSerializer(serializers.Serializer[Any]):
@@ -138,6 +150,7 @@ class StepToolCallSerializer(serializers.Serializer[Any]):
     state = serializers.CharField()
     reason = serializers.CharField()
     requires_approval = serializers.BooleanField()
+    comment = serializers.CharField(help_text="The approver's comment on the decision.")
 
 
 class StepSerializer(serializers.Serializer[Any]):
@@ -217,6 +230,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
                             "state": c.state,
                             "reason": c.reason,
                             "requires_approval": c.requires_approval,
+                            "comment": c.decision_comment,
                         }
                         for c in step_calls
                     ],
@@ -344,6 +358,23 @@ class ConversationDetailView(_AssistantView):
     )
     def get(self, request: Request, pk: Any) -> Response:
         return Response(ConversationDetailSerializer(self.get_conversation(request, pk)).data)
+
+    @extend_schema(
+        operation_id="conversations_partial_update",
+        request=ConversationUpdateSerializer,
+        responses={200: ConversationSerializer, 400: _ERRORS[400], 404: _ERRORS[404]},
+    )
+    def patch(self, request: Request, pk: Any) -> Response:
+        """Rename the conversation (``title``) or mark it seen (``seen: true``); its owner
+        only (nobody else finds it)."""
+        conversation = self.get_conversation(request, pk)
+        serializer = ConversationUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        if "title" in serializer.validated_data:
+            services.rename_conversation(conversation, serializer.validated_data["title"])
+        if serializer.validated_data.get("seen"):
+            services.mark_seen(conversation)
+        return Response(ConversationSerializer(conversation).data)
 
     @extend_schema(
         operation_id="conversations_destroy",

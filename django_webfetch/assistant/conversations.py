@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from django_webfetch import runs
@@ -35,8 +35,11 @@ __all__ = [
     "SYSTEM_PROMPT",
     "add_message",
     "cancel_run",
+    "answers_after_pause",
     "create_conversation",
+    "mark_seen",
     "post_message",
+    "rename_conversation",
     "visible_conversations",
     "visible_runs",
 ]
@@ -68,6 +71,45 @@ def visible_runs(user: Any) -> Any:
 
 def create_conversation(user: Any, title: str = "") -> Conversation:
     return Conversation.objects.create(owner=user, title=(title or "")[:200])
+
+
+def rename_conversation(conversation: Conversation, title: str) -> Conversation:
+    """A new title (its owner's choice); the conversation keeps its place in the list."""
+    conversation.title = " ".join(str(title or "").split())[:200]
+    conversation.save(update_fields=["title"])
+    return conversation
+
+
+def mark_seen(conversation: Conversation) -> Conversation:
+    """The owner has the conversation open: its answers so far are no longer news."""
+    conversation.seen_at = timezone.now()
+    conversation.save(update_fields=["seen_at"])
+    return conversation
+
+
+#: Kinds of run event that mean "the run paused for a human" (the old name and the new).
+PAUSE_EVENTS = ("waiting_for_approval", "paused")
+
+
+def answers_after_pause(user: Any, *, limit: int = 100) -> int:
+    """How many of the user's runs paused for an approval and have since finished, after the
+    owner last had that conversation open (the toolbar's badge; counted up to ``limit``)."""
+    if not is_active(user):
+        return 0
+    runs_ = (
+        AssistantRun.objects.filter(
+            conversation__owner=user,
+            state__in=RUN_FINISHED_STATES,
+            finished_at__isnull=False,
+            events__kind__in=PAUSE_EVENTS,
+        )
+        .filter(
+            Q(conversation__seen_at__isnull=True) | Q(finished_at__gt=F("conversation__seen_at"))
+        )
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+    return len(runs_[:limit])
 
 
 def next_seq(conversation_id: Any) -> int:

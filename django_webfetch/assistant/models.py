@@ -75,6 +75,9 @@ class Conversation(models.Model):
     title = models.CharField(_("title"), max_length=200, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
     updated = models.DateTimeField(_("updated"), auto_now=True)
+    #: When the owner last had the conversation open (the toolbar's "answers" badge counts
+    #: runs that finished after a pause and after this).
+    seen_at = models.DateTimeField(_("seen at"), null=True, blank=True)
 
     class Meta:
         ordering = ["-updated"]

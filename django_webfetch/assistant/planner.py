@@ -3,20 +3,24 @@
 It keeps the demo working with no provider configured, and goes through the same loop,
 approval and bounds as a real model:
 
-- the editor's message names http(s) URLs -> ``fetch_external_url`` for each (at most 3);
+- the editor's message names http(s) URLs -> ``fetch_external_url`` for each (at most 3),
+  except a URL of this site itself (``http://127.0.0.1:8000/about/``) -> ``read_page`` for
+  its path;
 - otherwise, a path of this site in the message (``/about/``) -> ``read_page`` for it
   ("Ask about this page" on a django CMS page asks so), or a question about the site's
   pages -> ``list_pages``, or a question about a page named by its title ("read the
   Opening hours page") -> ``list_pages``, then ``read_page`` for the listed page whose
   title the message names, when those content tools are offered;
 - otherwise -> ``search_site`` with the message as the query, when that tool is offered;
-- once the tools answered -> a reply quoting what they returned.
+- once the tools answered -> a reply quoting what they returned, each failure once in plain
+  words (``runs.reasons``), never as a code.
 
 Every reply starts with :data:`OFFLINE_PREFIX`, so nobody mistakes it for a model's answer.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django_webfetch.text.patterns import compile_pattern
@@ -70,6 +74,63 @@ def _path(text: str) -> str:
     return ""
 
 
+def own_hosts() -> tuple[str, ...]:
+    """This installation's hosts as list entries (``egress.own_site_hosts``); read once per
+    request, before the planner runs (``()`` when they cannot be read)."""
+    from django_webfetch.egress import own_site_hosts
+
+    try:
+        return own_site_hosts()
+    except Exception:  # the planner must answer even without its database
+        return ()
+
+
+def _own_path(url: str, hosts: tuple[str, ...]) -> str:
+    """The path of ``url`` when its host is one of this site's own (``""`` otherwise)."""
+    from django_webfetch.exceptions import WebFetchError
+    from django_webfetch.net.hosts import HostList
+    from django_webfetch.net.urlparse import parse_url
+
+    if not hosts:
+        return ""
+    try:
+        parsed = parse_url(url)
+        listed = HostList.parse(hosts)
+    except (WebFetchError, ValueError):
+        return ""
+    if listed.match_host(parsed.host, parsed.port) is None:
+        return ""
+    return parsed.path or "/"
+
+
+_TOOL_ERROR_RE = compile_pattern(r"^\[tool error: ([a-z0-9_:]{1,64})\]")
+_RULE_RE = compile_pattern(r"\(rule: ([a-z0-9_:]{1,64})\)")
+
+
+def _target(part: Any) -> str:
+    """What a tool call asked for, for the reply (its URL, path or query)."""
+    args = part.args_as_dict() if hasattr(part, "args_as_dict") else {}
+    for key in ("url", "path", "query", "page_id"):
+        value = args.get(key)
+        if isinstance(value, (str, int)) and str(value):
+            return str(value)[:200]
+    return ""
+
+
+def _outcome(part: Any, asked: str) -> list[str]:
+    """One tool result in the reply: its text, or why it failed in plain words."""
+    from django_webfetch.runs.reasons import plain_reason
+
+    content = str(part.content)
+    named = f"{part.tool_name} ({asked})" if asked else part.tool_name
+    error = _TOOL_ERROR_RE.match(content)
+    if error is None:
+        return [f"{named} returned:", content]
+    rule = _RULE_RE.search(content)
+    reason = plain_reason(rule.group(1) if rule else error.group(1))
+    return [f"{named} did not give a result: {reason}."]
+
+
 #: A message about one of the site's pages ("read the Opening hours page").
 _PAGE_RE = compile_pattern(rf"(?i)(?:^|[^{_WORD}])page(?:[^{_WORD}]|$)")
 #: One line of ``list_pages``: ``[id] Title - /path/``.
@@ -103,8 +164,9 @@ def _page_named(text: str, listing: str) -> str:
     return best
 
 
-def plan(messages: list[Any], info: Any) -> Any:
-    """The ``FunctionModel`` function: one step of the planner."""
+def plan(messages: list[Any], info: Any, *, hosts: tuple[str, ...] = ()) -> Any:
+    """The ``FunctionModel`` function: one step of the planner (``hosts``: the site's own,
+    as :func:`own_hosts` reads them)."""
     from pydantic_ai.messages import (
         ModelRequest,
         ModelResponse,
@@ -131,9 +193,16 @@ def plan(messages: list[Any], info: Any) -> Any:
                 parts=[ToolCallPart("read_page", {"path": path}, tool_call_id=f"offline-{step}-0")]
             )
     if isinstance(last, ModelRequest) and results:
-        lines = [OFFLINE_PREFIX, "", "Here is what the tools returned:"]
+        targets = {
+            p.tool_call_id: _target(p)
+            for m in messages
+            if isinstance(m, ModelResponse)
+            for p in m.parts
+            if isinstance(p, ToolCallPart)
+        }
+        lines = [OFFLINE_PREFIX]
         for part in results:
-            lines += ["", f"--- {part.tool_name} ---", str(part.content)]
+            lines += ["", *_outcome(part, targets.get(part.tool_call_id, ""))]
         return ModelResponse(parts=[TextPart("\n".join(lines))])
 
     prompt = ""
@@ -145,7 +214,14 @@ def plan(messages: list[Any], info: Any) -> Any:
         )
     calls: list[Any] = []
     urls = _urls(prompt)
-    if urls and "fetch_external_url" in offered:
+    own = [path for path in (_own_path(url, hosts) for url in urls) if path]
+    if own and len(own) == len(urls) and "read_page" in offered:
+        # The site's own address, written in full: read it as one of the site's pages.
+        calls = [
+            ToolCallPart("read_page", {"path": path}, tool_call_id=f"offline-{step}-{i}")
+            for i, path in enumerate(dict.fromkeys(own))
+        ]
+    elif urls and not own and "fetch_external_url" in offered:
         calls = [
             ToolCallPart("fetch_external_url", {"url": url}, tool_call_id=f"offline-{step}-{i}")
             for i, url in enumerate(urls)
@@ -170,23 +246,46 @@ def plan(messages: list[Any], info: Any) -> Any:
         ]
     if calls:
         return ModelResponse(parts=calls)
+    why = _why(prompt, urls, own, offered)
+    return ModelResponse(parts=[TextPart(f"{OFFLINE_PREFIX}\n\n{why}")])
+
+
+_CONTENT_OFF = (
+    "The content tools are off, so this site's pages cannot be read: an administrator "
+    "enables the “content” tool group in the admin (Tool groups)."
+)
+
+
+def _why(prompt: str, urls: list[str], own: list[str], offered: set[str]) -> str:
+    """Why nothing was done, in plain words: the real reason, said once."""
+    if own and "read_page" not in offered:
+        return _CONTENT_OFF
+    if own:
+        return (
+            "Some of these addresses are this site's own and some are not: ask about them "
+            "one at a time."
+        )
     if urls:
-        why = "the tool that reads web pages (fetch_external_url) is not enabled for you"
-    elif "search_site" in offered:
-        why = "the message is empty"
-    else:
-        why = "no URL is in the message and site search (search_site) is not enabled for you"
-    return ModelResponse(
-        parts=[
-            TextPart(
-                f"{OFFLINE_PREFIX}\n\nI can only fetch the web pages whose URLs you write in "
-                f"your message, or search this site. Nothing was done: {why}."
-            )
-        ]
+        return (
+            "Reading web pages is off for you, so nothing was read: an administrator enables "
+            "the “web” tool group (fetch_external_url) in the admin."
+        )
+    if _path(prompt) or _PAGES_RE.search(prompt) or _PAGE_RE.search(prompt):
+        return _CONTENT_OFF
+    if not offered:
+        return (
+            "The assistant's tools are off, so nothing was read: an administrator enables a "
+            "tool group in the admin (Tool groups)."
+        )
+    if not prompt.strip():
+        return "The message is empty: write a question."
+    return (
+        "I can read the web pages whose addresses you write in your message, or this site's "
+        "pages (name a path such as /about/), but site search is off, so nothing was read."
     )
 
 
 def offline_model() -> Any:
     from pydantic_ai.models.function import FunctionModel
 
-    return FunctionModel(plan, model_name="offline-planner")
+    return FunctionModel(partial(plan, hosts=own_hosts()), model_name="offline-planner")

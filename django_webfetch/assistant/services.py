@@ -19,9 +19,12 @@ from __future__ import annotations
 from .calls import call_position, call_ref, run_calls
 from .conversations import (
     SYSTEM_PROMPT,
+    answers_after_pause,
     cancel_run,
     create_conversation,
+    mark_seen,
     post_message,
+    rename_conversation,
     visible_conversations,
     visible_runs,
 )
@@ -42,6 +45,7 @@ __all__ = [
     "InvalidRunTransition",
     "RunInProgress",
     "advance",
+    "answers_after_pause",
     "call_position",
     "call_ref",
     "cancel_run",
@@ -50,8 +54,10 @@ __all__ = [
     "dispatch",
     "events_since",
     "lease_seconds",
+    "mark_seen",
     "post_message",
     "refresh",
+    "rename_conversation",
     "run_calls",
     "sweep",
     "transition",

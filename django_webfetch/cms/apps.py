@@ -30,6 +30,9 @@ class WebFetchCmsConfig(AppConfig):
         register_builtin_group(CONTENT_GROUP)
         checks.register(cms_checks.check_cms_installed, checks.Tags.compatibility)
         checks.register(cms_checks.check_approver_mail, checks.Tags.compatibility)
+        checks.register(
+            cms_checks.check_site_domain, checks.Tags.compatibility, checks.Tags.database
+        )
         notify.connect()
         # This app has no models (so no post_migrate of its own): the group is created
         # after django_webfetch's, like the built-in groups.

@@ -44,3 +44,34 @@ def check_approver_mail(app_configs: Any = None, **kwargs: Any) -> list[checks.C
             id="django_webfetch.W050",
         )
     ]
+
+
+#: Django's placeholder domain for the first ``Site`` (what ``migrate`` creates).
+PLACEHOLDER_DOMAIN = "example.com"
+
+
+def check_site_domain(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W051 (database): the current Site's domain is still ``example.com``, so the links in
+    approval mails and the page sources the content tools give point at example.com."""
+    if not apps.is_installed("django.contrib.sites"):
+        return []
+    from django.contrib.sites.models import Site
+    from django.db import DatabaseError
+
+    site_id = getattr(settings, "SITE_ID", None)
+    try:
+        site = Site.objects.filter(pk=site_id).first() if site_id is not None else None
+    except DatabaseError:
+        return []  # not migrated yet
+    if site is None or site.domain.strip().lower() != PLACEHOLDER_DOMAIN:
+        return []
+    return [
+        checks.Warning(
+            f"The current Site's domain is {PLACEHOLDER_DOMAIN!r}: the approval mails' links "
+            "and the sources of this site's pages name example.com.",
+            hint="Set the domain (host or host:port) in the admin under Sites, or with "
+            "Site.objects.filter(pk=SITE_ID).update(domain=...); see docs/cms.rst.",
+            obj=site,
+            id="django_webfetch.W051",
+        )
+    ]

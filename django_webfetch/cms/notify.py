@@ -5,7 +5,14 @@ committed, to every active user who may approve them (the approve permission; no
 requester while self-approval is off) and has an e-mail address.  The calls of one
 assistant step (one model answer) are one mail per approver, listing every call of the
 step that approver may decide (``assistant.notices``); a call requested outside a run
-(the API, MCP) is one mail of its own.  A mail failure is logged and never changes a call.
+(the API, MCP) is one mail of its own.  A mail failure is logged
+in one line (no traceback: a mail server that is down would log one per waiting call) and
+never changes a call.
+
+The link in the mail is absolute: ``base_url`` when the caller has a request
+(``request.build_absolute_uri("/")``), else the current ``Site``'s domain (``http://`` for
+``localhost`` and loopback addresses, ``https://`` otherwise; system check W051 warns while
+it is still ``example.com``).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.tools.display import argument_rows
 
-__all__ = ["approvers", "connect", "notify_step", "notify_waiting"]
+__all__ = ["approvers", "connect", "notify_step", "notify_waiting", "site_base_url"]
 
 logger = logging.getLogger("django_webfetch.cms")
 
@@ -52,6 +59,34 @@ def approvers(call: ToolCall) -> list[Any]:
     return list(users.order_by("pk")[:MAX_RECIPIENTS])
 
 
+_LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+def site_base_url() -> str:
+    """``scheme://domain`` of the current Site (``""`` without django.contrib.sites)."""
+    from django.apps import apps
+
+    if not apps.is_installed("django.contrib.sites"):
+        return ""
+    from django.contrib.sites.models import Site
+
+    try:
+        domain = Site.objects.get_current().domain.strip().rstrip("/")
+    except Exception:  # no current Site (SITE_ID unset and no request): a relative link
+        return ""
+    if not domain:
+        return ""
+    if "://" in domain:
+        return domain
+    host = domain.rsplit(":", 1)[0] if not domain.endswith("]") else domain
+    scheme = "http" if host.lower() in _LOCAL_HOSTS or host.endswith(".localhost") else "https"
+    return f"{scheme}://{domain}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
 def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
     """Mail the approvers about ``call``; returns the number of messages sent."""
     return notify_step([call], base_url=base_url)
@@ -70,9 +105,10 @@ def notify_step(calls: Sequence[ToolCall], *, base_url: str = "") -> int:
     from django.urls import NoReverseMatch, reverse
 
     try:
-        link = base_url + reverse("webfetch_cms:assistant") + "#approvals"
+        path = reverse("webfetch_cms:assistant") + "#approvals"
     except NoReverseMatch:
-        link = ""
+        path = ""
+    link = (base_url.rstrip("/") or site_base_url()) + path if path else ""
     messages = []
     with translation.override(settings.LANGUAGE_CODE):
         for user, waiting in mine.values():
@@ -80,9 +116,12 @@ def notify_step(calls: Sequence[ToolCall], *, base_url: str = "") -> int:
             messages.append((subject, body, settings.DEFAULT_FROM_EMAIL, [user.email]))
     try:
         return send_mass_mail(messages, fail_silently=False)
-    except Exception:
-        logger.exception(
-            "approval notification for tool calls %s failed", ", ".join(str(c.pk) for c in calls)
+    except Exception as exc:
+        logger.error(
+            "approval notification for tool calls %s not sent (%s); set EMAIL_BACKEND "
+            "(docs/cms.rst, 'E-mail')",
+            ", ".join(str(c.pk) for c in calls),
+            _one_line(exc),
         )
         return 0
 

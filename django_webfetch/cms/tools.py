@@ -94,7 +94,10 @@ class ListPages(Tool):
         text = "\n".join(lines) if lines else "No pages."
         return ToolResult(
             content=fence(
-                text, source_url=_site_url("/"), status_line="this site's published pages"
+                text,
+                source_url=_site_url("/"),
+                status_line="this site's published pages",
+                source="site",
             ),
             # The pages as data too (the MCP server lists them as resources): our own
             # site's ids, titles (<= 200 chars) and paths (<= 500 chars), at most 200.
@@ -156,6 +159,8 @@ class ReadPage(Tool):
         text = extract_text(html.encode("utf-8"), media_type="text/html", charset="utf-8", url=url)
         body = f"{ref.title}\n\n{text}" if ref.title else text
         return ToolResult(
-            content=fence(body, source_url=url, status_line=f"published page {ref.id}"),
+            content=fence(
+                body, source_url=url, status_line=f"published page {ref.id}", source="site"
+            ),
             meta={"page": ref.id, "path": ref.path, "title": ref.title, "chars": len(text)},
         )

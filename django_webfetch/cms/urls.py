@@ -14,4 +14,5 @@ app_name = "webfetch_cms"
 urlpatterns = [
     path("", views.AssistantView.as_view(), name="assistant"),
     path("approvals/", views.ApprovalsView.as_view(), name="approvals"),
+    path("status/", views.StatusView.as_view(), name="status"),
 ]

@@ -12,20 +12,21 @@ from typing import Any
 
 from django.apps import apps
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext as _
-from django.views.generic import TemplateView
+from django.views.generic import TemplateView, View
 
 from django_webfetch import runs
+from django_webfetch.assistant.services import answers_after_pause
 from django_webfetch.models import ToolGroup
 from django_webfetch.tools.display import argument_rows
 
 from . import content
-from .approvals import MAX_CARDS, preflight, waiting_for
+from .approvals import MAX_CARDS, preflight, waiting_count, waiting_for
 from .reasons import REASONS, plain_reason
 
-__all__ = ["ApprovalsView", "AssistantView", "provider_label"]
+__all__ = ["ApprovalsView", "AssistantView", "StatusView", "counts", "provider_label"]
 
 
 def provider_label() -> tuple[str, bool]:
@@ -39,6 +40,18 @@ def provider_label() -> tuple[str, bool]:
 def _api_base() -> str:
     try:
         return reverse("django_webfetch:tool-list").removesuffix("tools/")
+    except NoReverseMatch:
+        return ""
+
+
+#: Stands for a run's id in the stream URL the page fills in.
+_RUN_PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
+
+
+def _stream_template() -> str:
+    """The run event stream's URL with a placeholder id ("" where no stream is served)."""
+    try:
+        return reverse("django_webfetch:run-stream", kwargs={"pk": _RUN_PLACEHOLDER})
     except NoReverseMatch:
         return ""
 
@@ -78,7 +91,19 @@ def _strings() -> dict[str, Any]:
         "sending": _("Sending…"),
         "thinking": _("The assistant is working…"),
         "waiting": _("Waiting for an approver…"),
-        "done": _("Done."),
+        "denied_comment": _("The approver's comment: “%(comment)s”"),
+        "empty": _(
+            "Ask a question about this site's pages or about a public web page (paste its address)."
+        ),
+        "no_conversations": _("No conversations yet."),
+        "untitled": _("(untitled)"),
+        "rename": _("Rename"),
+        "rename_label": _("Rename “%(title)s”"),
+        "new_title": _("New title"),
+        "save": _("Save"),
+        "delete": _("Delete"),
+        "delete_label": _("Delete “%(title)s”"),
+        "delete_confirm": _("Delete the conversation “%(title)s” and its messages?"),
         "failed": _("The assistant could not finish."),
         "cancelled": _("Cancelled."),
         "incomplete": _(
@@ -108,6 +133,27 @@ def _strings() -> dict[str, Any]:
     }
 
 
+def counts(user: Any) -> dict[str, Any]:
+    """The toolbar's two live numbers: calls waiting for this approver (``None`` for a user
+    who may not approve) and this editor's runs that finished after a pause, unseen."""
+    approver = bool(user.has_perm(runs.APPROVE_PERMISSION))
+    return {
+        "approvals": waiting_count(user) if approver else None,
+        "answers": answers_after_pause(user),
+    }
+
+
+class StatusView(LoginRequiredMixin, View):
+    """``GET``: :func:`counts` as JSON (the toolbar and the page poll it)."""
+
+    raise_exception = True
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = JsonResponse(counts(request.user))
+        response["Cache-Control"] = "no-store"
+        return response
+
+
 class _Base(LoginRequiredMixin, TemplateView):
     raise_exception = False
 
@@ -133,6 +179,7 @@ class AssistantView(_Base):
         context.update(
             {
                 "api_base": _api_base(),
+                "stream_template": _stream_template(),
                 "provider_label": provider_label()[0],
                 "provider_offline": provider_label()[1],
                 "enabled_groups": enabled,

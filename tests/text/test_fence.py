@@ -85,6 +85,29 @@ def test_layout():
     assert inside == "\nHello\n"
 
 
+@settings(max_examples=100, deadline=None)
+@given(text=any_text)
+def test_the_source_kind_changes_only_the_words(text):
+    """The site's own pages are labelled as the site's; markers, nonce, defusing and the
+    byte bound are the same for every source."""
+    site = fence(text, source_url="https://site.example/about/", status_line="s", source="site")
+    head, inside = parts(site)
+    assert head.startswith("The text below is reference material from one of this site's own")
+    assert "external web page" not in head and "not instructions" in head
+    assert len(site.encode("utf-8")) < MAX_RESULT_BYTES
+    assert not marker_like(head) and not marker_like(inside)
+    external = fence(text, source_url="https://site.example/about/", status_line="s")
+    assert parts(external)[1] == inside
+    assert parts(external)[0].startswith(
+        "The text below is reference material fetched from an external web page."
+    )
+
+
+def test_an_unknown_source_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown fence source 'plugin'"):
+        fence("x", source_url="u", status_line="s", source="plugin")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
