@@ -24,6 +24,7 @@ __all__ = [
     "render_media_type",
     "render_redirect_target",
     "render_status",
+    "render_url",
 ]
 
 BEGIN_MARKER = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce={nonce}>>>"
@@ -158,10 +159,15 @@ def _one_line(text: str) -> str:
 
 
 def _url(value: str) -> str:
-    """A URL as ASCII on one line (percent-encoded), cut to ``MAX_URL_CHARS``."""
+    return render_url(value)
+
+
+def render_url(value: str, limit: int = MAX_URL_CHARS) -> str:
+    """A URL as ASCII on one line (percent-encoded: no ``<``, ``>``, space or character
+    outside ASCII is left), cut to ``limit`` characters and marked ``(cut)``."""
     url = quote(_one_line(value), safe=_URL_SAFE)
-    if len(url) > MAX_URL_CHARS:
-        url = url[:MAX_URL_CHARS]
+    if len(url) > limit:
+        url = url[:limit]
         escape = url.rfind("%", -2)
         if escape >= 0:  # never leave half a %XX escape
             url = url[:escape]

@@ -288,7 +288,7 @@ def select(root: Element) -> Selection | None:
                 best, most = ancestor, held
             ancestor = page.parents[ancestor]
         if best != top:
-            top = best
+            top = _lift(scores, best, top)
             moved = True
     if not moved:
         top = _descend(page, scores, top)
@@ -301,7 +301,7 @@ def select(root: Element) -> Selection | None:
             break
         if _semantic(page, ancestor):
             if chars[ancestor] <= 3 * chars[top] + 500:
-                top = ancestor
+                top = _lift(scores, ancestor, top)
             break
         ancestor = page.parents[ancestor]
     # A candidate wrapped in elements that add (almost) no text of their own (div soup:
@@ -315,8 +315,7 @@ def select(root: Element) -> Selection | None:
             or chars[parent] > chars[top] + _WRAPPER_SLACK
         ):
             break
-        scores[parent] = max(scores.get(parent, 0.0), scores.get(top, 0.0))
-        top = parent
+        top = _lift(scores, parent, top)
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
     if selected < MIN_MAIN_CHARS:
@@ -328,7 +327,7 @@ def select(root: Element) -> Selection | None:
             if ancestor < 0:
                 break
             if sum(_contains(page, ancestor, index) for index in others) >= 2:
-                core = top = ancestor
+                core = top = _lift(scores, ancestor, top)
                 roots = _siblings(page, scores, top)
                 selected = sum(chars[index] for index in roots)
                 break
@@ -342,6 +341,19 @@ def select(root: Element) -> Selection | None:
     if kept < MIN_MAIN_CHARS or links > kept * 0.5:
         return None
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
+
+
+def _lift(scores: dict[int, float], to: int, source: int) -> int:
+    """Make ``to`` (an ancestor of the candidate ``source``) the candidate: it stands in
+    for ``source`` and scores at least as well.
+
+    Every element :func:`select` picks passes through here or is a scored candidate, so
+    the later steps (:func:`_siblings`, :func:`_inner`) always find a score for it: an
+    ancestor more than five levels above every paragraph (scores go up five levels) has
+    none of its own (issue 21: ``KeyError`` on 6 of 1,170 real pages).
+    """
+    scores[to] = max(scores.get(to, scores[source]), scores[source])
+    return to
 
 
 def _inner(page: _Page, scores: dict[int, float], core: int) -> int:

@@ -95,7 +95,7 @@ def _hiding_style(value: str) -> bool:
 _HIDING = {"role": _chrome_role, "style": _hiding_style}
 #: Read for :mod:`.hints`: the parser gets their weight as one ``wf`` attribute.
 _HINTED = frozenset({"class", "id"})
-_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING, *_HINTED})
+_KEPT_ATTRIBUTES = frozenset({"href", "alt", "hidden", "aria-hidden", *_HIDING, *_HINTED})
 #: Elements whose content no mode renders (navigation), and the elements a menu class prunes.
 #: Their content reaches the parser as bare tags (so the tree stays the one the model
 #: predicts) without text or attributes, and so cannot fill the parser input (a mega-menu).
