@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .fence import render_url
+from .fence import open_code_fence, render_url
 from .limits import MAX_TEXT_CHARS
 
 __all__ = ["LINKS_HEADING", "MAX_LINK_URL_CHARS", "Document", "Part"]
@@ -122,6 +122,13 @@ class Document:
     def render(self, start: int, end: int) -> str:
         """``text[start:end]`` with the definitions of the links it uses."""
         body = self.text[start:end].strip("\n")
+        before = open_code_fence(self.text[:start]) if start else None
+        if before is not None:
+            # The part starts inside a code block: open it again.
+            body = f"{before[1]}\n{body}"
+        opened = open_code_fence(body)
+        if opened is not None:
+            body += "\n" + opened[1]
         references = self._references(start, end)
         if not references:
             return body

@@ -21,6 +21,7 @@ __all__ = [
     "fence",
     "marker_like",
     "normalise",
+    "open_code_fence",
     "render_media_type",
     "render_redirect_target",
     "render_status",
@@ -200,8 +201,32 @@ def render_redirect_target(location: str) -> str:
     return f"redirect target (an untrusted URL chosen by the server): {_url(location)}"
 
 
+_CODE_FENCE_RE = re.compile(r"^[ >]*(`{3,}|~{3,})([^\n]*)$", re.MULTILINE)
+
+
+def open_code_fence(text: str) -> tuple[int, str] | None:
+    """Where the Markdown code fence (a line of three or more backticks or tildes) still
+    open at the end of ``text`` starts, and its run; None when every fence is closed.
+
+    A fence left open would make the lines after it, the END marker among them, read as
+    code.  Linear: one regular-expression search over the text."""
+    opened: tuple[int, str] | None = None
+    for match in _CODE_FENCE_RE.finditer(text):
+        run, rest = match.groups()
+        if run[0] == "`" and "`" in rest:
+            continue  # a backtick fence's info string has no backtick: inline code
+        if opened is None:
+            opened = (match.start(1), run)
+        elif run[0] == opened[1][0] and len(run) >= len(opened[1]) and not rest.strip():
+            opened = None
+    return opened
+
+
 def fence(text: str, *, source_url: str, status_line: str) -> str:
-    """Put page text between nonce-carrying markers, under a preamble, below 48,000 bytes."""
+    """Put page text between nonce-carrying markers, under a preamble, below 48,000 bytes.
+
+    A Markdown code fence the text leaves open (cut inside a code block) is closed before
+    the END marker, so the marker never reads as code."""
     nonce = secrets.token_hex(16)
     head = (
         _PREAMBLE.format(nonce=nonce)
@@ -212,9 +237,13 @@ def fence(text: str, *, source_url: str, status_line: str) -> str:
     )
     tail = "\n" + END_MARKER.format(nonce=nonce)
     body = defuse(_clean(text)[:MAX_TEXT_CHARS])
-    room = MAX_RESULT_BYTES - 1 - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
+    room = MAX_RESULT_BYTES - 2 - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
     encoded = body.encode("utf-8")
     if len(encoded) > room:
         # Decoding a cut UTF-8 string with "ignore" drops only the half character at the end.
         body = encoded[: room - len(_CUT_NOTE)].decode("utf-8", "ignore") + _CUT_NOTE
+    opened = open_code_fence(body)
+    if opened is not None:
+        # Escaped, the opening line is text: "\```" (one more character, room for it kept).
+        body = f"{body[: opened[0]]}\\{body[opened[0] :]}"
     return head + body + tail

@@ -64,7 +64,7 @@ class _Mark:
 
 #: A line that starts with one of these would read as Markdown syntax (a heading, a quote,
 #: a list item, a table row): it gets a backslash.
-_LINE_SYNTAX_RE = re.compile(r"[#>+*|=-]|\d{1,9}[.)](?=\s|$)")
+_LINE_SYNTAX_RE = re.compile(r"[#>+*|=`~-]|<[A-Za-z/!?]|\d{1,9}[.)](?=\s|$)")
 
 
 class Sink:
@@ -145,7 +145,7 @@ class Sink:
                 self.prefix = ""
             self.line_start = False
             started = True
-        elif self.space:
+        elif self.space and not self.parts[-1].endswith(" "):
             self._append(" ")
         self.space = False
         if self.pending:
@@ -267,8 +267,13 @@ class Sink:
             self.line_start = True
             self.breaks = 2
             return
-        run = longest_backticks(content)
-        fence = "`" * max(3, run + 1)
+        # Backticks, or tildes when the code holds longer runs of backticks.
+        backticks = longest_run(content, _BACKTICKS_RE)
+        tildes = longest_run(content, _TILDES_RE) if backticks >= 9 else 0
+        if backticks < 9 or backticks <= tildes:
+            fence = "`" * max(3, backticks + 1)
+        else:
+            fence = "~" * max(3, tildes + 1)
         self.replace(index, fence)
         self._append(("" if content.endswith("\n") else "\n") + self._margin() + fence)
         self.line_start = False
@@ -284,11 +289,12 @@ class Sink:
 
 
 _BACKTICKS_RE = re.compile("`+")
+_TILDES_RE = re.compile("~+")
 
 
-def longest_backticks(text: str) -> int:
-    """The longest run of backticks in ``text``."""
-    return max(map(len, _BACKTICKS_RE.findall(text)), default=0)
+def longest_run(text: str, pattern: re.Pattern[str] = _BACKTICKS_RE) -> int:
+    """The longest run of backticks (or tildes) in ``text``."""
+    return max(map(len, pattern.findall(text)), default=0)
 
 
 def finish(text: str, limit: int = MAX_TEXT_CHARS) -> str:
@@ -563,12 +569,11 @@ def _cells(row: Element) -> list[Element]:
 
 
 def _rows(table: Element) -> list[list[Element]]:
+    # Both parsers put every row in a row group (HTML5 inserts the <tbody>).
     rows: list[list[Element]] = []
     for child in table:
         if child.tag in _ROW_GROUPS:
             rows.extend(_cells(row) for row in child if row.tag == "tr")
-        elif child.tag == "tr":
-            rows.append(_cells(child))
     return rows
 
 
@@ -861,7 +866,7 @@ def _close_inline(sink: Sink, item: _Close, links: Links | None) -> None:
             return
         sink.suffix(f"][{links.number(url)}]")
     elif name in _CODE:
-        run = longest_backticks(content)
+        run = longest_run(content)
         if run:
             fence = "`" * (run + 1)
             sink.replace(opener.index, fence + " ")
