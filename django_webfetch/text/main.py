@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
-from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, _words
+from .furniture import MAX_FURNITURE_CHARS, furniture_heading, furniture_line
+from .hints import ARTICLE, BOILERPLATE, CLASS_ATTRIBUTE, CONSENT, CONTENT, HINT_ATTRIBUTE, _words
 
 __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 
@@ -110,6 +111,17 @@ _HEADINGS = frozenset({"h1"})
 _WRAPPER_SLACK = 40
 #: A fieldset with less text than this is a group of form controls.
 _FIELDSET_CHARS = 200
+_HEADING_LEVELS = {f"h{level}": level for level in range(1, 7)}
+#: Containers that a furniture heading as their first child makes furniture.
+_FURNITURE_CONTAINERS = frozenset(
+    {"div", "section", "aside", "footer", "header", "ul", "ol", "dl", "details", "form", "nav"}
+)
+#: Blocks whose text is read for a line of furniture.
+_FURNITURE_BLOCKS = frozenset(
+    {"div", "section", "aside", "p", "footer", "header", "ul", "ol", "span", "small", "figure"}
+)
+#: A block with more elements than this is not read for furniture (it is not a line).
+_FURNITURE_ELEMENTS = 64
 
 
 @dataclass
@@ -316,6 +328,8 @@ def select(root: Element) -> Selection | None:
         ):
             break
         top = _lift(scores, parent, top)
+    if not _semantic(page, top):
+        top = _document(page, scores, top)
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
     if selected < MIN_MAIN_CHARS:
@@ -343,6 +357,28 @@ def select(root: Element) -> Selection | None:
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
 
 
+def _document(page: _Page, scores: dict[int, float], top: int) -> int:
+    """A candidate that is one part of a document (a section of a manual page, of an API
+    reference) gives way to the document: the parent, while what the parent adds is text,
+    not links (less than a fifth link text in the parent, a tenth in what it adds), adds at
+    most twice the candidate, and says nothing of boilerplate."""
+    for _ in range(6):
+        parent = page.parents[top]
+        if parent < 0 or page.names[parent] in ("body", "html"):
+            break
+        extra = page.chars[parent] - page.chars[top]
+        links = page.links[parent] - page.links[top]
+        if (
+            _weight(page.nodes[parent]) <= BOILERPLATE
+            or page.density(parent) >= 0.2
+            or links >= 0.1 * max(extra, 1)
+            or extra > 2 * page.chars[top] + 200
+        ):
+            break
+        top = _lift(scores, parent, top)
+    return top
+
+
 def _lift(scores: dict[int, float], to: int, source: int) -> int:
     """Make ``to`` (an ancestor of the candidate ``source``) the candidate: it stands in
     for ``source`` and scores at least as well.
@@ -360,19 +396,24 @@ def _inner(page: _Page, scores: dict[int, float], core: int) -> int:
     """What pruning must keep: ``core``, or when ``core`` is a ``<main>``/``<article>`` (or
     ``role="main"``) that won on its hint, the best candidate inside it, so that a layout
     wrapper between the two whose class says ``print``, ``aside`` or ``widget``
-    (``govuk-grid-row gem-print-columns-none``) is not pruned with the text it holds."""
+    (``govuk-grid-row gem-print-columns-none``) is not pruned with the text it holds.
+
+    A candidate inside page furniture (a comment thread under its "3 comments" heading)
+    is not that best candidate: the next one is tried (five at most)."""
     if not _semantic(page, core):
         return core
-    best = core
     end = core + page.sizes[core]
-    for index, value in scores.items():
-        if (
-            core < index < end
-            and not _semantic(page, index)
-            and (best == core or value > scores[best] or (value == scores[best] and index < best))
-        ):
-            best = index
-    return best
+    inside = sorted(
+        (index for index in scores if core < index < end and not _semantic(page, index)),
+        key=lambda index: (-scores[index], index),
+    )
+    for index in inside[:5]:
+        ancestor = index
+        while ancestor > core and not _furniture_block(page, ancestor):
+            ancestor = page.parents[ancestor]
+        if ancestor == core:
+            return index
+    return core
 
 
 def _descend(page: _Page, scores: dict[int, float], top: int) -> int:
@@ -420,12 +461,13 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
             if page.headline[children[position]]:
                 start = position
                 break
+    kind = page.nodes[top].get(CLASS_ATTRIBUTE)
     roots: list[int] = []
     for position, child in enumerate(children):
         if child == top:
             roots.append(child)
             continue
-        if _weight(page.nodes[child]) <= BOILERPLATE:
+        if _weight(page.nodes[child]) <= BOILERPLATE or _furniture_block(page, child):
             continue
         density = page.density(child)
         chars = page.chars[child]
@@ -433,6 +475,14 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
         if (
             score >= threshold
             or (names[child] == names[top] and score >= alike and density < 0.5)
+            # Sections of one kind (div.refsect1, table.section): a document's parts.
+            or (
+                kind is not None
+                and density < 0.5
+                and page.nodes[child].get(CLASS_ATTRIBUTE) == kind
+                and names[child] == names[top]
+                and chars > 0
+            )
             or (names[child] == "p" and chars > 80 and density < 0.25)
             or (position == start and child < top and page.headline[child])
             or (position > start and child < top and density < 0.5)
@@ -480,6 +530,14 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
                 # "Read more: <a>another story</a>" between the paragraphs (a headline, not a
                 # one-word reference such as a type name in API docs).
                 drop = len("".join(element.itertext()).split()) >= 3
+            elif _furniture_heading(page, index) and page.parents[index] >= root:
+                # A furniture heading among the article's blocks: it and its section.
+                section = _furniture_section(page, index, core)
+                pruned.extend(section)
+                index = section[-1] + page.sizes[section[-1]]
+                continue
+            if not drop and not _contains(page, index, core) and weight < ARTICLE:
+                drop = _furniture_block(page, index)
             if (
                 not drop
                 and index >= checked_to
@@ -502,6 +560,60 @@ def _cookie_notice(element: Element) -> bool:
     return any(word in text for word in _COOKIE_WORDS) and any(
         word in text for word in _NOTICE_WORDS
     )
+
+
+def _text(element: Element) -> str:
+    return " ".join("".join(element.itertext()).split())
+
+
+def _furniture_heading(page: _Page, index: int) -> bool:
+    """Whether element ``index`` is a short heading that opens page furniture."""
+    return (
+        page.names[index] in _HEADING_LEVELS
+        and page.chars[index] <= 60
+        and page.sizes[index] <= 16
+        and furniture_heading(_text(page.nodes[index]))
+    )
+
+
+def _furniture_block(page: _Page, index: int) -> bool:
+    """Whether element ``index`` is a block of page furniture: a container whose first
+    child is a furniture heading, or a small block whose text is a line of furniture."""
+    name = page.names[index]
+    child = index + 1
+    if (
+        name in _FURNITURE_CONTAINERS
+        and child < index + page.sizes[index]
+        and page.parents[child] == index
+        and _furniture_heading(page, child)
+    ):
+        return True
+    return (
+        name in _FURNITURE_BLOCKS
+        and not page.headline[index]
+        and 0 < page.chars[index] <= MAX_FURNITURE_CHARS
+        and page.sizes[index] <= _FURNITURE_ELEMENTS
+        and furniture_line(_text(page.nodes[index]))
+    )
+
+
+def _furniture_section(page: _Page, heading: int, core: int) -> list[int]:
+    """A furniture heading among its siblings (no container of its own), and the siblings
+    after it up to the next heading of its level or higher: its section."""
+    level = _HEADING_LEVELS[page.names[heading]]
+    parent = page.parents[heading]
+    end = parent + page.sizes[parent]
+    section = [heading]
+    sibling = heading + page.sizes[heading]
+    while sibling < end:
+        name = page.names[sibling]
+        if (name in _HEADING_LEVELS and _HEADING_LEVELS[name] <= level) or _contains(
+            page, sibling, core
+        ):
+            break
+        section.append(sibling)
+        sibling += page.sizes[sibling]
+    return section
 
 
 def consent_notices(root: Element) -> set[Element]:

@@ -26,7 +26,14 @@ import html
 import re
 from dataclasses import dataclass
 
-from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight
+from .hints import (
+    CLASS_ATTRIBUTE,
+    HINT_ATTRIBUTE,
+    MAX_HINT_CHARS,
+    class_hint,
+    class_key,
+    hint_weight,
+)
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS, Deadline
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
@@ -539,6 +546,8 @@ def _tag(
                     weight, menu = class_hint((value or "")[:MAX_HINT_CHARS])
                     hint += weight
                     flags |= menu
+                    if seen == 1 and value:
+                        kept.append((CLASS_ATTRIBUTE, class_key(value)))
                 pos = match.end()
                 continue
             if name in _HIDING:
@@ -723,8 +732,11 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                     or (flags & MENU and name in _MENU_PRUNED)
                     or (flags & LIST_MENU and name in _LISTS)
                 )
-                if prune and all(key != "hidden" for key, _ in kept):
-                    kept.append(("hidden", None))
+                if prune:
+                    # Not rendered: its class key is no use to the selection either.
+                    kept = [item for item in kept if item[0] != CLASS_ATTRIBUTE]
+                    if all(key != "hidden" for key, _ in kept):
+                        kept.append(("hidden", None))
                 attributes = (
                     ""
                     if pruning is not None
