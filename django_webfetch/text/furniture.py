@@ -264,8 +264,20 @@ _RATING_RE = re.compile(
 )
 
 
+_BYLINE_RE = re.compile(
+    r"^(?:by|von|par|por|di|door|przez|av|af|автор|作者|著者|بقلم|yazan)\s"
+    r"(?!default|the way|now|then|hand|far)"
+)
+_BYLINE_DATE_RE = re.compile(r"[·•|]|\b(?:19|20)\d\d\b")
+_NEWSLETTER_RE = re.compile(
+    r"newsletter|subscribe to|sign up for our|abonnieren|abonnez-vous|suscríbete|подпишитесь"
+    r"|订阅|購読|اشترك في|zapisz się|subscreva|abone olun|न्यूज़लेटर"
+)
+
+
 def _fold(text: str) -> str:
-    return _SPACE_RE.sub(" ", text).strip(_TRIM).casefold()
+    # "İlgili haberler": a Turkish capital İ casefolds to "i" and a combining dot.
+    return _SPACE_RE.sub(" ", text).strip(_TRIM).casefold().replace("\u0307", "")
 
 
 def furniture_heading(text: str) -> bool:
@@ -298,4 +310,8 @@ def furniture_line(text: str) -> bool:
         return True
     if _PRICE_RE.search(folded) and len(re.findall(r"[^\W\d]{2,}", _PRICE_RE.sub("", folded))) <= 1:
         return True  # a price alone ("€ 49,90 € 59,90"), not a figure in a sentence
+    if len(folded) < 120 and _NEWSLETTER_RE.search(folded):
+        return True
+    if len(words) <= 8 and _BYLINE_RE.match(folded) and _BYLINE_DATE_RE.search(folded):
+        return True  # "By Sam Rivera · 12 March 2026"
     return _RATING_RE.search(folded) is not None

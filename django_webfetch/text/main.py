@@ -19,6 +19,7 @@ convincing was found; the caller then renders the whole page.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
@@ -332,7 +333,8 @@ def select(root: Element) -> Selection | None:
         top = _document(page, scores, top)
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
-    if selected < MIN_MAIN_CHARS:
+    least = _least_chars(page, top)
+    if selected < least:
         # A short candidate with others like it (a question and two answers): their
         # nearest common ancestor.
         others = [index for index in ranked[1:] if scores[index] >= 0.5 * scores[ranked[0]]]
@@ -346,34 +348,67 @@ def select(root: Element) -> Selection | None:
                 selected = sum(chars[index] for index in roots)
                 break
             ancestor = page.parents[ancestor]
-    if selected < MIN_MAIN_CHARS:
+    if selected < least:
         return None
     pruned = prune(page, roots, _inner(page, scores, core))
     kept = selected - sum(chars[index] for index in pruned)
     links = sum(page.links[index] for index in roots) - sum(page.links[i] for i in pruned)
     # Too little text, or mostly link text (a list of links is not an article).
-    if kept < MIN_MAIN_CHARS or links > kept * 0.5:
+    if kept < least or links > kept * 0.5:
         return None
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
 
 
+_DENSE_SCRIPTS = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _least_chars(page: _Page, top: int) -> int:
+    """:data:`MIN_MAIN_CHARS`, or two fifths of it for text mostly in Chinese, Japanese or
+    Korean, whose characters say about as much as two or three Latin letters (the first
+    400 characters of the candidate decide)."""
+    sample = []
+    size = 0
+    for chunk in page.nodes[top].itertext():
+        sample.append(chunk)
+        size += len(chunk)
+        if size >= 400:
+            break
+    text = "".join(sample)[:400]
+    dense = len(_DENSE_SCRIPTS.findall(text))
+    return MIN_MAIN_CHARS * 2 // 5 if dense * 2 > len(text.replace(" ", "")) else MIN_MAIN_CHARS
+
+
 def _document(page: _Page, scores: dict[int, float], top: int) -> int:
     """A candidate that is one part of a document (a section of a manual page, of an API
-    reference) gives way to the document: the parent, while what the parent adds is text,
-    not links (less than a fifth link text in the parent, a tenth in what it adds), adds at
-    most twice the candidate, and says nothing of boilerplate."""
+    reference) gives way to the document: the parent, while what the parent adds beside
+    the candidate is text, not links (less than a tenth link text, not counting the link
+    lists pruning drops, such as a chapter's table of contents), adds at most twice the
+    candidate, and says nothing of boilerplate."""
     for _ in range(6):
         parent = page.parents[top]
-        if parent < 0 or page.names[parent] in ("body", "html"):
-            break
-        extra = page.chars[parent] - page.chars[top]
-        links = page.links[parent] - page.links[top]
         if (
-            _weight(page.nodes[parent]) <= BOILERPLATE
-            or page.density(parent) >= 0.2
-            or links >= 0.1 * max(extra, 1)
-            or extra > 2 * page.chars[top] + 200
+            parent < 0
+            or page.names[parent] in ("body", "html")
+            or _weight(page.nodes[parent]) <= BOILERPLATE
         ):
+            break
+        extra = links = 0
+        child = parent + 1
+        end = parent + page.sizes[parent]
+        while child < end:
+            if child == top:
+                pass
+            elif page.density(child) <= 0.55:
+                extra += page.chars[child]
+                links += page.links[child]
+            elif page.names[top] in ("td", "th"):
+                links = extra = -1  # the content cell beside a layout table's menu column
+                break
+            child += page.sizes[child]
+        if extra < 0:
+            break
+        extra += page.own[parent]
+        if links >= 0.1 * max(extra, 1) or extra > 2 * page.chars[top] + 200:
             break
         top = _lift(scores, parent, top)
     return top
@@ -475,7 +510,14 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
         if (
             score >= threshold
             or (names[child] == names[top] and score >= alike and density < 0.5)
-            # Sections of one kind (div.refsect1, table.section): a document's parts.
+            # Sections of one kind (div.refsect1, table.section, or of one tag each under
+            # its own heading): a document's parts.
+            or (
+                names[child] == names[top]
+                and density < 0.25
+                and _opens_with_heading(page, child)
+                and _opens_with_heading(page, top)
+            )
             or (
                 kind is not None
                 and density < 0.5
@@ -510,11 +552,17 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
             weight = _weight(element)
             size = chars[index]
             drop = False
+            if name in ("pre", "code", "kbd", "samp"):
+                # Code is kept whole: its highlighting classes ("hljs-comment") are no hints.
+                index += page.sizes[index]
+                continue
             if weight >= ARTICLE or _contains(page, index, core):
                 pass
             elif weight <= BOILERPLATE:
                 drop = True
-            elif name in _LINK_LIST_BLOCKS and size:
+            elif name in _LINK_LIST_BLOCKS and size and not page.headline[index]:
+                # (A block that holds the headline is no link list, even when the headline
+                # is a link to the page itself.)
                 density = page.density(index)
                 drop = density > 0.55 or (name == "footer" and density > 0.3)
             elif name == "td" and size > 200:
@@ -594,6 +642,15 @@ def _furniture_block(page: _Page, index: int) -> bool:
         and 0 < page.chars[index] <= MAX_FURNITURE_CHARS
         and page.sizes[index] <= _FURNITURE_ELEMENTS
         and furniture_line(_text(page.nodes[index]))
+    )
+
+
+def _opens_with_heading(page: _Page, index: int) -> bool:
+    child = index + 1
+    return (
+        child < index + page.sizes[index]
+        and page.parents[child] == index
+        and page.names[child] in _HEADING_LEVELS
     )
 
 
