@@ -67,8 +67,10 @@ class Document:
         return list(seen)
 
     def _end(self, start: int, size: int) -> int:
-        """Where the part that starts at ``start`` ends, its definitions counted."""
+        """Where the part that starts at ``start`` ends: at most ``size`` characters once
+        rendered (its link definitions, and a code fence closed or opened again, counted)."""
         text = self.text
+        before = self._fence_before(start)
         end = min(len(text), start + size)
         while True:
             if end < len(text):
@@ -78,19 +80,15 @@ class Document:
                     if cut > start:
                         end = cut + len(mark)
                         break
-            references = self._references(start, end)
-            if not references:
+            over = len(self._render(start, end, before)) - size
+            if over <= 0 or end <= start + 1:
                 return end
-            room = size - (end - start) - len(LINKS_HEADING) - 4
-            room -= sum(len(self._definition(number)) + 1 for number in references)
-            if room >= 0:
-                return end
-            # Cut the text by what the definitions need (each step drops at least one
-            # character, and the definitions of fewer references need no more room).
-            shorter = max(start + 1, end + min(room, -1))
-            if shorter >= end:  # pragma: no cover - room < 0 makes shorter < end
-                return end
-            end = shorter
+            # Cut the text by what it is over (fewer references need no more room).
+            end = max(start + 1, end - over)
+
+    def _fence_before(self, start: int) -> str | None:
+        opened = open_code_fence(self.text[:start]) if start else None
+        return opened[1] if opened is not None else None
 
     def boundaries(self, size: int = MAX_TEXT_CHARS) -> list[tuple[int, int]]:
         """The ``(start, end)`` of every part, in order (one empty part for no text)."""
@@ -121,11 +119,13 @@ class Document:
 
     def render(self, start: int, end: int) -> str:
         """``text[start:end]`` with the definitions of the links it uses."""
+        return self._render(start, end, self._fence_before(start))
+
+    def _render(self, start: int, end: int, before: str | None) -> str:
         body = self.text[start:end].strip("\n")
-        before = open_code_fence(self.text[:start]) if start else None
         if before is not None:
             # The part starts inside a code block: open it again.
-            body = f"{before[1]}\n{body}"
+            body = f"{before}\n{body}"
         opened = open_code_fence(body)
         if opened is not None:
             body += "\n" + opened[1]

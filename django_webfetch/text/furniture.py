@@ -275,6 +275,9 @@ _NEWSLETTER_RE = re.compile(
 )
 
 
+_COUNT_RE = re.compile(r"\s*\(\d+\)\s*$")
+
+
 def _fold(text: str) -> str:
     # "İlgili haberler": a Turkish capital İ casefolds to "i" and a combining dot.
     return _SPACE_RE.sub(" ", text).strip(_TRIM).casefold().replace("\u0307", "")
@@ -282,10 +285,9 @@ def _fold(text: str) -> str:
 
 def furniture_heading(text: str) -> bool:
     """Whether a heading opens a section of page furniture ("Related stories")."""
-    folded = _fold(text)
+    folded = _fold(_COUNT_RE.sub("", text))
     if not folded or len(folded) > 60:
         return False
-    folded = re.sub(r"\s*\(\d+\)$", "", folded)
     return folded in _HEADINGS or _COUNTED_RE.match(folded) is not None
 
 

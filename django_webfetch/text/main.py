@@ -640,6 +640,8 @@ def _furniture_block(page: _Page, index: int) -> bool:
         name in _FURNITURE_BLOCKS
         and not page.headline[index]
         and 0 < page.chars[index] <= MAX_FURNITURE_CHARS
+        # A paragraph of more than 150 characters without a link is read no further.
+        and (page.chars[index] < 150 or page.links[index] > 0)
         and page.sizes[index] <= _FURNITURE_ELEMENTS
         and furniture_line(_text(page.nodes[index]))
     )

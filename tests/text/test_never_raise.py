@@ -193,3 +193,14 @@ def test_bad_arguments_still_raise():
         extract(b"x", mode="nope")
     with pytest.raises(ValueError, match="unknown parser"):
         extract(b"x", parser="nope")
+
+
+def test_fuzzer_finding_a_part_over_its_bound():
+    # Found by the fuzzer (seed 2121): a first part whose closing code fence took it past
+    # MAX_TEXT_CHARS; a part is now measured as rendered, fences and definitions counted.
+    body = mutated_page(
+        "shift_jis.html",
+        [(4, 691073, 40, 632), (1, 515105, 41, 471), (5, 634816, 920, 491)],
+        "news_zh_divs.html",
+    )
+    assert problems(body) == []
