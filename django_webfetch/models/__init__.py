@@ -9,6 +9,7 @@ from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
+from .texts import StoredText
 
 __all__ = [
     "DATA_CLASS_NOTICES",
@@ -27,6 +28,7 @@ __all__ = [
     "RunEvent",
     "RunState",
     "SiteHost",
+    "StoredText",
     "ToolCall",
     "ToolGroup",
 ]

@@ -211,7 +211,10 @@ class ToolApprovalRule:
     2. a tool whose group has a network scope (or, without a group row, a tool that declares
        one) needs approval, unless that group's ``skip_approval_with_allowlist`` is on AND
        its allowlist is not empty;
-    3. a tool's own ``requires_approval`` can only add approval, never remove it.
+    3. a tool's own ``requires_approval`` can only add approval, never remove it;
+    4. a call that reads a later part of a text kept for an earlier call (same tool, URL,
+       conversation and user, within ``WEBFETCH_STORED_TEXT_TTL``; ``tools/paging.py``)
+       makes no request: it needs no new approval.
 
     Any error on the way (an unreadable group, a failing tool rule) means approval.
     """
@@ -223,6 +226,10 @@ class ToolApprovalRule:
         if tool.effect is not Effect.READ:
             return True
         try:
+            from .paging import reads_stored_part
+
+            if reads_stored_part(tool, call.arguments, context):
+                return False
             if ToolApprovalRule.group_requires_approval(tool):
                 return True
             return tool.requires_approval(call, context) is not False
