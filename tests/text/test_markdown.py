@@ -14,11 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from django_webfetch.text import MAX_RESULT_BYTES, MAX_TEXT_CHARS, extract, fence
+from django_webfetch.text import MAX_TEXT_CHARS, extract, fence
 from django_webfetch.text._lookalikes import LOOKALIKES
 from django_webfetch.text.document import LINKS_HEADING, MAX_LINK_URL_CHARS, Document
-from django_webfetch.text.fence import marker_like, open_code_fence
+from django_webfetch.text.fence import open_code_fence
 from django_webfetch.text.render import MAX_CELL_CHARS, MAX_TABLE_COLUMNS
+from tests.text.test_worst_case import assert_fenced
 
 MD = MarkdownIt("commonmark").enable("table")
 URL = "https://site.example/news/story"
@@ -330,13 +331,10 @@ _BLOCK = st.builds(
 def test_no_markdown_construct_closes_or_imitates_the_fence(blocks, mode):
     body = f"<body><article>{''.join(blocks)}</article></body>".encode()
     result = extract(body, url=URL, mode=mode)
+    # One BEGIN/END pair with one nonce, under the byte bound, nothing marker-like inside.
+    inside = assert_fenced(result.text)
     fenced = fence(result.text, source_url=URL, status_line="HTTP 200")
-    assert len(fenced.encode("utf-8")) < MAX_RESULT_BYTES
     markers = list(MARKER_RE.finditer(fenced))
-    assert [m.group(1) for m in markers] == ["BEGIN", "END"]
-    assert markers[0].group(2) == markers[1].group(2)
-    inside = fenced[markers[0].end() : markers[1].start()]
-    assert not marker_like(inside)
     # Read as Markdown, the END line is text, never code: no code block is left open.
     assert open_code_fence(inside) is None
     end_line = fenced[markers[1].start() :]

@@ -79,51 +79,12 @@ SOURCES: dict[str, tuple[Path | str, str, list[str]]] = {
     "pydoc_shlex": ("pydoc:shlex", "body", []),
 }
 _SKIP = {"script", "style", "noscript", "template", "head", "title", "button"}
-_BLOCKS = frozenset(
-    [
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "body",
-        "caption",
-        "dd",
-        "details",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "header",
-        "hr",
-        "li",
-        "main",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "summary",
-        "table",
-        "tbody",
-        "td",
-        "th",
-        "thead",
-        "tfoot",
-        "tr",
-        "ul",
-        "br",
-    ]
+_BLOCK_NAMES = (
+    "address article aside blockquote body caption dd details div dl dt fieldset figcaption"
+    " figure footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol p pre section summary"
+    " table tbody td th thead tfoot tr ul br"
 )
+_BLOCKS = frozenset(_BLOCK_NAMES.split())
 
 
 def _matches(element, selector: str) -> bool:
