@@ -200,6 +200,15 @@ class Settings:
             _number("WEBFETCH_APPROVAL_TTL", _raw("WEBFETCH_APPROVAL_TTL", 86400), integer=True)
         )
 
+    @property
+    def WEBFETCH_STORED_TEXT_TTL(self) -> int:
+        """Seconds the whole text of a fetch is kept for reading its later parts."""
+        return int(
+            _number(
+                "WEBFETCH_STORED_TEXT_TTL", _raw("WEBFETCH_STORED_TEXT_TTL", 3600), integer=True
+            )
+        )
+
     # -- the assistant ---------------------------------------------------------------------
 
     def _positive_int(self, name: str, default: int, ceiling: int) -> int:

@@ -9,6 +9,7 @@ from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
+from .texts import StoredText
 from .tokens import AccessToken
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "RunEvent",
     "RunState",
     "SiteHost",
+    "StoredText",
     "ToolCall",
     "ToolGroup",
 ]

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from xml.etree.ElementTree import Element
 
 from .charset import decode_body
-from .limits import MAX_TEXT_CHARS, TIME_LIMIT, Deadline, DeadlinePassed
+from .document import Document
+from .limits import MAX_STORED_CHARS, MAX_TEXT_CHARS, TIME_LIMIT, Deadline, DeadlinePassed
 from .main import SKIPPED, Selection, consent_notices, hidden, select
-from .render import PARSERS, Sink, finish, parse, render
+from .render import PARSERS, Links, Sink, finish, parse, render
 from .scan import reduce_to_text, scan
 
 __all__ = [
+    "FORMATS",
     "HTML_TYPES",
     "MAX_BODY_BYTES",
     "MODES",
     "OUT_OF_TIME_NOTE",
+    "REASONS",
     "TEXT_TYPES",
     "Extraction",
     "extract",
@@ -23,6 +28,9 @@ __all__ = [
 
 #: ``main``: the page's main content (falling back to ``page``); ``page``: the whole page.
 MODES = ("main", "page")
+#: ``markdown`` (the default): headings, lists, pipe tables, code blocks, quotes, emphasis
+#: and reference links; ``text``: plain text (link URLs inline, in parentheses).
+FORMATS = ("markdown", "text")
 
 #: The first line of the text when the time limit passed: what follows is the page's text
 #: without its layout (no headings, lists, tables or link URLs).
@@ -72,17 +80,39 @@ def _media_type(value: str) -> tuple[str, str | None]:
     return kind.strip().lower(), charset
 
 
+#: Why the text is not what was asked for, as stable codes (``Extraction.reason``).
+REASONS = {
+    "main_not_found": "no main content was found convincingly: the whole page follows",
+    "main_failed": "the main-content selection failed on this page: the whole page follows",
+    "layout_failed": "the page could not be laid out: its text follows without layout",
+    "not_parsed": "the page's markup is too deep or too costly to lay out: its text follows"
+    " without layout",
+    "out_of_time": "the page took too long to lay out: its text follows without layout",
+    "no_text": "the page has no readable text",
+}
+
+_log = logging.getLogger("django_webfetch.text")
+
+
 @dataclass(frozen=True)
 class Extraction:
     """The text of a page and how it was read.
 
     ``mode`` is ``"main"`` when the text is the page's main content, ``"page"`` when it is
     the whole page (asked for, or the fallback when no main content was found convincingly),
-    and ``"text"`` for a body that is not HTML.
+    and ``"text"`` for a body that is not HTML.  ``reason`` is None, or a key of
+    :data:`REASONS` saying why the text is not what was asked for (a fallback) or that
+    there is none.
+
+    ``text`` is the first part (at most ``MAX_TEXT_CHARS`` characters, with the definitions
+    of the links it uses); ``document`` is the whole text, up to the ``max_chars`` asked
+    for, to read in parts (:meth:`~.document.Document.part`).
     """
 
     text: str
     mode: str
+    reason: str | None = None
+    document: Document = Document("")
 
 
 def extract_text(
@@ -94,6 +124,7 @@ def extract_text(
     mode: str = "main",
     parser: str = "lexbor",
     time_limit: float = TIME_LIMIT,
+    format: str = "markdown",
 ) -> str:
     """The readable text of a fetched body, at most ``MAX_TEXT_CHARS`` characters.
 
@@ -101,7 +132,14 @@ def extract_text(
     page; see :func:`extract`, which also says which mode was used.
     """
     return extract(
-        body, media_type, charset, url, mode=mode, parser=parser, time_limit=time_limit
+        body,
+        media_type,
+        charset,
+        url,
+        mode=mode,
+        parser=parser,
+        time_limit=time_limit,
+        format=format,
     ).text
 
 
@@ -114,27 +152,35 @@ def extract(
     mode: str = "main",
     parser: str = "lexbor",
     time_limit: float = TIME_LIMIT,
+    format: str = "markdown",
+    max_chars: int = MAX_TEXT_CHARS,
 ) -> Extraction:
     """The readable text of a fetched body, and the mode that produced it.
 
     ``charset`` (from the Content-Type header) wins, then a byte order mark, then, for HTML,
     a ``<meta>`` charset in the first 1,024 bytes, then UTF-8.  Undecodable bytes become
     U+FFFD.  Raises :class:`~django_webfetch.net.errors.ExtractionError` only for a media
-    type that is neither HTML nor text.
+    type that is neither HTML nor text, and ``ValueError`` for an unknown ``mode`` or
+    ``parser``: on any body the result is text, or empty text with ``reason="no_text"``.
 
     ``mode="main"``: the title, then the main content (:mod:`.main`); when none is found
-    convincingly, the whole page, and the result says ``mode="page"``.  ``parser`` picks
-    the HTML5 parser (``"lexbor"`` or ``"html5lib"``) for markup the pre-scan let through.
+    convincingly, the whole page, and the result says ``mode="page"`` and
+    ``reason="main_not_found"`` (``"main_failed"`` if the selection itself failed, which
+    is logged as a bug).  ``parser`` picks the HTML5 parser (``"lexbor"`` or
+    ``"html5lib"``) for markup the pre-scan let through.
 
     HTML gets at most ``time_limit`` seconds (see :class:`~.limits.Deadline`) for the
     pre-scan, the parse, the selection of the main content and the renderer; past it the
     tree is abandoned and the page's text is returned without layout (linear, no parser),
-    under :data:`OUT_OF_TIME_NOTE`, with ``mode="page"``.
+    under :data:`OUT_OF_TIME_NOTE`, with ``mode="page"`` and ``reason="out_of_time"``.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     if parser not in PARSERS:
         raise ValueError(f"unknown parser {parser!r}")
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}")
+    limit = max(1, min(max_chars, MAX_STORED_CHARS))
     kind, parameter = _media_type(media_type)
     html = kind in HTML_TYPES
     if not html and kind not in TEXT_TYPES:
@@ -144,38 +190,95 @@ def extract(
         raise ExtractionError("this media type has no text to extract", detail=kind[:64])
     decoded = decode_body(bytes(body[:MAX_BODY_BYTES]), charset or parameter, html=html)
     if not html:
-        return Extraction(finish(decoded), "text")
-    deadline = Deadline(time_limit)
+        return _done(Document(finish(decoded, limit)), "text", None)
+    try:
+        return _html(decoded, url, mode, parser, Deadline(time_limit), format, limit)
+    except Exception:
+        # A bug, never an answer: the page's text without layout, which needs no parser.
+        _log.exception("laying out a page failed; its text follows without layout")
+        return _linear(decoded, "layout_failed", note=False, limit=limit)
+
+
+def _done(document: Document, mode: str, reason: str | None) -> Extraction:
+    """The extraction of ``document``: its first part, ``reason="no_text"`` without text."""
+    if not document.text:
+        return Extraction("", mode, "no_text", document)
+    part = document.part(1)
+    assert part is not None  # a document always has a first part
+    return Extraction(part.text, mode, reason, document)
+
+
+def _html(
+    decoded: str,
+    url: str | None,
+    mode: str,
+    parser: str,
+    deadline: Deadline,
+    format: str,
+    limit: int,
+) -> Extraction:
     result = scan(decoded, deadline=deadline)
-    if result.markup is not None:
-        sink = Sink(MAX_TEXT_CHARS)
-        used = "page"
-        try:
-            root = parse(result.markup, parser=parser, deadline=deadline)
-            selection = select(root) if mode == "main" else None
-            if deadline.passed():
-                raise DeadlinePassed
-            if result.title and (selection is None or not _says_title(selection, result.title)):
-                sink.text(result.title)
-                sink.block(2)
-            if selection is not None:
-                used = "main"
-                render(
-                    selection.roots,
-                    sink,
-                    url,
-                    pruned=selection.pruned,
-                    main=True,
-                    deadline=deadline,
-                )
+    if result.markup is None:
+        cause = "out_of_time" if result.timed_out else "not_parsed"
+        return _linear(decoded, cause, note=result.timed_out, limit=limit)
+    try:
+        root = parse(result.markup, parser=parser, deadline=deadline)
+        reason: str | None = None
+        selection = None
+        if mode == "main":
+            try:
+                selection = select(root)
+            except Exception:
+                # Never on any page we know (the fuzzer and the property tests search for
+                # one): the whole page, saying so, and the bug in the log.
+                _log.exception("main-content selection failed; the whole page follows")
+                reason = "main_failed"
             else:
-                render(root, sink, url, pruned=consent_notices(root), deadline=deadline)
-        except DeadlinePassed:
-            pass
-        else:
-            return Extraction(finish(sink.getvalue()), used)
-    sink = Sink(MAX_TEXT_CHARS)
-    if result.markup is not None or result.timed_out:
+                reason = None if selection is not None else "main_not_found"
+        if deadline.passed():
+            raise DeadlinePassed
+        markdown = format == "markdown"
+        sink = Sink(limit, markdown=markdown)
+        links = Links() if markdown else None
+        used = _render(root, selection, result.title, url, deadline, sink, links)
+    except DeadlinePassed:
+        return _linear(decoded, "out_of_time", note=True, limit=limit)
+    urls = tuple(links.urls) if links is not None else ()
+    return _done(Document(finish(sink.getvalue(), limit), urls), used, reason)
+
+
+def _render(
+    root: Element,
+    selection: Selection | None,
+    title: str,
+    url: str | None,
+    deadline: Deadline,
+    sink: Sink,
+    links: Links | None,
+) -> str:
+    """Render the selection (or the whole page) into ``sink``; returns the mode used."""
+    if title and (selection is None or not _says_title(selection, title)):
+        sink.text(title)
+        sink.block(2)
+    if selection is not None:
+        render(
+            selection.roots,
+            sink,
+            url,
+            pruned=selection.pruned,
+            main=True,
+            deadline=deadline,
+            links=links,
+        )
+        return "main"
+    render(root, sink, url, pruned=consent_notices(root), deadline=deadline, links=links)
+    return "page"
+
+
+def _linear(decoded: str, reason: str | None, *, note: bool, limit: int) -> Extraction:
+    """The page's text without layout (no parser, linear), under the out-of-time note."""
+    sink = Sink(limit)
+    if note:
         sink.text(OUT_OF_TIME_NOTE)
         sink.block(2)
     text, title = reduce_to_text(decoded)
@@ -183,4 +286,4 @@ def extract(
         sink.text(title)
         sink.block(2)
     sink.preformatted(text)
-    return Extraction(finish(sink.getvalue()), "page")
+    return _done(Document(finish(sink.getvalue(), limit)), "page", reason)

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from ._lookalikes import INVISIBLE, LOOKALIKES
 from .limits import MAX_RESULT_BYTES, MAX_TEXT_CHARS
+from .patterns import compile_pattern
 
 __all__ = [
     "BEGIN_MARKER",
@@ -22,9 +23,11 @@ __all__ = [
     "fence",
     "marker_like",
     "normalise",
+    "open_code_fence",
     "render_media_type",
     "render_redirect_target",
     "render_status",
+    "render_url",
 ]
 
 BEGIN_MARKER = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce={nonce}>>>"
@@ -166,10 +169,15 @@ def _one_line(text: str) -> str:
 
 
 def _url(value: str) -> str:
-    """A URL as ASCII on one line (percent-encoded), cut to ``MAX_URL_CHARS``."""
+    return render_url(value)
+
+
+def render_url(value: str, limit: int = MAX_URL_CHARS) -> str:
+    """A URL as ASCII on one line (percent-encoded: no ``<``, ``>``, space or character
+    outside ASCII is left), cut to ``limit`` characters and marked ``(cut)``."""
     url = quote(_one_line(value), safe=_URL_SAFE)
-    if len(url) > MAX_URL_CHARS:
-        url = url[:MAX_URL_CHARS]
+    if len(url) > limit:
+        url = url[:limit]
         escape = url.rfind("%", -2)
         if escape >= 0:  # never leave half a %XX escape
             url = url[:escape]
@@ -202,12 +210,34 @@ def render_redirect_target(location: str) -> str:
     return f"redirect target (an untrusted URL chosen by the server): {_url(location)}"
 
 
+_CODE_FENCE_RE = compile_pattern(r"(?m)^[ >]*(`{3,}|~{3,})([^\n]*)$")
+
+
+def open_code_fence(text: str) -> tuple[int, str] | None:
+    """Where the Markdown code fence (a line of three or more backticks or tildes) still
+    open at the end of ``text`` starts, and its run; None when every fence is closed.
+
+    A fence left open would make the lines after it, the END marker among them, read as
+    code.  Linear: one regular-expression search over the text."""
+    opened: tuple[int, str] | None = None
+    for match in _CODE_FENCE_RE.finditer(text):
+        run, rest = match.groups()
+        if run[0] == "`" and "`" in rest:
+            continue  # a backtick fence's info string has no backtick: inline code
+        if opened is None:
+            opened = (match.start(1), run)
+        elif run[0] == opened[1][0] and len(run) >= len(opened[1]) and not rest.strip():
+            opened = None
+    return opened
+
+
 def fence(text: str, *, source_url: str, status_line: str, source: str = "external") -> str:
     """Put page text between nonce-carrying markers, under a preamble, below 48,000 bytes.
 
     ``source`` (a key of :data:`SOURCES`) says in the preamble where the text comes from:
     ``"site"`` for this site's own pages, ``"external"`` (the default) for everything else.
-    """
+    A Markdown code fence the text leaves open (cut inside a code block) is closed before
+    the END marker, so the marker never reads as code."""
     if source not in SOURCES:
         raise ValueError(f"unknown fence source {source!r} (one of {sorted(SOURCES)})")
     nonce = secrets.token_hex(16)
@@ -220,9 +250,13 @@ def fence(text: str, *, source_url: str, status_line: str, source: str = "extern
     )
     tail = "\n" + END_MARKER.format(nonce=nonce)
     body = defuse(_clean(text)[:MAX_TEXT_CHARS])
-    room = MAX_RESULT_BYTES - 1 - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
+    room = MAX_RESULT_BYTES - 2 - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
     encoded = body.encode("utf-8")
     if len(encoded) > room:
         # Decoding a cut UTF-8 string with "ignore" drops only the half character at the end.
         body = encoded[: room - len(_CUT_NOTE)].decode("utf-8", "ignore") + _CUT_NOTE
+    opened = open_code_fence(body)
+    if opened is not None:
+        # Escaped, the opening line is text: "\```" (one more character, room for it kept).
+        body = f"{body[: opened[0]]}\\{body[opened[0] :]}"
     return head + body + tail

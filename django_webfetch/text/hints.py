@@ -11,11 +11,14 @@ cached (class lists repeat on a page): the pre-scan cuts values first, so a key 
 from __future__ import annotations
 
 import html
+import zlib
 from functools import lru_cache
 
 __all__ = [
     "BOILERPLATE",
+    "CLASS_ATTRIBUTE",
     "class_hint",
+    "class_key",
     "CONSENT",
     "HINT_ATTRIBUTE",
     "MAIN",
@@ -27,6 +30,9 @@ __all__ = [
 
 #: The attribute the pre-scan writes (the sum of the weights below).
 HINT_ATTRIBUTE = "wf"
+#: The attribute the pre-scan writes for a class list: a short key of its value, so that
+#: elements of one kind (``div.refsect1``, ``table.section``) can be told alike.
+CLASS_ATTRIBUTE = "wk"
 #: Only the first characters of a class list or id are read.
 MAX_HINT_CHARS = 256
 
@@ -105,6 +111,13 @@ _CONTENT_WORDS = words(
     " markdown blog hentry main rich richtext recipe instructions ingredients"
     " product description documentation docs doc"
 )
+
+
+@lru_cache(maxsize=4096)
+def class_key(raw: str) -> str:
+    """A short key of a ``class`` value (20 bits of its CRC-32, in hex)."""
+    value = " ".join(raw[:MAX_HINT_CHARS].split())
+    return format(zlib.crc32(value.encode("utf-8", "replace")) & 0xFFFFF, "x")
 
 
 @lru_cache(maxsize=4096)

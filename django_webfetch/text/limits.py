@@ -8,6 +8,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_PARSER_INPUT",
     "MAX_RESULT_BYTES",
+    "MAX_STORED_CHARS",
     "MAX_TEXT_CHARS",
     "TIME_LIMIT",
     "Deadline",
@@ -16,6 +17,9 @@ __all__ = [
 
 #: Characters of page text kept by :func:`~django_webfetch.text.extract_text`.
 MAX_TEXT_CHARS = 20_000
+
+#: Characters of a page's whole text kept for reading in parts of ``MAX_TEXT_CHARS``.
+MAX_STORED_CHARS = 200_000
 
 #: The whole fenced result (preamble, markers, status line, source URL, text) stays below this
 #: many bytes of UTF-8.

@@ -19,10 +19,12 @@ convincing was found; the caller then renders the whole page.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
-from .hints import ARTICLE, BOILERPLATE, CONSENT, CONTENT, HINT_ATTRIBUTE, words
+from .furniture import MAX_FURNITURE_CHARS, furniture_heading, furniture_line
+from .hints import ARTICLE, BOILERPLATE, CLASS_ATTRIBUTE, CONSENT, CONTENT, HINT_ATTRIBUTE, words
 
 __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 
@@ -110,6 +112,17 @@ _HEADINGS = frozenset({"h1"})
 _WRAPPER_SLACK = 40
 #: A fieldset with less text than this is a group of form controls.
 _FIELDSET_CHARS = 200
+_HEADING_LEVELS = {f"h{level}": level for level in range(1, 7)}
+#: Containers that a furniture heading as their first child makes furniture.
+_FURNITURE_CONTAINERS = frozenset(
+    {"div", "section", "aside", "footer", "header", "ul", "ol", "dl", "details", "form", "nav"}
+)
+#: Blocks whose text is read for a line of furniture.
+_FURNITURE_BLOCKS = frozenset(
+    {"div", "section", "aside", "p", "footer", "header", "ul", "ol", "span", "small", "figure"}
+)
+#: A block with more elements than this is not read for furniture (it is not a line).
+_FURNITURE_ELEMENTS = 64
 
 
 @dataclass
@@ -288,7 +301,7 @@ def select(root: Element) -> Selection | None:
                 best, most = ancestor, held
             ancestor = page.parents[ancestor]
         if best != top:
-            top = best
+            top = _lift(scores, best, top)
             moved = True
     if not moved:
         top = _descend(page, scores, top)
@@ -301,7 +314,7 @@ def select(root: Element) -> Selection | None:
             break
         if _semantic(page, ancestor):
             if chars[ancestor] <= 3 * chars[top] + 500:
-                top = ancestor
+                top = _lift(scores, ancestor, top)
             break
         ancestor = page.parents[ancestor]
     # A candidate wrapped in elements that add (almost) no text of their own (div soup:
@@ -315,11 +328,13 @@ def select(root: Element) -> Selection | None:
             or chars[parent] > chars[top] + _WRAPPER_SLACK
         ):
             break
-        scores[parent] = max(scores.get(parent, 0.0), scores.get(top, 0.0))
-        top = parent
+        top = _lift(scores, parent, top)
+    if not _semantic(page, top):
+        top = _document(page, scores, top)
     roots = _siblings(page, scores, top)
     selected = sum(chars[index] for index in roots)
-    if selected < MIN_MAIN_CHARS:
+    least = _least_chars(page, top)
+    if selected < least:
         # A short candidate with others like it (a question and two answers): their
         # nearest common ancestor.
         others = [index for index in ranked[1:] if scores[index] >= 0.5 * scores[ranked[0]]]
@@ -328,39 +343,112 @@ def select(root: Element) -> Selection | None:
             if ancestor < 0:
                 break
             if sum(_contains(page, ancestor, index) for index in others) >= 2:
-                core = top = ancestor
+                core = top = _lift(scores, ancestor, top)
                 roots = _siblings(page, scores, top)
                 selected = sum(chars[index] for index in roots)
                 break
             ancestor = page.parents[ancestor]
-    if selected < MIN_MAIN_CHARS:
+    if selected < least:
         return None
     pruned = prune(page, roots, _inner(page, scores, core))
     kept = selected - sum(chars[index] for index in pruned)
     links = sum(page.links[index] for index in roots) - sum(page.links[i] for i in pruned)
     # Too little text, or mostly link text (a list of links is not an article).
-    if kept < MIN_MAIN_CHARS or links > kept * 0.5:
+    if kept < least or links > kept * 0.5:
         return None
     return Selection([page.nodes[index] for index in roots], {page.nodes[i] for i in pruned}, kept)
+
+
+_DENSE_SCRIPTS = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _least_chars(page: _Page, top: int) -> int:
+    """:data:`MIN_MAIN_CHARS`, or two fifths of it for text mostly in Chinese, Japanese or
+    Korean, whose characters say about as much as two or three Latin letters (the first
+    400 characters of the candidate decide)."""
+    sample = []
+    size = 0
+    for chunk in page.nodes[top].itertext():
+        sample.append(chunk)
+        size += len(chunk)
+        if size >= 400:
+            break
+    text = "".join(sample)[:400]
+    dense = len(_DENSE_SCRIPTS.findall(text))
+    return MIN_MAIN_CHARS * 2 // 5 if dense * 2 > len(text.replace(" ", "")) else MIN_MAIN_CHARS
+
+
+def _document(page: _Page, scores: dict[int, float], top: int) -> int:
+    """A candidate that is one part of a document (a section of a manual page, of an API
+    reference) gives way to the document: the parent, while what the parent adds beside
+    the candidate is text, not links (less than a tenth link text, not counting the link
+    lists pruning drops, such as a chapter's table of contents), adds at most twice the
+    candidate, and says nothing of boilerplate."""
+    for _ in range(6):
+        parent = page.parents[top]
+        if (
+            parent < 0
+            or page.names[parent] in ("body", "html")
+            or _weight(page.nodes[parent]) <= BOILERPLATE
+        ):
+            break
+        extra = links = 0
+        child = parent + 1
+        end = parent + page.sizes[parent]
+        while child < end:
+            if child == top:
+                pass
+            elif page.density(child) <= 0.55:
+                extra += page.chars[child]
+                links += page.links[child]
+            elif page.names[top] in ("td", "th"):
+                links = extra = -1  # the content cell beside a layout table's menu column
+                break
+            child += page.sizes[child]
+        if extra < 0:
+            break
+        extra += page.own[parent]
+        if links >= 0.1 * max(extra, 1) or extra > 2 * page.chars[top] + 200:
+            break
+        top = _lift(scores, parent, top)
+    return top
+
+
+def _lift(scores: dict[int, float], to: int, source: int) -> int:
+    """Make ``to`` (an ancestor of the candidate ``source``) the candidate: it stands in
+    for ``source`` and scores at least as well.
+
+    Every element :func:`select` picks passes through here or is a scored candidate, so
+    the later steps (:func:`_siblings`, :func:`_inner`) always find a score for it: an
+    ancestor more than five levels above every paragraph (scores go up five levels) has
+    none of its own (issue 21: ``KeyError`` on 6 of 1,170 real pages).
+    """
+    scores[to] = max(scores.get(to, scores[source]), scores[source])
+    return to
 
 
 def _inner(page: _Page, scores: dict[int, float], core: int) -> int:
     """What pruning must keep: ``core``, or when ``core`` is a ``<main>``/``<article>`` (or
     ``role="main"``) that won on its hint, the best candidate inside it, so that a layout
     wrapper between the two whose class says ``print``, ``aside`` or ``widget``
-    (``govuk-grid-row gem-print-columns-none``) is not pruned with the text it holds."""
+    (``govuk-grid-row gem-print-columns-none``) is not pruned with the text it holds.
+
+    A candidate inside page furniture (a comment thread under its "3 comments" heading)
+    is not that best candidate: the next one is tried (five at most)."""
     if not _semantic(page, core):
         return core
-    best = core
     end = core + page.sizes[core]
-    for index, value in scores.items():
-        if (
-            core < index < end
-            and not _semantic(page, index)
-            and (best == core or value > scores[best] or (value == scores[best] and index < best))
-        ):
-            best = index
-    return best
+    inside = sorted(
+        (index for index in scores if core < index < end and not _semantic(page, index)),
+        key=lambda index: (-scores[index], index),
+    )
+    for index in inside[:5]:
+        ancestor = index
+        while ancestor > core and not _furniture_block(page, ancestor):
+            ancestor = page.parents[ancestor]
+        if ancestor == core:
+            return index
+    return core
 
 
 def _descend(page: _Page, scores: dict[int, float], top: int) -> int:
@@ -408,12 +496,13 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
             if page.headline[children[position]]:
                 start = position
                 break
+    kind = page.nodes[top].get(CLASS_ATTRIBUTE)
     roots: list[int] = []
     for position, child in enumerate(children):
         if child == top:
             roots.append(child)
             continue
-        if _weight(page.nodes[child]) <= BOILERPLATE:
+        if _weight(page.nodes[child]) <= BOILERPLATE or _furniture_block(page, child):
             continue
         density = page.density(child)
         chars = page.chars[child]
@@ -421,6 +510,21 @@ def _siblings(page: _Page, scores: dict[int, float], top: int) -> list[int]:
         if (
             score >= threshold
             or (names[child] == names[top] and score >= alike and density < 0.5)
+            # Sections of one kind (div.refsect1, table.section, or of one tag each under
+            # its own heading): a document's parts.
+            or (
+                names[child] == names[top]
+                and density < 0.25
+                and _opens_with_heading(page, child)
+                and _opens_with_heading(page, top)
+            )
+            or (
+                kind is not None
+                and density < 0.5
+                and page.nodes[child].get(CLASS_ATTRIBUTE) == kind
+                and names[child] == names[top]
+                and chars > 0
+            )
             or (names[child] == "p" and chars > 80 and density < 0.25)
             or (position == start and child < top and page.headline[child])
             or (position > start and child < top and density < 0.5)
@@ -448,11 +552,17 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
             weight = _weight(element)
             size = chars[index]
             drop = False
+            if name in ("pre", "code", "kbd", "samp"):
+                # Code is kept whole: its highlighting classes ("hljs-comment") are no hints.
+                index += page.sizes[index]
+                continue
             if weight >= ARTICLE or _contains(page, index, core):
                 pass
             elif weight <= BOILERPLATE:
                 drop = True
-            elif name in _LINK_LIST_BLOCKS and size:
+            elif name in _LINK_LIST_BLOCKS and size and not page.headline[index]:
+                # (A block that holds the headline is no link list, even when the headline
+                # is a link to the page itself.)
                 density = page.density(index)
                 drop = density > 0.55 or (name == "footer" and density > 0.3)
             elif name == "td" and size > 200:
@@ -468,6 +578,14 @@ def prune(page: _Page, roots: list[int], core: int) -> list[int]:
                 # "Read more: <a>another story</a>" between the paragraphs (a headline, not a
                 # one-word reference such as a type name in API docs).
                 drop = len("".join(element.itertext()).split()) >= 3
+            elif _furniture_heading(page, index) and page.parents[index] >= root:
+                # A furniture heading among the article's blocks: it and its section.
+                section = _furniture_section(page, index, core)
+                pruned.extend(section)
+                index = section[-1] + page.sizes[section[-1]]
+                continue
+            if not drop and not _contains(page, index, core) and weight < ARTICLE:
+                drop = _furniture_block(page, index)
             if (
                 not drop
                 and index >= checked_to
@@ -490,6 +608,71 @@ def _cookie_notice(element: Element) -> bool:
     return any(word in text for word in _COOKIE_WORDS) and any(
         word in text for word in _NOTICE_WORDS
     )
+
+
+def _text(element: Element) -> str:
+    return " ".join("".join(element.itertext()).split())
+
+
+def _furniture_heading(page: _Page, index: int) -> bool:
+    """Whether element ``index`` is a short heading that opens page furniture."""
+    return (
+        page.names[index] in _HEADING_LEVELS
+        and page.chars[index] <= 60
+        and page.sizes[index] <= 16
+        and furniture_heading(_text(page.nodes[index]))
+    )
+
+
+def _furniture_block(page: _Page, index: int) -> bool:
+    """Whether element ``index`` is a block of page furniture: a container whose first
+    child is a furniture heading, or a small block whose text is a line of furniture."""
+    name = page.names[index]
+    child = index + 1
+    if (
+        name in _FURNITURE_CONTAINERS
+        and child < index + page.sizes[index]
+        and page.parents[child] == index
+        and _furniture_heading(page, child)
+    ):
+        return True
+    return (
+        name in _FURNITURE_BLOCKS
+        and not page.headline[index]
+        and 0 < page.chars[index] <= MAX_FURNITURE_CHARS
+        # A paragraph of more than 150 characters without a link is read no further.
+        and (page.chars[index] < 150 or page.links[index] > 0)
+        and page.sizes[index] <= _FURNITURE_ELEMENTS
+        and furniture_line(_text(page.nodes[index]))
+    )
+
+
+def _opens_with_heading(page: _Page, index: int) -> bool:
+    child = index + 1
+    return (
+        child < index + page.sizes[index]
+        and page.parents[child] == index
+        and page.names[child] in _HEADING_LEVELS
+    )
+
+
+def _furniture_section(page: _Page, heading: int, core: int) -> list[int]:
+    """A furniture heading among its siblings (no container of its own), and the siblings
+    after it up to the next heading of its level or higher: its section."""
+    level = _HEADING_LEVELS[page.names[heading]]
+    parent = page.parents[heading]
+    end = parent + page.sizes[parent]
+    section = [heading]
+    sibling = heading + page.sizes[heading]
+    while sibling < end:
+        name = page.names[sibling]
+        if (name in _HEADING_LEVELS and _HEADING_LEVELS[name] <= level) or _contains(
+            page, sibling, core
+        ):
+            break
+        section.append(sibling)
+        sibling += page.sizes[sibling]
+    return section
 
 
 def consent_notices(root: Element) -> set[Element]:

@@ -26,7 +26,15 @@ import html
 import re
 from dataclasses import dataclass
 
-from .hints import HINT_ATTRIBUTE, MAX_HINT_CHARS, class_hint, hint_weight, words
+from .hints import (
+    CLASS_ATTRIBUTE,
+    HINT_ATTRIBUTE,
+    MAX_HINT_CHARS,
+    class_hint,
+    class_key,
+    hint_weight,
+    words,
+)
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS, Deadline
 
 __all__ = ["Scan", "reduce_to_text", "scan"]
@@ -91,7 +99,7 @@ def _hiding_style(value: str) -> bool:
 _HIDING = {"role": _chrome_role, "style": _hiding_style}
 #: Read for :mod:`.hints`: the parser gets their weight as one ``wf`` attribute.
 _HINTED = frozenset({"class", "id"})
-_KEPT_ATTRIBUTES = frozenset({"href", "hidden", "aria-hidden", *_HIDING, *_HINTED})
+_KEPT_ATTRIBUTES = frozenset({"href", "alt", "hidden", "aria-hidden", *_HIDING, *_HINTED})
 #: Elements whose content no mode renders (navigation), and the elements a menu class prunes.
 #: Their content reaches the parser as bare tags (so the tree stays the one the model
 #: predicts) without text or attributes, and so cannot fill the parser input (a mega-menu).
@@ -535,6 +543,8 @@ def _tag(
                     weight, menu = class_hint((value or "")[:MAX_HINT_CHARS])
                     hint += weight
                     flags |= menu
+                    if seen == 1 and value:
+                        kept.append((CLASS_ATTRIBUTE, class_key(value)))
                 pos = match.end()
                 continue
             if name in _HIDING:
@@ -719,8 +729,11 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
                     or (flags & MENU and name in _MENU_PRUNED)
                     or (flags & LIST_MENU and name in _LISTS)
                 )
-                if prune and all(key != "hidden" for key, _ in kept):
-                    kept.append(("hidden", None))
+                if prune:
+                    # Not rendered: its class key is no use to the selection either.
+                    kept = [item for item in kept if item[0] != CLASS_ATTRIBUTE]
+                    if all(key != "hidden" for key, _ in kept):
+                        kept.append(("hidden", None))
                 attributes = (
                     ""
                     if pruning is not None

@@ -145,6 +145,9 @@ class ToolApprovalRule:
     3. a tool's own ``requires_approval`` can only add approval, never remove it;
     4. where rule 2 skipped approval, a URL the model composed (``external_filtered``
        scope, a group with ``fetch_only_seen_urls``) still needs it (``tools.approval``).
+    5. a call that reads a later part of a text kept for an earlier call (same tool, URL,
+       conversation and user, within ``WEBFETCH_STORED_TEXT_TTL``; ``tools/paging.py``)
+       makes no request: it needs no new approval.
 
     Any error on the way (an unreadable group, a failing tool rule) means approval.
     """
@@ -156,6 +159,10 @@ class ToolApprovalRule:
         if tool.effect is not Effect.READ:
             return True
         try:
+            from .paging import reads_stored_part
+
+            if reads_stored_part(tool, call.arguments, context):
+                return False
             if ToolApprovalRule.group_requires_approval(tool):
                 return True
             if ToolApprovalRule.composed_url_requires_approval(tool, call, context):

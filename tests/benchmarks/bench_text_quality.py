@@ -1,5 +1,11 @@
 """Main-content quality and speed: ``python -m tests.benchmarks.bench_text_quality``.
 
+By default on the development set (``tests/text/devset/``, issue 21: real documentation
+pages shipped in Debian and PyPI packages, and hand-written articles with page furniture in
+14 languages; see docs/text.rst), scored as words with link targets not counted, on the
+whole text a fetch keeps (``max_chars=MAX_STORED_CHARS``, Markdown, the tools' format).
+``--set all|core|handwritten`` runs the older quality set instead.
+
 For every page of the quality set (``tests/text/quality/cases.json`` and
 ``handwritten.json``, pages in ``tests/text/pages/``) prints token-level precision, recall
 and F1 against the page's gold main text, and the milliseconds per page, for
@@ -19,6 +25,7 @@ Not collected by pytest.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -27,9 +34,24 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from django_webfetch.text import extract
+from django_webfetch.text import MAX_STORED_CHARS, extract
+from django_webfetch.text.document import LINKS_HEADING
 
 ROOT = Path(__file__).resolve().parents[1] / "text"
+DEVSET = ROOT / "devset"
+#: A reference the Markdown text carries ("[text][3]", " [link][3]") and inline URLs of the
+#: plain text (" (https://...)"): link targets, not counted.
+_REFERENCE_RE = re.compile(r" \[link\]\[\d+\]|\]\[\d+\]")
+_INLINE_URL_RE = re.compile(r" \((?:https?|mailto|ftp):[^)\s]*\)")
+
+
+def without_link_targets(text: str) -> str:
+    """``text`` without link definitions, reference numbers or inline URLs."""
+    text = text.split(f"\n\n{LINKS_HEADING}\n\n", 1)[0]
+    text = _REFERENCE_RE.sub(lambda match: "" if match.group().startswith(" ") else "]", text)
+    return _INLINE_URL_RE.sub("", text)
+
+
 _TOKEN_RE = re.compile(
     r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u9fff]+"
 )
@@ -47,6 +69,26 @@ def score(text: str, gold: str) -> tuple[float, float, float]:
     recall = common / max(sum(want.values()), 1)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
+
+
+def load_devset() -> list[dict]:
+    cases = []
+    for source in ("real.json", "furniture.json"):
+        manifest = json.loads((DEVSET / source).read_text(encoding="utf-8"))
+        for name, case in manifest.items():
+            html = gzip.decompress((DEVSET / "pages" / f"{name}.html.gz").read_bytes())
+            url = f"https://{name.split('_')[1]}.example/{name}"
+            cases.append(
+                {
+                    "name": name,
+                    "html": html,
+                    "url": url,
+                    "gold": case["gold"],
+                    "present": [],
+                    "absent": [],
+                }
+            )
+    return cases
 
 
 def load(
@@ -74,9 +116,21 @@ def load(
     ]
 
 
-def _ours(mode: str) -> Callable[[dict], str]:
+def _ours(mode: str, whole: bool = False, targets: bool = False) -> Callable[[dict], str]:
+    """Our text: the first part (``whole=False``, the older quality set) or the whole kept
+    text; without link targets unless ``targets``."""
+
     def run(case: dict) -> str:
-        return extract(case["html"], "text/html", url=case["url"], mode=mode).text
+        if not whole:
+            return extract(
+                case["html"], "text/html", url=case["url"], mode=mode, format="text"
+            ).text
+        document = extract(
+            case["html"], "text/html", url=case["url"], mode=mode, max_chars=MAX_STORED_CHARS
+        ).document
+        if not targets:
+            return document.text
+        return document.render(0, len(document.text))
 
     return run
 
@@ -111,22 +165,30 @@ def main() -> None:
     parser.add_argument("--show", help="print the texts of this page")
     parser.add_argument(
         "--set",
-        choices=("all", "core", "handwritten"),
-        default="all",
-        help="core: the generated pages (cases.json); handwritten: the hand-written pages"
-        " in real templates' shapes (handwritten.json); all: both (default)",
+        choices=("dev", "all", "core", "handwritten"),
+        default="dev",
+        help="dev: the development set (tests/text/devset, default); core: the generated"
+        " pages (cases.json); handwritten: the hand-written pages in real templates' shapes"
+        " (handwritten.json); all: core and handwritten",
     )
     args = parser.parse_args()
-    sets = {
-        "all": ("cases.json", "handwritten.json"),
-        "core": ("cases.json",),
-        "handwritten": ("handwritten.json",),
-    }[args.set]
-    cases = load(args.pages, args.gold, sets)
-    extractors: dict[str, Callable[[dict], str]] = {
-        "main": _ours("main"),
-        "page": _ours("page"),
-    }
+    dev = args.set == "dev" and args.pages is None
+    if dev:
+        cases = load_devset()
+        extractors: dict[str, Callable[[dict], str]] = {
+            "main": _ours("main", whole=True),
+            "main+urls": _ours("main", whole=True, targets=True),
+            "page": _ours("page", whole=True),
+        }
+    else:
+        sets = {
+            "all": ("cases.json", "handwritten.json"),
+            "dev": ("cases.json", "handwritten.json"),
+            "core": ("cases.json",),
+            "handwritten": ("handwritten.json",),
+        }[args.set]
+        cases = load(args.pages, args.gold, sets)
+        extractors = {"main": _ours("main"), "page": _ours("page")}
     other = _trafilatura()
     if other is not None:
         extractors["trafilatura"] = other
@@ -141,7 +203,9 @@ def main() -> None:
         row = f"{case['name'][:24]:24}"
         for name, run in extractors.items():
             text, ms = measure(run, case, args.repeat)
-            p, r, f = score(text, case["gold"])
+            p, r, f = score(
+                text if name == "main+urls" else without_link_targets(text), case["gold"]
+            )
             results[name].append((p, r, f, ms))
             row += f" | {'':>11} {p:.2f} {r:.2f} {f:.2f} {ms:5.1f}"
             missing = [s for s in case["present"] if s not in text]

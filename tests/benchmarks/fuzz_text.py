@@ -363,6 +363,59 @@ def _wall(target: Target, family: Family) -> float:
         clock = saved
 
 
+def search_selection(seconds: float, rng: random.Random) -> dict[str, object]:
+    """Mutated real-looking pages (:mod:`.fuzz_pages`) through ``extract`` in both modes and
+    through the main-content selection on its own: every exception, fallback without a
+    reason, empty text without ``no_text`` or logged failure is a finding.
+
+    A mutant whose selection outcome (mode, reason, number and kinds of roots) was not seen
+    before joins the corpus that later mutants start from, so the search spreads over the
+    branches of :mod:`django_webfetch.text.main`.
+    """
+    from django_webfetch.text.extract import extract
+
+    from .fuzz_pages import mutated_page, page_names, problems, random_mutations
+
+    names = page_names()
+    corpus: list[tuple[str, list[tuple[int, int, int, int]], str]] = [
+        (name, [], name) for name in names
+    ]
+    seen: set[tuple[object, ...]] = set()
+    findings: list[str] = []
+    pages = slowest = 0.0
+    slowest_case = ""
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        name, mutations, donor = rng.choice(corpus)
+        mutations = mutations + random_mutations(rng, rng.randint(1, 4))
+        donor = rng.choice(names) if rng.random() < 0.3 else donor
+        body = mutated_page(name, mutations, donor)
+        parser = "html5lib" if rng.random() < 0.15 else "lexbor"
+        start = clock()
+        found = problems(body, parser)
+        took = (clock() - start) * 1000
+        pages += 1
+        if took > slowest:
+            slowest, slowest_case = took, f"{name} {mutations!r} donor {donor} ({parser})"
+        if found:
+            findings.append(f"{name} {mutations!r} donor {donor} ({parser}): {found[0]}")
+            print(f"FINDING {findings[-1]}"[:3000], flush=True)
+            continue
+        result = extract(body, "text/html", url="https://example.org/a/b", parser=parser)
+        signature = (result.mode, result.reason, len(result.text) // 2000)
+        if signature not in seen and len(mutations) < 24:
+            seen.add(signature)
+            corpus.append((name, mutations, donor))
+    return {
+        "pages": int(pages),
+        "findings": findings,
+        "outcomes": len(seen),
+        "corpus": len(corpus),
+        "slowest_ms": slowest,
+        "slowest_case": slowest_case[:500],
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks fuzz_text")
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -370,6 +423,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clock", choices=sorted(CLOCK), default="cpu")
     parser.add_argument("--save", help="write the worst families (JSON) to this file")
     parser.add_argument("--parser", choices=("html5lib", "lexbor"), default="html5lib")
+    parser.add_argument(
+        "--only",
+        choices=("all", "time", "selection"),
+        default="all",
+        help="time: the slowest-input search; selection: mutated real-looking pages through"
+        " the main-content selection (exceptions, empty text, fallbacks without a reason)",
+    )
     args = parser.parse_args([] if argv is None else argv)
     global clock
     clock = CLOCK[args.clock]
@@ -380,15 +440,30 @@ def main(argv: list[str] | None = None) -> None:
         Target("extract_text + fence, 2 MiB", 2 * MIB, 1000.0),
         Target("fence, 48 KB of text", 48_000, 20.0, fence_only=True),
     ]
-    shares = [0.45, 0.4, 0.15]
+    shares = {"all": [0.25, 0.2, 0.05], "time": [0.45, 0.4, 0.15], "selection": [0, 0, 0]}[
+        args.only
+    ]
+    selection_share = {"all": 0.5, "time": 0.0, "selection": 1.0}[args.only]
     print(
         f"searching for {args.minutes:g} minutes (seed {args.seed}, {args.clock} time,"
         f" parser {args.parser})",
         flush=True,
     )
     missed = 0
-    found = {}
+    found: dict[str, object] = {}
+    if selection_share:
+        report = search_selection(args.minutes * 60 * selection_share, rng)
+        found["selection"] = report
+        print(
+            f"selection over mutated real-looking pages: {report['pages']} pages,"
+            f" {len(report['findings'])} finding(s), {report['outcomes']} distinct outcomes,"
+            f" slowest {report['slowest_ms']:.0f} ms (both modes, checks included)",
+            flush=True,
+        )
+        missed += bool(report["findings"])
     for target, share in zip(targets, shares, strict=True):
+        if not share:
+            continue
         worst, family = search(target, args.minutes * 60 * share, rng)
         ok = worst <= target.limit_ms
         missed += not ok

@@ -7,8 +7,9 @@ from xml.etree.ElementTree import Comment, Element, SubElement
 import pytest
 
 from django_webfetch.net.errors import ExtractionError
-from django_webfetch.text import MAX_DEPTH, MAX_TEXT_CHARS, extract_text
+from django_webfetch.text import MAX_DEPTH, MAX_TEXT_CHARS
 from django_webfetch.text.render import Sink, render
+from tests.text.plain import extract_text
 
 PAGES = Path(__file__).parent / "pages"
 URL = "https://news.example/2025/03/bridge"

@@ -14,13 +14,12 @@ from django_webfetch.text import (
     MAX_TEXT_CHARS,
     MODES,
     Extraction,
-    extract,
-    extract_text,
 )
 from django_webfetch.text.hints import BOILERPLATE, CONSENT, CONTENT, MAIN, hint_weight, is_menu
 from django_webfetch.text.main import MIN_MAIN_CHARS, consent_notices, select
 from django_webfetch.text.render import parse
 from django_webfetch.text.scan import scan
+from tests.text.plain import extract, extract_text
 
 HERE = Path(__file__).parent
 PAGES = HERE / "pages"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from django_webfetch.text import extract_text, fence
+from django_webfetch.text import fence
+from tests.text.plain import extract_text
 
 PAGES = Path(__file__).parent / "pages"
 

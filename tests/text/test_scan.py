@@ -152,8 +152,9 @@ def test_normalised_markup():
         "</div>< 3 </> </3 x> <\u00e9"
     )
     assert result.markup == (
-        '<!DOCTYPE html><div>t&amp;<a href="/a&quot;b">l</a></div>&lt; 3   &lt;\u00e9'
+        '<!DOCTYPE html><div wk="c1683">t&amp;<a href="/a&quot;b">l</a></div>&lt; 3   &lt;\u00e9'
     )
+    # The class list becomes a short key (class_key): elements of one kind share it.
 
 
 def test_hidden_and_menus_are_pruned():
@@ -171,8 +172,8 @@ def test_hidden_and_menus_are_pruned():
         "<!DOCTYPE html><nav hidden><ul><li><a></a><b></ul></nav><p>kept"
         '<ul wf="-50" hidden><li><a></a></li></ul>'
         '<div wf="-50" hidden><a></a></div>'
-        '<div wf="-50">wrapper kept</div>'
-        "<ul>list kept</ul>"
+        '<div wk="84896" wf="-50">wrapper kept</div>'
+        '<ul wk="3e414">list kept</ul>'
         "<div hidden><textarea></textarea><plaintext>"
     )
 
