@@ -16,15 +16,20 @@ class WebFetchConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.core.signals import request_started
         from django.db.models.signals import post_migrate
 
         from . import checks
         from .assistant.signals import connect_signals
         from .models.builtin import create_builtin_groups
+        from .runs.runner import start_serving
 
         checks.register()
         connect_signals()
         _bind_task_handlers()
+        # A serving process starts the background runner (it sweeps at once: a restarted
+        # server takes up the runs its predecessor left); commands that serve nothing don't.
+        request_started.connect(start_serving, dispatch_uid="django_webfetch.runner")
         post_migrate.connect(
             create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
         )

@@ -71,3 +71,6 @@ CMS_PERMISSION = True
 SILENCED_SYSTEM_CHECKS = ["treebeard.E001"]
 STATIC_URL = "static/"
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# Runs advance in the request, deterministically; the background runner has its own tests
+# (tests/runs/test_runner.py, tests/assistant/test_streaming.py).
+WEBFETCH_RUNNER = "inline"

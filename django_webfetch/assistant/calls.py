@@ -166,7 +166,7 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
                 call = _request_one(name, f"{_REFUSED_PREFIX}{exc.code})", run=run, ref=ref)
             event(
                 run.pk,
-                "tool_call",
+                "call_requested",
                 {"step": step, "call": str(call.pk), "tool": call.tool, "state": call.state},
             )
         result.append((part, call, problem))

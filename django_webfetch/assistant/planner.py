@@ -168,7 +168,34 @@ def plan(messages: list[Any], info: Any) -> Any:
     )
 
 
+#: Characters per chunk of an offline answer streamed (as a model streams tokens).
+OFFLINE_CHUNK_CHARS = 24
+
+
+async def stream_plan(messages: list[Any], info: Any) -> Any:
+    """:func:`plan` as a stream: its text in chunks, then its tool calls, so the page
+    behaves the same without a language model."""
+    import json
+
+    from pydantic_ai.messages import TextPart, ToolCallPart
+    from pydantic_ai.models.function import DeltaToolCall
+
+    response = plan(messages, info)
+    for index, part in enumerate(response.parts):
+        if isinstance(part, TextPart):
+            text = part.content
+            for start in range(0, len(text), OFFLINE_CHUNK_CHARS):
+                yield text[start : start + OFFLINE_CHUNK_CHARS]
+        elif isinstance(part, ToolCallPart):
+            args = part.args if isinstance(part.args, str) else json.dumps(part.args or {})
+            yield {
+                index: DeltaToolCall(
+                    name=part.tool_name, json_args=args, tool_call_id=part.tool_call_id
+                )
+            }
+
+
 def offline_model() -> Any:
     from pydantic_ai.models.function import FunctionModel
 
-    return FunctionModel(plan, model_name="offline-planner")
+    return FunctionModel(plan, stream_function=stream_plan, model_name="offline-planner")

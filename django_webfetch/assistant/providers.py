@@ -224,8 +224,20 @@ def provider_client(
 
 def _httpx2_client(inner: httpx.AsyncClient, timeout: float) -> Any:
     """An ``httpx2.AsyncClient`` whose every request is sent by ``inner`` (the guarded
-    client): for SDKs built on httpx2, the same guard, pin and bounds."""
+    client): for SDKs built on httpx2, the same guard, pin and bounds.  The response body
+    is passed on as it arrives (a streamed answer streams), closed with the response."""
     import httpx2
+
+    class Body(httpx2.AsyncByteStream):
+        def __init__(self, response: httpx.Response) -> None:
+            self._response = response
+
+        async def __aiter__(self) -> Any:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._response.aclose()
 
     class Bridge(httpx2.AsyncBaseTransport):
         async def handle_async_request(self, request: Any) -> Any:
@@ -236,18 +248,14 @@ def _httpx2_client(inner: httpx.AsyncClient, timeout: float) -> Any:
                 headers=list(request.headers.multi_items()),
                 content=body,
             )
-            response = await inner.send(forwarded)
-            try:
-                content = await response.aread()
-            finally:
-                await response.aclose()
+            response = await inner.send(forwarded, stream=True)
             headers = [
                 (k, v)
                 for k, v in response.headers.multi_items()
                 if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
             ]
             return httpx2.Response(
-                response.status_code, headers=headers, content=content, request=request
+                response.status_code, headers=headers, stream=Body(response), request=request
             )
 
         async def aclose(self) -> None:

@@ -42,6 +42,13 @@ class Turn:
     delay: float = 0.0
     #: Wait for this event before answering (a worker killed mid-request).
     hold: threading.Event | None = None
+    #: Streamed (``"stream": true``): the text in chunks of this many characters.
+    chunk: int = 8
+    #: Streamed: after the first chunk, wait for this event before the rest (the test
+    #: reads the first delta while the provider is still writing).
+    pause: threading.Event | None = None
+    #: Streamed: sleep this long between two chunks.
+    chunk_delay: float = 0.0
 
 
 @dataclass
@@ -150,9 +157,171 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(turn.status, turn.raw)
         elif turn.status != 200:
             self._send(turn.status, json.dumps({"error": {"message": "scripted failure"}}).encode())
+        elif (body or {}).get("stream"):
+            events = (
+                self._openai_stream(turn, body)
+                if kind == "openai"
+                else self._anthropic_stream(turn, body)
+            )
+            self._send_stream(turn, events)
         else:
             payload = self._openai(turn, body) if kind == "openai" else self._anthropic(turn, body)
             self._send(200, json.dumps(payload).encode())
+
+    def _send_stream(self, turn: Turn, events: list[tuple[str | None, Any]]) -> None:
+        """Server-sent events, one chunk of the chunked body each (as the providers do)."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            texts = 0
+            for name, data in events:
+                is_text = _is_text_event(data)
+                if is_text:
+                    texts += 1
+                    if texts == 2 and turn.pause is not None:
+                        turn.pause.wait(120)
+                    elif texts > 1 and turn.chunk_delay:
+                        time.sleep(turn.chunk_delay)
+                payload = data if isinstance(data, str) else json.dumps(data)
+                frame = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"
+                raw = frame.encode()
+                self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
+
+    def _openai_stream(self, turn: Turn, body: Any) -> list[tuple[str | None, Any]]:
+        n = self.provider.next_id()
+        base = {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": (body or {}).get("model", "scripted"),
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant"}))]
+        for piece in _pieces(turn.text, turn.chunk):
+            events.append((None, chunk({"content": piece})))
+        for i, (name, args) in enumerate(turn.tool_calls):
+            arguments = args if isinstance(args, str) else json.dumps(args)
+            events.append(
+                (
+                    None,
+                    chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": i,
+                                    "id": f"call_{n}_{i}",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": ""},
+                                }
+                            ]
+                        }
+                    ),
+                )
+            )
+            for piece in _pieces(arguments, 16):
+                events.append(
+                    (None, chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+                )
+        events.append((None, chunk({}, "tool_calls" if turn.tool_calls else "stop")))
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        events.append((None, {**base, "choices": [], "usage": usage}))
+        events.append((None, "[DONE]"))
+        return events
+
+    def _anthropic_stream(self, turn: Turn, body: Any) -> list[tuple[str | None, Any]]:
+        n = self.provider.next_id()
+        message = {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": (body or {}).get("model", "scripted"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 13, "output_tokens": 1},
+        }
+        events: list[tuple[str | None, Any]] = [
+            ("message_start", {"type": "message_start", "message": message})
+        ]
+        index = 0
+        if turn.text:
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            for piece in _pieces(turn.text, turn.chunk):
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    )
+                )
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        for i, (name, args) in enumerate(turn.tool_calls):
+            arguments = json.dumps(args if isinstance(args, dict) else {"raw": args})
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": f"toolu_{n}_{i}",
+                            "name": name,
+                            "input": {},
+                        },
+                    },
+                )
+            )
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": arguments},
+                    },
+                )
+            )
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": "tool_use" if turn.tool_calls else "end_turn",
+                        "stop_sequence": None,
+                    },
+                    "usage": {"output_tokens": 5},
+                },
+            )
+        )
+        events.append(("message_stop", {"type": "message_stop"}))
+        return events
 
     def _send(self, status: int, data: bytes) -> None:
         try:
@@ -218,6 +387,20 @@ class _Handler(BaseHTTPRequestHandler):
             "stop_sequence": None,
             "usage": {"input_tokens": 13, "output_tokens": 5},
         }
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), max(size, 1))]
+
+
+def _is_text_event(data: Any) -> bool:
+    """An event that carries answer text (either wire format)."""
+    if not isinstance(data, dict):
+        return False
+    if data.get("type") == "content_block_delta":
+        return data.get("delta", {}).get("type") == "text_delta"
+    choices = data.get("choices") or []
+    return bool(choices and choices[0].get("delta", {}).get("content"))
 
 
 # -- reading what the app sent ------------------------------------------------------------
