@@ -260,7 +260,7 @@ class RunEventsSerializer(serializers.Serializer[Any]):
 #: The longest ``wait`` of a long-poll, in seconds.
 MAX_WAIT_SECONDS = 25.0
 #: Seconds between two reads of a long-poll that waits.
-WAIT_INTERVAL = 0.25
+WAIT_INTERVAL = 0.1
 
 
 class SinceSerializer(serializers.Serializer[Any]):

@@ -1,11 +1,12 @@
 """A run's events as Server-Sent Events: ``GET runs/{id}/stream/``.
 
 Under ASGI the view is async: it answers with a ``StreamingHttpResponse`` over an async
-iterator that reads the run's new events (``RunEvent`` rows) from the database every
-quarter second, writes each as ``id: <seq>`` / ``event: <kind>`` / ``data: <json>``, sends
-``: ping`` after ``WEBFETCH_STREAM_HEARTBEAT`` seconds (15) of silence, and ends after the
-run's last event (``completed``, ``failed``, ``cancelled``), or after ``MAX_STREAM_SECONDS``
-(the client reconnects with ``Last-Event-ID`` and goes on where it left off).  No worker
+iterator that reads the run's new events (``RunEvent`` rows) from the database every tenth
+of a second (one read of the run's ``last_event``, the rows only when it moved), writes
+each as ``id: <seq>`` / ``event: <kind>`` / ``data: <json>``, sends ``: ping`` after
+``WEBFETCH_STREAM_HEARTBEAT`` seconds (15) of silence, and ends after the run's last event
+(``completed``, ``failed``, ``cancelled``), or after ``MAX_STREAM_SECONDS`` (the client
+reconnects with ``Last-Event-ID`` and goes on where it left off).  No worker
 thread is held while it waits.
 
 Under WSGI the same view answers the same stream but ends it after ``WSGI_STREAM_SECONDS``
@@ -50,7 +51,7 @@ __all__ = [
 #: The kinds after which a run writes no more events.
 END_KINDS = frozenset({"completed", "failed", "cancelled"})
 #: Seconds between two reads of the run's new events.
-POLL_INTERVAL = 0.25
+POLL_INTERVAL = 0.1
 #: An ASGI stream ends after this long (the client reconnects with ``Last-Event-ID``).
 MAX_STREAM_SECONDS = 600.0
 #: A WSGI stream ends after this long: it holds a worker thread.

@@ -65,6 +65,9 @@ class ProviderServer:
         self.script: list[Turn | Callable[[Recorded], Turn]] = []
         self.requests: list[Recorded] = []
         self.arrived = threading.Event()
+        #: ``(characters of answer text written so far, time.monotonic())`` per text chunk
+        #: streamed (for the benchmarks' latency).
+        self.written: list[tuple[int, float]] = []
         self._lock = threading.Lock()
         self._counter = 0
         server = self
@@ -83,6 +86,7 @@ class ProviderServer:
             self.script = []
             self.requests = []
             self.arrived = threading.Event()
+            self.written = []
 
     def add(self, *turns: Turn | Callable[[Recorded], Turn]) -> None:
         with self._lock:
@@ -176,6 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             texts = 0
+            chars = 0
             for name, data in events:
                 is_text = _is_text_event(data)
                 if is_text:
@@ -189,6 +194,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raw = frame.encode()
                 self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
                 self.wfile.flush()
+                if is_text:
+                    chars += len(_text_of(data))
+                    self.provider.written.append((chars, time.monotonic()))
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:
@@ -391,6 +399,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), max(size, 1))]
+
+
+def _text_of(data: dict[str, Any]) -> str:
+    if data.get("type") == "content_block_delta":
+        return str(data["delta"].get("text", ""))
+    return str(data["choices"][0]["delta"].get("content", ""))
 
 
 def _is_text_event(data: Any) -> bool:

@@ -223,6 +223,53 @@ def test_a_denied_call_streams_its_state_and_the_comment(
     assert order[-1] == "completed"
 
 
+# -- the documented schema ---------------------------------------------------------------------
+
+
+def documented_schema() -> dict[str, Any]:
+    """The JSON Schema of docs/assistant.rst (the code block titled ``RunEvent``)."""
+    text = (ROOT / "docs" / "assistant.rst").read_text()
+    directive = text.rindex(".. code-block:: json", 0, text.index('"title": "RunEvent"'))
+    lines = []
+    for line in text[directive:].splitlines()[2:]:
+        if line and not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    return json.loads("\n".join(lines))
+
+
+def test_every_event_matches_the_documented_schema(
+    api, provider, background, lab_settings, group_factory, approver
+):
+    import jsonschema
+
+    group_factory("web", enabled=True)
+    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
+    url = lab_settings.url("news.lab.example", "/page", scheme="https")
+    provider.add(
+        Turn(text="Let me read it first.", tool_calls=[("fetch_external_url", {"url": url})]),
+        Turn(text="It says what it says, and here it is in a few words."),
+    )
+    run = post(api, "Read the news page").json()
+    events = events_until(api, run["id"], lambda ev: "paused" in kinds(ev))
+    call_id = next(e for e in events if e["kind"] == "paused")["data"]["calls"][0]
+    approver_api = APIClient()
+    approver_api.force_login(approver)
+    assert approver_api.post(f"/api/calls/{call_id}/approve/", {}, format="json").status_code == 202
+    events = events + events_until(api, run["id"], finished)
+    offline = post(api, "And now without tools? cancel me").json()
+    events += events_until(api, offline["id"], finished)
+    schema = documented_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    for item in events:
+        validator.validate(item)
+    seen = set(kinds(events))
+    assert {"run_started", "started", "text_delta", "step", "call_requested", "call_state"} <= seen
+    assert {"paused", "resumed", "tool_results", "completed"} <= seen
+    assert set(schema["properties"]["kind"]["enum"]) >= seen
+
+
 # -- the long-poll ------------------------------------------------------------------------------
 
 

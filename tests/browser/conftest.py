@@ -1,11 +1,12 @@
 """Browser tests: Playwright (Python) drives Debian's Chromium against the example project.
 
-The example project runs as a real ``manage.py runserver`` on loopback inside the test's
-network namespace (a child of the test process), with a fresh SQLite database, the demo's
-pages and users, and the guard pointed at the lab's DNS server and CA.  Chromium talks to
-it on loopback; the server reaches only the lab's public-looking servers.  Nothing here
-downloads a browser: without ``/usr/bin/chromium`` (``apt-get install chromium``) the tests
-are skipped, and in CI (``CI=true``) they fail instead.
+The example project runs as ``run.sh`` serves it (uvicorn, ASGI, with the background
+runner) on loopback inside the test's network namespace (a child of the test process),
+with a fresh SQLite database, the demo's pages and users, and the guard pointed at the
+lab's DNS server and CA.  Chromium talks to it on loopback; the server reaches only the
+lab's public-looking servers.  Nothing here downloads a browser: without
+``/usr/bin/chromium`` (``apt-get install chromium``) the tests are skipped, and in CI
+(``CI=true``) they fail instead.
 
 Screenshots of every step go to ``tests/artifacts/browser/<test>/`` (git-ignored).
 """
@@ -122,12 +123,18 @@ def example_site(
     )
     with open(site.log, "wb") as log:
         server = subprocess.Popen(
+            # As run.sh serves it: uvicorn, ASGI (the stream, the background runner).
             [
                 sys.executable,
-                str(ROOT / "example_project" / "manage.py"),
-                "runserver",
-                f"127.0.0.1:{port}",
-                "--noreload",
+                "-m",
+                "uvicorn",
+                "example_project.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--lifespan",
+                "off",
             ],
             cwd=ROOT,
             env=env,
