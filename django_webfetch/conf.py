@@ -187,26 +187,22 @@ class Settings:
         """Threads of the background runner (runs advanced at once per process); 1..32."""
         return self._positive_int("WEBFETCH_RUNNER_THREADS", 4, 32)
 
+    def _seconds(self, name: str, default: float, ceiling: float) -> float:
+        value = _number(name, _raw(name, default), integer=False)
+        if value < 1:
+            raise _bad(name, "a number of seconds >= 1")
+        return float(min(value, ceiling))
+
     @property
     def WEBFETCH_RUNNER_SWEEP_EVERY(self) -> float:
         """Seconds between two sweeps of the background runner (expiry, lost workers and
         lost messages, as Celery beat's ``django_webfetch.expire_tool_calls``); 1..600."""
-        value = _number(
-            "WEBFETCH_RUNNER_SWEEP_EVERY", _raw("WEBFETCH_RUNNER_SWEEP_EVERY", 15.0), integer=False
-        )
-        if value < 1:
-            raise _bad("WEBFETCH_RUNNER_SWEEP_EVERY", "a number of seconds >= 1")
-        return float(min(value, 600.0))
+        return self._seconds("WEBFETCH_RUNNER_SWEEP_EVERY", 15.0, 600.0)
 
     @property
     def WEBFETCH_STREAM_HEARTBEAT(self) -> float:
         """Seconds of silence after which a run's event stream sends ``: ping``; 1..60."""
-        value = _number(
-            "WEBFETCH_STREAM_HEARTBEAT", _raw("WEBFETCH_STREAM_HEARTBEAT", 15.0), integer=False
-        )
-        if value < 1:
-            raise _bad("WEBFETCH_STREAM_HEARTBEAT", "a number of seconds >= 1")
-        return float(min(value, 60.0))
+        return self._seconds("WEBFETCH_STREAM_HEARTBEAT", 15.0, 60.0)
 
     @property
     def WEBFETCH_ALLOW_SELF_APPROVAL(self) -> bool:

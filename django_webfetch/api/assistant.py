@@ -156,6 +156,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
     steps = serializers.SerializerMethodField()
     final_message = serializers.SerializerMethodField()
     events_url = serializers.SerializerMethodField()
+    stream_url = serializers.SerializerMethodField()
 
     class Meta:
         model = AssistantRun
@@ -175,6 +176,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
             "final_message",
             "last_event",
             "events_url",
+            "stream_url",
             "created",
             "updated",
             "finished_at",
@@ -233,6 +235,12 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
     def get_events_url(self, obj: AssistantRun) -> str:
         return reverse(
             "django_webfetch:run-events", kwargs={"pk": obj.pk}, request=self.context.get("request")
+        )
+
+    def get_stream_url(self, obj: AssistantRun) -> str:
+        """The run's events as Server-Sent Events (``api/stream.py``)."""
+        return reverse(
+            "django_webfetch:run-stream", kwargs={"pk": obj.pk}, request=self.context.get("request")
         )
 
 

@@ -60,7 +60,7 @@ _LISTED_RE = re.compile(
 _WORD_RE = re.compile(r"\w+")
 
 
-def _last_prompt(messages: list[Any], request: type, prompt: type) -> str:
+def _last_prompt(messages: list[Any], request: Any, prompt: Any) -> str:
     for message in reversed(messages):
         if isinstance(message, request):
             texts = [

@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun
 from django_webfetch.runs.runner import runner
+from tests.asgi import CSRF, free_port, post_message, uvicorn_command, uvicorn_in_a_thread
 from tests.runs.infra import wait_for
 
 from .provider import Turn
@@ -48,6 +48,14 @@ def api(editor: Any, settings: Any) -> APIClient:
     client = APIClient()
     client.force_login(editor)
     return client
+
+
+@pytest.fixture
+def news_page(lab_settings: Any, group_factory: Any) -> str:
+    """A public page in the lab, for ``fetch_external_url`` (group ``web`` enabled)."""
+    group_factory("web", enabled=True)
+    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
+    return str(lab_settings.url("news.lab.example", "/page", scheme="https"))
 
 
 def post(api: Any, content: str) -> Any:
@@ -92,6 +100,7 @@ def test_posting_a_message_answers_before_the_provider_may_answer(api, provider,
     run = response.json()
     assert (run["state"], run["final_message"]) == ("running", None)
     assert response["Location"].endswith(f"/api/runs/{run['id']}/")
+    assert run["stream_url"].endswith(f"/api/runs/{run['id']}/stream/")
     # The runner asks the provider on its own thread, after the answer went out.
     assert provider.arrived.wait(30)
     assert AssistantRun.objects.get(pk=run["id"]).state == "running"
@@ -103,14 +112,10 @@ def test_posting_a_message_answers_before_the_provider_may_answer(api, provider,
     assert AssistantRun.objects.get(pk=run["id"]).worker.startswith("in-process:")
 
 
-def test_an_approval_answers_before_the_run_goes_on(
-    api, provider, background, lab_settings, group_factory, approver
-):
+def test_an_approval_answers_before_the_run_goes_on(api, provider, background, news_page, approver):
     """Approving runs the fetch and the next provider step off the request: the next step's
     answer is held, and the approval's response is there."""
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
-    url = lab_settings.url("news.lab.example", "/page", scheme="https")
+    url = news_page
     hold = threading.Event()
     provider.add(
         Turn(tool_calls=[("fetch_external_url", {"url": url})]),
@@ -189,11 +194,9 @@ def test_the_offline_planner_streams_its_answer_too(api, background):
 
 
 def test_a_denied_call_streams_its_state_and_the_comment(
-    api, provider, background, lab_settings, group_factory, approver
+    api, provider, background, news_page, approver
 ):
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
-    url = lab_settings.url("news.lab.example", "/page", scheme="https")
+    url = news_page
     provider.add(
         Turn(tool_calls=[("fetch_external_url", {"url": url})]),
         Turn(text="I could not read it."),
@@ -238,14 +241,10 @@ def documented_schema() -> dict[str, Any]:
     return json.loads("\n".join(lines))
 
 
-def test_every_event_matches_the_documented_schema(
-    api, provider, background, lab_settings, group_factory, approver
-):
+def test_every_event_matches_the_documented_schema(api, provider, background, news_page, approver):
     import jsonschema
 
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
-    url = lab_settings.url("news.lab.example", "/page", scheme="https")
+    url = news_page
     provider.add(
         Turn(text="Let me read it first.", tool_calls=[("fetch_external_url", {"url": url})]),
         Turn(text="It says what it says, and here it is in a few words."),
@@ -291,42 +290,6 @@ def test_the_long_poll_bounds_its_wait(api):
 
 
 # -- Server-Sent Events -------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def uvicorn_in_a_thread() -> Iterator[str]:
-    import uvicorn
-    from django.core.asgi import get_asgi_application
-
-    port = _free_port()
-    config = uvicorn.Config(
-        get_asgi_application(),
-        host="127.0.0.1",
-        port=port,
-        lifespan="off",
-        log_level="warning",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, 30, what="uvicorn")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-
-
-#: A CSRF secret of the tests' own (cookie and header carry the same, as Django wants).
-CSRF = "s" * 32
-CSRF_HEADERS = {"X-CSRFToken": CSRF}
 
 
 def session_cookie(user: Any) -> dict[str, str]:
@@ -385,11 +348,7 @@ def test_the_sse_stream_sends_the_events_in_order_and_ends(
     provider.add(Turn(text=text, chunk=33, pause=pause))
     cookies = session_cookie(editor)
     with httpx.Client(base_url=asgi_site, cookies=cookies, timeout=60) as client:
-        headers = CSRF_HEADERS
-        conv = client.post("/api/conversations/", json={}, headers=headers).json()["id"]
-        posted = client.post(
-            f"/api/conversations/{conv}/messages/", json={"content": "stream"}, headers=headers
-        )
+        posted = post_message(client, "stream")
         assert posted.status_code == 202, posted.text
         run_id = posted.json()["id"]
         received: list[dict[str, Any]] = []
@@ -441,14 +400,10 @@ def test_the_sse_stream_sends_the_events_in_order_and_ends(
         assert (bad.status_code, bad.json()["code"]) == (400, "invalid")
 
 
-def test_the_sse_stream_pings_while_a_run_waits(
-    provider, asgi_site, editor, settings, lab_settings, group_factory
-):
+def test_the_sse_stream_pings_while_a_run_waits(provider, asgi_site, editor, settings, news_page):
     """A paused run sends nothing for a while: the stream sends ``: ping`` comments."""
     settings.WEBFETCH_STREAM_HEARTBEAT = 1
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[2]])
-    url = lab_settings.url("news.lab.example", "/page", scheme="https")
+    url = news_page
     provider.add(Turn(tool_calls=[("fetch_external_url", {"url": url})]))
     api = APIClient()
     api.force_login(editor)
@@ -485,18 +440,7 @@ def test_the_stream_under_wsgi_sends_the_same_events(api):
 def _serve(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "tests.assistant.serve_asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--lifespan",
-                "off",
-            ],
+            uvicorn_command(sys.executable, "tests.assistant.serve_asgi:application", port),
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -532,7 +476,7 @@ def test_a_server_killed_mid_run_loses_nothing(provider, editor, lab_settings, t
         WEBFETCH_TEST_ASSISTANT_TIMEOUT="3",
         WEBFETCH_TEST_SWEEP_EVERY="1",
     )
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"
     cookies = session_cookie(editor)
@@ -546,11 +490,7 @@ def _kill_and_restart(provider, hold, env, url, port, log, cookies):
     try:
         wait_for(lambda: _served(url), 60, interval=0.2, what="the first server")
         with httpx.Client(base_url=url, cookies=cookies, timeout=30) as client:
-            headers = CSRF_HEADERS
-            conv = client.post("/api/conversations/", json={}, headers=headers).json()["id"]
-            posted = client.post(
-                f"/api/conversations/{conv}/messages/", json={"content": "q"}, headers=headers
-            )
+            posted = post_message(client, "q")
             assert posted.status_code == 202, posted.text
             run_id = posted.json()["id"]
         # The first server's runner holds the run (its lease) and waits for the provider.

@@ -23,17 +23,15 @@ Nothing leaves the namespace.  Not collected by pytest.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from typing import Any
 
+from tests.asgi import CSRF, new_conversation, post_message, uvicorn_in_a_thread
 from tests.benchmarks._netns import in_namespace, setup_network, start_dns
 
 PROVIDER_ADDRESS = "11.0.0.20"
@@ -43,12 +41,6 @@ TEXT = " ".join(f"word{i:03d}" for i in range(150))  # ~1,200 characters
 CHUNK = 12
 CHUNK_DELAY = 0.02
 THINK = 0.3
-
-
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _setup(workdir: str) -> tuple[Any, str, dict[str, str]]:
@@ -96,38 +88,8 @@ def _setup(workdir: str) -> tuple[Any, str, dict[str, str]]:
     user = get_user_model().objects.create_user("bench", password="x", is_staff=True)
     client = Client()
     client.force_login(user)
-    cookies = {"sessionid": client.cookies["sessionid"].value, "csrftoken": "b" * 32}
+    cookies = {"sessionid": client.cookies["sessionid"].value, "csrftoken": CSRF}
     return ProviderServer(PROVIDER_ADDRESS, context), ca_file, cookies
-
-
-@contextlib.contextmanager
-def _uvicorn() -> Any:
-    import uvicorn
-    from django.core.asgi import get_asgi_application
-
-    from django_webfetch.runs.runner import start_serving
-
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            get_asgi_application(),
-            host="127.0.0.1",
-            port=port,
-            lifespan="off",
-            log_level="warning",
-            timeout_graceful_shutdown=2,
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    start_serving()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 def _one_run(provider: Any, url: str, cookies: dict[str, str]) -> dict[str, Any]:
@@ -137,13 +99,10 @@ def _one_run(provider: Any, url: str, cookies: dict[str, str]) -> dict[str, Any]
 
     provider.reset()
     provider.add(Turn(text=TEXT, chunk=CHUNK, chunk_delay=CHUNK_DELAY, delay=THINK))
-    headers = {"X-CSRFToken": cookies["csrftoken"]}
     with httpx.Client(base_url=url, cookies=cookies, timeout=120) as client:
-        conv = client.post("/api/conversations/", json={}, headers=headers).json()["id"]
+        conversation = new_conversation(client)
         start = time.monotonic()
-        posted = client.post(
-            f"/api/conversations/{conv}/messages/", json={"content": "bench"}, headers=headers
-        )
+        posted = post_message(client, "bench", conversation)
         held = time.monotonic() - start
         assert posted.status_code == 202, posted.text
         run_id = posted.json()["id"]
@@ -211,7 +170,10 @@ def main(argv: list[str] | None = None) -> None:
         from django.test import override_settings
 
         results = {}
-        with _uvicorn() as url:
+        from django_webfetch.runs.runner import start_serving
+
+        with uvicorn_in_a_thread() as url:
+            start_serving()
             _one_run(provider, url, cookies)  # warm-up (imports, TLS, the SDK)
             for mode in ("background", "inline"):
                 with override_settings(WEBFETCH_RUNNER=mode):

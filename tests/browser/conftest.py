@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.asgi import free_port, uvicorn_command
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
@@ -78,12 +79,6 @@ class ExampleSite:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))  # a bind, not a connect: nothing leaves the namespace
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def example_site(
     lab_session: Any, tmp_path_factory: pytest.TempPathFactory
@@ -94,7 +89,7 @@ def example_site(
     from tests.lab import netns
 
     directory = tmp_path_factory.mktemp("example-site")
-    port = _free_port()
+    port = free_port()
     env = {
         k: v
         for k, v in os.environ.items()
@@ -124,18 +119,7 @@ def example_site(
     with open(site.log, "wb") as log:
         server = subprocess.Popen(
             # As run.sh serves it: uvicorn, ASGI (the stream, the background runner).
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "example_project.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--lifespan",
-                "off",
-            ],
+            uvicorn_command(sys.executable, "example_project.asgi:application", port),
             cwd=ROOT,
             env=env,
             stdout=log,
