@@ -58,7 +58,14 @@ TEMPLATES = [
 ]
 ROOT_URLCONF = "tests.django.urls"
 SITE_ID = 1
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": ":memory:",
+        # The background runner's tests write from several threads (check W062).
+        "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+    }
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # django CMS (tests/cms/)

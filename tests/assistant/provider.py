@@ -236,7 +236,8 @@ class _Handler(BaseHTTPRequestHandler):
                     ),
                 )
             )
-            for piece in _pieces(arguments, 16):
+            # Large pieces: a megabyte of arguments stays a megabyte of stream.
+            for piece in _pieces(arguments, 4096):
                 events.append(
                     (None, chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
                 )

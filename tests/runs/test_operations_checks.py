@@ -1,4 +1,4 @@
-"""The checks of a production run (docs/operations.rst): W060, W061."""
+"""The checks of a production run (docs/operations.rst): W060, W061, W062."""
 
 from __future__ import annotations
 
@@ -24,6 +24,23 @@ def test_w060_visibility_timeout_shorter_than_the_lease(settings, celery_eager):
     celery_eager.conf.broker_transport_options = {"visibility_timeout": 10}
     settings.WEBFETCH_ASYNC_RUNS = False
     assert "django_webfetch.W060" not in _ids(check_operations())
+
+
+def test_w062_sqlite_without_immediate_transactions(settings):
+    databases = {
+        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "x.sqlite3", "OPTIONS": {}}
+    }
+    settings.DATABASES = databases
+    settings.WEBFETCH_RUNNER = "background"
+    [warning] = [m for m in check_operations() if m.id == "django_webfetch.W062"]
+    assert "'default'" in warning.msg
+    settings.WEBFETCH_RUNNER = "inline"
+    assert "django_webfetch.W062" not in _ids(check_operations())
+    settings.WEBFETCH_RUNNER = "background"
+    databases["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE"}
+    assert "django_webfetch.W062" not in _ids(check_operations())
+    databases["default"] = {"ENGINE": "django.db.backends.postgresql", "NAME": "x"}
+    assert "django_webfetch.W062" not in _ids(check_operations())
 
 
 @pytest.fixture
