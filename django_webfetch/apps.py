@@ -59,3 +59,16 @@ def _bind_task_handlers() -> None:
     }
     for name, handler in handlers.items():
         dispatch.bind(name, handler)
+    from .runs.runner import warm_up
+
+    warm_up(_import_the_model_stack)
+
+
+def _import_the_model_stack() -> None:
+    """The background runner's warm-up: Pydantic AI takes seconds to import, which the
+    first editor's question would otherwise wait for."""
+    import contextlib
+
+    with contextlib.suppress(ImportError):
+        import pydantic_ai.direct  # noqa: F401
+        import pydantic_ai.models.function  # noqa: F401

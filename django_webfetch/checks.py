@@ -550,8 +550,9 @@ def _check_sqlite_writers() -> list[CheckMessage]:
     if not off_request():
         return []
     messages: list[CheckMessage] = []
-    for alias, database in settings.DATABASES.items():
-        options = database.get("OPTIONS") or {}
+    databases: dict[str, dict[str, Any]] = settings.DATABASES
+    for alias, database in databases.items():
+        options: dict[str, Any] = database.get("OPTIONS") or {}
         if (
             database.get("ENGINE") == "django.db.backends.sqlite3"
             and str(options.get("transaction_mode", "")).upper() != "IMMEDIATE"

@@ -30,6 +30,8 @@ from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -64,9 +66,23 @@ class _StreamQuery(serializers.Serializer[Any]):
     since = serializers.IntegerField(min_value=0, required=False, default=0)
 
 
+class _AnyAccept(BaseContentNegotiation):
+    """``EventSource`` asks for ``text/event-stream``: the checks answer (errors) in JSON
+    whatever the client accepts."""
+
+    def select_parser(self, request: Any, parsers: Any) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
+        return (renderers[0], renderers[0].media_type)
+
+
 class RunStreamCheckView(_AssistantView):
     """The checks of ``GET runs/{id}/stream/``, in DRF: authentication, the owner-only
     permission, input errors.  Answers ``{"run", "since"}`` when the stream may start."""
+
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = _AnyAccept
 
     def get(self, request: Request, pk: Any) -> Response:
         run = self.get_run(request, pk)

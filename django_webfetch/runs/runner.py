@@ -27,6 +27,7 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connections
@@ -36,7 +37,7 @@ from django_webfetch.conf import conf
 from .dispatch import SWEEP, run_here
 from .limits import runner_mode
 
-__all__ = ["Runner", "run_later", "runner", "start_serving"]
+__all__ = ["Runner", "run_later", "runner", "start_serving", "warm_up"]
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -55,6 +56,13 @@ class Runner:
         self._pid: int | None = None
         self._busy = 0
         self._idle = threading.Condition(self._lock)
+        self._warm_ups: list[Callable[[], Any]] = []
+
+    def warm_up(self, action: Callable[[], Any]) -> None:
+        """Run ``action`` on the sweeper thread when the runner starts, before its first
+        sweep (imports the first task would otherwise pay for, e.g. the model stack)."""
+        if action not in self._warm_ups:
+            self._warm_ups.append(action)
 
     @property
     def running(self) -> bool:
@@ -134,6 +142,11 @@ class Runner:
                     self._idle.notify_all()
 
     def _sweep(self, stopping: threading.Event, every: float) -> None:
+        for action in list(self._warm_ups):
+            try:
+                action()
+            except Exception:
+                logger.exception("background runner warm-up %r failed", action)
         while not stopping.is_set():
             self.submit(SWEEP)
             if stopping.wait(every):
@@ -142,6 +155,7 @@ class Runner:
 
 #: The process's runner.
 runner = Runner()
+warm_up = runner.warm_up
 
 
 def run_later(name: str, *args: Any) -> None:

@@ -352,7 +352,9 @@ def test_the_sse_stream_sends_the_events_in_order_and_ends(
         assert posted.status_code == 202, posted.text
         run_id = posted.json()["id"]
         received: list[dict[str, Any]] = []
-        with client.stream("GET", f"/api/runs/{run_id}/stream/") as response:
+        # As EventSource asks for it.
+        accept = {"Accept": "text/event-stream"}
+        with client.stream("GET", f"/api/runs/{run_id}/stream/", headers=accept) as response:
             assert response.status_code == 200
             assert response.headers["content-type"].startswith("text/event-stream")
             assert response.headers["cache-control"] == "no-cache"
@@ -387,7 +389,9 @@ def test_the_sse_stream_sends_the_events_in_order_and_ends(
     # Owner only, as the events endpoint: another editor gets 404, nobody 403.
     other = session_cookie(user_factory(staff=True, username="other"))
     with httpx.Client(base_url=asgi_site, cookies=other, timeout=30) as client:
-        response = client.get(f"/api/runs/{run_id}/stream/")
+        response = client.get(
+            f"/api/runs/{run_id}/stream/", headers={"Accept": "text/event-stream"}
+        )
         assert (response.status_code, response.json()["code"]) == (404, "not_found")
         events = client.get(f"/api/runs/{run_id}/events/")
         assert events.status_code == 404
