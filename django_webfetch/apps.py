@@ -26,6 +26,7 @@ class WebFetchConfig(AppConfig):
     def ready(self) -> None:
         from django.core.checks import Tags
         from django.core.checks import register as register_check
+        from django.core.signals import request_started
         from django.db.models.signals import post_migrate
 
         from .assistant.checks import check_assistant, check_call_limits
@@ -36,6 +37,7 @@ class WebFetchConfig(AppConfig):
         from .plugins.models import PluginInstance
         from .plugins.registry import get_manifest
         from .plugins.tools import registry_source
+        from .runs.runner import start_serving
         from .tools.registry import default_registry
 
         for check, tags in CHECKS:
@@ -51,6 +53,9 @@ class WebFetchConfig(AppConfig):
         set_provider_kind_source(kind_choices)
         connect_signals()
         _bind_task_handlers()
+        # A serving process starts the background runner (it sweeps at once: a restarted
+        # server takes up the runs its predecessor left); commands that serve nothing don't.
+        request_started.connect(start_serving, dispatch_uid="django_webfetch.runner")
         post_migrate.connect(
             create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
         )
@@ -69,3 +74,16 @@ def _bind_task_handlers() -> None:
     }
     for name, handler in handlers.items():
         dispatch.bind(name, handler)
+    from .runs.runner import warm_up
+
+    warm_up(_import_the_model_stack)
+
+
+def _import_the_model_stack() -> None:
+    """The background runner's warm-up: Pydantic AI takes seconds to import, which the
+    first editor's question would otherwise wait for."""
+    import contextlib
+
+    with contextlib.suppress(ImportError):
+        import pydantic_ai.direct  # noqa: F401
+        import pydantic_ai.models.function  # noqa: F401

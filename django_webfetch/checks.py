@@ -482,6 +482,7 @@ def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) ->
                     id="django_webfetch.W060",
                 )
             )
+    messages.extend(_check_sqlite_writers())
     try:
         from django.urls import NoReverseMatch, reverse
 
@@ -499,6 +500,36 @@ def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) ->
                 id="django_webfetch.W061",
             )
         )
+    return messages
+
+
+def _check_sqlite_writers() -> list[CheckMessage]:
+    """W062: runs advance off the request (the background runner's threads, or Celery
+    workers) on SQLite without ``BEGIN IMMEDIATE``: concurrent writers fail "database is
+    locked" instead of waiting for each other."""
+    if not (_readable("WEBFETCH_ASYNC_RUNS") and _readable("WEBFETCH_RUNNER")):
+        return []
+    from .runs import off_request
+
+    if not off_request():
+        return []
+    messages: list[CheckMessage] = []
+    databases: dict[str, dict[str, Any]] = settings.DATABASES
+    for alias, database in databases.items():
+        options: dict[str, Any] = database.get("OPTIONS") or {}
+        if (
+            database.get("ENGINE") == "django.db.backends.sqlite3"
+            and str(options.get("transaction_mode", "")).upper() != "IMMEDIATE"
+        ):
+            messages.append(
+                Warning(
+                    f"Database {alias!r} is SQLite without transaction_mode IMMEDIATE, and "
+                    "runs advance off the request (background runner threads or Celery "
+                    'workers): concurrent writers fail with "database is locked".',
+                    hint='Set "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20}.',
+                    id="django_webfetch.W062",
+                )
+            )
     return messages
 
 

@@ -189,6 +189,37 @@ class Settings:
         return _bool("WEBFETCH_ASYNC_RUNS", _raw("WEBFETCH_ASYNC_RUNS", False))
 
     @property
+    def WEBFETCH_RUNNER(self) -> str:
+        """Where runs advance without Celery: ``background`` (default: a thread pool in
+        the web process, off the request) or ``inline`` (in the request; for tests)."""
+        value = _raw("WEBFETCH_RUNNER", "background")
+        if value not in ("background", "inline"):
+            raise _bad("WEBFETCH_RUNNER", '"background" or "inline"')
+        return cast(str, value)
+
+    @property
+    def WEBFETCH_RUNNER_THREADS(self) -> int:
+        """Threads of the background runner (runs advanced at once per process); 1..32."""
+        return self._positive_int("WEBFETCH_RUNNER_THREADS", 4, 32)
+
+    def _seconds(self, name: str, default: float, ceiling: float) -> float:
+        value = _number(name, _raw(name, default), integer=False)
+        if value < 1:
+            raise _bad(name, "a number of seconds >= 1")
+        return float(min(value, ceiling))
+
+    @property
+    def WEBFETCH_RUNNER_SWEEP_EVERY(self) -> float:
+        """Seconds between two sweeps of the background runner (expiry, lost workers and
+        lost messages, as Celery beat's ``django_webfetch.expire_tool_calls``); 1..600."""
+        return self._seconds("WEBFETCH_RUNNER_SWEEP_EVERY", 15.0, 600.0)
+
+    @property
+    def WEBFETCH_STREAM_HEARTBEAT(self) -> float:
+        """Seconds of silence after which a run's event stream sends ``: ping``; 1..60."""
+        return self._seconds("WEBFETCH_STREAM_HEARTBEAT", 15.0, 60.0)
+
+    @property
     def WEBFETCH_ALLOW_SELF_APPROVAL(self) -> bool:
         """May the user who started a call approve it too?  Off by default."""
         return _bool("WEBFETCH_ALLOW_SELF_APPROVAL", _raw("WEBFETCH_ALLOW_SELF_APPROVAL", False))

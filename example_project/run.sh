@@ -1,6 +1,9 @@
 #!/bin/sh
 # The example project (a django CMS site with the assistant page) in one command:
-#   sh example_project/run.sh               set up, then serve http://127.0.0.1:8000/
+#   sh example_project/run.sh               set up, then serve http://127.0.0.1:8000/ (ASGI,
+#                                           uvicorn; runs advance in a background runner)
+#   sh example_project/run.sh wsgi          the same with Django's runserver (WSGI: the
+#                                           assistant page long-polls instead of streaming)
 #   sh example_project/run.sh explain URL   every guard step for URL (group web), no connection
 #   sh example_project/run.sh fetch URL     fetch URL through group web's live policy
 #   sh example_project/run.sh worker        a Celery worker (with CELERY_BROKER_URL set)
@@ -25,16 +28,16 @@ if [ ! -x "$PY" ]; then
     echo "==> creating .venv"
     "$PYTHON" -m venv .venv
 fi
-EXTRAS=cms,assistant
+EXTRAS=cms,assistant,asgi
 if [ -n "${CELERY_BROKER_URL:-}" ]; then
-    EXTRAS=cms,assistant,celery
+    EXTRAS=cms,assistant,asgi,celery
 fi
-if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib' \
+if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib, uvicorn' \
         >/dev/null 2>&1 \
     || { [ -n "${CELERY_BROKER_URL:-}" ] && ! "$PY" -c 'import celery, redis' >/dev/null 2>&1; } \
     || { [ -n "${DATABASE_URL:-}" ] && ! "$PY" -c 'import psycopg' >/dev/null 2>&1; }; then
     echo "==> installing django-webfetch[$EXTRAS] into .venv"
-    "$PY" -m pip install -q -e ".[$EXTRAS]" "djangocms-text>=0.8"
+    "$PY" -m pip install -q -e ".[$EXTRAS]" "djangocms-text>=0.8" "uvicorn>=0.30"
     if [ -n "${DATABASE_URL:-}" ]; then
         "$PY" -m pip install -q "psycopg[binary]>=3.1"
     fi
@@ -54,7 +57,7 @@ case "$command" in
     explain) exec "$PY" example_project/manage.py webfetch explain "$@" ;;
     fetch) exec "$PY" example_project/manage.py webfetch fetch "$@" ;;
     worker) exec "$PY" -m celery -A example_project.celery_app worker --loglevel INFO "$@" ;;
-    serve)
+    serve|wsgi)
         manage demo_setup --domain "$HOST:$PORT"
         cat <<TEXT
 
@@ -68,7 +71,13 @@ case "$command" in
     Approval e-mails are printed on this console.
 
 TEXT
-        exec "$PY" example_project/manage.py runserver "$HOST:$PORT" "$@"
+        if [ "$command" = wsgi ]; then
+            exec "$PY" example_project/manage.py runserver "$HOST:$PORT" "$@"
+        fi
+        # ASGI: Server-Sent Events for the assistant; the background runner starts with the
+        # server (example_project/asgi.py).  Django has no lifespan protocol.
+        exec "$PY" -m uvicorn example_project.asgi:application \
+            --host "$HOST" --port "$PORT" --lifespan off "$@"
         ;;
-    *) echo "usage: sh example_project/run.sh [serve|explain URL|fetch URL|worker] [args...]" >&2; exit 2 ;;
+    *) echo "usage: sh example_project/run.sh [serve|wsgi|explain URL|fetch URL|worker] [args...]" >&2; exit 2 ;;
 esac

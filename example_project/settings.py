@@ -124,8 +124,9 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("WEBFETCH_EXAMPLE_DB", str(BASE_DIR / "db.sqlite3")),
-            # The assistant page polls while a call runs: wait for a writer, not fail.
-            "OPTIONS": {"timeout": 20},
+            # The background runner's threads and the requests write at once: BEGIN
+            # IMMEDIATE makes a writer wait for the other (timeout), never fail "locked".
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -58,7 +58,14 @@ TEMPLATES = [
 ]
 ROOT_URLCONF = "tests.django.urls"
 SITE_ID = 1
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": ":memory:",
+        # The background runner's tests write from several threads (check W062).
+        "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+    }
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # django CMS (tests/cms/)
@@ -71,3 +78,6 @@ CMS_PERMISSION = True
 SILENCED_SYSTEM_CHECKS = ["treebeard.E001"]
 STATIC_URL = "static/"
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# Runs advance in the request, deterministically; the background runner has its own tests
+# (tests/runs/test_runner.py, tests/assistant/test_streaming.py).
+WEBFETCH_RUNNER = "inline"

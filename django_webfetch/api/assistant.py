@@ -4,11 +4,14 @@ An editor sees only their own conversations and runs (approvers included: approv
 through the call endpoints, which show the call, not the conversation).  Progress is read
 by polling ``GET runs/{id}/events/?since=<seq>``: plain request/response, so it works the
 same under WSGI and ASGI, holds no server thread or connection between polls, and resumes
-exactly where the client left off (events are numbered per run).
+exactly where the client left off (events are numbered per run).  ``?wait=S`` makes it a
+long-poll (WSGI); under ASGI ``runs/{id}/stream/`` sends the same events as Server-Sent
+Events (``api/stream.py``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, cast
 
 from rest_framework import exceptions, serializers, status
@@ -168,6 +171,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
     steps = serializers.SerializerMethodField()
     final_message = serializers.SerializerMethodField()
     events_url = serializers.SerializerMethodField()
+    stream_url = serializers.SerializerMethodField()
 
     class Meta:
         model = AssistantRun
@@ -189,6 +193,7 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
             "final_message",
             "last_event",
             "events_url",
+            "stream_url",
             "created",
             "updated",
             "finished_at",
@@ -250,6 +255,12 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
             "django_webfetch:run-events", kwargs={"pk": obj.pk}, request=self.context.get("request")
         )
 
+    def get_stream_url(self, obj: AssistantRun) -> str:
+        """The run's events as Server-Sent Events (``api/stream.py``)."""
+        return reverse(
+            "django_webfetch:run-stream", kwargs={"pk": obj.pk}, request=self.context.get("request")
+        )
+
 
 # A field named "data" would shadow ``Serializer.data``: the class is built from a dict (it
 # only describes the events in the OpenAPI schema).
@@ -272,8 +283,22 @@ class RunEventsSerializer(serializers.Serializer[Any]):
     events = RunEventSerializer(many=True)
 
 
+#: The longest ``wait`` of a long-poll, in seconds.
+MAX_WAIT_SECONDS = 25.0
+#: Seconds between two reads of a long-poll that waits.
+WAIT_INTERVAL = 0.1
+
+
 class SinceSerializer(serializers.Serializer[Any]):
     since = serializers.IntegerField(min_value=0, required=False, default=0)
+    wait = serializers.FloatField(
+        min_value=0,
+        max_value=MAX_WAIT_SECONDS,
+        required=False,
+        default=0,
+        help_text="Long-poll: wait up to this many seconds (at most 25) for an event after "
+        "``since``; answers at once when there is one.",
+    )
 
 
 # -- views ----------------------------------------------------------------------------------
@@ -429,7 +454,10 @@ class RunCancelView(_AssistantView):
 
 
 class RunEventsView(_AssistantView):
-    """The run's events after ``since`` (0: from the start), oldest first, at most 200."""
+    """The run's events after ``since`` (0: from the start), oldest first, at most 200.
+    With ``wait`` (seconds, at most 25) it long-polls: it answers as soon as there is an
+    event after ``since`` (at once if there is one already), or the run has finished, or
+    ``wait`` has passed (an empty list)."""
 
     @extend_schema(
         operation_id="runs_events",
@@ -440,7 +468,13 @@ class RunEventsView(_AssistantView):
         run = services.refresh(self.get_run(request, pk))
         query = SinceSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        events = services.events_since(run, query.validated_data["since"])
+        since = query.validated_data["since"]
+        deadline = time.monotonic() + query.validated_data["wait"]
+        events = services.events_since(run, since)
+        while not events and not run.finished and time.monotonic() < deadline:
+            time.sleep(min(WAIT_INTERVAL, max(deadline - time.monotonic(), 0.0)))
+            run = AssistantRun.objects.get(pk=run.pk)
+            events = services.events_since(run, since)
         return Response(
             {
                 "run": str(run.pk),

@@ -7,7 +7,7 @@ from django.urls import URLPattern, URLResolver, path, re_path
 
 from django_webfetch import __version__
 
-from . import assistant, views
+from . import assistant, stream, views
 from ._schema import AVAILABLE as _SCHEMA_AVAILABLE
 from .permissions import IsActiveUser
 
@@ -35,6 +35,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/<uuid:pk>/", assistant.RunDetailView.as_view(), name="run-detail"),
     path("runs/<uuid:pk>/cancel/", assistant.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<uuid:pk>/events/", assistant.RunEventsView.as_view(), name="run-events"),
+    path("runs/<uuid:pk>/stream/", stream.run_stream, name="run-stream"),
 ]
 
 if _SCHEMA_AVAILABLE:

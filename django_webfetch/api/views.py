@@ -451,13 +451,20 @@ class _DecisionView(BaseView):
         serializer = DecisionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         call = self.decide(call, request.user, serializer.validated_data.get("comment", ""))
-        return _call_response(runs.refresh(call), request)
+        response = _call_response(runs.refresh(call), request)
+        if response.data["state"] in (CallState.APPROVED, CallState.RUNNING):
+            # Approved: it runs off the request (Celery or the background runner).
+            response.status_code = status.HTTP_202_ACCEPTED
+        return response
 
 
 _DECISION_SCHEMA = {
     "request": DecisionSerializer,
     "responses": {
         200: ToolCallSerializer,
+        202: OpenApiResponse(
+            ToolCallSerializer, description="Approved: the call runs in the background."
+        ),
         400: _ERRORS[400],
         403: _ERRORS[403],
         404: _ERRORS[404],

@@ -3,14 +3,20 @@
 The provider is a configured endpoint: its SDK gets an httpx client on the guarded
 transport (``providers.provider_client``), built from the ``assistant`` group's live
 policy, so the model's own traffic is governed and recorded like any tool's (DESIGN.md §9).
+
+With a :class:`~.stream.TextStream` the request streams (Pydantic AI's
+``model_request_stream``): each text chunk goes to the stream as it arrives, through the
+same guarded transport, under the same response-size cap and deadline; the answer returned
+is the whole ``ModelResponse``, as without streaming.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
 
 from django_webfetch.conf import conf
 from django_webfetch.egress import EgressRecorder, policy_for
@@ -29,15 +35,18 @@ from .providers import (
     configured_provider,
     provider_client,
 )
+from .stream import StreamStopped, TextStream
 
 __all__ = ["ask"]
 
 logger = logging.getLogger("django_webfetch.assistant")
 
 
-def ask(run: AssistantRun, history: list[Any]) -> Any:
+def ask(run: AssistantRun, history: list[Any], *, stream: TextStream | None = None) -> Any:
     """One provider request for ``run``: the model's ``ModelResponse`` (raises
-    ``ProviderFailure``).  Every connection it made is recorded against the run."""
+    ``ProviderFailure``, and ``StreamStopped`` when the run changed while it streamed).
+    Every connection it made is recorded against the run.  ``stream``: stream the answer,
+    its text chunks written as ``text_delta`` events."""
     config = _provider_of(run)
     params = _tool_parameters(run)
     messages = within_context_budget(history)
@@ -46,7 +55,7 @@ def ask(run: AssistantRun, history: list[Any]) -> Any:
     try:
         client = None if config.offline else _guarded_client(run, events, timeout)
         model = build_model(config, http_client=client, timeout=timeout)
-        return _request(model, client, messages, params, timeout, secret=config.api_key)
+        return _request(model, client, messages, params, timeout, stream, secret=config.api_key)
     finally:
         _record_egress(run, events)
 
@@ -79,29 +88,60 @@ def _guarded_client(run: AssistantRun, events: list[Any], timeout: float) -> Any
 
 
 def _request(
-    model: Any, client: Any, messages: list[Any], params: Any, timeout: float, *, secret: str = ""
+    model: Any,
+    client: Any,
+    messages: list[Any],
+    params: Any,
+    timeout: float,
+    stream: TextStream | None,
+    *,
+    secret: str = "",
 ) -> Any:
     """Send the request on a loop of its own, closed afterwards (the request's sockets with
-    it); every error is classified as a ``ProviderFailure``."""
-    from pydantic_ai.direct import model_request
+    it); every error is classified as a ``ProviderFailure``.  The stream's writes run back
+    in the calling thread (``async_to_sync``/``sync_to_async``), on its database
+    connection."""
+    from pydantic_ai.direct import model_request, model_request_stream
     from pydantic_ai.settings import ModelSettings
 
     settings = ModelSettings(max_tokens=conf.WEBFETCH_ASSISTANT_MAX_TOKENS, timeout=timeout)
 
     async def request() -> Any:
         try:
-            return await model_request(
+            if stream is None:
+                return await model_request(
+                    model, messages, model_settings=settings, model_request_parameters=params
+                )
+            flush = sync_to_async(stream.flush, thread_sensitive=True)
+            async with model_request_stream(
                 model, messages, model_settings=settings, model_request_parameters=params
-            )
+            ) as streamed:
+                async for item in streamed:
+                    if stream.add(_text_of(item)):
+                        await flush()
+                response = streamed.get()
+            await flush()
+            return response
         finally:
             await _close(model, client)
 
     try:
-        return asyncio.run(request())
-    except ProviderFailure:
+        return async_to_sync(request)()
+    except (ProviderFailure, StreamStopped):
         raise
     except Exception as exc:
         raise classify_error(exc, secret=secret) from exc
+
+
+def _text_of(item: Any) -> str:
+    """The answer text an event of the stream adds (a new text part, or a text delta)."""
+    from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+
+    if isinstance(item, PartStartEvent) and isinstance(item.part, TextPart):
+        return item.part.content
+    if isinstance(item, PartDeltaEvent) and isinstance(item.delta, TextPartDelta):
+        return item.delta.content_delta
+    return ""
 
 
 async def _close(model: Any, client: Any) -> None:

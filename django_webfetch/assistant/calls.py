@@ -188,7 +188,7 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
             data = {"step": step, "call": str(call.pk), "tool": call.tool, "state": call.state}
             if call.reason == TOO_MANY_CALLS:
                 data["reason"] = TOO_MANY_CALLS
-            event(run.pk, "tool_call", data)
+            event(run.pk, "call_requested", data)
         result.append((part, call, problem))
     if requested_now:
         announce(run, step, [call for _, call, _ in result])

@@ -1,8 +1,10 @@
 """Advancing a run in the background: sent by task name after the current commit.
 
 On Celery (``WEBFETCH_ASYNC_RUNS``) the ``django_webfetch.advance_assistant_run`` task is
-queued; in-process (the embedded default) the handler bound to the same name runs right
-after the commit (``runs.dispatch``; ``apps.py`` binds ``loop.advance_in_process``).
+queued; without Celery (the embedded default) the background runner (``runs.runner``) runs
+the handler bound to the same name after the commit, off the request (``apps.py`` binds
+``loop.advance_in_process``); with ``WEBFETCH_RUNNER = "inline"`` it runs right after the
+commit, in the request (tests).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from django.db import transaction
 from django_webfetch import runs
 from django_webfetch.conf import conf
 from django_webfetch.exceptions import WebFetchImproperlyInstalled
-from django_webfetch.runs.dispatch import ADVANCE_ASSISTANT_RUN, enqueue, run_here
+from django_webfetch.runs.dispatch import ADVANCE_ASSISTANT_RUN, enqueue
+from django_webfetch.runs.runner import run_later
 
 __all__ = ["dispatch"]
 
@@ -40,8 +43,9 @@ def _enqueue(run_id: Any) -> None:
 
 def dispatch(run_id: Any) -> None:
     """Advance the run after the current transaction commits: queued on Celery
-    (``WEBFETCH_ASYNC_RUNS``), or right here in-process (the embedded default)."""
+    (``WEBFETCH_ASYNC_RUNS``), on the background runner (the embedded default), or right
+    here (``inline``)."""
     if runs.runs_async():
         transaction.on_commit(partial(_enqueue, run_id))
     else:
-        transaction.on_commit(partial(run_here, ADVANCE_ASSISTANT_RUN, run_id))
+        transaction.on_commit(partial(run_later, ADVANCE_ASSISTANT_RUN, run_id))

@@ -40,6 +40,7 @@ from .history import dump, load, require_pydantic_ai
 from .models import AssistantRun, Message, MessageRole, RunState
 from .providers import OFFLINE_LABEL, ProviderFailure, usage_dict
 from .state import event, fail, lease_seconds, lost, renew, transition
+from .stream import TextStream
 
 __all__ = [
     "MAX_STEP_ATTEMPTS",
@@ -95,6 +96,9 @@ def acquire(run_id: Any, worker: str) -> AssistantRun | AdvanceOutcome:
     if was_lost:
         logger.warning("assistant run %s: worker lost, resuming (attempt %s)", run.pk, attempts)
         event(run.pk, "worker_lost", {"attempt": attempts})
+    if run.step_count == 0:
+        # A worker took up the editor's question (again, after a lost worker).
+        event(run.pk, "started", {"attempt": attempts + 1})
     return run
 
 
@@ -173,7 +177,7 @@ def _ask_step(run: AssistantRun, history: list[Any]) -> AssistantRun | AdvanceOu
         )
         return AdvanceOutcome("advanced", failed.state if failed else run.state)
     try:
-        response = ask(run, history)
+        response = ask(run, history, stream=TextStream(run, step=run.step_count + 1))
     except ProviderFailure as failure:
         record_provider_failure(run, failure)
         if failure.retry_safe and run.attempts + 1 < MAX_STEP_ATTEMPTS:
@@ -206,11 +210,11 @@ def _take_results(
         previous = run.state
         run = transition(run, target, version=run.version, lease_expires_at=None, worker="")
         if previous != target or waiting:
-            event(
-                run.pk,
-                "waiting_for_approval" if waiting else "waiting_for_tools",
-                {"step": step, "calls": [str(c.pk) for c in pending]},
-            )
+            calls_data = {"step": step, "calls": [str(c.pk) for c in pending]}
+            event(run.pk, "waiting_for_approval" if waiting else "waiting_for_tools", calls_data)
+            if waiting:
+                # No worker waits: the calls' final transitions resume the run.
+                event(run.pk, "paused", calls_data)
         # A call that finished while we held the lease could not resume us: look again.
         if all(ToolCall.objects.get(pk=c.pk).finished for c in pending):
             return acquire(run.pk, run.worker)
@@ -281,7 +285,8 @@ def record_step(run: AssistantRun, history: list[Any], response: Any) -> Assista
     )
     if not calls:
         run = transition(run, RunState.COMPLETED, version=run.version)
-        event(run.pk, "completed", {"message": str(message.pk)})
+        incomplete = getattr(response, "finish_reason", None) == "length"
+        event(run.pk, "completed", {"message": str(message.pk), "incomplete": incomplete})
     return run
 
 

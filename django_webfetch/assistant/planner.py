@@ -285,7 +285,39 @@ def _why(prompt: str, urls: list[str], own: list[str], offered: set[str]) -> str
     )
 
 
+#: Characters per chunk of an offline answer streamed (as a model streams tokens).
+OFFLINE_CHUNK_CHARS = 24
+
+
+async def stream_plan(messages: list[Any], info: Any, *, hosts: tuple[str, ...] = ()) -> Any:
+    """:func:`plan` as a stream: its text in chunks, then its tool calls, so the page
+    behaves the same without a language model."""
+    import json
+
+    from pydantic_ai.messages import TextPart, ToolCallPart
+    from pydantic_ai.models.function import DeltaToolCall
+
+    response = plan(messages, info, hosts=hosts)
+    for index, part in enumerate(response.parts):
+        if isinstance(part, TextPart):
+            text = part.content
+            for start in range(0, len(text), OFFLINE_CHUNK_CHARS):
+                yield text[start : start + OFFLINE_CHUNK_CHARS]
+        elif isinstance(part, ToolCallPart):
+            args = part.args if isinstance(part.args, str) else json.dumps(part.args or {})
+            yield {
+                index: DeltaToolCall(
+                    name=part.tool_name, json_args=args, tool_call_id=part.tool_call_id
+                )
+            }
+
+
 def offline_model() -> Any:
     from pydantic_ai.models.function import FunctionModel
 
-    return FunctionModel(partial(plan, hosts=own_hosts()), model_name="offline-planner")
+    hosts = own_hosts()
+    return FunctionModel(
+        partial(plan, hosts=hosts),
+        stream_function=partial(stream_plan, hosts=hosts),
+        model_name="offline-planner",
+    )

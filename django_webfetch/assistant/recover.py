@@ -15,10 +15,13 @@ from .dispatch import dispatch
 from .models import AssistantRun, RunState
 from .state import lost
 
-__all__ = ["STALE_QUEUE_AFTER", "refresh", "sweep"]
+__all__ = ["STALE_QUEUE_AFTER", "STALE_RUNNER_QUEUE_AFTER", "refresh", "sweep"]
 
 #: A run queued this long ago and still not taken by a worker is queued again by the sweep.
 STALE_QUEUE_AFTER = timedelta(minutes=10)
+#: The same on the background runner: its queue is in memory, lost with the process (a
+#: duplicate is harmless: the run's lease admits one worker).
+STALE_RUNNER_QUEUE_AFTER = timedelta(seconds=60)
 
 
 def refresh(run: AssistantRun) -> AssistantRun:
@@ -45,6 +48,7 @@ def sweep(now: datetime | None = None) -> dict[str, int]:
     """Never stuck: resume runs whose worker was lost (or fail them ``worker_lost``), and
     runs whose calls all finished without resuming them (a lost message)."""
     now = now or timezone.now()
+    stale_after = STALE_QUEUE_AFTER if runs.runs_async() else STALE_RUNNER_QUEUE_AFTER
     recovered = 0
     resumed = 0
     # Expiry of the calls (their final transition resumes the run).
@@ -65,7 +69,7 @@ def sweep(now: datetime | None = None) -> dict[str, int]:
             run.state == RunState.RUNNING
             and not step_calls
             and run.queued_at is not None
-            and run.queued_at <= now - STALE_QUEUE_AFTER
+            and run.queued_at <= now - stale_after
         )
         if (step_calls and all(c.finished for c in step_calls)) or stale_queue:
             AssistantRun.objects.filter(pk=run.pk, version=run.version).update(queued_at=now)

@@ -41,9 +41,10 @@ logger = logging.getLogger("django_webfetch.assistant")
 
 
 def lease_seconds() -> float:
-    """How long a worker owns a run it advances: one provider request (plus, in-process,
-    one tool call), with room to spare.  Past it the worker counts as lost."""
-    tool = 0.0 if runs.runs_async() else runs.lease_seconds()
+    """How long a worker owns a run it advances: one provider request (plus, inline, one
+    tool call), with room to spare.  Past it the worker counts as lost.  A streaming
+    answer renews it as its text arrives (``ask``)."""
+    tool = 0.0 if runs.off_request() else runs.lease_seconds()
     return conf.WEBFETCH_ASSISTANT_TIMEOUT + tool + 5.0
 
 

@@ -24,13 +24,24 @@ from .rawurl import CHECKED_URL, RAW_URL, keep_built, mark_follow, on_redirect
 
 __all__ = ["guarded_httpx2_client"]
 
-#: Framing the bridge re-does: the body is handed over whole and already decoded.
+#: Framing the bridge re-does: the body is handed over already decoded.
 _FRAMING = (b"content-encoding", b"content-length", b"transfer-encoding")
 
 
 def guarded_httpx2_client(inner: AsyncGuardedClient, *, timeout: float) -> Any:
     """An ``httpx2.AsyncClient`` on ``inner``: no redirects, no environment."""
     import httpx2
+
+    class Body(httpx2.AsyncByteStream):
+        def __init__(self, response: httpx.Response) -> None:
+            self._response = response
+
+        async def __aiter__(self) -> Any:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._response.aclose()
 
     class Bridge(httpx2.AsyncBaseTransport):
         async def handle_async_request(self, request: Any) -> Any:
@@ -43,16 +54,14 @@ def guarded_httpx2_client(inner: AsyncGuardedClient, *, timeout: float) -> Any:
                 content=body,
                 extensions={RAW_URL: raw} if isinstance(raw, str) else {},
             )
-            response = await inner.send(forwarded, follow_redirects=False)
-            try:
-                content = await response.aread()
-            finally:
-                await response.aclose()
+            response = await inner.send(forwarded, follow_redirects=False, stream=True)
             headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _FRAMING]
             return httpx2.Response(
                 response.status_code,
                 headers=headers,
-                content=content,
+                # Passed on as it arrives (a streamed answer streams), closed with the
+                # response: the caps and the deadline are the guarded response's own.
+                stream=Body(response),
                 request=request,
                 extensions={CHECKED_URL: response.extensions.get(CHECKED_URL)},
             )

@@ -13,14 +13,17 @@
 ``runs.recover``              expiry, lost workers, lost messages, pruning, the sweep
 ``runs.queue``                starting an approved call; queueing and re-queueing
 ``runs.dispatch``             work sent by task name (Celery, or an in-process handler)
+``runs.runner``               the background runner: in-process threads, periodic sweep
 ``runs.bounds``               what input may be stored
 ============================  ==========================================================
 
 The errors (``runs.errors``) all derive from ``RunError``, each with a stable ``.code``.
 
-Runs happen in-process (synchronously, right where the call was approved) unless
-``WEBFETCH_ASYNC_RUNS`` is on; then the ``django_webfetch.run_tool_call`` Celery task runs
-them on a worker once the transaction that approved them has committed.
+Runs happen off the request: on the background runner's threads in the web process (the
+default, ``runs.runner``), or, with ``WEBFETCH_ASYNC_RUNS`` on, in the
+``django_webfetch.run_tool_call`` Celery task on a worker, once the transaction that
+approved them has committed.  ``WEBFETCH_RUNNER = "inline"`` runs them right where the
+call was approved (tests).
 """
 
 from __future__ import annotations
@@ -40,7 +43,14 @@ from .errors import (
     ToolNotOfferedError,
 )
 from .execute import ExecuteOutcome, execute
-from .limits import MAX_ATTEMPTS, lease_seconds, runs_async, time_limits
+from .limits import (
+    MAX_ATTEMPTS,
+    lease_seconds,
+    off_request,
+    runner_mode,
+    runs_async,
+    time_limits,
+)
 from .permissions import (
     APPROVE_PERMISSION,
     can_approve,
@@ -82,12 +92,14 @@ __all__ = [
     "execute",
     "expire_due",
     "lease_seconds",
+    "off_request",
     "preflight",
     "prune_calls",
     "recover_lost",
     "refresh",
     "refuse_call",
     "request_call",
+    "runner_mode",
     "runs_async",
     "sweep",
     "time_limits",

@@ -8,6 +8,8 @@ __all__ = [
     "MAX_ATTEMPTS",
     "MAX_HEARTBEAT_LEASES",
     "lease_seconds",
+    "off_request",
+    "runner_mode",
     "runs_async",
     "time_limits",
 ]
@@ -23,6 +25,20 @@ MAX_HEARTBEAT_LEASES = 4
 def runs_async() -> bool:
     """Run calls on Celery workers (``WEBFETCH_ASYNC_RUNS``) or in-process (default)."""
     return conf.WEBFETCH_ASYNC_RUNS
+
+
+def runner_mode() -> str:
+    """``celery`` (``WEBFETCH_ASYNC_RUNS``), ``background`` (the in-process runner, the
+    default) or ``inline`` (``WEBFETCH_RUNNER = "inline"``: in the request, for tests)."""
+    if conf.WEBFETCH_ASYNC_RUNS:
+        return "celery"
+    return conf.WEBFETCH_RUNNER
+
+
+def off_request() -> bool:
+    """Work is queued (Celery or the background runner), not run in the request: a
+    message can be lost, so the sweep queues stale work again."""
+    return runner_mode() != "inline"
 
 
 def time_limits() -> tuple[float, float]:

@@ -2,8 +2,9 @@
 messages queued again.
 
 :func:`start` starts an approved call: on Celery (``WEBFETCH_ASYNC_RUNS``) its task is
-queued once the transaction that approved it has committed; in-process it runs right here
-(``dispatch.run_here``).
+queued once the transaction that approved it has committed; without Celery it goes to the
+background runner (``runs.runner``) after the commit, or, with ``WEBFETCH_RUNNER =
+"inline"``, runs right here (``dispatch.run_here``).
 
 A broker restarted without persistence (Redis with ``save ""`` and ``appendonly no``, as
 many small installs run it) forgets every queued message; a broker that is down when a
@@ -39,7 +40,8 @@ from django_webfetch.net.policy import Scope
 from django_webfetch.tools import default_registry as tool_registry
 
 from .dispatch import RUN_TOOL_CALL, enqueue, run_here
-from .limits import runs_async, time_limits
+from .limits import runner_mode, runs_async, time_limits
+from .runner import run_later
 
 __all__ = ["QUEUED_RETRY", "enqueue_call", "mark_queued", "queue_for", "requeue_due", "start"]
 
@@ -112,7 +114,13 @@ def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
 
 def enqueue_call(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
     """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
-    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
+    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``).  Without
+    Celery the call goes to the background runner."""
+    if runner_mode() == "background":
+        run_later(RUN_TOOL_CALL, str(call_id))
+        if retrying:
+            mark_queued(call_id, "")
+        return True
     soft, hard = time_limits()
     queued = enqueue(
         RUN_TOOL_CALL,
@@ -132,8 +140,12 @@ def enqueue_call(call_id: Any, tool: str = "", *, retrying: bool = False) -> boo
 
 
 def start(call: ToolCall) -> ToolCall:
-    """Start an approved call: queue it after the commit, or run it here and now."""
+    """Start an approved call: queue it after the commit (Celery or the background
+    runner), or run it here and now (``inline``)."""
     if call.state != CallState.APPROVED:
+        return call
+    if runner_mode() == "background":
+        transaction.on_commit(partial(run_later, RUN_TOOL_CALL, call.pk))
         return call
     if runs_async():
         if connection.in_atomic_block:

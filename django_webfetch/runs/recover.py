@@ -20,7 +20,7 @@ from django_webfetch.tools import Effect, ToolResult
 from django_webfetch.tools import default_registry as tool_registry
 
 from .errors import InvalidTransition
-from .limits import MAX_ATTEMPTS, runs_async
+from .limits import MAX_ATTEMPTS, off_request
 from .queue import requeue_due, start
 from .state import expired, lost, transition
 
@@ -68,7 +68,7 @@ def expire_due(now: datetime | None = None, *, calls: Any = None) -> int:
 
 
 def _may_retry(call: ToolCall) -> bool:
-    if call.attempts >= MAX_ATTEMPTS or not runs_async():
+    if call.attempts >= MAX_ATTEMPTS or not off_request():
         return False
     tool = tool_registry.get(call.tool)
     # A write may have happened before the worker died: never repeat it.
@@ -132,7 +132,7 @@ def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
 def _requeue_stale(now: datetime | None = None) -> int:
     """Queue again approved calls that waited past ``WEBFETCH_REQUEUE_AFTER``
     (``runs/queue.py``)."""
-    if not runs_async():
+    if not off_request():
         return 0
     return requeue_due(now)
 
@@ -190,7 +190,7 @@ def refresh(call: ToolCall) -> ToolCall:
         expire_one(call.pk)
     elif lost(call):
         recover_one(call.pk)
-    elif runs_async() and call.state == CallState.APPROVED:
+    elif off_request() and call.state == CallState.APPROVED:
         # A poll is a sweep of this one call: a message lost with the broker is queued
         # again even where no beat runs.
         if not requeue_due(calls=ToolCall.objects.filter(pk=call.pk)):

@@ -48,6 +48,13 @@ class Turn:
     model: str | None = None
     #: The error body of a non-200 answer (default: a generic scripted failure).
     error: Any = None
+    #: Streamed (``"stream": true``): the text in chunks of this many characters.
+    chunk: int = 8
+    #: Streamed: after the first chunk, wait for this event before the rest (the test
+    #: reads the first delta while the provider is still writing).
+    pause: threading.Event | None = None
+    #: Streamed: sleep this long between two chunks.
+    chunk_delay: float = 0.0
 
 
 @dataclass
@@ -71,6 +78,9 @@ class ProviderServer:
         self.script: list[Turn | Callable[[Recorded], Turn]] = []
         self.requests: list[Recorded] = []
         self.arrived = threading.Event()
+        #: ``(characters of answer text written so far, time.monotonic())`` per text chunk
+        #: streamed (for the benchmarks' latency).
+        self.written: list[tuple[int, float]] = []
         self._lock = threading.Lock()
         self._counter = 0
         server = self
@@ -91,6 +101,7 @@ class ProviderServer:
             self.requests = []
             self.arrived = threading.Event()
             self.context_window = None
+            self.written = []
 
     def add(self, *turns: Turn | Callable[[Recorded], Turn]) -> None:
         with self._lock:
@@ -180,6 +191,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif turn.status != 200:
             error = turn.error if turn.error is not None else {"message": "scripted failure"}
             self._send(turn.status, json.dumps({"error": error}).encode())
+        elif (body or {}).get("stream"):
+            events = (
+                self._openai_stream(turn, body, tokens)
+                if kind == "openai"
+                else self._anthropic_stream(turn, body, tokens)
+            )
+            self._send_stream(turn, events)
         else:
             payload = (
                 self._openai(turn, body, tokens)
@@ -187,6 +205,169 @@ class _Handler(BaseHTTPRequestHandler):
                 else self._anthropic(turn, body, tokens)
             )
             self._send(200, json.dumps(payload).encode())
+
+    def _send_stream(self, turn: Turn, events: list[tuple[str | None, Any]]) -> None:
+        """Server-sent events, one chunk of the chunked body each (as the providers do)."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            texts = 0
+            chars = 0
+            for name, data in events:
+                is_text = _is_text_event(data)
+                if is_text:
+                    texts += 1
+                    if texts == 2 and turn.pause is not None:
+                        turn.pause.wait(120)
+                    elif texts > 1 and turn.chunk_delay:
+                        time.sleep(turn.chunk_delay)
+                payload = data if isinstance(data, str) else json.dumps(data)
+                frame = (f"event: {name}\n" if name else "") + f"data: {payload}\n\n"
+                raw = frame.encode()
+                self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+                self.wfile.flush()
+                if is_text:
+                    chars += len(_text_of(data))
+                    self.provider.written.append((chars, time.monotonic()))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
+
+    def _openai_stream(self, turn: Turn, body: Any, tokens: int) -> list[tuple[str | None, Any]]:
+        n = self.provider.next_id()
+        base = {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": turn.model or (body or {}).get("model", "scripted"),
+        }
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant"}))]
+        for piece in _pieces(turn.text, turn.chunk):
+            events.append((None, chunk({"content": piece})))
+        for i, (name, args) in enumerate(turn.tool_calls):
+            arguments = args if isinstance(args, str) else json.dumps(args)
+            events.append(
+                (
+                    None,
+                    chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": i,
+                                    "id": f"call_{n}_{i}",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": ""},
+                                }
+                            ]
+                        }
+                    ),
+                )
+            )
+            # Large pieces: a megabyte of arguments stays a megabyte of stream.
+            for piece in _pieces(arguments, 4096):
+                events.append(
+                    (None, chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+                )
+        events.append(
+            (None, chunk({}, turn.finish or ("tool_calls" if turn.tool_calls else "stop")))
+        )
+        usage = {"prompt_tokens": tokens, "completion_tokens": 7, "total_tokens": tokens + 7}
+        events.append((None, {**base, "choices": [], "usage": usage}))
+        events.append((None, "[DONE]"))
+        return events
+
+    def _anthropic_stream(self, turn: Turn, body: Any, tokens: int) -> list[tuple[str | None, Any]]:
+        n = self.provider.next_id()
+        message = {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": turn.model or (body or {}).get("model", "scripted"),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": tokens, "output_tokens": 1},
+        }
+        events: list[tuple[str | None, Any]] = [
+            ("message_start", {"type": "message_start", "message": message})
+        ]
+        index = 0
+        if turn.text:
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            for piece in _pieces(turn.text, turn.chunk):
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    )
+                )
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        for i, (name, args) in enumerate(turn.tool_calls):
+            arguments = json.dumps(args if isinstance(args, dict) else {"raw": args})
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": f"toolu_{n}_{i}",
+                            "name": name,
+                            "input": {},
+                        },
+                    },
+                )
+            )
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": arguments},
+                    },
+                )
+            )
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": turn.finish
+                        or ("tool_use" if turn.tool_calls else "end_turn"),
+                        "stop_sequence": None,
+                    },
+                    "usage": {"output_tokens": 5},
+                },
+            )
+        )
+        events.append(("message_stop", {"type": "message_stop"}))
+        return events
 
     def _send(self, status: int, data: bytes) -> None:
         try:
@@ -252,6 +433,26 @@ class _Handler(BaseHTTPRequestHandler):
             "stop_sequence": None,
             "usage": {"input_tokens": tokens, "output_tokens": 5},
         }
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), max(size, 1))]
+
+
+def _text_of(data: dict[str, Any]) -> str:
+    if data.get("type") == "content_block_delta":
+        return str(data["delta"].get("text", ""))
+    return str(data["choices"][0]["delta"].get("content", ""))
+
+
+def _is_text_event(data: Any) -> bool:
+    """An event that carries answer text (either wire format)."""
+    if not isinstance(data, dict):
+        return False
+    if data.get("type") == "content_block_delta":
+        return data.get("delta", {}).get("type") == "text_delta"
+    choices = data.get("choices") or []
+    return bool(choices and choices[0].get("delta", {}).get("content"))
 
 
 # -- reading what the app sent ------------------------------------------------------------

@@ -1,11 +1,12 @@
 """Browser tests: Playwright (Python) drives Debian's Chromium against the example project.
 
-The example project runs as a real ``manage.py runserver`` on loopback inside the test's
-network namespace (a child of the test process), with a fresh SQLite database, the demo's
-pages and users, and the guard pointed at the lab's DNS server and CA.  Chromium talks to
-it on loopback; the server reaches only the lab's public-looking servers.  Nothing here
-downloads a browser: without ``/usr/bin/chromium`` (``apt-get install chromium``) the tests
-are skipped, and in CI (``CI=true``) they fail instead.
+The example project runs as ``run.sh`` serves it (uvicorn, ASGI, with the background
+runner) on loopback inside the test's network namespace (a child of the test process),
+with a fresh SQLite database, the demo's pages and users, and the guard pointed at the
+lab's DNS server and CA.  Chromium talks to it on loopback; the server reaches only the
+lab's public-looking servers.  Nothing here downloads a browser: without
+``/usr/bin/chromium`` (``apt-get install chromium``) the tests are skipped, and in CI
+(``CI=true``) they fail instead.
 
 Screenshots of every step go to ``tests/artifacts/browser/<test>/`` (git-ignored).
 """
@@ -16,7 +17,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.asgi import free_port, uvicorn_command
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
@@ -77,12 +79,6 @@ class ExampleSite:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))  # a bind, not a connect: nothing leaves the namespace
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def example_site(
     lab_session: Any, tmp_path_factory: pytest.TempPathFactory
@@ -93,7 +89,7 @@ def example_site(
     from tests.lab import netns
 
     directory = tmp_path_factory.mktemp("example-site")
-    port = _free_port()
+    port = free_port()
     env = {
         k: v
         for k, v in os.environ.items()
@@ -122,13 +118,8 @@ def example_site(
     )
     with open(site.log, "wb") as log:
         server = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "example_project" / "manage.py"),
-                "runserver",
-                f"127.0.0.1:{port}",
-                "--noreload",
-            ],
+            # As run.sh serves it: uvicorn, ASGI (the stream, the background runner).
+            uvicorn_command(sys.executable, "example_project.asgi:application", port),
             cwd=ROOT,
             env=env,
             stdout=log,

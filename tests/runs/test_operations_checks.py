@@ -1,9 +1,10 @@
-"""The checks of a production run (docs/operations.rst): W060, W061."""
+"""The checks of a production run (docs/operations.rst): W060, W061, W062."""
 
 from __future__ import annotations
 
 import sys
 import types
+import warnings
 
 import pytest
 from django.urls import clear_url_caches, include, path
@@ -24,6 +25,29 @@ def test_w060_visibility_timeout_shorter_than_the_lease(settings, celery_eager):
     celery_eager.conf.broker_transport_options = {"visibility_timeout": 10}
     settings.WEBFETCH_ASYNC_RUNS = False
     assert "django_webfetch.W060" not in _ids(check_operations())
+
+
+def _w062(databases):
+    from django.test import override_settings
+
+    # Django warns that overriding DATABASES may surprise: only the check reads them here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with override_settings(DATABASES=databases):
+            return [m for m in check_operations() if m.id == "django_webfetch.W062"]
+
+
+def test_w062_sqlite_without_immediate_transactions(settings):
+    sqlite = {"ENGINE": "django.db.backends.sqlite3", "NAME": "x.sqlite3", "OPTIONS": {}}
+    settings.WEBFETCH_RUNNER = "background"
+    [warning] = _w062({"default": sqlite})
+    assert "'default'" in warning.msg
+    settings.WEBFETCH_RUNNER = "inline"
+    assert _w062({"default": sqlite}) == []
+    settings.WEBFETCH_RUNNER = "background"
+    immediate = {**sqlite, "OPTIONS": {"transaction_mode": "IMMEDIATE"}}
+    assert _w062({"default": immediate}) == []
+    assert _w062({"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "x"}}) == []
 
 
 @pytest.fixture

@@ -1,0 +1,21 @@
+"""The example project's ASGI application (``sh example_project/run.sh`` serves it with
+uvicorn): Server-Sent Events for the assistant's run events, static files served here
+(a demo: a production site serves them from its web server), and the background runner
+started with the server, so runs advance off the request and a restarted server takes up
+the runs its predecessor left."""
+
+from __future__ import annotations
+
+import os
+
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
+
+django_application = get_asgi_application()
+application = ASGIStaticFilesHandler(django_application)
+
+from django_webfetch.runs.runner import start_serving  # noqa: E402 - after django.setup()
+
+start_serving()
