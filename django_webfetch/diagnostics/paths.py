@@ -486,6 +486,33 @@ _TOKEN_SHAPES = compile_pattern(
         ]
     )
 )
+#: Capability URLs (whoever holds the URL holds the right), by shape: webhook paths
+#: (Slack, Discord), a Telegram bot token (``bot<id>:<token>``), and signature / token /
+#: key query parameters as a class (Azure SAS ``sig=``, S3 ``X-Amz-Signature``, GCS
+#: ``X-Goog-Signature``, ``?token=``, ``?api_key=``...).  The path or value is redacted.
+_CAPABILITY = compile_pattern(
+    r"(?i)(\bhooks\.slack\.com/(?:services|workflows|triggers)/)([^\s\"'<>`]+)"
+    r"|(\bdiscord(?:app)?\.com/api/webhooks/[0-9]+/)([^\s\"'<>`?#]+)"
+    r"|(\bbot[0-9]{5,}:)([A-Za-z0-9_\-]{20,})"
+    r"|([?&;](?:sig|signature|[a-z0-9_.\-]*-(?:signature|credential|security-token)|token|"
+    r"access_token|refresh_token|id_token|key|api_key|api-key|apikey|secret|client_secret|"
+    r"password|passwd|pwd|auth|code)=)([^&\s#\"'<>`]+)"
+)
+#: Keys inside a semicolon-separated connection string, whatever name the string is
+#: assigned to (``AccountKey=``, ``SharedAccessKey=``, ``Password=``, ``Pwd=``).
+_CONNECTION = compile_pattern(
+    r"(?i)((?:^|[;\s\"'`])(?:account[ _]?key|shared[ _]?access[ _]?key|"
+    r"shared[ _]?access[ _]?signature|password|pwd)[ \t]*=[ \t]*)([^;\s\"'`]+)"
+)
+#: Django's generated ``SECRET_KEY`` shape, whatever it is assigned to.
+_DJANGO_INSECURE = compile_pattern(r"\b(django-insecure-)([^\s\"'`]+)")
+#: More command lines: npm's ``_auth=`` / ``_authToken=`` (``.npmrc``), ``sqlcmd -P PW``
+#: (and ``bcp`` / ``osql`` / ``isql``), ``htpasswd -b [file] user PW`` (the last argument).
+_COMMAND2 = compile_pattern(
+    r"(?i)(:?\b_auth(?:token)?[ \t]*=[ \t]*)([^ \t\"'`]+)"
+    r"|(\b(?:sqlcmd|bcp|osql|isql)\b[^\n]*?[ \t]-P[ \t]*)([^ \t]+)"
+    r"|(\bhtpasswd\b[^\n]*?[ \t]-[A-Za-z]*b[^\n]*[ \t])([^ \t]+)[ \t]*$"
+)
 _PEM = compile_pattern(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|^PuTTY-User-Key-File-")
 _KEY_END = compile_pattern(r"-----END |^Private-MAC:")
 #: A value that names nothing secret (``primary_key=True``) is kept.
@@ -501,7 +528,10 @@ _TRIGGER_WORDS = (
     ".pin", "session", "sessid", "fernet", "hmac", "cookie", "auth", "login", "credentials",
     "mysql", "mariadb", "sshpass", "redis-cli", "-u", "--user", "--proxy-user",
     "whsec_", "ya29.", "npm_", "pypi-", "hf_", "dop_v1_", "hvs.", "hvb.", "hvr.", "shpat_",
-    "shpss_", "shpca_", "shppa_", "dapi",
+    "shpss_", "shpca_", "shppa_", "dapi", "sig", "hooks.slack", "discord", "bot",
+    "django-insecure", "_auth", "sqlcmd", "bcp", "osql", "isql", "htpasswd",
+    "accountkey", "account key", "account_key", "sharedaccess", "shared access",
+    "shared_access", "pwd", "code=",
 )  # fmt: skip
 
 
@@ -535,6 +565,10 @@ def _redact_simple(line: str) -> str:
     line = _TOKEN_SHAPES.sub(REDACTED, line)
     line = _POSITIONAL.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
     line = _COMMAND.sub(_pairs, line)
+    line = _CAPABILITY.sub(_pairs, line)
+    line = _CONNECTION.sub(_pairs, line)
+    line = _DJANGO_INSECURE.sub(_pairs, line)
+    line = _COMMAND2.sub(_pairs, line)
     return str(_FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line))
 
 
