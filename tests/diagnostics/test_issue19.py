@@ -37,7 +37,7 @@ def test_every_redaction_pattern_is_re2():
         "_ASSIGNMENT", "_CALL", "_FLAG", "_POSITIONAL", "_COMMAND", "_HEADER", "_DSN",
         "_USERINFO", "_BEARER", "_AWS", "_TOKEN_SHAPES", "_PEM", "_KEY_END", "_STRINGS",
         "_DB_NAME", "_KEY_NAMES", "_PYC_TAG", "_CAPABILITY", "_CONNECTION", "_DJANGO_INSECURE",
-        "_COMMAND2",
+        "_COMMAND2", "_DUMP_SHAPES", "_KEY_SHAPES",
     ]  # fmt: skip
     for name in names:
         assert is_linear(getattr(paths, name)), name
