@@ -17,8 +17,12 @@ alike.  Whatever the root, these are refused (a stable ``reason`` each):
 ``database_file``      ``*.sqlite3``, ``*.sqlite``, ``*.db`` and their journals, dumps
                        (``*.sql``, ``*.dump``, ``*.bak`` copies), and any file whose first
                        bytes show a database or a dump (``SQLite format 3``,
-                       ``-- PostgreSQL database dump``, ``-- MySQL dump``...)
-``key_material``       ``.key .pem .crt .cer .der .p12 .pfx .jks .keystore``, ``id_rsa``...
+                       ``-- PostgreSQL database dump``, ``-- MySQL dump``...),
+                       ``manage.py dumpdata`` output (JSON, JSON lines, YAML, XML) and
+                       Terraform state (``*.tfstate*``, ``"terraform_version"``) by content
+``key_material``       ``.key .pem .crt .cer .der .p12 .pfx .jks .keystore``, ``id_rsa*``,
+                       ``*.tfvars``, ``netrc`` / ``pgpass`` / ``htpasswd``, and a
+                       service-account key (``"type": "service_account"``) by content
 ``env_file``           ``*.env`` (``production.env``)
 ``not_found``          no such file
 ``not_a_file``         a directory, FIFO, device or socket
@@ -57,6 +61,7 @@ __all__ = [
     "redact_lines",
     "redact_text",
     "sniff_database",
+    "sniff_reason",
 ]
 
 MAX_PATH_CHARS = 1024
@@ -77,13 +82,19 @@ _KEY_SUFFIXES = frozenset(
         ".keytab",
     }
 )
-_KEY_NAMES = compile_pattern(r"^id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?$|^.*\.(?:gpg|asc|kdbx)$")
+#: Key and credential files by name: SSH keys (``id_rsa``, ``id_ed25519_old``), encrypted
+#: stores, ``netrc`` / ``pgpass`` / ``htpasswd`` without their dot, Terraform variable files
+#: (``prod.tfvars``, ``x.auto.tfvars.json``), a ``service-account*.json`` key.
+_KEY_NAMES = compile_pattern(
+    r"^id_(?:rsa|dsa|ecdsa|ed25519)|^.*\.(?:gpg|asc|kdbx|tfvars)$|^_?(?:netrc|pgpass)$|"
+    r"^htpasswd$|^.*\.htpasswd$|^service[_-]?account.*\.json$"
+)
 #: Databases and database dumps, as a class: SQLite and other engines' files, their
 #: journals, and SQL dumps (``backup.sql``, ``db.dump``; ``.bak``/``.gz`` copies of them
 #: are caught by the dotted-prefix rule).  ``sniff_database`` catches them by content.
 _DB_NAME = compile_pattern(
     r"\.(?:sqlite3?|db3?|s3db|sl3|dump|rdb|mdb|ldb|kdb|accdb|frm|ibd|myd|sql|psql|pgsql|"
-    r"pgdump|dmp|bson)(?:-(?:wal|shm|journal))?$"
+    r"pgdump|dmp|bson|tfstate)(?:-(?:wal|shm|journal))?$"
 )
 #: The interpreter tag of a compiled module (``prod_settings.cpython-311.pyc``).
 _PYC_TAG = compile_pattern(r"\.(?:cpython|pypy|graalpy)[0-9a-z_\-]*(\.py[co])$")
@@ -100,14 +111,38 @@ _DUMP_SIGNATURES = (
     b"PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;",  # sqlite3's .dump
     b"\x00\x06\x15\x61",  # Berkeley DB hash
 )
+#: Dumps by structure (on RE2): ``manage.py dumpdata`` output in each of its formats
+#: (JSON array ``[{"model": "``, JSON lines ``{"model": "app.model", "pk"``, YAML
+#: ``- model:``, XML ``<django-objects``) and Terraform state (``"terraform_version"``).
+_DUMP_SHAPES = compile_pattern(
+    rb'^\[\s*\{\s*"model"\s*:\s*"'
+    rb'|^\{\s*"model"\s*:\s*"[A-Za-z0-9_]+\.[A-Za-z0-9_]+"\s*,\s*"(?:pk|fields)"'
+    rb"|^- model:[ \t]"
+    rb"|<django-objects[\s>]"
+    rb'|"terraform_version"\s*:'
+)
+#: Key material by content: a Google service-account key (or any JSON with a
+#: ``"private_key"`` member).  PEM blocks are blanked line by line by the redactor.
+_KEY_SHAPES = compile_pattern(rb'"type"\s*:\s*"service_account"|"private_key"\s*:')
 #: How much of a file ``sniff_database`` reads.
 SNIFF_BYTES = 4096
 
 
 def sniff_database(head: bytes) -> bool:
     """Whether the first bytes of a file show a database or a database dump."""
+    return sniff_reason(head) == "database_file"
+
+
+def sniff_reason(head: bytes) -> str | None:
+    """The refused class the first bytes of a file show (``database_file``: a database, a
+    database dump, a ``dumpdata`` fixture, Terraform state; ``key_material``: a
+    service-account key), or ``None``."""
     head = head[:SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
-    return any(signature in head for signature in _DUMP_SIGNATURES)
+    if any(signature in head for signature in _DUMP_SIGNATURES) or _DUMP_SHAPES.search(head):
+        return "database_file"
+    if _KEY_SHAPES.search(head):
+        return "key_material"
+    return None
 
 
 class PathDenied(WebFetchError):
@@ -383,8 +418,9 @@ class SourcePathGuard:
             if hasattr(os, "set_blocking"):
                 os.set_blocking(fd, True)
             # Databases and dumps as a class, whatever the file is called.
-            if sniff_database(os.pread(fd, SNIFF_BYTES, 0)):
-                raise PathDenied("database_file")
+            reason = sniff_reason(os.pread(fd, SNIFF_BYTES, 0))
+            if reason is not None:
+                raise PathDenied(reason)
             return os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
@@ -486,6 +522,33 @@ _TOKEN_SHAPES = compile_pattern(
         ]
     )
 )
+#: Capability URLs (whoever holds the URL holds the right), by shape: webhook paths
+#: (Slack, Discord), a Telegram bot token (``bot<id>:<token>``), and signature / token /
+#: key query parameters as a class (Azure SAS ``sig=``, S3 ``X-Amz-Signature``, GCS
+#: ``X-Goog-Signature``, ``?token=``, ``?api_key=``...).  The path or value is redacted.
+_CAPABILITY = compile_pattern(
+    r"(?i)(\bhooks\.slack\.com/(?:services|workflows|triggers)/)([^\s\"'<>`]+)"
+    r"|(\bdiscord(?:app)?\.com/api/webhooks/[0-9]+/)([^\s\"'<>`?#]+)"
+    r"|(\bbot[0-9]{5,}:)([A-Za-z0-9_\-]{20,})"
+    r"|([?&;](?:sig|signature|[a-z0-9_.\-]*-(?:signature|credential|security-token)|token|"
+    r"access_token|refresh_token|id_token|key|api_key|api-key|apikey|secret|client_secret|"
+    r"password|passwd|pwd|auth|code)=)([^&\s#\"'<>`]+)"
+)
+#: Keys inside a semicolon-separated connection string, whatever name the string is
+#: assigned to (``AccountKey=``, ``SharedAccessKey=``, ``Password=``, ``Pwd=``).
+_CONNECTION = compile_pattern(
+    r"(?i)((?:^|[;\s\"'`])(?:account[ _]?key|shared[ _]?access[ _]?key|"
+    r"shared[ _]?access[ _]?signature|password|pwd)[ \t]*=[ \t]*)([^;\s\"'`]+)"
+)
+#: Django's generated ``SECRET_KEY`` shape, whatever it is assigned to.
+_DJANGO_INSECURE = compile_pattern(r"\b(django-insecure-)([^\s\"'`]+)")
+#: More command lines: npm's ``_auth=`` / ``_authToken=`` (``.npmrc``), ``sqlcmd -P PW``
+#: (and ``bcp`` / ``osql`` / ``isql``), ``htpasswd -b [file] user PW`` (the last argument).
+_COMMAND2 = compile_pattern(
+    r"(?i)(:?\b_auth(?:token)?[ \t]*=[ \t]*)([^ \t\"'`]+)"
+    r"|(\b(?:sqlcmd|bcp|osql|isql)\b[^\n]*?[ \t]-P[ \t]*)([^ \t]+)"
+    r"|(\bhtpasswd\b[^\n]*?[ \t]-[A-Za-z]*b[^\n]*[ \t])([^ \t]+)[ \t]*$"
+)
 _PEM = compile_pattern(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|^PuTTY-User-Key-File-")
 _KEY_END = compile_pattern(r"-----END |^Private-MAC:")
 #: A value that names nothing secret (``primary_key=True``) is kept.
@@ -501,7 +564,10 @@ _TRIGGER_WORDS = (
     ".pin", "session", "sessid", "fernet", "hmac", "cookie", "auth", "login", "credentials",
     "mysql", "mariadb", "sshpass", "redis-cli", "-u", "--user", "--proxy-user",
     "whsec_", "ya29.", "npm_", "pypi-", "hf_", "dop_v1_", "hvs.", "hvb.", "hvr.", "shpat_",
-    "shpss_", "shpca_", "shppa_", "dapi",
+    "shpss_", "shpca_", "shppa_", "dapi", "sig", "hooks.slack", "discord", "bot",
+    "django-insecure", "_auth", "sqlcmd", "bcp", "osql", "isql", "htpasswd",
+    "accountkey", "account key", "account_key", "sharedaccess", "shared access",
+    "shared_access", "pwd", "code=",
 )  # fmt: skip
 
 
@@ -535,6 +601,10 @@ def _redact_simple(line: str) -> str:
     line = _TOKEN_SHAPES.sub(REDACTED, line)
     line = _POSITIONAL.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
     line = _COMMAND.sub(_pairs, line)
+    line = _CAPABILITY.sub(_pairs, line)
+    line = _CONNECTION.sub(_pairs, line)
+    line = _DJANGO_INSECURE.sub(_pairs, line)
+    line = _COMMAND2.sub(_pairs, line)
     return str(_FLAG.sub(lambda m: f"{m.group(1)}{REDACTED}", line))
 
 

@@ -21,7 +21,8 @@
     └── PolicyError(WebFetchError, ValueError)   (an EgressPolicy that cannot be built)
 
 ``reason`` is a stable machine-readable code (``scheme``, ``userinfo``, ``host_syntax``,
-``idn``, ``own_site``, ``denylist``, ``not_allowlisted``, ``invalid_list``, ``port``,
+``idn``, ``own_site``, ``denylist``, ``not_allowlisted``, ``host_spells_address``,
+``invalid_list``, ``port``,
 ``proxy``, ``legacy_numeric_host``, ``unresolvable``, ``address_class:<class>``,
 ``mixed_answer``, ``scope``, ...).  The message shown to people and to the model is built only
 from the reason code and text we chose; ``detail`` carries internal specifics for the audit

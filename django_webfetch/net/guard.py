@@ -31,7 +31,7 @@ from .errors import (
     UnresolvableHost,
     WebFetchError,
 )
-from .hosts import Host, HostKind, HostList, ListEntry
+from .hosts import EntryKind, Host, HostKind, HostList, ListEntry, spells_address
 from .ipclass import (
     PRIVATE_ALLOWABLE,
     PUBLIC,
@@ -455,6 +455,15 @@ class UrlGuard:
             assert host.address is not None
             addresses = (host.address,)
             trace.ok("resolve", "IP literal, no lookup")
+
+        # A ``*.suffix`` grant covers names under the suffix, not the address a name spells
+        # (``1.2.3.4.1u.ms``, ``01020304.05060708.rbndr.us``: wildcard DNS by another name).
+        if (
+            allow_match is not None
+            and allow_match.kind is EntryKind.SUFFIX
+            and any(spells_address(host.name, address) for address in addresses)
+        ):
+            raise HostNotAllowed("host_spells_address", detail=host.name)
 
         # The private-address exemption holds only for a host that a grant of this scope
         # also matches (EgressPolicy checks it when it is built; checked again here).

@@ -33,6 +33,7 @@ __all__ = [
     "parse_host",
     "parse_list_entry",
     "parse_port",
+    "spells_address",
 ]
 
 _LDH = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -297,3 +298,28 @@ class HostList:
             ):
                 return entry
         return None
+
+
+def _address_spellings(address: IPv4Address | IPv6Address) -> tuple[tuple[str, ...], str, str]:
+    """``(dotted labels, dashed form, hex form)`` of an address as wildcard-DNS services
+    write it in a name (``1.2.3.4`` / ``1-2-3-4`` / ``01020304``; IPv6: ``2001-db8--1``)."""
+    if isinstance(address, IPv4Address):
+        dotted = tuple(str(address).split("."))
+        return dotted, "-".join(dotted), address.packed.hex()
+    return (), str(address).replace(":", "-"), address.packed.hex()
+
+
+def spells_address(name: str, address: IPv4Address | IPv6Address) -> bool:
+    """Do the labels of ``name`` spell ``address``, as wildcard-DNS services answer
+    (``1.2.3.4.nip.io``, ``app-1-2-3-4.sslip.io``, ``01020304.x``, rbndr's
+    ``01020304.05060708.rbndr.us``)?  A host under a ``*.suffix`` grant that does is a
+    grant of whatever address its name says (the guard refuses it, ``host_spells_address``).
+    """
+    labels = name.lower().split(".")
+    dotted, dashed, hexed = _address_spellings(address)
+    width = len(dotted)
+    if width and any(
+        tuple(labels[start : start + width]) == dotted for start in range(len(labels))
+    ):
+        return True
+    return any(label in (dashed, hexed) or label.endswith("-" + dashed) for label in labels)

@@ -62,6 +62,7 @@ _EXACT = {
     "invalid_list": "policy_unavailable",
     "policy_unavailable": "policy_unavailable",
     "unguarded_network": "unguarded_network",
+    "host_spells_address": "host_spells_address",
 }
 
 

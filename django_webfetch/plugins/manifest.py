@@ -157,6 +157,15 @@ WILDCARD_DNS_DOMAINS = frozenset(
         "lvh.me",
         "vcap.me",
         "localhost.direct",
+        # review19 finding 5: the same service by other names (the guard also refuses, by
+        # structure, any host under a ``*.`` grant whose labels spell its address).
+        "1u.ms",
+        "rbndr.us",
+        "nip.direct",
+        "xip.name",
+        "lcl.host",
+        "localho.st",
+        "fuf.me",
     }
 )
 

@@ -26,6 +26,10 @@ REASONS = {
     ),
     "denylist": _("the host is on the administrator's deny list"),
     "not_allowlisted": _("the host is not on the administrator's allow list"),
+    "host_spells_address": _(
+        "the host name spells the address it resolves to (wildcard DNS), which a *. grant "
+        "does not cover"
+    ),
     "port": _("only the default port is allowed unless the allow list names the port"),
     "proxy": _("a proxy would carry this request, which the guard cannot check"),
     "unresolvable": _("the host name does not resolve to an address"),

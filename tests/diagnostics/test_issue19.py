@@ -36,7 +36,8 @@ def test_every_redaction_pattern_is_re2():
     names = [
         "_ASSIGNMENT", "_CALL", "_FLAG", "_POSITIONAL", "_COMMAND", "_HEADER", "_DSN",
         "_USERINFO", "_BEARER", "_AWS", "_TOKEN_SHAPES", "_PEM", "_KEY_END", "_STRINGS",
-        "_DB_NAME", "_KEY_NAMES", "_PYC_TAG",
+        "_DB_NAME", "_KEY_NAMES", "_PYC_TAG", "_CAPABILITY", "_CONNECTION", "_DJANGO_INSECURE",
+        "_COMMAND2", "_DUMP_SHAPES", "_KEY_SHAPES",
     ]  # fmt: skip
     for name in names:
         assert is_linear(getattr(paths, name)), name
@@ -104,6 +105,33 @@ _SHAPES = [
     "hf_{v}{v}",
     "sk_live_{v}",
     "whsec_{v}{v}",
+    # review19 finding 3: capability URLs, signature query parameters as a class, keys
+    # inside connection strings, Django's generated key, npm / sqlcmd / htpasswd.
+    "posting to https://hooks.slack.com/services/T0AAAA/B0BBBB/{v}",
+    "POST https://discord.com/api/webhooks/123456789012345678/{v}",
+    "GET https://api.telegram.org/bot123456789:{v}{v}/sendMessage",
+    "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig={v}%3D",
+    "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={v}",
+    "https://b.s3.amazonaws.com/k?X-Amz-Credential={v}&X-Amz-Date=20261201",
+    "https://b.s3.amazonaws.com/k?X-Amz-Security-Token={v}",
+    "https://storage.googleapis.com/b/o?X-Goog-Signature={v}",
+    "redirect https://app.example/cb?state=1&Access_Token={v}&x=1",
+    "https://api.example/v1?api_key={v}",
+    "https://api.example/v1?APIKEY={v}",
+    "https://api.example/feed?token={v}",
+    "https://api.example/feed?Signature={v}&Expires=1",
+    "https://api.example/feed?auth={v}",
+    "conn = DefaultEndpointsProtocol=https;AccountName=a;AccountKey={v};EndpointSuffix=x",
+    "bus = 'Endpoint=sb://n.servicebus.windows.net/;SharedAccessKeyName=r;SharedAccessKey={v}'",
+    "db = 'Server=tcp:x,1433;Database=d;User Id=u;Password={v};Encrypt=True'",
+    "odbc = 'Driver={{x}};Server=x;Uid=u;Pwd={v};'",
+    "{{'KEYRING': 'django-insecure-{v}'}}",
+    "//registry.npmjs.org/:_auth={v}",
+    "//npm.example/:_authToken={v}",
+    "sqlcmd -S db -U sa -P {v}",
+    "sqlcmd -S db -U sa -P{v} -Q 'select 1'",
+    "htpasswd -b /etc/nginx/htpasswd admin {v}",
+    "htpasswd -nbB admin {v}",
 ]
 
 
