@@ -179,13 +179,26 @@ def test_composed_urls_get_one_verdict_on_every_path(
 # -- the error contract --------------------------------------------------------------------
 
 
+_EARLIER: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _hops_of_earlier_tests():
+    """Hops another test left open are that test's finding, not this one's: each test here
+    asserts on the hops it made."""
+    _EARLIER.clear()
+    _EARLIER.update(id(hop) for hop in _open_hops())
+    yield
+
+
 def _open_hops() -> list[PinnedHop]:
-    """Hops still alive whose record is open or whose connection is held."""
+    """Hops still alive whose record is open or whose connection is held (made by this
+    test)."""
     hops = []
     for o in gc.get_objects():
         try:
             # A dead weak proxy (another test's) raises on any attribute access.
-            if type(o) is PinnedHop and not o.closed:
+            if type(o) is PinnedHop and not o.closed and id(o) not in _EARLIER:
                 hops.append(o)
         except ReferenceError:  # pragma: no cover - depends on what else ran
             continue
