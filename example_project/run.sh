@@ -28,9 +28,9 @@ if [ ! -x "$PY" ]; then
     echo "==> creating .venv"
     "$PYTHON" -m venv .venv
 fi
-EXTRAS=cms,assistant,asgi
+EXTRAS=cms,assistant,asgi,mcp
 if [ -n "${CELERY_BROKER_URL:-}" ]; then
-    EXTRAS=cms,assistant,asgi,celery
+    EXTRAS=cms,assistant,asgi,mcp,celery
 fi
 if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib, uvicorn' \
         >/dev/null 2>&1 \
