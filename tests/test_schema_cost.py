@@ -63,7 +63,8 @@ schemas = st.builds(
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=3)),
     lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("abc"), inner, max_size=3)
+        st.lists(inner, min_size=1, max_size=3),
+        st.dictionaries(st.sampled_from("abc"), inner, min_size=1, max_size=3),
     ),
     max_leaves=10,
 )
