@@ -12,16 +12,25 @@ redirects followed, outside the egress guard).  Here:
   schema) and must resolve; ``$id``, ``$schema`` pointing elsewhere and
   ``unevaluatedProperties`` next to ``patternProperties`` (jsonschema would run ``re``
   there) are refused;
-- validation uses a ``referencing.Registry`` with no ``retrieve``: nothing is ever fetched.
+- validation uses a ``referencing.Registry`` with no ``retrieve``: nothing is ever fetched;
+- the worst-case number of subschema evaluations one instance node can cost (``schema_cost``:
+  applicators summed, local ``$ref`` followed, memoised) is capped at ``MAX_SCHEMA_COST``;
+  over it, or with a ``$ref`` cycle that does not descend into the instance (``properties``,
+  ``items``, ...), the schema is refused before it ever runs (a fan-out of references would
+  otherwise validate in exponential time; ``tests/review19/test_schema_ref_fanout.py``,
+  ``tests/test_schema_cost.py``);
+- validation itself stops after ``MAX_EVALUATIONS`` keyword evaluations (a recursive schema
+  that descends into a deeply nested instance is bounded too).
 
 ``check_tool_schema`` raises ``SchemaRefused`` with a stable ``reason``: ``schema_invalid``,
-``schema_ref``, ``schema_keyword``, or a ``text.patterns`` reason (``pattern_syntax``,
-``pattern_too_large``, ``pattern_too_long``, ``pattern_type``).
+``schema_ref``, ``schema_keyword``, ``schema_too_costly``, or a ``text.patterns`` reason
+(``pattern_syntax``, ``pattern_too_large``, ``pattern_too_long``, ``pattern_type``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
@@ -38,7 +47,28 @@ __all__ = [
     "SchemaRefused",
     "argument_errors",
     "check_tool_schema",
+    "schema_cost",
 ]
+
+#: The most subschema evaluations one instance node may cost (``schema_cost``).
+MAX_SCHEMA_COST = 10_000
+#: The most keyword evaluations one ``argument_errors`` call runs.
+MAX_EVALUATIONS = 50_000
+#: Subschemas applied to the same instance node.
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+#: Subschemas applied to a part of the instance (a property, an item): they consume depth.
+_DESCENDING = (
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "items",
+    "prefixItems",
+    "contains",
+    "unevaluatedItems",
+)
+_MAX_REF_CHAIN = 256
 
 #: The only place references resolve: the schema itself (no retrieve, nothing fetched).
 _NO_RETRIEVAL: Registry[Any] = Registry()
@@ -93,14 +123,43 @@ def _additional_properties(validator: Any, extra: Any, instance: Any, schema: An
         yield ValidationError(f"{len(extras)} additional properties are not allowed")
 
 
-#: Draft 2020-12 with the pattern keywords on RE2.
+class _Budget:
+    """Keyword evaluations left in the current ``argument_errors`` call."""
+
+    def __init__(self) -> None:
+        self.left: ContextVar[list[int] | None] = ContextVar("schema_budget", default=None)
+
+
+class EvaluationBudgetExceeded(Exception):
+    """Validation of one set of arguments ran over ``MAX_EVALUATIONS``."""
+
+
+_BUDGET = _Budget()
+
+
+def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    def run(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        left = _BUDGET.left.get()
+        if left is not None:
+            left[0] -= 1
+            if left[0] < 0:
+                raise EvaluationBudgetExceeded
+        return keyword(validator, value, instance, schema)
+
+    return run
+
+
+_KEYWORDS: dict[str, Callable[..., Any]] = {
+    **Draft202012Validator.VALIDATORS,
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
+
+#: Draft 2020-12 with the pattern keywords on RE2, every keyword counted against a budget.
 ArgumentValidator: Any = extend(  # type: ignore[no-untyped-call]
     Draft202012Validator,
-    validators={
-        "pattern": _pattern,
-        "patternProperties": _pattern_properties,
-        "additionalProperties": _additional_properties,
-    },
+    validators={word: _counted(keyword) for word, keyword in _KEYWORDS.items()},
 )
 
 
@@ -116,6 +175,102 @@ def _walk(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
     elif isinstance(node, list):
         for item in node:
             yield from _walk(item, depth + 1)
+
+
+_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_MAPS = ("properties", "patternProperties", "dependentSchemas")
+
+
+def _applied(node: Mapping[str, Any], words: tuple[str, ...]) -> Iterator[Any]:
+    for word in words:
+        value = node.get(word)
+        if value is None:
+            continue
+        if word in _LISTS and isinstance(value, list):
+            yield from value
+        elif word in _MAPS and isinstance(value, Mapping):
+            yield from value.values()
+        else:
+            yield value
+
+
+def schema_cost(schema: Mapping[str, Any]) -> int:
+    """The worst-case number of subschema evaluations one instance node costs under
+    ``schema``: 1 per schema plus the cost of every subschema it applies (in place or to a
+    part of the instance, where a recursive reference counts once per level), following
+    local references, memoised.  Raises ``SchemaRefused("schema_too_costly")`` for a
+    reference cycle that does not descend into the instance (it would never end)."""
+    resolver = _NO_RETRIEVAL.resolver_with_root(DRAFT202012.create_resource(dict(schema)))
+
+    def in_place(node: Any) -> list[Any]:
+        if not isinstance(node, Mapping):
+            return []
+        found = list(_applied(node, _IN_PLACE))
+        for ref_key in _REF_KEYS:
+            ref = node.get(ref_key)
+            if isinstance(ref, str):
+                try:
+                    found.append(resolver.lookup(ref).contents)
+                except Unresolvable as exc:
+                    raise SchemaRefused(
+                        "schema_ref", f"{ref_key} {ref[:100]!r} does not resolve"
+                    ) from exc
+        return found
+
+    def descending(node: Any) -> list[Any]:
+        return list(_applied(node, _DESCENDING)) if isinstance(node, Mapping) else []
+
+    # 1. No cycle of in-place steps (iterative: a long chain must not exhaust the stack).
+    state: dict[int, int] = {}  # 1: on the path, 2: done
+    pending = [schema]
+    while pending:
+        start = pending.pop()
+        if state.get(id(start)) == 2:
+            continue
+        state[id(start)] = 1
+        stack: list[tuple[Any, Iterator[Any]]] = [(start, iter(in_place(start)))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, _END)
+            if child is _END:
+                state[id(node)] = 2
+                stack.pop()
+                pending.extend(descending(node))
+                continue
+            mark = state.get(id(child))
+            if mark == 1:
+                raise SchemaRefused(
+                    "schema_too_costly",
+                    "a $ref cycle applies a schema to the same value it came from",
+                )
+            if mark is None:
+                state[id(child)] = 1
+                stack.append((child, iter(in_place(child))))
+    # 2. The cost, memoised; a schema already on the path (a recursion that descends, by
+    # step 1) costs 1 here: it is paid again at the next level of the instance.
+    memo: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def cost(node: Any) -> int:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if key in on_path or len(on_path) > _MAX_REF_CHAIN:
+            return 1 if key in on_path else MAX_SCHEMA_COST + 1
+        on_path.add(key)
+        total = 1
+        for sub in in_place(node) + descending(node):
+            total += cost(sub)
+            if total > MAX_SCHEMA_COST:
+                break
+        on_path.discard(key)
+        memo[key] = total
+        return total
+
+    return cost(schema)
+
+
+_END = object()
 
 
 def check_tool_schema(schema: object) -> None:
@@ -165,6 +320,12 @@ def check_tool_schema(schema: object) -> None:
                     raise SchemaRefused(
                         "schema_ref", f"{key} {ref[:100]!r} does not resolve in this schema"
                     ) from exc
+    total = schema_cost(schema)
+    if total > MAX_SCHEMA_COST:
+        raise SchemaRefused(
+            "schema_too_costly",
+            f"one value could cost over {MAX_SCHEMA_COST} subschema evaluations",
+        )
 
 
 def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Any]:
@@ -174,9 +335,19 @@ def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
     error naming the keyword (``$ref`` or ``pattern``) instead of a fetch or a crash.
     """
     validator = ArgumentValidator(dict(schema), registry=_NO_RETRIEVAL)
+    token = _BUDGET.left.set([MAX_EVALUATIONS])
     try:
         return list(validator.iter_errors(dict(arguments)))
+    except EvaluationBudgetExceeded:
+        return [
+            ValidationError(
+                f"validating these arguments takes over {MAX_EVALUATIONS} evaluations",
+                validator="schema_too_costly",
+            )
+        ]
     except Unresolvable:
         return [ValidationError("a reference does not resolve locally", validator="$ref")]
     except PatternError:
         return [ValidationError("a pattern is not accepted", validator="pattern")]
+    finally:
+        _BUDGET.left.reset(token)

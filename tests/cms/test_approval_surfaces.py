@@ -26,6 +26,7 @@ from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.policy import Scope
 from django_webfetch.runs.bounds import MAX_ARGUMENTS_BYTES
 from django_webfetch.tools import Effect, Tool, ToolInvocation, ToolResult
+from django_webfetch.tools.display import visible_name
 
 PLUGIN_SITE = os.path.join(os.path.dirname(__file__), "..", "plugins", "site")
 CHANGE = "/admin/django_webfetch/toolcall/{}/change/"
@@ -128,8 +129,9 @@ def _assert_shown(surfaces: dict[str, str], arguments: dict[str, Any]) -> None:
         text = json.dumps(value, ensure_ascii=False)
         for name, body in surfaces.items():
             if name == "e-mail":
-                # One line per argument: a value cannot forge a line of the mail.
-                assert f"  {key} = {text}" in body.splitlines(), (name, key)
+                # One line per argument: a value cannot forge a line of the mail (a name
+                # that is not an ASCII identifier is marked "[unusual name]").
+                assert f"  {visible_name(key)} = {text}" in body.splitlines(), (name, key)
             else:
                 assert html.escape(text) in body, (name, key, len(text))
                 assert html.escape(key) in body, (name, key)

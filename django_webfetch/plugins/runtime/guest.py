@@ -9,7 +9,8 @@ imported, it
 2. sets its resource limits (address space, CPU time, file size, open files, no core) and
    asks to be killed when the host dies,
 3. sets ``no_new_privs`` and installs a seccomp filter (libseccomp through ``pyseccomp``)
-   that refuses ``socket()`` for every family, ``socketpair()`` except ``AF_UNIX``,
+   that refuses ``socket()`` for every family, ``socketpair()`` except ``AF_UNIX``
+   ``SOCK_STREAM``, ``connect()``, ``sendto()`` with an address,
    ``io_uring``, process creation (``fork``/``vfork``, ``clone`` without ``CLONE_THREAD``,
    ``execve``), signals to other processes, raising resource limits, and the calls that
    reach into other processes or the kernel (``ptrace``, ``process_vm_*``, ``pidfd_*``,
@@ -123,6 +124,8 @@ _NET_BIND_TCP = 1
 _NET_CONNECT_TCP = 2
 _SCOPE_ABSTRACT_UNIX = 1
 _SCOPE_SIGNAL = 2
+#: ``type & 0xf`` of socket()/socketpair() is the socket kind (SOCK_STREAM = 1, ...).
+_SOCK_TYPE_MASK = 0xF
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -179,6 +182,19 @@ def _seccomp() -> None:
             except (ValueError, OSError, RuntimeError):
                 continue  # not a syscall of this architecture
         rules.add_rule(refuse, "socketpair", sc.Arg(0, sc.NE, socket.AF_UNIX))
+        # Only a stream pair: a datagram (or seqpacket) socket's sendto() names any socket
+        # path on the host, and Landlock does not govern that (tests/review19/
+        # test_plugin_unix_datagram.py).  The type's low four bits are the kind; the other
+        # bits the kernel accepts are SOCK_CLOEXEC and SOCK_NONBLOCK (anything else EINVAL).
+        for kind in range(_SOCK_TYPE_MASK + 1):
+            if kind != socket.SOCK_STREAM:
+                rules.add_rule(refuse, "socketpair", sc.Arg(1, sc.MASKED_EQ, _SOCK_TYPE_MASK, kind))
+        # No socket may be pointed at an address: connect() is refused outright (every
+        # socket the process has is already connected), and sendto() with an address too.
+        # sendmsg()'s address is in memory a filter cannot read; on a connected stream
+        # socket the kernel refuses one (EISCONN), and a stream socket is all there is.
+        rules.add_rule(refuse, "connect")
+        rules.add_rule(refuse, "sendto", sc.Arg(4, sc.NE, 0))
         # A thread is a clone with CLONE_THREAD; anything else is a new process.
         rules.add_rule(refuse, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
         # clone3 passes its flags in memory a filter cannot read: ENOSYS makes the C

@@ -1,0 +1,58 @@
+"""Approval surfaces show every argument so that nothing in it can hide (``tools.display``).
+
+Property tests over the classes of characters that render as nothing or as blank space:
+whatever a value or a name holds, none of them reaches the card unescaped, and two
+different names never render alike.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from django_webfetch.tools.display import argument_rows, visible_name, visible_text
+
+FILLERS = [0x3164, 0x115F, 0x1160, 0xFFA0, 0x2800]
+SELECTORS = [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
+IGNORABLE = [0x034F, *range(0x180B, 0x1810), *range(0xE0000, 0xE0080)]
+FORMAT = [c for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
+HIDDEN = sorted({*FILLERS, *SELECTORS, *IGNORABLE, *FORMAT})
+COMBINING = list(range(0x300, 0x370))
+
+hidden_chars = st.sampled_from(HIDDEN).map(chr)
+text_with_hidden = st.lists(
+    st.one_of(hidden_chars, st.characters(codec="utf-8")), min_size=1, max_size=30
+).map("".join)
+
+
+@given(text_with_hidden)
+def test_no_hidden_character_is_shown_raw(text):
+    shown = visible_text(text)
+    assert not any(ord(c) in set(HIDDEN) for c in shown)
+    assert all(c.isprintable() for c in shown)
+
+
+@given(st.sampled_from(COMBINING).map(chr), st.text(max_size=10))
+def test_a_combining_mark_at_the_start_is_escaped(mark, rest):
+    assert visible_text(mark + rest).startswith(f"\\u{ord(mark):04x}")
+    value = argument_rows({"q": mark + rest})[0][1]
+    assert value.startswith(f'"\\u{ord(mark):04x}')  # not merged into the quote
+
+
+def test_a_combining_mark_on_a_letter_is_kept():
+    assert visible_text("cafe\u0301") == "cafe\u0301"
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=8), hidden_chars)
+def test_two_names_that_differ_by_a_hidden_character_render_differently(name, char):
+    rows = argument_rows({name: 1, name + char: 2})
+    assert rows[0][0] != rows[1][0]
+    assert "[unusual name]" in rows[1][0]
+
+
+def test_an_identifier_name_is_not_flagged_and_others_are():
+    assert visible_name("url") == "url"
+    assert visible_name("url\u3164") == "url\\u3164 [unusual name]"
+    assert visible_name("ur\u0406") == "ur\u0406 [unusual name]"  # a Cyrillic look-alike
