@@ -125,6 +125,8 @@ class EgressRecorder:
         self.count = 0
         #: The decision of the last row written (``""`` before the first).
         self.last_decision = ""
+        #: A denial or failure was written since ``guarded`` opened its block.
+        self.refused_in_block = False
         self._group: Any = None
         self._group_loaded = False
 
@@ -195,6 +197,8 @@ class EgressRecorder:
         )
         self.count += 1
         self.last_decision = event.decision
+        if event.decision in ("denied", "failed"):
+            self.refused_in_block = True
         return event
 
     def record_exception(
@@ -226,13 +230,16 @@ class EgressRecorder:
         """Run a guarded call that reports to this recorder; record its failure once.
 
         A ``WebFetchError`` (an ``EgressDenied`` included) leaving the block is recorded
-        unless the last row written inside the block already is a denial or a failure (the
-        guard reported it).  The error propagates either way.
+        unless a row written inside the block already is a denial or a failure (the guard
+        reported it).  The error propagates either way.
         """
         self.last_decision = ""
+        self.refused_in_block = False
         try:
             yield
         except WebFetchError as exc:
-            if self.last_decision not in ("denied", "failed"):
+            # A hop's own "fetched" may close after the refusal of its redirect: any
+            # denial or failure in the block means the guard reported it already.
+            if not self.refused_in_block:
                 self.record_exception(exc, url_host=url_host, port=port)
             raise
