@@ -12,6 +12,7 @@ import contextlib
 import logging
 from typing import Any
 
+from django_webfetch.budgets import BudgetExceeded, charge_provider_request, record_provider_usage
 from django_webfetch.conf import conf
 from django_webfetch.egress import EgressRecorder, policy_for
 from django_webfetch.net.errors import WebFetchError
@@ -43,12 +44,38 @@ def ask(run: AssistantRun, history: list[Any]) -> Any:
     messages = within_context_budget(history)
     timeout = conf.WEBFETCH_ASSISTANT_TIMEOUT
     events: list[Any] = []
+    if not config.offline:
+        _charge(run)
     try:
         client = None if config.offline else _guarded_client(run, events, timeout)
         model = build_model(config, http_client=client, timeout=timeout)
-        return _request(model, client, messages, params, timeout, secret=config.api_key)
+        response = _request(model, client, messages, params, timeout, secret=config.api_key)
     finally:
         _record_egress(run, events)
+    if not config.offline:
+        _record_usage(run, config, response)
+    return response
+
+
+def _charge(run: AssistantRun) -> None:
+    """Count the request against the user's budgets before it is sent; over a ceiling the
+    run fails with ``budget_exceeded:<kind>`` and the ceiling in plain words."""
+    try:
+        charge_provider_request(run.user)
+    except BudgetExceeded as exc:
+        logger.info("assistant run %s refused: %s", run.pk, exc.code)
+        raise ProviderFailure(exc.code, str(exc), detail=exc.kind) from exc
+
+
+def _record_usage(run: AssistantRun, config: ProviderConfig, response: Any) -> None:
+    usage = getattr(response, "usage", None)
+    tokens = [getattr(usage, name, 0) for name in ("input_tokens", "output_tokens")]
+    if not all(isinstance(t, int) for t in tokens):
+        return
+    try:
+        record_provider_usage(run.user, config.model_name, tokens[0], tokens[1])
+    except Exception:
+        logger.exception("token use of assistant run %s not recorded", run.pk)
 
 
 def _tool_parameters(run: AssistantRun) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django_webfetch.assistant.models import AssistantRun, Conversation, Message, RunEvent, RunState
+from django_webfetch.budgets.models import Budget, BudgetUsage
 from django_webfetch.plugins.models import PluginInstance
 
 from .calls import CallState, ToolCall
@@ -13,6 +14,8 @@ from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
 __all__ = [
     "DATA_CLASS_NOTICES",
     "AssistantRun",
+    "Budget",
+    "BudgetUsage",
     "CallState",
     "ConfiguredEndpoint",
     "Conversation",
