@@ -339,6 +339,26 @@ class Settings:
             rates[scope] = None if rate is None else str(rate)
         return rates
 
+    @property
+    def WEBFETCH_MAX_CALLS_PER_HOST(self) -> int:
+        """Tool calls in flight at once per destination host (every worker together when
+        ``WEBFETCH_PLUGIN_REDIS_URL`` is set); 1..1000, default 4."""
+        value = int(
+            _number(
+                "WEBFETCH_MAX_CALLS_PER_HOST", _raw("WEBFETCH_MAX_CALLS_PER_HOST", 4), integer=True
+            )
+        )
+        if not 1 <= value <= 1000:
+            raise _bad("WEBFETCH_MAX_CALLS_PER_HOST", "an integer 1..1000")
+        return value
+
+    @property
+    def WEBFETCH_REDIS_URL(self) -> str | None:
+        """Redis shared by every process for the per-destination limit; default
+        ``WEBFETCH_PLUGIN_REDIS_URL``; ``None``: counted per process."""
+        value = _optional_str("WEBFETCH_REDIS_URL", _raw("WEBFETCH_REDIS_URL", None))
+        return value or self.WEBFETCH_PLUGIN_REDIS_URL
+
     # -- error analysis (the code group's tools) --------------------------------------------
 
     @property

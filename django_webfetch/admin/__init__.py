@@ -342,4 +342,4 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds:.1f} s"
 
 
-from . import assistant, budgets, calls, plugins  # noqa: E402,F401
+from . import assistant, budgets, calls, operations, plugins  # noqa: E402,F401

@@ -35,6 +35,7 @@ __all__ = [
     "BudgetLine",
     "applicable_budgets",
     "budget_lines",
+    "budgets_in_use",
     "charge_provider_request",
     "charge_tool_call",
     "exempt",
@@ -116,6 +117,19 @@ def budget_lines(budget: Budget, *, today: datetime.date | None = None) -> list[
         if limit is not None:
             lines.append(BudgetLine(kind, use[period][field], limit))
     return lines
+
+
+def budgets_in_use(*, limit: int = 20) -> list[tuple[Budget, list[BudgetLine]]]:
+    """The enabled budgets with their use, the most used (largest share of a ceiling)
+    first."""
+    today = timezone.localdate()
+    found = []
+    for budget in Budget.objects.filter(enabled=True).select_related("user", "group")[:500]:
+        lines = budget_lines(budget, today=today)
+        if lines:
+            found.append((budget, lines))
+    found.sort(key=lambda item: -max(line.share for line in item[1]))
+    return found[:limit]
 
 
 def _check(user: Any, needs: dict[str, int | Decimal]) -> None:

@@ -188,4 +188,16 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.CreateModel(
+            name="OperationsOverview",
+            fields=[],
+            options={
+                "verbose_name": "operations overview",
+                "verbose_name_plural": "operations overview",
+                "proxy": True,
+                "indexes": [],
+                "constraints": [],
+            },
+            bases=("django_webfetch.egressevent",),
+        ),
     ]

@@ -9,6 +9,7 @@ from django_webfetch.plugins.models import PluginInstance
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
+from .operations import OperationsOverview
 from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "HostListEntry",
     "ListKind",
     "Message",
+    "OperationsOverview",
     "PluginInstance",
     "RunEvent",
     "RunState",

@@ -10,8 +10,11 @@ Phases (each ``WEBFETCH_BENCH_PHASE`` seconds of load, default 20, then a drain)
 
 - steady load, with the default pool (prefork, 1 process each) and with the recommended
   I/O pool (``WEBFETCH_NETWORK_QUEUE`` consumed by ``--pool threads --concurrency 8``);
-- two slow-loris editors among the 20 (a page that sends a byte a second), both pools:
-  the throughput of the 18 others against steady load;
+- ``WEBFETCH_BENCH_SLOW`` slow-loris editors (default 2) among ``WEBFETCH_BENCH_EDITORS``
+  (default 20), fetching from ``slow.bench.example`` (same server, a page that sends a byte
+  a second), both pools: the throughput of the others against steady load.  The calls per
+  destination host are limited to ``WEBFETCH_BENCH_MAX_CALLS_PER_HOST`` (default 4; 0: no
+  limit), counted in the broker's Redis;
 - worker ``kill -9`` (one of the two, restarted 2 s later);
 - Redis restarted without persistence (every queued message lost);
 - PostgreSQL restarted (``pg_ctl restart -m fast``).
@@ -53,7 +56,10 @@ ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
 NAME = "bench.example"
 API = "http://127.0.0.1:8000/api"
-EDITORS = 20
+EDITORS = int(os.environ.get("WEBFETCH_BENCH_EDITORS", "20"))
+#: Slow-loris editors of the ``loris`` phase; they fetch from ``slow.<NAME>`` (same server).
+SLOW_EDITORS = int(os.environ.get("WEBFETCH_BENCH_SLOW", "2"))
+SLOW_NAME = f"slow.{NAME}"
 PHASE = float(os.environ.get("WEBFETCH_BENCH_PHASE", "20"))
 #: Which phases to run: ``steady``, ``loris`` (both on both pools), ``faults``.
 PHASES = set(
@@ -377,7 +383,8 @@ class Load:
             while time.monotonic() < self.stop_at:
                 sequence += 1
                 path = "/slow" if slow else "/page"
-                url = f"http://{NAME}{path}?e={index}&n={sequence}"
+                host = SLOW_NAME if slow else NAME
+                url = f"http://{host}{path}?e={index}&n={sequence}"
                 outcome = Outcome(index, slow, time.monotonic())
                 call_id = self._post(client, url, outcome)
                 if call_id is None:
@@ -671,9 +678,10 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         ToolGroup.objects.filter(slug="web").update(enabled=True, skip_approval_with_allowlist=True)
-        HostListEntry.objects.create(
-            group=ToolGroup.objects.get(slug="web"), list="allow", value=NAME
-        )
+        for value in (NAME, SLOW_NAME):
+            HostListEntry.objects.create(
+                group=ToolGroup.objects.get(slug="web"), list="allow", value=value
+            )
         users = get_user_model()
         tokens = [
             Token.objects.create(user=users.objects.create_user(f"editor{i}")).key
@@ -693,7 +701,11 @@ def main() -> None:
             for _ in range(ROUNDS if "loris" in PHASES else 1):
                 steady = _phase(f"steady, {pool.label}", tokens)
                 loris = (
-                    _phase(f"2 slow-loris editors, {pool.label}", tokens, slow=2)
+                    _phase(
+                        f"{SLOW_EDITORS} slow-loris editors, {pool.label}",
+                        tokens,
+                        slow=SLOW_EDITORS,
+                    )
                     if "loris" in PHASES
                     else None
                 )
@@ -709,7 +721,8 @@ def main() -> None:
                     if p[1] is not None and p[0].throughput
                 )
                 loris.notes.append(
-                    f"throughput of the 18 others / steady (medians of {len(pairs)} rounds): "
+                    f"throughput of the {EDITORS - SLOW_EDITORS} others / steady "
+                    f"(medians of {len(pairs)} rounds): "
                     f"{ratio:.2f}, cost {1 - ratio:.0%} (target: cost <= 20%); "
                     f"per round: {rounds}"
                 )
