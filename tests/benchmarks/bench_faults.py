@@ -366,6 +366,8 @@ class Outcome:
 class Load:
     tokens: list[str]
     slow_editors: int = 0
+    #: Editors ``0..idle_editors-1`` do not run (the others alone, as a baseline).
+    idle_editors: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     ok_after: list[float] = field(default_factory=list)
@@ -448,7 +450,8 @@ class Load:
         start = time.monotonic()
         self.stop_at = start + seconds
         self.threads = [
-            threading.Thread(target=self.editor, args=(i,), daemon=True) for i in range(EDITORS)
+            threading.Thread(target=self.editor, args=(i,), daemon=True)
+            for i in range(self.idle_editors, EDITORS)
         ]
         for thread in self.threads:
             thread.start()
@@ -566,8 +569,10 @@ def _print(results: list[Result]) -> None:
 # -- phases ----------------------------------------------------------------------------------------
 
 
-def _phase(name: str, tokens: list[str], *, slow: int = 0, fault: Any = None) -> Result:
-    load = Load(tokens, slow_editors=slow)
+def _phase(
+    name: str, tokens: list[str], *, slow: int = 0, idle: int = 0, fault: Any = None
+) -> Result:
+    load = Load(tokens, slow_editors=slow, idle_editors=idle)
     start = load.run(PHASE)
     notes: list[str] = []
     if fault is not None:
@@ -697,37 +702,46 @@ def main() -> None:
             _phase("warm-up", tokens)
             # Steady and slow-loris phases alternate, ROUNDS pairs: the machine is shared,
             # so each figure is the median of its rounds.
-            pairs = []
+            rounds_ = []
+            others = EDITORS - SLOW_EDITORS
             for _ in range(ROUNDS if "loris" in PHASES else 1):
                 steady = _phase(f"steady, {pool.label}", tokens)
-                loris = (
-                    _phase(
+                alone = loris = None
+                if "loris" in PHASES:
+                    # The others alone: what they do without the slow editors (the
+                    # editors are a closed loop, so fewer editors are fewer calls).
+                    alone = _phase(
+                        f"the {others} others alone, {pool.label}", tokens, idle=SLOW_EDITORS
+                    )
+                    loris = _phase(
                         f"{SLOW_EDITORS} slow-loris editors, {pool.label}",
                         tokens,
                         slow=SLOW_EDITORS,
                     )
-                    if "loris" in PHASES
-                    else None
-                )
-                pairs.append((steady, loris))
-            steady = _median([p[0] for p in pairs])
+                rounds_.append((steady, alone, loris))
+            steady = _median([r[0] for r in rounds_])
             results.append(steady)
             if "loris" in PHASES:
-                loris = _median([p[1] for p in pairs if p[1] is not None])
-                ratio = loris.throughput / steady.throughput if steady.throughput else 0.0
-                rounds = ", ".join(
-                    f"{p[1].throughput / p[0].throughput:.2f}"
-                    for p in pairs
-                    if p[1] is not None and p[0].throughput
+                alone = _median([r[1] for r in rounds_ if r[1] is not None])
+                loris = _median([r[2] for r in rounds_ if r[2] is not None])
+
+                def cost(base: Result, with_slow: Result) -> float:
+                    return 1 - with_slow.throughput / base.throughput if base.throughput else 1.0
+
+                per_round = ", ".join(
+                    f"{cost(a, b):.0%}" for _s, a, b in rounds_ if a is not None and b is not None
                 )
                 loris.notes.append(
-                    f"throughput of the {EDITORS - SLOW_EDITORS} others / steady "
-                    f"(medians of {len(pairs)} rounds): "
-                    f"{ratio:.2f}, cost {1 - ratio:.0%} (target: cost <= 20%); "
-                    f"per round: {rounds}"
+                    f"throughput of the {others} others with {SLOW_EDITORS} slow-loris editors "
+                    f"/ the {others} alone (medians of {len(rounds_)} rounds): cost "
+                    f"{cost(alone, loris):.0%} (target: <= 20%); per round: {per_round}; "
+                    f"/ steady with all {EDITORS}: cost {cost(steady, loris):.0%}; "
+                    f"WEBFETCH_MAX_CALLS_PER_HOST="
+                    f"{os.environ.get('WEBFETCH_BENCH_MAX_CALLS_PER_HOST', '4')}"
                 )
+                results.append(alone)
                 results.append(loris)
-            _print(results[-2:])
+            _print(results[-3:] if "loris" in PHASES else results[-1:])
             if pool is THREADS:
                 break
             stack.stop()
