@@ -139,15 +139,7 @@ def test_the_walk_sees_imports_inside_functions():
 
 
 #: Temporary, each removed by the branch named (the lead deletes the line at merge).
-PRIVATE_IMPORTS_LEFT = {
-    # i18-net: net/guarded.py and net/fetcher.py share one transport base.
-    ("django_webfetch.net.guarded", "_as_fetch_errors"),
-    ("django_webfetch.net.guarded", "_BoundedDecoder"),
-    ("django_webfetch.net.guarded", "_content_coding"),
-    ("django_webfetch.net.guarded", "_refusal_event"),
-    # i18-runs: runs/ becomes a package of journeys (dispatch owns the enqueue).
-    ("django_webfetch.runs.queue", "_enqueue"),
-}
+PRIVATE_IMPORTS_LEFT: set[tuple[str, str]] = set()
 
 
 def test_no_private_name_is_imported_from_another_module():

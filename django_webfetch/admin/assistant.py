@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 
+from django_webfetch import runs
 from django_webfetch.models import AssistantRun, Conversation, Message, RunEvent
 
 from . import RecordsOnly
@@ -22,6 +24,20 @@ if TYPE_CHECKING:
 else:
     _RunAdmin = _ConversationAdmin = admin.ModelAdmin
     _MessageInline = _EventInline = admin.TabularInline
+
+
+class _OwnOnly:
+    """A conversation holds its tool calls' results: only who reads those results reads it
+    (``runs.can_read_result``: the requester, who owns the conversation, and superusers),
+    whatever model view permission a staff user holds."""
+
+    owner_field = "owner"
+
+    def get_queryset(self, request: Any) -> QuerySet[Any]:
+        queryset: QuerySet[Any] = super().get_queryset(request)  # type: ignore[misc]
+        if runs.reads_every_result(request.user):
+            return queryset
+        return queryset.filter(**{self.owner_field: request.user.pk})
 
 
 class _ReadOnlyInline:
@@ -61,14 +77,16 @@ class RunEventInline(_ReadOnlyInline, _EventInline):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(RecordsOnly, _ConversationAdmin):
+class ConversationAdmin(_OwnOnly, RecordsOnly, _ConversationAdmin):
     list_display = ("__str__", "owner", "created", "updated")
     search_fields = ("title", "owner__username")
     inlines = (MessageInline,)
 
 
 @admin.register(AssistantRun)
-class AssistantRunAdmin(RecordsOnly, _RunAdmin):
+class AssistantRunAdmin(_OwnOnly, RecordsOnly, _RunAdmin):
+    owner_field = "conversation__owner"
+
     list_display = (
         "pk",
         "conversation",

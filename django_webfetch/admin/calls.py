@@ -31,6 +31,7 @@ from django.utils.translation import gettext_lazy as _
 from django_webfetch import runs
 from django_webfetch.admin import RecordsOnly, SecretFieldsAdminMixin
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.tools.display import argument_rows
 
 __all__ = ["AwaitingApprovalFilter", "DecisionForm", "ToolCallAdmin"]
 
@@ -121,7 +122,7 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
                     "reason",
                     "user",
                     "conversation",
-                    "arguments",
+                    "all_arguments",
                 )
             },
         ),
@@ -163,7 +164,7 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         "reason",
         "user",
         "conversation",
-        "arguments",
+        "all_arguments",
         "requires_approval",
         "expires_at",
         "decided_by",
@@ -177,6 +178,7 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         "finished_at",
         "result_error",
         "result_content",
+        "result_withheld",
         "created",
         "updated",
     )
@@ -187,7 +189,34 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         return bool(request.user.is_active and request.user.has_perm(runs.APPROVE_PERMISSION))
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_view_permission(request, obj) or self.has_approve_permission(request)
+        allowed = super().has_view_permission(request, obj) or self.has_approve_permission(request)
+        return allowed and (obj is None or runs.can_read(request.user, obj))
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ToolCall]:
+        # Who reads which call is runs.can_read/visible_calls, not the model permission.
+        visible = runs.visible_calls(request.user).values("pk")
+        return super().get_queryset(request).filter(pk__in=visible)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        """The result only for who may read it (``runs.can_read_result``)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None and runs.can_read_result(request.user, obj):
+            return fieldsets
+        hidden = {"result_error", "result_content"}
+        shown = []
+        for name, options in fieldsets:
+            fields = [f for f in options["fields"] if f not in hidden]
+            if len(fields) != len(options["fields"]):
+                fields.append("result_withheld")
+            shown.append((name, {**options, "fields": tuple(fields)}))
+        return shown
+
+    def lookup_allowed(self, lookup: str, value: Any, request: Any = None) -> bool:
+        # A lookup on the result from the query string (?result__icontains=...) would be
+        # an oracle on results the reader may not read.
+        if lookup.split("__", 1)[0] == "result":
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     # -- columns and fields ------------------------------------------------------------------
 
@@ -200,9 +229,24 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         preview = obj.approval_preview or {}
         return _text(preview.get("host", ""), 100)
 
+    @admin.display(description=_("arguments"))
+    def all_arguments(self, obj: ToolCall) -> SafeString:
+        """Every argument, complete, control characters escaped (``tools.display``)."""
+        return format_html_join(
+            "",
+            "<div><code>{}</code> = <code>{}</code></div>",
+            argument_rows(obj.arguments),
+        )
+
     @admin.display(description=_("result error"))
     def result_error(self, obj: ToolCall) -> str:
         return _text((obj.result or {}).get("error") or "")
+
+    @admin.display(description=_("result"))
+    def result_withheld(self, obj: ToolCall) -> str:
+        if obj.result is None:
+            return ""
+        return str(_("Withheld: only the requester and superusers read a call's result."))
 
     @admin.display(description=_("result content"))
     def result_content(self, obj: ToolCall) -> SafeString:
@@ -248,13 +292,29 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
                 _("query string (decoded)"),
                 pairs,
             )
+        preview.pop("arguments", None)  # shown below, from the arguments that will run
         for key, value in preview.items():  # anything else the tool put on its card
             body = format_html(
                 "{}<tr><th>{}</th><td><code>{}</code></td></tr>",
                 body,
                 _text(key, 100),
-                _text(value),
+                _text(value, _UNCUT),
             )
+        # Every argument, complete and escaped (tools.display): what is approved is what
+        # runs, whatever the tool put on its card.
+        arguments = format_html_join(
+            "",
+            "<tr><th><code>{}</code></th><td>"
+            '<pre class="webfetch-argument" style="white-space: pre-wrap; overflow-wrap: anywhere">'
+            "{}</pre></td></tr>",
+            argument_rows(obj.arguments),
+        )
+        body = format_html(
+            '{}<tr><th colspan="2">{}</th></tr>{}',
+            body,
+            _("arguments (all, as they run)"),
+            arguments,
+        )
         return format_html('<table class="webfetch-approval-card">{}</table>', body)
 
     # -- decisions -----------------------------------------------------------------------------

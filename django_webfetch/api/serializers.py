@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES
 
@@ -58,6 +59,7 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
     user = serializers.SerializerMethodField()
     decided_by = serializers.SerializerMethodField()
     result = serializers.SerializerMethodField()
+    result_withheld = serializers.SerializerMethodField()
     finished = serializers.SerializerMethodField()
 
     class Meta:
@@ -85,6 +87,7 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
             "started_at",
             "finished_at",
             "result",
+            "result_withheld",
         ]
         read_only_fields = fields
 
@@ -97,12 +100,21 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
     def get_finished(self, obj: ToolCall) -> bool:
         return obj.state in FINISHED_STATES
 
+    def _reader(self) -> Any:
+        request = self.context.get("request")
+        return getattr(request, "user", None)
+
     def get_result(self, obj: ToolCall) -> dict[str, Any] | None:
         """The ``ToolResult`` once the call finished (a refusal is a result with an error
-        code); ``null`` while it is open."""
-        if obj.state not in FINISHED_STATES or obj.result is None:
+        code); ``null`` while it is open, and for a reader who may not read it (an approver
+        reading another user's call: ``runs.can_read_result``)."""
+        if obj.state not in FINISHED_STATES:
             return None
-        return dict(obj.result)
+        return runs.readable_result(self._reader(), obj)
+
+    def get_result_withheld(self, obj: ToolCall) -> bool:
+        """``true``: the call has a result that this reader may not read."""
+        return obj.result is not None and not runs.can_read_result(self._reader(), obj)
 
 
 class ToolCallCreateSerializer(serializers.Serializer[Any]):

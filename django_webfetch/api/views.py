@@ -383,7 +383,9 @@ class Pagination(LimitOffsetPagination):
 
 
 class CallListView(BaseView):
-    """``GET``: the current user's calls (approvers: everyone's).  ``POST``: request a call."""
+    """``GET``: the calls the current user may read (``runs.visible_calls``: their own;
+    approvers also every call that went to approval, without its result; superusers all).
+    ``POST``: request a call."""
 
     throttle_scope = "calls"
 

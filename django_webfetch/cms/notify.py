@@ -22,6 +22,7 @@ from django.utils import translation
 
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.tools.display import argument_rows
 
 __all__ = ["approvers", "connect", "notify_waiting"]
 
@@ -60,7 +61,15 @@ def notify_waiting(call: ToolCall, *, base_url: str = "") -> int:
         link = ""
     preview = call.approval_preview or {}
     with translation.override(settings.LANGUAGE_CODE):
-        context = {"call": call, "preview": preview, "link": link}
+        stored = preview.get("preflight")
+        context = {
+            "call": call,
+            "preview": preview,
+            "link": link,
+            # Every argument, complete, one line each (tools.display escapes line breaks).
+            "arguments": argument_rows(call.arguments),
+            "preflight": stored if isinstance(stored, dict) else None,
+        }
         subject = render_to_string("django_webfetch/cms/approval_mail_subject.txt", context)
         body = render_to_string("django_webfetch/cms/approval_mail.txt", context)
     one_line = " ".join(subject.split())[:200]

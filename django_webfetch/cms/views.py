@@ -19,6 +19,7 @@ from django.views.generic import TemplateView
 
 from django_webfetch import runs
 from django_webfetch.models import ToolGroup
+from django_webfetch.tools.display import argument_rows
 
 from . import content
 from .approvals import MAX_CARDS, preflight, waiting_for
@@ -58,6 +59,8 @@ def approval_cards(user: Any) -> list[dict[str, Any]]:
                 "call": call,
                 "preview": preview,
                 "query": preview.get("query_decoded") or [],
+                # Every argument, complete (tools.display), beside the tool's own card.
+                "arguments": argument_rows(call.arguments),
                 "preflight": preflight(call),
                 "refused_by": plain_reason(preview["refused_by"])
                 if preview.get("refused_by")

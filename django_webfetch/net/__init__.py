@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from .base import EgressTransport, PinnedHop
+from .bridge import guarded_httpx2_client
 from .errors import (
     AddressNotAllowed,
     EgressDenied,
@@ -36,34 +38,44 @@ from .fetcher import (
     fetch,
     parse_media_type,
 )
+from .foreign import FOREIGN_ERRORS, foreign_errors
 from .guard import Explanation, ResolvedDestination, Step, UrlGuard, explain
 from .guarded import (
+    AsyncGuardedClient,
     AsyncGuardedTransport,
+    GuardedClient,
     GuardedTransport,
     guarded_async_client,
     guarded_client,
 )
 from .policy import DEFAULT_MEDIA_TYPES, HARD_LIMITS, EgressPolicy, Scope
+from .transport import PinnedTransport
 
 __all__ = [
     "AddressNotAllowed",
+    "AsyncGuardedClient",
     "AsyncGuardedTransport",
     "DEFAULT_MEDIA_TYPES",
     "EgressDenied",
     "EgressPolicy",
+    "EgressTransport",
     "Explanation",
     "ExtractionError",
     "FAILURES",
+    "FOREIGN_ERRORS",
     "FetchError",
     "FetchResult",
     "FetchTimeout",
     "Fetcher",
     "GuardEvent",
+    "GuardedClient",
     "GuardedTransport",
     "HARD_LIMITS",
     "Hop",
     "HostNotAllowed",
     "InvalidURL",
+    "PinnedHop",
+    "PinnedTransport",
     "PolicyError",
     "PortNotAllowed",
     "REPORTED_HEADERS",
@@ -83,7 +95,9 @@ __all__ = [
     "explain",
     "failure_of",
     "fetch",
+    "foreign_errors",
     "guarded_async_client",
     "guarded_client",
+    "guarded_httpx2_client",
     "parse_media_type",
 ]

@@ -16,6 +16,7 @@ import errno
 import ssl
 from collections.abc import Iterator, Mapping
 
+import h11
 import httpcore
 import httpx
 
@@ -88,7 +89,7 @@ def failure_of(exc: BaseException) -> str:
             if "disconnected" in text or "peer closed" in text or "incomplete" in text:
                 return "connection_closed"
             return "protocol_error"
-        if isinstance(cause, (httpx.ProtocolError, httpcore.ProtocolError)):
+        if isinstance(cause, (httpx.ProtocolError, httpcore.ProtocolError, h11.ProtocolError)):
             return "protocol_error"
         if isinstance(cause, (httpx.ConnectError, httpcore.ConnectError)):
             return "connect_failed"

@@ -9,32 +9,24 @@ the cap.  Only ``gzip`` and ``deflate`` are asked for; any other coding is refus
 
 from __future__ import annotations
 
-import contextlib
 import re
-import time
-import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
 
+from .base import EgressTransport, GuardEvent, Observer, PinnedHop
+from .body import ACCEPT_ENCODING, BoundedDecoder, content_coding
 from .errors import (
-    EgressDenied,
-    FetchError,
     FetchTimeout,
     PolicyError,
-    ResolutionError,
     ResponseTooLarge,
     TooManyRedirects,
-    UnsupportedContentEncoding,
     UnsupportedMediaType,
-    WebFetchError,
 )
-from .failures import failure_of
-from .guard import ResolvedDestination, UrlGuard
+from .foreign import foreign_errors
 from .policy import EgressPolicy
-from .transport import PinnedTransport
-from .urlparse import join_url
+from .rawurl import next_url
 
 __all__ = [
     "REPORTED_HEADERS",
@@ -42,13 +34,13 @@ __all__ = [
     "Fetcher",
     "GuardEvent",
     "Hop",
+    "Observer",
     "fetch",
     "parse_media_type",
 ]
 
 #: Followed by us; 300, 304, 305 (never: a server may not pick our proxy) and 306 are not.
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_ACCEPT_ENCODING = "gzip, deflate"
 _CHUNK = 64 * 1024
 _TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
 
@@ -100,27 +92,6 @@ class FetchResult:
         return self.status in REDIRECT_STATUSES and self.location is not None
 
 
-@dataclass(frozen=True)
-class GuardEvent:
-    """One audit record: a guard decision, a completed hop, or a failure."""
-
-    hop: int
-    url_host: str
-    port: int
-    decision: str  # "allowed" | "denied" | "fetched" | "failed"
-    reason: str
-    addresses: tuple[str, ...] = ()
-    bytes: int = 0
-    duration: float = 0.0
-    status: int | None = None
-    detail: str = ""
-    #: What failed, in our words (a ``net.failures`` sub-code), for ``decision="failed"``.
-    failure: str = ""
-
-
-Observer = Callable[[GuardEvent], None]
-
-
 def parse_media_type(value: str | None) -> tuple[str, str | None]:
     """``("text/html", "utf-8")`` from a Content-Type value; ``("", None)`` when malformed.
 
@@ -151,87 +122,8 @@ def parse_media_type(value: str | None) -> tuple[str, str | None]:
     return media_type, charset
 
 
-class _BoundedDecoder:
-    """Decode a content-coded body without ever producing more than ``limit`` bytes."""
-
-    def __init__(self, coding: str, limit: int) -> None:
-        self._coding = coding
-        self._limit = limit
-        self.total = 0
-        self._first = True
-        self._buffer = b""
-        self._obj: zlib._Decompress | None = None
-        if coding == "gzip":
-            self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif coding == "deflate":
-            self._obj = zlib.decompressobj(zlib.MAX_WBITS)
-
-    def _emit(self, data: bytes) -> bytes:
-        self.total += len(data)
-        if self.total > self._limit:
-            raise ResponseTooLarge(detail=f"decoded body passed {self._limit} bytes")
-        return data
-
-    def feed(self, data: bytes) -> bytes:
-        if self._obj is None:
-            return self._emit(data)
-        out = bytearray()
-        pending = data
-        while pending:
-            try:
-                chunk = self._obj.decompress(pending, self._limit - self.total + 1)
-            except zlib.error as exc:
-                if self._coding == "deflate" and self._first:
-                    # Some servers send raw deflate without the zlib wrapper (as httpx
-                    # tolerates); retry once as raw deflate.
-                    self._first = False
-                    self._obj = zlib.decompressobj(-zlib.MAX_WBITS)
-                    continue
-                raise FetchError("the compressed body is corrupt", detail=str(exc)) from exc
-            self._first = False
-            out += self._emit(chunk)
-            if self._obj.eof:
-                rest = self._obj.unused_data
-                if rest and self._coding == "gzip":
-                    # Concatenated gzip members (RFC 1952 §2.2).
-                    self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    pending = rest
-                    continue
-                break
-            pending = self._obj.unconsumed_tail
-        return bytes(out)
-
-    def flush(self) -> bytes:
-        if self._obj is None:
-            return b""
-        return self._emit(self._obj.flush(self._limit - self.total + 1))
-
-
-def _content_coding(response: httpx.Response) -> str:
-    values = [
-        part.strip().lower()
-        for header in response.headers.get_list("content-encoding")
-        for part in header.split(",")
-    ]
-    codings = [v for v in values if v and v != "identity"]
-    if not codings:
-        return "identity"
-    if len(codings) == 1 and codings[0] in {"gzip", "x-gzip", "deflate"}:
-        return "gzip" if codings[0] == "x-gzip" else codings[0]
-    raise UnsupportedContentEncoding(detail="content-encoding not asked for")
-
-
-class Fetcher:
+class Fetcher(EgressTransport):
     """Fetch one URL under a policy.  Thread-safe; holds no connection between calls."""
-
-    def __init__(
-        self,
-        guard: UrlGuard | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._guard = guard or UrlGuard()
-        self._clock = clock
 
     def fetch(
         self,
@@ -256,75 +148,33 @@ class Fetcher:
         start = self._clock()
         origin: tuple[str, str, int] | None = None
         deadline = start + policy.total_timeout
-        emit: Observer = observer or (lambda event: None)
         hops: list[Hop] = []
         current = url
         for hop in range(policy.max_redirects + 1):
             self._check_budget(deadline)
-            hop_start = self._clock()
-            try:
-                destination = self._guard.check(current, policy, deadline=deadline, hop=hop)
-            except (EgressDenied, ResolutionError, FetchTimeout) as exc:
-                # Refused, or the resolver / budget failed: on record before it propagates.
-                emit(_refusal_event(hop, current, exc, self._clock() - hop_start))
-                raise
-            self._check_budget(deadline)
-            addresses = tuple(str(a) for a in destination.addresses)
-            emit(
-                GuardEvent(
-                    hop=hop,
-                    url_host=destination.host,
-                    port=destination.port,
-                    decision="allowed",
-                    reason="allowed",
-                    addresses=addresses,
-                    duration=self._clock() - hop_start,
-                )
-            )
-            if origin is None:
-                origin = (destination.scheme, destination.host, destination.port)
-            # Caller headers (e.g. an endpoint's credentials) go only to the first URL's
-            # origin, never to a host a redirect picked (as browsers drop Authorization).
-            same_origin = (destination.scheme, destination.host, destination.port) == origin
-            try:
-                outcome = self._request(
-                    destination,
+            with self.open_hop(
+                current, policy, deadline=deadline, observer=observer, hop=hop
+            ) as pinned:
+                destination = pinned.destination
+                self._check_budget(deadline)
+                if origin is None:
+                    origin = (destination.scheme, destination.host, destination.port)
+                # Caller headers (e.g. an endpoint's credentials) go only to the first URL's
+                # origin, never to a host a redirect picked (as browsers drop Authorization).
+                same_origin = (destination.scheme, destination.host, destination.port) == origin
+                hop_record, result, reported = self._request(
+                    pinned,
                     policy,
                     deadline,
-                    hop_start,
                     extra if same_origin else {},
                     refuse_media_types,
                 )
-            except WebFetchError as exc:
-                emit(
-                    GuardEvent(
-                        hop=hop,
-                        url_host=destination.host,
-                        port=destination.port,
-                        decision="failed",
-                        reason=exc.code,
-                        addresses=addresses,
-                        duration=self._clock() - hop_start,
-                        detail=exc.detail,
-                        failure=exc.failure,
-                    )
-                )
-                raise
-            hop_record, result, reported = outcome
-            hops.append(hop_record)
-            emit(
-                GuardEvent(
-                    hop=hop,
-                    url_host=destination.host,
-                    port=destination.port,
-                    decision="fetched",
-                    reason="redirect" if result is None else "ok",
-                    addresses=(hop_record.address,) if hop_record.address else addresses,
-                    bytes=0 if result is None else len(result[2]),
-                    duration=hop_record.elapsed,
+                hops.append(hop_record)
+                pinned.fetched(
                     status=hop_record.status,
+                    size=0 if result is None else len(result[2]),
+                    reason="redirect" if result is None else "ok",
                 )
-            )
             if result is None and not follow_redirects:
                 self._check_budget(deadline)
                 return FetchResult(
@@ -344,7 +194,7 @@ class Fetcher:
                     raise TooManyRedirects(detail=f"more than {policy.max_redirects} redirects")
                 # Resolved against the hop's URL; the next iteration runs the whole guard
                 # on it (a "file:" or private target is refused there).
-                current = join_url(destination.url, hop_record.location)
+                current = next_url(destination.url.geturl(), hop_record.location)
                 continue
             media_type, charset, body = result
             self._check_budget(deadline)
@@ -363,21 +213,23 @@ class Fetcher:
 
     def _request(
         self,
-        destination: ResolvedDestination,
+        pinned: PinnedHop,
         policy: EgressPolicy,
         deadline: float,
-        hop_start: float,
         extra_headers: Mapping[str, str],
         refuse_media_types: bool = True,
     ) -> tuple[Hop, tuple[str, str | None, bytes] | None, tuple[tuple[str, str], ...]]:
-        connected: list[str] = []
-        transport = PinnedTransport(
-            destination,
-            ca_file=policy.ca_file,
-            connect_timeout=policy.connect_timeout,
-            deadline=deadline,
-            on_connect=connected.append,
-        )
+        with foreign_errors():
+            return self._send(pinned, policy, deadline, extra_headers, refuse_media_types)
+
+    def _send(
+        self,
+        pinned: PinnedHop,
+        policy: EgressPolicy,
+        deadline: float,
+        extra_headers: Mapping[str, str],
+        refuse_media_types: bool,
+    ) -> tuple[Hop, tuple[str, str | None, bytes] | None, tuple[tuple[str, str], ...]]:
         remaining = max(deadline - self._clock(), 0.001)
         connect = min(policy.connect_timeout, remaining)
         # No httpx.Client: it would add nothing but cost (environment, cookies, redirects
@@ -385,14 +237,12 @@ class Fetcher:
         # transport, with httpcore's per-request timeouts.
         request = httpx.Request(
             "GET",
-            destination.url.geturl(),
+            pinned.destination.url.geturl(),
             headers={
                 **extra_headers,
-                # Set here, from the checked A-label: httpx would IDNA-decode the host.
-                "Host": destination.url.authority,
                 "User-Agent": policy.user_agent,
                 "Accept": ", ".join((*policy.media_types, "*/*;q=0.1")),
-                "Accept-Encoding": _ACCEPT_ENCODING,
+                "Accept-Encoding": ACCEPT_ENCODING,
             },
             extensions={
                 "timeout": {
@@ -403,35 +253,22 @@ class Fetcher:
                 }
             },
         )
+        response = pinned.send(request)
         try:
-            with _as_fetch_errors():
-                response = transport.handle_request(request)
-            try:
-                return self._handle(
-                    response,
-                    destination,
-                    policy,
-                    deadline,
-                    connected,
-                    hop_start,
-                    refuse_media_types,
-                )
-            finally:
-                response.close()
+            return self._handle(response, pinned, policy, deadline, refuse_media_types)
         finally:
-            transport.close()
+            response.close()
 
     def _handle(
         self,
         response: httpx.Response,
-        destination: ResolvedDestination,
+        pinned: PinnedHop,
         policy: EgressPolicy,
         deadline: float,
-        connected: list[str],
-        hop_start: float,
         refuse_media_types: bool = True,
     ) -> tuple[Hop, tuple[str, str | None, bytes] | None, tuple[tuple[str, str], ...]]:
-        address = connected[-1] if connected else None
+        destination, hop_start = pinned.destination, pinned.start
+        address = pinned.address
         status = response.status_code
         location = response.headers.get("location")
         reported = reported_headers(response.headers)
@@ -468,17 +305,16 @@ class Fetcher:
                 (media_type, charset, b""),
                 reported,
             )
-        coding = _content_coding(response)
+        coding = content_coding(response)
         declared = response.headers.get("content-length", "")
         if coding == "identity" and declared.isdigit() and int(declared) > policy.max_body_bytes:
             raise ResponseTooLarge(detail=f"content-length {int(declared)}")
-        decoder = _BoundedDecoder(coding, policy.max_body_bytes)
+        decoder = BoundedDecoder(coding, policy.max_body_bytes)
         parts: list[bytes] = []
-        with _as_fetch_errors():
-            for chunk in response.iter_raw(_CHUNK):
-                parts.append(decoder.feed(chunk))
-                self._check_budget(deadline)
-            parts.append(decoder.flush())
+        for chunk in response.iter_raw(_CHUNK):
+            parts.append(decoder.feed(chunk))
+            self._check_budget(deadline)
+        parts.append(decoder.flush())
         return (
             Hop(
                 url=destination.url.geturl(),
@@ -496,18 +332,6 @@ class Fetcher:
             raise FetchTimeout(detail="the fetch budget is exhausted").failing("budget_exhausted")
 
 
-@contextlib.contextmanager
-def _as_fetch_errors() -> Iterator[None]:
-    """httpx errors never leave the public API: timeouts become ``FetchTimeout``, the rest
-    ``FetchError`` (the library's message goes to ``detail`` only)."""
-    try:
-        yield
-    except httpx.TimeoutException as exc:
-        raise FetchTimeout(detail=type(exc).__name__).failing(failure_of(exc)) from exc
-    except httpx.HTTPError as exc:
-        raise FetchError(detail=f"{type(exc).__name__}: {exc}").failing(failure_of(exc)) from exc
-
-
 def reported_headers(headers: httpx.Headers) -> tuple[tuple[str, str], ...]:
     """The ``REPORTED_HEADERS`` of a response, bounded: repeated fields joined with ", ",
     every control character (and any non-printable character) replaced by a space, and the
@@ -521,35 +345,6 @@ def reported_headers(headers: httpx.Headers) -> tuple[tuple[str, str], ...]:
         cleaned = "".join(ch if ch.isprintable() else " " for ch in joined).strip()
         out.append((name, cleaned[:cap]))
     return tuple(out)
-
-
-def _refusal_event(hop: int, url: str, exc: WebFetchError, duration: float) -> GuardEvent:
-    """The audit record of a hop that never reached a server: refused or failed early."""
-    host, port = _host_port(url)
-    denied = isinstance(exc, EgressDenied)
-    address = getattr(exc, "address", "")
-    return GuardEvent(
-        hop=hop,
-        url_host=host,
-        port=port,
-        decision="denied" if denied else "failed",
-        reason=getattr(exc, "reason", exc.code),
-        addresses=(address,) if address else (),
-        duration=duration,
-        detail=exc.detail,
-        failure=exc.failure,
-    )
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    """Best-effort host/port for the audit log of a refused URL (never raises)."""
-    from .urlparse import parse_url
-
-    try:
-        parsed = parse_url(url)
-    except EgressDenied:
-        return "", 0
-    return parsed.host.name, parsed.port
 
 
 _DEFAULT_FETCHER = Fetcher()

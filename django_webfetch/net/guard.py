@@ -41,7 +41,7 @@ from .ipclass import (
 )
 from .policy import EgressPolicy, Scope
 from .resolve import DnsResolver
-from .urlparse import ParsedURL, parse_url
+from .urlparse import DEFAULT_PORTS, ParsedURL, parse_url
 
 __all__ = [
     "Explanation",
@@ -114,7 +114,7 @@ class Explanation:
         return "\n".join(lines)
 
 
-_PROXY_SCHEMES = ("http", "https")
+_PROXY_SCHEMES = tuple(DEFAULT_PORTS)
 
 
 def applicable_proxy(policy: EgressPolicy, scheme: str, host: Host, port: int) -> str | None:

@@ -35,28 +35,42 @@ from typing import Any
 import anyio.to_thread
 import httpx
 
-from .errors import EgressDenied, FetchTimeout, ResolutionError, WebFetchError
-from .fetcher import (
-    GuardEvent,
-    Observer,
-    _as_fetch_errors,
-    _BoundedDecoder,
-    _content_coding,
-    _refusal_event,
-)
-from .guard import ResolvedDestination, UrlGuard
+from .base import EgressTransport, Observer, PinnedHop
+from .body import ACCEPT_ENCODING, BoundedDecoder, content_coding
+from .errors import EgressDenied, WebFetchError
+from .foreign import foreign_errors
+from .guard import UrlGuard
 from .policy import EgressPolicy
-from .transport import PinnedTransport
+from .rawurl import CHECKED_URL, RAW_URL, keep_built, mark_follow, on_redirect, syntax_verdict
 
-__all__ = ["AsyncGuardedTransport", "GuardedTransport", "guarded_async_client", "guarded_client"]
+__all__ = [
+    "AsyncGuardedClient",
+    "AsyncGuardedTransport",
+    "GuardedClient",
+    "GuardedTransport",
+    "guarded_async_client",
+    "guarded_client",
+]
 
 PolicySource = EgressPolicy | Callable[[httpx.Request], EgressPolicy]
 
 #: Hop-by-hop and framing headers that describe the encoded body we replace.
-_STALE_AFTER_DECODING = ("content-encoding", "content-length")
+_STALE_AFTER_DECODING = (b"content-encoding", b"content-length")
 
 
-class GuardedTransport(httpx.BaseTransport):
+def _target(sent: httpx.URL, checked: str, raw: object) -> httpx.URL:
+    """What is sent: exactly the checked URL (normalised, A-label authority); when the
+    client merged ``params`` into the caller's URL, the checked origin with httpx's path
+    and query (the origin was verified equal)."""
+    target = httpx.URL(checked)
+    if isinstance(raw, str):
+        own = httpx.URL(raw).raw_path
+        if sent.raw_path != own and sent.raw_path.partition(b"?")[0] == own.partition(b"?")[0]:
+            return target.copy_with(raw_path=sent.raw_path)
+    return target
+
+
+class GuardedTransport(EgressTransport, httpx.BaseTransport):
     """Guard, pin and bound every request; see the module docstring."""
 
     def __init__(
@@ -69,14 +83,18 @@ class GuardedTransport(httpx.BaseTransport):
         timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(guard, clock=clock)
         self._policy = policy
-        self._guard = guard or UrlGuard()
-        self._observer: Observer = observer or (lambda event: None)
+        self._observer = observer
         self._max_response_bytes = max_response_bytes
         if timeout is not None and not timeout > 0:
             raise ValueError("timeout must be positive")
         self._timeout = timeout
-        self._clock = clock
+
+    @property
+    def observer(self) -> Observer | None:
+        """Where this transport's audit records go."""
+        return self._observer
 
     def policy_for(self, request: httpx.Request) -> EgressPolicy:
         if isinstance(self._policy, EgressPolicy):
@@ -84,126 +102,71 @@ class GuardedTransport(httpx.BaseTransport):
         return self._policy(request)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        start = self._clock()
         policy = self.policy_for(request)
+        start = self.clock()
         deadline = start + (self._timeout if self._timeout is not None else policy.total_timeout)
-        url = str(request.url)
+        raw = request.extensions.get(RAW_URL)
+        # The caller's string when a client of ours kept it (``net.rawurl``), else the URL
+        # as httpx holds it; either way httpx's URL must name the origin the guard checked.
+        url = raw if isinstance(raw, str) else str(request.url)
+        pinned = self.open_hop(
+            url, policy, deadline=deadline, observer=self._observer, sent=request.url
+        )
         try:
-            destination = self._guard.check(url, policy, deadline=deadline)
-        except (EgressDenied, ResolutionError, FetchTimeout) as exc:
-            self._observer(_refusal_event(0, url, exc, self._clock() - start))
-            raise
-        addresses = tuple(str(a) for a in destination.addresses)
-        self._emit(destination, "allowed", "allowed", addresses, start)
-        connected: list[str] = []
-        transport = PinnedTransport(
-            destination,
-            ca_file=policy.ca_file,
-            connect_timeout=policy.connect_timeout,
-            deadline=deadline,
-            on_connect=connected.append,
-        )
-        # Send exactly what was checked: the normalised URL (dot segments removed, a
-        # trailing dot dropped) and its A-label authority, never what the caller wrote.
-        request.url = httpx.URL(destination.url.geturl())
-        request.headers["Host"] = destination.url.authority
-        request.headers["Accept-Encoding"] = "gzip, deflate"
-        try:
-            with _as_fetch_errors():
-                response = transport.handle_request(request)
-            coding = _content_coding(response)
-        except WebFetchError as exc:
-            transport.close()
-            self._emit(
-                destination,
-                "failed",
-                exc.code,
-                addresses,
-                start,
-                detail=exc.detail,
-                failure=exc.failure,
-            )
-            raise
-        limit = self._max_response_bytes if self._max_response_bytes is not None else 2**62
-        stream = _GuardedStream(
-            response,
-            transport,
-            _BoundedDecoder(coding, limit),
-            on_close=lambda size, error: self._emit(
-                destination,
-                "failed" if error is not None else "fetched",
-                error.code if error is not None else "ok",
-                (connected[-1],) if connected else addresses,
-                start,
-                status=response.status_code,
-                size=size,
-                detail=error.detail if error is not None else "",
-                failure=error.failure if error is not None else "",
-            ),
-        )
-        headers = [
-            (name, value)
-            for name, value in response.headers.multi_items()
-            if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
-        ]
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=headers,
-            stream=stream,
-            extensions=response.extensions,
-        )
+            with foreign_errors():
+                request.url = _target(request.url, pinned.destination.url.geturl(), raw)
+                request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+            response = pinned.send(request)
+            with foreign_errors():
+                coding = content_coding(response)
+                # The raw bytes: httpx would re-encode str values as ASCII (a non-ASCII
+                # value the server sent would raise ``UnicodeEncodeError`` here).
+                headers = [
+                    (name, value)
+                    for name, value in response.headers.raw
+                    if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
+                ]
+                guarded = httpx.Response(
+                    status_code=response.status_code,
+                    headers=headers,
+                    stream=_GuardedStream(
+                        response,
+                        pinned,
+                        BoundedDecoder(coding, self._limit()),
+                    ),
+                    extensions={
+                        **response.extensions,
+                        CHECKED_URL: pinned.destination.url.geturl(),
+                    },
+                )
+        except BaseException:
+            with pinned:  # records the failure, releases the connection
+                raise
+        return guarded
 
-    def _emit(
-        self,
-        destination: ResolvedDestination,
-        decision: str,
-        reason: str,
-        addresses: tuple[str, ...],
-        start: float,
-        *,
-        status: int | None = None,
-        size: int = 0,
-        detail: str = "",
-        failure: str = "",
-    ) -> None:
-        self._observer(
-            GuardEvent(
-                hop=0,
-                url_host=destination.host,
-                port=destination.port,
-                decision=decision,
-                reason=reason,
-                addresses=addresses,
-                bytes=size,
-                duration=self._clock() - start,
-                status=status,
-                detail=detail,
-                failure=failure,
-            )
-        )
+    def _limit(self) -> int:
+        return self._max_response_bytes if self._max_response_bytes is not None else 2**62
 
 
 class _GuardedStream(httpx.SyncByteStream):
-    """The pinned response's body, decoded under the cap; closes the pinned transport."""
+    """The pinned response's body, decoded under the cap; closes the hop (its record and
+    its connection) when the body is closed."""
 
     def __init__(
         self,
         response: httpx.Response,
-        transport: PinnedTransport,
-        decoder: _BoundedDecoder,
-        *,
-        on_close: Callable[[int, WebFetchError | None], None],
+        pinned: PinnedHop,
+        decoder: BoundedDecoder,
     ) -> None:
         self._response = response
-        self._transport = transport
+        self._pinned = pinned
         self._decoder = decoder
-        self._on_close = on_close
         self._error: WebFetchError | None = None
         self._closed = False
 
     def __iter__(self) -> Iterator[bytes]:
         try:
-            with _as_fetch_errors():
+            with foreign_errors():
                 for chunk in self._response.iter_raw():
                     yield self._decoder.feed(chunk)
                 yield self._decoder.flush()
@@ -218,8 +181,12 @@ class _GuardedStream(httpx.SyncByteStream):
         try:
             self._response.close()
         finally:
-            self._transport.close()
-            self._on_close(self._decoder.total, self._error)
+            status, size = self._response.status_code, self._decoder.total
+            if self._error is not None:
+                self._pinned.failed(self._error, status=status, size=size)
+            else:
+                self._pinned.fetched(status=status, size=size)
+            self._pinned.close()
 
 
 class AsyncGuardedTransport(httpx.AsyncBaseTransport):
@@ -231,6 +198,15 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, policy: PolicySource, **kwargs: Any) -> None:
         self._sync = GuardedTransport(policy, **kwargs)
+
+    @property
+    def observer(self) -> Observer | None:
+        return self._sync.observer
+
+    def refuse(
+        self, url: str, exc: WebFetchError, observer: Observer | None, *, hop: int = 0
+    ) -> WebFetchError:
+        return self._sync.refuse(url, exc, observer, hop=hop)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
@@ -267,6 +243,76 @@ class _AsyncStream(httpx.AsyncByteStream):
         await anyio.to_thread.run_sync(self._inner.close)
 
 
+#: What httpx raises for a URL it cannot build a request for.
+_UNBUILDABLE = (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError)
+
+
+class _RawURLClient:
+    """What the guarded clients add to httpx's: the caller's URL string kept for the guard,
+    redirects decided as ``net.fetch`` decides them, errors renamed (``net.rawurl``)."""
+
+    _guarded: GuardedTransport | AsyncGuardedTransport
+
+    def refuse_unbuildable(self, url: object) -> WebFetchError:
+        """Record and return the refusal of a URL the client library cannot build a
+        request for: the guard's syntax verdict on the caller's string."""
+        return self._guarded.refuse(str(url)[:8192], syntax_verdict(url), self._guarded.observer)
+
+    def refuse_redirect(self, url: str, verdict: EgressDenied) -> WebFetchError:
+        """Record and return the refusal of a redirect target (the next hop)."""
+        return self._guarded.refuse(url, verdict, self._guarded.observer, hop=1)
+
+    def _on_response(self, response: httpx.Response) -> None:
+        on_redirect(response, self.refuse_redirect)
+
+
+class GuardedClient(_RawURLClient, httpx.Client):
+    """An ``httpx.Client`` on ``GuardedTransport`` (see ``net.rawurl``)."""
+
+    def __init__(self, transport: GuardedTransport, **kwargs: Any) -> None:
+        self._guarded = transport
+        super().__init__(
+            transport=transport, event_hooks={"response": [self._on_response]}, **kwargs
+        )
+
+    def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx.Request:
+        build = super().build_request
+        request: httpx.Request = keep_built(
+            lambda: build(method, url, **kwargs), url, _UNBUILDABLE, self.refuse_unbuildable
+        )
+        return request
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        mark_follow(request, kwargs.get("follow_redirects"), self.follow_redirects)
+        with foreign_errors():
+            return super().send(request, **kwargs)
+
+
+class AsyncGuardedClient(_RawURLClient, httpx.AsyncClient):
+    """An ``httpx.AsyncClient`` on ``AsyncGuardedTransport`` (see ``net.rawurl``)."""
+
+    def __init__(self, transport: AsyncGuardedTransport, **kwargs: Any) -> None:
+        self._guarded = transport
+        super().__init__(
+            transport=transport, event_hooks={"response": [self._async_on_response]}, **kwargs
+        )
+
+    async def _async_on_response(self, response: httpx.Response) -> None:
+        self._on_response(response)
+
+    def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx.Request:
+        build = super().build_request
+        request: httpx.Request = keep_built(
+            lambda: build(method, url, **kwargs), url, _UNBUILDABLE, self.refuse_unbuildable
+        )
+        return request
+
+    async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        mark_follow(request, kwargs.get("follow_redirects"), self.follow_redirects)
+        with foreign_errors():
+            return await super().send(request, **kwargs)
+
+
 def _client_kwargs(timeout: float | None) -> dict[str, Any]:
     return {
         "follow_redirects": False,
@@ -283,7 +329,7 @@ def guarded_client(
     max_response_bytes: int | None = None,
     timeout: float | None = None,
     guard: UrlGuard | None = None,
-) -> httpx.Client:
+) -> GuardedClient:
     """An ``httpx.Client`` on ``GuardedTransport``: no redirects, no environment."""
     transport = GuardedTransport(
         policy,
@@ -292,7 +338,7 @@ def guarded_client(
         max_response_bytes=max_response_bytes,
         timeout=timeout,
     )
-    return httpx.Client(transport=transport, **_client_kwargs(timeout))
+    return GuardedClient(transport, **_client_kwargs(timeout))
 
 
 def guarded_async_client(
@@ -302,7 +348,7 @@ def guarded_async_client(
     max_response_bytes: int | None = None,
     timeout: float | None = None,
     guard: UrlGuard | None = None,
-) -> httpx.AsyncClient:
+) -> AsyncGuardedClient:
     """An ``httpx.AsyncClient`` on ``AsyncGuardedTransport``: no redirects, no environment."""
     transport = AsyncGuardedTransport(
         policy,
@@ -311,4 +357,4 @@ def guarded_async_client(
         max_response_bytes=max_response_bytes,
         timeout=timeout,
     )
-    return httpx.AsyncClient(transport=transport, **_client_kwargs(timeout))
+    return AsyncGuardedClient(transport, **_client_kwargs(timeout))

@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterable, Iterator
 import httpcore
 import httpx
 
+from .foreign import foreign_errors
 from .guard import IPAddress, ResolvedDestination
-from .urlparse import parse_url
+from .urlparse import DEFAULT_PORTS, parse_url
 
-__all__ = ["PinnedTransport", "ssl_context"]
+__all__ = ["DeadlineStream", "PinnedBackend", "PinnedTransport", "ResponseStream", "ssl_context"]
 
 
 @functools.lru_cache(maxsize=8)
@@ -41,7 +42,7 @@ def ssl_context(ca_file: str | None) -> ssl.SSLContext:
     return context
 
 
-class _DeadlineStream(httpcore.NetworkStream):
+class DeadlineStream(httpcore.NetworkStream):
     """Clamp every read/write timeout to the remaining budget."""
 
     def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
@@ -72,13 +73,13 @@ class _DeadlineStream(httpcore.NetworkStream):
         inner = self._inner.start_tls(
             ssl_context, server_hostname, self._timeout(timeout, httpcore.ConnectTimeout)
         )
-        return _DeadlineStream(inner, self._deadline)
+        return DeadlineStream(inner, self._deadline)
 
     def get_extra_info(self, info: str) -> typing.Any:
         return self._inner.get_extra_info(info)
 
 
-class _PinnedBackend(httpcore.NetworkBackend):
+class PinnedBackend(httpcore.NetworkBackend):
     """Connects to one host:port only, and only to the addresses given for it."""
 
     def __init__(
@@ -130,7 +131,7 @@ class _PinnedBackend(httpcore.NetworkBackend):
                 continue
             if self._on_connect is not None:
                 self._on_connect(str(address))
-            return _DeadlineStream(stream, self._deadline)
+            return DeadlineStream(stream, self._deadline)
         assert last is not None
         raise last
 
@@ -146,48 +147,18 @@ class _PinnedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
-class _ResponseStream(httpx.SyncByteStream):
+class ResponseStream(httpx.SyncByteStream):
     def __init__(self, inner: Iterable[bytes]) -> None:
         self._inner = inner
 
     def __iter__(self) -> Iterator[bytes]:
-        with _map_errors():
+        with foreign_errors():
             yield from self._inner
 
     def close(self) -> None:
         close = getattr(self._inner, "close", None)
         if close is not None:
             close()
-
-
-class _map_errors:
-    """Map httpcore exceptions onto httpx ones (as httpx's own transport does)."""
-
-    _MAP: typing.ClassVar[list[tuple[type[Exception], type[httpx.TransportError]]]] = [
-        (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-        (httpcore.ReadTimeout, httpx.ReadTimeout),
-        (httpcore.WriteTimeout, httpx.WriteTimeout),
-        (httpcore.PoolTimeout, httpx.PoolTimeout),
-        (httpcore.TimeoutException, httpx.TimeoutException),
-        (httpcore.ConnectError, httpx.ConnectError),
-        (httpcore.ReadError, httpx.ReadError),
-        (httpcore.WriteError, httpx.WriteError),
-        (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-        (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-        (httpcore.ProtocolError, httpx.ProtocolError),
-        (httpcore.NetworkError, httpx.NetworkError),
-        (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    ]
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: typing.Any, exc: BaseException | None, tb: typing.Any) -> None:
-        if exc is None:
-            return
-        for source, target in self._MAP:
-            if isinstance(exc, source):
-                raise target(str(exc)) from exc
 
 
 class PinnedTransport(httpx.BaseTransport):
@@ -203,7 +174,7 @@ class PinnedTransport(httpx.BaseTransport):
         on_connect: Callable[[str], None] | None = None,
     ) -> None:
         self.destination = destination
-        backend = _PinnedBackend(
+        backend = PinnedBackend(
             destination,
             connect_timeout=connect_timeout,
             deadline=deadline,
@@ -216,7 +187,7 @@ class PinnedTransport(httpx.BaseTransport):
             # egress.  The proxy's own name was resolved by the guard (dnspython), and the
             # connection is pinned to those addresses.
             proxy_url = parse_url(destination.proxy)
-            proxy_backend = _PinnedBackend(
+            proxy_backend = PinnedBackend(
                 destination,
                 connect_timeout=connect_timeout,
                 deadline=deadline,
@@ -243,12 +214,16 @@ class PinnedTransport(httpx.BaseTransport):
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` (to the checked destination only); errors are the project's."""
+        with foreign_errors():
+            return self._handle(request)
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
         if (
             request.url.scheme != self.destination.scheme
             # raw_host: the A-label as sent (``.host`` would IDNA-decode "xn--" names).
             or request.url.raw_host.decode("ascii").lower() != self.destination.host.strip("[]")
-            or (request.url.port or {"http": 80, "https": 443}[request.url.scheme])
-            != self.destination.port
+            or (request.url.port or DEFAULT_PORTS[request.url.scheme]) != self.destination.port
         ):
             raise httpx.ConnectError("request does not match the checked destination")
         assert isinstance(request.stream, httpx.SyncByteStream)
@@ -264,13 +239,12 @@ class PinnedTransport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        with _map_errors():
-            response = self._pool.handle_request(core_request)
+        response = self._pool.handle_request(core_request)
         assert isinstance(response.stream, Iterable)
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_ResponseStream(response.stream),
+            stream=ResponseStream(response.stream),
             extensions=response.extensions,
         )
 

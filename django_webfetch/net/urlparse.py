@@ -15,16 +15,19 @@ Structure follows RFC 3986 §3 (``scheme "://" authority path-abempty [ "?" quer
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .errors import EgressDenied, HostNotAllowed, InvalidURL, PortNotAllowed, SchemeNotAllowed
 from .hosts import Host, parse_host, parse_port
 
-__all__ = ["MAX_URL_LENGTH", "ParsedURL", "join_url", "parse_url"]
+__all__ = ["DEFAULT_PORTS", "MAX_URL_LENGTH", "ParsedURL", "join_url", "parse_url"]
 
 MAX_URL_LENGTH = 8192
 _SHOWN_URL = 500
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: The scheme rule: the only schemes any path may use, and their default ports.
+DEFAULT_PORTS: Mapping[str, int] = MappingProxyType({"http": 80, "https": 443})
 
 # RFC 3986 §3.1: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*\Z")
@@ -52,7 +55,7 @@ class ParsedURL:
 
     @property
     def default_port(self) -> bool:
-        return self.port == _DEFAULT_PORTS[self.scheme]
+        return self.port == DEFAULT_PORTS[self.scheme]
 
     @property
     def authority(self) -> str:
@@ -129,7 +132,7 @@ def _parse(url: str) -> ParsedURL:
     if not colon or not _SCHEME.match(scheme) or rest[:2] != "//":
         raise InvalidURL("invalid_url", detail="not an absolute URL with '://'")
     scheme = scheme.lower()
-    if scheme not in _DEFAULT_PORTS:
+    if scheme not in DEFAULT_PORTS:
         raise SchemeNotAllowed("scheme", detail="scheme is not http or https")
     rest = rest[2:]
 
@@ -152,7 +155,7 @@ def _parse(url: str) -> ParsedURL:
 
     host_text, port_text, has_port = _split_authority(authority)
     host = parse_host(host_text)
-    port = _DEFAULT_PORTS[scheme]
+    port = DEFAULT_PORTS[scheme]
     if has_port:
         try:
             port = parse_port(port_text)

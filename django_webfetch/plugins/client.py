@@ -34,7 +34,9 @@ from django_webfetch.net.errors import (
     ResponseTooLarge,
     WebFetchError,
 )
+from django_webfetch.net.foreign import foreign_errors
 from django_webfetch.net.policy import EgressPolicy, Scope
+from django_webfetch.net.rawurl import stamp, syntax_verdict
 
 from .budget import LEASE_MARGIN, budget_for
 from .sandbox import current_scope, host_io
@@ -187,8 +189,14 @@ class PluginHttp:
                 json=json,
                 data=_text_map(data, "data"),
             )
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError) as exc:
+            # The guard's verdict on the plugin's string (``port``, ``idn``, ...), as
+            # ``net.fetch`` would give it, never httpx's.
+            raise syntax_verdict(url) from exc
+        except ValueError as exc:
             raise EgressDenied("invalid_url", detail=type(exc).__name__) from exc
+        # The guard decides on the plugin's string, not on httpx's normalised parse of it.
+        stamp(request, url)
         request.read()  # the body is bytes from here on
         return request
 
@@ -239,7 +247,7 @@ class PluginHttp:
         try:
             return self._transmit(request, group, observe, timeout)
         except WebFetchError as exc:
-            if not last or last[-1] not in ("denied", "failed"):
+            if not {"denied", "failed"} & set(last):  # the transport recorded it already
                 recorder.record_exception(exc, url_host=host)
             raise
         finally:
@@ -248,7 +256,7 @@ class PluginHttp:
     def _transmit(
         self, request: httpx.Request, group: str, observe: Any, timeout: float | None
     ) -> httpx.Response:
-        from django_webfetch.net.guarded import GuardedTransport
+        from django_webfetch.net.guarded import GuardedClient, GuardedTransport
 
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
             raise EgressDenied("invalid_url", detail="timeout must be positive")
@@ -259,7 +267,10 @@ class PluginHttp:
             max_response_bytes=conf.WEBFETCH_MAX_RESPONSE_BYTES,
             timeout=min(timeout, conf.WEBFETCH_TIMEOUT) if timeout else None,
         )
-        with httpx.Client(transport=transport, follow_redirects=False, trust_env=False) as client:
+        with (
+            foreign_errors(),
+            GuardedClient(transport, follow_redirects=False, trust_env=False) as client,
+        ):
             response = client.send(request, follow_redirects=False)
             try:
                 response.read()
@@ -314,8 +325,8 @@ class PluginHttp:
 
 
 def _groups_of(instance: Any) -> frozenset[str]:
+    from .manifest import tool_group
     from .registry import get_manifest
-    from .tools import tool_group
 
     manifest = get_manifest(instance.plugin)
     groups = {tool_group(manifest, spec) for spec in manifest.tools} if manifest else set()
@@ -323,6 +334,6 @@ def _groups_of(instance: Any) -> frozenset[str]:
 
 
 def _host_of(url: Any) -> str:
-    from django_webfetch.tools._egress import requested_host
+    from django_webfetch.egress import requested_host
 
     return requested_host(url)[0] if isinstance(url, str) else ""

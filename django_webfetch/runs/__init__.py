@@ -41,7 +41,16 @@ from .errors import (
 )
 from .execute import ExecuteOutcome, execute
 from .limits import MAX_ATTEMPTS, lease_seconds, runs_async, time_limits
-from .permissions import APPROVE_PERMISSION, can_approve, can_cancel, can_read, visible_calls
+from .permissions import (
+    APPROVE_PERMISSION,
+    can_approve,
+    can_cancel,
+    can_read,
+    can_read_result,
+    readable_result,
+    reads_every_result,
+    visible_calls,
+)
 from .recover import SweepReport, expire_due, prune_calls, recover_lost, refresh, sweep
 from .request import preflight, request_call
 from .state import call_finished, call_transitioned, transition
@@ -67,6 +76,7 @@ __all__ = [
     "can_approve",
     "can_cancel",
     "can_read",
+    "can_read_result",
     "cancel",
     "deny",
     "execute",
@@ -81,5 +91,7 @@ __all__ = [
     "sweep",
     "time_limits",
     "transition",
+    "readable_result",
+    "reads_every_result",
     "visible_calls",
 ]

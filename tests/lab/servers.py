@@ -353,6 +353,14 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 suffix = f"?{parts.query}" if parts.query else ""
                 self._send(302, b"", headers={"Location": f"/chain/{n - 1}{suffix}"})
+        elif path == "/locations":
+            # One Location field per "to" value: a client must not pick one of them.
+            self.record.status = 302
+            self.send_response(302)
+            for target in query.get("to", ["/plain", "/json"]):
+                self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif path == "/redirect-relative":
             self._send(302, b"", headers={"Location": to or "plain?from=relative"})
         elif path == "/redirect-scheme":

@@ -17,7 +17,8 @@ from django_webfetch.net import (
     UnsupportedContentEncoding,
     parse_media_type,
 )
-from django_webfetch.net.fetcher import _BoundedDecoder, _content_coding
+from django_webfetch.net.body import BoundedDecoder as _BoundedDecoder
+from django_webfetch.net.body import content_coding as _content_coding
 from django_webfetch.net.guard import ResolvedDestination
 from django_webfetch.net.transport import PinnedTransport, ssl_context
 from django_webfetch.net.urlparse import parse_url
@@ -156,8 +157,9 @@ def _destination(url="http://pinned.example/", addresses=("11.0.0.10",)):
 )
 def test_transport_refuses_requests_for_another_destination(url):
     transport = PinnedTransport(_destination(), deadline=time.monotonic() + 5)
-    with pytest.raises(httpx.ConnectError):
+    with pytest.raises(FetchError) as caught:
         transport.handle_request(httpx.Request("GET", url))
+    assert caught.value.failure == "connect_failed"
     transport.close()
 
 

@@ -31,7 +31,7 @@ from django_webfetch.net import (
 from django_webfetch.net.__main__ import main
 from django_webfetch.net.guard import ResolvedDestination
 from django_webfetch.net.resolve import DnsResolver
-from django_webfetch.net.transport import _DeadlineStream, _PinnedBackend, _ResponseStream
+from django_webfetch.net.transport import DeadlineStream, PinnedBackend, ResponseStream
 from django_webfetch.net.urlparse import parse_url
 
 V4, V4_B = "11.0.0.10", "11.0.0.12"
@@ -218,7 +218,7 @@ def _dest():
 
 
 def test_backend_refuses_another_target_and_unix_sockets():
-    backend = _PinnedBackend(
+    backend = PinnedBackend(
         _dest(), connect_timeout=1, deadline=time.monotonic() + 5, on_connect=None
     )
     with pytest.raises(httpcore.ConnectError):
@@ -231,7 +231,7 @@ def test_backend_refuses_another_target_and_unix_sockets():
 
 
 def test_backend_with_no_time_left_never_connects():
-    backend = _PinnedBackend(
+    backend = PinnedBackend(
         _dest(), connect_timeout=1, deadline=time.monotonic() - 1, on_connect=None
     )
     with pytest.raises(httpcore.ConnectTimeout):
@@ -243,13 +243,13 @@ def test_deadline_stream_clamps_and_refuses_after_the_deadline():
 
     left, right = socket.socketpair()
     try:
-        stream = _DeadlineStream(SyncStream(left), time.monotonic() + 5)
+        stream = DeadlineStream(SyncStream(left), time.monotonic() + 5)
         stream.write(b"ping")
         assert right.recv(4) == b"ping"
         right.sendall(b"pong")
         assert stream.read(4, timeout=None) == b"pong"
         assert stream.get_extra_info("socket") is left
-        expired = _DeadlineStream(SyncStream(left), time.monotonic() - 1)
+        expired = DeadlineStream(SyncStream(left), time.monotonic() - 1)
         with pytest.raises(httpcore.ReadTimeout):
             expired.read(1)
         with pytest.raises(httpcore.WriteTimeout):
@@ -264,10 +264,11 @@ def test_response_stream_maps_errors_and_closes_plain_iterables():
         yield b"a"
         raise httpcore.ReadError("reset")
 
-    stream = _ResponseStream(broken())
-    with pytest.raises(httpx.ReadError):
+    stream = ResponseStream(broken())
+    with pytest.raises(FetchError) as caught:
         list(stream)
-    plain = _ResponseStream([b"x"])
+    assert caught.value.failure == "connection_reset"
+    plain = ResponseStream([b"x"])
     assert list(plain) == [b"x"]
     plain.close()
 
@@ -276,7 +277,7 @@ def test_response_stream_maps_errors_and_closes_plain_iterables():
         raise KeyError("not a transport error")
 
     with pytest.raises(KeyError):
-        list(_ResponseStream(other()))
+        list(ResponseStream(other()))
 
 
 @pytest.mark.lab

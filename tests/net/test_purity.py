@@ -40,12 +40,17 @@ def test_exported_members_are_sorted_and_real():
         assert getattr(django_webfetch.net, name) is not None
     public = {n for n in dir(django_webfetch.net) if not n.startswith("_")}
     modules = {
+        "base",
+        "body",
+        "bridge",
         "errors",
+        "foreign",
         "failures",
         "fetcher",
         "guard",
         "guarded",
         "policy",
+        "rawurl",
         "transport",
         "resolve",
         "hosts",

@@ -182,7 +182,11 @@ def test_a_tool_refusal_is_a_successful_request(editor, approver):
     body = response.json()
     assert body["state"] == "failed"
     assert body["reason"] == "refused_by_tool"
-    assert body["result"]["error"] == "refused_by_tool"
+    # What the tool said is the requester's to read (runs.can_read_result); the approver
+    # reads the outcome (state and reason).
+    assert body["result"] is None and body["result_withheld"] is True
+    own = client_for(editor).get(f"/api/calls/{call.pk}/").json()
+    assert own["result"]["error"] == "refused_by_tool"
 
 
 def test_invalid_arguments(editor):
@@ -311,7 +315,13 @@ def test_approvers_approve(request, editor, who, token):
     assert body["state"] == "succeeded"
     assert body["decided_by"] == user.get_username()
     assert body["decision_comment"] == "fine"
-    assert body["result"]["content"] == "echo: hi"
+    # The result: the requester's, and a superuser's (admin_user); not another approver's.
+    if user.is_superuser:
+        assert body["result"]["content"] == "echo: hi"
+    else:
+        assert body["result"] is None and body["result_withheld"] is True
+    own = client_for(editor).get(f"/api/calls/{call.pk}/").json()
+    assert own["result"]["content"] == "echo: hi"
 
 
 @pytest.mark.parametrize("who", ["approver", "admin_user"])

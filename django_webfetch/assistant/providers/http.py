@@ -60,42 +60,6 @@ def _noting_exemption(
     return note
 
 
-def _httpx2_client(inner: httpx.AsyncClient, timeout: float) -> Any:
-    """An ``httpx2.AsyncClient`` whose every request is sent by ``inner`` (the guarded
-    client): for SDKs built on httpx2, the same guard, pin and bounds."""
-    import httpx2
-
-    class Bridge(httpx2.AsyncBaseTransport):
-        async def handle_async_request(self, request: Any) -> Any:
-            body = await request.aread()
-            forwarded = httpx.Request(
-                request.method,
-                str(request.url),
-                headers=list(request.headers.multi_items()),
-                content=body,
-            )
-            response = await inner.send(forwarded)
-            try:
-                content = await response.aread()
-            finally:
-                await response.aclose()
-            headers = [
-                (k, v)
-                for k, v in response.headers.multi_items()
-                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
-            ]
-            return httpx2.Response(
-                response.status_code, headers=headers, content=content, request=request
-            )
-
-        async def aclose(self) -> None:
-            await inner.aclose()
-
-    return httpx2.AsyncClient(
-        transport=Bridge(), follow_redirects=False, trust_env=False, timeout=timeout
-    )
-
-
 def sdk_http_client(sdk: str, client: httpx.AsyncClient, timeout: float) -> Any:
     """The guarded client in the HTTP library the SDK is built on (httpx, or httpx2 for
     openai >= 3 / anthropic >= 2)."""
@@ -106,7 +70,9 @@ def sdk_http_client(sdk: str, client: httpx.AsyncClient, timeout: float) -> Any:
     except ImportError:  # pragma: no cover - depends on the SDK's layout
         return client
     if "httpx2" in vars(base):
-        return _httpx2_client(client, timeout)
+        from django_webfetch.net.bridge import guarded_httpx2_client
+
+        return guarded_httpx2_client(client, timeout=timeout)
     return client
 
 

@@ -1,0 +1,314 @@
+"""The transport base: one guard → pin → record path for every way out of the app.
+
+``net.fetch`` (the hop loop), the guarded httpx transports (plugins' clients, the LLM SDKs)
+and the plugin client are all built on ``EgressTransport``.  A hop goes through three named
+hooks, in this order, and nothing else reaches the network:
+
+``check(url, policy)``
+    the whole guard (``UrlGuard.check``) on the caller's URL string: scope, syntax, lists,
+    DNS through dnspython, address classes.  A refusal is recorded and raised.
+``connect(destination, policy)``
+    a ``PinnedTransport`` (``net.transport``) for that one destination: TCP only to the
+    checked addresses, the checked name for SNI and certificates.
+``record(event, observer)``
+    one ``GuardEvent`` per decision: ``allowed`` when the guard passed, then exactly one of
+    ``fetched`` or ``failed`` when the hop ends.  A hop is never left open: ``PinnedHop``
+    closes its record (``failed``) and its connection even when the caller forgets.
+
+Every foreign exception raised on the way is renamed by the one table in ``net.foreign``.
+A new transport (another client library, another plugin runtime) subclasses
+``EgressTransport`` and calls ``open_hop``; it does not copy any step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+import httpx
+
+from .errors import EgressDenied, FetchError, InvalidURL, WebFetchError
+from .foreign import foreign_errors, translate
+from .guard import ResolvedDestination, UrlGuard
+from .policy import EgressPolicy
+from .rawurl import same_origin
+from .transport import PinnedTransport
+from .urlparse import parse_url
+
+__all__ = ["EgressTransport", "GuardEvent", "Observer", "PinnedHop", "refusal_event"]
+
+
+@dataclass(frozen=True)
+class GuardEvent:
+    """One audit record: a guard decision, a completed hop, or a failure."""
+
+    hop: int
+    url_host: str
+    port: int
+    decision: str  # "allowed" | "denied" | "fetched" | "failed"
+    reason: str
+    addresses: tuple[str, ...] = ()
+    bytes: int = 0
+    duration: float = 0.0
+    status: int | None = None
+    detail: str = ""
+    #: What failed, in our words (a ``net.failures`` sub-code), for ``decision="failed"``.
+    failure: str = ""
+
+
+Observer = Callable[[GuardEvent], None]
+
+
+def _ignore(event: GuardEvent) -> None:
+    return None
+
+
+def refusal_event(hop: int, url: str, exc: WebFetchError, duration: float) -> GuardEvent:
+    """The audit record of a hop that never reached a server: refused or failed early."""
+    host, port = _host_port(url)
+    address = getattr(exc, "address", "")
+    return GuardEvent(
+        hop=hop,
+        url_host=host,
+        port=port,
+        decision="denied" if isinstance(exc, EgressDenied) else "failed",
+        reason=getattr(exc, "reason", exc.code),
+        addresses=(address,) if address else (),
+        duration=duration,
+        detail=exc.detail,
+        failure=exc.failure,
+    )
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    """Best-effort host/port for the audit log of a refused URL (never raises)."""
+    try:
+        parsed = parse_url(url)
+    except EgressDenied:
+        return "", 0
+    return parsed.host.name, parsed.port
+
+
+class EgressTransport:
+    """The base of every egress path: ``check`` → ``connect`` → ``record`` (see above)."""
+
+    def __init__(
+        self,
+        guard: UrlGuard | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._guard = guard or UrlGuard()
+        self._clock = clock
+
+    def clock(self) -> float:
+        """The monotonic clock every duration of this transport's records is read from."""
+        return self._clock()
+
+    # -- the hooks -------------------------------------------------------------------------
+
+    def check(
+        self, url: str, policy: EgressPolicy, *, deadline: float, hop: int = 0
+    ) -> ResolvedDestination:
+        """The guard's verdict on ``url`` (the caller's string, as written)."""
+        return self._guard.check(url, policy, deadline=deadline, hop=hop)
+
+    def connect(
+        self,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        *,
+        deadline: float,
+        on_connect: Callable[[str], None],
+    ) -> PinnedTransport:
+        """The pinned connection to the checked destination only."""
+        return PinnedTransport(
+            destination,
+            ca_file=policy.ca_file,
+            connect_timeout=policy.connect_timeout,
+            deadline=deadline,
+            on_connect=on_connect,
+        )
+
+    def verify(self, destination: ResolvedDestination, sent: httpx.URL | None) -> None:
+        """Refuse a request whose URL (as httpx built it) names another origin than the
+        one the guard checked: a parser differential is never resolved in httpx's favour."""
+        if sent is not None and not same_origin(
+            sent, destination.scheme, destination.host, destination.port
+        ):
+            raise InvalidURL(detail="the request's URL names another origin than the checked one")
+
+    def record(self, event: GuardEvent, observer: Observer | None) -> None:
+        """Hand one audit record to ``observer``; an observer's error propagates (a hop is
+        never made unaudited)."""
+        (observer or _ignore)(event)
+
+    def refuse(
+        self, url: str, exc: WebFetchError, observer: Observer | None, *, hop: int = 0
+    ) -> WebFetchError:
+        """Record a refusal decided before the guard could run (a URL no client can even
+        build a request for) and return ``exc`` to raise."""
+        self.record(refusal_event(hop, url, exc, 0.0), observer)
+        return exc
+
+    # -- the one path ----------------------------------------------------------------------
+
+    def open_hop(
+        self,
+        url: str,
+        policy: EgressPolicy,
+        *,
+        deadline: float,
+        observer: Observer | None,
+        hop: int = 0,
+        sent: httpx.URL | None = None,
+    ) -> PinnedHop:
+        """Guard ``url``, record the decision and return the hop, pinned and not yet sent.
+
+        ``sent``: the URL httpx built from ``url`` (when a client sends it); it must name
+        the checked origin (``verify``).
+        """
+        start = self._clock()
+        try:
+            with foreign_errors():
+                destination = self.check(url, policy, deadline=deadline, hop=hop)
+                self.verify(destination, sent)
+        except WebFetchError as exc:
+            # Refused, or the resolver / budget failed: on record before it propagates.
+            self.record(refusal_event(hop, url, exc, self._clock() - start), observer)
+            raise
+        return PinnedHop(self, destination, policy, deadline, hop, start, observer)
+
+
+class PinnedHop:
+    """One checked hop: its record (opened ``allowed``) and its pinned connection.
+
+    Use it as a context manager: leaving it closes the connection and, when neither
+    ``fetched`` nor ``failed`` was recorded, records ``failed`` (an exception leaving the
+    block is renamed by the foreign-error table and recorded with its code).
+    """
+
+    def __init__(
+        self,
+        base: EgressTransport,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        deadline: float,
+        hop: int,
+        start: float,
+        observer: Observer | None,
+    ) -> None:
+        self.destination = destination
+        self.hop = hop
+        self.addresses = tuple(str(a) for a in destination.addresses)
+        self.connected: list[str] = []
+        self._base = base
+        self._observer = observer
+        self.start = start
+        self._finished = False
+        self._closed = False
+        self._event("allowed", "allowed", self.addresses)
+        self.connection = base.connect(
+            destination, policy, deadline=deadline, on_connect=self.connected.append
+        )
+
+    @property
+    def address(self) -> str | None:
+        """The address the connection was made to (``None`` before it connected)."""
+        return self.connected[-1] if self.connected else None
+
+    @property
+    def closed(self) -> bool:
+        """Whether the record is closed and the connection released."""
+        return self._closed
+
+    def send(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` on the pinned connection, addressed to the checked name."""
+        # From the checked A-label: httpx would IDNA-decode the host, and a caller-set Host
+        # would pick another virtual host behind the same address.
+        request.headers["Host"] = self.destination.url.authority
+        with foreign_errors():
+            return self.connection.handle_request(request)
+
+    def fetched(self, *, status: int, size: int = 0, reason: str = "ok") -> None:
+        """Close the record: the hop completed."""
+        self._finish()
+        self._event(
+            "fetched",
+            reason,
+            (self.address,) if self.address else self.addresses,
+            status=status,
+            size=size,
+        )
+
+    def failed(self, exc: WebFetchError, *, status: int | None = None, size: int = 0) -> None:
+        """Close the record: the hop failed with ``exc``."""
+        self._finish()
+        self._event(
+            "failed",
+            exc.code,
+            (self.address,) if self.address and status is not None else self.addresses,
+            status=status,
+            size=size,
+            detail=exc.detail,
+            failure=exc.failure,
+        )
+
+    def close(self) -> None:
+        """Release the connection and close the record if it is still open."""
+        if not self._finished:
+            self.failed(FetchError(detail="the hop ended before its response was read"))
+        if not self._closed:
+            self._closed = True
+            self.connection.close()
+
+    def __enter__(self) -> PinnedHop:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is not None and not self._finished:
+                mapped = translate(exc)
+                self.failed(mapped if mapped is not None else FetchError(detail=type(exc).__name__))
+        finally:
+            self.close()
+
+    def _finish(self) -> None:
+        if self._finished:
+            raise RuntimeError("a hop's record is closed once")
+        self._finished = True
+
+    def _event(
+        self,
+        decision: str,
+        reason: str,
+        addresses: tuple[str, ...],
+        *,
+        status: int | None = None,
+        size: int = 0,
+        detail: str = "",
+        failure: str = "",
+    ) -> None:
+        self._base.record(
+            GuardEvent(
+                hop=self.hop,
+                url_host=self.destination.host,
+                port=self.destination.port,
+                decision=decision,
+                reason=reason,
+                addresses=addresses,
+                bytes=size,
+                duration=self._base.clock() - self.start,
+                status=status,
+                detail=detail,
+                failure=failure,
+            ),
+            self._observer,
+        )
