@@ -47,6 +47,7 @@ class WebFetchConfig(AppConfig):
 
         set_provider_kind_source(kind_choices)
         connect_signals()
+        _connect_metrics()
         _bind_task_handlers()
         post_migrate.connect(
             create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
@@ -66,3 +67,15 @@ def _bind_task_handlers() -> None:
     }
     for name, handler in handlers.items():
         dispatch.bind(name, handler)
+
+
+def _connect_metrics() -> None:
+    """Count tool call states, and register the gauges read when the metrics are scraped."""
+    from . import metrics
+    from .plugins.budget import connection_gauges
+    from .runs import call_transitioned
+    from .runs.overview import approval_gauges, count_transition
+
+    call_transitioned.connect(count_transition, dispatch_uid="django_webfetch.metrics.calls")
+    metrics.add_source(approval_gauges)
+    metrics.add_source(connection_gauges)

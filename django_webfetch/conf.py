@@ -359,6 +359,15 @@ class Settings:
         value = _optional_str("WEBFETCH_REDIS_URL", _raw("WEBFETCH_REDIS_URL", None))
         return value or self.WEBFETCH_PLUGIN_REDIS_URL
 
+    @property
+    def WEBFETCH_METRICS_TOKEN(self) -> str | None:
+        """A bearer token that may read the metrics endpoint (besides signed-in staff);
+        ``None``: staff only.  At least 16 characters."""
+        value = _optional_str("WEBFETCH_METRICS_TOKEN", _raw("WEBFETCH_METRICS_TOKEN", None))
+        if value is not None and len(value) < 16:
+            raise _bad("WEBFETCH_METRICS_TOKEN", "a string of at least 16 characters or None")
+        return value
+
     # -- error analysis (the code group's tools) --------------------------------------------
 
     @property

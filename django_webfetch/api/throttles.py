@@ -16,6 +16,7 @@ from typing import Any
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import SimpleRateThrottle
 
+from django_webfetch import metrics
 from django_webfetch.conf import conf
 
 __all__ = ["THROTTLE_SCOPES", "ScopedUserThrottle"]
@@ -46,6 +47,7 @@ class ScopedUserThrottle(SimpleRateThrottle):
         self.num_requests, self.duration = self.parse_rate(self.rate)
         allowed = super().allow_request(request, view)
         if not allowed:
+            metrics.refusal(f"rate_limited:{self.scope}")
             logger.info(
                 "rate limit %s reached: user=%s", self.scope, getattr(request.user, "pk", None)
             )

@@ -8,11 +8,11 @@ by every process and machine, when ``WEBFETCH_REDIS_URL`` (or
 expires after the call's lease plus a margin.
 
 On Celery a call that finds its host full is not taken: it stays ``approved`` and its task
-is queued again with a countdown (:func:`defer`), so it waits in the queue, never in a
-worker.  In-process (no worker to give back) the request waits up to ``WEBFETCH_TIMEOUT``
-for a slot, then the call fails with ``destination_busy``.  When the shared count is
-configured but unreachable the call fails with ``destination_limit_unavailable``
-(fail closed).
+is queued again with a countdown (:func:`defer`: a quarter of its wait so far, 0.5 to 5 s),
+so it waits in the queue, never in a worker.  In-process (no worker to give back) the
+request waits up to ``WEBFETCH_TIMEOUT`` for a slot, then the call fails with
+``destination_busy``.  When the shared count is configured but unreachable the call fails
+with ``destination_limit_unavailable`` (fail closed).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from django_webfetch import metrics
 from django_webfetch.conf import conf
 from django_webfetch.egress import requested_host
 from django_webfetch.models import CallState, ToolCall
@@ -41,6 +42,7 @@ __all__ = [
     "DEFER_MAX",
     "DEFER_MIN",
     "Deferred",
+    "countdown_after",
     "HostSlots",
     "destination_of",
     "reserve",
@@ -49,9 +51,11 @@ __all__ = [
 
 logger = logging.getLogger("django_webfetch.runs")
 
-#: A deferred call's task comes back after this many seconds (jittered between the two).
+#: A deferred call's task comes back after a quarter of the time it has waited so far,
+#: within these bounds (seconds), jittered by ±25 %: a short wait is checked again soon, a
+#: host held by slow calls is not asked ten times a second.
 DEFER_MIN = 0.5
-DEFER_MAX = 2.0
+DEFER_MAX = 5.0
 _MARGIN = 5.0
 
 
@@ -98,11 +102,18 @@ class Deferred(Exception):
         super().__init__(f"{host}: all slots in use; queued again in {countdown:.1f}s")
 
 
-def defer(call_id: Any, tool_name: str, host: str) -> Deferred:
+def countdown_after(waited: float) -> float:
+    base = min(max(waited / 4, DEFER_MIN), DEFER_MAX)
+    return base * random.uniform(0.75, 1.25)  # noqa: S311 - jitter, not a secret
+
+
+def defer(call_id: Any, tool_name: str, host: str, since: Any = None) -> Deferred:
     """Queue the approved call again with a countdown (its ``queued_at`` renewed, so the
-    sweep does not queue it a second time)."""
-    countdown = random.uniform(DEFER_MIN, DEFER_MAX)  # noqa: S311 - jitter, not a secret
-    ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(queued_at=timezone.now())
+    sweep does not queue it a second time); ``since``: when it was approved."""
+    now = timezone.now()
+    waited = (now - since).total_seconds() if since is not None else 0.0
+    countdown = countdown_after(waited)
+    ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(queued_at=now)
     soft, hard = time_limits()
     enqueue(
         RUN_TOOL_CALL,
@@ -125,12 +136,12 @@ def reserve(call_id: Any) -> Lease | ToolResult | None:
     """
     row = (
         ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED)
-        .values_list("tool", "arguments")
+        .values_list("tool", "arguments", "decided_at", "created")
         .first()
     )
     if row is None:
         return None
-    tool_name, arguments = row
+    tool_name, arguments, decided_at, created = row
     host = destination_of(tool_name, arguments)
     if host is None:
         return None
@@ -142,13 +153,16 @@ def reserve(call_id: Any) -> Lease | ToolResult | None:
     except EgressDenied as exc:
         if exc.reason == "connection_budget_unavailable":
             logger.error("tool call %s: the destination limit is unavailable (%s)", call_id, exc)
+            metrics.refusal("destination_limit_unavailable")
             return ToolResult.failure(
                 "destination_limit_unavailable",
                 "The limit on calls per destination could not be checked; the call was not run.",
             )
         if queued:
             logger.info("tool call %s: %s has %s calls in flight; deferred", call_id, host, limit)
-            raise defer(call_id, tool_name, host) from exc
+            metrics.refusal("destination_deferred")
+            raise defer(call_id, tool_name, host, since=decided_at or created) from exc
+        metrics.refusal("destination_busy")
         return ToolResult.failure(
             "destination_busy",
             f"Too many calls to this destination are in flight (at most {limit}); "

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 from django.db import transaction
 from django.utils import timezone
 
+from django_webfetch import metrics
 from django_webfetch.budgets import BudgetExceeded, charge_tool_call
 from django_webfetch.conf import conf
 from django_webfetch.egress import EgressRecorder, requested_host
@@ -188,6 +189,7 @@ def _refuse_over_budget(call: ToolCall, exc: BudgetExceeded) -> ToolCall:
     logger.info(
         "tool call %s refused: %s user=%s", call.pk, exc.code, getattr(call.user, "pk", None)
     )
+    metrics.refusal(exc.code)
     result = ToolResult.failure(
         exc.code, str(exc), kind=exc.kind, used=str(exc.used), limit=str(exc.limit)
     )

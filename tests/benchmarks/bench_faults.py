@@ -728,6 +728,8 @@ def main() -> None:
                 def cost(base: Result, with_slow: Result) -> float:
                     return 1 - with_slow.throughput / base.throughput if base.throughput else 1.0
 
+                share = steady.throughput * others / EDITORS
+                share_cost = 1 - loris.throughput / share if share else 1.0
                 per_round = ", ".join(
                     f"{cost(a, b):.0%}" for _s, a, b in rounds_ if a is not None and b is not None
                 )
@@ -736,6 +738,8 @@ def main() -> None:
                     f"/ the {others} alone (medians of {len(rounds_)} rounds): cost "
                     f"{cost(alone, loris):.0%} (target: <= 20%); per round: {per_round}; "
                     f"/ steady with all {EDITORS}: cost {cost(steady, loris):.0%}; "
+                    f"/ the others' share of steady ({others}/{EDITORS}, the same API load "
+                    f"without slow pages): cost {share_cost:.0%}; "
                     f"WEBFETCH_MAX_CALLS_PER_HOST="
                     f"{os.environ.get('WEBFETCH_BENCH_MAX_CALLS_PER_HOST', '4')}"
                 )

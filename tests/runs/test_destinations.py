@@ -156,3 +156,11 @@ def test_an_unreachable_shared_count_fails_closed(web, editor, settings):
     )
     assert (call.state, call.reason) == (CallState.FAILED, "destination_limit_unavailable")
     assert not [r for r in web.requests if r.path == "/page"]
+
+
+def test_a_deferred_call_comes_back_sooner_the_shorter_it_waited():
+    from django_webfetch.runs.destinations import DEFER_MAX, DEFER_MIN, countdown_after
+
+    for waited, low, high in ((0, DEFER_MIN, DEFER_MIN), (8, 2, 2), (600, DEFER_MAX, DEFER_MAX)):
+        for _ in range(20):
+            assert low * 0.75 <= countdown_after(waited) <= high * 1.25

@@ -1,0 +1,10 @@
+"""Fixtures of the metrics tests: the run tests' tools and the assistant's scripted provider."""
+
+from __future__ import annotations
+
+from tests.assistant.conftest import (  # noqa: F401 - fixtures
+    configure_provider,
+    provider,
+    provider_server,
+)
+from tests.runs.conftest import EchoTool, approver, approver_factory, run_tools  # noqa: F401
