@@ -22,6 +22,8 @@ from django_webfetch.egress.stats import (
 from django_webfetch.models import OperationsOverview
 from django_webfetch.runs.overview import waiting_approvals
 
+from . import RecordsOnly
+
 if TYPE_CHECKING:
     _OverviewAdmin = admin.ModelAdmin[OperationsOverview]
 else:
@@ -89,17 +91,8 @@ def overview(now: Any = None) -> dict[str, Any]:
 
 
 @admin.register(OperationsOverview)
-class OperationsOverviewAdmin(_OverviewAdmin):
+class OperationsOverviewAdmin(RecordsOnly, _OverviewAdmin):
     """One read-only page: the change list is the overview."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         user: Any = request.user

@@ -34,9 +34,8 @@ from django_webfetch.plugins.budget import Lease, LocalBudget, RedisBudget
 from django_webfetch.tools import ToolResult
 from django_webfetch.tools import default_registry as tool_registry
 
-from .dispatch import RUN_TOOL_CALL, enqueue
-from .limits import lease_seconds, runs_async, time_limits
-from .queue import queue_for
+from .limits import lease_seconds, runs_async
+from .queue import enqueue_call
 
 __all__ = [
     "DEFER_MAX",
@@ -114,16 +113,7 @@ def defer(call_id: Any, tool_name: str, host: str, since: Any = None) -> Deferre
     waited = (now - since).total_seconds() if since is not None else 0.0
     countdown = countdown_after(waited)
     ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED).update(queued_at=now)
-    soft, hard = time_limits()
-    enqueue(
-        RUN_TOOL_CALL,
-        str(call_id),
-        what=f"tool call {call_id}",
-        soft_time_limit=soft,
-        time_limit=hard,
-        queue=queue_for(tool_name),
-        countdown=countdown,
-    )
+    enqueue_call(call_id, tool_name, countdown=countdown)
     return Deferred(host, countdown)
 
 

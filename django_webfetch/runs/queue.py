@@ -110,9 +110,12 @@ def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
     return count
 
 
-def enqueue_call(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
-    """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
-    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
+def enqueue_call(
+    call_id: Any, tool: str = "", *, retrying: bool = False, countdown: float | None = None
+) -> bool:
+    """Publish the call's task (``countdown``: not before that many seconds); ``False``
+    (and reason ``queued_retry`` on the call) when the broker cannot take it: the sweep
+    queues it again (``WEBFETCH_REQUEUE_AFTER``)."""
     soft, hard = time_limits()
     queued = enqueue(
         RUN_TOOL_CALL,
@@ -121,6 +124,7 @@ def enqueue_call(call_id: Any, tool: str = "", *, retrying: bool = False) -> boo
         soft_time_limit=soft,
         time_limit=hard,
         queue=queue_for(tool),
+        countdown=countdown,
     )
     if not queued:
         # The call stays approved, and says so; the sweep queues it again.

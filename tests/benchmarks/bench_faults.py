@@ -368,6 +368,9 @@ class Load:
     slow_editors: int = 0
     #: Editors ``0..idle_editors-1`` do not run (the others alone, as a baseline).
     idle_editors: int = 0
+    #: Editors ``0..pollers-1`` post one call and then only poll it, as a slow editor polls
+    #: its slow call: the API load of the slow editors, without a slow destination.
+    pollers: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     ok_after: list[float] = field(default_factory=list)
@@ -381,6 +384,9 @@ class Load:
         slow = index < self.slow_editors
         headers = {"Authorization": f"Token {self.tokens[index]}"}
         with httpx.Client(base_url=API, headers=headers, timeout=30) as client:
+            if index < self.pollers:
+                self._only_poll(client, index)
+                return
             sequence = 0
             while time.monotonic() < self.stop_at:
                 sequence += 1
@@ -393,6 +399,17 @@ class Load:
                     time.sleep(0.5)
                     continue
                 self._poll(client, call_id, outcome)
+
+    def _only_poll(self, client: Any, index: int) -> None:
+        import httpx
+
+        outcome = Outcome(index, True, time.monotonic())
+        call_id = self._post(client, f"http://{NAME}/page?e={index}&poller=1", outcome)
+        while call_id is not None and time.monotonic() < self.stop_at:
+            time.sleep(POLL)
+            with contextlib.suppress(httpx.HTTPError):
+                client.get(f"/calls/{call_id}/")
+        outcome.finished, outcome.state = time.monotonic(), "succeeded"
 
     def _record_error(self, response: Any) -> None:
         try:
@@ -570,9 +587,15 @@ def _print(results: list[Result]) -> None:
 
 
 def _phase(
-    name: str, tokens: list[str], *, slow: int = 0, idle: int = 0, fault: Any = None
+    name: str,
+    tokens: list[str],
+    *,
+    slow: int = 0,
+    idle: int = 0,
+    pollers: int = 0,
+    fault: Any = None,
 ) -> Result:
-    load = Load(tokens, slow_editors=slow, idle_editors=idle)
+    load = Load(tokens, slow_editors=slow, idle_editors=idle, pollers=pollers)
     start = load.run(PHASE)
     notes: list[str] = []
     if fault is not None:
@@ -703,6 +726,7 @@ def main() -> None:
             # Steady and slow-loris phases alternate, ROUNDS pairs: the machine is shared,
             # so each figure is the median of its rounds.
             rounds_ = []
+            pollings: list[Result] = []
             others = EDITORS - SLOW_EDITORS
             for _ in range(ROUNDS if "loris" in PHASES else 1):
                 steady = _phase(f"steady, {pool.label}", tokens)
@@ -718,6 +742,12 @@ def main() -> None:
                         tokens,
                         slow=SLOW_EDITORS,
                     )
+                    polled = _phase(
+                        f"the {others} others + {SLOW_EDITORS} pollers, {pool.label}",
+                        tokens,
+                        pollers=SLOW_EDITORS,
+                    )
+                    pollings.append(polled)
                 rounds_.append((steady, alone, loris))
             steady = _median([r[0] for r in rounds_])
             results.append(steady)
@@ -728,6 +758,7 @@ def main() -> None:
                 def cost(base: Result, with_slow: Result) -> float:
                     return 1 - with_slow.throughput / base.throughput if base.throughput else 1.0
 
+                polling = _median(pollings)
                 share = steady.throughput * others / EDITORS
                 share_cost = 1 - loris.throughput / share if share else 1.0
                 per_round = ", ".join(
@@ -740,12 +771,16 @@ def main() -> None:
                     f"/ steady with all {EDITORS}: cost {cost(steady, loris):.0%}; "
                     f"/ the others' share of steady ({others}/{EDITORS}, the same API load "
                     f"without slow pages): cost {share_cost:.0%}; "
+                    f"/ the {others} with {SLOW_EDITORS} editors polling a finished call "
+                    f"(the slow editors' API load, no slow page): cost "
+                    f"{cost(polling, loris):.0%}; "
                     f"WEBFETCH_MAX_CALLS_PER_HOST="
                     f"{os.environ.get('WEBFETCH_BENCH_MAX_CALLS_PER_HOST', '4')}"
                 )
                 results.append(alone)
+                results.append(polling)
                 results.append(loris)
-            _print(results[-3:] if "loris" in PHASES else results[-1:])
+            _print(results[-4:] if "loris" in PHASES else results[-1:])
             if pool is THREADS:
                 break
             stack.stop()

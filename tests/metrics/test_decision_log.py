@@ -18,14 +18,6 @@ from django_webfetch.tools import ToolContext, run_tool
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def web(lab_settings, group_factory):
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("docs.lab.example", a=[lab_settings.PUBLIC_V4[0]])
-    lab_settings.dns.set("intranet.lab.example", a=[lab_settings.PRIVATE[0]])
-    return lab_settings
-
-
 def lines(caplog) -> list[dict]:
     return [
         json.loads(r.getMessage())

@@ -26,14 +26,6 @@ def _urls(settings):
     settings.WEBFETCH_METRICS_TOKEN = TOKEN
 
 
-@pytest.fixture
-def web(lab_settings, group_factory):
-    group_factory("web", enabled=True)
-    lab_settings.dns.set("docs.lab.example", a=[lab_settings.PUBLIC_V4[0]])
-    lab_settings.dns.set("intranet.lab.example", a=[lab_settings.PRIVATE[0]])
-    return lab_settings
-
-
 def scrape(client=None) -> tuple[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:
     client = client or Client()
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
