@@ -52,6 +52,7 @@ class WebFetchConfig(AppConfig):
 
         set_provider_kind_source(kind_choices)
         connect_signals()
+        _connect_metrics()
         _bind_task_handlers()
         # A serving process starts the background runner (it sweeps at once: a restarted
         # server takes up the runs its predecessor left); commands that serve nothing don't.
@@ -87,3 +88,15 @@ def _import_the_model_stack() -> None:
     with contextlib.suppress(ImportError):
         import pydantic_ai.direct  # noqa: F401
         import pydantic_ai.models.function  # noqa: F401
+
+
+def _connect_metrics() -> None:
+    """Count tool call states, and register the gauges read when the metrics are scraped."""
+    from . import metrics
+    from .plugins.budget import connection_gauges
+    from .runs import call_transitioned
+    from .runs.overview import approval_gauges, count_transition
+
+    call_transitioned.connect(count_transition, dispatch_uid="django_webfetch.metrics.calls")
+    metrics.add_source(approval_gauges)
+    metrics.add_source(connection_gauges)

@@ -11,7 +11,9 @@ setting; the egress policy service turns that into a refusal (``policy_unavailab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from pathlib import PurePath
 from typing import Any, cast
 
@@ -20,7 +22,7 @@ from django.conf import settings
 from .exceptions import WebFetchConfigurationError
 from .net.policy import HARD_LIMITS
 
-__all__ = ["BOUND_SETTINGS", "CALL_LIMITS", "Settings", "conf"]
+__all__ = ["API_RATE_DEFAULTS", "BOUND_SETTINGS", "CALL_LIMITS", "Settings", "conf"]
 
 _MISSING = object()
 
@@ -30,6 +32,15 @@ CALL_LIMITS: dict[str, tuple[int, int]] = {
     "WEBFETCH_ASSISTANT_MAX_CALLS_PER_STEP": (8, 32),
     "WEBFETCH_ASSISTANT_MAX_CALLS_PER_RUN": (32, 128),
 }
+
+
+#: Default API rate limits per user (``WEBFETCH_API_RATES``): DRF's ``N/period`` strings.
+API_RATE_DEFAULTS: dict[str, str | None] = {
+    "messages": "20/minute",
+    "calls": "60/minute",
+    "approvals": "120/minute",
+}
+_RATE = re.compile(r"[1-9][0-9]{0,6}/(s|sec|second|m|min|minute|h|hour|d|day)")
 
 #: setting name -> ``EgressPolicy`` field it bounds (clamped to ``HARD_LIMITS``).
 BOUND_SETTINGS: dict[str, str] = {
@@ -397,6 +408,90 @@ class Settings:
     def WEBFETCH_PLUGIN_POOL_SIZE(self) -> int:
         """Idle plugin processes kept warm per instance and host process (0..8)."""
         return int(_ranged("WEBFETCH_PLUGIN_POOL_SIZE", 2, 0, 8, integer=True))
+
+    # -- operations: budgets, API rate limits, per-destination concurrency ---------------------
+
+    @property
+    def WEBFETCH_BUDGET_EXEMPT_SUPERUSERS(self) -> bool:
+        """Superusers are exempt from budgets only when this is True (default False)."""
+        return _bool(
+            "WEBFETCH_BUDGET_EXEMPT_SUPERUSERS", _raw("WEBFETCH_BUDGET_EXEMPT_SUPERUSERS", False)
+        )
+
+    @property
+    def WEBFETCH_MODEL_PRICES(self) -> dict[str, tuple[Decimal, Decimal]]:
+        """Model name -> ``(prompt, completion)`` price per million tokens, in the
+        operator's currency: the cost ceilings of budgets count with these.  A model with
+        no price costs nothing."""
+        value = _raw("WEBFETCH_MODEL_PRICES", {})
+        name = "WEBFETCH_MODEL_PRICES"
+        expected = 'a dict {"model": {"prompt": number, "completion": number}}'
+        if not isinstance(value, Mapping):
+            raise _bad(name, expected)
+        prices: dict[str, tuple[Decimal, Decimal]] = {}
+        for model, price in value.items():
+            if not isinstance(model, str) or not isinstance(price, Mapping):
+                raise _bad(name, expected)
+            pair = []
+            for part in ("prompt", "completion"):
+                number = price.get(part, 0)
+                if isinstance(number, bool) or not isinstance(number, (int, float, str, Decimal)):
+                    raise _bad(name, expected)
+                try:
+                    amount = Decimal(str(number))
+                except InvalidOperation as exc:
+                    raise _bad(name, expected) from exc
+                if not amount.is_finite() or amount < 0:
+                    raise _bad(name, expected)
+                pair.append(amount)
+            prices[model] = (pair[0], pair[1])
+        return prices
+
+    @property
+    def WEBFETCH_API_RATES(self) -> dict[str, str | None]:
+        """DRF throttle rates per user and scope (``messages``, ``calls``, ``approvals``):
+        ``"30/minute"``-style strings; ``None`` turns a scope's limit off."""
+        value = _raw("WEBFETCH_API_RATES", {})
+        name = "WEBFETCH_API_RATES"
+        if not isinstance(value, Mapping):
+            raise _bad(name, 'a dict {"messages" | "calls" | "approvals": "N/period" or None}')
+        rates: dict[str, str | None] = dict(API_RATE_DEFAULTS)
+        for scope, rate in value.items():
+            if scope not in API_RATE_DEFAULTS:
+                raise _bad(name, f"a dict with keys among {sorted(API_RATE_DEFAULTS)}")
+            if rate is not None and not _RATE.fullmatch(str(rate)):
+                raise _bad(name, 'a dict of rates like "30/minute" (or None)')
+            rates[scope] = None if rate is None else str(rate)
+        return rates
+
+    @property
+    def WEBFETCH_MAX_CALLS_PER_HOST(self) -> int:
+        """Tool calls in flight at once per destination host (every worker together when
+        ``WEBFETCH_PLUGIN_REDIS_URL`` is set); 1..1000, default 4."""
+        value = int(
+            _number(
+                "WEBFETCH_MAX_CALLS_PER_HOST", _raw("WEBFETCH_MAX_CALLS_PER_HOST", 4), integer=True
+            )
+        )
+        if not 1 <= value <= 1000:
+            raise _bad("WEBFETCH_MAX_CALLS_PER_HOST", "an integer 1..1000")
+        return value
+
+    @property
+    def WEBFETCH_REDIS_URL(self) -> str | None:
+        """Redis shared by every process for the per-destination limit; default
+        ``WEBFETCH_PLUGIN_REDIS_URL``; ``None``: counted per process."""
+        value = _optional_str("WEBFETCH_REDIS_URL", _raw("WEBFETCH_REDIS_URL", None))
+        return value or self.WEBFETCH_PLUGIN_REDIS_URL
+
+    @property
+    def WEBFETCH_METRICS_TOKEN(self) -> str | None:
+        """A bearer token that may read the metrics endpoint (besides signed-in staff);
+        ``None``: staff only.  At least 16 characters."""
+        value = _optional_str("WEBFETCH_METRICS_TOKEN", _raw("WEBFETCH_METRICS_TOKEN", None))
+        if value is not None and len(value) < 16:
+            raise _bad("WEBFETCH_METRICS_TOKEN", "a string of at least 16 characters or None")
+        return value
 
     # -- error analysis (the code group's tools) --------------------------------------------
 

@@ -118,3 +118,18 @@ def lab_settings(lab: Any, settings: Any, monkeypatch: pytest.MonkeyPatch) -> An
     settings.WEBFETCH_DNS_NAMESERVERS = lab.nameservers
     settings.WEBFETCH_CA_FILE = lab.ca_file
     return lab
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle_history() -> Iterator[None]:
+    """API rate limits count in Django's cache, keyed by user id: ids repeat from test to
+    test (rolled back), so each test starts with an empty history."""
+    from django.conf import settings
+
+    if not settings.configured:
+        yield
+        return
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

@@ -343,4 +343,4 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds:.1f} s"
 
 
-from . import assistant, calls, plugins, tokens  # noqa: E402,F401
+from . import assistant, budgets, calls, operations, plugins, tokens  # noqa: E402,F401

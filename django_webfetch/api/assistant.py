@@ -341,6 +341,7 @@ class ConversationListView(_AssistantView):
     """``GET``: the editor's own conversations.  ``POST``: start one."""
 
     pagination_class = Pagination
+    throttle_scope = "messages"
 
     @extend_schema(
         operation_id="conversations_list",
@@ -416,6 +417,8 @@ class ConversationDetailView(_AssistantView):
 class ConversationMessagesView(_AssistantView):
     """Post the editor's message: starts a run (202 with the run; poll it or its events)."""
 
+    throttle_scope = "messages"
+
     @extend_schema(
         operation_id="conversations_messages_create",
         request=MessageCreateSerializer,
@@ -443,6 +446,8 @@ class RunDetailView(_AssistantView):
 
 
 class RunCancelView(_AssistantView):
+    throttle_scope = "messages"
+
     @extend_schema(
         operation_id="runs_cancel",
         request=None,

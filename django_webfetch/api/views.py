@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import re
 from typing import Any, cast
 
@@ -46,6 +47,7 @@ from .serializers import (
     ToolCallSerializer,
     ToolSpecSerializer,
 )
+from .throttles import ScopedUserThrottle
 
 __all__ = [
     "ApiRootView",
@@ -183,6 +185,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         )
     if isinstance(exc, DatabaseUnavailable):
         response["Retry-After"] = str(DATABASE_RETRY_AFTER)
+    if isinstance(exc, exceptions.Throttled):
+        # DRF set Retry-After (whole seconds); the body says the same for scripts.
+        wait = getattr(exc, "wait", None) or 1
+        response["Retry-After"] = str(max(math.ceil(wait), 1))
     if not isinstance(exc, exceptions.APIException):  # pragma: no cover - DRF's own handler
         return response
     if isinstance(exc, exceptions.ValidationError):
@@ -198,6 +204,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         why = getattr(exc, "why", "")
         if why:
             response.data["why"] = why
+        if isinstance(exc, exceptions.Throttled):
+            response.data["retry_after"] = int(response["Retry-After"])
     return response
 
 
@@ -246,6 +254,9 @@ class JSONErrorsMixin:
 class BaseView(JSONErrorsMixin, APIView):
     schema = AutoSchema()
     permission_classes = [IsActiveUser]
+    #: Per user and scope (``WEBFETCH_API_RATES``); a view without a scope is not limited.
+    throttle_classes = [ScopedUserThrottle]
+    throttle_scope: str | None = None
     # Bounded before parsing; refuse what the database cannot store (api/parsers.py).
     parser_classes = [BoundedJSONParser, BoundedFormParser, BoundedMultiPartParser]
 
@@ -376,6 +387,8 @@ class CallListView(BaseView):
     approvers also every call that went to approval, without its result; superusers all).
     ``POST``: request a call."""
 
+    throttle_scope = "calls"
+
     pagination_class = Pagination
 
     @extend_schema(
@@ -442,6 +455,7 @@ class CallDetailView(BaseView):
 
 class _DecisionView(BaseView):
     permission_classes = [CanReadCall]
+    throttle_scope = "approvals"
 
     def decide(self, call: ToolCall, user: Any, comment: str) -> ToolCall:
         raise NotImplementedError
@@ -499,6 +513,8 @@ class CallDenyView(_DecisionView):
 
 class CallCancelView(_DecisionView):
     """Cancel a call that has not started (its owner, or an approver)."""
+
+    throttle_scope = "calls"
 
     def decide(self, call: ToolCall, user: Any, comment: str) -> ToolCall:
         return runs.cancel(call, by=user, comment=comment)

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 
+from django_webfetch import metrics
+from django_webfetch.budgets import BudgetExceeded, charge_provider_request, record_provider_usage
 from django_webfetch.conf import conf
 from django_webfetch.egress import EgressRecorder, policy_for
 from django_webfetch.net.errors import WebFetchError
@@ -52,12 +55,46 @@ def ask(run: AssistantRun, history: list[Any], *, stream: TextStream | None = No
     messages = within_context_budget(history)
     timeout = conf.WEBFETCH_ASSISTANT_TIMEOUT
     events: list[Any] = []
+    if not config.offline:
+        _charge(run)
+    started = time.monotonic()
     try:
         client = None if config.offline else _guarded_client(run, events, timeout)
         model = build_model(config, http_client=client, timeout=timeout)
-        return _request(model, client, messages, params, timeout, stream, secret=config.api_key)
+        response = _request(model, client, messages, params, timeout, stream, secret=config.api_key)
+    except ProviderFailure as failure:
+        if not config.offline:
+            metrics.provider_request(config.kind, failure.code, time.monotonic() - started)
+        raise
     finally:
         _record_egress(run, events)
+    if not config.offline:
+        _record_usage(run, config, response, time.monotonic() - started)
+    return response
+
+
+def _charge(run: AssistantRun) -> None:
+    """Count the request against the user's budgets before it is sent; over a ceiling the
+    run fails with ``budget_exceeded:<kind>`` and the ceiling in plain words."""
+    try:
+        charge_provider_request(run.user)
+    except BudgetExceeded as exc:
+        logger.info("assistant run %s refused: %s", run.pk, exc.code)
+        metrics.refusal(exc.code)
+        raise ProviderFailure(exc.code, str(exc), detail=exc.kind) from exc
+
+
+def _record_usage(run: AssistantRun, config: ProviderConfig, response: Any, seconds: float) -> None:
+    usage = getattr(response, "usage", None)
+    tokens = [getattr(usage, name, 0) for name in ("input_tokens", "output_tokens")]
+    tokens = [t if isinstance(t, int) and t > 0 else 0 for t in tokens]
+    metrics.provider_request(config.kind, "ok", seconds, tokens[0], tokens[1])
+    if not any(tokens):
+        return
+    try:
+        record_provider_usage(run.user, config.model_name, tokens[0], tokens[1])
+    except Exception:
+        logger.exception("token use of assistant run %s not recorded", run.pk)
 
 
 def _tool_parameters(run: AssistantRun) -> Any:
@@ -160,7 +197,11 @@ def _record_egress(run: AssistantRun, events: list[Any]) -> None:
     if not events:
         return
     recorder = EgressRecorder(
-        tool="assistant:provider", group="assistant", user=run.user, call_id=str(run.pk)
+        tool="assistant:provider",
+        group="assistant",
+        user=run.user,
+        call_id=str(run.pk),
+        run_id=str(run.pk),
     )
     for event in events:
         try:

@@ -20,7 +20,7 @@ from typing import Any
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 
-from django_webfetch import runs
+from django_webfetch import metrics, runs
 from django_webfetch.conf import conf
 from django_webfetch.runs.durable import lease_expired, retry_while_locked
 
@@ -110,6 +110,8 @@ def _transition(
             setattr(run, name, value)
     if current != target:
         logger.info("assistant run %s: %s -> %s", run.pk, current, target)
+        if target in RUN_FINISHED_STATES:
+            metrics.assistant_run_finished(run.provider, target)
     return run
 
 

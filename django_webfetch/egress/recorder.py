@@ -12,15 +12,20 @@ cut and filtered, so that a log viewer never renders control characters.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+from django_webfetch import metrics
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.failures import FAILURES
+
+from .logline import emit
 
 __all__ = ["EgressRecorder", "plugin_reference", "requested_host"]
 
@@ -109,6 +114,7 @@ class EgressRecorder:
         user: Any = None,
         plugin_instance: Any = None,
         call_id: str = "",
+        run_id: str = "",
     ) -> None:
         self.tool = tool[:100]
         self.group_slug = group[:64]
@@ -122,6 +128,8 @@ class EgressRecorder:
             else None
         )
         self.call_id = str(call_id or "")[:64]
+        #: The assistant run (for the log line); found from the call when not given.
+        self.run_id: str | None = str(run_id)[:64] if run_id else None
         self.count = 0
         #: The decision of the last row written (``""`` before the first).
         self.last_decision = ""
@@ -199,7 +207,37 @@ class EgressRecorder:
         self.last_decision = event.decision
         if event.decision in ("denied", "failed"):
             self.refused_in_block = True
+        self._report(event)
         return event
+
+    def _report(self, event: Any) -> None:
+        """The decision's one log line and its metrics: written here, and only here."""
+        emit(event, run=self._run, scope=str(getattr(self._group_row(), "scope", "") or ""))
+        metrics.egress_decision(
+            group=event.group_slug,
+            tool=event.tool or ("plugin" if event.plugin_ref else ""),
+            decision=event.decision,
+            reason=event.reason,
+            duration=event.duration,
+            size=event.bytes,
+        )
+
+    def _run(self) -> str:
+        """The run the call belongs to (its reference ``assistant:<run hex>:...``)."""
+        if self.run_id is None:
+            self.run_id = ""
+            from django_webfetch.models import ToolCall
+
+            try:
+                call = uuid.UUID(self.call_id)
+            except ValueError:
+                return ""
+            ref = ToolCall.objects.filter(pk=call).values_list("conversation", flat=True).first()
+            parts = (ref or "").split(":")
+            if len(parts) == 4 and parts[0] == "assistant":
+                with contextlib.suppress(ValueError):
+                    self.run_id = str(uuid.UUID(hex=parts[1]))
+        return self.run_id
 
     def record_exception(
         self, exc: BaseException, *, url_host: str = "", port: int | None = None, hop: int = 0

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from django_webfetch.assistant.models import AssistantRun, Conversation, Message, RunEvent, RunState
+from django_webfetch.budgets.models import Budget, BudgetUsage
 from django_webfetch.plugins.models import PluginInstance
 
 from .calls import CallState, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
+from .operations import OperationsOverview
 from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
 from .texts import StoredText
 from .tokens import AccessToken
@@ -16,6 +18,8 @@ __all__ = [
     "DATA_CLASS_NOTICES",
     "AccessToken",
     "AssistantRun",
+    "Budget",
+    "BudgetUsage",
     "CallState",
     "ConfiguredEndpoint",
     "Conversation",
@@ -26,6 +30,7 @@ __all__ = [
     "HostListEntry",
     "ListKind",
     "Message",
+    "OperationsOverview",
     "PluginInstance",
     "RunEvent",
     "RunState",

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from django_webfetch.net.errors import EgressDenied
 
-__all__ = ["Budget", "Lease", "LocalBudget", "RedisBudget", "budget_for"]
+__all__ = ["Budget", "Lease", "LocalBudget", "RedisBudget", "budget_for", "connection_gauges"]
 
 #: Added to the request budget to get a lease's lifetime (a lease outlives its request).
 LEASE_MARGIN = 5.0
@@ -166,3 +166,27 @@ def budget_for(redis_url: str | None) -> LocalBudget | RedisBudget:
     if not redis_url:
         return _local
     return _redis_budget(redis_url)
+
+
+def connection_gauges() -> list[tuple[str, str, dict[tuple[tuple[str, str], ...], float]]]:
+    """Scrape-time gauge (``metrics.add_source``): connections each plugin instance holds
+    now (across processes with Redis; this process's otherwise)."""
+    from django_webfetch.conf import conf
+    from django_webfetch.plugins.models import PluginInstance
+
+    budget = budget_for(conf.WEBFETCH_PLUGIN_REDIS_URL)
+    values: dict[tuple[tuple[str, str], ...], float] = {}
+    for pk, plugin, alias in PluginInstance.objects.values_list("pk", "plugin", "alias")[:1000]:
+        try:
+            held = budget.held(str(pk))
+        except Exception:
+            continue
+        values[(("instance", f"{plugin}:{alias}"),)] = held
+    return [
+        (
+            "webfetch_plugin_connections_in_use",
+            "Connections a plugin instance holds now (its budget: "
+            "WEBFETCH_PLUGIN_MAX_CONNECTIONS).",
+            values,
+        )
+    ]

@@ -65,8 +65,10 @@ def send(
     soft_time_limit: float | None = None,
     time_limit: float | None = None,
     queue: str | None = None,
+    countdown: float | None = None,
 ) -> None:
-    """Publish the Celery task ``name``; raises what the broker raises."""
+    """Publish the Celery task ``name`` (``countdown``: not before that many seconds);
+    raises what the broker raises."""
     try:
         from celery import current_app
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -80,6 +82,8 @@ def send(
         options["time_limit"] = time_limit
     if queue:
         options["queue"] = queue
+    if countdown:
+        options["countdown"] = countdown
     task = current_app.tasks.get(name)
     if task is not None:
         task.apply_async(args=args, **options)

@@ -19,10 +19,12 @@ from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.plugins.budget import Lease
 from django_webfetch.plugins.services import instance_for
 from django_webfetch.tools import ToolContext, ToolResult
 from django_webfetch.tools import default_registry as tool_registry
 
+from .destinations import Deferred, reserve
 from .durable import Heartbeat, Outcome, worker_label
 from .errors import InvalidTransition
 from .limits import MAX_HEARTBEAT_LEASES, lease_seconds
@@ -41,9 +43,10 @@ logger = logging.getLogger("django_webfetch.runs")
 
 
 class ExecuteOutcome(Outcome):
-    """What :func:`execute` did: ``action`` is ``ran``, ``noop``, ``busy``, ``recovered`` or
-    ``discarded``.  ``retry_after``: when another attempt holds the call, the seconds until
-    its lease runs out."""
+    """What :func:`execute` did: ``action`` is ``ran``, ``noop``, ``busy``, ``recovered``,
+    ``discarded`` or ``deferred`` (its destination was full; queued again).
+    ``retry_after``: when another attempt holds the call, the seconds until its lease runs
+    out; when deferred, the countdown."""
 
 
 def execute(
@@ -51,11 +54,31 @@ def execute(
 ) -> ExecuteOutcome:
     """Run an approved call once.  Idempotent: a finished call, a call that is not
     approved, or one that another live attempt holds is left alone.  Never raises for a
-    tool's failure (the result records it)."""
+    tool's failure (the result records it).
+
+    A call whose destination host has all its slots in use (``runs.destinations``) is not
+    taken: on Celery it is queued again with a countdown (``deferred``)."""
+    try:
+        slot = reserve(call_id)
+    except Deferred as deferred:
+        return ExecuteOutcome("deferred", CallState.APPROVED, retry_after=deferred.countdown)
+    refusal = slot if isinstance(slot, ToolResult) else None
+    try:
+        return _execute(call_id, redelivered=redelivered, worker=worker, refusal=refusal)
+    finally:
+        if isinstance(slot, Lease):
+            slot.release()
+
+
+def _execute(
+    call_id: uuid.UUID | str, *, redelivered: bool, worker: str, refusal: ToolResult | None
+) -> ExecuteOutcome:
     taken = _take(call_id, redelivered=redelivered, worker=worker)
     if isinstance(taken, ExecuteOutcome):
         return taken
     call = taken
+    if refusal is not None:
+        return finish_surviving_the_database(call.pk, call.attempts, refusal)
     attempt = call.attempts
     context = ToolContext(
         user=call.user,

@@ -27,6 +27,7 @@ message is queued again within 45 s.
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -112,12 +113,21 @@ def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
     return count
 
 
-def enqueue_call(call_id: Any, tool: str = "", *, retrying: bool = False) -> bool:
-    """Publish the call's task; ``False`` (and reason ``queued_retry`` on the call) when the
-    broker cannot take it: the sweep queues it again (``WEBFETCH_REQUEUE_AFTER``).  Without
-    Celery the call goes to the background runner."""
+def enqueue_call(
+    call_id: Any, tool: str = "", *, retrying: bool = False, countdown: float | None = None
+) -> bool:
+    """Publish the call's task (``countdown``: not before that many seconds); ``False``
+    (and reason ``queued_retry`` on the call) when the broker cannot take it: the sweep
+    queues it again (``WEBFETCH_REQUEUE_AFTER``).  Without Celery the call goes to the
+    background runner (after ``countdown`` seconds on a timer; a process that ends first
+    leaves the call approved, and the sweep queues it again)."""
     if runner_mode() == "background":
-        run_later(RUN_TOOL_CALL, str(call_id))
+        if countdown:
+            timer = threading.Timer(countdown, run_later, args=(RUN_TOOL_CALL, str(call_id)))
+            timer.daemon = True
+            timer.start()
+        else:
+            run_later(RUN_TOOL_CALL, str(call_id))
         if retrying:
             mark_queued(call_id, "")
         return True
@@ -129,6 +139,7 @@ def enqueue_call(call_id: Any, tool: str = "", *, retrying: bool = False) -> boo
         soft_time_limit=soft,
         time_limit=hard,
         queue=queue_for(tool),
+        countdown=countdown,
     )
     if not queued:
         # The call stays approved, and says so; the sweep queues it again.

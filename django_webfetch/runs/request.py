@@ -16,6 +16,8 @@ from typing import Any, NoReturn
 from django.db import transaction
 from django.utils import timezone
 
+from django_webfetch import metrics
+from django_webfetch.budgets import BudgetExceeded, charge_tool_call
 from django_webfetch.conf import conf
 from django_webfetch.egress import EgressRecorder, requested_host
 from django_webfetch.egress.preflight import live_verdict
@@ -128,6 +130,8 @@ def request_call(
     """Record a call the assistant asked for, and start it as far as it may go.
 
     - invalid arguments: the call ends ``failed`` / ``invalid_arguments``, nothing runs;
+    - over a budget of the user (``budgets``): it ends ``failed`` /
+      ``budget_exceeded:<kind>``, nothing runs and nobody is asked;
     - needs approval: it stops in ``awaiting_approval`` (nothing holds a worker);
     - otherwise it is approved at once and run (in-process, or queued on Celery).
 
@@ -168,6 +172,10 @@ def request_call(
             return transition(
                 call, CallState.FAILED, reason="invalid_arguments", result=invalid.to_dict()
             )
+        try:
+            charge_tool_call(user)
+        except BudgetExceeded as exc:
+            return _refuse_over_budget(call, exc)
         invocation = ToolInvocation(
             tool=tool.name, arguments=dict(arguments), user=user, call_id=str(call.pk)
         )
@@ -183,6 +191,19 @@ def request_call(
             call, CallState.APPROVED, requires_approval=False, queued_at=timezone.now()
         )
     return start(call)
+
+
+def _refuse_over_budget(call: ToolCall, exc: BudgetExceeded) -> ToolCall:
+    """The call is recorded and fails before anything runs or a human is asked: the
+    editor and the model read the ceiling in plain words (``budgets.errors.describe``)."""
+    logger.info(
+        "tool call %s refused: %s user=%s", call.pk, exc.code, getattr(call.user, "pk", None)
+    )
+    metrics.refusal(exc.code)
+    result = ToolResult.failure(
+        exc.code, str(exc), kind=exc.kind, used=str(exc.used), limit=str(exc.limit)
+    )
+    return transition(call, CallState.FAILED, reason=exc.code[:64], result=result.to_dict())
 
 
 def _refuse_unstorable(tool_name: str, arguments: Any, *, user: Any, conversation: str) -> None:

@@ -51,7 +51,8 @@ def use_resolv_conf(nameserver: str) -> None:
 
 
 def start_dns(name: str, address: str, *, listen: str, process: bool = False) -> None:
-    """A DNS server on ``listen``:53 (a daemon thread) answering ``name`` A ``address``.
+    """A DNS server on ``listen``:53 (a daemon thread) answering ``name`` (and every name
+    under it) A ``address``.
 
     ``process``: run it in a child process instead, as a real resolver would be: a Python
     server thread in the measuring process competes with the client for the GIL, which
@@ -81,8 +82,10 @@ def start_dns(name: str, address: str, *, listen: str, process: bool = False) ->
     class Resolver(BaseResolver):  # type: ignore[misc]
         def resolve(self, request, handler):  # type: ignore[no-untyped-def]
             reply = request.reply()
-            if str(request.q.qname) == qname and request.q.qtype == QTYPE.A:
-                reply.add_answer(RR(qname, QTYPE.A, rdata=A(address), ttl=0))
+            asked = str(request.q.qname)
+            # The name and every name under it (bench_faults' slow.<name>).
+            if (asked == qname or asked.endswith("." + qname)) and request.q.qtype == QTYPE.A:
+                reply.add_answer(RR(asked, QTYPE.A, rdata=A(address), ttl=0))
             return reply
 
     logger = DNSLogger(log="-request,-reply,-truncated,-error,-recv,-send,-data")

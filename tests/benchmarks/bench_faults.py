@@ -10,8 +10,11 @@ Phases (each ``WEBFETCH_BENCH_PHASE`` seconds of load, default 20, then a drain)
 
 - steady load, with the default pool (prefork, 1 process each) and with the recommended
   I/O pool (``WEBFETCH_NETWORK_QUEUE`` consumed by ``--pool threads --concurrency 8``);
-- two slow-loris editors among the 20 (a page that sends a byte a second), both pools:
-  the throughput of the 18 others against steady load;
+- ``WEBFETCH_BENCH_SLOW`` slow-loris editors (default 2) among ``WEBFETCH_BENCH_EDITORS``
+  (default 20), fetching from ``slow.bench.example`` (same server, a page that sends a byte
+  a second), both pools: the throughput of the others against steady load.  The calls per
+  destination host are limited to ``WEBFETCH_BENCH_MAX_CALLS_PER_HOST`` (default 4; 0: no
+  limit), counted in the broker's Redis;
 - worker ``kill -9`` (one of the two, restarted 2 s later);
 - Redis restarted without persistence (every queued message lost);
 - PostgreSQL restarted (``pg_ctl restart -m fast``).
@@ -53,7 +56,10 @@ ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
 NAME = "bench.example"
 API = "http://127.0.0.1:8000/api"
-EDITORS = 20
+EDITORS = int(os.environ.get("WEBFETCH_BENCH_EDITORS", "20"))
+#: Slow-loris editors of the ``loris`` phase; they fetch from ``slow.<NAME>`` (same server).
+SLOW_EDITORS = int(os.environ.get("WEBFETCH_BENCH_SLOW", "2"))
+SLOW_NAME = f"slow.{NAME}"
 PHASE = float(os.environ.get("WEBFETCH_BENCH_PHASE", "20"))
 #: Which phases to run: ``steady``, ``loris`` (both on both pools), ``faults``.
 PHASES = set(
@@ -360,6 +366,11 @@ class Outcome:
 class Load:
     tokens: list[str]
     slow_editors: int = 0
+    #: Editors ``0..idle_editors-1`` do not run (the others alone, as a baseline).
+    idle_editors: int = 0
+    #: Editors ``0..pollers-1`` post one call and then only poll it, as a slow editor polls
+    #: its slow call: the API load of the slow editors, without a slow destination.
+    pollers: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     ok_after: list[float] = field(default_factory=list)
@@ -373,17 +384,32 @@ class Load:
         slow = index < self.slow_editors
         headers = {"Authorization": f"Token {self.tokens[index]}"}
         with httpx.Client(base_url=API, headers=headers, timeout=30) as client:
+            if index < self.pollers:
+                self._only_poll(client, index)
+                return
             sequence = 0
             while time.monotonic() < self.stop_at:
                 sequence += 1
                 path = "/slow" if slow else "/page"
-                url = f"http://{NAME}{path}?e={index}&n={sequence}"
+                host = SLOW_NAME if slow else NAME
+                url = f"http://{host}{path}?e={index}&n={sequence}"
                 outcome = Outcome(index, slow, time.monotonic())
                 call_id = self._post(client, url, outcome)
                 if call_id is None:
                     time.sleep(0.5)
                     continue
                 self._poll(client, call_id, outcome)
+
+    def _only_poll(self, client: Any, index: int) -> None:
+        import httpx
+
+        outcome = Outcome(index, True, time.monotonic())
+        call_id = self._post(client, f"http://{NAME}/page?e={index}&poller=1", outcome)
+        while call_id is not None and time.monotonic() < self.stop_at:
+            time.sleep(POLL)
+            with contextlib.suppress(httpx.HTTPError):
+                client.get(f"/calls/{call_id}/")
+        outcome.finished, outcome.state = time.monotonic(), "succeeded"
 
     def _record_error(self, response: Any) -> None:
         try:
@@ -441,7 +467,8 @@ class Load:
         start = time.monotonic()
         self.stop_at = start + seconds
         self.threads = [
-            threading.Thread(target=self.editor, args=(i,), daemon=True) for i in range(EDITORS)
+            threading.Thread(target=self.editor, args=(i,), daemon=True)
+            for i in range(self.idle_editors, EDITORS)
         ]
         for thread in self.threads:
             thread.start()
@@ -559,8 +586,16 @@ def _print(results: list[Result]) -> None:
 # -- phases ----------------------------------------------------------------------------------------
 
 
-def _phase(name: str, tokens: list[str], *, slow: int = 0, fault: Any = None) -> Result:
-    load = Load(tokens, slow_editors=slow)
+def _phase(
+    name: str,
+    tokens: list[str],
+    *,
+    slow: int = 0,
+    idle: int = 0,
+    pollers: int = 0,
+    fault: Any = None,
+) -> Result:
+    load = Load(tokens, slow_editors=slow, idle_editors=idle, pollers=pollers)
     start = load.run(PHASE)
     notes: list[str] = []
     if fault is not None:
@@ -671,9 +706,10 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         ToolGroup.objects.filter(slug="web").update(enabled=True, skip_approval_with_allowlist=True)
-        HostListEntry.objects.create(
-            group=ToolGroup.objects.get(slug="web"), list="allow", value=NAME
-        )
+        for value in (NAME, SLOW_NAME):
+            HostListEntry.objects.create(
+                group=ToolGroup.objects.get(slug="web"), list="allow", value=value
+            )
         users = get_user_model()
         tokens = [
             Token.objects.create(user=users.objects.create_user(f"editor{i}")).key
@@ -689,32 +725,62 @@ def main() -> None:
             _phase("warm-up", tokens)
             # Steady and slow-loris phases alternate, ROUNDS pairs: the machine is shared,
             # so each figure is the median of its rounds.
-            pairs = []
+            rounds_ = []
+            pollings: list[Result] = []
+            others = EDITORS - SLOW_EDITORS
             for _ in range(ROUNDS if "loris" in PHASES else 1):
                 steady = _phase(f"steady, {pool.label}", tokens)
-                loris = (
-                    _phase(f"2 slow-loris editors, {pool.label}", tokens, slow=2)
-                    if "loris" in PHASES
-                    else None
-                )
-                pairs.append((steady, loris))
-            steady = _median([p[0] for p in pairs])
+                alone = loris = None
+                if "loris" in PHASES:
+                    # The others alone: what they do without the slow editors (the
+                    # editors are a closed loop, so fewer editors are fewer calls).
+                    alone = _phase(
+                        f"the {others} others alone, {pool.label}", tokens, idle=SLOW_EDITORS
+                    )
+                    loris = _phase(
+                        f"{SLOW_EDITORS} slow-loris editors, {pool.label}",
+                        tokens,
+                        slow=SLOW_EDITORS,
+                    )
+                    polled = _phase(
+                        f"the {others} others + {SLOW_EDITORS} pollers, {pool.label}",
+                        tokens,
+                        pollers=SLOW_EDITORS,
+                    )
+                    pollings.append(polled)
+                rounds_.append((steady, alone, loris))
+            steady = _median([r[0] for r in rounds_])
             results.append(steady)
             if "loris" in PHASES:
-                loris = _median([p[1] for p in pairs if p[1] is not None])
-                ratio = loris.throughput / steady.throughput if steady.throughput else 0.0
-                rounds = ", ".join(
-                    f"{p[1].throughput / p[0].throughput:.2f}"
-                    for p in pairs
-                    if p[1] is not None and p[0].throughput
+                alone = _median([r[1] for r in rounds_ if r[1] is not None])
+                loris = _median([r[2] for r in rounds_ if r[2] is not None])
+
+                def cost(base: Result, with_slow: Result) -> float:
+                    return 1 - with_slow.throughput / base.throughput if base.throughput else 1.0
+
+                polling = _median(pollings)
+                share = steady.throughput * others / EDITORS
+                share_cost = 1 - loris.throughput / share if share else 1.0
+                per_round = ", ".join(
+                    f"{cost(a, b):.0%}" for _s, a, b in rounds_ if a is not None and b is not None
                 )
                 loris.notes.append(
-                    f"throughput of the 18 others / steady (medians of {len(pairs)} rounds): "
-                    f"{ratio:.2f}, cost {1 - ratio:.0%} (target: cost <= 20%); "
-                    f"per round: {rounds}"
+                    f"throughput of the {others} others with {SLOW_EDITORS} slow-loris editors "
+                    f"/ the {others} alone (medians of {len(rounds_)} rounds): cost "
+                    f"{cost(alone, loris):.0%} (target: <= 20%); per round: {per_round}; "
+                    f"/ steady with all {EDITORS}: cost {cost(steady, loris):.0%}; "
+                    f"/ the others' share of steady ({others}/{EDITORS}, the same API load "
+                    f"without slow pages): cost {share_cost:.0%}; "
+                    f"/ the {others} with {SLOW_EDITORS} editors polling a finished call "
+                    f"(the slow editors' API load, no slow page): cost "
+                    f"{cost(polling, loris):.0%}; "
+                    f"WEBFETCH_MAX_CALLS_PER_HOST="
+                    f"{os.environ.get('WEBFETCH_BENCH_MAX_CALLS_PER_HOST', '4')}"
                 )
+                results.append(alone)
+                results.append(polling)
                 results.append(loris)
-            _print(results[-2:])
+            _print(results[-4:] if "loris" in PHASES else results[-1:])
             if pool is THREADS:
                 break
             stack.stop()

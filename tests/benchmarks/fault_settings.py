@@ -22,3 +22,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
+# The per-destination limit (issue 22), counted in the broker's Redis; 0: off (the limit
+# is then its ceiling, 1000).
+_per_host = int(os.environ.get("WEBFETCH_BENCH_MAX_CALLS_PER_HOST", "4"))
+WEBFETCH_MAX_CALLS_PER_HOST = _per_host or 1000
+WEBFETCH_REDIS_URL = os.environ.get("WEBFETCH_TEST_BROKER_URL") or None
+# The bench measures the workers, not the API's rate limits.
+WEBFETCH_API_RATES = {"messages": None, "calls": None, "approvals": None}
