@@ -103,11 +103,17 @@ class OperationsOverviewAdmin(RecordsOnly, _OverviewAdmin):
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
-    ) -> TemplateResponse:
+    ) -> Any:
         if not self.has_view_permission(request):
             from django.core.exceptions import PermissionDenied
 
             raise PermissionDenied
+        if request.GET:
+            # The page takes no filter: a lookup (even one it would ignore) is refused like
+            # every other change list's unknown lookup.
+            from django.http import HttpResponseBadRequest
+
+            return HttpResponseBadRequest("The operations page takes no filters.")
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
