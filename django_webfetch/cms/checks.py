@@ -52,8 +52,10 @@ PLACEHOLDER_DOMAIN = "example.com"
 
 def check_site_domain(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """W051 (database): the current Site's domain is still ``example.com``, so the links in
-    approval mails and the page sources the content tools give point at example.com."""
-    if not apps.is_installed("django.contrib.sites"):
+    approval mails and the page sources the content tools give point at example.com.
+    Runs only where the check framework was given databases (``check --database``,
+    ``migrate``), as Django's own database checks do."""
+    if not kwargs.get("databases") or not apps.is_installed("django.contrib.sites"):
         return []
     from django.contrib.sites.models import Site
     from django.db import DatabaseError

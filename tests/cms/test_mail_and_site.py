@@ -68,13 +68,13 @@ def test_a_mail_failure_is_one_line_without_a_traceback(settings, waiting, caplo
 
 def test_w051_site_domain_still_example_com(settings):
     set_domain(settings, "example.com")
-    [warning] = checks.check_site_domain()
+    [warning] = checks.check_site_domain(databases=["default"])
     assert warning.id == "django_webfetch.W051"
     assert "example.com" in warning.msg
     set_domain(settings, "cms.site.example")
-    assert checks.check_site_domain() == []
+    assert checks.check_site_domain(databases=["default"]) == []
     settings.SITE_ID = 999  # no such Site: nothing to warn about
-    assert checks.check_site_domain() == []
+    assert checks.check_site_domain(databases=["default"]) == []
 
 
 def test_w051_is_a_registered_database_check(settings):
