@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import uuid
 from typing import Any
 
 from django.utils import timezone
@@ -124,6 +125,10 @@ def reserve(call_id: Any) -> Lease | ToolResult | None:
     do with it); a ``Lease`` to release once the call finished; a ``ToolResult`` the call
     must fail with.  Raises :class:`Deferred` on Celery when the host is full.
     """
+    try:
+        uuid.UUID(str(call_id))
+    except ValueError:
+        return None  # not a call id: execute() says "noop"
     row = (
         ToolCall.objects.filter(pk=call_id, state=CallState.APPROVED)
         .values_list("tool", "arguments", "decided_at", "created")
