@@ -310,7 +310,7 @@ _ERRORS = {
 }
 
 
-class _AssistantView(BaseView):
+class AssistantView(BaseView):
     def get_exception_handler(self) -> Any:
         return assistant_exception_handler
 
@@ -337,7 +337,7 @@ def _run_response(run: AssistantRun, request: Request, code: int = status.HTTP_2
     return Response(data, status=code, headers=headers)
 
 
-class ConversationListView(_AssistantView):
+class ConversationListView(AssistantView):
     """``GET``: the editor's own conversations.  ``POST``: start one."""
 
     pagination_class = Pagination
@@ -377,7 +377,7 @@ class ConversationListView(_AssistantView):
         )
 
 
-class ConversationDetailView(_AssistantView):
+class ConversationDetailView(AssistantView):
     @extend_schema(
         operation_id="conversations_retrieve",
         responses={200: ConversationDetailSerializer, 404: _ERRORS[404]},
@@ -414,7 +414,7 @@ class ConversationDetailView(_AssistantView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ConversationMessagesView(_AssistantView):
+class ConversationMessagesView(AssistantView):
     """Post the editor's message: starts a run (202 with the run; poll it or its events)."""
 
     throttle_scope = "messages"
@@ -439,13 +439,13 @@ class ConversationMessagesView(_AssistantView):
         return _run_response(AssistantRun.objects.get(pk=run.pk), request, status.HTTP_202_ACCEPTED)
 
 
-class RunDetailView(_AssistantView):
+class RunDetailView(AssistantView):
     @extend_schema(operation_id="runs_retrieve", responses={200: RunSerializer, 404: _ERRORS[404]})
     def get(self, request: Request, pk: Any) -> Response:
         return _run_response(services.refresh(self.get_run(request, pk)), request)
 
 
-class RunCancelView(_AssistantView):
+class RunCancelView(AssistantView):
     throttle_scope = "messages"
 
     @extend_schema(
@@ -458,7 +458,7 @@ class RunCancelView(_AssistantView):
         return _run_response(AssistantRun.objects.get(pk=run.pk), request)
 
 
-class RunEventsView(_AssistantView):
+class RunEventsView(AssistantView):
     """The run's events after ``since`` (0: from the start), oldest first, at most 200.
     With ``wait`` (seconds, at most 25) it long-polls: it answers as soon as there is an
     event after ``since`` (at once if there is one already), or the run has finished, or

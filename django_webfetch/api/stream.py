@@ -39,7 +39,7 @@ from django_webfetch.assistant import services
 from django_webfetch.assistant.models import RUN_FINISHED_STATES, AssistantRun
 from django_webfetch.conf import conf
 
-from .assistant import _AssistantView
+from .assistant import AssistantView
 
 __all__ = [
     "END_KINDS",
@@ -77,7 +77,7 @@ class _AnyAccept(BaseContentNegotiation):
         return (renderers[0], renderers[0].media_type)
 
 
-class RunStreamCheckView(_AssistantView):
+class RunStreamCheckView(AssistantView):
     """The checks of ``GET runs/{id}/stream/``, in DRF: authentication, the owner-only
     permission, input errors.  Answers ``{"run", "since"}`` when the stream may start."""
 
