@@ -33,6 +33,9 @@ DEFAULT_TOKENS_PER_BYTE = 1 / 3
 #: What one message part costs on the wire beyond its text, counted for the token estimate
 #: (an OpenAI tool call and its result carry ~200 bytes of JSON around their text).
 PART_OVERHEAD_BYTES = 128
+#: Tokens a request costs beyond its messages (the tool definitions' framing, the
+#: streaming options): kept free of the window as well.
+REQUEST_OVERHEAD_TOKENS = 64
 
 
 def _size(message: Any) -> int:
@@ -90,7 +93,7 @@ def _budgets(ratio: float) -> tuple[int, float]:
     window = conf.WEBFETCH_ASSISTANT_CONTEXT_TOKENS
     if window is None:
         return conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES, math.inf
-    tokens = max(window - conf.WEBFETCH_ASSISTANT_MAX_TOKENS, 0)
+    tokens = max(window - conf.WEBFETCH_ASSISTANT_MAX_TOKENS - REQUEST_OVERHEAD_TOKENS, 0)
     return conf.WEBFETCH_ASSISTANT_CONTEXT_BYTES, tokens / ratio
 
 
