@@ -61,6 +61,7 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
     result = serializers.SerializerMethodField()
     result_withheld = serializers.SerializerMethodField()
     finished = serializers.SerializerMethodField()
+    retry_after = serializers.SerializerMethodField()
 
     class Meta:
         model = ToolCall
@@ -72,6 +73,7 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
             "conversation",
             "state",
             "finished",
+            "retry_after",
             "reason",
             "user",
             "requires_approval",
@@ -99,6 +101,12 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
 
     def get_finished(self, obj: ToolCall) -> bool:
         return obj.state in FINISHED_STATES
+
+    def get_retry_after(self, obj: ToolCall) -> float | None:
+        """While the call is open: the seconds after which another poll is worth it (a
+        quarter of the time it spent in its state, 0.25 to 5; ``runs.poll_after``); ``null``
+        once it finished."""
+        return runs.poll_after(obj)
 
     def _reader(self) -> Any:
         request = self.context.get("request")

@@ -289,14 +289,20 @@ class BaseView(JSONErrorsMixin, APIView):
 
 def _call_response(call: ToolCall, request: Request, *, created: bool = False) -> Response:
     data = ToolCallSerializer(call, context={"request": request}).data
+    headers = {}
+    if data["retry_after"] is not None:
+        # Open: when to poll again, in the whole seconds HTTP allows (the body is finer).
+        headers["Retry-After"] = runs.retry_after_header(data["retry_after"])
     if not created:
-        return Response(data)
+        return Response(data, headers=headers)
     queued = call.state in (CallState.APPROVED, CallState.RUNNING)
-    location = reverse("django_webfetch:call-detail", kwargs={"pk": call.pk}, request=request)
+    headers["Location"] = reverse(
+        "django_webfetch:call-detail", kwargs={"pk": call.pk}, request=request
+    )
     return Response(
         data,
         status=status.HTTP_202_ACCEPTED if queued else status.HTTP_201_CREATED,
-        headers={"Location": location},
+        headers=headers,
     )
 
 

@@ -12,6 +12,7 @@
 ``runs.execute``              running an approved call once
 ``runs.recover``              expiry, lost workers, lost messages, pruning, the sweep
 ``runs.queue``                starting an approved call; queueing and re-queueing
+``runs.polling``              when a client should ask about an open call again
 ``runs.dispatch``             work sent by task name (Celery, or an in-process handler)
 ``runs.runner``               the background runner: in-process threads, periodic sweep
 ``runs.bounds``               what input may be stored
@@ -61,6 +62,7 @@ from .permissions import (
     reads_every_result,
     visible_calls,
 )
+from .polling import POLL_MAX, POLL_MIN, poll_after, retry_after_header
 from .recover import SweepReport, expire_due, prune_calls, recover_lost, refresh, sweep
 from .request import preflight, refuse_call, request_call
 from .state import call_finished, call_transitioned, transition
@@ -69,6 +71,8 @@ __all__ = [
     "APPROVE_PERMISSION",
     "FINISHED_STATES",
     "MAX_ATTEMPTS",
+    "POLL_MAX",
+    "POLL_MIN",
     "ApprovalPermissionDenied",
     "CallExpiredError",
     "CancelPermissionDenied",
@@ -93,12 +97,14 @@ __all__ = [
     "expire_due",
     "lease_seconds",
     "off_request",
+    "poll_after",
     "preflight",
     "prune_calls",
     "recover_lost",
     "refresh",
     "refuse_call",
     "request_call",
+    "retry_after_header",
     "runner_mode",
     "runs_async",
     "sweep",

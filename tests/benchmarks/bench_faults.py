@@ -67,6 +67,9 @@ PHASES = set(
 )
 DRAIN = 120.0
 POLL = 0.25
+#: ``1`` (default): an editor polls again after the call's ``retry_after`` hint (what the
+#: API asks of a client); ``0``: every ``POLL`` seconds, whatever the call says.
+HONOUR_HINT = os.environ.get("WEBFETCH_BENCH_HONOUR_HINT", "1") == "1"
 BURST = 150
 ROUNDS = int(os.environ.get("WEBFETCH_BENCH_ROUNDS", "3"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -360,6 +363,8 @@ class Outcome:
     state: str = ""
     call_id: str = ""
     queued_retry: bool = False
+    #: The last ``retry_after`` the API gave for the call.
+    hint: float | None = None
 
 
 @dataclass
@@ -373,6 +378,8 @@ class Load:
     pollers: int = 0
     outcomes: list[Outcome] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
+    #: API requests the editors made (POSTs and polls).
+    requests: int = 0
     ok_after: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop_at: float = 0.0
@@ -408,8 +415,14 @@ class Load:
         while call_id is not None and time.monotonic() < self.stop_at:
             time.sleep(POLL)
             with contextlib.suppress(httpx.HTTPError):
+                self._count()
                 client.get(f"/calls/{call_id}/")
         outcome.finished, outcome.state = time.monotonic(), "succeeded"
+
+    def _count(self) -> None:
+        if time.monotonic() <= self.stop_at:  # the phase's window, not the drain
+            with self.lock:
+                self.requests += 1
 
     def _record_error(self, response: Any) -> None:
         try:
@@ -423,6 +436,7 @@ class Load:
         import httpx
 
         body = {"tool": "fetch_external_url", "arguments": {"url": url}}
+        self._count()
         try:
             response = client.post("/calls/", json=body)
         except httpx.HTTPError as exc:
@@ -434,6 +448,7 @@ class Load:
             return None
         data = response.json()
         outcome.call_id = data["id"]
+        outcome.hint = data.get("retry_after")
         outcome.queued_retry = data.get("reason") == "queued_retry"
         with self.lock:
             self.outcomes.append(outcome)
@@ -445,7 +460,8 @@ class Load:
 
         deadline = max(self.stop_at, time.monotonic()) + DRAIN
         while time.monotonic() < deadline:
-            time.sleep(POLL)
+            time.sleep(max(POLL, outcome.hint or 0.0) if HONOUR_HINT else POLL)
+            self._count()
             try:
                 response = client.get(f"/calls/{call_id}/")
             except httpx.HTTPError as exc:
@@ -458,6 +474,7 @@ class Load:
             with self.lock:
                 self.ok_after.append(time.monotonic())
             data = response.json()
+            outcome.hint = data.get("retry_after")
             if data["finished"]:
                 outcome.finished = time.monotonic()
                 outcome.state = data["state"]
@@ -551,6 +568,7 @@ def _summarise(name: str, load: Load, start: float, seconds: float) -> Result:
         retried,
         load.errors,
         sum(1 for o in load.outcomes if o.queued_retry),
+        notes=[f"API requests by the editors: {load.requests / seconds:.1f}/s"],
     )
 
 
@@ -604,7 +622,7 @@ def _phase(
     time.sleep(max(0.0, load.stop_at - time.monotonic()))
     load.join()
     result = _summarise(name, load, start, PHASE)
-    result.notes = notes
+    result.notes += notes
     return result
 
 
@@ -742,12 +760,15 @@ def main() -> None:
                         tokens,
                         slow=SLOW_EDITORS,
                     )
-                    polled = _phase(
-                        f"the {others} others + {SLOW_EDITORS} pollers, {pool.label}",
-                        tokens,
-                        pollers=SLOW_EDITORS,
-                    )
-                    pollings.append(polled)
+                    if not HONOUR_HINT:
+                        # Editors polling every POLL whatever the hint: their API load alone.
+                        pollings.append(
+                            _phase(
+                                f"the {others} others + {SLOW_EDITORS} pollers, {pool.label}",
+                                tokens,
+                                pollers=SLOW_EDITORS,
+                            )
+                        )
                 rounds_.append((steady, alone, loris))
             steady = _median([r[0] for r in rounds_])
             results.append(steady)
@@ -758,7 +779,7 @@ def main() -> None:
                 def cost(base: Result, with_slow: Result) -> float:
                     return 1 - with_slow.throughput / base.throughput if base.throughput else 1.0
 
-                polling = _median(pollings)
+                polling = _median(pollings) if pollings else None
                 share = steady.throughput * others / EDITORS
                 share_cost = 1 - loris.throughput / share if share else 1.0
                 per_round = ", ".join(
@@ -771,14 +792,20 @@ def main() -> None:
                     f"/ steady with all {EDITORS}: cost {cost(steady, loris):.0%}; "
                     f"/ the others' share of steady ({others}/{EDITORS}, the same API load "
                     f"without slow pages): cost {share_cost:.0%}; "
-                    f"/ the {others} with {SLOW_EDITORS} editors polling a finished call "
-                    f"(the slow editors' API load, no slow page): cost "
-                    f"{cost(polling, loris):.0%}; "
+                    + (
+                        f"/ the {others} with {SLOW_EDITORS} editors polling a finished call "
+                        f"(the slow editors' API load, no slow page): cost "
+                        f"{cost(polling, loris):.0%}; "
+                        if polling is not None
+                        else ""
+                    )
+                    + f"polls follow retry_after: {HONOUR_HINT}; "
                     f"WEBFETCH_MAX_CALLS_PER_HOST="
                     f"{os.environ.get('WEBFETCH_BENCH_MAX_CALLS_PER_HOST', '4')}"
                 )
                 results.append(alone)
-                results.append(polling)
+                if polling is not None:
+                    results.append(polling)
                 results.append(loris)
             _print(results[-4:] if "loris" in PHASES else results[-1:])
             if pool is THREADS:
