@@ -148,6 +148,9 @@ WEBFETCH_CA_FILE = os.environ.get("WEBFETCH_CA_FILE") or None
 WEBFETCH_TIMEOUT = 20
 WEBFETCH_MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 WEBFETCH_EVENT_RETENTION_DAYS = 30
+# /metrics answers signed-in staff, and a scraper sending "Authorization: Bearer <token>"
+# when this is set (at least 16 characters: a shorter one is refused as misconfigured).
+WEBFETCH_METRICS_TOKEN = os.environ.get("WEBFETCH_METRICS_TOKEN", "")
 
 # With a broker, tool calls (and assistant runs) run on Celery workers; without one,
 # in-process.  Needs the ``celery`` extra: pip install "django-webfetch[celery,cms]".

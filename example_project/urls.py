@@ -9,6 +9,8 @@ urlpatterns = [
     path("api/", include("django_webfetch.api.urls")),
     # The assistant page for editors: /assistant/ (see docs/cms.rst).
     path("assistant/", include("django_webfetch.cms.urls")),
+    # Prometheus metrics for staff or WEBFETCH_METRICS_TOKEN: /metrics (docs/operations.rst).
+    path("metrics", include("django_webfetch.metrics.urls")),
     # django CMS serves every other path: keep it last.
     path("", include("cms.urls")),
 ]

@@ -11,6 +11,13 @@ does), within one time budget: the lookup costs one round trip, not two.  A trun
 answer is asked again over TCP (RFC 7766).  A server that answers SERVFAIL, REFUSED or
 anything but NOERROR/NXDOMAIN is skipped for the next one; when every server failed the
 lookup fails closed (``ResolutionError``).
+
+One name is never asked: ``localhost`` and every name under it are the loopback addresses
+``127.0.0.1`` and ``::1`` (RFC 6761 §6.3: resolvers "SHOULD always return the IP loopback
+address" for them and not send the query on).  A fixed answer, not the hosts file: a DNS
+server that answers ``localhost`` with another address cannot change it, and the guard then
+refuses it as loopback everywhere except for an endpoint an operator let reach private
+addresses (a model server on this machine).
 """
 
 from __future__ import annotations
@@ -38,11 +45,17 @@ import dns.resolver
 
 from .errors import ResolutionError, UnresolvableHost
 
-__all__ = ["DnsResolver", "Resolution"]
+__all__ = ["LOOPBACK_ANSWER", "DnsResolver", "Resolution"]
 
 IPAddress = IPv4Address | IPv6Address
 
 _QTYPES = (dns.rdatatype.A, dns.rdatatype.AAAA)
+#: RFC 6761 §6.3: the answer for ``localhost`` and the names under it, never asked of DNS.
+_LOCALHOST = dns.name.from_text("localhost", origin=dns.name.root)
+LOOPBACK_ANSWER: tuple[IPv4Address | IPv6Address, ...] = (
+    IPv4Address("127.0.0.1"),
+    IPv6Address("::1"),
+)
 #: Per-server attempt when several servers are configured (resolv.conf's default).
 _ATTEMPT = 2.0
 
@@ -115,6 +128,8 @@ class DnsResolver:
             qname = dns.name.from_text(name, origin=dns.name.root)
         except (dns.exception.DNSException, ValueError) as exc:
             raise UnresolvableHost(detail=f"invalid DNS name: {exc}") from exc
+        if qname.is_subdomain(_LOCALHOST):
+            return Resolution(name=name, addresses=LOOPBACK_ANSWER, elapsed=self._clock() - start)
         try:
             servers = _servers(self._nameservers)
         except dns.exception.DNSException as exc:  # pragma: no cover - needs a broken resolv.conf

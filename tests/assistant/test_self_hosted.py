@@ -98,6 +98,38 @@ def test_a_model_server_on_loopback_works_with_the_exemption(site, endpoint, edi
     assert "self-hosted endpoint (operator)" in out and "ALLOWED" in out
 
 
+def test_a_model_server_named_localhost_works_with_the_exemption(
+    settings, site, group_factory, endpoint_factory, editor
+):
+    # ``localhost`` is loopback by a fixed rule (RFC 6761), never a DNS question: a server
+    # that cannot be reached here stands in for DNS, so a regression sends nothing out.
+    settings.WEBFETCH_DNS_NAMESERVERS = ("127.0.0.9",)
+    group_factory("assistant", enabled=True, scope="configured_endpoint")
+    ep = endpoint_factory(
+        f"http://localhost:{site.port}/v1",
+        group="assistant",
+        provider_kind="openai-compatible",
+        model_name="llama3.2",
+        auth_header_value="",
+        allow_private=True,
+    )
+    site.add(Turn(text="Hello from localhost."))
+    run = ask(editor, "Say hello")
+    assert run["state"] == "completed", run
+    assert run["final_message"]["content"] == "Hello from localhost."
+    [event] = EgressEvent.objects.filter(group_slug="assistant", decision="fetched")
+    assert (event.url_host, event.port) == ("localhost", site.port)
+    assert "127.0.0.1" in event.addresses
+    code, out = explain_command(ep.base_url)
+    assert code == 0 and "ALLOWED" in out, out
+    # Without the operator's decision the same name is refused before any connection.
+    ConfiguredEndpoint.objects.filter(pk=ep.pk).update(allow_private=False)
+    site.add(Turn(text="never sent"))
+    refused = ask(editor, "Say hello again")
+    assert (refused["state"], refused["error_code"]) == ("failed", "egress_denied"), refused
+    assert len(site.requests) == 1
+
+
 def test_without_the_exemption_everything_names_the_rule(site, endpoint, editor, client, superuser):
     ep = endpoint(allow_private=False)
     site.add(Turn(text="never sent"))

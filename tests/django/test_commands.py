@@ -52,6 +52,15 @@ def test_explain_denied_names_the_rule(group_factory):
         run("explain", "http://11.0.0.10/", "--group", "system")
 
 
+def test_explain_of_a_disabled_group_says_how_to_enable_it(group_factory):
+    group_factory("web", enabled=False)
+    out = StringIO()
+    with pytest.raises(CommandError, match="scope"):
+        call_command("webfetch", "explain", "http://11.0.0.10/", stdout=out)
+    assert "DENIED (scope)" in out.getvalue()
+    assert "group web is disabled: an admin enables it" in out.getvalue()
+
+
 def test_explain_group_option_and_no_resolve(group_factory):
     group_factory("web", enabled=True)
     out = StringIO()

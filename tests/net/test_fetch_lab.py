@@ -641,7 +641,21 @@ def test_non_public_dns_answer_is_refused(lab, address):
     assert _tcp(lab) == []
 
 
-@pytest.mark.parametrize("name", ["etc-hosts-only.example", "hosts-only.lab.example", "localhost"])
+@pytest.mark.parametrize("name", ["localhost", "LOCALHOST.", "api.localhost", "a.b.localhost"])
+def test_localhost_names_are_loopback_and_never_asked(lab, name):
+    # RFC 6761 §6.3: a fixed answer. A DNS server that answers otherwise is never asked, so
+    # it cannot turn ``localhost`` into a public (or any other) address.
+    lab.dns.set(name, a=[V4])
+    with pytest.raises(EgressDenied) as info:
+        fetch(lab.url(name, "/plain"), policy=lab.policy())
+    assert info.value.reason == "address_class:loopback"
+    assert lab.dns.lookups(name) == 0 and lab.dns.lookups(name, "AAAA") == 0
+    assert _tcp(lab) == []
+    assert lab.accepts() == []
+    _assert_no_system_lookup(lab)
+
+
+@pytest.mark.parametrize("name", ["etc-hosts-only.example", "hosts-only.lab.example"])
 def test_names_only_in_etc_hosts_are_unresolvable(lab, name):
     with pytest.raises(EgressDenied) as info:
         fetch(lab.url(name, "/plain"), policy=lab.policy())

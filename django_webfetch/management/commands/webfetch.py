@@ -128,6 +128,9 @@ class Command(BaseCommand):
             raise CommandError(f"failed: {explanation.reason}", returncode=2)
         else:
             self.stdout.write(self.style.ERROR(f"DENIED ({explanation.reason})"))
+            hint = _scope_hint(group) if explanation.reason == "scope" else ""
+            if hint:
+                self.stdout.write(hint)
             raise CommandError(f"denied: {explanation.reason}", returncode=1)
 
     def fetch(self, url: str, group: str) -> None:
@@ -202,6 +205,18 @@ def _group_exists(slug: str) -> bool:
     from django_webfetch.models import ToolGroup
 
     return ToolGroup.objects.filter(slug=slug).exists()
+
+
+def _scope_hint(slug: str) -> str:
+    """Why a group's policy reaches no network, in words an operator acts on."""
+    from django_webfetch.models import ToolGroup
+
+    if not ToolGroup.objects.filter(slug=slug, enabled=True).exists():
+        return (
+            f"hint       group {slug} is disabled: an admin enables it "
+            "(admin: Web fetch > Tool groups)"
+        )
+    return f"hint       group {slug} reaches no network (its scope is none)"
 
 
 def _printable(text: str) -> str:
