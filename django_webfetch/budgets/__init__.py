@@ -1,8 +1,10 @@
 """Budgets per user and per group (issue 22): ceilings on tool calls, provider requests,
-provider tokens and cost per day and per month, charged before the call or request."""
+provider tokens and cost per day and per month, charged before the call or request; and
+the rates per user and scope every surface counts (``budgets.rates``)."""
 
 from __future__ import annotations
 
+from . import rates
 from .errors import BudgetExceeded
 from .services import (
     BudgetLine,
@@ -27,6 +29,7 @@ __all__ = [
     "charge_tool_call",
     "exempt",
     "price_of",
+    "rates",
     "record_provider_usage",
     "usage_of",
 ]

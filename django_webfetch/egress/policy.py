@@ -111,6 +111,7 @@ def endpoint_policy(endpoint: Any) -> EgressPolicy:
         own_site_hosts=own_site_hosts(),
         endpoints=(endpoint.base_url,),
         allow_private_hosts=(endpoint.host,) if endpoint.allow_private else (),
+        allow_private_endpoints=(endpoint.base_url,) if endpoint.allow_private else (),
         media_types=ENDPOINT_MEDIA_TYPES,
         label=group.slug,
         **_settings_kwargs(),
@@ -190,12 +191,14 @@ def _build(
 
     endpoints: tuple[str, ...] = ()
     allow_private: tuple[str, ...] = ()
+    private_endpoints: tuple[str, ...] = ()
     media_types = DEFAULT_MEDIA_TYPES
     if scope is Scope.CONFIGURED_ENDPOINT:
         rows = list(ConfiguredEndpoint.objects.filter(group=row, enabled=True).order_by("pk"))
         endpoints = tuple(ep.base_url for ep in rows)
         # The only source of private-address exemptions: an operator-configured endpoint.
         allow_private = tuple(dict.fromkeys(ep.host for ep in rows if ep.allow_private))
+        private_endpoints = tuple(ep.base_url for ep in rows if ep.allow_private)
         media_types = ENDPOINT_MEDIA_TYPES
 
     if plugin_instance is not None:
@@ -221,6 +224,7 @@ def _build(
         own_site_hosts=own_site_hosts(reach=scope is Scope.OWN_SITE),
         endpoints=endpoints,
         allow_private_hosts=allow_private if scope is not Scope.EXTERNAL_FILTERED else (),
+        allow_private_endpoints=private_endpoints if scope is not Scope.EXTERNAL_FILTERED else (),
         # A site usually answers on loopback or a private address: the own_site scope may
         # reach its own hosts there (bounded by the own-host match in the guard; metadata
         # and mixed answers stay refused).

@@ -12,6 +12,7 @@ the error code).  The MCP layer (``server.py``) only turns them into MCP results
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,6 +23,7 @@ from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from django_webfetch import runs
+from django_webfetch.budgets import rates
 from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken, CallState, ToolCall
 from django_webfetch.net.policy import Scope
@@ -216,12 +218,23 @@ def start_call(token: AccessToken, name: str, arguments: Any) -> Answer | Pendin
     """Request the call ``name(arguments)`` for the token's user (``runs.request_call``).
 
     Returns the answer when the call finished at once (no approval needed, refused by the
-    pre-flight, invalid arguments), else :class:`Pending`.
+    pre-flight, invalid arguments, over the user's ``calls`` rate: ``throttled``, nothing
+    recorded, as the API's ``429``), else :class:`Pending`.
     """
     user = token.user
     arguments = {} if arguments is None else arguments
     if name == CALL_STATUS_TOOL:
         return _status_start(user, arguments)
+    # The user's ``calls`` rate, counted with the API's: one history on every surface.
+    wait = rates.take("calls", user.pk)
+    if wait is not None:
+        seconds = max(math.ceil(wait), 1)
+        return Answer(
+            f"Too many tool calls: this user is over the rate for tool calls. Try again in "
+            f"{seconds} s.",
+            is_error=True,
+            data={"error": "throttled", "retry_after": seconds},
+        )
     if name == FETCH_TOOL and any(t.name == FETCH_UNDERLYING for t in tools_for_user(user)):
         return _fetch_start(token, arguments)
     return _request(token, name, arguments, window=None)

@@ -370,7 +370,7 @@ class UrlGuard:
         self_hosted = (
             policy.scope is Scope.CONFIGURED_ENDPOINT
             and host.name in policy.allow_private_hosts
-            and _endpoint_matches(parsed, policy.endpoints) is not None
+            and _endpoint_matches(parsed, policy.allow_private_endpoints) is not None
         )
         if policy.scope is Scope.OWN_SITE:
             if own_match is None:
@@ -467,9 +467,11 @@ class UrlGuard:
 
         # The private-address exemption holds only for a host that a grant of this scope
         # also matches (EgressPolicy checks it when it is built; checked again here).
+        # configured_endpoint: only a URL under an endpoint the operator exempted.
         granted = (
-            allow_match is not None
-            or endpoint is not None
+            self_hosted
+            if policy.scope is Scope.CONFIGURED_ENDPOINT
+            else allow_match is not None
             or (policy.scope is Scope.OWN_SITE and own_match is not None)
         )
         categories = self._check_addresses(

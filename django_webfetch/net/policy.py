@@ -70,6 +70,11 @@ class EgressPolicy:
     #: CGNAT, ULA).  Metadata addresses stay refused, and a mixed public/private answer
     #: stays refused.  Empty for ``external_filtered`` in the built-in configuration.
     allow_private_hosts: tuple[str, ...] = ()
+    #: ``configured_endpoint`` scope: the base URLs (each one of ``endpoints``) the
+    #: exemption is for.  It holds for a URL under one of them only, never for another
+    #: endpoint on the same host: an operator decides per endpoint.  Required there when
+    #: ``allow_private_hosts`` is set; setting it on any other scope raises ``PolicyError``.
+    allow_private_endpoints: tuple[str, ...] = ()
     #: ``own_site`` scope only: a host that matches ``own_site_hosts`` may resolve to a
     #: private address (loopback, RFC 1918, CGNAT, ULA) -- a site usually answers on one.
     #: The exemption is bounded by the own-site host match, never by the address alone;
@@ -115,6 +120,7 @@ class EgressPolicy:
             "own_site_hosts",
             "endpoints",
             "allow_private_hosts",
+            "allow_private_endpoints",
             "nat64_prefixes",
             "media_types",
         ):
@@ -153,8 +159,21 @@ class EgressPolicy:
         installation (``own_site``).  An exemption nothing else grants would open a private
         address to whatever the scope lets through, so it is a ``PolicyError``.
         """
+        endpoint_scope = self.scope is Scope.CONFIGURED_ENDPOINT
+        if self.allow_private_endpoints and not endpoint_scope:
+            raise PolicyError("allow_private_endpoints is only valid with configured_endpoint")
+        for raw in self.allow_private_endpoints:
+            if raw not in self.endpoints:
+                raise PolicyError(f"allow_private_endpoints entry {raw[:100]!r} is no endpoint")
         if not self.allow_private_hosts:
+            if self.allow_private_endpoints:
+                raise PolicyError("allow_private_endpoints without allow_private_hosts")
             return
+        if endpoint_scope and not self.allow_private_endpoints:
+            raise PolicyError(
+                "configured_endpoint: name the endpoints the private-address exemption is "
+                "for (allow_private_endpoints)"
+            )
         from .hosts import HostList, parse_host
         from .urlparse import parse_url
 
@@ -167,8 +186,11 @@ class EgressPolicy:
         allow = entries(self.allowlist)
         own = entries(self.own_site_hosts) if self.scope is Scope.OWN_SITE else HostList()
         endpoint_hosts: set[str] = set()
-        if self.scope is Scope.CONFIGURED_ENDPOINT:
-            for raw in self.endpoints:
+        if endpoint_scope:
+            # Bounded by an exempt endpoint: a host no exempt endpoint names is exempt for
+            # nothing, whatever else of the scope matches it.
+            allow = HostList()
+            for raw in self.allow_private_endpoints:
                 try:
                     endpoint_hosts.add(parse_url(raw).host.name)
                 except WebFetchError:

@@ -1,7 +1,8 @@
 """At most ``WEBFETCH_MAX_CALLS_PER_HOST`` calls in flight per destination host.
 
 The host is the one the call requests first (``Tool.preflight_url``; a redirect elsewhere
-still counts against it); a tool that reaches no network has none.  Slots are counted like
+still counts against it), as the guard reads it (``net.urlparse.parse_url``: one address
+is one destination however it is written); a tool that reaches no network has none.  Slots are counted like
 the plugin connection budget (``plugins.budget``): in one Redis sorted set per host, shared
 by every process and machine, when ``WEBFETCH_REDIS_URL`` (or
 ``WEBFETCH_PLUGIN_REDIS_URL``) is set; per process otherwise.  A slot whose worker died
@@ -27,10 +28,10 @@ from django.utils import timezone
 
 from django_webfetch import metrics
 from django_webfetch.conf import conf
-from django_webfetch.egress import requested_host
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.errors import EgressDenied
 from django_webfetch.net.policy import Scope
+from django_webfetch.net.urlparse import parse_url
 from django_webfetch.plugins.budget import Lease, LocalBudget, RedisBudget
 from django_webfetch.tools import ToolResult
 from django_webfetch.tools import default_registry as tool_registry
@@ -89,8 +90,12 @@ def destination_of(tool_name: str, arguments: Any) -> str | None:
         return None
     if not url:
         return None
-    host, _port = requested_host(url)
-    return host.lower().rstrip(".") or None
+    try:
+        # The guard's own reading of the host: one address or name, however it is spelled
+        # (IPv6 zero groups, case, a trailing dot), is one destination.
+        return parse_url(str(url)).host.name
+    except EgressDenied:
+        return None  # the guard refuses the URL before any connection: nothing to limit
 
 
 class Deferred(Exception):

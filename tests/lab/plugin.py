@@ -150,7 +150,9 @@ class Lab:
     DNS_V6 = netns.DNS_V6
     HOSTS_ONLY_NAMES = netns.HOSTS_ONLY_NAMES
     #: Policy fields a lab test may not set: tests never relax the guard.
-    FORBIDDEN_OVERRIDES = frozenset({"allow_private_hosts", "allow_via_proxy", "proxy"})
+    FORBIDDEN_OVERRIDES = frozenset(
+        {"allow_private_hosts", "allow_private_endpoints", "allow_via_proxy", "proxy"}
+    )
 
     def __init__(self, session: LabSession) -> None:
         self._session = session

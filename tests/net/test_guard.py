@@ -155,8 +155,33 @@ def test_configured_endpoint_without_trailing_slash_respects_segment_boundary():
 def test_configured_endpoint_private_only_when_granted():
     p = {"scope": Scope.CONFIGURED_ENDPOINT, "endpoints": ("http://10.0.0.5/search",)}
     assert reason("http://10.0.0.5/search", **p) == "address_class:private"
-    dest = check("http://10.0.0.5/search", allow_private_hosts=("10.0.0.5",), **p)
+    dest = check(
+        "http://10.0.0.5/search",
+        allow_private_hosts=("10.0.0.5",),
+        allow_private_endpoints=("http://10.0.0.5/search",),
+        **p,
+    )
     assert [str(a) for a in dest.addresses] == ["10.0.0.5"]
+
+
+def test_the_private_exemption_is_per_endpoint_not_per_host():
+    """Two endpoints on one host, the operator exempted one: the other is refused on its
+    private address, and past the own-site rule it is not let either."""
+    exempt, other = "http://127.0.0.1:11434/v1", "http://127.0.0.1:8000/api/"
+    p = {
+        "scope": Scope.CONFIGURED_ENDPOINT,
+        "endpoints": (exempt, other),
+        "allow_private_hosts": ("127.0.0.1",),
+        "allow_private_endpoints": (exempt,),
+    }
+    assert check("http://127.0.0.1:11434/v1/chat/completions", **p)
+    assert reason("http://127.0.0.1:8000/api/x", **p) == "address_class:loopback"
+    own = {**p, "own_site_hosts": ("127.0.0.1",)}
+    assert check("http://127.0.0.1:11434/v1/chat/completions", **own)
+    assert reason("http://127.0.0.1:8000/api/x", **own) == "own_site"
+    # An allowlist naming the host grants no exemption of its own in this scope.
+    listed = {**p, "allowlist": ("127.0.0.1:8000", "127.0.0.1:11434")}
+    assert reason("http://127.0.0.1:8000/api/x", **listed) == "address_class:loopback"
 
 
 def test_private_grant_never_covers_metadata():
@@ -164,6 +189,7 @@ def test_private_grant_never_covers_metadata():
         "scope": Scope.CONFIGURED_ENDPOINT,
         "endpoints": ("http://169.254.169.254/",),
         "allow_private_hosts": ("169.254.169.254",),
+        "allow_private_endpoints": ("http://169.254.169.254/",),
     }
     assert reason("http://169.254.169.254/", **p) == "address_class:metadata"
 
@@ -372,7 +398,11 @@ def test_an_own_host_endpoint_needs_the_operators_exemption():
         "own_site_hosts": ("127.0.0.1", "localhost"),
     }
     assert reason("http://127.0.0.1:8080/v1/chat/completions", **p) == "own_site"
-    granted = {**p, "allow_private_hosts": ("127.0.0.1",)}
+    granted = {
+        **p,
+        "allow_private_hosts": ("127.0.0.1",),
+        "allow_private_endpoints": ("http://127.0.0.1:8080/v1",),
+    }
     steps = explain("http://127.0.0.1:8080/v1/chat/completions", policy=policy(**granted)).steps
     [own] = [s for s in steps if s.name == "own_site"]
     assert (own.verdict, own.detail) == (
@@ -390,5 +420,6 @@ def test_an_own_host_endpoint_needs_the_operators_exemption():
         **granted,
         "endpoints": ("http://127.0.0.2:8080/v1",),
         "allow_private_hosts": ("127.0.0.2",),
+        "allow_private_endpoints": ("http://127.0.0.2:8080/v1",),
     }
     assert check("http://127.0.0.2:8080/v1/models", **other)

@@ -186,6 +186,37 @@ def test_classifier_decodes_under_every_containing_prefix():
             "scope": "configured_endpoint",
             "allow_private_hosts": ("intranet.example",),
             "endpoints": ("http://other.example/",),
+            "allow_private_endpoints": ("http://other.example/",),
+        },
+        # configured_endpoint: the exemption names its endpoints, each one of the scope's,
+        # and only there.
+        {
+            "scope": "configured_endpoint",
+            "allow_private_hosts": ("search.internal",),
+            "endpoints": ("http://search.internal/api/",),
+        },
+        {
+            "scope": "configured_endpoint",
+            "allow_private_hosts": ("search.internal",),
+            "endpoints": ("http://search.internal/api/",),
+            "allow_private_endpoints": ("http://search.internal/other/",),
+        },
+        {
+            "scope": "configured_endpoint",
+            "endpoints": ("http://search.internal/api/",),
+            "allow_private_endpoints": ("http://search.internal/api/",),
+        },
+        {
+            "scope": "configured_endpoint",
+            "allow_private_hosts": ("search.internal",),
+            "allowlist": ("search.internal",),
+            "endpoints": ("http://search.internal/api/", "http://other.example/"),
+            "allow_private_endpoints": ("http://other.example/",),
+        },
+        {
+            "allow_private_hosts": ("intranet.example",),
+            "allowlist": ("intranet.example",),
+            "allow_private_endpoints": ("http://intranet.example/",),
         },
         # Own hosts grant only under own_site.
         {"allow_private_hosts": ("site.example",), "own_site_hosts": ("site.example",)},
@@ -210,6 +241,7 @@ def test_private_exemption_without_a_grant_is_a_policy_error(kwargs):
             "scope": "configured_endpoint",
             "allow_private_hosts": ("search.internal",),
             "endpoints": ("http://search.internal/api/",),
+            "allow_private_endpoints": ("http://search.internal/api/",),
         },
         {
             "scope": "own_site",
@@ -734,6 +766,7 @@ def test_an_unparsable_endpoint_grants_no_exemption():
             scope="configured_endpoint",
             endpoints=("not a url",),
             allow_private_hosts=("x.example",),
+            allow_private_endpoints=("not a url",),
             proxy_env=(),
         )
 

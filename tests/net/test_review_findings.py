@@ -259,6 +259,7 @@ def test_metadata_is_refused_even_for_a_private_exempt_host():
         scope=Scope.CONFIGURED_ENDPOINT,
         endpoints=("http://169.254.169.254/latest/",),
         allow_private_hosts=("169.254.169.254",),
+        allow_private_endpoints=("http://169.254.169.254/latest/",),
         proxy_env=(),
     )
     with pytest.raises(AddressNotAllowed) as info:
