@@ -324,13 +324,15 @@ def _plain(text: str) -> str:
 
 
 class ApiRootView(BaseView):
-    """The API's root: where the tools, the calls and the schema are."""
+    """The API's root: where the tools, the calls, the conversations and the schema are
+    (a run is reached from its conversation or its message's answer)."""
 
     @extend_schema(operation_id="api_root", responses={200: dict})
     def get(self, request: Request) -> Response:
         links = {
             "tools": reverse("django_webfetch:tool-list", request=request),
             "calls": reverse("django_webfetch:call-list", request=request),
+            "conversations": reverse("django_webfetch:conversation-list", request=request),
         }
         with contextlib.suppress(NoReverseMatch):  # drf-spectacular is not installed
             links["schema"] = reverse("django_webfetch:schema", request=request)

@@ -51,6 +51,8 @@ class Preflight:
     addresses: tuple[str, ...]
     #: False: the guard could not decide (a DNS failure); execution checks again anyway.
     checked: bool = True
+    #: False: the verdict stored when the call was requested (no live one could be made).
+    live: bool = True
 
     @property
     def plain(self) -> str:
@@ -73,13 +75,16 @@ def _stored(preview: dict[str, Any]) -> Preflight | None:
         reason=str(stored.get("reason") or "")[:64],
         addresses=tuple(str(a)[:64] for a in addresses[:16]),
         checked=stored["verdict"] == "allowed",
+        live=False,
     )
 
 
 def preflight(call: ToolCall) -> Preflight | None:
-    """The guard's verdict for the call's URL: the one stored when the call was requested,
-    else the group's live policy now (DNS is looked up, nothing is connected; cached for
-    ``PREFLIGHT_CACHE_SECONDS``).  ``None`` when the call has no URL."""
+    """The guard's verdict for the call's URL: the one stored when the call was requested
+    (``live`` False: the card says "when it was requested", since a list may have changed
+    since; the guard checks again when the call runs), else the group's live policy now
+    (DNS is looked up, nothing is connected; cached for ``PREFLIGHT_CACHE_SECONDS``).
+    ``None`` when the call has no URL."""
     from django.core.cache import cache
 
     preview = call.approval_preview or {}

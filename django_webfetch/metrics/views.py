@@ -1,8 +1,10 @@
 """The scrape endpoint: Prometheus' text format, for staff or a bearer token.
 
 ``WEBFETCH_METRICS_TOKEN`` set: a request with ``Authorization: Bearer <token>`` is
-answered (compared in constant time); a signed-in active staff user always is.  Anyone
-else: ``401`` (no credentials) or ``403``.  With ``PROMETHEUS_MULTIPROC_DIR`` set the
+answered (compared in constant time); a signed-in active staff user who may view egress
+events (``django_webfetch.view_egressevent``, as the operations page; superusers may)
+always is: a CMS editor is staff too, and reads no operator's numbers.  Anyone else:
+``401`` (no credentials) or ``403``.  With ``PROMETHEUS_MULTIPROC_DIR`` set the
 values of every process that wrote there are merged (``MultiProcessCollector``).
 """
 
@@ -21,7 +23,10 @@ from django_webfetch.exceptions import WebFetchImproperlyInstalled
 
 from .instruments import available, sources
 
-__all__ = ["metrics_view", "registry"]
+__all__ = ["VIEW_EVENTS", "metrics_view", "registry"]
+
+#: The permission that lets a staff user read the metrics (and the operations page).
+VIEW_EVENTS = "view_egressevent"
 
 
 def _authorized(request: HttpRequest) -> bool | None:
@@ -33,7 +38,9 @@ def _authorized(request: HttpRequest) -> bool | None:
         return hmac.compare_digest(given, token.encode())
     user: Any = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        return bool(user.is_active and user.is_staff)
+        return bool(
+            user.is_active and user.is_staff and user.has_perm(f"django_webfetch.{VIEW_EVENTS}")
+        )
     return False if header else None
 
 

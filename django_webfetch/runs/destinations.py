@@ -2,9 +2,9 @@
 
 The host is the one the call requests first (``Tool.preflight_url``; a redirect elsewhere
 still counts against it), as the guard reads it (``net.urlparse.parse_url``: one address
-is one destination however it is written); a tool that reaches no network has none.  Slots are counted like
-the plugin connection budget (``plugins.budget``): in one Redis sorted set per host, shared
-by every process and machine, when ``WEBFETCH_REDIS_URL`` (or
+is one destination however it is written); a tool that reaches no network has none.
+Slots are counted like the plugin connection budget (``plugins.budget``): in one Redis
+sorted set per host, shared by every process and machine, when ``WEBFETCH_REDIS_URL`` (or
 ``WEBFETCH_PLUGIN_REDIS_URL``) is set; per process otherwise.  A slot whose worker died
 expires after the call's lease plus a margin.
 

@@ -65,6 +65,37 @@ REASONS = {
     "worker_lost": _("the worker running the request stopped"),
     "internal_error": _("the tool failed unexpectedly"),
     "page_not_found": _("there is no published page with that id or path that you may view"),
+    "too_many_calls": _("the assistant asked for more tool calls than one answer may make"),
+    "destination_busy": _("too many requests to that host are running; try again shortly"),
+    "destination_limit_unavailable": _(
+        "the limit of requests per host could not be checked, so nothing was sent"
+    ),
+    # budgets (``budget_exceeded:<ceiling>``)
+    "budget_exceeded": _("a budget is used up; an administrator can raise it"),
+    "budget_exceeded:tool_calls_per_day": _(
+        "the budget of tool calls for today is used up; an administrator can raise it"
+    ),
+    "budget_exceeded:tool_calls_per_month": _(
+        "the budget of tool calls for this month is used up; an administrator can raise it"
+    ),
+    "budget_exceeded:provider_requests_per_day": _(
+        "the budget of assistant requests for today is used up; an administrator can raise it"
+    ),
+    "budget_exceeded:provider_requests_per_month": _(
+        "the budget of assistant requests for this month is used up; an administrator can raise it"
+    ),
+    "budget_exceeded:provider_tokens_per_day": _(
+        "the budget of model tokens for today is used up; an administrator can raise it"
+    ),
+    "budget_exceeded:provider_tokens_per_month": _(
+        "the budget of model tokens for this month is used up; an administrator can raise it"
+    ),
+    "budget_exceeded:cost_per_day": _(
+        "the budget of model cost for today is used up; an administrator can raise it"
+    ),
+    "budget_exceeded:cost_per_month": _(
+        "the budget of model cost for this month is used up; an administrator can raise it"
+    ),
 }
 
 ADDRESS_CLASSES = {

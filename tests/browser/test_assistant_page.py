@@ -74,7 +74,7 @@ def test_external_page_waits_for_the_approver_who_approves_from_the_toolbar(
     card = admin.locator(f'.webfetch-card:has-text("{EXTERNAL}")')
     expect(card).to_contain_text("editor asks to run fetch_external_url")
     expect(card).to_contain_text("id = 7")
-    expect(card.locator(".webfetch-preflight")).to_contain_text("allowed now")
+    expect(card.locator(".webfetch-preflight")).to_contain_text("allowed when it was requested")
     expect(card.locator(".webfetch-preflight")).to_contain_text(lab.PUBLIC_V4[0])
     shots(admin, "the-approval-card")
     card.locator("button.webfetch-approve").click()

@@ -30,6 +30,10 @@ def test_the_example_serves_metrics_to_staff_and_the_operations_page(
         )
         expect(turn).to_have_attribute("data-state", "completed", timeout=30_000)
 
+    # The editor is staff (a CMS editor must be), and reads no operator's numbers.
+    refused = editor.goto(f"{example_site.url}/metrics")
+    assert refused is not None and refused.status == 403
+
     admin = login("admin")
     admin.goto(f"{example_site.url}/metrics")
     text = admin.locator("body").inner_text()

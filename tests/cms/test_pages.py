@@ -97,7 +97,10 @@ def test_the_approval_card_is_inline_for_approvers(
     assert f"calls/{call.pk}/approve/" in html and f"calls/{call.pk}/deny/" in html
     # The guard's pre-flight verdict, from the lab's DNS.
     assert "Guard pre-flight" in html
-    assert f"allowed now (resolves to {lab_settings.PUBLIC_V4[0]})" in html
+    assert (
+        "allowed when it was requested (checked again when it runs) "
+        f"(resolves to {lab_settings.PUBLIC_V4[0]})" in html
+    )
     # The requester never gets a card for their own call (self-approval is off).
     assert (
         f'data-call="{call.pk}"'
@@ -196,9 +199,28 @@ def test_the_card_shows_the_verdict_stored_at_request_time(client, editor, appro
     preview["preflight"] = {"verdict": "allowed", "addresses": ["11.0.0.10"]}
     ToolCall.objects.filter(pk=call.pk).update(approval_preview=preview)
     html = login(client, approver).get(reverse("webfetch_cms:approvals")).content.decode()
-    assert "allowed now (resolves to 11.0.0.10)" in html
+    # A list may have changed since: the card says when the verdict was made.
+    assert (
+        "allowed when it was requested (checked again when it runs) (resolves to 11.0.0.10)" in html
+    )
+    assert "allowed now" not in html
     preview["preflight"] = {"verdict": "unchecked", "reason": "dns_error"}
     ToolCall.objects.filter(pk=call.pk).update(approval_preview=preview)
     html = client.get(reverse("webfetch_cms:approvals")).content.decode()
     assert "could not be checked" in html
     assert "the name server did not answer properly" in html
+
+
+def test_every_refusal_code_of_a_budget_or_limit_reads_in_plain_words(client, editor, site_pages):
+    from django_webfetch.budgets.models import BUDGET_KINDS
+    from django_webfetch.runs.reasons import plain_reason
+
+    codes = [f"budget_exceeded:{kind}" for kind, _usage, _period in BUDGET_KINDS]
+    codes += ["budget_exceeded", "too_many_calls", "destination_busy"]
+    codes += ["destination_limit_unavailable"]
+    html = login(client, editor).get(reverse("webfetch_cms:assistant")).content.decode()
+    for code in codes:
+        words = plain_reason(code)
+        assert words != code and ":" not in words, code
+        # The page's table of reasons (what it shows on a refused call) holds the words.
+        assert words.replace("'", "&#x27;") in html or words in html, code

@@ -175,9 +175,20 @@ def test_only_staff_or_the_token(user_factory, settings):
     editor = Client()
     editor.force_login(user_factory())
     assert editor.get("/metrics").status_code == 403
+    # A CMS editor is staff: staff alone reads no operator's numbers.
+    cms_editor = Client()
+    cms_editor.force_login(user_factory(staff=True))
+    assert cms_editor.get("/metrics").status_code == 403
+    from django.contrib.auth.models import Permission
+
+    operator = user_factory(staff=True)
+    operator.user_permissions.add(Permission.objects.get(codename="view_egressevent"))
     staff = Client()
-    staff.force_login(user_factory(staff=True))
+    staff.force_login(operator)
     assert staff.get("/metrics").status_code == 200
+    superuser = Client()
+    superuser.force_login(user_factory(superuser=True))
+    assert superuser.get("/metrics").status_code == 200
     assert Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
     settings.WEBFETCH_METRICS_TOKEN = None
     assert Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 403

@@ -467,6 +467,7 @@ def test_the_mount_point_lists_tools_calls_and_schema(editor, client):
     assert body == {
         "tools": "http://testserver/api/tools/",
         "calls": "http://testserver/api/calls/",
+        "conversations": "http://testserver/api/conversations/",
         "schema": "http://testserver/api/schema/",
     }
     assert APIClient().get("/api/").status_code in (401, 403)
