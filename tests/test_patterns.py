@@ -162,3 +162,32 @@ def test_the_checker_catches_the_findings_of_issue_19():
         assert not _checked(pattern), pattern
     for pattern in (r"[^>]*>", r"^\d{4}-\d{2}$", r"https?://[^\s]+"):
         assert _checked(pattern), pattern
+
+
+def test_an_untrusted_pattern_is_a_string_within_the_program_limit():
+    import pytest
+
+    from django_webfetch.text.patterns import (
+        MAX_PROGRAM_BYTES,
+        PatternError,
+        compile_untrusted,
+    )
+
+    with pytest.raises(PatternError) as info:
+        compile_untrusted(123)
+    assert info.value.reason == "pattern_type"
+    # Short to write, large to run: 34 x a{1000} compiles within RE2's memory limit, and
+    # its program (34,000 instructions) is over the 256 KiB limit.
+    with pytest.raises(PatternError) as info:
+        compile_untrusted("a{1000}" * 34)
+    assert info.value.reason == "pattern_too_large"
+    assert f"{MAX_PROGRAM_BYTES // 1024} KiB" in str(info.value)
+    assert compile_untrusted("a{1000}" * 4).search("a" * 4000)
+
+
+def test_a_heading_over_the_furniture_bound_is_no_furniture():
+    from django_webfetch.text.furniture import MAX_FURNITURE_CHARS, furniture_heading
+
+    assert furniture_heading("Related stories")
+    # The same words made long: no pattern ever sees an unbounded text.
+    assert not furniture_heading("Related stories " + "x" * MAX_FURNITURE_CHARS)

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
@@ -42,6 +43,8 @@ def _money(label: Any) -> models.DecimalField[Decimal | None, Decimal | None]:
         decimal_places=4,
         null=True,
         blank=True,
+        # A negative ceiling would refuse everything while looking like a typo.
+        validators=[MinValueValidator(Decimal(0))],
         help_text=_("In the currency of WEBFETCH_MODEL_PRICES. Empty: no ceiling."),
     )
 

@@ -47,7 +47,7 @@ def take(scope: str, ident: Any, *, now: float | None = None) -> float | None:
     allowed, duration = parse_rate(rate)
     key = _KEY.format(scope=scope, ident=ident)
     now = time.time() if now is None else now
-    history = [t for t in cache.get(key, []) if t > now - duration]
+    history: list[float] = [float(t) for t in cache.get(key, []) if t > now - duration]
     if len(history) >= allowed:
         metrics.refusal(f"rate_limited:{scope}")
         logger.info("rate limit %s reached: %s", scope, ident)

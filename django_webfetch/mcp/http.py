@@ -46,7 +46,7 @@ __all__ = ["MAX_REQUEST_BYTES", "TokenVerifier", "mcp_endpoint", "with_mcp"]
 MAX_REQUEST_BYTES = 256 * 1024
 
 
-def _live_token(token_id: object) -> AccessToken | None:
+def _live_token(token_id: int | str) -> AccessToken | None:
     return (
         AccessToken.objects.live()
         .select_related("user")

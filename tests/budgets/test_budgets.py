@@ -204,3 +204,14 @@ def test_admin_shows_use_against_budget(editor, superuser, client):
     assert "tool calls per day: 1 / 4 (25%)" in page.content.decode()
     usage = client.get("/admin/django_webfetch/budgetusage/")
     assert usage.status_code == 200 and editor.username in usage.content.decode()
+
+
+def test_a_negative_cost_ceiling_is_refused_by_the_form(editor):
+    from decimal import Decimal
+
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        Budget(user=editor, cost_per_day=Decimal("-1")).full_clean()
+    assert "cost_per_day" in info.value.message_dict
+    Budget(user=editor, cost_per_day=Decimal("0")).full_clean()

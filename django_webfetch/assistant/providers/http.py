@@ -71,7 +71,11 @@ def sdk_http_client(sdk: str, client: httpx.AsyncClient, timeout: float) -> Any:
         return client
     if "httpx2" in vars(base):
         from django_webfetch.net.bridge import guarded_httpx2_client
+        from django_webfetch.net.guarded import AsyncGuardedClient
 
+        if not isinstance(client, AsyncGuardedClient):
+            # The bridge carries the guard's client only: nothing else reaches a provider.
+            raise TypeError("the provider's client must be the guarded client")
         return guarded_httpx2_client(client, timeout=timeout)
     return client
 
