@@ -3,23 +3,33 @@
 ``resources/list`` is a ``list_pages`` call and ``resources/read`` a ``read_page`` call, both
 through ``runs.request_call`` for the token's user: the same offer (the ``content`` group is
 enabled), the same page permissions (django CMS's view rules, "login required") and the
-same audit as when the assistant or the API reads a page.  Nothing is offered when the
-content tools are not.
+same audit as when the assistant or the API reads a page, and the same ``calls`` rate
+(``budgets.rates``): over it nothing is requested and :class:`ResourcesThrottled` is raised.
+Nothing is offered when the content tools are not.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from django_webfetch import runs
+from django_webfetch.budgets import rates
 from django_webfetch.models import AccessToken, CallState
 from django_webfetch.tools import tools_for_user
 
 from .calls import conversation_of
 
-__all__ = ["PAGE_URI", "PageResource", "ResourceNotFound", "list_resources", "read_resource"]
+__all__ = [
+    "PAGE_URI",
+    "PageResource",
+    "ResourceNotFound",
+    "ResourcesThrottled",
+    "list_resources",
+    "read_resource",
+]
 
 #: ``webfetch://page/<id>``: one published page of this site, by its django CMS id.
 PAGE_URI = "webfetch://page/{id}"
@@ -29,6 +39,21 @@ MEDIA_TYPE = "text/markdown"
 
 class ResourceNotFound(LookupError):
     """No such resource, or not one this user may read (one answer for both)."""
+
+
+class ResourcesThrottled(Exception):
+    """The user is over the ``calls`` rate: nothing was requested (``retry_after`` s)."""
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"over the rate for tool calls; try again in {retry_after} s")
+
+
+def _count_call(token: AccessToken) -> None:
+    """A resource read is a tool call: it counts in the user's ``calls`` rate first."""
+    wait = rates.take("calls", token.user.pk)
+    if wait is not None:
+        raise ResourcesThrottled(max(math.ceil(wait), 1))
 
 
 @dataclass(frozen=True)
@@ -46,6 +71,7 @@ def _offered(user: Any, name: str) -> bool:
 def list_resources(token: AccessToken) -> list[PageResource]:
     if not _offered(token.user, "list_pages"):
         return []
+    _count_call(token)
     call = runs.request_call("list_pages", {}, user=token.user, conversation=conversation_of(token))
     result = call.tool_result()
     if call.state != CallState.SUCCEEDED or result is None or not result.ok:
@@ -68,6 +94,7 @@ def read_resource(token: AccessToken, uri: str) -> str:
     match = _PAGE_URI_RE.match(uri)
     if match is None or not _offered(token.user, "read_page"):
         raise ResourceNotFound(uri)
+    _count_call(token)
     call = runs.request_call(
         "read_page",
         {"page_id": int(match.group(1))},

@@ -42,6 +42,8 @@ logger = logging.getLogger("django_webfetch.mcp")
 #: inactive (an implementation-defined server error, -32000..-32099).
 UNAUTHORIZED = -32001
 RESOURCE_NOT_FOUND = -32002
+#: A server error of JSON-RPC's implementation range: the user is over a rate.
+THROTTLED = -32029
 #: How often a waiting call is looked at.
 POLL_SECONDS = 0.5
 
@@ -54,6 +56,14 @@ INSTRUCTIONS = (
 T = TypeVar("T")
 Context = ServerRequestContext[Any, Any]
 Authenticate = Callable[[Context], Awaitable[AccessToken]]
+
+
+def _throttled(exc: pages.ResourcesThrottled) -> MCPError:
+    return MCPError(
+        THROTTLED,
+        f"Too many tool calls: try again in {exc.retry_after} s.",
+        {"error": "throttled", "retry_after": exc.retry_after},
+    )
 
 
 class Unauthorized(MCPError):
@@ -146,7 +156,10 @@ def build_server(authenticate: Authenticate) -> Server[Any]:
 
     async def list_resources(ctx: Context, params: Any) -> types.ListResourcesResult:
         token = await authenticate(ctx)
-        found = await db(pages.list_resources, token)
+        try:
+            found = await db(pages.list_resources, token)
+        except pages.ResourcesThrottled as exc:
+            raise _throttled(exc) from None
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -167,6 +180,8 @@ def build_server(authenticate: Authenticate) -> Server[Any]:
         uri = str(params.uri)
         try:
             text = await db(pages.read_resource, token, uri)
+        except pages.ResourcesThrottled as exc:
+            raise _throttled(exc) from None
         except pages.ResourceNotFound:
             raise MCPError(
                 RESOURCE_NOT_FOUND,

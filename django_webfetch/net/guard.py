@@ -205,13 +205,15 @@ def _parse_list(entries: tuple[str, ...], which: str) -> HostList:
         raise EgressDenied("invalid_list", detail=f"{which}: {exc}") from exc
 
 
-def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL | None:
-    """The configured endpoint whose base ``url`` lies under, or None.
+def _endpoint_match(url: ParsedURL, endpoints: tuple[str, ...]) -> tuple[str, ParsedURL] | None:
+    """``(raw, base)`` of the most specific configured endpoint ``url`` lies under (the
+    longest base path: an endpoint nested in another is its own), or None.
 
     Compared on the *decoded* path (``scoped_path``): a server that decodes before it
     normalises must not serve anything outside the base either.
     """
     path = scoped_path(url)
+    best: tuple[int, str, ParsedURL] | None = None
     for raw in endpoints:
         try:
             base = parse_url(raw)
@@ -221,11 +223,18 @@ def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL |
         if (base.scheme, base.host.name, base.port) != (url.scheme, url.host.name, url.port):
             continue
         if base_path.endswith("/"):
-            if path.startswith(base_path) or path == base_path.rstrip("/"):
-                return base
-        elif path == base_path or path.startswith(base_path + "/"):
-            return base
-    return None
+            under = path.startswith(base_path) or path == base_path.rstrip("/")
+        else:
+            under = path == base_path or path.startswith(base_path + "/")
+        if under and (best is None or len(base_path.rstrip("/")) > best[0]):
+            best = (len(base_path.rstrip("/")), raw, base)
+    return None if best is None else (best[1], best[2])
+
+
+def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL | None:
+    """The base of the most specific configured endpoint ``url`` lies under, or None."""
+    match = _endpoint_match(url, endpoints)
+    return None if match is None else match[1]
 
 
 #: Escapes refused in a path-scoped scope (configured_endpoint, own_site): an encoded "/"
@@ -367,11 +376,14 @@ class UrlGuard:
         # A self-hosted endpoint: the host is the operator's choice (a configured endpoint
         # with the private-address exemption), never the model's, so it may be an own host
         # (a model server on localhost).  Every other scope keeps the own-site rule.
-        self_hosted = (
-            policy.scope is Scope.CONFIGURED_ENDPOINT
-            and host.name in policy.allow_private_hosts
-            and _endpoint_matches(parsed, policy.allow_private_endpoints) is not None
+        # The most specific endpoint the URL lies under decides: an unticked endpoint
+        # nested in a ticked one is not exempt.
+        matched = (
+            _endpoint_match(parsed, policy.endpoints)
+            if policy.scope is Scope.CONFIGURED_ENDPOINT and host.name in policy.allow_private_hosts
+            else None
         )
+        self_hosted = matched is not None and matched[0] in policy.allow_private_endpoints
         if policy.scope is Scope.OWN_SITE:
             if own_match is None:
                 raise HostNotAllowed("not_own_site", detail=host.name)

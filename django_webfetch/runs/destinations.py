@@ -29,7 +29,8 @@ from django.utils import timezone
 from django_webfetch import metrics
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
-from django_webfetch.net.errors import EgressDenied
+from django_webfetch.net.errors import EgressDenied, PolicyError
+from django_webfetch.net.ipclass import IpAddressClassifier, parse_nat64_prefixes
 from django_webfetch.net.policy import Scope
 from django_webfetch.net.urlparse import parse_url
 from django_webfetch.plugins.budget import Lease, LocalBudget, RedisBudget
@@ -93,9 +94,24 @@ def destination_of(tool_name: str, arguments: Any) -> str | None:
     try:
         # The guard's own reading of the host: one address or name, however it is spelled
         # (IPv6 zero groups, case, a trailing dot), is one destination.
-        return parse_url(str(url)).host.name
+        host = parse_url(str(url)).host
     except EgressDenied:
         return None  # the guard refuses the URL before any connection: nothing to limit
+    if host.address is not None:
+        # Under declared NAT64 prefixes the guard takes a NAT64 form as the IPv4 address it
+        # embeds (its suffix bits ignored): so does the limit.
+        embedded = _nat64(conf.WEBFETCH_NAT64_PREFIXES).embedded(host.address)
+        if embedded:
+            return str(min(embedded))
+    return host.name
+
+
+@functools.lru_cache(maxsize=8)
+def _nat64(prefixes: tuple[str, ...]) -> IpAddressClassifier:
+    try:
+        return IpAddressClassifier(parse_nat64_prefixes(prefixes))
+    except PolicyError:
+        return IpAddressClassifier()  # invalid prefixes: the guard refuses every fetch
 
 
 class Deferred(Exception):

@@ -179,6 +179,17 @@ def test_the_private_exemption_is_per_endpoint_not_per_host():
     own = {**p, "own_site_hosts": ("127.0.0.1",)}
     assert check("http://127.0.0.1:11434/v1/chat/completions", **own)
     assert reason("http://127.0.0.1:8000/api/x", **own) == "own_site"
+    # Nested endpoints: the most specific one decides, in whichever order they are listed.
+    parent, child = "http://127.0.0.1:11434/v1/", "http://127.0.0.1:11434/v1/admin/"
+    for endpoints in ((parent, child), (child, parent)):
+        nested = {**p, "endpoints": endpoints, "allow_private_endpoints": (parent,)}
+        assert check("http://127.0.0.1:11434/v1/chat/completions", **nested)
+        assert reason("http://127.0.0.1:11434/v1/admin/users", **nested) == (
+            "address_class:loopback"
+        )
+        inverse = {**nested, "allow_private_endpoints": (child,)}
+        assert check("http://127.0.0.1:11434/v1/admin/users", **inverse)
+        assert reason("http://127.0.0.1:11434/v1/chat", **inverse) == "address_class:loopback"
     # An allowlist naming the host grants no exemption of its own in this scope.
     listed = {**p, "allowlist": ("127.0.0.1:8000", "127.0.0.1:11434")}
     assert reason("http://127.0.0.1:8000/api/x", **listed) == "address_class:loopback"

@@ -36,11 +36,11 @@ def test_a_user_over_the_calls_rate_starts_no_read_page_call_as_a_resource(
     assert ToolCall.objects.filter(user=editor).count() == 1
 
     for _ in range(3):
-        try:
+        with pytest.raises(mcp_pages.ResourcesThrottled):
             mcp_pages.read_resource(token, f"webfetch://page/{about.pk}")
-        except mcp_pages.ResourceNotFound:
-            pass
-    mcp_pages.list_resources(token)
+    with pytest.raises(mcp_pages.ResourcesThrottled) as info:
+        mcp_pages.list_resources(token)
+    assert info.value.retry_after >= 1
     # Expected: over the rate no surface starts a call for this user -- resources/read and
     # resources/list start read_page/list_pages calls like tools/call does, so they are
     # refused too and nothing is recorded.  Actual: four more calls were started and run.

@@ -34,7 +34,9 @@ def web(group_factory, settings):
     settings.WEBFETCH_NAT64_PREFIXES = PREFIXES
     settings.ROOT_URLCONF = "tests.runs.urls"
     group = group_factory("web", enabled=True)
-    HostListEntry.objects.create(group=ToolGroup.objects.get(slug="web"), list="allow", value=SERVER)
+    HostListEntry.objects.create(
+        group=ToolGroup.objects.get(slug="web"), list="allow", value=SERVER
+    )
     return group
 
 
