@@ -66,8 +66,10 @@ case "$command" in
       editor / ${DEMO_EDITOR_PASSWORD:-editor}   asks the assistant (toolbar: Assistant)
       admin  / ${DEMO_ADMIN_PASSWORD:-admin}    approves the calls the editor starts
     The assistant page: http://$HOST:$PORT/assistant/
-    Tool groups start disabled: enable "content" and "web" at
-      http://$HOST:$PORT/admin/django_webfetch/toolgroup/
+    Tool groups are created disabled; an admin enables "content" and "web" at
+      http://$HOST:$PORT/admin/django_webfetch/toolgroup/ (the assistant page says which are off)
+    For the operator (as admin): http://$HOST:$PORT/metrics and
+      http://$HOST:$PORT/admin/django_webfetch/operationsoverview/
     Approval e-mails are printed on this console.
 
 TEXT
