@@ -33,6 +33,7 @@ else:
 CHART_WIDTH = 480
 CHART_HEIGHT = 120
 _BAR_GAP = 2
+_LABEL_HEIGHT = 16
 
 
 def hourly_chart(hours: list[dict[str, Any]]) -> dict[str, Any]:
@@ -58,7 +59,23 @@ def hourly_chart(hours: list[dict[str, Any]]) -> dict[str, Any]:
                     "title": f"{hour['hour']:%H}:00 {outcome}: {count}",
                 }
             )
-    return {"bars": bars, "width": CHART_WIDTH, "height": CHART_HEIGHT, "most": most}
+    # The hour of every sixth bar, and of the last, under the bars (the site's TIME_ZONE).
+    labels = [
+        {
+            "x": round(index * width + _BAR_GAP / 2, 1),
+            "text": f"{timezone.localtime(hour['hour']):%H}:00",
+        }
+        for index, hour in enumerate(hours)
+        if index % 6 == 0 or index == len(hours) - 1
+    ]
+    return {
+        "bars": bars,
+        "labels": labels,
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT + _LABEL_HEIGHT,
+        "label_y": CHART_HEIGHT + _LABEL_HEIGHT - 3,
+        "most": most,
+    }
 
 
 def _age(seconds: float) -> str:

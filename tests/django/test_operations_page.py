@@ -83,6 +83,11 @@ def test_the_chart_scales_to_the_busiest_hour():
     assert tallest == pytest.approx(110, abs=0.2)
     assert max(b["x"] + b["width"] for b in chart["bars"]) <= chart["width"]
     assert hourly_chart([{"hour": now, "allowed": 0, "denied": 0, "failed": 0}])["bars"] == []
+    # The hours are written under the bars: every sixth and the last, in TIME_ZONE.
+    labels = chart["labels"]
+    assert [label["x"] for label in labels] == sorted(label["x"] for label in labels)
+    assert len(labels) == 5 and labels[-1]["text"] == f"{timezone.localtime(now):%H}:00"
+    assert chart["label_y"] < chart["height"]
 
 
 def test_the_page_in_the_admin(records, superuser, client):
