@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import re
 from typing import Any, cast
 
@@ -32,6 +31,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView, exception_handler
 
 from django_webfetch import runs
+from django_webfetch.budgets import rates
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.bounds import InputRejected, check_text, safe_label
 from django_webfetch.tools import specs, tools_for_user
@@ -187,8 +187,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         response["Retry-After"] = str(DATABASE_RETRY_AFTER)
     if isinstance(exc, exceptions.Throttled):
         # DRF set Retry-After (whole seconds); the body says the same for scripts.
-        wait = getattr(exc, "wait", None) or 1
-        response["Retry-After"] = str(max(math.ceil(wait), 1))
+        response["Retry-After"] = str(rates.whole_seconds(getattr(exc, "wait", None) or 1))
     if not isinstance(exc, exceptions.APIException):  # pragma: no cover - DRF's own handler
         return response
     if isinstance(exc, exceptions.ValidationError):

@@ -11,6 +11,7 @@ or each counts alone.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -19,7 +20,7 @@ from django.core.cache import cache
 from django_webfetch import metrics
 from django_webfetch.conf import conf
 
-__all__ = ["RATE_SCOPES", "parse_rate", "take"]
+__all__ = ["RATE_SCOPES", "parse_rate", "take", "whole_seconds"]
 
 logger = logging.getLogger("django_webfetch.api")
 
@@ -59,3 +60,8 @@ def take(scope: str, ident: Any, *, now: float | None = None) -> float | None:
     history.insert(0, now)
     cache.set(key, history, duration)
     return None
+
+
+def whole_seconds(wait: float) -> int:
+    """A wait as ``Retry-After`` counts it: whole seconds, rounded up, at least 1."""
+    return max(math.ceil(wait), 1)

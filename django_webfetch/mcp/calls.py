@@ -12,7 +12,6 @@ the error code).  The MCP layer (``server.py``) only turns them into MCP results
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -46,6 +45,7 @@ __all__ = [
     "call_status",
     "conversation_of",
     "offered_tools",
+    "over_calls_rate",
     "poll",
     "start_call",
 ]
@@ -214,6 +214,13 @@ def _problems(schema: dict[str, Any], arguments: Any) -> str | None:
 # -- starting a call ----------------------------------------------------------------------
 
 
+def over_calls_rate(user: Any) -> int | None:
+    """Count one tool call in ``user``'s ``calls`` rate, with the API's (one history on every
+    surface); the whole seconds to wait when it is over the rate, else ``None``."""
+    wait = rates.take("calls", user.pk)
+    return None if wait is None else rates.whole_seconds(wait)
+
+
 def start_call(token: AccessToken, name: str, arguments: Any) -> Answer | Pending:
     """Request the call ``name(arguments)`` for the token's user (``runs.request_call``).
 
@@ -225,10 +232,8 @@ def start_call(token: AccessToken, name: str, arguments: Any) -> Answer | Pendin
     arguments = {} if arguments is None else arguments
     if name == CALL_STATUS_TOOL:
         return _status_start(user, arguments)
-    # The user's ``calls`` rate, counted with the API's: one history on every surface.
-    wait = rates.take("calls", user.pk)
-    if wait is not None:
-        seconds = max(math.ceil(wait), 1)
+    seconds = over_calls_rate(user)
+    if seconds is not None:
         return Answer(
             f"Too many tool calls: this user is over the rate for tool calls. Try again in "
             f"{seconds} s.",

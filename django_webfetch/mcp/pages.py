@@ -10,17 +10,15 @@ Nothing is offered when the content tools are not.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from django_webfetch import runs
-from django_webfetch.budgets import rates
 from django_webfetch.models import AccessToken, CallState
 from django_webfetch.tools import tools_for_user
 
-from .calls import conversation_of
+from .calls import conversation_of, over_calls_rate
 
 __all__ = [
     "PAGE_URI",
@@ -51,9 +49,9 @@ class ResourcesThrottled(Exception):
 
 def _count_call(token: AccessToken) -> None:
     """A resource read is a tool call: it counts in the user's ``calls`` rate first."""
-    wait = rates.take("calls", token.user.pk)
-    if wait is not None:
-        raise ResourcesThrottled(max(math.ceil(wait), 1))
+    seconds = over_calls_rate(token.user)
+    if seconds is not None:
+        raise ResourcesThrottled(seconds)
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,7 @@ from .errors import (
     WebFetchError,
 )
 from .hosts import EntryKind, Host, HostKind, HostList, ListEntry, spells_address
-from .ipclass import (
-    PRIVATE_ALLOWABLE,
-    PUBLIC,
-    IpAddressClassifier,
-    is_metadata,
-    parse_nat64_prefixes,
-)
+from .ipclass import PRIVATE_ALLOWABLE, PUBLIC, classifier_for, is_metadata
 from .policy import EgressPolicy, Scope
 from .resolve import DnsResolver
 from .urlparse import DEFAULT_PORTS, ParsedURL, parse_url
@@ -189,11 +183,6 @@ def _cached_list(entries: tuple[str, ...]) -> HostList:
     return HostList.parse(entries)
 
 
-@functools.lru_cache(maxsize=64)
-def _cached_classifier(prefixes: tuple[str, ...]) -> IpAddressClassifier:
-    return IpAddressClassifier(parse_nat64_prefixes(prefixes))
-
-
 def _parse_list(entries: tuple[str, ...], which: str) -> HostList:
     # Policies are immutable, so parsed lists are cached by their entries; an invalid list
     # raises every time (exceptions are not cached).
@@ -229,12 +218,6 @@ def _endpoint_match(url: ParsedURL, endpoints: tuple[str, ...]) -> tuple[str, Pa
         if under and (best is None or len(base_path.rstrip("/")) > best[0]):
             best = (len(base_path.rstrip("/")), raw, base)
     return None if best is None else (best[1], best[2])
-
-
-def _endpoint_matches(url: ParsedURL, endpoints: tuple[str, ...]) -> ParsedURL | None:
-    """The base of the most specific configured endpoint ``url`` lies under, or None."""
-    match = _endpoint_match(url, endpoints)
-    return None if match is None else match[1]
 
 
 #: Escapes refused in a path-scoped scope (configured_endpoint, own_site): an encoded "/"
@@ -398,9 +381,11 @@ class UrlGuard:
         # configured_endpoint: only URLs under an operator-configured endpoint.
         endpoint: ParsedURL | None = None
         if policy.scope is Scope.CONFIGURED_ENDPOINT:
-            endpoint = _endpoint_matches(parsed, policy.endpoints)
-            if endpoint is None:
+            # Matched above already when the host is exempt; the lists are the same.
+            matched = matched or _endpoint_match(parsed, policy.endpoints)
+            if matched is None:
                 raise HostNotAllowed("not_configured_endpoint", detail=host.name)
+            endpoint = matched[1]
             trace.ok("endpoint", endpoint.geturl())
         else:
             trace.skip("endpoint", f"scope {policy.scope.value}")
@@ -558,7 +543,7 @@ class UrlGuard:
         own_site_private: bool = False,
     ) -> tuple[str, ...]:
         try:
-            classifier = _cached_classifier(policy.nat64_prefixes)
+            classifier = classifier_for(policy.nat64_prefixes)
         except PolicyError as exc:
             raise EgressDenied("invalid_list", detail=f"nat64_prefixes: {exc}") from exc
         categories = tuple(classifier.classify(a) for a in addresses)

@@ -14,6 +14,7 @@ Category strings are stable: the guard uses them in reason codes ``address_class
 from __future__ import annotations
 
 import bisect
+import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 from ipaddress import IPv4Address, IPv6Address, IPv6Network
@@ -27,6 +28,7 @@ __all__ = [
     "PRIVATE_ALLOWABLE",
     "PUBLIC",
     "IpAddressClassifier",
+    "classifier_for",
     "classify",
     "decode_nat64",
     "is_metadata",
@@ -351,6 +353,13 @@ def _severity(category: str) -> int:
 
 
 _DEFAULT = IpAddressClassifier()
+
+
+@functools.lru_cache(maxsize=64)
+def classifier_for(prefixes: tuple[str, ...]) -> IpAddressClassifier:
+    """The classifier of the declared NAT64 ``prefixes`` (as written in the settings),
+    built once per set; ``PolicyError`` for an invalid prefix (not cached)."""
+    return IpAddressClassifier(parse_nat64_prefixes(prefixes))
 
 
 def classify(address: IPv4Address | IPv6Address | str) -> str:

@@ -30,7 +30,7 @@ from django_webfetch import metrics
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.errors import EgressDenied, PolicyError
-from django_webfetch.net.ipclass import IpAddressClassifier, parse_nat64_prefixes
+from django_webfetch.net.ipclass import IpAddressClassifier, classifier_for
 from django_webfetch.net.policy import Scope
 from django_webfetch.net.urlparse import parse_url
 from django_webfetch.plugins.budget import Lease, LocalBudget, RedisBudget
@@ -106,10 +106,9 @@ def destination_of(tool_name: str, arguments: Any) -> str | None:
     return host.name
 
 
-@functools.lru_cache(maxsize=8)
 def _nat64(prefixes: tuple[str, ...]) -> IpAddressClassifier:
     try:
-        return IpAddressClassifier(parse_nat64_prefixes(prefixes))
+        return classifier_for(prefixes)
     except PolicyError:
         return IpAddressClassifier()  # invalid prefixes: the guard refuses every fetch
 
