@@ -183,13 +183,12 @@ class EgressPolicy:
             except PolicyError:
                 return HostList()  # an invalid list grants nothing (it refuses everything)
 
-        allow = entries(self.allowlist)
+        # configured_endpoint: bounded by an exempt endpoint only; a host no exempt endpoint
+        # names is exempt for nothing, whatever else of the scope (its allowlist) matches it.
+        allow = HostList() if endpoint_scope else entries(self.allowlist)
         own = entries(self.own_site_hosts) if self.scope is Scope.OWN_SITE else HostList()
         endpoint_hosts: set[str] = set()
         if endpoint_scope:
-            # Bounded by an exempt endpoint: a host no exempt endpoint names is exempt for
-            # nothing, whatever else of the scope matches it.
-            allow = HostList()
             for raw in self.allow_private_endpoints:
                 try:
                     endpoint_hosts.add(parse_url(raw).host.name)
