@@ -168,17 +168,38 @@ if ! PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$VENV/bin/lint-imports" --no
 fi
 
 # -- the tests ----------------------------------------------------------------------------
-say "pytest ${*:-(the whole suite)}"
+# Several xdist workers, each in a network namespace of its own with its own lab and Redis
+# (tests/lab/worker-python, tests/lab/workers.py): half of the suite's time is waiting on
+# real processes (workers, servers, browsers), so 2 cores keep 4 workers busy.  The order is
+# random (pytest-randomly); the seed is printed so a failure can be replayed with
+# WEBFETCH_TEST_SEED=<seed> (and WEBFETCH_TEST_WORKERS=1 to replay it in one process).
+SEED=${WEBFETCH_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+WORKERS=${WEBFETCH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) * 2))}
+SELECTED=$#
+set -- --randomly-seed="$SEED" "$@"
+if [ "$WORKERS" -gt 1 ]; then
+    WEBFETCH_LAB_PYTHON="$PY"
+    export WEBFETCH_LAB_PYTHON
+    set -- -p xdist --tx "$WORKERS*popen//python=$ROOT/tests/lab/worker-python" --dist load "$@"
+fi
+say "pytest ${*} (seed $SEED, $WORKERS worker(s); replay: WEBFETCH_TEST_SEED=$SEED sh tests/run.sh ...)"
 STATUS=0
+rm -f .coverage .coverage.*
 if [ "${WEBFETCH_COVERAGE:-1}" = 0 ]; then
     "$PY" -m pytest -q -rfEsxX "$@" || STATUS=$?
+elif [ "$WORKERS" -gt 1 ]; then
+    # Each worker measures itself (COVERAGE_PROCESS_START, read by coverage's .pth file)
+    # and writes its own data file.
+    COVERAGE_PROCESS_START="$ROOT/pyproject.toml" "$PY" -m pytest -q -rfEsxX "$@" || STATUS=$?
 else
-    rm -f .coverage .coverage.*
     "$PY" -m coverage run -m pytest -q -rfEsxX "$@" || STATUS=$?
 fi
 if [ "$STATUS" = 5 ]; then
     say "no tests were collected"
     STATUS=0
+fi
+if [ "${WEBFETCH_COVERAGE:-1}" != 0 ]; then
+    "$PY" -m coverage combine -q >/dev/null 2>&1 || true
 fi
 if [ "${WEBFETCH_COVERAGE:-1}" != 0 ] && [ -f .coverage ]; then
     say "coverage"
@@ -188,7 +209,7 @@ if [ "${WEBFETCH_COVERAGE:-1}" != 0 ] && [ -f .coverage ]; then
     say "coverage of net/ and text/"
     "$PY" -m coverage report --no-skip-covered --include='django_webfetch/net/*,django_webfetch/text/*' \
         | tail -n 1 || true
-    if [ "$STATUS" = 0 ] && [ $# -eq 0 ]; then
+    if [ "$STATUS" = 0 ] && [ "$SELECTED" -eq 0 ]; then
         if ! "$PY" -m coverage report --fail-under=90 >/dev/null; then
             say "overall coverage is under 90%"
             STATUS=1

@@ -90,6 +90,10 @@ RESOLV_CONF = f"# django_webfetch test lab\nnameserver {DNS_V4}\noptions timeout
 _ENV_NETNS = "WEBFETCH_LAB_NETNS"
 _ENV_ACTIVE = "WEBFETCH_LAB_ACTIVE"
 _ENV_DIR = "WEBFETCH_LAB_DIR"
+#: Set by ``tests/lab/worker-python`` to the id of the fresh, empty network namespace it
+#: started the process in (an xdist worker: execnet starts a thread before any hook runs, so
+#: the worker cannot unshare by itself).
+_ENV_ADOPT = "WEBFETCH_LAB_ADOPT"
 
 #: True once this process is inside a verified lab namespace.
 LAB_ACTIVE = False
@@ -161,6 +165,10 @@ def _ip(batch: list[str]) -> None:
 def enter() -> None:
     """Enter (or confirm we are already in) the lab namespace.  See the module docstring."""
     global LAB_ACTIVE
+    adopt = os.environ.pop(_ENV_ADOPT, None)
+    if adopt is not None:
+        _adopt(adopt)
+        return
     if os.environ.get(_ENV_NETNS) == str(_netns_id()):
         # A process started inside the lab (it inherited the namespace).
         verify()
@@ -181,6 +189,26 @@ def enter() -> None:
         hint = " (the lab needs root)" if err == errno_mod.EPERM else ""
         raise LabUnavailable(f"unshare(CLONE_NEWNET|CLONE_NEWNS) failed: {os.strerror(err)}{hint}")
     # From here on we are in an empty network namespace: any failure is fatal.
+    _build(libc)
+
+
+def _adopt(expected: str) -> None:
+    """Build the lab in the fresh namespace ``tests/lab/worker-python`` started this
+    process in (``unshare --net --mount``): every thread was born inside it."""
+    if expected != str(_netns_id()):
+        raise LabError("the worker's namespace is not the one its wrapper made")
+    seen = interfaces()
+    if any(names != ["lo"] for names in seen.values()):
+        raise LabError(f"the worker's namespace is not empty: {seen}")
+    # Each worker has its own lab directory (hosts file, CA), never its controller's.
+    global _lab_dir, _owns_lab_dir
+    os.environ.pop(_ENV_DIR, None)
+    _lab_dir, _owns_lab_dir = None, False
+    _build(_libc())
+
+
+def _build(libc: ctypes.CDLL) -> None:
+    global LAB_ACTIVE
     try:
         _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
         # sysfs shows the interfaces of the namespace that mounted it: mount a fresh one.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from . import audit, netns
+from . import audit, netns, workers
 from .dns import DnsTable, make_servers
 from .servers import Accept, HttpLog, Loop, RequestRecord, TlsMaterial, make_http_servers
 
@@ -41,6 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
         _SKIP_REASON = f"network-namespace lab unavailable: {exc}"
     except netns.LabError as exc:
         raise pytest.UsageError(f"the test lab is unsafe, refusing to run: {exc}") from exc
+    workers.configure_worker(
+        netns.lab_dir() if netns.LAB_ACTIVE else tempfile.mkdtemp(prefix="webfetch-worker-")
+    )
     audit.install()
 
 
@@ -61,6 +65,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _session is not None:
         _session.stop()
+    workers.save_coverage()
     directory = os.environ.get("WEBFETCH_LAB_DIR")
     if (
         directory

@@ -1,0 +1,94 @@
+"""What each xdist worker of the suite needs of its own (tests/run.sh runs the suite on
+several workers, each in its own lab namespace: tests/lab/worker-python).
+
+* A Redis server of its own on a Unix socket in its lab directory: the destination slots,
+  plugin budgets and Celery queues keep global keys, which two workers must not share.
+* Coverage measures the worker (``COVERAGE_PROCESS_START``, set by tests/run.sh for the
+  worker's interpreter only) and never the processes its tests start, as in a serial run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import time
+
+__all__ = ["configure_worker", "save_coverage", "worker_id"]
+
+
+def worker_id() -> str | None:
+    """``gw0``, ``gw1``... in an xdist worker; ``None`` in a serial run or the controller."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def configure_worker(lab_directory: str) -> None:
+    if worker_id() is None:
+        return
+    # The worker itself is measured; the processes its tests start are not.
+    os.environ.pop("COVERAGE_PROCESS_START", None)
+    if os.environ.get("WEBFETCH_TEST_REDIS_URL"):
+        os.environ["WEBFETCH_TEST_REDIS_URL"] = _own_redis(lab_directory)
+
+
+def _own_redis(directory: str) -> str:
+    binary = shutil.which("redis-server")
+    if binary is None:  # pragma: no cover - tests/run.sh installs it
+        raise RuntimeError("redis-server is not installed (tests/run.sh installs it)")
+    folder = os.path.join(directory, "redis")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "redis.sock")
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            "0",
+            "--unixsocket",
+            path,
+            "--unixsocketperm",
+            "700",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            folder,
+            "--logfile",
+            os.path.join(folder, "redis.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def stop() -> None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a hung server
+            process.kill()
+
+    atexit.register(stop)
+    # Redis creates its socket within milliseconds; a server that exits is a failure.
+    for _ in range(1000):
+        if os.path.exists(path) or process.poll() is not None:
+            break
+        time.sleep(0.01)
+    if not os.path.exists(path):
+        raise RuntimeError(f"the worker's redis-server did not start (exit {process.poll()})")
+    return f"unix://{path}"
+
+
+def save_coverage() -> None:
+    """Write the worker's coverage data now: execnet ends a worker with ``os._exit``, which
+    skips the ``atexit`` hook coverage would save it in."""
+    if worker_id() is None:
+        return
+    try:
+        import coverage
+    except ImportError:  # pragma: no cover - coverage is in the test group
+        return
+    current = coverage.Coverage.current()
+    if current is not None:
+        current.stop()
+        current.save()
