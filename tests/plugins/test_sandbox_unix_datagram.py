@@ -1,10 +1,11 @@
-"""Finding: a plugin process reaches any pathname Unix datagram socket of the host.
+"""A plugin process reaches no pathname Unix datagram socket of the host.
 
-seccomp allows ``socketpair(AF_UNIX, SOCK_DGRAM)``; ``sendto()`` (or a re-``connect()``)
-on such a socket names any filesystem socket path, and Landlock (ABI <= 7) does not govern
-connecting to a Unix socket by path.  So a plugin writes to ``/dev/log``, journald, a
-systemd notify socket or any other local datagram service — a way out that is not the
-host's RPC.  The safe behaviour: nothing arrives at a listener the plugin was never given.
+A datagram (or seqpacket) socketpair's ``sendto()`` (or a re-``connect()``) names any
+filesystem socket path, and Landlock (ABI <= 7) does not govern connecting to a Unix socket
+by path: such a socket would let a plugin write to ``/dev/log``, journald, a systemd notify
+socket or any other local datagram service, a way out that is not the host's RPC.  The
+seccomp filter allows only a Unix stream socketpair and no socket pointed at an address, so
+nothing arrives at a listener the plugin was never given.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""Finding: files that hold the database or live credentials are readable by read_source
-and searchable by search_code, because neither their name nor their first bytes are in the
-refused classes.
+"""Files that hold the database or live credentials are refused by read_source and
+search_code although neither their name nor their first bytes look like SQL or a key:
 
 - ``manage.py dumpdata`` output (Django's own dump format, JSON; ``data.json``,
-  ``fixtures/prod.json``): password hashes and live ``django_session`` keys — a database
-  dump by any definition, but neither ``.sql`` nor a SQL preamble;
+  ``fixtures/prod.json``): password hashes and live ``django_session`` keys;
 - ``terraform.tfstate`` (and ``.tfstate.backup``): every resource's secrets in clear;
 - a Google service-account key file (``"type": "service_account"``) under any name.
-The safe behaviour: each is refused (``database_file`` / ``key_material``), as
-``backup.sql`` is.
+
+Each is refused (``database_file`` / ``key_material``), as ``backup.sql`` is.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A hostile plugin of tests/review19: its one tool runs the Python its argument holds."""
+"""A hostile plugin of the plugin sandbox tests: its one tool runs the Python its argument holds."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ def probe(plugin: Any, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def manifest() -> dict[str, Any]:
     return {
-        "name": "r19probe",
+        "name": "codeprobe",
         "version": "1.0",
         "description": "Runs the code it is given.",
         "egress": ["granted.lab.example"],
         "tools": [
             {
-                "name": "r19probe_run",
+                "name": "codeprobe_run",
                 "description": "Runs code.",
                 "parameters": {"type": "object", "properties": {"code": {"type": "string"}}},
                 "handler": probe,

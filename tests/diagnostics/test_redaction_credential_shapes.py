@@ -1,12 +1,12 @@
-"""Finding: credential shapes that ``redact_text`` (get_last_exception, read_source,
-search_code, probe_url) still passes through unchanged.
+"""Credential shapes that ``redact_text`` removes (get_last_exception, read_source,
+search_code, probe_url), beyond ``name=value`` secrets.
 
 Capability URLs (whoever holds the URL holds the right): Slack/Discord webhooks, Telegram
 bot tokens, Azure SAS ``sig=``, S3/GCS presigned ``X-Amz-Signature`` / ``X-Goog-Signature``;
 a key inside a connection string assigned to an innocent name (Azure ``AccountKey=``);
 Django's own generated ``SECRET_KEY`` shape (``django-insecure-…``); npm's ``_auth=``;
 positional passwords of ``sqlcmd -P`` and ``htpasswd -b``.  Each line below carries the
-secret ``SECRETVALUE``-like part named in ``secret``; the safe behaviour is that it is gone.
+secret part named in ``secret``; after redaction it is gone.
 """
 
 from __future__ import annotations
