@@ -17,8 +17,7 @@ redirects followed, outside the egress guard).  Here:
   applicators summed, local ``$ref`` followed, memoised) is capped at ``MAX_SCHEMA_COST``;
   over it, or with a ``$ref`` cycle that does not descend into the instance (``properties``,
   ``items``, ...), the schema is refused before it ever runs (a fan-out of references would
-  otherwise validate in exponential time; ``tests/review19/test_schema_ref_fanout.py``,
-  ``tests/test_schema_cost.py``);
+  otherwise validate in exponential time; ``tests/test_schema_cost.py``);
 - validation itself stops after ``MAX_EVALUATIONS`` keyword evaluations (a recursive schema
   that descends into a deeply nested instance is bounded too).
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from django_webfetch.tools.display import argument_rows, visible_name, visible_text
 
 FILLERS = [0x3164, 0x115F, 0x1160, 0xFFA0, 0x2800]
+#: The Hangul fillers (category Lo) and the Braille blank (So): "printable" to
+#: ``str.isprintable`` yet rendered as blank space.
+BLANKS = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u2800"]
 SELECTORS = [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]
 IGNORABLE = [0x034F, *range(0x180B, 0x1810), *range(0xE0000, 0xE0080)]
 FORMAT = [c for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
@@ -56,3 +60,17 @@ def test_an_identifier_name_is_not_flagged_and_others_are():
     assert visible_name("url") == "url"
     assert visible_name("url\u3164") == "url\\u3164 [unusual name]"
     assert visible_name("ur\u0406") == "ur\u0406 [unusual name]"  # a Cyrillic look-alike
+
+
+@pytest.mark.parametrize("char", BLANKS, ids=[f"U+{ord(c):04X}" for c in BLANKS])
+def test_a_blank_rendering_character_is_shown_escaped(char):
+    # A run of fillers would push the rest of a value (``&ssn=...``) out of sight on one line.
+    assert char not in visible_text(f"https://allowed.example/?q=x{char * 50}&ssn=123")
+
+
+def test_two_argument_names_never_render_alike():
+    # ``url`` and ``url`` + U+3164: the approver would read one ``url`` twice.
+    rows = argument_rows({"url": "https://allowed.example/", "url\u3164": "https://x.example/"})
+    names = [name for name, _ in rows]
+    assert len(set(names)) == 2
+    assert all(name.isascii() or "\\u" in name for name in names)

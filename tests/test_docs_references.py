@@ -1,5 +1,5 @@
-"""Every test a document names exists: a ``tests/...py::name`` reference in docs/*.rst or
-README.md must point at a file that defines ``def name(`` (or ``async def name(``).
+"""Every test a document names exists: a ``tests/...py::name`` reference in docs/**/*.rst (the
+decision records in docs/decisions/ included) or README.md must point at a file that defines ``def name(`` (or ``async def name(``).
 
 House rule: every security claim of the documentation is backed by a named test, so a
 reference must never dangle, and the security page must keep its references.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = sorted((ROOT / "docs").glob("*.rst")) + [ROOT / "README.md"]
+DOCUMENTS = sorted((ROOT / "docs").rglob("*.rst")) + [ROOT / "README.md"]
 REFERENCE = re.compile(r"(tests/[\w/.-]+?\.py)::(\w+)")
 
 

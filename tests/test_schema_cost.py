@@ -162,3 +162,10 @@ def test_validation_stops_at_its_budget_on_a_deep_recursive_instance():
     errors = argument_errors(schema, value)
     assert [e.validator for e in errors] == ["schema_too_costly"]
     assert str(MAX_EVALUATIONS) in errors[0].message
+
+
+def test_a_schema_whose_references_fan_out_exponentially_is_refused():
+    # d0..d40, each allOf two references to the next: 2**40 evaluations of one string, from
+    # a schema of 41 small entries, refused when the manifest is read, without running it.
+    with pytest.raises(SchemaRefused):
+        check_tool_schema(_fan_out(40))

@@ -13,9 +13,9 @@ renders blank (the Hangul fillers U+3164, U+115F, U+1160, U+FFA0, the Braille bl
 U+2800) and a combining mark with nothing to combine with (at the start of a name, after
 a quote) is written as an escape, so a value can neither hide part of itself nor forge a
 line of the card or the mail, and two different names never look alike
-(``tests/review19/test_approval_invisible_chars.py``, ``tests/test_display.py``).  A name
-that is not an ASCII identifier is also marked ``[unusual name]``.  HTML surfaces escape
-the text on top of that (Django's autoescape or ``format_html``).
+(``tests/test_display.py``).  A name that is not an ASCII identifier is also marked
+``[unusual name]``.  HTML surfaces escape the text on top of that (Django's autoescape or
+``format_html``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@
 ``sys.path`` installs it for ``importlib.metadata`` exactly as site-packages would.  The
 ``example`` fixture does that for the test that asks for it (and undoes it), so the rest of
 the suite runs without the plugin, as a site without plugins would.
+``tests/plugins/probe_site`` holds a hostile plugin the same way (``webfetch_code_probe``,
+whose one tool runs the code it is given): the ``probe`` fixture installs it.
 """
 
 from __future__ import annotations
@@ -85,3 +87,41 @@ def isolation(request: pytest.FixtureRequest) -> Isolation:
 def trusted() -> Isolation:
     """For a test of the audit hook itself (in-process state the plugin process lacks)."""
     return Isolation("trusted")
+
+
+PROBE_SITE = os.path.join(os.path.dirname(__file__), "probe_site")
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch, lab_settings: Any, group_factory: Any) -> Any:
+    """The codeprobe plugin (``tests/plugins/probe_site``) installed; ``probe(code)`` runs
+    ``code`` in its plugin process (with the audit hook's host window open, as
+    tests/plugins/hostile_site does) and returns the runtime's CallOutcome."""
+    from django_webfetch.plugins import registry, services
+    from django_webfetch.plugins.client import PluginHttp
+    from django_webfetch.plugins.runtime.host import execute
+    from django_webfetch.tools import default_registry
+
+    monkeypatch.syspath_prepend(PROBE_SITE)
+    lab_settings.dns.set("granted.lab.example", a=[lab_settings.PUBLIC_V4[0]])
+    group_factory("codeprobe", scope="external_filtered", enabled=True)
+    registry.reset()
+    default_registry.reset()
+    instance = services.install("codeprobe")
+
+    def run(code: str) -> Any:
+        http = PluginHttp(instance.pk, group="codeprobe", tool="codeprobe_run")
+        call = {
+            "tool": "codeprobe_run",
+            "arguments": {"code": code},
+            "config": {},
+            "plugin": "codeprobe",
+            "alias": instance.alias,
+            "reference": instance.reference,
+        }
+        return execute(registry.origin("codeprobe"), ("codeprobe", instance.pk), call, http)
+
+    run.instance = instance  # type: ignore[attr-defined]
+    yield run
+    registry.reset()
+    default_registry.reset()

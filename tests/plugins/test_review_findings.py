@@ -1,4 +1,4 @@
-"""Findings of the independent review of the plugin egress authority (notes/review12.md).
+"""Findings of the independent review of the plugin egress authority.
 
 Each test is an attack that worked before its fix, run end to end: the example plugin's
 ``example_attack`` tool (tests/plugins/site/webfetch_example_plugin/attacks.py) runs under

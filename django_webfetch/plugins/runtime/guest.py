@@ -183,8 +183,8 @@ def _seccomp() -> None:
                 continue  # not a syscall of this architecture
         rules.add_rule(refuse, "socketpair", sc.Arg(0, sc.NE, socket.AF_UNIX))
         # Only a stream pair: a datagram (or seqpacket) socket's sendto() names any socket
-        # path on the host, and Landlock does not govern that (tests/review19/
-        # test_plugin_unix_datagram.py).  The type's low four bits are the kind; the other
+        # path on the host, and Landlock does not govern that (tests/plugins/
+        # test_sandbox_unix_datagram.py).  The type's low four bits are the kind; the other
         # bits the kernel accepts are SOCK_CLOEXEC and SOCK_NONBLOCK (anything else EINVAL).
         for kind in range(_SOCK_TYPE_MASK + 1):
             if kind != socket.SOCK_STREAM:
