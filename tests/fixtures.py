@@ -133,3 +133,43 @@ def _fresh_throttle_history() -> Iterator[None]:
 
     cache.clear()
     yield
+
+
+# -- the background runner: the shipped default, one per test -----------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "inline_runner(reason): this test runs calls and runs in the request "
+        '(WEBFETCH_RUNNER = "inline"); the suite runs the shipped background runner otherwise',
+    )
+
+
+@pytest.fixture(autouse=True)
+def _runner_mode(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``inline_runner`` runs its calls in the request, on purpose."""
+    marker = request.node.get_closest_marker("inline_runner")
+    if marker is None:
+        yield
+        return
+    from django.test import override_settings
+
+    with override_settings(WEBFETCH_RUNNER="inline"):
+        yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Before the test's fixtures (its database among them) are torn down, the background
+    runner it started finishes what it is doing and stops: the next test starts its own,
+    as a restarted process would, and no thread of one test writes into the next."""
+    import sys
+
+    module = sys.modules.get("django_webfetch.runs.runner")
+    if module is None:
+        return
+    runner = module.runner
+    if runner.running:
+        runner.wait_idle(5)
+        runner.stop(timeout=5)

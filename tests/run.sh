@@ -176,7 +176,10 @@ fi
 SEED=${WEBFETCH_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 WORKERS=${WEBFETCH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) * 2))}
 SELECTED=$#
-set -- --randomly-seed="$SEED" "$@"
+case " $* " in
+    *no:randomly*) ;;
+    *) set -- --randomly-seed="$SEED" "$@" ;;
+esac
 if [ "$WORKERS" -gt 1 ]; then
     WEBFETCH_LAB_PYTHON="$PY"
     export WEBFETCH_LAB_PYTHON

@@ -62,6 +62,12 @@ class PageResource:
     description: str
 
 
+def _settle_timeout() -> float:
+    """How long a resource waits for its call: the call's own hard time limit (the call
+    runs off the request, on the background runner or a worker)."""
+    return float(runs.time_limits()[1])
+
+
 def _offered(user: Any, name: str) -> bool:
     return any(t.name == name for t in tools_for_user(user))
 
@@ -71,6 +77,7 @@ def list_resources(token: AccessToken) -> list[PageResource]:
         return []
     _count_call(token)
     call = runs.request_call("list_pages", {}, user=token.user, conversation=conversation_of(token))
+    call = runs.settle(call, timeout=_settle_timeout())
     result = call.tool_result()
     if call.state != CallState.SUCCEEDED or result is None or not result.ok:
         return []
@@ -99,6 +106,7 @@ def read_resource(token: AccessToken, uri: str) -> str:
         user=token.user,
         conversation=conversation_of(token),
     )
+    call = runs.settle(call, timeout=_settle_timeout())
     result = call.tool_result()
     if call.state != CallState.SUCCEEDED or result is None or not result.ok:
         raise ResourceNotFound(uri)

@@ -13,6 +13,7 @@
 ``runs.recover``              expiry, lost workers, lost messages, pruning, the sweep
 ``runs.queue``                starting an approved call; queueing and re-queueing
 ``runs.polling``              when a client should ask about an open call again
+``runs.settle``               waiting for a call just requested or approved to settle
 ``runs.dispatch``             work sent by task name (Celery, or an in-process handler)
 ``runs.runner``               the background runner: in-process threads, periodic sweep
 ``runs.bounds``               what input may be stored
@@ -65,6 +66,7 @@ from .permissions import (
 from .polling import POLL_MAX, POLL_MIN, poll_after, retry_after_header
 from .recover import SweepReport, expire_due, prune_calls, recover_lost, refresh, sweep
 from .request import preflight, refuse_call, request_call
+from .settle import SETTLING_STATES, settle
 from .state import call_finished, call_transitioned, transition
 
 __all__ = [
@@ -73,6 +75,7 @@ __all__ = [
     "MAX_ATTEMPTS",
     "POLL_MAX",
     "POLL_MIN",
+    "SETTLING_STATES",
     "ApprovalPermissionDenied",
     "CallExpiredError",
     "CancelPermissionDenied",
@@ -107,6 +110,7 @@ __all__ = [
     "retry_after_header",
     "runner_mode",
     "runs_async",
+    "settle",
     "sweep",
     "time_limits",
     "transition",

@@ -5,8 +5,14 @@ This is the one third-party boundary the tests may fake.  The app reaches it as 
 endpoint of the ``assistant`` group, through the guard, with the real ``openai`` /
 ``anthropic`` SDK client code (via Pydantic AI) doing the requests.
 
-A test scripts the turns: each provider request pops the next :class:`Turn` (or calls it
-with the request, to answer from what the app sent).  Every request is recorded.
+A test scripts the turns: each new provider request takes the next :class:`Turn` (or calls
+it with the request, to answer from what the app sent).  Every request is recorded.
+
+The script is keyed by request, not popped per delivery: the app retries a request that
+timed out (``provider_timeout`` is retry-safe) with the very same body, and that repeat gets
+the same turn again (or the turn's ``repeat``), never the next one.  On a busy machine an
+answer can outlast the timeout; a popped script would let the retry eat the next turn and
+the run end on "(script exhausted)".
 """
 
 from __future__ import annotations
@@ -55,6 +61,9 @@ class Turn:
     pause: threading.Event | None = None
     #: Streamed: sleep this long between two chunks.
     chunk_delay: float = 0.0
+    #: The answer to a repeat of the same request (a retry after a timeout or a lost
+    #: worker); default: this turn again.  Chains: the n-th repeat follows ``repeat`` n times.
+    repeat: Turn | None = None
 
 
 @dataclass
@@ -83,6 +92,8 @@ class ProviderServer:
         self.written: list[tuple[int, float]] = []
         self._lock = threading.Lock()
         self._counter = 0
+        #: request body -> (the turn it was given, how many times it was delivered)
+        self._given: dict[bytes, list[Any]] = {}
         server = self
 
         class Handler(_Handler):
@@ -99,6 +110,7 @@ class ProviderServer:
         with self._lock:
             self.script = []
             self.requests = []
+            self._given = {}
             self.arrived = threading.Event()
             self.context_window = None
             self.written = []
@@ -111,13 +123,22 @@ class ProviderServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def next_turn(self, record: Recorded) -> Turn:
+    def next_turn(self, record: Recorded, raw: bytes = b"") -> Turn:
         with self._lock:
             self.requests.append(record)
             self._counter += 1
-            item = self.script.pop(0) if self.script else Turn(text="(script exhausted)")
+            given = self._given.get(raw)
+            if given is None:
+                item = self.script.pop(0) if self.script else Turn(text="(script exhausted)")
+                given = self._given[raw] = [item, 0]
+            else:
+                given[1] += 1
+            item, repeats = given
         self.arrived.set()
-        return item(record) if callable(item) else item
+        turn = item(record) if callable(item) else item
+        for _ in range(repeats):
+            turn = turn.repeat or turn
+        return turn
 
     def next_id(self) -> int:
         with self._lock:
@@ -167,7 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             kind = "unknown"
         record = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body, kind)
-        turn = self.provider.next_turn(record)
+        turn = self.provider.next_turn(record, raw)
         if turn.hold is not None:
             turn.hold.wait(120)
         if turn.delay:

@@ -265,7 +265,7 @@ def test_provider_garbage_fails_with_a_code(api, provider):
 
 def test_provider_timeout_fails_with_a_code(api, provider, settings):
     settings.WEBFETCH_ASSISTANT_TIMEOUT = 1.0
-    provider.add(Turn(text="late", delay=2.5), Turn(text="late again", delay=2.5))
+    provider.add(Turn(text="late", delay=2.5, repeat=Turn(text="late again", delay=2.5)))
     run = ask(api, "hi")
     assert (run["state"], run["error_code"]) == ("failed", "provider_timeout")
     assert len(provider.requests) == 2

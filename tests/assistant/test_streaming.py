@@ -464,7 +464,9 @@ def test_a_server_killed_mid_run_loses_nothing(provider, editor, lab_settings, t
     """uvicorn (ASGI, background runner) is killed while the provider streams its answer;
     a new server's runner sweeps, finds the lost lease and finishes the run."""
     hold = threading.Event()
-    provider.add(Turn(text="never delivered", hold=hold), Turn(text="Answered after the restart."))
+    provider.add(
+        Turn(text="never delivered", hold=hold, repeat=Turn(text="Answered after the restart."))
+    )
     env = {
         k: v
         for k, v in os.environ.items()

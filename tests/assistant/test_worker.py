@@ -84,7 +84,8 @@ def test_worker_killed_mid_request_resumes_and_duplicates_nothing(
     api, provider, worker_factory, celery_client
 ):
     hold = threading.Event()
-    provider.add(Turn(text="never delivered", hold=hold), Turn(text="the answer"))
+    # The recovered worker sends the same request again: its repeat is answered at once.
+    provider.add(Turn(text="never delivered", hold=hold, repeat=Turn(text="the answer")))
     first = worker_factory("w1", env=_env())
     try:
         run = ask(api, "hello")
@@ -109,7 +110,7 @@ def test_worker_killed_mid_request_resumes_and_duplicates_nothing(
 
 def test_worker_lost_twice_fails_the_run(api, provider, worker_factory, celery_client):
     holds = [threading.Event(), threading.Event()]
-    provider.add(Turn(text="x", hold=holds[0]), Turn(text="y", hold=holds[1]))
+    provider.add(Turn(text="x", hold=holds[0], repeat=Turn(text="y", hold=holds[1])))
     try:
         first = worker_factory("w1", env=_env())
         run = ask(api, "hello")

@@ -349,6 +349,7 @@ def test_probe_url_reaches_only_the_sites_port_on_a_private_own_host(
     """ALLOWED_HOSTS entries carry no port; the guard's port rule still keeps probe_url to
     the scheme's default port or a port an own-host entry names, so the private exemption
     does not reach other services on the site's address (Redis on :6379)."""
+    import contextlib
     import socket
     import threading
 
@@ -382,6 +383,9 @@ def test_probe_url_reaches_only_the_sites_port_on_a_private_own_host(
         fine = run_tool("probe_url", {"url": "/fine/"}, user=superuser, context=APPROVED)
         assert fine.ok, fine
     finally:
+        # close() alone does not wake a thread blocked in accept(); shutdown() does.
+        with contextlib.suppress(OSError):
+            other.shutdown(socket.SHUT_RDWR)
         other.close()
         thread.join(timeout=15)
 

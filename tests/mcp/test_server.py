@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 from django_webfetch.models import AccessToken, CallState, EgressEvent, ToolCall
 from django_webfetch.tools import tools_for_user
 from tests.runs.infra import wait_for
+from tests.settle import approve
 
 from .conftest import HTTP_URL, stdio_parameters
 
@@ -54,9 +55,7 @@ def _awaiting_call() -> str:
 def _approve(approver: Any, call_id: str) -> dict[str, Any]:
     api = APIClient()
     api.force_login(approver)
-    response = api.post(
-        f"/api/calls/{call_id}/approve/", {"comment": "host checked"}, format="json"
-    )
+    response = approve(api, call_id, {"comment": "host checked"})
     assert response.status_code == 200, response.content
     return response.json()
 

@@ -1,0 +1,68 @@
+"""Waiting for work to settle, in the tests as in the product.
+
+The suite runs the shipped default, the background runner: a request that starts a call or
+a run answers before the work is done (``202``).  A test never reads a state "right after"
+the request; it waits here for the work to settle: a call until it finished or waits for a
+human (``runs.settle``, the product's own door), a run until it is no longer ``running``.
+The timeout is a far safety net (a busy machine only makes the wait longer, never the
+answer different); reaching it fails the test with what was seen.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["SAFETY_NET", "approve", "deny", "settled_call", "settled_run"]
+
+#: Seconds after which a wait fails the test: far above any healthy wait.
+SAFETY_NET = 120.0
+
+
+def settled_call(call: Any, timeout: float = SAFETY_NET) -> Any:
+    from django_webfetch import runs
+
+    settled = runs.settle(call, timeout=timeout)
+    assert settled.state not in runs.SETTLING_STATES, (
+        f"call {settled.pk} did not settle in {timeout}s: {settled.state}"
+    )
+    return settled
+
+
+def settled_run(run: Any, timeout: float = SAFETY_NET) -> Any:
+    """The assistant run once it is no longer ``running`` (finished, or paused for an
+    approval), its calls settled too."""
+    from django_webfetch.models import AssistantRun, ToolCall
+
+    pk = getattr(run, "pk", None) or (run["id"] if isinstance(run, dict) else run)
+    deadline = time.monotonic() + timeout
+    interval = 0.02
+    while True:
+        row = AssistantRun.objects.get(pk=pk)
+        if row.state != "running":
+            open_calls = ToolCall.objects.filter(
+                conversation__startswith=f"assistant:{pk}:", state__in=("approved", "running")
+            )
+            if not open_calls.exists():
+                return row
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {pk} did not settle in {timeout}s: {row.state}")
+        time.sleep(interval)
+        interval = min(interval * 2, 0.25)
+
+
+def _decide(client: Any, call_id: Any, verb: str, payload: dict[str, Any] | None) -> Any:
+    response = client.post(f"/api/calls/{call_id}/{verb}/", payload or {}, format="json")
+    # 202: accepted, the call runs on the background runner; 200: it was already final.
+    assert response.status_code in (200, 202), response.content[:500]
+    settled_call(call_id)
+    return client.get(f"/api/calls/{call_id}/")
+
+
+def approve(client: Any, call_id: Any, payload: dict[str, Any] | None = None) -> Any:
+    """Approve over the API, wait for the call to settle, and return its API answer."""
+    return _decide(client, call_id, "approve", payload)
+
+
+def deny(client: Any, call_id: Any, payload: dict[str, Any] | None = None) -> Any:
+    return _decide(client, call_id, "deny", payload)
