@@ -299,9 +299,7 @@ def fence(text: str, *, source_url: str, status_line: str, source: str = "extern
         + "\n"
     )
     tail = "\n" + END_MARKER.format(nonce=nonce)
-    # The BEGIN line ends in ">>>": the text is defused as if those brackets were its own, or
-    # "END UNTRUSTED" on its first line would pair with them.
-    body = defuse(">" + _clean(text)[:MAX_TEXT_CHARS])[1:]
+    body = defuse(_clean(text)[:MAX_TEXT_CHARS])
     room = MAX_RESULT_BYTES - 2 - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
     encoded = body.encode("utf-8")
     if len(encoded) > room:
