@@ -7,6 +7,7 @@ import re
 import secrets
 import unicodedata
 from functools import lru_cache
+from itertools import accumulate
 from urllib.parse import quote
 
 from ._lookalikes import INVISIBLE, LOOKALIKES
@@ -54,10 +55,11 @@ _CUT_NOTE = "\n[text cut to fit the size bound]"
 _IGNORED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me", "Mc"})
 # On normalised text (see ``normalise``) a marker is ``begin`` or ``end``, then ``untrusted``,
 # with at most a few symbols between the words.  Unicode's confusables data reads a Greek or
-# Cherokee capital I as "l", so "i" also matches "l", "1" and "|".  Only literals and bounded
+# Cherokee capital I as "l", so "i" also matches "l", "1" and "|", or nothing ("BEGN", or
+# "BEG˛N" with a spacing ogonek, which folds to nothing).  Only literals and bounded
 # repeats of one character class: the search is linear, whatever the text.
 _GAP = "[^a-z0-9]{0,16}"
-_KEYWORD_RE = re.compile(rf"(?:beg[il1|]n|end){_GAP}untrusted")
+_KEYWORD_RE = re.compile(rf"(?:beg[il1|]?n|end){_GAP}untrusted")
 _TAIL_RE = re.compile(
     rf"(?:{_GAP}external{_GAP}web{_GAP}content)?(?:[^a-z0-9<>]{{0,16}}nonce[^a-z0-9<>]{{0,4}}"
     r"[0-9a-f]{0,64})?"
@@ -75,9 +77,16 @@ def _fold(char: str) -> str:
     """One character as marker detection sees it ("" when it is ignored)."""
     if char.isascii():
         return "" if char <= " " or char == "\x7f" else char.lower()
-    lookalike = LOOKALIKES.get(char)
-    if lookalike is not None:
-        return lookalike
+    shown = _compatible(char)
+    # A character whose NFKC form shows nothing is ignored, even one that the confusables
+    # data reads as a letter: U+02DB OGONEK is a space and a combining mark, not the "i" it
+    # is listed as ("<˛END" reads as "<END").  BEGIN matches without its I (``_KEYWORD_RE``).
+    return LOOKALIKES.get(char, shown) if shown else ""
+
+
+def _compatible(char: str) -> str:
+    """A character outside ASCII as its NFKC form, case-folded, each look-alike in it as
+    the ASCII it reads as, the characters marker detection ignores removed."""
     folded = []
     for item in unicodedata.normalize("NFKC", char).casefold():
         if item.isascii():
@@ -137,24 +146,57 @@ def marker_like(text: str) -> bool:
     return bool(_spans(normalise(text)))
 
 
-def defuse(text: str) -> str:
-    """Replace the brackets around every marker-like span with square brackets (and any
-    look-alike bracket inside it), so it can never pass for a marker."""
-    folded = normalise(text)
-    spans = _spans(folded)
-    if not spans:
-        return text
-    # Map each folded character back to the character of ``text`` it came from.
-    origin: list[int] = []
-    for index, char in enumerate(text):
-        origin.extend([index] * len(_fold(char)))
-    chars = list(text)
+def _marks(folded: str, spans: list[tuple[int, int, int, int]]) -> dict[int, str]:
+    """The square bracket each folded character that defusing rewrites becomes: the
+    brackets before and after the words of each span, and any ``<`` or ``>`` among them."""
+    marks = {}
     for before, start, words_end, end in spans:
         for position in range(before, end):
-            bracket = folded[position]
-            if _bracket(bracket) and not start <= position < words_end or bracket in "<>":
-                chars[origin[position]] = "[" if position < start or bracket == "<" else "]"
+            char = folded[position]
+            if _bracket(char) and not start <= position < words_end or char in "<>":
+                marks[position] = "[" if position < start or char == "<" else "]"
+    return marks
+
+
+def _rewrite(text: str, pieces: list[str], spans: list[tuple[int, int, int, int]]) -> str:
+    """``text`` with the folded characters ``_marks`` names rewritten.
+
+    ``pieces`` is each character of ``text`` folded: one character can fold to several
+    (``⅟`` is ``1⁄``, ``ŉ`` is ``ʼn``) or to none.  A character holding a rewritten position
+    becomes its folded characters, each rewritten one a square bracket and each other one
+    kept (a character outside ASCII, never a letter or digit here, becomes ``[`` as well),
+    so the letters and digits it folds to stay where they were.  Each character written is
+    ASCII and folds to itself: the folded result is ``folded`` with only brackets replaced.
+    """
+    folded = "".join(pieces)
+    marks = _marks(folded, spans)
+    offsets = list(accumulate(map(len, pieces), initial=0))
+    owner = [index for index, piece in enumerate(pieces) for _ in piece]
+    chars = list(text)
+    for index in {owner[position] for position in marks}:
+        chars[index] = "".join(
+            marks.get(position, folded[position] if folded[position].isascii() else "[")
+            for position in range(offsets[index], offsets[index + 1])
+        )
     return "".join(chars)
+
+
+def defuse(text: str) -> str:
+    """Replace the brackets around every marker-like span with square brackets (and any
+    look-alike bracket inside it), so it can never pass for a marker.
+
+    The spans are found on the folded text and rewritten there, position by position
+    (``_rewrite``): the folded result is the folded text with brackets, and only brackets,
+    replaced by ``[`` or ``]``.  Neither is a letter, digit, ``|`` or bracket, so the marker
+    words match where they matched, the runs of symbols before them are the same runs, and
+    none holds a bracket any more: one rewrite leaves nothing marker-like.  The same
+    detector checks the result; a second rewrite would replace brackets again, and a text
+    has finitely many.  Linear: each pass is, and there is one, then the check."""
+    pieces = list(map(_fold, text))
+    while spans := _spans("".join(pieces)):
+        text = _rewrite(text, pieces, spans)
+        pieces = list(map(_fold, text))
+    return text
 
 
 def _clean(text: str) -> str:
@@ -231,6 +273,14 @@ def open_code_fence(text: str) -> tuple[int, str] | None:
     return opened
 
 
+def _status(status_line: str) -> str:
+    """The status line on one line, defused and cut to 200 characters.
+
+    Defusing can lengthen it (a character that folds to several is rewritten as them), so
+    it is cut again; the start of a text with nothing marker-like has nothing marker-like."""
+    return defuse(_one_line(status_line)[:MAX_STATUS_LINE_CHARS])[:MAX_STATUS_LINE_CHARS]
+
+
 def fence(text: str, *, source_url: str, status_line: str, source: str = "external") -> str:
     """Put page text between nonce-carrying markers, under a preamble, below 48,000 bytes.
 
@@ -244,7 +294,7 @@ def fence(text: str, *, source_url: str, status_line: str, source: str = "extern
     head = (
         _PREAMBLE.format(nonce=nonce, origin=SOURCES[source])
         + f"Source URL (untrusted): {_url(source_url)}\n"
-        + f"Status: {defuse(_one_line(status_line)[:MAX_STATUS_LINE_CHARS])}\n"
+        + f"Status: {_status(status_line)}\n"
         + BEGIN_MARKER.format(nonce=nonce)
         + "\n"
     )
