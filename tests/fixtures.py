@@ -173,3 +173,29 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if runner.running:
         runner.wait_idle(5)
         runner.stop(timeout=5)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every database test commits for real (``transaction=True``), as a site does: the
+    background runner starts work after the commit (``transaction.on_commit``) and reads it
+    from its own connection, neither of which a test wrapped in one rolled-back transaction
+    would ever see.  A test marked ``inline_runner`` keeps the cheaper rolled-back
+    transaction when it asked for one."""
+    for item in items:
+        if item.get_closest_marker("inline_runner") is not None:
+            continue
+        marker = item.get_closest_marker("django_db")
+        fixtures = getattr(item, "fixturenames", ())
+        if marker is None and "db" not in fixtures:
+            continue
+        if marker is not None and marker.kwargs.get("transaction"):
+            continue
+        kwargs = dict(marker.kwargs) if marker is not None else {}
+        # serialized_rollback: the rows the migrations made (built-in groups, content
+        # types) come back after each test's flush, as in the suite's other transactional
+        # tests (mixing the two kinds breaks the restore).
+        kwargs["transaction"] = True
+        kwargs["serialized_rollback"] = True
+        args = marker.args if marker is not None else ()
+        item.add_marker(pytest.mark.django_db(*args, **kwargs), append=False)
