@@ -34,7 +34,10 @@ def _inspector(settings: Any, secret: str, tmp_path: Any, *method: str, status: 
     server_env = [
         f"{k}={v}" for k, v in params.env.items() if k in passed or k.startswith("WEBFETCH_TEST_")
     ]
-    command = [str(INSPECTOR), "--cli"]
+    # The server is a Django process started cold: on a busy machine it can take longer
+    # than the Inspector's 15 s default to answer `initialize`.  The wait is a safety net,
+    # the same as the run's own timeout below.
+    command = [str(INSPECTOR), "--cli", "--connect-timeout", "110000"]
     for pair in server_env:
         command += ["-e", pair]
     command += [params.command, *params.args, *method]
