@@ -213,10 +213,11 @@ def _refuse_one(
     )
 
 
-def result_text(call: ToolCall, problem: str = "") -> str:
-    """What the model reads for a finished call (bounded; errors in our words)."""
+def result_text(call: ToolCall, problem: str = "", *, reader: Any) -> str:
+    """What the model reads for a finished call of ``reader``'s run (bounded; errors in our
+    words); the result is read through ``runs.results``, as ``reader``."""
     limit = max(conf.WEBFETCH_ASSISTANT_MAX_RESULT_BYTES, MIN_RESULT_BYTES)
-    result = call.tool_result()
+    result = runs.read_result(reader, call)
     if result is None:
         text = f"[tool error: {call.reason or call.state}] The tool call ended without a result."
     elif result.ok:

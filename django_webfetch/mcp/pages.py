@@ -71,7 +71,7 @@ def list_resources(token: AccessToken) -> list[PageResource]:
         return []
     _count_call(token)
     call = runs.request_call("list_pages", {}, user=token.user, conversation=conversation_of(token))
-    result = call.tool_result()
+    result = runs.read_result(token.user, call)
     if call.state != CallState.SUCCEEDED or result is None or not result.ok:
         return []
     resources = []
@@ -99,7 +99,7 @@ def read_resource(token: AccessToken, uri: str) -> str:
         user=token.user,
         conversation=conversation_of(token),
     )
-    result = call.tool_result()
+    result = runs.read_result(token.user, call)
     if call.state != CallState.SUCCEEDED or result is None or not result.ok:
         raise ResourceNotFound(uri)
     return str(result.content)
