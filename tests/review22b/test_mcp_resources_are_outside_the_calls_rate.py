@@ -26,7 +26,7 @@ def test_a_user_over_the_calls_rate_starts_no_read_page_call_as_a_resource(
 ):
     settings.WEBFETCH_API_RATES = {"calls": "1/minute"}
     about = cms_page_factory("About us", "about", PAGES["about"])
-    AccessToken.objects.issue(editor, "agent")
+    AccessToken.objects.issue(editor, "agent", by=editor)
     token = AccessToken.objects.select_related("user").get(user=editor)
 
     first = start_call(token, "read_page", {"page_id": about.pk})

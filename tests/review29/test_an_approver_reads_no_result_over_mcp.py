@@ -46,7 +46,7 @@ def test_an_approver_reads_the_state_not_the_result_of_another_users_call(
     call = settled(call)
     assert call.state == "succeeded" and SECRET in str(call.result)
 
-    AccessToken.objects.issue(approver, "approver's agent")
+    AccessToken.objects.issue(approver, "approver's agent", by=approver)
     token = AccessToken.objects.get(user=approver)
     answer = start_call(token, CALL_STATUS_TOOL, {"call_id": str(call.pk)})
     # The approver may read the record (state, tool) of a call that went to approval ...
@@ -56,7 +56,7 @@ def test_an_approver_reads_the_state_not_the_result_of_another_users_call(
     assert answer.data.get("result_withheld") is True
 
     # The requester reads it in full.
-    AccessToken.objects.issue(requester, "requester's agent")
+    AccessToken.objects.issue(requester, "requester's agent", by=requester)
     mine = start_call(
         AccessToken.objects.get(user=requester), CALL_STATUS_TOOL, {"call_id": str(call.pk)}
     )

@@ -396,7 +396,7 @@ def test_mcp_gives_a_result_to_its_requester_and_superusers_only(world):
             assert AccessToken.objects.authenticate("wfpat_" + "x" * 43) is None
             continue
         user = world[name]
-        token, _secret = AccessToken.objects.issue(user, "door test")
+        token, _secret = AccessToken.objects.issue(user, "door test", by=user)
         answers = [
             calls.start_call(token, "webfetch_call_status", {"call_id": str(call.pk)})
             for call in (approved, direct, fetched)
