@@ -77,3 +77,69 @@ def test_a_real_run_id_writes_nothing_into_another_users_run(
     assert [kind for kind, _ in events] == before, events
     assert "INJECTED COMMENT" not in str(events)
     assert AssistantRun.objects.get(pk=run.pk).state == "waiting_for_approval"
+
+
+def test_the_migration_links_only_a_runs_own_calls(user_factory):
+    """Existing rows: a call is linked to the run its old reference names only when that
+    run exists and is its user's (as ``run_calls`` counted before); a reference a client
+    wrote for another user's run, or for no run, stays free text."""
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    from django_webfetch.models import ToolCall
+
+    migration = importlib.import_module("django_webfetch.migrations.0016_toolcall_run")
+    owner, other = user_factory(username="owner"), user_factory(username="other")
+    run = AssistantRun.objects.create(
+        conversation=Conversation.objects.create(owner=owner), user=owner
+    )
+    ref = f"assistant:{run.pk.hex}:2:1"
+
+    def legacy(user, conversation):
+        return ToolCall.objects.create(tool="runs_echo", user=user, conversation=conversation)
+
+    own = legacy(owner, ref)
+    forged = legacy(other, ref)
+    nowhere = legacy(owner, f"assistant:{uuid.uuid4().hex}:1:0")
+    notes = legacy(owner, "assistant: my notes")
+    migration.link_run_calls(apps, SimpleNamespace(connection=connection))
+    rows = {c.pk: (c.run_id, c.run_step, c.run_index) for c in ToolCall.objects.all()}
+    assert rows[own.pk] == (run.pk, 2, 1)
+    for call in (forged, nowhere, notes):
+        assert rows[call.pk] == (None, None, None)
+
+
+def test_no_module_reads_a_reference_out_of_conversation_text():
+    """The class: nothing in the package parses a call's (or a stored text's) free-text
+    ``conversation`` (``.split``/``.startswith``/``.partition`` on it, or a
+    ``conversation__startswith``-like lookup): links are typed relations."""
+    import ast
+    from pathlib import Path
+
+    import django_webfetch
+
+    package = Path(django_webfetch.__file__).parent
+    offenders = []
+    for path in package.rglob("*.py"):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("migrations/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"split", "rsplit", "startswith", "partition", "find"}
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "conversation"
+            ):
+                offenders.append(f"{relative}:{node.lineno}")
+            for keyword in getattr(node, "keywords", ()):
+                name = keyword.arg or ""
+                if name.startswith("conversation__") and not name.startswith(
+                    ("conversation__owner", "conversation__seen_at", "conversation__pk")
+                ):
+                    offenders.append(f"{relative}:{node.lineno}")
+    assert offenders == []
