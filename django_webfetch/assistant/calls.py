@@ -4,8 +4,9 @@ A call is linked to its run by a typed relation the run writes itself (``ToolCal
 ``run_step``, ``run_index``: ``runs.request_call(origin=...)``), so a repeated step finds
 the call it already requested instead of requesting it again.  Its ``conversation`` text
 (:func:`call_ref`, ``assistant:<run>:<step>:<index>``) is for people reading the record;
-nothing parses it, so a client's text that looks the same links nothing.  The model's arguments are read defensively (:func:`arguments_of`),
-and what the model reads back for a finished call is bounded (:func:`result_text`).
+nothing parses it, so a client's text that looks the same links nothing.  The model's
+arguments are read defensively (:func:`arguments_of`), and what the model reads back
+for a finished call is bounded (:func:`result_text`).
 Calls past the per-step or per-run bound (``quota``) are recorded refused, never run; the
 step's calls that wait for a human are announced together, once (``notices``).  Each call
 carries the URLs its conversation showed so far (``provenance``), for the approval rule.

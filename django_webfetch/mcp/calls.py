@@ -28,6 +28,7 @@ from django_webfetch.models import AccessToken, CallState, ToolCall
 from django_webfetch.net.policy import Scope
 from django_webfetch.runs.bounds import InputRejected
 from django_webfetch.tools import Effect, Tool, tools_for_user
+from django_webfetch.tools.fetch_external_url import canonical_url
 from django_webfetch.values import ToolResult
 
 from . import paging
@@ -269,7 +270,8 @@ def _fetch_start(token: AccessToken, arguments: Any) -> Answer | Pending:
         _request(token, FETCH_UNDERLYING, arguments, window=None)
         return Answer(problems, is_error=True, data={"error": "invalid_arguments"})
     window = paging.Window(
-        url=arguments["url"],
+        # The form fetch_external_url stores and sends (its paging finds it by it).
+        url=canonical_url(arguments["url"]),
         mode="page" if arguments.get("raw", False) else "main",
         start=int(arguments.get("start_index", 0)),
         length=int(arguments.get("max_length", 5000)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -153,6 +153,13 @@ def request_call(
     _refuse_unstorable(tool_name, arguments, user=user, conversation=conversation)
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
     tool = offered.get(tool_name)
+    if tool is not None and isinstance(arguments, Mapping):
+        # Stored, checked, shown and run in the tool's canonical form (what is compared is
+        # what is sent: ``Tool.canonical_arguments``).
+        try:
+            arguments = tool.canonical_arguments(arguments)
+        except Exception:
+            logger.exception("canonical arguments of tool %r failed", tool.name)
     try:
         stored_arguments = _jsonable(arguments)
         if stored_arguments is None:

@@ -425,6 +425,9 @@ def test_mcp_gives_a_result_to_its_requester_and_superusers_only(world):
 # -- mails ----------------------------------------------------------------------------------
 
 
+MAIL_FUNCTIONS = {"send_mail", "send_mass_mail", "EmailMessage", "mail_admins", "mail_managers"}
+
+
 def _senders() -> set[str]:
     package = Path(django_webfetch.__file__).parent
     found = set()
@@ -432,7 +435,7 @@ def _senders() -> set[str]:
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             name = getattr(node, "id", None) or getattr(node, "attr", None)
-            if name in {"send_mail", "send_mass_mail", "EmailMessage", "mail_admins", "mail_managers"}:
+            if name in MAIL_FUNCTIONS:
                 found.add(path.relative_to(package).as_posix())
     return found
 

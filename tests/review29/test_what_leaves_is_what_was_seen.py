@@ -10,10 +10,16 @@ on the wire: the lab's HTTP servers log each request's target as it arrived.
 
 from __future__ import annotations
 
+import string
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from django_webfetch import runs
 from django_webfetch.net.urlnorm import normalise_url
+from django_webfetch.tools.approval import SEEN, url_provenance
+from django_webfetch.tools.fetch_external_url import canonical_url
 
 from .helpers import settled
 
@@ -69,3 +75,84 @@ def test_a_seen_link_respelt_with_escapes_carries_no_bits(allowlisted_web, edito
     )
     assert composed.state == "awaiting_approval"
     assert targets(lab) == ["/page"]
+
+
+# -- the class: two spellings that compare equal send the same bytes ---------------------
+
+UNRESERVED = string.ascii_letters + string.digits + "-._~"
+_segment = st.text(UNRESERVED, min_size=1, max_size=8).filter(lambda s: s not in {".", ".."})
+
+
+def _join(segments: list[str], query: tuple[str, str] | None) -> str:
+    return "/".join(["", *segments]) + (f"?{query[0]}={query[1]}" if query else "")
+
+
+_target = st.builds(
+    _join,
+    st.lists(_segment, min_size=1, max_size=3),
+    st.none() | st.tuples(_segment, _segment),
+)
+
+
+@st.composite
+def spelling(draw, target: str, host: str = HOST) -> str:
+    """Another spelling of ``http://<host><target>``: every unreserved character of the
+    target as itself or as ``%XX`` (either hex case), the scheme and host in any case, the
+    default port or not, a fragment or not (RFC 3986 §6.2.2-6.2.3: all equivalent)."""
+    out = []
+    for char in target:
+        if char in UNRESERVED and draw(st.booleans()):
+            escape = f"%{ord(char):02X}"
+            out.append(escape.lower() if draw(st.booleans()) else escape)
+        else:
+            out.append(char)
+    scheme = "".join(c.upper() if draw(st.booleans()) else c for c in "http")
+    name = "".join(c.upper() if draw(st.booleans()) else c for c in host)
+    port = ":80" if draw(st.booleans()) else ""
+    fragment = "#" + draw(_segment) if draw(st.booleans()) else ""
+    return f"{scheme}://{name}{port}{''.join(out)}{fragment}"
+
+
+@given(data=st.data(), target=_target)
+@settings(max_examples=300, deadline=None)
+def test_every_spelling_has_one_canonical_form_and_only_it_is_seen(data, target):
+    canonical = normalise_url(f"http://{HOST}{target}")
+    first = data.draw(spelling(target))
+    second = data.draw(spelling(target))
+    assert canonical_url(first) == canonical_url(second) == canonical
+    assert normalise_url(canonical) == canonical  # one form: idempotent
+    seen = frozenset({canonical})
+    assert url_provenance(canonical, seen) == SEEN
+    # A spelling other than the canonical one is never "seen" by itself: what decides is
+    # the form that is sent.
+    for other in (first, second):
+        assert (url_provenance(other, seen) == SEEN) == (other == canonical)
+
+
+@given(data=st.data(), target=_target)
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_two_spellings_that_compare_equal_send_identical_bytes(
+    allowlisted_web, editor, data, target
+):
+    """End to end: each spelling requested through ``runs.request_call`` (the allowlist
+    lets it run), fetched through the guard, observed as the request target the lab's
+    server received."""
+    lab = allowlisted_web
+    first = data.draw(spelling(target))
+    second = data.draw(spelling(target))
+    assert normalise_url(first) == normalise_url(second)
+    received = []
+    for url in (first, second):
+        before = len(targets(lab))
+        call = settled(runs.request_call("fetch_external_url", {"url": url}, user=editor))
+        assert call.finished and not call.requires_approval
+        new = targets(lab)[before:]
+        assert len(new) == 1, (url, new)
+        received.append(new[0])
+    assert received[0] == received[1]
+    expected = normalise_url(f"http://{HOST}{target}").split(HOST, 1)[1]
+    assert received[0] == expected

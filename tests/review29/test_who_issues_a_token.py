@@ -77,7 +77,9 @@ def test_the_one_door_issues_own_tokens_and_superusers_issue_any(user_factory, s
 def test_the_admin_lets_a_delegate_issue_and_see_only_their_own(client, user_factory, superuser):
     delegate = _one_permission(user_factory, "add_accesstoken")
     delegate.user_permissions.add(
-        Permission.objects.get(codename="view_accesstoken", content_type__app_label="django_webfetch")
+        Permission.objects.get(
+            codename="view_accesstoken", content_type__app_label="django_webfetch"
+        )
     )
     AccessToken.objects.issue(superuser, "root's", by=superuser)
     client.force_login(delegate)
@@ -108,7 +110,10 @@ def test_the_cli_issues_as_the_operator(editor):
     from django.core.management import call_command
 
     out = io.StringIO()
-    call_command("webfetch", "token", "create", "--user", "editor", "--name", "IDE", stdout=out, stderr=io.StringIO())
+    call_command(
+        "webfetch", "token", "create", "--user", "editor", "--name", "IDE",
+        stdout=out, stderr=io.StringIO(),
+    )
     token = AccessToken.objects.authenticate(out.getvalue().strip().splitlines()[-1])
     assert token is not None and token.user == editor
 
