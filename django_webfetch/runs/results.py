@@ -25,12 +25,7 @@ from django_webfetch.values import ToolResult
 
 from .permissions import can_read_result
 
-__all__ = ["has_result", "read_result", "result_dict", "withheld"]
-
-
-def has_result(call: ToolCall) -> bool:
-    """Has ``call`` a stored result at all (whoever asks; nothing of it is read)?"""
-    return call.result is not None
+__all__ = ["read_result", "result_dict", "withheld"]
 
 
 def read_result(user: Any, call: ToolCall) -> ToolResult | None:
