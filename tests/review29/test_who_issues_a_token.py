@@ -110,10 +110,8 @@ def test_the_cli_issues_as_the_operator(editor):
     from django.core.management import call_command
 
     out = io.StringIO()
-    call_command(
-        "webfetch", "token", "create", "--user", "editor", "--name", "IDE",
-        stdout=out, stderr=io.StringIO(),
-    )
+    arguments = ("token", "create", "--user", "editor", "--name", "IDE")
+    call_command("webfetch", *arguments, stdout=out, stderr=io.StringIO())
     token = AccessToken.objects.authenticate(out.getvalue().strip().splitlines()[-1])
     assert token is not None and token.user == editor
 
