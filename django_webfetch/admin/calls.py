@@ -197,10 +197,21 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
         visible = runs.visible_calls(request.user).values("pk")
         return super().get_queryset(request).filter(pk__in=visible)
 
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> ToolCall | None:
+        """The call, with its result as this reader may read it (``runs.results``, the one
+        reader): the result's fields show only what was read here, nothing else."""
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            obj._webfetch_read = runs.result_dict(request.user, obj)  # type: ignore[attr-defined]
+            obj._webfetch_withheld = runs.withheld(request.user, obj)  # type: ignore[attr-defined]
+        return obj
+
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
-        """The result only for who may read it (``runs.can_read_result``)."""
+        """The result only for who may read it (``runs.results``)."""
         fieldsets = super().get_fieldsets(request, obj)
-        if obj is not None and runs.can_read_result(request.user, obj):
+        if obj is not None and not getattr(obj, "_webfetch_withheld", True):
             return fieldsets
         hidden = {"result_error", "result_content"}
         shown = []
@@ -238,19 +249,22 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
             argument_rows(obj.arguments),
         )
 
+    # The result's fields show what ``get_object`` read through ``runs.results`` for this
+    # request's user, and nothing when it read nothing.
+
     @admin.display(description=_("result error"))
     def result_error(self, obj: ToolCall) -> str:
-        return _text((obj.result or {}).get("error") or "")
+        return _text((getattr(obj, "_webfetch_read", None) or {}).get("error") or "")
 
     @admin.display(description=_("result"))
     def result_withheld(self, obj: ToolCall) -> str:
-        if obj.result is None:
+        if not getattr(obj, "_webfetch_withheld", False):
             return ""
         return str(_("Withheld: only the requester and superusers read a call's result."))
 
     @admin.display(description=_("result content"))
     def result_content(self, obj: ToolCall) -> SafeString:
-        content = _text((obj.result or {}).get("content") or "", 20_000)
+        content = _text((getattr(obj, "_webfetch_read", None) or {}).get("content") or "", 20_000)
         return format_html(
             '<pre style="white-space: pre-wrap; max-height: 30em; overflow: auto">{}</pre>', content
         )

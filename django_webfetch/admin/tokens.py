@@ -1,4 +1,9 @@
-"""Personal access tokens in the admin: issue (the secret is shown once), revoke, list."""
+"""Personal access tokens in the admin: issue (the secret is shown once), revoke, list.
+
+A token is issued through ``AccessToken.objects.issue`` (the one door, ``models.tokens``):
+a staff user with "Can add access token" issues tokens for themselves; only a superuser
+picks another user.  A non-superuser sees and revokes their own tokens only.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,11 @@ else:
     _TokenAdmin = admin.ModelAdmin
 
 
+def _picks_any_user(request: HttpRequest) -> bool:
+    user = request.user
+    return bool(user.is_active and user.is_superuser)
+
+
 @admin.register(AccessToken)
 class AccessTokenAdmin(_TokenAdmin):
     list_display = ("name", "user", "hint", "created", "last_used", "revoked")
@@ -27,9 +37,15 @@ class AccessTokenAdmin(_TokenAdmin):
     raw_id_fields = ("user",)
     actions = ["revoke_selected"]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AccessToken]:
+        queryset = super().get_queryset(request)
+        if _picks_any_user(request):
+            return queryset
+        return queryset.filter(user__pk=request.user.pk)
+
     def get_fields(self, request: HttpRequest, obj: AccessToken | None = None) -> Any:
         if obj is None:
-            return ("user", "name")
+            return ("user", "name") if _picks_any_user(request) else ("name",)
         return ("user", "name", "hint", "created", "last_used", "revoked")
 
     def get_readonly_fields(self, request: HttpRequest, obj: AccessToken | None = None) -> Any:
@@ -41,8 +57,14 @@ class AccessTokenAdmin(_TokenAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        secret = obj.new_secret()
-        super().save_model(request, obj, form, change)
+        # Whose token: the chosen user for a superuser, else the issuer; the door
+        # (AccessToken.objects.issue) decides whether the issuer may issue it.
+        user = form.cleaned_data.get("user") if _picks_any_user(request) else request.user
+        token, secret = AccessToken.objects.issue(user, obj.name, by=request.user)
+        obj.pk = token.pk
+        obj.user = token.user
+        obj.token_hash, obj.hint, obj.created = token.token_hash, token.hint, token.created
+        obj._state.adding = False
         self.message_user(
             request,
             _("The token's secret (shown once, store it now): %(secret)s") % {"secret": secret},

@@ -230,7 +230,9 @@ class RunSerializer(serializers.ModelSerializer[AssistantRun]):
                     "tool_calls": [
                         {
                             "id": str(c.pk),
-                            "ref": refs.get(c.conversation, ""),
+                            "ref": refs.get(
+                                services.call_ref(obj, *(services.call_position(c) or (0, 0))), ""
+                            ),
                             "tool": c.tool,
                             "state": c.state,
                             "reason": c.reason,

@@ -115,14 +115,14 @@ class ToolCallSerializer(serializers.ModelSerializer[ToolCall]):
     def get_result(self, obj: ToolCall) -> dict[str, Any] | None:
         """The ``ToolResult`` once the call finished (a refusal is a result with an error
         code); ``null`` while it is open, and for a reader who may not read it (an approver
-        reading another user's call: ``runs.can_read_result``)."""
+        reading another user's call: ``runs.results``, the one reader of a result)."""
         if obj.state not in FINISHED_STATES:
             return None
-        return runs.readable_result(self._reader(), obj)
+        return runs.result_dict(self._reader(), obj)
 
     def get_result_withheld(self, obj: ToolCall) -> bool:
         """``true``: the call has a result that this reader may not read."""
-        return obj.result is not None and not runs.can_read_result(self._reader(), obj)
+        return runs.withheld(self._reader(), obj)
 
 
 class ToolCallCreateSerializer(serializers.Serializer[Any]):

@@ -1,9 +1,12 @@
 """The tool calls of a run: one durable ``ToolCall`` per call the model asked for.
 
-A call's ``conversation`` field is its reference ``assistant:<run>:<step>:<index>``
-(:func:`call_ref`), so a repeated step finds the call it already requested instead of
-requesting it again.  The model's arguments are read defensively (:func:`arguments_of`),
-and what the model reads back for a finished call is bounded (:func:`result_text`).
+A call is linked to its run by a typed relation the run writes itself (``ToolCall.run``,
+``run_step``, ``run_index``: ``runs.request_call(origin=...)``), so a repeated step finds
+the call it already requested instead of requesting it again.  Its ``conversation`` text
+(:func:`call_ref`, ``assistant:<run>:<step>:<index>``) is for people reading the record;
+nothing parses it, so a client's text that looks the same links nothing.  The model's
+arguments are read defensively (:func:`arguments_of`), and what the model reads back
+for a finished call is bounded (:func:`result_text`).
 Calls past the per-step or per-run bound (``quota``) are recorded refused, never run; the
 step's calls that wait for a human are announced together, once (``notices``).  Each call
 carries the URLs its conversation showed so far (``provenance``), for the approval rule.
@@ -12,14 +15,13 @@ carries the URLs its conversation showed so far (``provenance``), for the approv
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
 from django_webfetch import runs
 from django_webfetch.conf import conf
-from django_webfetch.models import ToolCall
+from django_webfetch.models import RunOrigin, ToolCall
 from django_webfetch.runs.bounds import InputRejected
 
 from .bounds import MIN_RESULT_BYTES, bound_result
@@ -36,7 +38,6 @@ __all__ = [
     "call_position",
     "call_ref",
     "cut_unreadable",
-    "parse_ref",
     "request_calls",
     "result_text",
     "run_calls",
@@ -48,28 +49,15 @@ def call_ref(run: AssistantRun, step: int, index: int) -> str:
 
 
 def run_calls(run: AssistantRun) -> list[ToolCall]:
-    """The calls this run requested.  Only the run's user's calls count: the reference is
-    free text on ``ToolCall``, and nobody else's call may pass for one of this run's."""
-    return list(
-        ToolCall.objects.filter(
-            conversation__startswith=run.call_ref_prefix, user=run.user
-        ).order_by("created")
-    )
-
-
-def parse_ref(ref: str) -> tuple[uuid.UUID, int, int] | None:
-    parts = ref.split(":")
-    if len(parts) != 4 or parts[0] != "assistant":
-        return None
-    try:
-        return uuid.UUID(hex=parts[1]), int(parts[2]), int(parts[3])
-    except ValueError:
-        return None
+    """The calls this run requested (``ToolCall.run``, written by the run only)."""
+    return list(ToolCall.objects.filter(run=run).order_by("created"))
 
 
 def call_position(call: ToolCall) -> tuple[int, int] | None:
-    parsed = parse_ref(call.conversation)
-    return None if parsed is None else (parsed[1], parsed[2])
+    """``(step, index)`` of a run's call; ``None`` for a call no run asked for."""
+    if call.run_id is None or call.run_step is None or call.run_index is None:
+        return None
+    return call.run_step, call.run_index
 
 
 _MAX_RAW_ARGUMENTS = 10_000
@@ -132,12 +120,24 @@ def _storable_name(name: Any) -> str:
 
 
 def _request_one(
-    name: str, arguments: Any, *, run: AssistantRun, ref: str, seen: frozenset[str]
+    name: str,
+    arguments: Any,
+    *,
+    run: AssistantRun,
+    ref: str,
+    origin: RunOrigin,
+    seen: frozenset[str],
 ) -> ToolCall:
     try:
-        return runs.request_call(name, arguments, user=run.user, conversation=ref, seen_urls=seen)
+        return runs.request_call(
+            name, arguments, user=run.user, conversation=ref, seen_urls=seen, origin=origin
+        )
     except runs.ToolNotOfferedError:
-        call = ToolCall.objects.filter(conversation=ref, user=run.user).order_by("-created").first()
+        call = (
+            ToolCall.objects.filter(run=run, run_step=origin.step, run_index=origin.index)
+            .order_by("-created")
+            .first()
+        )
         if call is None:  # pragma: no cover - request_call records it
             raise
         return call
@@ -153,17 +153,18 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
     from pydantic_ai.messages import ToolCallPart
 
     parts = [p for p in response.parts if isinstance(p, ToolCallPart)]
-    existing = {c.conversation: c for c in run_calls(run)}
+    existing = {call_position(c): c for c in run_calls(run)}
     allowed = allowed_calls(len(parts), _earlier_calls(existing.values(), step))
     seen: frozenset[str] | None = None  # read once, when a call is requested
     result: list[tuple[Any, ToolCall, str]] = []
     requested_now = False
     for index, part in enumerate(parts):
         ref = call_ref(run, step, index)
+        origin = RunOrigin(run.pk, step, index)
         name = _storable_name(part.tool_name)
         arguments, parsed = arguments_of(part)
         problem = "" if parsed else "not_json"
-        call = existing.get(ref)
+        call = existing.get((step, index))
         if call is not None and call.tool != name:
             call = None  # not the call this step asked for: never use its result
         if call is not None:
@@ -176,10 +177,12 @@ def request_calls(run: AssistantRun, step: int, response: Any) -> list[tuple[Any
             if index < allowed:
                 if seen is None:
                     seen = seen_urls(run.conversation_id)
-                request = partial(_request_one, name, run=run, ref=ref, seen=seen)
+                request = partial(_request_one, name, run=run, ref=ref, origin=origin, seen=seen)
             else:
                 sentence = refusal_sentence(index, len(parts), allowed)
-                request = partial(_refuse_one, name, run=run, ref=ref, sentence=sentence)
+                request = partial(
+                    _refuse_one, name, run=run, ref=ref, origin=origin, sentence=sentence
+                )
             try:
                 call = request(arguments)
             except InputRejected as exc:
@@ -206,17 +209,24 @@ def _earlier_calls(calls: Iterable[ToolCall], step: int) -> int:
 
 
 def _refuse_one(
-    name: str, arguments: Any, *, run: AssistantRun, ref: str, sentence: str
+    name: str, arguments: Any, *, run: AssistantRun, ref: str, origin: RunOrigin, sentence: str
 ) -> ToolCall:
     return runs.refuse_call(
-        name, arguments, user=run.user, conversation=ref, code=TOO_MANY_CALLS, sentence=sentence
+        name,
+        arguments,
+        user=run.user,
+        conversation=ref,
+        code=TOO_MANY_CALLS,
+        sentence=sentence,
+        origin=origin,
     )
 
 
-def result_text(call: ToolCall, problem: str = "") -> str:
-    """What the model reads for a finished call (bounded; errors in our words)."""
+def result_text(call: ToolCall, problem: str = "", *, reader: Any) -> str:
+    """What the model reads for a finished call of ``reader``'s run (bounded; errors in our
+    words); the result is read through ``runs.results``, as ``reader``."""
     limit = max(conf.WEBFETCH_ASSISTANT_MAX_RESULT_BYTES, MIN_RESULT_BYTES)
-    result = call.tool_result()
+    result = runs.read_result(reader, call)
     if result is None:
         text = f"[tool error: {call.reason or call.state}] The tool call ended without a result."
     elif result.ok:

@@ -221,7 +221,7 @@ def _take_results(
         return AdvanceOutcome("advanced", run.state)
     parts = []
     for part, call, problem in calls:
-        text = result_text(call, problem)
+        text = result_text(call, problem, reader=run.user)
         parts.append(ToolReturnPart(part.tool_name, text, tool_call_id=part.tool_call_id))
         if not Message.objects.filter(run=run, tool_call=call).exists():
             add_message(

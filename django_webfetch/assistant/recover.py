@@ -52,7 +52,7 @@ def sweep(now: datetime | None = None) -> dict[str, int]:
     recovered = 0
     resumed = 0
     # Expiry of the calls (their final transition resumes the run).
-    runs.expire_due(now, calls=ToolCall.objects.filter(conversation__startswith="assistant:"))
+    runs.expire_due(now, calls=ToolCall.objects.filter(run__isnull=False))
     lost = AssistantRun.objects.filter(
         state__in=[RunState.RUNNING, RunState.WAITING_FOR_APPROVAL], lease_expires_at__lte=now
     ).values_list("pk", flat=True)[:1000]

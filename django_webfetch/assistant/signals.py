@@ -1,5 +1,6 @@
 """Signals: a tool call's state changes become events of the run that asked for it, and
-its final transition resumes the run."""
+its final transition resumes the run.  The run is the call's typed link (``ToolCall.run``,
+written by the run only): a call's free-text ``conversation`` is never read here."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 from django_webfetch import runs
 from django_webfetch.models import CallState
 
-from .calls import parse_ref
 from .dispatch import dispatch
 from .models import RUN_FINISHED_STATES, AssistantRun
 from .state import event
@@ -19,12 +19,10 @@ __all__ = ["MAX_COMMENT_CHARS", "connect_signals", "on_call_finished", "on_call_
 MAX_COMMENT_CHARS = 500
 
 
-def _open_run(conversation: str) -> Any:
-    """The id of the unfinished run that asked for the call, or ``None``."""
-    parsed = parse_ref(conversation or "")
-    if parsed is None:
+def _open_run(run_id: Any) -> Any:
+    """``run_id`` if it names an unfinished run, else ``None``."""
+    if run_id is None:
         return None
-    run_id = parsed[0]
     state = AssistantRun.objects.filter(pk=run_id).values_list("state", flat=True).first()
     if state is None or state in RUN_FINISHED_STATES:
         return None
@@ -36,7 +34,7 @@ def on_call_transitioned(sender: Any, call: Any = None, previous: str = "", **kw
     the decision's comment when a person denied or cancelled it."""
     if call is None or call.state == previous or previous == CallState.PENDING:
         return  # a call's first state is in its ``call_requested`` event
-    run_id = _open_run(call.conversation)
+    run_id = _open_run(call.run_id)
     if run_id is None:
         return
     data: dict[str, Any] = {"call": str(call.pk), "tool": call.tool, "state": call.state}
@@ -47,10 +45,8 @@ def on_call_transitioned(sender: Any, call: Any = None, previous: str = "", **kw
     event(run_id, "call_state", data)
 
 
-def on_call_finished(
-    sender: Any, call_id: Any = None, conversation: str = "", **kwargs: Any
-) -> None:
-    run_id = _open_run(conversation)
+def on_call_finished(sender: Any, call_id: Any = None, run_id: Any = None, **kwargs: Any) -> None:
+    run_id = _open_run(run_id)
     if run_id is None:
         return
     if AssistantRun.objects.filter(pk=run_id, lease_expires_at__isnull=True).exists():

@@ -30,7 +30,6 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils import translation
 
-from django_webfetch.assistant.calls import parse_ref
 from django_webfetch.assistant.notices import step_awaiting_approval
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
@@ -160,8 +159,8 @@ def _render(calls: list[ToolCall], link: str) -> tuple[str, str]:
 def _on_transition(sender: Any, call: ToolCall, previous: str, **kwargs: Any) -> None:
     if call.state != CallState.AWAITING_APPROVAL or previous == CallState.AWAITING_APPROVAL:
         return
-    if parse_ref(call.conversation) is not None:
-        return  # a run's call: its step is one notice (_on_step)
+    if call.run_id is not None:
+        return  # a run's call (ToolCall.run, written by the run): its step is one notice
     # After the commit: the mail goes out only for a call that really waits.
     transaction.on_commit(partial(notify_waiting, call))
 

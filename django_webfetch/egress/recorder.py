@@ -12,7 +12,6 @@ cut and filtered, so that a log viewer never renders control characters.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import logging
 import uuid
@@ -223,7 +222,8 @@ class EgressRecorder:
         )
 
     def _run(self) -> str:
-        """The run the call belongs to (its reference ``assistant:<run hex>:...``)."""
+        """The assistant run the call belongs to (``ToolCall.run``, written by the run;
+        never parsed from the call's free-text ``conversation``)."""
         if self.run_id is None:
             self.run_id = ""
             from django_webfetch.models import ToolCall
@@ -232,11 +232,9 @@ class EgressRecorder:
                 call = uuid.UUID(self.call_id)
             except ValueError:
                 return ""
-            ref = ToolCall.objects.filter(pk=call).values_list("conversation", flat=True).first()
-            parts = (ref or "").split(":")
-            if len(parts) == 4 and parts[0] == "assistant":
-                with contextlib.suppress(ValueError):
-                    self.run_id = str(uuid.UUID(hex=parts[1]))
+            run = ToolCall.objects.filter(pk=call).values_list("run_id", flat=True).first()
+            if run is not None:
+                self.run_id = str(run)
         return self.run_id
 
     def record_exception(

@@ -1,6 +1,7 @@
 """``manage.py webfetch token create|revoke|list``: personal access tokens (MCP clients).
 
-``create`` prints the secret once (only its SHA-256 is stored); ``revoke`` refuses the token
+``create`` issues as the operator (``models.tokens.OPERATOR``: whoever runs it holds the
+database already) and prints the secret once (only its SHA-256 is stored); ``revoke`` refuses the token
 from its next request on; ``list`` shows every token (never a secret).
 """
 
@@ -12,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from django_webfetch.models import AccessToken
+from django_webfetch.models.tokens import OPERATOR
 
 __all__ = ["add_arguments", "handle"]
 
@@ -37,7 +39,8 @@ def handle(command: BaseCommand, options: dict[str, Any]) -> None:
             raise CommandError(f"no user {options['user']!r}")
         if not user.is_active:
             raise CommandError(f"user {options['user']!r} is inactive")
-        row, secret = AccessToken.objects.issue(user, options["name"])
+        # The shell is the operator (it holds the database): it issues to any active user.
+        row, secret = AccessToken.objects.issue(user, options["name"], by=OPERATOR)
         command.stdout.write(f"token {row.pk} for {user.get_username()} ({row.name}):")
         command.stdout.write(secret)
         command.stderr.write("Store the secret now: it is not shown again.")

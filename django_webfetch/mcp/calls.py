@@ -28,6 +28,7 @@ from django_webfetch.models import AccessToken, CallState, ToolCall
 from django_webfetch.net.policy import Scope
 from django_webfetch.runs.bounds import InputRejected
 from django_webfetch.tools import Effect, Tool, tools_for_user
+from django_webfetch.tools.fetch_external_url import canonical_url
 from django_webfetch.values import ToolResult
 
 from . import paging
@@ -257,7 +258,7 @@ def _request(
     except InputRejected as exc:
         return Answer(str(exc), is_error=True, data={"error": exc.code})
     if call.finished:
-        return answer_for(call, window)
+        return answer_for(call, window, token.user)
     return Pending(call_id=str(call.pk), fetch=window)
 
 
@@ -269,7 +270,8 @@ def _fetch_start(token: AccessToken, arguments: Any) -> Answer | Pending:
         _request(token, FETCH_UNDERLYING, arguments, window=None)
         return Answer(problems, is_error=True, data={"error": "invalid_arguments"})
     window = paging.Window(
-        url=arguments["url"],
+        # The form fetch_external_url stores and sends (its paging finds it by it).
+        url=canonical_url(arguments["url"]),
         mode="page" if arguments.get("raw", False) else "main",
         start=int(arguments.get("start_index", 0)),
         length=int(arguments.get("max_length", 5000)),
@@ -278,7 +280,7 @@ def _fetch_start(token: AccessToken, arguments: Any) -> Answer | Pending:
         since = timezone.now() - timedelta(seconds=conf.WEBFETCH_MCP_PAGE_TTL)
         stored = paging.stored_fetch(token.user, window, since=since)
         if stored is not None:
-            return answer_for(stored, window)
+            return answer_for(stored, window, token.user)
     return _request(
         token, FETCH_UNDERLYING, {"url": window.url, "mode": window.mode}, window=window
     )
@@ -292,11 +294,14 @@ def _status_start(user: Any, arguments: Any) -> Answer | Pending:
     if call is None:
         return NO_SUCH_CALL
     if call.finished:
-        return answer_for(call, None)
+        return answer_for(call, None, user)
     return Pending(call_id=str(call.pk), wait=float(arguments.get("wait", 0)))
 
 
 def _readable(user: Any, call_id: str) -> ToolCall | None:
+    """The call's record, if ``user`` may read it (``runs.can_read``: the requester,
+    superusers, approvers for a call that went to approval); its result is read only
+    through ``runs.results`` (:func:`answer_for`)."""
     try:
         call = ToolCall.objects.select_related("user").filter(pk=str(call_id)).first()
     except (ValidationError, ValueError):
@@ -348,11 +353,24 @@ def waiting(call: ToolCall) -> Answer:
     return Answer(text, is_error=False, data={**_data(call, None), "waiting": True})
 
 
-def answer_for(call: ToolCall, window: paging.Window | None) -> Answer:
-    """The answer of a finished call (or of an open one: :func:`waiting`)."""
+#: The answer about a finished call whose result the reader may not read.
+WITHHELD_TEXT = (
+    "The call {pk} finished ({state}). Its result is read by the user who requested it "
+    "(and superusers) only."
+)
+
+
+def answer_for(call: ToolCall, window: paging.Window | None, reader: Any) -> Answer:
+    """The answer of a finished call for ``reader`` (or of an open one: :func:`waiting`).
+
+    The result is read through ``runs.results`` (the one reader): an approver who may read
+    another user's call record gets its state, never what the tool returned."""
     if not call.finished:
         return waiting(call)
-    result = call.tool_result()
+    result = runs.read_result(reader, call)
+    if result is None and runs.withheld(reader, call):
+        data = {**_data(call, None), "result_withheld": True}
+        return Answer(WITHHELD_TEXT.format(pk=call.pk, state=call.state), data=data)
     data = _data(call, result)
     if call.state == CallState.SUCCEEDED and result is not None and result.ok:
         if window is not None:

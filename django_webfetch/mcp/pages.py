@@ -78,7 +78,7 @@ def list_resources(token: AccessToken) -> list[PageResource]:
     _count_call(token)
     call = runs.request_call("list_pages", {}, user=token.user, conversation=conversation_of(token))
     call = runs.settle(call, timeout=_settle_timeout())
-    result = call.tool_result()
+    result = runs.read_result(token.user, call)
     if call.state != CallState.SUCCEEDED or result is None or not result.ok:
         return []
     resources = []
@@ -107,7 +107,7 @@ def read_resource(token: AccessToken, uri: str) -> str:
         conversation=conversation_of(token),
     )
     call = runs.settle(call, timeout=_settle_timeout())
-    result = call.tool_result()
+    result = runs.read_result(token.user, call)
     if call.state != CallState.SUCCEEDED or result is None or not result.ok:
         raise ResourceNotFound(uri)
     return str(result.content)

@@ -119,7 +119,7 @@ async def _wait(ctx: Context, token: AccessToken, pending: calls.Pending) -> Ans
         if call is None:
             return calls.NO_SUCH_CALL
         if call.finished:
-            return await db(calls.answer_for, call, pending.fetch)
+            return await db(calls.answer_for, call, pending.fetch, live.user)
         elapsed = anyio.current_time() - started
         if elapsed >= bound:
             return calls.waiting(call)

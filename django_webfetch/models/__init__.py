@@ -6,7 +6,7 @@ from django_webfetch.assistant.models import AssistantRun, Conversation, Message
 from django_webfetch.budgets.models import Budget, BudgetUsage
 from django_webfetch.plugins.models import PluginInstance
 
-from .calls import CallState, ToolCall
+from .calls import CallState, RunOrigin, ToolCall
 from .events import Decision, EgressEvent
 from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .operations import OperationsOverview
@@ -33,6 +33,7 @@ __all__ = [
     "OperationsOverview",
     "PluginInstance",
     "RunEvent",
+    "RunOrigin",
     "RunState",
     "SiteHost",
     "StoredText",

@@ -17,6 +17,7 @@ changes only through ``django_webfetch.runs`` (one function, under a row lock)::
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +26,7 @@ from django.utils.translation import gettext_lazy as _
 
 from django_webfetch.values import ToolResult
 
-__all__ = ["FINISHED_STATES", "TRANSITIONS", "CallState", "ToolCall"]
+__all__ = ["FINISHED_STATES", "TRANSITIONS", "CallState", "RunOrigin", "ToolCall"]
 
 
 class CallState(models.TextChoices):
@@ -61,6 +62,20 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 FINISHED_STATES: frozenset[str] = frozenset(s for s, targets in TRANSITIONS.items() if not targets)
 
 
+@dataclass(frozen=True)
+class RunOrigin:
+    """Which assistant run asked for a call, at which step, as its which call: written on
+    the call by the run itself (``runs.request_call(origin=...)``), never from client
+    text.  ``run_id`` is the ``AssistantRun``'s primary key."""
+
+    run_id: Any
+    step: int
+    index: int
+
+    def fields(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "run_step": self.step, "run_index": self.index}
+
+
 class ToolCall(models.Model):
     """One tool call requested by the assistant on behalf of a user."""
 
@@ -76,8 +91,26 @@ class ToolCall(models.Model):
         related_name="webfetch_tool_calls",
         verbose_name=_("requested by"),
     )
-    #: Free reference of the assistant's conversation or session.
+    #: Free text of the caller (an API client's notes, ``mcp:token-<id>``...): shown, never
+    #: parsed into a reference (a run's calls are linked by ``run``).
     conversation = models.CharField(_("conversation"), max_length=200, blank=True)
+    #: The assistant run that asked for the call, its step and its place in the step
+    #: (:class:`RunOrigin`): written by the run only; ``None`` for any other caller.
+    run = models.ForeignKey(
+        "django_webfetch.AssistantRun",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="tool_calls",
+        editable=False,
+        verbose_name=_("assistant run"),
+    )
+    run_step = models.PositiveSmallIntegerField(
+        _("step of the run"), null=True, blank=True, editable=False
+    )
+    run_index = models.PositiveSmallIntegerField(
+        _("call of the step"), null=True, blank=True, editable=False
+    )
     state = models.CharField(
         _("state"), max_length=20, choices=CallState.choices, default=CallState.PENDING
     )

@@ -1,8 +1,13 @@
 """Personal access tokens: how an MCP client (or another machine client) is a Django user.
 
-An admin issues a token to a user (the admin, or ``manage.py webfetch token create``); the
-secret is shown once and only its SHA-256 is stored.  A token is refused from the moment it
-is revoked or its user is deactivated: every request looks it up again.
+A token is issued through one door, :meth:`AccessTokenQuerySet.issue` (the admin and
+``manage.py webfetch token create`` both call it; a token saved any other way is refused):
+a user issues tokens for themselves; only a superuser issues one for another user (never
+above their own rights: a superuser holds every right); the shell (the CLI) is the
+operator, who holds the database already (:data:`OPERATOR`).  The secret is shown once and
+only its SHA-256 is stored.  A token carries no rights of its own: every request looks it
+up again with its user, so it has its owner's rights *at that request*, and it is refused
+from the moment it is revoked or its user is deactivated.
 """
 
 from __future__ import annotations
@@ -13,11 +18,19 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-__all__ = ["TOKEN_PREFIX", "AccessToken", "hash_secret"]
+__all__ = [
+    "OPERATOR",
+    "TOKEN_PREFIX",
+    "AccessToken",
+    "TokenIssueDenied",
+    "hash_secret",
+    "may_issue",
+]
 
 #: Every secret starts with it (secret scanners and people can tell what it is).
 TOKEN_PREFIX = "wfpat_"
@@ -31,11 +44,52 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+class TokenIssueDenied(PermissionDenied):
+    """The issuer may not issue this token (another user's, or to an inactive user)."""
+
+    code = "token_issue_not_permitted"
+
+
+class _Operator:
+    """The issuer at the shell (``manage.py webfetch token create``)."""
+
+    def __repr__(self) -> str:
+        return "OPERATOR"
+
+
+#: Who issues a token from the shell: the operator, who holds the database already.
+OPERATOR: Any = _Operator()
+
+
+def may_issue(issuer: Any, user: Any) -> bool:
+    """May ``issuer`` issue a token to ``user``?  Themselves, or (a superuser) anyone;
+    the shell's :data:`OPERATOR` anyone.  Never to an inactive user."""
+    if user is None or not getattr(user, "is_active", False):
+        return False
+    if issuer is OPERATOR:
+        return True
+    if (
+        issuer is None
+        or not getattr(issuer, "is_authenticated", False)
+        or not getattr(issuer, "is_active", False)
+    ):
+        return False
+    return bool(issuer.pk == user.pk or getattr(issuer, "is_superuser", False))
+
+
 class AccessTokenQuerySet(models.QuerySet["AccessToken"]):
-    def issue(self, user: Any, name: str) -> tuple[AccessToken, str]:
-        """A new token for ``user``: ``(row, secret)``.  The secret is not stored."""
+    def issue(self, user: Any, name: str, *, by: Any) -> tuple[AccessToken, str]:
+        """A new token for ``user``, issued by ``by`` (a user, or :data:`OPERATOR`):
+        ``(row, secret)``.  The secret is not stored.  Raises :class:`TokenIssueDenied`
+        unless :func:`may_issue`.  The one way a token is made (the module docstring)."""
+        if not may_issue(by, user):
+            raise TokenIssueDenied(
+                "A user issues access tokens for themselves; only a superuser issues one "
+                "for another user (and never for an inactive one)."
+            )
         token = self.model(user=user, name=str(name)[:100])
         secret = token.new_secret()
+        token._issued = True
         token.save(force_insert=True, using=self.db)
         return token, secret
 
@@ -87,6 +141,8 @@ class AccessToken(models.Model):
     revoked = models.DateTimeField(_("revoked at"), null=True, blank=True)
 
     objects = AccessTokenQuerySet.as_manager()
+    #: Set by ``AccessToken.objects.issue`` on the row it makes (the one door).
+    _issued: bool = False
 
     class Meta:
         ordering = ["-created"]
@@ -95,6 +151,13 @@ class AccessToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.hint}…)"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # A new token is made by ``AccessToken.objects.issue`` only (who issues it is
+        # checked there); an existing one may be renamed or revoked.
+        if self._state.adding and not self._issued:
+            raise TokenIssueDenied("Access tokens are issued with AccessToken.objects.issue().")
+        super().save(*args, **kwargs)
 
     def new_secret(self) -> str:
         """Give this (unsaved) token a new secret; returns it (it is not kept)."""

@@ -6,6 +6,7 @@
                               label: the plumbing shared with the assistant's runs
 ``runs.limits``               settings-derived values: async or not, time limits, lease
 ``runs.permissions``          who may approve, read, cancel; the calls a user may read
+``runs.results``              the one reader of a call's result (who reads what it returned)
 ``runs.state``                :func:`transition`, the one place that changes a call
 ``runs.request``              requesting a call, with the pre-flight; refusing one
 ``runs.decide``               approve, deny, cancel
@@ -59,10 +60,10 @@ from .permissions import (
     can_cancel,
     can_read,
     can_read_result,
-    readable_result,
     reads_every_result,
     visible_calls,
 )
+from .results import read_result, result_dict, withheld
 from .polling import POLL_MAX, POLL_MIN, poll_after, retry_after_header
 from .recover import SweepReport, expire_due, prune_calls, recover_lost, refresh, sweep
 from .request import preflight, refuse_call, request_call
@@ -114,7 +115,9 @@ __all__ = [
     "sweep",
     "time_limits",
     "transition",
-    "readable_result",
+    "read_result",
     "reads_every_result",
+    "result_dict",
     "visible_calls",
+    "withheld",
 ]

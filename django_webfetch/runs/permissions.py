@@ -18,7 +18,6 @@ __all__ = [
     "can_read",
     "can_read_result",
     "may_approve",
-    "readable_result",
     "reads_every_result",
     "visible_calls",
 ]
@@ -67,17 +66,10 @@ def can_read_result(user: Any, call: ToolCall) -> bool:
 def can_read(user: Any, call: ToolCall) -> bool:
     """May ``user`` read ``call``'s record (its card, arguments, state and reason)?  The
     requester and superusers, and approvers for a call that went to approval; the result
-    itself only by :func:`can_read_result`."""
+    itself only by :func:`can_read_result`, read through ``runs.results``."""
     if requested_or_superuser(user, call):
         return True
     return bool(call.requires_approval) and may_approve(user)
-
-
-def readable_result(user: Any, call: ToolCall) -> dict[str, Any] | None:
-    """``call.result`` as ``user`` may see it: ``None`` when they may not read it."""
-    if call.result is None or not can_read_result(user, call):
-        return None
-    return dict(call.result)
 
 
 def can_cancel(user: Any, call: ToolCall) -> bool:

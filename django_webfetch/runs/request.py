@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -21,7 +21,7 @@ from django_webfetch.budgets import BudgetExceeded, charge_tool_call
 from django_webfetch.conf import conf
 from django_webfetch.egress import EgressRecorder, requested_host
 from django_webfetch.egress.preflight import live_verdict
-from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models import CallState, RunOrigin, ToolCall
 from django_webfetch.net.errors import EgressDenied
 from django_webfetch.runs.bounds import InputRejected, check_storable, check_text, make_storable
 from django_webfetch.tools import (
@@ -126,6 +126,7 @@ def request_call(
     user: Any,
     conversation: str = "",
     seen_urls: Collection[str] | None = None,
+    origin: RunOrigin | None = None,
 ) -> ToolCall:
     """Record a call the assistant asked for, and start it as far as it may go.
 
@@ -144,10 +145,21 @@ def request_call(
     ``seen_urls``: the URLs the call's conversation showed, normalised
     (``assistant.provenance``), for the composed-URL rule of ``tools.approval``; ``None``
     for a call made outside a conversation (its caller wrote the URL).
+
+    ``origin``: the assistant run that asks (its step and the call's place in it), written
+    on the call as a typed relation; only the run passes it, never a surface (a client's
+    ``conversation`` is free text, never parsed into one).
     """
     _refuse_unstorable(tool_name, arguments, user=user, conversation=conversation)
     offered = {t.name: t for t in tool_registry.tools_for_user(user)}
     tool = offered.get(tool_name)
+    if tool is not None and isinstance(arguments, Mapping):
+        # Stored, checked, shown and run in the tool's canonical form (what is compared is
+        # what is sent: ``Tool.canonical_arguments``).
+        try:
+            arguments = tool.canonical_arguments(arguments)
+        except Exception:
+            logger.exception("canonical arguments of tool %r failed", tool.name)
     try:
         stored_arguments = _jsonable(arguments)
         if stored_arguments is None:
@@ -157,7 +169,9 @@ def request_call(
         stored_arguments = {}
         arguments = None
     if tool is None:
-        _record_not_offered(tool_name, stored_arguments, user=user, conversation=conversation)
+        _record_not_offered(
+            tool_name, stored_arguments, user=user, conversation=conversation, origin=origin
+        )
 
     with transaction.atomic():
         call = ToolCall.objects.create(
@@ -166,6 +180,7 @@ def request_call(
             arguments=stored_arguments,
             user=user,
             conversation=(conversation or "")[:200],
+            **(origin.fields() if origin is not None else {}),
         )
         invalid = validate_arguments(tool, arguments)
         if invalid is not None:
@@ -229,7 +244,12 @@ def _refuse_unstorable(tool_name: str, arguments: Any, *, user: Any, conversatio
 
 
 def _record_not_offered(
-    tool_name: str, stored_arguments: Any, *, user: Any, conversation: str
+    tool_name: str,
+    stored_arguments: Any,
+    *,
+    user: Any,
+    conversation: str,
+    origin: RunOrigin | None,
 ) -> NoReturn:
     """A refused request stays on record (a prompt-injected attempt is worth an audit
     trail): a finished call, nothing run; then :class:`ToolNotOfferedError`."""
@@ -239,13 +259,20 @@ def _record_not_offered(
         stored_arguments,
         user=user,
         conversation=conversation,
+        origin=origin,
         refusal=ToolResult.failure("tool_not_offered", sentence, why=why),
     )
     raise ToolNotOfferedError(sentence, why=why)
 
 
 def _record_refusal(
-    tool_name: str, stored_arguments: Any, *, user: Any, conversation: str, refusal: ToolResult
+    tool_name: str,
+    stored_arguments: Any,
+    *,
+    user: Any,
+    conversation: str,
+    origin: RunOrigin | None,
+    refusal: ToolResult,
 ) -> ToolCall:
     """A finished, never-run call ending ``failed`` with ``refusal``'s code as its reason."""
     known = tool_registry.get(str(tool_name)[:100])
@@ -256,6 +283,7 @@ def _record_refusal(
             arguments=stored_arguments,
             user=user if getattr(user, "pk", None) is not None else None,
             conversation=(conversation or "")[:200],
+            **(origin.fields() if origin is not None else {}),
         )
         return transition(
             refused,
@@ -273,6 +301,7 @@ def refuse_call(
     conversation: str = "",
     code: str,
     sentence: str,
+    origin: RunOrigin | None = None,
 ) -> ToolCall:
     """Record a call the assistant asked for and that is refused before anything about it
     is decided (no offer, validation, approval or pre-flight): a finished call, ``failed``
@@ -293,6 +322,7 @@ def refuse_call(
         {} if stored_arguments is None else stored_arguments,
         user=user,
         conversation=conversation,
+        origin=origin,
         refusal=ToolResult.failure(code, sentence),
     )
 

@@ -44,9 +44,11 @@ logger = logging.getLogger("django_webfetch.runs")
 call_transitioned = Signal()
 
 #: Sent when a call reaches a finished state, inside the transaction that finishes it:
-#: ``call_finished.send(sender=ToolCall, call_id=..., conversation=...)``.  A receiver that
-#: acts on it defers the work with ``transaction.on_commit``; receivers' errors are logged,
-#: never raised.  The assistant resumes the run that asked for the call.
+#: ``call_finished.send(sender=ToolCall, call_id=..., run_id=..., conversation=...)``
+#: (``run_id``: the assistant run that asked for it, ``ToolCall.run``, or ``None``; the
+#: ``conversation`` is the caller's free text, never a reference).  A receiver that acts on
+#: it defers the work with ``transaction.on_commit``; receivers' errors are logged, never
+#: raised.  The assistant resumes the run that asked for the call.
 call_finished = Signal()
 
 
@@ -118,7 +120,10 @@ def _transition(
         _announce(call, current)
         if target in FINISHED_STATES:
             for receiver, error in call_finished.send_robust(
-                sender=ToolCall, call_id=call.pk, conversation=call.conversation
+                sender=ToolCall,
+                call_id=call.pk,
+                run_id=call.run_id,
+                conversation=call.conversation,
             ):
                 if isinstance(error, Exception):
                     logger.error("call_finished receiver %r failed: %r", receiver, error)

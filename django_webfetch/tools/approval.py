@@ -11,7 +11,8 @@ A URL the model composed (issue 19, item 15): where approval is skipped through 
 allowlist, a group with ``fetch_only_seen_urls`` (on by default) still sends a call of a
 tool in the ``external_filtered`` scope (``fetch_external_url``) to a human unless its URL
 is one the conversation already showed: the editor wrote it, or an earlier tool result
-carried it (:func:`url_provenance`, compared after ``net.urlnorm.normalise_url``).  The set
+carried it (:func:`url_provenance`: the URL in its canonical form, ``net.urlnorm``, which
+is also the form the tool sends).  The set
 of seen URLs comes in with the call (``ToolContext.seen_urls``, built by
 ``assistant.provenance``); a call requested outside a conversation (the API) brings none,
 and the rule does not apply to it: its caller wrote the URL.
@@ -71,13 +72,16 @@ def has_allowlist(group: Any) -> bool:
 
 
 def url_provenance(url: Any, seen_urls: Collection[str] | None) -> str | None:
-    """:data:`SEEN` when ``url`` (normalised) is one of ``seen_urls`` (normalised already),
-    :data:`COMPOSED` when it is not, ``None`` when there is nothing to decide (no URL, or no
-    conversation: ``seen_urls`` is ``None``)."""
+    """:data:`SEEN` when ``url`` is one of ``seen_urls`` (normalised) *as it is spelt*: in
+    its one canonical form (``net.urlnorm``), the form the tool sends; :data:`COMPOSED`
+    when it is not (another spelling of a seen URL included: its spelling could carry bits
+    out, issue 29 finding 7); ``None`` when there is nothing to decide (no URL, or no
+    conversation: ``seen_urls`` is ``None``).  ``fetch_external_url`` writes its URL in
+    the canonical form before this is asked (``Tool.canonical_arguments``)."""
     if seen_urls is None or not isinstance(url, str):
         return None
     normal = normalise_url(url)
-    return SEEN if normal is not None and normal in seen_urls else COMPOSED
+    return SEEN if normal is not None and normal == url and normal in seen_urls else COMPOSED
 
 
 def composed_url_requires_approval(group: Any, provenance: str | None) -> bool:

@@ -102,6 +102,13 @@ class Tool:
         call is requested (DESIGN.md §7); ``None``: nothing to check before it runs."""
         return None
 
+    def canonical_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The arguments as they are stored, checked and run (``runs.request_call`` calls
+        this first).  A tool whose URL decides anything (provenance, the allowlist) writes
+        it in its one canonical form here, so that what is compared is what is sent, never
+        the model's spelling (issue 29, finding 7).  The default changes nothing."""
+        return arguments
+
     def approval_preview(self, call: ToolCallLike) -> dict[str, Any]:
         """What the approval card shows (JSON)."""
         return {"tool": self.name, "group": self.group, "arguments": dict(call.arguments)}

@@ -8,6 +8,7 @@ from urllib.parse import parse_qsl
 
 from django_webfetch.net.errors import EgressDenied
 from django_webfetch.net.policy import Scope
+from django_webfetch.net.urlnorm import normalise_url
 from django_webfetch.net.urlparse import parse_url
 from django_webfetch.text import MAX_STORED_CHARS, Document, extract
 
@@ -16,7 +17,17 @@ from ._egress import AuditedFetch, status_result
 from .base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
 from .paging import PAGE_PARAMETER
 
-__all__ = ["FetchExternalUrl"]
+__all__ = ["FetchExternalUrl", "canonical_url"]
+
+
+def canonical_url(url: str) -> str:
+    """The one spelling of ``url`` that is compared (provenance), checked (the guard, the
+    allowlist), shown (the approval card) and sent: ``net.urlnorm.normalise_url``.  Two
+    spellings that compare equal are sent as the same bytes; a model cannot carry bits in
+    how it spells a URL it was shown.  A URL without a canonical form (userinfo,
+    whitespace...) is left as it is: the guard refuses it."""
+    normal = normalise_url(url)
+    return url if normal is None else normal
 
 
 def _user_label(user: Any) -> str:
@@ -78,6 +89,12 @@ class FetchExternalUrl(Tool):
     # Approval is decided by the group (ToolApprovalRule): every call waits for a human
     # unless the operator turned on skip_approval_with_allowlist AND the allowlist is set.
 
+    def canonical_arguments(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        url = arguments.get("url")
+        if not isinstance(url, str):
+            return arguments
+        return {**arguments, "url": canonical_url(url)}
+
     def preflight_url(self, arguments: Mapping[str, Any]) -> str | None:
         url = arguments.get("url")
         return url if isinstance(url, str) else None
@@ -112,7 +129,9 @@ class FetchExternalUrl(Tool):
     # -- execution ----------------------------------------------------------------------
 
     def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        url = arguments["url"]
+        # Sent (and kept, and looked up) in its canonical form on every path, also when a
+        # caller runs the tool without ``runs.request_call``.
+        url = canonical_url(arguments["url"])
         mode = arguments.get("mode", "main")
         page = arguments.get("page", 1)
         if page > 1:

@@ -20,5 +20,4 @@ def ask(api: Any, content: str) -> Any:
 
 def calls_of(run_id: str) -> list[ToolCall]:
     """Every ``ToolCall`` the run requested (refused ones included)."""
-    prefix = f"assistant:{uuid.UUID(run_id).hex}:"
-    return list(ToolCall.objects.filter(conversation__startswith=prefix))
+    return list(ToolCall.objects.filter(run_id=uuid.UUID(run_id)))

@@ -230,7 +230,7 @@ def test_malformed_tool_calls_become_errors_the_model_sees_and_are_recorded(
     assert sent[3].startswith("[tool error: invalid_arguments]") and "text" in sent[3]
     assert sent[4] == "echo: fine"
     assert EchoTool.executed == [{"text": "fine"}]
-    assert ToolCall.objects.filter(conversation__startswith="assistant:").count() == 5
+    assert ToolCall.objects.filter(run__isnull=False).count() == 5
     assert offered_tools(provider.requests[0]) == ["runs_echo", "runs_write"]
 
 
@@ -422,7 +422,7 @@ def test_absurd_tool_arguments_are_a_tool_error(api, provider, run_tools):
     assert [(c["state"], c["reason"]) for c in calls] == [("failed", "invalid_arguments")] * 2
     sent = tool_results(provider.requests[1])
     assert sent == ["[tool error: invalid_arguments] The arguments are not valid JSON."] * 2
-    for call in ToolCall.objects.filter(conversation__startswith="assistant:"):
+    for call in ToolCall.objects.filter(run__isnull=False):
         assert len(str(call.arguments)) <= 10_100
 
 

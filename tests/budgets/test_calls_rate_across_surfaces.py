@@ -35,7 +35,7 @@ def test_a_user_over_the_calls_rate_starts_no_call_over_mcp(editor, settings, ru
     assert post().status_code == 429  # the user is over the rate
     assert ToolCall.objects.count() == 1
 
-    AccessToken.objects.issue(editor, "agent")
+    AccessToken.objects.issue(editor, "agent", by=editor)
     token = AccessToken.objects.get(user=editor)
     for text in ("b", "c", "d"):
         start_call(token, "runs_echo", {"text": text})
@@ -52,7 +52,7 @@ def test_a_user_over_the_calls_rate_starts_no_read_page_call_as_a_resource(
 ):
     settings.WEBFETCH_API_RATES = {"calls": "1/minute"}
     about = cms_page_factory("About us", "about", PAGES["about"])
-    AccessToken.objects.issue(editor, "agent")
+    AccessToken.objects.issue(editor, "agent", by=editor)
     token = AccessToken.objects.select_related("user").get(user=editor)
 
     first = start_call(token, "read_page", {"page_id": about.pk})

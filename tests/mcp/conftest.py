@@ -55,7 +55,7 @@ def token_for() -> Callable[[Any], str]:
     from django_webfetch.models import AccessToken
 
     def issue(user: Any, name: str = "test client") -> str:
-        return AccessToken.objects.issue(user, name)[1]
+        return AccessToken.objects.issue(user, name, by=user)[1]
 
     return issue
 

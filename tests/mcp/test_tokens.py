@@ -27,7 +27,7 @@ def _command(*args):
 
 
 def test_only_the_hash_is_stored_and_a_live_token_authenticates(editor):
-    token, secret = AccessToken.objects.issue(editor, "laptop")
+    token, secret = AccessToken.objects.issue(editor, "laptop", by=editor)
     assert secret.startswith(TOKEN_PREFIX) and len(secret) > 40
     row = AccessToken.objects.get(pk=token.pk)
     assert row.token_hash == hash_secret(secret)
@@ -45,23 +45,23 @@ def test_only_the_hash_is_stored_and_a_live_token_authenticates(editor):
     ["", "wfpat_", "Bearer x", "wfpat_" + "a" * 200, "wfpat_a\x00b", 12, None, "wfpat_äöü"],
 )
 def test_anything_but_a_live_secret_is_refused(editor, secret):
-    AccessToken.objects.issue(editor, "laptop")
+    AccessToken.objects.issue(editor, "laptop", by=editor)
     assert AccessToken.objects.authenticate(secret) is None
 
 
 def test_a_revoked_token_or_an_inactive_user_is_refused(editor, user_factory):
-    token, secret = AccessToken.objects.issue(editor, "laptop")
+    token, secret = AccessToken.objects.issue(editor, "laptop", by=editor)
     token.revoke()
     assert AccessToken.objects.authenticate(secret) is None
     other = user_factory(username="gone")
-    _token, other_secret = AccessToken.objects.issue(other, "old")
+    _token, other_secret = AccessToken.objects.issue(other, "old", by=other)
     other.is_active = False
     other.save()
     assert AccessToken.objects.authenticate(other_secret) is None
 
 
 def test_last_used_is_written_at_most_once_a_minute(editor):
-    token, secret = AccessToken.objects.issue(editor, "laptop")
+    token, secret = AccessToken.objects.issue(editor, "laptop", by=editor)
     AccessToken.objects.authenticate(secret)
     first = AccessToken.objects.get(pk=token.pk).last_used
     AccessToken.objects.authenticate(secret)
@@ -107,7 +107,7 @@ def test_the_stdio_server_needs_a_live_token(editor, monkeypatch):
     monkeypatch.delenv("WEBFETCH_MCP_TOKEN", raising=False)
     with pytest.raises(CommandError, match="WEBFETCH_MCP_TOKEN"):
         _command("mcp")
-    token, secret = AccessToken.objects.issue(editor, "laptop")
+    token, secret = AccessToken.objects.issue(editor, "laptop", by=editor)
     token.revoke()
     monkeypatch.setitem(os.environ, "WEBFETCH_MCP_TOKEN", secret)
     with pytest.raises(CommandError, match="unknown or revoked"):

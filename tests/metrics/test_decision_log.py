@@ -78,21 +78,37 @@ def test_one_valid_line_per_decision(web, editor, caplog):
 
 
 def test_a_call_of_a_run_names_its_run(web, editor, caplog):
+    from django_webfetch.models import AssistantRun, Conversation, RunOrigin
+
     caplog.set_level(logging.INFO, logger="django_webfetch.egress")
     group = ToolGroup.objects.get(slug="web")
     group.skip_approval_with_allowlist = True
     group.save()
     HostListEntry.objects.create(group=group, list="allow", value="docs.lab.example")
-    ref = "assistant:0123456789abcdef0123456789abcdef:1:0"
+    run = AssistantRun.objects.create(
+        conversation=Conversation.objects.create(owner=editor), user=editor
+    )
     call = runs.request_call(
         "fetch_external_url",
         {"url": web.url("docs.lab.example", "/page")},
         user=editor,
-        conversation=ref,
+        conversation=f"assistant:{run.pk.hex}:1:0",
+        origin=RunOrigin(run.pk, 1, 0),
     )
     found = lines(caplog)
     assert found and {line["call_id"] for line in found} == {str(call.pk)}
-    assert {line["run_id"] for line in found} == {"01234567-89ab-cdef-0123-456789abcdef"}
+    assert {line["run_id"] for line in found} == {str(run.pk)}
+    # A client's text that looks like a reference names no run (issue 29, finding 3).
+    caplog.clear()
+    forged = runs.request_call(
+        "fetch_external_url",
+        {"url": web.url("docs.lab.example", "/page")},
+        user=editor,
+        conversation=f"assistant:{run.pk.hex}:1:1",
+    )
+    found = lines(caplog)
+    assert found and {line["call_id"] for line in found} == {str(forged.pk)}
+    assert {line["run_id"] for line in found} == {""}
 
 
 def test_nothing_a_server_chose_appears_unquoted(web, editor, caplog):
