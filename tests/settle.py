@@ -41,7 +41,7 @@ def settled_run(run: Any, timeout: float = SAFETY_NET) -> Any:
         row = AssistantRun.objects.get(pk=pk)
         if row.state != "running":
             open_calls = ToolCall.objects.filter(
-                conversation__startswith=f"assistant:{pk}:", state__in=("approved", "running")
+                run_id=pk, state__in=("approved", "running")
             )
             if not open_calls.exists():
                 return row

@@ -9,10 +9,10 @@ words).  Nobody else, on any surface.
 Every surface that shows a principal a result reads it here, and nowhere else: the API's
 serializer, the admin's tool-call pages, the MCP tools (``webfetch_call_status``,
 ``fetch``'s paging) and resources, the assistant's loop (what the model reads back for its
-run's user).  ``tests/review29/test_one_door_for_results.py`` fails on any module of the
+run's user).  ``tests/runs/test_one_door_for_results.py`` fails on any module of the
 package, other than this one and the writers (``runs.state``, ``runs.decide``, the
 pruning of ``runs.recover``), that touches ``ToolCall.result`` or ``tool_result()``; and
-``tests/review29/test_every_surface_reads_results_through_the_door.py`` walks every URL
+``tests/runs/test_every_surface_reads_results_through_the_door.py`` walks every URL
 route, MCP handler and tool, admin registration and mail.
 """
 

@@ -27,7 +27,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.cms.conftest import PAGES, cms_page_factory, content_group  # noqa: F401
-from tests.runs.conftest import approver, approver_factory  # noqa: F401 - fixtures
+from tests.runs.conftest import approver, approver_factory, run_tools  # noqa: F401 - fixtures
 from tests.runs.infra import ROOT, process_env, start_logged, stop_process, wait_for
 
 SETTINGS = "tests.mcp.server_settings"

@@ -1,4 +1,4 @@
-"""review29, finding 1 as a class: who reads a call's result, on every surface.
+"""Review round 4 (issue 29), finding 1 as a class: who reads a call's result, on every surface.
 
 The rule (docs/security.rst, "Who reads a result"): a call's result is read by its
 requester and by superusers; an approver reads the record of a call that went to approval
@@ -41,7 +41,7 @@ from django_webfetch.tools import ToolResult
 from tests.runs.conftest import EchoTool
 from tests.runs.test_read_access import _template, _walk
 
-from .helpers import settled
+from tests.settle import settled_call as settled
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""review29, finding 7 (medium): URL provenance decided on the normalised URL, but
+"""Review round 4 (issue 29), finding 7 (medium): URL provenance decided on the normalised URL, but
 ``fetch_external_url`` sent the model's spelling.  A seen link re-spelt (each letter as
 itself or as ``%XX``: one bit per letter) counted as seen, ran without approval where the
 allowlist skips it, and carried the bits to the allowlisted host.
@@ -21,7 +21,7 @@ from django_webfetch.net.urlnorm import normalise_url
 from django_webfetch.tools.approval import SEEN, url_provenance
 from django_webfetch.tools.fetch_external_url import canonical_url
 
-from .helpers import settled
+from tests.settle import settled_call as settled
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""review29, finding 1 (high): a non-superuser approver read the full result of another
+"""Review round 4 (issue 29), finding 1 (high): a non-superuser approver read the full result of another
 user's call through the MCP tool ``webfetch_call_status`` (``mcp/calls.py`` filtered with
 the record rule, not the result rule, and the answer builder returned any finished call's
 content).  The API and the admin withhold it; MCP must too."""
@@ -15,7 +15,7 @@ from django_webfetch.mcp.calls import CALL_STATUS_TOOL, start_call
 from django_webfetch.models import AccessToken
 from tests.runs.conftest import EchoTool
 
-from .helpers import settled
+from tests.settle import settled_call as settled
 
 pytestmark = pytest.mark.django_db
 
