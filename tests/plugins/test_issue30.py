@@ -97,6 +97,7 @@ _SITE = r"""
 import ctypes, errno, json, os, socket, sys
 
 config = json.loads(sys.argv[2])
+os.environ.update(config.get("env") or {})
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 # Its own UTS namespace: a plugin that renames "the machine" renames only this child's view.
@@ -107,8 +108,9 @@ if config.get("refuse"):
     import pyseccomp as sc
 
     rules = sc.SyscallFilter(sc.ALLOW)
-    for name, code in config["refuse"]:
-        rules.add_rule(sc.ERRNO(getattr(errno, code)), name)
+    for name, code, *mask in config["refuse"]:
+        conditions = [sc.Arg(0, sc.MASKED_EQ, mask[0], mask[0])] if mask else []
+        rules.add_rule(sc.ERRNO(getattr(errno, code)), name, *conditions)
     rules.load()
 
 sys.path.insert(0, sys.argv[1])
@@ -151,8 +153,14 @@ if config.get("probe"):
     )
     report["result"] = {"ok": result.ok, "error": result.error, "content": result.content}
 else:
+    from django_webfetch.plugins.runtime.host import capabilities
+
+    report["capabilities"] = capabilities()
     registry.load()
     report["problems"] = registry.problems()
+    from django.core import checks
+
+    report["checks"] = sorted(m.id for m in checks.run_checks(tags=["security"]) if m.id)
     report["manifests"] = [m.name for m in registry.manifests()]
     report["list"] = [s.isolation for s in services.list_instances()]
 report["imported_here"] = sorted(m for m in sys.modules if m.startswith("webfetch_example"))

@@ -272,7 +272,15 @@ def manifest() -> dict[str, Any]:
                 path="string",
                 port="integer",
             ),
-            _tool("example_probe", _probes.probe, probe="string", target="integer", size="integer"),
+            _tool(
+                "example_probe",
+                _probes.probe,
+                probe="string",
+                target="integer",
+                size="integer",
+                victim="integer",
+                path="string",
+            ),
             *({**spec, "handler": whoami} for spec in state.get("extra_tools", [])),
         ],
     }

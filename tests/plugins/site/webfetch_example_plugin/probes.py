@@ -136,7 +136,9 @@ def _probe(arguments: dict[str, Any]) -> dict[str, str]:
     if name == "all":
         from .hostile import everything
 
-        return everything(target)
+        return everything(
+            target, int(arguments.get("victim") or 0), str(arguments.get("path") or "")
+        )
     raise ValueError(f"unknown probe {name!r}")
 
 
