@@ -8,9 +8,9 @@ cannot be built, nothing of the package is imported or executed here: the entry 
 refused with reason ``plugin_isolation_unavailable`` (check E030 and ``webfetch plugin
 list`` say why), unless the operator marked an instance of that plugin ``trusted`` (an
 explicit choice, warned by check W032): only then is it imported here, under the audit
-hook (tests/plugins/test_issue30.py::test_finding_5_without_a_sandbox_nothing_of_the_package_runs_in_the_site).  A
-manifest that fails validation refuses the whole plugin: none of its tools is registered
-and the problem is reported by system check ``django_webfetch.E030``.
+hook (tests/plugins/test_issue30.py, finding 5).  A manifest that fails validation
+refuses the whole plugin: none of its tools is registered and the problem is reported by
+system check ``django_webfetch.E030``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,25 @@
-"""The plugin process: ``python -I -B -c <bootstrap> ROOT FD`` (see ``host.guest_command``).
+"""The plugin process: ``python -I -B -c <bootstrap> ROOT PLUGIN_PATH FD``, started by
+bubblewrap in the plugin sandbox (``bubblewrap.command``: its own user, PID, network, IPC,
+UTS, mount and cgroup namespaces, uid 65534 with no capabilities, a read-only minimal view,
+an empty environment and the allow-list seccomp filter already in force).
 
-A fresh interpreter spawned by the host (never a fork of Django) with an empty
-environment, its scratch directory as working directory, and one inherited end of a Unix
-socketpair as its only way to talk to anyone.  In this order, before any plugin code is
-imported, it
+One inherited end of a Unix socketpair is its only way to talk to anyone.  In this order,
+before any plugin code is imported, it
 
 1. reads its ``setup`` message (limits, the plugin's location, the scratch directory),
-2. sets its resource limits (address space, CPU time, file size, open files, no core) and
-   asks to be killed when the host dies,
-3. sets ``no_new_privs`` and installs a seccomp filter (libseccomp through ``pyseccomp``)
-   that refuses ``socket()`` for every family, ``socketpair()`` except ``AF_UNIX``
-   ``SOCK_STREAM``, ``connect()``, ``sendto()`` with an address,
-   ``io_uring``, process creation (``fork``/``vfork``, ``clone`` without ``CLONE_THREAD``,
-   ``execve``), signals to other processes, raising resource limits, and the calls that
-   reach into other processes or the kernel (``ptrace``, ``process_vm_*``, ``pidfd_*``,
-   ``bpf``, ``mount``, ``unshare``, ...); a filter cannot be removed, only narrowed,
-4. restricts the file system with Landlock where the kernel has it (read: the interpreter,
+2. sends its standard output and error to ``/dev/null``,
+3. sets its resource limits for its whole life (address space, data, CPU time, file size,
+   open files, threads, no core, no locked memory, no message queues),
+4. installs a second seccomp filter the host built (``bubblewrap.no_exec_program``) that
+   refuses every further ``exec``, and proves both filters are in force,
+5. restricts the file system with Landlock where the kernel has it (read: the interpreter,
    its libraries, ``django_webfetch`` and the plugin's own package; write: the scratch
    directory only; and, from Landlock ABI 4 and 6, no TCP and no signals or abstract Unix
    sockets outside the process), and reports what it got,
-5. installs the audit-hook sandbox as a second, recording layer,
-6. imports the plugin (inside a plugin scope: what the import tries is reported), and
+6. installs the audit-hook sandbox as a second, recording layer,
+7. imports the plugin (inside a plugin scope: what the import tries is reported), and
    answers ``ready`` with the manifest it found (handlers named, not sent),
-7. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
+8. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
    the host, which decides and performs every request.
 
 A step that fails before the plugin is imported ends the process with an ``unavailable``
