@@ -153,9 +153,11 @@ def test_list_shows_each_instances_isolation(example):
     found = capabilities()
     if found.get("isolated"):
         landlock = f"Landlock ABI {found['landlock']}" if found.get("landlock") else "no Landlock"
+        cgroup = ", ".join(sorted(found.get("cgroup") or {}))
+        limits = f"; cgroup: {cgroup}" if cgroup else ""
         untrusted = (
             "  isolation: sandboxed process (bubblewrap: user, pid, net, ipc, uts, mount "
-            f"namespaces; seccomp allow-list; {landlock})"
+            f"namespaces; seccomp allow-list; {landlock}{limits})"
         )
         assert lines[0] == untrusted  # "example" sorts first
     else:

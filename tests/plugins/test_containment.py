@@ -18,13 +18,14 @@ import ctypes
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 
 import pytest
 
 from django_webfetch.plugins import services
-from django_webfetch.plugins.runtime import bubblewrap
+from django_webfetch.plugins.runtime import bubblewrap, cgroups
 from django_webfetch.plugins.runtime.host import capabilities
 
 from .test_issue30 import NO_LANDLOCK, site
@@ -106,6 +107,8 @@ def test_a_hostile_plugin_reaches_nothing_of_its_host(plugin_lab, editor_user, t
     # Each attempt, as the plugin saw it: refused by the kernel (or harmless).
     started = int(report.pop("thread_bomb").split()[1])
     assert started < 5000  # the address-space limit (and RLIMIT_NPROC) ends a thread bomb
+    if "pids" in cgroups.available():
+        assert started < cgroups.MAX_PIDS  # and the pids cgroup, where there is one
     for name, outcome in report.items():
         assert outcome.startswith("refused"), (name, outcome)
     # The private /tmp is small: 64 MiB do not fit (no space, or over the file-size limit).
@@ -119,6 +122,23 @@ def test_a_hostile_plugin_reaches_nothing_of_its_host(plugin_lab, editor_user, t
     # are refused by the filter (EPERM).
     for name in ("kill_victim", "kill_victim_group", "stop_victim", "kill_every_process"):
         assert report[name] == "refused: ProcessLookupError errno=3", (name, report[name])
+
+
+@needs_sandbox
+def test_where_the_host_can_make_cgroups_the_plugin_process_is_in_its_own(plugin_lab):
+    """A host with writable memory and pids cgroups (v1 here, mounted by the site child):
+    the plugin process is moved into its own before any plugin code runs, so a thread bomb
+    stops at ``pids.max`` even on a root site (where RLIMIT_NPROC does not apply)."""
+    report = site(probe="thread_bomb", cgroups=True)
+    assert report["capabilities"]["cgroup"] == {"memory": "v1", "pids": "v1"}
+    started = _started(report["result"]["content"])
+    assert 0 < started < cgroups.MAX_PIDS
+
+
+def _started(content: str) -> int:
+    match = re.search(r'"thread_bomb": "started (\d+)"', content)
+    assert match, content
+    return int(match.group(1))
 
 
 def test_the_allow_list_is_what_the_docs_say():

@@ -103,6 +103,18 @@ libc.syscall.restype = ctypes.c_long
 # Its own UTS namespace: a plugin that renames "the machine" renames only this child's view.
 assert libc.unshare(0x04000000) == 0, "unshare(CLONE_NEWUTS)"
 socket.sethostname("webfetch-site")
+if config.get("cgroups"):
+    # The test run's /sys is its network namespace's own, without the cgroup mounts: this
+    # child (in a mount namespace of its own) mounts the v1 memory and pids hierarchies.
+    assert libc.unshare(0x00020000) == 0, "unshare(CLONE_NEWNS)"
+    def mount(source, target, fstype, options):
+        if libc.mount(source.encode(), target.encode(), fstype.encode(), 0,
+                      options.encode() if options else None) != 0:
+            raise OSError(ctypes.get_errno(), f"mount {target}")
+    mount("tmpfs", "/sys/fs/cgroup", "tmpfs", "")
+    for name in ("memory", "pids"):
+        os.mkdir(f"/sys/fs/cgroup/{name}")
+        mount("cgroup", f"/sys/fs/cgroup/{name}", "cgroup", name)
 if config.get("refuse"):
     # The missing kernel feature, simulated for this process and its children.
     import pyseccomp as sc
@@ -152,6 +164,9 @@ if config.get("probe"):
         context=context,
     )
     report["result"] = {"ok": result.ok, "error": result.error, "content": result.content}
+    from django_webfetch.plugins.runtime.host import capabilities
+
+    report["capabilities"] = capabilities()
 else:
     from django_webfetch.plugins.runtime.host import capabilities
 

@@ -44,7 +44,7 @@ from django_webfetch.net.errors import (
     WebFetchError,
 )
 
-from . import bubblewrap
+from . import bubblewrap, cgroups
 from .protocol import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_bytes
 from .protocol import encode_bytes as _encode
 
@@ -223,8 +223,9 @@ class Worker:
         self.pid = 0  # the plugin process as the host sees it (PID 1 of its namespace)
         self.threads = 1  # its threads once ready (an import may start some)
         self.stopped = False
-        safe = re.sub(r"[^\w-]", "_", label)[:40]
-        self.scratch = f"/tmp/webfetch-plugin-{safe}-{os.urandom(4).hex()}"
+        safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
+        self.scratch = f"/tmp/webfetch-plugin-{safe}"
+        self.cgroup: cgroups.Cgroup | None = None
         if not os.access(bubblewrap.bwrap_path(), os.X_OK):
             raise IsolationUnavailable("bwrap_missing")
         try:
@@ -275,10 +276,23 @@ class Worker:
         try:
             if not self.pid:
                 raise IsolationUnavailable(self._why(errors))
+            self._enter_cgroup(safe)
             self.ready = self._start(errors)
         finally:
             errors.close()
         self.threads = max(1, len(_tasks(self.pid)))
+
+    def _enter_cgroup(self, label: str) -> None:
+        """Before ``setup`` (nothing of the plugin has run yet): into its own cgroups, where
+        the host can make them (``cgroups``)."""
+        cgroup = cgroups.make(label, self.limits.memory_bytes)
+        try:
+            cgroup.enter(self.pid)
+        except OSError:
+            logger.warning("plugin process not moved into its cgroup; limits without it")
+            cgroup.remove()
+            return
+        self.cgroup = cgroup if cgroup.directories else None
 
     def _why(self, errors: Any) -> str:
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -323,7 +337,9 @@ class Worker:
 
     @property
     def isolation(self) -> dict[str, Any]:
-        return dict(self.ready.get("isolation") or {})
+        found = dict(self.ready.get("isolation") or {})
+        found["cgroup"] = dict(self.cgroup.kinds) if self.cgroup is not None else {}
+        return found
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -374,6 +390,8 @@ class Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
         self.channel.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     def close(self) -> None:
         self.resume()
@@ -536,9 +554,11 @@ def isolation_label(trusted: bool) -> str:
         )
     landlock = found.get("landlock")
     files = f"Landlock ABI {landlock}" if landlock else "no Landlock"
+    cgroup = ", ".join(sorted(found.get("cgroup") or {}))
+    limits = f"; cgroup: {cgroup}" if cgroup else ""
     return (
         "sandboxed process (bubblewrap: user, pid, net, ipc, uts, mount namespaces; "
-        f"seccomp allow-list; {files})"
+        f"seccomp allow-list; {files}{limits})"
     )
 
 

@@ -133,6 +133,10 @@ def _probe(arguments: dict[str, Any]) -> dict[str, str]:
         return probe_thread()
     if name == "hostname":
         return probe_hostname()
+    if name == "thread_bomb":
+        from .hostile import _threads
+
+        return {"thread_bomb": _threads(5000)}
     if name == "all":
         from .hostile import everything
 
