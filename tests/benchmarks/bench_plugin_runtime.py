@@ -4,7 +4,9 @@ Run: ``.venv/bin/python -m tests.benchmarks.bench_plugin_runtime [calls]`` (defa
 
 The example plugin (tests/plugins/site) is installed into an in-memory SQLite database of
 the test settings, once ``trusted`` (its tool runs in this process under the audit hook)
-and once isolated (a plugin process: seccomp, Landlock, the RPC).  Each side calls, through
+and once isolated (a plugin process in its bubblewrap sandbox: user, PID, network, IPC,
+UTS, mount and cgroup namespaces, the allow-list seccomp filter, Landlock, a memory and
+pids cgroup where the host can make one, the RPC; an idle process stopped between calls).  Each side calls, through
 the real runner (``tools.run_tool``):
 
 * ``example_whoami``: a tool that does no I/O (the bare cost of a call),
@@ -13,7 +15,10 @@ the real runner (``tools.run_tool``):
 
 with a warm pool (the default), and a cold start (pool size 0: a new process per call, the
 manifest already read).  Reported per call and as ratios to the in-process run of the same
-machine and run; nothing is timed inside the test suite.
+machine and run; nothing is timed inside the test suite.  To compare two versions of the
+runtime (issue 30: before and after the sandbox), run this file from each checkout one
+after the other and compare the ratios, which the in-process column normalises for the
+machine's load.
 """
 
 from __future__ import annotations

@@ -223,3 +223,29 @@ def test_the_reasons_are_stable():
         "seccomp_unavailable"
     )
     assert bubblewrap.reason_of("something else") == "sandbox_failed"
+
+
+@needs_sandbox
+def test_a_plugin_that_dies_at_import_is_its_own_failure_not_the_hosts(monkeypatch, tmp_path):
+    """The guest says ``contained`` before it imports the plugin: a process that ends after
+    that is the plugin's crash (``plugin_crashed``), never "this host cannot isolate"."""
+    from django_webfetch.plugins import registry
+
+    package = tmp_path / "webfetch_dies"
+    package.mkdir()
+    (package / "__init__.py").write_text("import os\nos._exit(3)\n")
+    info = tmp_path / "webfetch_dies-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: webfetch-dies\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[django_webfetch.plugins]\ndies = webfetch_dies:manifest\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.reset()
+    try:
+        problems = registry.problems()
+        assert any("'dies'" in p and "plugin_crashed" in p for p in problems), problems
+        assert not any("plugin_isolation_unavailable" in p for p in problems), problems
+    finally:
+        monkeypatch.undo()
+        registry.reset()

@@ -17,7 +17,8 @@ before any plugin code is imported, it
    directory only; and, from Landlock ABI 4 and 6, no TCP and no signals or abstract Unix
    sockets outside the process), and reports what it got,
 6. installs the audit-hook sandbox as a second, recording layer,
-7. imports the plugin (inside a plugin scope: what the import tries is reported), and
+7. says ``contained``, imports the plugin (inside a plugin scope: what the import tries is
+   reported), and
    answers ``ready`` with the manifest it found (handlers named, not sent),
 8. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
    the host, which decides and performs every request.
@@ -514,6 +515,8 @@ def serve(channel: Channel) -> None:
         return
     from django_webfetch.plugins.sandbox import plugin_scope
 
+    # Contained: from here on, a process that ends is the plugin's doing, not the host's.
+    channel.send({"op": "contained"})
     sys.addaudithook(_refuse_network_sockets)
     sys.path.insert(0, str(setup["plugin_path"]))
     described: dict[str, Any] | None = None

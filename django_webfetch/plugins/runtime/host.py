@@ -304,6 +304,7 @@ class Worker:
 
     def _start(self, errors: Any) -> dict[str, Any]:
         lifetime = int(self.limits.cpu_seconds * MAX_CALLS_PER_PROCESS + _STARTUP_SECONDS)
+        contained = False
         try:
             self.channel.send(
                 {
@@ -320,8 +321,17 @@ class Worker:
                 }
             )
             message = self.channel.recv(time.monotonic() + _STARTUP_SECONDS)
+            if message["op"] == "contained":
+                # The sandbox holds; what follows is the plugin's import.
+                contained = True
+                message = self.channel.recv(time.monotonic() + _STARTUP_SECONDS)
         except ChannelClosed as exc:
-            raise IsolationUnavailable(self._why(errors)) from exc
+            if not contained:
+                raise IsolationUnavailable(self._why(errors)) from exc
+            self.kill()
+            raise RuntimeFailure(
+                "plugin_crashed", f"the plugin process ended while importing: {exc}"
+            ) from exc
         except ProtocolError as exc:
             self.kill()
             raise RuntimeFailure(
@@ -380,7 +390,7 @@ class Worker:
             self.stopped = False
 
     def kill(self) -> None:
-        if self.pid:
+        if self.pid and self.process.poll() is None:  # bwrap still waits for it: its pid
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
