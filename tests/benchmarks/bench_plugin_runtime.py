@@ -61,6 +61,45 @@ def _per_call(name: str, arguments: dict[str, object], instance: object, calls: 
     return statistics.median(samples)
 
 
+def _spawn_cost(times: int = 30) -> None:
+    """What the sandbox alone adds to a cold start: ``python -I -S -c pass`` bare and in the
+    plugin sandbox (bubblewrap's namespaces, mounts and the allow-list filter)."""
+    import subprocess
+
+    from django_webfetch.plugins.runtime import bubblewrap
+
+    python = [bubblewrap.interpreter_path(), "-I", "-S", "-c", "pass"]
+    read, write = os.pipe()
+
+    def boxed() -> None:
+        program = bubblewrap.program_fd()
+        spec = bubblewrap.SandboxSpec("/nonexistent", "", 0, write, program, "/tmp/bench")
+        argv = bubblewrap.command(spec)
+        argv = argv[: argv.index("--") + 1] + python
+        subprocess.run(argv, check=True, pass_fds=(program, write))
+        os.close(program)
+        os.read(read, 4096)  # bwrap's --info-fd JSON, so the pipe never fills
+
+    def bare() -> None:
+        subprocess.run(python, check=True)
+
+    medians = {}
+    for label, run in (("bare", bare), ("sandboxed", boxed)):
+        samples = []
+        for _ in range(times):
+            start = time.perf_counter()
+            run()
+            samples.append(time.perf_counter() - start)
+        medians[label] = statistics.median(samples)
+    os.close(read)
+    os.close(write)
+    print(
+        f"  interpreter start    bare {medians['bare'] * 1e3:8.2f} ms"
+        f" | in the sandbox {medians['sandboxed'] * 1e3:8.2f} ms"
+        f" (+{(medians['sandboxed'] - medians['bare']) * 1e3:.1f} ms)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     calls = int(args[0]) if args else 200
@@ -102,6 +141,8 @@ def main(argv: list[str] | None = None) -> None:
             f" | isolated, cold {cold * 1e3:8.2f} ms ({cold / here:6.1f}x)"
         )
     shutdown()
+    if found.get("namespaces"):  # the bubblewrap runtime
+        _spawn_cost()
 
 
 if __name__ == "__main__":
