@@ -107,6 +107,20 @@ def probe_thread() -> dict[str, str]:
     return {"thread": "started"}
 
 
+def probe_syscalls(numbers: str) -> dict[str, str]:
+    """Each system call of ``numbers`` (comma-separated), all arguments 0: ``ok`` or the
+    errno's name."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    found = {}
+    for number in (int(n) for n in numbers.split(",") if n):
+        ctypes.set_errno(0)
+        result = libc.syscall(ctypes.c_long(number), *([ctypes.c_long(0)] * 6))
+        code = ctypes.get_errno()
+        found[str(number)] = "ok" if result >= 0 else errno.errorcode.get(code, str(code))
+    return found
+
+
 def probe_hostname() -> dict[str, str]:
     return {"sethostname": _try(lambda: socket.sethostname("plugin-was-here"))}
 
@@ -133,6 +147,8 @@ def _probe(arguments: dict[str, Any]) -> dict[str, str]:
         return probe_thread()
     if name == "hostname":
         return probe_hostname()
+    if name == "syscalls":
+        return probe_syscalls(str(arguments.get("path") or ""))
     if name == "thread_bomb":
         from .hostile import _threads
 
