@@ -536,6 +536,31 @@ def _check_sqlite_writers() -> list[CheckMessage]:
 # -- plugins (DESIGN.md §8) --------------------------------------------------------------------
 
 
+def _plugin_sandbox() -> list[CheckMessage]:
+    """W033: plugins are installed and this host cannot build their sandbox."""
+    from importlib.metadata import entry_points
+
+    from .plugins.registry import ENTRY_POINT_GROUP
+    from .plugins.runtime.bubblewrap import REASONS
+    from .plugins.runtime.host import capabilities
+
+    if not list(entry_points(group=ENTRY_POINT_GROUP)):
+        return []
+    found = capabilities()
+    if found.get("isolated"):
+        return []
+    reason = str(found.get("reason", "sandbox_failed"))
+    return [
+        Warning(
+            f"Untrusted plugins do not run here: the plugin sandbox cannot be built "
+            f"({reason}: {REASONS.get(reason, '')}); nothing of their packages is imported.",
+            hint="Install bubblewrap and allow unprivileged user namespaces and seccomp "
+            "(docs/plugins.rst, 'Containment').",
+            id="django_webfetch.W033",
+        )
+    ]
+
+
 def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
     from .plugins.registry import problems
 
@@ -547,6 +572,7 @@ def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> li
         )
         for problem in problems()
     ]
+    messages.extend(_plugin_sandbox())
     if (
         _readable("WEBFETCH_PLUGIN_REDIS_URL")
         and conf.WEBFETCH_PLUGIN_REDIS_URL

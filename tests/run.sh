@@ -80,6 +80,8 @@ command -v redis-server >/dev/null 2>&1 || PACKAGES="$PACKAGES redis-server"
 # The plugin runtime's seccomp filter: pyseccomp loads libseccomp.so.2 (tests/plugins/).
 { /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null; } | grep -q 'libseccomp\.so\.2' \
     || PACKAGES="$PACKAGES libseccomp2"
+# The plugin runtime's sandbox: bubblewrap builds each plugin process's namespaces.
+command -v bwrap >/dev/null 2>&1 || PACKAGES="$PACKAGES bubblewrap"
 # The MCP Inspector CLI (tests/mcp/test_inspector.py) runs on Debian's Node.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs npm"
 PYTHON=${PYTHON:-python3}

@@ -2,11 +2,15 @@
 
 Loaded once per process (a package upgrade needs a restart to change the code anyway) and
 reloaded by ``reset()``.  The package is imported in a plugin process (``runtime``), never
-here: its import-time code runs without network, settings or database, and the host gets
-the manifest as data, each tool's handler standing for "call it in a plugin process".  Only
-where plugin code cannot be isolated is it imported here, under the audit hook.  A
-manifest that fails validation refuses the whole plugin: none of its tools is registered
-and the problem is reported by system check ``django_webfetch.E030``.
+here: its import-time code runs in the plugin sandbox, and the host gets the manifest as
+data, each tool's handler standing for "call it in a plugin process".  Where the sandbox
+cannot be built, nothing of the package is imported or executed here: the entry point is
+refused with reason ``plugin_isolation_unavailable`` (check E030 and ``webfetch plugin
+list`` say why), unless the operator marked an instance of that plugin ``trusted`` (an
+explicit choice, warned by check W032): only then is it imported here, under the audit
+hook (tests/plugins/test_issue30.py, finding 5).  A manifest that fails validation
+refuses the whole plugin: none of its tools is registered and the problem is reported by
+system check ``django_webfetch.E030``.
 """
 
 from __future__ import annotations
@@ -154,8 +158,14 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     origin = _origin_of(ep)
     try:
         found = _described_manifest(origin)
-    except IsolationUnavailable:
-        return _load_here(ep), origin
+    except IsolationUnavailable as exc:
+        if _trusted_here(ep.name):
+            return _load_here(ep), origin
+        raise ManifestError(
+            "plugin_isolation_unavailable",
+            f"entry point {ep.name!r} not read: this host cannot build the plugin sandbox "
+            f"({exc.detail or exc.code}); nothing of the package was imported",
+        ) from exc
     except RuntimeFailure as exc:
         raise ManifestError(
             "manifest_load", f"entry point {ep.name!r} could not be loaded ({exc.code})"
@@ -177,8 +187,19 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     return parse_manifest(raw), origin
 
 
+def _trusted_here(name: str) -> bool:
+    """An instance of plugin ``name`` is marked trusted (in-process) by the operator."""
+    try:
+        from .models import PluginInstance
+
+        return PluginInstance.objects.filter(plugin=name, trusted=True).exists()
+    except Exception:  # no database yet (migrations, checks before migrate): not trusted
+        return False
+
+
 def _load_here(ep: Any) -> Manifest:
-    """No isolation on this host: import here, under the audit hook (docs/plugins.rst)."""
+    """No sandbox on this host, and the operator trusts the plugin: import here, under the
+    audit hook (docs/plugins.rst)."""
     from .sandbox import plugin_scope
 
     with plugin_scope(f"import:{ep.name}"):

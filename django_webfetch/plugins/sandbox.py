@@ -37,8 +37,8 @@ bound* before the tool ran (``socket.send`` raises no audit event), threads and 
 of other libraries that hand work over by other means than ``concurrent.futures``,
 processes started before it ran, and anything a plugin does at import time or outside
 its tools.  It is a safety net for plugins that import ``httpx`` or ``socket`` by habit,
-not a sandbox for hostile code: run untrusted plugins in a separate service with an egress
-firewall.
+not a sandbox for hostile code: untrusted plugins run in the plugin sandbox
+(``runtime.bubblewrap``), where this hook is only the recording layer.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Run: ``.venv/bin/python -m tests.benchmarks.bench_plugin_runtime [calls]`` (defa
 
 The example plugin (tests/plugins/site) is installed into an in-memory SQLite database of
 the test settings, once ``trusted`` (its tool runs in this process under the audit hook)
-and once isolated (a plugin process: seccomp, Landlock, the RPC).  Each side calls, through
+and once isolated (a plugin process in its bubblewrap sandbox: user, PID, network, IPC,
+UTS, mount and cgroup namespaces, the allow-list seccomp filter, Landlock, a memory and
+pids cgroup where the host can make one, the RPC; an idle process stopped between calls).  Each side calls, through
 the real runner (``tools.run_tool``):
 
 * ``example_whoami``: a tool that does no I/O (the bare cost of a call),
@@ -13,7 +15,10 @@ the real runner (``tools.run_tool``):
 
 with a warm pool (the default), and a cold start (pool size 0: a new process per call, the
 manifest already read).  Reported per call and as ratios to the in-process run of the same
-machine and run; nothing is timed inside the test suite.
+machine and run; nothing is timed inside the test suite.  To compare two versions of the
+runtime (issue 30: before and after the sandbox), run this file from each checkout one
+after the other and compare the ratios, which the in-process column normalises for the
+machine's load.
 """
 
 from __future__ import annotations
@@ -54,6 +59,45 @@ def _per_call(name: str, arguments: dict[str, object], instance: object, calls: 
         assert result.ok or result.error == "egress_denied", result
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def _spawn_cost(times: int = 30) -> None:
+    """What the sandbox alone adds to a cold start: ``python -I -S -c pass`` bare and in the
+    plugin sandbox (bubblewrap's namespaces, mounts and the allow-list filter)."""
+    import subprocess
+
+    from django_webfetch.plugins.runtime import bubblewrap
+
+    python = [bubblewrap.interpreter_path(), "-I", "-S", "-c", "pass"]
+    read, write = os.pipe()
+
+    def boxed() -> None:
+        program = bubblewrap.program_fd()
+        spec = bubblewrap.SandboxSpec("/nonexistent", "", 0, write, program, "/tmp/bench")
+        argv = bubblewrap.command(spec)
+        argv = argv[: argv.index("--") + 1] + python
+        subprocess.run(argv, check=True, pass_fds=(program, write))
+        os.close(program)
+        os.read(read, 4096)  # bwrap's --info-fd JSON, so the pipe never fills
+
+    def bare() -> None:
+        subprocess.run(python, check=True)
+
+    medians = {}
+    for label, run in (("bare", bare), ("sandboxed", boxed)):
+        samples = []
+        for _ in range(times):
+            start = time.perf_counter()
+            run()
+            samples.append(time.perf_counter() - start)
+        medians[label] = statistics.median(samples)
+    os.close(read)
+    os.close(write)
+    print(
+        f"  interpreter start    bare {medians['bare'] * 1e3:8.2f} ms"
+        f" | in the sandbox {medians['sandboxed'] * 1e3:8.2f} ms"
+        f" (+{(medians['sandboxed'] - medians['bare']) * 1e3:.1f} ms)"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -97,6 +141,8 @@ def main(argv: list[str] | None = None) -> None:
             f" | isolated, cold {cold * 1e3:8.2f} ms ({cold / here:6.1f}x)"
         )
     shutdown()
+    if found.get("namespaces"):  # the bubblewrap runtime
+        _spawn_cost()
 
 
 if __name__ == "__main__":

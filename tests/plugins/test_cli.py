@@ -153,7 +153,12 @@ def test_list_shows_each_instances_isolation(example):
     found = capabilities()
     if found.get("isolated"):
         landlock = f"Landlock ABI {found['landlock']}" if found.get("landlock") else "no Landlock"
-        untrusted = f"  isolation: isolated process: seccomp (no network), {landlock}"
+        cgroup = ", ".join(sorted(found.get("cgroup") or {}))
+        limits = f"; cgroup: {cgroup}" if cgroup else ""
+        untrusted = (
+            "  isolation: sandboxed process (bubblewrap: user, pid, net, ipc, uts, mount "
+            f"namespaces; seccomp allow-list; {landlock}{limits})"
+        )
         assert lines[0] == untrusted  # "example" sorts first
     else:
         assert lines[0].startswith("  isolation: none: untrusted plugins do not run here")

@@ -132,6 +132,27 @@ def editor_user(user_factory):
     return user_factory(staff=True)
 
 
+def _process_mark_here():
+    import webfetch_example_plugin
+
+    return webfetch_example_plugin._PROCESS_MARK
+
+
+def _sandboxes_here():
+    """bwrap processes below this test process."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    head, _, rest = fh.read().rpartition(b")")
+                if int(rest.split()[1]) == os.getpid() and head.endswith(b"(bwrap"):
+                    found.append(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
 needs_isolation = pytest.mark.skipif(
     not capabilities().get("isolated"), reason="this kernel cannot isolate plugin processes"
 )
@@ -196,15 +217,25 @@ def test_a_hostile_plugin_reaches_nothing_at_import_or_from_a_tool(
             "posix_spawn",
             "multiprocessing_fork",
             "multiprocessing_spawn",
-            "signal_host",
         ):
             assert found[name] == "refused: PermissionError errno=1", (phase, name)
+        # In its own PID namespace no host process has a number: nothing to signal or read.
+        assert found["signal_host"] == "refused: ProcessLookupError errno=3", phase
+        assert found["read_host_environment"] in (
+            "refused: FileNotFoundError errno=2",
+            "refused: PermissionError errno=13",
+        ), phase
         # Nothing of the host's environment; the scratch directory is writable.
         assert set(found["environment"].split(",")) <= {"", "LC_CTYPE"}
         assert found["scratch_write"] == "wrote"
         if capabilities().get("landlock"):
-            for name in ("read_settings", "read_host_environment", "write_tmp", "write_package"):
-                assert found[name] == "refused: PermissionError errno=13", (phase, name)
+            assert found["write_tmp"] == "refused: PermissionError errno=13", phase
+        # Not in its mount view at all, and what is there is read-only.
+        assert found["read_settings"] == "refused: FileNotFoundError errno=2", phase
+        assert found["write_package"] in (
+            "refused: OSError errno=30",
+            "refused: PermissionError errno=13",
+        ), phase
     assert not os.path.exists(os.path.join(HOSTILE_PACKAGE, "planted.py"))
     assert glob.glob("/tmp/webfetch-hostile-*") == []
 
@@ -223,13 +254,15 @@ def test_a_plugin_runs_in_its_own_process_with_only_its_instance(plugin_lab, edi
     instance.secret_config = {"token": "s3cret"}
     instance.save()
     seen = payload(run("example_whoami", editor_user))
-    assert seen["pid"] != os.getpid()
+    # PID 1 of its own PID namespace: no host process has a number there.
+    assert seen["pid"] == 1
+    assert seen["process"] != _process_mark_here()
     assert seen["environment"] in ([], ["LC_CTYPE"])
     assert seen["django_settings"] == "not configured"
     assert seen["config"] == {"base": "https://granted.lab.example/", "token": "s3cret"}
     assert os.path.basename(seen["cwd"]).startswith(f"webfetch-plugin-{instance.pk}-")
     # A warm process serves the next call of the same instance ...
-    assert payload(run("example_whoami", editor_user))["pid"] == seen["pid"]
+    assert payload(run("example_whoami", editor_user))["process"] == seen["process"]
     # ... and never another instance's.
     other = services.bind("example", alias="other", egress="none")
     other_seen = payload(
@@ -240,7 +273,7 @@ def test_a_plugin_runs_in_its_own_process_with_only_its_instance(plugin_lab, edi
             context=ToolContext(approved=True, call_id="other", plugin_instance=other),
         )
     )
-    assert other_seen["pid"] != seen["pid"]
+    assert other_seen["process"] != seen["process"]
     assert "token" not in other_seen["config"]
 
 
@@ -251,14 +284,14 @@ def test_a_forked_host_leaves_its_parents_processes_alone(plugin_lab, editor_use
     from django_webfetch.plugins.runtime import host
 
     services.install("example")
-    warm = payload(run("example_whoami", editor_user))["pid"]
+    warm = payload(run("example_whoami", editor_user))["process"]
     assert host.idle_processes() == 1
     child = os.fork()
     if child == 0:  # pragma: no cover (the child reports through its exit status)
         os._exit(0 if host.idle_processes() == 0 else 1)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert payload(run("example_whoami", editor_user))["pid"] == warm
+    assert payload(run("example_whoami", editor_user))["process"] == warm
 
 
 @needs_isolation
@@ -283,14 +316,17 @@ def test_a_misbehaving_plugin_fails_its_call_and_the_host_goes_on(
     settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 512 << 20
     settings.WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES = 4096
     services.install("example")
-    first = payload(run("example_whoami", editor_user))["pid"]
+    first = payload(run("example_whoami", editor_user))["process"]
     result = run("example_misbehave", editor_user, how=how)
     assert result.error == code
     assert "plugin" in result.content
-    # The process that misbehaved is gone; the next call gets a fresh one.
-    with pytest.raises(ProcessLookupError):
-        os.kill(first, 0)
-    assert payload(run("example_whoami", editor_user))["pid"] != first
+    # The process that misbehaved is gone (no sandbox is left below this process); the
+    # next call gets a fresh one.
+    from django_webfetch.plugins.runtime import host
+
+    assert host.idle_processes() == 0
+    assert _sandboxes_here() == []
+    assert payload(run("example_whoami", editor_user))["process"] != first
 
 
 @needs_isolation
@@ -322,9 +358,9 @@ def test_a_plugin_that_stops_reading_cannot_hold_the_host(plugin_lab, editor_use
 @needs_isolation
 def test_a_plugins_own_exit_is_a_failed_call_not_a_dead_process(plugin_lab, editor_user):
     services.install("example")
-    first = payload(run("example_whoami", editor_user))["pid"]
+    first = payload(run("example_whoami", editor_user))["process"]
     assert run("example_misbehave", editor_user, how="exit").error == "plugin_error"
-    assert payload(run("example_whoami", editor_user))["pid"] == first
+    assert payload(run("example_whoami", editor_user))["process"] == first
 
 
 @needs_isolation
@@ -379,18 +415,32 @@ from django_webfetch.tools import ToolContext, run_tool
 
 ToolGroup.objects.create(slug="example", scope="external_filtered", enabled=True)
 user = get_user_model().objects.create(username="editor", is_staff=True)
-instance = services.install("example")
-context = ToolContext(approved=True, call_id="c", plugin_instance=instance)
-untrusted = run_tool("example_whoami", {}, user=user, context=context)
-instance.trusted = True
-instance.save()
-trusted = run_tool("example_whoami", {}, user=user, context=context)
+from django_webfetch.plugins import registry
+from django_webfetch.plugins.models import PluginInstance
+from django_webfetch.tools import default_registry
+
+# Nothing of the package is imported to read its manifest: it is refused, with the reason.
+problems = registry.problems()
+imported = "webfetch_example_plugin" in sys.modules
+# The operator marks an instance trusted (an explicit, warned choice): only then is the
+# package imported here; an untrusted instance of it still does not run.
+trusted_instance = PluginInstance.objects.create(plugin="example", alias="example", trusted=True)
+untrusted_instance = PluginInstance.objects.create(plugin="example", alias="other")
+registry.reset()
+default_registry.reset()
+def call(instance):
+    context = ToolContext(approved=True, call_id="c", plugin_instance=instance)
+    return run_tool("example_whoami", {}, user=user, context=context)
+trusted = call(trusted_instance)
+untrusted = call(untrusted_instance)
 print(json.dumps({
     "capabilities": capabilities(),
+    "problems": problems,
+    "imported_before_trust": imported,
     "untrusted": untrusted.error,
     "trusted": trusted.error,
     "in_process": f'"pid": {os.getpid()}' in trusted.content,
-    "list": [s.isolation for s in services.list_instances()],
+    "list": sorted(s.isolation for s in services.list_instances()),
 }))
 """
 
@@ -418,7 +468,13 @@ def test_without_seccomp_untrusted_plugins_do_not_run(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["capabilities"]["isolated"] is False
-    assert "seccomp" in found["capabilities"]["why"]
+    assert found["capabilities"]["reason"] == "seccomp_unavailable"
+    assert found["imported_before_trust"] is False
+    assert any("(plugin_isolation_unavailable)" in p for p in found["problems"])
     assert found["untrusted"] == "plugin_isolation_unavailable"
     assert found["trusted"] is None and found["in_process"]
-    assert found["list"] == ["trusted: in this process, audit hook only (check W032)"]
+    assert found["list"] == [
+        "none: untrusted plugins do not run here (seccomp_unavailable: the kernel refuses "
+        "seccomp filters)",
+        "trusted: in this process, audit hook only (check W032)",
+    ]

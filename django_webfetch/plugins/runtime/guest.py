@@ -1,28 +1,26 @@
-"""The plugin process: ``python -I -B -c <bootstrap> ROOT FD`` (see ``host.guest_command``).
+"""The plugin process: ``python -I -B -c <bootstrap> ROOT PLUGIN_PATH FD``, started by
+bubblewrap in the plugin sandbox (``bubblewrap.command``: its own user, PID, network, IPC,
+UTS, mount and cgroup namespaces, uid 65534 with no capabilities, a read-only minimal view,
+an empty environment and the allow-list seccomp filter already in force).
 
-A fresh interpreter spawned by the host (never a fork of Django) with an empty
-environment, its scratch directory as working directory, and one inherited end of a Unix
-socketpair as its only way to talk to anyone.  In this order, before any plugin code is
-imported, it
+One inherited end of a Unix socketpair is its only way to talk to anyone.  In this order,
+before any plugin code is imported, it
 
 1. reads its ``setup`` message (limits, the plugin's location, the scratch directory),
-2. sets its resource limits (address space, CPU time, file size, open files, no core) and
-   asks to be killed when the host dies,
-3. sets ``no_new_privs`` and installs a seccomp filter (libseccomp through ``pyseccomp``)
-   that refuses ``socket()`` for every family, ``socketpair()`` except ``AF_UNIX``
-   ``SOCK_STREAM``, ``connect()``, ``sendto()`` with an address,
-   ``io_uring``, process creation (``fork``/``vfork``, ``clone`` without ``CLONE_THREAD``,
-   ``execve``), signals to other processes, raising resource limits, and the calls that
-   reach into other processes or the kernel (``ptrace``, ``process_vm_*``, ``pidfd_*``,
-   ``bpf``, ``mount``, ``unshare``, ...); a filter cannot be removed, only narrowed,
-4. restricts the file system with Landlock where the kernel has it (read: the interpreter,
+2. sends its standard output and error to ``/dev/null``,
+3. sets its resource limits for its whole life (address space, data, CPU time, file size,
+   open files, threads, no core, no locked memory, no message queues),
+4. installs a second seccomp filter the host built (``bubblewrap.no_exec_program``) that
+   refuses every further ``exec``, and proves both filters are in force,
+5. restricts the file system with Landlock where the kernel has it (read: the interpreter,
    its libraries, ``django_webfetch`` and the plugin's own package; write: the scratch
    directory only; and, from Landlock ABI 4 and 6, no TCP and no signals or abstract Unix
    sockets outside the process), and reports what it got,
-5. installs the audit-hook sandbox as a second, recording layer,
-6. imports the plugin (inside a plugin scope: what the import tries is reported), and
+6. installs the audit-hook sandbox as a second, recording layer,
+7. says ``contained``, imports the plugin (inside a plugin scope: what the import tries is
+   reported), and
    answers ``ready`` with the manifest it found (handlers named, not sent),
-7. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
+8. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
    the host, which decides and performs every request.
 
 A step that fails before the plugin is imported ends the process with an ``unavailable``
@@ -36,7 +34,6 @@ import errno
 import json
 import os
 import resource
-import signal
 import socket
 import sys
 import sysconfig
@@ -49,61 +46,25 @@ from .protocol import Channel, ChannelClosed, ProtocolError, decode_bytes, encod
 
 __all__ = ["main"]
 
-_PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
-_CLONE_THREAD = 0x00010000
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+#: Threads: a tool may start a few; a thread bomb meets this (and RLIMIT_AS) first.
+MAX_THREADS = 64
 
-#: Syscalls refused outright (those this architecture does not know are skipped).
-_REFUSED = (
-    "socket",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "execve",
-    "execveat",
-    "fork",
-    "vfork",
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "process_madvise",
-    "pidfd_open",
-    "pidfd_getfd",
-    "pidfd_send_signal",
-    "tkill",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "fanotify_init",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "mount",
-    "umount2",
-    "move_mount",
-    "open_tree",
-    "fsopen",
-    "fsmount",
-    "pivot_root",
-    "chroot",
-    "unshare",
-    "setns",
-    "open_by_handle_at",
-    "name_to_handle_at",
-    "mknod",
-    "mknodat",
-    "setrlimit",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "reboot",
-    "swapon",
-    "swapoff",
-    "acct",
-    "quotactl",
-)
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
 
 # -- Landlock (include/uapi/linux/landlock.h) ------------------------------------------------
 _SYS_LANDLOCK_CREATE_RULESET = 444
@@ -124,8 +85,6 @@ _NET_BIND_TCP = 1
 _NET_CONNECT_TCP = 2
 _SCOPE_ABSTRACT_UNIX = 1
 _SCOPE_SIGNAL = 2
-#: ``type & 0xf`` of socket()/socketpair() is the socket kind (SOCK_STREAM = 1, ...).
-_SOCK_TYPE_MASK = 0xF
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -150,74 +109,62 @@ def _libc() -> ctypes.CDLL:
 
 
 def _limits(setup: Mapping[str, Any]) -> None:
+    """Whole-process limits, set before any plugin code runs and never raised again (the
+    hard limit needs CAP_SYS_RESOURCE in the initial namespace; both filters refuse
+    ``setrlimit`` with a new value once the second one is in force)."""
+
     def limit(which: int, value: int) -> None:
         resource.setrlimit(which, (value, value))
 
-    limit(resource.RLIMIT_AS, int(setup["memory_bytes"]))
+    memory = int(setup["memory_bytes"])
+    limit(resource.RLIMIT_AS, memory)
+    limit(resource.RLIMIT_DATA, memory)
     limit(resource.RLIMIT_CPU, int(setup["lifetime_cpu_seconds"]))
     limit(resource.RLIMIT_FSIZE, int(setup["file_bytes"]))
-    limit(resource.RLIMIT_NOFILE, 256)
+    limit(resource.RLIMIT_NOFILE, 128)
     limit(resource.RLIMIT_CORE, 0)
-    libc = _libc()
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != int(setup["host_pid"]):
-        os._exit(0)  # the host is already gone
+    limit(resource.RLIMIT_NPROC, MAX_THREADS)
+    limit(resource.RLIMIT_MEMLOCK, 0)
+    limit(resource.RLIMIT_MSGQUEUE, 0)
 
 
-def _seccomp() -> None:
+def _quiet_stdio() -> None:
+    """Nothing the plugin prints reaches the host (stdout and stderr to /dev/null)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+
+
+def _seccomp(setup: Mapping[str, Any]) -> None:
+    """The second filter, built by the host (``bubblewrap.no_exec_program``): no exec.
+    The allow-list bwrap loaded holds everything else."""
+    fd = int(setup["no_exec_fd"])
     try:
-        import pyseccomp as sc  # type: ignore[import-untyped]
-    except (ImportError, OSError) as exc:  # the binding, or libseccomp.so.2, is missing
-        raise Unavailable(f"libseccomp unavailable ({type(exc).__name__})") from exc
+        with os.fdopen(fd, "rb") as source:
+            program = source.read()
+    except OSError as exc:
+        raise Unavailable(f"seccomp_unavailable: no program ({exc.strerror})") from exc
+    count = len(program) // ctypes.sizeof(_SockFilter)
+    if not count or len(program) % ctypes.sizeof(_SockFilter):
+        raise Unavailable("seccomp_unavailable: a malformed program")
+    instructions = (_SockFilter * count).from_buffer_copy(program)
+    fprog = _SockFprog(count, instructions)
     libc = _libc()
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise Unavailable(f"no_new_privs refused ({os.strerror(ctypes.get_errno())})")
-    me = os.getpid()
-    refuse = sc.ERRNO(errno.EPERM)
-    try:
-        rules = sc.SyscallFilter(sc.ALLOW)
-        for name in _REFUSED:
-            try:
-                rules.add_rule(refuse, name)
-            except (ValueError, OSError, RuntimeError):
-                continue  # not a syscall of this architecture
-        rules.add_rule(refuse, "socketpair", sc.Arg(0, sc.NE, socket.AF_UNIX))
-        # Only a stream pair: a datagram (or seqpacket) socket's sendto() names any socket
-        # path on the host, and Landlock does not govern that (tests/plugins/
-        # test_sandbox_unix_datagram.py).  The type's low four bits are the kind; the other
-        # bits the kernel accepts are SOCK_CLOEXEC and SOCK_NONBLOCK (anything else EINVAL).
-        for kind in range(_SOCK_TYPE_MASK + 1):
-            if kind != socket.SOCK_STREAM:
-                rules.add_rule(refuse, "socketpair", sc.Arg(1, sc.MASKED_EQ, _SOCK_TYPE_MASK, kind))
-        # No socket may be pointed at an address: connect() is refused outright (every
-        # socket the process has is already connected), and sendto() with an address too.
-        # sendmsg()'s address is in memory a filter cannot read; on a connected stream
-        # socket the kernel refuses one (EISCONN), and a stream socket is all there is.
-        rules.add_rule(refuse, "connect")
-        rules.add_rule(refuse, "sendto", sc.Arg(4, sc.NE, 0))
-        # A thread is a clone with CLONE_THREAD; anything else is a new process.
-        rules.add_rule(refuse, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
-        # clone3 passes its flags in memory a filter cannot read: ENOSYS makes the C
-        # library fall back to clone (threads still start).
-        rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-        # Reading a limit passes no new value (NULL); setting one is refused.
-        rules.add_rule(refuse, "prlimit64", sc.Arg(2, sc.NE, 0))
-        # Signals only to this process.
-        rules.add_rule(refuse, "kill", sc.Arg(0, sc.NE, me))
-        rules.add_rule(refuse, "tgkill", sc.Arg(0, sc.NE, me))
-        rules.add_rule(refuse, "rt_sigqueueinfo", sc.Arg(0, sc.NE, me))
-        rules.add_rule(refuse, "rt_tgsigqueueinfo", sc.Arg(0, sc.NE, me))
-        rules.load()
-    except Unavailable:
-        raise
-    except Exception as exc:
-        raise Unavailable(f"the seccomp filter did not load ({type(exc).__name__})") from exc
-    # Proof, not hope: the filter must be in force before any plugin code runs.
-    try:
-        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
-    except PermissionError:
-        return
-    raise Unavailable("the seccomp filter is not in force")
+        raise Unavailable(f"seccomp_unavailable: no_new_privs ({os.strerror(ctypes.get_errno())})")
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise Unavailable(f"seccomp_unavailable: {os.strerror(ctypes.get_errno())}")
+    # Proof, not hope: both filters are in force before any plugin code runs.
+    for proof, expected in ((lambda: os.execv("/nonexistent", ["x"]), errno.EPERM),
+                            (lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
+                             errno.EPERM)):  # fmt: skip
+        try:
+            proof()
+        except OSError as exc:
+            if exc.errno == expected:
+                continue
+        raise Unavailable("seccomp_unavailable: the filter is not in force")
 
 
 def _landlock_abi(libc: ctypes.CDLL) -> int:
@@ -555,15 +502,21 @@ def serve(channel: Channel) -> None:
     if setup.get("op") != "setup":
         raise ProtocolError("expected setup")
     try:
+        _quiet_stdio()
         _limits(setup)
-        _seccomp()
-        isolation: dict[str, Any] = {"seccomp": True}
+        _seccomp(setup)
+        isolation: dict[str, Any] = {
+            "seccomp": "allow-list",
+            "namespaces": "user,pid,net,ipc,uts,mount,cgroup",
+        }
         isolation.update(_landlock(setup))
     except Unavailable as exc:
         channel.send({"op": "unavailable", "why": str(exc)[:300]})
         return
     from django_webfetch.plugins.sandbox import plugin_scope
 
+    # Contained: from here on, a process that ends is the plugin's doing, not the host's.
+    channel.send({"op": "contained"})
     sys.addaudithook(_refuse_network_sockets)
     sys.path.insert(0, str(setup["plugin_path"]))
     described: dict[str, Any] | None = None
@@ -595,6 +548,7 @@ def serve(channel: Channel) -> None:
 
 
 def main() -> None:
+    os.environ.pop("PWD", None)  # bwrap's --chdir sets it; the environment stays empty
     fd = int(sys.argv[-1])
     channel = Channel(socket.socket(fileno=fd))
     try:

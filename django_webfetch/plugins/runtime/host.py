@@ -7,7 +7,8 @@ A call ends ``failed`` with a stable code when the process does not behave:
 ``plugin_crashed``                the process died or broke the protocol
 ``plugin_timeout``                no answer within ``WEBFETCH_PLUGIN_WALL_SECONDS``
 ``plugin_limit``                  CPU time, memory, output size or requests per call exceeded
-``plugin_isolation_unavailable``  this host cannot isolate plugin code (no seccomp)
+``plugin_isolation_unavailable``  this host cannot build the plugin sandbox (the detail
+                                  starts with a reason of ``bubblewrap.REASONS``)
 
 and the process is killed; the host is untouched either way.
 """
@@ -15,11 +16,14 @@ and the process is killed; the host is untouched either way.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
+import json
 import logging
 import os
+import queue
 import re
-import shutil
+import select
 import signal
 import socket
 import subprocess
@@ -40,6 +44,7 @@ from django_webfetch.net.errors import (
     WebFetchError,
 )
 
+from . import bubblewrap, cgroups
 from .protocol import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_bytes
 from .protocol import encode_bytes as _encode
 
@@ -54,20 +59,19 @@ __all__ = [
     "execute",
     "idle_processes",
     "isolation_label",
+    "reason_of",
     "shutdown",
 ]
 
 logger = logging.getLogger("django_webfetch.plugins")
 
-_BOOTSTRAP = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from django_webfetch.plugins.runtime.guest import main; main()"
-)
 #: A process serves at most this many calls, then a fresh one takes over.
 MAX_CALLS_PER_PROCESS = 100
 #: Idle processes kept by one host process, all instances together.
 MAX_IDLE_PROCESSES = 32
 _STARTUP_SECONDS = 30.0
+#: How often (5 ms apart) a process is looked at before it is called busy and recycled.
+_QUIET_CHECKS = 10
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -134,44 +138,173 @@ class CallOutcome:
 # -- one process -------------------------------------------------------------------------
 
 
-def _root() -> str:
-    import django_webfetch
+class _Spawner:
+    """One long-lived thread per host process that starts every plugin sandbox.
 
-    return os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    bwrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) fires when the *thread* that
+    forked it ends, not the process: a sandbox started from a request's short-lived thread
+    would die with that thread.  Started from this thread, which lives as long as the
+    process, a sandbox dies exactly when the host process does (tests/plugins/
+    test_issue30.py::test_thread_death_a_call_from_a_short_lived_thread_leaves_its_process_usable).
+    A forked host (Celery prefork) starts its own thread on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pid = -1
+
+    def _serve(self) -> None:
+        while True:
+            argv, kwargs, done = self._queue.get()
+            try:
+                done.set_result(subprocess.Popen(argv, **kwargs))
+            except BaseException as exc:
+                done.set_exception(exc)
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._queue = queue.SimpleQueue()
+                threading.Thread(
+                    target=self._serve, name="webfetch-plugin-spawner", daemon=True
+                ).start()
+                self._pid = os.getpid()
+            work = self._queue
+        done: concurrent.futures.Future[subprocess.Popen[bytes]] = concurrent.futures.Future()
+        work.put((argv, kwargs, done))
+        return done.result()
+
+
+_spawner = _Spawner()
+
+
+def _read_info(fd: int, deadline: float) -> dict[str, Any]:
+    """bwrap's ``--info-fd`` JSON (``child-pid``: the plugin process, as the host sees it)."""
+    data = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+        with contextlib.suppress(ValueError):
+            found = json.loads(data)
+            if isinstance(found, dict):
+                return found
+    return {}
+
+
+def _tasks(pid: int) -> list[tuple[int, str]]:
+    """(thread id, state letter) of each thread of ``pid`` (none when it is gone)."""
+    found: list[tuple[int, str]] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0].decode("ascii", "replace")
+        except (OSError, IndexError):
+            continue
+        found.append((int(tid), state))
+    return found
 
 
 class Worker:
-    """One plugin process, bound to one instance (or to one manifest read)."""
+    """One plugin process in its sandbox, bound to one instance (or to one manifest read)."""
 
     def __init__(self, origin: Origin, limits: Limits, label: str) -> None:
         self.origin = origin
         self.limits = limits
         self.calls = 0
-        self.scratch = tempfile.mkdtemp(prefix=f"webfetch-plugin-{label}-")
-        host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.pid = 0  # the plugin process as the host sees it (PID 1 of its namespace)
+        self.threads = 1  # its threads once ready (an import may start some)
+        self.stopped = False
+        safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
+        self.scratch = f"/tmp/webfetch-plugin-{safe}"
+        self.cgroup: cgroups.Cgroup | None = None
+        if not os.access(bubblewrap.bwrap_path(), os.X_OK):
+            raise IsolationUnavailable("bwrap_missing")
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-c", _BOOTSTRAP, _root(), str(guest_end.fileno())],
-                pass_fds=(guest_end.fileno(),),
+            program = bubblewrap.program_fd()
+            no_exec = bubblewrap.program_fd(bubblewrap.no_exec_program())
+        except OSError as exc:
+            raise IsolationUnavailable(str(exc.strerror or "libseccomp_unavailable")) from exc
+        self.no_exec_fd = no_exec
+        host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        info_read, info_write = os.pipe()
+        errors = tempfile.TemporaryFile()
+        spec = bubblewrap.SandboxSpec(
+            plugin_path=origin.path,
+            top_level=origin.top_level,
+            rpc_fd=guest_end.fileno(),
+            info_fd=info_write,
+            seccomp_fd=program,
+            scratch=self.scratch,
+        )
+        try:
+            self.process = _spawner.popen(
+                bubblewrap.command(spec),
+                pass_fds=(guest_end.fileno(), info_write, program, no_exec),
                 env={},
-                cwd=self.scratch,
+                cwd="/",
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=errors,
                 start_new_session=True,
                 close_fds=True,
             )
         except OSError as exc:
             host_end.close()
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            raise IsolationUnavailable(f"cannot start a plugin process: {exc}") from exc
+            errors.close()
+            os.close(info_read)
+            raise IsolationUnavailable(f"sandbox_failed: {exc}") from exc
         finally:
             guest_end.close()
+            os.close(info_write)
+            os.close(program)
+            os.close(no_exec)
         self.channel = Channel(host_end, max_message=2 * limits.max_output_bytes + (1 << 20))
-        self.ready = self._start()
+        try:
+            info = _read_info(info_read, time.monotonic() + _STARTUP_SECONDS)
+        finally:
+            os.close(info_read)
+        self.pid = int(info.get("child-pid") or 0)
+        try:
+            if not self.pid:
+                raise IsolationUnavailable(self._why(errors))
+            self._enter_cgroup(safe)
+            self.ready = self._start(errors)
+        finally:
+            errors.close()
+        self.threads = max(1, len(_tasks(self.pid)))
 
-    def _start(self) -> dict[str, Any]:
+    def _enter_cgroup(self, label: str) -> None:
+        """Before ``setup`` (nothing of the plugin has run yet): into its own cgroups, where
+        the host can make them (``cgroups``)."""
+        cgroup = cgroups.make(label, self.limits.memory_bytes)
+        try:
+            cgroup.enter(self.pid)
+        except OSError:
+            logger.warning("plugin process not moved into its cgroup; limits without it")
+            cgroup.remove()
+            return
+        self.cgroup = cgroup if cgroup.directories else None
+
+    def _why(self, errors: Any) -> str:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        errors.seek(0)
+        said = errors.read(2000).decode("utf-8", "replace")
+        self.kill()
+        return f"{bubblewrap.reason_of(said)}: {' '.join(said.split())[:200]}"
+
+    def _start(self, errors: Any) -> dict[str, Any]:
         lifetime = int(self.limits.cpu_seconds * MAX_CALLS_PER_PROCESS + _STARTUP_SECONDS)
+        contained = False
         try:
             self.channel.send(
                 {
@@ -182,12 +315,23 @@ class Worker:
                     "scratch": self.scratch,
                     "memory_bytes": self.limits.memory_bytes,
                     "lifetime_cpu_seconds": lifetime,
-                    "file_bytes": 64 * 1024 * 1024,
+                    "file_bytes": bubblewrap.TMP_BYTES,
                     "max_output_bytes": self.limits.max_output_bytes,
-                    "host_pid": os.getpid(),
+                    "no_exec_fd": self.no_exec_fd,
                 }
             )
             message = self.channel.recv(time.monotonic() + _STARTUP_SECONDS)
+            if message["op"] == "contained":
+                # The sandbox holds; what follows is the plugin's import.
+                contained = True
+                message = self.channel.recv(time.monotonic() + _STARTUP_SECONDS)
+        except ChannelClosed as exc:
+            if not contained:
+                raise IsolationUnavailable(self._why(errors)) from exc
+            self.kill()
+            raise RuntimeFailure(
+                "plugin_crashed", f"the plugin process ended while importing: {exc}"
+            ) from exc
         except ProtocolError as exc:
             self.kill()
             raise RuntimeFailure(
@@ -203,20 +347,52 @@ class Worker:
 
     @property
     def isolation(self) -> dict[str, Any]:
-        return dict(self.ready.get("isolation") or {})
+        found = dict(self.ready.get("isolation") or {})
+        found["cgroup"] = dict(self.cgroup.kinds) if self.cgroup is not None else {}
+        return found
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def cpu_seconds(self) -> float:
+        """CPU time of the plugin process, all its threads, as the kernel counts it."""
         try:
-            with open(f"/proc/{self.process.pid}/stat", "rb") as fh:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
                 fields = fh.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             return 0.0
         return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
+    def quiet(self) -> bool:
+        """No thread of the last call is left: no more threads than when it got ready, and
+        none but the main one running (an import-time pool's idle thread sleeps).  A thread
+        that just ended may still be leaving the kernel: asked a few times, briefly."""
+        for _attempt in range(_QUIET_CHECKS):
+            tasks = _tasks(self.pid)
+            if not tasks:
+                return False
+            if len(tasks) <= self.threads and all(
+                state in "SDT" for tid, state in tasks if tid != self.pid
+            ):
+                return True
+            time.sleep(0.005)
+        return False
+
+    def pause(self) -> None:
+        """Idle in the pool: stopped by the host, it runs nothing until the next call."""
+        os.kill(self.pid, signal.SIGSTOP)
+        self.stopped = True
+
+    def resume(self) -> None:
+        if self.stopped:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGCONT)
+            self.stopped = False
+
     def kill(self) -> None:
+        if self.pid and self.process.poll() is None:  # bwrap still waits for it: its pid
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
@@ -224,11 +400,13 @@ class Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
         self.channel.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     def close(self) -> None:
+        self.resume()
         with contextlib.suppress(ProtocolError):
-            self.channel.send({"op": "exit"})
+            self.channel.send({"op": "exit"}, time.monotonic() + 2)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(2)
         self.kill()
@@ -268,6 +446,7 @@ class Pool:
             while idle:
                 worker = idle.pop()
                 if worker.alive():
+                    worker.resume()
                     return worker
                 worker.kill()
         return None
@@ -276,13 +455,20 @@ class Pool:
         if worker.calls >= MAX_CALLS_PER_PROCESS or not worker.alive():
             worker.close()
             return
+        if not worker.quiet():
+            # A thread the call started still runs: never handed to the next call.
+            logger.info("plugin process %s recycled: a thread of its call still runs", key)
+            worker.kill()
+            return
         with self._lock:
             self._check_fork()
             idle = self._idle.setdefault(key, [])
             total = sum(len(workers) for workers in self._idle.values())
             if len(idle) < size and total < MAX_IDLE_PROCESSES:
-                idle.append(worker)
-                return
+                with contextlib.suppress(OSError):
+                    worker.pause()
+                    idle.append(worker)
+                    return
         worker.close()
 
     def idle(self) -> int:
@@ -353,7 +539,11 @@ def capabilities() -> dict[str, Any]:
     try:
         worker = Worker(probe, Limits.from_settings(), "probe")
     except RuntimeFailure as exc:
-        found: dict[str, Any] = {"isolated": False, "why": exc.detail or exc.code}
+        found: dict[str, Any] = {
+            "isolated": False,
+            "reason": reason_of(exc.detail),
+            "why": exc.detail or exc.code,
+        }
     else:
         found = {"isolated": True, **worker.isolation}
         worker.close()
@@ -368,10 +558,24 @@ def isolation_label(trusted: bool) -> str:
         return "trusted: in this process, audit hook only (check W032)"
     found = capabilities()
     if not found.get("isolated"):
-        return f"none: untrusted plugins do not run here ({found.get('why', 'no seccomp')})"
+        return (
+            f"none: untrusted plugins do not run here ({found.get('reason')}: "
+            f"{bubblewrap.REASONS.get(str(found.get('reason')), '')})"
+        )
     landlock = found.get("landlock")
-    files = f"Landlock ABI {landlock}" if landlock else "no Landlock: file system not restricted"
-    return f"isolated process: seccomp (no network), {files}"
+    files = f"Landlock ABI {landlock}" if landlock else "no Landlock"
+    cgroup = ", ".join(sorted(found.get("cgroup") or {}))
+    limits = f"; cgroup: {cgroup}" if cgroup else ""
+    return (
+        "sandboxed process (bubblewrap: user, pid, net, ipc, uts, mount namespaces; "
+        f"seccomp allow-list; {files}{limits})"
+    )
+
+
+def reason_of(detail: str) -> str:
+    """The stable reason (``bubblewrap.REASONS``) in an ``IsolationUnavailable`` detail."""
+    head = detail.split(":", 1)[0].strip()
+    return head if head in bubblewrap.REASONS else "sandbox_failed"
 
 
 def _name(raw: Any) -> str:
@@ -496,7 +700,7 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
             code: int | None = worker.process.wait(2)
         except subprocess.TimeoutExpired:
             code = None
-        if code == -signal.SIGXCPU:
+        if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):  # bwrap reports 128 + signal
             raise RuntimeFailure("plugin_limit", "CPU time") from exc
         raise RuntimeFailure("plugin_crashed", f"the plugin process ended ({code})") from exc
     except ProtocolError as exc:

@@ -20,7 +20,9 @@ import threading
 from typing import Any
 
 from . import attacks as _attacks  # its thread pool exists before any tool runs
+from . import probes as _probes
 
+_PROCESS_MARK = os.urandom(8).hex()
 _STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "state.json")
 
 
@@ -197,6 +199,9 @@ def whoami(plugin: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """The process a call runs in (the pool test), and what it can see of its host."""
     return {
         "pid": os.getpid(),
+        # Names this process across pid namespaces: its start, and a random per-process mark.
+        "process": _PROCESS_MARK,
+        "threads": threading.active_count(),
         "cwd": os.getcwd(),
         "config": dict(plugin.config),
         "environment": sorted(os.environ),
@@ -266,6 +271,15 @@ def manifest() -> dict[str, Any]:
                 group="string",
                 path="string",
                 port="integer",
+            ),
+            _tool(
+                "example_probe",
+                _probes.probe,
+                probe="string",
+                target="integer",
+                size="integer",
+                victim="integer",
+                path="string",
             ),
             *({**spec, "handler": whoami} for spec in state.get("extra_tools", [])),
         ],

@@ -1,0 +1,423 @@
+"""The sandbox every untrusted plugin process starts in, built by bubblewrap (``bwrap``,
+Debian's ``bubblewrap``, what Flatpak uses): a well-kept setuid-free binary that makes the
+namespaces, the mount view and the seccomp filter from its command line (DESIGN.md §8).
+
+What the command below gives the plugin process:
+
+- its own **user namespace**, uid/gid 65534, every capability dropped, no further user
+  namespace (``--disable-userns``): it has no privilege over anything of the host, even
+  when the site runs as root;
+- its own **PID namespace**, where it is PID 1: no host process can be named, so no
+  signal (``kill``, ``F_SETOWN``/``SIGIO``), ``ptrace``, scheduling, priority, affinity or
+  I/O-priority call reaches one;
+- its own **network namespace** with no interface but ``lo``: the inherited socketpair to
+  the host is its only channel;
+- its own **IPC, UTS and cgroup namespaces**, and a new session (no terminal);
+- a **read-only mount view** of only the interpreter, the Python packages it imports, the
+  plugin's own package and the system libraries, a fresh ``/proc`` of its PID namespace, a
+  ``/dev`` of ``null``/``zero``/``urandom`` only, a small ``/tmp`` of its own (its scratch
+  directory), and nothing of the site: no project directory, settings, database, ``/etc``
+  beyond the loader's cache, ``/home``, ``/root`` or ``/run``;
+- an empty environment;
+- the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
+  just before it executes the interpreter; the guest narrows it further before any plugin
+  code runs (``guest._seccomp``).
+
+Where a piece of this cannot be built (no ``bwrap``, user namespaces refused, seccomp
+refused), the process does not start and the host says why with a stable reason
+(``REASONS``): nothing of an untrusted package is run then.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import re
+import socket
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+
+__all__ = [
+    "ALLOWED",
+    "REASONS",
+    "SandboxSpec",
+    "bwrap_path",
+    "command",
+    "reason_of",
+    "seccomp_program",
+]
+
+#: Where bwrap is; ``WEBFETCH_PLUGIN_BWRAP`` (environment) names another (tests point it at
+#: a missing file to play a host without bubblewrap).
+DEFAULT_BWRAP = "/usr/bin/bwrap"
+#: The uid and gid the plugin runs as inside its user namespace ("nobody").
+SANDBOX_ID = 65534
+#: The plugin's own /tmp (its scratch directory) and /dev, in bytes: files there hold
+#: memory outside the address-space limit, so they are small.
+TMP_BYTES = 16 * 1024 * 1024
+DEV_BYTES = 64 * 1024
+
+#: Stable reasons a sandbox could not be built (``webfetch plugin list``, check W033).
+REASONS = {
+    "bwrap_missing": "bubblewrap (bwrap) is not installed",
+    "userns_unavailable": "the kernel refuses to create user namespaces",
+    "seccomp_unavailable": "the kernel refuses seccomp filters",
+    "libseccomp_unavailable": "libseccomp (pyseccomp) is missing, the filter cannot be built",
+    "sandbox_failed": "bubblewrap could not build the sandbox",
+}
+
+_MAP_SHARED = 0x01
+_MAP_ANONYMOUS = 0x20
+_CLONE_THREAD = 0x00010000
+
+#: The allow-list: (reason, syscalls).  Every other system call fails with EPERM.  The
+#: test tests/plugins/test_containment.py::test_the_allow_list_is_what_the_docs_say prints
+#: and checks it.  Calls with argument conditions are in ``_CONDITIONAL``.
+ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "start: bwrap executes the interpreter after loading this filter; the guest's own "
+        "filter refuses every later exec before any plugin code runs",
+        ("execve",),
+    ),
+    (
+        "private memory: counted by RLIMIT_AS/RLIMIT_DATA (shared anonymous mappings are "
+        "refused, see mmap below)",
+        ("brk", "munmap", "mremap", "mprotect", "madvise", "membarrier"),
+    ),
+    (
+        "files: the read-only view and the private /tmp",
+        (
+            "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
+            "preadv2", "pwritev2", "open", "openat", "close", "close_range", "stat", "fstat",
+            "lstat", "newfstatat", "statx", "statfs", "fstatfs", "lseek", "access",
+            "faccessat", "faccessat2", "getdents", "getdents64", "readlink", "readlinkat",
+            "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "unlink", "unlinkat", "rename",
+            "renameat", "renameat2", "rmdir", "ftruncate", "truncate", "fsync", "fdatasync",
+            "fchmod", "chmod", "fchmodat", "umask", "utimensat", "flock", "dup", "dup2",
+            "dup3", "pipe", "pipe2", "getxattr", "lgetxattr", "fgetxattr", "listxattr",
+            "llistxattr", "flistxattr", "sendfile", "copy_file_range", "fadvise64",
+        ),  # fmt: skip
+    ),
+    (
+        "the RPC channel: the inherited, connected socket (no socket() at all: the network "
+        "namespace has no interface anyway)",
+        (
+            "recvfrom", "recvmsg", "sendmsg", "shutdown", "getsockopt", "setsockopt",
+            "getsockname", "getpeername",
+        ),  # fmt: skip
+    ),
+    (
+        "waiting and threads' synchronisation",
+        (
+            "select", "pselect6", "poll", "ppoll", "epoll_create", "epoll_create1",
+            "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd2",
+            "nanosleep", "clock_nanosleep", "futex", "set_robust_list", "get_robust_list",
+            "sched_yield",
+        ),  # fmt: skip
+    ),
+    (
+        "time: reading clocks only (clock_settime, settimeofday, adjtimex are not here)",
+        ("clock_gettime", "clock_getres", "gettimeofday", "time"),
+    ),
+    (
+        "about itself: identity, limits and CPU set (reading), random bytes",
+        (
+            "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid",
+            "getgroups", "getresuid", "getresgid", "getpgrp", "getpgid", "getsid", "uname",
+            "sysinfo", "getrusage", "times", "getrlimit", "sched_getaffinity",
+            "sched_getscheduler", "sched_getparam", "getpriority", "getcpu", "getrandom",
+        ),  # fmt: skip
+    ),
+    (
+        "lowering its own limits (raising a hard limit needs CAP_SYS_RESOURCE in the "
+        "initial namespace, which it has not)",
+        ("setrlimit", "prlimit64"),
+    ),
+    (
+        "signals: in its own PID namespace only its own threads exist to receive one",
+        (
+            "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "rt_sigpending",
+            "rt_sigtimedwait", "rt_sigsuspend", "kill", "tgkill", "tkill", "restart_syscall",
+        ),  # fmt: skip
+    ),
+    (
+        "threads (clone only with CLONE_THREAD, below) and the C library's thread setup",
+        ("set_tid_address", "rseq", "arch_prctl", "exit", "exit_group"),
+    ),
+    (
+        "narrowing itself further: the guest's own seccomp filter and Landlock",
+        ("seccomp", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"),
+    ),
+)
+
+#: fcntl commands a Python program uses: F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL,
+#: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK/SETLK/SETLKW, F_DUPFD_CLOEXEC, F_GETPIPE_SZ,
+#: F_GET_SEALS.  Not F_SETOWN(_EX)/F_SETSIG (signals without kill), F_SETLEASE,
+#: F_NOTIFY, F_SETPIPE_SZ (pipe buffers are memory outside every limit) or F_ADD_SEALS.
+FCNTL_COMMANDS = (0, 1, 2, 3, 4, 5, 6, 7, 36, 37, 38, 1030, 1032, 1034)
+#: ioctl requests: FIOCLEX, FIONCLEX, FIONBIO, FIONREAD, TCGETS (isatty).  Not TIOCSTI.
+IOCTL_REQUESTS = (0x5451, 0x5450, 0x5421, 0x541B, 0x5401)
+#: prctl options: PR_SET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_NAME, PR_GET_NAME,
+#: PR_GET_SECCOMP, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS,
+#: PR_CAPBSET_READ.
+PRCTL_OPTIONS = (1, 3, 15, 16, 21, 22, 38, 39, 23)
+#: With arguments: why each is allowed only so.
+CONDITIONAL = {
+    "mmap": "private or file-backed only: MAP_SHARED|MAP_ANONYMOUS is memory a file "
+    "descriptor can keep past the address-space limit",
+    "clone": "threads only (CLONE_THREAD): no new process",
+    "clone3": "ENOSYS: its flags are in memory a filter cannot read; the C library then "
+    "uses clone",
+    "fcntl": "the commands of FCNTL_COMMANDS",
+    "ioctl": "the requests of IOCTL_REQUESTS",
+    "prctl": "the options of PRCTL_OPTIONS",
+    "socketpair": "AF_UNIX only (asyncio's self-pipe); both ends stay in the process",
+    "sendto": "without an address (a send on the connected channel)",
+}
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What one plugin process's sandbox holds besides the interpreter."""
+
+    #: The plugin's ``sys.path`` entry and its top-level package (``Origin``).
+    plugin_path: str
+    top_level: str
+    #: Inherited file descriptors: the RPC socket, bwrap's info pipe, the seccomp program.
+    rpc_fd: int
+    info_fd: int
+    seccomp_fd: int
+    #: The working directory inside (under the private /tmp).
+    scratch: str
+
+
+def bwrap_path() -> str:
+    return os.environ.get("WEBFETCH_PLUGIN_BWRAP") or DEFAULT_BWRAP
+
+
+def interpreter_path() -> str:
+    """The interpreter as the sandbox runs it: its directory resolved (a virtual
+    environment's ``bin``, so ``pyvenv.cfg`` is found), its name kept."""
+    return os.path.join(
+        os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable)
+    )
+
+
+def _package_root() -> str:
+    """The directory holding ``django_webfetch`` (a checkout, or site-packages)."""
+    import django_webfetch
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+
+
+def _python_dirs() -> list[str]:
+    """The interpreter's prefix and stdlib, and the package directories it imports from
+    (site-packages of the environment: the guest imports httpx and the plugin's
+    dependencies from there)."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        value = sysconfig.get_paths().get(name)
+        if value:
+            dirs.add(value)
+    for entry in sys.path:
+        if entry.endswith(("site-packages", "dist-packages", "lib-dynload")):
+            dirs.add(entry)
+    dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
+    dirs.add(os.path.dirname(interpreter_path()))
+    dirs.add(os.path.join(_package_root(), "django_webfetch"))
+    return [os.path.realpath(d) for d in dirs if os.path.isdir(d)]
+
+
+def _collapse(paths: list[str]) -> list[str]:
+    """``paths`` without those already under another one, shortest first."""
+    kept: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _system() -> list[str]:
+    """The loader, the C library and the shared libraries Python's modules link."""
+    args: list[str] = []
+    for top in ("/usr/lib", "/usr/lib64", "/usr/local/lib"):
+        if os.path.isdir(top) and not os.path.islink(top):
+            args += ["--ro-bind", top, top]
+    for top in ("/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    if os.path.isfile("/etc/ld.so.cache"):
+        args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    return args
+
+
+def command(spec: SandboxSpec) -> list[str]:
+    """bwrap's command line for one plugin process."""
+    binds = list(_python_dirs())
+    for candidate in (spec.top_level, spec.top_level + ".py"):
+        full = os.path.join(spec.plugin_path, candidate)
+        if spec.top_level and os.path.exists(full):
+            binds.append(os.path.realpath(full))
+    mounts: list[str] = []
+    for path in _collapse(binds):
+        mounts += ["--ro-bind", path, path]
+    interpreter = interpreter_path()
+    return [
+        bwrap_path(),
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_ID),
+        "--gid",
+        str(SANDBOX_ID),
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--unshare-pid",
+        "--as-pid-1",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        "plugin",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        # The private /tmp first: a package bound below /tmp (a test's) stays visible.
+        "--size",
+        str(TMP_BYTES),
+        "--perms",
+        "0700",
+        "--tmpfs",
+        "/tmp",
+        "--dir",
+        spec.scratch,
+        "--chdir",
+        spec.scratch,
+        *_system(),
+        *mounts,
+        "--proc",
+        "/proc",
+        "--size",
+        str(DEV_BYTES),
+        "--tmpfs",
+        "/dev",
+        "--dev-bind",
+        "/dev/null",
+        "/dev/null",
+        "--dev-bind",
+        "/dev/zero",
+        "/dev/zero",
+        "--dev-bind",
+        "/dev/urandom",
+        "/dev/urandom",
+        "--remount-ro",
+        "/dev",
+        "--remount-ro",
+        "/",
+        "--info-fd",
+        str(spec.info_fd),
+        "--seccomp",
+        str(spec.seccomp_fd),
+        "--",
+        interpreter,
+        "-I",
+        "-B",
+        "-c",
+        (
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "from django_webfetch.plugins.runtime.guest import main; main()"
+        ),
+        _package_root(),
+        spec.plugin_path,
+        str(spec.rpc_fd),
+    ]
+
+
+@functools.lru_cache(maxsize=1)
+def seccomp_program() -> bytes:
+    """The allow-list filter as a BPF program (libseccomp, native architecture; other
+    architectures' calls kill the process).  Raises ``OSError`` with a reason when
+    libseccomp is missing."""
+    try:
+        import pyseccomp as sc  # type: ignore[import-untyped]
+    except (ImportError, OSError) as exc:
+        raise OSError(errno.ENOSYS, "libseccomp_unavailable") from exc
+    rules = sc.SyscallFilter(sc.ERRNO(errno.EPERM))
+
+    def allow(name: str, *conditions: object) -> None:
+        try:
+            rules.add_rule(sc.ALLOW, name, *conditions)
+        except (ValueError, OSError, RuntimeError):
+            pass  # not a system call of this architecture
+
+    for _why, names in ALLOWED:
+        for name in names:
+            allow(name)
+    allow("mmap", sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED, 0))
+    allow("mmap", sc.Arg(3, sc.MASKED_EQ, _MAP_ANONYMOUS, 0))
+    allow("clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, _CLONE_THREAD))
+    rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for command_ in FCNTL_COMMANDS:
+        allow("fcntl", sc.Arg(1, sc.EQ, command_))
+    for request in IOCTL_REQUESTS:
+        allow("ioctl", sc.Arg(1, sc.EQ, request))
+    for option in PRCTL_OPTIONS:
+        allow("prctl", sc.Arg(0, sc.EQ, option))
+    allow("socketpair", sc.Arg(0, sc.EQ, socket.AF_UNIX))
+    allow("sendto", sc.Arg(4, sc.EQ, 0))
+    with tempfile.TemporaryFile() as sink:
+        rules.export_bpf(sink)
+        sink.seek(0)
+        return sink.read()
+
+
+@functools.lru_cache(maxsize=1)
+def no_exec_program() -> bytes:
+    """The guest's second filter, loaded by itself once the interpreter runs and before any
+    plugin code does: ``execve``/``execveat`` refused (the allow-list lets bwrap execute
+    the interpreter once).  Filters stack: the stricter answer wins."""
+    try:
+        import pyseccomp as sc  # type: ignore[import-untyped]
+    except (ImportError, OSError) as exc:
+        raise OSError(errno.ENOSYS, "libseccomp_unavailable") from exc
+    rules = sc.SyscallFilter(sc.ALLOW)
+    for name in ("execve", "execveat"):
+        rules.add_rule(sc.ERRNO(errno.EPERM), name)
+    with tempfile.TemporaryFile() as sink:
+        rules.export_bpf(sink)
+        sink.seek(0)
+        return sink.read()
+
+
+def program_fd(program: bytes | None = None) -> int:
+    """A fresh file descriptor, read from its start, holding a filter (the allow-list by
+    default)."""
+    program = seccomp_program() if program is None else program
+    fd = os.memfd_create("webfetch-plugin-seccomp", 0)
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+_PATTERNS = (
+    ("userns_unavailable", r"namespace|uid map|setting up uid|No permission to create"),
+    ("seccomp_unavailable", r"seccomp|PR_SET_SECCOMP"),
+)
+
+
+def reason_of(stderr: str) -> str:
+    """A stable reason for what bwrap said when it gave up."""
+    for reason, pattern in _PATTERNS:
+        if re.search(pattern, stderr, re.I):
+            return reason
+    return "sandbox_failed"
