@@ -37,7 +37,7 @@ from .hints import (
 )
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS, Deadline
 
-__all__ = ["Scan", "reduce_to_text", "scan"]
+__all__ = ["ANY_TAG_RE", "Scan", "ascii_lower", "reduce_to_text", "scan", "strip_special"]
 
 #: Estimated work of the pre-scan and html5lib together, in units of one Python-level step
 #: (about 80 ns here): past it the page is reduced to text.
@@ -488,8 +488,11 @@ class Scan:
     title: str
     cost: int
     depth: int
-    #: The deadline passed during the pre-scan (``markup`` is None then).
+    #: The safety net fired during the pre-scan (``markup`` is None then).
     timed_out: bool = False
+    #: ``markup`` is the part of the page before a bound (the parser input, the cost
+    #: budget or the depth after enough text): the rest of the page is not in it.
+    cut: bool = False
 
 
 #: Flags ``_tag`` returns: the class or id names a menu (for any element; for a list), or
@@ -573,6 +576,11 @@ def _lower(name: str) -> str:
 
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(text: str) -> str:
+    """``text`` with ASCII letters in lower case (and its length kept, unlike ``lower``)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 
 
 def _skip_comment(text: str, pos: int) -> int:
@@ -707,6 +715,7 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
             limit = (COST_BUDGET - tree.cost) // ATTRIBUTE_COST + 2
             end, kept, count, self_closing, flags = _tag(text, name_match.end(), limit)
             if end < 0:  # a tag cut off by the end of the input is dropped
+                pos = size
                 break
             tree.cost += ATTRIBUTE_COST * count
             for _, value in kept:
@@ -777,7 +786,7 @@ def scan(text: str, *, deadline: Deadline | None = None) -> Scan:
     except _LimitHit:
         if text_chars < ENOUGH_TEXT:
             return Scan(None, _title(title), tree.cost, tree.depth)
-    return Scan("".join(out), _title(title), tree.cost, tree.depth)
+    return Scan("".join(out), _title(title), tree.cost, tree.depth, cut=pos < size)
 
 
 def _title(title: str | None) -> str:
@@ -796,6 +805,8 @@ _BLOCK_TAG_RE = re.compile(
     rf"</?(?=[A-Za-z])(?:{_BLOCK_NAMES})(?![^\t\n\f\r />])[^>]*>", re.IGNORECASE
 )
 _ANY_TAG_RE = re.compile(r"</?[A-Za-z][^>]*>|<[!?][^>]*>|</>")
+#: Any tag (for :mod:`.region`).
+ANY_TAG_RE = _ANY_TAG_RE
 # A block tag becomes this (then a line break): it keeps the tag's ">", so the second pass
 # finds every other tag where a single pass would (never scanning on past a removed ">").
 _BLOCK_MARK = "\uffff>"
@@ -821,7 +832,7 @@ def _template_end(text: str, pos: int) -> int:
             return _bogus_end(text, pos)
 
 
-def _strip_special(text: str) -> tuple[str, str | None]:
+def strip_special(text: str) -> tuple[str, str | None]:
     """Drop comments and the content of script, style, template and the like."""
     parts: list[str] = []
     title: str | None = None
@@ -863,7 +874,7 @@ def reduce_to_text(text: str) -> tuple[str, str]:
     quantifiers to single character classes, and the tag patterns only run over the part of
     the input before its last ``>``, so a match attempt never fails after a long scan.
     """
-    stripped, title = _strip_special(text)
+    stripped, title = strip_special(text)
     last = stripped.rfind(">") + 1
     head, tail = stripped[:last], stripped[last:]
     cut = _TAG_START_RE.search(tail)
