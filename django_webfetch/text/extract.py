@@ -19,7 +19,7 @@ from .limits import (
 from .main import SKIPPED, Selection, consent_notices, hidden, select
 from .render import PARSERS, Links, Sink, finish, parse, render
 from .region import main_region
-from .scan import reduce_to_text, scan
+from .scan import reduce_to_text, reducible, scan, strip_special, title_line
 
 __all__ = [
     "FORMATS",
@@ -241,15 +241,23 @@ def _html(
         return _linear(decoded, "out_of_time", note=True, limit=limit)
     if result.markup is not None:
         try:
-            laid = _lay_out(result.markup, result.title, url, mode, parser, deadline, format, limit)
+            laid = _lay_out(
+                result.markup,
+                result.title,
+                url,
+                mode,
+                parser,
+                deadline,
+                format,
+                limit,
+                cut=result.cut,
+            )
         except DeadlinePassed:
             return _linear(decoded, "out_of_time", note=True, limit=limit)
         except OverBudget:
             pass
         else:
-            # The part before a bound (the parser input) held no main content: the article
-            # may be after it (a menu of text links filled the parser input).
-            if not (result.cut and laid.reason == "main_not_found"):
+            if laid is not None:
                 return laid
     return _over_budget(decoded, url, mode, parser, deadline, format, limit, result.title)
 
@@ -265,11 +273,15 @@ def _lay_out(
     limit: int,
     *,
     region: bool = False,
-) -> Extraction:
+    cut: bool = False,
+) -> Extraction | None:
     """Parse, select and render markup the pre-scan let through.
 
     ``region``: ``markup`` is the main content :func:`~.region.main_region` found; when the
-    selection finds nothing convincing in it, all of it is the main content."""
+    selection finds nothing convincing in it, all of it is the main content.  ``cut``:
+    ``markup`` is the part of the page before a bound (the parser input); when it holds no
+    main content, None (the article may be after it: a menu of text links filled the
+    parser input)."""
     root = parse(markup, parser=parser, deadline=deadline)
     reason: str | None = None
     selection = None
@@ -283,6 +295,8 @@ def _lay_out(
             reason = "main_failed"
         else:
             reason = None if selection is not None else "main_not_found"
+        if cut and reason == "main_not_found":
+            return None
         if region and selection is None:
             selection = Selection([root], consent_notices(root), 0)
             reason = "main_from_scan"
@@ -312,14 +326,17 @@ def _over_budget(
     (:mod:`.region`) and laid out on its own when it fits the budgets, else its text;
     otherwise the page's text without layout."""
     if mode == "main":
-        region = main_region(decoded)
+        # One strip of comments, scripts and styles for the search and the reduction.
+        stripped, own_title = strip_special(reducible(decoded))
+        title = title or title_line(own_title)
+        region = main_region(stripped, stripped=True)
         if region is not None:
             result = scan(region, deadline=deadline)
             if result.timed_out:
                 return _linear(decoded, "out_of_time", note=True, limit=limit)
             if result.markup is not None:
                 try:
-                    return _lay_out(
+                    laid = _lay_out(
                         result.markup,
                         title,
                         url,
@@ -330,11 +347,14 @@ def _over_budget(
                         limit,
                         region=True,
                     )
+                    assert laid is not None  # not cut: always an extraction
+                    return laid
                 except DeadlinePassed:
                     return _linear(decoded, "out_of_time", note=True, limit=limit)
                 except OverBudget:
                     pass
             return _linear(region, "main_from_scan", note=False, limit=limit, title=title)
+        return _linear(stripped, "not_parsed", note=False, limit=limit, title=title)
     return _linear(decoded, "not_parsed", note=False, limit=limit)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from .scan import ANY_TAG_RE, ascii_lower, strip_special
+from .scan import ANY_TAG_RE, ascii_lower, reducible, strip_special
 
 __all__ = [
     "LINK_PENALTY",
@@ -64,14 +64,18 @@ _LINK_TEXT_RE = re.compile(r"<a(?![^\t\n\f\r />])[^<>]*>[^<]*", re.IGNORECASE)
 _TOKEN_RE = re.compile(r"<[^<>]*>|[^<]+|<")
 
 
-def main_region(text: str) -> str | None:
+def main_region(text: str, *, stripped: bool = False) -> str | None:
     """The markup of the main content of ``text`` (decoded HTML), or None when the page
-    has no run of text that outweighs its links and tags."""
-    stripped, _ = strip_special(text)
-    region = _semantic(stripped)
+    has no run of text that outweighs its links and tags.
+
+    It reads the part of the page the reduction to text reads (:func:`~.scan.reducible`);
+    ``stripped``: ``text`` is that part already, without comments, scripts and styles."""
+    if not stripped:
+        text, _ = strip_special(reducible(text))
+    region = _semantic(text)
     if region is not None:
         return region
-    return _densest(stripped)
+    return _densest(text)
 
 
 def _chars(markup: str) -> tuple[int, int]:

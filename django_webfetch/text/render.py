@@ -313,13 +313,12 @@ def finish(text: str, limit: int = MAX_TEXT_CHARS) -> str:
 class _MeteredTokenizer(HTMLTokenizer):
     """html5lib's tokenizer, one step of the parse meter per token."""
 
-    meter: Meter | None = None
+    meter: Meter
 
     def __iter__(self) -> Any:
-        meter = self.meter
+        step = self.meter.step
         for token in super().__iter__():
-            if meter is not None:
-                meter.step()
+            step()
             yield token
 
 
@@ -330,11 +329,10 @@ class _TreeBuilder(_ETREE_BUILDER):  # type: ignore[misc]
     """The etree builder, one step of the parse meter per element it creates (the adoption
     agency and the reconstruction of formatting elements create several for one token)."""
 
-    meter: Meter | None = None
+    meter: Meter
 
     def createElement(self, token: Any) -> Any:  # noqa: N802
-        if self.meter is not None:
-            self.meter.step()
+        self.meter.step()
         return super().createElement(token)
 
 
@@ -342,7 +340,7 @@ class _Parser(html5lib.HTMLParser):
     """html5lib without its error list (recording an error costs a scan of the input chunk),
     counting its tokens and the elements it creates on one :class:`~.limits.Meter`."""
 
-    def __init__(self, meter: Meter | None) -> None:
+    def __init__(self, meter: Meter) -> None:
         super().__init__(tree=_TreeBuilder, namespaceHTMLElements=False)
         self.meter = meter
         self.tree.meter = meter
@@ -379,6 +377,7 @@ def parse(
     parser: str = "lexbor",
     deadline: Deadline | None = None,
     budget: int = MAX_PARSE_STEPS,
+    meter: Meter | None = None,
 ) -> Element:
     """Parse normalised markup into an ``xml.etree`` tree.
 
@@ -390,9 +389,11 @@ def parse(
     builder creates, with Lexbor (one linear C call) one step per node of its tree copied.
     Past ``budget`` steps it raises :class:`~django_webfetch.text.limits.OverBudget` (the
     same pages on every machine); once the safety net ``deadline`` has fired (looked at
-    every 64 steps), :class:`~django_webfetch.text.limits.DeadlinePassed`.
+    every 64 steps), :class:`~django_webfetch.text.limits.DeadlinePassed`.  ``meter``
+    (instead of ``budget`` and ``deadline``) counts the steps where the caller reads them.
     """
-    meter = Meter(budget, deadline)
+    if meter is None:
+        meter = Meter(budget, deadline)
     if parser == "html5lib":
         root: Element = _Parser(meter).parse(markup)
         return root
@@ -634,6 +635,7 @@ def render(
     deadline: Deadline | None = None,
     links: Links | None = None,
     budget: int = MAX_RENDER_STEPS,
+    meter: Meter | None = None,
 ) -> None:
     """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels.
 
@@ -649,8 +651,11 @@ def render(
     Each node visited is one step: past ``budget`` steps it raises
     :class:`~django_webfetch.text.limits.OverBudget`, and once the safety net ``deadline``
     has fired (looked at every 64 steps), :class:`~django_webfetch.text.limits.DeadlinePassed`.
+    ``meter`` (instead of ``budget`` and ``deadline``) counts the steps where the caller
+    reads them.
     """
-    meter = Meter(budget, deadline)
+    if meter is None:
+        meter = Meter(budget, deadline)
     markdown = sink.markdown
     roots = [root] if isinstance(root, Element) else list(root)
     stack: list[tuple[Element, int] | _Close | str] = [(item, 0) for item in reversed(roots)]
