@@ -31,7 +31,6 @@ from .hints import (
     CONSENT,
     CONTENT,
     HINT_ATTRIBUTE,
-    MAIN,
     words,
 )
 
@@ -286,9 +285,10 @@ def _contains(page: _Page, outer: int, inner: int) -> bool:
 def select(root: Element) -> Selection | None:
     """The main content under ``root``, or None when nothing convincing was found.
 
-    When the scores find nothing convincing (too little text), the page's ``<main>`` (or
-    ``role="main"``) element is the main content all the same, however short: the page
-    says where its content is (two short paragraphs are a page's main content too)."""
+    When the scores find nothing convincing (too little text), the page's ``<main>``
+    element is the main content all the same, however short, when it holds at least two
+    blocks of text (paragraphs, headings, list items): the page says where its content is,
+    and two short paragraphs are a page's main content too."""
     page = _Page(root)
     if not page.nodes:
         return None
@@ -296,25 +296,33 @@ def select(root: Element) -> Selection | None:
     return chosen if chosen is not None else _landmark(page)
 
 
-#: ``role="main"`` weighs this much at least, whatever its class and id add.
-_LANDMARK = MAIN + 2 * CONSENT
+#: Blocks of text a short ``<main>`` holds at least to be the main content.
+_LANDMARK_BLOCKS = 2
+_TEXT_BLOCKS = _PARAGRAPHS | _HEADING_LEVELS.keys()
 
 
 def _landmark(page: _Page) -> Selection | None:
-    """The page's one ``<main>`` or ``role="main"`` element (its outermost), without its
-    boilerplate, when it holds text that is not mostly link text."""
-    found = [
-        index
-        for index, name in enumerate(page.names)
-        if name == "main" or _weight(page.nodes[index]) >= _LANDMARK
-    ]
+    """The page's one ``<main>`` element (its outermost), without its boilerplate, when it
+    holds two blocks of text or more and that text is not mostly link text."""
+    found = [index for index, name in enumerate(page.names) if name == "main"]
     if not found or any(not _contains(page, found[0], index) for index in found):
         return None  # none, or several apart: the page does not say which
     top = found[0]
     pruned = prune(page, [top], top)
     kept = page.chars[top] - sum(page.chars[index] for index in pruned)
     links = page.links[top] - sum(page.links[index] for index in pruned)
-    if kept <= 0 or links > kept * 0.5:
+    blocks = 0
+    index = top + 1
+    end = top + page.sizes[top]
+    gone = set(pruned)
+    while index < end:
+        if index in gone:
+            index += page.sizes[index]
+            continue
+        if page.names[index] in _TEXT_BLOCKS and page.chars[index]:
+            blocks += 1
+        index += 1
+    if blocks < _LANDMARK_BLOCKS or links > kept * 0.5:
         return None
     return Selection([page.nodes[top]], {page.nodes[index] for index in pruned}, kept)
 
