@@ -183,21 +183,47 @@ def _tokens(text: str, start: int, end: int) -> list[tuple[int, int, int]]:
     return tokens
 
 
+#: Tags next to the region's text that come along with it (its headline's ``<h1>``, the
+#: ``</p>`` of its last paragraph).
+_EDGE_TAGS = 8
+
+
 def _best_start(text: str, start: int, end: int) -> int:
-    """Where in ``text[start:end]`` the suffix with the highest score starts."""
-    best, at, total = 0, end, 0
-    for token_start, _, score in reversed(_tokens(text, start, end)):
-        total += score
+    """Where in ``text[start:end]`` the suffix with the highest score starts, with the
+    start tags just before it (the ``<div><h1>`` of a headline)."""
+    tokens = _tokens(text, start, end)
+    best, at, total = 0, len(tokens), 0
+    for index in range(len(tokens) - 1, -1, -1):
+        total += tokens[index][2]
         if total > best:
-            best, at = total, token_start
-    return at
+            best, at = total, index
+    floor = max(0, at - _EDGE_TAGS)
+    while at > floor and _start_tag(text, tokens[at - 1]):
+        at -= 1
+    return tokens[at][0] if at < len(tokens) else end
 
 
 def _best_end(text: str, start: int, end: int) -> int:
-    """Where in ``text[start:end]`` the prefix with the highest score ends."""
-    best, at, total = 0, start, 0
-    for _, token_end, score in _tokens(text, start, end):
-        total += score
+    """Where in ``text[start:end]`` the prefix with the highest score ends, with the end
+    tags just after it."""
+    tokens = _tokens(text, start, end)
+    best, at, total = 0, -1, 0
+    for index, token in enumerate(tokens):
+        total += token[2]
         if total > best:
-            best, at = total, token_end
-    return at
+            best, at = total, index
+    ceiling = min(len(tokens) - 1, at + _EDGE_TAGS)
+    while at < ceiling and text.startswith("</", tokens[at + 1][0]):
+        at += 1
+    return tokens[at][1] if at >= 0 else start
+
+
+def _start_tag(text: str, token: tuple[int, int, int]) -> bool:
+    """Whether a token is a start tag other than a link's."""
+    first, last, _ = token
+    return (
+        last - first > 2
+        and text[first] == "<"
+        and text[first + 1].isalpha()
+        and ascii_lower(text[first + 1 : first + 3]) not in ("a ", "a>", "a\t", "a\n")
+    )

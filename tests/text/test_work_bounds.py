@@ -1,0 +1,117 @@
+"""Issue 28: the same page gives the same text on any machine, busy or not.
+
+Every bound that decides what a user gets counts work (the pre-scan's estimated parse cost,
+the parser input, the depth, the parser's and the renderer's steps, the tokens the
+reduction reads), so loading the CPU changes nothing; the clock is only a far safety net
+(``TIME_LIMIT``), which a healthy machine never reaches.  The load here is real: busy-loop
+child processes, never a slowed clock.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from django_webfetch.text import TIME_LIMIT, extract
+from django_webfetch.text.extract import OUT_OF_TIME_NOTE
+from tests.benchmarks.bench_text import realistic_page
+from tests.benchmarks.fuzz_text import REGRESSION_CASES
+from tests.text.overbudget import SHAPES
+
+KIB = 1024
+MIB = 1024 * KIB
+PAGES = Path(__file__).parent / "pages"
+#: Busy children: at least two per core, bounded.
+LOAD_PROCESSES = min(8, 2 * (os.cpu_count() or 1))
+#: A child stops by itself after this many seconds, whatever happens to the test.
+SPIN_SECONDS = 120.0
+
+
+def large_pages() -> dict[str, bytes]:
+    pages = {
+        "realistic 2 MiB": realistic_page(2 * MIB).encode(),
+        "mega-menu (tests/text/pages)": (PAGES / "megamenu_en.html").read_bytes(),
+        "repeated <a>, 2 MiB": b"<a>" * (2 * MIB // 3),
+        "<b><div>x</b>, 2 MiB": b"<b><div>x</b>" * (2 * MIB // 13),
+        "blocks 190 deep with text": (
+            b"<div>" * 190 + b"word " * 400 + b"</div>" * 190
+        ) * 40,
+    }
+    for name in list(SHAPES)[:6]:
+        pages[name] = SHAPES[name]().encode()
+    for name in sorted(REGRESSION_CASES)[:3]:
+        pages[name] = REGRESSION_CASES[name]()
+    return pages
+
+
+def extract_all(pages: dict[str, bytes]) -> dict[str, tuple[object, ...]]:
+    results = {}
+    for name, body in pages.items():
+        for mode in ("main", "page"):
+            result = extract(body, "text/html", url="https://example.org/", mode=mode)
+            results[f"{name} ({mode})"] = (result.text, result.mode, result.reason, result.document)
+    return results
+
+
+def test_the_same_input_twice_gives_identical_output():
+    pages = large_pages()
+    first = extract_all(pages)
+    assert extract_all(pages) == first
+    for text, _, reason, _ in first.values():
+        assert reason != "out_of_time" and not text.startswith(OUT_OF_TIME_NOTE)
+
+
+def spin(seconds: float) -> None:
+    """A busy loop (a child process): real load on a core."""
+    end = time.monotonic() + seconds
+    count = 0
+    while time.monotonic() < end:
+        count += 1
+
+
+def test_large_pages_give_the_same_text_under_cpu_load():
+    pages = large_pages()
+    quiet = extract_all(pages)
+    context = multiprocessing.get_context("spawn")
+    children = [
+        context.Process(target=spin, args=(SPIN_SECONDS,), daemon=True)
+        for _ in range(LOAD_PROCESSES)
+    ]
+    try:
+        for child in children:
+            child.start()
+        time.sleep(0.5)  # the children are spinning
+        start = time.monotonic()
+        loaded = extract_all(pages)
+        took = time.monotonic() - start
+        # The load was there all along.
+        assert all(child.is_alive() for child in children)
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.join(5)
+            if child.is_alive():  # pragma: no cover - terminate is enough
+                child.kill()
+                child.join(5)
+    assert loaded == quiet
+    # (Not a timed assertion: the safety net, far away, did not decide anything.)
+    assert took < SPIN_SECONDS
+    for text, _, reason, _ in loaded.values():
+        assert reason != "out_of_time" and not text.startswith(OUT_OF_TIME_NOTE)
+
+
+@pytest.mark.parametrize("mode", ["main", "page"])
+def test_the_safety_net_says_so(mode):
+    # The far wall-clock safety net (TIME_LIMIT seconds) is the only clock; when it fires
+    # (here at once) the result says so with its own reason, which callers record.
+    assert TIME_LIMIT == 4.0
+    body = realistic_page(64 * KIB).encode()
+    result = extract(body, "text/html", mode=mode, time_limit=0.0)
+    assert (result.mode, result.reason) == ("page", "out_of_time")
+    assert result.text.startswith(OUT_OF_TIME_NOTE)
+    assert extract(body, "text/html", mode=mode).reason != "out_of_time"
