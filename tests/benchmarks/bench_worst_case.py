@@ -33,7 +33,7 @@ from collections.abc import Callable
 KIB = 1024
 MIB = 1024 * KIB
 OLD_TIME_LIMIT_MS = 400.0
-_TAG_RE = re.compile(r"<[^>]*>")
+_TAG_RE = re.compile(r"<[^<>]*>")
 
 
 def baseline(text: str) -> str:
