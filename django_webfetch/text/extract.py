@@ -17,8 +17,8 @@ from .limits import (
     OverBudget,
 )
 from .main import SKIPPED, Selection, consent_notices, hidden, select
-from .render import PARSERS, Links, Sink, finish, parse, render
 from .region import main_region
+from .render import PARSERS, Links, Sink, finish, parse, render
 from .scan import reduce_to_text, reducible, scan, strip_special, title_line
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The worst case of page text under its work budgets: ``python -m tests.benchmarks bench_worst_case``.
+"""Page text's worst case under its work budgets: ``python -m tests.benchmarks bench_worst_case``.
 
 Issue 28: every bound that decides what a user gets counts work (the pre-scan's estimated
 parse cost, the parser's and the renderer's steps), and the clock is only a far safety net
@@ -144,10 +144,10 @@ def _share(value: object) -> str:
 def main(args: list[str] | None = None) -> None:
     args = sys.argv[1:] if args is None else args
     parser = "html5lib" if "--html5lib" in args else "lexbor"
-    print(f"parser {parser}; old time limit {OLD_TIME_LIMIT_MS:.0f} ms; work as a share of its budget")
+    print(f"parser {parser}; old time limit {OLD_TIME_LIMIT_MS:.0f} ms; work: share of budget")
     print(
-        f"{'input':<52} {'KiB':>5} {'cpu ms':>7} {'/0.4s':>6} {'wall':>7} {'base ms':>8} {'ratio':>6}"
-        f" {'scan':>5} {'parse':>5} {'rend':>5}  result"
+        f"{'input':<52} {'KiB':>5} {'cpu ms':>7} {'/0.4s':>6} {'wall':>7} {'base ms':>8}"
+        f" {'ratio':>6} {'scan':>5} {'parse':>5} {'rend':>5}  result"
     )
     worst = 0.0
     for name, markup in cases().items():
@@ -158,7 +158,8 @@ def main(args: list[str] | None = None) -> None:
         assert isinstance(work, dict)
         worst = max(worst, ms)
         print(
-            f"{name[:52]:<52} {len(markup.encode()) // KIB:>5} {ms:7.1f} {ms / OLD_TIME_LIMIT_MS:6.2f}"
+            f"{name[:52]:<52} {len(markup.encode()) // KIB:>5} {ms:7.1f}"
+            f" {ms / OLD_TIME_LIMIT_MS:6.2f}"
             f" {float(row['wall']):7.1f}"  # type: ignore[arg-type]
             f" {base:8.1f} {ms / base:6.1f} {_share(work['scan']):>5} {_share(work['parse']):>5}"
             f" {_share(work['render']):>5}  {row['mode']}/{row['reason']}",

@@ -32,7 +32,7 @@ def paragraphs() -> str:
     return "".join(
         f"<p>{first} {second} Further detail follows on the measurements taken, the crews"
         f" involved, and the timetable that the council has agreed with the contractors.</p>"
-        for first, second in zip(SENTENCES[::2], SENTENCES[1::2])
+        for first, second in zip(SENTENCES[::2], SENTENCES[1::2], strict=True)
     )
 
 
@@ -82,11 +82,9 @@ def chrome(kind: str, size: int) -> str:
     if kind == "footer":
         return f"<footer>{_links(size, '<a href=/f/{index}>{word} {index}</a> ')}</footer>"
     if kind == "sidebar":
-        return (
-            '<aside class="sidebar">'
-            f"{_links(size, '<div><h3>{word}</h3><ul><li><a href=/s/{index}>{word} {index}</a></li></ul></div>')}"
-            "</aside>"
-        )
+        item = "<div><h3>{word}</h3><ul><li><a href=/s/{index}>{word} {index}</a></li></ul></div>"
+        return f'<aside class="sidebar">{_links(size, item)}</aside>'
+
     if kind == "deep-menu":  # a menu nested deeper than the depth bound
         depth = max(1, size // 60)
         return (

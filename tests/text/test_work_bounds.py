@@ -37,9 +37,7 @@ def large_pages() -> dict[str, bytes]:
         "mega-menu (tests/text/pages)": (PAGES / "megamenu_en.html").read_bytes(),
         "repeated <a>, 2 MiB": b"<a>" * (2 * MIB // 3),
         "<b><div>x</b>, 2 MiB": b"<b><div>x</b>" * (2 * MIB // 13),
-        "blocks 190 deep with text": (
-            b"<div>" * 190 + b"word " * 400 + b"</div>" * 190
-        ) * 40,
+        "blocks 190 deep with text": (b"<div>" * 190 + b"word " * 400 + b"</div>" * 190) * 40,
     }
     for name in list(SHAPES)[:6]:
         pages[name] = SHAPES[name]().encode()
