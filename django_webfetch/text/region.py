@@ -95,8 +95,8 @@ def _semantic(text: str) -> str | None:
     starts: list[tuple[int, int]] = []  # (start, end) candidates, the earliest first
     main = _MAIN_RE.search(text)
     if main is not None:
-        end = _MAIN_END_RE.search(text, main.end())
-        starts.append((main.start(), len(text) if end is None else end.start()))
+        closing = _MAIN_END_RE.search(text, main.end())
+        starts.append((main.start(), len(text) if closing is None else closing.start()))
     role = _role_main(text)
     if role is not None:
         starts.append(role)
