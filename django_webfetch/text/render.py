@@ -376,7 +376,7 @@ def parse(
     *,
     parser: str = "lexbor",
     deadline: Deadline | None = None,
-    budget: int = MAX_PARSE_STEPS,
+    budget: int | None = None,
     meter: Meter | None = None,
 ) -> Element:
     """Parse normalised markup into an ``xml.etree`` tree.
@@ -387,13 +387,13 @@ def parse(
 
     The parse counts its work: with html5lib one step per token and per element its tree
     builder creates, with Lexbor (one linear C call) one step per node of its tree copied.
-    Past ``budget`` steps it raises :class:`~django_webfetch.text.limits.OverBudget` (the
-    same pages on every machine); once the safety net ``deadline`` has fired (looked at
+    Past ``budget`` steps (``MAX_PARSE_STEPS``) it raises
+    :class:`~django_webfetch.text.limits.OverBudget` (the same pages on every machine); once the safety net ``deadline`` has fired (looked at
     every 64 steps), :class:`~django_webfetch.text.limits.DeadlinePassed`.  ``meter``
     (instead of ``budget`` and ``deadline``) counts the steps where the caller reads them.
     """
     if meter is None:
-        meter = Meter(budget, deadline)
+        meter = Meter(MAX_PARSE_STEPS if budget is None else budget, deadline)
     if parser == "html5lib":
         root: Element = _Parser(meter).parse(markup)
         return root
@@ -634,7 +634,7 @@ def render(
     main: bool = False,
     deadline: Deadline | None = None,
     links: Links | None = None,
-    budget: int = MAX_RENDER_STEPS,
+    budget: int | None = None,
     meter: Meter | None = None,
 ) -> None:
     """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels.
@@ -648,14 +648,14 @@ def render(
     ``pruned`` elements under them are skipped, headers, footers and forms are kept (what is
     chrome among them was pruned), and only links to other sites or to documents show their
     URL: a link within the site is navigation, a link elsewhere or to a file is a reference.
-    Each node visited is one step: past ``budget`` steps it raises
+    Each node visited is one step: past ``budget`` steps (``MAX_RENDER_STEPS``) it raises
     :class:`~django_webfetch.text.limits.OverBudget`, and once the safety net ``deadline``
     has fired (looked at every 64 steps), :class:`~django_webfetch.text.limits.DeadlinePassed`.
     ``meter`` (instead of ``budget`` and ``deadline``) counts the steps where the caller
     reads them.
     """
     if meter is None:
-        meter = Meter(budget, deadline)
+        meter = Meter(MAX_RENDER_STEPS if budget is None else budget, deadline)
     markdown = sink.markdown
     roots = [root] if isinstance(root, Element) else list(root)
     stack: list[tuple[Element, int] | _Close | str] = [(item, 0) for item in reversed(roots)]

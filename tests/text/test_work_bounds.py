@@ -113,3 +113,41 @@ def test_the_safety_net_says_so(mode):
     assert (result.mode, result.reason) == ("page", "out_of_time")
     assert result.text.startswith(OUT_OF_TIME_NOTE)
     assert extract(body, "text/html", mode=mode).reason != "out_of_time"
+
+
+@pytest.mark.parametrize("constant", ["MAX_PARSE_STEPS", "MAX_RENDER_STEPS"])
+@pytest.mark.parametrize("parser", ["lexbor", "html5lib"])
+def test_a_page_over_the_parse_or_render_budget_takes_the_over_budget_path(
+    monkeypatch, constant, parser
+):
+    # No page the pre-scan lets through comes near these budgets (the cost model keeps it far
+    # below, bench_worst_case measures it); lowered here, they decide as they would.
+    from django_webfetch.text import render as render_module
+
+    body = realistic_page(64 * KIB).encode()
+    normal = extract(body, parser=parser)
+    assert (normal.mode, normal.reason) == ("main", None)
+    monkeypatch.setattr(render_module, constant, 300)
+    results = [extract(body, parser=parser) for _ in range(2)]
+    assert results[0] == results[1]
+    result = results[0]
+    # The main content, without layout (it is over the lowered budget too), no navigation.
+    assert (result.mode, result.reason) == ("main", "main_from_scan")
+    assert "City council approves the new harbour bridge budget" in result.text
+    assert "Section 3" not in result.text and "About 3" not in result.text
+    whole = extract(body, parser=parser, mode="page")
+    assert (whole.mode, whole.reason) == ("page", "not_parsed")
+    assert "Section 3" in whole.text
+
+
+@pytest.mark.parametrize("paragraphs", [100, 300])
+def test_the_safety_net_in_the_over_budget_path(paragraphs):
+    # Too deep: the pre-scan stops within its first 512 tokens, before it looks at the clock.
+    # The main content's own pre-scan (300 paragraphs) or its parse (100) sees the safety net.
+    body = (
+        "<div>" * 300 + "<main>" + "<p>A paragraph of text.</p>" * paragraphs + "</main>"
+    ).encode()
+    assert extract(body).reason == "main_from_scan"
+    result = extract(body, time_limit=0.0)
+    assert (result.mode, result.reason) == ("page", "out_of_time")
+    assert result.text.startswith(OUT_OF_TIME_NOTE)
