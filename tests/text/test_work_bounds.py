@@ -151,3 +151,20 @@ def test_the_safety_net_in_the_over_budget_path(paragraphs):
     result = extract(body, time_limit=0.0)
     assert (result.mode, result.reason) == ("page", "out_of_time")
     assert result.text.startswith(OUT_OF_TIME_NOTE)
+
+
+def test_a_page_of_links_is_cut_in_parts_of_a_useful_size():
+    # Found by bench_worst_case: when the link definitions of a part took more room than its
+    # text, a part was cut to one character, and each of the next 20,000 parts rendered the
+    # same 20,000 characters again (28 s of CPU for a 40 KB menu column).
+    from tests.text.overbudget import table_layout
+
+    body = table_layout(40 * KIB).encode()
+    document = extract(body, mode="page", url="https://example.org/").document
+    bounds = document.boundaries()
+    assert len(document.text) > 20_000 and len(document.links) > 1000
+    assert len(bounds) <= len(document.text) // 2_000
+    for number, (start, end) in enumerate(bounds, 1):
+        part = document.part(number)
+        assert part is not None and len(part.text) <= 20_000
+        assert end - start >= 2_000 or number == len(bounds)
