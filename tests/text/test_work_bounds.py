@@ -159,10 +159,10 @@ def test_a_page_of_links_is_cut_in_parts_of_a_useful_size():
     # same 20,000 characters again (28 s of CPU for a 40 KB menu column).
     from tests.text.overbudget import table_layout
 
-    body = table_layout(40 * KIB).encode()
-    document = extract(body, mode="page", url="https://example.org/").document
+    body = table_layout(120 * KIB).encode()
+    document = extract(body, mode="page", url="https://example.org/", max_chars=100_000).document
     bounds = document.boundaries()
-    assert len(document.text) > 20_000 and len(document.links) > 1000
+    assert len(document.text) > 50_000 and len(document.links) > 1000
     assert len(bounds) <= len(document.text) // 2_000
     for number, (start, end) in enumerate(bounds, 1):
         part = document.part(number)
