@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from .scan import ANY_TAG_RE, ascii_lower, reducible, strip_special
+from .scan import ascii_lower, reducible, strip_special
 
 __all__ = [
     "LINK_PENALTY",
@@ -60,6 +60,9 @@ _ROLE_RE = re.compile(
 _NAME_RE = re.compile(r"<([A-Za-z][^\t\n\f\r />]{0,63})")
 #: A link's start tag and the text up to the next tag: its (first) text.
 _LINK_TEXT_RE = re.compile(r"<a(?![^\t\n\f\r />])[^<>]*>[^<]*", re.IGNORECASE)
+#: A tag, for counting text: up to the next ``<`` or ``>``, so that a failed attempt never
+#: scans on past the next ``<`` (a window of ``<a<a<a`` is linear, not quadratic).
+_TAG_RE = re.compile(r"<[^<>]*>")
 #: Tags and text, for the token-level refinement of the region's ends.
 _TOKEN_RE = re.compile(r"<[^<>]*>|[^<]+|<")
 
@@ -80,8 +83,8 @@ def main_region(text: str, *, stripped: bool = False) -> str | None:
 
 def _chars(markup: str) -> tuple[int, int]:
     """Characters of text (whitespace not counted) in ``markup``, and of those in links."""
-    text = len("".join(ANY_TAG_RE.sub(" ", markup).split()))
-    plain = len("".join(ANY_TAG_RE.sub(" ", _LINK_TEXT_RE.sub(" ", markup)).split()))
+    text = len("".join(_TAG_RE.sub(" ", markup).split()))
+    plain = len("".join(_TAG_RE.sub(" ", _LINK_TEXT_RE.sub(" ", markup)).split()))
     return text, text - plain
 
 

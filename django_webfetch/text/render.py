@@ -388,8 +388,9 @@ def parse(
     The parse counts its work: with html5lib one step per token and per element its tree
     builder creates, with Lexbor (one linear C call) one step per node of its tree copied.
     Past ``budget`` steps (``MAX_PARSE_STEPS``) it raises
-    :class:`~django_webfetch.text.limits.OverBudget` (the same pages on every machine); once the safety net ``deadline`` has fired (looked at
-    every 64 steps), :class:`~django_webfetch.text.limits.DeadlinePassed`.  ``meter``
+    :class:`~django_webfetch.text.limits.OverBudget` (the same pages on every machine); once
+    the safety net ``deadline`` has fired (looked at every 64 steps),
+    :class:`~django_webfetch.text.limits.DeadlinePassed`.  ``meter``
     (instead of ``budget`` and ``deadline``) counts the steps where the caller reads them.
     """
     if meter is None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from itertools import islice
 
 from .hints import (
     CLASS_ATTRIBUTE,
@@ -38,7 +39,6 @@ from .hints import (
 from .limits import MAX_DEPTH, MAX_PARSER_INPUT, MAX_TEXT_CHARS, Deadline
 
 __all__ = [
-    "ANY_TAG_RE",
     "MAX_REDUCE_TOKENS",
     "Scan",
     "ascii_lower",
@@ -826,8 +826,6 @@ _BLOCK_TAG_RE = re.compile(
     rf"</?(?=[A-Za-z])(?:{_BLOCK_NAMES})(?![^\t\n\f\r />])[^>]*>", re.IGNORECASE
 )
 _ANY_TAG_RE = re.compile(r"</?[A-Za-z][^>]*>|<[!?][^>]*>|</>")
-#: Any tag (for :mod:`.region`).
-ANY_TAG_RE = _ANY_TAG_RE
 # A block tag becomes this (then a line break): it keeps the tag's ">", so the second pass
 # finds every other tag where a single pass would (never scanning on past a removed ">").
 _BLOCK_MARK = "\uffff>"
@@ -906,10 +904,9 @@ def reducible(text: str) -> str:
         chunk = text[start : start + _REDUCE_CHUNK]
         tokens = chunk.count("<") + chunk.count("&")
         if count + tokens > MAX_REDUCE_TOKENS:
-            for match in _REDUCE_TOKEN_RE.finditer(chunk):
-                count += 1
-                if count > MAX_REDUCE_TOKENS:
-                    return text[: start + match.start()]
+            # The first token of this chunk that is not read.
+            first = next(islice(_REDUCE_TOKEN_RE.finditer(chunk), MAX_REDUCE_TOKENS - count, None))
+            return text[: start + first.start()]
         count += tokens
     return text
 

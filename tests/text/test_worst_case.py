@@ -249,10 +249,12 @@ def test_the_parse_counts_its_steps(parser):
     markup = scan(realistic_page(50 * KIB)).markup
     with pytest.raises(OverBudget):
         parse(markup, parser=parser, budget=100)
-    root = parse(markup, parser=parser)
+    meter = Meter(MAX_PARSE_STEPS)
+    root = parse(markup, parser=parser, meter=meter)
     elements = sum(1 for _ in root.iter())
+    assert elements <= meter.steps
     # Far under the budget: the pre-scan's cost budget keeps every tree it lets through small.
-    assert elements < MAX_PARSE_STEPS // 20
+    assert meter.steps < MAX_PARSE_STEPS // 10
 
 
 def test_the_renderer_counts_its_steps():
@@ -260,8 +262,9 @@ def test_the_renderer_counts_its_steps():
     with pytest.raises(OverBudget):
         render(root, Sink(), None, budget=100)
     sink = Sink()
-    render(root, sink, None)
-    assert sink.getvalue()
+    meter = Meter(10**6)
+    render(root, sink, None, meter=meter)
+    assert sink.getvalue() and 100 < meter.steps
 
 
 def test_the_renderer_checks_the_deadline():
