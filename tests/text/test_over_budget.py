@@ -128,17 +128,30 @@ def test_the_region_is_the_main_element_role_main_or_the_articles():
     role = f'<div>menu</div><div role="main"><div>{filler}</div></div><div>after</div>'
     assert main_region(role) == f'<div role="main"><div>{filler}</div>'
     # "role=main" in text is no element; an unclosed role=main element runs to the end.
-    assert main_region(f"<p>role=main</p><div role=main>{filler}") == f"<div role=main>{filler}"
+    assert main_region(f"<p>a role=main</p><div role=main>{filler}") == f"<div role=main>{filler}"
     two = f"<article>{filler}</article><aside>ad</aside><article>{filler}</article>"
     assert main_region(f"<nav>x</nav>{two}<footer>f</footer>") == two.removesuffix("</article>")
     # An empty <main> (a script fills it) gives way to the densest text.
-    assert main_region(f"<main>Loading…</main><div>{filler}</div>").startswith(filler[:30])
+    loading = main_region(f"<main>Loading…</main><div>{filler}</div>")
+    assert loading is not None and loading.startswith(f"<div>{filler[:30]}")
+    # So does an <article> with too little text.
+    assert main_region("<article>x</article>" + "<div>" * 100) is None
     # A <main> of links gives way to the densest text too.
     links = "".join(f"<a href=/{i}>link {i}</a>" for i in range(300))
     region = main_region(f"<main>{links}</main><div>{filler * 3}</div>")
     assert region is not None and "link 1 " not in region and "Words of the article" in region
     assert main_region("<div>" * 1000) is None
     assert main_region("") is None
+
+
+def test_a_short_region_is_all_main_content():
+    # The <main> of an over-budget page holds one paragraph (too little for the selection):
+    # all of it is the main content.
+    paragraph = "A single paragraph of the main content, " * 4
+    body = ("<div>" * 300 + f"<main><p>{paragraph}</p></main>").encode()
+    result = extract(body)
+    assert (result.mode, result.reason) == ("main", "main_from_scan")
+    assert result.text == paragraph.strip()
 
 
 def test_the_end_of_a_role_main_element_is_searched_within_a_bound():

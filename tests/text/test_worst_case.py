@@ -252,7 +252,7 @@ def test_the_parse_counts_its_steps(parser):
     meter = Meter(MAX_PARSE_STEPS)
     root = parse(markup, parser=parser, meter=meter)
     elements = sum(1 for _ in root.iter())
-    assert elements <= meter.steps
+    assert elements <= meter.steps + 1  # the root <html> is ours with Lexbor
     # Far under the budget: the pre-scan's cost budget keeps every tree it lets through small.
     assert meter.steps < MAX_PARSE_STEPS // 10
 
