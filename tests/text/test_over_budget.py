@@ -129,6 +129,11 @@ def test_the_region_is_the_main_element_role_main_or_the_articles():
     assert main_region(role) == f'<div role="main"><div>{filler}</div>'
     # "role=main" in text is no element; an unclosed role=main element runs to the end.
     assert main_region(f"<p>a role=main</p><div role=main>{filler}") == f"<div role=main>{filler}"
+    mentions = "<p>" + "the role=main attribute, " * 9 + "</p>"
+    assert main_region(f"{mentions}<div role=main>{filler}") == f"{mentions}<div role=main>{filler}"
+    assert main_region(f"<p>a role=main here</p><div role=main>{filler}") == (
+        f"<div role=main>{filler}"
+    )
     two = f"<article>{filler}</article><aside>ad</aside><article>{filler}</article>"
     assert main_region(f"<nav>x</nav>{two}<footer>f</footer>") == two.removesuffix("</article>")
     # An empty <main> (a script fills it) gives way to the densest text.
