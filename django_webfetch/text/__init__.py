@@ -10,7 +10,9 @@ from .extract import FORMATS, MODES, REASONS, Extraction, extract, extract_text
 from .fence import fence, render_media_type, render_redirect_target, render_status
 from .limits import (
     MAX_DEPTH,
+    MAX_PARSE_STEPS,
     MAX_PARSER_INPUT,
+    MAX_RENDER_STEPS,
     MAX_RESULT_BYTES,
     MAX_STORED_CHARS,
     MAX_TEXT_CHARS,
@@ -23,6 +25,8 @@ __all__ = [
     "FORMATS",
     "MAX_DEPTH",
     "MAX_PARSER_INPUT",
+    "MAX_PARSE_STEPS",
+    "MAX_RENDER_STEPS",
     "MAX_RESULT_BYTES",
     "MAX_STORED_CHARS",
     "MAX_TEXT_CHARS",

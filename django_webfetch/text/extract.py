@@ -8,10 +8,18 @@ from xml.etree.ElementTree import Element
 
 from .charset import decode_body
 from .document import Document
-from .limits import MAX_STORED_CHARS, MAX_TEXT_CHARS, TIME_LIMIT, Deadline, DeadlinePassed
+from .limits import (
+    MAX_STORED_CHARS,
+    MAX_TEXT_CHARS,
+    TIME_LIMIT,
+    Deadline,
+    DeadlinePassed,
+    OverBudget,
+)
 from .main import SKIPPED, Selection, consent_notices, hidden, select
+from .region import main_region
 from .render import PARSERS, Links, Sink, finish, parse, render
-from .scan import reduce_to_text, scan
+from .scan import reduce_to_text, reducible, scan, strip_special, title_line
 
 __all__ = [
     "FORMATS",
@@ -32,8 +40,9 @@ MODES = ("main", "page")
 #: and reference links; ``text``: plain text (link URLs inline, in parentheses).
 FORMATS = ("markdown", "text")
 
-#: The first line of the text when the time limit passed: what follows is the page's text
-#: without its layout (no headings, lists, tables or link URLs).
+#: The first line of the text when the safety net fired (a machine far slower than a healthy
+#: one): what follows is the page's text without its layout (no headings, lists, tables or
+#: link URLs).
 OUT_OF_TIME_NOTE = "[This page took too long to lay out: its text follows without layout.]"
 
 #: Bodies are cut here (the fetch layer already stops at 2 MiB of decoded body).
@@ -87,7 +96,10 @@ REASONS = {
     "layout_failed": "the page could not be laid out: its text follows without layout",
     "not_parsed": "the page's markup is too deep or too costly to lay out: its text follows"
     " without layout",
-    "out_of_time": "the page took too long to lay out: its text follows without layout",
+    "main_from_scan": "the page is too deep or too costly to lay out whole: its main content,"
+    " found by the linear pre-scan, follows",
+    "out_of_time": "the safety-net time limit passed (a machine far slower than a healthy one):"
+    " the page's text follows without layout",
     "no_text": "the page has no readable text",
 }
 
@@ -169,10 +181,17 @@ def extract(
     is logged as a bug).  ``parser`` picks the HTML5 parser (``"lexbor"`` or
     ``"html5lib"``) for markup the pre-scan let through.
 
-    HTML gets at most ``time_limit`` seconds (see :class:`~.limits.Deadline`) for the
-    pre-scan, the parse, the selection of the main content and the renderer; past it the
-    tree is abandoned and the page's text is returned without layout (linear, no parser),
-    under :data:`OUT_OF_TIME_NOTE`, with ``mode="page"`` and ``reason="out_of_time"``.
+    Every bound on HTML counts work, so the same body gives the same result on any machine:
+    the pre-scan's estimated parse cost, the parser input and depth (:mod:`.scan`), the
+    parser's steps (``MAX_PARSE_STEPS``) and the renderer's (``MAX_RENDER_STEPS``).  A page
+    over one of them is not laid out whole: with ``mode="main"`` its main content is found by
+    a linear pass (:mod:`.region`) and laid out on its own (``reason="main_from_scan"``),
+    otherwise its text follows without layout (``mode="page"``, ``reason="not_parsed"``).
+
+    ``time_limit`` seconds (:class:`~.limits.Deadline`, ``TIME_LIMIT`` = 4 s by default) is
+    only a far safety net: past it the tree is abandoned and the page's text is returned
+    without layout (linear, no parser), under :data:`OUT_OF_TIME_NOTE`, with
+    ``mode="page"`` and ``reason="out_of_time"``.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -218,33 +237,125 @@ def _html(
     limit: int,
 ) -> Extraction:
     result = scan(decoded, deadline=deadline)
-    if result.markup is None:
-        cause = "out_of_time" if result.timed_out else "not_parsed"
-        return _linear(decoded, cause, note=result.timed_out, limit=limit)
-    try:
-        root = parse(result.markup, parser=parser, deadline=deadline)
-        reason: str | None = None
-        selection = None
-        if mode == "main":
-            try:
-                selection = select(root)
-            except Exception:
-                # Never on any page we know (the fuzzer and the property tests search for
-                # one): the whole page, saying so, and the bug in the log.
-                _log.exception("main-content selection failed; the whole page follows")
-                reason = "main_failed"
-            else:
-                reason = None if selection is not None else "main_not_found"
-        if deadline.passed():
-            raise DeadlinePassed
-        markdown = format == "markdown"
-        sink = Sink(limit, markdown=markdown)
-        links = Links() if markdown else None
-        used = _render(root, selection, result.title, url, deadline, sink, links)
-    except DeadlinePassed:
+    if result.timed_out:
         return _linear(decoded, "out_of_time", note=True, limit=limit)
+    if result.markup is not None:
+        try:
+            laid = _lay_out(
+                result.markup,
+                result.title,
+                url,
+                mode,
+                parser,
+                deadline,
+                format,
+                limit,
+                cut=result.cut,
+            )
+        except DeadlinePassed:
+            return _linear(decoded, "out_of_time", note=True, limit=limit)
+        except OverBudget:
+            pass
+        else:
+            if laid is not None:
+                return laid
+    return _over_budget(decoded, url, mode, parser, deadline, format, limit, result.title)
+
+
+def _lay_out(
+    markup: str,
+    title: str,
+    url: str | None,
+    mode: str,
+    parser: str,
+    deadline: Deadline,
+    format: str,
+    limit: int,
+    *,
+    region: bool = False,
+    cut: bool = False,
+) -> Extraction | None:
+    """Parse, select and render markup the pre-scan let through.
+
+    ``region``: ``markup`` is the main content :func:`~.region.main_region` found; when the
+    selection finds nothing convincing in it, all of it is the main content.  ``cut``:
+    ``markup`` is the part of the page before a bound (the parser input); when it holds no
+    main content, None (the article may be after it: a menu of text links filled the
+    parser input)."""
+    root = parse(markup, parser=parser, deadline=deadline)
+    reason: str | None = None
+    selection = None
+    if mode == "main":
+        try:
+            selection = select(root)
+        except Exception:
+            # Never on any page we know (the fuzzer and the property tests search for
+            # one): the whole page, saying so, and the bug in the log.
+            _log.exception("main-content selection failed; the whole page follows")
+            reason = "main_failed"
+        else:
+            reason = None if selection is not None else "main_not_found"
+        if cut and reason == "main_not_found":
+            return None
+        if region and selection is None:
+            selection = Selection([root], consent_notices(root), 0)
+            reason = "main_from_scan"
+        elif region:
+            reason = "main_from_scan"
+    if deadline.passed():
+        raise DeadlinePassed
+    markdown = format == "markdown"
+    sink = Sink(limit, markdown=markdown)
+    links = Links() if markdown else None
+    used = _render(root, selection, title, url, deadline, sink, links)
     urls = tuple(links.urls) if links is not None else ()
     return _done(Document(finish(sink.getvalue(), limit), urls), used, reason)
+
+
+def _over_budget(
+    decoded: str,
+    url: str | None,
+    mode: str,
+    parser: str,
+    deadline: Deadline,
+    format: str,
+    limit: int,
+    title: str,
+) -> Extraction:
+    """A page over a work budget: in ``main`` mode its main content, found by a linear pass
+    (:mod:`.region`) and laid out on its own when it fits the budgets, else its text;
+    otherwise the page's text without layout."""
+    if mode == "main":
+        # One strip of comments, scripts and styles for the search and the reduction.
+        stripped, own_title = strip_special(reducible(decoded))
+        title = title or title_line(own_title)
+        region = main_region(stripped, stripped=True)
+        if region is not None:
+            result = scan(region, deadline=deadline)
+            if result.timed_out:
+                return _linear(decoded, "out_of_time", note=True, limit=limit)
+            if result.markup is not None:
+                try:
+                    laid = _lay_out(
+                        result.markup,
+                        title,
+                        url,
+                        mode,
+                        parser,
+                        deadline,
+                        format,
+                        limit,
+                        region=True,
+                    )
+                    assert laid is not None  # not cut: always an extraction
+                    return laid
+                except DeadlinePassed:
+                    return _linear(decoded, "out_of_time", note=True, limit=limit)
+                except OverBudget:
+                    pass
+            return _linear(region, "main_from_scan", note=False, limit=limit, title=title)
+        return _linear(stripped, "not_parsed", note=False, limit=limit, title=title)
+    return _linear(decoded, "not_parsed", note=False, limit=limit)
 
 
 def _render(
@@ -275,15 +386,28 @@ def _render(
     return "page"
 
 
-def _linear(decoded: str, reason: str | None, *, note: bool, limit: int) -> Extraction:
-    """The page's text without layout (no parser, linear), under the out-of-time note."""
+def _linear(
+    decoded: str,
+    reason: str | None,
+    *,
+    note: bool,
+    limit: int,
+    title: str | None = None,
+) -> Extraction:
+    """The page's text without layout (no parser, linear), under the out-of-time note.
+
+    With ``title`` (the page's, for the markup of its main content), the text is the main
+    content's (``mode="main"``)."""
     sink = Sink(limit)
     if note:
         sink.text(OUT_OF_TIME_NOTE)
         sink.block(2)
-    text, title = reduce_to_text(decoded)
+    text, own_title = reduce_to_text(decoded)
+    if title is None:
+        title = own_title
     if title:
         sink.text(title)
         sink.block(2)
     sink.preformatted(text)
-    return _done(Document(finish(sink.getvalue(), limit)), "page", reason)
+    mode = "page" if reason != "main_from_scan" else "main"
+    return _done(Document(finish(sink.getvalue(), limit)), mode, reason)

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
 from .furniture import MAX_FURNITURE_CHARS, furniture_heading, furniture_line
-from .hints import ARTICLE, BOILERPLATE, CLASS_ATTRIBUTE, CONSENT, CONTENT, HINT_ATTRIBUTE, words
+from .hints import (
+    ARTICLE,
+    BOILERPLATE,
+    CLASS_ATTRIBUTE,
+    CONSENT,
+    CONTENT,
+    HINT_ATTRIBUTE,
+    words,
+)
 
 __all__ = ["MIN_MAIN_CHARS", "Selection", "select"]
 
@@ -275,10 +283,51 @@ def _contains(page: _Page, outer: int, inner: int) -> bool:
 
 
 def select(root: Element) -> Selection | None:
-    """The main content under ``root``, or None when nothing convincing was found."""
+    """The main content under ``root``, or None when nothing convincing was found.
+
+    When the scores find nothing convincing (too little text), the page's ``<main>``
+    element is the main content all the same, however short, when it holds at least two
+    blocks of text (paragraphs, headings, list items): the page says where its content is,
+    and two short paragraphs are a page's main content too."""
     page = _Page(root)
     if not page.nodes:
         return None
+    chosen = _select(page)
+    return chosen if chosen is not None else _landmark(page)
+
+
+#: Blocks of text a short ``<main>`` holds at least to be the main content.
+_LANDMARK_BLOCKS = 2
+_TEXT_BLOCKS = _PARAGRAPHS | _HEADING_LEVELS.keys()
+
+
+def _landmark(page: _Page) -> Selection | None:
+    """The page's one ``<main>`` element (its outermost), without its boilerplate, when it
+    holds two blocks of text or more and that text is not mostly link text."""
+    found = [index for index, name in enumerate(page.names) if name == "main"]
+    if not found or any(not _contains(page, found[0], index) for index in found):
+        return None  # none, or several apart: the page does not say which
+    top = found[0]
+    pruned = prune(page, [top], top)
+    kept = page.chars[top] - sum(page.chars[index] for index in pruned)
+    links = page.links[top] - sum(page.links[index] for index in pruned)
+    blocks = 0
+    index = top + 1
+    end = top + page.sizes[top]
+    gone = set(pruned)
+    while index < end:
+        if index in gone:
+            index += page.sizes[index]
+            continue
+        if page.names[index] in _TEXT_BLOCKS and page.chars[index]:
+            blocks += 1
+        index += 1
+    if blocks < _LANDMARK_BLOCKS or links > kept * 0.5:
+        return None
+    return Selection([page.nodes[top]], {page.nodes[index] for index in pruned}, kept)
+
+
+def _select(page: _Page) -> Selection | None:
     scores = _scores(page)
     if not scores:
         return None

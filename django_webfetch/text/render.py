@@ -14,7 +14,14 @@ from html5lib._tokenizer import HTMLTokenizer
 from html5lib.treebuilders import getTreeBuilder
 
 from .hints import words
-from .limits import MAX_DEPTH, MAX_TEXT_CHARS, Deadline, DeadlinePassed
+from .limits import (
+    MAX_DEPTH,
+    MAX_PARSE_STEPS,
+    MAX_RENDER_STEPS,
+    MAX_TEXT_CHARS,
+    Deadline,
+    Meter,
+)
 
 __all__ = ["PARSERS", "Sink", "finish", "parse", "render"]
 
@@ -303,20 +310,15 @@ def finish(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     return text[:limit]
 
 
-#: Tokens, elements or rendered nodes between two looks at the clock.
-_CLOCK_EVERY = 64
+class _MeteredTokenizer(HTMLTokenizer):
+    """html5lib's tokenizer, one step of the parse meter per token."""
 
-
-class _ClockedTokenizer(HTMLTokenizer):
-    """html5lib's tokenizer, looking at the clock between tokens."""
-
-    deadline: Deadline | None = None
+    meter: Meter
 
     def __iter__(self) -> Any:
-        deadline = self.deadline
-        for count, token in enumerate(super().__iter__(), 1):
-            if deadline is not None and not count % _CLOCK_EVERY and deadline.passed():
-                raise DeadlinePassed
+        step = self.meter.step
+        for token in super().__iter__():
+            step()
             yield token
 
 
@@ -324,27 +326,24 @@ _ETREE_BUILDER: Any = getTreeBuilder("etree")
 
 
 class _TreeBuilder(_ETREE_BUILDER):  # type: ignore[misc]
-    """The etree builder, looking at the clock when it creates elements (the adoption agency
-    and the reconstruction of formatting elements create several for one token)."""
+    """The etree builder, one step of the parse meter per element it creates (the adoption
+    agency and the reconstruction of formatting elements create several for one token)."""
 
-    deadline: Deadline | None = None
-    created = 0
+    meter: Meter
 
     def createElement(self, token: Any) -> Any:  # noqa: N802
-        self.created += 1
-        if self.deadline is not None and not self.created % _CLOCK_EVERY and self.deadline.passed():
-            raise DeadlinePassed
+        self.meter.step()
         return super().createElement(token)
 
 
 class _Parser(html5lib.HTMLParser):
     """html5lib without its error list (recording an error costs a scan of the input chunk),
-    with a wall-clock deadline checked between tokens and on every element created."""
+    counting its tokens and the elements it creates on one :class:`~.limits.Meter`."""
 
-    def __init__(self, deadline: Deadline | None) -> None:
+    def __init__(self, meter: Meter) -> None:
         super().__init__(tree=_TreeBuilder, namespaceHTMLElements=False)
-        self.deadline = deadline
-        self.tree.deadline = deadline
+        self.meter = meter
+        self.tree.meter = meter
 
     def parseError(self, errorcode: str = "", datavars: Any = None) -> None:  # noqa: N802
         return None
@@ -357,13 +356,13 @@ class _Parser(html5lib.HTMLParser):
         scripting: bool = False,
         **kwargs: Any,
     ) -> None:
-        # html5lib's own _parse, with the clocked tokenizer.  A str input is never re-parsed
+        # html5lib's own _parse, with the metered tokenizer.  A str input is never re-parsed
         # for another encoding, so html5lib's _ReparseException cannot happen here.
         self.innerHTMLMode = innerHTML
         self.container = container
         self.scripting = scripting
-        self.tokenizer = _ClockedTokenizer(stream, parser=self, **kwargs)
-        self.tokenizer.deadline = self.deadline
+        self.tokenizer = _MeteredTokenizer(stream, parser=self, **kwargs)
+        self.tokenizer.meter = self.meter
         self.reset()
         self.mainLoop()
 
@@ -372,25 +371,39 @@ class _Parser(html5lib.HTMLParser):
 PARSERS = ("lexbor", "html5lib")
 
 
-def parse(markup: str, *, parser: str = "lexbor", deadline: Deadline | None = None) -> Element:
+def parse(
+    markup: str,
+    *,
+    parser: str = "lexbor",
+    deadline: Deadline | None = None,
+    budget: int | None = None,
+    meter: Meter | None = None,
+) -> Element:
     """Parse normalised markup into an ``xml.etree`` tree.
 
     ``lexbor`` (the default) is the C HTML5 parser of selectolax, whose tree is copied into
     ``xml.etree`` elements; ``html5lib`` is the pure-Python one (its ``etree`` builder).
-    Both follow the HTML5 tree construction algorithm.  html5lib raises
-    :class:`~django_webfetch.text.limits.DeadlinePassed` once ``deadline`` has passed (it
-    looks at the clock between tokens and on every element it creates); lexbor's parse is
-    one C call, linear, and the copy of its tree looks at the clock every 64 nodes.
+    Both follow the HTML5 tree construction algorithm.
+
+    The parse counts its work: with html5lib one step per token and per element its tree
+    builder creates, with Lexbor (one linear C call) one step per node of its tree copied.
+    Past ``budget`` steps (``MAX_PARSE_STEPS``) it raises
+    :class:`~django_webfetch.text.limits.OverBudget` (the same pages on every machine); once
+    the safety net ``deadline`` has fired (looked at every 64 steps),
+    :class:`~django_webfetch.text.limits.DeadlinePassed`.  ``meter``
+    (instead of ``budget`` and ``deadline``) counts the steps where the caller reads them.
     """
+    if meter is None:
+        meter = Meter(MAX_PARSE_STEPS if budget is None else budget, deadline)
     if parser == "html5lib":
-        root: Element = _Parser(deadline).parse(markup)
+        root: Element = _Parser(meter).parse(markup)
         return root
     if parser != "lexbor":
         raise ValueError(f"unknown parser {parser!r}")
-    return _lexbor(markup, deadline)
+    return _lexbor(markup, meter)
 
 
-def _lexbor(markup: str, deadline: Deadline | None = None) -> Element:
+def _lexbor(markup: str, meter: Meter) -> Element:
     """Lexbor's tree as ``xml.etree`` elements, copied iteratively (text joined, comments
     dropped)."""
     from selectolax.lexbor import LexborHTMLParser
@@ -400,11 +413,7 @@ def _lexbor(markup: str, deadline: Deadline | None = None) -> Element:
     if document is None:  # pragma: no cover - lexbor always makes an <html> element
         return root
     stack = [(document, root)]
-    clock = 0
     while stack:
-        clock += 1
-        if deadline is not None and not clock % _CLOCK_EVERY and deadline.passed():
-            raise DeadlinePassed
         node, element = stack.pop()
         last: Element | None = None
         child = node.child
@@ -417,6 +426,7 @@ def _lexbor(markup: str, deadline: Deadline | None = None) -> Element:
                 else:
                     last.tail = (last.tail or "") + text
             elif tag is not None and not tag.startswith("-"):
+                meter.step()
                 attributes = child.attributes
                 copy = Element(
                     tag,
@@ -625,6 +635,8 @@ def render(
     main: bool = False,
     deadline: Deadline | None = None,
     links: Links | None = None,
+    budget: int | None = None,
+    meter: Meter | None = None,
 ) -> None:
     """Render the tree under ``root`` into ``sink``, iteratively, to ``MAX_DEPTH`` levels.
 
@@ -637,9 +649,14 @@ def render(
     ``pruned`` elements under them are skipped, headers, footers and forms are kept (what is
     chrome among them was pruned), and only links to other sites or to documents show their
     URL: a link within the site is navigation, a link elsewhere or to a file is a reference.
-    Raises :class:`~django_webfetch.text.limits.DeadlinePassed` once ``deadline`` has passed.
+    Each node visited is one step: past ``budget`` steps (``MAX_RENDER_STEPS``) it raises
+    :class:`~django_webfetch.text.limits.OverBudget`, and once the safety net ``deadline``
+    has fired (looked at every 64 steps), :class:`~django_webfetch.text.limits.DeadlinePassed`.
+    ``meter`` (instead of ``budget`` and ``deadline``) counts the steps where the caller
+    reads them.
     """
-    clock = 0
+    if meter is None:
+        meter = Meter(MAX_RENDER_STEPS if budget is None else budget, deadline)
     markdown = sink.markdown
     roots = [root] if isinstance(root, Element) else list(root)
     stack: list[tuple[Element, int] | _Close | str] = [(item, 0) for item in reversed(roots)]
@@ -656,9 +673,7 @@ def render(
     # Markdown pipe tables: per open table, its columns (0: layout) and the rows written.
     tables: list[list[int]] = []
     while stack and not sink.full:
-        clock += 1
-        if deadline is not None and not clock % _CLOCK_EVERY and deadline.passed():
-            raise DeadlinePassed
+        meter.step()
         item = stack.pop()
         if isinstance(item, str):
             if pre:

@@ -15,7 +15,14 @@ import pytest
 from django_webfetch.text import MAX_PARSER_INPUT, MAX_RESULT_BYTES, MAX_TEXT_CHARS, extract_text
 from django_webfetch.text.extract import OUT_OF_TIME_NOTE
 from django_webfetch.text.fence import fence, marker_like
-from django_webfetch.text.limits import Deadline, DeadlinePassed
+from django_webfetch.text.limits import (
+    CLOCK_EVERY,
+    MAX_PARSE_STEPS,
+    Deadline,
+    DeadlinePassed,
+    Meter,
+    OverBudget,
+)
 from django_webfetch.text.render import Sink, parse, render
 from django_webfetch.text.scan import (
     ATTRIBUTE_COST,
@@ -219,17 +226,45 @@ def test_the_parse_checks_the_deadline_between_tokens(parser):
     parse(markup, parser=parser, deadline=Deadline(60.0))
 
 
-def test_the_tree_builder_checks_the_deadline_on_every_element():
+def test_the_tree_builder_counts_every_element_and_checks_the_safety_net():
     # One token that makes many elements: the reconstruction of 60 formatting elements.
     markup = "<b><i><u><s><em>" * 12 + "<p>x</p>" * 2
     from django_webfetch.text import render as render_module
 
-    parser = render_module._Parser(deadline=Deadline(0.0))
-    parser.tokenizer = None
+    token = {"name": "b", "namespace": None, "data": {}}
+    parser = render_module._Parser(Meter(10**6, Deadline(0.0)))
     with pytest.raises(DeadlinePassed):
-        for _ in range(render_module._CLOCK_EVERY + 1):
-            parser.tree.createElement({"name": "b", "namespace": None, "data": {}})
+        for _ in range(CLOCK_EVERY + 1):
+            parser.tree.createElement(token)
+    parser = render_module._Parser(Meter(10))
+    for _ in range(10):
+        parser.tree.createElement(token)
+    with pytest.raises(OverBudget):
+        parser.tree.createElement(token)
     assert parse(markup, deadline=None) is not None
+
+
+@pytest.mark.parametrize("parser", ["html5lib", "lexbor"])
+def test_the_parse_counts_its_steps(parser):
+    markup = scan(realistic_page(50 * KIB)).markup
+    with pytest.raises(OverBudget):
+        parse(markup, parser=parser, budget=100)
+    meter = Meter(MAX_PARSE_STEPS)
+    root = parse(markup, parser=parser, meter=meter)
+    elements = sum(1 for _ in root.iter())
+    assert elements <= meter.steps + 1  # the root <html> is ours with Lexbor
+    # Far under the budget: the pre-scan's cost budget keeps every tree it lets through small.
+    assert meter.steps < MAX_PARSE_STEPS // 10
+
+
+def test_the_renderer_counts_its_steps():
+    root = parse(scan(realistic_page(50 * KIB)).markup)
+    with pytest.raises(OverBudget):
+        render(root, Sink(), None, budget=100)
+    sink = Sink()
+    meter = Meter(10**6)
+    render(root, sink, None, meter=meter)
+    assert sink.getvalue() and meter.steps > 100
 
 
 def test_the_renderer_checks_the_deadline():

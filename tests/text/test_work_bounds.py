@@ -1,0 +1,170 @@
+"""Issue 28: the same page gives the same text on any machine, busy or not.
+
+Every bound that decides what a user gets counts work (the pre-scan's estimated parse cost,
+the parser input, the depth, the parser's and the renderer's steps, the tokens the
+reduction reads), so loading the CPU changes nothing; the clock is only a far safety net
+(``TIME_LIMIT``), which a healthy machine never reaches.  The load here is real: busy-loop
+child processes, never a slowed clock.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from django_webfetch.text import TIME_LIMIT, extract
+from django_webfetch.text.extract import OUT_OF_TIME_NOTE
+from tests.benchmarks.bench_text import realistic_page
+from tests.benchmarks.fuzz_text import REGRESSION_CASES
+from tests.text.overbudget import SHAPES
+
+KIB = 1024
+MIB = 1024 * KIB
+PAGES = Path(__file__).parent / "pages"
+#: Busy children: at least two per core, bounded.
+LOAD_PROCESSES = min(8, 2 * (os.cpu_count() or 1))
+#: A child stops by itself after this many seconds, whatever happens to the test.
+SPIN_SECONDS = 120.0
+
+
+def large_pages() -> dict[str, bytes]:
+    pages = {
+        "realistic 2 MiB": realistic_page(2 * MIB).encode(),
+        "mega-menu (tests/text/pages)": (PAGES / "megamenu_en.html").read_bytes(),
+        "repeated <a>, 2 MiB": b"<a>" * (2 * MIB // 3),
+        "<b><div>x</b>, 1 MiB": b"<b><div>x</b>" * (MIB // 13),
+        "blocks 190 deep with text": (b"<div>" * 190 + b"word " * 400 + b"</div>" * 190) * 20,
+    }
+    for name in ("mega-menu in nav before <main>", "huge sidebar before a plain div"):
+        pages[name] = SHAPES[name]().encode()
+    for name in sorted(REGRESSION_CASES)[:2]:
+        pages[name] = REGRESSION_CASES[name]()
+    return pages
+
+
+def extract_all(pages: dict[str, bytes]) -> dict[str, tuple[object, ...]]:
+    results = {}
+    for name, body in pages.items():
+        for mode in ("main", "page"):
+            result = extract(body, "text/html", url="https://example.org/", mode=mode)
+            results[f"{name} ({mode})"] = (result.text, result.mode, result.reason, result.document)
+    return results
+
+
+def test_the_same_input_twice_gives_identical_output():
+    pages = large_pages()
+    first = extract_all(pages)
+    assert extract_all(pages) == first
+    for text, _, reason, _ in first.values():
+        assert reason != "out_of_time" and not text.startswith(OUT_OF_TIME_NOTE)
+
+
+def spin(seconds: float) -> None:
+    """A busy loop (a child process): real load on a core."""
+    end = time.monotonic() + seconds
+    count = 0
+    while time.monotonic() < end:
+        count += 1
+
+
+def test_large_pages_give_the_same_text_under_cpu_load():
+    pages = large_pages()
+    quiet = extract_all(pages)
+    context = multiprocessing.get_context("spawn")
+    children = [
+        context.Process(target=spin, args=(SPIN_SECONDS,), daemon=True)
+        for _ in range(LOAD_PROCESSES)
+    ]
+    try:
+        for child in children:
+            child.start()
+        time.sleep(0.5)  # the children are spinning
+        start = time.monotonic()
+        loaded = extract_all(pages)
+        took = time.monotonic() - start
+        # The load was there all along.
+        assert all(child.is_alive() for child in children)
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.join(5)
+            if child.is_alive():  # pragma: no cover - terminate is enough
+                child.kill()
+                child.join(5)
+    assert loaded == quiet
+    # (Not a timed assertion: the safety net, far away, did not decide anything.)
+    assert took < SPIN_SECONDS
+    for text, _, reason, _ in loaded.values():
+        assert reason != "out_of_time" and not text.startswith(OUT_OF_TIME_NOTE)
+
+
+@pytest.mark.parametrize("mode", ["main", "page"])
+def test_the_safety_net_says_so(mode):
+    # The far wall-clock safety net (TIME_LIMIT seconds) is the only clock; when it fires
+    # (here at once) the result says so with its own reason, which callers record.
+    assert TIME_LIMIT == 4.0
+    body = realistic_page(64 * KIB).encode()
+    result = extract(body, "text/html", mode=mode, time_limit=0.0)
+    assert (result.mode, result.reason) == ("page", "out_of_time")
+    assert result.text.startswith(OUT_OF_TIME_NOTE)
+    assert extract(body, "text/html", mode=mode).reason != "out_of_time"
+
+
+@pytest.mark.parametrize("constant", ["MAX_PARSE_STEPS", "MAX_RENDER_STEPS"])
+@pytest.mark.parametrize("parser", ["lexbor", "html5lib"])
+def test_a_page_over_the_parse_or_render_budget_takes_the_over_budget_path(
+    monkeypatch, constant, parser
+):
+    # No page the pre-scan lets through comes near these budgets (the cost model keeps it far
+    # below, bench_worst_case measures it); lowered here, they decide as they would.
+    from django_webfetch.text import render as render_module
+
+    body = realistic_page(64 * KIB).encode()
+    normal = extract(body, parser=parser)
+    assert (normal.mode, normal.reason) == ("main", None)
+    monkeypatch.setattr(render_module, constant, 300)
+    results = [extract(body, parser=parser) for _ in range(2)]
+    assert results[0] == results[1]
+    result = results[0]
+    # The main content, without layout (it is over the lowered budget too), no navigation.
+    assert (result.mode, result.reason) == ("main", "main_from_scan")
+    assert "City council approves the new harbour bridge budget" in result.text
+    assert "Section 3" not in result.text and "About 3" not in result.text
+    whole = extract(body, parser=parser, mode="page")
+    assert (whole.mode, whole.reason) == ("page", "not_parsed")
+    assert "Section 3" in whole.text
+
+
+@pytest.mark.parametrize("paragraphs", [100, 300])
+def test_the_safety_net_in_the_over_budget_path(paragraphs):
+    # Too deep: the pre-scan stops within its first 512 tokens, before it looks at the clock.
+    # The main content's own pre-scan (300 paragraphs) or its parse (100) sees the safety net.
+    body = (
+        "<div>" * 300 + "<main>" + "<p>A paragraph of text.</p>" * paragraphs + "</main>"
+    ).encode()
+    assert extract(body).reason == "main_from_scan"
+    result = extract(body, time_limit=0.0)
+    assert (result.mode, result.reason) == ("page", "out_of_time")
+    assert result.text.startswith(OUT_OF_TIME_NOTE)
+
+
+def test_a_page_of_links_is_cut_in_parts_of_a_useful_size():
+    # Found by bench_worst_case: when the link definitions of a part took more room than its
+    # text, a part was cut to one character, and each of the next 20,000 parts rendered the
+    # same 20,000 characters again (28 s of CPU for a 40 KB menu column).
+    from tests.text.overbudget import table_layout
+
+    body = table_layout(120 * KIB).encode()
+    document = extract(body, mode="page", url="https://example.org/", max_chars=100_000).document
+    bounds = document.boundaries()
+    assert len(document.text) > 50_000 and len(document.links) > 1000
+    assert len(bounds) <= len(document.text) // 2_000
+    for number, (start, end) in enumerate(bounds, 1):
+        part = document.part(number)
+        assert part is not None and len(part.text) <= 20_000
+        assert end - start >= 2_000 or number == len(bounds)
