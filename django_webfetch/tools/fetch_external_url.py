@@ -198,6 +198,7 @@ _MODE_LABELS = {
 _REASON_LABELS = {
     "main_not_found": "no main content found",
     "main_failed": "main content selection failed",
+    "main_from_scan": "main content found without layout: the page is too complex",
     "not_parsed": "too complex to lay out",
     "out_of_time": "too slow to lay out",
     "layout_failed": "layout failed",
