@@ -3,6 +3,9 @@ several workers, each in its own lab namespace: tests/lab/worker-python).
 
 * A Redis server of its own on a Unix socket in its lab directory: the destination slots,
   plugin budgets and Celery queues keep global keys, which two workers must not share.
+* A private copy of every directory a test writes at a fixed path (the example plugin's
+  ``state/``, read by the plugin's sandboxed process too): the worker's mount namespace
+  (tests/lab/worker-python) gets an empty directory of its own mounted over it.
 * Coverage measures the worker (``COVERAGE_PROCESS_START``, set by tests/run.sh for the
   worker's interpreter only) and never the processes its tests start, as in a serial run.
 """
@@ -30,6 +33,23 @@ def configure_worker(lab_directory: str) -> None:
     os.environ.pop("COVERAGE_PROCESS_START", None)
     if os.environ.get("WEBFETCH_TEST_REDIS_URL"):
         os.environ["WEBFETCH_TEST_REDIS_URL"] = _own_redis(lab_directory)
+    for shared in _WRITTEN_AT_FIXED_PATHS:
+        _private_copy(shared, lab_directory)
+
+
+#: Directories tests write at a fixed path (relative to the repository).
+_WRITTEN_AT_FIXED_PATHS = ("tests/plugins/site/webfetch_example_plugin/state",)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _private_copy(relative: str, lab_directory: str) -> None:
+    from .netns import MS_BIND, _libc, _mount
+
+    target = os.path.join(_ROOT, relative)
+    os.makedirs(target, exist_ok=True)
+    private = os.path.join(lab_directory, "private", relative.replace("/", "_"))
+    os.makedirs(private, exist_ok=True)
+    _mount(_libc(), private, target, None, MS_BIND)
 
 
 def _own_redis(directory: str) -> str:

@@ -5,7 +5,8 @@ distribution (``tests/plugins/site`` is put on ``sys.path`` by tests/plugins/con
 Its tools call hosts of the network-namespace lab through the host-owned client, and a few
 try to get around it (a raw socket, httpx, a subprocess, a thread) to prove they cannot.
 ``set_state(version=..., extra_egress=...)`` lets a test play a package upgrade: it writes
-``state.json`` beside this file, which ``manifest()`` reads each time it is called (in the
+``state/state.json`` beside this file (each xdist worker mounts a private ``state/`` of
+its own: tests/lab/workers.py), which ``manifest()`` reads each time it is called (in the
 plugin process that reads manifests, too; a module attribute set in the test process would
 not reach it).
 """
@@ -23,7 +24,7 @@ from . import attacks as _attacks  # its thread pool exists before any tool runs
 from . import probes as _probes
 
 _PROCESS_MARK = os.urandom(8).hex()
-_STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "state.json")
+_STATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "state", "state.json")
 
 
 def _state() -> dict[str, Any]:
@@ -46,6 +47,7 @@ def set_state(version: str = "1.0", extra_egress: Any = (), extra_tools: Any = (
         "extra_egress": list(extra_egress),
         "extra_tools": [dict(spec) for spec in extra_tools],
     }
+    os.makedirs(os.path.dirname(_STATE), exist_ok=True)
     with open(_STATE, "w") as fh:
         json.dump(state, fh)
 
