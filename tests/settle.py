@@ -40,9 +40,7 @@ def settled_run(run: Any, timeout: float = SAFETY_NET) -> Any:
     while True:
         row = AssistantRun.objects.get(pk=pk)
         if row.state != "running":
-            open_calls = ToolCall.objects.filter(
-                run_id=pk, state__in=("approved", "running")
-            )
+            open_calls = ToolCall.objects.filter(run_id=pk, state__in=("approved", "running"))
             if not open_calls.exists():
                 return row
         if time.monotonic() > deadline:

@@ -1,5 +1,6 @@
 """Every test a document names exists: a ``tests/...py::name`` reference in docs/**/*.rst (the
-decision records in docs/decisions/ included) or README.md must point at a file that defines ``def name(`` (or ``async def name(``).
+decision records in docs/decisions/ included) or README.md must point at a file that defines ``def
+name(`` (or ``async def name(``).
 
 House rule: every security claim of the documentation is backed by a named test, so a
 reference must never dangle, and the security page must keep its references.

@@ -1,7 +1,8 @@
 """``manage.py webfetch token create|revoke|list``: personal access tokens (MCP clients).
 
 ``create`` issues as the operator (``models.tokens.OPERATOR``: whoever runs it holds the
-database already) and prints the secret once (only its SHA-256 is stored); ``revoke`` refuses the token
+database already) and prints the secret once (only its SHA-256 is stored); ``revoke`` refuses the
+token
 from its next request on; ``list`` shows every token (never a secret).
 """
 

@@ -63,10 +63,10 @@ from .permissions import (
     reads_every_result,
     visible_calls,
 )
-from .results import read_result, result_dict, withheld
 from .polling import POLL_MAX, POLL_MIN, poll_after, retry_after_header
 from .recover import SweepReport, expire_due, prune_calls, recover_lost, refresh, sweep
 from .request import preflight, refuse_call, request_call
+from .results import read_result, result_dict, withheld
 from .settle import SETTLING_STATES, settle
 from .state import call_finished, call_transitioned, transition
 

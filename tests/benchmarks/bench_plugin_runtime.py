@@ -6,7 +6,8 @@ The example plugin (tests/plugins/site) is installed into an in-memory SQLite da
 the test settings, once ``trusted`` (its tool runs in this process under the audit hook)
 and once isolated (a plugin process in its bubblewrap sandbox: user, PID, network, IPC,
 UTS, mount and cgroup namespaces, the allow-list seccomp filter, Landlock, a memory and
-pids cgroup where the host can make one, the RPC; an idle process stopped between calls).  Each side calls, through
+pids cgroup where the host can make one, the RPC; an idle process stopped between calls).  Each
+side calls, through
 the real runner (``tools.run_tool``):
 
 * ``example_whoami``: a tool that does no I/O (the bare cost of a call),

@@ -1,4 +1,5 @@
-"""Review round 4 (issue 29), finding 1 (high): a non-superuser approver read the full result of another
+"""Review round 4 (issue 29), finding 1 (high): a non-superuser approver read the full result of
+another
 user's call through the MCP tool ``webfetch_call_status`` (``mcp/calls.py`` filtered with
 the record rule, not the result rule, and the answer builder returned any finished call's
 content).  The API and the admin withhold it; MCP must too."""
@@ -14,7 +15,6 @@ from django_webfetch import runs
 from django_webfetch.mcp.calls import CALL_STATUS_TOOL, start_call
 from django_webfetch.models import AccessToken
 from tests.runs.conftest import EchoTool
-
 from tests.settle import settled_call as settled
 
 pytestmark = pytest.mark.django_db

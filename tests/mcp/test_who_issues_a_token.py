@@ -1,4 +1,5 @@
-"""Review round 4 (issue 29), finding 2 (medium): a staff account holding only "Can add access token" issued
+"""Review round 4 (issue 29), finding 2 (medium): a staff account holding only "Can add access
+token" issued
 a token *for a superuser* in the admin, was shown its secret, and used admin-only tools and
 every user's results over MCP.
 

@@ -14,8 +14,8 @@ plugins then do not run, and the reason is said (tests/plugins/test_issue30.py's
 
 from __future__ import annotations
 
-import ctypes
 import contextlib
+import ctypes
 import json
 import os
 import platform
@@ -76,8 +76,6 @@ def _observe() -> dict[str, object]:
 def _state(pid: int) -> str:
     with open(f"/proc/{pid}/stat", "rb") as fh:
         return fh.read().rsplit(b")", 1)[1].split()[0].decode()
-
-
 
 
 @needs_sandbox
@@ -256,9 +254,7 @@ def test_the_reasons_are_stable():
     assert bubblewrap.reason_of("bwrap: setting up uid map: Permission denied") == (
         "userns_unavailable"
     )
-    assert bubblewrap.reason_of("prctl(PR_SET_SECCOMP) reported EINVAL") == (
-        "seccomp_unavailable"
-    )
+    assert bubblewrap.reason_of("prctl(PR_SET_SECCOMP) reported EINVAL") == ("seccomp_unavailable")
     assert bubblewrap.reason_of("something else") == "sandbox_failed"
 
 

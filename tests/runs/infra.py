@@ -74,9 +74,7 @@ def stop_process(process: subprocess.Popen[Any], *, group: bool = True) -> None:
     _stop(process, group=group)
 
 
-def _stop(
-    process: subprocess.Popen[Any], *, group: bool = True, sig: int = signal.SIGTERM
-) -> None:
+def _stop(process: subprocess.Popen[Any], *, group: bool = True, sig: int = signal.SIGTERM) -> None:
     if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):

@@ -1,4 +1,5 @@
-"""Review round 4 (issue 29), finding 3 (low): the free-text ``conversation`` of ``POST /api/calls/`` was
+"""Review round 4 (issue 29), finding 3 (low): the free-text ``conversation`` of ``POST
+/api/calls/`` was
 parsed as an assistant-run reference: a made-up ``assistant:<uuid>:1:0`` suppressed the
 approvers' e-mail, and a real run id (every approver sees them) wrote call states, a
 comment and a resume into another user's run events.

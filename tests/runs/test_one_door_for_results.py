@@ -1,4 +1,5 @@
-"""Review round 4 (issue 29), finding 1 as a class: a call's result (and a page's stored text) is read for a
+"""Review round 4 (issue 29), finding 1 as a class: a call's result (and a page's stored text) is
+read for a
 principal through one door, ``runs.results`` (DESIGN.md §10).
 
 Round 3 fixed "approvers read every user's results" on the API and the admin; the MCP

@@ -272,6 +272,4 @@ def test_the_permission_functions_agree_with_visible_calls(world):
         assert visible == {c.pk for c in calls if runs.can_read(user, c)}, name
         for call in calls:
             assert not runs.can_read_result(user, call) or runs.can_read(user, call)
-            assert (runs.result_dict(user, call) is not None) == runs.can_read_result(
-                user, call
-            )
+            assert (runs.result_dict(user, call) is not None) == runs.can_read_result(user, call)

@@ -20,7 +20,6 @@ from django_webfetch import runs
 from django_webfetch.net.urlnorm import normalise_url
 from django_webfetch.tools.approval import SEEN, url_provenance
 from django_webfetch.tools.fetch_external_url import canonical_url
-
 from tests.settle import settled_call as settled
 
 pytestmark = pytest.mark.django_db

@@ -30,6 +30,7 @@ refused), the process does not start and the host says why with a stable reason
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -90,31 +91,105 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "files: the read-only view and the private /tmp",
         (
-            "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
-            "preadv2", "pwritev2", "open", "openat", "close", "close_range", "stat", "fstat",
-            "lstat", "newfstatat", "statx", "statfs", "fstatfs", "lseek", "access",
-            "faccessat", "faccessat2", "getdents", "getdents64", "readlink", "readlinkat",
-            "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "unlink", "unlinkat", "rename",
-            "renameat", "renameat2", "rmdir", "ftruncate", "truncate", "fsync", "fdatasync",
-            "fchmod", "chmod", "fchmodat", "umask", "utimensat", "flock", "dup", "dup2",
-            "dup3", "pipe", "pipe2", "getxattr", "lgetxattr", "fgetxattr", "listxattr",
-            "llistxattr", "flistxattr", "sendfile", "copy_file_range", "fadvise64",
+            "read",
+            "write",
+            "readv",
+            "writev",
+            "pread64",
+            "pwrite64",
+            "preadv",
+            "pwritev",
+            "preadv2",
+            "pwritev2",
+            "open",
+            "openat",
+            "close",
+            "close_range",
+            "stat",
+            "fstat",
+            "lstat",
+            "newfstatat",
+            "statx",
+            "statfs",
+            "fstatfs",
+            "lseek",
+            "access",
+            "faccessat",
+            "faccessat2",
+            "getdents",
+            "getdents64",
+            "readlink",
+            "readlinkat",
+            "getcwd",
+            "chdir",
+            "fchdir",
+            "mkdir",
+            "mkdirat",
+            "unlink",
+            "unlinkat",
+            "rename",
+            "renameat",
+            "renameat2",
+            "rmdir",
+            "ftruncate",
+            "truncate",
+            "fsync",
+            "fdatasync",
+            "fchmod",
+            "chmod",
+            "fchmodat",
+            "umask",
+            "utimensat",
+            "flock",
+            "dup",
+            "dup2",
+            "dup3",
+            "pipe",
+            "pipe2",
+            "getxattr",
+            "lgetxattr",
+            "fgetxattr",
+            "listxattr",
+            "llistxattr",
+            "flistxattr",
+            "sendfile",
+            "copy_file_range",
+            "fadvise64",
         ),  # fmt: skip
     ),
     (
         "the RPC channel: the inherited, connected socket (no socket() at all: the network "
         "namespace has no interface anyway)",
         (
-            "recvfrom", "recvmsg", "sendmsg", "shutdown", "getsockopt", "setsockopt",
-            "getsockname", "getpeername",
+            "recvfrom",
+            "recvmsg",
+            "sendmsg",
+            "shutdown",
+            "getsockopt",
+            "setsockopt",
+            "getsockname",
+            "getpeername",
         ),  # fmt: skip
     ),
     (
         "waiting and threads' synchronisation",
         (
-            "select", "pselect6", "poll", "ppoll", "epoll_create", "epoll_create1",
-            "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd2",
-            "nanosleep", "clock_nanosleep", "futex", "set_robust_list", "get_robust_list",
+            "select",
+            "pselect6",
+            "poll",
+            "ppoll",
+            "epoll_create",
+            "epoll_create1",
+            "epoll_ctl",
+            "epoll_wait",
+            "epoll_pwait",
+            "epoll_pwait2",
+            "eventfd2",
+            "nanosleep",
+            "clock_nanosleep",
+            "futex",
+            "set_robust_list",
+            "get_robust_list",
             "sched_yield",
         ),  # fmt: skip
     ),
@@ -125,10 +200,30 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "about itself: identity, limits and CPU set (reading), random bytes",
         (
-            "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid",
-            "getgroups", "getresuid", "getresgid", "getpgrp", "getpgid", "getsid", "uname",
-            "sysinfo", "getrusage", "times", "getrlimit", "sched_getaffinity",
-            "sched_getscheduler", "sched_getparam", "getpriority", "getcpu", "getrandom",
+            "getpid",
+            "gettid",
+            "getppid",
+            "getuid",
+            "geteuid",
+            "getgid",
+            "getegid",
+            "getgroups",
+            "getresuid",
+            "getresgid",
+            "getpgrp",
+            "getpgid",
+            "getsid",
+            "uname",
+            "sysinfo",
+            "getrusage",
+            "times",
+            "getrlimit",
+            "sched_getaffinity",
+            "sched_getscheduler",
+            "sched_getparam",
+            "getpriority",
+            "getcpu",
+            "getrandom",
         ),  # fmt: skip
     ),
     (
@@ -139,8 +234,17 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "signals: in its own PID namespace only its own threads exist to receive one",
         (
-            "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "rt_sigpending",
-            "rt_sigtimedwait", "rt_sigsuspend", "kill", "tgkill", "tkill", "restart_syscall",
+            "rt_sigaction",
+            "rt_sigprocmask",
+            "rt_sigreturn",
+            "sigaltstack",
+            "rt_sigpending",
+            "rt_sigtimedwait",
+            "rt_sigsuspend",
+            "kill",
+            "tgkill",
+            "tkill",
+            "restart_syscall",
         ),  # fmt: skip
     ),
     (
@@ -169,8 +273,7 @@ CONDITIONAL = {
     "mmap": "private or file-backed only: MAP_SHARED|MAP_ANONYMOUS is memory a file "
     "descriptor can keep past the address-space limit",
     "clone": "threads only (CLONE_THREAD): no new process",
-    "clone3": "ENOSYS: its flags are in memory a filter cannot read; the C library then "
-    "uses clone",
+    "clone3": "ENOSYS: its flags are in memory a filter cannot read; the C library then uses clone",
     "fcntl": "the commands of FCNTL_COMMANDS",
     "ioctl": "the requests of IOCTL_REQUESTS",
     "prctl": "the options of PRCTL_OPTIONS",
@@ -351,10 +454,9 @@ def seccomp_program() -> bytes:
     rules = sc.SyscallFilter(sc.ERRNO(errno.EPERM))
 
     def allow(name: str, *conditions: object) -> None:
-        try:
+        # A name that is not a system call of this architecture is skipped.
+        with contextlib.suppress(ValueError, OSError, RuntimeError):
             rules.add_rule(sc.ALLOW, name, *conditions)
-        except (ValueError, OSError, RuntimeError):
-            pass  # not a system call of this architecture
 
     for _why, names in ALLOWED:
         for name in names:

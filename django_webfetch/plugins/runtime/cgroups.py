@@ -79,10 +79,12 @@ def _writable(directory: str) -> bool:
 def _controller(name: str) -> _Controller | None:
     delegated = os.environ.get("WEBFETCH_PLUGIN_CGROUP", "")
     if delegated and _writable(delegated):
-        with contextlib.suppress(OSError):
-            with open(os.path.join(delegated, "cgroup.subtree_control")) as fh:
-                if name in fh.read().split():
-                    return _Controller(2, delegated)
+        with (
+            contextlib.suppress(OSError),
+            open(os.path.join(delegated, "cgroup.subtree_control")) as fh,
+        ):
+            if name in fh.read().split():
+                return _Controller(2, delegated)
     mounts = _mounts()
     if name in mounts:
         own = _own(name)

@@ -27,7 +27,6 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -236,7 +235,7 @@ class Worker:
         self.no_exec_fd = no_exec
         host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         info_read, info_write = os.pipe()
-        errors = tempfile.TemporaryFile()
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the process's life
         spec = bubblewrap.SandboxSpec(
             plugin_path=origin.path,
             top_level=origin.top_level,

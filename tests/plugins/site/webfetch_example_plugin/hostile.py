@@ -99,9 +99,7 @@ def _signals(victim: int) -> dict[str, str]:
         "kill_pid_1": _try(lambda: os.kill(1 if os.getpid() != 1 else -1, 0)),
         "kill_every_process": _try(lambda: os.kill(-1, 0)),
         "tgkill_victim": _try(lambda: _syscall(NR["tgkill"], victim, victim, signal.SIGKILL)),
-        "sigqueue_victim": _try(
-            lambda: _syscall(NR["rt_sigqueueinfo"], victim, signal.SIGKILL, 0)
-        ),
+        "sigqueue_victim": _try(lambda: _syscall(NR["rt_sigqueueinfo"], victim, signal.SIGKILL, 0)),
         "pidfd_open_victim": _try(lambda: _syscall(NR["pidfd_open"], victim, 0)),
         "sigio_victim": _try(lambda: _sigio(victim, signal.SIGKILL)),
         "sigio_victim_group": _try(lambda: _sigio(-victim, signal.SIGKILL)),
@@ -141,8 +139,13 @@ def _processes(victim: int, target: int) -> dict[str, str]:
         "ptrace_attach": _try(lambda: _syscall(NR["ptrace"], 16, victim, 0, 0)),
         "process_vm_readv": _try(
             lambda: _syscall(
-                NR["process_vm_readv"], victim, ctypes.addressof(local), 1,
-                ctypes.addressof(local), 1, 0,
+                NR["process_vm_readv"],
+                victim,
+                ctypes.addressof(local),
+                1,
+                ctypes.addressof(local),
+                1,
+                0,
             )  # fmt: skip
         ),
         "proc_host_environ": _try(lambda: read_proc(target, "environ")),
@@ -165,9 +168,12 @@ def _kernel() -> dict[str, str]:
     return {
         "mount": _try(
             lambda: _syscall(
-                NR["mount"], ctypes.cast(fstype, ctypes.c_void_p).value or 0,
+                NR["mount"],
+                ctypes.cast(fstype, ctypes.c_void_p).value or 0,
                 ctypes.cast(where, ctypes.c_void_p).value or 0,
-                ctypes.cast(fstype, ctypes.c_void_p).value or 0, 0, 0,
+                ctypes.cast(fstype, ctypes.c_void_p).value or 0,
+                0,
+                0,
             )  # fmt: skip
         ),
         "umount": _try(
@@ -190,9 +196,7 @@ def _kernel() -> dict[str, str]:
         "io_uring_setup": _try(lambda: _syscall(NR["io_uring_setup"], 8, ctypes.addressof(params))),
         "userfaultfd": _try(lambda: _syscall(NR["userfaultfd"], 0)),
         "fanotify_init": _try(lambda: _syscall(NR["fanotify_init"], 0, 0)),
-        "clock_settime": _try(
-            lambda: _syscall(NR["clock_settime"], 0, ctypes.addressof(timespec))
-        ),
+        "clock_settime": _try(lambda: _syscall(NR["clock_settime"], 0, ctypes.addressof(timespec))),
         "settimeofday": _try(lambda: _syscall(NR["settimeofday"], ctypes.addressof(timespec), 0)),
         "adjtimex": _try(lambda: _syscall(NR["adjtimex"], ctypes.addressof(timex))),
         "sethostname": _try(lambda: socket.sethostname("plugin-was-here")),
