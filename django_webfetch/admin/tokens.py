@@ -41,7 +41,7 @@ class AccessTokenAdmin(_TokenAdmin):
         queryset = super().get_queryset(request)
         if _picks_any_user(request):
             return queryset
-        return queryset.filter(user__pk=request.user.pk)
+        return queryset.filter(user_id=request.user.pk)  # type: ignore[misc]
 
     def get_fields(self, request: HttpRequest, obj: AccessToken | None = None) -> Any:
         if obj is None:

@@ -485,7 +485,7 @@ def no_exec_program() -> bytes:
     plugin code does: ``execve``/``execveat`` refused (the allow-list lets bwrap execute
     the interpreter once).  Filters stack: the stricter answer wins."""
     try:
-        import pyseccomp as sc  # type: ignore[import-untyped]
+        import pyseccomp as sc
     except (ImportError, OSError) as exc:
         raise OSError(errno.ENOSYS, "libseccomp_unavailable") from exc
     rules = sc.SyscallFilter(sc.ALLOW)

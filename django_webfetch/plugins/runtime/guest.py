@@ -38,7 +38,7 @@ import socket
 import sys
 import sysconfig
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -156,9 +156,17 @@ def _seccomp(setup: Mapping[str, Any]) -> None:
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         raise Unavailable(f"seccomp_unavailable: {os.strerror(ctypes.get_errno())}")
     # Proof, not hope: both filters are in force before any plugin code runs.
-    for proof, expected in ((lambda: os.execv("/nonexistent", ["x"]), errno.EPERM),
-                            (lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM),
-                             errno.EPERM)):  # fmt: skip
+    def no_exec() -> None:
+        os.execv("/nonexistent", ["x"])
+
+    def no_socket() -> None:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+
+    proofs: tuple[tuple[Callable[[], None], int], ...] = (
+        (no_exec, errno.EPERM),
+        (no_socket, errno.EPERM),
+    )
+    for proof, expected in proofs:
         try:
             proof()
         except OSError as exc:
