@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
 import hashlib
 import importlib.abc
@@ -43,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -356,9 +357,7 @@ def _preload() -> None:
     """Import the heavy third-party packages once in the parent (never django_webfetch)."""
     from importlib.metadata import entry_points
 
-    plugins = [
-        e.value for e in entry_points(group="pytest11") if e.name not in _DISABLED_PLUGINS
-    ]
+    plugins = [e.value for e in entry_points(group="pytest11") if e.name not in _DISABLED_PLUGINS]
     for name in (
         "pytest",
         "_pytest.python",
@@ -381,18 +380,14 @@ def _preload() -> None:
         "publicsuffixlist",
         "tests.lab.plugin",
     ):
-        try:
+        with contextlib.suppress(Exception):
             __import__(name)
-        except Exception:
-            pass
     leaked = [m for m in sys.modules if m.startswith("django_webfetch")]
     if leaked:
         raise SystemExit(f"the parent imported {leaked[:3]}: a mutant would not be loaded")
 
 
-def _child(
-    mutant_source: str | None, module: str, args: list[str], log: str, ini: str
-) -> None:
+def _child(mutant_source: str | None, module: str, args: list[str], log: str, ini: str) -> None:
     """In the forked child: run pytest against the mutant; never returns."""
     code = 70
     try:
@@ -506,7 +501,7 @@ def coverage_map(runner: Runner, stages: dict[str, list[str]], modules: list[str
     sources = hashlib.sha256()
     for m in sorted(TARGETS):
         sources.update((ROOT / "django_webfetch" / "net" / f"{m}.py").read_bytes())
-    key = _fingerprint([p for args in stages.values() for p in args if "/" in p])
+    key = _fingerprint([p for args in stages.values() for p in args if "/" in p], runner=False)
     key += sources.hexdigest()[:16] + "-".join(sorted(stages))
     path = CACHE.parent / f"coverage-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
     if path.exists():
@@ -584,9 +579,7 @@ class Runner:
         job.started = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            _child(
-                job.mutant.source if job.mutant else None, job.module, args, job.log, self.ini
-            )
+            _child(job.mutant.source if job.mutant else None, job.module, args, job.log, self.ini)
         job.pid = pid
         self.running[pid] = job
 
@@ -603,20 +596,16 @@ class Runner:
                 waited, status = os.waitpid(pid, os.WNOHANG)
                 if waited == 0:
                     if now - job.started > job.timeout[name]:
-                        try:
+                        with contextlib.suppress(ProcessLookupError):
                             os.killpg(pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
                         os.waitpid(pid, 0)
                         del self.running[pid]
                         job.elapsed += now - job.started
                         done(job, "timeout", name, "")
                     continue
                 del self.running[pid]
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)  # stray subprocesses of the tests
-                except (ProcessLookupError, PermissionError):
-                    pass
                 job.elapsed += now - job.started
                 code = os.waitstatus_to_exitcode(status)
                 if code == 0:
@@ -627,9 +616,11 @@ class Runner:
                         done(job, "survived", name, "")
                 elif code in (1, 2, 3):
                     done(job, "killed", name, _failed_test(job.log))
-                elif code == 70 and job.mutant is not None and "Traceback" in Path(
-                    job.log
-                ).read_text(errors="replace"):
+                elif (
+                    code == 70
+                    and job.mutant is not None
+                    and "Traceback" in Path(job.log).read_text(errors="replace")
+                ):
                     # An exception while pytest started (the unmutated run started fine):
                     # the mutant breaks the import of the package.
                     done(job, "killed", name, "exception at import")
@@ -640,9 +631,9 @@ class Runner:
                     os.unlink(job.log)
 
 
-def _fingerprint(paths: list[str]) -> str:
+def _fingerprint(paths: list[str], runner: bool = True) -> str:
     """Hash of the test files a stage runs (and of this runner), for the cache."""
-    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest = hashlib.sha256(Path(__file__).read_bytes() if runner else b"")
     files: list[Path] = []
     for p in paths:
         path = ROOT / p
@@ -677,16 +668,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="ignore the cache")
     parser.add_argument("--lab", action="store_true", help="also run the lab tests of tests/net")
     parser.add_argument("--list", action="store_true", help="only list the mutants")
+    parser.add_argument(
+        "--skip-equivalent",
+        action="store_true",
+        help="do not run again a listed equivalent mutant that survived a cached run",
+    )
     parser.add_argument("--only", default="", help="only mutants whose key contains this")
     parser.add_argument("--output", default=str(RESULTS))
     options = parser.parse_args(argv)
     os.chdir(ROOT)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    try:
-        os.nice(15 - os.nice(0) if os.nice(0) < 15 else 0)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        os.nice(max(0, 15 - os.nice(0)))
     modules = [m.strip() for m in options.files.split(",") if m.strip()]
     for m in modules:
         if m not in TARGETS:
@@ -697,10 +691,11 @@ def main(argv: list[str] | None = None) -> int:
         if options.only:
             mutants = [x for x in mutants if options.only in x.key]
         if options.sample and len(mutants) > options.sample:
-            mutants = sorted(random.Random(28).sample(mutants, options.sample), key=lambda x: x.line)
+            picked = random.Random(28).sample(mutants, options.sample)
+            mutants = sorted(picked, key=lambda x: x.line)
         all_mutants[m] = mutants
     if options.list:
-        for m, mutants in all_mutants.items():
+        for mutants in all_mutants.values():
             for x in mutants:
                 print(f"{x.key}  {x.before!r} -> {x.after!r}")
         print({m: len(v) for m, v in all_mutants.items()})
@@ -763,6 +758,7 @@ def main(argv: list[str] | None = None) -> int:
     fingerprint = _fingerprint(["tests/net"]) + ("+lab" if options.lab else "")
     fingerprints = dict.fromkeys(modules, fingerprint)
     queue: list[Job] = []
+    equivalent = _load_equivalent()
     for m in modules:
         timeouts = {"own": 3 * baseline[f"own:{m}"] + 10, "covering": 3 * slowest + 10}
         timeouts.update(dict.fromkeys(wide, 3 * slowest + 10))
@@ -770,6 +766,14 @@ def main(argv: list[str] | None = None) -> int:
             cached = cache.get(x.digest)
             if cached and (
                 cached["status"] == "killed" or cached.get("fingerprint") == fingerprints[m]
+            ):
+                results[m].append({**cached, "cached": True})
+                continue
+            if (
+                options.skip_equivalent
+                and cached
+                and cached["status"] == "survived"
+                and x.key in equivalent
             ):
                 results[m].append({**cached, "cached": True})
                 continue
@@ -799,7 +803,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         results[x.module].append(record)
         cache[x.digest] = record
-        if finished % 25 == 0 or finished == total:
+        if finished % 5 == 0 or finished == total:
             rate = (time.monotonic() - started) / finished
             print(
                 f"  {finished}/{total} mutants, {rate:.2f} s each, "
@@ -809,6 +813,10 @@ def main(argv: list[str] | None = None) -> int:
             CACHE.parent.mkdir(exist_ok=True)
             CACHE.write_text(json.dumps(cache))
 
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # the cache is written below
+
+    signal.signal(signal.SIGTERM, stop)
     print(f"{total} mutants to run ({sum(map(len, all_mutants.values())) - total} cached)")
     print("baseline seconds:", {k: round(v, 1) for k, v in baseline.items()}, flush=True)
     try:
@@ -818,7 +826,6 @@ def main(argv: list[str] | None = None) -> int:
         CACHE.write_text(json.dumps(cache))
     wall = time.monotonic() - started
 
-    equivalent = _load_equivalent()
     summary: dict[str, dict[str, int]] = {}
     survivors: list[dict[str, Any]] = []
     for m in modules:
@@ -841,12 +848,8 @@ def main(argv: list[str] | None = None) -> int:
         "wall_seconds": round(wall, 1),
         "mutants_run": total,
         "summary": summary,
-        "survivors": [
-            {k: r[k] for k in ("key", "before", "after", "stage")} for r in survivors
-        ],
-        "mutants": {
-            m: sorted(results[m], key=lambda r: (r["line"], r["key"])) for m in modules
-        },
+        "survivors": [{k: r[k] for k in ("key", "before", "after", "stage")} for r in survivors],
+        "mutants": {m: sorted(results[m], key=lambda r: (r["line"], r["key"])) for m in modules},
     }
     if options.output:
         Path(options.output).write_text(json.dumps(output, indent=1, sort_keys=True) + "\n")

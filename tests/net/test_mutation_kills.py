@@ -28,8 +28,6 @@ from django_webfetch.net import (
 )
 from django_webfetch.net.errors import PolicyError, ResolutionError
 from django_webfetch.net.guard import STEPS, applicable_proxy
-from django_webfetch.net.resolve import DnsResolver
-from django_webfetch.net.urlparse import MAX_URL_LENGTH, parse_url
 from django_webfetch.net.hosts import (
     EntryKind,
     HostKind,
@@ -44,6 +42,8 @@ from django_webfetch.net.ipclass import (
     classifier_for,
     parse_nat64_prefixes,
 )
+from django_webfetch.net.resolve import DnsResolver
+from django_webfetch.net.urlparse import MAX_URL_LENGTH, parse_url
 
 # -- ipclass ------------------------------------------------------------------------------
 
