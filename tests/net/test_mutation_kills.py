@@ -602,3 +602,28 @@ def test_of_two_equally_specific_endpoints_the_first_listed_decides(exempt_first
         with pytest.raises(AddressNotAllowed) as info:
             UrlGuard().check("http://10.0.0.5/api/x", p)
         assert info.value.reason == "address_class:private"
+
+
+def test_a_bare_ipv6_entry_with_two_colons_is_an_address():
+    """(hosts:224 const:int+1: ``64::1`` has two colons and no port)."""
+    entry = parse_list_entry("64::1")
+    assert (entry.kind, entry.value, entry.port) == (EntryKind.ADDRESS, "64::1", None)
+
+
+def test_an_empty_segment_before_dot_dot_is_the_one_removed():
+    """RFC 3986 §5.2.4: ``/x//../b`` is ``/x/b`` (urlparse:218 const:int+1)."""
+    assert parse_url("https://a.example/x//../b").path == "/x/b"
+
+
+@pytest.mark.lab
+def test_a_mixed_answer_names_its_first_non_public_address(lab):
+    """The refusal of a mixed answer carries the address that is not public and its
+    category, not a public one (guard:583 not:drop)."""
+    lab.dns.set("mixed.lab.example", a=["11.0.0.10", "10.0.0.10", "11.0.0.11"])
+    with pytest.raises(AddressNotAllowed) as info:
+        UrlGuard().check("http://mixed.lab.example/", lab.policy())
+    assert (info.value.reason, info.value.address, info.value.category) == (
+        "mixed_answer",
+        "10.0.0.10",
+        "private",
+    )
