@@ -619,10 +619,11 @@ class Runner:
                 elif (
                     code == 70
                     and job.mutant is not None
-                    and "Traceback" in Path(job.log).read_text(errors="replace")
+                    and f"django_webfetch/net/{job.module}.py"
+                    in Path(job.log).read_text(errors="replace")
                 ):
-                    # An exception while pytest started (the unmutated run started fine):
-                    # the mutant breaks the import of the package.
+                    # An exception raised in the mutated module while pytest started (the
+                    # unmutated run started fine): the mutant breaks the package's import.
                     done(job, "killed", name, "exception at import")
                 else:
                     tail = Path(job.log).read_text(errors="replace")[-1500:]
