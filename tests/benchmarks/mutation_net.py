@@ -215,17 +215,17 @@ def _variants(node: ast.AST) -> Iterator[tuple[str, ast.AST | None]]:
                 yield f"compare:{type(op).__name__}->{swap.__name__}", new
     elif isinstance(node, ast.BoolOp):
         other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
-        new = copy.copy(node)
-        new.op = other
-        yield f"boolop:{type(node.op).__name__}->{type(other).__name__}", new
+        boolop = copy.copy(node)
+        boolop.op = other
+        yield f"boolop:{type(node.op).__name__}->{type(other).__name__}", boolop
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield "not:drop", node.operand
     elif isinstance(node, ast.BinOp | ast.AugAssign):
         swap_op = _BINOP_SWAPS.get(type(node.op))
         if swap_op is not None:
-            new = copy.copy(node)
-            new.op = swap_op()
-            yield f"binop:{type(node.op).__name__}->{swap_op.__name__}", new
+            binop = copy.copy(node)
+            binop.op = swap_op()
+            yield f"binop:{type(node.op).__name__}->{swap_op.__name__}", binop
     elif isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, bool):
@@ -245,9 +245,9 @@ def _variants(node: ast.AST) -> Iterator[tuple[str, ast.AST | None]]:
         yield "raise:pass", ast.Pass()
     elif isinstance(node, ast.If):
         for value in (True, False):
-            new = copy.copy(node)
-            new.test = ast.Constant(value)
-            yield f"if:{value}", new
+            branch = copy.copy(node)
+            branch.test = ast.Constant(value)
+            yield f"if:{value}", branch
     elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         yield "call:pass", ast.Pass()
 
@@ -300,7 +300,7 @@ def generate(module: str) -> list[Mutant]:
                 Mutant(
                     module=module,
                     line=getattr(node, "lineno", 0),
-                    end_line=getattr(node, "end_lineno", None) or getattr(node, "lineno", 0),
+                    end_line=int(getattr(node, "end_lineno", 0) or getattr(node, "lineno", 0)),
                     col=getattr(node, "col_offset", 0),
                     operator=operator,
                     before=before,

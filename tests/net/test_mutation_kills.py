@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from ipaddress import IPv4Address, IPv6Address, IPv6Network
+from typing import Any
 
 import pytest
 
@@ -103,7 +104,7 @@ def test_metadata_wins_over_every_other_decoding(order):
 # -- guard --------------------------------------------------------------------------------
 
 
-def _policy(**kw):
+def _policy(**kw: Any) -> EgressPolicy:
     kw.setdefault("proxy_env", ())
     return EgressPolicy(**kw)
 
@@ -382,7 +383,7 @@ def test_host_and_entry_kinds_are_their_stable_strings():
     assert [e.value for e in EntryKind] == ["name", "suffix", "address"]
 
 
-def _via_proxy(proxy):
+def _via_proxy(proxy: str) -> EgressPolicy:
     return _policy(proxy=proxy, allow_via_proxy=True, allowlist=("11.0.0.10",))
 
 
@@ -546,9 +547,9 @@ def test_a_suffix_grant_does_not_cover_a_name_that_spells_its_address():
     with pytest.raises(HostNotAllowed) as info:
         UrlGuard().check("http://127.0.0.1.localhost/", p)
     assert info.value.reason == "host_spells_address"
-    with pytest.raises(AddressNotAllowed) as info:
+    with pytest.raises(AddressNotAllowed) as refused:
         UrlGuard().check("http://app.localhost/", p)
-    assert info.value.reason == "address_class:loopback"
+    assert refused.value.reason == "address_class:loopback"
 
 
 def test_explain_records_a_resolution_failure_on_the_resolve_step():
