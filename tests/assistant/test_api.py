@@ -6,7 +6,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun, CallState, Conversation, ToolCall
-
 from tests.settle import resumed_run
 
 from .helpers import run_of

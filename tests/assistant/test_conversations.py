@@ -9,7 +9,6 @@ from rest_framework.test import APIClient
 
 from django_webfetch.assistant.services import answers_after_pause
 from django_webfetch.models import Conversation
-
 from tests.settle import resumed_run
 
 from .test_api import client_for, urls  # noqa: F401 - the API tests' client and URLs

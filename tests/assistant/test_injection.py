@@ -10,7 +10,6 @@ from rest_framework.test import APIClient
 
 from django_webfetch.models import CallState, ToolCall
 from tests.lab.content import INJECTION
-
 from tests.settle import settled_call
 
 from .helpers import post, run_of

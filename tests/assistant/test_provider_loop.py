@@ -7,7 +7,6 @@ import pytest
 from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun, EgressEvent, Message, ToolCall
-
 from tests.settle import settled_call, settled_run
 
 from .helpers import ask, run_of

@@ -16,7 +16,6 @@ from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.tools.approval import COMPOSED_NOTE
 from tests.lab.content import EXFIL_LINK, EXFILTRATION
-
 from tests.settle import settled_call
 
 from .helpers import ask
