@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ["SAFETY_NET", "approve", "deny", "settled_call", "settled_run"]
+__all__ = ["SAFETY_NET", "approve", "deny", "resumed_run", "settled_call", "settled_run"]
 
 #: Seconds after which a wait fails the test: far above any healthy wait.
 SAFETY_NET = 120.0
@@ -29,12 +29,16 @@ def settled_call(call: Any, timeout: float = SAFETY_NET) -> Any:
     return settled
 
 
+def _run_pk(run: Any) -> Any:
+    return getattr(run, "pk", None) or (run["id"] if isinstance(run, dict) else run)
+
+
 def settled_run(run: Any, timeout: float = SAFETY_NET) -> Any:
     """The assistant run once it is no longer ``running`` (finished, or paused for an
     approval), its calls settled too."""
     from django_webfetch.models import AssistantRun, ToolCall
 
-    pk = getattr(run, "pk", None) or (run["id"] if isinstance(run, dict) else run)
+    pk = _run_pk(run)
     deadline = time.monotonic() + timeout
     interval = 0.02
     while True:
@@ -47,6 +51,38 @@ def settled_run(run: Any, timeout: float = SAFETY_NET) -> Any:
             raise AssertionError(f"run {pk} did not settle in {timeout}s: {row.state}")
         time.sleep(interval)
         interval = min(interval * 2, 0.25)
+
+
+def resumed_run(run: Any, timeout: float = SAFETY_NET) -> Any:
+    """The assistant run once nothing moves it by itself: finished, or paused on a call
+    that waits for a person (``awaiting_approval``).
+
+    Use it after a decision (an approval, a denial, an expiry): the decided call's final
+    transition writes a ``resumed`` event and resumes the run from the background, so
+    until the runner takes it up the run still reads ``waiting_for_approval``, which
+    :func:`settled_run` counts as paused.  Here a paused run counts only when it paused
+    (a ``paused`` event) after the last resume and a call of it waits for a person.
+    """
+    from django_webfetch.models import CallState, RunEvent, ToolCall
+
+    pk = _run_pk(run)
+    deadline = time.monotonic() + timeout
+    while True:
+        row = settled_run(pk, timeout=max(deadline - time.monotonic(), 0.0))
+        if row.state != "waiting_for_approval":
+            return row
+        last = {
+            kind: seq
+            for kind, seq in RunEvent.objects.filter(run_id=pk, kind__in=("paused", "resumed"))
+            .order_by("seq")
+            .values_list("kind", "seq")
+        }
+        waits = ToolCall.objects.filter(run_id=pk, state=CallState.AWAITING_APPROVAL).exists()
+        if waits and last.get("paused", 0) > last.get("resumed", 0):
+            return row
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {pk} was not resumed in {timeout}s: {row.state}")
+        time.sleep(0.05)
 
 
 def _decide(client: Any, call_id: Any, verb: str, payload: dict[str, Any] | None) -> Any:

@@ -176,13 +176,15 @@ def post_message(conversation: Conversation, content: str, *, user: Any) -> Assi
 
 def cancel_run(run: AssistantRun, *, by: Any) -> AssistantRun:
     """Cancel a run that has not finished (its owner); its open tool calls are cancelled."""
-    run = transition(
-        run,
-        RunState.CANCELLED,
-        error_code="cancelled",
-        error_message="The run was cancelled.",
-    )
-    event(run.pk, "cancelled", {"by": getattr(by, "pk", None)})
+    # One commit: a reader that sees the run finished sees its "cancelled" event too.
+    with transaction.atomic():
+        run = transition(
+            run,
+            RunState.CANCELLED,
+            error_code="cancelled",
+            error_message="The run was cancelled.",
+        )
+        event(run.pk, "cancelled", {"by": getattr(by, "pk", None)})
     for call in run_calls(run):
         if call.state in (CallState.PENDING, CallState.AWAITING_APPROVAL, CallState.APPROVED):
             try:

@@ -284,9 +284,12 @@ def record_step(run: AssistantRun, history: list[Any], response: Any) -> Assista
         },
     )
     if not calls:
-        run = transition(run, RunState.COMPLETED, version=run.version)
         incomplete = getattr(response, "finish_reason", None) == "length"
-        event(run.pk, "completed", {"message": str(message.pk), "incomplete": incomplete})
+        # One commit: a reader that sees the run finished sees its "completed" event too
+        # (the SSE stream and the long-poll end at a finished run with no new event).
+        with transaction.atomic():
+            run = transition(run, RunState.COMPLETED, version=run.version)
+            event(run.pk, "completed", {"message": str(message.pk), "incomplete": incomplete})
     return run
 
 

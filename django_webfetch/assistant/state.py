@@ -129,10 +129,15 @@ def renew(run: AssistantRun, **changes: Any) -> AssistantRun:
 def fail(run: AssistantRun, code: str, message: str) -> AssistantRun | None:
     """End the run ``failed`` with ``code``; ``None`` when it can no longer fail."""
     try:
-        run = transition(run, RunState.FAILED, error_code=code[:64], error_message=message[:500])
+        # One commit: a reader that sees the run finished sees its "failed" event too (a
+        # stream ends at a finished run with no new event).
+        with transaction.atomic():
+            run = transition(
+                run, RunState.FAILED, error_code=code[:64], error_message=message[:500]
+            )
+            event(run.pk, "failed", {"code": code, "message": message[:500]})
     except (InvalidRunTransition, AssistantRun.DoesNotExist):
         return None
-    event(run.pk, "failed", {"code": code, "message": message[:500]})
     return run
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from django_webfetch.assistant import services
 from django_webfetch.models import ConfiguredEndpoint
+from tests.settle import settled_run
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -16,6 +17,7 @@ def urls(settings):
 def test_runs_and_conversations_are_readable_records(client, superuser, editor):
     conversation = services.create_conversation(editor, "admin view")
     run = services.post_message(conversation, "hello", user=editor)
+    assert settled_run(run).state == "completed"
     client.force_login(superuser)
     for url in (
         "/admin/django_webfetch/assistantrun/",

@@ -6,7 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun, CallState, Conversation, ToolCall
+from tests.settle import resumed_run
 
+from .helpers import run_of
 from .provider import Turn
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -24,8 +26,12 @@ def client_for(user):
 
 
 def start(client, content="hello"):
+    """A new conversation and its first message: the API's answer (202, the run goes on in
+    the background), once the run has settled."""
     conv = client.post("/api/conversations/", {"title": "mine"}, format="json").json()["id"]
     run = client.post(f"/api/conversations/{conv}/messages/", {"content": content}, format="json")
+    assert run.status_code == 202, run.content
+    resumed_run(run.json()["id"])
     return conv, run
 
 
@@ -99,7 +105,7 @@ def test_one_run_at_a_time_per_conversation(editor, provider, lab_settings, grou
     provider.add(Turn(tool_calls=[("fetch_external_url", {"url": "https://news.lab.example/"})]))
     client = client_for(editor)
     conv, run = start(client)
-    assert run.json()["state"] == "waiting_for_approval"
+    assert run_of(client, run.json()["id"])["state"] == "waiting_for_approval"
     again = client.post(f"/api/conversations/{conv}/messages/", {"content": "more"}, format="json")
     assert again.status_code == 409
     assert again.json()["code"] == "run_in_progress"
@@ -128,7 +134,8 @@ def test_cancel_a_waiting_run_cancels_its_calls(
     # The conversation goes on: the next turn starts from a whole history.
     provider.add(Turn(text="fresh start"))
     nxt = client.post(f"/api/conversations/{conv}/messages/", {"content": "again"}, format="json")
-    assert nxt.json()["state"] == "completed"
+    assert nxt.status_code == 202, nxt.content
+    assert run_of(client, nxt.json()["id"])["state"] == "completed"
     [request] = provider.requests[1:]
     roles = [m["role"] for m in request.body["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
@@ -151,7 +158,8 @@ def test_a_second_turn_sees_the_first(editor, provider):
     run = client.post(
         f"/api/conversations/{conv}/messages/", {"content": "and then?"}, format="json"
     )
-    assert run.json()["final_message"]["content"] == "second answer"
+    assert run.status_code == 202, run.content
+    assert run_of(client, run.json()["id"])["final_message"]["content"] == "second answer"
     contents = [m.get("content") for m in provider.requests[1].body["messages"]]
     assert contents[1:] == ["first question", "first answer", "and then?"]
     body = client.get(f"/api/conversations/{conv}/").json()

@@ -143,10 +143,10 @@ def test_a_context_that_cannot_fit_fails_clearly(settings):
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_context_exceeded_fails_the_run(editor, settings):
     from django_webfetch.assistant import services
+    from tests.settle import settled_run
 
     settings.WEBFETCH_ASSISTANT_CONTEXT_BYTES = 100
     conversation = services.create_conversation(editor)
-    run = services.post_message(conversation, "x" * 2000, user=editor)
-    run.refresh_from_db()
+    run = settled_run(services.post_message(conversation, "x" * 2000, user=editor))
     assert (run.state, run.error_code) == ("failed", "context_exceeded")
     assert "too long" in run.error_message

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from django_webfetch import runs
 from django_webfetch.models import CallState
 
-from .helpers import ask, calls_of
+from .helpers import ask, calls_of, run_of
 from .provider import Turn, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -62,7 +62,7 @@ def test_fifty_parallel_calls_make_eight_and_one_mail(api, provider, web, approv
     # Deny them: the run resumes, the model reads 50 results, 42 of them the refusal.
     for call in waiting:
         runs.deny(call, by=approver, comment="no")
-    final = api.get(f"/api/runs/{run['id']}/").json()
+    final = run_of(api, run["id"])
     assert final["state"] == "completed", final
     sent = tool_results(provider.requests[1])
     assert len(sent) == 50

@@ -4,13 +4,12 @@ count (issue 20)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from rest_framework.test import APIClient
 
 from django_webfetch.assistant.services import answers_after_pause
 from django_webfetch.models import Conversation
+from tests.settle import resumed_run
 
 from .test_api import client_for, urls  # noqa: F401 - the API tests' client and URLs
 
@@ -23,15 +22,13 @@ def conversation(client, title="mine"):
     return response.json()["id"]
 
 
-def settle(client, run_id, states, limit=60.0):
-    """The run once it reaches one of ``states`` (runs may advance in the background)."""
-    deadline = time.monotonic() + limit
-    while True:
-        run = client.get(f"/api/runs/{run_id}/").json()
-        if run["state"] in states:
-            return run
-        assert time.monotonic() < deadline, run
-        time.sleep(0.1)
+def settle(client, run_id, state):
+    """The run, read over the API once it has settled (it advances in the background), in
+    ``state``."""
+    resumed_run(run_id)
+    run = client.get(f"/api/runs/{run_id}/").json()
+    assert run["state"] == state, run
+    return run
 
 
 def test_the_owner_renames_a_conversation_without_moving_it(editor):
@@ -92,7 +89,7 @@ def _paused_run(client, lab_settings, group_factory):
         f"/api/conversations/{conv}/messages/", {"content": f"read {url} please"}, format="json"
     )
     assert posted.status_code == 202, posted.content
-    run = settle(client, posted.json()["id"], {"waiting_for_approval"})
+    run = settle(client, posted.json()["id"], "waiting_for_approval")
     [step] = run["steps"]
     [call] = step["tool_calls"]
     assert call["state"] == "awaiting_approval" and call["comment"] == ""
@@ -107,7 +104,7 @@ def test_the_deny_comment_reaches_the_editor(editor, approver, lab_settings, gro
         f"/api/calls/{call['id']}/deny/", {"comment": comment}, format="json"
     )
     assert denied.status_code == 200, denied.content
-    final = settle(client, run["id"], {"completed", "failed"})
+    final = settle(client, run["id"], "completed")
     [first, *_] = final["steps"]
     [shown] = first["tool_calls"]
     assert shown["state"] == "denied" and shown["comment"] == comment
@@ -122,8 +119,9 @@ def test_answers_after_a_pause_count_until_the_editor_looks(
     assert answers_after_pause(editor) == 0
     conv, run, call = _paused_run(client, lab_settings, group_factory)
     assert answers_after_pause(editor) == 0  # still waiting: no answer yet
-    client_for(approver).post(f"/api/calls/{call['id']}/deny/", {}, format="json")
-    settle(client, run["id"], {"completed", "failed"})
+    denied = client_for(approver).post(f"/api/calls/{call['id']}/deny/", {}, format="json")
+    assert denied.status_code == 200, denied.content
+    settle(client, run["id"], "completed")
     assert answers_after_pause(editor) == 1
     assert answers_after_pause(approver) == 0  # the editor's news, nobody else's
     # A run that never paused is no news either.
@@ -131,7 +129,8 @@ def test_answers_after_a_pause_count_until_the_editor_looks(
     plain = client.post(
         f"/api/conversations/{other}/messages/", {"content": "hello"}, format="json"
     )
-    settle(client, plain.json()["id"], {"completed"})
+    assert plain.status_code == 202, plain.content
+    settle(client, plain.json()["id"], "completed")
     assert answers_after_pause(editor) == 1
     client.patch(f"/api/conversations/{conv}/", {"seen": True}, format="json")
     assert answers_after_pause(editor) == 0

@@ -10,7 +10,9 @@ from rest_framework.test import APIClient
 
 from django_webfetch.models import CallState, ToolCall
 from tests.lab.content import INJECTION
+from tests.settle import settled_call
 
+from .helpers import post, run_of
 from .provider import Turn, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -54,16 +56,14 @@ def test_injected_page_cannot_reach_inside_or_write(
         obey,
         lambda record: Turn(text="I did not do what the page said."),
     )
-    conv = api.post("/api/conversations/", {}, format="json").json()["id"]
-    run = api.post(
-        f"/api/conversations/{conv}/messages/", {"content": "What's new?"}, format="json"
-    ).json()
+    run = run_of(api, post(api, "What's new?")["id"])
     approver_api = APIClient()
     approver_api.force_login(approver)
     [first] = run["steps"][0]["tool_calls"]
-    assert approver_api.post(f"/api/calls/{first['id']}/approve/", {}).status_code == 200
+    # Accepted: the page is fetched in the background, and the run resumes there.
+    assert approver_api.post(f"/api/calls/{first['id']}/approve/", {}).status_code == 202
 
-    run = api.get(f"/api/runs/{run['id']}/").json()
+    run = run_of(api, run["id"])
     assert run["state"] == "waiting_for_approval", run
     follow_ups = run["steps"][1]["tool_calls"]
     assert [c["tool"] for c in follow_ups] == [
@@ -81,14 +81,14 @@ def test_injected_page_cannot_reach_inside_or_write(
     # Even an approver who waves the internal fetches through does not open the way in.
     for call in follow_ups[:2]:
         if call["state"] == "awaiting_approval":
-            approver_api.post(f"/api/calls/{call['id']}/approve/", {})
+            assert approver_api.post(f"/api/calls/{call['id']}/approve/", {}).status_code == 202
     for call in follow_ups[:2]:
-        row = ToolCall.objects.get(pk=call["id"])
+        row = settled_call(call["id"])
         assert row.state == CallState.FAILED, row.state
         assert row.result["error"] in ("egress_denied", "address_not_allowed") or row.reason
     assert approver_api.post(f"/api/calls/{follow_ups[2]['id']}/deny/", {}).status_code == 200
 
-    final = api.get(f"/api/runs/{run['id']}/").json()
+    final = run_of(api, run["id"])
     assert final["state"] == "completed", final
     assert WriteTool.executed == []
     # The whole history is sent: the page's result, then the three refusals.

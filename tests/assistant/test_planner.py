@@ -8,6 +8,7 @@ from django_webfetch.assistant import services
 from django_webfetch.assistant.planner import OFFLINE_PREFIX, _urls
 from django_webfetch.assistant.providers import OFFLINE_LABEL, classify_error
 from django_webfetch.net.errors import EgressDenied, FetchError, FetchTimeout, ResponseTooLarge
+from tests.settle import settled_run
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -24,8 +25,9 @@ def test_search_site_when_no_url(editor, group_factory, endpoint_factory, lab_se
     group_factory("rag", enabled=True)
     endpoint_factory()
     conversation = services.create_conversation(editor)
-    run = services.post_message(conversation, "opening hours of the library", user=editor)
-    run.refresh_from_db()
+    run = settled_run(
+        services.post_message(conversation, "opening hours of the library", user=editor)
+    )
     [call] = services.run_calls(run)
     assert (call.tool, call.arguments) == ("search_site", {"query": "opening hours of the library"})
     assert run.provider_label == OFFLINE_LABEL
@@ -39,8 +41,9 @@ def test_search_site_when_no_url(editor, group_factory, endpoint_factory, lab_se
 
 def test_a_url_without_the_web_tool_says_why(editor):
     conversation = services.create_conversation(editor)
-    run = services.post_message(conversation, "read https://example.org/ please", user=editor)
-    run.refresh_from_db()
+    run = settled_run(
+        services.post_message(conversation, "read https://example.org/ please", user=editor)
+    )
     assert run.state == "completed"
     [message] = run.messages.filter(role="assistant")
     assert message.content.startswith(OFFLINE_PREFIX)

@@ -13,6 +13,7 @@ from django_webfetch.assistant import checks, providers
 from django_webfetch.assistant.providers import Provider, register, unregister
 from django_webfetch.models import AssistantRun, ConfiguredEndpoint
 
+from .helpers import ask
 from .provider import Turn
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -132,10 +133,7 @@ def test_a_run_uses_the_new_kind(lab_chat, configure_provider, provider_server, 
     provider_server.add(Turn(text="Answered by the lab-chat kind."))
     api = APIClient()
     api.force_login(editor)
-    conv = api.post("/api/conversations/", {}, format="json").json()["id"]
-    run = api.post(
-        f"/api/conversations/{conv}/messages/", {"content": "hello"}, format="json"
-    ).json()
+    run = ask(api, "hello")
     assert run["state"] == "completed", run
     assert run["provider"] == "lab-chat"
     assert run["final_message"]["content"] == "Answered by the lab-chat kind."

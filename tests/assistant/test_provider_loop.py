@@ -7,7 +7,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun, EgressEvent, Message, ToolCall
+from tests.settle import settled_call, settled_run
 
+from .helpers import ask, run_of
 from .provider import Turn, offered_tools, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -20,13 +22,6 @@ def api(editor, settings):
     client = APIClient()
     client.force_login(editor)
     return client
-
-
-def ask(api, content):
-    conv = api.post("/api/conversations/", {}, format="json").json()["id"]
-    response = api.post(f"/api/conversations/{conv}/messages/", {"content": content}, format="json")
-    assert response.status_code == 202, response.content
-    return response.json()
 
 
 @BOTH
@@ -74,10 +69,6 @@ def approve_in_admin(client, approver, call_ids, comment="checked"):
     assert any("approved" in str(m) for m in response.context["messages"]), list(
         response.context["messages"]
     )
-
-
-def run_of(api, run_id):
-    return api.get(f"/api/runs/{run_id}/").json()
 
 
 # -- approval, resume, the fenced answer ------------------------------------------------------
@@ -239,7 +230,8 @@ def test_malformed_tool_calls_become_errors_the_model_sees_and_are_recorded(
 
 @BOTH
 def test_provider_500_is_retried_once(api, provider):
-    provider.add(Turn(status=500), Turn(text="second time lucky"))
+    # The retry sends the very same request: the script answers a repeat with ``repeat``.
+    provider.add(Turn(status=500, repeat=Turn(text="second time lucky")))
     run = ask(api, "hi")
     assert run["state"] == "completed"
     assert run["final_message"]["content"] == "second time lucky"
@@ -248,7 +240,7 @@ def test_provider_500_is_retried_once(api, provider):
 
 @BOTH
 def test_provider_500_twice_fails_with_a_code(api, provider):
-    provider.add(Turn(status=500), Turn(status=503))
+    provider.add(Turn(status=500, repeat=Turn(status=503)))
     run = ask(api, "hi")
     assert (run["state"], run["error_code"]) == ("failed", "provider_error")
     assert "HTTP 503" in run["error_message"]
@@ -257,7 +249,7 @@ def test_provider_500_twice_fails_with_a_code(api, provider):
 
 @BOTH
 def test_provider_garbage_fails_with_a_code(api, provider):
-    provider.add(Turn(raw=b"<html>not json"), Turn(raw=b'{"unexpected": true}'))
+    provider.add(Turn(raw=b"<html>not json", repeat=Turn(raw=b'{"unexpected": true}')))
     run = ask(api, "hi")
     assert (run["state"], run["error_code"]) == ("failed", "provider_bad_response")
     assert "not json" not in run["error_message"]
@@ -332,6 +324,9 @@ def test_expiry_is_enforced_when_the_run_is_read(api, provider, web):
     run = ask(api, "read it")
     [call] = run["steps"][0]["tool_calls"]
     ToolCall.objects.filter(pk=call["id"]).update(expires_at=timezone.now() - timedelta(seconds=1))
+    # The read expires the call; its final transition resumes the run in the background.
+    read = api.get(f"/api/runs/{run['id']}/").json()
+    assert read["steps"][0]["tool_calls"][0]["state"] == "expired", read
     final = run_of(api, run["id"])
     assert final["state"] == "completed", final
     assert final["steps"][0]["tool_calls"][0]["state"] == "expired"
@@ -360,7 +355,7 @@ def test_a_forged_call_reference_is_never_used(editor, provider, run_tools, user
         user=user_factory(),
         conversation=f"assistant:{run_id.hex}:1:0",
     )
-    assert forged.state == "succeeded"
+    assert settled_call(forged).state == "succeeded"
     run = AssistantRun.objects.create(
         id=run_id,
         conversation=conversation,
@@ -370,7 +365,8 @@ def test_a_forged_call_reference_is_never_used(editor, provider, run_tools, user
         history=dump([ModelRequest(parts=[UserPromptPart("go")])]),
     )
     services.advance(run.pk)
-    run.refresh_from_db()
+    # The run's own call runs in the background; its end resumes the run there.
+    run = settled_run(run)
     assert run.state == "completed", run.error_code
     assert tool_results(provider.requests[1]) == ["echo: mine"]
 

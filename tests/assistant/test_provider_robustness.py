@@ -16,7 +16,7 @@ import pytest
 from django_webfetch.models import AssistantRun, RunEvent
 
 from .provider import Turn, tool_results
-from .test_provider_loop import ask
+from .helpers import ask
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 BOTH = pytest.mark.parametrize("provider", ["openai", "anthropic"], indirect=True)

@@ -13,6 +13,7 @@ from pydantic_ai.messages import ModelRequest, UserPromptPart
 from django_webfetch.assistant import loop, services
 from django_webfetch.assistant.history import dump
 from django_webfetch.models import AssistantRun, CallState, ToolCall
+from tests.settle import resumed_run, settled_run
 
 from .provider import Turn
 
@@ -37,15 +38,16 @@ def test_a_lost_worker_is_replaced_once(editor):
     run = _stranded(editor)
     report = services.sweep()
     assert report["assistant_recovered"] == 1
-    run.refresh_from_db()
+    # The sweep queued the run: it is taken up in the background.
+    run = settled_run(run)
     assert run.state == "completed", run.error_code
     assert list(run.events.values_list("kind", flat=True))[:1] == ["worker_lost"]
 
 
 def test_a_second_loss_fails_the_run_worker_lost(editor):
     run = _stranded(editor, attempts=1)
-    services.sweep()
-    run.refresh_from_db()
+    assert services.sweep()["assistant_recovered"] == 1
+    run = settled_run(run)
     assert (run.state, run.error_code) == ("failed", "worker_lost")
     assert not run.messages.exists()
 
@@ -66,13 +68,16 @@ def test_a_lost_queue_message_is_sent_again(editor):
         queued_at=timezone.now() - services.STALE_QUEUE_AFTER - timedelta(seconds=1),
     )
     assert services.sweep()["assistant_resumed"] == 1
-    run.refresh_from_db()
+    run = settled_run(run)
     assert run.state == "completed"
 
 
 def test_calls_that_finished_without_resuming_the_run(
-    api_editor, provider, lab_settings, group_factory
+    api_editor, provider, lab_settings, group_factory, settings
 ):
+    # The sweep under test is the one called below: the runner's own periodic sweep (the
+    # same code) must not come first and leave it nothing to count.
+    settings.WEBFETCH_RUNNER_SWEEP_EVERY = 600
     lab_settings.dns.set(
         "news.lab.example", a=[lab_settings.PUBLIC_V4[2]]
     )  # pre-flight resolves it
@@ -83,8 +88,7 @@ def test_calls_that_finished_without_resuming_the_run(
         Turn(text="done"),
     )
     conversation = services.create_conversation(editor)
-    run = services.post_message(conversation, "read", user=editor)
-    run.refresh_from_db()
+    run = settled_run(services.post_message(conversation, "read", user=editor))
     assert run.state == "waiting_for_approval"
     [call] = services.run_calls(run)
     # Finished behind the state machine's back: no signal, nobody resumes the run ...
@@ -93,9 +97,9 @@ def test_calls_that_finished_without_resuming_the_run(
         reason="approval_denied",
         result={"content": "no", "error": "approval_denied", "meta": {}},
     )
-    # ... until the sweep does.
+    # ... until the sweep does (in the background).
     assert services.sweep()["assistant_resumed"] == 1
-    run.refresh_from_db()
+    run = resumed_run(run)
     assert run.state == "completed"
 
 
@@ -121,11 +125,12 @@ def test_a_provider_change_mid_run_fails_it(
     group_factory("web", enabled=True)
     provider.add(Turn(tool_calls=[("fetch_external_url", {"url": "https://news.lab.example/"})]))
     conversation = services.create_conversation(editor)
-    run = services.post_message(conversation, "read", user=editor)
+    run = settled_run(services.post_message(conversation, "read", user=editor))
+    assert run.state == "waiting_for_approval"
     [call] = services.run_calls(run)
     ConfiguredEndpoint.objects.filter(group__slug="assistant").update(model_name="another-model")
     runs.deny(call, by=approver)
-    run.refresh_from_db()
+    run = resumed_run(run)
     assert (run.state, run.error_code) == ("failed", "provider_changed")
 
 

@@ -20,6 +20,7 @@ from django_webfetch.assistant.providers.http import SELF_HOSTED_NOTE
 from django_webfetch.models import AssistantRun, ConfiguredEndpoint, EgressEvent
 from django_webfetch.net import explain
 
+from . import helpers
 from .provider import ProviderServer, Turn, offered_tools, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -60,10 +61,7 @@ def endpoint(site, group_factory, endpoint_factory):
 def ask(editor, content):
     api = APIClient()
     api.force_login(editor)
-    conv = api.post("/api/conversations/", {}, format="json").json()["id"]
-    response = api.post(f"/api/conversations/{conv}/messages/", {"content": content}, format="json")
-    assert response.status_code == 202, response.content
-    return response.json()
+    return helpers.ask(api, content)
 
 
 def explain_command(url):

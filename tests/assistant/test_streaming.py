@@ -24,6 +24,7 @@ from django_webfetch.models import AssistantRun
 from django_webfetch.runs.runner import runner
 from tests.asgi import CSRF, free_port, post_message, uvicorn_command, uvicorn_in_a_thread
 from tests.runs.infra import wait_for
+from tests.settle import settled_run
 
 from .provider import Turn
 
@@ -273,12 +274,15 @@ def test_every_event_matches_the_documented_schema(api, provider, background, ne
 
 
 def test_the_long_poll_answers_at_once_when_there_are_events(api):
-    run = post(api, "hello").json()  # inline: finished in the request
-    page = api.get(f"/api/runs/{run['id']}/events/", {"since": 0, "wait": 25}).json()
+    response = post(api, "hello")
+    assert response.status_code == 202, response.content
+    run = settled_run(response.json())
+    assert run.state == "completed"
+    page = api.get(f"/api/runs/{run.pk}/events/", {"since": 0, "wait": 25}).json()
     assert page["events"] and page["state"] == "completed"
     # Finished, nothing after the last event: an empty page, at once.
     last = page["last_event"]
-    empty = api.get(f"/api/runs/{run['id']}/events/", {"since": last, "wait": 25}).json()
+    empty = api.get(f"/api/runs/{run.pk}/events/", {"since": last, "wait": 25}).json()
     assert empty["events"] == []
 
 

@@ -16,6 +16,7 @@ from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.tools.approval import COMPOSED_NOTE
 from tests.lab.content import EXFIL_LINK, EXFILTRATION
+from tests.settle import settled_call
 
 from .helpers import ask
 from .provider import Turn, tool_results
@@ -161,6 +162,7 @@ def test_a_call_made_outside_a_conversation_is_its_callers_url(
     call = runs.request_call(
         "fetch_external_url", {"url": "https://allowed.lab.example/page"}, user=editor
     )
+    call = settled_call(call)
     assert (call.state, call.requires_approval) == (CallState.SUCCEEDED, False)
     assert "url_provenance" not in call.approval_preview
 

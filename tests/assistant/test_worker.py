@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun, Message, ToolCall
 from tests.runs.infra import wait_for
+from tests.settle import SAFETY_NET
 
 from .provider import Turn, tool_results
 
@@ -22,18 +23,31 @@ pytestmark = [
 BEGIN = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce="
 
 
+#: The provider timeout of the tests that kill a worker mid-request.  It sets the run's
+#: lease (timeout + 5 s), which is what recovery waits for, so it is short; it only has to
+#: cover what a worker does inside it there: a held request killed as soon as it arrived,
+#: and, after recovery, a ten-character answer sent at once (one slow try is retried).
+LEASE_TEST_TIMEOUT = 3.0
+
+
 @pytest.fixture
 def api(editor, settings):
     settings.ROOT_URLCONF = "tests.runs.urls"
-    settings.WEBFETCH_TIMEOUT = 5.0
-    settings.WEBFETCH_ASSISTANT_TIMEOUT = 3.0
     client = APIClient()
     client.force_login(editor)
     return client
 
 
-def _env():
-    return {"WEBFETCH_TEST_ASSISTANT_TIMEOUT": "3", "WEBFETCH_TEST_SWEEP_EVERY": "1"}
+@pytest.fixture
+def short_lease(settings):
+    """The test process and its workers agree on a short provider timeout (the dispatch
+    sizes the task's time limit from it; the worker sizes the run's lease from it)."""
+    settings.WEBFETCH_TIMEOUT = 5.0
+    settings.WEBFETCH_ASSISTANT_TIMEOUT = LEASE_TEST_TIMEOUT
+    return {
+        "WEBFETCH_TEST_ASSISTANT_TIMEOUT": str(LEASE_TEST_TIMEOUT),
+        "WEBFETCH_TEST_SWEEP_EVERY": "1",
+    }
 
 
 def ask(api, content):
@@ -46,7 +60,11 @@ def ask(api, content):
 def test_editor_asks_admin_approves_worker_fetches_run_answers(
     api, provider, lab_settings, group_factory, worker_factory, celery_client, client, approver
 ):
-    """The issue's "done when": nobody touches the run after the approval."""
+    """The issue's "done when": nobody touches the run after the approval.
+
+    No deadline of this test's own: the provider and the fetch run with the shipped
+    timeouts (a streamed answer that writes its deltas can outlast a few seconds on a busy
+    machine, and nothing here is about timing out); the waits are the far safety net."""
     from .test_provider_loop import approve_in_admin
 
     group_factory("web", enabled=True)
@@ -56,23 +74,29 @@ def test_editor_asks_admin_approves_worker_fetches_run_answers(
         Turn(tool_calls=[("fetch_external_url", {"url": url})]),
         lambda record: Turn(text="Quoted: " + "\n".join(tool_results(record))),
     )
-    worker = worker_factory(env=_env())
+    worker = worker_factory(env={"WEBFETCH_TEST_SWEEP_EVERY": "1"})
     run = ask(api, "What does the lab news page say?")
     run_id = run["id"]
     wait_for(
         lambda: AssistantRun.objects.get(pk=run_id).state == "waiting_for_approval",
-        30,
+        SAFETY_NET,
         what="the run to pause",
     )
     [call] = ToolCall.objects.filter(run__isnull=False)
     approve_in_admin(client, approver, [str(call.pk)])
     try:
-        wait_for(lambda: AssistantRun.objects.get(pk=run_id).finished, 60, what="the run to finish")
+        wait_for(
+            lambda: AssistantRun.objects.get(pk=run_id).finished,
+            SAFETY_NET,
+            what="the run to finish",
+        )
     except AssertionError:
         print(worker.output()[-4000:])
         raise
     body = api.get(f"/api/runs/{run_id}/").json()
     assert body["state"] == "completed", (body, worker.output()[-3000:])
+    # One provider request per step: nothing timed out and was sent again.
+    assert len(provider.requests) == 2
     assert BEGIN in body["final_message"]["content"]
     assert "Lab page" in body["final_message"]["content"]
     call.refresh_from_db()
@@ -81,20 +105,20 @@ def test_editor_asks_admin_approves_worker_fetches_run_answers(
 
 
 def test_worker_killed_mid_request_resumes_and_duplicates_nothing(
-    api, provider, worker_factory, celery_client
+    api, provider, worker_factory, celery_client, short_lease
 ):
     hold = threading.Event()
     # The recovered worker sends the same request again: its repeat is answered at once.
     provider.add(Turn(text="never delivered", hold=hold, repeat=Turn(text="the answer")))
-    first = worker_factory("w1", env=_env())
+    first = worker_factory("w1", env=short_lease)
     try:
         run = ask(api, "hello")
         assert provider.arrived.wait(30), first.output()[-3000:]
         first.kill9()
-        second = worker_factory("w2", beat=True, env=_env())
+        second = worker_factory("w2", beat=True, env=short_lease)
         wait_for(
             lambda: AssistantRun.objects.get(pk=run["id"]).finished,
-            60,
+            SAFETY_NET,
             what="the run to be recovered",
         )
     finally:
@@ -108,22 +132,22 @@ def test_worker_killed_mid_request_resumes_and_duplicates_nothing(
     assert kinds.count("completed") == 1
 
 
-def test_worker_lost_twice_fails_the_run(api, provider, worker_factory, celery_client):
+def test_worker_lost_twice_fails_the_run(api, provider, worker_factory, celery_client, short_lease):
     holds = [threading.Event(), threading.Event()]
     provider.add(Turn(text="x", hold=holds[0], repeat=Turn(text="y", hold=holds[1])))
     try:
-        first = worker_factory("w1", env=_env())
+        first = worker_factory("w1", env=short_lease)
         run = ask(api, "hello")
         assert provider.arrived.wait(30)
         provider.arrived.clear()
         first.kill9()
-        second = worker_factory("w2", beat=True, env=_env())
-        assert provider.arrived.wait(60), second.output()[-3000:]
+        second = worker_factory("w2", beat=True, env=short_lease)
+        assert provider.arrived.wait(SAFETY_NET), second.output()[-3000:]
         second.kill9()
-        third = worker_factory("w3", beat=True, env=_env())
+        third = worker_factory("w3", beat=True, env=short_lease)
         wait_for(
             lambda: AssistantRun.objects.get(pk=run["id"]).finished,
-            60,
+            SAFETY_NET,
             what="the run to fail",
         )
     finally:
