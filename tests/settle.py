@@ -71,12 +71,11 @@ def resumed_run(run: Any, timeout: float = SAFETY_NET) -> Any:
         row = settled_run(pk, timeout=max(deadline - time.monotonic(), 0.0))
         if row.state != "waiting_for_approval":
             return row
-        last = {
-            kind: seq
-            for kind, seq in RunEvent.objects.filter(run_id=pk, kind__in=("paused", "resumed"))
+        last = dict(
+            RunEvent.objects.filter(run_id=pk, kind__in=("paused", "resumed"))
             .order_by("seq")
             .values_list("kind", "seq")
-        }
+        )
         waits = ToolCall.objects.filter(run_id=pk, state=CallState.AWAITING_APPROVAL).exists()
         if waits and last.get("paused", 0) > last.get("resumed", 0):
             return row
