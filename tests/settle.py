@@ -13,7 +13,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-__all__ = ["SAFETY_NET", "approve", "deny", "resumed_run", "settled_call", "settled_run"]
+__all__ = [
+    "SAFETY_NET",
+    "approve",
+    "deny",
+    "resumed_run",
+    "runner_idle",
+    "settled_call",
+    "settled_run",
+]
 
 #: Seconds after which a wait fails the test: far above any healthy wait.
 SAFETY_NET = 120.0
@@ -82,6 +90,14 @@ def resumed_run(run: Any, timeout: float = SAFETY_NET) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"run {pk} was not resumed in {timeout}s: {row.state}")
         time.sleep(0.05)
+
+
+def runner_idle(timeout: float = SAFETY_NET) -> None:
+    """Wait until the background runner has no task queued or running: what a task does
+    after its last write (a metric counted, a log line, a mail handed over) is done too."""
+    from django_webfetch.runs.runner import runner
+
+    assert runner.wait_idle(timeout), f"the background runner was still busy after {timeout}s"
 
 
 def _decide(client: Any, call_id: Any, verb: str, payload: dict[str, Any] | None) -> Any:

@@ -8,6 +8,7 @@ import pytest
 
 from django_webfetch.models import AssistantRun, Budget, BudgetUsage
 from tests.assistant.provider import Turn, tool_results
+from tests.settle import settled_run
 
 from .conftest import EchoTool
 
@@ -15,10 +16,15 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def ask(api, content):
+    """Post a message (202: the run goes on on the background runner) and return the
+    run's API answer once it settled."""
     conv = api.post("/api/conversations/", {}, format="json").json()["id"]
     response = api.post(f"/api/conversations/{conv}/messages/", {"content": content}, format="json")
     assert response.status_code == 202, response.content
-    return response.json()
+    run = settled_run(response.json()["id"])
+    answer = api.get(f"/api/runs/{run.pk}/")
+    assert answer.status_code == 200, answer.content
+    return answer.json()
 
 
 def test_provider_requests_over_budget_are_not_sent(api, provider, editor):

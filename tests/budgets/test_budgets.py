@@ -14,6 +14,8 @@ from rest_framework.test import APIClient
 from django_webfetch import budgets, runs
 from django_webfetch.models import Budget, BudgetUsage, CallState, ToolCall
 
+from tests.settle import settled_call
+
 from .conftest import EchoTool
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +28,9 @@ def _tools(run_tools, settings):
 
 
 def call(user, text="hi"):
-    return runs.request_call("runs_echo", {"text": text}, user=user)
+    """Request a call and wait for its outcome (it runs on the background runner; a call
+    refused before it started is already final)."""
+    return settled_call(runs.request_call("runs_echo", {"text": text}, user=user))
 
 
 def test_a_user_ceiling_refuses_the_call_after_the_last_allowed_one(editor):
@@ -178,7 +182,9 @@ def test_refusal_through_the_api_in_plain_words(editor):
     first = client.post(
         "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "a"}}, format="json"
     )
-    assert first.json()["state"] == "succeeded"
+    assert first.status_code == 202, first.json()
+    settled_call(first.json()["id"])
+    assert client.get(f"/api/calls/{first.json()['id']}/").json()["state"] == "succeeded"
     second = client.post(
         "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "b"}}, format="json"
     )

@@ -14,10 +14,11 @@ import pytest
 from rest_framework.test import APIClient
 
 from django_webfetch.mcp import pages as mcp_pages
-from django_webfetch.mcp.calls import start_call
+from django_webfetch.mcp.calls import Pending, answer_for, start_call
 from django_webfetch.models import AccessToken, ToolCall
 from tests.cms.conftest import PAGES, cms_page_factory, content_group  # noqa: F401
 from tests.runs.conftest import EchoTool, run_tools  # noqa: F401 - the fixture
+from tests.settle import settled_call
 
 pytestmark = pytest.mark.django_db
 
@@ -31,9 +32,11 @@ def test_a_user_over_the_calls_rate_starts_no_call_over_mcp(editor, settings, ru
     post = lambda: client.post(  # noqa: E731
         "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "a"}}, format="json"
     )
-    assert post().status_code == 201
+    first = post()
+    assert first.status_code == 202  # started on the background runner
     assert post().status_code == 429  # the user is over the rate
     assert ToolCall.objects.count() == 1
+    assert settled_call(first.json()["id"]).state == "succeeded"
 
     AccessToken.objects.issue(editor, "agent", by=editor)
     token = AccessToken.objects.get(user=editor)
@@ -56,7 +59,10 @@ def test_a_user_over_the_calls_rate_starts_no_read_page_call_as_a_resource(
     token = AccessToken.objects.select_related("user").get(user=editor)
 
     first = start_call(token, "read_page", {"page_id": about.pk})
-    assert not first.is_error, first.text
+    assert isinstance(first, Pending)  # started on the background runner
+    answer = answer_for(settled_call(first.call_id), first.fetch)
+    assert not answer.is_error, answer.text
+    assert "Founded in 1952" in answer.text
     over = start_call(token, "read_page", {"page_id": about.pk})
     assert over.is_error and over.data["error"] == "throttled"  # the user is over the rate
     assert ToolCall.objects.filter(user=editor).count() == 1

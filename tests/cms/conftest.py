@@ -50,17 +50,23 @@ def cms_page_factory(db: Any, superuser: Any) -> Callable[..., Any]:
 
 @pytest.fixture
 def site_pages(cms_page_factory: Callable[..., Any], superuser: Any) -> dict[str, Any]:
+    """The site's pages, created in a transaction: django CMS locks the page tree when it
+    sets the home page, which needs one (the tests commit for real, as a site does)."""
     from cms.models import PagePermission
     from django.contrib.auth.models import Group
+    from django.db import transaction
 
-    pages = {
-        "home": cms_page_factory("Home", "home", PAGES["home"]),
-        "about": cms_page_factory("About us", "about", PAGES["about"]),
-        "hours": cms_page_factory("Opening hours", "opening-hours", PAGES["hours"]),
-        "members": cms_page_factory("Members", "members", PAGES["members"], login_required=True),
-        "staff": cms_page_factory("Staff", "staff", PAGES["staff"]),
-    }
-    pages["home"].set_as_homepage(superuser)
+    with transaction.atomic():
+        pages = {
+            "home": cms_page_factory("Home", "home", PAGES["home"]),
+            "about": cms_page_factory("About us", "about", PAGES["about"]),
+            "hours": cms_page_factory("Opening hours", "opening-hours", PAGES["hours"]),
+            "members": cms_page_factory(
+                "Members", "members", PAGES["members"], login_required=True
+            ),
+            "staff": cms_page_factory("Staff", "staff", PAGES["staff"]),
+        }
+        pages["home"].set_as_homepage(superuser)
     staff_group, _ = Group.objects.get_or_create(name="Bakery staff")
     PagePermission.objects.create(page=pages["staff"], group=staff_group, can_view=True)
     return pages

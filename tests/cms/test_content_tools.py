@@ -11,6 +11,7 @@ from django_webfetch import runs
 from django_webfetch.models import CallState, EgressEvent
 from django_webfetch.text.limits import MAX_RESULT_BYTES
 from django_webfetch.tools import run_tool, tools_for_user
+from tests.settle import settled_call, settled_run
 
 pytestmark = pytest.mark.django_db
 
@@ -131,7 +132,10 @@ def test_a_huge_page_is_bounded_like_any_tool_result(
 
 
 def test_content_tools_need_no_approval_and_no_egress(site_pages, content_group, editor):
+    # No approval: the call starts at once, on the background runner.
     call = runs.request_call("read_page", {"page_id": site_pages["about"].pk}, user=editor)
+    assert call.state == CallState.APPROVED
+    call = settled_call(call)
     assert call.state == CallState.SUCCEEDED
     assert call.requires_approval is False
     assert "Founded in 1952" in call.result["content"]
@@ -153,22 +157,19 @@ def test_the_content_group_comes_back_after_a_flush_and_keeps_operator_changes()
     assert (group.enabled, group.scope, group.data_class) == (False, "none", "siteContent")
 
 
-def test_the_offline_planner_reads_a_page_named_by_its_title(
-    site_pages, content_group, editor, django_capture_on_commit_callbacks
-):
+def test_the_offline_planner_reads_a_page_named_by_its_title(site_pages, content_group, editor):
     # A new user asked about "the Opening hours page" without its path: the planner lists
     # the pages, then reads the one whose title the message names — no approval, no egress.
     from django_webfetch.assistant import services
     from django_webfetch.assistant.planner import OFFLINE_PREFIX
 
     conversation = services.create_conversation(editor)
-    with django_capture_on_commit_callbacks(execute=True):
-        run = services.post_message(
-            conversation,
-            "What are the opening hours? Please read the Opening hours page.",
-            user=editor,
-        )
-    run.refresh_from_db()
+    run = services.post_message(
+        conversation,
+        "What are the opening hours? Please read the Opening hours page.",
+        user=editor,
+    )
+    run = settled_run(run)
     assert run.state == "completed"
     calls = runs.visible_calls(editor).order_by("created")
     assert [(c.tool, c.state) for c in calls] == [
@@ -183,11 +184,11 @@ def test_the_offline_planner_reads_a_page_named_by_its_title(
 
 
 def test_the_offline_planner_reads_nothing_when_no_title_is_named(
-    site_pages, content_group, editor, django_capture_on_commit_callbacks
+    site_pages, content_group, editor
 ):
     from django_webfetch.assistant import services
 
     conversation = services.create_conversation(editor)
-    with django_capture_on_commit_callbacks(execute=True):
-        services.post_message(conversation, "Tell me about the page on parking.", user=editor)
+    run = services.post_message(conversation, "Tell me about the page on parking.", user=editor)
+    assert settled_run(run).state == "completed"
     assert [c.tool for c in runs.visible_calls(editor)] == ["list_pages"]

@@ -20,16 +20,16 @@ URL = "http://news.lab.example/story?id=7"
 
 
 @pytest.fixture
-def waiting(group_factory, lab_settings, approver, editor, django_capture_on_commit_callbacks):
-    """Request a call that waits for ``approver`` (mailed), capturing the mail."""
+def waiting(group_factory, lab_settings, approver, editor):
+    """Request a call that waits for ``approver``, who is mailed once the call's transaction
+    has committed (``on_commit``)."""
     lab_settings.dns.set("news.lab.example", a=[lab_settings.PUBLIC_V4[0]])
     group_factory("web", enabled=True, scope="external_filtered")
     approver.email = "approver@example.org"
     approver.save()
 
     def request():
-        with django_capture_on_commit_callbacks(execute=True):
-            return runs.request_call("fetch_external_url", {"url": URL}, user=editor)
+        return runs.request_call("fetch_external_url", {"url": URL}, user=editor)
 
     return request
 

@@ -109,7 +109,7 @@ def test_the_approval_card_is_inline_for_approvers(
 
 
 def test_approvers_are_mailed_when_a_call_starts_waiting(
-    editor, approver, approver_factory, web_group, django_capture_on_commit_callbacks
+    editor, approver, approver_factory, web_group
 ):
     approver.email = "approver@example.org"
     approver.save()
@@ -117,8 +117,8 @@ def test_approvers_are_mailed_when_a_call_starts_waiting(
     assert silent.email == ""
     editor.email = "editor@example.org"
     editor.save()
-    with django_capture_on_commit_callbacks(execute=True):
-        call = runs.request_call("fetch_external_url", {"url": URL}, user=editor)
+    # The mail goes once the call's transaction has committed (``on_commit``).
+    call = runs.request_call("fetch_external_url", {"url": URL}, user=editor)
     assert call.state == CallState.AWAITING_APPROVAL
     assert [m.to for m in mail.outbox] == [["approver@example.org"]]
     message = mail.outbox[0]
@@ -126,19 +126,17 @@ def test_approvers_are_mailed_when_a_call_starts_waiting(
     assert URL in message.body
     assert "/assistant/#approvals" in message.body
     # Approving does not mail again.
-    with django_capture_on_commit_callbacks(execute=True):
-        runs.deny(call, by=approver)
+    runs.deny(call, by=approver)
     assert len(mail.outbox) == 1
 
 
 def test_a_mail_failure_does_not_touch_the_call(
-    settings, editor, approver, web_group, django_capture_on_commit_callbacks, caplog
+    settings, editor, approver, web_group, caplog
 ):
     settings.EMAIL_BACKEND = "tests.cms.test_pages.BrokenBackend"
     approver.email = "approver@example.org"
     approver.save()
-    with django_capture_on_commit_callbacks(execute=True):
-        call = runs.request_call("fetch_external_url", {"url": URL}, user=editor)
+    call = runs.request_call("fetch_external_url", {"url": URL}, user=editor)
     call.refresh_from_db()
     assert call.state == CallState.AWAITING_APPROVAL
     assert "approval notification" in caplog.text

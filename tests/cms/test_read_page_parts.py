@@ -8,6 +8,7 @@ import pytest
 
 from django_webfetch import runs
 from django_webfetch.models import StoredText
+from tests.settle import settled_call
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +19,7 @@ def test_a_long_page_in_parts(cms_page_factory, site_pages, content_group, edito
     body = "".join(f"<p>Paragraph {n}: " + "bread and butter " * 20 + "</p>" for n in range(200))
     page = cms_page_factory("Long", "long", body)
     first = runs.request_call("read_page", {"page_id": page.pk}, user=editor, conversation="c1")
-    result = first.tool_result()
+    result = settled_call(first).tool_result()
     assert result.ok, result
     status = result.content.split("Status: ", 1)[1].split("\n", 1)[0]
     number, total, start, end = (
@@ -37,7 +38,7 @@ def test_a_long_page_in_parts(cms_page_factory, site_pages, content_group, edito
         user=editor,
         conversation="c1",
     )
-    assert second.tool_result().error == "page_not_found"
+    assert settled_call(second).tool_result().error == "page_not_found"
     assert StoredText.objects.count() == 1
 
 
@@ -51,7 +52,7 @@ def test_the_next_part_starts_where_the_last_ended(
         call = runs.request_call(
             "read_page", {"path": "/long/", "page": number}, user=editor, conversation="c2"
         )
-        result = call.tool_result()
+        result = settled_call(call).tool_result()
         assert result.ok, result
         ends.append((result.meta["start"], result.meta["end"], result.meta["stored"]))
     assert ends[0][0] == 0 and ends[1][0] == ends[0][1] and ends[2][0] == ends[1][1]

@@ -167,7 +167,14 @@ def test_search_code_finds_project_lines(code_group, superuser):
 
 
 def test_search_code_regex_and_refusals(code_group, superuser):
-    result = run_tool("search_code", {"query": r"def compute_\w+\(", "regex": True}, user=superuser)
+    result = run_tool(
+        "search_code",
+        # A path glob, as in the test above: a loaded machine does not run the search into
+        # its 5 s budget before it reaches the file.
+        {"query": r"def compute_\w+\(", "regex": True, "glob": "tests/diagnostics/*.py"},
+        user=superuser,
+    )
+    assert result.ok and result.meta["exhausted"] is None, result
     assert "tests/diagnostics/views.py:8:" in result.content
     result = run_tool("search_code", {"query": "(", "regex": True}, user=superuser)
     assert result.error == "search_refused" and result.meta == {"reason": "invalid_pattern"}

@@ -15,6 +15,7 @@ import pytest
 from django_webfetch import runs
 from django_webfetch.models import CallState, EgressEvent, StoredText
 from tests.django.test_lab_tools import BEGIN, END, outside_fence
+from tests.settle import settled_call
 
 pytestmark = pytest.mark.django_db
 
@@ -51,16 +52,23 @@ def _location(result):
 
 
 def _ask(editor, arguments, conversation="conv-21"):
-    return runs.request_call(
-        "fetch_external_url", arguments, user=editor, conversation=conversation
+    """Request a call and return it once settled: run (on the background runner) or
+    waiting for an approval."""
+    return settled_call(
+        runs.request_call("fetch_external_url", arguments, user=editor, conversation=conversation)
     )
+
+
+def _approve(call, approver):
+    """Approve the call and return it once it ran (on the background runner)."""
+    return settled_call(runs.approve(call, by=approver))
 
 
 def test_a_long_page_is_read_in_parts_without_new_requests(web, editor, approver):
     url = web.url("docs.lab.example", "/page", scheme="https")
     first = _ask(editor, {"url": url})
     assert first.state == CallState.AWAITING_APPROVAL
-    first = runs.approve(first, by=approver)
+    first = _approve(first, approver)
     assert first.state == CallState.SUCCEEDED
     result = first.tool_result()
     number, total, start, end = _location(result)
@@ -92,7 +100,7 @@ def test_a_long_page_is_read_in_parts_without_new_requests(web, editor, approver
 
 def test_a_new_url_another_conversation_or_user_needs_approval(web, editor, approver, user_factory):
     url = web.url("docs.lab.example", "/page", scheme="https")
-    runs.approve(_ask(editor, {"url": url}), by=approver)
+    _approve(_ask(editor, {"url": url}), approver)
     assert _ask(editor, {"url": url, "page": 2}).state == CallState.SUCCEEDED
     other_url = web.url("docs.lab.example", "/page?x=1", scheme="https")
     assert _ask(editor, {"url": other_url, "page": 2}).state == CallState.AWAITING_APPROVAL
@@ -109,12 +117,12 @@ def test_a_new_url_another_conversation_or_user_needs_approval(web, editor, appr
 
 def test_a_later_part_past_its_time_is_a_new_fetch(web, editor, approver, settings):
     url = web.url("docs.lab.example", "/page", scheme="https")
-    runs.approve(_ask(editor, {"url": url}), by=approver)
+    _approve(_ask(editor, {"url": url}), approver)
     StoredText.objects.update(expires_at="2000-01-01T00:00:00Z")
     later = _ask(editor, {"url": url, "page": 2})
     assert later.state == CallState.AWAITING_APPROVAL
     requests = len(web.requests)
-    later = runs.approve(later, by=approver)
+    later = _approve(later, approver)
     # Approved, it fetches again and gives part 2 of the new text.
     assert len(web.requests) == requests + 1
     assert _location(later.tool_result())[:2] == (2, 3)
@@ -122,7 +130,7 @@ def test_a_later_part_past_its_time_is_a_new_fetch(web, editor, approver, settin
 
 def test_a_redirect_shows_the_final_url_in_every_part(web, editor, approver):
     url = web.url("docs.lab.example", "/redirect/302?to=/page", scheme="https")
-    call = runs.approve(_ask(editor, {"url": url}), by=approver)
+    call = _approve(_ask(editor, {"url": url}), approver)
     result = call.tool_result()
     assert result.meta["redirects"] == 1, result
     assert "after 1 redirect(s)" in outside_fence(result.content)

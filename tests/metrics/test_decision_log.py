@@ -14,6 +14,7 @@ from django_webfetch import runs
 from django_webfetch.egress.logline import schema
 from django_webfetch.models import EgressEvent, HostListEntry, ToolGroup
 from django_webfetch.tools import ToolContext, run_tool
+from tests.settle import settled_call
 
 pytestmark = pytest.mark.django_db
 
@@ -95,6 +96,8 @@ def test_a_call_of_a_run_names_its_run(web, editor, caplog):
         conversation=f"assistant:{run.pk.hex}:1:0",
         origin=RunOrigin(run.pk, 1, 0),
     )
+    # No approval needed (allow-listed): it runs on the background runner, which logs.
+    assert settled_call(call).state == "succeeded"
     found = lines(caplog)
     assert found and {line["call_id"] for line in found} == {str(call.pk)}
     assert {line["run_id"] for line in found} == {str(run.pk)}

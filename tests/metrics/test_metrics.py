@@ -14,6 +14,8 @@ from django_webfetch import runs
 from django_webfetch.models import Budget, CallState
 from django_webfetch.tools import ToolContext, run_tool
 
+from tests.settle import runner_idle, settled_call, settled_run
+
 from .conftest import EchoTool
 
 pytestmark = pytest.mark.django_db
@@ -105,6 +107,8 @@ def test_tool_calls_approvals_and_refusals(editor, approver, run_tools, settings
     assert value(during, "webfetch_approvals_waiting") == 1
     assert value(during, "webfetch_approvals_oldest_waiting_seconds") >= 0
     runs.approve(waiting, by=approver)
+    # It runs on the background runner: its outcome counts once it settled.
+    assert settled_call(waiting).state == CallState.SUCCEEDED
     Budget.objects.create(user=editor, tool_calls_per_day=1)
     EchoTool.needs_approval = False
     assert runs.request_call("runs_echo", {"text": "b"}, user=editor).reason == (
@@ -118,6 +122,7 @@ def test_tool_calls_approvals_and_refusals(editor, approver, run_tools, settings
     body = {"tool": "runs_echo", "arguments": {"text": "c"}}
     api.post("/api/calls/", body, format="json")
     assert api.post("/api/calls/", body, format="json").status_code == 429
+    runner_idle()  # the counters are written by the runner's threads too
     text, after = scrape()
 
     def delta(name, **labels):
@@ -144,7 +149,11 @@ def test_an_assistant_run_with_the_provider(editor, provider, settings):
     api = APIClient()
     api.force_login(editor)
     conv = api.post("/api/conversations/", {}, format="json").json()["id"]
-    run = api.post(f"/api/conversations/{conv}/messages/", {"content": "hi"}, format="json").json()
+    posted = api.post(f"/api/conversations/{conv}/messages/", {"content": "hi"}, format="json")
+    assert posted.status_code == 202, posted.content  # the run goes on in the background
+    assert settled_run(posted.json()["id"]).state == "completed"
+    runner_idle()  # the run's last task counted it after its last write
+    run = api.get(f"/api/runs/{posted.json()['id']}/").json()
     assert run["state"] == "completed", run
     _, after = scrape()
 

@@ -19,10 +19,24 @@ import pytest
 SITE = os.path.join(os.path.dirname(__file__), "site")
 
 
+@pytest.fixture(scope="session")
+def example_site(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """This test process's own copy of ``tests/plugins/site``: ``set_state`` writes the
+    package's next version beside the package, and the suite's processes (xdist workers)
+    run plugin tests at the same time, each playing its own upgrades."""
+    import shutil
+
+    target = tmp_path_factory.mktemp("plugin-site") / "site"
+    shutil.copytree(
+        SITE, target, ignore=shutil.ignore_patterns("state.json", "__pycache__", "*.pyc")
+    )
+    return str(target)
+
+
 @pytest.fixture
-def example(monkeypatch: pytest.MonkeyPatch) -> Any:
+def example(monkeypatch: pytest.MonkeyPatch, example_site: str) -> Any:
     """The example plugin installed, reset to version 1.0, registries reloaded."""
-    monkeypatch.syspath_prepend(SITE)
+    monkeypatch.syspath_prepend(example_site)
     import webfetch_example_plugin as module
 
     from django_webfetch.plugins import registry

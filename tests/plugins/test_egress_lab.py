@@ -15,6 +15,7 @@ import pytest
 from django_webfetch.models import EgressEvent, PluginInstance
 from django_webfetch.plugins import services
 from django_webfetch.tools import ToolContext, run_tool
+from tests.settle import settled_call
 
 pytestmark = pytest.mark.django_db
 
@@ -376,8 +377,10 @@ def test_runs_execute_passes_the_plugin_instance(plugin_lab, editor_user, settin
     HostListEntry.objects.create(
         group=ToolGroup.objects.get(slug=group), list="allow", value="granted.lab.example"
     )
-    call = runs.request_call(
-        "example_fetch", {"url": "http://granted.lab.example/plain"}, user=editor_user
+    call = settled_call(
+        runs.request_call(
+            "example_fetch", {"url": "http://granted.lab.example/plain"}, user=editor_user
+        )
     )
     assert call.state == "succeeded", call.result
     assert EgressEvent.objects.filter(plugin_instance=instance, call_id=str(call.pk)).count() == 2
