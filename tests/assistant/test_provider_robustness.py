@@ -15,8 +15,8 @@ import pytest
 
 from django_webfetch.models import AssistantRun, RunEvent
 
-from .provider import Turn, tool_results
 from .helpers import ask
+from .provider import Turn, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 BOTH = pytest.mark.parametrize("provider", ["openai", "anthropic"], indirect=True)

@@ -13,7 +13,6 @@ from rest_framework.test import APIClient
 
 from django_webfetch import budgets, runs
 from django_webfetch.models import Budget, BudgetUsage, CallState, ToolCall
-
 from tests.settle import settled_call
 
 from .conftest import EchoTool

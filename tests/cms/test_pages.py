@@ -130,9 +130,7 @@ def test_approvers_are_mailed_when_a_call_starts_waiting(
     assert len(mail.outbox) == 1
 
 
-def test_a_mail_failure_does_not_touch_the_call(
-    settings, editor, approver, web_group, caplog
-):
+def test_a_mail_failure_does_not_touch_the_call(settings, editor, approver, web_group, caplog):
     settings.EMAIL_BACKEND = "tests.cms.test_pages.BrokenBackend"
     approver.email = "approver@example.org"
     approver.save()

@@ -13,7 +13,6 @@ from rest_framework.test import APIClient
 from django_webfetch import runs
 from django_webfetch.models import Budget, CallState
 from django_webfetch.tools import ToolContext, run_tool
-
 from tests.settle import runner_idle, settled_call, settled_run
 
 from .conftest import EchoTool

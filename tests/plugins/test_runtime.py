@@ -384,9 +384,7 @@ def test_a_crashed_call_ends_failed_through_the_runs(plugin_lab, editor_user):
     group = ToolGroup.objects.get(slug=instance.default_group())
     ToolGroup.objects.filter(pk=group.pk).update(skip_approval_with_allowlist=True)
     HostListEntry.objects.create(group=group, list="allow", value="granted.lab.example")
-    call = settled_call(
-        runs.request_call("example_misbehave", {"how": "crash"}, user=editor_user)
-    )
+    call = settled_call(runs.request_call("example_misbehave", {"how": "crash"}, user=editor_user))
     assert call.state == "failed"
     assert call.result["error"] == "plugin_crashed"
 
