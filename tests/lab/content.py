@@ -121,11 +121,25 @@ def _raw_zero_stream() -> tuple[bytes, bytes, int, int]:
     comp = zlib.compressobj(9, zlib.DEFLATED, -15)
     segment = comp.compress(chunk) + comp.flush(zlib.Z_FULL_FLUSH)
     final = zlib.compressobj(9, zlib.DEFLATED, -15).flush(zlib.Z_FINISH)
+    # The checksums of 1 GiB of zeros are constants (tests/net/test_lab.py checks them):
+    # computing them in the server thread of the first request cost seconds of CPU, which
+    # a loaded machine turned into the client's fetch timeout before its size cut.
+    return segment, final, ZEROS_CRC32, ZEROS_ADLER32
+
+
+#: CRC-32 and Adler-32 of ``BOMB_SIZE`` zero bytes.
+ZEROS_CRC32 = 0x5B64C2B0
+ZEROS_ADLER32 = ((BOMB_SIZE % 65521) << 16) | 1
+
+
+def zeros_checksums() -> tuple[int, int]:
+    """The two checksums computed the slow way (for the test of the constants)."""
+    chunk = bytes(_MIB)
     crc, adler = 0, 1
     for _ in range(BOMB_SIZE // _MIB):
         crc = zlib.crc32(chunk, crc)
         adler = zlib.adler32(chunk, adler)
-    return segment, final, crc, adler
+    return crc, adler
 
 
 _stream = functools.lru_cache(maxsize=1)(_raw_zero_stream)

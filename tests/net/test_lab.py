@@ -450,3 +450,12 @@ def test_without_privileges_lab_tests_skip_or_ci_aborts(lab, tmp_path, ci):
     else:
         assert proc.returncode == pytest.ExitCode.OK, output
         assert "1 passed, 1 skipped" in output
+
+
+def test_the_bombs_checksums_are_those_of_a_gibibyte_of_zeros():
+    from tests.lab import content
+
+    assert content.zeros_checksums() == (content.ZEROS_CRC32, content.ZEROS_ADLER32)
+    # The bomb inflates to exactly that: its trailer's CRC and size are right.
+    bomb = content.gzip_bomb()
+    assert bomb[-8:-4] == content.ZEROS_CRC32.to_bytes(4, "little")
