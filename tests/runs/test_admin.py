@@ -10,7 +10,6 @@ from django.utils import timezone
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
-
 from tests.settle import settled_call
 
 from .conftest import EchoTool

@@ -14,7 +14,6 @@ from rest_framework.test import APIClient
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
-
 from tests.settle import settled_call
 
 from .conftest import EchoTool

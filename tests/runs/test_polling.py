@@ -15,7 +15,6 @@ from rest_framework.test import APIClient
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES
-
 from tests.settle import settled_call
 
 from .conftest import EchoTool

@@ -16,7 +16,6 @@ from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
 from django_webfetch.runs.execute import finish
-
 from tests.settle import settled_call
 
 from .conftest import EchoTool
