@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
+from tests.settle import settled_call
 
 from .conftest import EchoTool
 
@@ -111,6 +112,8 @@ def test_bulk_approve_asks_for_a_comment_first(client, approver, editor):
 
     response = _action(client, "approve_selected", calls, confirm="yes", comment="batch ok")
     assert response.status_code == 200
+    # Approved; each runs on the background runner after the commit.
+    assert {settled_call(c).state for c in calls} == {CallState.SUCCEEDED}
     assert {c.state for c in ToolCall.objects.all()} == {CallState.SUCCEEDED}
     assert set(ToolCall.objects.values_list("decision_comment", flat=True)) == {"batch ok"}
     found = messages_of(response)
@@ -165,7 +168,7 @@ def test_approve_one_from_its_page(client, approver, editor):
         f"{CHANGELIST}{call.pk}/decide/approve/", {"confirm": "yes", "comment": "one"}, follow=True
     )
     assert response.redirect_chain[-1][0].endswith(f"{call.pk}/change/")
-    call.refresh_from_db()
+    call = settled_call(call)
     assert (call.state, call.decision_comment, call.decided_by) == (
         CallState.SUCCEEDED,
         "one",
@@ -205,7 +208,7 @@ def test_self_approval_setting(client, approver, settings):
     assert ToolCall.objects.get(pk=call.pk).state == CallState.AWAITING_APPROVAL
     settings.WEBFETCH_ALLOW_SELF_APPROVAL = True
     client.post(f"{CHANGELIST}{call.pk}/decide/approve/", {"confirm": "yes"})
-    assert ToolCall.objects.get(pk=call.pk).state == CallState.SUCCEEDED
+    assert settled_call(call).state == CallState.SUCCEEDED
 
 
 def test_expiry_on_read_in_the_admin(client, approver, editor):

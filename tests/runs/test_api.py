@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
+from tests.settle import settled_call
 
 from .conftest import EchoTool
 
@@ -159,8 +160,13 @@ def test_a_call_without_approval_finishes_in_process(editor):
     response = client_for(editor).post(
         "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "now"}}, format="json"
     )
-    assert response.status_code == 201
+    # Approved at request time: it runs on the background runner after the answer.
+    assert response.status_code == 202
     body = response.json()
+    assert body["state"] == "approved"
+    assert response["Location"].endswith(f"/api/calls/{body['id']}/")
+    settled_call(body["id"])
+    body = client_for(editor).get(f"/api/calls/{body['id']}/").json()
     assert body["state"] == "succeeded"
     assert body["result"] == {"content": "echo: now", "error": None, "meta": {"call": body["id"]}}
 
@@ -178,6 +184,10 @@ def test_a_queued_call_is_202(editor, celery_eager, django_capture_on_commit_cal
 def test_a_tool_refusal_is_a_successful_request(editor, approver):
     call = waiting_call(editor, "refuse")
     response = client_for(approver).post(f"/api/calls/{call.pk}/approve/", {}, format="json")
+    assert response.status_code == 202
+    assert response.json()["state"] == "approved"
+    settled_call(call)
+    response = client_for(approver).get(f"/api/calls/{call.pk}/")
     assert response.status_code == 200
     body = response.json()
     assert body["state"] == "failed"
@@ -310,6 +320,11 @@ def test_approvers_approve(request, editor, who, token):
     response = client_for(user, token=token).post(
         f"/api/calls/{call.pk}/approve/", {"comment": "fine"}, format="json"
     )
+    assert response.status_code == 202
+    assert response.json()["state"] == "approved"
+    assert response.json()["decided_by"] == user.get_username()
+    settled_call(call)
+    response = client_for(user, token=token).get(f"/api/calls/{call.pk}/")
     assert response.status_code == 200
     body = response.json()
     assert body["state"] == "succeeded"
@@ -348,7 +363,13 @@ def test_no_self_approval(request, who):
 def test_deciding_twice_is_a_conflict(editor, approver):
     call = waiting_call(editor)
     client = client_for(approver)
-    assert client.post(f"/api/calls/{call.pk}/approve/", {}, format="json").status_code == 200
+    assert client.post(f"/api/calls/{call.pk}/approve/", {}, format="json").status_code == 202
+    for action in ("approve", "deny"):
+        # Approved, then running, then succeeded: a second decision conflicts in each.
+        response = client.post(f"/api/calls/{call.pk}/{action}/", {}, format="json")
+        assert response.status_code == 409
+        assert response.json()["code"] == "invalid_transition"
+    assert settled_call(call).state == CallState.SUCCEEDED
     for action in ("approve", "deny"):
         response = client.post(f"/api/calls/{call.pk}/{action}/", {}, format="json")
         assert response.status_code == 409

@@ -23,6 +23,7 @@ from rest_framework.test import APIClient
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.bounds import MAX_ARGUMENTS_BYTES, InputRejected, check_storable
+from tests.settle import settled_call
 
 ON_POSTGRES = os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql"
 
@@ -452,8 +453,7 @@ def test_a_result_survives_a_database_restart_before_it_is_written(run_tools, ed
 
     run_tools.register(RestartingTool)
     EchoTool.executed = []
-    call = runs.request_call("runs_db_restart", {"text": "once"}, user=editor)
-    call.refresh_from_db()
+    call = settled_call(runs.request_call("runs_db_restart", {"text": "once"}, user=editor))
     assert (call.state, call.attempts) == (CallState.SUCCEEDED, 1)
     assert EchoTool.executed == [{"text": "once"}]
 

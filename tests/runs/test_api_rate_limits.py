@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from django_webfetch import runs
 from django_webfetch.models import ToolCall
+from tests.settle import settled_call
 
 from .conftest import EchoTool
 
@@ -73,9 +74,10 @@ def test_approvals_scope(editor, approver, settings):
     EchoTool.needs_approval = True
     first, second = (runs.request_call("runs_echo", {"text": t}, user=editor) for t in "ab")
     client = client_for(approver)
-    assert client.post(f"/api/calls/{first.pk}/approve/", {}, format="json").status_code == 200
+    assert client.post(f"/api/calls/{first.pk}/approve/", {}, format="json").status_code == 202
     assert_throttled(client.post(f"/api/calls/{second.pk}/deny/", {}, format="json"))
     assert ToolCall.objects.get(pk=second.pk).state == "awaiting_approval"
+    assert settled_call(first).state == "succeeded"
 
 
 def test_messages_scope(editor, settings):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.db import transaction
 
 pytest.importorskip("celery", reason="needs the [celery] extra")
 
@@ -43,10 +44,14 @@ def test_eager_approval_runs_the_task(
     db, run_tools, celery_eager, editor, approver, django_capture_on_commit_callbacks
 ):
     call = runs.request_call("runs_echo", {"text": "eager"}, user=editor)
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        approved = runs.approve(call, by=approver)
-    assert approved.state == CallState.APPROVED  # queued: the task runs after the commit
-    assert len(callbacks) == 1
+    with transaction.atomic():
+        with django_capture_on_commit_callbacks() as callbacks:
+            approved = runs.approve(call, by=approver)
+        assert approved.state == CallState.APPROVED  # queued: the task runs after the commit
+        queued = [c for c in callbacks if c.__module__ != "django_webfetch.runs.settle"]
+        assert len(queued) == 1
+        assert EchoTool.executed == []
+    # Committed: the eager task ran in the commit's callback.
     call.refresh_from_db()
     assert call.state == CallState.SUCCEEDED
     assert call.tool_result().content == "echo: eager"

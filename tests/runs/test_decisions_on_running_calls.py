@@ -8,6 +8,7 @@ import pytest
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
+from tests.settle import settled_call
 
 from .conftest import EchoTool
 
@@ -33,7 +34,7 @@ def test_approving_a_running_call_does_not_run_it_again(
 
     monkeypatch.setattr(EchoTool, "execute", approve_again_while_running)
     EchoTool.executed.clear()
-    done = runs.approve(call.pk, by=first)
+    done = settled_call(runs.approve(call.pk, by=first))
     assert during_the_run == [CallState.RUNNING, CallState.RUNNING]
     assert EchoTool.executed == [{"text": "x"}]
     assert (done.state, done.attempts) == (CallState.SUCCEEDED, 1)

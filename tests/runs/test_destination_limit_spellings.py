@@ -19,6 +19,7 @@ from django_webfetch.egress.policy import policy_for
 from django_webfetch.models import CallState, HostListEntry, ToolGroup
 from django_webfetch.net import UrlGuard
 from django_webfetch.runs.destinations import destination_of, slots
+from tests.settle import settled_call
 
 # -- IPv6 spellings of one address ---------------------------------------------------------
 
@@ -55,8 +56,9 @@ def test_a_full_host_stays_full_under_another_spelling(web_v6, editor, settings,
     key = destination_of("fetch_external_url", {"url": f"http://[{SERVER_V6}]/page"})
     held = slots().acquire(f"host:{key}", 1, wait=0, ttl=30)
     try:
-        call = runs.request_call(
-            "fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor
+        # The runner's thread waits for the slot (WEBFETCH_TIMEOUT) while it is held.
+        call = settled_call(
+            runs.request_call("fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor)
         )
     finally:
         held.release()
@@ -117,8 +119,8 @@ def test_a_full_host_stays_full_under_its_nat64_form(
     held = slots().acquire(f"host:{key}", 1, wait=0, ttl=30)
     try:
         # (The lab has no NAT64 gateway: a call that is taken fails to connect, no route.)
-        call = runs.request_call(
-            "fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor
+        call = settled_call(
+            runs.request_call("fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor)
         )
     finally:
         held.release()

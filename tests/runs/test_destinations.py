@@ -16,6 +16,7 @@ pytest.importorskip("celery", reason="needs the [celery] extra")
 from django_webfetch import runs
 from django_webfetch.models import CallState, HostListEntry, ToolCall, ToolGroup
 from django_webfetch.runs.destinations import destination_of, slots
+from tests.settle import settled_call
 
 from .infra import wait_for
 
@@ -131,7 +132,8 @@ def test_in_process_a_full_host_fails_the_call_after_the_wait(web, editor, setti
     url = web.url("docs.lab.example", "/page")
     held = slots().acquire("host:docs.lab.example", 1, wait=0, ttl=30)
     try:
-        busy = runs.request_call("fetch_external_url", {"url": url}, user=editor)
+        # The runner's thread waits for the slot (WEBFETCH_TIMEOUT) while it is held.
+        busy = settled_call(runs.request_call("fetch_external_url", {"url": url}, user=editor))
     finally:
         held.release()
     assert (busy.state, busy.reason) == (CallState.FAILED, "destination_busy")
@@ -140,7 +142,7 @@ def test_in_process_a_full_host_fails_the_call_after_the_wait(web, editor, setti
     )
     assert not [r for r in web.requests if r.path == "/page"]
     # The slot given back, the next call runs.
-    ok = runs.request_call("fetch_external_url", {"url": url}, user=editor)
+    ok = settled_call(runs.request_call("fetch_external_url", {"url": url}, user=editor))
     assert ok.state == CallState.SUCCEEDED, ok.result
 
 
@@ -151,8 +153,10 @@ def test_an_unreachable_shared_count_fails_closed(web, editor, settings):
     group.skip_approval_with_allowlist = True
     group.save()
     HostListEntry.objects.create(group=group, list="allow", value="docs.lab.example")
-    call = runs.request_call(
-        "fetch_external_url", {"url": web.url("docs.lab.example", "/page")}, user=editor
+    call = settled_call(
+        runs.request_call(
+            "fetch_external_url", {"url": web.url("docs.lab.example", "/page")}, user=editor
+        )
     )
     assert (call.state, call.reason) == (CallState.FAILED, "destination_limit_unavailable")
     assert not [r for r in web.requests if r.path == "/page"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from django_webfetch.runs import dispatch
+from tests.settle import settled_call
 
 from .conftest import EchoTool
 
@@ -42,7 +43,7 @@ def test_an_in_process_call_runs_through_its_bound_handler(db, run_tools, editor
     from django_webfetch import runs
 
     EchoTool.needs_approval = False
-    call = runs.request_call("runs_echo", {"text": "by name"}, user=editor)
+    call = settled_call(runs.request_call("runs_echo", {"text": "by name"}, user=editor))
     assert (call.state, call.worker.startswith("in-process:")) == ("succeeded", True)
 
 

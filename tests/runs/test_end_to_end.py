@@ -9,6 +9,7 @@ from django.contrib.admin import helpers
 from rest_framework.test import APIClient
 
 from django_webfetch.models import CallState, EgressEvent, ToolCall
+from tests.settle import settled_call
 
 from .infra import wait_for
 
@@ -95,11 +96,11 @@ def test_editor_asks_admin_approves_worker_fetches(
 
 @pytest.mark.django_db
 def test_the_same_on_the_embedded_default(web, client, editor, approver, settings):
-    """No broker, no worker: the approval runs the fetch in-process."""
+    """No broker, no worker: after the approval the background runner fetches in-process."""
     settings.WEBFETCH_ASYNC_RUNS = False
     url = web.url("news.lab.example", "/page?topic=caf%C3%A9&page=2", scheme="https")
     api, call_id = _ask(editor, url)
     _approve_in_admin(client, approver, call_id)
-    assert ToolCall.objects.get(pk=call_id).state == CallState.SUCCEEDED
+    assert settled_call(call_id).state == CallState.SUCCEEDED
     body = _read_result(api, call_id, web)
     assert body["attempts"] == 1

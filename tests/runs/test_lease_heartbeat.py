@@ -3,12 +3,11 @@ the API's GET) never declares a live call lost and throws its result away.
 
 The run is real and slow: a tool that extracts the text of a real 256 KiB page again and
 again for longer than the whole lease (the fetch budget is lowered to 1 s, which makes the
-lease 8 s), run in-process in one thread while the owner reads the call in another.
+lease 8 s), run on the background runner's thread while the owner reads the call in the test's.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -20,6 +19,7 @@ from django_webfetch.models import CallState, ToolCall
 from django_webfetch.net.policy import Scope
 from django_webfetch.tools import Effect, Tool, ToolContext, ToolResult
 from tests.benchmarks.bench_text import realistic_page
+from tests.settle import SAFETY_NET, settled_call
 
 real_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -61,35 +61,22 @@ def test_a_slow_run_keeps_its_lease_and_its_result(tool_registry, editor, settin
     lease = runs.lease_seconds()
     assert lease == 8.0
     tool_registry.register(SlowExtractTool)
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["call"] = runs.request_call(
-                "runs_slow_extract", {"seconds": lease + 2.5}, user=editor
-            )
-        finally:
-            from django.db import connection
-
-            connection.close()
-
-    worker = threading.Thread(target=run)
-    worker.start()
+    # The call runs on the background runner's thread while the owner reads it here.
+    call = runs.request_call("runs_slow_extract", {"seconds": lease + 2.5}, user=editor)
     seen: list[str] = []
     leases = set()
     started = time.monotonic()
-    while worker.is_alive():
-        row = ToolCall.objects.filter(tool="runs_slow_extract").first()
-        if row is not None:
-            row = runs.refresh(row)  # what the owner's GET does: enforce loss on read
-            seen.append(row.state)
-            if row.lease_expires_at is not None:
-                leases.add(row.lease_expires_at)
-        time.sleep(0.25)
-    worker.join()
+    while True:
+        row = runs.refresh(ToolCall.objects.get(pk=call.pk))  # the owner's GET: loss on read
+        seen.append(row.state)
+        if row.lease_expires_at is not None:
+            leases.add(row.lease_expires_at)
+        if row.finished:
+            break
+        assert time.monotonic() - started < SAFETY_NET, f"the call did not finish: {seen}"
+        time.sleep(0.25)  # the owner's poll interval
     assert time.monotonic() - started > lease  # the run outlived its first lease
-    call = outcome["call"]
-    call.refresh_from_db()
+    call = settled_call(call)
     assert call.state == CallState.SUCCEEDED, call.reason
     assert call.attempts == 1
     assert call.tool_result().meta["rounds"] > 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from rest_framework.test import APIClient
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES
+from tests.settle import settled_call
 
 from .conftest import EchoTool
 
@@ -71,27 +73,34 @@ def test_the_hint_counts_from_the_state_the_call_is_in():
     assert runs.poll_after(call, now=now) == runs.POLL_MAX
 
 
-def test_a_queued_call_answers_202_with_retry_after(
-    editor, celery_eager, django_capture_on_commit_callbacks
-):
+def test_a_queued_call_answers_202_with_retry_after(editor, celery_eager):
     EchoTool.needs_approval = False
     client = APIClient()
     client.force_login(editor)
-    with django_capture_on_commit_callbacks(execute=False):
+    # In one transaction: the call's message goes out on the commit, so until then the
+    # call is queued and no worker has taken it.
+    with transaction.atomic():
         response = client.post(
             "/api/calls/", {"tool": "runs_echo", "arguments": {"text": "q"}}, format="json"
         )
-    assert response.status_code == 202
-    body = response.json()
-    assert body["state"] == CallState.APPROVED
-    assert body["retry_after"] == runs.POLL_MIN
-    assert response["Retry-After"] == "1"
-    # Queued a minute ago: the poll says come back in 5 s, not in a quarter of one.
-    ToolCall.objects.filter(pk=body["id"]).update(decided_at=timezone.now() - timedelta(seconds=60))
-    again = client.get(f"/api/calls/{body['id']}/")
-    assert again.status_code == 200
-    assert again.json()["retry_after"] == runs.POLL_MAX
-    assert again["Retry-After"] == "5"
+        assert response.status_code == 202
+        body = response.json()
+        assert body["state"] == CallState.APPROVED
+        assert body["retry_after"] == runs.POLL_MIN
+        assert response["Retry-After"] == "1"
+        # Queued a minute ago: the poll says come back in 5 s, not in a quarter of one.
+        ToolCall.objects.filter(pk=body["id"]).update(
+            decided_at=timezone.now() - timedelta(seconds=60)
+        )
+        again = client.get(f"/api/calls/{body['id']}/")
+        assert again.status_code == 200
+        assert again.json()["state"] == CallState.APPROVED
+        assert again.json()["retry_after"] == runs.POLL_MAX
+        assert again["Retry-After"] == "5"
+    # Committed: the message is out and the call runs, after which no hint is left.
+    assert settled_call(body["id"]).state == CallState.SUCCEEDED
+    done = client.get(f"/api/calls/{body['id']}/")
+    assert done.json()["retry_after"] is None and not done.has_header("Retry-After")
 
 
 def test_a_call_waiting_for_a_human_has_a_hint_and_a_finished_one_none(editor, approver):
@@ -106,6 +115,7 @@ def test_a_call_waiting_for_a_human_has_a_hint_and_a_finished_one_none(editor, a
     assert response.has_header("Retry-After")
     call = ToolCall.objects.get(pk=response.json()["id"])
     runs.approve(call, by=approver)
+    settled_call(call)
     done = client.get(f"/api/calls/{call.pk}/")
     assert done.json()["finished"] is True
     assert done.json()["retry_after"] is None

@@ -26,6 +26,7 @@ from rest_framework.test import APIClient
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from tests.runs.conftest import EchoTool
+from tests.settle import settled_call
 
 #: What the tool returned: never in its arguments, so only a result can carry it.
 SECRET = "RESULTSECRET" + uuid.uuid4().hex
@@ -92,6 +93,7 @@ def world(tool_registry, user_factory, settings):
     approved = runs.approve(approved.pk, by=decider, comment="ok")
     direct = runs.request_call("runs_secret_direct", {"text": "hi"}, user=requester)
     for call in (approved, direct):
+        settled_call(call)  # both run on the background runner
         call.refresh_from_db()
         assert call.state == CallState.SUCCEEDED and SECRET in str(call.result)
     assert approved.requires_approval and not direct.requires_approval
@@ -249,7 +251,9 @@ def test_an_approver_reads_the_card_and_outcome_not_the_result(world):
     listed = {c["id"]: c for c in approver.get("/api/calls/").json()["results"]}
     assert set(listed) == {a} and listed[a]["result"] is None
     # Their own calls they read in full.
-    own = runs.request_call("runs_secret_direct", {"text": "x"}, user=world["approver"])
+    own = settled_call(
+        runs.request_call("runs_secret_direct", {"text": "x"}, user=world["approver"])
+    )
     mine = approver.get(f"/api/calls/{own.pk}/").json()
     assert SECRET in mine["result"]["content"] and mine["result_withheld"] is False
     page = approver.get(f"/admin/django_webfetch/toolcall/{a}/change/")

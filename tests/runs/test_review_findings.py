@@ -20,6 +20,7 @@ from django_webfetch.models import (
     ToolCall,
 )
 from django_webfetch.tools import ToolContext, run_tool
+from tests.settle import settled_call
 
 pytestmark = pytest.mark.django_db
 
@@ -334,8 +335,10 @@ def test_skip_approval_with_an_invalid_allowlist_fetches_nothing(
     group_factory("web", skip_approval_with_allowlist=True)
     entry = host_entry_factory(value="docs.lab.example")
     HostListEntry.objects.filter(pk=entry.pk).update(value="docs.lab.example/*")  # bad row
-    call = runs.request_call(
-        "fetch_external_url", {"url": web.url("docs.lab.example", "/plain")}, user=editor
+    call = settled_call(
+        runs.request_call(
+            "fetch_external_url", {"url": web.url("docs.lab.example", "/plain")}, user=editor
+        )
     )
     assert call.state == CallState.FAILED
     assert call.result["meta"] == {"reason": "invalid_list"}
@@ -352,7 +355,7 @@ def test_a_call_of_a_group_disabled_after_the_request_gets_no_egress(
         "fetch_external_url", {"url": web.url("docs.lab.example", "/plain")}, user=editor
     )
     group_factory("web", enabled=False)
-    call = runs.approve(call, by=approver)
+    call = settled_call(runs.approve(call, by=approver))
     assert call.state == CallState.FAILED and call.reason == "tool_unavailable"
     assert web.requests == []
 
@@ -361,6 +364,7 @@ def test_no_resurrection_of_finished_calls(editor, approver, approver_factory):
     other = approver_factory(username="approver2")
     denied = runs.deny(runs.request_call("runs_echo", {"text": "d"}, user=editor), by=approver)
     done = runs.approve(runs.request_call("runs_echo", {"text": "s"}, user=editor), by=approver)
+    done = settled_call(done)
     assert done.state == CallState.SUCCEEDED
     for call in (denied, done):
         response = api(other).post(f"/api/calls/{call.pk}/approve/", {}, format="json")
@@ -395,7 +399,7 @@ def test_the_endpoint_secret_stays_out_of_the_api_and_the_audit(
     lab_settings.dns.set("search.lab.example", a=[lab_settings.PUBLIC_V4[3]])
     search_servers(lab_settings.PUBLIC_V4[3])
     endpoint_factory(base_url="http://search.lab.example:9200/search", auth_header_value=SECRET)
-    call = runs.request_call("search_site", {"query": "x"}, user=editor)
+    call = settled_call(runs.request_call("search_site", {"query": "x"}, user=editor))
     assert call.state == CallState.SUCCEEDED
     assert _Search.seen[0]["headers"]["Authorization"] == SECRET
     body = api(approver).get(f"/api/calls/{call.pk}/").content.decode()

@@ -34,6 +34,7 @@ from django_webfetch.models import ToolCall
 from django_webfetch.net.policy import Scope
 from django_webfetch.runs.bounds import check_storable, make_storable
 from django_webfetch.tools import Effect, Tool, ToolResult
+from tests.settle import settled_call
 
 from .test_api_edge import api_settings, client_for  # noqa: F401 - the autouse fixture
 
@@ -415,7 +416,11 @@ def test_a_tools_unstorable_output_is_repaired_not_lost(editor, tool_registry):
     tool_registry.register(_UnstorableOutputTool)
     client = client_for(editor)
     response = client.post("/api/calls/", {"tool": _UnstorableOutputTool.name}, format="json")
-    assert response.status_code == 201, response.content[:500]
+    # No approval needed: accepted, it runs on the background runner.
+    assert response.status_code == 202, response.content[:500]
+    assert response.json()["state"] == "approved"
+    settled_call(response.json()["id"])
+    response = client.get(f"/api/calls/{response.json()['id']}/")
     body = response.json()
     assert body["state"] == "succeeded", body
     assert body["result"]["content"] == "a\ufffdb\ufffdc\U0001f600"
@@ -444,7 +449,8 @@ def test_a_tools_unstorable_approval_preview_is_repaired(editor, approver, tool_
     assert body["approval_preview"]["nan"] is None
     assert body["approval_preview"]["text"] == "p\ufffd\ufffd"
     approved = client_for(approver).post(f"/api/calls/{body['id']}/approve/", {}, format="json")
-    assert approved.status_code == 200, approved.content[:300]
+    assert approved.status_code == 202, approved.content[:300]
+    assert settled_call(body["id"]).state == "succeeded"
     own = client_for(editor).get(f"/api/calls/{body['id']}/").json()
     assert own["result"]["content"] == "a\ufffdb\ufffdc\U0001f600"
 

@@ -9,13 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
 from django_webfetch.runs.execute import finish
+from tests.settle import settled_call
 
 from .conftest import EchoTool
 
@@ -99,6 +100,7 @@ def test_nothing_is_deleted(db, run_tools, editor, approver):
     ToolCall.objects.filter(pk=calls[2].pk).update(expires_at=timezone.now())
     runs.expire_due()
     runs.approve(calls[3], by=approver)
+    settled_call(calls[3])
     assert ToolCall.objects.count() == 4
     assert sorted(ToolCall.objects.values_list("state", flat=True)) == [
         "cancelled",
@@ -171,6 +173,9 @@ def test_a_call_without_approval_runs_in_process(db, run_tools, editor, settings
     settings.WEBFETCH_ASYNC_RUNS = False
     EchoTool.needs_approval = False
     call = runs.request_call("runs_echo", {"text": "hi"}, user=editor)
+    # Approved at request time, it runs on the background runner after the commit.
+    assert call.state == CallState.APPROVED
+    call = settled_call(call)
     assert call.state == CallState.SUCCEEDED
     assert not call.requires_approval
     assert call.tool_result().content == "echo: hi"
@@ -188,15 +193,15 @@ def test_a_write_always_needs_approval(db, run_tools, editor):
 
 def test_a_tool_refusal_fails_the_call_with_its_code(db, run_tools, editor, approver):
     call = runs.request_call("runs_echo", {"text": "refuse"}, user=editor)
-    call = runs.approve(call, by=approver)
+    call = settled_call(runs.approve(call, by=approver))
     assert call.state == CallState.FAILED
     assert call.reason == "refused_by_tool"
     assert call.tool_result().error == "refused_by_tool"
 
 
 def test_a_tool_exception_is_a_failed_call(db, run_tools, editor, approver):
-    call = runs.approve(
-        runs.request_call("runs_echo", {"text": "explode"}, user=editor), by=approver
+    call = settled_call(
+        runs.approve(runs.request_call("runs_echo", {"text": "explode"}, user=editor), by=approver)
     )
     assert call.state == CallState.FAILED
     assert call.reason == "internal_error"
@@ -207,7 +212,7 @@ def test_a_tool_withdrawn_after_approval_does_not_run(
 ):
     call = runs.request_call("runs_echo", {"text": "x"}, user=editor)
     group_factory("runs-test", enabled=False)  # the operator disables the group meanwhile
-    call = runs.approve(call, by=approver)
+    call = settled_call(runs.approve(call, by=approver))
     assert call.state == CallState.FAILED
     assert call.reason == "tool_unavailable"
     assert EchoTool.executed == []
@@ -219,6 +224,8 @@ def test_a_tool_withdrawn_after_approval_does_not_run(
 def test_approve(db, run_tools, editor, approver):
     call = runs.request_call("runs_echo", {"text": "hi"}, user=editor)
     call = runs.approve(call, by=approver, comment="looks fine")
+    assert call.state == CallState.APPROVED  # the runner takes it after the commit
+    call = settled_call(call)
     assert call.state == CallState.SUCCEEDED
     assert call.decided_by == approver
     assert call.decision_comment == "looks fine"
@@ -229,6 +236,9 @@ def test_approve(db, run_tools, editor, approver):
 def test_approve_twice(db, run_tools, editor, approver):
     call = runs.request_call("runs_echo", {"text": "hi"}, user=editor)
     runs.approve(call, by=approver)
+    with pytest.raises(runs.InvalidTransition):
+        runs.approve(call, by=approver)
+    assert settled_call(call).state == CallState.SUCCEEDED
     with pytest.raises(runs.InvalidTransition):
         runs.approve(call, by=approver)
     assert len(EchoTool.executed) == 1
@@ -373,34 +383,41 @@ def _lost_call(user, attempts):
     )
 
 
+def _queued(callbacks: list[Any]) -> list[Any]:
+    """The on-commit callbacks that queue work (not the wake-ups of ``runs.settle``)."""
+    return [c for c in callbacks if getattr(c, "__module__", "") != "django_webfetch.runs.settle"]
+
+
 def test_a_redelivered_lost_call_is_retried_in_that_task(
     db, run_tools, editor, settings, django_capture_on_commit_callbacks
 ):
     settings.WEBFETCH_ASYNC_RUNS = True
     call = _lost_call(editor, attempts=1)
-    with django_capture_on_commit_callbacks() as callbacks:
+    # In a transaction, so that what is queued on commit is seen (and not yet run).
+    with transaction.atomic(), django_capture_on_commit_callbacks() as callbacks:
         outcome = runs.execute(call.pk, redelivered=True)
     assert (outcome.action, outcome.state) == ("ran", CallState.SUCCEEDED)
-    assert callbacks == []  # nothing queued: the redelivered task ran the retry itself
+    assert _queued(callbacks) == []  # nothing queued: the redelivered task ran the retry itself
     row = ToolCall.objects.get(pk=call.pk)
     assert (row.state, row.attempts) == (CallState.SUCCEEDED, 2)
     assert len(EchoTool.executed) == 1
 
 
 def test_the_sweep_queues_a_lost_call_again(
-    db, run_tools, editor, settings, django_capture_on_commit_callbacks
+    db, run_tools, editor, django_capture_on_commit_callbacks
 ):
-    settings.WEBFETCH_ASYNC_RUNS = True
     call = _lost_call(editor, attempts=1)
-    with django_capture_on_commit_callbacks() as callbacks:
-        assert runs.sweep().recovered == 1
-    assert len(callbacks) == 1  # queued again
-    row = ToolCall.objects.get(pk=call.pk)
-    assert (row.state, row.lease_expires_at) == (CallState.APPROVED, None)
-    settings.WEBFETCH_ASYNC_RUNS = False
-    assert runs.execute(call.pk).action == "ran"
-    row.refresh_from_db()
+    # In a transaction: the call is queued again on commit, not before.
+    with transaction.atomic():
+        with django_capture_on_commit_callbacks() as callbacks:
+            assert runs.sweep().recovered == 1
+        assert len(_queued(callbacks)) == 1  # queued again
+        row = ToolCall.objects.get(pk=call.pk)
+        assert (row.state, row.lease_expires_at) == (CallState.APPROVED, None)
+    # After the commit the background runner runs it, once.
+    row = settled_call(call)
     assert (row.state, row.attempts) == (CallState.SUCCEEDED, 2)
+    assert len(EchoTool.executed) == 1
 
 
 def test_a_call_lost_twice_fails(db, run_tools, editor, settings):
@@ -421,6 +438,10 @@ def test_a_lost_write_is_never_repeated(db, run_tools, editor, settings):
     assert ToolCall.objects.get(pk=call.pk).reason == "worker_lost"
 
 
+@pytest.mark.inline_runner(
+    "about WEBFETCH_RUNNER='inline': no runner to retry a lost call, so it fails "
+    "(the background runner retries it: test_the_sweep_queues_a_lost_call_again)"
+)
 def test_in_process_a_lost_call_fails(db, run_tools, editor):
     """Without workers there is nobody to retry: the call fails (found by the sweep)."""
     call = _lost_call(editor, attempts=1)
@@ -430,8 +451,16 @@ def test_in_process_a_lost_call_fails(db, run_tools, editor):
 
 
 def test_lost_calls_are_recovered_on_read(db, run_tools, editor):
+    """A read finds the lost attempt: the call is queued again (its retry runs after the
+    commit), and a call lost on its last attempt fails."""
     call = _lost_call(editor, attempts=1)
-    assert runs.refresh(call).state == CallState.FAILED
+    with transaction.atomic():
+        assert runs.refresh(call).state == CallState.APPROVED
+    row = settled_call(call)
+    assert (row.state, row.attempts) == (CallState.SUCCEEDED, 2)
+    last = _lost_call(editor, attempts=2)
+    failed = runs.refresh(last)
+    assert (failed.state, failed.reason) == (CallState.FAILED, "worker_lost")
 
 
 def test_the_result_of_a_superseded_attempt_is_discarded(db, run_tools, editor):
@@ -510,7 +539,7 @@ def test_two_approvers_at_once(run_tools, editor, approver_factory, round_):
     won = [o for o in outcomes if isinstance(o, ToolCall)]
     lost = [o for o in outcomes if isinstance(o, runs.InvalidTransition)]
     assert len(won) == 1 and len(lost) == 1, outcomes
-    row = ToolCall.objects.get(pk=call.pk)
+    row = settled_call(call)
     assert row.decided_by_id == won[0].decided_by.pk
     assert row.state in (CallState.SUCCEEDED, CallState.DENIED)
     assert len(EchoTool.executed) == (1 if row.state == CallState.SUCCEEDED else 0)
@@ -525,7 +554,7 @@ def test_approval_racing_expiry(run_tools, editor, approver, offset):
         expires_at=timezone.now() + timedelta(seconds=offset)
     )
     approved, expired = _race(lambda: runs.approve(call.pk, by=approver), runs.expire_due)
-    row = ToolCall.objects.get(pk=call.pk)
+    row = settled_call(call)
     if row.state == CallState.EXPIRED:
         assert isinstance(approved, runs.InvalidTransition)
         assert EchoTool.executed == []
