@@ -58,7 +58,9 @@ def test_a_full_host_stays_full_under_another_spelling(web_v6, editor, settings,
     try:
         # The runner's thread waits for the slot (WEBFETCH_TIMEOUT) while it is held.
         call = settled_call(
-            runs.request_call("fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor)
+            runs.request_call(
+                "fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor
+            )
         )
     finally:
         held.release()
@@ -120,7 +122,9 @@ def test_a_full_host_stays_full_under_its_nat64_form(
     try:
         # (The lab has no NAT64 gateway: a call that is taken fails to connect, no route.)
         call = settled_call(
-            runs.request_call("fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor)
+            runs.request_call(
+                "fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor
+            )
         )
     finally:
         held.release()

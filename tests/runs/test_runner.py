@@ -129,7 +129,9 @@ def test_a_lost_message_is_queued_again_by_the_sweep(background, editor, setting
     assert ToolCall.objects.get(pk=call.pk).state == CallState.SUCCEEDED
 
 
-@pytest.mark.inline_runner("a test of WEBFETCH_RUNNER = 'inline' itself: the call runs in the request")
+@pytest.mark.inline_runner(
+    "a test of WEBFETCH_RUNNER = 'inline' itself: the call runs in the request"
+)
 def test_inline_mode_runs_in_the_request(settings, run_tools, editor, approver):
     settings.ROOT_URLCONF = "tests.runs.urls"
     assert settings.WEBFETCH_RUNNER == "inline"
