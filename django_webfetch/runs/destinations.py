@@ -11,7 +11,7 @@ expires after the call's lease plus a margin.
 On Celery a call that finds its host full is not taken: it stays ``approved`` and its task
 is queued again with a countdown (:func:`defer`: a quarter of its wait so far, 0.5 to 5 s),
 so it waits in the queue, never in a worker.  In-process (no worker to give back) the
-request waits up to ``WEBFETCH_TIMEOUT`` for a slot, then the call fails with
+background runner's thread waits up to ``WEBFETCH_TIMEOUT`` for a slot, then the call fails with
 ``destination_busy``.  When the shared count is configured but unreachable the call fails
 with ``destination_limit_unavailable`` (fail closed).
 """
