@@ -155,6 +155,7 @@ def _seccomp(setup: Mapping[str, Any]) -> None:
         raise Unavailable(f"seccomp_unavailable: no_new_privs ({os.strerror(ctypes.get_errno())})")
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         raise Unavailable(f"seccomp_unavailable: {os.strerror(ctypes.get_errno())}")
+
     # Proof, not hope: both filters are in force before any plugin code runs.
     def no_exec() -> None:
         os.execv("/nonexistent", ["x"])
@@ -548,7 +549,9 @@ def serve(channel: Channel) -> None:
     while True:
         message = channel.recv()
         if message["op"] == "call":
-            channel.send(_call(message, channel, handlers, cap))
+            reply = _call(message, channel, handlers, cap)
+            reply["call_id"] = message.get("call_id")  # the host takes no answer to another
+            channel.send(reply)
         elif message["op"] == "exit":
             return
         else:
