@@ -789,7 +789,7 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
         while True:
             message = worker.channel.recv(deadline, poll=poll)
             if message["op"] == "http":
-                request_id = message.get("id")
+                request_id: Any = message.get("id")
                 if not _is_int(request_id) or not 0 < request_id < 2**53:
                     raise ProtocolViolation("http: id is not a positive integer")
                 requests += 1
