@@ -132,6 +132,8 @@ def test_where_the_host_can_make_cgroups_the_plugin_process_is_in_its_own(plugin
     assert report["capabilities"]["cgroup"] == {"memory": "v1", "pids": "v1"}
     started = _started(report["result"]["content"])
     assert 0 < started < cgroups.MAX_PIDS
+    # A killed process's cgroups are removed once it is reaped: none is left behind.
+    assert report["cgroups_left"] == [], report["cgroups_left"]
 
 
 def _started(content: str) -> int:

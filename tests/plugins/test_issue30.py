@@ -178,6 +178,15 @@ else:
     report["checks"] = sorted(m.id for m in checks.run_checks(tags=["security"]) if m.id)
     report["manifests"] = [m.name for m in registry.manifests()]
     report["list"] = [s.isolation for s in services.list_instances()]
+if config.get("cgroups"):
+    # Every plugin process ended (killed after the bomb, or closed): no cgroup is left.
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    shutdown()
+    report["cgroups_left"] = sorted(
+        name for kind in ("memory", "pids") for _, dirs, _ in os.walk(f"/sys/fs/cgroup/{kind}")
+        for name in dirs if name.startswith("webfetch-plugin-")
+    )
 report["imported_here"] = sorted(m for m in sys.modules if m.startswith("webfetch_example"))
 report["after"] = observe()
 print(json.dumps(report))
