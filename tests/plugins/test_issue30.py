@@ -115,6 +115,13 @@ if config.get("cgroups"):
     for name in ("memory", "pids"):
         os.mkdir(f"/sys/fs/cgroup/{name}")
         mount("cgroup", f"/sys/fs/cgroup/{name}", "cgroup", name)
+def plugin_cgroups():
+    return {
+        os.path.join(top, name) for kind in ("memory", "pids")
+        for top, dirs, _ in os.walk(f"/sys/fs/cgroup/{kind}")
+        for name in dirs if name.startswith("webfetch-plugin-")
+    }
+cgroups_before = plugin_cgroups() if config.get("cgroups") else set()
 if config.get("refuse"):
     # The missing kernel feature, simulated for this process and its children.
     import pyseccomp as sc
@@ -183,10 +190,7 @@ if config.get("cgroups"):
     from django_webfetch.plugins.runtime.host import shutdown
 
     shutdown()
-    report["cgroups_left"] = sorted(
-        name for kind in ("memory", "pids") for _, dirs, _ in os.walk(f"/sys/fs/cgroup/{kind}")
-        for name in dirs if name.startswith("webfetch-plugin-")
-    )
+    report["cgroups_left"] = sorted(plugin_cgroups() - cgroups_before)
 report["imported_here"] = sorted(m for m in sys.modules if m.startswith("webfetch_example"))
 report["after"] = observe()
 print(json.dumps(report))
