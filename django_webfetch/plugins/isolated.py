@@ -22,6 +22,7 @@ FAILURES = {
     "plugin_crashed": "The plugin's process ended before it answered.",
     "plugin_timeout": "The plugin's tool took longer than its runtime allows.",
     "plugin_limit": "The plugin's tool went over a limit of its runtime.",
+    "plugin_protocol_error": "The plugin's process broke the runtime's protocol.",
     "plugin_isolation_unavailable": (
         "This server cannot isolate plugin code, so the plugin does not run here."
     ),

@@ -234,6 +234,14 @@ def load() -> dict[str, Manifest]:
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
                     continue
+                except Exception as exc:  # one plugin's failure, never every plugin's
+                    message = (
+                        f"plugin entry point {ep.name!r} refused (manifest_load): "
+                        f"its manifest could not be read ({type(exc).__name__})"
+                    )
+                    logger.error("django_webfetch %s", message)
+                    _problems.append(message)
+                    continue
                 claims.setdefault(manifest.name, []).append((_origin(ep), manifest))
                 _origins[manifest.name] = found_origins[ep.name]
             found: dict[str, Manifest] = {}

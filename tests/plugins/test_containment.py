@@ -132,6 +132,8 @@ def test_where_the_host_can_make_cgroups_the_plugin_process_is_in_its_own(plugin
     assert report["capabilities"]["cgroup"] == {"memory": "v1", "pids": "v1"}
     started = _started(report["result"]["content"])
     assert 0 < started < cgroups.MAX_PIDS
+    # A killed process's cgroups are removed once it is reaped: none is left behind.
+    assert report["cgroups_left"] == [], report["cgroups_left"]
 
 
 def _started(content: str) -> int:
@@ -282,3 +284,225 @@ def test_a_plugin_that_dies_at_import_is_its_own_failure_not_the_hosts(monkeypat
     finally:
         monkeypatch.undo()
         registry.reset()
+
+
+# -- hostile protocol output (a plugin writes to the RPC socket itself) ----------------
+
+
+def _package(tmp_path, name: str, body: str):
+    """A plugin distribution ``name`` in ``tmp_path`` (its ``__init__`` is ``body``, which
+    may use ``_send(raw)`` to write a raw message on the runtime's socket)."""
+    from django_webfetch.plugins.runtime.host import Origin
+
+    package = tmp_path / name
+    package.mkdir()
+    prelude = (
+        "import os, struct, sys, threading, time\n"
+        "def _send(raw):\n"
+        "    data = struct.pack('!I', len(raw)) + raw\n"
+        "    while data:\n"
+        "        data = data[os.write(int(sys.argv[-1]), data):]\n"
+    )
+    tail = (
+        "\ndef manifest():\n"
+        f"    return {{'name': {name!r}, 'version': '1.0', 'description': 'x', 'egress': [],\n"
+        "            'x': globals().get('DEEP'),\n"
+        f"            'tools': [{{'name': '{name}_run', 'description': 'x',\n"
+        "                       'parameters': {'type': 'object'}, 'handler': run}]}\n"
+    )
+    (package / "__init__.py").write_text(prelude + body + tail)
+    info = tmp_path / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[django_webfetch.plugins]\n{name} = {name}:manifest\n")
+    return Origin(f"{name}:manifest", str(tmp_path), name)
+
+
+def _call(origin, key, name: str):
+    from django_webfetch.plugins.runtime.host import execute
+
+    class NoHttp:
+        def request(self, *args, **kwargs):
+            raise ValueError("no requests in this test")
+
+    call = {"tool": f"{name}_run", "arguments": {}, "config": {}, "plugin": name,
+            "alias": "x", "reference": "r"}  # fmt: skip
+    return execute(origin, key, call, NoHttp())
+
+
+def _bwrap_children() -> int:
+    """This process's bwrap children (alive or not yet reaped)."""
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                head, tail = fh.read().rsplit(b")", 1)
+            if int(tail.split()[1]) == os.getpid() and head.endswith(b"(bwrap"):
+                count += 1
+    return count
+
+
+_HOSTILE_MANIFESTS = {
+    # a manifest nested deeper than the host's decoder takes (RecursionError once)
+    "deep": "DEEP = []\nfor _ in range(600):\n    DEEP = [DEEP]\ndef run(h, a):\n    return 'x'\n",
+    # a forged ``ready`` whose ``isolation`` is no object (TypeError once)
+    "badready": (
+        '_send(b\'{"op":"ready","isolation":[1,2,3],"manifest":[1],"problem":"",'
+        "\"violations\":[]}')\ndef run(h, a):\n    return 'x'\n"
+    ),
+    # a forged ``ready`` nested 200,000 deep, and a thread that burns CPU
+    "bomb": (
+        "_send(b'{\"op\":\"ready\",\"manifest\":' + b'[' * 200000 + b']' * 200000 + b'}')\n"
+        "threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()\n"
+        "def run(h, a):\n    return 'x'\n"
+    ),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("variant", sorted(_HOSTILE_MANIFESTS))
+def test_a_hostile_manifest_or_ready_fails_its_plugin_alone(
+    example, monkeypatch, tmp_path, variant
+):
+    """One plugin's manifest read that goes wrong in any way is that plugin's failure (a
+    reason code): the example plugin's tools stay, the system checks run, and the hostile
+    process is killed (no bwrap child of this process is left)."""
+    from django.core import checks
+
+    from django_webfetch.plugins import registry
+    from django_webfetch.tools import default_registry
+
+    name = f"webfetch_h{variant}"
+    _package(tmp_path, name, _HOSTILE_MANIFESTS[variant])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = _bwrap_children()
+    registry.reset()
+    default_registry.reset()
+    assert "example" in [m.name for m in registry.manifests()]
+    assert name not in [m.name for m in registry.manifests()]
+    problems = registry.problems()
+    assert any(repr(name) in p and "manifest_load" in p for p in problems), problems
+    assert any(t.startswith("example_") for t in default_registry.load()), default_registry.load()
+    assert isinstance(checks.run_checks(), list)
+    assert _bwrap_children() <= before
+
+
+@needs_sandbox
+def test_the_host_decides_isolation_not_the_guest(monkeypatch, tmp_path):
+    """A forged ``ready`` that says "not isolated, no Landlock" changes nothing of what the
+    host reports: it built and started the sandbox itself."""
+    from django_webfetch.plugins.runtime import host
+
+    origin = _package(
+        tmp_path,
+        "webfetch_liar",
+        '_send(b\'{"op":"ready","isolation":{"isolated":false,"reason":'
+        '"bwrap_missing","landlock":0},"manifest":null,"problem":"",'
+        "\"violations\":[]}')\ndef run(h, a):\n    return 'x'\n",
+    )
+    honest = host.capabilities()
+    found = host.describe(origin)
+    assert found["isolation"]["isolated"] is True
+    assert found["isolation"]["landlock"] == honest["landlock"]
+    assert host.capabilities()["isolated"] is True
+    assert host.isolation_label(False).startswith("sandboxed process")
+
+
+_HOSTILE_CALLS = {
+    # a result over max_output_bytes written past the guest's own cap
+    "big": '_send((\'{"op":"result","kind":"text","text":"\' + \'A\' * (1100 * 1024)'
+    " + '\",\"violations\":[]}').encode())\n    time.sleep(0.2)\n    return 'x'\n",
+    # an extra result queued for the next call
+    "queued": '_send(b\'{"op":"result","kind":"text","text":"forged"}\')\n    return \'real\'\n',
+    # a request id that is no integer
+    "nan": '_send(b\'{"op":"http","id":NaN,"method":"GET","url":"http://x/"}\')\n'
+    "    time.sleep(0.5)\n    return 'x'\n",
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("variant", sorted(_HOSTILE_CALLS))
+def test_forged_protocol_output_fails_the_call_and_ends_the_process(tmp_path, variant):
+    """What the guest writes is checked by the host: a result must answer this call (its
+    call id), stay under max_output_bytes, and a request id must be an integer; otherwise
+    the call fails with a stable code and the process is not reused."""
+    from django_webfetch.plugins.runtime import host
+
+    name = f"webfetch_c{variant}"
+    origin = _package(tmp_path, name, "def run(h, a):\n    " + _HOSTILE_CALLS[variant])
+    key = (name, 1)
+    with pytest.raises(host.RuntimeFailure) as failed:
+        _call(origin, key, name)
+    assert failed.value.code in ("plugin_protocol_error", "plugin_limit"), failed.value
+    if variant == "nan":
+        assert failed.value.code == "plugin_protocol_error"
+    assert host._pool.acquire(key) is None  # killed, never pooled
+
+
+def test_the_host_bounds_the_output_itself():
+    """The host's own cap on a result (the guest's is in the plugin's process)."""
+    from django_webfetch.plugins.runtime import host
+
+    ok = host._outcome({"op": "result", "kind": "text", "text": "A" * 10}, 10)
+    assert ok.text == "A" * 10
+    with pytest.raises(host.RuntimeFailure) as failed:
+        host._outcome({"op": "result", "kind": "text", "text": "A" * 11}, 10)
+    assert failed.value.code == "plugin_limit"
+    with pytest.raises(host.RuntimeFailure) as failed:
+        host._outcome({"op": "result", "kind": "text", "text": ["A"]}, 10)
+    assert failed.value.code == "plugin_protocol_error"
+
+
+def test_the_decoder_refuses_deep_nesting_without_recursion():
+    """Depth is found by a linear scan before parsing: brackets in strings do not count."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from django_webfetch.plugins.runtime import protocol
+
+    assert protocol.depth(b"[" * 200000 + b"]" * 200000) == 200000
+    assert protocol.depth(b'{"a":"[[[\\"[[","b":[[1]]}') == 3
+
+    def nest(n: int) -> object:
+        value: object = 1
+        for _ in range(n):
+            value = [value]
+        return value
+
+    @given(st.integers(0, 200), st.text())
+    def agree(n, text):
+        body = json.dumps({"t": text, "v": nest(n)}).encode()
+        assert protocol.depth(body) == n + 1
+
+    agree()
+
+
+@needs_sandbox
+def test_a_thread_left_running_by_a_call_recycles_the_process(tmp_path):
+    """Import-time threads that leave, then a call that starts one that keeps running in
+    bursts (asleep at most samples): the next call gets a fresh process, never the thread."""
+    origin = _package(
+        tmp_path,
+        "webfetch_g",
+        "_ev = threading.Event()\n"
+        "for _ in range(3):\n"
+        "    threading.Thread(target=_ev.wait, daemon=True).start()\n"
+        "STATE = {'started': False}\n"
+        "def _worker():\n"
+        "    while True:\n"
+        "        t = time.monotonic() + 0.004\n"
+        "        while time.monotonic() < t:\n"
+        "            pass\n"
+        "        time.sleep(0.001)\n"
+        "def run(h, a):\n"
+        "    if STATE['started']:\n"
+        "        return 'reused'\n"
+        "    _ev.set(); time.sleep(0.05)\n"
+        "    STATE['started'] = True\n"
+        "    threading.Thread(target=_worker, daemon=True).start()\n"
+        "    return 'fresh'\n",
+    )
+    for _ in range(3):
+        assert _call(origin, ("g", 1), "webfetch_g").text == "fresh"

@@ -115,6 +115,13 @@ if config.get("cgroups"):
     for name in ("memory", "pids"):
         os.mkdir(f"/sys/fs/cgroup/{name}")
         mount("cgroup", f"/sys/fs/cgroup/{name}", "cgroup", name)
+def plugin_cgroups():
+    return {
+        os.path.join(top, name) for kind in ("memory", "pids")
+        for top, dirs, _ in os.walk(f"/sys/fs/cgroup/{kind}")
+        for name in dirs if name.startswith("webfetch-plugin-")
+    }
+cgroups_before = plugin_cgroups() if config.get("cgroups") else set()
 if config.get("refuse"):
     # The missing kernel feature, simulated for this process and its children.
     import pyseccomp as sc
@@ -178,6 +185,12 @@ else:
     report["checks"] = sorted(m.id for m in checks.run_checks(tags=["security"]) if m.id)
     report["manifests"] = [m.name for m in registry.manifests()]
     report["list"] = [s.isolation for s in services.list_instances()]
+if config.get("cgroups"):
+    # Every plugin process ended (killed after the bomb, or closed): no cgroup is left.
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    shutdown()
+    report["cgroups_left"] = sorted(plugin_cgroups() - cgroups_before)
 report["imported_here"] = sorted(m for m in sys.modules if m.startswith("webfetch_example"))
 report["after"] = observe()
 print(json.dumps(report))

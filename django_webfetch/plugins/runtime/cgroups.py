@@ -21,7 +21,9 @@ the host sends its ``setup``: nothing of the plugin has run by then.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import time
 from dataclasses import dataclass
 
 __all__ = ["Cgroup", "available", "make"]
@@ -144,11 +146,27 @@ class Cgroup:
             with open(os.path.join(directory, "cgroup.procs"), "w") as fh:
                 fh.write(str(pid))
 
-    def remove(self) -> None:
-        for directory in self.directories:
-            with contextlib.suppress(OSError):
-                os.rmdir(directory)
-        self.directories = []
+    def remove(self, wait_seconds: float = 2.0) -> None:
+        """Remove every cgroup made.  A cgroup with a process still in it (one being reaped
+        after SIGKILL) cannot be removed yet (EBUSY): asked again, briefly, so that no
+        directory is left behind."""
+        deadline = time.monotonic() + wait_seconds
+        left = list(self.directories)
+        while left:
+            busy = []
+            for directory in left:
+                try:
+                    os.rmdir(directory)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    if exc.errno == errno.EBUSY:
+                        busy.append(directory)
+            left = busy
+            if not left or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        self.directories = left
 
 
 def make(label: str, memory_bytes: int) -> Cgroup:

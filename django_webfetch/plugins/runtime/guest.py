@@ -549,7 +549,9 @@ def serve(channel: Channel) -> None:
     while True:
         message = channel.recv()
         if message["op"] == "call":
-            channel.send(_call(message, channel, handlers, cap))
+            reply = _call(message, channel, handlers, cap)
+            reply["call_id"] = message.get("call_id")  # the host takes no answer to another
+            channel.send(reply)
         elif message["op"] == "exit":
             return
         else:

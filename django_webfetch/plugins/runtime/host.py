@@ -7,6 +7,8 @@ A call ends ``failed`` with a stable code when the process does not behave:
 ``plugin_crashed``                the process died or broke the protocol
 ``plugin_timeout``                no answer within ``WEBFETCH_PLUGIN_WALL_SECONDS``
 ``plugin_limit``                  CPU time, memory, output size or requests per call exceeded
+``plugin_protocol_error``         the process sent a message the protocol does not allow
+                                  (a field of the wrong type, an answer to no call)
 ``plugin_isolation_unavailable``  this host cannot build the plugin sandbox (the detail
                                   starts with a reason of ``bubblewrap.REASONS``)
 
@@ -18,6 +20,8 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import contextlib
+import ctypes
+import itertools
 import json
 import logging
 import os
@@ -71,6 +75,9 @@ MAX_IDLE_PROCESSES = 32
 _STARTUP_SECONDS = 30.0
 #: How often (5 ms apart) a process is looked at before it is called busy and recycled.
 _QUIET_CHECKS = 10
+#: Two CPU-time samples of each thread this far apart (a few clock ticks) after a call.
+_QUIET_SPAN = 0.03
+_call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -212,6 +219,67 @@ def _tasks(pid: int) -> list[tuple[int, str]]:
     return found
 
 
+def _host_landlock_abi() -> int:
+    """The Landlock ABI of this kernel, asked by the host (the guest applies it)."""
+    from . import guest
+
+    libc = guest._libc()
+    libc.syscall.restype = ctypes.c_long
+    return guest._landlock_abi(libc)
+
+
+class ProtocolViolation(RuntimeFailure):
+    """The guest sent a message this protocol does not allow (``plugin_protocol_error``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("plugin_protocol_error", detail)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _checked_ready(message: dict[str, Any]) -> dict[str, Any]:
+    """The guest's ``ready``, each field of the type it must have (``isolation`` is never
+    read: the host decides that, ``Worker.isolation``)."""
+    manifest = message.get("manifest")
+    if manifest is not None and not isinstance(manifest, dict):
+        raise ProtocolViolation("ready: manifest is not an object")
+    if not isinstance(message.get("problem", ""), str):
+        raise ProtocolViolation("ready: problem is not a string")
+    if not isinstance(message.get("violations", []), list):
+        raise ProtocolViolation("ready: violations is not a list")
+    return {
+        "op": "ready",
+        "manifest": manifest,
+        "problem": message.get("problem", ""),
+        "violations": message.get("violations", []),
+    }
+
+
+def _tasks_cpu(pid: int) -> dict[int, int]:
+    """CPU ticks (utime + stime) of each thread of ``pid``."""
+    found: dict[int, int] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            found[int(tid)] = int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _wait_gone(pid: int, deadline: float) -> None:
+    """Until process ``pid`` (not our child: bwrap's) is reaped, or the deadline."""
+    while pid and os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 class Worker:
     """One plugin process in its sandbox, bound to one instance (or to one manifest read)."""
 
@@ -268,18 +336,26 @@ class Worker:
             os.close(no_exec)
         self.channel = Channel(host_end, max_message=2 * limits.max_output_bytes + (1 << 20))
         try:
-            info = _read_info(info_read, time.monotonic() + _STARTUP_SECONDS)
-        finally:
-            os.close(info_read)
-        self.pid = int(info.get("child-pid") or 0)
-        try:
-            if not self.pid:
-                raise IsolationUnavailable(self._why(errors))
-            self._enter_cgroup(safe)
-            self.ready = self._start(errors)
-        finally:
-            errors.close()
-        self.threads = max(1, len(_tasks(self.pid)))
+            # Whatever goes wrong from here (a hostile ``ready``, a bug), the process never
+            # outlives this constructor's failure.
+            try:
+                info = _read_info(info_read, time.monotonic() + _STARTUP_SECONDS)
+            finally:
+                os.close(info_read)
+            child = info.get("child-pid")
+            self.pid = child if isinstance(child, int) and not isinstance(child, bool) else 0
+            try:
+                if self.pid <= 0:
+                    self.pid = 0
+                    raise IsolationUnavailable(self._why(errors))
+                self._enter_cgroup(safe)
+                self.ready = _checked_ready(self._start(errors))
+            finally:
+                errors.close()
+            self.threads = max(1, len(_tasks(self.pid)))
+        except BaseException:
+            self.kill()
+            raise
 
     def _enter_cgroup(self, label: str) -> None:
         """Before ``setup`` (nothing of the plugin has run yet): into its own cgroups, where
@@ -346,9 +422,15 @@ class Worker:
 
     @property
     def isolation(self) -> dict[str, Any]:
-        found = dict(self.ready.get("isolation") or {})
-        found["cgroup"] = dict(self.cgroup.kinds) if self.cgroup is not None else {}
-        return found
+        """What the host built for this process: it made the bwrap command, started it and
+        got ``contained`` back; nothing the guest says about its sandbox is taken."""
+        return {
+            "isolated": True,
+            "seccomp": "allow-list",
+            "namespaces": "user,pid,net,ipc,uts,mount,cgroup",
+            "landlock": _host_landlock_abi(),
+            "cgroup": dict(self.cgroup.kinds) if self.cgroup is not None else {},
+        }
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -370,12 +452,30 @@ class Worker:
             tasks = _tasks(self.pid)
             if not tasks:
                 return False
-            if len(tasks) <= self.threads and all(
+            if len(tasks) == self.threads and all(
                 state in "SDT" for tid, state in tasks if tid != self.pid
             ):
-                return True
+                break
             time.sleep(0.005)
-        return False
+        else:
+            return False
+        # A sleeping sample proves nothing of a thread that runs in bursts: none but the RPC
+        # (main) thread may use CPU time between two samples a few clock ticks apart, and
+        # the threads must be those of the import, no more, no fewer.
+        before = _tasks_cpu(self.pid)
+        time.sleep(_QUIET_SPAN)
+        after = _tasks_cpu(self.pid)
+        if len(before) != self.threads or set(before) != set(after):
+            return False
+        return all(after[tid] == ticks for tid, ticks in before.items() if tid != self.pid)
+
+    def unread(self) -> bool:
+        """The guest sent something no call asked for (a reply queued for the next call)."""
+        try:
+            ready, _, _ = select.select([self.channel], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(ready)
 
     def pause(self) -> None:
         """Idle in the pool: stopped by the host, it runs nothing until the next call."""
@@ -400,6 +500,9 @@ class Worker:
             self.process.wait(5)
         self.channel.close()
         if self.cgroup is not None:
+            # The plugin process leaves its cgroups only once reaped (bwrap reaps it):
+            # waited for, so that the directories can go.
+            _wait_gone(self.pid, time.monotonic() + 2)
             self.cgroup.remove()
 
     def close(self) -> None:
@@ -453,6 +556,10 @@ class Pool:
     def release(self, key: Any, worker: Worker, size: int) -> None:
         if worker.calls >= MAX_CALLS_PER_PROCESS or not worker.alive():
             worker.close()
+            return
+        if worker.unread():
+            logger.info("plugin process %s recycled: it sent what no call asked for", key)
+            worker.kill()
             return
         if not worker.quiet():
             # A thread the call started still runs: never handed to the next call.
@@ -516,7 +623,7 @@ def describe(origin: Origin) -> dict[str, Any]:
     worker = Worker(origin, limits, "manifest")
     try:
         with _capabilities_lock:
-            _capabilities = {"isolated": True, **worker.isolation}
+            _capabilities = worker.isolation
         return {
             "manifest": worker.ready.get("manifest"),
             "problem": _name(worker.ready.get("problem")),
@@ -544,7 +651,7 @@ def capabilities() -> dict[str, Any]:
             "why": exc.detail or exc.code,
         }
     else:
-        found = {"isolated": True, **worker.isolation}
+        found = worker.isolation
         worker.close()
     with _capabilities_lock:
         _capabilities = found
@@ -676,20 +783,24 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
             raise RuntimeFailure("plugin_limit", "CPU time")
 
     requests = 0
+    call_id = next(_call_ids)
     try:
-        worker.channel.send({"op": "call", **call}, deadline)
+        worker.channel.send({**call, "op": "call", "call_id": call_id}, deadline)
         while True:
             message = worker.channel.recv(deadline, poll=poll)
             if message["op"] == "http":
+                request_id: Any = message.get("id")
+                if not _is_int(request_id) or not 0 < request_id < 2**53:
+                    raise ProtocolViolation("http: id is not a positive integer")
                 requests += 1
                 if requests > limits.max_requests:
                     raise RuntimeFailure("plugin_limit", "requests per call")
                 reply = _perform(message, http)
-                worker.channel.send(
-                    {"op": "http_reply", "id": message.get("id"), **reply}, deadline
-                )
+                worker.channel.send({"op": "http_reply", "id": request_id, **reply}, deadline)
             elif message["op"] == "result":
-                return _outcome(message)
+                if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
+                    raise ProtocolViolation("result: an answer to another call")
+                return _outcome(message, limits.max_output_bytes)
             else:
                 raise RuntimeFailure("plugin_crashed", f"unexpected {message['op'][:40]!r}")
     except ChannelTimeout as exc:
@@ -703,14 +814,34 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
             raise RuntimeFailure("plugin_limit", "CPU time") from exc
         raise RuntimeFailure("plugin_crashed", f"the plugin process ended ({code})") from exc
     except ProtocolError as exc:
-        raise RuntimeFailure("plugin_limit", f"protocol: {exc}") from exc
+        if "over the cap" in str(exc):
+            raise RuntimeFailure("plugin_limit", f"protocol: {exc}") from exc
+        raise ProtocolViolation(str(exc)[:200]) from exc
 
 
-def _outcome(message: Mapping[str, Any]) -> CallOutcome:
+_RESULT_TYPES: dict[str, tuple[type, ...]] = {
+    "kind": (str,),
+    "text": (str,),
+    "ok": (bool,),
+    "reason": (str,),
+    "code": (str,),
+    "what": (str,),
+    "error": (str,),
+    "violations": (list,),
+}
+
+
+def _outcome(message: Mapping[str, Any], max_output_bytes: int) -> CallOutcome:
+    for name, types in _RESULT_TYPES.items():
+        if name in message and not isinstance(message[name], types):
+            raise ProtocolViolation(f"result: {name} is not {types[0].__name__}")
     kind = str(message.get("kind", ""))
     outcome = CallOutcome(kind=kind, violations=_violation_list(message.get("violations")))
     if kind in ("text", "json", "tool_result"):
         outcome.text = str(message.get("text", ""))
+        # The host's own bound: the guest's cap is the plugin's process, not a guarantee.
+        if len(outcome.text.encode("utf-8", "replace")) > max_output_bytes:
+            raise RuntimeFailure("plugin_limit", "output size")
         outcome.ok = bool(message.get("ok", True))
     elif kind == "egress_denied":
         outcome.reason = str(message.get("reason", ""))[:100]

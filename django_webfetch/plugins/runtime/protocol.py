@@ -11,7 +11,9 @@ Pure standard library: the guest imports it before any plugin code, with no Djan
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+import re
 import select
 import socket
 import struct
@@ -26,11 +28,17 @@ __all__ = [
     "ChannelTimeout",
     "ProtocolError",
     "decode_bytes",
+    "depth",
     "encode_bytes",
 ]
 
 #: The default cap of one message (either direction).
 MAX_MESSAGE = 8 * 1024 * 1024
+#: The deepest nesting of arrays and objects a message may have (checked before parsing).
+MAX_DEPTH = 64
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _HEADER = struct.Struct("!I")
 #: How often a waiting reader wakes up to run its ``poll`` (CPU limit, liveness).
 _SLICE = 0.05
@@ -46,6 +54,14 @@ class ChannelClosed(ProtocolError):
 
 class ChannelTimeout(ProtocolError):
     """No whole message arrived before the deadline."""
+
+
+def depth(body: bytes) -> int:
+    """How deep arrays and objects nest in the JSON text ``body``, found by a linear scan
+    (no recursion: a hostile message cannot exhaust the reader's stack before it is
+    refused).  Strings are skipped first; brackets in them do not count."""
+    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    return max(itertools.accumulate(_STEP[b] for b in brackets), default=0)
 
 
 def encode_bytes(data: bytes) -> str:
@@ -106,9 +122,11 @@ class Channel:
         if length > cap:
             raise ProtocolError(f"message of {length} bytes over the cap of {cap}")
         body = self._read(length, deadline, poll)
+        if depth(body) > MAX_DEPTH:
+            raise ProtocolError(f"a message nested deeper than {MAX_DEPTH}")
         try:
             message = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise ProtocolError("a message that is not UTF-8 JSON") from exc
         if not isinstance(message, dict) or not isinstance(message.get("op"), str):
             raise ProtocolError("a message without an op")
