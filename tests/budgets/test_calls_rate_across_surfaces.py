@@ -60,7 +60,7 @@ def test_a_user_over_the_calls_rate_starts_no_read_page_call_as_a_resource(
 
     first = start_call(token, "read_page", {"page_id": about.pk})
     assert isinstance(first, Pending)  # started on the background runner
-    answer = answer_for(settled_call(first.call_id), first.fetch)
+    answer = answer_for(settled_call(first.call_id), first.fetch, editor)
     assert not answer.is_error, answer.text
     assert "Founded in 1952" in answer.text
     over = start_call(token, "read_page", {"page_id": about.pk})

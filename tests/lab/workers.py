@@ -17,18 +17,26 @@ import os
 import shutil
 import subprocess
 import time
+from typing import Any
 
 __all__ = ["configure_worker", "save_coverage", "worker_id"]
 
 
+_WORKER: str | None = None
+
+
 def worker_id() -> str | None:
-    """``gw0``, ``gw1``... in an xdist worker; ``None`` in a serial run or the controller."""
-    return os.environ.get("PYTEST_XDIST_WORKER")
+    """``gw0``, ``gw1``... in an xdist worker; ``None`` in a serial run or the controller
+    (and in a pytest run a test starts from a worker: it inherits the environment)."""
+    return _WORKER
 
 
-def configure_worker(lab_directory: str) -> None:
-    if worker_id() is None:
+def configure_worker(config: Any, lab_directory: str) -> None:
+    global _WORKER
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
         return
+    _WORKER = str(workerinput.get("workerid", "gw"))
     # The worker itself is measured; the processes its tests start are not.
     os.environ.pop("COVERAGE_PROCESS_START", None)
     if os.environ.get("WEBFETCH_TEST_REDIS_URL"):

@@ -14,7 +14,7 @@ from django_webfetch import runs
 from django_webfetch.egress.logline import schema
 from django_webfetch.models import EgressEvent, HostListEntry, ToolGroup
 from django_webfetch.tools import ToolContext, run_tool
-from tests.settle import settled_call
+from tests.settle import runner_idle, settled_call
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +98,7 @@ def test_a_call_of_a_run_names_its_run(web, editor, caplog):
     )
     # No approval needed (allow-listed): it runs on the background runner, which logs.
     assert settled_call(call).state == "succeeded"
+    runner_idle()  # what the task does after its last write (its log lines) is done too
     found = lines(caplog)
     assert found and {line["call_id"] for line in found} == {str(call.pk)}
     assert {line["run_id"] for line in found} == {str(run.pk)}
@@ -109,6 +110,8 @@ def test_a_call_of_a_run_names_its_run(web, editor, caplog):
         user=editor,
         conversation=f"assistant:{run.pk.hex}:1:1",
     )
+    settled_call(forged)
+    runner_idle()
     found = lines(caplog)
     assert found and {line["call_id"] for line in found} == {str(forged.pk)}
     assert {line["run_id"] for line in found} == {""}

@@ -27,6 +27,7 @@ RESULT_ALLOWED = {
     "runs/decide.py": "the writer: a denial's or cancellation's outcome",
     "runs/recover.py": "retention: prunes the content of old results",
     "models/calls.py": "the field itself",
+    "plugins/runtime/host.py": "no call result: a Future's result() on the spawner thread",
 }
 #: Who may touch ``StoredText`` (a page's whole text), and why.
 STORED_TEXT_ALLOWED = {
