@@ -19,7 +19,7 @@ import subprocess
 import time
 from typing import Any
 
-__all__ = ["configure_worker", "save_coverage", "worker_id"]
+__all__ = ["configure_worker", "redis_command", "save_coverage", "worker_id"]
 
 
 _WORKER: str | None = None
@@ -60,6 +60,16 @@ def _private_copy(relative: str, lab_directory: str) -> None:
     _mount(_libc(), private, target, None, MS_BIND)
 
 
+def redis_command(binary: str, socket_path: str, folder: str) -> list[str]:
+    """A private, throwaway Redis on a Unix socket (no TCP, no persistence)."""
+    return [
+        binary,
+        *("--port", "0", "--unixsocket", socket_path, "--unixsocketperm", "700"),
+        *("--save", "", "--appendonly", "no", "--dir", folder),
+        *("--logfile", os.path.join(folder, "redis.log")),
+    ]
+
+
 def _own_redis(directory: str) -> str:
     binary = shutil.which("redis-server")
     if binary is None:  # pragma: no cover - tests/run.sh installs it
@@ -68,23 +78,7 @@ def _own_redis(directory: str) -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "redis.sock")
     process = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            "0",
-            "--unixsocket",
-            path,
-            "--unixsocketperm",
-            "700",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            folder,
-            "--logfile",
-            os.path.join(folder, "redis.log"),
-        ],
+        redis_command(binary, path, folder),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

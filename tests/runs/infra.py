@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from tests.lab.workers import redis_command
+
 __all__ = [
     "CeleryClient",
     "Worker",
@@ -121,23 +123,7 @@ def redis_socket() -> Iterator[str]:
     directory = tempfile.mkdtemp(prefix="webfetch-redis-")
     path = os.path.join(directory, "redis.sock")
     process = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            "0",
-            "--unixsocket",
-            path,
-            "--unixsocketperm",
-            "700",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            directory,
-            "--logfile",
-            os.path.join(directory, "redis.log"),
-        ],
+        redis_command(binary, path, directory),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
