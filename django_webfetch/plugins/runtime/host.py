@@ -202,9 +202,10 @@ def _read_info(fd: int, deadline: float) -> dict[str, Any]:
     return {}
 
 
-def _tasks(pid: int) -> list[tuple[int, str]]:
-    """(thread id, state letter) of each thread of ``pid`` (none when it is gone)."""
-    found: list[tuple[int, str]] = []
+def _task_stats(pid: int) -> dict[int, list[bytes]]:
+    """The fields after the command name of ``/proc/<pid>/task/<tid>/stat``, per thread of
+    ``pid`` (none when it is gone; a thread that ended while read is left out)."""
+    found: dict[int, list[bytes]] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -212,11 +213,19 @@ def _tasks(pid: int) -> list[tuple[int, str]]:
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
-                state = fh.read().rsplit(b")", 1)[1].split()[0].decode("ascii", "replace")
-        except (OSError, IndexError):
+                found[int(tid)] = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError, ValueError):
             continue
-        found.append((int(tid), state))
     return found
+
+
+def _tasks(pid: int) -> list[tuple[int, str]]:
+    """(thread id, state letter) of each thread of ``pid`` (none when it is gone)."""
+    return [
+        (tid, fields[0].decode("ascii", "replace"))
+        for tid, fields in _task_stats(pid).items()
+        if fields
+    ]
 
 
 def _host_landlock_abi() -> int:
@@ -259,19 +268,11 @@ def _checked_ready(message: dict[str, Any]) -> dict[str, Any]:
 
 def _tasks_cpu(pid: int) -> dict[int, int]:
     """CPU ticks (utime + stime) of each thread of ``pid``."""
-    found: dict[int, int] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            found[int(tid)] = int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
+    return {
+        tid: int(fields[11]) + int(fields[12])
+        for tid, fields in _task_stats(pid).items()
+        if len(fields) > 12
+    }
 
 
 def _wait_gone(pid: int, deadline: float) -> None:
