@@ -137,6 +137,10 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
 import django
 
 django.setup()
+from django.conf import settings
+
+for name, value in (config.get("settings") or {}).items():
+    setattr(settings, name, value)
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
