@@ -130,9 +130,7 @@ def test_where_the_host_can_make_cgroups_the_plugin_process_is_in_its_own(plugin
     stops at ``pids.max`` even on a root site (where RLIMIT_NPROC does not apply)."""
     # What is under test is where the bomb stops, not how fast threads start: on a busy
     # machine starting 64 threads has taken longer than the default 30 s call bound.
-    report = site(
-        probe="thread_bomb", cgroups=True, settings={"WEBFETCH_PLUGIN_WALL_SECONDS": 120}
-    )
+    report = site(probe="thread_bomb", cgroups=True, settings={"WEBFETCH_PLUGIN_WALL_SECONDS": 120})
     assert report["capabilities"]["cgroup"] == {"memory": "v1", "pids": "v1"}
     started = _started(report["result"]["content"])
     assert 0 < started < cgroups.MAX_PIDS
