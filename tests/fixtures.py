@@ -159,6 +159,15 @@ def _runner_mode(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_database_restore() -> None:
+    """Between transactional tests the migrated database comes back by SQLite's backup API,
+    not by a flush and a deserialization (tests/dbrestore.py)."""
+    from tests import dbrestore
+
+    dbrestore.install()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """Before the test's fixtures (its database among them) are torn down, the background

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -21,24 +20,12 @@ import time
 import pytest
 
 from django_webfetch.plugins import services
-from django_webfetch.tools import ToolContext, run_tool
+from tests.plugins.test_runtime import payload, run
 
 pytestmark = pytest.mark.django_db
 
 SITE = os.path.join(os.path.dirname(__file__), "site")
-APPROVED = ToolContext(approved=True, call_id="issue30")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def run(name, user, **arguments):
-    return run_tool(name, arguments, user=user, context=APPROVED)
-
-
-def payload(result):
-    assert result.ok, result
-    match = re.search(r"^[\[{].*[\]}]$", result.content, re.M | re.S)
-    assert match, result.content
-    return json.loads(match.group(0))
 
 
 def descendants(root: int | None = None) -> list[int]:

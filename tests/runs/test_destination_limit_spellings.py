@@ -21,6 +21,22 @@ from django_webfetch.net import UrlGuard
 from django_webfetch.runs.destinations import destination_of, slots
 from tests.settle import settled_call
 
+
+def _call_while_full(editor, held_url, spelling):
+    """A call to ``spelling`` while the one slot of ``held_url``'s destination is in use
+    (the runner's thread waits ``WEBFETCH_TIMEOUT`` for it), settled."""
+    key = destination_of("fetch_external_url", {"url": held_url})
+    held = slots().acquire(f"host:{key}", 1, wait=0, ttl=30)
+    try:
+        return settled_call(
+            runs.request_call(
+                "fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor
+            )
+        )
+    finally:
+        held.release()
+
+
 # -- IPv6 spellings of one address ---------------------------------------------------------
 
 SERVER_V6 = "2606:4700:10::10"
@@ -53,17 +69,7 @@ def test_a_full_host_stays_full_under_another_spelling(web_v6, editor, settings,
     group.save()
     HostListEntry.objects.create(group=group, list="allow", value=SERVER_V6)
     # The one slot of this server is in use (by a call to its canonical spelling).
-    key = destination_of("fetch_external_url", {"url": f"http://[{SERVER_V6}]/page"})
-    held = slots().acquire(f"host:{key}", 1, wait=0, ttl=30)
-    try:
-        # The runner's thread waits for the slot (WEBFETCH_TIMEOUT) while it is held.
-        call = settled_call(
-            runs.request_call(
-                "fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor
-            )
-        )
-    finally:
-        held.release()
+    call = _call_while_full(editor, f"http://[{SERVER_V6}]/page", spelling)
     # The same server is full: the call waits, then fails ``destination_busy``, and nothing
     # reaches the server.
     assert (call.state, call.reason) == (CallState.FAILED, "destination_busy"), call.result
@@ -117,17 +123,8 @@ def test_a_full_host_stays_full_under_its_nat64_form(
     group = ToolGroup.objects.get(slug="web")
     group.skip_approval_with_allowlist = True
     group.save()
-    key = destination_of("fetch_external_url", {"url": f"http://{SERVER_V4}/page"})
-    held = slots().acquire(f"host:{key}", 1, wait=0, ttl=30)
-    try:
-        # (The lab has no NAT64 gateway: a call that is taken fails to connect, no route.)
-        call = settled_call(
-            runs.request_call(
-                "fetch_external_url", {"url": f"http://[{spelling}]/page"}, user=editor
-            )
-        )
-    finally:
-        held.release()
+    # (The lab has no NAT64 gateway: a call that is taken fails to connect, no route.)
+    call = _call_while_full(editor, f"http://{SERVER_V4}/page", spelling)
     # The server's one slot is in use: the call waits and fails ``destination_busy``.
     assert (call.state, call.reason) == (CallState.FAILED, "destination_busy"), (
         call.state,

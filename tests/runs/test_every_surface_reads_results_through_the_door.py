@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from django.contrib import admin
-from django.contrib.auth.models import Permission
 from django.core import mail
 from django.test import Client
 from django.urls import get_resolver, resolve
@@ -39,6 +38,7 @@ from django_webfetch import runs
 from django_webfetch.models import AccessToken, CallState, ToolCall
 from django_webfetch.tools import ToolResult
 from tests.runs.conftest import EchoTool
+from tests.runs.readers import VIEW_PERMISSIONS, conversation_holding, grant
 from tests.runs.test_read_access import _template, _walk
 from tests.settle import settled_call as settled
 
@@ -153,46 +153,25 @@ MAIL_TEMPLATES = {
 # -- the world ------------------------------------------------------------------------------
 
 
-def _grant(user: Any, *codenames: str) -> Any:
-    from django.contrib.auth import get_user_model
-
-    for codename in codenames:
-        user.user_permissions.add(
-            Permission.objects.get(codename=codename, content_type__app_label="django_webfetch")
-        )
-    return get_user_model().objects.get(pk=user.pk)
-
-
-VIEWS = (
-    "view_toolcall",
-    "view_conversation",
-    "view_message",
-    "view_assistantrun",
-    "view_runevent",
-)
-
-
 @pytest.fixture
 def world(tool_registry, user_factory, settings, group_factory):
-    from django_webfetch.models import AssistantRun, Conversation, Message, RunEvent
-
     settings.MIDDLEWARE = [*settings.MIDDLEWARE, *settings.CMS_MIDDLEWARE]
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     for tool in (SecretTool, DirectSecretTool):
         tool_registry.register(tool)
     group_factory("web", enabled=True)
     users = {
-        "requester": _grant(user_factory(staff=True, username="r29req"), *VIEWS),
-        "approver": _grant(
+        "requester": grant(user_factory(staff=True, username="r29req"), *VIEW_PERMISSIONS),
+        "approver": grant(
             user_factory(staff=True, username="r29appr"),
             "approve_toolcall",
-            *VIEWS,
+            *VIEW_PERMISSIONS,
         ),
-        "one_permission": _grant(user_factory(staff=True, username="r29one"), "view_toolcall"),
-        "other": _grant(user_factory(staff=True, username="r29other"), *VIEWS),
+        "one_permission": grant(user_factory(staff=True, username="r29one"), "view_toolcall"),
+        "other": grant(user_factory(staff=True, username="r29other"), *VIEW_PERMISSIONS),
         "superuser": user_factory(superuser=True, username="r29root"),
     }
-    decider = _grant(user_factory(staff=True, username="r29decider"), "approve_toolcall")
+    decider = grant(user_factory(staff=True, username="r29decider"), "approve_toolcall")
     for user in users.values():
         type(user).objects.filter(pk=user.pk).update(email=f"{user.username}@example.org")
     requester = users["requester"]
@@ -222,23 +201,7 @@ def world(tool_registry, user_factory, settings, group_factory):
     fetched.finished_at = fetched.created
     fetched.save(update_fields=["finished_at"])
 
-    conversation = Conversation.objects.create(owner=requester, title="mine")
-    run = AssistantRun.objects.create(
-        conversation=conversation, user=requester, state="completed", step_count=1
-    )
-    Message.objects.create(conversation=conversation, seq=1, role="user", content="read it")
-    Message.objects.create(
-        conversation=conversation,
-        run=run,
-        seq=2,
-        step=1,
-        role="tool",
-        content=f"restricted text {SECRET}",
-        tool_call=approved,
-    )
-    RunEvent.objects.create(run=run, seq=1, kind="completed", data={"result": SECRET})
-    run.last_event = 1
-    run.save(update_fields=["last_event"])
+    conversation, run = conversation_holding(requester, approved, SECRET, event="completed")
     return {
         **users,
         "calls": (approved, direct, fetched),

@@ -16,7 +16,6 @@ import uuid
 from typing import Any, ClassVar
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.exceptions import Resolver404
@@ -26,6 +25,7 @@ from rest_framework.test import APIClient
 from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from tests.runs.conftest import EchoTool
+from tests.runs.readers import VIEW_PERMISSIONS, conversation_holding, grant
 from tests.settle import settled_call
 
 #: What the tool returned: never in its arguments, so only a result can carry it.
@@ -52,40 +52,19 @@ class DirectSecretTool(SecretTool):
         return False
 
 
-def _grant(user: Any, *codenames: str) -> Any:
-    from django.contrib.auth import get_user_model
-
-    for codename in codenames:
-        user.user_permissions.add(
-            Permission.objects.get(codename=codename, content_type__app_label="django_webfetch")
-        )
-    return get_user_model().objects.get(pk=user.pk)  # drop the cached permissions
-
-
-VIEW_PERMISSIONS = (
-    "view_toolcall",
-    "view_conversation",
-    "view_message",
-    "view_assistantrun",
-    "view_runevent",
-)
-
-
 @pytest.fixture
 def world(tool_registry, user_factory, settings):
     """A requester's two finished calls (one approved by a person, one that needed no
     approval), their conversation and run holding the result, and the readers."""
-    from django_webfetch.models import AssistantRun, Conversation, Message, RunEvent
-
     settings.MIDDLEWARE = [*settings.MIDDLEWARE, *settings.CMS_MIDDLEWARE]
     for tool in (SecretTool, DirectSecretTool):
         tool_registry.register(tool)
-    requester = _grant(user_factory(staff=True, username="requester"), *VIEW_PERMISSIONS)
-    approver = _grant(
+    requester = grant(user_factory(staff=True, username="requester"), *VIEW_PERMISSIONS)
+    approver = grant(
         user_factory(staff=True, username="approver"), "approve_toolcall", *VIEW_PERMISSIONS
     )
-    decider = _grant(user_factory(staff=True, username="decider"), "approve_toolcall")
-    other = _grant(user_factory(staff=True, username="other_editor"), *VIEW_PERMISSIONS)
+    decider = grant(user_factory(staff=True, username="decider"), "approve_toolcall")
+    other = grant(user_factory(staff=True, username="other_editor"), *VIEW_PERMISSIONS)
     superuser = user_factory(superuser=True, username="root")
 
     approved = runs.request_call("runs_secret", {"text": "hello"}, user=requester)
@@ -98,23 +77,7 @@ def world(tool_registry, user_factory, settings):
         assert call.state == CallState.SUCCEEDED and SECRET in str(call.result)
     assert approved.requires_approval and not direct.requires_approval
 
-    conversation = Conversation.objects.create(owner=requester, title="mine")
-    run = AssistantRun.objects.create(
-        conversation=conversation, user=requester, state="completed", step_count=1
-    )
-    Message.objects.create(conversation=conversation, seq=1, role="user", content="read it")
-    Message.objects.create(
-        conversation=conversation,
-        run=run,
-        seq=2,
-        step=1,
-        role="tool",
-        content=f"restricted text {SECRET}",
-        tool_call=approved,
-    )
-    RunEvent.objects.create(run=run, seq=1, kind="call", data={"result": SECRET})
-    run.last_event = 1
-    run.save(update_fields=["last_event"])
+    conversation, run = conversation_holding(requester, approved, SECRET, event="call")
     return {
         "requester": requester,
         "approver": approver,
