@@ -28,6 +28,7 @@ from mcp_types import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
     CallToolResult,
     RequestParams,
     Result,
@@ -136,6 +137,20 @@ async def until_terminal(session: ClientSession, task_id: str) -> tuple[TaskStat
     raise AssertionError(f"task {task_id} did not finish in {MAX_POLLS} polls: {seen[-3:]}")
 
 
+async def discover(session: ClientSession) -> None:
+    """``server/discover`` (the 2026-07-28 wire), asked again while a loaded machine is
+    still starting the server (the SDK gives each probe 10 s): the first request, answered
+    late, still opened the connection in that era."""
+    for _ in range(11):
+        try:
+            await session.discover()
+            return
+        except MCPError as exc:
+            if exc.error.code != REQUEST_TIMEOUT:
+                raise
+    raise AssertionError("the server never answered server/discover")
+
+
 # -- fixtures ------------------------------------------------------------------------------
 
 
@@ -160,15 +175,18 @@ def modern(
                 streamable_http_client(HTTP_URL, http_client=http) as (read, write),
                 ClientSession(read, write, **options) as session,
             ):
-                await session.discover()
+                await discover(session)
                 yield session
         else:
             with open(tmp_path / "stdio-server.log", "a") as errlog:
                 async with (
-                    stdio_client(stdio_parameters(settings, secret), errlog=errlog) as (read, write),
+                    stdio_client(stdio_parameters(settings, secret), errlog=errlog) as (
+                        read,
+                        write,
+                    ),
                     ClientSession(read, write, **options) as session,
                 ):
-                    await session.discover()
+                    await discover(session)
                     yield session
 
     return open_session
@@ -189,6 +207,15 @@ def _in_thread(fn: Any, *args: Any) -> Any:
             connections.close_all()
 
     return anyio.to_thread.run_sync(run)
+
+
+def _post_approve(user: Any, call_id: str) -> int:
+    """An approver's approval over the API, as is (no wait for the call to settle)."""
+    api = APIClient()
+    api.force_login(user)
+    return api.post(
+        f"/api/calls/{call_id}/approve/", {"comment": "late"}, format="json"
+    ).status_code
 
 
 def _decide(decide: Any, user: Any, call_id: str, comment: str) -> int:
@@ -337,9 +364,7 @@ def test_a_client_withdraws_its_task_and_cannot_complete_it(
                 CancelTask(params=TaskParams(task_id=task_id)), Acknowledged
             )
             seen["cancelled"], _ = await until_terminal(session, task_id)
-            seen["approve_after"] = await _in_thread(
-                _decide, approve, named_approver, task_id, "too late"
-            )
+            seen["approve_after"] = await _in_thread(_post_approve, named_approver, task_id)
             seen["task_id"] = task_id
         return seen
 
@@ -363,7 +388,7 @@ def test_a_client_withdraws_its_task_and_cannot_complete_it(
     assert call.state == CallState.CANCELLED and call.reason == "cancelled"
     assert call.decided_by is None
     assert call.finished_at is not None
-    assert seen["approve_after"] != 200
+    assert seen["approve_after"] == 409
     assert web.requests == []
 
 
