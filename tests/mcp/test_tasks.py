@@ -353,10 +353,11 @@ def test_a_client_withdraws_its_task_and_cannot_complete_it(
             seen["after_update"] = await get_task(session, task_id)
             # Another user's client: no such task, neither to read nor to cancel.
             async with modern("http", other_secret, server=server) as intruder:
-                for request in (GetTask, CancelTask):
+                for request in (GetTask, UpdateTask, CancelTask):
                     with pytest.raises(MCPError) as missing:
                         await intruder.send_request(
-                            request(params=TaskParams(task_id=task_id)), TaskState
+                            request(params=TaskParams(task_id=task_id, inputResponses={})),
+                            TaskState,
                         )
                     seen.setdefault("intruder", []).append(missing.value)
             # The creator withdraws it.
