@@ -101,10 +101,10 @@ def _ttl_ms(call: ToolCall) -> int:
 def _working_message(call: ToolCall) -> str:
     if call.state in (CallState.PENDING, CallState.AWAITING_APPROVAL):
         group = f' (tool group "{call.group}")' if call.group else ""
+        who = "" if conf.WEBFETCH_ALLOW_SELF_APPROVAL else ", and is not the requester"
         message = (
             f"The call {call.pk} is waiting for a human approval: a person of this site who "
-            f"may approve tool calls{group}, and is not the requester, decides on the "
-            "approval card."
+            f"may approve tool calls{group}{who}, decides on the approval card."
         )
         if call.expires_at is not None:
             message += f" Undecided, it expires at {call.expires_at.isoformat()}."
