@@ -20,7 +20,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, INVALID_PARAMS, METHOD_NOT_F
 
 from django_webfetch.models import AccessToken, CallState, ToolCall
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 MODERN = "2026-07-28"
 SPEC_MEMBERS = {"taskId", "inputResponses", "requestState", "_meta"}
