@@ -46,6 +46,7 @@ __all__ = [
     "call_status",
     "conversation_of",
     "offered_tools",
+    "outcome_text",
     "over_calls_rate",
     "poll",
     "start_call",
@@ -376,11 +377,35 @@ def answer_for(call: ToolCall, window: paging.Window | None, reader: Any) -> Ans
         if window is not None:
             return paging.render(call, result, window, data)
         return Answer(result.content, is_error=False, data=data)
+    if call.state in OUTCOME_WORDS:
+        return Answer(outcome_text(call, result), is_error=True, data=data)
     if result is not None and result.content:
         return Answer(result.content, is_error=True, data=data)
-    words: dict[str, str] = {
-        CallState.DENIED: "An approver denied the call.",
-        CallState.EXPIRED: "Nobody approved the call in time; it expired.",
-        CallState.CANCELLED: "The call was cancelled.",
-    }
-    return Answer(words.get(call.state, "The call failed."), is_error=True, data=data)
+    return Answer("The call failed.", is_error=True, data=data)
+
+
+#: A call that ended without running, in our words: never who decided (an approver's
+#: identity is not the model's to read), only what was decided.
+OUTCOME_WORDS: dict[str, str] = {
+    CallState.DENIED: "A human approver denied the call; the tool did not run.",
+    CallState.EXPIRED: "Nobody approved the call in time; it expired and the tool did not run.",
+    CallState.CANCELLED: "The call was cancelled before it ran.",
+}
+#: At most this much of a decision's comment is repeated to the client.
+MAX_COMMENT_CHARS = 500
+
+
+def outcome_text(call: ToolCall, result: ToolResult | None) -> str:
+    """Our words for a call that was denied, expired or cancelled, with the comment the
+    human who decided wrote (quoted, cut to :data:`MAX_COMMENT_CHARS`), never their name.
+
+    ``result`` is the call's result as its reader may read it (``runs.read_result``): a
+    cancellation's comment is there (``cancel_comment``); a denial's is the decision's."""
+    text = OUTCOME_WORDS.get(call.state, "The call failed.")
+    raw: Any = call.decision_comment
+    if call.state == CallState.CANCELLED:
+        raw = result.meta.get("cancel_comment", "") if result is not None else ""
+    comment = " ".join(str(raw or "").split())[:MAX_COMMENT_CHARS]
+    if comment:
+        text += f' The comment given with the decision: "{comment}"'
+    return text

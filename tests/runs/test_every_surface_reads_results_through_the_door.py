@@ -136,6 +136,9 @@ MCP_HANDLERS = {
     "tools/call": "every tool below",
     "resources/list": "list_pages as the token's user (its own call)",
     "resources/read": "read_page as the token's user (its own call)",
+    "tasks/get": "a task to the token that created it only (tasks.task_of)",
+    "tasks/update": "answers nothing of a call (an acknowledgement or an error)",
+    "tasks/cancel": "answers nothing of a call (an acknowledgement or an error)",
 }
 #: Each tool the MCP server offers beside the registry's: driven below as each reader.
 MCP_SERVER_TOOLS = {"webfetch_call_status", "fetch"}
@@ -346,7 +349,7 @@ def test_every_mcp_handler_and_server_tool_has_an_entry(world):
 
 
 def test_mcp_gives_a_result_to_its_requester_and_superusers_only(world):
-    from django_webfetch.mcp import calls, pages
+    from django_webfetch.mcp import calls, pages, tasks
 
     approved, direct, fetched = world["calls"]
     for name in READERS:
@@ -378,6 +381,25 @@ def test_mcp_gives_a_result_to_its_requester_and_superusers_only(world):
             assert answers[1].data["error"] == "no_such_call"  # never went to approval
         for listed in pages.list_resources(token):
             assert SECRET not in str(listed)
+        # Tasks (tasks/get): a call is a task to the token that requested it, to no other.
+        assert [tasks.task_of(token, call.pk) for call in (approved, direct, fetched)] == [
+            None,
+            None,
+            None,
+        ]
+    requester = world["requester"]
+    requester_token, _secret = AccessToken.objects.issue(requester, "task", by=requester)
+    own = calls.start_call(requester_token, "r29_door_secret_direct", {"text": "task"})
+    task_id = own.call_id if isinstance(own, calls.Pending) else own.data["call_id"]
+    settled(ToolCall.objects.get(pk=task_id))
+    own_task = tasks.task_of(requester_token, task_id)
+    assert own_task is not None and SECRET in own_task.answer.text
+    for name in READERS:
+        if name in ("anonymous", "requester"):
+            continue
+        token, _secret = AccessToken.objects.issue(world[name], "door test 2", by=world[name])
+        assert tasks.task_of(token, task_id) is None, name
+        assert tasks.withdraw(token, task_id) is False, name
 
 
 # -- mails ----------------------------------------------------------------------------------
