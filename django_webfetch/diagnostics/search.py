@@ -4,12 +4,15 @@ Literal substring by default.  A regular expression is opt-in, at most
 ``MAX_PATTERN_CHARS`` long, and runs on RE2 (``text.patterns.compile_untrusted``: linear
 time in the text searched, compiled program and DFA memory bounded), because the model
 that writes it is steerable by every page it reads: no pattern can make a search
-backtrack, so the per-search budget below is the only clock that matters.
+backtrack.
 The walk never follows a directory symlink, skips ``site-packages``,
 ``node_modules``, ``media``, ``static``, ``__pycache__`` and dot directories, and asks the
 ``SourcePathGuard`` about every directory and file (a symlinked file is resolved and must
-stay inside the root like any other path).  The whole search stops at ``MAX_FILES`` files
-or ``MAX_SECONDS`` and says which budget ran out.  Pure Python.
+stay inside the root like any other path).  The whole search stops at ``MAX_FILES`` files,
+``MAX_ENTRIES`` directory entries looked at or ``MAX_BYTES`` read, and says which budget ran
+out: budgets of work, so one tree gives the same answer on a quiet machine and a busy one.
+``MAX_SECONDS`` of wall time is only a far safety net that a healthy machine never reaches
+(when it fires, the answer says ``time``).  Pure Python.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from django_webfetch.text.patterns import PatternError, compile_untrusted
 from .paths import PathDenied, SourcePathGuard, redact_text
 
 __all__ = [
+    "MAX_BYTES",
+    "MAX_ENTRIES",
     "MAX_FILES",
     "MAX_HITS",
     "MAX_PATTERN_CHARS",
@@ -39,7 +44,12 @@ __all__ = [
 ]
 
 MAX_FILES = 20_000
-MAX_SECONDS = 5.0
+#: Directory entries looked at (files, directories, links, skipped or not).
+MAX_ENTRIES = 200_000
+#: Bytes read from files, all files together.
+MAX_BYTES = 64 * 1024 * 1024
+#: The far safety net: far beyond what the work budgets take on a healthy machine.
+MAX_SECONDS = 30.0
 MAX_HITS = 100
 MAX_PATTERN_CHARS = 200
 MAX_FILE_BYTES = 1024 * 1024
@@ -66,7 +76,10 @@ class SearchOutcome:
     hits: list[SearchHit] = field(default_factory=list)
     files_scanned: int = 0
     files_skipped: int = 0
-    #: ``None`` when the whole tree was searched; else ``"files"``, ``"time"`` or ``"hits"``.
+    entries_seen: int = 0
+    bytes_read: int = 0
+    #: ``None`` when the whole tree was searched; else the budget that ran out: ``"files"``,
+    #: ``"entries"``, ``"bytes"``, ``"hits"`` or (the far safety net) ``"time"``.
     exhausted: str | None = None
     elapsed: float = 0.0
 
@@ -96,12 +109,16 @@ class CodeSearch:
         guard: SourcePathGuard,
         *,
         max_files: int = MAX_FILES,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
         max_seconds: float = MAX_SECONDS,
         max_hits: int = MAX_HITS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.guard = guard
         self.max_files = min(max_files, MAX_FILES)
+        self.max_entries = min(max_entries, MAX_ENTRIES)
+        self.max_bytes = min(max_bytes, MAX_BYTES)
         self.max_seconds = min(max_seconds, MAX_SECONDS)
         self.max_hits = min(max_hits, MAX_HITS)
         self._clock = clock
@@ -174,6 +191,9 @@ class CodeSearch:
                 continue
             subdirs: list[str] = []
             for entry in reversed(entries):
+                outcome.entries_seen += 1
+                if outcome.entries_seen > self.max_entries:
+                    raise _Stop("entries")
                 if self._clock() >= deadline:
                     raise _Stop("time")
                 name = entry.name
@@ -222,6 +242,9 @@ class CodeSearch:
         except (PathDenied, OSError):
             outcome.files_skipped += 1
             return
+        outcome.bytes_read += len(data)
+        if outcome.bytes_read > self.max_bytes:
+            raise _Stop("bytes")
         if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
             outcome.files_skipped += 1
             return

@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from django_webfetch.diagnostics.paths import PathDenied
-from django_webfetch.diagnostics.search import MAX_FILES, MAX_PATTERN_CHARS, MAX_SECONDS, CodeSearch
+from django_webfetch.diagnostics.search import (
+    MAX_BYTES,
+    MAX_ENTRIES,
+    MAX_FILES,
+    MAX_PATTERN_CHARS,
+    MAX_SECONDS,
+    CodeSearch,
+)
 from django_webfetch.net.policy import Scope
 
 from ._diagnostics import denied_result, fenced, source_guard
@@ -16,7 +23,17 @@ __all__ = ["SearchCode"]
 
 _EXHAUSTED = {
     "files": f"the file budget ({MAX_FILES:,} files) ran out before the whole tree was searched",
-    "time": f"the time budget ({MAX_SECONDS:g} s) ran out before the whole tree was searched",
+    "entries": (
+        f"the directory budget ({MAX_ENTRIES:,} entries) ran out before the whole tree was searched"
+    ),
+    "bytes": (
+        f"the read budget ({MAX_BYTES // (1024 * 1024)} MiB) ran out before the whole tree was"
+        " searched"
+    ),
+    "time": (
+        f"the safety net ({MAX_SECONDS:g} s, a busy machine) stopped the search before the"
+        " whole tree was searched"
+    ),
     "hits": "the hit limit was reached; refine the query",
 }
 

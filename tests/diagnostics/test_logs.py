@@ -202,10 +202,10 @@ def test_a_line_shaped_to_backtrack_does_not_hang_the_reader(tmp_path):
     reader = LogExceptionReader([str(path)], fmt)
     records = reader.records()
     assert time.monotonic() - started < 30
-    # Each shaped line gives up after 50 ms; on a loaded machine the 5 s read budget may
-    # run out first, and then it says so.  The real record is kept either way.
+    # Header matching is linear (RE2): the shaped lines cost their length, no budget runs
+    # out on any machine, and the real record is kept.
     assert [r.message for r in records] == ["it failed"]
-    assert reader.problems in ([], [(str(path), "time")])
+    assert reader.problems == []
 
 
 def test_the_read_budget_stops_and_says_so(tmp_path):

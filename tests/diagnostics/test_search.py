@@ -10,8 +10,11 @@ import pytest
 
 from django_webfetch.diagnostics.paths import SourcePathGuard
 from django_webfetch.diagnostics.search import (
+    MAX_BYTES,
+    MAX_ENTRIES,
     MAX_FILES,
     MAX_PATTERN_CHARS,
+    MAX_SECONDS,
     CodeSearch,
     SearchRefused,
 )
@@ -119,10 +122,34 @@ def test_a_generated_tree_of_25000_files_reports_exhaustion(tmp_path):
         for f in range(500):
             (directory / f"m{f:03d}.py").write_text("x = 1\n")
     outcome = CodeSearch(SourcePathGuard(str(root))).search("needle-not-there")
-    assert outcome.exhausted in {"files", "time"}
-    if outcome.exhausted == "files":
-        assert outcome.files_scanned + outcome.files_skipped == MAX_FILES
+    # A budget of work, not of seconds: the same answer on any machine, busy or not.
+    assert outcome.exhausted == "files"
+    assert outcome.files_scanned + outcome.files_skipped == MAX_FILES
     assert outcome.hits == []
+
+
+def test_the_directory_entries_budget_counts_what_the_walk_looks_at(tmp_path):
+    # Skipped entries (dot directories, skipped names, other files) cost work too.
+    for index in range(30):
+        (tmp_path / f".hidden{index}").mkdir()
+    for index in range(30):
+        (tmp_path / f"data{index}.py").write_text("nothing\n")
+    outcome = CodeSearch(SourcePathGuard(str(tmp_path)), max_entries=40).search("needle")
+    assert outcome.exhausted == "entries"
+    assert outcome.entries_seen == 41
+
+
+def test_the_read_budget_counts_bytes_across_files(tmp_path):
+    for index in range(10):
+        (tmp_path / f"m{index}.py").write_text("x" * 999 + "\n")
+    outcome = CodeSearch(SourcePathGuard(str(tmp_path)), max_bytes=4500).search("needle")
+    assert outcome.exhausted == "bytes"
+    assert outcome.files_scanned == 4 and outcome.bytes_read == 5000
+
+
+def test_the_work_budgets_are_capped_by_the_module_bounds(tmp_path):
+    search = CodeSearch(SourcePathGuard(str(tmp_path)), max_entries=10**9, max_bytes=10**12)
+    assert (search.max_entries, search.max_bytes) == (MAX_ENTRIES, MAX_BYTES)
 
 
 def test_a_deep_tree_does_not_recurse(tmp_path):
@@ -148,7 +175,10 @@ def test_time_budget_on_the_walk(tmp_path):
     (tmp_path / "a.py").write_text("x\n")
     (tmp_path / "b.py").write_text("x\n")
     ticks = iter([0.0, 0.0])
-    search = CodeSearch(SourcePathGuard(str(tmp_path)), clock=lambda: next(ticks, 10.0))
+    # The far safety net: a clock that jumps past MAX_SECONDS (a stalled machine).
+    search = CodeSearch(
+        SourcePathGuard(str(tmp_path)), clock=lambda: next(ticks, MAX_SECONDS + 1.0)
+    )
     assert search.search("x").exhausted == "time"
 
 

@@ -27,8 +27,10 @@ MIB = 1024 * KIB
 PAGES = Path(__file__).parent / "pages"
 #: Busy children: at least two per core, bounded.
 LOAD_PROCESSES = min(8, 2 * (os.cpu_count() or 1))
-#: A child stops by itself after this many seconds, whatever happens to the test.
-SPIN_SECONDS = 120.0
+#: A child stops by itself after this many seconds if the test process dies (it is
+#: terminated at the end of the test): far beyond any run of the test, even on a machine
+#: loaded fifteen times over its cores.
+SPIN_SECONDS = 900.0
 
 
 def large_pages() -> dict[str, bytes]:
@@ -83,9 +85,7 @@ def test_large_pages_give_the_same_text_under_cpu_load():
         for child in children:
             child.start()
         time.sleep(0.5)  # the children are spinning
-        start = time.monotonic()
         loaded = extract_all(pages)
-        took = time.monotonic() - start
         # The load was there all along.
         assert all(child.is_alive() for child in children)
     finally:
@@ -97,8 +97,7 @@ def test_large_pages_give_the_same_text_under_cpu_load():
                 child.kill()
                 child.join(5)
     assert loaded == quiet
-    # (Not a timed assertion: the safety net, far away, did not decide anything.)
-    assert took < SPIN_SECONDS
+    # The safety net, far away, did not decide anything.
     for text, _, reason, _ in loaded.values():
         assert reason != "out_of_time" and not text.startswith(OUT_OF_TIME_NOTE)
 
