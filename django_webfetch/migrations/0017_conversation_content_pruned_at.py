@@ -7,15 +7,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('django_webfetch', '0016_toolcall_run'),
+        ("django_webfetch", "0016_toolcall_run"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conversation',
-            name='content_pruned_at',
-            field=models.DateTimeField(blank=True, null=True, verbose_name='content pruned at'),
+            model_name="conversation",
+            name="content_pruned_at",
+            field=models.DateTimeField(blank=True, null=True, verbose_name="content pruned at"),
         ),
     ]

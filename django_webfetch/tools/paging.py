@@ -23,7 +23,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.utils import timezone
 
@@ -83,7 +83,8 @@ def conversation_of(context: ToolContext) -> str:
     )
     if row is None:
         return ""
-    text, assistant_conversation = row
+    # NULL for a call no run asked for (the stubs type the joined column as never NULL).
+    text, assistant_conversation = cast("tuple[str, uuid.UUID | None]", row)
     if assistant_conversation is not None:
         return f"assistant-conversation:{assistant_conversation.hex}"
     if not text:
