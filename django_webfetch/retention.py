@@ -124,11 +124,10 @@ def _code(value: Any) -> str | None:
 
 
 def _due_calls(ages: _Ages) -> Any:
-    return ToolCall.objects.filter(
-        state__in=FINISHED_STATES,
-        finished_at__lt=ages.content,
-        content_pruned_at__isnull=True,
-    )
+    """Calls finished before the cutoff with their content (``finished_at`` is written by
+    the transition into a final state only, and a final state has no way out): the partial
+    index ``webfetch_call_unpruned`` answers it without reading pruned calls."""
+    return ToolCall.objects.filter(finished_at__lt=ages.content, content_pruned_at__isnull=True)
 
 
 def _prune_calls(ages: _Ages, limit: int | None, dry_run: bool) -> int:
@@ -137,21 +136,35 @@ def _prune_calls(ages: _Ages, limit: int | None, dry_run: bool) -> int:
     the timestamps, and the reason and the result's error when they are code-shaped."""
     due = _due_calls(ages)
     if dry_run:
-        return _count(due, limit)
-    rows = due.order_by().values_list("pk", "result", "reason")
+        return _count(due.filter(state__in=FINISHED_STATES), limit)
     pruned = 0
-    for pk, result, reason in rows[:limit] if limit is not None else rows.iterator(chunk_size=500):
-        error = result.get("error") if isinstance(result, dict) else None
-        pruned += ToolCall.objects.filter(pk=pk, content_pruned_at__isnull=True).update(
-            arguments={},
-            approval_preview={},
-            decision_comment="",
-            conversation="",
-            reason=_code(reason) or "",
-            result={"content": "", "error": _code(error), "meta": {}},
-            content_pruned_at=ages.now,
-        )
-    return pruned
+    while True:
+        rows = list(due.order_by().values_list("pk", "state", "result", "reason")[: limit or 500])
+        # One statement per (reason, error) pair kept, in one transaction: a batch costs a
+        # few statements, not one per call.
+        groups: dict[tuple[str, str | None], list[Any]] = {}
+        for pk, state, result, reason in rows:
+            if state not in FINISHED_STATES:  # pragma: no cover - the state machine's rule
+                continue
+            error = result.get("error") if isinstance(result, dict) else None
+            groups.setdefault((_code(reason) or "", _code(error)), []).append(pk)
+        done = 0
+        with transaction.atomic():
+            for (reason, error), pks in groups.items():
+                done += ToolCall.objects.filter(
+                    pk__in=pks, state__in=FINISHED_STATES, content_pruned_at__isnull=True
+                ).update(
+                    arguments={},
+                    approval_preview={},
+                    decision_comment="",
+                    conversation="",
+                    reason=reason,
+                    result={"content": "", "error": error, "meta": {}},
+                    content_pruned_at=ages.now,
+                )
+        pruned += done
+        if limit is not None or not done:
+            return pruned
 
 
 def _prune_stored_texts(ages: _Ages, limit: int | None, dry_run: bool) -> int:
@@ -173,13 +186,17 @@ def _prune_stored_texts(ages: _Ages, limit: int | None, dry_run: bool) -> int:
 
 
 def _idle_conversations(ages: _Ages) -> Any:
-    """Conversations with no activity since the cutoff, no run in flight, and content
-    written since they were last pruned (or never pruned)."""
-    return (
-        Conversation.objects.filter(updated__lt=ages.content)
-        .filter(Q(content_pruned_at__isnull=True) | Q(content_pruned_at__lt=F("updated")))
-        .exclude(runs__updated__gte=ages.content)
-        .exclude(runs__state__in=_OPEN_RUN_STATES)
+    """Conversations with no activity since the cutoff and content written since they
+    were last pruned (or never pruned): a cheap question over the conversation rows."""
+    return Conversation.objects.filter(updated__lt=ages.content).filter(
+        Q(content_pruned_at__isnull=True) | Q(content_pruned_at__lt=F("updated"))
+    )
+
+
+def _without_runs_in_use(conversations: Any, ages: _Ages) -> Any:
+    """Those of ``conversations`` with no run in flight and none active since the cutoff."""
+    return conversations.exclude(runs__updated__gte=ages.content).exclude(
+        runs__state__in=_OPEN_RUN_STATES
     )
 
 
@@ -190,27 +207,32 @@ def _prune_conversations(ages: _Ages, limit: int | None, dry_run: bool) -> int:
     stay: who, when, which provider and model, state, error codes, token usage."""
     due = _idle_conversations(ages)
     if dry_run:
-        return _count(due, limit)
+        return _count(_without_runs_in_use(due, ages), limit)
     pruned = 0
     while True:
-        pks = _pks(due, limit if limit is not None else 200)
+        # The runs are asked about a batch of candidates only (a conversation with a run
+        # in flight for the whole retention time waits for it, and so does its batch).
+        pks = _pks(due, limit or 200)
         if not pks:
             return pruned
-        for pk in pks:
-            pruned += _prune_conversation(pk, ages)
-        if limit is not None:
+        with transaction.atomic():
+            # Locked and checked again: a message posted meanwhile keeps its conversation
+            # (posting locks the conversation's row too).
+            ids = list(
+                _without_runs_in_use(_idle_conversations(ages).filter(pk__in=pks), ages)
+                .select_for_update()
+                .values_list("pk", flat=True)
+            )
+            Message.objects.filter(conversation_id__in=ids).update(content="", tool_calls=[])
+            AssistantRun.objects.filter(conversation_id__in=ids).update(
+                history=[], provider_error=""
+            )
+            RunEvent.objects.filter(run__conversation_id__in=ids).update(data={})
+            pruned += Conversation.objects.filter(pk__in=ids).update(
+                title="", content_pruned_at=ages.now
+            )
+        if limit is not None or not ids:
             return pruned
-
-
-def _prune_conversation(pk: Any, ages: _Ages) -> int:
-    with transaction.atomic():
-        # Locked and checked again: a message posted meanwhile keeps its conversation.
-        if not _idle_conversations(ages).filter(pk=pk).select_for_update().exists():
-            return 0
-        Message.objects.filter(conversation_id=pk).update(content="", tool_calls=[])
-        AssistantRun.objects.filter(conversation_id=pk).update(history=[], provider_error="")
-        RunEvent.objects.filter(run__conversation_id=pk).update(data={})
-        return Conversation.objects.filter(pk=pk).update(title="", content_pruned_at=ages.now)
 
 
 def _prune_egress_events(ages: _Ages, limit: int | None, dry_run: bool) -> int:
