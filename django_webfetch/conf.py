@@ -173,7 +173,8 @@ class Settings:
 
     @property
     def WEBFETCH_EVENT_RETENTION_DAYS(self) -> int:
-        """Default age, in days, past which ``webfetch prune_events`` deletes EgressEvents."""
+        """Age, in days, past which the retention policy (the sweep, ``webfetch
+        prune_events``) deletes EgressEvents (``django_webfetch.retention``)."""
         return int(
             _number(
                 "WEBFETCH_EVENT_RETENTION_DAYS",
@@ -184,8 +185,10 @@ class Settings:
 
     @property
     def WEBFETCH_CALL_RETENTION_DAYS(self) -> int:
-        """Age, in days after it finished, past which a ToolCall's content (arguments,
-        approval card, result text) is dropped; the row stays as audit metadata."""
+        """The retention policy's age of content (``django_webfetch.retention``): days after
+        a ToolCall finished past which its content (arguments, approval card, result text)
+        is dropped, and after an assistant conversation's last activity past which its
+        messages, history and events are; the rows stay as audit metadata."""
         return int(
             _number(
                 "WEBFETCH_CALL_RETENTION_DAYS",

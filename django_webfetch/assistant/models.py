@@ -78,6 +78,10 @@ class Conversation(models.Model):
     #: When the owner last had the conversation open (the toolbar's "answers" badge counts
     #: runs that finished after a pause and after this).
     seen_at = models.DateTimeField(_("seen at"), null=True, blank=True)
+    #: When retention last cleared the conversation's content (messages, title, the runs'
+    #: histories and events; ``django_webfetch.retention``): it is cleared again once it
+    #: has been used since and is idle past WEBFETCH_CALL_RETENTION_DAYS.
+    content_pruned_at = models.DateTimeField(_("content pruned at"), null=True, blank=True)
 
     class Meta:
         ordering = ["-updated"]

@@ -159,6 +159,13 @@ class ToolCall(models.Model):
             models.Index(fields=["state", "lease_expires_at"], name="webfetch_call_state_lease"),
             models.Index(fields=["user", "created"], name="webfetch_call_user"),
             models.Index(fields=["conversation"], name="webfetch_call_conversation"),
+            # The retention sweep's question ("finished before the cutoff, content still
+            # here"), answered without reading the calls already pruned.
+            models.Index(
+                fields=["finished_at"],
+                name="webfetch_call_unpruned",
+                condition=models.Q(content_pruned_at__isnull=True),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,4 +1,4 @@
-"""Recovery: expiry of approval requests, calls of lost workers, lost messages, pruning.
+"""Recovery: expiry of approval requests, calls of lost workers, lost messages, retention.
 
 The periodic task (:func:`sweep`) does all of it; :func:`refresh` does it for one call on
 read, so that an installation without a beat schedule still never shows a stuck call.
@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 
-from django_webfetch.conf import conf
+from django_webfetch import retention
 from django_webfetch.models import CallState, ToolCall
-from django_webfetch.models.calls import FINISHED_STATES
 from django_webfetch.tools import Effect, ToolResult
 from django_webfetch.tools import default_registry as tool_registry
 
@@ -142,46 +141,29 @@ class SweepReport:
     expired: int
     recovered: int
     requeued: int
+    #: Rows the retention policy deleted or cleared (``django_webfetch.retention``).
     pruned: int = 0
 
 
 def sweep(now: datetime | None = None) -> SweepReport:
     """The periodic task's work: expire due approvals, recover calls of lost workers,
-    queue again approved calls whose task message went missing, and drop the content of
-    calls past ``WEBFETCH_CALL_RETENTION_DAYS``."""
-    return SweepReport(expire_due(now), recover_lost(now), _requeue_stale(now), prune_calls(now))
+    queue again approved calls whose task message went missing, and apply the retention
+    policy (``retention.prune``, at most ``SWEEP_BATCH`` rows per rule)."""
+    return SweepReport(
+        expire_due(now),
+        recover_lost(now),
+        _requeue_stale(now),
+        retention.prune(now, limit=retention.SWEEP_BATCH).total,
+    )
 
 
 def prune_calls(
     now: datetime | None = None, *, days: int | None = None, dry_run: bool = False
 ) -> int:
     """Drop the content of calls that finished more than ``days`` ago (default
-    ``WEBFETCH_CALL_RETENTION_DAYS``); return how many.
-
-    Third-party page text, query strings and the approval card go; the row stays as audit
-    metadata: tool, group, user, state, reason, who decided and when, the timestamps, and
-    the result's error code.
-    """
-    now = now or timezone.now()
-    days = conf.WEBFETCH_CALL_RETENTION_DAYS if days is None else days
-    due = ToolCall.objects.filter(
-        state__in=FINISHED_STATES,
-        finished_at__lt=now - timedelta(days=days),
-        content_pruned_at__isnull=True,
-    )
-    if dry_run:
-        return due.count()
-    pruned = 0
-    for pk, result in due.values_list("pk", "result").iterator(chunk_size=500):
-        error = result.get("error") if isinstance(result, dict) else None
-        pruned += ToolCall.objects.filter(pk=pk, content_pruned_at__isnull=True).update(
-            arguments={},
-            approval_preview={},
-            decision_comment="",
-            result={"content": "", "error": error, "meta": {}},
-            content_pruned_at=now,
-        )
-    return pruned
+    ``WEBFETCH_CALL_RETENTION_DAYS``); return how many: the ``calls`` rule of
+    ``django_webfetch.retention``, alone."""
+    return retention.prune_calls(now, days=days, dry_run=dry_run)
 
 
 def refresh(call: ToolCall) -> ToolCall:

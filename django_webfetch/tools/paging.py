@@ -2,7 +2,10 @@
 
 A tool that extracts a page (``fetch_external_url``, ``read_page``) keeps its whole text (at
 most ``MAX_STORED_CHARS`` characters, with its link URLs) in a ``StoredText`` row, for the
-conversation, the user and the URL of the call, for ``WEBFETCH_STORED_TEXT_TTL`` seconds.
+conversation, the user and the URL of the call, for ``WEBFETCH_STORED_TEXT_TTL`` seconds
+(the retention sweep deletes it then: ``django_webfetch.retention``).  The conversation of
+an assistant run's call is the run's assistant conversation (every step and every later
+run of it share the text), of any other call its caller's ``conversation`` text.
 The tool's ``page`` argument picks the part: part 1 comes from the fetch, a later part from
 the stored text, without another network request.  Each part says where it is
 (``part 2 of 5, characters 20,000–40,000``) in the status line, outside the fence, in our
@@ -16,10 +19,11 @@ text past its time is a new fetch, with the approval rule as always.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.utils import timezone
 
@@ -61,15 +65,31 @@ _PART_BYTES = MAX_RESULT_BYTES - 4_000
 
 
 def conversation_of(context: ToolContext) -> str:
-    """The conversation of the call that runs in ``context`` ("" when there is none)."""
+    """The key of the conversation of the call that runs in ``context`` ("" when there is
+    none): the assistant conversation of the run that asked for it (``ToolCall.run``, a
+    typed link the run writes), else a digest of the caller's free-text ``conversation``
+    (the MCP server's ``mcp:token-<id>``, an API client's text; never parsed, and not
+    copied into the stored row)."""
     from django_webfetch.models import ToolCall
 
     try:
         call_id = uuid.UUID(str(context.call_id))
     except ValueError:
         return ""
-    conversation = ToolCall.objects.filter(pk=call_id).values_list("conversation", flat=True)
-    return next(iter(conversation), "") or ""
+    row = (
+        ToolCall.objects.filter(pk=call_id)
+        .values_list("conversation", "run__conversation_id")
+        .first()
+    )
+    if row is None:
+        return ""
+    # NULL for a call no run asked for (the stubs type the joined column as never NULL).
+    text, assistant_conversation = cast("tuple[str, uuid.UUID | None]", row)
+    if assistant_conversation is not None:
+        return f"assistant-conversation:{assistant_conversation.hex}"
+    if not text:
+        return ""
+    return f"caller:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
 
 
 def _user_id(user: Any) -> Any:

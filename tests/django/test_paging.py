@@ -146,3 +146,72 @@ def test_parts_fit_the_byte_bound_in_any_script():
     missing = paging.render_part(document, 99, source_url="u", status_line="s")
     assert missing.error == "no_such_part" and missing.meta["parts"] == first.meta["parts"]
     assert paging.render_part(Document(""), 1, source_url="u", status_line="s").ok
+
+
+def test_an_assistant_runs_calls_share_the_text_of_their_conversation(editor, group_factory):
+    # Issue 29 finding 6: an assistant run's call carries a per-call reference
+    # ("assistant:<run>:<step>:<index>") as its free text; the text kept for one step was
+    # never found by the next step, so every later part was a new fetch and a new approval.
+    from django_webfetch.assistant.calls import call_ref
+    from django_webfetch.models import AssistantRun, Conversation, RunOrigin
+
+    group_factory("web", enabled=True)
+    tool = default_registry.get("fetch_external_url")
+
+    def run_in(conversation):
+        return AssistantRun.objects.create(conversation=conversation, user=editor)
+
+    def run_call(run, step, index=0):
+        return ToolCall.objects.create(
+            tool="fetch_external_url",
+            group="web",
+            user=editor,
+            conversation=call_ref(run, step, index),
+            **RunOrigin(run.pk, step, index).fields(),
+        )
+
+    chat = Conversation.objects.create(owner=editor)
+    first_run = run_in(chat)
+    first = run_call(first_run, 1)
+    kept = paging.keep(
+        "fetch_external_url",
+        _context(first),
+        "https://a.example/",
+        Document("x" * 50_000),
+        mode="main",
+        status_line="HTTP 200",
+    )
+    assert kept is not None and kept.conversation == f"assistant-conversation:{chat.pk.hex}"
+    page_two = {"url": "https://a.example/", "page": 2}
+    # The next step of the same run, and a later run of the same conversation, read it.
+    for later in (run_call(first_run, 2), run_call(run_in(chat), 1, 3)):
+        assert paging.find("fetch_external_url", _context(later), "https://a.example/", "main")
+        invocation = ToolInvocation(tool.name, page_two, editor, str(later.pk))
+        assert not ToolApprovalRule.requires_approval(tool, invocation, _context(later))
+    # Another conversation of the same editor does not; nor does a call that only claims
+    # the run's reference as its free text.
+    other = run_call(run_in(Conversation.objects.create(owner=editor)), 1)
+    forged = _call(editor, call_ref(first_run, 2, 0))
+    for call in (other, forged):
+        assert (
+            paging.find("fetch_external_url", _context(call), "https://a.example/", "main") is None
+        )
+        invocation = ToolInvocation(tool.name, page_two, editor, str(call.pk))
+        assert ToolApprovalRule.requires_approval(tool, invocation, _context(call))
+
+
+def test_mcp_calls_of_one_token_share_their_text_and_the_text_is_keyed_not_copied(editor):
+    first = _call(editor, "mcp:token-7")
+    kept = paging.keep(
+        "fetch_external_url",
+        _context(first),
+        "https://a.example/",
+        Document("x" * 30_000),
+        mode="main",
+        status_line="HTTP 200",
+    )
+    assert "mcp:token-7" not in kept.conversation  # a digest, not the caller's text
+    later = _context(_call(editor, "mcp:token-7"))
+    assert paging.find("fetch_external_url", later, "https://a.example/", "main") == kept
+    another_token = _context(_call(editor, "mcp:token-8"))
+    assert paging.find("fetch_external_url", another_token, "https://a.example/", "main") is None

@@ -25,7 +25,8 @@ RESULT_ALLOWED = {
     "runs/results.py": "the door: the one reader for a principal",
     "runs/state.py": "the writer: transition() stores a result",
     "runs/decide.py": "the writer: a denial's or cancellation's outcome",
-    "runs/recover.py": "retention: prunes the content of old results",
+    "runs/recover.py": "the writer: expiry's and a lost worker's outcome (transition())",
+    "retention.py": "retention: prunes the content of old results",
     "models/calls.py": "the field itself",
     "plugins/runtime/host.py": "no call result: a Future's result() on the spawner thread",
 }
@@ -34,6 +35,7 @@ STORED_TEXT_ALLOWED = {
     "models/texts.py": "the model",
     "models/__init__.py": "the re-export",
     "tools/paging.py": "the one reader: the same tool, conversation and user only",
+    "retention.py": "retention: deletes texts past their time (no reader)",
 }
 _QUERY_METHODS = frozenset(
     {"values", "values_list", "only", "defer", "update", "filter", "exclude", "get", "order_by"}

@@ -4,10 +4,12 @@
   live policy for URL, with its verdict.  Looks up DNS, never connects.
 - ``webfetch fetch URL [--group web]``: fetch URL through the group's live policy (as an
   operator: no approval) and print the fenced page text; every hop is an EgressEvent.
-- ``webfetch prune_events [--days N] [--call-days M]``: delete EgressEvents older than N
-  days (default ``WEBFETCH_EVENT_RETENTION_DAYS``) and drop the content of ToolCalls that
-  finished more than M days ago (default ``WEBFETCH_CALL_RETENTION_DAYS``), keeping their
-  audit metadata.
+- ``webfetch prune_events [--days N] [--call-days M]``: apply the whole retention policy
+  (``django_webfetch.retention``) to the end: delete EgressEvents older than N days
+  (default ``WEBFETCH_EVENT_RETENTION_DAYS``), drop the content of ToolCalls that finished
+  more than M days ago and of conversations idle that long (default
+  ``WEBFETCH_CALL_RETENTION_DAYS``), keeping their audit metadata, and delete stored page
+  texts past their time.
 - ``webfetch plugin install|bind|upgrade|list|check``: plugin instances and their egress
   grants (DESIGN.md §8; docs/plugin_grants.rst).
 - ``webfetch mcp``: serve MCP on stdin/stdout for the user of the personal access token in
@@ -21,13 +23,10 @@ or a usage error (no such group, bad arguments).
 from __future__ import annotations
 
 import os
-from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
-from django_webfetch.conf import conf
 from django_webfetch.egress import policy_for
 from django_webfetch.exceptions import WebFetchImproperlyInstalled
 from django_webfetch.models import AccessToken
@@ -35,7 +34,7 @@ from django_webfetch.net.errors import EgressDenied
 
 
 class Command(BaseCommand):
-    help = "django_webfetch operator commands: explain a URL, prune the egress audit log."
+    help = "django_webfetch operator commands: explain a URL, apply the retention policy."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True)
@@ -48,7 +47,10 @@ class Command(BaseCommand):
         fetch = sub.add_parser("fetch", help="Fetch URL through the group's live policy.")
         fetch.add_argument("url")
         fetch.add_argument("--group", default="web", help="Tool group slug (default: web).")
-        prune = sub.add_parser("prune_events", help="Delete old EgressEvents.")
+        prune = sub.add_parser(
+            "prune_events",
+            help="Apply the retention policy (events, call and conversation content, texts).",
+        )
         prune.add_argument(
             "--days",
             type=int,
@@ -90,8 +92,7 @@ class Command(BaseCommand):
 
             handle_token(self, options)
         else:
-            self.prune(options["days"], dry_run=options["dry_run"])
-            self.prune_calls(options["call_days"], dry_run=options["dry_run"])
+            self.prune(options["days"], options["call_days"], dry_run=options["dry_run"])
 
     def mcp(self) -> None:
         secret = os.environ.get("WEBFETCH_MCP_TOKEN", "")
@@ -165,33 +166,43 @@ class Command(BaseCommand):
             f" ({len(result.hops)} hop(s))"
         )
 
-    def prune(self, days: int | None, *, dry_run: bool) -> None:
-        from django_webfetch.models import EgressEvent
+    def prune(self, days: int | None, call_days: int | None, *, dry_run: bool) -> None:
+        """Every rule of the retention policy, to the end (the sweep does the same in
+        bounded batches): ``django_webfetch.retention``."""
+        from django_webfetch import retention
 
-        if days is None:
-            days = conf.WEBFETCH_EVENT_RETENTION_DAYS
-        if days < 0:
+        if days is not None and days < 0:
             raise CommandError("--days must be zero or positive")
-        cutoff = timezone.now() - timedelta(days=days)
-        old = EgressEvent.objects.filter(created__lt=cutoff)
-        if dry_run:
-            self.stdout.write(f"{old.count()} egress event(s) older than {days} day(s).")
-            return
-        deleted, _ = old.delete()
-        self.stdout.write(f"Deleted {deleted} egress event(s) older than {days} day(s).")
-
-    def prune_calls(self, days: int | None, *, dry_run: bool) -> None:
-        from django_webfetch import runs
-
-        if days is None:
-            days = conf.WEBFETCH_CALL_RETENTION_DAYS
-        if days < 0:
+        if call_days is not None and call_days < 0:
             raise CommandError("--call-days must be zero or positive", returncode=2)
-        count = runs.prune_calls(days=days, dry_run=dry_run)
+        try:
+            report = retention.prune(content_days=call_days, event_days=days, dry_run=dry_run)
+        except retention.RetentionError as exc:
+            raise CommandError(f"{exc.code}: {exc}", returncode=2) from exc
+        days, call_days = report.event_days, report.content_days
         if dry_run:
-            self.stdout.write(f"{count} tool call(s) finished more than {days} day(s) ago.")
+            self.stdout.write(
+                f"{report['egress_events']} egress event(s) older than {days} day(s)."
+            )
+            self.stdout.write(
+                f"{report['calls']} tool call(s) finished more than {call_days} day(s) ago."
+            )
+            self.stdout.write(f"{report['stored_texts']} stored page text(s) past their time.")
+            self.stdout.write(
+                f"{report['conversations']} conversation(s) idle for more than {call_days} day(s)."
+            )
             return
-        self.stdout.write(f"Dropped the content of {count} tool call(s) older than {days} day(s).")
+        self.stdout.write(
+            f"Deleted {report['egress_events']} egress event(s) older than {days} day(s)."
+        )
+        self.stdout.write(
+            f"Dropped the content of {report['calls']} tool call(s) older than {call_days} day(s)."
+        )
+        self.stdout.write(f"Deleted {report['stored_texts']} stored page text(s) past their time.")
+        self.stdout.write(
+            f"Dropped the content of {report['conversations']} conversation(s) idle for more "
+            f"than {call_days} day(s)."
+        )
 
 
 def _duration(seconds: float) -> str:
