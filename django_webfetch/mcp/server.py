@@ -28,13 +28,22 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from django_webfetch import __version__
+from django_webfetch.budgets import holds
 from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken, CallState
 
 from . import calls, pages
 from .answers import Answer
 
-__all__ = ["POLL_SECONDS", "UNAUTHORIZED", "Authenticate", "Unauthorized", "build_server", "db"]
+__all__ = [
+    "POLL_SECONDS",
+    "TOO_MANY_OPEN",
+    "UNAUTHORIZED",
+    "Authenticate",
+    "Unauthorized",
+    "build_server",
+    "db",
+]
 
 logger = logging.getLogger("django_webfetch.mcp")
 
@@ -44,6 +53,8 @@ UNAUTHORIZED = -32001
 RESOURCE_NOT_FOUND = -32002
 #: A server error of JSON-RPC's implementation range: the user is over a rate.
 THROTTLED = -32029
+#: A server error of JSON-RPC's implementation range: too many open (``budgets.holds``).
+TOO_MANY_OPEN = -32030
 #: How often a waiting call is looked at.
 POLL_SECONDS = 0.5
 
@@ -106,7 +117,37 @@ def _result(answer: Answer) -> types.CallToolResult:
     )
 
 
+async def _refused_wait(
+    token: AccessToken, pending: calls.Pending, exc: holds.TooManyOpen
+) -> Answer:
+    """Past the bound of waits: the call goes on, the client polls it (``waiting``)."""
+    live, call = await db(calls.poll, token.pk, pending.call_id)
+    if live is None:
+        raise Unauthorized
+    if call is None:
+        return calls.NO_SUCH_CALL
+    if call.finished:
+        return await db(calls.answer_for, call, pending.fetch, live.user)
+    answer = calls.waiting(call)
+    return Answer(
+        f"{answer.text} {exc}",
+        is_error=False,
+        data={**answer.data, "error": exc.code, **exc.as_dict()},
+    )
+
+
+@holds.surface("mcp_waits", "mcp:tools/call")
 async def _wait(ctx: Context, token: AccessToken, pending: calls.Pending) -> Answer:
+    """Wait for the call (a hold of kind ``mcp_waits`` for the token and its user)."""
+    try:
+        lease = holds.acquire("mcp_waits", ("user", str(token.user_id)), ("token", str(token.pk)))
+    except holds.TooManyOpen as exc:
+        return await _refused_wait(token, pending, exc)
+    with lease:
+        return await _wait_held(ctx, token, pending)
+
+
+async def _wait_held(ctx: Context, token: AccessToken, pending: calls.Pending) -> Answer:
     bound = conf.WEBFETCH_MCP_WAIT
     if pending.wait is not None:
         bound = min(bound, pending.wait)
