@@ -52,25 +52,47 @@ def routes(urlconf: str) -> Iterator[tuple[str, str, Any]]:
     yield from walk(get_resolver(urlconf).url_patterns, "", "")
 
 
-def code_of(callback: Any) -> str:
-    """The code a route runs that this package owns: the callback and its view class's
-    own methods (not Django's or DRF's)."""
-    parts = []
+def _own(target: Any) -> bool:
+    return getattr(target, "__module__", "").startswith("django_webfetch")
+
+
+def code_of(callback: Any, depth: int = 3) -> str:
+    """The code a route runs that this package owns: the callback, its view class's own
+    methods (not Django's or DRF's), and what they call by name in their module, down to
+    ``depth`` calls."""
+    seen: set[int] = set()
+    parts: list[str] = []
+
+    def visit(target: Any, level: int) -> None:
+        target = inspect.unwrap(target)
+        if target is None or id(target) in seen or not _own(target):
+            return
+        seen.add(id(target))
+        try:
+            parts.append(textwrap.dedent(inspect.getsource(target)))
+        except (OSError, TypeError):
+            return
+        if level >= depth:
+            return
+        functions = [target] if inspect.isfunction(target) else []
+        if inspect.isclass(target):
+            for base in target.__mro__[1:]:
+                visit(base, level)
+            functions = [v for v in vars(target).values() if inspect.isfunction(v)]
+        for function in functions:
+            for name in function.__code__.co_names:
+                found = function.__globals__.get(name)
+                if inspect.isfunction(found) or inspect.isclass(found):
+                    visit(found, level + 1)
+
     for target in (
         callback,
         getattr(callback, "view_class", None),
         getattr(callback, "cls", None),
         getattr(callback, "model_admin", None),
     ):
-        if target is None:
-            continue
-        target = inspect.unwrap(target)
-        if not getattr(target, "__module__", "").startswith("django_webfetch"):
-            continue
-        try:
-            parts.append(textwrap.dedent(inspect.getsource(target)))
-        except (OSError, TypeError):
-            continue
+        if target is not None:
+            visit(target, 0)
     return "\n".join(parts)
 
 
