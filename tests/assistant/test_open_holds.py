@@ -61,7 +61,10 @@ def assert_told_to_poll(response: httpx.Response, kind: str) -> None:
 
 
 def held(kind: str, n: int) -> None:
-    wait_for(lambda: holds.counts()[kind] == n, 30, what=f"{n} {kind} held")
+    try:
+        wait_for(lambda: holds.counts()[kind] == n, 30, what=f"{n} {kind} held")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {holds.counts()}") from None
 
 
 def backends() -> int:
@@ -84,10 +87,12 @@ def test_an_editors_streams_past_the_bound_are_told_to_poll(
     ):
         baseline = backends() if connection.vendor == "postgresql" else 0
         url = f"/api/runs/{run_id}/stream/"
+        readers = []  # kept: a reader dropped closes its connection (and the stream)
         for _ in range(3):
             response = streams.enter_context(client.stream("GET", url))
             assert response.status_code == 200
-            assert next(response.iter_lines()).startswith("retry: ")
+            readers.append(response.iter_lines())
+            assert next(readers[-1]).startswith("retry: ")
         held("streams", 3)
         assert gauge("streams") == 3
         # Every further stream of this editor (every tab's EventSource) is told to poll ...
