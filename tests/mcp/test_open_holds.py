@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.runs.infra import wait_for
+from tests.runs.infra import postgres_cluster, wait_for  # noqa: F401 - a fixture
 
 from .conftest import HTTP_URL
 from .test_server import _approve, _in_thread
@@ -184,3 +184,19 @@ def _awaiting_for(user: Any) -> str:
         )
 
     return str(wait_for(found, 30, what="a call awaiting approval").pk)
+
+
+@pytest.mark.postgres
+def test_the_mcp_holds_on_postgresql(postgres_cluster):  # noqa: F811
+    """This file and the surface enumeration again on PostgreSQL."""
+    import os
+
+    if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
+        pytest.skip("already inside the PostgreSQL session")
+    postgres_cluster.run_pytest(
+        "webfetch_mcp_holds",
+        __file__,
+        "tests/budgets/test_open_surfaces.py",
+        "-k",
+        "not on_postgresql",
+    )
