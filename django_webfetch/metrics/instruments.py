@@ -139,7 +139,8 @@ PROVIDER_TOKENS = _counter(
 REFUSALS = _counter(
     "webfetch_refusals_total",
     "Budget and limit refusals by kind (budget_exceeded:<ceiling>, rate_limited:<scope>, "
-    "destination_deferred, destination_busy, destination_limit_unavailable).",
+    "destination_deferred, destination_busy, destination_limit_unavailable, "
+    "too_many_open:<kind>).",
     ("kind",),
 )
 
