@@ -71,9 +71,9 @@ class Notifier:
         self.reads = 0  # queries made (tests and benchmarks count work, not time)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webfetch-watch")
 
-    async def wait(self, run_id: Any, since: int, timeout: float) -> None:
-        """Until run ``run_id`` has an event after ``since``, is finished or gone, or
-        ``timeout`` seconds passed."""
+    async def wait(self, run_id: Any, since: int, timeout: float) -> bool:
+        """Until run ``run_id`` has an event after ``since``, is finished or gone (``True``),
+        or ``timeout`` seconds passed (``False``)."""
         waiter = _Waiter(str(run_id), since)
         self.waiters.add(waiter)
         if self.task is None or self.task.done():
@@ -85,6 +85,7 @@ class Notifier:
                 await asyncio.wait_for(waiter.event.wait(), timeout)
         finally:
             self.waiters.discard(waiter)
+        return waiter.event.is_set()
 
     async def _run(self) -> None:
         try:
@@ -125,10 +126,10 @@ def notifier() -> Notifier:
     return found
 
 
-async def wait_for_event(run_id: Any, since: int, timeout: float) -> None:
+async def wait_for_event(run_id: Any, since: int, timeout: float) -> bool:
     """Wait (no thread, no connection of its own) until the run has an event after
-    ``since``, is finished, or ``timeout`` passed."""
-    await notifier().wait(run_id, since, timeout)
+    ``since`` or is finished (``True``), or ``timeout`` passed (``False``)."""
+    return await notifier().wait(run_id, since, timeout)
 
 
 def poke() -> None:
