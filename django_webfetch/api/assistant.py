@@ -464,7 +464,7 @@ class RunEventsView(AssistantView):
     With ``wait`` (seconds, at most 25) it long-polls: it answers as soon as there is an
     event after ``since`` (at once if there is one already), or the run has finished, or
     ``wait`` has passed (an empty list).  The wait itself is ``stream.run_events``'s (the
-    route's view): a hold of kind ``long_polls``, and under ASGI no thread or connection."""
+    route's view): a hold of kind ``long_polls``, and under ASGI no polling thread or connection."""
 
     @extend_schema(
         operation_id="runs_events",

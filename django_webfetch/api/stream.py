@@ -6,8 +6,8 @@ iterator that writes the run's new events (``RunEvent`` rows) as ``id: <seq>`` /
 seconds (15) of silence, and ends after the run's last event (``completed``, ``failed``,
 ``cancelled``), or after ``MAX_STREAM_SECONDS`` (the client reconnects with
 ``Last-Event-ID`` and goes on where it left off).  Between two reads it waits on the
-process's one notifier (``assistant.watch``): no thread and no database connection of its
-own while it waits; each read is a short one in a worker thread, whose connection is closed
+process's one notifier (``assistant.watch``): no polling thread and no database connection of
+its own while it waits; each read is a short one in a worker thread, whose connection is closed
 or kept as ``CONN_MAX_AGE`` says, and the checks' connection is closed before the stream
 starts.
 
@@ -272,7 +272,7 @@ async def run_events(request: HttpRequest, pk: Any) -> HttpResponseBase:
     """``GET runs/{id}/events/``: :class:`~.assistant.RunEventsView`, whose answer, when it
     has no event for the client yet and ``wait`` asks for it, is read again after a wait:
     a hold of kind ``long_polls`` (past a bound: ``429`` ``too_many_open``, poll instead);
-    under ASGI on the process's one notifier (no thread, no connection while it waits)."""
+    under ASGI on the process's one notifier (no polling thread, no connection while it waits)."""
     response = await checked_view(_events_view, request, pk=pk)
     wanted = getattr(response, "webfetch_wait", None)
     if response.status_code != 200 or wanted is None or wanted[0] <= 0:

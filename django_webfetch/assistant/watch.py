@@ -1,4 +1,4 @@
-"""Waiting for a run's next event without a thread or a database connection per waiter.
+"""Waiting for a run's next event without a polling thread or a database connection per waiter.
 
 One :class:`Notifier` per event loop (one per ASGI process) serves every waiter: an
 ``asyncio.Event`` per waiter, and one task that reads the ``(last_event, state)`` of every
@@ -127,7 +127,7 @@ def notifier() -> Notifier:
 
 
 async def wait_for_event(run_id: Any, since: int, timeout: float) -> bool:
-    """Wait (no thread, no connection of its own) until the run has an event after
+    """Wait (no polling thread, no connection of its own) until the run has an event after
     ``since`` or is finished (``True``), or ``timeout`` passed (``False``)."""
     return await notifier().wait(run_id, since, timeout)
 
