@@ -14,7 +14,7 @@ from django_webfetch.assistant import watch
 from django_webfetch.assistant.models import AssistantRun, Conversation
 from django_webfetch.assistant.state import event
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 @pytest.fixture
