@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -212,12 +213,15 @@ def _events(stream: _Stream, lease: holds.Lease) -> Iterator[bytes]:
 
 
 class _HeldStream(StreamingHttpResponse):
-    """The stream's hold is released when the stream ends, and when the response is closed
-    unread (the client left before the first byte)."""
+    """The stream's hold is released when the stream ends, when the response is closed
+    unread (the client left before the first byte), and at the latest when it is collected."""
 
     def __init__(self, content: Any, lease: holds.Lease) -> None:
         super().__init__(content, content_type="text/event-stream")
         self.lease = lease
+        # A response dropped without being closed (a server that breaks PEP 3333) gives its
+        # hold back when it is collected.
+        weakref.finalize(self, lease.release)
 
     def close(self) -> None:
         try:

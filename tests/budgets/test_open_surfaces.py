@@ -227,3 +227,25 @@ def _handler_source(source: str, name: str) -> str:
     )
     assert match, name
     return match.group(0)
+
+
+def test_a_stream_dropped_unread_gives_its_hold_back(editor, settings, open_run):
+    """Closed unread, or dropped by a server that never closes it: the hold is given back."""
+    import gc
+
+    from django.urls import reverse
+
+    settings.ROOT_URLCONF = "tests.runs.urls"
+    client = Client()
+    client.force_login(editor)
+    url = reverse("django_webfetch:run-stream", kwargs={"pk": open_run.pk})
+    me = ("user", str(editor.pk))
+    closed = client.get(url)
+    assert closed.streaming and holds.principal_counts(me)["streams"] == 1
+    closed.close()
+    assert holds.principal_counts(me)["streams"] == 0
+    dropped = client.get(url)
+    assert dropped.streaming and holds.principal_counts(me)["streams"] == 1
+    del dropped
+    gc.collect()
+    assert holds.principal_counts(me)["streams"] == 0

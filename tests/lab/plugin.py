@@ -43,8 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except netns.LabError as exc:
         raise pytest.UsageError(f"the test lab is unsafe, refusing to run: {exc}") from exc
     workers.configure_worker(
-        config,
-        netns.lab_dir() if netns.LAB_ACTIVE else tempfile.mkdtemp(prefix="webfetch-worker-")
+        config, netns.lab_dir() if netns.LAB_ACTIVE else tempfile.mkdtemp(prefix="webfetch-worker-")
     )
     audit.install()
 
