@@ -483,6 +483,7 @@ def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) ->
                 )
             )
     messages.extend(_check_sqlite_writers())
+    messages.extend(_check_open_bounds())
     try:
         from django.urls import NoReverseMatch, reverse
 
@@ -501,6 +502,30 @@ def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) ->
             )
         )
     return messages
+
+
+#: One principal may hold at most this share of what the process may hold open.
+OPEN_SHARE = 4
+
+
+def _check_open_bounds() -> list[CheckMessage]:
+    """W063: one principal may hold open more than a quarter of what the process may
+    (``WEBFETCH_OPEN_PER_PRINCIPAL`` against ``WEBFETCH_OPEN_PER_PROCESS``)."""
+    if not (_readable("WEBFETCH_OPEN_PER_PRINCIPAL") and _readable("WEBFETCH_OPEN_PER_PROCESS")):
+        return []
+    per_principal = conf.WEBFETCH_OPEN_PER_PRINCIPAL
+    per_process = conf.WEBFETCH_OPEN_PER_PROCESS
+    wide = [k for k in per_principal if per_principal[k] * OPEN_SHARE > per_process[k]]
+    if not wide:
+        return []
+    return [
+        Warning(
+            f"One principal may hold open more than a quarter of what the process may "
+            f"({', '.join(wide)}): a few users can take what every other user needs.",
+            hint="Lower WEBFETCH_OPEN_PER_PRINCIPAL or raise WEBFETCH_OPEN_PER_PROCESS.",
+            id="django_webfetch.W063",
+        )
+    ]
 
 
 def _check_sqlite_writers() -> list[CheckMessage]:

@@ -22,7 +22,16 @@ from django.conf import settings
 from .exceptions import WebFetchConfigurationError
 from .net.policy import HARD_LIMITS
 
-__all__ = ["API_RATE_DEFAULTS", "BOUND_SETTINGS", "CALL_LIMITS", "Settings", "conf"]
+__all__ = [
+    "API_RATE_DEFAULTS",
+    "BOUND_SETTINGS",
+    "CALL_LIMITS",
+    "OPEN_KINDS",
+    "OPEN_PER_PRINCIPAL_DEFAULTS",
+    "OPEN_PER_PROCESS_DEFAULTS",
+    "Settings",
+    "conf",
+]
 
 _MISSING = object()
 
@@ -39,6 +48,21 @@ API_RATE_DEFAULTS: dict[str, str | None] = {
     "messages": "20/minute",
     "calls": "60/minute",
     "approvals": "120/minute",
+}
+#: What one principal may hold open (``budgets.holds``): default bounds per principal (a
+#: user, and an MCP token on its own) and per process, by kind.
+OPEN_KINDS = ("streams", "long_polls", "mcp_sessions", "mcp_waits")
+OPEN_PER_PRINCIPAL_DEFAULTS: dict[str, int] = {
+    "streams": 6,
+    "long_polls": 6,
+    "mcp_sessions": 8,
+    "mcp_waits": 4,
+}
+OPEN_PER_PROCESS_DEFAULTS: dict[str, int] = {
+    "streams": 200,
+    "long_polls": 200,
+    "mcp_sessions": 500,
+    "mcp_waits": 200,
 }
 _RATE = re.compile(r"[1-9][0-9]{0,6}/(s|sec|second|m|min|minute|h|hour|d|day)")
 
@@ -466,6 +490,40 @@ class Settings:
                 raise _bad(name, 'a dict of rates like "30/minute" (or None)')
             rates[scope] = None if rate is None else str(rate)
         return rates
+
+    def _open_bounds(self, name: str, defaults: dict[str, int]) -> dict[str, int]:
+        value = _raw(name, {})
+        if not isinstance(value, Mapping):
+            raise _bad(name, f"a dict {{kind: positive integer}} with kinds among {OPEN_KINDS}")
+        bounds = dict(defaults)
+        for kind, bound in value.items():
+            if kind not in defaults:
+                raise _bad(name, f"a dict with keys among {list(OPEN_KINDS)}")
+            if isinstance(bound, bool) or not isinstance(bound, int) or not 1 <= bound <= 100_000:
+                raise _bad(name, "a dict of integers 1..100000")
+            bounds[kind] = bound
+        return bounds
+
+    @property
+    def WEBFETCH_OPEN_PER_PRINCIPAL(self) -> dict[str, int]:
+        """What one user (and, over MCP, one token on its own) may hold open at once in one
+        process, by kind: ``streams``, ``long_polls``, ``mcp_sessions``, ``mcp_waits``."""
+        return self._open_bounds("WEBFETCH_OPEN_PER_PRINCIPAL", OPEN_PER_PRINCIPAL_DEFAULTS)
+
+    @property
+    def WEBFETCH_OPEN_PER_PROCESS(self) -> dict[str, int]:
+        """What every principal together may hold open at once in one process, by kind."""
+        return self._open_bounds("WEBFETCH_OPEN_PER_PROCESS", OPEN_PER_PROCESS_DEFAULTS)
+
+    @property
+    def WEBFETCH_OPEN_RETRY_AFTER(self) -> int:
+        """The ``Retry-After`` (seconds) of a ``too_many_open`` refusal; 1..300."""
+        return self._positive_int("WEBFETCH_OPEN_RETRY_AFTER", 5, 300)
+
+    @property
+    def WEBFETCH_MCP_SESSION_IDLE(self) -> float:
+        """Seconds after which an MCP session with no request in flight is closed; 1..3600."""
+        return self._seconds("WEBFETCH_MCP_SESSION_IDLE", 300.0, 3600.0)
 
     @property
     def WEBFETCH_MAX_CALLS_PER_HOST(self) -> int:

@@ -11,7 +11,6 @@ Events (``api/stream.py``).
 
 from __future__ import annotations
 
-import time
 from typing import Any, cast
 
 from rest_framework import exceptions, serializers, status
@@ -464,25 +463,28 @@ class RunEventsView(AssistantView):
     """The run's events after ``since`` (0: from the start), oldest first, at most 200.
     With ``wait`` (seconds, at most 25) it long-polls: it answers as soon as there is an
     event after ``since`` (at once if there is one already), or the run has finished, or
-    ``wait`` has passed (an empty list)."""
+    ``wait`` has passed (an empty list).  The wait itself is ``stream.run_events``'s (the
+    route's view): a hold of kind ``long_polls``, and under ASGI no polling thread or connection."""
 
     @extend_schema(
         operation_id="runs_events",
         parameters=[SinceSerializer],
-        responses={200: RunEventsSerializer, 400: _ERRORS[400], 404: _ERRORS[404]},
+        responses={
+            200: RunEventsSerializer,
+            400: _ERRORS[400],
+            404: _ERRORS[404],
+            429: OpenApiResponse(
+                ErrorSerializer, description="Too many waits open (too_many_open): poll."
+            ),
+        },
     )
     def get(self, request: Request, pk: Any) -> Response:
         run = services.refresh(self.get_run(request, pk))
         query = SinceSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         since = query.validated_data["since"]
-        deadline = time.monotonic() + query.validated_data["wait"]
         events = services.events_since(run, since)
-        while not events and not run.finished and time.monotonic() < deadline:
-            time.sleep(min(WAIT_INTERVAL, max(deadline - time.monotonic(), 0.0)))
-            run = AssistantRun.objects.get(pk=run.pk)
-            events = services.events_since(run, since)
-        return Response(
+        response = Response(
             {
                 "run": str(run.pk),
                 "state": run.state,
@@ -490,3 +492,8 @@ class RunEventsView(AssistantView):
                 "events": [e.as_dict() for e in events],
             }
         )
+        if not events and not run.finished:
+            # What the route's view may wait for (``stream.run_events``).
+            wanted = (query.validated_data["wait"], request.user.pk, since)
+            response.webfetch_wait = wanted  # type: ignore[attr-defined]
+        return response

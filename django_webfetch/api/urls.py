@@ -34,7 +34,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("runs/<uuid:pk>/", assistant.RunDetailView.as_view(), name="run-detail"),
     path("runs/<uuid:pk>/cancel/", assistant.RunCancelView.as_view(), name="run-cancel"),
-    path("runs/<uuid:pk>/events/", assistant.RunEventsView.as_view(), name="run-events"),
+    path("runs/<uuid:pk>/events/", stream.run_events, name="run-events"),
     path("runs/<uuid:pk>/stream/", stream.run_stream, name="run-stream"),
 ]
 

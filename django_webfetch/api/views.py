@@ -18,7 +18,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
 from django.db import DatabaseError, DataError, IntegrityError
-from django.http import Http404, HttpResponsePermanentRedirect
+from django.http import Http404, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve
 from rest_framework import exceptions, status
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -31,7 +31,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView, exception_handler
 
 from django_webfetch import runs
-from django_webfetch.budgets import rates
+from django_webfetch.budgets import holds, rates
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.bounds import InputRejected, check_text, safe_label
 from django_webfetch.tools import specs, tools_for_user
@@ -61,6 +61,7 @@ __all__ = [
     "ToolListView",
     "api_exception_handler",
     "check_request_text",
+    "too_many_open_response",
 ]
 
 logger = logging.getLogger("django_webfetch.api")
@@ -168,9 +169,24 @@ def _as_api_exception(exc: Exception, context: dict[str, Any]) -> Exception:
     return exc
 
 
+def too_many_open_response(exc: holds.TooManyOpen) -> JsonResponse:
+    """The refusal of a hold (``budgets.holds``): ``429`` with ``Retry-After``, the API's
+    error shape; the client polls instead."""
+    response = JsonResponse(exc.as_dict(), status=status.HTTP_429_TOO_MANY_REQUESTS)
+    response["Retry-After"] = str(exc.retry_after)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, with a stable ``code`` next to every ``detail``; every error of the
     API is JSON (an unexpected one too, as ``500`` ``server_error``)."""
+    if isinstance(exc, holds.TooManyOpen):
+        return Response(
+            exc.as_dict(),
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+            headers={"Retry-After": str(exc.retry_after), "Cache-Control": "no-store"},
+        )
     exc = _as_api_exception(exc, context)
     response = exception_handler(exc, context)
     if response is None:

@@ -24,6 +24,7 @@ from django_webfetch import metrics, runs
 from django_webfetch.conf import conf
 from django_webfetch.runs.durable import lease_expired, retry_while_locked
 
+from . import watch
 from .errors import InvalidRunTransition
 from .models import RUN_FINISHED_STATES, RUN_TRANSITIONS, AssistantRun, RunEvent, RunState
 
@@ -160,6 +161,8 @@ def event(run_id: Any, kind: str, data: Mapping[str, Any] | None = None) -> None
             RunEvent.objects.create(run_id=run_id, seq=seq, kind=kind, data=dict(data or {}))
 
     retry_while_locked(append, errors=(OperationalError, IntegrityError), sqlite_only=False)
+    # Waiters of this process read the run at once (others within ``watch.POLL_INTERVAL``).
+    transaction.on_commit(watch.poke)
 
 
 def events_since(run: AssistantRun, since: int, *, limit: int = 200) -> list[RunEvent]:

@@ -18,11 +18,21 @@ Every HTTP request to the endpoint carries ``Authorization: Bearer <personal acc
 token>``; the token is looked up on every request (a revoked token is refused at once, 401),
 and an MCP session only answers requests made with the token that opened it.  The ``Host``
 header is checked against Django's ``ALLOWED_HOSTS``, as Django checks it.
+
+An open session is a hold of kind ``mcp_sessions`` (``budgets.holds``), counted for its
+token and for the token's user from the request that opens it (``initialize``) until it
+ends (``DELETE``, ``WEBFETCH_MCP_SESSION_IDLE`` seconds without a request in flight, or the
+server's shutdown).  Past a bound the opening request is answered ``429`` with
+``Retry-After`` and a JSON-RPC error whose ``data`` is the refusal (``too_many_open``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
+from collections.abc import AsyncIterator
+from typing import Any
 
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
@@ -34,13 +44,24 @@ from mcp.server.auth.middleware.bearer_auth import (
 from mcp.server.auth.provider import AccessToken as BearerToken
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from django_webfetch.budgets import holds
+from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken
 
-from .server import Context, Unauthorized, build_server, db
+from .server import TOO_MANY_OPEN, Context, Unauthorized, build_server, db
 
-__all__ = ["MAX_REQUEST_BYTES", "TokenVerifier", "mcp_endpoint", "with_mcp"]
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "SessionManager",
+    "TokenVerifier",
+    "mcp_endpoint",
+    "principals",
+    "too_many_open",
+    "with_mcp",
+]
 
 #: Bytes of one HTTP request body (a tool's arguments are at most 16 KiB as JSON).
 MAX_REQUEST_BYTES = 256 * 1024
@@ -113,13 +134,105 @@ class _CheckHost:
         await self.app(scope, receive, send)
 
 
+#: The lease of the session the current request opens (set around the SDK's admission).
+_OPENING: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "webfetch_mcp_opening", default=None
+)
+
+
+def principals(scope: Scope) -> tuple[tuple[str, str], ...]:
+    """The principals of an authenticated MCP request: its user and its token."""
+    user = scope.get("user")
+    if not isinstance(user, AuthenticatedUser):  # pragma: no cover - RequireAuth ran first
+        return ()
+    token = user.access_token
+    return (
+        ("user", str(token.subject)),
+        ("token", str((token.claims or {}).get("webfetch_token"))),
+    )
+
+
+def too_many_open(exc: holds.TooManyOpen) -> JSONResponse:
+    """The refusal of a hold over MCP's HTTP transport: ``429`` with ``Retry-After``."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": TOO_MANY_OPEN,
+            "message": str(exc),
+            "data": {"error": exc.code, **exc.as_dict()},
+        },
+    }
+    return JSONResponse(
+        body,
+        status_code=429,
+        headers={"Retry-After": str(exc.retry_after), "Cache-Control": "no-store"},
+    )
+
+
+@holds.surface("mcp_sessions", "mcp:initialize")
+class SessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, each session a hold of kind ``mcp_sessions`` for its
+    token and its user (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._leases: dict[str, holds.Lease] = {}
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        try:
+            async with super().run():
+                yield
+        finally:
+            for lease in list(self._leases.values()):
+                lease.release()
+            self._leases.clear()
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        opens = not any(k == b"mcp-session-id" for k, _ in scope.get("headers", ()))
+        if not opens:
+            await super()._handle_stateful_request(scope, receive, send)
+            return
+        try:
+            lease = holds.acquire("mcp_sessions", *principals(scope))
+        except holds.TooManyOpen as exc:
+            await too_many_open(exc)(scope, receive, send)
+            return
+        opening = [lease, False]
+        reset = _OPENING.set(opening)
+        try:
+            await super()._handle_stateful_request(scope, receive, send)
+        finally:
+            _OPENING.reset(reset)
+            if not opening[1]:
+                lease.release()
+
+    def _admit_session(self, requestor: Any) -> Any:
+        transport = super()._admit_session(requestor)
+        opening = _OPENING.get()
+        if transport is not None and opening is not None:
+            self._leases[str(transport.mcp_session_id)] = opening[0]
+            opening[1] = True
+        return transport
+
+    async def _discard_session(self, session_id: str, transport: Any) -> None:
+        lease = self._leases.pop(session_id, None)
+        if lease is not None:
+            lease.release()
+        await super()._discard_session(session_id, transport)
+
+
 def mcp_endpoint() -> tuple[ASGIApp, StreamableHTTPSessionManager]:
     """The endpoint (an ASGI app) and its session manager, whose ``run()`` must be entered
     for the process's lifetime (:func:`with_mcp` does it in the ASGI lifespan)."""
     server = build_server(_authenticate)
-    manager = StreamableHTTPSessionManager(
+    manager = SessionManager(
         app=server,
         max_request_body_size=MAX_REQUEST_BYTES,
+        # Idle sessions end in minutes; how many may be open is the door's (budgets.holds).
+        session_idle_timeout=conf.WEBFETCH_MCP_SESSION_IDLE,
+        max_sessions=None,
         # The Host header is checked against ALLOWED_HOSTS (below); an Origin cannot carry
         # the bearer token, so a browser page cannot use the endpoint on a user's behalf.
         security_settings=None,

@@ -38,6 +38,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
 from django_webfetch import __version__
+from django_webfetch.budgets import holds
 from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken, CallState
 
@@ -46,6 +47,7 @@ from .answers import Answer
 
 __all__ = [
     "POLL_SECONDS",
+    "TOO_MANY_OPEN",
     "UNAUTHORIZED",
     "Authenticate",
     "CancelTaskParams",
@@ -64,6 +66,8 @@ UNAUTHORIZED = -32001
 RESOURCE_NOT_FOUND = -32002
 #: A server error of JSON-RPC's implementation range: the user is over a rate.
 THROTTLED = -32029
+#: A server error of JSON-RPC's implementation range: too many open (``budgets.holds``).
+TOO_MANY_OPEN = -32030
 #: How often a waiting call is looked at.
 POLL_SECONDS = 0.5
 
@@ -126,13 +130,47 @@ def _result(answer: Answer) -> types.CallToolResult:
     )
 
 
+async def _refused_wait(
+    token: AccessToken, pending: calls.Pending, exc: holds.TooManyOpen, *, as_task: bool
+) -> Answer | None:
+    """Past the bound of waits: the call goes on, the client polls it (``waiting``)."""
+    live, call = await db(calls.poll, token.pk, pending.call_id)
+    if live is None:
+        raise Unauthorized
+    if call is None:
+        return calls.NO_SUCH_CALL
+    if call.finished:
+        return await db(calls.answer_for, call, pending.fetch, live.user)
+    if as_task:
+        return None  # a task at once: its client polls tasks/get
+    answer = calls.waiting(call)
+    return Answer(
+        f"{answer.text} {exc}",
+        is_error=False,
+        data={**answer.data, "error": exc.code, **exc.as_dict()},
+    )
+
+
+@holds.surface("mcp_waits", "mcp:tools/call")
 async def _wait(
     ctx: Context, token: AccessToken, pending: calls.Pending, *, as_task: bool = False
 ) -> Answer | None:
-    """The call's answer once it finished, or past the bound the answer that it waits.
+    """The call's answer once it finished, or past the bound the answer that it waits; the
+    wait is a hold of kind ``mcp_waits`` for the token and its user.
 
     ``as_task`` (a client of the Tasks extension): ``None`` instead of waiting for a human
     or past the bound, for the caller to answer with a task."""
+    try:
+        lease = holds.acquire("mcp_waits", ("user", str(token.user_id)), ("token", str(token.pk)))
+    except holds.TooManyOpen as exc:
+        return await _refused_wait(token, pending, exc, as_task=as_task)
+    with lease:
+        return await _wait_held(ctx, token, pending, as_task=as_task)
+
+
+async def _wait_held(
+    ctx: Context, token: AccessToken, pending: calls.Pending, *, as_task: bool
+) -> Answer | None:
     bound = conf.WEBFETCH_MCP_WAIT
     if pending.wait is not None:
         bound = min(bound, pending.wait)

@@ -13,6 +13,7 @@ __all__ = [
     "assistant_run_finished",
     "available",
     "egress_decision",
+    "open_count",
     "provider_request",
     "refusal",
     "sources",
@@ -42,6 +43,10 @@ METRIC_NAMES = (
     "webfetch_provider_tokens_total",
     "webfetch_plugin_connections_in_use",
     "webfetch_refusals_total",
+    "webfetch_open_streams",
+    "webfetch_open_long_polls",
+    "webfetch_open_mcp_sessions",
+    "webfetch_open_mcp_waits",
 )
 
 _LABEL = re.compile(r"[^a-z0-9_:.\-]")
@@ -70,6 +75,9 @@ class _Off:
     def observe(self, amount: float) -> None:
         return None
 
+    def set(self, value: float) -> None:
+        return None
+
 
 def _counter(name: str, doc: str, labels: Iterable[str]) -> Any:
     if _prom is None:  # pragma: no cover
@@ -81,6 +89,13 @@ def _histogram(name: str, doc: str, labels: Iterable[str], buckets: tuple[float,
     if _prom is None:  # pragma: no cover
         return _Off()
     return _prom.Histogram(name, doc, list(labels), buckets=buckets)
+
+
+def _gauge(name: str, doc: str) -> Any:
+    if _prom is None:  # pragma: no cover
+        return _Off()
+    # Summed over the live processes under ``PROMETHEUS_MULTIPROC_DIR``.
+    return _prom.Gauge(name, doc, multiprocess_mode="livesum")
 
 
 DECISIONS = _counter(
@@ -124,9 +139,19 @@ PROVIDER_TOKENS = _counter(
 REFUSALS = _counter(
     "webfetch_refusals_total",
     "Budget and limit refusals by kind (budget_exceeded:<ceiling>, rate_limited:<scope>, "
-    "destination_deferred, destination_busy, destination_limit_unavailable).",
+    "destination_deferred, destination_busy, destination_limit_unavailable, "
+    "too_many_open:<kind>).",
     ("kind",),
 )
+
+#: ``webfetch_open_<kind>``: what every principal holds open now (``budgets.holds``).
+OPEN = {
+    kind: _gauge(
+        f"webfetch_open_{kind}",
+        f"Open {kind.replace('_', ' ')} held by signed-in principals (budgets.holds).",
+    )
+    for kind in ("streams", "long_polls", "mcp_sessions", "mcp_waits")
+}
 
 _OUTCOMES = {"allowed": "allowed", "denied": "denied", "failed": "failed"}
 
@@ -177,6 +202,13 @@ def provider_request(
             PROVIDER_TOKENS.labels(kind, "completion").inc(completion_tokens)
 
     _safely(count)
+
+
+def open_count(kind: str, value: int) -> None:
+    """What the process holds open of ``kind`` now (one of ``OPEN``'s kinds)."""
+    gauge = OPEN.get(kind)
+    if gauge is not None:
+        _safely(lambda: gauge.set(value))
 
 
 def refusal(kind: str) -> None:

@@ -18,3 +18,9 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["stderr"], "level": "WARNING"},
 }
+# What one principal may hold open (``budgets.holds``), and the idle expiry of sessions.
+if os.environ.get("WEBFETCH_TEST_OPEN_PER_PRINCIPAL"):
+    import json
+
+    WEBFETCH_OPEN_PER_PRINCIPAL = json.loads(os.environ["WEBFETCH_TEST_OPEN_PER_PRINCIPAL"])
+WEBFETCH_MCP_SESSION_IDLE = float(os.environ.get("WEBFETCH_TEST_MCP_SESSION_IDLE", "300"))

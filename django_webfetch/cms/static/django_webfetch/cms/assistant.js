@@ -452,7 +452,8 @@
       source.onerror = function () {
         if (me.stopped) { return; }
         if (source.readyState === window.EventSource.CLOSED) {
-          // Refused (no stream endpoint here, or not this server): long-poll instead.
+          // Refused (no stream endpoint here, not this server, or 429 too_many_open: this
+          // user has too many streams open): long-poll instead.
           source.close();
           if (!opened) { streamWorks = false; }
           refresh();
@@ -462,11 +463,15 @@
       };
     }
 
+    // Set while the server refuses long-polls (429 too_many_open): plain polls until then.
+    var plainUntil = 0;
+
     function poll() {
       if (me.stopped) { return; }
-      root.setAttribute("data-transport", "poll");
+      var plain = Date.now() < plainUntil;
+      root.setAttribute("data-transport", plain ? "plain-poll" : "poll");
       var started = Date.now();
-      request("GET", api + "runs/" + runId + "/events/?since=" + last + "&wait=25")
+      request("GET", api + "runs/" + runId + "/events/?since=" + last + (plain ? "" : "&wait=25"))
         .then(function (data) {
           if (me.stopped) { return; }
           var events = (data && data.events) || [];
@@ -477,9 +482,18 @@
           }
           // An empty answer at once: this server ignores wait, so ask once a second.
           var quick = !events.length && Date.now() - started < 1000;
-          me.timer = window.setTimeout(poll, quick ? 1000 : 0);
+          me.timer = window.setTimeout(poll, quick || plain ? 1000 : 0);
         })
-        .catch(function () {
+        .catch(function (error) {
+          var data = error && error.data;
+          if (data && data.code === "too_many_open") {
+            // Too many waits open for this user: poll without waiting, and try a
+            // long-poll again after the server's Retry-After.
+            var after = Math.max(Number(data.retry_after) || 5, 1) * 1000;
+            plainUntil = Date.now() + after;
+            me.timer = window.setTimeout(poll, 1000);
+            return;
+          }
           me.timer = window.setTimeout(poll, 3000);
         });
     }
