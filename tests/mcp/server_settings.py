@@ -9,7 +9,10 @@ import os
 
 from tests.runs.worker_settings import *  # noqa: F403
 
-ROOT_URLCONF = "tests.runs.urls"
+ROOT_URLCONF = "tests.mcp.oauth_urls"
+LOGIN_URL = "/accounts/login/"
+# The HTTP tests reach uvicorn as a TLS-terminating proxy would (tests/mcp/test_oauth.py).
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 WEBFETCH_ASYNC_RUNS = False
 WEBFETCH_MCP_WAIT = float(os.environ.get("WEBFETCH_TEST_MCP_WAIT", "60"))
 LOGGING = {
