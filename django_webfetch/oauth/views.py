@@ -58,6 +58,15 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
         }
         return render(request, self.template_name, context, status=400)
 
+    def error_response(self, error: Any, application: Any, **kwargs: Any) -> HttpResponse:
+        # An unknown client may be one whose metadata document was refused: say why (a
+        # reason code, never the document's or the server's text).
+        client_id = self.request.GET.get("client_id", "")
+        if application is None and client_id:
+            kwargs["client_refusal"] = last_refusal(client_id)
+        kwargs.setdefault("resource", _resource())
+        return super().error_response(error, application, **kwargs)  # type: ignore[no-any-return]
+
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context: dict[str, Any] = super().get_context_data(**kwargs)
         application = context.get("application")
@@ -71,9 +80,6 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
                 {"name": tool.name, "description": tool.description}
                 for tool in tools_for_user(self.request.user)
             ]
-        elif "error" in context:
-            client_id = self.request.GET.get("client_id", "")
-            context["client_refusal"] = last_refusal(client_id) if client_id else None
         return context
 
     def form_valid(self, form: Any) -> HttpResponse:

@@ -21,3 +21,9 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["stderr"], "level": "WARNING"},
 }
+# tests/mcp/test_oauth.py: short-lived OAuth access tokens, so the client refreshes one.
+if os.environ.get("WEBFETCH_TEST_OAUTH_TOKEN_SECONDS"):
+    OAUTH2_PROVIDER = {  # noqa: F405
+        **OAUTH2_PROVIDER,  # noqa: F405
+        "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ["WEBFETCH_TEST_OAUTH_TOKEN_SECONDS"]),
+    }
