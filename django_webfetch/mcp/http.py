@@ -19,8 +19,8 @@ access token, or (with ``WEBFETCH_OAUTH_RESOURCE`` set) an OAuth access token bo
 resource, which resolves to its grant (``django_webfetch.oauth.grants.principal``).  The
 token is looked up on every request (a revoked token is refused at once, 401, with the
 RFC 9728 ``resource_metadata`` a client discovers the authorization server from), and an
-MCP session only answers requests made for the principal (token or grant) that opened it.  The ``Host``
-header is checked against Django's ``ALLOWED_HOSTS``, as Django checks it.
+MCP session only answers requests made for the principal (token or grant) that opened it.
+The ``Host`` header is checked against Django's ``ALLOWED_HOSTS``, as Django checks it.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ URL, public client, no secret, a redirect-based grant) this module validates:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -54,7 +55,7 @@ _LOOPBACK_HOSTS = ("127.0.0.1", "::1")
 _REFUSAL_KEY = "django_webfetch:oauth:refused:"
 
 
-class MetadataRefused(CIMDError):
+class MetadataRefused(CIMDError):  # type: ignore[misc]
     """A client's metadata document was refused; ``reason`` is a stable code."""
 
     def __init__(self, reason: str, message: str = "") -> None:
@@ -63,8 +64,6 @@ class MetadataRefused(CIMDError):
 
 
 def _refusal_key(client_id: str) -> str:
-    import hashlib
-
     return _REFUSAL_KEY + hashlib.sha256(client_id.encode("utf-8", "replace")).hexdigest()
 
 

@@ -32,7 +32,9 @@ __all__ = ["approve", "grant_for", "on_tokens_revoked", "principal"]
 logger = logging.getLogger("django_webfetch.oauth")
 
 
-def grant_for(user_id: Any, client_id: str, *, issued: datetime | None = None) -> AccessToken | None:
+def grant_for(
+    user_id: Any, client_id: str, *, issued: datetime | None = None
+) -> AccessToken | None:
     """The live grant of ``user_id`` to ``client_id`` (made before ``issued``), or ``None``."""
     rows = AccessToken.objects.live().filter(
         kind=TokenKind.OAUTH, user_id=user_id, client_id=client_id, user__is_active=True
@@ -88,7 +90,9 @@ def principal(secret: str, resource: str) -> AccessToken | None:
     return grant
 
 
-def on_tokens_revoked(sender: Any, tokens: list[AccessToken], by: Any = None, **kwargs: Any) -> None:
+def on_tokens_revoked(
+    sender: Any, tokens: list[AccessToken], by: Any = None, **kwargs: Any
+) -> None:
     """Delete the OAuth tokens (and pending codes) of every revoked grant."""
     for row in tokens:
         if row.kind != TokenKind.OAUTH or not row.client_id:

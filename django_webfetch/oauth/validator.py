@@ -7,8 +7,10 @@ exchange or a refresh) and every revocation by a client is a ``TokenEvent``.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator as _Base
 
 from django_webfetch.models import TokenEvent
@@ -26,15 +28,25 @@ class OAuth2Validator(_Base):  # type: ignore[misc]
     ) -> bool:
         if grant_type not in GRANT_TYPES:
             return False
-        return bool(super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs))
+        return bool(
+            super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs)
+        )
 
     def validate_response_type(
-        self, client_id: Any, response_type: Any, client: Any, request: Any, *args: Any, **kwargs: Any
+        self,
+        client_id: Any,
+        response_type: Any,
+        client: Any,
+        request: Any,
+        *args: Any,
+        **kwargs: Any,
     ) -> bool:
         if response_type != "code":
             return False
         return bool(
-            super().validate_response_type(client_id, response_type, client, request, *args, **kwargs)
+            super().validate_response_type(
+                client_id, response_type, client, request, *args, **kwargs
+            )
         )
 
     def save_bearer_token(self, token: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
@@ -48,12 +60,11 @@ class OAuth2Validator(_Base):  # type: ignore[misc]
         )
         return saved
 
-    def revoke_token(self, token: Any, token_type_hint: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        from oauth2_provider.models import get_access_token_model, get_refresh_token_model
-        import hashlib
-
+    def revoke_token(
+        self, token: Any, token_type_hint: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> Any:
         checksum = hashlib.sha256(token.encode("utf-8")).hexdigest()
-        client = getattr(request, "client", None)
+        client: Any = getattr(request, "client", None)
         owner = None
         if getattr(client, "pk", None) is not None:
             for model in (get_access_token_model(), get_refresh_token_model()):

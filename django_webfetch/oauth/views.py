@@ -108,7 +108,8 @@ class ConnectionsView(LoginRequiredMixin, View):
     template_name = "django_webfetch/oauth/connections.html"
 
     def _rows(self, request: HttpRequest) -> Any:
-        return AccessToken.objects.live().filter(user_id=request.user.pk).order_by("-created")
+        user_id: Any = request.user.pk
+        return AccessToken.objects.live().filter(user_id=user_id).order_by("-created")
 
     def get(self, request: HttpRequest) -> HttpResponse:
         return render(request, self.template_name, {"tokens": self._rows(request)})

@@ -11,6 +11,7 @@ server on a public-looking address; the MCP server fetches it through the guard.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import secrets
 from datetime import timedelta
@@ -225,8 +226,6 @@ class Client:
 def _pkce() -> dict[str, str]:
     verifier = secrets.token_urlsafe(64)
     challenge = hashlib.sha256(verifier.encode()).digest()
-    import base64
-
     return {
         "code_challenge": base64.urlsafe_b64encode(challenge).decode().rstrip("="),
         "code_challenge_method": "S256",
