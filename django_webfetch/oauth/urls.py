@@ -17,14 +17,14 @@ from __future__ import annotations
 from django.urls import include, path
 from oauth2_provider import views as dot
 
-from .views import AuthorizationView, ConnectionsView
+from .views import AuthorizationView, ConnectionsView, TokenView
 
 __all__ = ["urlpatterns"]
 
 
 _oauth = [
     path("oauth/authorize/", AuthorizationView.as_view(), name="authorize"),
-    path("oauth/token/", dot.TokenView.as_view(), name="token"),
+    path("oauth/token/", TokenView.as_view(), name="token"),
     path("oauth/revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/register/", dot.DynamicClientRegistrationView.as_view(), name="dcr-register"),
     path("oauth/connections/", ConnectionsView.as_view(), name="webfetch-connections"),

@@ -7,12 +7,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views import View
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView as _AuthorizationView
+from oauth2_provider.views import TokenView as _TokenView
 
 from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken, TokenEvent
@@ -20,8 +21,9 @@ from django_webfetch.tools.registry import tools_for_user
 
 from .cimd import last_refusal
 from .grants import approve, record
+from .validator import GRANT_TYPES
 
-__all__ = ["AuthorizationView", "ConnectionsView"]
+__all__ = ["AuthorizationView", "ConnectionsView", "TokenView"]
 
 
 def _resource() -> str:
@@ -36,6 +38,12 @@ def _is_ours(values: list[str]) -> bool:
     return bool(values) and all(v.rstrip("/") == resource for v in values)
 
 
+def _is_s256(data: Any) -> bool:
+    """RFC 7636 with ``S256`` only (OAuth 2.1): a challenge of 43..128 characters."""
+    challenge = data.get("code_challenge") or ""
+    return data.get("code_challenge_method") == "S256" and 43 <= len(challenge) <= 128
+
+
 class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
     """The consent page: names the client (from its verified metadata), the user signed in
     and the tools the client will be offered.  A request for any resource but this site's
@@ -46,17 +54,18 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not _is_ours(request.GET.getlist("resource")):
             return self._wrong_resource(request)
+        if not _is_s256(request.GET):
+            return self._refuse(request, "invalid_request", "PKCE with S256 is required.")
         return super().get(request, *args, **kwargs)  # type: ignore[no-any-return]
 
-    def _wrong_resource(self, request: HttpRequest) -> HttpResponse:
-        context = {
-            "error": {
-                "error": "invalid_target",
-                "description": "This site issues tokens for its MCP endpoint only.",
-            },
-            "resource": _resource(),
-        }
+    def _refuse(self, request: HttpRequest, error: str, description: str) -> HttpResponse:
+        context = {"error": {"error": error, "description": description}, "resource": _resource()}
         return render(request, self.template_name, context, status=400)
+
+    def _wrong_resource(self, request: HttpRequest) -> HttpResponse:
+        return self._refuse(
+            request, "invalid_target", "This site issues tokens for its MCP endpoint only."
+        )
 
     def error_response(self, error: Any, application: Any, **kwargs: Any) -> HttpResponse:
         # An unknown client may be one whose metadata document was refused: say why (a
@@ -86,6 +95,8 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
         resource = (form.cleaned_data.get("resource") or "").split()
         if not _is_ours(resource):
             return self._wrong_resource(self.request)
+        if not _is_s256(form.cleaned_data):
+            return self._refuse(self.request, "invalid_request", "PKCE with S256 is required.")
         client_id = form.cleaned_data.get("client_id") or ""
         application = get_application_model().objects.filter(client_id=client_id).first()
         if application is not None:
@@ -99,6 +110,23 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
                     by=self.request.user.get_username(),
                 )
         return super().form_valid(form)  # type: ignore[no-any-return]
+
+
+class TokenView(_TokenView):  # type: ignore[misc]
+    """The token endpoint: the authorization code and refresh token grants only; any other
+    ``grant_type`` is answered ``unsupported_grant_type`` before the toolkit reads it."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.POST.get("grant_type") not in GRANT_TYPES:
+            return JsonResponse(
+                {
+                    "error": "unsupported_grant_type",
+                    "error_description": "Only authorization_code and refresh_token.",
+                },
+                status=400,
+                headers={"Cache-Control": "no-store"},
+            )
+        return super().post(request, *args, **kwargs)  # type: ignore[no-any-return]
 
 
 class ConnectionsView(LoginRequiredMixin, View):
