@@ -232,3 +232,24 @@ def test_a_grant_acts_with_its_users_rights_at_each_request(application, users):
     assert principal(secret, MCP_URL) == grant
     get_access_token_model().objects.update(expires=timezone.now() - timedelta(seconds=1))
     assert principal(secret, MCP_URL) is None
+
+
+def test_e070_w070_w071_oauth_on_without_or_with_a_weakened_toolkit(settings):
+    from django_webfetch.checks import check_oauth
+    from django_webfetch.oauth.provider import oauth_provider_settings
+
+    assert check_oauth() == []  # the tests' settings: OAuth on, as oauth_provider_settings
+    settings.WEBFETCH_OAUTH_RESOURCE = None
+    assert check_oauth() == []  # off: nothing to say
+    settings.WEBFETCH_OAUTH_RESOURCE = "https://other.example/mcp"
+    assert [m.id for m in check_oauth()] == ["django_webfetch.E070"]
+    settings.WEBFETCH_OAUTH_RESOURCE = MCP_URL
+    settings.INSTALLED_APPS = [a for a in settings.INSTALLED_APPS if a != "oauth2_provider"]
+    assert [m.id for m in check_oauth()] == ["django_webfetch.E070"]
+    settings.INSTALLED_APPS = [*settings.INSTALLED_APPS, "oauth2_provider"]
+    settings.OAUTH2_PROVIDER = oauth_provider_settings(
+        MCP_URL, dynamic_registration=True, PKCE_REQUIRED=False
+    )
+    messages = check_oauth()
+    assert [m.id for m in messages] == ["django_webfetch.W070", "django_webfetch.W071"]
+    assert "PKCE_REQUIRED" in messages[0].msg
