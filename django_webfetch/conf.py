@@ -359,6 +359,12 @@ class Settings:
         return value.rstrip("/")
 
     @property
+    def WEBFETCH_OAUTH_MAX_CLIENTS(self) -> int:
+        """OAuth clients known by a Client ID Metadata Document at most; 1..100000.  Past it,
+        clients no user approved whose document is stale are forgotten; then new ones wait."""
+        return self._positive_int("WEBFETCH_OAUTH_MAX_CLIENTS", 1000, 100_000)
+
+    @property
     def WEBFETCH_OAUTH_CLIENT_DOCUMENT_BYTES(self) -> int:
         """Bytes of a client's metadata document (Client ID Metadata Document); 1..65536."""
         return self._positive_int("WEBFETCH_OAUTH_CLIENT_DOCUMENT_BYTES", 16 * 1024, 64 * 1024)

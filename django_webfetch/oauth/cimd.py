@@ -12,7 +12,10 @@ refusal is also a ``TokenEvent`` (``client_refused``, the reason code).
 
 The toolkit caches a good document on its application row (``Cache-Control: max-age``
 clamped to 5 minutes .. 1 day), backs a failing URL off for a minute and holds at most 4
-fetches in flight per process.  On top of the toolkit's checks (``client_id`` equals the
+fetches in flight per process.  The rows are bounded too: before a new client's document
+is fetched, at most ``WEBFETCH_OAUTH_MAX_CLIENTS`` (1000) such rows may exist; past it the
+stale ones no user approved are deleted, and if none is, the new client is refused
+(``client_limit``).  On top of the toolkit's checks (``client_id`` equals the
 URL, public client, no secret, a redirect-based grant) this module validates:
 
 - ``redirect_uris``: each ``https`` with a host the guard accepts (a name resolving to a
@@ -34,6 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.cache import cache
+from django.utils import timezone
 from oauth2_provider.cimd import CIMDError
 
 from django_webfetch.conf import conf
@@ -142,6 +146,27 @@ def _check_metadata(metadata: Any) -> None:
             raise MetadataRefused("logo_uri")
 
 
+def make_room(client_id: str) -> None:
+    """Keep the clients known by a metadata document under ``WEBFETCH_OAUTH_MAX_CLIENTS``
+    before ``client_id`` (not yet known) is fetched; raise ``client_limit`` when full."""
+    from oauth2_provider.models import get_application_model
+
+    from django_webfetch.models import AccessToken, TokenKind
+
+    Application = get_application_model()
+    documented = Application.objects.filter(registration_source="cimd")
+    if documented.filter(client_id=client_id).exists():
+        return  # a refresh of a known client takes no new room
+    limit = conf.WEBFETCH_OAUTH_MAX_CLIENTS
+    if documented.count() < limit:
+        return
+    approved = AccessToken.objects.filter(kind=TokenKind.OAUTH).values("client_id")
+    stale = documented.filter(cimd_expires_at__lt=timezone.now()).exclude(client_id__in=approved)
+    stale.filter(pk__in=list(stale.values_list("pk", flat=True)[:1000])).delete()
+    if documented.count() >= limit:
+        raise MetadataRefused("client_limit")
+
+
 class GuardedMetadataFetcher:
     """django-oauth-toolkit's ``CIMD_METADATA_FETCHER``: ``fetch(client_id)`` returns
     ``(metadata, max_age_seconds)`` or raises ``CIMDError`` (see the module)."""
@@ -155,6 +180,7 @@ class GuardedMetadataFetcher:
 
     def _fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
         _check_client_id(client_id)
+        make_room(client_id)
         max_bytes = conf.WEBFETCH_OAUTH_CLIENT_DOCUMENT_BYTES
         recorder = EgressRecorder(tool=TOOL)
         try:

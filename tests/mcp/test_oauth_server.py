@@ -253,3 +253,36 @@ def test_e070_w070_w071_oauth_on_without_or_with_a_weakened_toolkit(settings):
     messages = check_oauth()
     assert [m.id for m in messages] == ["django_webfetch.W070", "django_webfetch.W071"]
     assert "PKCE_REQUIRED" in messages[0].msg
+
+
+def test_clients_known_by_a_document_are_bounded(settings, users):
+    from django_webfetch.oauth.cimd import make_room
+
+    Application = get_application_model()
+    settings.WEBFETCH_OAUTH_MAX_CLIENTS = 2
+    editor = users["editor"]
+
+    def known(n: int, *, stale: bool) -> Any:
+        return Application.objects.create(
+            name=f"client {n}",
+            client_id=f"https://clients.example/{n}.json",
+            client_type="public",
+            authorization_grant_type="authorization-code",
+            redirect_uris=REDIRECT,
+            registration_source="cimd",
+            cimd_expires_at=timezone.now() + timedelta(hours=-1 if stale else 1),
+        )
+
+    approved = known(1, stale=True)
+    AccessToken.objects.issue(
+        editor, "OAuth: 1", by=editor, kind=TokenKind.OAUTH, client_id=approved.client_id
+    )
+    unused = known(2, stale=True)
+    make_room("https://clients.example/new.json")  # the stale, unapproved one goes
+    assert not Application.objects.filter(pk=unused.pk).exists()
+    assert Application.objects.filter(pk=approved.pk).exists()
+    known(3, stale=False)
+    with pytest.raises(MetadataRefused) as refused:
+        make_room("https://clients.example/new.json")  # full of clients in use
+    assert refused.value.reason == "client_limit"
+    make_room("https://clients.example/3.json")  # a known client takes no new room
