@@ -52,6 +52,7 @@ class WebFetchConfig(AppConfig):
 
         set_provider_kind_source(kind_choices)
         connect_signals()
+        _connect_oauth()
         _connect_metrics()
         _bind_task_handlers()
         # A serving process starts the background runner (it sweeps at once: a restarted
@@ -88,6 +89,18 @@ def _import_the_model_stack() -> None:
     with contextlib.suppress(ImportError):
         import pydantic_ai.direct  # noqa: F401
         import pydantic_ai.models.function  # noqa: F401
+
+
+def _connect_oauth() -> None:
+    """With django-oauth-toolkit installed, revoking an OAuth grant deletes its tokens."""
+    from django.apps import apps
+
+    if not apps.is_installed("oauth2_provider"):
+        return
+    from .models.tokens import tokens_revoked
+    from .oauth.grants import on_tokens_revoked
+
+    tokens_revoked.connect(on_tokens_revoked, dispatch_uid="django_webfetch.oauth.revoked")
 
 
 def _connect_metrics() -> None:

@@ -677,6 +677,67 @@ def check_plugin_instances(
     return messages
 
 
+#: OAuth settings that must hold for the MCP sign-in (``oauth_provider_settings`` sets them);
+#: an override that changes one weakens it (W070).
+_OAUTH_STRICT = (
+    "PKCE_REQUIRED",
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD",
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT",
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT",
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE",
+)
+
+
+def check_oauth(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """E070: OAuth is on but the toolkit is missing or not set up with
+    ``oauth_provider_settings``; W070: an override weakens it; W071: open registration."""
+    from django.apps import apps
+
+    try:
+        resource = conf.WEBFETCH_OAUTH_RESOURCE
+    except WebFetchConfigurationError:
+        return []  # reported by check_settings
+    if resource is None:
+        return []
+    provider = getattr(settings, "OAUTH2_PROVIDER", None)
+    if (
+        not apps.is_installed("oauth2_provider")
+        or not isinstance(provider, dict)
+        or provider.get("OAUTH2_PROTECTED_RESOURCE_IDENTIFIER") != resource
+        or provider.get("OAUTH2_VALIDATOR_CLASS")
+        != "django_webfetch.oauth.validator.OAuth2Validator"
+    ):
+        return [
+            Error(
+                "WEBFETCH_OAUTH_RESOURCE is set but django-oauth-toolkit is not installed or "
+                "not configured for it.",
+                hint="Add 'oauth2_provider' to INSTALLED_APPS and set OAUTH2_PROVIDER = "
+                "oauth_provider_settings(WEBFETCH_OAUTH_RESOURCE) (docs/mcp.rst).",
+                id="django_webfetch.E070",
+            )
+        ]
+    messages: list[CheckMessage] = []
+    weakened = [name for name in _OAUTH_STRICT if provider.get(name) is not True]
+    if weakened:
+        messages.append(
+            Warning(
+                "OAUTH2_PROVIDER weakens the MCP sign-in: " + ", ".join(weakened) + " not True.",
+                hint="Remove these overrides of oauth_provider_settings().",
+                id="django_webfetch.W070",
+            )
+        )
+    if provider.get("DCR_ENABLED"):
+        messages.append(
+            Warning(
+                "Dynamic Client Registration is open: anyone may register an OAuth client.",
+                hint="Clients can identify themselves with a Client ID Metadata Document; "
+                "leave dynamic_registration off unless a client you use needs it.",
+                id="django_webfetch.W071",
+            )
+        )
+    return messages
+
+
 #: Every check of this module with its tags, in the order ``apps.py`` registers them.
 CHECKS: tuple[tuple[Callable[..., list[CheckMessage]], tuple[str, ...]], ...] = (
     (check_settings, (Tags.security,)),
@@ -695,4 +756,5 @@ CHECKS: tuple[tuple[Callable[..., list[CheckMessage]], tuple[str, ...]], ...] = 
     (check_operations, (Tags.compatibility,)),
     (check_plugins, (Tags.security,)),
     (check_plugin_instances, (Tags.security, Tags.database)),
+    (check_oauth, (Tags.security,)),
 )

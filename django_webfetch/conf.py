@@ -362,6 +362,40 @@ class Settings:
         before, instead of fetching it again; 1..86400."""
         return self._positive_int("WEBFETCH_MCP_PAGE_TTL", 900, 86_400)
 
+    # -- OAuth sign-in for remote MCP clients (django_webfetch.oauth) -----------------------
+
+    @property
+    def WEBFETCH_OAUTH_RESOURCE(self) -> str | None:
+        """The MCP endpoint's canonical URL (``https://mysite.example/mcp``): the RFC 8707
+        resource every OAuth access token must be bound to.  ``None``: OAuth is off and the
+        endpoint takes personal access tokens only."""
+        value = _optional_str("WEBFETCH_OAUTH_RESOURCE", _raw("WEBFETCH_OAUTH_RESOURCE", None))
+        if value is None:
+            return None
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if (
+            parts.scheme not in ("https", "http")
+            or not parts.hostname
+            or parts.query
+            or parts.fragment
+            or "@" in parts.netloc
+        ):
+            raise _bad("WEBFETCH_OAUTH_RESOURCE", "an absolute http(s) URL without query")
+        return value.rstrip("/")
+
+    @property
+    def WEBFETCH_OAUTH_MAX_CLIENTS(self) -> int:
+        """OAuth clients known by a Client ID Metadata Document at most; 1..100000.  Past it,
+        clients no user approved whose document is stale are forgotten; then new ones wait."""
+        return self._positive_int("WEBFETCH_OAUTH_MAX_CLIENTS", 1000, 100_000)
+
+    @property
+    def WEBFETCH_OAUTH_CLIENT_DOCUMENT_BYTES(self) -> int:
+        """Bytes of a client's metadata document (Client ID Metadata Document); 1..65536."""
+        return self._positive_int("WEBFETCH_OAUTH_CLIENT_DOCUMENT_BYTES", 16 * 1024, 64 * 1024)
+
     # -- queueing (Celery or the background runner) ----------------------------------------
 
     @property

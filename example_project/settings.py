@@ -99,6 +99,15 @@ CMS_CONFIRM_VERSION4 = True
 X_FRAME_OPTIONS = "SAMEORIGIN"
 LOGIN_URL = "admin:login"
 
+# OAuth sign-in for remote MCP clients (docs/mcp.rst, "Signing in with OAuth"): set
+# WEBFETCH_OAUTH_RESOURCE to the public URL of /mcp (https://mysite.example/mcp) to turn it on.
+WEBFETCH_OAUTH_RESOURCE = os.environ.get("WEBFETCH_OAUTH_RESOURCE") or None
+if WEBFETCH_OAUTH_RESOURCE:
+    from django_webfetch.oauth.provider import oauth_provider_settings
+
+    INSTALLED_APPS.append("oauth2_provider")
+    OAUTH2_PROVIDER = oauth_provider_settings(WEBFETCH_OAUTH_RESOURCE)
+
 
 def _database(url: str) -> dict[str, Any]:
     """``DATABASE_URL`` (postgres:// or postgresql://) as a Django DATABASES entry."""

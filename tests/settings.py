@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django_webfetch.oauth.provider import oauth_provider_settings
+
 SECRET_KEY = "tests-only"
 DEBUG = False
 USE_TZ = True
@@ -18,6 +20,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "django_webfetch",
+    # OAuth sign-in for remote MCP clients (the mcp extra; tests/mcp/test_oauth.py)
+    "oauth2_provider",
     # django CMS and the integration (the cms extra; tests/cms/)
     "cms",
     "menus",
@@ -81,3 +85,7 @@ EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # The shipped default: runs and calls advance on the background runner (and its sweep), as
 # on every site.  A test that is about inline behaviour asks for it (settings fixture).
 WEBFETCH_RUNNER = "background"
+# OAuth sign-in for remote MCP clients (tests/mcp/test_oauth.py): the MCP endpoint as the
+# tests' servers see it, behind a TLS-terminating proxy (tests.mcp.server_settings).
+WEBFETCH_OAUTH_RESOURCE = "https://testserver/mcp"
+OAUTH2_PROVIDER = oauth_provider_settings(WEBFETCH_OAUTH_RESOURCE)

@@ -1,5 +1,8 @@
 """Personal access tokens in the admin: issue (the secret is shown once), revoke, list.
 
+OAuth grants (``kind`` ``oauth``: an MCP client a user approved) are rows of the same table,
+listed and revoked beside the personal tokens; revoking one deletes its OAuth tokens.
+
 A token is issued through ``AccessToken.objects.issue`` (the one door, ``models.tokens``):
 a staff user with "Can add access token" issues tokens for themselves; only a superuser
 picks another user.  A non-superuser sees and revokes their own tokens only.
@@ -12,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from django_webfetch.models import AccessToken
@@ -30,8 +32,8 @@ def _picks_any_user(request: HttpRequest) -> bool:
 
 @admin.register(AccessToken)
 class AccessTokenAdmin(_TokenAdmin):
-    list_display = ("name", "user", "hint", "created", "last_used", "revoked")
-    list_filter = (("revoked", admin.EmptyFieldListFilter),)
+    list_display = ("name", "user", "kind", "client_id", "hint", "created", "last_used", "revoked")
+    list_filter = ("kind", ("revoked", admin.EmptyFieldListFilter))
     search_fields = ("name", "user__username")
     readonly_fields = ("hint", "created", "last_used", "revoked")
     raw_id_fields = ("user",)
@@ -46,12 +48,12 @@ class AccessTokenAdmin(_TokenAdmin):
     def get_fields(self, request: HttpRequest, obj: AccessToken | None = None) -> Any:
         if obj is None:
             return ("user", "name") if _picks_any_user(request) else ("name",)
-        return ("user", "name", "hint", "created", "last_used", "revoked")
+        return ("user", "name", "kind", "client_id", "hint", "created", "last_used", "revoked")
 
     def get_readonly_fields(self, request: HttpRequest, obj: AccessToken | None = None) -> Any:
         if obj is None:
             return ()
-        return ("user", "hint", "created", "last_used", "revoked")
+        return ("user", "kind", "client_id", "hint", "created", "last_used", "revoked")
 
     def save_model(self, request: HttpRequest, obj: AccessToken, form: Any, change: bool) -> None:
         if change:
@@ -73,5 +75,5 @@ class AccessTokenAdmin(_TokenAdmin):
 
     @admin.action(description=_("Revoke the selected tokens"), permissions=["change"])
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
-        count = queryset.filter(revoked__isnull=True).update(revoked=timezone.now())
+        count = queryset.revoke(by=request.user)  # type: ignore[attr-defined]
         self.message_user(request, _("%(count)d token(s) revoked.") % {"count": count})

@@ -33,6 +33,7 @@ __all__ = [
     "ENDPOINT_MEDIA_TYPES",
     "PluginEgressGrant",
     "PluginGrant",
+    "client_metadata_policy",
     "endpoint_policy",
     "endpoint_verdict",
     "own_site_base",
@@ -115,6 +116,33 @@ def endpoint_policy(endpoint: Any) -> EgressPolicy:
         media_types=ENDPOINT_MEDIA_TYPES,
         label=group.slug,
         **_settings_kwargs(),
+    )
+
+
+#: Media types of a client's metadata document (Client ID Metadata Document).
+CLIENT_METADATA_MEDIA_TYPES: tuple[str, ...] = ("application/json",)
+#: Seconds a metadata document may take (DNS included): it is fetched while an editor's
+#: browser waits on the authorization page.
+CLIENT_METADATA_TIMEOUT = 5.0
+
+
+def client_metadata_policy(max_bytes: int) -> EgressPolicy:
+    """The policy an OAuth client's metadata document (its ``client_id`` URL) is fetched
+    under: ``external_filtered`` through the whole guard (this installation's hosts, private
+    and metadata addresses refused), JSON only, ``max_bytes`` at most, no redirect followed,
+    a 5 s bound on the whole fetch.  The operator's lists do not apply: no tool group owns
+    this fetch."""
+    base = _settings_kwargs()
+    base["max_body_bytes"] = min(int(max_bytes), base["max_body_bytes"])
+    base["max_redirects"] = 0
+    base["total_timeout"] = min(CLIENT_METADATA_TIMEOUT, base["total_timeout"])
+    base["connect_timeout"] = min(base["connect_timeout"], base["total_timeout"])
+    return EgressPolicy(
+        scope=Scope.EXTERNAL_FILTERED,
+        own_site_hosts=own_site_hosts(),
+        media_types=CLIENT_METADATA_MEDIA_TYPES,
+        label="oauth-client-metadata",
+        **base,
     )
 
 

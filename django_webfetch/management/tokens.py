@@ -52,7 +52,7 @@ def handle(command: BaseCommand, options: dict[str, Any]) -> None:
         if not found.is_live:
             command.stdout.write(f"token {found.pk} was already revoked at {found.revoked}")
             return
-        found.revoke()
+        found.revoke(by=OPERATOR)
         command.stdout.write(f"token {found.pk} revoked")
     else:
         rows = AccessToken.objects.select_related("user").order_by("pk")

@@ -14,10 +14,13 @@ or run ``uvicorn django_webfetch.mcp.asgi:application``, which does just that.  
 needs the ASGI lifespan protocol (uvicorn, hypercorn, granian): the SDK's session manager
 runs for the process's lifetime.
 
-Every HTTP request to the endpoint carries ``Authorization: Bearer <personal access
-token>``; the token is looked up on every request (a revoked token is refused at once, 401),
-and an MCP session only answers requests made with the token that opened it.  The ``Host``
-header is checked against Django's ``ALLOWED_HOSTS``, as Django checks it.
+Every HTTP request to the endpoint carries ``Authorization: Bearer <token>``: a personal
+access token, or (with ``WEBFETCH_OAUTH_RESOURCE`` set) an OAuth access token bound to that
+resource, which resolves to its grant (``django_webfetch.oauth.grants.principal``).  The
+token is looked up on every request (a revoked token is refused at once, 401, with the
+RFC 9728 ``resource_metadata`` a client discovers the authorization server from), and an
+MCP session only answers requests made for the principal (token or grant) that opened it.
+The ``Host`` header is checked against Django's ``ALLOWED_HOSTS``, as Django checks it.
 
 An open session is a hold of kind ``mcp_sessions`` (``budgets.holds``), counted for its
 token and for the token's user from the request that opens it (``initialize``) until it
@@ -33,6 +36,7 @@ import contextvars
 import json
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
@@ -50,6 +54,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from django_webfetch.budgets import holds
 from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken
+from django_webfetch.models.tokens import TOKEN_PREFIX
 
 from .server import TOO_MANY_OPEN, Context, Unauthorized, build_server, db
 
@@ -76,15 +81,28 @@ def _live_token(token_id: int | str) -> AccessToken | None:
     )
 
 
+def _oauth_principal(secret: str, resource: str) -> AccessToken | None:
+    from django_webfetch.oauth.grants import principal
+
+    return principal(secret, resource)
+
+
 class TokenVerifier:
-    """The SDK's ``TokenVerifier``: a bearer token is a live personal access token."""
+    """The SDK's ``TokenVerifier``: a bearer token is a live personal access token, or an
+    OAuth access token bound to ``WEBFETCH_OAUTH_RESOURCE`` whose grant is live."""
 
     async def verify_token(self, token: str) -> BearerToken | None:
-        row = await db(AccessToken.objects.authenticate, token)
+        resource = conf.WEBFETCH_OAUTH_RESOURCE
+        if token.startswith(TOKEN_PREFIX) or resource is None:
+            row = await db(AccessToken.objects.authenticate, token)
+        else:
+            row = await db(_oauth_principal, token, resource)
         if row is None:
             return None
         return BearerToken(
             token="",  # the secret is not kept
+            # The principal a session is bound to: the personal token, or the OAuth grant
+            # (stable across refreshes: a refreshed token keeps its session).
             client_id=f"webfetch-token-{row.pk}",
             subject=str(row.user.pk),
             scopes=[],
@@ -223,6 +241,15 @@ class SessionManager(StreamableHTTPSessionManager):
         await super()._discard_session(session_id, transport)
 
 
+def _resource_metadata_url() -> str | None:
+    """RFC 9728 §5.1: where a client finds the authorization server (OAuth on only)."""
+    resource = conf.WEBFETCH_OAUTH_RESOURCE
+    if resource is None:
+        return None
+    parts = urlsplit(resource)
+    return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+
+
 def mcp_endpoint() -> tuple[ASGIApp, StreamableHTTPSessionManager]:
     """The endpoint (an ASGI app) and its session manager, whose ``run()`` must be entered
     for the process's lifetime (:func:`with_mcp` does it in the ASGI lifespan)."""
@@ -237,7 +264,11 @@ def mcp_endpoint() -> tuple[ASGIApp, StreamableHTTPSessionManager]:
         # the bearer token, so a browser page cannot use the endpoint on a user's behalf.
         security_settings=None,
     )
-    endpoint = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+    endpoint = RequireAuthMiddleware(
+        StreamableHTTPASGIApp(manager),
+        required_scopes=[],
+        resource_metadata_url=_resource_metadata_url(),  # type: ignore[arg-type]
+    )
     app = AuthenticationMiddleware(endpoint, backend=BearerAuthBackend(TokenVerifier()))
     return _CheckHost(app), manager
 

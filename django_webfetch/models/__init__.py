@@ -12,7 +12,7 @@ from .hosts import ConfiguredEndpoint, HostListEntry, ListKind, SiteHost
 from .operations import OperationsOverview
 from .scopes import DATA_CLASS_NOTICES, DataClass, EgressScope, ToolGroup
 from .texts import StoredText
-from .tokens import AccessToken
+from .tokens import AccessToken, TokenEvent, TokenKind
 
 __all__ = [
     "DATA_CLASS_NOTICES",
@@ -37,6 +37,8 @@ __all__ = [
     "RunState",
     "SiteHost",
     "StoredText",
+    "TokenEvent",
+    "TokenKind",
     "ToolCall",
     "ToolGroup",
 ]

@@ -8,6 +8,14 @@ operator, who holds the database already (:data:`OPERATOR`).  The secret is show
 only its SHA-256 is stored.  A token carries no rights of its own: every request looks it
 up again with its user, so it has its owner's rights *at that request*, and it is refused
 from the moment it is revoked or its user is deactivated.
+
+An OAuth grant (an MCP client an editor connected with OAuth, ``django_webfetch.oauth``) is
+a row of the same table, of kind ``oauth``: it is issued through the same door when the
+editor approves the client, it is the principal the client's OAuth access tokens resolve
+to, and it is listed and revoked beside the personal tokens.  It has no secret anyone
+knows (the client holds OAuth tokens instead), so ``authenticate`` never accepts one.
+Revoking a token sends :data:`tokens_revoked` (the OAuth layer deletes the grant's OAuth
+tokens).  Every issue and revocation is a :class:`TokenEvent`.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import models
+from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -27,9 +36,12 @@ __all__ = [
     "OPERATOR",
     "TOKEN_PREFIX",
     "AccessToken",
+    "TokenEvent",
     "TokenIssueDenied",
+    "TokenKind",
     "hash_secret",
     "may_issue",
+    "tokens_revoked",
 ]
 
 #: Every secret starts with it (secret scanners and people can tell what it is).
@@ -38,6 +50,15 @@ TOKEN_PREFIX = "wfpat_"
 MAX_SECRET_CHARS = 128
 #: ``last_used`` is written at most this often per token (not on every request).
 LAST_USED_EVERY = timedelta(seconds=60)
+
+
+#: Sent with ``tokens=[AccessToken, ...]`` (rows just revoked) and ``by`` (who revoked them).
+tokens_revoked = Signal()
+
+
+class TokenKind(models.TextChoices):
+    PERSONAL = "personal", _("personal access token")
+    OAUTH = "oauth", _("OAuth grant")
 
 
 def hash_secret(secret: str) -> str:
@@ -78,20 +99,60 @@ def may_issue(issuer: Any, user: Any) -> bool:
 
 
 class AccessTokenQuerySet(models.QuerySet["AccessToken"]):
-    def issue(self, user: Any, name: str, *, by: Any) -> tuple[AccessToken, str]:
+    def issue(
+        self,
+        user: Any,
+        name: str,
+        *,
+        by: Any,
+        kind: str = TokenKind.PERSONAL,
+        client_id: str = "",
+    ) -> tuple[AccessToken, str]:
         """A new token for ``user``, issued by ``by`` (a user, or :data:`OPERATOR`):
         ``(row, secret)``.  The secret is not stored.  Raises :class:`TokenIssueDenied`
-        unless :func:`may_issue`.  The one way a token is made (the module docstring)."""
+        unless :func:`may_issue`.  The one way a token is made (the module docstring).
+        ``kind=TokenKind.OAUTH`` with the client's ``client_id``: the grant of an OAuth
+        client the user approved (its secret is thrown away: nobody ever knows it)."""
         if not may_issue(by, user):
             raise TokenIssueDenied(
                 "A user issues access tokens for themselves; only a superuser issues one "
                 "for another user (and never for an inactive one)."
             )
-        token = self.model(user=user, name=str(name)[:100])
+        kind = TokenKind(kind)
+        token = self.model(user=user, name=str(name)[:100], kind=kind, client_id=client_id[:255])
         secret = token.new_secret()
         token._issued = True
         token.save(force_insert=True, using=self.db)
+        TokenEvent.objects.using(self.db).create(
+            token=token,
+            user=user,
+            action=TokenEvent.Action.ISSUED,
+            client_id=token.client_id,
+            by=_actor(by),
+        )
         return token, secret
+
+    def revoke(self, *, by: Any = None) -> int:
+        """Revoke the live rows of this queryset; each revocation is a :class:`TokenEvent`
+        and :data:`tokens_revoked` is sent with the rows.  Returns how many."""
+        now = timezone.now()
+        rows = list(self.filter(revoked__isnull=True))
+        revoked = []
+        for row in rows:
+            if self.model.objects.filter(pk=row.pk, revoked__isnull=True).update(revoked=now):
+                row.revoked = now
+                revoked.append(row)
+        for row in revoked:
+            TokenEvent.objects.create(
+                token=row,
+                user_id=row.user_id,
+                action=TokenEvent.Action.REVOKED,
+                client_id=row.client_id,
+                by=_actor(by),
+            )
+        if revoked:
+            tokens_revoked.send(sender=self.model, tokens=revoked, by=by)
+        return len(revoked)
 
     def authenticate(self, secret: object) -> AccessToken | None:
         """The live token of ``secret`` (not revoked, its user active), or ``None``."""
@@ -105,7 +166,12 @@ class AccessTokenQuerySet(models.QuerySet["AccessToken"]):
             return None
         token = (
             self.select_related("user")
-            .filter(token_hash=hash_secret(secret), revoked__isnull=True, user__is_active=True)
+            .filter(
+                token_hash=hash_secret(secret),
+                kind=TokenKind.PERSONAL,
+                revoked__isnull=True,
+                user__is_active=True,
+            )
             .first()
         )
         if token is None:
@@ -139,6 +205,12 @@ class AccessToken(models.Model):
     created = models.DateTimeField(_("created"), auto_now_add=True)
     last_used = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
     revoked = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    kind = models.CharField(
+        _("kind"), max_length=16, choices=TokenKind.choices, default=TokenKind.PERSONAL
+    )
+    #: An OAuth grant's client (its ``client_id``: a Client ID Metadata Document URL or a
+    #: registered id); empty for a personal token.
+    client_id = models.CharField(_("OAuth client"), max_length=255, blank=True, editable=False)
 
     objects = AccessTokenQuerySet.as_manager()
     #: Set by ``AccessToken.objects.issue`` on the row it makes (the one door).
@@ -170,7 +242,65 @@ class AccessToken(models.Model):
     def is_live(self) -> bool:
         return self.revoked is None
 
-    def revoke(self) -> None:
+    def revoke(self, *, by: Any = None) -> None:
         if self.revoked is None:
-            self.revoked = timezone.now()
-            type(self).objects.filter(pk=self.pk, revoked__isnull=True).update(revoked=self.revoked)
+            type(self).objects.filter(pk=self.pk).revoke(by=by)
+            self.refresh_from_db(fields=["revoked"])
+
+
+def _actor(by: Any) -> str:
+    if by is None:
+        return ""
+    if by is OPERATOR:
+        return "operator"
+    if isinstance(by, str):
+        return by[:150]
+    name = getattr(by, "get_username", None)
+    return str(name() if callable(name) else by)[:150]
+
+
+class TokenEvent(models.Model):
+    """The audit of tokens and OAuth grants: issued, refreshed, revoked, refused."""
+
+    class Action(models.TextChoices):
+        ISSUED = "issued", _("issued")
+        #: An OAuth access token minted for a grant (by the code exchange or a refresh).
+        TOKEN = "token", _("OAuth access token issued")
+        REFRESHED = "refreshed", _("OAuth access token refreshed")
+        REVOKED = "revoked", _("revoked")
+        #: An OAuth client's access or refresh token revoked by the client (RFC 7009).
+        CLIENT_REVOKED = "client_revoked", _("revoked by the client")
+        DECLINED = "declined", _("consent declined")
+        #: A client's metadata document was refused (``reason``: the guard's or ours).
+        CLIENT_REFUSED = "client_refused", _("client refused")
+
+    token = models.ForeignKey(
+        AccessToken,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="events",
+        verbose_name=_("token"),
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    action = models.CharField(_("action"), max_length=32, choices=Action.choices)
+    client_id = models.CharField(_("OAuth client"), max_length=255, blank=True)
+    reason = models.CharField(_("reason"), max_length=100, blank=True)
+    #: Who did it (a user name, ``operator``, ``client``); empty when not known.
+    by = models.CharField(_("by"), max_length=150, blank=True)
+    created = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+        verbose_name = _("token event")
+        verbose_name_plural = _("token events")
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.client_id or self.token_id}"

@@ -9,7 +9,10 @@ import os
 
 from tests.runs.worker_settings import *  # noqa: F403
 
-ROOT_URLCONF = "tests.runs.urls"
+ROOT_URLCONF = "tests.mcp.oauth_urls"
+LOGIN_URL = "/accounts/login/"
+# The HTTP tests reach uvicorn as a TLS-terminating proxy would (tests/mcp/test_oauth.py).
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 WEBFETCH_ASYNC_RUNS = False
 WEBFETCH_MCP_WAIT = float(os.environ.get("WEBFETCH_TEST_MCP_WAIT", "60"))
 LOGGING = {
@@ -24,3 +27,9 @@ if os.environ.get("WEBFETCH_TEST_OPEN_PER_PRINCIPAL"):
 
     WEBFETCH_OPEN_PER_PRINCIPAL = json.loads(os.environ["WEBFETCH_TEST_OPEN_PER_PRINCIPAL"])
 WEBFETCH_MCP_SESSION_IDLE = float(os.environ.get("WEBFETCH_TEST_MCP_SESSION_IDLE", "300"))
+# tests/mcp/test_oauth.py: short-lived OAuth access tokens, so the client refreshes one.
+if os.environ.get("WEBFETCH_TEST_OAUTH_TOKEN_SECONDS"):
+    OAUTH2_PROVIDER = {  # noqa: F405
+        **OAUTH2_PROVIDER,  # noqa: F405
+        "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ["WEBFETCH_TEST_OAUTH_TOKEN_SECONDS"]),
+    }

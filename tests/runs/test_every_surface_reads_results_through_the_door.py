@@ -90,6 +90,16 @@ ROUTES: dict[str, frozenset[str]] = {
     "api/schema/": NOBODY,
     "api/^": NOBODY,
     "assistant/": NOBODY,
+    # The OAuth authorization server (django_webfetch.oauth): discovery, consent, tokens and
+    # the user's Connected apps (token names and clients, never a call's result).
+    ".well-known/oauth-authorization-server": NOBODY,
+    ".well-known/oauth-protected-resource": NOBODY,
+    ".well-known/oauth-protected-resource/<path:resource_path>": NOBODY,
+    "oauth/authorize/": NOBODY,
+    "oauth/token/": NOBODY,
+    "oauth/revoke_token/": NOBODY,
+    "oauth/register/": NOBODY,
+    "oauth/connections/": NOBODY,
     "assistant/approvals/": NOBODY,
     "assistant/status/": NOBODY,
 }
@@ -111,7 +121,7 @@ ADMIN_MODELS: dict[str, frozenset[str]] = {
 }
 #: Apps of other packages in the admin and the URLconf: they hold nothing of ours (their
 #: pages are fetched all the same).
-FOREIGN_APPS = {"auth", "sites", "authtoken", "cms"}
+FOREIGN_APPS = {"auth", "sites", "authtoken", "cms", "oauth2_provider"}
 #: Routes of other packages (django CMS's pages and login), fetched all the same.
 FOREIGN_ROUTES = {"cms_login/", "cms_wizard/^create/$", "^(?P<slug>[0-9A-Za-z-_.//]+)/$", ""}
 #: Admin routes that are not a model's: the index, login, logout, password, i18n...
@@ -125,7 +135,7 @@ ADMIN_SITE_ROUTES = {
     "admin/jsi18n/",
     "admin/r/<path:content_type_id>/<path:object_id>/",
     "admin/r/<int:content_type_id>/<path:object_id>/",
-    "admin/^(?P<app_label>auth|sites|authtoken|django_webfetch|cms)/$",
+    "admin/^(?P<app_label>auth|sites|authtoken|django_webfetch|oauth2_provider|cms)/$",
     "admin/(?P<url>.*)$",
 }
 #: Each MCP request handler, and how this test drives it.
