@@ -35,7 +35,8 @@ except ImportError:  # pragma: no cover - drf-spectacular is optional
 
 
 from .serializers import ErrorSerializer
-from .views import BaseView, Pagination, api_exception_handler
+from .shutdown import stopping
+from .views import BaseView, Pagination, api_exception_handler, release_pooled_connection
 
 __all__ = [
     "ConversationDetailView",
@@ -478,7 +479,8 @@ class RunEventsView(AssistantView):
         since = query.validated_data["since"]
         deadline = time.monotonic() + query.validated_data["wait"]
         events = services.events_since(run, since)
-        while not events and not run.finished and time.monotonic() < deadline:
+        while not events and not run.finished and time.monotonic() < deadline and not stopping():
+            release_pooled_connection()
             time.sleep(min(WAIT_INTERVAL, max(deadline - time.monotonic(), 0.0)))
             run = AssistantRun.objects.get(pk=run.pk)
             events = services.events_since(run, since)

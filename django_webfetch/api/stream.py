@@ -5,8 +5,9 @@ iterator that reads the run's new events (``RunEvent`` rows) from the database e
 of a second (one read of the run's ``last_event``, the rows only when it moved), writes
 each as ``id: <seq>`` / ``event: <kind>`` / ``data: <json>``, sends ``: ping`` after
 ``WEBFETCH_STREAM_HEARTBEAT`` seconds (15) of silence, and ends after the run's last event
-(``completed``, ``failed``, ``cancelled``), or after ``MAX_STREAM_SECONDS`` (the client
-reconnects with ``Last-Event-ID`` and goes on where it left off).  No worker
+(``completed``, ``failed``, ``cancelled``), or after ``MAX_STREAM_SECONDS``, or when the
+server is asked to stop (``api.shutdown``): the client reconnects with ``Last-Event-ID``
+and goes on where it left off.  No worker
 thread is held while it waits.
 
 Under WSGI the same view answers the same stream but ends it after ``WSGI_STREAM_SECONDS``
@@ -40,6 +41,8 @@ from django_webfetch.assistant.models import RUN_FINISHED_STATES, AssistantRun
 from django_webfetch.conf import conf
 
 from .assistant import AssistantView
+from .shutdown import stopping, watch_signals
+from .views import release_pooled_connection
 
 __all__ = [
     "END_KINDS",
@@ -102,7 +105,15 @@ def _frame(event: dict[str, Any]) -> bytes:
 
 
 def _read(run_id: Any, since: int) -> tuple[str, list[dict[str, Any]]]:
-    """The run's state and its events after ``since`` (at most 200)."""
+    """The run's state and its events after ``since`` (at most 200); a pooled connection
+    goes back to the pool after each read (a stream holds none while it waits)."""
+    try:
+        return _read_once(run_id, since)
+    finally:
+        release_pooled_connection()
+
+
+def _read_once(run_id: Any, since: int) -> tuple[str, list[dict[str, Any]]]:
     run = AssistantRun.objects.filter(pk=run_id).only("pk", "state", "last_event").first()
     if run is None:
         return "", []
@@ -138,7 +149,8 @@ class _Stream:
         elif now - self.last_sent >= self.heartbeat:
             frames.append(b": ping\n\n")
             self.last_sent = now
-        if now - self.started >= self.limit:
+        if now - self.started >= self.limit or stopping():
+            # The server stops: the client reconnects (Last-Event-ID) to the next one.
             self.done = True
         return frames
 
@@ -168,6 +180,7 @@ def _events(stream: _Stream) -> Iterator[bytes]:
 async def run_stream(request: HttpRequest, pk: Any) -> HttpResponseBase:
     """``GET runs/{id}/stream/``: the run's events as Server-Sent Events (see the module
     docstring)."""
+    watch_signals()  # in the server's event loop: the main thread
     checked = await sync_to_async(_check, thread_sensitive=True)(request, pk=pk)
     if checked.status_code != 200:
         return checked
