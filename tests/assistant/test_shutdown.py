@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
 from typing import Any
@@ -82,7 +81,7 @@ def _stop_with_open_streams(provider: Any, server: Any, url: str, cookies: Any, 
             assert response.status_code == 200
             opened.release()
             try:
-                seen = [item for item in read_sse(response)]
+                seen = list(read_sse(response))
             except httpx.HTTPError as exc:
                 ended.append(("stream", time.monotonic(), exc))
                 return
