@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,12 +177,24 @@ def test_connections_stay_bounded_and_errors_stay_json_through_a_restart(
     are ``503`` ``database_unavailable``."""
     psycopg = pytest.importorskip("psycopg")
     pytest.importorskip("psycopg_pool")
-    name, database_url = _database(postgres_cluster, psycopg)
+    with _example(postgres_cluster, psycopg, lab, tmp_path, pool=pool) as (name, url, server, log):
+        _exercise(postgres_cluster, name, psycopg, url, server, log, pool)
+
+
+@contextlib.contextmanager
+def _example(
+    cluster: Any, psycopg: Any, lab: Any, tmp_path: Path, *, pool: int, setup: str = ""
+) -> Iterator[tuple[str, str, Any, Path]]:
+    """The example on a new database of ``cluster``, served by uvicorn as run.sh serves it;
+    ``(database name, base URL, server process, its log)``."""
+    name, database_url = _database(cluster, psycopg)
     env = _env(database_url, "", lab)
     env.pop("CELERY_BROKER_URL")
     env["WEBFETCH_EXAMPLE_DB_POOL"] = str(pool)
     _manage(env, "migrate", "--noinput", "-v", "0")
     _manage(env, "demo_setup")
+    if setup:
+        _manage(env, "shell", "-c", setup)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "uvicorn.log"
@@ -198,7 +209,9 @@ def test_connections_stay_bounded_and_errors_stay_json_through_a_restart(
         )
     try:
         with loopback_only_to(lab, url):
-            _exercise(postgres_cluster, name, psycopg, url, server, log, pool)
+            wait_for(lambda: _up(url) or server.poll() is not None, 90, 0.2, "the example")
+            assert server.poll() is None, log.read_text(errors="replace")[-3000:]
+            yield name, url, server, log
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait(10)
@@ -217,8 +230,6 @@ UNPOOLED_BOUND = CLIENTS + 4 + 2
 
 
 def _exercise(cluster, name, psycopg, url, server, log, pool):
-    wait_for(lambda: _up(url) or server.poll() is not None, 90, 0.2, "the example to serve")
-    assert server.poll() is None, log.read_text(errors="replace")[-3000:]
     with httpx.Client(base_url=url, timeout=30) as client:
         csrf = _login(client, "editor", "editor")
         cookies = dict(client.cookies)
@@ -252,3 +263,77 @@ def _exercise(cluster, name, psycopg, url, server, log, pool):
     # After the restart the server answers again (the pool replaced its dead connections).
     after = answers[restarted:]
     assert any(status == 200 for status, _, _ in after[-CLIENTS * 2 :]), after[-20:]
+
+
+# -- a restart while a tool call is in flight (the background runner) -------------------------
+
+ENABLE_WEB = """
+from django_webfetch.models import HostListEntry, ListKind, ToolGroup
+ToolGroup.objects.filter(slug__in=["content", "web"]).update(enabled=True)
+web = ToolGroup.objects.get(slug="web")
+web.skip_approval_with_allowlist = True
+web.save()
+HostListEntry.objects.create(group=web, list=ListKind.ALLOW, value="late.lab.example")
+"""
+
+
+def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
+    postgres_cluster,  # noqa: F811
+    lab,
+    tmp_path,
+):
+    """PostgreSQL restarts while the background runner's fetch waits for the page: the
+    fetch's writes wait for the database, the call succeeds in its first attempt, the page
+    is fetched once, and the editor's run completes (no ``internal_error``, no run left
+    for the sweep to find after its lease)."""
+    psycopg = pytest.importorskip("psycopg")
+    pytest.importorskip("psycopg_pool")
+    lab.dns.set("late.lab.example", a=[lab.PUBLIC_V4[0]])
+    with _example(postgres_cluster, psycopg, lab, tmp_path, pool=POOL, setup=ENABLE_WEB) as (
+        name,
+        url,
+        server,
+        log,
+    ):
+        with httpx.Client(base_url=url, timeout=30) as client:
+            csrf = _login(client, "editor", "editor")
+            headers = {"X-CSRFToken": csrf}
+            conversation = client.post("/api/conversations/", json={}, headers=headers).json()
+            posted = client.post(
+                f"/api/conversations/{conversation['id']}/messages/",
+                json={"content": "Summarise http://late.lab.example/late?seconds=4"},
+                headers=headers,
+            )
+            assert posted.status_code == 202, posted.text
+            run_id = posted.json()["id"]
+            # The fetch is in flight: the lab server has the request and waits 4 s.
+            wait_for(
+                lambda: any(r.path.startswith("/late") for r in lab.requests),
+                60,
+                0.05,
+                "the fetch to start",
+            )
+            postgres_cluster.restart(down=0.3)
+
+            def finished() -> Any:
+                answer = client.get(f"/api/runs/{run_id}/")
+                if answer.status_code != 200:
+                    return None
+                run = answer.json()
+                return run if run["state"] in ("completed", "failed", "cancelled") else None
+
+            run = wait_for(finished, 120, 0.5, "the run to finish")
+        output = log.read_text(errors="replace")
+        assert run["state"] == "completed", (run, output[-4000:])
+        with psycopg.connect(
+            host=postgres_cluster.socket_dir,
+            port=postgres_cluster.port,
+            user=postgres_cluster.user,
+            dbname=name,
+        ) as connection:
+            calls = connection.execute(
+                "SELECT tool, state, attempts, reason FROM django_webfetch_toolcall"
+            ).fetchall()
+    assert calls == [("fetch_external_url", "succeeded", 1, "")], (calls, output[-4000:])
+    assert len([r for r in lab.requests if r.path.startswith("/late")]) == 1
+    assert "database unavailable" in output  # the restart did hit the runner
