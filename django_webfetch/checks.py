@@ -659,7 +659,8 @@ def persistent_connections() -> list[str]:
     """The aliases of the databases that keep a connection open after a request
     (``CONN_MAX_AGE`` not 0) without a pool of the backend's own."""
     aliases = []
-    for alias, settings_dict in settings.DATABASES.items():
+    databases: dict[str, dict[str, Any]] = settings.DATABASES
+    for alias, settings_dict in databases.items():
         pooled = bool((settings_dict.get("OPTIONS") or {}).get("pool"))
         if settings_dict.get("CONN_MAX_AGE", 0) != 0 and not pooled:
             aliases.append(alias)
