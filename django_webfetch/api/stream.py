@@ -159,6 +159,8 @@ async def _aevents(stream: _Stream) -> AsyncIterator[bytes]:
     yield f"retry: {RETRY_MS}\n\n".encode()
     read = sync_to_async(_read, thread_sensitive=True)
     while True:
+        if stopping():
+            return  # without another read: the server waits for every stream to end
         state, events = await read(stream.run_id, stream.since)
         for frame in stream.take(state, events):
             yield frame
