@@ -24,7 +24,7 @@ from .test_streaming import ROOT, _serve, _served, loopback_only_to, read_sse, s
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
-STREAMS = 3
+STREAMS = int(os.environ.get("WEBFETCH_TEST_SHUTDOWN_STREAMS", "3"))
 
 
 def test_sigterm_ends_the_open_streams_and_the_server_exits_in_time(
