@@ -45,9 +45,14 @@ URL = f"http://127.0.0.1:{PORT}"
 PACE = 1.0
 ROUNDS = int(os.environ.get("WEBFETCH_BENCH_ROUNDS", "10"))
 MODES = os.environ.get("WEBFETCH_BENCH_MODES", "persistent,pool").split(",")
+WATCHERS = int(os.environ.get("WEBFETCH_BENCH_WATCHERS", "200"))
 PHASES = [
     phase
-    for phase in [("10 editors", 10, 0), ("100 editors", 100, 0), ("200 watchers", 0, 200)]
+    for phase in [
+        ("10 editors", 10, 0),
+        ("100 editors", 100, 0),
+        (f"{WATCHERS} watchers", 0, WATCHERS),
+    ]
     if phase[0].split()[1] in os.environ.get("WEBFETCH_BENCH_PHASES", "editors,watchers")
 ]
 #: uvicorn's ``--timeout-graceful-shutdown``, as ``run.sh`` gives it.
