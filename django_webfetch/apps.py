@@ -31,7 +31,7 @@ class WebFetchConfig(AppConfig):
 
         from .assistant.checks import check_assistant, check_call_limits
         from .assistant.signals import connect_signals
-        from .checks import CHECKS
+        from .checks import CHECKS, warn_persistent_connections_under_asgi
         from .models.builtin import create_builtin_groups
         from .plugins.client import PluginHttp
         from .plugins.models import PluginInstance
@@ -58,6 +58,9 @@ class WebFetchConfig(AppConfig):
         # A serving process starts the background runner (it sweeps at once: a restarted
         # server takes up the runs its predecessor left); commands that serve nothing don't.
         request_started.connect(start_serving, dispatch_uid="django_webfetch.runner")
+        request_started.connect(
+            warn_persistent_connections_under_asgi, dispatch_uid="django_webfetch.W072"
+        )
         post_migrate.connect(
             create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
         )

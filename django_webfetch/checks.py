@@ -738,6 +738,49 @@ def check_oauth(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list
     return messages
 
 
+_persistent_connections_warned = False
+
+
+def persistent_connections() -> list[str]:
+    """The aliases of the databases that keep a connection open after a request
+    (``CONN_MAX_AGE`` not 0) without a pool of the backend's own."""
+    aliases = []
+    databases: dict[str, dict[str, Any]] = settings.DATABASES
+    for alias, settings_dict in databases.items():
+        pooled = bool((settings_dict.get("OPTIONS") or {}).get("pool"))
+        if settings_dict.get("CONN_MAX_AGE", 0) != 0 and not pooled:
+            aliases.append(alias)
+    return aliases
+
+
+def warn_persistent_connections_under_asgi(sender: Any = None, **kwargs: Any) -> None:
+    """``request_started``: under ASGI, a persistent connection (``CONN_MAX_AGE`` not 0) is
+    opened by the thread of one request and never reused or closed by another, so a busy
+    server runs the database out of connections.  Logged once per process, as
+    ``django_webfetch.W072``: no system check can tell which server will serve the
+    project."""
+    global _persistent_connections_warned
+    if _persistent_connections_warned:
+        return
+    from django.core.handlers.asgi import ASGIHandler
+
+    if not (isinstance(sender, type) and issubclass(sender, ASGIHandler)):
+        return
+    _persistent_connections_warned = True
+    aliases = persistent_connections()
+    if aliases:
+        import logging
+
+        logging.getLogger("django_webfetch").warning(
+            "django_webfetch.W072: served under ASGI with persistent database connections "
+            "(CONN_MAX_AGE not 0) for %s: each request's thread opens its own connection and "
+            "none is reused or closed, until the database refuses new ones. Set "
+            "CONN_MAX_AGE = 0 and use the backend's pool (PostgreSQL: OPTIONS['pool'], "
+            "psycopg[pool]).",
+            ", ".join(aliases),
+        )
+
+
 #: Every check of this module with its tags, in the order ``apps.py`` registers them.
 CHECKS: tuple[tuple[Callable[..., list[CheckMessage]], tuple[str, ...]], ...] = (
     (check_settings, (Tags.security,)),

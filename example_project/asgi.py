@@ -16,6 +16,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
 django_application = get_asgi_application()
 application = ASGIStaticFilesHandler(django_application)
 
-from django_webfetch.runs.runner import start_serving  # noqa: E402 - after django.setup()
+from django_webfetch.api.shutdown import watch_signals  # noqa: E402 - after django.setup()
+from django_webfetch.runs.runner import start_serving  # noqa: E402
 
 start_serving()
+# On SIGTERM/SIGINT the open run streams and long-polls end (the editors' pages reconnect
+# to the next server), so a graceful stop does not wait for them (docs/operations.rst).
+watch_signals()

@@ -35,11 +35,11 @@ fi
 if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib, uvicorn, prometheus_client' \
         >/dev/null 2>&1 \
     || { [ -n "${CELERY_BROKER_URL:-}" ] && ! "$PY" -c 'import celery, redis' >/dev/null 2>&1; } \
-    || { [ -n "${DATABASE_URL:-}" ] && ! "$PY" -c 'import psycopg' >/dev/null 2>&1; }; then
+    || { [ -n "${DATABASE_URL:-}" ] && ! "$PY" -c 'import psycopg, psycopg_pool' >/dev/null 2>&1; }; then
     echo "==> installing django-webfetch[$EXTRAS] into .venv"
     "$PY" -m pip install -q -e ".[$EXTRAS]" "djangocms-text>=0.8" "uvicorn>=0.30"
     if [ -n "${DATABASE_URL:-}" ]; then
-        "$PY" -m pip install -q "psycopg[binary]>=3.1"
+        "$PY" -m pip install -q "psycopg[binary,pool]>=3.2"
     fi
 fi
 
@@ -77,9 +77,12 @@ TEXT
             exec "$PY" example_project/manage.py runserver "$HOST:$PORT" "$@"
         fi
         # ASGI: Server-Sent Events for the assistant; the background runner starts with the
-        # server (example_project/asgi.py).  Django has no lifespan protocol.
+        # server (example_project/asgi.py).  Django has no lifespan protocol.  On SIGTERM
+        # the open streams end (the pages reconnect to the next server); whatever still runs
+        # after DEMO_GRACEFUL_SHUTDOWN seconds (10) is cancelled.
         exec "$PY" -m uvicorn example_project.asgi:application \
-            --host "$HOST" --port "$PORT" --lifespan off "$@"
+            --host "$HOST" --port "$PORT" --lifespan off \
+            --timeout-graceful-shutdown "${DEMO_GRACEFUL_SHUTDOWN:-10}" "$@"
         ;;
     *) echo "usage: sh example_project/run.sh [serve|wsgi|explain URL|fetch URL|worker] [args...]" >&2; exit 2 ;;
 esac

@@ -57,6 +57,9 @@ INSTALLED_APPS = [
 SITE_ID = 1
 
 MIDDLEWARE = [
+    # First: an error raised in any later middleware (django CMS's toolbar reads the
+    # database on every request) is answered in JSON with a code on the API's paths.
+    "django_webfetch.api.middleware.JSONErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -110,20 +113,47 @@ if WEBFETCH_OAUTH_RESOURCE:
 
 
 def _database(url: str) -> dict[str, Any]:
-    """``DATABASE_URL`` (postgres:// or postgresql://) as a Django DATABASES entry."""
+    """``DATABASE_URL`` (postgres:// or postgresql://) as a Django DATABASES entry.
+
+    No persistent connections (``CONN_MAX_AGE = 0``): under ASGI each request runs in a
+    thread of its own, so a connection kept open by one request is never reused by another
+    (they pile up until PostgreSQL refuses new ones).  A pool of psycopg's own
+    (``psycopg[pool]``) keeps at most ``WEBFETCH_EXAMPLE_DB_POOL`` (10) connections per
+    process instead, and checks each before lending it (a restarted server's dead
+    connections are replaced, not lent).  ``WEBFETCH_EXAMPLE_DB_POOL=0``: no pool (a
+    connection per request, closed after it).
+    """
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql"):
         raise ValueError("DATABASE_URL must be a postgres:// URL")
     query = parse_qs(parts.query)
-    return {
+    database: dict[str, Any] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": unquote(parts.path.lstrip("/")),
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),
         "HOST": query.get("host", [unquote(parts.hostname or "")])[0],
         "PORT": str(parts.port or ""),
-        "CONN_MAX_AGE": 60,
+        "CONN_MAX_AGE": 0,
     }
+    size = int(os.environ.get("WEBFETCH_EXAMPLE_DB_POOL", "10"))
+    try:
+        import psycopg_pool  # noqa: F401
+    except ImportError:  # without the pool: one connection per request, closed after it
+        return database
+    if size <= 0:
+        return database
+    # With the pool: each connection is checked before it is lent.
+    database["CONN_HEALTH_CHECKS"] = True
+    database["OPTIONS"] = {
+        "pool": {
+            "min_size": 1,
+            "max_size": size,
+            # A request waits this long for a free connection, then fails (503, JSON).
+            "timeout": 10,
+        }
+    }
+    return database
 
 
 if os.environ.get("DATABASE_URL"):

@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "CSRF",
+    "GRACEFUL_SHUTDOWN",
     "free_port",
     "new_conversation",
     "post_message",
@@ -30,6 +31,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: ``--timeout-graceful-shutdown`` as ``example_project/run.sh`` gives it.
+GRACEFUL_SHUTDOWN = 10
+
+
 def uvicorn_command(python: str, application: str, port: int) -> list[str]:
     """uvicorn as ``example_project/run.sh`` runs it (Django has no lifespan protocol)."""
     return [
@@ -43,6 +48,8 @@ def uvicorn_command(python: str, application: str, port: int) -> list[str]:
         str(port),
         "--lifespan",
         "off",
+        "--timeout-graceful-shutdown",
+        str(GRACEFUL_SHUTDOWN),
     ]
 
 

@@ -4,8 +4,9 @@ Under ASGI the view is async: it answers with a ``StreamingHttpResponse`` over a
 iterator that writes the run's new events (``RunEvent`` rows) as ``id: <seq>`` /
 ``event: <kind>`` / ``data: <json>``, sends ``: ping`` after ``WEBFETCH_STREAM_HEARTBEAT``
 seconds (15) of silence, and ends after the run's last event (``completed``, ``failed``,
-``cancelled``), or after ``MAX_STREAM_SECONDS`` (the client reconnects with
-``Last-Event-ID`` and goes on where it left off).  Between two reads it waits on the
+``cancelled``), or after ``MAX_STREAM_SECONDS``, or when the server is asked to stop
+(``api.shutdown``; seen within ``STOP_CHECK_SECONDS``): the client reconnects with
+``Last-Event-ID`` and goes on where it left off.  Between two reads it waits on the
 process's one notifier (``assistant.watch``): no polling thread and no database connection of
 its own while it waits; each read is a short one in a worker thread, whose connection is closed
 or kept as ``CONN_MAX_AGE`` says, and the checks' connection is closed before the stream
@@ -49,7 +50,8 @@ from django_webfetch.budgets import holds
 from django_webfetch.conf import conf
 
 from .assistant import AssistantView, RunEventsView
-from .views import too_many_open_response
+from .shutdown import stopping, watch_signals
+from .views import release_pooled_connection, too_many_open_response
 
 __all__ = [
     "END_KINDS",
@@ -68,6 +70,8 @@ END_KINDS = frozenset({"completed", "failed", "cancelled"})
 POLL_INTERVAL = 0.1
 #: An ASGI stream ends after this long (the client reconnects with ``Last-Event-ID``).
 MAX_STREAM_SECONDS = 600.0
+#: How soon a waiting stream or long-poll sees that the server is stopping.
+STOP_CHECK_SECONDS = 0.5
 #: A WSGI stream ends after this long: it holds a worker thread.
 WSGI_STREAM_SECONDS = 25.0
 #: What ``EventSource`` waits before it reconnects, in milliseconds.
@@ -137,7 +141,15 @@ def _read_briefly(run_id: Any, since: int) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _read(run_id: Any, since: int) -> tuple[str, list[dict[str, Any]]]:
-    """The run's state and its events after ``since`` (at most 200)."""
+    """The run's state and its events after ``since`` (at most 200); a pooled connection
+    goes back to the pool after each read (a stream holds none while it waits)."""
+    try:
+        return _read_once(run_id, since)
+    finally:
+        release_pooled_connection()
+
+
+def _read_once(run_id: Any, since: int) -> tuple[str, list[dict[str, Any]]]:
     run = AssistantRun.objects.filter(pk=run_id).only("pk", "state", "last_event").first()
     if run is None:
         return "", []
@@ -173,7 +185,8 @@ class _Stream:
         elif now - self.last_sent >= self.heartbeat:
             frames.append(b": ping\n\n")
             self.last_sent = now
-        if now - self.started >= self.limit:
+        if now - self.started >= self.limit or stopping():
+            # The server stops: the client reconnects (Last-Event-ID) to the next one.
             self.done = True
         return frames
 
@@ -193,8 +206,17 @@ async def _aevents(stream: _Stream, lease: holds.Lease) -> AsyncIterator[bytes]:
                 yield frame
             if stream.done:
                 return
-            # The process's one notifier wakes it when the run moves (no connection held).
-            await watch.wait_for_event(stream.run_id, stream.since, stream.quiet_for())
+            # The process's one notifier wakes it when the run moves (no connection held);
+            # a stop of the server is seen within STOP_CHECK_SECONDS, without a read.
+            while not stopping():
+                quiet = stream.quiet_for()
+                slice_ = min(quiet, STOP_CHECK_SECONDS)
+                if await watch.wait_for_event(stream.run_id, stream.since, slice_):
+                    break
+                if quiet <= STOP_CHECK_SECONDS:
+                    break  # a ping or the end is due
+            if stopping():
+                return  # the server waits for every stream to end: this one ends now
     finally:
         lease.release()
 
@@ -234,6 +256,7 @@ class _HeldStream(StreamingHttpResponse):
 async def run_stream(request: HttpRequest, pk: Any) -> HttpResponseBase:
     """``GET runs/{id}/stream/``: the run's events as Server-Sent Events (see the module
     docstring)."""
+    watch_signals()  # in the server's event loop: the main thread
     checked = await checked_view(_check, request, pk=pk)
     if checked.status_code != 200:
         return checked  # type: ignore[no-any-return]
@@ -264,7 +287,7 @@ _events_view = RunEventsView.as_view()
 def _wait_in_thread(run_id: Any, since: int, wait: float) -> None:
     """WSGI: the request's own thread waits (it is held anyway), reading the run."""
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not stopping():
         time.sleep(min(POLL_INTERVAL, max(deadline - time.monotonic(), 0.0)))
         state, events = _read(run_id, since)
         if events or not state or state in RUN_FINISHED_STATES:
@@ -288,7 +311,16 @@ async def run_events(request: HttpRequest, pk: Any) -> HttpResponseBase:
         return too_many_open_response(exc)
     with lease:
         if isinstance(request, ASGIRequest):
-            await watch.wait_for_event(response.data["run"], since, wait)
+            watch_signals()
+            # In slices: a stop of the server answers what there is within
+            # STOP_CHECK_SECONDS (``api.shutdown``).
+            deadline = time.monotonic() + wait
+            while not stopping():
+                left = deadline - time.monotonic()
+                if left <= 0 or await watch.wait_for_event(
+                    response.data["run"], since, min(left, STOP_CHECK_SECONDS)
+                ):
+                    break
         else:
             await sync_to_async(_wait_in_thread, thread_sensitive=True)(
                 response.data["run"], since, wait

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
-from django.db import DatabaseError, DataError, IntegrityError
+from django.db import DatabaseError, DataError, IntegrityError, connection
 from django.http import Http404, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import NoReverseMatch, Resolver404, resolve
 from rest_framework import exceptions, status
@@ -62,6 +62,7 @@ __all__ = [
     "api_exception_handler",
     "check_request_text",
     "too_many_open_response",
+    "release_pooled_connection",
 ]
 
 logger = logging.getLogger("django_webfetch.api")
@@ -176,6 +177,16 @@ def too_many_open_response(exc: holds.TooManyOpen) -> JsonResponse:
     response["Retry-After"] = str(exc.retry_after)
     response["Cache-Control"] = "no-store"
     return response
+
+
+def release_pooled_connection() -> None:
+    """Between two reads of a wait (a long-poll, a stream): give this thread's connection
+    back to the backend's pool (``OPTIONS["pool"]``), so that a waiting client holds no
+    connection while it sleeps and a pool of a few connections serves many waiting
+    clients.  Without a pool nothing changes (a new connection per read would cost more
+    than the one kept)."""
+    if getattr(connection, "pool", None) is not None and not connection.in_atomic_block:
+        connection.close()
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.db import InterfaceError, OperationalError
 
 from django_webfetch import metrics
 from django_webfetch.budgets import BudgetExceeded, charge_provider_request, record_provider_usage
@@ -37,6 +38,7 @@ from .providers import (
     classify_error,
     configured_provider,
     provider_client,
+    stream_cut,
 )
 from .stream import StreamStopped, TextStream
 
@@ -143,7 +145,10 @@ def _request(
 
     settings = ModelSettings(max_tokens=conf.WEBFETCH_ASSISTANT_MAX_TOKENS, timeout=timeout)
 
+    received = False
+
     async def request() -> Any:
+        nonlocal received
         try:
             if stream is None:
                 return await model_request(
@@ -154,6 +159,7 @@ def _request(
                 model, messages, model_settings=settings, model_request_parameters=params
             ) as streamed:
                 async for item in streamed:
+                    received = True
                     if stream.add(_text_of(item)):
                         await flush()
                 response = streamed.get()
@@ -164,10 +170,15 @@ def _request(
 
     try:
         return async_to_sync(request)()
-    except (ProviderFailure, StreamStopped):
+    except (ProviderFailure, StreamStopped, OperationalError, InterfaceError):
+        # A database error (writing a delta) is not the provider's: the loop waits for the
+        # database and goes on (loop.advance).
         raise
     except Exception as exc:
-        raise classify_error(exc, secret=secret) from exc
+        failure = classify_error(exc, secret=secret)
+        if received:
+            failure = stream_cut(failure)
+        raise failure from exc
 
 
 def _text_of(item: Any) -> str:

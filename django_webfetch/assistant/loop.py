@@ -17,12 +17,13 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from django_webfetch import runs
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models.outage import survive_outage
 from django_webfetch.runs.durable import Outcome, worker_label
 
 from .answers import answer_fields, record_provider_failure
@@ -56,6 +57,8 @@ logger = logging.getLogger("django_webfetch.assistant")
 #: A step is tried at most this often: a provider failure that is safe to repeat, or a
 #: worker lost in the middle of it, gets one more attempt.
 MAX_STEP_ATTEMPTS = 2
+#: A run stopped by the database going away goes on this often, at most, once it is back.
+DATABASE_RESUMES = 3
 
 
 class AdvanceOutcome(Outcome):
@@ -116,18 +119,50 @@ def advance(
     if isinstance(acquired, AdvanceOutcome):
         return acquired
     run = acquired
+    for outage in range(DATABASE_RESUMES + 1):
+        try:
+            return _loop(run, max_provider_calls=max_provider_calls)
+        except InvalidRunTransition:
+            # Cancelled (or otherwise changed) under us: whoever changed it owns it now.
+            current = AssistantRun.objects.filter(pk=run.pk).values_list("state", flat=True).first()
+            return AdvanceOutcome("noop", current or "")
+        except (OperationalError, InterfaceError):
+            if outage == DATABASE_RESUMES or connection.in_atomic_block:
+                return _failed_unexpectedly(run)
+            resumed = _after_the_outage(run)
+            if isinstance(resumed, AdvanceOutcome):
+                return resumed
+            run = resumed
+        except Exception:
+            return _failed_unexpectedly(run)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _failed_unexpectedly(run: AssistantRun) -> AdvanceOutcome:
+    logger.exception("assistant run %s failed unexpectedly", run.pk)
+    fresh = AssistantRun.objects.filter(pk=run.pk).first()
+    if fresh is not None:
+        fail(fresh, "internal_error", "The assistant failed unexpectedly.")
+    return AdvanceOutcome("advanced", RunState.FAILED)
+
+
+def _after_the_outage(run: AssistantRun) -> AssistantRun | AdvanceOutcome:
+    """The database went away under the run (a restart, a failover): wait until it answers
+    again, then go on from what the run stored, under a renewed lease, instead of failing
+    it (``internal_error``) or leaving it stranded until its lease runs out.  A run that
+    another worker took meanwhile (its lease ran out during the outage) is left to it.
+    What the step did before the outage and did not store (a provider's answer) is asked
+    again."""
+    logger.warning("assistant run %s: database unavailable; waiting to go on", run.pk)
+    fresh = survive_outage(lambda: AssistantRun.objects.filter(pk=run.pk).first(), what="a ping")
+    if fresh is None or fresh.state != RunState.RUNNING or fresh.worker != run.worker:
+        return AdvanceOutcome("noop", fresh.state if fresh else "")
+    if lost(fresh, timezone.now()):
+        return AdvanceOutcome("busy", fresh.state, retry_after=0.0)
     try:
-        return _loop(run, max_provider_calls=max_provider_calls)
-    except InvalidRunTransition:
-        # Cancelled (or otherwise changed) under us: whoever changed it owns it now.
-        current = AssistantRun.objects.filter(pk=run.pk).values_list("state", flat=True).first()
-        return AdvanceOutcome("noop", current or "")
-    except Exception:
-        logger.exception("assistant run %s failed unexpectedly", run.pk)
-        fresh = AssistantRun.objects.filter(pk=run.pk).first()
-        if fresh is not None:
-            fail(fresh, "internal_error", "The assistant failed unexpectedly.")
-        return AdvanceOutcome("advanced", RunState.FAILED)
+        return renew(fresh)
+    except (InvalidRunTransition, AssistantRun.DoesNotExist):
+        return AdvanceOutcome("noop", fresh.state)
 
 
 def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcome:

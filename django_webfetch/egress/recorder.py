@@ -181,26 +181,32 @@ class EgressRecorder:
         failure: str = "",
     ) -> Any:
         from django_webfetch.models import EgressEvent
+        from django_webfetch.models.outage import survive_outage
 
-        event = EgressEvent.objects.create(
-            tool=self.tool,
-            group=self._group_row(),
-            group_slug=self.group_slug,
-            user=self.user,
-            plugin_instance_id=self.plugin_instance_id,
-            plugin_ref=self.plugin_ref,
-            call_id=self.call_id,
-            url_host=_host(url_host),
-            port=port if isinstance(port, int) and 0 < port < 65536 else None,
-            decision=decision if decision in _DECISIONS else "failed",
-            reason=_reason(reason),
-            addresses=_addresses(addresses),
-            bytes=max(int(bytes or 0), 0),
-            duration=max(float(duration or 0.0), 0.0),
-            hop=min(max(int(hop or 0), 0), 32767),
-            status=status if isinstance(status, int) and 100 <= status <= 999 else None,
-            detail=_detail(detail),
-            failure=failure if failure in FAILURES else "",
+        # A restart of the database while the request was in flight: the row is written
+        # once the database is back (no row, no answer: the block fails closed otherwise).
+        event = survive_outage(
+            lambda: EgressEvent.objects.create(
+                tool=self.tool,
+                group=self._group_row(),
+                group_slug=self.group_slug,
+                user=self.user,
+                plugin_instance_id=self.plugin_instance_id,
+                plugin_ref=self.plugin_ref,
+                call_id=self.call_id,
+                url_host=_host(url_host),
+                port=port if isinstance(port, int) and 0 < port < 65536 else None,
+                decision=decision if decision in _DECISIONS else "failed",
+                reason=_reason(reason),
+                addresses=_addresses(addresses),
+                bytes=max(int(bytes or 0), 0),
+                duration=max(float(duration or 0.0), 0.0),
+                hop=min(max(int(hop or 0), 0), 32767),
+                status=status if isinstance(status, int) and 100 <= status <= 999 else None,
+                detail=_detail(detail),
+                failure=failure if failure in FAILURES else "",
+            ),
+            what="the decision log",
         )
         self.count += 1
         self.last_decision = event.decision

@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.models.outage import survive_outage
 from django_webfetch.plugins.budget import Lease
 from django_webfetch.plugins.services import instance_for
 from django_webfetch.tools import ToolContext, ToolResult
@@ -92,15 +93,42 @@ def _execute(
     )
     try:
         with _heartbeat(call.pk, attempt):
-            result = tool_registry.run(
-                call.tool, dict(call.arguments), user=call.user, context=context
-            )
+            result = _run_surviving_the_database(call, context)
     except BaseException as exc:  # run_tool never raises; a time limit or a kill may
         if not isinstance(exc, Exception):
             raise
         logger.exception("tool call %s: run_tool raised", call.pk)
         result = ToolResult.failure("internal_error", "The tool failed unexpectedly.")
     return finish_surviving_the_database(call.pk, attempt, result)
+
+
+#: A tool stopped by the database (not by its own failure) is run again this often, at
+#: most, once the database answers again (within the same attempt and lease).
+DATABASE_RERUNS = 3
+
+
+def _run_surviving_the_database(call: ToolCall, context: ToolContext) -> ToolResult:
+    """Run the tool; when the database went away under it (a restart, a failover), wait
+    until it answers again and run the tool once more, in the same attempt, instead of
+    failing the call (``internal_error``) or leaving it to the sweep after its lease.
+
+    The tool's writes after its request (the decision row, the text it keeps) wait for
+    the database themselves (``models.outage``), so what reaches here is a read before
+    the request or between two hops: running the tool again repeats at most a read-only
+    guarded request."""
+    for rerun in range(DATABASE_RERUNS + 1):
+        try:
+            return tool_registry.run(
+                call.tool,
+                dict(call.arguments),
+                user=call.user,
+                context=context,
+                raise_database_errors=rerun < DATABASE_RERUNS,
+            )
+        except (OperationalError, InterfaceError):
+            logger.warning("tool call %s: database unavailable while it ran; waiting", call.pk)
+            survive_outage(lambda: ToolCall.objects.filter(pk=call.pk).exists(), what="a ping")
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _take(call_id: uuid.UUID | str, *, redelivered: bool, worker: str) -> ToolCall | ExecuteOutcome:

@@ -130,11 +130,29 @@ def keep(
 ) -> Any:
     """Keep ``document`` with the call (None when the call has no conversation: nothing
     could ask for its later parts)."""
-    from django_webfetch.models import StoredText, ToolCall
-
     conversation = conversation_of(context)
     if not conversation or _user_id(context.user) is None:
         return None
+    from django_webfetch.models.outage import survive_outage
+
+    return survive_outage(
+        lambda: _keep(tool, context, url, document, conversation, mode, status_line, final_url),
+        what="the kept text",
+    )
+
+
+def _keep(
+    tool: str,
+    context: ToolContext,
+    url: str,
+    document: Document,
+    conversation: Any,
+    mode: str,
+    status_line: str,
+    final_url: str,
+) -> Any:
+    from django_webfetch.models import StoredText, ToolCall
+
     return StoredText.objects.create(
         call=ToolCall.objects.get(pk=uuid.UUID(str(context.call_id))),
         tool=tool,

@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from django.apps import apps
+from django.db import InterfaceError, OperationalError
 from django.utils.module_loading import import_string
 
 from django_webfetch.net.errors import WebFetchError
@@ -293,11 +294,20 @@ class ToolRegistry:
         *,
         user: Any,
         context: ToolContext | None = None,
+        raise_database_errors: bool = False,
     ) -> ToolResult:
+        """Run the tool; never raises, except, with ``raise_database_errors``, when the
+        database is unavailable (``OperationalError``, ``InterfaceError``): a caller that
+        can wait for it (``runs.execute``) does, instead of failing the call."""
         try:
             return self._run(name, arguments, user=user, context=context)
         except WebFetchError as exc:
             return ToolResult.from_exception(exc)
+        except (OperationalError, InterfaceError):
+            if raise_database_errors:
+                raise
+            logger.exception("tool %r failed", str(name)[:100])
+            return ToolResult.failure("internal_error", "The tool failed unexpectedly.")
         except Exception:
             logger.exception("tool %r failed", str(name)[:100])
             return ToolResult.failure("internal_error", "The tool failed unexpectedly.")

@@ -61,6 +61,9 @@ class Turn:
     pause: threading.Event | None = None
     #: Streamed: sleep this long between two chunks.
     chunk_delay: float = 0.0
+    #: Streamed: after this many text chunks, close the connection mid-answer (no end of
+    #: the chunked body): a stream cut by the network or a dying provider.
+    cut_after: int | None = None
     #: The answer to a repeat of the same request (a retry after a timeout or a lost
     #: worker); default: this turn again.  Chains: the n-th repeat follows ``repeat`` n times.
     repeat: Turn | None = None
@@ -252,6 +255,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if is_text:
                     chars += len(_text_of(data))
                     self.provider.written.append((chars, time.monotonic()))
+                    if turn.cut_after is not None and texts >= turn.cut_after:
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:

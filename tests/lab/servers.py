@@ -15,6 +15,7 @@ hence which server) and path:
 ``/redirect-relative?to=``     302 to a relative reference (default ``plain?from=relative``)
 ``/redirect-scheme?to=``       302 to ``file:///etc/passwd`` (or ``to``)
 ``/slow``                      headers, then one body byte per second
+``/late?seconds=<s>``          the ~50 KiB page after ``s`` seconds (at most 10) of silence
 ``/slow-headers``              one header byte per second
 ``/endless``                   chunked HTML that never ends
 ``/huge-length``               ``Content-Length: 1000000000`` and a streaming body
@@ -328,6 +329,10 @@ class _Handler(BaseHTTPRequestHandler):
         head, arg = segments[0], (segments[1] if len(segments) > 1 else "")
 
         if path in ("/", "/page"):
+            self._send(200, content.page_html())
+        elif path == "/late":
+            with contextlib.suppress(ValueError):
+                time.sleep(min(max(float(query.get("seconds", ["3"])[0]), 0.0), 10.0))
             self._send(200, content.page_html())
         elif path == "/page2m":
             self._send(200, content.html_of_size(2 * _MIB))

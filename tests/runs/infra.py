@@ -384,6 +384,39 @@ class PostgresCluster:
     socket_dir: str
     port: int
     user: str = "postgres"
+    data_dir: str = ""
+    options: str = ""
+
+    def restart(self, down: float = 0.3) -> None:
+        """Stop the server (``pg_ctl stop -m fast``: every connection is cut), wait ``down``
+        seconds (new connections are refused meanwhile), and start it again."""
+        import pwd
+
+        account = pwd.getpwnam(self.user)
+        pg_ctl = shutil.which("pg_ctl")
+        assert pg_ctl is not None
+
+        def as_postgres() -> None:
+            os.setgid(account.pw_gid)
+            os.setuid(account.pw_uid)
+
+        env = {**os.environ, "LC_ALL": "C", "HOME": str(Path(self.data_dir).parent)}
+        log = os.path.join(Path(self.data_dir).parent, "log")
+        subprocess.run(
+            [pg_ctl, "-D", self.data_dir, "-m", "fast", "-w", "stop"],
+            check=True,
+            preexec_fn=as_postgres,
+            env=env,
+            capture_output=True,
+        )
+        time.sleep(down)
+        subprocess.run(
+            [pg_ctl, "-D", self.data_dir, "-o", self.options, "-l", log, "-w", "start"],
+            check=True,
+            preexec_fn=as_postgres,
+            env=env,
+            capture_output=True,
+        )
 
     def env(self, database: str) -> dict[str, str]:
         return {
@@ -463,7 +496,7 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         capture_output=True,
     )
     try:
-        yield PostgresCluster(sockets, port)
+        yield PostgresCluster(sockets, port, data_dir=data, options=options)
     finally:
         subprocess.run(
             [pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"],

@@ -38,7 +38,7 @@ from .base import (
     register,
     unregister,
 )
-from .errors import ProviderFailure, classify_error
+from .errors import ProviderFailure, classify_error, stream_cut
 from .http import MAX_PROVIDER_RESPONSE_BYTES, provider_client, usage_dict
 from .offline import OfflineProvider
 from .openai import OpenAIProvider
@@ -66,6 +66,7 @@ __all__ = [
     "provider_client",
     "provider_kinds",
     "register",
+    "stream_cut",
     "unregister",
     "usage_dict",
 ]

@@ -15,7 +15,13 @@ from django_webfetch.net.errors import (
     WebFetchError,
 )
 
-__all__ = ["MAX_PROVIDER_TEXT", "ProviderFailure", "classify_error", "provider_error_text"]
+__all__ = [
+    "MAX_PROVIDER_TEXT",
+    "ProviderFailure",
+    "classify_error",
+    "provider_error_text",
+    "stream_cut",
+]
 
 #: The provider's own error text is kept up to this many characters.
 MAX_PROVIDER_TEXT = 2000
@@ -81,6 +87,27 @@ def provider_error_text(exc: BaseException, *, secret: str = "") -> str:
     if len(text) > MAX_PROVIDER_TEXT:
         text = text[: MAX_PROVIDER_TEXT - 1] + "…"
     return text
+
+
+#: The failures that, once the provider had begun streaming its answer, mean the answer was
+#: cut: the connection closed or broke mid-answer, or the rest could not be read.
+_CUT = frozenset({"provider_unreachable", "provider_bad_response"})
+
+
+def stream_cut(failure: ProviderFailure) -> ProviderFailure:
+    """``failure`` of a request whose answer had begun streaming: a transport failure is
+    then ``provider_stream_cut`` (the provider was reached; its answer stopped midway),
+    not ``provider_unreachable``.  A timeout, a refusal or an oversized answer keep their
+    own code."""
+    if failure.code not in _CUT:
+        return failure
+    return replace(
+        failure,
+        code="provider_stream_cut",
+        message="The LLM provider's answer was cut off while it streamed.",
+        retry_safe=True,
+        detail=failure.detail or failure.code,
+    )
 
 
 def classify_error(exc: BaseException, *, secret: str = "") -> ProviderFailure:

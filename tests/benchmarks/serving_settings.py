@@ -1,0 +1,20 @@
+"""The example project's settings with the database connections of one ``bench_serving``
+configuration (``WEBFETCH_BENCH_DB_MODE``):
+
+- ``persistent``: ``CONN_MAX_AGE = 60``, no pool (the example before issue 33);
+- ``per-request``: ``CONN_MAX_AGE = 0``, no pool;
+- ``pool``: the example as shipped (psycopg's pool, ``WEBFETCH_EXAMPLE_DB_POOL``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from example_project.settings import *  # noqa: F403
+
+_MODE = os.environ.get("WEBFETCH_BENCH_DB_MODE", "pool")
+_DB = DATABASES["default"]  # noqa: F405
+if _MODE != "pool":
+    _DB.pop("OPTIONS", None)
+    _DB["CONN_HEALTH_CHECKS"] = _MODE == "persistent"
+    _DB["CONN_MAX_AGE"] = 60 if _MODE == "persistent" else 0
