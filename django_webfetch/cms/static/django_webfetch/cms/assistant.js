@@ -15,6 +15,9 @@
 
   var root = document.getElementById("assistant");
   if (!root) { return; }
+  // The page says it cannot work until this script runs (static files not served, no JS).
+  var missing = document.getElementById("script-missing");
+  if (missing) { missing.hidden = true; }
   var api = root.getAttribute("data-api") || "/api/";
   var approvalsUrl = root.getAttribute("data-approvals");
   var canApprove = root.getAttribute("data-can-approve") === "1";
