@@ -30,20 +30,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def uvicorn_command(python: str, application: str, port: int) -> list[str]:
-    """uvicorn as ``example_project/run.sh`` runs it (Django has no lifespan protocol)."""
-    return [
-        python,
-        "-m",
-        "uvicorn",
-        application,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--lifespan",
-        "off",
-    ]
+def uvicorn_command(
+    python: str, application: str, port: int | None = None, *, lifespan: str = "off", uds: str = ""
+) -> list[str]:
+    """uvicorn as ``example_project/run.sh`` runs it: Django alone has no lifespan protocol;
+    the example's application (with the MCP endpoint) needs ``lifespan="on"``."""
+    where = ["--uds", uds] if uds else ["--host", "127.0.0.1", "--port", str(port)]
+    return [python, "-m", "uvicorn", application, *where, "--lifespan", lifespan]
 
 
 @contextlib.contextmanager

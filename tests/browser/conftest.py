@@ -116,11 +116,13 @@ def set_up_demo(site: ExampleSite, domain: str) -> None:
 
 
 @contextlib.contextmanager
-def uvicorn_serving(site: ExampleSite, application: str, port: int) -> Iterator[None]:
+def uvicorn_serving(
+    site: ExampleSite, application: str, port: int, lifespan: str = "off"
+) -> Iterator[None]:
     """``application`` served by uvicorn as run.sh serves it, in a child process."""
     with open(site.log, "ab") as log:
         server = subprocess.Popen(
-            uvicorn_command(sys.executable, application, port),
+            uvicorn_command(sys.executable, application, port, lifespan=lifespan),
             cwd=ROOT,
             env=site.env,
             stdout=log,
@@ -152,7 +154,7 @@ def example_site(
     )
     set_up_demo(site, f"127.0.0.1:{port}")
     # As run.sh serves it: uvicorn, ASGI (the stream, the background runner).
-    with uvicorn_serving(site, "example_project.asgi:application", port):
+    with uvicorn_serving(site, "example_project.asgi:application", port, lifespan="on"):
         yield site
 
 
