@@ -12,6 +12,7 @@ the error code).  The MCP layer (``server.py``) only turns them into MCP results
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -353,6 +354,9 @@ def waiting(call: ToolCall) -> Answer:
     return Answer(text, is_error=False, data={**_data(call, None), "waiting": True})
 
 
+#: Characters of an approver's deny comment repeated to the MCP client.
+COMMENT_CHARS = 2000
+
 #: The answer about a finished call whose result the reader may not read.
 WITHHELD_TEXT = (
     "The call {pk} finished ({state}). Its result is read by the user who requested it "
@@ -376,6 +380,20 @@ def answer_for(call: ToolCall, window: paging.Window | None, reader: Any) -> Ans
         if window is not None:
             return paging.render(call, result, window, data)
         return Answer(result.content, is_error=False, data=data)
+    if call.state == CallState.DENIED and call.decision_comment.strip():
+        # The approver's own words, as the editors' page shows them, said to be theirs.
+        comment = call.decision_comment.strip()[:COMMENT_CHARS]
+        data["decision_comment"] = comment
+        text = (
+            result.content
+            if result is not None and result.content
+            else "An approver denied the call."
+        )
+        return Answer(
+            f"{text}\nThe approver's comment: {json.dumps(comment, ensure_ascii=False)}",
+            is_error=True,
+            data=data,
+        )
     if result is not None and result.content:
         return Answer(result.content, is_error=True, data=data)
     words: dict[str, str] = {

@@ -385,6 +385,9 @@ def test_the_card_and_the_api_show_the_verdict_and_execution_checks_again(
     client = api(approver)
     page = client.get(f"/admin/django_webfetch/toolcall/{call.pk}/change/").content.decode()
     assert lab_settings.PUBLIC_V4[1] in page
+    # The pre-flight in words, not a raw Python dict (issue 31).
+    assert "allowed when requested" in page
+    assert "&#x27;verdict&#x27;" not in page and "'verdict'" not in page
     assert lab_settings.connected_addresses() == set()
     # DNS changes before the approval: execution runs the whole guard again.
     lab_settings.dns.set("news.lab.example", a=[lab_settings.PRIVATE[0]])
