@@ -102,6 +102,7 @@ def _strings() -> dict[str, Any]:
         "rename_label": _("Rename “%(title)s”"),
         "new_title": _("New title"),
         "save": _("Save"),
+        "cancel": _("Cancel"),
         "delete": _("Delete"),
         "delete_label": _("Delete “%(title)s”"),
         "delete_confirm": _("Delete the conversation “%(title)s” and its messages?"),

@@ -551,8 +551,13 @@
     field.setAttribute("aria-label", T.new_title);
     var save = el("button", null, T.save);
     save.type = "submit";
+    // Cancel (or Escape) leaves the title as it was.
+    var cancel = el("button", "webfetch-rename-cancel", T.cancel);
+    cancel.type = "button";
+    cancel.addEventListener("click", function () { formEl.remove(); loadConversations(); });
     formEl.appendChild(field);
     formEl.appendChild(save);
+    formEl.appendChild(cancel);
     li.textContent = "";
     li.appendChild(formEl);
     field.focus();
