@@ -36,7 +36,7 @@ EXTRAS=cms,assistant,asgi,mcp,metrics
 if [ -n "${CELERY_BROKER_URL:-}" ]; then
     EXTRAS=cms,assistant,asgi,mcp,metrics,celery
 fi
-if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib, uvicorn, prometheus_client' \
+if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib, uvicorn, prometheus_client, mcp' \
         >/dev/null 2>&1 \
     || { [ -n "${CELERY_BROKER_URL:-}" ] && ! "$PY" -c 'import celery, redis' >/dev/null 2>&1; } \
     || { [ -n "${DATABASE_URL:-}" ] && ! "$PY" -c 'import psycopg' >/dev/null 2>&1; }; then
