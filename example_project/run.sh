@@ -2,11 +2,15 @@
 # The example project (a django CMS site with the assistant page) in one command:
 #   sh example_project/run.sh               set up, then serve http://127.0.0.1:8000/ (ASGI,
 #                                           uvicorn; runs advance in a background runner)
+#                                           with the MCP server at /mcp (Streamable HTTP)
 #   sh example_project/run.sh wsgi          the same with Django's runserver (WSGI: the
-#                                           assistant page long-polls instead of streaming)
+#                                           assistant page still streams, each stream ends
+#                                           after 25 s and reconnects; no /mcp)
 #   sh example_project/run.sh explain URL   every guard step for URL (group web), no connection
 #   sh example_project/run.sh fetch URL     fetch URL through group web's live policy
 #   sh example_project/run.sh worker        a Celery worker (with CELERY_BROKER_URL set)
+#   sh example_project/run.sh manage CMD    any manage.py command, e.g.
+#       sh example_project/run.sh manage webfetch token create --user editor --name laptop
 # Extra arguments go to the manage.py command (e.g. --group rag).
 #
 # Creates .venv with the package and its cms extra if missing; migrates only when a
@@ -32,7 +36,7 @@ EXTRAS=cms,assistant,asgi,mcp,metrics
 if [ -n "${CELERY_BROKER_URL:-}" ]; then
     EXTRAS=cms,assistant,asgi,mcp,metrics,celery
 fi
-if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib, uvicorn, prometheus_client' \
+if ! "$PY" -c 'import django_webfetch, cms, djangocms_text, pydantic_ai, rest_framework, httpx, dns, html5lib, uvicorn, prometheus_client, mcp' \
         >/dev/null 2>&1 \
     || { [ -n "${CELERY_BROKER_URL:-}" ] && ! "$PY" -c 'import celery, redis' >/dev/null 2>&1; } \
     || { [ -n "${DATABASE_URL:-}" ] && ! "$PY" -c 'import psycopg, psycopg_pool' >/dev/null 2>&1; }; then
@@ -56,6 +60,7 @@ command=${1:-serve}
 case "$command" in
     explain) exec "$PY" example_project/manage.py webfetch explain "$@" ;;
     fetch) exec "$PY" example_project/manage.py webfetch fetch "$@" ;;
+    manage) exec "$PY" example_project/manage.py "$@" ;;
     worker) exec "$PY" -m celery -A example_project.celery_app worker --loglevel INFO "$@" ;;
     serve|wsgi)
         manage demo_setup --domain "$HOST:$PORT"
@@ -66,6 +71,8 @@ case "$command" in
       editor / ${DEMO_EDITOR_PASSWORD:-editor}   asks the assistant (toolbar: Assistant)
       admin  / ${DEMO_ADMIN_PASSWORD:-admin}    approves the calls the editor starts
     The assistant page: http://$HOST:$PORT/assistant/
+    MCP (ASGI only): http://$HOST:$PORT/mcp with a token from
+      sh example_project/run.sh manage webfetch token create --user editor --name laptop
     Tool groups are created disabled; an admin enables "content" and "web" at
       http://$HOST:$PORT/admin/django_webfetch/toolgroup/ (the assistant page says which are off)
     For the operator (as admin): http://$HOST:$PORT/metrics and
@@ -76,13 +83,14 @@ TEXT
         if [ "$command" = wsgi ]; then
             exec "$PY" example_project/manage.py runserver "$HOST:$PORT" "$@"
         fi
-        # ASGI: Server-Sent Events for the assistant; the background runner starts with the
-        # server (example_project/asgi.py).  Django has no lifespan protocol.  On SIGTERM
-        # the open streams end (the pages reconnect to the next server); whatever still runs
-        # after DEMO_GRACEFUL_SHUTDOWN seconds (10) is cancelled.
+        # ASGI: Server-Sent Events for the assistant, MCP at /mcp; the background runner
+        # starts with the server (example_project/asgi.py).  The MCP endpoint's session
+        # manager runs in the ASGI lifespan.  On SIGTERM the open streams end (the pages
+        # reconnect to the next server); whatever still runs after DEMO_GRACEFUL_SHUTDOWN
+        # seconds (10) is cancelled.
         exec "$PY" -m uvicorn example_project.asgi:application \
-            --host "$HOST" --port "$PORT" --lifespan off \
+            --host "$HOST" --port "$PORT" --lifespan on \
             --timeout-graceful-shutdown "${DEMO_GRACEFUL_SHUTDOWN:-10}" "$@"
         ;;
-    *) echo "usage: sh example_project/run.sh [serve|wsgi|explain URL|fetch URL|worker] [args...]" >&2; exit 2 ;;
+    *) echo "usage: sh example_project/run.sh [serve|wsgi|explain URL|fetch URL|worker|manage CMD] [args...]" >&2; exit 2 ;;
 esac

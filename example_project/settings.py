@@ -191,6 +191,21 @@ WEBFETCH_EVENT_RETENTION_DAYS = 30
 # when this is set (at least 16 characters: a shorter one is refused as misconfigured).
 WEBFETCH_METRICS_TOKEN = os.environ.get("WEBFETCH_METRICS_TOKEN", "")
 
+
+def _env_int(name: str) -> int | str | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return raw  # not an integer: django_webfetch refuses it with a clear error
+
+
+# A self-hosted model's context window (docs/assistant.rst, "Self-hosted models"), e.g.
+# WEBFETCH_ASSISTANT_CONTEXT_TOKENS=4096 sh example_project/run.sh; unset: unknown.
+WEBFETCH_ASSISTANT_CONTEXT_TOKENS = _env_int("WEBFETCH_ASSISTANT_CONTEXT_TOKENS")
+
 # With a broker, tool calls (and assistant runs) run on Celery workers; without one,
 # in-process.  Needs the ``celery`` extra: pip install "django-webfetch[celery,cms]".
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")

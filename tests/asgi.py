@@ -35,19 +35,20 @@ def free_port() -> int:
 GRACEFUL_SHUTDOWN = 10
 
 
-def uvicorn_command(python: str, application: str, port: int) -> list[str]:
-    """uvicorn as ``example_project/run.sh`` runs it (Django has no lifespan protocol)."""
+def uvicorn_command(
+    python: str, application: str, port: int | None = None, *, lifespan: str = "off", uds: str = ""
+) -> list[str]:
+    """uvicorn as ``example_project/run.sh`` runs it: Django alone has no lifespan protocol;
+    the example's application (with the MCP endpoint) needs ``lifespan="on"``."""
+    where = ["--uds", uds] if uds else ["--host", "127.0.0.1", "--port", str(port)]
     return [
         python,
         "-m",
         "uvicorn",
         application,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
+        *where,
         "--lifespan",
-        "off",
+        lifespan,
         "--timeout-graceful-shutdown",
         str(GRACEFUL_SHUTDOWN),
     ]

@@ -76,3 +76,140 @@ def test_the_built_wheel_installs_into_a_clean_venv(tmp_path):
     ).stdout.split()
     assert out[0] == version
     assert out[1].startswith(str(env))  # imported from the wheel, not from the checkout
+
+
+# A django CMS site as docs/cms.rst sets it up, reduced to what ``check`` needs.
+_CMS_SETTINGS = """
+import os
+SECRET_KEY = "clean-venv"
+INSTALLED_APPS = [
+    "django_webfetch.cms",
+    "django.contrib.admin", "django.contrib.auth", "django.contrib.contenttypes",
+    "django.contrib.sessions", "django.contrib.messages", "django.contrib.sites",
+    "cms", "menus", "treebeard", "sekizai",
+    "rest_framework",
+    "django_webfetch",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [os.path.join(os.path.dirname(__file__), "templates")],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+        "sekizai.context_processors.sekizai",
+        "cms.context_processors.cms_settings",
+    ]},
+}]
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+SITE_ID = 1
+LANGUAGES = [("en", "English")]
+CMS_TEMPLATES = [("base.html", "Base")]
+ROOT_URLCONF = "cleanurls"
+USE_TZ = True
+"""
+
+_CMS_URLS = """
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("django_webfetch.api.urls")),
+    path("assistant/", include("django_webfetch.cms.urls")),
+    path("", include("cms.urls")),
+]
+"""
+
+_CMS_PROBE = """
+import django, sys
+from django.core.management import call_command
+django.setup()
+import cms, cms.admin, cms.utils.compat, django_webfetch.cms.views
+from django.urls import reverse
+call_command("check", fail_level="ERROR")
+print(cms.__version__, cms.__file__, reverse("admin:index"))
+"""
+
+
+@pytest.mark.packaging
+def test_the_cms_extra_installs_a_django_cms_that_imports(tmp_path):
+    """Issue 31 item 2: ``pip install ".[cms]"`` into a fresh venv gives a django CMS that
+    imports and passes ``check`` (django CMS 5.1.3 imports ``packaging`` without declaring it).
+
+    pip resolves the dependencies itself (no ``--no-deps``), offline, from a local index packed
+    from the test environment's own distributions (tests/wheelhouse.py): only what the metadata
+    declares reaches the clean environment.
+    """
+    from tests.wheelhouse import build_wheelhouse
+
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--no-isolation",
+            "--wheel",
+            "--outdir",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = dist.glob("django_webfetch-*-py3-none-any.whl")
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    packed = {p.name.split("-")[0].lower() for p in build_wheelhouse(wheel, {"cms"}, house)}
+    assert {"django_cms", "django", "packaging"} <= packed, packed
+    assert "djangocms_text" not in packed  # the example's extra app is not what makes it work
+
+    env = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env)
+    python = env / "bin" / "python"
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    clean["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    pip = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--find-links",
+            str(house),
+            f"{wheel}[cms]",
+        ],
+        capture_output=True,
+        text=True,
+        env=clean,
+    )
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "cleansettings.py").write_text(_CMS_SETTINGS)
+    (site / "cleanurls.py").write_text(_CMS_URLS)
+    (site / "templates").mkdir()
+    (site / "templates" / "base.html").write_text("{% load cms_tags %}{% placeholder 'c' %}")
+    clean["DJANGO_SETTINGS_MODULE"] = "cleansettings"
+    clean["PYTHONPATH"] = str(site)
+    done = subprocess.run(
+        [str(python), "-c", _CMS_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=site,
+        env=clean,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    version, location, admin_url = done.stdout.split()
+    assert version.startswith("5.")
+    assert location.startswith(str(env))  # django CMS of the clean venv, not of the test env
+    assert admin_url == "/admin/"

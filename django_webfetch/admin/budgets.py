@@ -47,7 +47,6 @@ def use_against_budget(budget: Budget) -> str:
 class BudgetAdmin(_BudgetAdmin):
     list_display = ("__str__", "enabled", "use")
     list_filter = ("enabled",)
-    raw_id_fields = ("user",)
     readonly_fields = ("use", "updated")
     search_fields = ("user__username", "group__name")
     fieldsets = (
@@ -65,6 +64,23 @@ class BudgetAdmin(_BudgetAdmin):
         ),
         (_("Use"), {"fields": ("use", "updated")}),
     )
+
+    def get_autocomplete_fields(self, request: Any) -> tuple[str, ...]:
+        """The user and group are picked by name: with a search box where this admin site
+        registers their models with ``search_fields`` (Django's own user and group admins
+        do) and the staff user may view them, else from a select list; never by typing a
+        raw id."""
+        fields = []
+        for name in ("user", "group"):
+            model = Budget._meta.get_field(name).related_model
+            registered = self.admin_site._registry.get(model)  # type: ignore[arg-type]
+            if (
+                registered is not None
+                and registered.search_fields
+                and registered.has_view_permission(request)  # the search box asks its admin
+            ):
+                fields.append(name)
+        return tuple(fields)
 
     @admin.display(description=_("use against budget"))
     def use(self, obj: Budget) -> str:

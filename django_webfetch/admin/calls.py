@@ -31,6 +31,7 @@ from django.utils.translation import gettext_lazy as _
 from django_webfetch import runs
 from django_webfetch.admin import RecordsOnly, SecretFieldsAdminMixin
 from django_webfetch.models import CallState, ToolCall
+from django_webfetch.runs.reasons import plain_reason
 from django_webfetch.tools.display import argument_rows
 
 __all__ = ["AwaitingApprovalFilter", "DecisionForm", "ToolCallAdmin"]
@@ -89,6 +90,31 @@ def _text(value: Any, limit: int = 2000) -> str:
     text = "" if value is None else str(value)
     text = "".join(c if c.isprintable() else "\N{REPLACEMENT CHARACTER}" for c in text)
     return text if len(text) <= limit else text[:limit] + "\N{HORIZONTAL ELLIPSIS}"
+
+
+def _preflight_text(verdict: Any) -> SafeString:
+    """The guard's pre-flight verdict stored on the call, in words (never a raw dict)."""
+    if not isinstance(verdict, dict):
+        return format_html("<code>{}</code>", _text(verdict, 500))
+    checked = _text(verdict.get("checked_at") or "", 64)
+    when = format_html(" ({} {})", _("checked at"), checked) if checked else ""
+    if verdict.get("verdict") == "allowed":
+        addresses = verdict.get("addresses") or []
+        listed = ", ".join(_text(a, 64) for a in addresses if isinstance(a, str))
+        return format_html(
+            "<strong>{}</strong>{}{}{}",
+            _("allowed when requested"),
+            format_html("; {} <code>{}</code>", _("resolves to"), listed) if listed else "",
+            when,
+            format_html(". {}", _("The guard checks again when the call runs.")),
+        )
+    reason = _text(verdict.get("reason") or "", 100)
+    return format_html(
+        "<strong>{}</strong>{}{}",
+        _("could not be checked"),
+        format_html(": {} (<code>{}</code>)", plain_reason(reason), reason) if reason else "",
+        when,
+    )
 
 
 class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
@@ -316,6 +342,14 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
                 _("URL provenance"),
                 _text(note, 200),
             )
+        verdict = preview.pop("preflight", None)
+        if verdict is not None:
+            body = format_html(
+                "{}<tr><th>{}</th><td>{}</td></tr>",
+                body,
+                _("guard pre-flight"),
+                _preflight_text(verdict),
+            )
         for key, value in preview.items():  # anything else the tool put on its card
             body = format_html(
                 "{}<tr><th>{}</th><td><code>{}</code></td></tr>",
@@ -405,12 +439,16 @@ class ToolCallAdmin(SecretFieldsAdminMixin, RecordsOnly, _ToolCallAdmin):
                 continue
             except ToolCall.DoesNotExist:
                 continue
-            self.message_user(
-                request,
-                _("Call %(call)s %(past)s; it is now %(state)s.")
-                % {"call": label, "past": past, "state": result.get_state_display()},
-                messages.SUCCESS,
-            )
+            state = result.get_state_display()
+            if str(state).lower() == str(past).lower():  # "denied; it is now denied"
+                text = _("Call %(call)s %(past)s.") % {"call": label, "past": past}
+            else:
+                text = _("Call %(call)s %(past)s; it is now %(state)s.") % {
+                    "call": label,
+                    "past": past,
+                    "state": state,
+                }
+            self.message_user(request, text, messages.SUCCESS)
 
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name

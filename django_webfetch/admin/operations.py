@@ -11,6 +11,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from django_webfetch.budgets import budgets_in_use
 from django_webfetch.egress.stats import (
@@ -34,6 +35,16 @@ CHART_WIDTH = 480
 CHART_HEIGHT = 120
 _BAR_GAP = 2
 _LABEL_HEIGHT = 16
+
+
+#: What a row of the table counts.  A fetch the guard allowed has two rows: its guard
+#: decision (one per hop) and the completed fetch, which are not two fetches.
+DECISION_LABELS = {
+    "allowed": _("guard allowed (one per hop)"),
+    "denied": _("guard denied"),
+    "fetched": _("fetch completed (one per fetch)"),
+    "failed": _("failed"),
+}
 
 
 def hourly_chart(hours: list[dict[str, Any]]) -> dict[str, Any]:
@@ -60,9 +71,13 @@ def hourly_chart(hours: list[dict[str, Any]]) -> dict[str, Any]:
                 }
             )
     # The hour of every sixth bar, and of the last, under the bars (the site's TIME_ZONE).
+    # The last label ends at the chart's right edge (anchored at its end), never past it.
     labels = [
         {
-            "x": round(index * width + _BAR_GAP / 2, 1),
+            "x": round(CHART_WIDTH, 1)
+            if index == len(hours) - 1
+            else round(index * width + _BAR_GAP / 2, 1),
+            "anchor": "end" if index == len(hours) - 1 else "start",
             "text": f"{timezone.localtime(hour['hour']):%H}:00",
         }
         for index, hour in enumerate(hours)
@@ -94,6 +109,7 @@ def overview(now: Any = None) -> dict[str, Any]:
     reasons = decisions_by_reason(since)
     for row in reasons:
         row["outcome"] = outcome_of(row["decision"])
+        row["label"] = DECISION_LABELS.get(row["decision"], row["decision"])
     waiting = waiting_approvals(now)
     return {
         "since": since,

@@ -69,6 +69,23 @@ def visible_runs(user: Any) -> Any:
     return AssistantRun.objects.filter(conversation__owner=user)
 
 
+def distinct_title(conversation: Conversation, text: str) -> str:
+    """The title a conversation takes from its first message: the message's first 80
+    characters, with `` (2)``, `` (3)``... when another conversation of the same owner already
+    has that title, so that a list of "What does /about/ say?" can be told apart."""
+    base = " ".join(text.split())[:80]
+    taken = set(
+        Conversation.objects.filter(owner_id=conversation.owner_id, title__startswith=base)
+        .exclude(pk=conversation.pk)
+        .values_list("title", flat=True)
+    )
+    number, title = 1, base
+    while title in taken:  # at most len(taken) + 1 rounds
+        number += 1
+        title = f"{base} ({number})"
+    return title
+
+
 def create_conversation(user: Any, title: str = "") -> Conversation:
     return Conversation.objects.create(owner=user, title=(title or "")[:200])
 
@@ -156,7 +173,7 @@ def post_message(conversation: Conversation, content: str, *, user: Any) -> Assi
         )
         add_message(locked.pk, run=run, role=MessageRole.USER, content=content)
         if not locked.title:
-            locked.title = " ".join(content.split())[:80]
+            locked.title = distinct_title(locked, content)
         locked.save(update_fields=["title", "updated"])
         event(
             run.pk,

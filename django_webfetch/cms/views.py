@@ -13,6 +13,7 @@ from typing import Any
 from django.apps import apps
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext as _
 from django.views.generic import TemplateView, View
@@ -101,6 +102,7 @@ def _strings() -> dict[str, Any]:
         "rename_label": _("Rename “%(title)s”"),
         "new_title": _("New title"),
         "save": _("Save"),
+        "cancel": _("Cancel"),
         "delete": _("Delete"),
         "delete_label": _("Delete “%(title)s”"),
         "delete_confirm": _("Delete the conversation “%(title)s” and its messages?"),
@@ -190,9 +192,19 @@ class AssistantView(_Base):
                 "can_approve": can_approve,
                 "cards": approval_cards(request.user) if can_approve else [],
                 "strings": _strings(),
+                "script_url": static("django_webfetch/cms/assistant.js"),
             }
         )
         return context
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        """The form posted without the page's script (JavaScript off, or its static files not
+        served): the page again, saying that nothing was sent, never a 405.  Messages are sent
+        only through the API (the script), so this sends nothing."""
+        text = request.POST.get("content", "")[:4000]
+        return self.render_to_response(
+            self.get_context_data(posted_without_script=True, posted_text=text)
+        )
 
 
 class ApprovalsView(_Base):

@@ -39,7 +39,8 @@ def decisions_by_reason(since: datetime, *, limit: int = 50) -> list[dict[str, A
 
 def decisions_per_hour(now: datetime, *, hours: int = 24) -> list[dict[str, Any]]:
     """One entry per hour of the last ``hours`` (oldest first, empty hours included):
-    ``{"hour": datetime, "allowed": n, "denied": n, "failed": n}``."""
+    ``{"hour": datetime, "allowed": n, "denied": n, "failed": n}``: the guard's decisions
+    and the failures (a completed fetch is counted by its guard decision only)."""
     end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     start = end - timedelta(hours=hours)
     slots = [
@@ -54,6 +55,10 @@ def decisions_per_hour(now: datetime, *, hours: int = 24) -> list[dict[str, Any]
     )
     for row in rows:
         index = int((row["hour"] - start).total_seconds() // 3600)
+        # A completed fetch also has its guard decision ("allowed"): counting both would
+        # show every fetch twice.
+        if row["decision"] == Decision.FETCHED:
+            continue
         if 0 <= index < hours:
             slots[index][outcome_of(row["decision"])] += row["count"]
     return slots

@@ -12,6 +12,7 @@ the error code).  The MCP layer (``server.py``) only turns them into MCP results
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -378,6 +379,9 @@ def answer_for(call: ToolCall, window: paging.Window | None, reader: Any) -> Ans
             return paging.render(call, result, window, data)
         return Answer(result.content, is_error=False, data=data)
     if call.state in OUTCOME_WORDS:
+        comment = " ".join(call.decision_comment.split())[:MAX_COMMENT_CHARS]
+        if call.state == CallState.DENIED and comment:
+            data["decision_comment"] = comment  # as the editors' page shows it
         return Answer(outcome_text(call, result), is_error=True, data=data)
     if result is not None and result.content:
         return Answer(result.content, is_error=True, data=data)

@@ -39,7 +39,14 @@ from .errors import ToolNotOfferedError
 from .queue import start
 from .state import transition
 
-__all__ = ["preflight", "refuse_call", "request_call", "user_label"]
+__all__ = ["DNS_UNREACHABLE_MESSAGE", "preflight", "refuse_call", "request_call", "user_label"]
+
+#: The result of a call whose pre-flight reached no DNS server (reason ``dns_error``).
+DNS_UNREACHABLE_MESSAGE = (
+    "The destination could not be checked: no DNS server answered for its host name "
+    "(rule: dns_error). Nothing was sent and nobody was asked to approve it; "
+    "try again when this server's DNS works."
+)
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -75,8 +82,9 @@ def preflight(
     policy (``egress.live_verdict``).  Returns ``(verdict, None)`` for the approval card
     (the verdict and the resolved addresses as of the request; execution checks everything
     again, DNS can change), or ``(None, refusal)``: the call fails at once with the guard's
-    reason code, and the refusal is an ``EgressEvent``.  A DNS failure is not a refusal:
-    the card says the destination could not be checked.
+    reason code, and the refusal is an ``EgressEvent``.  A DNS server that cannot be
+    reached (timeout, no answer, SERVFAIL) fails the call the same way with ``dns_error``:
+    a destination nobody could check is not put before an approver.
     """
     try:
         url = tool.preflight_url(invocation.arguments)
@@ -106,9 +114,17 @@ def preflight(
             "checked_at": checked_at,
         }, None
     reason = explanation.reason or "denied"
-    if reason == "dns_error":
-        return {"verdict": "unchecked", "reason": reason, "checked_at": checked_at}, None
     recorder.record(decision="denied", reason=reason, url_host=host, port=port, detail="pre-flight")
+    if reason == "dns_error":
+        # No DNS server answered: nothing was checked, so nobody is asked to approve blind
+        # (docs/decisions/0038-no-approval-without-dns.rst); the caller may try again.
+        return None, ToolResult.failure(
+            "dns_error",
+            DNS_UNREACHABLE_MESSAGE,
+            reason=reason,
+            preflight=True,
+            checked_at=checked_at,
+        )
     refusal = ToolResult.from_exception(EgressDenied(reason))
     return None, ToolResult.failure(
         refusal.error or "egress_denied",

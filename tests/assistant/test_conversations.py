@@ -134,3 +134,35 @@ def test_answers_after_a_pause_count_until_the_editor_looks(
     assert answers_after_pause(editor) == 1
     client.patch(f"/api/conversations/{conv}/", {"seen": True}, format="json")
     assert answers_after_pause(editor) == 0
+
+
+def test_conversations_started_with_the_same_message_get_distinct_titles(editor, admin_user):
+    """Issue 31 item 7: many conversations opened with "What does /about/ say?" (the
+    toolbar's *Ask about this page*) are told apart in the list by a counter."""
+    client = client_for(editor)
+    titles = []
+    for _ in range(3):
+        conv = client.post("/api/conversations/", {}, format="json").json()["id"]
+        response = client.post(
+            f"/api/conversations/{conv}/messages/",
+            {"content": "What does  /about/ say?"},
+            format="json",
+        )
+        assert response.status_code == 202, response.content
+        resumed_run(response.json()["id"])
+        titles.append(Conversation.objects.get(pk=conv).title)
+    assert titles == [
+        "What does /about/ say?",
+        "What does /about/ say? (2)",
+        "What does /about/ say? (3)",
+    ]
+    listed = [c["title"] for c in client.get("/api/conversations/").json()["results"]]
+    assert sorted(listed) == sorted(titles)
+    # Another user's conversations do not count.
+    other = client_for(admin_user)
+    conv = other.post("/api/conversations/", {}, format="json").json()["id"]
+    response = other.post(
+        f"/api/conversations/{conv}/messages/", {"content": "What does /about/ say?"}, format="json"
+    )
+    resumed_run(response.json()["id"])
+    assert Conversation.objects.get(pk=conv).title == "What does /about/ say?"

@@ -79,17 +79,11 @@ class ExampleSite:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-@pytest.fixture(scope="module")
-def example_site(
-    lab_session: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ExampleSite]:
-    """The example project served on loopback: migrated, demo pages and users created, the
-    ``content`` and ``web`` tool groups enabled (an operator's choice, made here with the
-    ORM as the admin would)."""
+def site_env(lab_session: Any, directory: Path, *pythonpath: Path) -> dict[str, str]:
+    """The environment of a site served as ``run.sh`` serves the example (the lab's DNS
+    server and CA, a fresh SQLite database in ``directory``)."""
     from tests.lab import netns
 
-    directory = tmp_path_factory.mktemp("example-site")
-    port = free_port()
     env = {
         k: v
         for k, v in os.environ.items()
@@ -98,36 +92,45 @@ def example_site(
     }
     env.update(
         DJANGO_SETTINGS_MODULE="example_project.settings",
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=os.pathsep.join([str(ROOT), *map(str, pythonpath)]),
         WEBFETCH_EXAMPLE_DB=str(directory / "db.sqlite3"),
         WEBFETCH_DNS_NAMESERVERS=netns.DNS_V4,
         WEBFETCH_CA_FILE=lab_session.tls.ca_file,
         PYTHONWARNINGS="ignore",
         PYTHONUNBUFFERED="1",
     )
-    site = ExampleSite(
-        f"http://127.0.0.1:{port}", directory / "db.sqlite3", directory / "server.log", env
-    )
+    return env
+
+
+def set_up_demo(site: ExampleSite, domain: str) -> None:
+    """Migrated, demo pages and users created, the ``content`` and ``web`` tool groups
+    enabled (an operator's choice, made here with the ORM as the admin would)."""
     site.manage("migrate", "--noinput", "-v", "0")
-    site.manage("demo_setup", "--domain", f"127.0.0.1:{port}")
+    site.manage("demo_setup", "--domain", domain)
     site.manage(
         "shell",
         "-c",
         "from django_webfetch.models import ToolGroup; "
         "ToolGroup.objects.filter(slug__in=['content', 'web']).update(enabled=True)",
     )
-    with open(site.log, "wb") as log:
+
+
+@contextlib.contextmanager
+def uvicorn_serving(
+    site: ExampleSite, application: str, port: int, lifespan: str = "off"
+) -> Iterator[None]:
+    """``application`` served by uvicorn as run.sh serves it, in a child process."""
+    with open(site.log, "ab") as log:
         server = subprocess.Popen(
-            # As run.sh serves it: uvicorn, ASGI (the stream, the background runner).
-            uvicorn_command(sys.executable, "example_project.asgi:application", port),
+            uvicorn_command(sys.executable, application, port, lifespan=lifespan),
             cwd=ROOT,
-            env=env,
+            env=site.env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
-        yield site
+        yield
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server.pid, signal.SIGTERM)
@@ -136,6 +139,23 @@ def example_site(
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(10)
+
+
+@pytest.fixture(scope="module")
+def example_site(
+    lab_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ExampleSite]:
+    """The example project served on loopback (see :func:`set_up_demo`)."""
+    directory = tmp_path_factory.mktemp("example-site")
+    port = free_port()
+    env = site_env(lab_session, directory)
+    site = ExampleSite(
+        f"http://127.0.0.1:{port}", directory / "db.sqlite3", directory / "server.log", env
+    )
+    set_up_demo(site, f"127.0.0.1:{port}")
+    # As run.sh serves it: uvicorn, ASGI (the stream, the background runner).
+    with uvicorn_serving(site, "example_project.asgi:application", port, lifespan="on"):
+        yield site
 
 
 @pytest.fixture(scope="module")
@@ -181,18 +201,23 @@ def login(browser: Any, example_site: ExampleSite) -> Iterator[Callable[..., Any
         context.set_default_timeout(30_000)
         contexts.append(context)
         page = context.new_page()
-        _wait_until_served(page, example_site)
-        page.goto(f"{example_site.url}/admin/login/?next=/")
-        page.fill("#id_username", username)
-        page.fill("#id_password", username)
-        page.click("input[type=submit]")
-        page.wait_for_load_state()
-        assert "/admin/login/" not in page.url, f"login as {username} failed"
+        log_in(page, example_site, username)
         return page
 
     yield open_as
     for context in contexts:
         context.close()
+
+
+def log_in(page: Any, site: ExampleSite, username: str) -> None:
+    """Log ``page`` in as ``username`` through the admin's form (password = user name)."""
+    _wait_until_served(page, site)
+    page.goto(f"{site.url}/admin/login/?next=/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", username)
+    page.click("input[type=submit]")
+    page.wait_for_load_state()
+    assert "/admin/login/" not in page.url, f"login as {username} failed"
 
 
 def _wait_until_served(page: Any, site: ExampleSite, timeout: float = 60) -> None:

@@ -192,6 +192,12 @@ def test_conversations_are_renamed_and_deleted(lab, example_site, login, shots):
     current = editor.locator(".webfetch-conversation.is-current")
     expect(current.locator(".webfetch-open")).to_have_text("Our pages")
     expect(last_turn(editor).locator(".webfetch-call").first).to_contain_text("list_pages")
+    # The rename editor has a Cancel button: it leaves the title as it was (issue 31).
+    current.locator(".webfetch-rename").click()
+    current.locator(".webfetch-rename-form input").fill("Not this")
+    current.locator(".webfetch-rename-cancel").click()
+    expect(current.locator(".webfetch-rename-form")).to_have_count(0)
+    expect(current.locator(".webfetch-open")).to_have_text("Our pages")
     [(title,)] = example_site.query(
         "SELECT title FROM django_webfetch_conversation WHERE title = ?", "Our pages"
     )

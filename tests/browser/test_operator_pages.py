@@ -59,4 +59,21 @@ def test_the_example_serves_metrics_to_staff_and_the_operations_page(
 
     admin.goto(f"{example_site.url}/admin/django_webfetch/operationsoverview/")
     expect(admin.locator("body")).to_contain_text("Egress decisions, last 24 hours")
+    # The last hour's label is drawn inside the chart, not clipped (issue 31).
+    right, width = admin.eval_on_selector(
+        "#webfetch-decisions svg",
+        "svg => { const t = svg.querySelectorAll('text.hour'); const b = t[t.length - 1].getBBox();"
+        " return [b.x + b.width, svg.viewBox.baseVal.width]; }",
+    )
+    assert right <= width, (right, width)
     shots(admin, "operations")
+
+    # The tool groups' list fits 1,280 px: no header runs past the window (issue 31).
+    admin.goto(f"{example_site.url}/admin/django_webfetch/toolgroup/")
+    overflow = admin.evaluate(
+        "() => [document.documentElement.scrollWidth, window.innerWidth,"
+        " document.querySelector('#result_list').getBoundingClientRect().right]"
+    )
+    assert admin.viewport_size["width"] == 1280
+    assert overflow[0] <= overflow[1] and overflow[2] <= overflow[1], overflow
+    shots(admin, "tool-groups")

@@ -211,6 +211,36 @@ def test_admin_shows_use_against_budget(editor, superuser, client):
     assert usage.status_code == 200 and editor.username in usage.content.decode()
 
 
+def test_budget_add_picks_the_user_by_name_not_by_raw_id(editor, superuser, client):
+    """Issue 31 item 7: *Budget › Add* has a search box for the user (Django's user admin
+    has search fields), or a select list for a staff user who may not view users."""
+    from django.contrib.auth.models import Permission
+
+    client.force_login(superuser)
+    page = client.get("/admin/django_webfetch/budget/add/").content.decode()
+    assert "vForeignKeyRawIdAdminField" not in page
+    assert 'class="admin-autocomplete' in page and 'name="user"' in page
+    found = client.get(
+        "/admin/autocomplete/",
+        {
+            "term": editor.username,
+            "app_label": "django_webfetch",
+            "model_name": "budget",
+            "field_name": "user",
+        },
+    ).json()
+    assert [r["text"] for r in found["results"]] == [editor.username]
+
+    staff = type(editor).objects.create_user("budgets", password="x", is_staff=True)
+    staff.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_budget", "view_budget", "change_budget"])
+    )
+    client.force_login(staff)
+    page = client.get("/admin/django_webfetch/budget/add/").content.decode()
+    assert "vForeignKeyRawIdAdminField" not in page and "admin-autocomplete" not in page
+    assert f">{editor.username}</option>" in page  # a select list of users
+
+
 def test_a_negative_cost_ceiling_is_refused_by_the_form(editor):
     from decimal import Decimal
 

@@ -32,7 +32,10 @@ def records(editor):
     for _ in range(3):
         event("denied", "address_class:metadata", host="metadata.example")
     event("denied", "host_not_allowed")
+    # Two fetches: each has its guard decision and its completed fetch, as a real fetch.
+    event("allowed")
     event("fetched", duration=0.5)
+    event("allowed", host="slow.example.org")
     event("fetched", host="slow.example.org", duration=9.0)
     event("failed", "timeout", host="slow.example.org", duration=20.0)
     event("denied", "address_class:loopback", ago=timedelta(days=2))  # outside the window
@@ -55,6 +58,7 @@ def test_the_overview(records, editor):
     assert counts == {
         ("denied", "address_class:metadata"): 3,
         ("denied", "host_not_allowed"): 1,
+        ("allowed", ""): 2,
         ("fetched", ""): 2,
         ("failed", "timeout"): 1,
     }
@@ -66,10 +70,12 @@ def test_the_overview(records, editor):
     slowest = data["slowest"][0]
     assert (slowest["url_host"], slowest["count"], slowest["failed"]) == ("slow.example.org", 2, 1)
     assert slowest["mean"] == pytest.approx(14.5)
-    # The chart: 7 decisions in the last hour or two, stacked by outcome.
+    # The chart: 7 decisions in the last hour or two, stacked by outcome; a completed
+    # fetch counts once, by its guard decision (issue 31: not "allowed" twice).
     bars = data["chart"]["bars"]
     assert {b["outcome"] for b in bars} == {"allowed", "denied", "failed"}
     assert sum(int(b["title"].rsplit(": ", 1)[1]) for b in bars) == 7
+    assert sum(int(b["title"].rsplit(": ", 1)[1]) for b in bars if b["outcome"] == "allowed") == 2
 
 
 def test_the_chart_scales_to_the_busiest_hour():
@@ -87,6 +93,9 @@ def test_the_chart_scales_to_the_busiest_hour():
     labels = chart["labels"]
     assert [label["x"] for label in labels] == sorted(label["x"] for label in labels)
     assert len(labels) == 5 and labels[-1]["text"] == f"{timezone.localtime(now):%H}:00"
+    # The last hour's label ends at the right edge instead of running past it (issue 31).
+    assert (labels[-1]["x"], labels[-1]["anchor"]) == (chart["width"], "end")
+    assert {label["anchor"] for label in labels[:-1]} == {"start"}
     assert chart["label_y"] < chart["height"]
 
 
@@ -101,6 +110,11 @@ def test_the_page_in_the_admin(records, superuser, client):
     # No JavaScript of its own (the admin's base template brings its theme switcher).
     assert "<script" not in html.split('id="content-main" class="webfetch-ops"', 1)[1]
     assert "address_class:metadata</code></td><td>3</td>" in html
+    # One fetch is two rows, each saying what it counts (issue 31).
+    assert "<td>guard allowed (one per hop)</td>" in html
+    assert "<td>fetch completed (one per fetch)</td>" in html
+    assert "they are one fetch, not two" in html
+    assert 'text-anchor="end"' in html
     assert "Approvals waiting: 2 &middot; oldest 2 h 5 min" in html
     assert f"/admin/django_webfetch/toolcall/{records.pk}/change/" in html
     assert re.search(r'class="over">10</td><td>10</td>', html)

@@ -34,13 +34,29 @@ def _inspector(settings: Any, secret: str, tmp_path: Any, *method: str, status: 
     server_env = [
         f"{k}={v}" for k, v in params.env.items() if k in passed or k.startswith("WEBFETCH_TEST_")
     ]
+    # As docs/mcp.rst says: the token in a config file of the user's own (mode 600, the
+    # Claude Desktop shape), never on the command line (``-e`` would show it to ``ps``).
+    config = tmp_path / "mcp.json"
+    config.touch(mode=0o600)
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "mysite": {
+                        "command": params.command,
+                        "args": list(params.args),
+                        "env": dict(pair.split("=", 1) for pair in server_env),
+                    }
+                }
+            }
+        )
+    )
     # The server is a Django process started cold: on a busy machine it can take longer
     # than the Inspector's 15 s default to answer `initialize`.  The wait is a safety net,
     # the same as the run's own timeout below.
     command = [str(INSPECTOR), "--cli", "--connect-timeout", "110000"]
-    for pair in server_env:
-        command += ["-e", pair]
-    command += [params.command, *params.args, *method]
+    command += ["--config", str(config), "--server", "mysite", *method]
+    assert not any(secret in part for part in command)
     done = subprocess.run(
         command,
         cwd=params.cwd,

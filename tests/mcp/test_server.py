@@ -358,7 +358,11 @@ def test_a_denied_call_is_an_error_result_in_our_words(connect, users, token_for
     def deny(call_id: str) -> None:
         api = APIClient()
         api.force_login(users["approver"])
-        response = api.post(f"/api/calls/{call_id}/deny/", {"comment": "no"}, format="json")
+        response = api.post(
+            f"/api/calls/{call_id}/deny/",
+            {"comment": "Not this host, ask the docs."},
+            format="json",
+        )
         assert response.status_code == 200, response.content
 
     async def scenario() -> Any:
@@ -376,6 +380,10 @@ def test_a_denied_call_is_an_error_result_in_our_words(connect, users, token_for
     result = anyio.run(scenario)
     assert result.is_error is True
     assert result.structured_content["state"] == "denied"
+    # Issue 31: the MCP client reads the approver's comment too, said to be the decision's.
+    text = result.content[0].text
+    assert text.endswith('The comment given with the decision: "Not this host, ask the docs."')
+    assert result.structured_content["decision_comment"] == "Not this host, ask the docs."
     assert web.requests == []
 
 

@@ -131,7 +131,9 @@ def test_bulk_decisions_report_per_object(client, approver, editor):
     response = _action(client, "deny_selected", [ok, own, expired, done], confirm="yes", comment="")
     found = messages_of(response)
     assert len(found) == 4, found
-    assert sum("denied; it is now denied" in m for m in found) == 1
+    # Said once, not "denied; it is now denied" (issue 31).
+    assert sum(m.endswith(" denied.") for m in found) == 1
+    assert not any("it is now denied" in m for m in found)
     assert any("(self_approval)" in m for m in found)
     assert any("(expired)" in m or "(invalid_transition)" in m for m in found)
     states = dict(ToolCall.objects.values_list("pk", "state"))

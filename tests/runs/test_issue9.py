@@ -332,6 +332,40 @@ def test_a_url_the_guard_refuses_fails_at_request_time(
     assert lab_settings.connected_addresses() == set()
 
 
+@pytest.mark.parametrize("dns", ["blackholed", "nothing_listens"])
+def test_a_url_whose_dns_cannot_be_reached_fails_at_request_time(
+    lab_settings, settings, group_factory, editor, approver, mailoutbox, dns
+):
+    """Issue 31 item 5 (ADR 0038): no approver is asked about a destination whose DNS server
+    could not be reached; the call fails at once with ``dns_error``, recorded."""
+    group_factory("web", enabled=True)
+    lab_settings.dns.set("docs.lab.example", a=[lab_settings.PUBLIC_V4[0]])
+    if dns == "blackholed":
+        lab_settings.dns.drop("docs.lab.example")  # the server never answers
+    else:
+        # A public-looking lab address with a web server and no DNS server on port 53.
+        settings.WEBFETCH_DNS_NAMESERVERS = [lab_settings.PUBLIC_V4[0]]
+    call = runs.request_call("fetch_external_url", {"url": "http://docs.lab.example/"}, user=editor)
+    assert call.state == CallState.FAILED  # never waits for an approver
+    assert call.reason == "dns_error"
+    assert call.result["meta"]["reason"] == "dns_error" and call.result["meta"]["preflight"]
+    assert call.result["content"].startswith("The destination could not be checked: no DNS")
+    assert "nobody was asked to approve it" in call.result["content"]
+    event = EgressEvent.objects.get(call_id=str(call.pk))
+    assert (event.decision, event.reason, event.detail) == ("denied", "dns_error", "pre-flight")
+    assert mailoutbox == []
+    assert not ToolCall.objects.filter(state=CallState.AWAITING_APPROVAL).exists()
+    assert lab_settings.accepts(lab_settings.PUBLIC_V4[0]) == []
+    # DNS back: the same URL waits for an approver with a checked verdict.
+    lab_settings.dns.set("docs.lab.example", a=[lab_settings.PUBLIC_V4[0]])
+    settings.WEBFETCH_DNS_NAMESERVERS = lab_settings.nameservers
+    again = runs.request_call(
+        "fetch_external_url", {"url": "http://docs.lab.example/"}, user=editor
+    )
+    assert again.state == CallState.AWAITING_APPROVAL
+    assert again.approval_preview["preflight"]["verdict"] == "allowed"
+
+
 def test_the_card_and_the_api_show_the_verdict_and_execution_checks_again(
     lab_settings, group_factory, editor, approver
 ):
@@ -351,6 +385,9 @@ def test_the_card_and_the_api_show_the_verdict_and_execution_checks_again(
     client = api(approver)
     page = client.get(f"/admin/django_webfetch/toolcall/{call.pk}/change/").content.decode()
     assert lab_settings.PUBLIC_V4[1] in page
+    # The pre-flight in words, not a raw Python dict (issue 31).
+    assert "allowed when requested" in page
+    assert "&#x27;verdict&#x27;" not in page and "'verdict'" not in page
     assert lab_settings.connected_addresses() == set()
     # DNS changes before the approval: execution runs the whole guard again.
     lab_settings.dns.set("news.lab.example", a=[lab_settings.PRIVATE[0]])

@@ -50,6 +50,23 @@ def test_w062_sqlite_without_immediate_transactions(settings):
     assert _w062({"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "x"}}) == []
 
 
+def test_the_readmes_minimal_settings_print_no_w062(settings, tmp_path):
+    """Issue 31 item 6: the settings of the README's "Add it to a Django site", as a user
+    copies them, raise no W062 under the default background runner."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [block] = re.findall(r"```python\n# settings\.py\n(.*?)\n# urls\.py", readme, re.S)
+    namespace = {"BASE_DIR": tmp_path}
+    exec(block.replace("    ...,\n", ""), namespace)
+    assert namespace["DATABASES"]["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    settings.WEBFETCH_RUNNER = "background"
+    assert _w062(namespace["DATABASES"]) == []
+    without = {"default": {**namespace["DATABASES"]["default"], "OPTIONS": {}}}
+    assert len(_w062(without)) == 1  # the check does look at these settings
+
+
 @pytest.fixture
 def root_urlconf(settings):
     module = types.ModuleType("webfetch_test_root_urls")

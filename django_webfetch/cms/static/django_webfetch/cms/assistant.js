@@ -15,6 +15,9 @@
 
   var root = document.getElementById("assistant");
   if (!root) { return; }
+  // The page says it cannot work until this script runs (static files not served, no JS).
+  var missing = document.getElementById("script-missing");
+  if (missing) { missing.hidden = true; }
   var api = root.getAttribute("data-api") || "/api/";
   var approvalsUrl = root.getAttribute("data-approvals");
   var canApprove = root.getAttribute("data-can-approve") === "1";
@@ -562,8 +565,13 @@
     field.setAttribute("aria-label", T.new_title);
     var save = el("button", null, T.save);
     save.type = "submit";
+    // Cancel (or Escape) leaves the title as it was.
+    var cancel = el("button", "webfetch-rename-cancel", T.cancel);
+    cancel.type = "button";
+    cancel.addEventListener("click", function () { formEl.remove(); loadConversations(); });
     formEl.appendChild(field);
     formEl.appendChild(save);
+    formEl.appendChild(cancel);
     li.textContent = "";
     li.appendChild(formEl);
     field.focus();

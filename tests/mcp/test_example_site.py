@@ -1,0 +1,121 @@
+"""Issue 31 item 4: the example site serves MCP at ``/mcp`` as the README says, and
+``example_project/run.sh manage ...`` passes any ``manage.py`` command through.
+
+Everything goes through ``sh example_project/run.sh`` as a user types it: ``manage`` issues
+the token, ``serve`` starts uvicorn (its extra arguments go to uvicorn: ``--uds``, since this
+test process may not connect to loopback over TCP, see tests/mcp/conftest.py).  The official
+MCP SDK client talks Streamable HTTP to ``/mcp`` of that server.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.runs.infra import ROOT, start_logged, stop_process, wait_for
+
+pytestmark = [pytest.mark.lab]
+
+BEGIN = "<<<BEGIN"
+
+
+def _env(lab_session: Any, directory: Path) -> dict[str, str]:
+    from tests.lab import netns
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+        and not k.startswith(("DJANGO_", "CELERY_", "DATABASE_URL", "WEBFETCH_"))
+    }
+    env.update(
+        WEBFETCH_EXAMPLE_DB=str(directory / "db.sqlite3"),
+        WEBFETCH_DNS_NAMESERVERS=netns.DNS_V4,
+        WEBFETCH_CA_FILE=lab_session.tls.ca_file,
+        PYTHONWARNINGS="ignore",
+    )
+    return env
+
+
+def _run_sh(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        ["sh", "example_project/run.sh", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
+    lab_session, tmp_path
+):
+    env = _env(lab_session, tmp_path)
+    # Any manage.py command goes through (run.sh migrates first).
+    _run_sh(env, "manage", "demo_setup", "--domain", "127.0.0.1:8000")
+    _run_sh(
+        env,
+        "manage",
+        "shell",
+        "-c",
+        "from django_webfetch.models import ToolGroup; "
+        "ToolGroup.objects.filter(slug='content').update(enabled=True)",
+    )
+    out = _run_sh(env, "manage", "webfetch", "token", "create", "--user", "editor", "--name", "t")
+    [secret] = re.findall(r"wfpat_[A-Za-z0-9_-]+", out)
+    listed = _run_sh(env, "manage", "webfetch", "token", "list", "--user", "editor")
+    assert "editor" in listed and secret not in listed
+
+    socket_path = tmp_path / "example.sock"
+    log = tmp_path / "serve.log"
+    server = start_logged(
+        ["sh", "example_project/run.sh", "serve", "--uds", str(socket_path)], log, env
+    )
+    try:
+        wait_for(
+            lambda: socket_path.exists() or server.poll() is not None, 120, what="run.sh serve"
+        )
+        assert server.poll() is None, log.read_text(errors="replace")[-4000:]
+
+        async def scenario() -> tuple[Any, Any, Any, int]:
+            headers = {"Authorization": f"Bearer {secret}"}
+            transport = httpx2.AsyncHTTPTransport(uds=str(socket_path))
+            async with httpx2.AsyncClient(
+                transport=transport, headers=headers, timeout=httpx2.Timeout(30, read=120)
+            ) as http:
+                async with (
+                    streamable_http_client("http://127.0.0.1/mcp", http_client=http) as (r, w),
+                    ClientSession(r, w) as session,
+                ):
+                    info = await session.initialize()
+                    tools = await session.list_tools()
+                    resources = await session.list_resources()
+                    about = next(x for x in resources.resources if x.title == "About us")
+                    page = await session.read_resource(about.uri)
+                # Without a token: refused, and the Django site beside it still answers.
+                async with httpx2.AsyncClient(transport=transport) as anonymous:
+                    refused = await anonymous.post("http://127.0.0.1/mcp", json={})
+                    assert (await anonymous.get("http://127.0.0.1/")).status_code == 200
+            return info, tools, page, refused.status_code
+
+        info, tools, page, refused = anyio.run(scenario)
+    finally:
+        stop_process(server)
+
+    assert info.server_info.name
+    assert {"read_page", "list_pages"} <= {tool.name for tool in tools.tools}
+    [content] = page.contents
+    assert BEGIN in content.text
+    assert refused == 401
