@@ -12,7 +12,6 @@ the error code).  The MCP layer (``server.py``) only turns them into MCP results
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
