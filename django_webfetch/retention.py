@@ -374,6 +374,14 @@ NO_CONTENT: dict[str, str] = {
     "django_webfetch.AccessToken.name": "the token owner's label for it",
     "django_webfetch.AccessToken.token_hash": "a hash of the secret",
     "django_webfetch.AccessToken.hint": "the first characters of the secret",
+    "django_webfetch.AccessToken.kind": "personal or oauth",
+    "django_webfetch.AccessToken.client_id": (
+        "the OAuth client's identifier (its metadata document's URL), which the user approved"
+    ),
+    "django_webfetch.TokenEvent.action": "issued, refreshed or revoked",
+    "django_webfetch.TokenEvent.client_id": "the OAuth client's identifier, as on the grant",
+    "django_webfetch.TokenEvent.reason": "a code for why a token was revoked",
+    "django_webfetch.TokenEvent.by": "the username of whoever acted",
 }
 
 

@@ -182,9 +182,11 @@ case " $* " in
     *no:randomly*) ;;
     *) set -- --randomly-seed="$SEED" "$@" ;;
 esac
+# The interpreter tests/lab/worker-python starts (an xdist worker, a nested session) in a
+# network namespace and lab of its own.
+WEBFETCH_LAB_PYTHON="$PY"
+export WEBFETCH_LAB_PYTHON
 if [ "$WORKERS" -gt 1 ]; then
-    WEBFETCH_LAB_PYTHON="$PY"
-    export WEBFETCH_LAB_PYTHON
     set -- -p xdist --tx "$WORKERS*popen//python=$ROOT/tests/lab/worker-python" --dist load "$@"
 fi
 say "pytest ${*} (seed $SEED, $WORKERS worker(s); replay: WEBFETCH_TEST_SEED=$SEED sh tests/run.sh ...)"

@@ -202,9 +202,20 @@ def test_every_mcp_handler_that_stays_open_goes_through_the_door():
     assert server.build_server(nobody) is not None
     # The handlers the server was built with: every one is read here.
     source = inspect.getsource(server.build_server)
-    registered = set(re.findall(r"on_([a-z_]+)=", source))
-    assert registered == {"list_tools", "call_tool", "list_resources", "read_resource"}
-    # Of those, only ``tools/call`` waits (for an approval): through the marked ``_wait``.
+    registered = set(re.findall(r"on_[a-z_]+=([a-z_]+)", source))
+    registered |= set(re.findall(r"add_request_handler\([^,]+, [^,]+, ([a-z_]+)\)", source))
+    assert registered == {
+        "list_tools",
+        "call_tool",
+        "list_resources",
+        "read_resource",
+        "discover",
+        "get_task",
+        "update_task",
+        "cancel_task",
+    }
+    # Of those, only ``tools/call`` waits (for an approval): through the marked ``_wait``
+    # (a task's methods answer at once; its client polls).
     waits = {
         name for name in registered if re.search(r"_wait\(|sleep\(", _handler_source(source, name))
     }
@@ -223,7 +234,7 @@ def test_every_mcp_handler_that_stays_open_goes_through_the_door():
 
 def _handler_source(source: str, name: str) -> str:
     match = re.search(
-        rf"async def {name}\(.*?(?=\n    async def |\n    return Server)", source, re.S
+        rf"async def {name}\(.*?(?=\n    async def |\n    server: Server)", source, re.S
     )
     assert match, name
     return match.group(0)

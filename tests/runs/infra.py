@@ -433,8 +433,14 @@ class PostgresCluster:
         The nested session must pass and run something (a session that only skips, or
         that failed to collect, fails the calling test)."""
         env = {**os.environ, **self.env(database), "DJANGO_SETTINGS_MODULE": PG_SETTINGS}
+        # In a network namespace (and lab) of its own, as an xdist worker is: the nested
+        # session's lab never collides with this session's addresses and ports.  (The
+        # cluster and Redis are on Unix sockets, reached from any network namespace.)
+        python = [sys.executable]
+        if env.get("WEBFETCH_LAB_PYTHON") and os.geteuid() == 0:
+            python = [os.path.join(ROOT, "tests", "lab", "worker-python")]
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-rfEs"]
+            [*python, "-m", "pytest", "-q", "-p", "no:randomly", "-rfEs"]
             + ["--ds", PG_SETTINGS, *args],
             cwd=ROOT,
             env=env,
