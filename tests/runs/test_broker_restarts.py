@@ -104,3 +104,31 @@ def test_workers_survive_five_broker_restarts_under_load(
     for row in rows:
         query = row.arguments["url"].split("?", 1)[1]
         assert sum(1 for p in fetched if p.endswith(query)) == 1, row.arguments["url"]
+
+
+@pytest.mark.redis
+def test_an_ack_on_a_lost_connection_is_a_connection_error(private_redis):
+    """The path that ended busy workers, on kombu itself: a message taken before the
+    connection was lost and acknowledged after Celery collected the connection.  Celery's
+    ``ack_log_error`` handles the transport's connection errors (and logs "Couldn't ack");
+    anything else reaches the worker's event loop and ends the worker."""
+    import logging
+
+    import redis
+    from kombu import Connection
+
+    from django_webfetch.broker import survive_lost_connections
+
+    assert survive_lost_connections()
+    assert survive_lost_connections()  # idempotent: wrapped once
+    connection = Connection(f"redis+socket://{private_redis.path}")
+    queue = connection.SimpleQueue("webfetch-broker-fix")
+    queue.put({"n": 1})
+    message = queue.get(timeout=5)
+    assert message.payload == {"n": 1}
+    private_redis.crash_and_restart()
+    connection.collect()  # what Celery's consumer does when the broker is lost
+    with pytest.raises(redis.exceptions.ConnectionError):
+        message.ack()
+    assert issubclass(redis.exceptions.ConnectionError, connection.connection_errors)
+    message.ack_log_error(logging.getLogger("test"), connection.connection_errors)
