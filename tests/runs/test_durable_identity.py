@@ -28,6 +28,8 @@ def _label_of(process: subprocess.Popen[bytes]) -> str:
 def _child(*code: str) -> subprocess.Popen[bytes]:
     program = "; ".join(
         (
+            "import django",
+            "django.setup()",
             "from django_webfetch.runs.durable import worker_label",
             "print(worker_label('child'), flush=True)",
             *code,
@@ -36,7 +38,7 @@ def _child(*code: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", program],
         stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        env={**os.environ, "PYTHONPATH": os.getcwd(), "DJANGO_SETTINGS_MODULE": "tests.settings"},
     )
 
 
@@ -49,13 +51,15 @@ def test_this_process_is_not_gone():
 
 
 def test_a_live_child_is_not_gone_an_exited_one_is():
-    child = _child("import sys", "sys.stdin.read()")
+    child = _child("import time", "time.sleep(600)")
     label = _label_of(child)
     assert not holder_gone(label)
     child.kill()
-    # A zombie (killed, not yet reaped) is dead: its work is not going on.
+    # Dead and not reaped (WNOWAIT): a zombie; its work is not going on.
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
     assert holder_gone(label)
     child.wait()
+    child.stdout.close()
     assert holder_gone(label)  # and once reaped, its PID names nobody
 
 
@@ -95,6 +99,7 @@ def test_a_lease_is_lost_when_it_ran_out_or_its_holder_died():
     child = _child()
     dead = _label_of(child)
     child.wait()
+    child.stdout.close()
     assert lease_lost(later, dead)
     assert not lease_lost(later, worker_label())
     assert lease_lost(timezone.now() - timedelta(seconds=1), worker_label())
