@@ -106,29 +106,37 @@ def advance_assistant_run(self: Any, run_id: str) -> str:
 class _Sweeper:
     """A thread of the worker's main process that sends the sweep task: at once when the
     worker is ready (a worker started after a crash recovers what the crash left), then
-    every ``every`` seconds.  Each message expires after ``every`` seconds, so sweeps never
-    pile up behind busy workers; a broker that is down is tried again at the next tick."""
+    every ``every`` seconds, to a queue the worker consumes itself (the default queue if it
+    does, else its first), so no sweep waits in a queue nobody reads.  Each message
+    expires after ``every`` seconds, so sweeps never pile up behind busy workers; a broker
+    that is down is tried again at the next tick."""
 
     def __init__(self) -> None:
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
 
-    def start(self, every: float) -> None:
+    def start(self, every: float, queue: str | None = None) -> None:
         if self.thread is not None and self.thread.is_alive():
             return
         self.stopping = threading.Event()
         self.thread = threading.Thread(
-            target=self._run, args=(self.stopping, every), name="webfetch-sweeper", daemon=True
+            target=self._run,
+            args=(self.stopping, every, queue),
+            name="webfetch-sweeper",
+            daemon=True,
         )
         self.thread.start()
 
     def stop(self) -> None:
         self.stopping.set()
 
-    def _run(self, stopping: threading.Event, every: float) -> None:
+    def _run(self, stopping: threading.Event, every: float, queue: str | None) -> None:
         while not stopping.is_set():
             try:
-                expire_tool_calls.apply_async(expires=every)
+                if queue:
+                    expire_tool_calls.apply_async(expires=every, queue=queue)
+                else:
+                    expire_tool_calls.apply_async(expires=every)
             except Exception as exc:
                 logger.warning("the periodic sweep could not be queued: %r", exc)
             if stopping.wait(every):
@@ -138,11 +146,23 @@ class _Sweeper:
 _sweeper = _Sweeper()
 
 
+def _own_queue(consumer: Any) -> str | None:
+    """``None`` (default routing) when the worker consumes the default queue, else the
+    first queue it consumes."""
+    task_consumer = getattr(consumer, "task_consumer", None)
+    names = [queue.name for queue in getattr(task_consumer, "queues", None) or []]
+    app = getattr(consumer, "app", None)
+    default = getattr(getattr(app, "conf", None), "task_default_queue", None)
+    if not names or default in names:
+        return None
+    return str(names[0])
+
+
 @worker_ready.connect
 def _start_sweeping(sender: Any = None, **kwargs: Any) -> None:
     every = conf.WEBFETCH_WORKER_SWEEP_EVERY
     if every:
-        _sweeper.start(every)
+        _sweeper.start(every, _own_queue(sender))
 
 
 @worker_shutdown.connect
