@@ -100,7 +100,24 @@ def test_runs_of_a_killed_process_are_taken_over_at_once(provider, editor, lab_s
             wait_for(lambda: _served(url), 60, interval=0.2, what="the second server")
             served = time.monotonic()
 
+            # When each step of the recovery was seen (seconds after the new server answered),
+            # for the report; nothing is asserted on them.
+            marks: dict[str, float] = {}
+
             def every_run_final() -> bool:
+                a = AssistantRun.objects.get(pk=held)
+                b = AssistantRun.objects.get(pk=queued)
+                now = round(time.monotonic() - served, 1)
+                if f":{second.pid}~" in a.worker:
+                    marks.setdefault("A taken", now)
+                if a.finished:
+                    marks.setdefault("A done", now)
+                if b.lease_expires_at is not None:
+                    marks.setdefault("B taken", now)
+                if b.finished:
+                    marks.setdefault("B done", now)
+                if a.events.filter(kind="step").exists():
+                    marks.setdefault("A step", now)
                 return all(AssistantRun.objects.get(pk=pk).finished for pk in (held, queued))
 
             wait_for(every_run_final, SAFETY_NET, interval=0.2, what="both runs to finish")
@@ -109,6 +126,7 @@ def test_runs_of_a_killed_process_are_taken_over_at_once(provider, editor, lab_s
             hold.set()
             _stop(first)
             _stop(second)
+    print(marks)
     print(
         f"every run final {took:.1f} s after the restart "
         f"({after_served:.1f} s after the new server answered)"
