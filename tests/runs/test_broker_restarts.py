@@ -126,8 +126,14 @@ def test_an_ack_on_a_lost_connection_is_a_connection_error(private_redis):
     queue.put({"n": 1})
     message = queue.get(timeout=5)
     assert message.payload == {"n": 1}
+    channel = message.channel
     private_redis.crash_and_restart()
-    connection.collect()  # what Celery's consumer does when the broker is lost
+    # What Celery's consumer does when the broker is lost: the transport forgets its client
+    # (collect), and the channel its pools (as its close does); the worker's traceback
+    # showed both.
+    connection.collect()
+    channel._disconnect_pools()
+    assert channel._pool is None and getattr(channel.connection, "client", None) is None
     with pytest.raises(redis.exceptions.ConnectionError):
         message.ack()
     assert issubclass(redis.exceptions.ConnectionError, connection.connection_errors)
