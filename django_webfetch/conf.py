@@ -253,6 +253,17 @@ class Settings:
         return self._seconds("WEBFETCH_RUNNER_SWEEP_EVERY", 15.0, 600.0)
 
     @property
+    def WEBFETCH_WORKER_SWEEP_EVERY(self) -> float:
+        """Seconds between two sweeps sent by each Celery worker (``tasks.py``: the
+        periodic task without a beat schedule); ``0`` turns it off (beat does it); 1..600."""
+        value = _number(
+            "WEBFETCH_WORKER_SWEEP_EVERY", _raw("WEBFETCH_WORKER_SWEEP_EVERY", 15), integer=False
+        )
+        if value == 0:
+            return 0.0
+        return self._seconds("WEBFETCH_WORKER_SWEEP_EVERY", 15.0, 600.0)
+
+    @property
     def WEBFETCH_STREAM_HEARTBEAT(self) -> float:
         """Seconds of silence after which a run's event stream sends ``: ping``; 1..60."""
         return self._seconds("WEBFETCH_STREAM_HEARTBEAT", 15.0, 60.0)

@@ -2,8 +2,12 @@
 
 The only module that binds the task names (``runs.dispatch``) to Celery tasks; imported by
 Celery's ``autodiscover_tasks``, never by a service (they send work by task name).  The app
-never creates a Celery app of its own.  Register the periodic sweep in your beat
-schedule::
+never creates a Celery app of its own.
+
+The periodic sweep needs no beat schedule: each worker sends it when it is ready and then
+every ``WEBFETCH_WORKER_SWEEP_EVERY`` seconds (15; ``0`` turns that off), so expiry, lost
+workers and lost messages are handled wherever a worker runs.  A beat schedule may send it
+as well (a duplicate sweep is harmless)::
 
     CELERY_BEAT_SCHEDULE = {
         "django_webfetch.expire_tool_calls": {
@@ -15,11 +19,13 @@ schedule::
 
 from __future__ import annotations
 
-import os
+import logging
+import threading
 from typing import Any
 
 try:
     from celery import shared_task
+    from celery.signals import worker_ready, worker_shutdown
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     from .exceptions import WebFetchImproperlyInstalled
 
@@ -30,9 +36,18 @@ from django.db import InterfaceError, OperationalError
 from . import runs
 from .assistant.loop import advance
 from .assistant.recover import sweep_all
+from .broker import survive_lost_connections
+from .conf import conf
 from .runs.dispatch import ADVANCE_ASSISTANT_RUN, RUN_TOOL_CALL, SWEEP
+from .runs.durable import worker_label
 
 __all__ = ["advance_assistant_run", "expire_tool_calls", "run_tool_call"]
+
+logger = logging.getLogger("django_webfetch.runs")
+
+# A busy worker must outlive a Redis restart (``broker.py``): applied where Celery imports
+# the tasks, before the worker consumes.
+survive_lost_connections()
 
 
 @shared_task(
@@ -53,7 +68,7 @@ __all__ = ["advance_assistant_run", "expire_tool_calls", "run_tool_call"]
 def run_tool_call(self: Any, call_id: str) -> str:
     request = self.request
     delivery = getattr(request, "delivery_info", None) or {}
-    worker = f"{getattr(request, 'hostname', None) or 'celery'}:{os.getpid()}"
+    worker = worker_label(getattr(request, "hostname", None) or "celery")
     outcome = runs.execute(call_id, redelivered=bool(delivery.get("redelivered")), worker=worker)
     return outcome.action
 
@@ -83,6 +98,73 @@ def expire_tool_calls() -> dict[str, int]:
 )
 def advance_assistant_run(self: Any, run_id: str) -> str:
     """One provider request of an assistant run (and the tool calls it asks for)."""
-    worker = f"{getattr(self.request, 'hostname', None) or 'celery'}:{os.getpid()}"
+    worker = worker_label(getattr(self.request, "hostname", None) or "celery")
     outcome = advance(run_id, worker=worker, max_provider_calls=1)
     return outcome.action
+
+
+class _Sweeper:
+    """A thread of the worker's main process that sends the sweep task: at once when the
+    worker is ready (a worker started after a crash recovers what the crash left), then
+    every ``every`` seconds, to a queue the worker consumes itself (the default queue if it
+    does, else its first), so no sweep waits in a queue nobody reads.  Each message
+    expires after ``every`` seconds, so sweeps never pile up behind busy workers; a broker
+    that is down is tried again at the next tick."""
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, every: float, queue: str | None = None) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            return
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run,
+            args=(self.stopping, every, queue),
+            name="webfetch-sweeper",
+            daemon=True,
+        )
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def _run(self, stopping: threading.Event, every: float, queue: str | None) -> None:
+        while not stopping.is_set():
+            try:
+                if queue:
+                    expire_tool_calls.apply_async(expires=every, queue=queue)
+                else:
+                    expire_tool_calls.apply_async(expires=every)
+            except Exception as exc:
+                logger.warning("the periodic sweep could not be queued: %r", exc)
+            if stopping.wait(every):
+                return
+
+
+_sweeper = _Sweeper()
+
+
+def _own_queue(consumer: Any) -> str | None:
+    """``None`` (default routing) when the worker consumes the default queue, else the
+    first queue it consumes."""
+    task_consumer = getattr(consumer, "task_consumer", None)
+    names = [queue.name for queue in getattr(task_consumer, "queues", None) or []]
+    app = getattr(consumer, "app", None)
+    default = getattr(getattr(app, "conf", None), "task_default_queue", None)
+    if not names or default in names:
+        return None
+    return str(names[0])
+
+
+@worker_ready.connect
+def _start_sweeping(sender: Any = None, **kwargs: Any) -> None:
+    every = conf.WEBFETCH_WORKER_SWEEP_EVERY
+    if every:
+        _sweeper.start(every, _own_queue(sender))
+
+
+@worker_shutdown.connect
+def _stop_sweeping(sender: Any = None, **kwargs: Any) -> None:
+    _sweeper.stop()

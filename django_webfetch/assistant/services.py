@@ -31,13 +31,12 @@ from .conversations import (
 from .dispatch import dispatch
 from .errors import AssistantError, AssistantNotInstalled, InvalidRunTransition, RunInProgress
 from .loop import MAX_STEP_ATTEMPTS, AdvanceOutcome, advance
-from .recover import STALE_QUEUE_AFTER, refresh, sweep
+from .recover import refresh, requeue_wait, sweep
 from .signals import connect_signals
 from .state import events_since, lease_seconds, transition
 
 __all__ = [
     "MAX_STEP_ATTEMPTS",
-    "STALE_QUEUE_AFTER",
     "SYSTEM_PROMPT",
     "AdvanceOutcome",
     "AssistantError",
@@ -57,6 +56,7 @@ __all__ = [
     "mark_seen",
     "post_message",
     "refresh",
+    "requeue_wait",
     "rename_conversation",
     "run_calls",
     "sweep",

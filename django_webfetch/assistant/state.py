@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from django_webfetch import metrics, runs
 from django_webfetch.conf import conf
-from django_webfetch.runs.durable import lease_expired, retry_while_locked
+from django_webfetch.runs.durable import lease_lost, retry_while_locked
 
 from . import watch
 from .errors import InvalidRunTransition
@@ -50,8 +50,9 @@ def lease_seconds() -> float:
 
 
 def lost(run: AssistantRun, now: datetime | None = None) -> bool:
-    """The run's lease was taken and ran out: its worker is gone."""
-    return lease_expired(run.lease_expires_at, now)
+    """The run's lease was taken and ran out, or its holder is known dead
+    (``durable.holder_gone``): its worker is gone."""
+    return lease_lost(run.lease_expires_at, run.worker, now)
 
 
 def _run_id(run: AssistantRun | uuid.UUID | str) -> Any:

@@ -12,8 +12,11 @@ On Celery a call that finds its host full is not taken: it stays ``approved`` an
 is queued again with a countdown (:func:`defer`: a quarter of its wait so far, 0.5 to 5 s),
 so it waits in the queue, never in a worker.  In-process (no worker to give back) the
 background runner's thread waits up to ``WEBFETCH_TIMEOUT`` for a slot, then the call fails with
-``destination_busy``.  When the shared count is configured but unreachable the call fails
-with ``destination_limit_unavailable`` (fail closed).
+``destination_busy``.  When the shared count is configured but unreachable the call is
+not run (fail closed): on Celery it is deferred as above for up to
+:data:`UNAVAILABLE_GRACE` seconds after its approval (Redis restarting: the broker is
+usually the same server, back within seconds), then, as in-process at once, it fails with
+``destination_limit_unavailable``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from .queue import enqueue_call
 __all__ = [
     "DEFER_MAX",
     "DEFER_MIN",
+    "UNAVAILABLE_GRACE",
     "Deferred",
     "countdown_after",
     "HostSlots",
@@ -59,6 +63,9 @@ logger = logging.getLogger("django_webfetch.runs")
 DEFER_MIN = 0.5
 DEFER_MAX = 5.0
 _MARGIN = 5.0
+#: On Celery, how long after its approval a call whose destination limit cannot be checked
+#: (Redis unreachable) is deferred before it fails ``destination_limit_unavailable``.
+UNAVAILABLE_GRACE = 60.0
 
 
 class _RedisHostSlots(RedisBudget):
@@ -167,6 +174,11 @@ def reserve(call_id: Any) -> Lease | ToolResult | None:
         return slots().acquire(f"host:{host}", limit, wait=wait, ttl=lease_seconds() + _MARGIN)
     except EgressDenied as exc:
         if exc.reason == "connection_budget_unavailable":
+            since = decided_at or created
+            if queued and (timezone.now() - since).total_seconds() < UNAVAILABLE_GRACE:
+                logger.warning("tool call %s: destination limit unavailable; deferred", call_id)
+                metrics.refusal("destination_deferred")
+                raise defer(call_id, tool_name, host, since=since) from exc
             logger.error("tool call %s: the destination limit is unavailable (%s)", call_id, exc)
             metrics.refusal("destination_limit_unavailable")
             return ToolResult.failure(

@@ -8,14 +8,26 @@ only through a compare-and-set under a row lock, held by a worker through a *lea
 - :func:`retry_while_locked`: SQLite refuses the loser of a write race with "database is
   locked" instead of making it wait; the operation is tried again with a short backoff;
 - :class:`Heartbeat`: renews a lease from a thread of its own while the work runs;
-- :func:`lease_expired`, :func:`worker_label`, :func:`is_active`, :class:`Outcome`.
+- :func:`worker_label` and :func:`holder_gone`: who holds a lease, and whether that process
+  is known to be dead;
+- :func:`lease_lost`, :func:`lease_expired`, :func:`is_active`, :class:`Outcome`.
+
+A lease names its holder: ``host:pid~boot.ns.start``, the process's kernel boot id, PID
+namespace and start time (``/proc``).  Those identify one process on one machine for its
+whole life, so a sweep on the same machine (same boot id and PID namespace) that finds the
+PID gone, a zombie, or reused by a younger process knows the holder is dead and takes the
+record over at once, rather than after the lease (the longest a step may take).  A holder
+on another machine, in another PID namespace or without ``/proc`` is judged by its lease
+alone.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
+import re
 import socket
 import threading
 import time
@@ -34,8 +46,12 @@ __all__ = [
     "Heartbeat",
     "Outcome",
     "TransitionRefused",
+    "holder_gone",
     "is_active",
     "lease_expired",
+    "lease_lost",
+    "local_marker",
+    "process_identity",
     "retry_while_locked",
     "worker_label",
 ]
@@ -89,9 +105,94 @@ def retry_while_locked(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def worker_label() -> str:
-    """``host:pid`` of this process, as stored in a record's ``worker`` field."""
-    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+#: The ``worker`` field's length (both models).
+_LABEL_LENGTH = 200
+_IDENTITY = re.compile(
+    r":(?P<pid>[0-9]{1,10})~(?P<boot>[0-9a-f]{8})\.(?P<ns>[0-9]{1,20})\.(?P<start>[0-9]{1,20})\Z"
+)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _machine() -> tuple[str, str] | None:
+    """``(boot id prefix, PID namespace inode)`` of this process; ``None`` without
+    ``/proc`` (then no holder is ever judged dead by its identity)."""
+    boot = _read("/proc/sys/kernel/random/boot_id")
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    inode = re.fullmatch(r"pid:\[([0-9]+)\]", namespace)
+    if boot is None or inode is None or not re.fullmatch(r"[0-9a-f]{8}", boot[:8]):
+        return None
+    return boot[:8], inode.group(1)
+
+
+def _process(pid: int) -> tuple[str, str] | None:
+    """``(state, start time)`` of a process (``/proc/<pid>/stat``), ``None`` when gone."""
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat or ")" not in stat:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ")".
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if len(fields) < 20:
+        return None
+    return fields[0], fields[19]
+
+
+@functools.lru_cache(maxsize=4)
+def _identity(pid: int) -> str:
+    machine = _machine()
+    process = _process(pid)
+    if machine is None or process is None:
+        return ""
+    return f"~{machine[0]}.{machine[1]}.{process[1]}"
+
+
+def process_identity() -> str:
+    """``~boot.ns.start`` of this process (``""`` without ``/proc``): appended to
+    ``host:pid`` it names this process for its whole life (:func:`holder_gone`)."""
+    return _identity(os.getpid())
+
+
+def worker_label(name: str = "") -> str:
+    """``name`` (default: the host name), ``:pid`` and :func:`process_identity`, as stored
+    in a record's ``worker`` field; the identity is kept whole when the name is cut."""
+    suffix = f":{os.getpid()}{process_identity()}"
+    return (name or socket.gethostname())[: _LABEL_LENGTH - len(suffix)] + suffix
+
+
+def local_marker() -> str | None:
+    """The part every label of this machine and PID namespace contains (a cheap filter
+    before :func:`holder_gone`); ``None`` without ``/proc``."""
+    machine = _machine()
+    return None if machine is None else f"~{machine[0]}.{machine[1]}."
+
+
+def holder_gone(worker: str) -> bool:
+    """The process named by ``worker`` (a :func:`worker_label`) is known to be dead: it
+    ran on this machine, in this PID namespace, and its PID is gone, a zombie, or names a
+    process started at another time.  ``False`` when that cannot be known."""
+    match = _IDENTITY.search(worker or "")
+    machine = _machine()
+    if match is None or machine is None or (match["boot"], match["ns"]) != machine:
+        return False
+    process = _process(int(match["pid"]))
+    return process is None or process[0] in ("Z", "X") or process[1] != match["start"]
+
+
+def lease_lost(lease_expires_at: datetime | None, worker: str, now: datetime | None = None) -> bool:
+    """A lease that was taken and is lost: it ran out, or its holder is known dead."""
+    if lease_expires_at is None:
+        return False
+    return lease_expired(lease_expires_at, now) or holder_gone(worker)
 
 
 def is_active(user: Any) -> bool:

@@ -82,11 +82,14 @@ def _wait_before_requeue(queued_at: datetime, since: datetime) -> timedelta:
     return min(max(base, waited), base * MAX_BACKOFF)
 
 
-def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
-    """Queue again the approved calls whose wait for a worker is over; returns how many."""
+def requeue_due(now: datetime | None = None, *, calls: Any = None, catch_up: bool = False) -> int:
+    """Queue again the approved calls whose wait for a worker is over; returns how many.
+
+    ``catch_up``: every approved call, however short its wait (a background runner that
+    starts: the queue that held them may have died with its process)."""
     now = now or timezone.now()
     queryset = calls if calls is not None else ToolCall.objects.all()
-    base = timedelta(seconds=conf.WEBFETCH_REQUEUE_AFTER)
+    base = timedelta(0) if catch_up else timedelta(seconds=conf.WEBFETCH_REQUEUE_AFTER)
     due = queryset.filter(state=CallState.APPROVED, queued_at__lte=now - base).values_list(
         "pk", "tool", "queued_at", "decided_at", "started_at", "created"
     )[:1000]
@@ -95,7 +98,7 @@ def requeue_due(now: datetime | None = None, *, calls: Any = None) -> int:
         # When the call was first queued: approved by a person, approved at request time,
         # or put back by a lost worker's retry.
         since = max(t for t in (decided_at, started_at, created) if t is not None)
-        if now - queued_at < _wait_before_requeue(queued_at, since):
+        if not catch_up and now - queued_at < _wait_before_requeue(queued_at, since):
             continue
         # Compare-and-set on queued_at: of two sweeps (or polls) only one re-queues.
         won = ToolCall.objects.filter(pk=pk, state=CallState.APPROVED, queued_at=queued_at).update(

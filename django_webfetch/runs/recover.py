@@ -18,6 +18,7 @@ from django_webfetch.models import CallState, ToolCall
 from django_webfetch.tools import Effect, ToolResult
 from django_webfetch.tools import default_registry as tool_registry
 
+from .durable import holder_gone, local_marker
 from .errors import InvalidTransition
 from .limits import MAX_ATTEMPTS, off_request
 from .queue import requeue_due, start
@@ -27,6 +28,7 @@ __all__ = [
     "SweepReport",
     "expire_due",
     "expire_one",
+    "held_by_the_dead",
     "prune_calls",
     "recover_lost",
     "recover_one",
@@ -118,22 +120,33 @@ def recover_one(call_id: Any, *, dispatch: bool = True) -> ToolCall | None:
     return start(call) if dispatch else call
 
 
+def held_by_the_dead(queryset: Any, now: datetime) -> list[Any]:
+    """The ids of the records in ``queryset`` (running, lease not run out) whose holder is a
+    process of this machine that is known dead (``durable.holder_gone``)."""
+    marker = local_marker()
+    if marker is None:
+        return []
+    held = queryset.filter(lease_expires_at__gt=now, worker__contains=marker)
+    return [pk for pk, worker in held.values_list("pk", "worker")[:1000] if holder_gone(worker)]
+
+
 def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
-    queryset = calls if calls is not None else ToolCall.objects.all()
-    due = queryset.filter(state=CallState.RUNNING, lease_expires_at__lte=now or timezone.now())
-    return sum(
-        1
-        for call_id in list(due.values_list("pk", flat=True)[:1000])
-        if recover_one(call_id) is not None
+    """Recover running calls whose lease ran out or whose holder is known dead."""
+    now = now or timezone.now()
+    queryset = (calls if calls is not None else ToolCall.objects.all()).filter(
+        state=CallState.RUNNING
     )
+    due = list(queryset.filter(lease_expires_at__lte=now).values_list("pk", flat=True)[:1000])
+    due += held_by_the_dead(queryset, now)
+    return sum(1 for call_id in due if recover_one(call_id) is not None)
 
 
-def _requeue_stale(now: datetime | None = None) -> int:
+def _requeue_stale(now: datetime | None = None, *, catch_up: bool = False) -> int:
     """Queue again approved calls that waited past ``WEBFETCH_REQUEUE_AFTER``
-    (``runs/queue.py``)."""
+    (``runs/queue.py``); ``catch_up``: all of them."""
     if not off_request():
         return 0
-    return requeue_due(now)
+    return requeue_due(now, catch_up=catch_up)
 
 
 @dataclass(frozen=True)
@@ -145,14 +158,18 @@ class SweepReport:
     pruned: int = 0
 
 
-def sweep(now: datetime | None = None) -> SweepReport:
+def sweep(now: datetime | None = None, catch_up: bool = False) -> SweepReport:
     """The periodic task's work: expire due approvals, recover calls of lost workers,
     queue again approved calls whose task message went missing, and apply the retention
-    policy (``retention.prune``, at most ``SWEEP_BATCH`` rows per rule)."""
+    policy (``retention.prune``, at most ``SWEEP_BATCH`` rows per rule).
+
+    ``catch_up`` (the first sweep of a background runner): queue again every approved
+    call at once, not only those that waited ``WEBFETCH_REQUEUE_AFTER``: the in-memory
+    queue that held them may have died with its process (a duplicate is harmless)."""
     return SweepReport(
         expire_due(now),
         recover_lost(now),
-        _requeue_stale(now),
+        _requeue_stale(now, catch_up=catch_up),
         retention.prune(now, limit=retention.SWEEP_BATCH).total,
     )
 

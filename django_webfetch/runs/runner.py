@@ -12,8 +12,10 @@ handler takes its record's lease with a compare-and-set (``runs.execute``, the
 assistant's ``loop.acquire``), so a duplicate is harmless and a lost one is found again:
 the runner sweeps (``dispatch.SWEEP``: expiry, lost workers, lost messages) when it
 starts and every ``WEBFETCH_RUNNER_SWEEP_EVERY`` seconds (15), as Celery beat would.  A
-web process killed mid-run leaves its leases to run out; the next process's sweep takes
-the run up again.
+web process killed mid-run leaves leases that name it (``durable.worker_label``): the
+next process's first sweep finds the process gone and takes its runs and calls over at
+once, and it queues again everything queued and not started (the dead queue's work),
+without waiting for ``WEBFETCH_REQUEUE_AFTER``.
 
 The runner starts lazily: on the first task sent, and on the first request the process
 serves (``apps.py`` connects :func:`start_serving` to ``request_started``), so a restarted
@@ -147,8 +149,12 @@ class Runner:
                 action()
             except Exception:
                 logger.exception("background runner warm-up %r failed", action)
+        # The first sweep catches up: work queued in a process that died (this one's
+        # predecessor) is queued again at once, not after WEBFETCH_REQUEUE_AFTER.
+        catch_up = True
         while not stopping.is_set():
-            self.submit(SWEEP)
+            self.submit(SWEEP, None, catch_up)
+            catch_up = False
             if stopping.wait(every):
                 return
 

@@ -24,7 +24,7 @@ from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.calls import FINISHED_STATES, TRANSITIONS
 
 from .bounds import make_storable
-from .durable import lease_expired, retry_while_locked
+from .durable import lease_lost, retry_while_locked
 from .errors import InvalidTransition
 
 __all__ = [
@@ -66,8 +66,9 @@ def expired(call: ToolCall, now: datetime | None = None) -> bool:
 
 
 def lost(call: ToolCall, now: datetime | None = None) -> bool:
-    """A running call whose attempt's lease ran out: its worker is gone."""
-    return call.state == CallState.RUNNING and lease_expired(call.lease_expires_at, now)
+    """A running call whose attempt's lease ran out, or whose holder is known dead
+    (``durable.holder_gone``): its worker is gone."""
+    return call.state == CallState.RUNNING and lease_lost(call.lease_expires_at, call.worker, now)
 
 
 def transition(

@@ -61,11 +61,12 @@ def test_a_live_lease_is_left_alone(editor):
     assert run.state == "running"
 
 
-def test_a_lost_queue_message_is_sent_again(editor):
+def test_a_lost_queue_message_is_sent_again(editor, settings):
+    settings.WEBFETCH_REQUEUE_AFTER = 30
     run = _stranded(
         editor,
         lease_expires_at=None,
-        queued_at=timezone.now() - services.STALE_QUEUE_AFTER - timedelta(seconds=1),
+        queued_at=timezone.now() - timedelta(seconds=settings.WEBFETCH_REQUEUE_AFTER + 1),
     )
     assert services.sweep()["assistant_resumed"] == 1
     run = settled_run(run)

@@ -75,3 +75,17 @@ def test_invalid_values_raise_configuration_error(settings, name, value):
 def test_setting_names_listed():
     assert "WEBFETCH_TIMEOUT" in SETTING_NAMES
     assert len(SETTING_NAMES) >= 26
+
+
+def test_worker_sweep_every(settings):
+    """``WEBFETCH_WORKER_SWEEP_EVERY``: 15 s by default, ``0`` turns the workers' sweep off,
+    otherwise 1..600 s (clamped); anything else names the setting."""
+    assert conf.WEBFETCH_WORKER_SWEEP_EVERY == 15.0
+    settings.WEBFETCH_WORKER_SWEEP_EVERY = 0
+    assert conf.WEBFETCH_WORKER_SWEEP_EVERY == 0.0
+    settings.WEBFETCH_WORKER_SWEEP_EVERY = 5000
+    assert conf.WEBFETCH_WORKER_SWEEP_EVERY == 600.0
+    for bad in (0.5, -1, "15", True):
+        settings.WEBFETCH_WORKER_SWEEP_EVERY = bad
+        with pytest.raises(WebFetchConfigurationError, match="WEBFETCH_WORKER_SWEEP_EVERY"):
+            conf.WEBFETCH_WORKER_SWEEP_EVERY  # noqa: B018 - read to validate

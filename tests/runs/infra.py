@@ -30,10 +30,12 @@ from tests.lab.workers import redis_command
 
 __all__ = [
     "CeleryClient",
+    "PrivateRedis",
     "Worker",
     "celery_client",
     "celery_eager",
     "postgres_cluster",
+    "private_redis",
     "process_env",
     "redis_socket",
     "start_logged",
@@ -137,6 +139,80 @@ def redis_socket() -> Iterator[str]:
     finally:
         _stop(process, group=False)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+class PrivateRedis:
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            _missing("redis-server is not installed (tests/run.sh installs it)")
+        self.binary = str(binary)
+        self.directory = tempfile.mkdtemp(prefix="webfetch-redis-q-")
+        self.path = os.path.join(self.directory, "redis.sock")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                "0",
+                "--unixsocket",
+                self.path,
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.directory,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(lambda: self.length("x") == 0, 10, what="redis-server")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process, group=False)
+            self.process = None
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+    def restart(self) -> None:
+        """What a restart without persistence does: every queued message is gone."""
+        self.stop()
+        self.start()
+
+    def crash_and_restart(self) -> None:
+        """A crash (``kill -9``) and a start: every queued message is gone, and the clients
+        see their connections reset rather than closed."""
+        if self.process is not None:
+            _stop(self.process, group=False, sig=signal.SIGKILL)
+            self.process = None
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        self.start()
+
+    def length(self, queue: str) -> int | None:
+        import redis
+
+        try:
+            return int(redis.Redis(unix_socket_path=self.path).llen(queue))
+        except (redis.ConnectionError, OSError):
+            return None
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    """A Redis of the test's own (Unix socket, no persistence) that it may stop, crash
+    and restart; a module uses it by overriding ``redis_socket`` with its path."""
+    server = PrivateRedis()
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(server.directory, ignore_errors=True)
 
 
 def broker_url(socket_path: str) -> str:

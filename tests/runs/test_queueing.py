@@ -7,12 +7,6 @@ be stopped and restarted without touching the session's Redis.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Iterator
-
 import pytest
 
 pytest.importorskip("celery", reason="needs the [celery] extra")
@@ -23,71 +17,9 @@ from django_webfetch import runs
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.queue import QUEUED_RETRY
 
-from .infra import _missing, _stop, wait_for
+from .infra import PrivateRedis, wait_for
 
 real_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-
-class PrivateRedis:
-    def __init__(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            _missing("redis-server is not installed (tests/run.sh installs it)")
-        self.binary = str(binary)
-        self.directory = tempfile.mkdtemp(prefix="webfetch-redis-q-")
-        self.path = os.path.join(self.directory, "redis.sock")
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                self.binary,
-                "--port",
-                "0",
-                "--unixsocket",
-                self.path,
-                "--unixsocketperm",
-                "700",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self.directory,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for(lambda: self.length("x") == 0, 10, what="redis-server")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            _stop(self.process, group=False)
-            self.process = None
-        if os.path.exists(self.path):
-            os.unlink(self.path)
-
-    def restart(self) -> None:
-        """What a restart without persistence does: every queued message is gone."""
-        self.stop()
-        self.start()
-
-    def length(self, queue: str) -> int | None:
-        import redis
-
-        try:
-            return int(redis.Redis(unix_socket_path=self.path).llen(queue))
-        except (redis.ConnectionError, OSError):
-            return None
-
-
-@pytest.fixture
-def private_redis() -> Iterator[PrivateRedis]:
-    server = PrivateRedis()
-    server.start()
-    yield server
-    server.stop()
-    shutil.rmtree(server.directory, ignore_errors=True)
 
 
 @pytest.fixture
