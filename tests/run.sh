@@ -189,6 +189,8 @@ export WEBFETCH_LAB_PYTHON
 if [ "$WORKERS" -gt 1 ]; then
     set -- -p xdist --tx "$WORKERS*popen//python=$ROOT/tests/lab/worker-python" --dist load "$@"
 fi
+# Each test's time, for tests/benchmarks/suite_times.py (printed at the end of a full run).
+set -- --junitxml="$ROOT/.pytest-results.xml" "$@"
 say "pytest ${*} (seed $SEED, $WORKERS worker(s); replay: WEBFETCH_TEST_SEED=$SEED sh tests/run.sh ...)"
 STATUS=0
 rm -f .coverage .coverage.*
@@ -204,6 +206,10 @@ fi
 if [ "$STATUS" = 5 ]; then
     say "no tests were collected"
     STATUS=0
+fi
+if [ "$SELECTED" -eq 0 ]; then
+    say "time by test directory (worker-seconds)"
+    "$PY" -m tests.benchmarks.suite_times "$ROOT/.pytest-results.xml" --top 15 || true
 fi
 if [ "${WEBFETCH_COVERAGE:-1}" != 0 ]; then
     "$PY" -m coverage combine -q >/dev/null 2>&1 || true
