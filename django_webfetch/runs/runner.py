@@ -19,6 +19,10 @@ The runner starts lazily: on the first task sent, and on the first request the p
 serves (``apps.py`` connects :func:`start_serving` to ``request_started``), so a restarted
 server recovers its runs without waiting for new work.  Management commands that serve
 nothing (``migrate``, ``check``) never start it.  A forked child starts its own.
+
+A task that waits on I/O elsewhere (the assistant's provider request, on the provider I/O
+loop of ``assistant.aio``) releases its thread: it takes a :meth:`Runner.reserve` ticket,
+which counts as busy work (``wait_idle``) until the follow-up task it names is queued.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ class Runner:
         self._busy = 0
         self._idle = threading.Condition(self._lock)
         self._warm_ups: list[Callable[[], Any]] = []
+        self._local = threading.local()
+        self._generation = 0
 
     def warm_up(self, action: Callable[[], Any]) -> None:
         """Run ``action`` on the sweeper thread when the runner starts, before its first
@@ -78,6 +84,7 @@ class Runner:
             self._queue = queue.Queue()
             self._stopping = threading.Event()
             self._busy = 0
+            self._generation += 1
             self._pid = os.getpid()
             count = conf.WEBFETCH_RUNNER_THREADS
             self._threads = [
@@ -105,6 +112,34 @@ class Runner:
             self._busy += 1
         self._queue.put((name, args))
 
+    def on_worker_thread(self) -> bool:
+        """Whether the caller is one of this process's runner threads (so it may hand
+        I/O off and return, see :meth:`reserve`)."""
+        return self.running and getattr(self._local, "worker", False)
+
+    def reserve(self) -> Callable[..., None]:
+        """Count one task as busy now and return ``queue(name, *args)``, which queues it
+        later (called once, from any thread): a task handed to another thread stays busy
+        work for :meth:`wait_idle` until its follow-up is queued."""
+        with self._lock:
+            self._busy += 1
+            generation = self._generation
+        done = threading.Event()
+
+        def queue_it(name: str, *args: Any) -> None:
+            if done.is_set():
+                raise RuntimeError("a runner reservation is used once")
+            done.set()
+            with self._lock:
+                current = self.running and generation == self._generation
+                if current:
+                    self._queue.put((name, args))
+                    return
+            # The runner stopped (or forked) meanwhile: its count was reset; start afresh.
+            self.submit(name, *args)
+
+        return queue_it
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work; wait up to ``timeout`` for the threads (tests, shutdown)."""
         with self._lock:
@@ -125,6 +160,7 @@ class Runner:
             return self._idle.wait_for(lambda: self._busy == 0, timeout)
 
     def _work(self, tasks: queue.Queue[Any]) -> None:
+        self._local.worker = True
         while True:
             item = tasks.get()
             if item is _STOP:
