@@ -48,8 +48,10 @@ class ProviderLoop:
         self._db: concurrent.futures.ThreadPoolExecutor | None = None
         self._pid: int | None = None
         self._limits: dict[Hashable, tuple[int, asyncio.Semaphore]] = {}
-        #: Requests handed to the loop and not finished yet (the benchmarks, the checks).
+        #: Requests handed to the loop and not finished yet.
         self.in_flight = 0
+        #: Of those, the requests waiting for their provider's concurrency bound.
+        self.waiting = 0
 
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -71,6 +73,7 @@ class ProviderLoop:
             )
             self._limits = {}
             self.in_flight = 0
+            self.waiting = 0
             self._loop = loop
             self._pid = os.getpid()
             return loop
@@ -87,13 +90,24 @@ class ProviderLoop:
 
         async def bounded() -> T:
             try:
-                async with self._semaphore(key, limit):
+                semaphore = self._semaphore(key, limit)
+                self._count("waiting", 1)
+                try:
+                    await semaphore.acquire()
+                finally:
+                    self._count("waiting", -1)
+                try:
                     return await make()
+                finally:
+                    semaphore.release()
             finally:
-                with self._lock:
-                    self.in_flight -= 1
+                self._count("in_flight", -1)
 
         return asyncio.run_coroutine_threadsafe(bounded(), loop)
+
+    def _count(self, name: str, change: int) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + change)
 
     def _semaphore(self, key: Hashable, limit: int) -> asyncio.Semaphore:
         """The key's semaphore (on the loop's thread; a new one when the limit changed)."""
