@@ -37,6 +37,9 @@ logger = logging.getLogger("django_webfetch.assistant")
 
 T = TypeVar("T")
 
+#: Seconds between two renewals of the lease of a run whose request waits for its bound.
+KEEPALIVE_EVERY = 5.0
+
 
 class ProviderLoop:
     """An event loop on a thread of its own, with one semaphore per provider key."""
@@ -79,10 +82,17 @@ class ProviderLoop:
             return loop
 
     def submit(
-        self, make: Callable[[], Coroutine[Any, Any, T]], *, key: Hashable
+        self,
+        make: Callable[[], Coroutine[Any, Any, T]],
+        *,
+        key: Hashable,
+        keepalive: Callable[[], Awaitable[Any]] | None = None,
     ) -> concurrent.futures.Future[T]:
         """Run the coroutine ``make()`` on the loop, at most
-        ``WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY`` at once per ``key``; its future."""
+        ``WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY`` at once per ``key``; its future.
+        ``keepalive()`` is awaited every ``KEEPALIVE_EVERY`` seconds while it waits for the
+        bound (the run's lease is renewed: a request that waits its turn is not lost); an
+        error it raises ends the request unsent."""
         loop = self._start()
         limit = conf.WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY
         with self._lock:
@@ -93,7 +103,7 @@ class ProviderLoop:
                 semaphore = self._semaphore(key, limit)
                 self._count("waiting", 1)
                 try:
-                    await semaphore.acquire()
+                    await self._acquire(semaphore, keepalive)
                 finally:
                     self._count("waiting", -1)
                 try:
@@ -104,6 +114,26 @@ class ProviderLoop:
                 self._count("in_flight", -1)
 
         return asyncio.run_coroutine_threadsafe(bounded(), loop)
+
+    @staticmethod
+    async def _acquire(
+        semaphore: asyncio.Semaphore, keepalive: Callable[[], Awaitable[Any]] | None
+    ) -> None:
+        """Take the semaphore, awaiting ``keepalive()`` every ``KEEPALIVE_EVERY`` seconds
+        meanwhile (one waiter, never cancelled on a timeout: no permit is lost)."""
+        taking = asyncio.ensure_future(semaphore.acquire())
+        try:
+            while not taking.done():
+                await asyncio.wait({taking}, timeout=KEEPALIVE_EVERY)
+                if not taking.done() and keepalive is not None:
+                    await keepalive()
+        except BaseException:
+            if taking.done() and not taking.cancelled():
+                semaphore.release()
+            else:
+                taking.cancel()
+            raise
+        taking.result()
 
     def _count(self, name: str, change: int) -> None:
         with self._lock:

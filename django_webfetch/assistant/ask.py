@@ -123,7 +123,9 @@ class ProviderRequest:
             return provider_loop.run_db(stream.flush)
 
         future = provider_loop.submit(
-            lambda: self.send(None if stream is None else flush), key=self.key
+            lambda: self.send(None if stream is None else flush),
+            key=self.key,
+            keepalive=None if stream is None else flush,
         )
         future.add_done_callback(lambda done: then(lambda: self.finish(done.result)))
 
@@ -224,6 +226,9 @@ async def _request(
             return await model_request(
                 model, messages, model_settings=settings, model_request_parameters=params
             )
+        # The run is still ours (it may have waited its turn): its lease renewed, or
+        # ``StreamStopped`` before anything is sent.
+        await flush()
         async with model_request_stream(
             model, messages, model_settings=settings, model_request_parameters=params
         ) as streamed:
