@@ -13,7 +13,7 @@ rounds:
   event row's time), p50 and p99 over every run, with 4 and with 40 concurrent streams;
 - **hung**: four editors' models hang (the provider holds the request until the
   provider timeout, set to ``HUNG_TIMEOUT`` here); the time a fifth editor's plain
-  question takes to complete.
+  question takes to complete, against the same question asked alone (the delay).
 
 The baseline, in the same process, is the runner thread holding the provider request for
 as long as it streams (the runner before issue 33 item 2: ``detach`` off, which is what
@@ -114,8 +114,8 @@ def _streams(provider: Any, users: list[Any]) -> list[float]:
     return _first_text(runs)
 
 
-def _hung(provider: Any, users: list[Any]) -> float:
-    """Seconds a fifth editor's plain question takes while four models hang."""
+def _hung(provider: Any, users: list[Any], hung: int = 4) -> float:
+    """Seconds a fifth editor's plain question takes while ``hung`` models hang."""
     from django.test import override_settings
 
     from django_webfetch.assistant.models import AssistantRun
@@ -132,12 +132,12 @@ def _hung(provider: Any, users: list[Any]) -> float:
     provider.reset()
     provider.add(*[turn] * 16)
     with override_settings(WEBFETCH_ASSISTANT_TIMEOUT=HUNG_TIMEOUT):
-        for n, user in enumerate(users[:4]):
+        for n, user in enumerate(users[:hung]):
             _post(user, f"hang {n}")
-        while sum("hang" in str(r.body) for r in provider.requests) < 4:
+        while sum("hang" in str(r.body) for r in provider.requests) < hung:
             time.sleep(0.01)
         start = time.monotonic()
-        run_id, _ = _post(users[4], "plain")
+        run_id, _ = _post(users[hung], "plain")
         while not AssistantRun.objects.get(pk=run_id).finished:
             time.sleep(0.01)
         took = time.monotonic() - start
@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         _streams(provider, users[:2])  # warm-up (imports, TLS, the SDK)
         results: dict[tuple[str, int], tuple[float, float]] = {}
         hung: dict[str, float] = {}
+        alone: dict[str, float] = {}
         for mode in ("thread", "loop"):
             with _mode(mode):
                 for count in (4, 40):
@@ -173,10 +174,12 @@ def main(argv: list[str] | None = None) -> None:
                         f"  p99 {p99 * 1e3:8.1f} ms  ({len(latencies)} runs)",
                         flush=True,
                     )
+                alone[mode] = statistics.median(_hung(provider, users, 0) for _ in range(ROUNDS))
                 hung[mode] = statistics.median(_hung(provider, users) for _ in range(ROUNDS))
                 print(
                     f"{mode:6} 4 hung models: a fifth editor's answer took"
-                    f" {hung[mode] * 1e3:8.1f} ms (median of {ROUNDS})",
+                    f" {hung[mode] * 1e3:8.1f} ms, alone {alone[mode] * 1e3:8.1f} ms"
+                    f" (delay {(hung[mode] - alone[mode]) * 1e3:8.1f} ms; median of {ROUNDS})",
                     flush=True,
                 )
         for count in (4, 40):
