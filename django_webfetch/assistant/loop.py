@@ -223,7 +223,13 @@ def _ask_later(run: AssistantRun, history: list[Any], stream: TextStream) -> Adv
     the run keeps its lease, and :data:`PROVIDER_ANSWERED` takes it up again."""
     request = ProviderRequest(run, history, stream)
     queue_it = runner.reserve()
-    request.send_later(lambda finish: queue_it(PROVIDER_ANSWERED, _Answer(run, history, finish)))
+    try:
+        request.send_later(
+            lambda finish: queue_it(PROVIDER_ANSWERED, _Answer(run, history, finish))
+        )
+    except BaseException:
+        queue_it.cancel()
+        raise
     return AdvanceOutcome("advanced", run.state)
 
 

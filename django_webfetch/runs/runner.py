@@ -41,7 +41,7 @@ from django_webfetch.conf import conf
 from .dispatch import SWEEP, run_here
 from .limits import runner_mode
 
-__all__ = ["Runner", "run_later", "runner", "start_serving", "warm_up"]
+__all__ = ["Reservation", "Runner", "run_later", "runner", "start_serving", "warm_up"]
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -117,28 +117,27 @@ class Runner:
         I/O off and return, see :meth:`reserve`)."""
         return self.running and getattr(self._local, "worker", False)
 
-    def reserve(self) -> Callable[..., None]:
-        """Count one task as busy now and return ``queue(name, *args)``, which queues it
-        later (called once, from any thread): a task handed to another thread stays busy
-        work for :meth:`wait_idle` until its follow-up is queued."""
+    def reserve(self) -> Reservation:
+        """Count one task as busy now; the :class:`Reservation` queues it later (from any
+        thread) or gives the count back: a task handed to another thread stays busy work
+        for :meth:`wait_idle` until its follow-up is queued."""
         with self._lock:
             self._busy += 1
-            generation = self._generation
-        done = threading.Event()
+            return Reservation(self, self._generation)
 
-        def queue_it(name: str, *args: Any) -> None:
-            if done.is_set():
-                raise RuntimeError("a runner reservation is used once")
-            done.set()
-            with self._lock:
-                current = self.running and generation == self._generation
-                if current:
-                    self._queue.put((name, args))
-                    return
-            # The runner stopped (or forked) meanwhile: its count was reset; start afresh.
-            self.submit(name, *args)
+    def _queue_reserved(self, generation: int, name: str, args: tuple[Any, ...]) -> None:
+        with self._lock:
+            if self.running and generation == self._generation:
+                self._queue.put((name, args))
+                return
+        # The runner stopped (or forked) meanwhile: its count was reset; start afresh.
+        self.submit(name, *args)
 
-        return queue_it
+    def _cancel_reserved(self, generation: int) -> None:
+        with self._idle:
+            if generation == self._generation:
+                self._busy -= 1
+                self._idle.notify_all()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work; wait up to ``timeout`` for the threads (tests, shutdown)."""
@@ -187,6 +186,29 @@ class Runner:
             self.submit(SWEEP)
             if stopping.wait(every):
                 return
+
+
+class Reservation:
+    """One task counted busy on a :class:`Runner` before it is queued (:meth:`Runner.reserve`):
+    call it with the task's name and arguments once, or :meth:`cancel` it."""
+
+    def __init__(self, runner: Runner, generation: int) -> None:
+        self._runner = runner
+        self._generation = generation
+        self._used = threading.Event()
+
+    def _use(self) -> None:
+        if self._used.is_set():
+            raise RuntimeError("a runner reservation is used once")
+        self._used.set()
+
+    def __call__(self, name: str, *args: Any) -> None:
+        self._use()
+        self._runner._queue_reserved(self._generation, name, args)
+
+    def cancel(self) -> None:
+        self._use()
+        self._runner._cancel_reserved(self._generation)
 
 
 #: The process's runner.
