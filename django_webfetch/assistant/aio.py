@@ -91,8 +91,8 @@ class ProviderLoop:
         """Run the coroutine ``make()`` on the loop, at most
         ``WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY`` at once per ``key``; its future.
         ``keepalive()`` is awaited every ``KEEPALIVE_EVERY`` seconds while it waits for the
-        bound (the run's lease is renewed: a request that waits its turn is not lost); an
-        error it raises ends the request unsent."""
+        bound (the run's lease is renewed: a request that waits its turn is not lost); it
+        must not raise."""
         loop = self._start()
         limit = conf.WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY
         with self._lock:
@@ -133,7 +133,7 @@ class ProviderLoop:
             else:
                 taking.cancel()
             raise
-        taking.result()
+        await taking
 
     def _count(self, name: str, change: int) -> None:
         with self._lock:

@@ -122,12 +122,23 @@ class ProviderRequest:
             assert stream is not None
             return provider_loop.run_db(stream.flush)
 
-        future = provider_loop.submit(
-            lambda: self.send(None if stream is None else flush),
-            key=self.key,
-            keepalive=None if stream is None else flush,
-        )
-        future.add_done_callback(lambda done: then(lambda: self.finish(done.result)))
+        async def sent() -> None:
+            outcome: Callable[[], Any]
+            try:
+                response = await self.send(None if stream is None else flush)
+            except Exception as exc:
+                outcome = _raising(exc)
+            else:
+                outcome = lambda: response  # noqa: E731
+            then(lambda: self.finish(outcome))
+
+        async def keepalive() -> None:
+            # Renew the lease while the request waits its turn; a run that moved on is
+            # found when the request is admitted (``_request`` flushes first).
+            with contextlib.suppress(Exception):
+                await flush()
+
+        provider_loop.submit(sent, key=self.key, keepalive=None if stream is None else keepalive)
 
     def finish(self, outcome: Callable[[], Any]) -> Any:
         """Record the request whose answer ``outcome()`` returns (or whose failure it
@@ -148,7 +159,7 @@ class ProviderRequest:
         return time.monotonic() - self.started
 
 
-def _raising(failure: ProviderFailure) -> Callable[[], Any]:
+def _raising(failure: Exception) -> Callable[[], Any]:
     def outcome() -> Any:
         raise failure
 
