@@ -91,9 +91,12 @@ class ProviderRequest:
         """What the per-provider concurrency bound counts by: the endpoint."""
         return (self.config.kind, self.config.endpoint_id, self.config.base_url)
 
-    async def send(self, flush: Callable[[], Awaitable[None]] | None) -> Any:
+    async def send(
+        self, flush: Callable[[], Awaitable[None]] | None, *, check_first: bool = False
+    ) -> Any:
         """The request on the running loop; every error classified as a ``ProviderFailure``
-        (``StreamStopped`` passes).  ``flush``: writes the stream's waiting text."""
+        (``StreamStopped`` passes).  ``flush``: writes the stream's waiting text;
+        ``check_first``: flush once before sending (the run is still ours)."""
         try:
             return await _request(
                 self.model,
@@ -103,6 +106,7 @@ class ProviderRequest:
                 self.timeout,
                 self.stream,
                 flush,
+                check_first=check_first,
             )
         except (ProviderFailure, StreamStopped):
             raise
@@ -122,10 +126,14 @@ class ProviderRequest:
             assert stream is not None
             return provider_loop.run_db(stream.flush)
 
+        waited: list[bool] = []
+
         async def sent() -> None:
             outcome: Callable[[], Any]
             try:
-                response = await self.send(None if stream is None else flush)
+                response = await self.send(
+                    None if stream is None else flush, check_first=bool(waited)
+                )
             except Exception as exc:
                 outcome = _raising(exc)
             else:
@@ -135,6 +143,7 @@ class ProviderRequest:
         async def keepalive() -> None:
             # Renew the lease while the request waits its turn; a run that moved on is
             # found when the request is admitted (``_request`` flushes first).
+            waited.append(True)
             with contextlib.suppress(Exception):
                 await flush()
 
@@ -225,9 +234,12 @@ async def _request(
     timeout: float,
     stream: TextStream | None,
     flush: Callable[[], Awaitable[None]] | None,
+    *,
+    check_first: bool = False,
 ) -> Any:
     """Send the request; the model's and our clients are closed afterwards (the request's
-    sockets with them).  Streamed, ``flush()`` writes the text waiting in ``stream``."""
+    sockets with them).  Streamed, ``flush()`` writes the text waiting in ``stream``;
+    ``check_first``: once before sending too."""
     from pydantic_ai.direct import model_request, model_request_stream
     from pydantic_ai.settings import ModelSettings
 
@@ -237,9 +249,10 @@ async def _request(
             return await model_request(
                 model, messages, model_settings=settings, model_request_parameters=params
             )
-        # The run is still ours (it may have waited its turn): its lease renewed, or
-        # ``StreamStopped`` before anything is sent.
-        await flush()
+        if check_first:
+            # It waited its turn: the run is still ours (its lease renewed), or
+            # ``StreamStopped`` before anything is sent.
+            await flush()
         async with model_request_stream(
             model, messages, model_settings=settings, model_request_parameters=params
         ) as streamed:
