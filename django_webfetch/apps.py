@@ -67,7 +67,7 @@ class WebFetchConfig(AppConfig):
 
 
 def _bind_task_handlers() -> None:
-    from .assistant.loop import advance_in_process
+    from .assistant.loop import PROVIDER_ANSWERED, advance_in_process, answered_in_process
     from .assistant.recover import sweep_all
     from .runs import dispatch
     from .runs.execute import execute_in_process
@@ -76,6 +76,8 @@ def _bind_task_handlers() -> None:
         dispatch.RUN_TOOL_CALL: execute_in_process,
         dispatch.ADVANCE_ASSISTANT_RUN: advance_in_process,
         dispatch.SWEEP: sweep_all,
+        # In-process only: the follow-up of a provider request on the provider I/O loop.
+        PROVIDER_ANSWERED: answered_in_process,
     }
     for name, handler in handlers.items():
         dispatch.bind(name, handler)

@@ -240,6 +240,12 @@ class Settings:
         """Threads of the background runner (runs advanced at once per process); 1..32."""
         return self._positive_int("WEBFETCH_RUNNER_THREADS", 4, 32)
 
+    @property
+    def WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY(self) -> int:
+        """Provider requests one process streams at once per provider endpoint (on its
+        provider I/O loop, without a runner thread each); more wait their turn; 1..256."""
+        return self._positive_int("WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY", 64, 256)
+
     def _seconds(self, name: str, default: float, ceiling: float) -> float:
         value = _number(name, _raw(name, default), integer=False)
         if value < 1:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -42,7 +43,7 @@ from .providers import (
 )
 from .stream import StreamStopped, TextStream
 
-__all__ = ["ask"]
+__all__ = ["ProviderRequest", "ask"]
 
 logger = logging.getLogger("django_webfetch.assistant")
 
@@ -51,28 +52,136 @@ def ask(run: AssistantRun, history: list[Any], *, stream: TextStream | None = No
     """One provider request for ``run``: the model's ``ModelResponse`` (raises
     ``ProviderFailure``, and ``StreamStopped`` when the run changed while it streamed).
     Every connection it made is recorded against the run.  ``stream``: stream the answer,
-    its text chunks written as ``text_delta`` events."""
-    config = _provider_of(run)
-    params = _tool_parameters(run)
-    messages = within_context_budget(history)
-    timeout = conf.WEBFETCH_ASSISTANT_TIMEOUT
-    events: list[Any] = []
-    if not config.offline:
-        _charge(run)
-    started = time.monotonic()
-    try:
-        client = None if config.offline else _guarded_client(run, events, timeout)
-        model = build_model(config, http_client=client, timeout=timeout)
-        response = _request(model, client, messages, params, timeout, stream, secret=config.api_key)
-    except ProviderFailure as failure:
-        if not config.offline:
-            metrics.provider_request(config.kind, failure.code, time.monotonic() - started)
-        raise
-    finally:
-        _record_egress(run, events)
-    if not config.offline:
-        _record_usage(run, config, response, time.monotonic() - started)
-    return response
+    its text chunks written as ``text_delta`` events.
+
+    The request runs on a loop of its own in the calling thread, which waits for it (Celery
+    tasks, inline runs); the background runner hands it to the provider I/O loop instead
+    (:meth:`ProviderRequest.send_later`)."""
+    request = ProviderRequest(run, history, stream)
+    # The stream's writes run back in the calling thread, on its database connection.
+    flush = None if stream is None else sync_to_async(stream.flush, thread_sensitive=True)
+    return request.finish(lambda: async_to_sync(request.send)(flush))
+
+
+class ProviderRequest:
+    """One provider request, prepared on the caller's thread (the provider, the tools, the
+    budget charge, the guarded client: database work), sent by :meth:`send` on an event
+    loop, and finished by :meth:`finish` back on a thread with a database connection (its
+    egress and token use recorded).  Raises ``ProviderFailure`` when it cannot be sent."""
+
+    def __init__(self, run: AssistantRun, history: list[Any], stream: TextStream | None) -> None:
+        self.run = run
+        self.stream = stream
+        self.config = _provider_of(run)
+        self.params = _tool_parameters(run)
+        self.messages = within_context_budget(history)
+        self.timeout = conf.WEBFETCH_ASSISTANT_TIMEOUT
+        self.events: list[Any] = []
+        if not self.config.offline:
+            _charge(run)
+        self.started = time.monotonic()
+        try:
+            self.client = (
+                None if self.config.offline else _guarded_client(run, self.events, self.timeout)
+            )
+            self.model = build_model(self.config, http_client=self.client, timeout=self.timeout)
+        except ProviderFailure as failure:
+            self.finish(_raising(failure))
+
+    @property
+    def key(self) -> tuple[str, Any, str]:
+        """What the per-provider concurrency bound counts by: the endpoint."""
+        return (self.config.kind, self.config.endpoint_id, self.config.base_url)
+
+    async def send(
+        self, flush: Callable[[], Awaitable[None]] | None, *, check_first: bool = False
+    ) -> Any:
+        """The request on the running loop; every error classified as a ``ProviderFailure``
+        (``StreamStopped`` passes).  ``flush``: writes the stream's waiting text;
+        ``check_first``: flush once before sending (the run is still ours)."""
+        received: list[bool] = []
+        try:
+            return await _request(
+                self.model,
+                self.client,
+                self.messages,
+                self.params,
+                self.timeout,
+                self.stream,
+                flush,
+                check_first=check_first,
+                received=received,
+            )
+        except (ProviderFailure, StreamStopped, OperationalError, InterfaceError):
+            # A database error (writing a delta) is not the provider's: the loop waits for
+            # the database and goes on (loop.advance).
+            raise
+        except Exception as exc:
+            failure = classify_error(exc, secret=self.config.api_key)
+            if received:
+                failure = stream_cut(failure)
+            raise failure from exc
+
+    def send_later(self, then: Callable[[Callable[[], Any]], None]) -> None:
+        """Hand the request to the provider I/O loop and return at once.  When it ends,
+        ``then(finish)`` is called (on the loop's thread: it must only queue work), where
+        ``finish()``, called on a thread with a database connection, records the request
+        and returns its answer or raises its failure."""
+        from .aio import provider_loop
+
+        stream = self.stream
+
+        def flush() -> Awaitable[None]:
+            assert stream is not None
+            return provider_loop.run_db(stream.flush)
+
+        waited: list[bool] = []
+
+        async def sent() -> None:
+            outcome: Callable[[], Any]
+            try:
+                response = await self.send(
+                    None if stream is None else flush, check_first=bool(waited)
+                )
+            except Exception as exc:
+                outcome = _raising(exc)
+            else:
+                outcome = lambda: response  # noqa: E731
+            then(lambda: self.finish(outcome))
+
+        async def keepalive() -> None:
+            # Renew the lease while the request waits its turn; a run that moved on is
+            # found when the request is admitted (``_request`` flushes first).
+            waited.append(True)
+            with contextlib.suppress(Exception):
+                await flush()
+
+        provider_loop.submit(sent, key=self.key, keepalive=None if stream is None else keepalive)
+
+    def finish(self, outcome: Callable[[], Any]) -> Any:
+        """Record the request whose answer ``outcome()`` returns (or whose failure it
+        raises): its connections, the metrics and the token use."""
+        try:
+            response = outcome()
+        except ProviderFailure as failure:
+            if not self.config.offline:
+                metrics.provider_request(self.config.kind, failure.code, self._seconds())
+            raise
+        finally:
+            _record_egress(self.run, self.events)
+        if not self.config.offline:
+            _record_usage(self.run, self.config, response, self._seconds())
+        return response
+
+    def _seconds(self) -> float:
+        return time.monotonic() - self.started
+
+
+def _raising(failure: Exception) -> Callable[[], Any]:
+    def outcome() -> Any:
+        raise failure
+
+    return outcome
 
 
 def _charge(run: AssistantRun) -> None:
@@ -126,59 +235,47 @@ def _guarded_client(run: AssistantRun, events: list[Any], timeout: float) -> Any
     return provider_client(policy, observer=events.append, timeout=timeout)
 
 
-def _request(
+async def _request(
     model: Any,
     client: Any,
     messages: list[Any],
     params: Any,
     timeout: float,
     stream: TextStream | None,
+    flush: Callable[[], Awaitable[None]] | None,
     *,
-    secret: str = "",
+    check_first: bool = False,
+    received: list[bool] | None = None,
 ) -> Any:
-    """Send the request on a loop of its own, closed afterwards (the request's sockets with
-    it); every error is classified as a ``ProviderFailure``.  The stream's writes run back
-    in the calling thread (``async_to_sync``/``sync_to_async``), on its database
-    connection."""
+    """Send the request; the model's and our clients are closed afterwards (the request's
+    sockets with them).  Streamed, ``flush()`` writes the text waiting in ``stream``;
+    ``check_first``: once before sending too."""
     from pydantic_ai.direct import model_request, model_request_stream
     from pydantic_ai.settings import ModelSettings
 
     settings = ModelSettings(max_tokens=conf.WEBFETCH_ASSISTANT_MAX_TOKENS, timeout=timeout)
-
-    received = False
-
-    async def request() -> Any:
-        nonlocal received
-        try:
-            if stream is None:
-                return await model_request(
-                    model, messages, model_settings=settings, model_request_parameters=params
-                )
-            flush = sync_to_async(stream.flush, thread_sensitive=True)
-            async with model_request_stream(
-                model, messages, model_settings=settings, model_request_parameters=params
-            ) as streamed:
-                async for item in streamed:
-                    received = True
-                    if stream.add(_text_of(item)):
-                        await flush()
-                response = streamed.get()
-            await flush()
-            return response
-        finally:
-            await _close(model, client)
-
     try:
-        return async_to_sync(request)()
-    except (ProviderFailure, StreamStopped, OperationalError, InterfaceError):
-        # A database error (writing a delta) is not the provider's: the loop waits for the
-        # database and goes on (loop.advance).
-        raise
-    except Exception as exc:
-        failure = classify_error(exc, secret=secret)
-        if received:
-            failure = stream_cut(failure)
-        raise failure from exc
+        if stream is None or flush is None:
+            return await model_request(
+                model, messages, model_settings=settings, model_request_parameters=params
+            )
+        if check_first:
+            # It waited its turn: the run is still ours (its lease renewed), or
+            # ``StreamStopped`` before anything is sent.
+            await flush()
+        async with model_request_stream(
+            model, messages, model_settings=settings, model_request_parameters=params
+        ) as streamed:
+            async for item in streamed:
+                if received is not None and not received:
+                    received.append(True)  # a cut from now on is a cut stream
+                if stream.add(_text_of(item)):
+                    await flush()
+            response = streamed.get()
+        await flush()
+        return response
+    finally:
+        await _close(model, client)
 
 
 def _text_of(item: Any) -> str:

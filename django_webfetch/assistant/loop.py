@@ -9,11 +9,20 @@ A step is
    and go on; when some call waits for a human, release the lease and stop
    (``waiting_for_approval``).  The call's final transition resumes the run
    (``signals``): a Celery task, or in-process on the embedded default.
+
+On the background runner a step is a state machine, so that a slow or hung model holds no
+runner thread: the runner thread prepares the provider request and hands it to the provider
+I/O loop (``aio``), keeping the run's lease, and is released; when the request ends, the
+follow-up task :data:`PROVIDER_ANSWERED` (:func:`answered_in_process`) records the answer
+on a runner thread and goes on (tool calls still run on runner threads).  Celery tasks and
+inline runs wait for the request in their own thread.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -25,9 +34,10 @@ from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.outage import survive_outage
 from django_webfetch.runs.durable import Outcome, worker_label
+from django_webfetch.runs.runner import runner
 
 from .answers import answer_fields, record_provider_failure
-from .ask import ask
+from .ask import ProviderRequest, ask
 from .calls import (
     request_calls,
     requested_calls,
@@ -45,10 +55,12 @@ from .stream import TextStream
 
 __all__ = [
     "MAX_STEP_ATTEMPTS",
+    "PROVIDER_ANSWERED",
     "AdvanceOutcome",
     "acquire",
     "advance",
     "advance_in_process",
+    "answered_in_process",
     "record_step",
 ]
 
@@ -59,6 +71,10 @@ logger = logging.getLogger("django_webfetch.assistant")
 MAX_STEP_ATTEMPTS = 2
 #: A run stopped by the database going away goes on this often, at most, once it is back.
 DATABASE_RESUMES = 3
+
+#: The in-process follow-up of a provider request handed to the provider I/O loop (bound
+#: by ``apps.py``; never sent to Celery, whose tasks wait for their request).
+PROVIDER_ANSWERED = "django_webfetch.assistant_provider_answered"
 
 
 class AdvanceOutcome(Outcome):
@@ -106,22 +122,45 @@ def acquire(run_id: Any, worker: str) -> AssistantRun | AdvanceOutcome:
 
 
 def advance(
-    run_id: Any, *, worker: str = "", max_provider_calls: int | None = None
+    run_id: Any,
+    *,
+    worker: str = "",
+    max_provider_calls: int | None = None,
+    detach: bool = False,
 ) -> AdvanceOutcome:
     """Advance a run as far as it can go now.  Idempotent and safe to call at any time:
     a finished run, or one another live worker holds, is left alone.
 
     ``max_provider_calls``: stop (and queue the rest) after that many provider requests
     (a Celery task does one, so each task stays within its time limit).
+    ``detach``: hand each provider request to the provider I/O loop and return (the
+    caller is a background runner thread; see the module docstring).
     """
     require_pydantic_ai()
     acquired = acquire(run_id, worker)
     if isinstance(acquired, AdvanceOutcome):
         return acquired
     run = acquired
+    return _guarded(
+        run,
+        lambda: _loop(run, max_provider_calls=max_provider_calls, detach=detach),
+        lambda resumed: _loop(resumed, max_provider_calls=max_provider_calls, detach=detach),
+    )
+
+
+def _guarded(
+    run: AssistantRun,
+    body: Callable[[], AdvanceOutcome],
+    resume: Callable[[AssistantRun], AdvanceOutcome],
+) -> AdvanceOutcome:
+    """``body()``, which advances ``run`` under its lease; a run changed under it is left to
+    whoever changed it; the database going away (a restart, a failover) is waited out and
+    the run goes on from what it stored, ``resume(run)``, at most ``DATABASE_RESUMES``
+    times; any other error fails the run."""
+    attempt = body
     for outage in range(DATABASE_RESUMES + 1):
         try:
-            return _loop(run, max_provider_calls=max_provider_calls)
+            return attempt()
         except InvalidRunTransition:
             # Cancelled (or otherwise changed) under us: whoever changed it owns it now.
             current = AssistantRun.objects.filter(pk=run.pk).values_list("state", flat=True).first()
@@ -133,6 +172,7 @@ def advance(
             if isinstance(resumed, AdvanceOutcome):
                 return resumed
             run = resumed
+            attempt = functools.partial(resume, resumed)
         except Exception:
             return _failed_unexpectedly(run)
     raise AssertionError("unreachable")  # pragma: no cover
@@ -165,7 +205,9 @@ def _after_the_outage(run: AssistantRun) -> AssistantRun | AdvanceOutcome:
         return AdvanceOutcome("noop", fresh.state)
 
 
-def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcome:
+def _loop(
+    run: AssistantRun, *, max_provider_calls: int | None, detach: bool = False
+) -> AdvanceOutcome:
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
     provider_calls = 0
@@ -180,7 +222,7 @@ def _loop(run: AssistantRun, *, max_provider_calls: int | None) -> AdvanceOutcom
         else:
             # The history ends with a request: ask the provider (one step).
             provider_calls += 1
-            step = _ask_step(run, history)
+            step = _ask_step(run, history, detach=detach)
         if isinstance(step, AdvanceOutcome):
             return step
         run = step
@@ -200,9 +242,12 @@ def _queue_the_rest(run: AssistantRun) -> AdvanceOutcome:
     return AdvanceOutcome("advanced", run.state)
 
 
-def _ask_step(run: AssistantRun, history: list[Any]) -> AssistantRun | AdvanceOutcome:
+def _ask_step(
+    run: AssistantRun, history: list[Any], *, detach: bool = False
+) -> AssistantRun | AdvanceOutcome:
     """One provider request and its answer recorded; a failure safe to repeat is tried
-    once more, any other fails the run."""
+    once more, any other fails the run.  ``detach``: hand a model's request to the provider
+    I/O loop and return (the offline planner is CPU work: it answers right here)."""
     if run.step_count >= conf.WEBFETCH_ASSISTANT_MAX_STEPS:
         failed = fail(
             run,
@@ -211,16 +256,79 @@ def _ask_step(run: AssistantRun, history: list[Any]) -> AssistantRun | AdvanceOu
             "for this question and stopped.",
         )
         return AdvanceOutcome("advanced", failed.state if failed else run.state)
+    stream = TextStream(run, step=run.step_count + 1)
     try:
-        response = ask(run, history, stream=TextStream(run, step=run.step_count + 1))
+        if detach and run.provider != "offline":
+            return _ask_later(run, history, stream)
+        response = ask(run, history, stream=stream)
     except ProviderFailure as failure:
-        record_provider_failure(run, failure)
-        if failure.retry_safe and run.attempts + 1 < MAX_STEP_ATTEMPTS:
-            run = renew(run, attempts=run.attempts + 1)
-            event(run.pk, "provider_retry", {"code": failure.code, "attempt": run.attempts})
-            return run
-        failed = fail(run, failure.code, failure.message)
-        return AdvanceOutcome("advanced", failed.state if failed else run.state)
+        return _provider_failed(run, failure)
+    return _answered(run, history, response)
+
+
+def _ask_later(run: AssistantRun, history: list[Any], stream: TextStream) -> AdvanceOutcome:
+    """Prepare the request here, hand it to the provider I/O loop and release this thread;
+    the run keeps its lease, and :data:`PROVIDER_ANSWERED` takes it up again."""
+    request = ProviderRequest(run, history, stream)
+    queue_it = runner.reserve()
+    try:
+        request.send_later(
+            lambda finish: queue_it(PROVIDER_ANSWERED, _Answer(run, history, finish))
+        )
+    except BaseException:
+        queue_it.cancel()
+        raise
+    return AdvanceOutcome("advanced", run.state)
+
+
+class _Answer:
+    """What the follow-up of a request handed to the provider I/O loop needs (in-process
+    only: it never leaves this process)."""
+
+    def __init__(self, run: AssistantRun, history: list[Any], finish: Callable[[], Any]) -> None:
+        self.run = run
+        self.history = history
+        self.finish = finish
+
+    def __repr__(self) -> str:
+        return f"<answer of assistant run {self.run.pk}>"
+
+
+def answered_in_process(answer: _Answer) -> None:
+    """The handler of :data:`PROVIDER_ANSWERED` (a runner thread): record the answer (or
+    the failure) of the run's request and advance the run further, as :func:`advance`."""
+    run = answer.run
+
+    def body() -> AdvanceOutcome:
+        try:
+            response = answer.finish()
+        except ProviderFailure as failure:
+            step = _provider_failed(run, failure)
+        else:
+            step = _answered(run, answer.history, response)
+        if isinstance(step, AdvanceOutcome):
+            return step
+        return _loop(step, max_provider_calls=None, detach=True)
+
+    try:
+        _guarded(run, body, lambda resumed: _loop(resumed, max_provider_calls=None, detach=True))
+    except Exception:
+        logger.exception("assistant run %s: in-process advance failed", run.pk)
+
+
+def _provider_failed(run: AssistantRun, failure: ProviderFailure) -> AssistantRun | AdvanceOutcome:
+    record_provider_failure(run, failure)
+    if failure.retry_safe and run.attempts + 1 < MAX_STEP_ATTEMPTS:
+        run = renew(run, attempts=run.attempts + 1)
+        event(run.pk, "provider_retry", {"code": failure.code, "attempt": run.attempts})
+        return run
+    failed = fail(run, failure.code, failure.message)
+    return AdvanceOutcome("advanced", failed.state if failed else run.state)
+
+
+def _answered(
+    run: AssistantRun, history: list[Any], response: Any
+) -> AssistantRun | AdvanceOutcome:
     run = record_step(run, history, response)
     if run.finished:
         return AdvanceOutcome("advanced", run.state)
@@ -332,6 +440,6 @@ def advance_in_process(run_id: Any) -> None:
     """The in-process handler of ``django_webfetch.advance_assistant_run`` (``apps.py``):
     its errors are logged, never raised into the commit that dispatched it."""
     try:
-        advance(run_id, worker=f"in-process:{worker_label()}")
+        advance(run_id, worker=f"in-process:{worker_label()}", detach=runner.on_worker_thread())
     except Exception:
         logger.exception("assistant run %s: in-process advance failed", run_id)

@@ -21,6 +21,10 @@ The runner starts lazily: on the first task sent, and on the first request the p
 serves (``apps.py`` connects :func:`start_serving` to ``request_started``), so a restarted
 server recovers its runs without waiting for new work.  Management commands that serve
 nothing (``migrate``, ``check``) never start it.  A forked child starts its own.
+
+A task that waits on I/O elsewhere (the assistant's provider request, on the provider I/O
+loop of ``assistant.aio``) releases its thread: it takes a :meth:`Runner.reserve` ticket,
+which counts as busy work (``wait_idle``) until the follow-up task it names is queued.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from django_webfetch.conf import conf
 from .dispatch import SWEEP, run_here
 from .limits import runner_mode
 
-__all__ = ["Runner", "run_later", "runner", "start_serving", "warm_up"]
+__all__ = ["Reservation", "Runner", "run_later", "runner", "start_serving", "warm_up"]
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -59,6 +63,8 @@ class Runner:
         self._busy = 0
         self._idle = threading.Condition(self._lock)
         self._warm_ups: list[Callable[[], Any]] = []
+        self._local = threading.local()
+        self._generation = 0
 
     def warm_up(self, action: Callable[[], Any]) -> None:
         """Run ``action`` on the sweeper thread when the runner starts, before its first
@@ -80,6 +86,7 @@ class Runner:
             self._queue = queue.Queue()
             self._stopping = threading.Event()
             self._busy = 0
+            self._generation += 1
             self._pid = os.getpid()
             count = conf.WEBFETCH_RUNNER_THREADS
             self._threads = [
@@ -107,6 +114,33 @@ class Runner:
             self._busy += 1
         self._queue.put((name, args))
 
+    def on_worker_thread(self) -> bool:
+        """Whether the caller is one of this process's runner threads (so it may hand
+        I/O off and return, see :meth:`reserve`)."""
+        return self.running and getattr(self._local, "worker", False)
+
+    def reserve(self) -> Reservation:
+        """Count one task as busy now; the :class:`Reservation` queues it later (from any
+        thread) or gives the count back: a task handed to another thread stays busy work
+        for :meth:`wait_idle` until its follow-up is queued."""
+        with self._lock:
+            self._busy += 1
+            return Reservation(self, self._generation)
+
+    def _queue_reserved(self, generation: int, name: str, args: tuple[Any, ...]) -> None:
+        with self._lock:
+            if self.running and generation == self._generation:
+                self._queue.put((name, args))
+                return
+        # The runner stopped (or forked) meanwhile: its count was reset; start afresh.
+        self.submit(name, *args)
+
+    def _cancel_reserved(self, generation: int) -> None:
+        with self._idle:
+            if generation == self._generation:
+                self._busy -= 1
+                self._idle.notify_all()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work; wait up to ``timeout`` for the threads (tests, shutdown)."""
         with self._lock:
@@ -127,6 +161,7 @@ class Runner:
             return self._idle.wait_for(lambda: self._busy == 0, timeout)
 
     def _work(self, tasks: queue.Queue[Any]) -> None:
+        self._local.worker = True
         while True:
             item = tasks.get()
             if item is _STOP:
@@ -157,6 +192,29 @@ class Runner:
             catch_up = False
             if stopping.wait(every):
                 return
+
+
+class Reservation:
+    """One task counted busy on a :class:`Runner` before it is queued (:meth:`Runner.reserve`):
+    call it with the task's name and arguments once, or :meth:`cancel` it."""
+
+    def __init__(self, runner: Runner, generation: int) -> None:
+        self._runner = runner
+        self._generation = generation
+        self._used = threading.Event()
+
+    def _use(self) -> None:
+        if self._used.is_set():
+            raise RuntimeError("a runner reservation is used once")
+        self._used.set()
+
+    def __call__(self, name: str, *args: Any) -> None:
+        self._use()
+        self._runner._queue_reserved(self._generation, name, args)
+
+    def cancel(self) -> None:
+        self._use()
+        self._runner._cancel_reserved(self._generation)
 
 
 #: The process's runner.

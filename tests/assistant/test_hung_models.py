@@ -1,0 +1,172 @@
+"""A slow or hung model never stalls another editor (issue 33 item 2).
+
+The background runner hands each provider request to the provider I/O loop
+(``assistant/aio.py``) and its thread is released: four models hung mid-request on a
+runner of four threads leave a fifth editor's plain question to be answered at once.  The
+provider is the scripted OpenAI-compatible server of the lab (``provider.py``), reached
+through the guard, with the real SDK doing the requests; "hung" is a request the server
+holds until the test lets it go.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from django_webfetch.assistant.aio import provider_loop
+from django_webfetch.assistant.models import Message
+from django_webfetch.models import AssistantRun
+from django_webfetch.runs.runner import runner
+from tests.runs.infra import wait_for
+from tests.settle import settled_run
+
+from .provider import Recorded, Turn
+
+pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+HUNG = "please hang"
+
+
+@pytest.fixture
+def background(settings: Any) -> Iterator[Any]:
+    settings.WEBFETCH_RUNNER = "background"
+    settings.WEBFETCH_RUNNER_THREADS = 4
+    settings.ROOT_URLCONF = "tests.runs.urls"
+    runner.stop()
+    yield runner
+    runner.wait_idle(60)
+    runner.stop()
+
+
+@pytest.fixture
+def hold() -> Iterator[threading.Event]:
+    """The hung requests' release (set at the end whatever happens: no thread left
+    hanging in the provider server)."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def _asks(record: Recorded) -> str:
+    return json.dumps(record.body)
+
+
+def hung_or_plain(hold: threading.Event) -> Callable[[Recorded], Turn]:
+    """The scripted turn: a question asking to hang is held until ``hold``; any other is
+    answered at once."""
+
+    def turn(record: Recorded) -> Turn:
+        if HUNG in _asks(record):
+            return Turn(text="Late, but here.", hold=hold)
+        return Turn(text="A plain answer.")
+
+    return turn
+
+
+def post_as(user: Any, content: str) -> str:
+    client = APIClient()
+    client.force_login(user)
+    conv = client.post("/api/conversations/", {}, format="json").json()["id"]
+    response = client.post(
+        f"/api/conversations/{conv}/messages/", {"content": content}, format="json"
+    )
+    assert response.status_code == 202, response.content
+    return str(response.json()["id"])
+
+
+def answer(run: Any) -> str | None:
+    """The run's last assistant message, if any."""
+    message = Message.objects.filter(
+        run_id=run if isinstance(run, str) else run.pk, role="assistant"
+    )
+    last = message.order_by("pk").last()
+    return None if last is None else last.content
+
+
+def hung_deliveries(provider: Any) -> int:
+    return sum(HUNG in _asks(r) for r in provider.requests)
+
+
+def test_four_hung_models_do_not_stall_a_fifth_editor(provider, background, user_factory, hold):
+    """Four editors' models hang on a runner of four threads; a fifth editor's question is
+    answered while all four are still hung: the provider has seen each hung request once
+    (none timed out and was repeated, which is how a thread held by one would come free)."""
+    provider.add(*[hung_or_plain(hold)] * 5)
+    editors = [user_factory(staff=True) for _ in range(5)]
+    hung = [post_as(editor, f"{HUNG} ({n})") for n, editor in enumerate(editors[:4])]
+    wait_for(lambda: hung_deliveries(provider) == 4, 60, what="the four hung requests")
+
+    plain = post_as(editors[4], "A plain question")
+    answered = settled_run(plain, timeout=50)
+
+    assert answered.state == "completed"
+    assert answer(answered) == "A plain answer."
+    # The four are still hung: held by the provider, never answered nor repeated.
+    assert not hold.is_set()
+    assert hung_deliveries(provider) == 4
+    assert len(provider.requests) == 5
+    states = set(AssistantRun.objects.filter(pk__in=hung).values_list("state", flat=True))
+    assert states == {"running"}
+    assert provider_loop.in_flight == 4
+
+    hold.set()
+    for run in hung:
+        done = settled_run(run)
+        assert done.state == "completed"
+        assert answer(done) == "Late, but here."
+    assert hung_deliveries(provider) == 4
+
+
+def test_requests_beyond_the_provider_bound_wait_without_a_thread(
+    provider, background, user_factory, hold, settings
+):
+    """At most ``WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY`` requests stream at once per
+    provider; the next waits on the loop (its runner thread released, the run leased) and
+    is sent as soon as one ends."""
+    settings.WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY = 2
+    settings.WEBFETCH_RUNNER_THREADS = 1
+    provider.add(*[hung_or_plain(hold)] * 3)
+    runs = [post_as(user_factory(staff=True), f"{HUNG} ({n})") for n in range(3)]
+
+    wait_for(
+        lambda: provider_loop.waiting == 1 and hung_deliveries(provider) == 2,
+        60,
+        what="two requests sent and the third waiting for the bound",
+    )
+    assert provider_loop.in_flight == 3
+    # One runner thread handed all three off: the run waiting for the bound holds its lease.
+    leased = AssistantRun.objects.filter(pk__in=runs, lease_expires_at__isnull=False)
+    assert leased.count() == 3
+
+    hold.set()
+    for run in runs:
+        assert settled_run(run).state == "completed"
+    assert hung_deliveries(provider) == 3
+    assert provider_loop.waiting == 0
+
+
+def test_a_run_cancelled_while_its_model_hangs_stays_cancelled(
+    provider, background, user_factory, hold
+):
+    """The editor cancels while the request is on the loop; the late answer is dropped
+    (the run's version moved on) and the runner goes on with other work."""
+    editor = user_factory(staff=True)
+    provider.add(hung_or_plain(hold), hung_or_plain(hold))
+    client = APIClient()
+    client.force_login(editor)
+    run = post_as(editor, HUNG)
+    wait_for(lambda: hung_deliveries(provider) == 1, 60, what="the hung request")
+    response = client.post(f"/api/runs/{run}/cancel/", {}, format="json")
+    assert response.status_code in (200, 202), response.content
+    hold.set()
+    other = post_as(user_factory(staff=True), "A plain question")
+    assert settled_run(other).state == "completed"
+    assert background.wait_idle(60)
+    cancelled = AssistantRun.objects.get(pk=run)
+    assert cancelled.state == "cancelled"
+    assert answer(cancelled) is None
