@@ -73,6 +73,18 @@ def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
         "from django_webfetch.models import ToolGroup; "
         "ToolGroup.objects.filter(slug='content').update(enabled=True)",
     )
+    # The demo's editor issues their own tokens in the admin, as the README says.
+    rights = _run_sh(
+        env,
+        "manage",
+        "shell",
+        "-c",
+        "from django.contrib.auth import get_user_model; "
+        "e = get_user_model().objects.get(username='editor'); "
+        "print([e.has_perm('django_webfetch.' + p) for p in "
+        "('add_accesstoken', 'view_accesstoken', 'change_accesstoken')])",
+    )
+    assert "[True, True, True]" in rights
     out = _run_sh(env, "manage", "webfetch", "token", "create", "--user", "editor", "--name", "t")
     [secret] = re.findall(r"wfpat_[A-Za-z0-9_-]+", out)
     listed = _run_sh(env, "manage", "webfetch", "token", "list", "--user", "editor")

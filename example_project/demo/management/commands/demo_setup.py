@@ -67,6 +67,8 @@ EDITOR_PERMISSIONS = (
     ("cms", "pageurl", ("add", "change", "delete", "view")),
     ("djangocms_text", "text", ("add", "change", "delete", "view")),
     ("django_webfetch", "toolcall", ("view",)),
+    # Their own MCP access tokens (the admin shows and issues a user's own tokens only).
+    ("django_webfetch", "accesstoken", ("add", "change", "view")),
 )
 
 
