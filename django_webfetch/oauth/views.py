@@ -8,7 +8,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
@@ -41,11 +48,11 @@ def _is_ours(values: list[str]) -> bool:
     return bool(values) and all(v.rstrip("/") == resource for v in values)
 
 
-def _not_framed(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def _not_framed(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """No other page may frame this one (clickjacking): ``X-Frame-Options: DENY`` and a
     ``frame-ancestors 'none'`` policy, whatever middleware the project has."""
 
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = view(request, *args, **kwargs)
         csp = response.headers.get("Content-Security-Policy", "")
         if "frame-ancestors" not in csp:
