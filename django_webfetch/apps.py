@@ -97,15 +97,21 @@ def _import_the_model_stack() -> None:
 
 
 def _connect_oauth() -> None:
-    """With django-oauth-toolkit installed, revoking an OAuth grant deletes its tokens."""
+    """With django-oauth-toolkit installed, revoking or deleting an OAuth grant deletes its
+    tokens."""
     from django.apps import apps
 
     if not apps.is_installed("oauth2_provider"):
         return
-    from .models.tokens import tokens_revoked
-    from .oauth.grants import on_tokens_revoked
+    from django.db.models.signals import pre_delete
+
+    from .models.tokens import AccessToken, tokens_revoked
+    from .oauth.grants import on_grant_deleted, on_tokens_revoked
 
     tokens_revoked.connect(on_tokens_revoked, dispatch_uid="django_webfetch.oauth.revoked")
+    pre_delete.connect(
+        on_grant_deleted, sender=AccessToken, dispatch_uid="django_webfetch.oauth.deleted"
+    )
 
 
 def _connect_metrics() -> None:

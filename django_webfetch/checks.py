@@ -686,6 +686,12 @@ _OAUTH_STRICT = (
     "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT",
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE",
 )
+#: ... and the ones that must keep this app's value: a client's document is fetched through
+#: the guard, and only for a user signed in at the consent page.
+_OAUTH_OURS = {
+    "CIMD_METADATA_FETCHER": "django_webfetch.oauth.cimd.GuardedMetadataFetcher",
+    "CIMD_REGISTRATION_PERMISSION_CLASSES": ("django_webfetch.oauth.cimd.SignedInUserOnly",),
+}
 
 
 def check_oauth(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
@@ -718,10 +724,19 @@ def check_oauth(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list
         ]
     messages: list[CheckMessage] = []
     weakened = [name for name in _OAUTH_STRICT if provider.get(name) is not True]
+    weakened += [
+        name
+        for name, ours in _OAUTH_OURS.items()
+        if provider.get("CIMD_ENABLED")
+        and (tuple(provider.get(name) or ()) if isinstance(ours, tuple) else provider.get(name))
+        != ours
+    ]
     if weakened:
         messages.append(
             Warning(
-                "OAUTH2_PROVIDER weakens the MCP sign-in: " + ", ".join(weakened) + " not True.",
+                "OAUTH2_PROVIDER weakens the MCP sign-in: "
+                + ", ".join(weakened)
+                + " not as oauth_provider_settings() sets it.",
                 hint="Remove these overrides of oauth_provider_settings().",
                 id="django_webfetch.W070",
             )

@@ -409,6 +409,12 @@ class Settings:
         return self._positive_int("WEBFETCH_OAUTH_MAX_CLIENTS", 1000, 100_000)
 
     @property
+    def WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR(self) -> int:
+        """OAuth clients not yet stored one signed-in user may bring per hour (their metadata
+        documents fetched on the consent page); 1..1000.  Past it: ``client_rate``."""
+        return self._positive_int("WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR", 10, 1000)
+
+    @property
     def WEBFETCH_OAUTH_CLIENT_DOCUMENT_BYTES(self) -> int:
         """Bytes of a client's metadata document (Client ID Metadata Document); 1..65536."""
         return self._positive_int("WEBFETCH_OAUTH_CLIENT_DOCUMENT_BYTES", 16 * 1024, 64 * 1024)

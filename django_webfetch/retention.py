@@ -16,6 +16,7 @@ calls it to the end.  The rules::
     conversations  Conversation, Message, AssistantRun, N days after the conversation's last
                    RunEvent content cleared             activity (no run in flight)
     egress_events  EgressEvent deleted                 M days after it was written
+    token_events   TokenEvent deleted                  M days after it was written
 
 N is ``WEBFETCH_CALL_RETENTION_DAYS`` (30), M ``WEBFETCH_EVENT_RETENTION_DAYS`` (90).
 """
@@ -41,6 +42,7 @@ from django_webfetch.models import (
     RunEvent,
     RunState,
     StoredText,
+    TokenEvent,
     ToolCall,
 )
 from django_webfetch.models.calls import FINISHED_STATES
@@ -249,6 +251,20 @@ def _prune_egress_events(ages: _Ages, limit: int | None, dry_run: bool) -> int:
             return deleted
 
 
+def _prune_token_events(ages: _Ages, limit: int | None, dry_run: bool) -> int:
+    due = TokenEvent.objects.filter(created__lt=ages.events)
+    if dry_run:
+        return _count(due, limit)
+    deleted = 0
+    while True:
+        pks = _pks(due, limit if limit is not None else 1000)
+        if not pks:
+            return deleted
+        deleted += TokenEvent.objects.filter(pk__in=pks).delete()[0]
+        if limit is not None:
+            return deleted
+
+
 def _fields(model: Any, *names: str) -> tuple[str, ...]:
     return tuple(f"{model._meta.label}.{name}" for name in names)
 
@@ -321,6 +337,13 @@ RULES: tuple[Rule, ...] = (
         ),
         _prune_egress_events,
     ),
+    Rule(
+        "token_events",
+        "Token events (the audit of tokens and OAuth grants, with the client's URL) are "
+        "deleted WEBFETCH_EVENT_RETENTION_DAYS after they were written.",
+        _fields(TokenEvent, "client_id", "reason", "by"),
+        _prune_token_events,
+    ),
 )
 
 _CONFIG = "operator configuration, kept while it is configured"
@@ -375,13 +398,10 @@ NO_CONTENT: dict[str, str] = {
     "django_webfetch.AccessToken.token_hash": "a hash of the secret",
     "django_webfetch.AccessToken.hint": "the first characters of the secret",
     "django_webfetch.AccessToken.kind": "personal or oauth",
+    "django_webfetch.TokenEvent.action": "issued, refreshed, revoked, declined or refused",
     "django_webfetch.AccessToken.client_id": (
         "the OAuth client's identifier (its metadata document's URL), which the user approved"
     ),
-    "django_webfetch.TokenEvent.action": "issued, refreshed or revoked",
-    "django_webfetch.TokenEvent.client_id": "the OAuth client's identifier, as on the grant",
-    "django_webfetch.TokenEvent.reason": "a code for why a token was revoked",
-    "django_webfetch.TokenEvent.by": "the username of whoever acted",
 }
 
 

@@ -279,7 +279,9 @@ def _fetch_start(token: AccessToken, arguments: Any) -> Answer | Pending:
     )
     if window.start > 0:
         since = timezone.now() - timedelta(seconds=conf.WEBFETCH_MCP_PAGE_TTL)
-        stored = paging.stored_fetch(token.user, window, since=since)
+        stored = paging.stored_fetch(
+            token.user, window, conversation=conversation_of(token), since=since
+        )
         if stored is not None:
             return answer_for(stored, window, token.user)
     return _request(

@@ -1,7 +1,8 @@
 """``start_index`` paging of the MCP ``fetch`` tool over a page fetched before.
 
 The reference MCP fetch server downloads the page again for every ``start_index``; this
-one reads the text of the call that fetched it (the same user, URL and mode, within
+one reads the text of the call that fetched it (the same user, the same conversation, i.e.
+the same MCP token, the same URL and mode, within
 ``WEBFETCH_MCP_PAGE_TTL``), cuts the window out of it and fences the window again with a
 fresh nonce.  Nothing is downloaded, nothing is asked of an approver a second time.
 
@@ -53,11 +54,17 @@ def stored_page_text(result: ToolResult) -> str | None:
     return content[match.end() : len(content) - len(end)]
 
 
-def stored_fetch(user: Any, window: Window, *, since: datetime) -> ToolCall | None:
-    """The latest call of ``user`` that fetched ``window.url`` in ``window.mode`` since
-    ``since`` and still has its content."""
+def stored_fetch(
+    user: Any, window: Window, *, conversation: str, since: datetime
+) -> ToolCall | None:
+    """The latest call of ``user`` in ``conversation`` (``calls.conversation_of(token)``:
+    another token's, another OAuth client's or the web assistant's page is never read) that
+    fetched ``window.url`` in ``window.mode`` since ``since`` and still has its content."""
+    if not conversation:
+        return None
     candidates = ToolCall.objects.filter(
         user=user,
+        conversation=conversation,
         tool="fetch_external_url",
         state=CallState.SUCCEEDED,
         arguments__url=window.url,

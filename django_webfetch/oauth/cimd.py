@@ -10,6 +10,15 @@ metadata addresses refused, connected only to the checked addresses), JSON only,
 the whole fetch.  Every hop is an ``EgressEvent`` (tool ``oauth_client_metadata``); a
 refusal is also a ``TokenEvent`` (``client_refused``, the reason code).
 
+A document is fetched, and a client stored, only on behalf of a user signed in at the
+authorization endpoint (:func:`on_behalf_of`, which ``views.AuthorizationView`` enters
+after the login; :class:`SignedInUserOnly` is the toolkit's
+``CIMD_REGISTRATION_PERMISSION_CLASSES``, and the fetcher refuses too): the token,
+revocation and every other endpoint an anonymous caller reaches only use clients already
+stored (an unknown one is ``invalid_client``: nothing fetched, no row written).  A user
+brings at most ``WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR`` (10) clients not yet stored per
+hour (``client_rate``).
+
 The toolkit caches a good document on its application row (``Cache-Control: max-age``
 clamped to 5 minutes .. 1 day), backs a failing URL off for a minute and holds at most 4
 fetches in flight per process.  The rows are bounded too: before a new client's document
@@ -18,6 +27,9 @@ stale ones no user approved are deleted, and if none is, the new client is refus
 (``client_limit``).  On top of the toolkit's checks (``client_id`` equals the
 URL, public client, no secret, a redirect-based grant) this module validates:
 
+- ``client_id`` and each of ``redirect_uris``: no whitespace and no control character (the
+  toolkit stores the redirect URIs space-joined and splits them on whitespace: a space
+  inside one would register a second, unchecked URI);
 - ``redirect_uris``: each ``https`` with a host the guard accepts (a name resolving to a
   loopback, private or metadata address is refused), or a native client's loopback
   redirect ``http://127.0.0.1:<port>/...`` or ``http://[::1]:<port>/...`` (RFC 8252
@@ -33,6 +45,9 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,7 +60,15 @@ from django_webfetch.egress import EgressRecorder, client_metadata_policy
 from django_webfetch.models import TokenEvent
 from django_webfetch.net import EgressDenied, WebFetchError, explain, fetch
 
-__all__ = ["TOOL", "GuardedMetadataFetcher", "MetadataRefused", "last_refusal"]
+__all__ = [
+    "TOOL",
+    "GuardedMetadataFetcher",
+    "MetadataRefused",
+    "SignedInUserOnly",
+    "last_refusal",
+    "on_behalf_of",
+    "rate_refusal",
+]
 
 logger = logging.getLogger("django_webfetch.oauth")
 
@@ -57,6 +80,89 @@ MIN_AGE, MAX_AGE = 300, 86400
 _MAX_AGE = re.compile(r"max-age\s*=\s*(\d{1,10})", re.IGNORECASE)
 _LOOPBACK_HOSTS = ("127.0.0.1", "::1")
 _REFUSAL_KEY = "django_webfetch:oauth:refused:"
+_RATE_KEY = "django_webfetch:oauth:new-clients:"
+_RATE_WINDOW = 3600
+
+#: The user signed in at the authorization endpoint, on whose behalf a client's document
+#: may be fetched; unset everywhere else (token, revocation, discovery, MCP endpoints).
+_ON_BEHALF: ContextVar[Any] = ContextVar("webfetch_oauth_on_behalf", default=None)
+
+
+@contextmanager
+def on_behalf_of(user: Any) -> Iterator[None]:
+    """Within the block, a client's metadata document may be fetched for ``user`` (a
+    signed-in user; an anonymous or inactive one enables nothing)."""
+    signed_in = user if getattr(user, "is_authenticated", False) and user.is_active else None
+    reset = _ON_BEHALF.set(signed_in)
+    try:
+        yield
+    finally:
+        _ON_BEHALF.reset(reset)
+
+
+def _signed_in_user() -> Any:
+    return _ON_BEHALF.get()
+
+
+def _is_stored(client_id: str) -> bool:
+    from oauth2_provider.models import get_application_model
+
+    return bool(get_application_model().objects.filter(client_id=client_id).exists())
+
+
+def _rate_key(user: Any) -> str:
+    return _RATE_KEY + hashlib.sha256(str(user.pk).encode()).hexdigest()
+
+
+def rate_refusal(user: Any) -> str | None:
+    """``client_rate`` when ``user`` brought ``WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR`` new
+    clients this hour, else ``None``."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    used = cache.get(_rate_key(user))
+    limit = conf.WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR
+    return "client_rate" if isinstance(used, int) and used >= limit else None
+
+
+def _take_new_client(user: Any, client_id: str) -> bool:
+    """Count one new client for ``user`` this hour; ``False`` (and one audit row when the
+    bound is first reached) past ``WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR``."""
+    key = _rate_key(user)
+    cache.add(key, 0, _RATE_WINDOW)
+    try:
+        used = int(cache.incr(key))
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, _RATE_WINDOW)
+        used = 1
+    limit = conf.WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR
+    if used <= limit:
+        return True
+    logger.info("new OAuth client refused for user %s: client_rate", user.pk)
+    if used == limit + 1:
+        TokenEvent.objects.create(
+            action=TokenEvent.Action.CLIENT_REFUSED,
+            user_id=user.pk,
+            client_id=client_id[:255],
+            reason="client_rate",
+            by=user.get_username()[:150],
+        )
+    return False
+
+
+class SignedInUserOnly:
+    """The toolkit's ``CIMD_REGISTRATION_PERMISSION_CLASSES``: a client not yet stored is
+    fetched only on behalf of a user signed in at the authorization endpoint, at most
+    ``WEBFETCH_OAUTH_NEW_CLIENTS_PER_HOUR`` per user; a stored client's stale document is
+    fetched again only there too.  A refusal here is not a fetch failure: the toolkit sets
+    no back-off for the URL, so an anonymous caller cannot lock a real client out."""
+
+    def has_permission(self, request: Any, client_id: str) -> bool:
+        user = _signed_in_user()
+        if user is None:
+            return False
+        if _is_stored(client_id):
+            return True
+        return _take_new_client(user, client_id)
 
 
 class MetadataRefused(CIMDError):  # type: ignore[misc]
@@ -78,7 +184,13 @@ def last_refusal(client_id: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _has_space_or_control(value: str) -> bool:
+    return any(ch.isspace() or not ch.isprintable() for ch in value)
+
+
 def _check_client_id(client_id: str) -> None:
+    if _has_space_or_control(client_id):
+        raise MetadataRefused("client_id_form")
     parts = urlsplit(client_id)
     if parts.scheme != "https":
         raise MetadataRefused("client_id_scheme")
@@ -105,7 +217,8 @@ def _max_age(cache_control: str | None) -> int:
 
 def check_redirect_uri(uri: object) -> None:
     """Raise :class:`MetadataRefused` unless ``uri`` is an acceptable redirect URI."""
-    if not isinstance(uri, str) or len(uri) > 2000 or not uri.isprintable():
+    # No whitespace: the toolkit stores the list space-joined and splits it on whitespace.
+    if not isinstance(uri, str) or len(uri) > 2000 or _has_space_or_control(uri):
         raise MetadataRefused("redirect_uri_form")
     try:
         parts = urlsplit(uri)
@@ -172,10 +285,15 @@ class GuardedMetadataFetcher:
     ``(metadata, max_age_seconds)`` or raises ``CIMDError`` (see the module)."""
 
     def fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
+        user = _signed_in_user()
+        if user is None:
+            # Only reached when an operator replaced the permission classes: still no
+            # fetch and no audit row for an anonymous caller.
+            raise MetadataRefused("client_unknown")
         try:
             return self._fetch(client_id)
         except MetadataRefused as exc:
-            self._refused(client_id, exc.reason)
+            self._refused(client_id, exc.reason, user)
             raise
 
     def _fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
@@ -204,11 +322,12 @@ class GuardedMetadataFetcher:
         return metadata, _max_age(dict(result.headers).get("cache-control"))
 
     @staticmethod
-    def _refused(client_id: str, reason: str) -> None:
+    def _refused(client_id: str, reason: str, user: Any) -> None:
         logger.info("client metadata document refused (%s)", reason)
         cache.set(_refusal_key(client_id), reason[:100], MIN_AGE)
         TokenEvent.objects.create(
             action=TokenEvent.Action.CLIENT_REFUSED,
+            user_id=user.pk,
             client_id=client_id[:255],
             reason=reason[:100],
             by="server",

@@ -5,7 +5,8 @@ rows) resolve to it: :func:`principal` is what the MCP endpoint calls on every r
 an OAuth token has its user's rights at that request, like a personal token, and stops
 working when the grant is revoked (by the user on *Connected apps*, by an admin on *Access
 tokens*) or the user is deactivated.  Revoking a grant deletes its OAuth tokens
-(:func:`on_tokens_revoked`, connected in ``apps.py``).
+(:func:`on_tokens_revoked`, connected in ``apps.py``), and so does deleting it (the admin's
+*delete selected*, a queryset's ``delete()``: :func:`on_grant_deleted`, ``pre_delete``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from django_webfetch.models.tokens import LAST_USED_EVERY
 
 from .provider import MCP_SCOPE
 
-__all__ = ["approve", "grant_for", "on_tokens_revoked", "principal"]
+__all__ = ["approve", "grant_for", "on_grant_deleted", "on_tokens_revoked", "principal"]
 
 logger = logging.getLogger("django_webfetch.oauth")
 
@@ -103,6 +104,11 @@ def on_tokens_revoked(
         )
         get_access_token_model().objects.filter(**scope).delete()
         get_grant_model().objects.filter(**scope).delete()
+
+
+def on_grant_deleted(sender: Any, instance: AccessToken, **kwargs: Any) -> None:
+    """A grant deleted rather than revoked: its OAuth tokens go the same way."""
+    on_tokens_revoked(sender, [instance])
 
 
 def record(action: str, *, user_id: Any, client_id: str, by: str = "", reason: str = "") -> None:

@@ -62,6 +62,8 @@ def oauth_provider_settings(
         "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http"],
         "CIMD_ENABLED": True,
         "CIMD_METADATA_FETCHER": "django_webfetch.oauth.cimd.GuardedMetadataFetcher",
+        # A client's document is fetched only for a user signed in at the consent page.
+        "CIMD_REGISTRATION_PERMISSION_CLASSES": ("django_webfetch.oauth.cimd.SignedInUserOnly",),
         "CIMD_MAX_CONCURRENT_FETCHES": 4,
         "CIMD_FAILURE_BACKOFF_SECONDS": 60,
         "CIMD_METADATA_MIN_AGE_SECONDS": 300,

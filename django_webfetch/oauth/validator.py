@@ -1,8 +1,10 @@
 """django-oauth-toolkit's request validator, narrowed and audited.
 
 Only the authorization code grant (with PKCE, required by the settings) and the refresh
-token grant; only the ``code`` response type.  Every access token minted (by the code
-exchange or a refresh) and every revocation by a client is a ``TokenEvent``.
+token grant; only the ``code`` response type.  The user's grant (``grants.approve``) is
+issued when an authorization code is saved, after the toolkit validated the request.
+Every access token minted (by the code exchange or a refresh) and every revocation by a
+client is a ``TokenEvent``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from oauth2_provider.oauth2_validators import OAuth2Validator as _Base
 
 from django_webfetch.models import TokenEvent
 
-from .grants import record
+from .grants import approve, record
 
 __all__ = ["GRANT_TYPES", "OAuth2Validator"]
 
@@ -48,6 +50,14 @@ class OAuth2Validator(_Base):  # type: ignore[misc]
                 client_id, response_type, client, request, *args, **kwargs
             )
         )
+
+    def save_authorization_code(
+        self, client_id: Any, code: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        # The user approved and the toolkit validated the whole request: the grant is
+        # issued now, never for an authorization the toolkit then refuses.
+        approve(request.user, request.client)
+        return super().save_authorization_code(client_id, code, request, *args, **kwargs)
 
     def save_bearer_token(self, token: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
         saved = super().save_bearer_token(token, request, *args, **kwargs)

@@ -3,14 +3,24 @@ rules) and the user's *Connected apps*."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.decorators import method_decorator
 from django.views import View
+from django.views.decorators.clickjacking import xframe_options_deny
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView as _AuthorizationView
 from oauth2_provider.views import TokenView as _TokenView
@@ -19,8 +29,8 @@ from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken, TokenEvent
 from django_webfetch.tools.registry import tools_for_user
 
-from .cimd import last_refusal
-from .grants import approve, record
+from .cimd import last_refusal, on_behalf_of, rate_refusal
+from .grants import record
 from .validator import GRANT_TYPES
 
 __all__ = ["AuthorizationView", "ConnectionsView", "TokenView"]
@@ -38,18 +48,40 @@ def _is_ours(values: list[str]) -> bool:
     return bool(values) and all(v.rstrip("/") == resource for v in values)
 
 
+def _not_framed(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """No other page may frame this one (clickjacking): ``X-Frame-Options: DENY`` and a
+    ``frame-ancestors 'none'`` policy, whatever middleware the project has."""
+
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        response = view(request, *args, **kwargs)
+        csp = response.headers.get("Content-Security-Policy", "")
+        if "frame-ancestors" not in csp:
+            joined = f"{csp.rstrip().rstrip(';')}; " if csp.strip() else ""
+            response.headers["Content-Security-Policy"] = joined + "frame-ancestors 'none'"
+        return response
+
+    return xframe_options_deny(wrapped)
+
+
 def _is_s256(data: Any) -> bool:
     """RFC 7636 with ``S256`` only (OAuth 2.1): a challenge of 43..128 characters."""
     challenge = data.get("code_challenge") or ""
     return data.get("code_challenge_method") == "S256" and 43 <= len(challenge) <= 128
 
 
+@method_decorator(_not_framed, name="dispatch")
 class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
     """The consent page: names the client (from its verified metadata), the user signed in
     and the tools the client will be offered.  A request for any resource but this site's
-    MCP endpoint is refused (``invalid_target``)."""
+    MCP endpoint is refused (``invalid_target``).  A client's metadata document is fetched
+    here only, on behalf of the signed-in user (``cimd.on_behalf_of``); the page cannot be
+    framed."""
 
     template_name = "django_webfetch/oauth/authorize.html"
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        with on_behalf_of(request.user):
+            return super().dispatch(request, *args, **kwargs)  # type: ignore[no-any-return]
 
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not _is_ours(request.GET.getlist("resource")):
@@ -72,7 +104,7 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
         # reason code, never the document's or the server's text).
         client_id = self.request.GET.get("client_id", "")
         if application is None and client_id:
-            kwargs["client_refusal"] = last_refusal(client_id)
+            kwargs["client_refusal"] = last_refusal(client_id) or rate_refusal(self.request.user)
         kwargs.setdefault("resource", _resource())
         return super().error_response(error, application, **kwargs)  # type: ignore[no-any-return]
 
@@ -99,16 +131,15 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
             return self._refuse(self.request, "invalid_request", "PKCE with S256 is required.")
         client_id = form.cleaned_data.get("client_id") or ""
         application = get_application_model().objects.filter(client_id=client_id).first()
-        if application is not None:
-            if form.cleaned_data.get("allow"):
-                approve(self.request.user, application)
-            else:
-                record(
-                    TokenEvent.Action.DECLINED,
-                    user_id=self.request.user.pk,
-                    client_id=client_id,
-                    by=self.request.user.get_username(),
-                )
+        # An approval issues the grant when the toolkit saves the code, after it validated
+        # the whole request (``validator.OAuth2Validator.save_authorization_code``).
+        if application is not None and not form.cleaned_data.get("allow"):
+            record(
+                TokenEvent.Action.DECLINED,
+                user_id=self.request.user.pk,
+                client_id=client_id,
+                by=self.request.user.get_username(),
+            )
         return super().form_valid(form)  # type: ignore[no-any-return]
 
 
@@ -129,9 +160,10 @@ class TokenView(_TokenView):  # type: ignore[misc]
         return super().post(request, *args, **kwargs)  # type: ignore[no-any-return]
 
 
+@method_decorator(_not_framed, name="dispatch")
 class ConnectionsView(LoginRequiredMixin, View):
     """*Connected apps*: the signed-in user's live OAuth grants and personal tokens, each
-    with a button that revokes it."""
+    with a button that revokes it; the page cannot be framed."""
 
     template_name = "django_webfetch/oauth/connections.html"
 

@@ -253,6 +253,16 @@ def test_e070_w070_w071_oauth_on_without_or_with_a_weakened_toolkit(settings):
     messages = check_oauth()
     assert [m.id for m in messages] == ["django_webfetch.W070", "django_webfetch.W071"]
     assert "PKCE_REQUIRED" in messages[0].msg
+    # A document fetched by the toolkit's own fetcher, or for anyone: weakened too.
+    settings.OAUTH2_PROVIDER = oauth_provider_settings(
+        MCP_URL,
+        CIMD_METADATA_FETCHER="oauth2_provider.cimd.SafeMetadataFetcher",
+        CIMD_REGISTRATION_PERMISSION_CLASSES=("oauth2_provider.cimd.AllowAllCIMDPermission",),
+    )
+    messages = check_oauth()
+    assert [m.id for m in messages] == ["django_webfetch.W070"]
+    assert "CIMD_METADATA_FETCHER" in messages[0].msg
+    assert "CIMD_REGISTRATION_PERMISSION_CLASSES" in messages[0].msg
 
 
 def test_clients_known_by_a_document_are_bounded(settings, users):

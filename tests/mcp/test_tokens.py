@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from django_webfetch.mcp import paging
+from django_webfetch.mcp import calls, paging
 from django_webfetch.models import AccessToken, CallState, ToolCall
 from django_webfetch.models.tokens import TOKEN_PREFIX, hash_secret
 from django_webfetch.text import fence
@@ -142,8 +142,13 @@ def test_admin_issues_shows_the_secret_once_and_revokes(client, superuser, edito
 # -- paging over a stored fetch result ------------------------------------------------------
 
 
+#: The conversation of the MCP token these calls were made with (``calls.conversation_of``).
+CONVERSATION = "mcp:token-1"
+
+
 def _fetched(editor, text: str, url: str = "https://news.example/a", **fields) -> ToolCall:
     content = fence(text, source_url=url, status_line="HTTP 200")
+    fields.setdefault("conversation", CONVERSATION)
     return ToolCall.objects.create(
         tool="fetch_external_url",
         group="web",
@@ -171,7 +176,7 @@ def test_windows_are_fenced_again_and_the_last_one_says_no_more(editor):
     call = _fetched(editor, text)
     window = paging.Window(url="https://news.example/a", mode="main", start=1000, length=600)
     since = timezone.now() - timedelta(minutes=1)
-    assert paging.stored_fetch(editor, window, since=since) == call
+    assert paging.stored_fetch(editor, window, conversation=CONVERSATION, since=since) == call
     answer = paging.render(call, call.tool_result(), window, {"call_id": str(call.pk)})
     assert answer.is_error is False
     assert "02500251" in answer.text and text[1000:1600] in answer.text
@@ -194,10 +199,29 @@ def test_only_a_recent_fetch_of_the_same_user_url_and_mode_is_paged(editor, user
     ToolCall.objects.filter(pk=old.pk).update(finished_at=timezone.now() - timedelta(hours=1))
     window = paging.Window(url="https://news.example/a", mode="main", start=10, length=10)
     since = timezone.now() - timedelta(minutes=15)
-    assert paging.stored_fetch(editor, window, since=since) is None
+    assert paging.stored_fetch(editor, window, conversation=CONVERSATION, since=since) is None
     page_mode = _fetched(editor, "z" * 100)
     ToolCall.objects.filter(pk=page_mode.pk).update(arguments={"url": window.url, "mode": "page"})
-    assert paging.stored_fetch(editor, window, since=since) is None
+    assert paging.stored_fetch(editor, window, conversation=CONVERSATION, since=since) is None
     assert paging.stored_fetch(
-        editor, paging.Window(window.url, "page", 10, 10), since=since
+        editor, paging.Window(window.url, "page", 10, 10), conversation=CONVERSATION, since=since
     ) == ToolCall.objects.get(pk=page_mode.pk)
+
+
+def test_a_token_pages_only_the_pages_its_own_conversation_fetched(editor):
+    """Another MCP token's (another OAuth client's, the web assistant's) stored page of the
+    same user is not read by ``start_index`` paging: each token has its own conversation."""
+    first, _ = AccessToken.objects.issue(editor, "client A", by=editor)
+    second, _ = AccessToken.objects.issue(editor, "client B", by=editor)
+    call = _fetched(
+        editor, "secret intranet page text " * 50, conversation=calls.conversation_of(first)
+    )
+    window = paging.Window(url="https://news.example/a", mode="main", start=10, length=100)
+    since = timezone.now() - timedelta(minutes=1)
+    mine = calls.conversation_of(first)
+    assert paging.stored_fetch(editor, window, conversation=mine, since=since) == call
+    theirs = calls.conversation_of(second)
+    assert paging.stored_fetch(editor, window, conversation=theirs, since=since) is None
+    _fetched(editor, "the assistant's page", conversation="assistant-conversation:00")
+    assert paging.stored_fetch(editor, window, conversation=theirs, since=since) is None
+    assert paging.stored_fetch(editor, window, conversation="", since=since) is None

@@ -36,6 +36,7 @@ from django_webfetch.models import (
     RunEvent,
     RunState,
     StoredText,
+    TokenEvent,
     ToolCall,
 )
 from django_webfetch.runs.dispatch import SWEEP, run_here
@@ -147,6 +148,19 @@ def _egress_event(user: Any, *, old: bool) -> EgressEvent:
     )
 
 
+def _token_event(user: Any, *, old: bool) -> TokenEvent:
+    row = TokenEvent.objects.create(
+        action=TokenEvent.Action.CLIENT_REFUSED,
+        user=user,
+        client_id="https://clients.example/client.json",
+        reason="address_class:private",
+        by="server",
+    )
+    when = timezone.now() - (91 * DAY if old else DAY)
+    TokenEvent.objects.filter(pk=row.pk).update(created=when)  # auto_now_add
+    return row
+
+
 def _conversation(user: Any, *, old: bool) -> dict[str, Any]:
     conversation = Conversation.objects.create(owner=user, title="Read docs.example")
     run = AssistantRun.objects.create(
@@ -177,6 +191,8 @@ def _row(label: str, user: Any, *, old: bool) -> Any:
         return _stored_text(user, old=old)
     if label == "django_webfetch.EgressEvent":
         return _egress_event(user, old=old)
+    if label == "django_webfetch.TokenEvent":
+        return _token_event(user, old=old)
     return _conversation(user, old=old)[label]
 
 
@@ -359,6 +375,7 @@ def test_property_batches_are_bounded_and_prune_exactly_what_is_due(
 ):
     ToolCall.objects.all().delete()
     EgressEvent.objects.all().delete()
+    TokenEvent.objects.all().delete()
     now = timezone.now()
     calls = []
     for age in call_ages:
@@ -368,6 +385,8 @@ def test_property_batches_are_bounded_and_prune_exactly_what_is_due(
         )
     for age in event_ages:
         EgressEvent.objects.create(decision="denied", created=now - timedelta(days=age, hours=1))
+        row = TokenEvent.objects.create(action=TokenEvent.Action.DECLINED)
+        TokenEvent.objects.filter(pk=row.pk).update(created=now - timedelta(days=age, hours=1))
     anchor = _call(editor, old=False)
     for hours in text_ttls:
         StoredText.objects.create(
@@ -381,6 +400,7 @@ def test_property_batches_are_bounded_and_prune_exactly_what_is_due(
     due = {
         "calls": sum(age >= 30 for age in call_ages),
         "egress_events": sum(age >= 90 for age in event_ages),
+        "token_events": sum(age >= 90 for age in event_ages),
         "stored_texts": sum(hours < 0 for hours in text_ttls),
     }
     assert retention.prune(now, dry_run=True).counts | {"conversations": 0} == due | {
@@ -403,4 +423,5 @@ def test_property_batches_are_bounded_and_prune_exactly_what_is_due(
         len(call_ages) - due["calls"] + 1
     )
     assert EgressEvent.objects.count() == len(event_ages) - due["egress_events"]
+    assert TokenEvent.objects.count() == len(event_ages) - due["token_events"]
     assert StoredText.objects.count() == len(text_ttls) - due["stored_texts"]

@@ -188,12 +188,16 @@ class Command(BaseCommand):
                 f"{report['calls']} tool call(s) finished more than {call_days} day(s) ago."
             )
             self.stdout.write(f"{report['stored_texts']} stored page text(s) past their time.")
+            self.stdout.write(f"{report['token_events']} token event(s) older than {days} day(s).")
             self.stdout.write(
                 f"{report['conversations']} conversation(s) idle for more than {call_days} day(s)."
             )
             return
         self.stdout.write(
             f"Deleted {report['egress_events']} egress event(s) older than {days} day(s)."
+        )
+        self.stdout.write(
+            f"Deleted {report['token_events']} token event(s) older than {days} day(s)."
         )
         self.stdout.write(
             f"Dropped the content of {report['calls']} tool call(s) older than {call_days} day(s)."
