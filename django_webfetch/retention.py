@@ -237,8 +237,9 @@ def _prune_conversations(ages: _Ages, limit: int | None, dry_run: bool) -> int:
             return pruned
 
 
-def _prune_egress_events(ages: _Ages, limit: int | None, dry_run: bool) -> int:
-    due = EgressEvent.objects.filter(created__lt=ages.events)
+def _delete_old(model: Any, ages: _Ages, limit: int | None, dry_run: bool) -> int:
+    """Delete the rows of ``model`` written before the events' age, in batches."""
+    due = model.objects.filter(created__lt=ages.events)
     if dry_run:
         return _count(due, limit)
     deleted = 0
@@ -246,23 +247,17 @@ def _prune_egress_events(ages: _Ages, limit: int | None, dry_run: bool) -> int:
         pks = _pks(due, limit if limit is not None else 1000)
         if not pks:
             return deleted
-        deleted += EgressEvent.objects.filter(pk__in=pks).delete()[0]
+        deleted += int(model.objects.filter(pk__in=pks).delete()[0])
         if limit is not None:
             return deleted
+
+
+def _prune_egress_events(ages: _Ages, limit: int | None, dry_run: bool) -> int:
+    return _delete_old(EgressEvent, ages, limit, dry_run)
 
 
 def _prune_token_events(ages: _Ages, limit: int | None, dry_run: bool) -> int:
-    due = TokenEvent.objects.filter(created__lt=ages.events)
-    if dry_run:
-        return _count(due, limit)
-    deleted = 0
-    while True:
-        pks = _pks(due, limit if limit is not None else 1000)
-        if not pks:
-            return deleted
-        deleted += TokenEvent.objects.filter(pk__in=pks).delete()[0]
-        if limit is not None:
-            return deleted
+    return _delete_old(TokenEvent, ages, limit, dry_run)
 
 
 def _fields(model: Any, *names: str) -> tuple[str, ...]:

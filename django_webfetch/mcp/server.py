@@ -130,17 +130,26 @@ def _result(answer: Answer) -> types.CallToolResult:
     )
 
 
-async def _refused_wait(
-    token: AccessToken, pending: calls.Pending, exc: holds.TooManyOpen, *, as_task: bool
-) -> Answer | None:
-    """Past the bound of waits: the call goes on, the client polls it (``waiting``)."""
+async def _poll(token: AccessToken, pending: calls.Pending) -> tuple[Any, Answer | None]:
+    """The call, and its answer when it has one (gone, or finished); a token revoked
+    meanwhile is refused (``Unauthorized``)."""
     live, call = await db(calls.poll, token.pk, pending.call_id)
     if live is None:
         raise Unauthorized
     if call is None:
-        return calls.NO_SUCH_CALL
+        return None, calls.NO_SUCH_CALL
     if call.finished:
-        return await db(calls.answer_for, call, pending.fetch, live.user)
+        return call, await db(calls.answer_for, call, pending.fetch, live.user)
+    return call, None
+
+
+async def _refused_wait(
+    token: AccessToken, pending: calls.Pending, exc: holds.TooManyOpen, *, as_task: bool
+) -> Answer | None:
+    """Past the bound of waits: the call goes on, the client polls it (``waiting``)."""
+    call, answer = await _poll(token, pending)
+    if answer is not None:
+        return answer
     if as_task:
         return None  # a task at once: its client polls tasks/get
     answer = calls.waiting(call)
@@ -177,13 +186,9 @@ async def _wait_held(
     started = anyio.current_time()
     reported = -1
     while True:
-        live, call = await db(calls.poll, token.pk, pending.call_id)
-        if live is None:
-            raise Unauthorized
-        if call is None:
-            return calls.NO_SUCH_CALL
-        if call.finished:
-            return await db(calls.answer_for, call, pending.fetch, live.user)
+        call, answer = await _poll(token, pending)
+        if answer is not None:
+            return answer
         if as_task and call.state in (CallState.PENDING, CallState.AWAITING_APPROVAL):
             return None
         elapsed = anyio.current_time() - started
