@@ -23,7 +23,6 @@ N is ``WEBFETCH_CALL_RETENTION_DAYS`` (30), M ``WEBFETCH_EVENT_RETENTION_DAYS`` 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -46,6 +45,7 @@ from django_webfetch.models import (
     ToolCall,
 )
 from django_webfetch.models.calls import FINISHED_STATES
+from django_webfetch.text.patterns import compile_pattern
 
 __all__ = [
     "NO_CONTENT",
@@ -67,7 +67,9 @@ SWEEP_BATCH = 500
 #: stable code (``http_status``, ``budget_exceeded:cost_per_day``): lower-case words joined
 #: by ``_`` and ``:``, at most 64 characters.  A tool (a plugin) may put any text there; in
 #: this shape it cannot hold a URL, a host name or a sentence of a page.
-_CODE_RE = re.compile(r"^(?=.{1,64}\Z)[a-z][a-z0-9_]*(?::[a-z0-9_]+)*\Z")
+#: A code-shaped reason or error (at most ``_CODE_CHARS``), on RE2: linear in its input.
+_CODE_RE = compile_pattern(r"\A[a-z][a-z0-9_]*(?::[a-z0-9_]+)*\z")
+_CODE_CHARS = 64
 
 _OPEN_RUN_STATES = (RunState.RUNNING, RunState.WAITING_FOR_APPROVAL)
 
@@ -122,7 +124,9 @@ def _count(queryset: Any, limit: int | None) -> int:
 
 
 def _code(value: Any) -> str | None:
-    return value if isinstance(value, str) and _CODE_RE.match(value) else None
+    if not isinstance(value, str) or not 0 < len(value) <= _CODE_CHARS:
+        return None
+    return value if _CODE_RE.match(value) else None
 
 
 def _due_calls(ages: _Ages) -> Any:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -59,6 +58,7 @@ from django_webfetch.conf import conf
 from django_webfetch.egress import EgressRecorder, client_metadata_policy
 from django_webfetch.models import TokenEvent
 from django_webfetch.net import EgressDenied, WebFetchError, explain, fetch
+from django_webfetch.text.patterns import compile_pattern
 
 __all__ = [
     "TOOL",
@@ -77,7 +77,7 @@ TOOL = "oauth_client_metadata"
 MAX_NAME_CHARS = 100
 MAX_REDIRECT_URIS = 10
 MIN_AGE, MAX_AGE = 300, 86400
-_MAX_AGE = re.compile(r"max-age\s*=\s*(\d{1,10})", re.IGNORECASE)
+_MAX_AGE = compile_pattern(r"(?i)max-age\s*=\s*(\d{1,10})")  # RE2: linear
 _LOOPBACK_HOSTS = ("127.0.0.1", "::1")
 _REFUSAL_KEY = "django_webfetch:oauth:refused:"
 _RATE_KEY = "django_webfetch:oauth:new-clients:"
