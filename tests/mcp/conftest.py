@@ -185,3 +185,33 @@ def users(user_factory: Callable[..., Any], approver: Any) -> dict[str, Any]:  #
         "admin": user_factory(superuser=True, username="admin"),
         "approver": approver,
     }
+
+
+# -- the OAuth endpoints in process (tests/mcp/test_oauth_server.py, test_oauth_review.py) --
+
+#: The loopback redirect URI of the registered client.
+OAUTH_REDIRECT = "http://127.0.0.1:33418/callback"
+
+
+@pytest.fixture
+def site(settings: Any) -> Any:
+    """A test client of the OAuth endpoints and the login page."""
+    from django.test import Client
+
+    settings.ROOT_URLCONF = "tests.mcp.oauth_urls"
+    settings.LOGIN_URL = "/accounts/login/"
+    return Client(HTTP_HOST="testserver")
+
+
+@pytest.fixture
+def application(db: Any) -> Any:
+    """A public client registered by hand, with the loopback redirect URI."""
+    from oauth2_provider.models import get_application_model
+
+    return get_application_model().objects.create(
+        name="registered client",
+        client_id="registered-client",
+        client_type="public",
+        authorization_grant_type="authorization-code",
+        redirect_uris=OAUTH_REDIRECT,
+    )

@@ -75,24 +75,6 @@ def _anonymous_token_request(client: Client, client_id: str) -> Any:
 
 
 @pytest.fixture
-def site(settings: Any) -> Client:
-    settings.ROOT_URLCONF = "tests.mcp.oauth_urls"
-    settings.LOGIN_URL = "/accounts/login/"
-    return Client(HTTP_HOST="testserver")
-
-
-@pytest.fixture
-def application(db: Any) -> Any:
-    return get_application_model().objects.create(
-        name="registered client",
-        client_id="registered-client",
-        client_type="public",
-        authorization_grant_type="authorization-code",
-        redirect_uris=REDIRECT,
-    )
-
-
-@pytest.fixture
 def oauth_lab(web: Any, site: Client) -> Any:
     web.dns.set(CLIENT_HOST, a=[web.PUBLIC_V4[3]])
     return web

@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,24 +29,6 @@ from django_webfetch.oauth.grants import principal
 
 MCP_URL = "https://testserver/mcp"
 REDIRECT = "http://127.0.0.1:33418/callback"
-
-
-@pytest.fixture
-def site(settings: Any) -> Client:
-    settings.ROOT_URLCONF = "tests.mcp.oauth_urls"
-    settings.LOGIN_URL = "/accounts/login/"
-    return Client(HTTP_HOST="testserver")
-
-
-@pytest.fixture
-def application(db: Any) -> Any:
-    return get_application_model().objects.create(
-        name="registered client",
-        client_id="registered-client",
-        client_type="public",
-        authorization_grant_type="authorization-code",
-        redirect_uris=REDIRECT,
-    )
 
 
 def test_discovery_names_the_resource_code_with_s256_and_client_metadata_documents(site, db):
