@@ -133,6 +133,10 @@ def _frame(event: dict[str, Any]) -> bytes:
     return f"id: {event['seq']}\nevent: {event['kind']}\ndata: {data}\n\n".encode()
 
 
+def _release_request_thread() -> None:
+    connections.close_all()
+
+
 def _read_briefly(run_id: Any, since: int) -> tuple[str, list[dict[str, Any]]]:
     try:
         return _read(run_id, since)
@@ -198,6 +202,10 @@ class _Stream:
 
 async def _aevents(stream: _Stream, lease: holds.Lease) -> AsyncIterator[bytes]:
     try:
+        # The middleware's response phase ran on the request's thread after the checks
+        # (django CMS's toolbar reads the database there): that thread's connection goes
+        # back now, not when the stream ends, so an open stream holds none.
+        await sync_to_async(_release_request_thread, thread_sensitive=True)()
         yield f"retry: {RETRY_MS}\n\n".encode()
         read = sync_to_async(_read_briefly, thread_sensitive=False)
         while True:

@@ -1,15 +1,17 @@
-"""The web process under load, as an operator reads it: database connections, threads and
-memory (RSS) of one uvicorn process serving the example project on PostgreSQL, with 10
-and 100 editors and with 200 watchers of a run (Server-Sent Events), for each way of
-holding database connections (``serving_settings``): ``persistent`` (``CONN_MAX_AGE =
-60``, the example before issue 33), ``per-request`` and ``pool`` (the example now).
+"""The web processes under load, as an operator reads them: database connections, threads
+and memory (RSS) of each of ``WEBFETCH_BENCH_PROCESSES`` (2) uvicorn processes serving the
+example project on one PostgreSQL database, with 10 and 100 editors and with 200 watchers
+of a run (Server-Sent Events), for each way of holding database connections
+(``serving_settings``): ``persistent`` (``CONN_MAX_AGE = 60``, the example before issue
+33), ``per-request`` and ``pool`` (the example now).
 
+The editors and watchers are spread over the processes in turn.
 An editor asks for its conversations and the tools once a second (``PACE``); a watcher
 holds a stream open on a run that waits for approval (pings every 15 s).  Each phase
 counts requests, not seconds: it ends when the editors made ``ROUNDS`` requests each (the
 watchers: when all are open and ``ROUNDS`` samples were taken).  Sampled every 0.2 s: the
-server's connections (``pg_stat_activity``), its threads and RSS (``/proc``); errors are
-counted by status and code.
+connections of each process (``pg_stat_activity`` by ``application_name``), its threads and
+RSS (``/proc``); errors are counted by status and code.
 
 Run: ``.venv/bin/python -m tests.benchmarks.bench_serving`` as root with PostgreSQL
 (initdb, pg_ctl) and psycopg[pool].  It re-executes itself in a fresh network namespace
@@ -41,7 +43,9 @@ ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
 NAME = "bench.example"
 PORT = 8000
-URL = f"http://127.0.0.1:{PORT}"
+PROCESSES = int(os.environ.get("WEBFETCH_BENCH_PROCESSES", "2"))
+URLS = [f"http://127.0.0.1:{PORT + n}" for n in range(PROCESSES)]
+URL = URLS[0]
 PACE = 1.0
 ROUNDS = int(os.environ.get("WEBFETCH_BENCH_ROUNDS", "10"))
 MODES = os.environ.get("WEBFETCH_BENCH_MODES", "persistent,pool").split(",")
@@ -60,14 +64,17 @@ GRACEFUL = os.environ.get("WEBFETCH_BENCH_GRACEFUL", "10")
 
 
 class Sampler:
-    def __init__(self, postgres: Postgres, pid: int) -> None:
-        self.postgres, self.pid = postgres, pid
-        self.samples: list[tuple[int, int, int]] = []
+    """Samples each process's connections, threads and RSS every 0.2 s."""
+
+    def __init__(self, postgres: Postgres, pids: list[int]) -> None:
+        self.postgres, self.pids = postgres, pids
+        self.samples: list[list[tuple[int, int, int]]] = [[] for _ in pids]
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
-    def _proc(self) -> tuple[int, int]:
-        status = Path(f"/proc/{self.pid}/status").read_text()
+    @staticmethod
+    def _proc(pid: int) -> tuple[int, int]:
+        status = Path(f"/proc/{pid}/status").read_text()
         threads = int(re.search(r"Threads:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
         rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
         return threads, rss
@@ -83,12 +90,15 @@ class Sampler:
             autocommit=True,
         ) as connection:
             while not self.stop.wait(0.2):
-                row = connection.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = 'webfetch'"
-                ).fetchone()
-                with contextlib.suppress(OSError, AttributeError):
-                    threads, rss = self._proc()
-                    self.samples.append((int(row[0]), threads, rss))
+                rows = connection.execute(
+                    "SELECT application_name, count(*) FROM pg_stat_activity"
+                    " WHERE datname = 'webfetch' GROUP BY application_name"
+                ).fetchall()
+                counts = {str(name): int(count) for name, count in rows}
+                for n, pid in enumerate(self.pids):
+                    with contextlib.suppress(OSError, AttributeError):
+                        threads, rss = self._proc(pid)
+                        self.samples[n].append((counts.get(f"web{n}", 0), threads, rss))
 
     def __enter__(self) -> Sampler:
         self.thread.start()
@@ -148,7 +158,8 @@ def _phase(editors: int, watchers: int, cookies: Any, run: str, answers: Counter
     opened = threading.Semaphore(0)
 
     def editor(n: int) -> None:
-        with httpx.Client(base_url=URL, cookies=cookies, timeout=60) as client:
+        url = URLS[n % PROCESSES]
+        with httpx.Client(base_url=url, cookies=cookies, timeout=60) as client:
             while counts[n] < ROUNDS:
                 started = time.monotonic()
                 for path in ("/api/conversations/", "/api/tools/"):
@@ -166,10 +177,11 @@ def _phase(editors: int, watchers: int, cookies: Any, run: str, answers: Counter
                 counts[n] += 1
                 time.sleep(max(PACE - (time.monotonic() - started), 0.0))
 
-    def watcher() -> None:
+    def watcher(n: int) -> None:
+        url = URLS[n % PROCESSES]
         try:
             with (
-                httpx.Client(base_url=URL, cookies=cookies, timeout=60) as client,
+                httpx.Client(base_url=url, cookies=cookies, timeout=60) as client,
                 client.stream("GET", f"/api/runs/{run}/stream/") as response,
             ):
                 answers[f"stream {response.status_code}"] += 1
@@ -182,7 +194,7 @@ def _phase(editors: int, watchers: int, cookies: Any, run: str, answers: Counter
             opened.release()
 
     threads = [threading.Thread(target=editor, args=(n,), daemon=True) for n in range(editors)]
-    threads += [threading.Thread(target=watcher, daemon=True) for _ in range(watchers)]
+    threads += [threading.Thread(target=watcher, args=(n,), daemon=True) for n in range(watchers)]
     for thread in threads:
         thread.start()
     for _ in range(watchers):
@@ -194,7 +206,7 @@ def _phase(editors: int, watchers: int, cookies: Any, run: str, answers: Counter
     done.set()
 
 
-def _serve(mode: str, env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
+def _serve(mode: str, n: int, env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
         "-m",
@@ -203,7 +215,7 @@ def _serve(mode: str, env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
         "--host",
         "127.0.0.1",
         "--port",
-        str(PORT),
+        str(PORT + n),
         "--lifespan",
         "off",
         "--timeout-graceful-shutdown",
@@ -215,18 +227,18 @@ def _serve(mode: str, env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             command,
             cwd=ROOT,
-            env={**env, "WEBFETCH_BENCH_DB_MODE": mode},
+            env={**env, "WEBFETCH_BENCH_DB_MODE": mode, "WEBFETCH_BENCH_PROCESS": f"web{n}"},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
 
-def _up() -> bool:
+def _up(url: str) -> bool:
     import httpx
 
     try:
-        return httpx.get(f"{URL}/api/", timeout=2).status_code in (200, 401, 403)
+        return httpx.get(f"{url}/api/", timeout=2).status_code in (200, 401, 403)
     except httpx.HTTPError:
         return False
 
@@ -239,7 +251,7 @@ def main() -> None:
     start_dns(NAME, ADDRESS, listen=DNS_ADDRESS)
     directory = tempfile.mkdtemp(prefix="webfetch-bench-serving-")
     postgres = Postgres(directory)
-    results: list[tuple[str, str, dict[str, Any]]] = []
+    results: list[tuple[str, str, str, dict[str, Any]]] = []
     try:
         postgres.start()
         import psycopg
@@ -280,51 +292,57 @@ def main() -> None:
         ):
             subprocess.run(manage + args, cwd=ROOT, env=env, check=True, capture_output=True)
         for mode in MODES:
-            server = _serve(mode, env, f"{directory}/uvicorn-{mode}.log")
+            log = f"{directory}/uvicorn-{mode}.log"
+            servers = [_serve(mode, n, env, log) for n in range(PROCESSES)]
             try:
                 deadline = time.monotonic() + 90
-                while not _up():
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise SystemExit(
-                            Path(f"{directory}/uvicorn-{mode}.log").read_text()[-3000:]
-                        )
-                    time.sleep(0.2)
+                for url in URLS:
+                    while not _up(url):
+                        if time.monotonic() > deadline or any(
+                            server.poll() is not None for server in servers
+                        ):
+                            raise SystemExit(Path(log).read_text()[-3000:])
+                        time.sleep(0.2)
                 cookies, csrf = _login()
                 run = _waiting_run(cookies, csrf)
                 for name, editors, watchers in PHASES:
                     answers: Counter[str] = Counter()
-                    with Sampler(postgres, server.pid) as sampler:
+                    with Sampler(postgres, [server.pid for server in servers]) as sampler:
                         _phase(editors, watchers, cookies, run, answers)
-                    samples = sampler.samples or [(0, 0, 0)]
-                    result = {
-                        "connections max": max(s[0] for s in samples),
-                        "threads max": max(s[1] for s in samples),
-                        "RSS max MiB": round(max(s[2] for s in samples) / 1024, 1),
-                        "answers": dict(answers),
-                    }
-                    results.append((mode, name, result))
-                    print(f"{mode:12} {name:13} {json.dumps(result)}", flush=True)
+                    for n, samples in enumerate(sampler.samples):
+                        samples = samples or [(0, 0, 0)]
+                        result = {
+                            "connections max": max(s[0] for s in samples),
+                            "threads max": max(s[1] for s in samples),
+                            "RSS max MiB": round(max(s[2] for s in samples) / 1024, 1),
+                            "answers": dict(answers) if n == 0 else {},
+                        }
+                        results.append((mode, name, f"web{n}", result))
+                        print(f"{mode:12} {name:13} web{n} {json.dumps(result)}", flush=True)
                 stopped = time.monotonic()
-                server.send_signal(signal.SIGTERM)
-                server.wait(30)
+                for server in servers:
+                    server.send_signal(signal.SIGTERM)
+                for server in servers:
+                    server.wait(30)
                 print(f"{mode:12} SIGTERM to exit: {time.monotonic() - stopped:.1f} s", flush=True)
             finally:
-                if server.poll() is None:
-                    os.killpg(server.pid, signal.SIGKILL)
-                    server.wait(10)
+                for server in servers:
+                    if server.poll() is None:
+                        os.killpg(server.pid, signal.SIGKILL)
+                        server.wait(10)
             # The next configuration starts with no connection of this one left.
             time.sleep(2)
     finally:
         postgres.stop()
-    print("\n| mode | phase | connections | threads | RSS MiB | errors |")
-    print("|---|---|---|---|---|---|")
-    for mode, name, result in results:
+    print("\n| mode | phase | process | connections | threads | RSS MiB | errors (all) |")
+    print("|---|---|---|---|---|---|---|")
+    for mode, name, process, result in results:
         errors = {
             k: v for k, v in result["answers"].items() if not k.startswith(("200", "stream 200"))
         }
         print(
-            f"| {mode} | {name} | {result['connections max']} | {result['threads max']} | "
-            f"{result['RSS max MiB']} | {errors or '-'} |"
+            f"| {mode} | {name} | {process} | {result['connections max']} | "
+            f"{result['threads max']} | {result['RSS max MiB']} | {errors or '-'} |"
         )
 
 

@@ -337,3 +337,94 @@ def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
     assert calls == [("fetch_external_url", "succeeded", 1, "")], (calls, output[-4000:])
     assert len([r for r in lab.requests if r.path.startswith("/late")]) == 1
     assert "database unavailable" in output  # the restart did hit the runner
+
+
+# -- open streams on a small pool -----------------------------------------------------------
+
+ENABLE_GROUPS = """
+from django_webfetch.models import ToolGroup
+ToolGroup.objects.filter(slug__in=["content", "web"]).update(enabled=True)
+"""
+#: Streams held open at once: more than the pool has connections, within one editor's bound.
+STREAMS = 5
+STREAM_POOL = 2
+
+
+def test_open_streams_hold_no_connection_of_a_small_pool(
+    postgres_cluster,  # noqa: F811
+    lab,
+    tmp_path,
+):
+    """An editor watches a run that waits for approval in ``STREAMS`` tabs (Server-Sent
+    Events) on a process whose pool has ``STREAM_POOL`` connections: every stream gets the
+    run's events, and the editor's plain requests are answered meanwhile.  Before: each
+    stream kept the connection its request's middleware took (django CMS's toolbar reads
+    the database after the view) until the stream ended, so the third stream's first read
+    and every later request waited out the pool's timeout and failed (found at 200 watchers
+    by ``tests/benchmarks/bench_serving.py``)."""
+    psycopg = pytest.importorskip("psycopg")
+    pytest.importorskip("psycopg_pool")
+    lab.dns.set("news.lab.example", a=[lab.PUBLIC_V4[0]])
+    with _example(
+        postgres_cluster, psycopg, lab, tmp_path, pool=STREAM_POOL, setup=ENABLE_GROUPS
+    ) as (name, url, server, log):
+        with httpx.Client(base_url=url, timeout=30) as client:
+            csrf = _login(client, "editor", "editor")
+            headers = {"X-CSRFToken": csrf}
+            conversation = client.post("/api/conversations/", json={}, headers=headers).json()
+            posted = client.post(
+                f"/api/conversations/{conversation['id']}/messages/",
+                json={"content": "Summarise http://news.lab.example/page"},
+                headers=headers,
+            )
+            assert posted.status_code == 202, posted.text
+            run_id = posted.json()["id"]
+
+            def settled() -> str:
+                state = str(client.get(f"/api/runs/{run_id}/").json()["state"])
+                return "" if state in ("queued", "running") else state
+
+            state = wait_for(settled, 120, 0.2, "the run to wait for approval")
+            assert state == "waiting_for_approval", log.read_text(errors="replace")[-3000:]
+            cookies = dict(client.cookies)
+        seen: list[list[str]] = [[] for _ in range(STREAMS)]
+        failures: list[str] = []
+        got_events = threading.Semaphore(0)
+        done = threading.Event()
+
+        def watch(n: int) -> None:
+            try:
+                with (
+                    httpx.Client(base_url=url, cookies=cookies, timeout=60) as watcher,
+                    watcher.stream("GET", f"/api/runs/{run_id}/stream/") as response,
+                ):
+                    if response.status_code != 200:
+                        failures.append(f"stream {response.status_code}")
+                        got_events.release()
+                        return
+                    for line in response.iter_lines():
+                        if line.startswith("event: "):
+                            seen[n].append(line[7:])
+                            if "waiting_for_approval" in line or len(seen[n]) == 1:
+                                got_events.release()
+                        if done.is_set():
+                            return
+            except httpx.HTTPError as exc:
+                failures.append(f"stream {type(exc).__name__}")
+                got_events.release()
+
+        threads = [threading.Thread(target=watch, args=(n,), daemon=True) for n in range(STREAMS)]
+        with Connections(postgres_cluster, name, psycopg) as connections:
+            for thread in threads:
+                thread.start()
+            for _ in range(STREAMS):
+                assert got_events.acquire(timeout=120), (seen, failures)
+            # Every stream is open, and the process still answers the editor.
+            with httpx.Client(base_url=url, cookies=cookies, timeout=60) as client:
+                answers = [client.get("/api/conversations/").status_code for _ in range(10)]
+            done.set()
+        output = log.read_text(errors="replace")
+        assert not failures, (failures, output[-3000:])
+        assert all(seen), seen
+        assert answers == [200] * 10, (answers, output[-3000:])
+        assert max(connections.samples) <= STREAM_POOL, connections.samples
