@@ -11,10 +11,12 @@ server's own: it sets :func:`stopping` and calls the server's handler as before.
 then ends after its next read (a tenth of a second); ``EventSource`` reconnects with
 ``Last-Event-ID`` to the next process and misses nothing.  A long-poll answers what it has.
 
-Installed by the first stream (the stream's view runs in the server's event loop, in the
-main thread, where Python lets a handler be set) and by an ASGI module that calls
-:func:`watch_signals` at import (the example's ``asgi.py``).  The server's own timeout
-(``--timeout-graceful-shutdown``) stays the bound on anything else still running.
+Installed by every stream and long-poll when it starts (its view runs in the server's event
+loop, in the main thread, where Python lets a handler be set), unless the handler in place is
+already this one, and by an ASGI module that calls :func:`watch_signals` at import (the
+example's ``asgi.py``): uvicorn sets its own handlers after the import, in front of that one.
+The server's own timeout (``--timeout-graceful-shutdown``) stays the bound on anything else
+still running.
 """
 
 from __future__ import annotations
@@ -42,23 +44,38 @@ def stopping() -> bool:
 
 
 def watch_signals() -> bool:
-    """Chain the handler (once per process); ``False`` off the main thread, where Python
-    allows no handler to be set (a later call from the main thread installs it)."""
+    """Chain the handler in front of whatever handles ``SIGTERM`` and ``SIGINT`` now, unless
+    it is there already; ``False`` off the main thread, where Python allows no handler to be
+    set (a later call from the main thread installs it).
+
+    Checked again at every call, not once per process: a server that sets its own handlers
+    after the application was imported (uvicorn does, around its serving loop) would
+    otherwise shadow the one chained at import, and the streams would see the stop only
+    after the server had waited out its graceful-shutdown timeout."""
     global _watched_pid
-    if _watched_pid == os.getpid():
-        return True
     if threading.current_thread() is not threading.main_thread():
-        return False
+        return _watched_pid == os.getpid() and _all_chained()
     with _lock:
-        if _watched_pid == os.getpid():
-            return True
-        _stopping.clear()  # a forked child starts afresh
+        if _watched_pid != os.getpid():
+            _stopping.clear()  # a forked child starts afresh
+            _watched_pid = os.getpid()
         for number in _SIGNALS:
             previous = signal.getsignal(number)
-            if previous != signal.SIG_IGN:  # a signal the process ignores stops nothing
+            # A signal the process ignores stops nothing.
+            if previous != signal.SIG_IGN and previous not in _handlers:
                 _chain(number, previous)
-        _watched_pid = os.getpid()
     return True
+
+
+def _all_chained() -> bool:
+    return all(
+        signal.getsignal(number) in _handlers or signal.getsignal(number) == signal.SIG_IGN
+        for number in _SIGNALS
+    )
+
+
+#: The handlers this module chained (so that a second call chains nothing twice).
+_handlers: list[Any] = []
 
 
 def _chain(number: int, previous: Any) -> None:
@@ -73,4 +90,5 @@ def _chain(number: int, previous: Any) -> None:
             signal.signal(sig, signal.SIG_DFL)
             signal.raise_signal(sig)
 
+    _handlers.append(handler)
     signal.signal(number, handler)

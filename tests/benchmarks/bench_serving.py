@@ -221,7 +221,7 @@ def _serve(mode: str, n: int, env: dict[str, str], log: str) -> subprocess.Popen
         "--timeout-graceful-shutdown",
         GRACEFUL,
         "--log-level",
-        "warning",
+        os.environ.get("WEBFETCH_BENCH_LOG_LEVEL", "warning"),
     ]
     with open(log, "ab") as out:
         return subprocess.Popen(

@@ -28,3 +28,11 @@ _DB.setdefault("OPTIONS", {})["application_name"] = os.environ.get(
 # The benchmark's watchers are one editor's many tabs on one run: the per-editor bound on
 # open streams (6 by default, a policy) is raised so that the 200 streams measured are open.
 WEBFETCH_OPEN_PER_PRINCIPAL = {"streams": 200}
+
+if os.environ.get("WEBFETCH_BENCH_LOG_LEVEL") == "info":
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "handlers": {"console": {"class": "logging.StreamHandler"}},
+        "loggers": {"django_webfetch": {"handlers": ["console"], "level": "INFO"}},
+    }

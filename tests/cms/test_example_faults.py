@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.asgi import free_port, uvicorn_command
+from tests.asgi import GRACEFUL_SHUTDOWN, free_port, uvicorn_command
 from tests.runs.infra import postgres_cluster, wait_for  # noqa: F401 - fixture
 
 from .test_example_scaled import _env, _manage
@@ -183,7 +183,14 @@ def test_connections_stay_bounded_and_errors_stay_json_through_a_restart(
 
 @contextlib.contextmanager
 def _example(
-    cluster: Any, psycopg: Any, lab: Any, tmp_path: Path, *, pool: int, setup: str = ""
+    cluster: Any,
+    psycopg: Any,
+    lab: Any,
+    tmp_path: Path,
+    *,
+    pool: int,
+    setup: str = "",
+    lifespan: str = "off",
 ) -> Iterator[tuple[str, str, Any, Path]]:
     """The example on a new database of ``cluster``, served by uvicorn as run.sh serves it;
     ``(database name, base URL, server process, its log)``."""
@@ -200,7 +207,9 @@ def _example(
     log = tmp_path / "uvicorn.log"
     with open(log, "wb") as out:
         server = subprocess.Popen(
-            uvicorn_command(sys.executable, "example_project.asgi:application", port),
+            uvicorn_command(
+                sys.executable, "example_project.asgi:application", port, lifespan=lifespan
+            ),
             cwd=ROOT,
             env=env,
             stdout=out,
@@ -213,7 +222,8 @@ def _example(
             assert server.poll() is None, log.read_text(errors="replace")[-3000:]
             yield name, url, server, log
     finally:
-        os.killpg(server.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # a test may have stopped it
+            os.killpg(server.pid, signal.SIGKILL)
         server.wait(10)
 
 
@@ -350,23 +360,35 @@ STREAMS = 5
 STREAM_POOL = 2
 
 
-def test_open_streams_hold_no_connection_of_a_small_pool(
+def test_open_streams_hold_no_connection_and_end_on_sigterm(
     postgres_cluster,  # noqa: F811
     lab,
     tmp_path,
 ):
-    """An editor watches a run that waits for approval in ``STREAMS`` tabs (Server-Sent
-    Events) on a process whose pool has ``STREAM_POOL`` connections: every stream gets the
-    run's events, and the editor's plain requests are answered meanwhile.  Before: each
-    stream kept the connection its request's middleware took (django CMS's toolbar reads
-    the database after the view) until the stream ended, so the third stream's first read
-    and every later request waited out the pool's timeout and failed (found at 200 watchers
-    by ``tests/benchmarks/bench_serving.py``)."""
+    """The example as ``run.sh`` serves it (uvicorn, ``--lifespan on``), on a pool of
+    ``STREAM_POOL`` connections.  An editor watches a run that waits for approval in
+    ``STREAMS`` tabs (Server-Sent Events): every stream gets the run's events, and the
+    editor's plain requests are answered meanwhile.  Then ``SIGTERM``: every stream is ended
+    by the server (a complete answer, the client reconnects elsewhere) and uvicorn exits
+    without waiting out its graceful-shutdown timeout.
+
+    Before: each stream kept the connection its request's middleware took (django CMS's
+    toolbar reads the database after the view) until the stream ended, so the third stream's
+    first read and every later request waited out the pool's timeout and failed (found at
+    200 watchers by ``tests/benchmarks/bench_serving.py``); and uvicorn set its signal
+    handlers after ``asgi.py`` chained the stop handler at import, so the streams never saw
+    the stop and were cut after the timeout."""
     psycopg = pytest.importorskip("psycopg")
     pytest.importorskip("psycopg_pool")
     lab.dns.set("news.lab.example", a=[lab.PUBLIC_V4[0]])
     with _example(
-        postgres_cluster, psycopg, lab, tmp_path, pool=STREAM_POOL, setup=ENABLE_GROUPS
+        postgres_cluster,
+        psycopg,
+        lab,
+        tmp_path,
+        pool=STREAM_POOL,
+        setup=ENABLE_GROUPS,
+        lifespan="on",
     ) as (name, url, server, log):
         with httpx.Client(base_url=url, timeout=30) as client:
             csrf = _login(client, "editor", "editor")
@@ -388,14 +410,14 @@ def test_open_streams_hold_no_connection_of_a_small_pool(
             assert state == "waiting_for_approval", log.read_text(errors="replace")[-3000:]
             cookies = dict(client.cookies)
         seen: list[list[str]] = [[] for _ in range(STREAMS)]
+        ended: list[int] = []
         failures: list[str] = []
         got_events = threading.Semaphore(0)
-        done = threading.Event()
 
         def watch(n: int) -> None:
             try:
                 with (
-                    httpx.Client(base_url=url, cookies=cookies, timeout=60) as watcher,
+                    httpx.Client(base_url=url, cookies=cookies, timeout=120) as watcher,
                     watcher.stream("GET", f"/api/runs/{run_id}/stream/") as response,
                 ):
                     if response.status_code != 200:
@@ -405,10 +427,9 @@ def test_open_streams_hold_no_connection_of_a_small_pool(
                     for line in response.iter_lines():
                         if line.startswith("event: "):
                             seen[n].append(line[7:])
-                            if "waiting_for_approval" in line or len(seen[n]) == 1:
+                            if len(seen[n]) == 1:
                                 got_events.release()
-                        if done.is_set():
-                            return
+                    ended.append(n)  # the server ended the answer: it is complete
             except httpx.HTTPError as exc:
                 failures.append(f"stream {type(exc).__name__}")
                 got_events.release()
@@ -422,9 +443,15 @@ def test_open_streams_hold_no_connection_of_a_small_pool(
             # Every stream is open, and the process still answers the editor.
             with httpx.Client(base_url=url, cookies=cookies, timeout=60) as client:
                 answers = [client.get("/api/conversations/").status_code for _ in range(10)]
-            done.set()
+            server.send_signal(signal.SIGTERM)
+            server.wait(GRACEFUL_SHUTDOWN + 60)
+            for thread in threads:
+                thread.join(60)
         output = log.read_text(errors="replace")
         assert not failures, (failures, output[-3000:])
         assert all(seen), seen
         assert answers == [200] * 10, (answers, output[-3000:])
         assert max(connections.samples) <= STREAM_POOL, connections.samples
+        # The stop ended every stream: none was cut when the graceful timeout ran out.
+        assert sorted(ended) == list(range(STREAMS)), (ended, output[-3000:])
+        assert "graceful shutdown exceeded" not in output, output[-3000:]
