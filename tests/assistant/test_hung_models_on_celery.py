@@ -20,10 +20,9 @@ from tests.runs.infra import wait_for
 from tests.settle import SAFETY_NET, settled_run
 
 from .provider import Turn
-from .test_hung_models import (  # noqa: F401 - ``hold`` is a fixture
+from .test_hung_models import (
     HUNG,
     answer,
-    hold,
     hung_deliveries,
     hung_or_plain,
     post_as,
@@ -92,9 +91,9 @@ def test_four_hung_models_leave_a_two_slot_worker_free_for_a_fifth_editor(
     # The hung requests time out on the loop, are asked once more, and fail in our words.
     for run in hung:
         done = settled_run(run)
-        assert (done.state, done.error_code) == ("failed", "provider_timeout"), (
-            worker.output()[-3000:]
-        )
+        assert (done.state, done.error_code) == ("failed", "provider_timeout"), worker.output()[
+            -3000:
+        ]
         kinds = list(done.events.values_list("kind", flat=True))
         assert kinds.count("provider_retry") == 1
         assert "worker_lost" not in kinds
@@ -109,8 +108,8 @@ def test_a_warm_shutdown_releases_the_runs_its_loop_holds(
     """A worker stopped warm (``SIGTERM``) while its loop holds a hung request releases
     the run (a ``released`` event, no lost attempt) and queues it again at once; the next
     worker asks again and answers it."""
-    hold = threading.Event()
-    provider.add(Turn(text="never delivered", hold=hold, repeat=Turn(text="the answer")))
+    held = threading.Event()
+    provider.add(Turn(text="never delivered", hold=held, repeat=Turn(text="the answer")))
     first = worker_factory("w1", env=on_celery)
     try:
         run = post_as(user_factory(staff=True), "hello")
@@ -118,14 +117,14 @@ def test_a_warm_shutdown_releases_the_runs_its_loop_holds(
         first.process.send_signal(signal.SIGTERM)
         first.process.wait(SAFETY_NET)
         released = AssistantRun.objects.get(pk=run)
-        assert released.state == "running" and released.lease_expires_at is None, (
-            first.output()[-3000:]
-        )
+        assert released.state == "running" and released.lease_expires_at is None, first.output()[
+            -3000:
+        ]
         # No sweep is needed: the release queued the run again (sweeps off, no beat).
         second = worker_factory("w2", env={**on_celery, "WEBFETCH_TEST_WORKER_SWEEP_EVERY": "0"})
         done = settled_run(run)
     finally:
-        hold.set()
+        held.set()
     assert done.state == "completed", second.output()[-3000:]
     assert answer(done) == "the answer"
     kinds = list(done.events.values_list("kind", flat=True))
