@@ -73,7 +73,7 @@ class _CeleryFollowUp:
     def __call__(self, name: str, *args: Any) -> None:
         # Not sent (the broker is down): the run keeps its lease until it runs out, and
         # the sweep takes the run up again then.
-        enqueue(name, *args, what=f"the follow-up {name}{args[:1]!r}", **_limits())
+        enqueue(name, *args, what=f"the follow-up {name} of {args[0] if args else ''}", **_limits())
 
     def cancel(self) -> None:
         return None
