@@ -54,15 +54,17 @@ def _first(run: str, kinds: tuple[str, ...]) -> Any:
     return RunEvent.objects.filter(run_id=run, kind__in=kinds).order_by("pk").first()
 
 
+@pytest.mark.parametrize("pool", ["prefork", "threads"])
 def test_four_hung_models_leave_a_two_slot_worker_free_for_a_fifth_editor(
-    provider, worker_factory, celery_client, on_celery, user_factory, hold
+    pool, provider, worker_factory, celery_client, on_celery, user_factory, hold
 ):
-    """A worker of concurrency 2; four editors' models hang; a fifth editor's plain
+    """A worker of concurrency 2 (prefork: the loop of each pool child; threads: one loop
+    in the worker's process); four editors' models hang; a fifth editor's plain
     question is answered while all four are still on their first request (no timeout,
     no retry yet: a slot held by a hung request would come free only so).  Then each hung
     run ends with its stable code after the timeout and its one retry."""
     provider.add(*[hung_or_plain(hold)] * 5)
-    worker = worker_factory(concurrency=2, env=on_celery)
+    worker = worker_factory(pool=pool, concurrency=2, env=on_celery)
     editors = [user_factory(staff=True) for _ in range(5)]
     hung = [post_as(editor, f"{HUNG} ({n})") for n, editor in enumerate(editors[:4])]
     wait_for(
