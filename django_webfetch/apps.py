@@ -76,7 +76,7 @@ def _bind_task_handlers() -> None:
         dispatch.RUN_TOOL_CALL: execute_in_process,
         dispatch.ADVANCE_ASSISTANT_RUN: advance_in_process,
         dispatch.SWEEP: sweep_all,
-        # In-process only: the follow-up of a provider request on the provider I/O loop.
+        # The follow-up of a provider request on the provider I/O loop (also a Celery task).
         PROVIDER_ANSWERED: answered_in_process,
     }
     for name, handler in handlers.items():

@@ -25,7 +25,7 @@ from typing import Any
 
 try:
     from celery import shared_task
-    from celery.signals import worker_ready, worker_shutdown
+    from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     from .exceptions import WebFetchImproperlyInstalled
 
@@ -34,14 +34,19 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from django.db import InterfaceError, OperationalError
 
 from . import runs
-from .assistant.loop import advance
+from .assistant.loop import advance, answered, release_handed_off
 from .assistant.recover import sweep_all
 from .broker import survive_lost_connections
 from .conf import conf
-from .runs.dispatch import ADVANCE_ASSISTANT_RUN, RUN_TOOL_CALL, SWEEP
+from .runs.dispatch import ADVANCE_ASSISTANT_RUN, PROVIDER_ANSWERED, RUN_TOOL_CALL, SWEEP
 from .runs.durable import worker_label
 
-__all__ = ["advance_assistant_run", "expire_tool_calls", "run_tool_call"]
+__all__ = [
+    "advance_assistant_run",
+    "assistant_provider_answered",
+    "expire_tool_calls",
+    "run_tool_call",
+]
 
 logger = logging.getLogger("django_webfetch.runs")
 
@@ -97,10 +102,70 @@ def expire_tool_calls() -> dict[str, int]:
     ignore_result=True,
 )
 def advance_assistant_run(self: Any, run_id: str) -> str:
-    """One provider request of an assistant run (and the tool calls it asks for)."""
+    """Advance an assistant run up to its next provider request, handed to this worker
+    process's provider I/O loop (the task ends; :data:`PROVIDER_ANSWERED` goes on).
+    Eager, or on a green pool, the task waits for one request itself."""
     worker = worker_label(getattr(self.request, "hostname", None) or "celery")
-    outcome = advance(run_id, worker=worker, max_provider_calls=1)
+    outcome = advance(run_id, worker=worker, max_provider_calls=1, detach=_may_detach(self))
     return outcome.action
+
+
+@shared_task(
+    name=PROVIDER_ANSWERED,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=1,
+    retry_backoff_max=30,
+    max_retries=8,
+    ignore_result=True,
+)
+def assistant_provider_answered(
+    self: Any, run_id: str, version: int, outcome: dict[str, Any]
+) -> str:
+    """The follow-up of a provider request that ended on a worker's provider I/O loop:
+    record its answer and advance the run (``assistant.loop.answered``; a duplicate, or a
+    run changed meanwhile, is left alone)."""
+    worker = worker_label(getattr(self.request, "hostname", None) or "celery")
+    return answered(run_id, version, outcome, worker=worker).action
+
+
+def _may_detach(task: Any) -> bool:
+    """Hand provider requests to the process's provider I/O loop: not in an eager task
+    (it runs in the caller's request), nor under a green pool (gevent, eventlet: their
+    patched threads would run the loop as one more greenlet)."""
+    if getattr(task.request, "is_eager", False):
+        return False
+    return not _green()
+
+
+def _green() -> bool:
+    import sys
+
+    gevent = sys.modules.get("gevent.monkey")
+    if gevent is not None and gevent.is_module_patched("threading"):
+        return True
+    eventlet = sys.modules.get("eventlet.patcher")
+    return bool(eventlet is not None and eventlet.is_monkey_patched("thread"))
+
+
+@worker_process_shutdown.connect
+def _release_on_exit(sender: Any = None, **kwargs: Any) -> None:
+    """A pool child exits on purpose (a warm shutdown, or recycled after
+    ``worker_max_tasks_per_child``): the runs whose requests its loop holds are queued
+    again at once rather than waiting for the sweep to find it gone."""
+    _release()
+
+
+def _release() -> None:
+    try:
+        released = release_handed_off()
+    except Exception:
+        logger.exception("in-flight provider requests not released")
+        return
+    if released:
+        logger.info("released %s assistant run(s) whose provider requests were in flight", released)
 
 
 class _Sweeper:
@@ -168,3 +233,5 @@ def _start_sweeping(sender: Any = None, **kwargs: Any) -> None:
 @worker_shutdown.connect
 def _stop_sweeping(sender: Any = None, **kwargs: Any) -> None:
     _sweeper.stop()
+    # The threads and solo pools run the tasks (and the provider I/O loop) in this process.
+    _release()

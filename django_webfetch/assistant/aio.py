@@ -1,5 +1,5 @@
 """The provider I/O loop: one asyncio event loop thread per process streams every provider
-request the background runner hands it.
+request the background runner (or a Celery worker process's task) hands it.
 
 Waiting on a model is I/O.  A runner thread that held a provider request for as long as it
 streamed (up to ``WEBFETCH_ASSISTANT_TIMEOUT``, and again for its retry) let four hung
@@ -8,7 +8,8 @@ request (the provider, the tools, the budget charge, the guarded client: databas
 the request to this loop (:meth:`ProviderLoop.submit`) and is released; the loop streams any
 number of requests at once, at most ``WEBFETCH_ASSISTANT_PROVIDER_CONCURRENCY`` per provider
 endpoint (the rest wait their turn on the loop, holding no thread), and when a request ends
-its follow-up (record the answer, request the tool calls) is queued on the runner again.
+its follow-up (record the answer, request the tool calls) is sent by name: queued on the
+runner again, or sent as a Celery task (``loop``).
 
 The stream's database writes (``text_delta`` events, the lease renewal) run on a small pool
 of their own (:meth:`ProviderLoop.run_db`, ``WEBFETCH_RUNNER_THREADS`` threads), never on the

@@ -54,9 +54,9 @@ def ask(run: AssistantRun, history: list[Any], *, stream: TextStream | None = No
     Every connection it made is recorded against the run.  ``stream``: stream the answer,
     its text chunks written as ``text_delta`` events.
 
-    The request runs on a loop of its own in the calling thread, which waits for it (Celery
-    tasks, inline runs); the background runner hands it to the provider I/O loop instead
-    (:meth:`ProviderRequest.send_later`)."""
+    The request runs on a loop of its own in the calling thread, which waits for it (inline
+    runs, eager Celery tasks); the background runner and Celery workers hand it to the
+    provider I/O loop instead (:meth:`ProviderRequest.send_later`)."""
     request = ProviderRequest(run, history, stream)
     # The stream's writes run back in the calling thread, on its database connection.
     flush = None if stream is None else sync_to_async(stream.flush, thread_sensitive=True)
@@ -124,9 +124,9 @@ class ProviderRequest:
 
     def send_later(self, then: Callable[[Callable[[], Any]], None]) -> None:
         """Hand the request to the provider I/O loop and return at once.  When it ends,
-        ``then(finish)`` is called (on the loop's thread: it must only queue work), where
-        ``finish()``, called on a thread with a database connection, records the request
-        and returns its answer or raises its failure."""
+        ``then(finish)`` is called on the loop's database pool (off the loop; it must not
+        raise), where ``finish()`` records the request and returns its answer or raises
+        its failure."""
         from .aio import provider_loop
 
         stream = self.stream
@@ -147,7 +147,7 @@ class ProviderRequest:
                 outcome = _raising(exc)
             else:
                 outcome = lambda: response  # noqa: E731
-            then(lambda: self.finish(outcome))
+            await provider_loop.run_db(lambda: then(lambda: self.finish(outcome)))
 
         async def keepalive() -> None:
             # Renew the lease while the request waits its turn; a run that moved on is

@@ -10,18 +10,30 @@ A step is
    (``waiting_for_approval``).  The call's final transition resumes the run
    (``signals``): a Celery task, or in-process on the embedded default.
 
-On the background runner a step is a state machine, so that a slow or hung model holds no
-runner thread: the runner thread prepares the provider request and hands it to the provider
-I/O loop (``aio``), keeping the run's lease, and is released; when the request ends, the
-follow-up task :data:`PROVIDER_ANSWERED` (:func:`answered_in_process`) records the answer
-on a runner thread and goes on (tool calls still run on runner threads).  Celery tasks and
-inline runs wait for the request in their own thread.
+On the background runner and on Celery workers a step is a state machine, so that a slow
+or hung model holds no runner thread and no worker slot: the thread prepares the provider
+request and hands it to the provider I/O loop of its process (``aio``), keeping the run's
+lease, and is released.  When the request ends, its outcome (the answer, or the failure,
+as JSON) is sent by name as the follow-up task :data:`PROVIDER_ANSWERED`
+(:func:`answered`): to the background runner of the same process, or as a Celery task any
+worker takes.  The follow-up records the answer and goes on.  It is tied to the run's
+version at the hand-off: a run changed meanwhile (cancelled, taken over after a lost lease,
+or already answered by a duplicate) is left alone.  Tool calls still run on runner threads
+(Celery: their own tasks).  Inline runs and eager Celery tasks wait for the request in
+their own thread.
+
+A process that exits on purpose (a Celery worker's warm shutdown, a pool child recycled)
+releases the runs whose requests its loop still holds (:func:`release_handed_off`): each
+is queued again at once, and the request is asked again by whichever worker takes it.  A
+process killed outright leaves its leases, which name it: the next sweep on the same
+machine finds it dead and takes its runs over (elsewhere, when the lease runs out).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -33,6 +45,7 @@ from django_webfetch import runs
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.outage import survive_outage
+from django_webfetch.runs.dispatch import PROVIDER_ANSWERED
 from django_webfetch.runs.durable import Outcome, worker_label
 from django_webfetch.runs.runner import runner
 
@@ -45,13 +58,13 @@ from .calls import (
     with_unreadable_arguments_cut,
 )
 from .conversations import add_message
-from .dispatch import dispatch
+from .dispatch import dispatch, follow_up
 from .errors import InvalidRunTransition
 from .history import dump, load, require_pydantic_ai
 from .models import AssistantRun, Message, MessageRole, RunState
 from .providers import OFFLINE_LABEL, ProviderFailure, usage_dict
 from .state import event, fail, lease_seconds, lost, renew, transition
-from .stream import TextStream
+from .stream import StreamStopped, TextStream
 
 __all__ = [
     "MAX_STEP_ATTEMPTS",
@@ -60,8 +73,10 @@ __all__ = [
     "acquire",
     "advance",
     "advance_in_process",
+    "answered",
     "answered_in_process",
     "record_step",
+    "release_handed_off",
 ]
 
 logger = logging.getLogger("django_webfetch.assistant")
@@ -71,10 +86,6 @@ logger = logging.getLogger("django_webfetch.assistant")
 MAX_STEP_ATTEMPTS = 2
 #: A run stopped by the database going away goes on this often, at most, once it is back.
 DATABASE_RESUMES = 3
-
-#: The in-process follow-up of a provider request handed to the provider I/O loop (bound
-#: by ``apps.py``; never sent to Celery, whose tasks wait for their request).
-PROVIDER_ANSWERED = "django_webfetch.assistant_provider_answered"
 
 
 class AdvanceOutcome(Outcome):
@@ -270,50 +281,149 @@ def _ask_later(run: AssistantRun, history: list[Any], stream: TextStream) -> Adv
     """Prepare the request here, hand it to the provider I/O loop and release this thread;
     the run keeps its lease, and :data:`PROVIDER_ANSWERED` takes it up again."""
     request = ProviderRequest(run, history, stream)
-    queue_it = runner.reserve()
+    send = follow_up()
+    run_id, version = str(run.pk), run.version
+
+    def then(finish: Callable[[], Any]) -> None:
+        # On the loop's database pool, once the request ended: never raises.
+        try:
+            outcome = _outcome(run_id, finish)
+        finally:
+            _handed_off.discard(run_id, version)
+        try:
+            if outcome is None:
+                send.cancel()
+            else:
+                send(PROVIDER_ANSWERED, run_id, version, outcome)
+        except Exception:
+            logger.exception("assistant run %s: the follow-up could not be sent", run_id)
+
+    _handed_off.add(run_id, version)
     try:
-        request.send_later(
-            lambda finish: queue_it(PROVIDER_ANSWERED, _Answer(run, history, finish))
-        )
+        request.send_later(then)
     except BaseException:
-        queue_it.cancel()
+        _handed_off.discard(run_id, version)
+        send.cancel()
         raise
     return AdvanceOutcome("advanced", run.state)
 
 
-class _Answer:
-    """What the follow-up of a request handed to the provider I/O loop needs (in-process
-    only: it never leaves this process)."""
+def _outcome(run_id: str, finish: Callable[[], Any]) -> dict[str, Any] | None:
+    """What the follow-up needs of a finished request, as JSON: ``{"response": ...}``,
+    ``{"failure": ...}``, ``{"outage": true}`` (the database went away while it streamed),
+    ``{"error": true}``; ``None`` when the run changed under the stream (nothing to do)."""
+    import dataclasses
 
-    def __init__(self, run: AssistantRun, history: list[Any], finish: Callable[[], Any]) -> None:
-        self.run = run
-        self.history = history
-        self.finish = finish
+    try:
+        response = finish()
+    except ProviderFailure as failure:
+        return {"failure": dataclasses.asdict(failure)}
+    except StreamStopped:
+        return None
+    except (OperationalError, InterfaceError):
+        return {"outage": True}
+    except Exception:
+        logger.exception("assistant run %s: the provider request failed unexpectedly", run_id)
+        return {"error": True}
+    return {"response": dump([response])[0]}
 
-    def __repr__(self) -> str:
-        return f"<answer of assistant run {self.run.pk}>"
+
+class _HandedOff:
+    """The runs whose requests this process's provider I/O loop holds: ``(run, version)``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: set[tuple[str, int]] = set()
+
+    def add(self, run_id: str, version: int) -> None:
+        with self._lock:
+            self._runs.add((run_id, version))
+
+    def discard(self, run_id: str, version: int) -> None:
+        with self._lock:
+            self._runs.discard((run_id, version))
+
+    def take(self) -> list[tuple[str, int]]:
+        with self._lock:
+            runs, self._runs = sorted(self._runs), set()
+        return runs
 
 
-def answered_in_process(answer: _Answer) -> None:
-    """The handler of :data:`PROVIDER_ANSWERED` (a runner thread): record the answer (or
-    the failure) of the run's request and advance the run further, as :func:`advance`."""
-    run = answer.run
+_handed_off = _HandedOff()
+
+
+def release_handed_off() -> int:
+    """Release the runs whose requests this process's provider I/O loop still holds (the
+    process is about to exit on purpose: a worker's warm shutdown, a recycled pool child)
+    and queue each again at once, counting no lost attempt; how many were released.  A
+    run whose request ended meanwhile (its version moved on) is left to its follow-up."""
+    released = 0
+    for run_id, version in _handed_off.take():
+        try:
+            run = transition(
+                run_id,
+                RunState.RUNNING,
+                version=version,
+                lease_expires_at=None,
+                worker="",
+                queued_at=timezone.now(),
+            )
+        except (InvalidRunTransition, AssistantRun.DoesNotExist):
+            continue
+        except Exception:
+            logger.exception("assistant run %s: not released; its lease will run out", run_id)
+            continue
+        logger.info("assistant run %s: released by an exiting worker, queued again", run_id)
+        event(run.pk, "released", {"step": run.step_count + 1})
+        dispatch(run.pk)
+        released += 1
+    return released
+
+
+def answered(
+    run_id: str, version: int, outcome: dict[str, Any], *, worker: str = ""
+) -> AdvanceOutcome:
+    """The handler of :data:`PROVIDER_ANSWERED`: record the outcome of the run's request
+    handed to a provider I/O loop (see :func:`_outcome`) and advance the run further, as
+    :func:`advance`, handing its next request off again.  A run whose version is no longer
+    the hand-off's (cancelled, taken over, a duplicate follow-up) is left alone; the lease
+    is taken over under ``worker`` (a Celery follow-up runs in any worker)."""
+    run = AssistantRun.objects.filter(pk=run_id).first()
+    if run is None or run.version != version or run.state != RunState.RUNNING:
+        return AdvanceOutcome("noop", run.state if run is not None else "")
+    if worker and run.worker != worker[:200]:
+        try:
+            run = renew(run, worker=worker[:200])
+        except (InvalidRunTransition, AssistantRun.DoesNotExist):
+            return AdvanceOutcome("noop", "")
+    history = load(run.history)
+    answered_run = run
 
     def body() -> AdvanceOutcome:
-        try:
-            response = answer.finish()
-        except ProviderFailure as failure:
-            step = _provider_failed(run, failure)
+        step: AssistantRun | AdvanceOutcome
+        if "response" in outcome:
+            [response] = load([outcome["response"]])
+            step = _answered(answered_run, history, response)
+        elif "failure" in outcome:
+            step = _provider_failed(answered_run, ProviderFailure(**outcome["failure"]))
+        elif outcome.get("outage"):
+            raise OperationalError("the database went away while the answer streamed")
         else:
-            step = _answered(run, answer.history, response)
+            raise RuntimeError("the provider request failed unexpectedly")
         if isinstance(step, AdvanceOutcome):
             return step
         return _loop(step, max_provider_calls=None, detach=True)
 
+    return _guarded(run, body, lambda resumed: _loop(resumed, max_provider_calls=None, detach=True))
+
+
+def answered_in_process(run_id: str, version: int, outcome: dict[str, Any]) -> None:
+    """The in-process handler of :data:`PROVIDER_ANSWERED` (a background runner thread):
+    :func:`answered`, its errors logged."""
     try:
-        _guarded(run, body, lambda resumed: _loop(resumed, max_provider_calls=None, detach=True))
+        answered(run_id, version, outcome, worker=f"in-process:{worker_label()}")
     except Exception:
-        logger.exception("assistant run %s: in-process advance failed", run.pk)
+        logger.exception("assistant run %s: in-process advance failed", run_id)
 
 
 def _provider_failed(run: AssistantRun, failure: ProviderFailure) -> AssistantRun | AdvanceOutcome:

@@ -1,6 +1,8 @@
 """Work is sent by task name, so that no service imports ``tasks.py``.
 
-Three names: :data:`RUN_TOOL_CALL`, :data:`ADVANCE_ASSISTANT_RUN` and :data:`SWEEP`.
+Four names: :data:`RUN_TOOL_CALL`, :data:`ADVANCE_ASSISTANT_RUN`, :data:`SWEEP` and
+:data:`PROVIDER_ANSWERED` (the follow-up of a provider request handed to the provider I/O
+loop: ``assistant.loop``).
 
 - On Celery (``WEBFETCH_ASYNC_RUNS``), :func:`send` publishes the named task: through the
   task object when this process has it registered (``apply_async``, so an eager app runs
@@ -20,6 +22,7 @@ from django_webfetch.exceptions import WebFetchImproperlyInstalled
 
 __all__ = [
     "ADVANCE_ASSISTANT_RUN",
+    "PROVIDER_ANSWERED",
     "RUN_TOOL_CALL",
     "SWEEP",
     "bind",
@@ -34,6 +37,7 @@ logger = logging.getLogger("django_webfetch.runs")
 RUN_TOOL_CALL = "django_webfetch.run_tool_call"
 ADVANCE_ASSISTANT_RUN = "django_webfetch.advance_assistant_run"
 SWEEP = "django_webfetch.expire_tool_calls"
+PROVIDER_ANSWERED = "django_webfetch.assistant_provider_answered"
 
 _handlers: dict[str, Callable[..., Any]] = {}
 

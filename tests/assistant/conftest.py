@@ -3,6 +3,7 @@ scripted LLM provider server (``provider.py``)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -82,3 +83,12 @@ def api(editor: Any, settings: Any) -> Any:
     client = APIClient()
     client.force_login(editor)
     return client
+
+
+@pytest.fixture
+def hold() -> Iterator[threading.Event]:
+    """The hung requests' release (set at the end whatever happens: no thread left
+    hanging in the provider server)."""
+    event = threading.Event()
+    yield event
+    event.set()

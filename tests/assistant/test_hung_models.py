@@ -43,15 +43,6 @@ def background(settings: Any) -> Iterator[Any]:
     runner.stop()
 
 
-@pytest.fixture
-def hold() -> Iterator[threading.Event]:
-    """The hung requests' release (set at the end whatever happens: no thread left
-    hanging in the provider server)."""
-    event = threading.Event()
-    yield event
-    event.set()
-
-
 def _asks(record: Recorded) -> str:
     return json.dumps(record.body)
 
@@ -170,3 +161,29 @@ def test_a_run_cancelled_while_its_model_hangs_stays_cancelled(
     cancelled = AssistantRun.objects.get(pk=run)
     assert cancelled.state == "cancelled"
     assert answer(cancelled) is None
+
+
+def test_a_follow_up_acts_once_at_the_hand_off_version(provider, background, user_factory, hold):
+    """The follow-up of a request handed to the loop (``loop.answered``, the same on Celery)
+    acts only at the run's version of the hand-off, and only once: a follow-up for an older
+    version is left alone; the first for the hand-off's version decides (here a failure
+    delivered before the model answers); the model's late answer is then dropped."""
+    from django_webfetch.assistant.loop import answered
+
+    provider.add(hung_or_plain(hold))
+    run = post_as(user_factory(staff=True), HUNG)
+    wait_for(lambda: hung_deliveries(provider) == 1, 60, what="the hung request")
+    handed = AssistantRun.objects.get(pk=run)
+    failure = {"failure": {"code": "provider_rejected", "message": "Refused.", "retry_safe": False}}
+
+    assert answered(run, handed.version - 1, failure).action == "noop"
+    assert AssistantRun.objects.get(pk=run).state == "running"
+    assert answered(run, handed.version, failure).action == "advanced"
+    assert answered(run, handed.version, failure).action == "noop"
+
+    hold.set()
+    assert background.wait_idle(60)
+    row = AssistantRun.objects.get(pk=run)
+    assert (row.state, row.error_code) == ("failed", "provider_rejected")
+    assert answer(row) is None
+    assert list(row.events.values_list("kind", flat=True)).count("failed") == 1

@@ -420,6 +420,12 @@
         case "step":
           if (data.final === false) { streamed = ""; }
           break;
+        case "provider_retry":
+        case "worker_lost":
+        case "released":
+          // The step is asked again: its text so far is dropped.
+          streamed = "";
+          break;
         default:
           break;
       }
@@ -450,7 +456,7 @@
       ["message", "started", "run_started", "text_delta", "call_requested", "call_state",
         "tool_call", "tool_results", "step", "paused", "resumed", "waiting_for_approval",
         "waiting_for_tools", "provider_retry", "completed", "failed", "cancelled",
-        "worker_lost"].forEach(function (kind) { source.addEventListener(kind, onEvent); });
+        "worker_lost", "released"].forEach(function (kind) { source.addEventListener(kind, onEvent); });
       source.onopen = function () { opened = true; };
       source.onerror = function () {
         if (me.stopped) { return; }
