@@ -182,7 +182,7 @@ def _recv(sock: socket.socket) -> bytes | None:
         return sock.recv(65535)
     except BlockingIOError:  # pragma: no cover - readable, then gone (a race)
         return None
-    except OSError as exc:
+    except OSError as exc:  # pragma: no cover - usually reported by send()
         # ICMP port unreachable on a connected socket: nobody serves DNS there.
         raise _ServerFailed(f"recv: {exc.strerror or exc}") from exc
 
