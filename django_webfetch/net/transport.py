@@ -127,6 +127,9 @@ class AsyncDeadlineStream(httpcore.AsyncNetworkStream):
         return self._inner.get_extra_info(info)
 
 
+_S = typing.TypeVar("_S")
+
+
 class _Pin:
     """Where a pinned backend may connect: one host:port, only the addresses given."""
 
@@ -163,9 +166,11 @@ class _Pin:
             # The address is an IP literal: no name lookup happens on connect.
             yield str(address), min(self._connect_timeout, remaining)
 
-    def connected(self, address: str) -> None:
+    def connected(self, address: str, stream: _S) -> _S:
+        """``stream``, now open to ``address``: reported to ``on_connect``."""
         if self._on_connect is not None:
             self._on_connect(address)
+        return stream
 
 
 #: A failed attempt on one address: try the next one.
@@ -192,8 +197,7 @@ class PinnedBackend(_Pin, httpcore.NetworkBackend):
             except _ATTEMPT_FAILED as exc:
                 last = exc
                 continue
-            self.connected(address)
-            return DeadlineStream(stream, self._deadline)
+            return DeadlineStream(self.connected(address, stream), self._deadline)
         assert last is not None
         raise last
 
@@ -230,8 +234,7 @@ class AsyncPinnedBackend(_Pin, httpcore.AsyncNetworkBackend):
             except _ATTEMPT_FAILED as exc:
                 last = exc
                 continue
-            self.connected(address)
-            return AsyncDeadlineStream(stream, self._deadline)
+            return AsyncDeadlineStream(self.connected(address, stream), self._deadline)
         assert last is not None
         raise last
 
