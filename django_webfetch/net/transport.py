@@ -194,10 +194,9 @@ class PinnedBackend(_Pin, httpcore.NetworkBackend):
                 stream = _SYNC.connect_tcp(
                     address, port, timeout=budget, socket_options=socket_options
                 )
+                return DeadlineStream(self.connected(address, stream), self._deadline)
             except _ATTEMPT_FAILED as exc:
                 last = exc
-                continue
-            return DeadlineStream(self.connected(address, stream), self._deadline)
         assert last is not None
         raise last
 
@@ -228,13 +227,17 @@ class AsyncPinnedBackend(_Pin, httpcore.AsyncNetworkBackend):
         last: Exception | None = None
         for address, budget in self.attempts(host, port):
             try:
-                stream = await _ASYNC.connect_tcp(
-                    address, port, timeout=budget, socket_options=socket_options
+                return AsyncDeadlineStream(
+                    self.connected(
+                        address,
+                        await _ASYNC.connect_tcp(
+                            address, port, timeout=budget, socket_options=socket_options
+                        ),
+                    ),
+                    self._deadline,
                 )
             except _ATTEMPT_FAILED as exc:
                 last = exc
-                continue
-            return AsyncDeadlineStream(self.connected(address, stream), self._deadline)
         assert last is not None
         raise last
 
