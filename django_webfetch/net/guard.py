@@ -9,13 +9,12 @@ connecting.  Every refusal is an ``EgressDenied`` subclass carrying a stable rea
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
 from typing import NamedTuple
@@ -299,10 +298,13 @@ class UrlGuard:
         hop: int = 0,
     ) -> ResolvedDestination:
         """Return the checked destination or raise ``EgressDenied`` (or ``ResolutionError``)."""
-        with _refusal_of(url, hop):
+        try:
             return drive(
                 self._evaluate(url, policy, deadline, _Trace(False), resolve=True), _lookup
             )
+        except EgressDenied as exc:
+            _name_refusal(exc, url, hop)
+            raise
 
     async def check_async(
         self,
@@ -314,10 +316,13 @@ class UrlGuard:
     ) -> ResolvedDestination:
         """``check`` on the running event loop: the same rules (one generator), the DNS
         exchange awaited (``DnsResolver.resolve_async``), no thread."""
-        with _refusal_of(url, hop):
+        try:
             return await drive_async(
                 self._evaluate(url, policy, deadline, _Trace(False), resolve=True), _lookup_async
             )
+        except EgressDenied as exc:
+            _name_refusal(exc, url, hop)
+            raise
 
     def explain(self, url: str, policy: EgressPolicy, *, resolve: bool = True) -> Explanation:
         trace = _Trace(True)
@@ -650,16 +655,11 @@ async def _lookup_async(lookup: _Lookup) -> tuple[IPAddress, ...]:
     return resolution.addresses
 
 
-@contextlib.contextmanager
-def _refusal_of(url: str, hop: int) -> Iterator[None]:
+def _name_refusal(exc: EgressDenied, url: str, hop: int) -> None:
     """A refusal names the hop and (clipped) the URL it was made on."""
-    try:
-        yield
-    except EgressDenied as exc:
-        exc.hop = hop
-        if not exc.url:
-            exc.url = _clip(url)
-        raise
+    exc.hop = hop
+    if not exc.url:
+        exc.url = _clip(url)
 
 
 def _clip(value: object) -> str:
