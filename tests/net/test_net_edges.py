@@ -450,6 +450,9 @@ def test_async_backend_tries_the_checked_addresses_in_order(lab):
             dest, connect_timeout=1, deadline=time.monotonic() + 5, on_connect=connected.append
         )
         stream = await backend.connect_tcp("pin.example", 80)
+        # One request on it: its answer proves the lab server accepted the connection.
+        await stream.write(b"GET /plain HTTP/1.1\r\nHost: pin.example\r\nConnection: close\r\n\r\n")
+        assert (await stream.read(12)).startswith(b"HTTP/1.")
         await stream.aclose()
 
     asyncio.run(scenario())
