@@ -269,12 +269,11 @@ def test_async_closing_twice_records_one_event(lab):
 
 
 def _client_threads() -> int:
-    """Threads of this process but the lab's HTTP servers' (one per accepted connection)."""
+    """``threading.active_count()`` but the lab servers' threads (one per accepted
+    connection or DNS query, named ``lab-*``), from one snapshot of the thread list."""
     import threading
 
-    return threading.active_count() - sum(
-        1 for t in threading.enumerate() if t.name.startswith("lab-")
-    )
+    return sum(1 for t in threading.enumerate() if not t.name.startswith("lab-"))
 
 
 async def _first_byte(client, url: str, started: asyncio.Event | None = None) -> None:
