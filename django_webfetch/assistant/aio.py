@@ -145,18 +145,7 @@ class ProviderLoop:
         held = self._limits.get(key)
         if held is None or held[0] != limit:
             held = self._limits[key] = (limit, asyncio.Semaphore(limit))
-            self._widen_thread_limiter()
         return held[1]
-
-    def _widen_thread_limiter(self) -> None:
-        """The guarded transport reads the socket in anyio's worker threads (one at a time
-        per request): its default of 40 would cap the loop below the configured bound."""
-        import anyio.to_thread
-
-        wanted = sum(limit for limit, _ in self._limits.values()) + 8
-        limiter = anyio.to_thread.current_default_thread_limiter()
-        if limiter.total_tokens < wanted:
-            limiter.total_tokens = wanted
 
     def run_db(self, action: Callable[[], T]) -> Awaitable[T]:
         """Run ``action`` (database work: a stream's writes) on the loop's database pool,

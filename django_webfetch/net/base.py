@@ -16,16 +16,23 @@ hooks, in this order, and nothing else reaches the network:
     closes its record (``failed``) and its connection even when the caller forgets.
 
 Every foreign exception raised on the way is renamed by the one table in ``net.foreign``.
+
+``open_hop_async`` is the same path on an event loop: ``check_async`` runs the same guard
+(one generator of rules, its DNS exchange awaited), ``connect_async`` the same pin on
+httpcore's async pool, and the hop (``AsyncPinnedHop``) keeps the same record.  Only the
+waiting differs; no rule is written twice.
 A new transport (another client library, another plugin runtime) subclasses
 ``EgressTransport`` and calls ``open_hop``; it does not copy any step.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TypeVar
 
 import httpx
 
@@ -34,10 +41,17 @@ from .foreign import foreign_errors, translate
 from .guard import ResolvedDestination, UrlGuard
 from .policy import EgressPolicy
 from .rawurl import same_origin
-from .transport import PinnedTransport
+from .transport import AsyncPinnedTransport, PinnedTransport
 from .urlparse import parse_url
 
-__all__ = ["EgressTransport", "GuardEvent", "Observer", "PinnedHop", "refusal_event"]
+__all__ = [
+    "AsyncPinnedHop",
+    "EgressTransport",
+    "GuardEvent",
+    "Observer",
+    "PinnedHop",
+    "refusal_event",
+]
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,12 @@ class EgressTransport:
         """The guard's verdict on ``url`` (the caller's string, as written)."""
         return self._guard.check(url, policy, deadline=deadline, hop=hop)
 
+    async def check_async(
+        self, url: str, policy: EgressPolicy, *, deadline: float, hop: int = 0
+    ) -> ResolvedDestination:
+        """``check`` on the running event loop (the same rules; no thread)."""
+        return await self._guard.check_async(url, policy, deadline=deadline, hop=hop)
+
     def connect(
         self,
         destination: ResolvedDestination,
@@ -124,13 +144,18 @@ class EgressTransport:
         on_connect: Callable[[str], None],
     ) -> PinnedTransport:
         """The pinned connection to the checked destination only."""
-        return PinnedTransport(
-            destination,
-            ca_file=policy.ca_file,
-            connect_timeout=policy.connect_timeout,
-            deadline=deadline,
-            on_connect=on_connect,
-        )
+        return _pinned(PinnedTransport, destination, policy, deadline, on_connect)
+
+    def connect_async(
+        self,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        *,
+        deadline: float,
+        on_connect: Callable[[str], None],
+    ) -> AsyncPinnedTransport:
+        """``connect`` for the event loop: the same pin, httpcore's async pool."""
+        return _pinned(AsyncPinnedTransport, destination, policy, deadline, on_connect)
 
     def verify(self, destination: ResolvedDestination, sent: httpx.URL | None) -> None:
         """Refuse a request whose URL (as httpx built it) names another origin than the
@@ -171,24 +196,66 @@ class EgressTransport:
         the checked origin (``verify``).
         """
         start = self._clock()
+        with self._recorded(url, hop, start, observer):
+            destination = self.check(url, policy, deadline=deadline, hop=hop)
+            self.verify(destination, sent)
+        return PinnedHop(self, destination, policy, deadline, hop, start, observer)
+
+    async def open_hop_async(
+        self,
+        url: str,
+        policy: EgressPolicy,
+        *,
+        deadline: float,
+        observer: Observer | None,
+        hop: int = 0,
+        sent: httpx.URL | None = None,
+    ) -> AsyncPinnedHop:
+        """``open_hop`` on the running event loop: the same guard, record and pin."""
+        start = self._clock()
+        with self._recorded(url, hop, start, observer):
+            destination = await self.check_async(url, policy, deadline=deadline, hop=hop)
+            self.verify(destination, sent)
+        return AsyncPinnedHop(self, destination, policy, deadline, hop, start, observer)
+
+    @contextlib.contextmanager
+    def _recorded(
+        self, url: str, hop: int, start: float, observer: Observer | None
+    ) -> Iterator[None]:
+        """Foreign errors renamed; a refusal or failure on record before it propagates."""
         try:
             with foreign_errors():
-                destination = self.check(url, policy, deadline=deadline, hop=hop)
-                self.verify(destination, sent)
+                yield
         except WebFetchError as exc:
             # Refused, or the resolver / budget failed: on record before it propagates.
             self.record(refusal_event(hop, url, exc, self._clock() - start), observer)
             raise
-        return PinnedHop(self, destination, policy, deadline, hop, start, observer)
 
 
-class PinnedHop:
-    """One checked hop: its record (opened ``allowed``) and its pinned connection.
+_P = TypeVar("_P", PinnedTransport, AsyncPinnedTransport)
 
-    Use it as a context manager: leaving it closes the connection and, when neither
-    ``fetched`` nor ``failed`` was recorded, records ``failed`` (an exception leaving the
-    block is renamed by the foreign-error table and recorded with its code).
-    """
+
+def _pinned(
+    kind: type[_P],
+    destination: ResolvedDestination,
+    policy: EgressPolicy,
+    deadline: float,
+    on_connect: Callable[[str], None],
+) -> _P:
+    return kind(
+        destination,
+        ca_file=policy.ca_file,
+        connect_timeout=policy.connect_timeout,
+        deadline=deadline,
+        on_connect=on_connect,
+    )
+
+
+class _HopRecord:
+    """What a checked hop is, however it waits: its record (opened ``allowed``, closed
+    exactly once ``fetched`` or ``failed``) and its pinned connection (``_connect``)."""
+
+    connection: PinnedTransport | AsyncPinnedTransport
 
     def __init__(
         self,
@@ -210,9 +277,16 @@ class PinnedHop:
         self._finished = False
         self._closed = False
         self._event("allowed", "allowed", self.addresses)
-        self.connection = base.connect(
-            destination, policy, deadline=deadline, on_connect=self.connected.append
-        )
+        self._connect(base, destination, policy, deadline)
+
+    def _connect(
+        self,
+        base: EgressTransport,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        deadline: float,
+    ) -> None:
+        raise NotImplementedError  # pragma: no cover - each kind of hop names its own
 
     @property
     def address(self) -> str | None:
@@ -224,13 +298,11 @@ class PinnedHop:
         """Whether the record is closed and the connection released."""
         return self._closed
 
-    def send(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` on the pinned connection, addressed to the checked name."""
+    def _addressed(self, request: httpx.Request) -> httpx.Request:
         # From the checked A-label: httpx would IDNA-decode the host, and a caller-set Host
         # would pick another virtual host behind the same address.
         request.headers["Host"] = self.destination.url.authority
-        with foreign_errors():
-            return self.connection.handle_request(request)
+        return request
 
     def fetched(self, *, status: int, size: int = 0, reason: str = "ok") -> None:
         """Close the record: the hop completed."""
@@ -256,29 +328,21 @@ class PinnedHop:
             failure=exc.failure,
         )
 
-    def close(self) -> None:
-        """Release the connection and close the record if it is still open."""
+    def _closing(self) -> bool:
+        """Close the record if it is still open; whether the connection is still to be
+        released (true once)."""
         if not self._finished:
             self.failed(FetchError(detail="the hop ended before its response was read"))
-        if not self._closed:
-            self._closed = True
-            self.connection.close()
+        if self._closed:
+            return False
+        self._closed = True
+        return True
 
-    def __enter__(self) -> PinnedHop:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            if exc is not None and not self._finished:
-                mapped = translate(exc)
-                self.failed(mapped if mapped is not None else FetchError(detail=type(exc).__name__))
-        finally:
-            self.close()
+    def _failed_by(self, exc: BaseException | None) -> None:
+        """An exception leaving the hop's block closes its record (renamed by the table)."""
+        if exc is not None and not self._finished:
+            mapped = translate(exc)
+            self.failed(mapped if mapped is not None else FetchError(detail=type(exc).__name__))
 
     def _finish(self) -> None:
         if self._finished:
@@ -312,3 +376,93 @@ class PinnedHop:
             ),
             self._observer,
         )
+
+
+class PinnedHop(_HopRecord):
+    """One checked hop: its record (opened ``allowed``) and its pinned connection.
+
+    Use it as a context manager: leaving it closes the connection and, when neither
+    ``fetched`` nor ``failed`` was recorded, records ``failed`` (an exception leaving the
+    block is renamed by the foreign-error table and recorded with its code).
+    """
+
+    connection: PinnedTransport
+
+    def _connect(
+        self,
+        base: EgressTransport,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        deadline: float,
+    ) -> None:
+        self.connection = base.connect(
+            destination, policy, deadline=deadline, on_connect=self.connected.append
+        )
+
+    def send(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` on the pinned connection, addressed to the checked name."""
+        with foreign_errors():
+            return self.connection.handle_request(self._addressed(request))
+
+    def close(self) -> None:
+        """Release the connection and close the record if it is still open."""
+        if self._closing():
+            self.connection.close()
+
+    def __enter__(self) -> PinnedHop:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self._failed_by(exc)
+        finally:
+            self.close()
+
+
+class AsyncPinnedHop(_HopRecord):
+    """``PinnedHop`` on the event loop: the same record, an ``AsyncPinnedTransport``.
+
+    Use it as an async context manager; ``aclose`` releases the connection.
+    """
+
+    connection: AsyncPinnedTransport
+
+    def _connect(
+        self,
+        base: EgressTransport,
+        destination: ResolvedDestination,
+        policy: EgressPolicy,
+        deadline: float,
+    ) -> None:
+        self.connection = base.connect_async(
+            destination, policy, deadline=deadline, on_connect=self.connected.append
+        )
+
+    async def send(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` on the pinned connection, addressed to the checked name."""
+        with foreign_errors():
+            return await self.connection.handle_async_request(self._addressed(request))
+
+    async def aclose(self) -> None:
+        """Release the connection and close the record if it is still open."""
+        if self._closing():
+            await self.connection.aclose()
+
+    async def __aenter__(self) -> AsyncPinnedHop:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self._failed_by(exc)
+        finally:
+            await self.aclose()

@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
+from typing import NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from .errors import (
@@ -35,6 +36,7 @@ from .hosts import EntryKind, Host, HostKind, HostList, ListEntry, spells_addres
 from .ipclass import PRIVATE_ALLOWABLE, PUBLIC, classifier_for, is_metadata
 from .policy import EgressPolicy, Scope
 from .resolve import DnsResolver
+from .steps import Steps, drive, drive_async
 from .urlparse import DEFAULT_PORTS, ParsedURL, parse_url
 
 __all__ = [
@@ -297,11 +299,29 @@ class UrlGuard:
     ) -> ResolvedDestination:
         """Return the checked destination or raise ``EgressDenied`` (or ``ResolutionError``)."""
         try:
-            return self._evaluate(url, policy, deadline, _Trace(False), resolve=True)
+            return drive(
+                self._evaluate(url, policy, deadline, _Trace(False), resolve=True), _lookup
+            )
         except EgressDenied as exc:
-            exc.hop = hop
-            if not exc.url:
-                exc.url = _clip(url)
+            _name_refusal(exc, url, hop)
+            raise
+
+    async def check_async(
+        self,
+        url: str,
+        policy: EgressPolicy,
+        *,
+        deadline: float | None = None,
+        hop: int = 0,
+    ) -> ResolvedDestination:
+        """``check`` on the running event loop: the same rules (one generator), the DNS
+        exchange awaited (``DnsResolver.resolve_async``), no thread."""
+        try:
+            return await drive_async(
+                self._evaluate(url, policy, deadline, _Trace(False), resolve=True), _lookup_async
+            )
+        except EgressDenied as exc:
+            _name_refusal(exc, url, hop)
             raise
 
     def explain(self, url: str, policy: EgressPolicy, *, resolve: bool = True) -> Explanation:
@@ -309,7 +329,7 @@ class UrlGuard:
         destination: ResolvedDestination | None = None
         reason: str | None = None
         try:
-            destination = self._evaluate(url, policy, None, trace, resolve=resolve)
+            destination = drive(self._evaluate(url, policy, None, trace, resolve=resolve), _lookup)
         except EgressDenied as exc:
             reason = exc.reason
             trace.steps.append(Step(STEPS[len(trace.steps)], "fail", _describe(exc)))
@@ -336,7 +356,9 @@ class UrlGuard:
         trace: _Trace,
         *,
         resolve: bool,
-    ) -> ResolvedDestination:
+    ) -> Steps[_Lookup, tuple[IPAddress, ...], ResolvedDestination]:
+        """The rules, in order: a generator that yields each DNS lookup it needs (``_Lookup``)
+        and is sent the addresses (``net.steps``), so that both drivers run this one copy."""
         self._check_budget(deadline)
 
         # 1. The group's scope.
@@ -432,7 +454,9 @@ class UrlGuard:
             raise EgressDenied("proxy", detail="a proxy applies to this destination")
         proxy_addresses: tuple[IPAddress, ...] = ()
         if proxy is not None:
-            proxy, proxy_addresses = self._resolve_proxy(proxy, policy, deadline, resolve)
+            proxy, proxy_addresses = yield from self._resolve_proxy(
+                proxy, policy, deadline, resolve
+            )
         trace.ok("proxy", "via the configured proxy (allowlisted)" if proxy else "no proxy")
 
         # 10. Resolve through DNS (never getaddrinfo, never /etc/hosts).
@@ -444,8 +468,7 @@ class UrlGuard:
                     url=parsed, addresses=(), proxy=proxy, proxy_addresses=proxy_addresses
                 )
             remaining = self._remaining(deadline, policy)
-            resolution = self._resolver_factory(policy).resolve(host.name, timeout=remaining)
-            addresses = resolution.addresses
+            addresses = yield _Lookup(self._resolver_factory(policy), host.name, remaining)
             self._check_budget(deadline)
             trace.ok("resolve", ", ".join(str(a) for a in addresses))
         else:
@@ -502,7 +525,7 @@ class UrlGuard:
 
     def _resolve_proxy(
         self, proxy: str, policy: EgressPolicy, deadline: float | None, resolve: bool
-    ) -> tuple[str, tuple[IPAddress, ...]]:
+    ) -> Steps[_Lookup, tuple[IPAddress, ...], tuple[str, tuple[IPAddress, ...]]]:
         """The operator's proxy, parsed strictly and resolved through dnspython.
 
         Its addresses are not held to the public-only rule (a site's egress proxy usually
@@ -519,7 +542,7 @@ class UrlGuard:
         else:
             remaining = self._remaining(deadline, policy)
             resolver = self._resolver_factory(policy)
-            addresses = resolver.resolve(proxy_url.host.name, timeout=remaining).addresses
+            addresses = yield _Lookup(resolver, proxy_url.host.name, remaining)
             self._check_budget(deadline)
         for address in addresses:
             if is_metadata(address):
@@ -613,6 +636,30 @@ class UrlGuard:
     def _check_budget(self, deadline: float | None) -> None:
         if deadline is not None and self._clock() >= deadline:
             raise FetchTimeout().failing("budget_exhausted")
+
+
+class _Lookup(NamedTuple):
+    """A lookup the rules need: the addresses of ``name`` from ``resolver``."""
+
+    resolver: DnsResolver
+    name: str
+    timeout: float
+
+
+def _lookup(lookup: _Lookup) -> tuple[IPAddress, ...]:
+    return lookup.resolver.resolve(lookup.name, timeout=lookup.timeout).addresses
+
+
+async def _lookup_async(lookup: _Lookup) -> tuple[IPAddress, ...]:
+    resolution = await lookup.resolver.resolve_async(lookup.name, timeout=lookup.timeout)
+    return resolution.addresses
+
+
+def _name_refusal(exc: EgressDenied, url: str, hop: int) -> None:
+    """A refusal names the hop and (clipped) the URL it was made on."""
+    exc.hop = hop
+    if not exc.url:
+        exc.url = _clip(url)
 
 
 def _clip(value: object) -> str:

@@ -2,7 +2,8 @@
 
 Plugins' host-owned clients and the assistant's LLM provider SDKs are built on
 ``GuardedTransport`` (sync) or ``AsyncGuardedTransport`` (async, for SDKs such as Pydantic
-AI's providers that take an ``httpx.AsyncClient``).  For *every* request it:
+AI's providers that take an ``httpx.AsyncClient``; natively async: DNS, connect and every
+read are awaited on the event loop, no worker thread).  For *every* request it:
 
 1. asks ``policy`` for the policy (a callable is called per request, so a grant removed in
    the database applies at the next connection, with no restart);
@@ -32,10 +33,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-import anyio.to_thread
 import httpx
 
-from .base import EgressTransport, Observer, PinnedHop
+from .base import AsyncPinnedHop, EgressTransport, Observer, PinnedHop, _HopRecord
 from .body import ACCEPT_ENCODING, BoundedDecoder, content_coding
 from .errors import EgressDenied, WebFetchError
 from .foreign import foreign_errors
@@ -70,8 +70,9 @@ def _target(sent: httpx.URL, checked: str, raw: object) -> httpx.URL:
     return target
 
 
-class GuardedTransport(EgressTransport, httpx.BaseTransport):
-    """Guard, pin and bound every request; see the module docstring."""
+class _Guarded(EgressTransport):
+    """What both guarded transports do around the hop (``net.base``), written once: the
+    policy and the deadline of a request, the URL sent, the guarded response."""
 
     def __init__(
         self,
@@ -101,7 +102,8 @@ class GuardedTransport(EgressTransport, httpx.BaseTransport):
             return self._policy
         return self._policy(request)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def _hop_args(self, request: httpx.Request) -> tuple[str, EgressPolicy, float]:
+        """The URL to check, the policy and the deadline of ``request``."""
         policy = self.policy_for(request)
         start = self.clock()
         deadline = start + (self._timeout if self._timeout is not None else policy.total_timeout)
@@ -109,53 +111,95 @@ class GuardedTransport(EgressTransport, httpx.BaseTransport):
         # The caller's string when a client of ours kept it (``net.rawurl``), else the URL
         # as httpx holds it; either way httpx's URL must name the origin the guard checked.
         url = raw if isinstance(raw, str) else str(request.url)
-        pinned = self.open_hop(
-            url, policy, deadline=deadline, observer=self._observer, sent=request.url
-        )
-        try:
-            with foreign_errors():
-                request.url = _target(request.url, pinned.destination.url.geturl(), raw)
-                request.headers["Accept-Encoding"] = ACCEPT_ENCODING
-            response = pinned.send(request)
-            with foreign_errors():
-                coding = content_coding(response)
-                # The raw bytes: httpx would re-encode str values as ASCII (a non-ASCII
-                # value the server sent would raise ``UnicodeEncodeError`` here).
-                headers = [
-                    (name, value)
-                    for name, value in response.headers.raw
-                    if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
-                ]
-                guarded = httpx.Response(
-                    status_code=response.status_code,
-                    headers=headers,
-                    stream=_GuardedStream(
-                        response,
-                        pinned,
-                        BoundedDecoder(coding, self._limit()),
-                    ),
-                    extensions={
-                        **response.extensions,
-                        CHECKED_URL: pinned.destination.url.geturl(),
-                    },
-                )
-        except BaseException:
-            with pinned:  # records the failure, releases the connection
-                raise
-        return guarded
+        return url, policy, deadline
+
+    @staticmethod
+    def _address(request: httpx.Request, pinned: _HopRecord) -> None:
+        """Send exactly the checked URL, asking only for the codings we decode."""
+        with foreign_errors():
+            raw = request.extensions.get(RAW_URL)
+            request.url = _target(request.url, pinned.destination.url.geturl(), raw)
+            request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+
+    def _guarded(
+        self,
+        response: httpx.Response,
+        pinned: _HopRecord,
+        stream: Callable[[httpx.Response, BoundedDecoder], httpx.SyncByteStream]
+        | Callable[[httpx.Response, BoundedDecoder], httpx.AsyncByteStream],
+    ) -> httpx.Response:
+        """The response handed back: its body decoded under the cap by ``stream``."""
+        with foreign_errors():
+            coding = content_coding(response)
+            # The raw bytes: httpx would re-encode str values as ASCII (a non-ASCII value
+            # the server sent would raise ``UnicodeEncodeError`` here).
+            headers = [
+                (name, value)
+                for name, value in response.headers.raw
+                if coding == "identity" or name.lower() not in _STALE_AFTER_DECODING
+            ]
+            return httpx.Response(
+                status_code=response.status_code,
+                headers=headers,
+                stream=stream(response, BoundedDecoder(coding, self._limit())),
+                extensions={
+                    **response.extensions,
+                    CHECKED_URL: pinned.destination.url.geturl(),
+                },
+            )
 
     def _limit(self) -> int:
         return self._max_response_bytes if self._max_response_bytes is not None else 2**62
 
 
-class _GuardedStream(httpx.SyncByteStream):
+class GuardedTransport(_Guarded, httpx.BaseTransport):
+    """Guard, pin and bound every request; see the module docstring."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url, policy, deadline = self._hop_args(request)
+        pinned = self.open_hop(
+            url, policy, deadline=deadline, observer=self._observer, sent=request.url
+        )
+        try:
+            self._address(request, pinned)
+            response = pinned.send(request)
+            return self._guarded(response, pinned, lambda r, d: _GuardedStream(r, pinned, d))
+        except BaseException:
+            with pinned:  # records the failure, releases the connection
+                raise
+
+
+class AsyncGuardedTransport(_Guarded, httpx.AsyncBaseTransport):
+    """The same guard for async clients, natively on the event loop.
+
+    The guard's rules run as the sync transport's (one generator, ``net.steps``); DNS is
+    awaited (``DnsResolver.resolve_async``), the connection is httpcore's async pool on the
+    checked addresses only (``AsyncPinnedTransport``), and every read and write is clamped
+    to the same deadline.  No worker thread: many requests stream at once on one loop.
+    """
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url, policy, deadline = self._hop_args(request)
+        pinned = await self.open_hop_async(
+            url, policy, deadline=deadline, observer=self._observer, sent=request.url
+        )
+        try:
+            self._address(request, pinned)
+            response = await pinned.send(request)
+            return self._guarded(response, pinned, lambda r, d: _AsyncGuardedStream(r, pinned, d))
+        except BaseException:
+            async with pinned:  # records the failure, releases the connection
+                raise
+
+
+class _Body:
     """The pinned response's body, decoded under the cap; closes the hop (its record and
-    its connection) when the body is closed."""
+    its connection) when the body is closed.  The record is shared by both kinds."""
 
     def __init__(
         self,
         response: httpx.Response,
-        pinned: PinnedHop,
+        pinned: Any,
         decoder: BoundedDecoder,
     ) -> None:
         self._response = response
@@ -163,6 +207,24 @@ class _GuardedStream(httpx.SyncByteStream):
         self._decoder = decoder
         self._error: WebFetchError | None = None
         self._closed = False
+
+    def _closing(self) -> bool:
+        """Whether this close is the first (a body is closed once)."""
+        if self._closed:
+            return False
+        self._closed = True
+        return True
+
+    def _record(self) -> None:
+        status, size = self._response.status_code, self._decoder.total
+        if self._error is not None:
+            self._pinned.failed(self._error, status=status, size=size)
+        else:
+            self._pinned.fetched(status=status, size=size)
+
+
+class _GuardedStream(_Body, httpx.SyncByteStream):
+    _pinned: PinnedHop
 
     def __iter__(self) -> Iterator[bytes]:
         try:
@@ -175,72 +237,36 @@ class _GuardedStream(httpx.SyncByteStream):
             raise
 
     def close(self) -> None:
-        if self._closed:
+        if not self._closing():
             return
-        self._closed = True
         try:
             self._response.close()
         finally:
-            status, size = self._response.status_code, self._decoder.total
-            if self._error is not None:
-                self._pinned.failed(self._error, status=status, size=size)
-            else:
-                self._pinned.fetched(status=status, size=size)
+            self._record()
             self._pinned.close()
 
 
-class AsyncGuardedTransport(httpx.AsyncBaseTransport):
-    """The same guard for async clients: the sync transport runs in a worker thread.
-
-    DNS (dnspython's sync resolver), the connect and every body read happen in threads, so
-    the event loop is never blocked and the checks are exactly the sync transport's.
-    """
-
-    def __init__(self, policy: PolicySource, **kwargs: Any) -> None:
-        self._sync = GuardedTransport(policy, **kwargs)
-
-    @property
-    def observer(self) -> Observer | None:
-        return self._sync.observer
-
-    def refuse(
-        self, url: str, exc: WebFetchError, observer: Observer | None, *, hop: int = 0
-    ) -> WebFetchError:
-        return self._sync.refuse(url, exc, observer, hop=hop)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = await request.aread()
-        sync_request = httpx.Request(
-            request.method,
-            request.url,
-            headers=request.headers,
-            content=body,
-            extensions=request.extensions,
-        )
-        response = await anyio.to_thread.run_sync(self._sync.handle_request, sync_request)
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=_AsyncStream(response.stream),
-            extensions=response.extensions,
-        )
-
-
-class _AsyncStream(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream) -> None:
-        self._inner = inner
+class _AsyncGuardedStream(_Body, httpx.AsyncByteStream):
+    _pinned: AsyncPinnedHop
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        iterator = iter(self._inner)
-        while True:
-            chunk = await anyio.to_thread.run_sync(next, iterator, None)
-            if chunk is None:
-                return
-            yield chunk
+        try:
+            with foreign_errors():
+                async for chunk in self._response.aiter_raw():
+                    yield self._decoder.feed(chunk)
+                yield self._decoder.flush()
+        except WebFetchError as exc:
+            self._error = exc
+            raise
 
     async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self._inner.close)
+        if not self._closing():
+            return
+        try:
+            await self._response.aclose()
+        finally:
+            self._record()
+            await self._pinned.aclose()
 
 
 #: What httpx raises for a URL it cannot build a request for.

@@ -12,6 +12,10 @@ answer is asked again over TCP (RFC 7766).  A server that answers SERVFAIL, REFU
 anything but NOERROR/NXDOMAIN is skipped for the next one; when every server failed the
 lookup fails closed (``ResolutionError``).
 
+The decision is written once (``DnsResolver._resolution``, a generator of exchanges, see
+``net.steps``): ``resolve`` waits on the socket with ``select``, ``resolve_async`` on the
+running event loop (``anyio.wait_readable``: no thread, and no ``getaddrinfo`` anywhere).
+
 One name is never asked: ``localhost`` and every name under it are the loopback addresses
 ``127.0.0.1`` and ``::1`` (RFC 6761 §6.3: resolvers "SHOULD always return the IP loopback
 address" for them and not send the query on).  A fixed answer, not the hosts file: a DNS
@@ -22,6 +26,7 @@ addresses (a model server on this machine).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import secrets
@@ -29,10 +34,13 @@ import select
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
+from typing import NamedTuple
 
+import anyio
+import dns.asyncquery
 import dns.exception
 import dns.flags
 import dns.message
@@ -44,6 +52,7 @@ import dns.rdatatype
 import dns.resolver
 
 from .errors import ResolutionError, UnresolvableHost
+from .steps import Steps, drive, drive_async
 
 __all__ = ["LOOPBACK_ANSWER", "DnsResolver", "Resolution"]
 
@@ -106,8 +115,114 @@ class _ServerFailed(Exception):
     """This server gave no usable answer: try the next one."""
 
 
+class _Ask(NamedTuple):
+    """One exchange with one server: A and AAAA for ``qname``, answered by ``deadline``."""
+
+    qname: dns.name.Name
+    server: str
+    deadline: float
+
+
+class _Exchange:
+    """The two questions of one exchange and their answers: the wire rules (ids, matching,
+    truncation, usable rcodes) once, for the blocking and the async socket loop."""
+
+    def __init__(self, qname: dns.name.Name) -> None:
+        # The two queries are built by hand (RFC 1035 §4.1: header with RD, one question):
+        # dnspython's make_query + to_wire cost as much as the round trip on a LAN.
+        wire_name = qname.to_wire() or b""  # absolute names always give bytes
+        self.qname = qname
+        self.queries = [_Query(qname, wire_name, rdtype) for rdtype in _QTYPES]
+        self._answers: list[dns.message.QueryMessage | None] = [None, None]
+
+    def open(self, server: str, port: int) -> socket.socket:
+        """A connected, non-blocking UDP socket with both questions sent."""
+        family = socket.AF_INET6 if ":" in server else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_DGRAM)
+        sock.setblocking(False)
+        try:
+            # Connected: the kernel drops datagrams from any other source.
+            sock.connect((server, port))
+            for query in self.queries:
+                sock.send(query.wire)
+        except OSError as exc:
+            sock.close()
+            raise _ServerFailed(f"send: {exc.strerror or exc}") from exc
+        return sock
+
+    @property
+    def pending(self) -> bool:
+        return None in self._answers
+
+    def feed(self, wire: bytes) -> _Query | None:
+        """Take one datagram: an answer is kept; a truncated one returns its question, to
+        be asked again over TCP (RFC 7766) and handed to ``answer``; garbage is ignored."""
+        try:
+            response = dns.message.from_wire(wire, ignore_trailing=True)
+        except dns.exception.DNSException:
+            return None  # garbage: ignore, keep waiting
+        for index, query in enumerate(self.queries):
+            if self._answers[index] is None and query.answered_by(response):
+                if response.flags & dns.flags.TC:
+                    return query
+                self._answers[index] = _usable(response)
+                return None
+        return None
+
+    def answer(self, query: _Query, response: dns.message.Message) -> None:
+        self._answers[self.queries.index(query)] = _usable(response)
+
+    def answers(self) -> tuple[dns.message.QueryMessage, ...]:
+        return tuple(a for a in self._answers if a is not None)
+
+
+def _recv(sock: socket.socket) -> bytes | None:
+    """One datagram, or ``None`` when the readable socket had none after all (a race)."""
+    try:
+        return sock.recv(65535)
+    except BlockingIOError:  # pragma: no cover - readable, then gone (a race)
+        return None
+    except OSError as exc:  # pragma: no cover - usually reported by send()
+        # ICMP port unreachable on a connected socket: nobody serves DNS there.
+        raise _ServerFailed(f"recv: {exc.strerror or exc}") from exc
+
+
+def _tcp_query(
+    rdtype: int, qname: dns.name.Name, deadline: float
+) -> tuple[dns.message.Message, float]:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:  # pragma: no cover - the budget ran out between two statements
+        raise TimeoutError
+    return dns.message.make_query(qname, dns.rdatatype.RdataType(rdtype)), remaining
+
+
+@contextlib.contextmanager
+def _tcp_errors() -> Iterator[None]:
+    try:
+        yield
+    except dns.exception.Timeout as exc:
+        raise TimeoutError from exc
+    except (OSError, EOFError, dns.exception.DNSException) as exc:
+        # EOFError: the server closed the TCP connection without an answer.
+        raise _ServerFailed(f"tcp: {type(exc).__name__}") from exc
+
+
+def _usable(response: dns.message.Message) -> dns.message.QueryMessage:
+    if not isinstance(response, dns.message.QueryMessage):  # pragma: no cover
+        raise _ServerFailed("not a query response")  # from_wire of a QUERY answer is one
+    rcode = response.rcode()
+    if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+        # SERVFAIL, REFUSED, YXDOMAIN, FORMERR...: fail closed on this server.
+        raise _ServerFailed(dns.rcode.to_text(rcode))
+    return response
+
+
 class DnsResolver:
-    """Resolve A and AAAA for one absolute name within a time budget."""
+    """Resolve A and AAAA for one absolute name within a time budget.
+
+    ``resolve`` waits on the sockets with blocking calls, ``resolve_async`` awaits them on
+    the running event loop (no thread); both run the one decision ``_resolution``.
+    """
 
     def __init__(
         self,
@@ -121,6 +236,14 @@ class DnsResolver:
         self._clock = clock
 
     def resolve(self, name: str, *, timeout: float) -> Resolution:
+        return drive(self._resolution(name, timeout), self._ask_server)
+
+    async def resolve_async(self, name: str, *, timeout: float) -> Resolution:
+        return await drive_async(self._resolution(name, timeout), self._ask_server_async)
+
+    def _resolution(
+        self, name: str, timeout: float
+    ) -> Steps[_Ask, tuple[dns.message.QueryMessage, ...], Resolution]:
         start = self._clock()
         if timeout <= 0:
             raise ResolutionError("no time left to resolve the host", detail=name)
@@ -138,7 +261,7 @@ class DnsResolver:
             raise ResolutionError("no DNS server is configured", detail=name)
 
         remaining = timeout - (self._clock() - start)
-        responses = self._ask(qname, servers, remaining)
+        responses = yield from self._ask(qname, servers, remaining)
         elapsed = self._clock() - start
         if elapsed > timeout:
             raise ResolutionError("DNS resolution ran out of time", detail=name).failing(
@@ -162,7 +285,7 @@ class DnsResolver:
 
     def _ask(
         self, qname: dns.name.Name, servers: tuple[str, ...], budget: float
-    ) -> tuple[dns.message.QueryMessage, ...]:
+    ) -> Steps[_Ask, tuple[dns.message.QueryMessage, ...], tuple[dns.message.QueryMessage, ...]]:
         """A and AAAA responses from the first server that answers both usably."""
         deadline = time.monotonic() + budget
         live = list(servers)
@@ -176,7 +299,7 @@ class DnsResolver:
                     )
                 attempt = remaining if len(live) == 1 else min(_ATTEMPT, remaining)
                 try:
-                    return self._ask_server(qname, server, time.monotonic() + attempt)
+                    return (yield _Ask(qname, server, time.monotonic() + attempt))
                 except _ServerFailed as exc:
                     failures.append(f"{server}: {exc}")
                     live.remove(server)
@@ -186,71 +309,43 @@ class DnsResolver:
             "dns_failure"
         )
 
-    def _ask_server(
-        self, qname: dns.name.Name, server: str, deadline: float
-    ) -> tuple[dns.message.QueryMessage, ...]:
-        # The two queries are built by hand (RFC 1035 §4.1: header with RD, one question):
-        # dnspython's make_query + to_wire cost as much as the round trip on a LAN.
-        wire_name = qname.to_wire() or b""  # absolute names always give bytes
-        queries = [_Query(qname, wire_name, rdtype) for rdtype in _QTYPES]
-        answers: list[dns.message.QueryMessage | None] = [None, None]
-        family = socket.AF_INET6 if ":" in server else socket.AF_INET
-        with socket.socket(family, socket.SOCK_DGRAM) as sock:
-            sock.setblocking(False)
-            try:
-                # Connected: the kernel drops datagrams from any other source.
-                sock.connect((server, self._port))
-                for query in queries:
-                    sock.send(query.wire)
-            except OSError as exc:
-                raise _ServerFailed(f"send: {exc.strerror or exc}") from exc
-            while None in answers:
-                remaining = deadline - time.monotonic()
+    def _ask_server(self, ask: _Ask) -> tuple[dns.message.QueryMessage, ...]:
+        exchange = _Exchange(ask.qname)
+        with exchange.open(ask.server, self._port) as sock:
+            while exchange.pending:
+                remaining = ask.deadline - time.monotonic()
                 if remaining <= 0:  # pragma: no cover - a race with the select below
                     raise TimeoutError
                 readable, _, _ = select.select([sock], [], [], remaining)
                 if not readable:
                     raise TimeoutError
-                try:
-                    wire = sock.recv(65535)
-                except BlockingIOError:  # pragma: no cover - readable, then gone (a race)
-                    continue
-                except OSError as exc:  # pragma: no cover - usually reported by send()
-                    # ICMP port unreachable on a connected socket: nobody serves DNS there.
-                    raise _ServerFailed(f"recv: {exc.strerror or exc}") from exc
-                try:
-                    response = dns.message.from_wire(wire, ignore_trailing=True)
-                except dns.exception.DNSException:
-                    continue  # garbage: ignore, keep waiting
-                for index, query in enumerate(queries):
-                    if answers[index] is None and query.answered_by(response):
-                        if response.flags & dns.flags.TC:
-                            response = self._over_tcp(query.rdtype, qname, server, deadline)
-                        answers[index] = self._usable(response)
-                        break
-        return tuple(a for a in answers if a is not None)
+                wire = _recv(sock)
+                truncated = None if wire is None else exchange.feed(wire)
+                if truncated is not None:
+                    query, left = _tcp_query(truncated.rdtype, ask.qname, ask.deadline)
+                    with _tcp_errors():
+                        response = dns.query.tcp(query, ask.server, timeout=left, port=self._port)
+                    exchange.answer(truncated, response)
+        return exchange.answers()
 
-    def _over_tcp(
-        self, rdtype: int, qname: dns.name.Name, server: str, deadline: float
-    ) -> dns.message.Message:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:  # pragma: no cover - the budget ran out between two statements
-            raise TimeoutError
-        query = dns.message.make_query(qname, dns.rdatatype.RdataType(rdtype))
-        try:
-            return dns.query.tcp(query, server, timeout=remaining, port=self._port)
-        except dns.exception.Timeout as exc:
-            raise TimeoutError from exc
-        except (OSError, EOFError, dns.exception.DNSException) as exc:
-            # EOFError: the server closed the TCP connection without an answer.
-            raise _ServerFailed(f"tcp: {type(exc).__name__}") from exc
-
-    @staticmethod
-    def _usable(response: dns.message.Message) -> dns.message.QueryMessage:
-        if not isinstance(response, dns.message.QueryMessage):  # pragma: no cover
-            raise _ServerFailed("not a query response")  # from_wire of a QUERY answer is one
-        rcode = response.rcode()
-        if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
-            # SERVFAIL, REFUSED, YXDOMAIN, FORMERR...: fail closed on this server.
-            raise _ServerFailed(dns.rcode.to_text(rcode))
-        return response
+    async def _ask_server_async(self, ask: _Ask) -> tuple[dns.message.QueryMessage, ...]:
+        exchange = _Exchange(ask.qname)
+        with exchange.open(ask.server, self._port) as sock:
+            while exchange.pending:
+                remaining = ask.deadline - time.monotonic()
+                if remaining <= 0:  # pragma: no cover - a race with the wait below
+                    raise TimeoutError
+                with anyio.move_on_after(remaining) as waiting:
+                    await anyio.wait_readable(sock)
+                if waiting.cancelled_caught:
+                    raise TimeoutError
+                wire = _recv(sock)
+                truncated = None if wire is None else exchange.feed(wire)
+                if truncated is not None:
+                    query, left = _tcp_query(truncated.rdtype, ask.qname, ask.deadline)
+                    with _tcp_errors():
+                        response = await dns.asyncquery.tcp(
+                            query, ask.server, timeout=left, port=self._port
+                        )
+                    exchange.answer(truncated, response)
+        return exchange.answers()

@@ -7,6 +7,9 @@ never reused for another host, so a pooled connection can never carry a request 
 destination that was not checked.  Every socket operation's timeout is clamped to the
 fetch's overall deadline, so a server trickling one byte per second (slow-loris) cannot
 stretch the fetch past its budget.
+
+``AsyncPinnedTransport`` is the same transport on the event loop (httpcore's async pool on
+anyio): the same pin, destination check and clamp (shared code, not a copy), and no thread.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import functools
 import ssl
 import time
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 
+import anyio
 import httpcore
 import httpx
 
@@ -24,7 +28,17 @@ from .foreign import foreign_errors
 from .guard import IPAddress, ResolvedDestination
 from .urlparse import DEFAULT_PORTS, parse_url
 
-__all__ = ["DeadlineStream", "PinnedBackend", "PinnedTransport", "ResponseStream", "ssl_context"]
+__all__ = [
+    "AsyncDeadlineStream",
+    "AsyncPinnedBackend",
+    "AsyncPinnedTransport",
+    "AsyncResponseStream",
+    "DeadlineStream",
+    "PinnedBackend",
+    "PinnedTransport",
+    "ResponseStream",
+    "ssl_context",
+]
 
 
 @functools.lru_cache(maxsize=8)
@@ -42,6 +56,14 @@ def ssl_context(ca_file: str | None) -> ssl.SSLContext:
     return context
 
 
+def _clamp(deadline: float, timeout: float | None, exc: type[Exception]) -> float:
+    """``timeout`` cut to what is left of the budget; none left raises ``exc``."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise exc("fetch budget exhausted")
+    return remaining if timeout is None else min(timeout, remaining)
+
+
 class DeadlineStream(httpcore.NetworkStream):
     """Clamp every read/write timeout to the remaining budget."""
 
@@ -49,17 +71,11 @@ class DeadlineStream(httpcore.NetworkStream):
         self._inner = inner
         self._deadline = deadline
 
-    def _timeout(self, timeout: float | None, exc: type[Exception]) -> float:
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
-            raise exc("fetch budget exhausted")
-        return remaining if timeout is None else min(timeout, remaining)
-
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, self._timeout(timeout, httpcore.ReadTimeout))
+        return self._inner.read(max_bytes, _clamp(self._deadline, timeout, httpcore.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, self._timeout(timeout, httpcore.WriteTimeout))
+        self._inner.write(buffer, _clamp(self._deadline, timeout, httpcore.WriteTimeout))
 
     def close(self) -> None:
         self._inner.close()
@@ -71,7 +87,7 @@ class DeadlineStream(httpcore.NetworkStream):
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
         inner = self._inner.start_tls(
-            ssl_context, server_hostname, self._timeout(timeout, httpcore.ConnectTimeout)
+            ssl_context, server_hostname, _clamp(self._deadline, timeout, httpcore.ConnectTimeout)
         )
         return DeadlineStream(inner, self._deadline)
 
@@ -79,8 +95,43 @@ class DeadlineStream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
-class PinnedBackend(httpcore.NetworkBackend):
-    """Connects to one host:port only, and only to the addresses given for it."""
+class AsyncDeadlineStream(httpcore.AsyncNetworkStream):
+    """``DeadlineStream`` for the event loop: the same clamp on every read/write."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        clamped = _clamp(self._deadline, timeout, httpcore.ReadTimeout)
+        return await self._inner.read(max_bytes, clamped)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, _clamp(self._deadline, timeout, httpcore.WriteTimeout))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        inner = await self._inner.start_tls(
+            ssl_context, server_hostname, _clamp(self._deadline, timeout, httpcore.ConnectTimeout)
+        )
+        return AsyncDeadlineStream(inner, self._deadline)
+
+    def get_extra_info(self, info: str) -> typing.Any:
+        return self._inner.get_extra_info(info)
+
+
+_S = typing.TypeVar("_S")
+
+
+class _Pin:
+    """Where a pinned backend may connect: one host:port, only the addresses given."""
 
     def __init__(
         self,
@@ -101,7 +152,33 @@ class PinnedBackend(httpcore.NetworkBackend):
         self._connect_timeout = connect_timeout
         self._deadline = deadline
         self._on_connect = on_connect
-        self._inner = httpcore.SyncBackend()
+
+    def attempts(self, host: str, port: int) -> Iterator[tuple[str, float]]:
+        """Each checked address with its connect budget, in order."""
+        wanted = self._host.strip("[]")
+        if host.strip("[]").lower() != wanted or port != self._port:
+            # Defence in depth: the transport was built for one destination only.
+            raise httpcore.ConnectError("connection target differs from the checked one")
+        for address in self._addresses:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise httpcore.ConnectTimeout("fetch budget exhausted")
+            # The address is an IP literal: no name lookup happens on connect.
+            yield str(address), min(self._connect_timeout, remaining)
+
+    def connected(self, address: str, stream: _S) -> _S:
+        """``stream``, now open to ``address``: reported to ``on_connect``."""
+        if self._on_connect is not None:
+            self._on_connect(address)
+        return stream
+
+
+#: A failed attempt on one address: try the next one.
+_ATTEMPT_FAILED = (httpcore.ConnectError, httpcore.ConnectTimeout)
+
+
+class PinnedBackend(_Pin, httpcore.NetworkBackend):
+    """Connects to one host:port only, and only to the addresses given for it."""
 
     def connect_tcp(
         self,
@@ -111,27 +188,15 @@ class PinnedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[typing.Any] | None = None,
     ) -> httpcore.NetworkStream:
-        wanted = self._host.strip("[]")
-        if host.strip("[]").lower() != wanted or port != self._port:
-            # Defence in depth: the transport was built for one destination only.
-            raise httpcore.ConnectError("connection target differs from the checked one")
         last: Exception | None = None
-        for address in self._addresses:
-            remaining = self._deadline - time.monotonic()
-            if remaining <= 0:
-                raise httpcore.ConnectTimeout("fetch budget exhausted")
-            budget = min(self._connect_timeout, remaining)
+        for address, budget in self.attempts(host, port):
             try:
-                # The address is an IP literal: no name lookup happens here.
-                stream = self._inner.connect_tcp(
-                    str(address), port, timeout=budget, socket_options=socket_options
+                stream = _SYNC.connect_tcp(
+                    address, port, timeout=budget, socket_options=socket_options
                 )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                return DeadlineStream(self.connected(address, stream), self._deadline)
+            except _ATTEMPT_FAILED as exc:
                 last = exc
-                continue
-            if self._on_connect is not None:
-                self._on_connect(str(address))
-            return DeadlineStream(stream, self._deadline)
         assert last is not None
         raise last
 
@@ -145,6 +210,51 @@ class PinnedBackend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+
+class AsyncPinnedBackend(_Pin, httpcore.AsyncNetworkBackend):
+    """``PinnedBackend`` on the event loop (anyio: an IP literal needs no ``getaddrinfo``,
+    so no worker thread is ever used)."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[typing.Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        last: Exception | None = None
+        for address, budget in self.attempts(host, port):
+            try:
+                return AsyncDeadlineStream(
+                    self.connected(
+                        address,
+                        await _ASYNC.connect_tcp(
+                            address, port, timeout=budget, socket_options=socket_options
+                        ),
+                    ),
+                    self._deadline,
+                )
+            except _ATTEMPT_FAILED as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[typing.Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("unix sockets are never used")
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+
+_SYNC = httpcore.SyncBackend()
+_ASYNC = httpcore.AnyIOBackend()
 
 
 class ResponseStream(httpx.SyncByteStream):
@@ -161,8 +271,26 @@ class ResponseStream(httpx.SyncByteStream):
             close()
 
 
-class PinnedTransport(httpx.BaseTransport):
-    """A one-destination transport: HTTP/1.1, no retries, no proxies, no environment."""
+class AsyncResponseStream(httpx.AsyncByteStream):
+    def __init__(self, inner: AsyncIterable[bytes]) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with foreign_errors():
+            async for chunk in self._inner:
+                yield chunk
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._inner, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class _PinnedPool:
+    """The one-destination pool of a pinned transport, sync or async (``_kinds``):
+    HTTP/1.1, one connection, no keep-alive, no retries, no proxies, no environment."""
+
+    _kinds: typing.ClassVar[tuple[type[typing.Any], type[typing.Any], type[typing.Any]]]
 
     def __init__(
         self,
@@ -173,28 +301,22 @@ class PinnedTransport(httpx.BaseTransport):
         deadline: float,
         on_connect: Callable[[str], None] | None = None,
     ) -> None:
+        backend_kind, pool_kind, proxy_kind = self._kinds
         self.destination = destination
-        backend = PinnedBackend(
-            destination,
-            connect_timeout=connect_timeout,
-            deadline=deadline,
-            on_connect=on_connect,
-        )
-        self._pool: httpcore.ConnectionPool
         if destination.proxy is not None:
             # Only reachable when the policy has allow_via_proxy AND a non-empty allowlist:
             # the proxy resolves the destination itself, so the allowlist is what bounds
             # egress.  The proxy's own name was resolved by the guard (dnspython), and the
             # connection is pinned to those addresses.
             proxy_url = parse_url(destination.proxy)
-            proxy_backend = PinnedBackend(
+            proxy_backend = backend_kind(
                 destination,
                 connect_timeout=connect_timeout,
                 deadline=deadline,
                 on_connect=on_connect,
                 target=(proxy_url.host.name, proxy_url.port, destination.proxy_addresses),
             )
-            self._pool = httpcore.HTTPProxy(
+            self._pool = proxy_kind(
                 proxy_url=proxy_url.geturl(),
                 ssl_context=ssl_context(ca_file),
                 max_connections=1,
@@ -203,7 +325,13 @@ class PinnedTransport(httpx.BaseTransport):
                 network_backend=proxy_backend,
             )
             return
-        self._pool = httpcore.ConnectionPool(
+        backend = backend_kind(
+            destination,
+            connect_timeout=connect_timeout,
+            deadline=deadline,
+            on_connect=on_connect,
+        )
+        self._pool = pool_kind(
             ssl_context=ssl_context(ca_file),
             max_connections=1,
             max_keepalive_connections=0,
@@ -213,12 +341,8 @@ class PinnedTransport(httpx.BaseTransport):
             network_backend=backend,
         )
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` (to the checked destination only); errors are the project's."""
-        with foreign_errors():
-            return self._handle(request)
-
-    def _handle(self, request: httpx.Request) -> httpx.Response:
+    def _core_request(self, request: httpx.Request, content: typing.Any) -> httpcore.Request:
+        """``request`` for httpcore, refused unless it names the checked destination."""
         if (
             request.url.scheme != self.destination.scheme
             # raw_host: the A-label as sent (``.host`` would IDNA-decode "xn--" names).
@@ -226,8 +350,7 @@ class PinnedTransport(httpx.BaseTransport):
             or (request.url.port or DEFAULT_PORTS[request.url.scheme]) != self.destination.port
         ):
             raise httpx.ConnectError("request does not match the checked destination")
-        assert isinstance(request.stream, httpx.SyncByteStream)
-        core_request = httpcore.Request(
+        return httpcore.Request(
             method=request.method,
             url=httpcore.URL(
                 scheme=request.url.raw_scheme,
@@ -236,10 +359,24 @@ class PinnedTransport(httpx.BaseTransport):
                 target=request.url.raw_path,
             ),
             headers=request.headers.raw,
-            content=request.stream,
+            content=content,
             extensions=request.extensions,
         )
-        response = self._pool.handle_request(core_request)
+
+
+class PinnedTransport(_PinnedPool, httpx.BaseTransport):
+    """A one-destination transport: HTTP/1.1, no retries, no proxies, no environment."""
+
+    _kinds = (PinnedBackend, httpcore.ConnectionPool, httpcore.HTTPProxy)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` (to the checked destination only); errors are the project's."""
+        with foreign_errors():
+            return self._handle(request)
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.SyncByteStream)
+        response = self._pool.handle_request(self._core_request(request, request.stream))
         assert isinstance(response.stream, Iterable)
         return httpx.Response(
             status_code=response.status,
@@ -250,3 +387,26 @@ class PinnedTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self._pool.close()
+
+
+class AsyncPinnedTransport(_PinnedPool, httpx.AsyncBaseTransport):
+    """``PinnedTransport`` on the event loop: the same checks, no worker thread."""
+
+    _kinds = (AsyncPinnedBackend, httpcore.AsyncConnectionPool, httpcore.AsyncHTTPProxy)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` (to the checked destination only); errors are the project's."""
+        with foreign_errors():
+            assert isinstance(request.stream, httpx.AsyncByteStream)
+            core = self._core_request(request, request.stream)
+            response = await self._pool.handle_async_request(core)
+        assert isinstance(response.stream, AsyncIterable)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=AsyncResponseStream(response.stream),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()

@@ -26,6 +26,11 @@ ADDRESS = "11.0.0.10"
 DNS_ADDRESS = "11.0.0.53"
 NAME = "bench.example"
 
+#: The slow stream of the async section: about 1 s per stream.
+STREAM_CHUNKS, STREAM_DELAY = 50, 0.02
+#: Concurrent requests on one event loop (the provider loop's case: 40 editors at once).
+STREAMS = 40
+
 PAGES = {
     "/50k": b"<html><body>" + b"<p>lorem ipsum dolor sit amet</p>\n" * 1500 + b"</body></html>",
     "/2m": b"<html><body>" + b"<p>lorem ipsum dolor sit amet</p>\n" * 62000 + b"</body></html>",
@@ -39,6 +44,18 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if self.path.startswith("/stream"):
+            # A model's answer: STREAM_CHUNKS small chunks, STREAM_DELAY apart.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(STREAM_CHUNKS * 12))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for _ in range(STREAM_CHUNKS):
+                self.wfile.write(b"twelve bytes")
+                self.wfile.flush()
+                time.sleep(STREAM_DELAY)
+            return
         body = PAGES[self.path.split("?")[0]][: 2 * 1024 * 1024 - 1]
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -84,6 +101,9 @@ def _per_call_us(fn: Callable[[], object], n: int) -> float:
 
 def serve() -> None:
     """The benchmark's HTTP server (run in a child process inside the namespace)."""
+    # A listen backlog for STREAMS connections at once (the default 5 drops SYNs: the
+    # client retries after a second, which measures the backlog, not the client).
+    ThreadingHTTPServer.request_queue_size = 128
     server = ThreadingHTTPServer((ADDRESS, 80), _Handler)
     server.daemon_threads = True
     server.serve_forever()
@@ -170,8 +190,118 @@ def main() -> None:
         f"{'guard decision, 51+50 list entries, us':<44} {baseline_us:>12.2f} {listed_us:>12.2f} "
         f"{listed_us / baseline_us:>7.1f}"
     )
+    _async_section(policy)
     server.kill()
     server.wait()
+
+
+class _ThreadHop:
+    """The async transport before issue 33 item 2 (the baseline): the sync transport run
+    in anyio worker threads, one hop for the request and one for every chunk."""
+
+    def __new__(cls, policy: object) -> object:
+        import anyio.to_thread
+        import httpx
+
+        from django_webfetch.net.guarded import GuardedTransport
+
+        class Stream(httpx.AsyncByteStream):
+            def __init__(self, inner: httpx.SyncByteStream) -> None:
+                self._inner = inner
+
+            async def __aiter__(self):  # type: ignore[no-untyped-def]
+                iterator = iter(self._inner)
+                while True:
+                    chunk = await anyio.to_thread.run_sync(next, iterator, None)
+                    if chunk is None:
+                        return
+                    yield chunk
+
+            async def aclose(self) -> None:
+                await anyio.to_thread.run_sync(self._inner.close)
+
+        class Transport(httpx.AsyncBaseTransport):
+            def __init__(self) -> None:
+                self._sync = GuardedTransport(policy)  # type: ignore[arg-type]
+
+            async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+                body = await request.aread()
+                sync_request = httpx.Request(
+                    request.method, request.url, headers=request.headers, content=body
+                )
+                response = await anyio.to_thread.run_sync(self._sync.handle_request, sync_request)
+                assert isinstance(response.stream, httpx.SyncByteStream)
+                return httpx.Response(
+                    status_code=response.status_code,
+                    headers=response.headers,
+                    stream=Stream(response.stream),
+                )
+
+        return Transport()
+
+
+def _async_section(policy: object) -> None:
+    """``STREAMS`` requests at once on one event loop: old (thread hop) vs new (native)."""
+    import asyncio
+    import threading
+
+    import anyio.to_thread
+    import httpx
+
+    from django_webfetch.net.guarded import AsyncGuardedTransport
+
+    def run(kind: str, path: str) -> tuple[float, int]:
+        """(wall seconds, peak threads above the start) for STREAMS requests of ``path``."""
+
+        async def scenario() -> tuple[float, int]:
+            # The provider loop widened anyio's limiter to its bound (ProviderLoop, before).
+            anyio.to_thread.current_default_thread_limiter().total_tokens = STREAMS + 8
+            transport = _ThreadHop(policy) if kind == "old" else AsyncGuardedTransport(policy)
+            before = threading.active_count()
+            peak = before
+            done = asyncio.Event()
+
+            async def sample() -> None:
+                nonlocal peak
+                while not done.is_set():
+                    peak = max(peak, threading.active_count())
+                    await asyncio.sleep(0.005)
+
+            async with httpx.AsyncClient(transport=transport, timeout=60) as client:  # type: ignore[arg-type]
+
+                async def one() -> int:
+                    async with client.stream("GET", f"http://{NAME}{path}") as response:
+                        return len(await response.aread())
+
+                sampler = asyncio.create_task(sample())
+                start = time.perf_counter()
+                sizes = await asyncio.gather(*(one() for _ in range(STREAMS)))
+                took = time.perf_counter() - start
+                done.set()
+                await sampler
+            assert all(sizes), sizes
+            return took, peak - before
+
+        return asyncio.run(scenario())
+
+    print()
+    print(f"{STREAMS} requests at once on one event loop: old = the sync transport in anyio")
+    print("threads (before issue 33 item 2), new = AsyncGuardedTransport (native)")
+    print(f"{'what':<44} {'old':>12} {'new':>12} {'old/new':>7}")
+    for path, label, rounds in (
+        ("/stream", "slow streams (50 x 20 ms)", 3),
+        ("/50k", "50 KiB pages", 7),
+    ):
+        old_runs, new_runs = [], []
+        for index in range(rounds):
+            for kind in ("old", "new") if index % 2 == 0 else ("new", "old"):
+                (old_runs if kind == "old" else new_runs).append(run(kind, path))
+        old_s = statistics.median(t for t, _ in old_runs)
+        new_s = statistics.median(t for t, _ in new_runs)
+        old_threads = max(n for _, n in old_runs)
+        new_threads = max(n for _, n in new_runs)
+        print(f"{label + ', wall s':<44} {old_s:>12.3f} {new_s:>12.3f} {old_s / new_s:>7.2f}")
+        print(f"{label + ', peak extra threads':<44} {old_threads:>12} {new_threads:>12}")
 
 
 if __name__ == "__main__":

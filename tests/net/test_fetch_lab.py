@@ -942,3 +942,33 @@ def test_property_arbitrary_urls_contact_only_public_addresses(lab, url):
 @given(url=_WELL_FORMED)
 def test_property_well_formed_urls_contact_only_public_addresses(lab, url):
     _check_only_public_contacted(lab, url)
+
+
+def _decision(call) -> object:
+    """The guard's verdict, comparable across drivers: the checked destination, or the
+    refusal's reason, or the failure's code."""
+    try:
+        destination = call()
+    except EgressDenied as exc:
+        return ("denied", exc.reason, exc.hop)
+    except WebFetchError as exc:
+        return ("failed", exc.code, exc.failure)
+    return ("allowed", destination.url.geturl(), destination.addresses, destination.categories)
+
+
+@_PROPERTY_SETTINGS
+@given(url=st.one_of(_URLS, _WELL_FORMED))
+def test_property_the_async_guard_decides_as_the_sync_guard(lab, url):
+    """``UrlGuard.check_async`` is the same rules as ``check`` (one generator, two drivers,
+    ``net.steps``): arbitrary URLs, the lab's real DNS, the same verdict either way."""
+    import asyncio
+
+    from django_webfetch.net import UrlGuard
+
+    for name, entry in _NAMES.items():
+        lab.dns.sequence(name, [entry])
+    guard, policy = UrlGuard(), lab.policy(total_timeout=3)
+    blocking = _decision(lambda: guard.check(url, policy, hop=1))
+    awaited = _decision(lambda: asyncio.run(guard.check_async(url, policy, hop=1)))
+    event(f"{blocking[0]}: {blocking[1] if blocking[0] != 'allowed' else ''}")
+    assert awaited == blocking, url

@@ -23,7 +23,6 @@ from django_webfetch.net.guarded import (
     AsyncGuardedTransport,
     GuardedTransport,
     guarded_async_client,
-    guarded_client,
 )
 from django_webfetch.net.ipclass import classify
 
@@ -42,10 +41,10 @@ def _assert_public_only(lab) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
-def test_get_and_post_are_pinned_to_the_checked_address(lab, scheme):
+def test_get_and_post_are_pinned_to_the_checked_address(make_client, lab, scheme):
     lab.dns.set("api.lab.example", a=[V4])
     events = []
-    with guarded_client(lab.policy(), observer=events.append) as client:
+    with make_client(lab.policy(), observer=events.append) as client:
         got = client.get(lab.url("api.lab.example", "/echo", scheme))
         posted = client.post(lab.url("api.lab.example", "/echo", scheme), json={"q": 1})
     assert got.status_code == 200
@@ -57,9 +56,9 @@ def test_get_and_post_are_pinned_to_the_checked_address(lab, scheme):
     _assert_public_only(lab)
 
 
-def test_a_caller_set_host_header_is_replaced_by_the_checked_name(lab):
+def test_a_caller_set_host_header_is_replaced_by_the_checked_name(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
-    with guarded_client(lab.policy()) as client:
+    with make_client(lab.policy()) as client:
         response = client.get(
             lab.url("api.lab.example", "/echo"), headers={"Host": "internal.corp"}
         )
@@ -76,11 +75,11 @@ def test_a_caller_set_host_header_is_replaced_by_the_checked_name(lab):
         ("mixed.lab.example", {"a": [V4, "10.0.0.5"]}),
     ],
 )
-def test_non_public_answers_are_refused_before_any_connect(lab, host, answer):
+def test_non_public_answers_are_refused_before_any_connect(make_client, lab, host, answer):
     lab.dns.set(host, **answer)
     events = []
     with (
-        guarded_client(lab.policy(), observer=events.append) as client,
+        make_client(lab.policy(), observer=events.append) as client,
         pytest.raises(EgressDenied) as info,
     ):
         client.get(lab.url(host, "/page"))
@@ -92,16 +91,16 @@ def test_non_public_answers_are_refused_before_any_connect(lab, host, answer):
 @pytest.mark.parametrize(
     "url", ["http://127.0.0.1/", "http://[::1]/", "http://0x7f.1/", "file:///etc/passwd"]
 )
-def test_literal_and_legacy_forms_are_refused(lab, url):
-    with guarded_client(lab.policy()) as client, pytest.raises((EgressDenied, httpx.HTTPError)):
+def test_literal_and_legacy_forms_are_refused(make_client, lab, url):
+    with make_client(lab.policy()) as client, pytest.raises((EgressDenied, httpx.HTTPError)):
         client.get(url)
     assert lab.accepts() == []
 
 
-def test_redirects_are_returned_not_followed(lab):
+def test_redirects_are_returned_not_followed(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
     lab.dns.set("inside.lab.example", a=["10.0.0.5"])
-    with guarded_client(lab.policy()) as client:
+    with make_client(lab.policy()) as client:
         response = client.get(
             lab.url("api.lab.example", "/redirect/302?to=http://inside.lab.example/")
         )
@@ -113,26 +112,25 @@ def test_redirects_are_returned_not_followed(lab):
     assert {a.local for a in lab.accepts()} == {V4}
 
 
-def test_even_a_client_that_follows_redirects_gets_every_hop_checked(lab):
+def test_even_a_client_that_follows_redirects_gets_every_hop_checked(make_transport_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
     lab.dns.set("inside.lab.example", a=["10.0.0.5"])
-    transport = GuardedTransport(lab.policy())
     with (
-        httpx.Client(transport=transport, follow_redirects=True) as client,
+        make_transport_client(lab.policy(), follow_redirects=True) as client,
         pytest.raises(AddressNotAllowed),
     ):
         client.get(lab.url("api.lab.example", "/redirect/302?to=http://inside.lab.example/"))
     assert {a.local for a in lab.accepts()} == {V4}
 
 
-def test_the_policy_callable_is_read_for_every_request(lab):
+def test_the_policy_callable_is_read_for_every_request(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
     grants = {"deny": ()}
 
     def policy(request):
         return lab.policy(denylist=grants["deny"])
 
-    with guarded_client(policy) as client:
+    with make_client(policy) as client:
         assert client.get(lab.url("api.lab.example", "/plain")).status_code == 200
         grants["deny"] = ("api.lab.example",)
         with pytest.raises(EgressDenied) as info:
@@ -141,9 +139,9 @@ def test_the_policy_callable_is_read_for_every_request(lab):
     assert len(lab.accepts()) == 1
 
 
-def test_dns_rebinding_between_requests_is_caught(lab):
+def test_dns_rebinding_between_requests_is_caught(make_client, lab):
     lab.dns.set("rebind.lab.example", a=[V4])
-    with guarded_client(lab.policy()) as client:
+    with make_client(lab.policy()) as client:
         assert client.get(lab.url("rebind.lab.example", "/plain")).status_code == 200
         lab.dns.set("rebind.lab.example", a=["127.0.0.1"])
         with pytest.raises(AddressNotAllowed):
@@ -151,40 +149,40 @@ def test_dns_rebinding_between_requests_is_caught(lab):
     assert {a.local for a in lab.accepts()} == {V4}
 
 
-def test_compression_bomb_stops_at_the_cap(lab):
+def test_compression_bomb_stops_at_the_cap(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
     with (
-        guarded_client(lab.policy(), max_response_bytes=1 << 20) as client,
+        make_client(lab.policy(), max_response_bytes=1 << 20) as client,
         pytest.raises(ResponseTooLarge),
     ):
         client.get(lab.url("api.lab.example", "/gzip-bomb"))
 
 
-def test_unasked_content_coding_is_refused(lab):
+def test_unasked_content_coding_is_refused(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
-    with guarded_client(lab.policy()) as client, pytest.raises(UnsupportedContentEncoding):
+    with make_client(lab.policy()) as client, pytest.raises(UnsupportedContentEncoding):
         client.get(lab.url("api.lab.example", "/br"))
 
 
-def test_gzip_body_is_decoded_and_headers_match_it(lab):
+def test_gzip_body_is_decoded_and_headers_match_it(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
     with (
-        guarded_client(lab.policy(), max_response_bytes=4 << 20) as client,
+        make_client(lab.policy(), max_response_bytes=4 << 20) as client,
         pytest.raises(ResponseTooLarge),
     ):
         # 1 GiB of zeros: decoded under the cap, never inflated in the client.
         client.get(lab.url("api.lab.example", "/deflate-bomb"))
 
 
-def test_the_deadline_bounds_a_slow_body(lab):
+def test_the_deadline_bounds_a_slow_body(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
-    with guarded_client(lab.policy(), timeout=1.5) as client, pytest.raises(FetchTimeout):
+    with make_client(lab.policy(), timeout=1.5) as client, pytest.raises(FetchTimeout):
         client.get(lab.url("api.lab.example", "/slow"))
 
 
-def test_transport_failures_are_ours_not_httpx(lab):
+def test_transport_failures_are_ours_not_httpx(make_client, lab):
     lab.dns.set("gone.lab.example", a=["11.0.0.99"])
-    with guarded_client(lab.policy(connect_timeout=1.0)) as client, pytest.raises(FetchError):
+    with make_client(lab.policy(connect_timeout=1.0)) as client, pytest.raises(FetchError):
         client.get(lab.url("gone.lab.example", "/plain"))
 
 
@@ -240,10 +238,104 @@ def test_closing_twice_records_one_event(lab):
     assert events[-1].bytes == len(b"hello from the lab\n")
 
 
-def test_the_checked_url_is_sent_not_the_callers_spelling(lab):
+def test_the_checked_url_is_sent_not_the_callers_spelling(make_client, lab):
     lab.dns.set("api.lab.example", a=[V4])
-    with guarded_client(lab.policy()) as client:
+    with make_client(lab.policy()) as client:
         response = client.get("http://API.lab.example./a/../echo")
     assert response.status_code == 200
     assert "request-line: GET /echo HTTP/1.1" in response.text
     assert "host: api.lab.example" in response.text
+
+
+def test_async_closing_twice_records_one_event(lab):
+    lab.dns.set("api.lab.example", a=[V4])
+    events = []
+    transport = AsyncGuardedTransport(lab.policy(), observer=events.append)
+
+    async def scenario():
+        request = httpx.Request("GET", lab.url("api.lab.example", "/plain"))
+        response = await transport.handle_async_request(request)
+        body = await response.aread()
+        await response.stream.aclose()
+        await response.stream.aclose()
+        return body
+
+    assert asyncio.run(scenario()) == b"hello from the lab\n"
+    assert [e.decision for e in events] == ["allowed", "fetched"]
+    assert events[-1].bytes == len(b"hello from the lab\n")
+
+
+# -- async only: the event loop, not threads, carries the streams ----------------------------
+
+
+def _client_threads() -> int:
+    """``threading.active_count()`` but the lab servers' threads (one per accepted
+    connection or DNS query, named ``lab-*``), from one snapshot of the thread list."""
+    import threading
+
+    return sum(1 for t in threading.enumerate() if not t.name.startswith("lab-"))
+
+
+async def _first_byte(client, url: str, started: asyncio.Event | None = None) -> None:
+    async with client.stream("GET", url) as response:
+        async for _ in response.aiter_raw():
+            if started is not None:
+                started.set()
+            await asyncio.sleep(3600)  # hold the stream open until cancelled
+
+
+def test_cancelling_mid_stream_releases_the_connection_and_closes_the_record(lab):
+    """A task cancelled while it reads a body (an SDK call abandoned) leaves no open hop:
+    the record is closed once, with the bytes read (as a sync body closed early), and the
+    socket is closed (the server sees the client leave, ``aborted``)."""
+    lab.dns.set("api.lab.example", a=[V4])
+    events = []
+
+    async def scenario():
+        async with guarded_async_client(lab.policy(), observer=events.append) as client:
+            started = asyncio.Event()
+            task = asyncio.create_task(
+                _first_byte(client, lab.url("api.lab.example", "/slow"), started)
+            )
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(scenario())
+    assert [e.decision for e in events] == ["allowed", "fetched"]
+    assert (events[-1].status, events[-1].addresses, events[-1].bytes) == (200, (V4,), 1)
+    lab.wait_requests_done(timeout=10)
+    [record] = lab.requests
+    assert record.done.is_set() and record.aborted
+
+
+def test_forty_concurrent_streams_use_no_extra_thread(lab):
+    """40 requests streaming at once from a slow lab server (each mid-body, its DNS
+    answered, its TLS or TCP connection open) run on the loop's thread alone: the process
+    has no more threads than before they started (no anyio worker, no executor for
+    ``getaddrinfo``).  Counted, not timed."""
+    lab.dns.set("api.lab.example", a=[V4], aaaa=[V6])
+    streams = 40
+
+    async def scenario():
+        before = _client_threads()
+        async with guarded_async_client(lab.policy()) as client:
+            started = [asyncio.Event() for _ in range(streams)]
+            tasks = [
+                asyncio.create_task(
+                    _first_byte(client, lab.url("api.lab.example", "/slow", scheme), event)
+                )
+                for event, scheme in zip(started, ["http", "https"] * (streams // 2), strict=True)
+            ]
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 60)
+            during = _client_threads()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return before, during
+
+    before, during = asyncio.run(scenario())
+    assert during == before
+    assert len(lab.accepts()) == streams
+    _assert_public_only(lab)

@@ -504,20 +504,22 @@ class _PairedDns:
 
 
 @pytest.mark.lab
-def test_a_and_aaaa_are_asked_concurrently(lab):
-    server = _PairedDns(5301)
+def test_a_and_aaaa_are_asked_concurrently(lookup, lab):
+    server = _PairedDns(5301 + lookup.offset)
     try:
-        resolution = DnsResolver((DNS_ADDR,), 5301).resolve("pair.example", timeout=3)
+        resolution = lookup(
+            DnsResolver((DNS_ADDR,), 5301 + lookup.offset), "pair.example", timeout=3
+        )
     finally:
         server.close()
     assert [str(a) for a in resolution.addresses] == ["11.0.0.10", "2606:4700:10::10"]
 
 
 @pytest.mark.lab
-def test_a_truncated_answer_is_asked_again_over_tcp(lab):
-    server = _PairedDns(5302, truncate=True)
+def test_a_truncated_answer_is_asked_again_over_tcp(lookup, lab):
+    server = _PairedDns(5302 + lookup.offset, truncate=True)
     try:
-        resolution = DnsResolver((DNS_ADDR,), 5302).resolve("tc.example", timeout=3)
+        resolution = lookup(DnsResolver((DNS_ADDR,), 5302 + lookup.offset), "tc.example", timeout=3)
     finally:
         server.close()
     assert [str(a) for a in resolution.addresses] == ["11.0.0.10", "2606:4700:10::10"]
@@ -525,15 +527,15 @@ def test_a_truncated_answer_is_asked_again_over_tcp(lab):
 
 
 @pytest.mark.lab
-def test_a_server_that_fails_is_skipped_for_the_next(lab):
+def test_a_server_that_fails_is_skipped_for_the_next(lookup, lab):
     lab.dns.set("next.lab.example", a=[lab.PUBLIC_V4[0]])
     # Nothing serves DNS on 11.0.0.18:53 (ICMP port unreachable): the lab server answers.
     resolver = DnsResolver(("11.0.0.18", lab.DNS_V4), 53)
-    assert [str(a) for a in resolver.resolve("next.lab.example", timeout=3).addresses] == [
+    assert [str(a) for a in lookup(resolver, "next.lab.example", timeout=3).addresses] == [
         lab.PUBLIC_V4[0]
     ]
     with pytest.raises(ResolutionError) as info:
-        DnsResolver(("11.0.0.18",), 53).resolve("next.lab.example", timeout=3)
+        lookup(DnsResolver(("11.0.0.18",), 53), "next.lab.example", timeout=3)
     assert info.value.failure == "dns_failure"
 
 
@@ -703,11 +705,13 @@ def _no_question(request: DNSRecord) -> bytes:
 
 
 @pytest.mark.lab
-def test_spoofed_garbage_and_mismatched_answers_are_ignored(lab):
+def test_spoofed_garbage_and_mismatched_answers_are_ignored(lookup, lab):
     noise = (lambda r: b"\x00garbage", _wrong_id, _other_question, _no_question)
-    server = _ScriptedDns(5303, _answer, noise=noise)
+    server = _ScriptedDns(5303 + lookup.offset, _answer, noise=noise)
     try:
-        resolution = DnsResolver((DNS_ADDR,), 5303).resolve("noisy.example", timeout=3)
+        resolution = lookup(
+            DnsResolver((DNS_ADDR,), 5303 + lookup.offset), "noisy.example", timeout=3
+        )
     finally:
         server.close()
     assert [str(a) for a in resolution.addresses] == ["11.0.0.10", "2606:4700:10::10"]
@@ -715,12 +719,14 @@ def test_spoofed_garbage_and_mismatched_answers_are_ignored(lab):
 
 @pytest.mark.lab
 @pytest.mark.parametrize("tcp", ["close", "silent"])
-def test_truncated_answer_with_a_broken_tcp_side_fails_closed(lab, tcp):
-    server = _ScriptedDns(5304 if tcp == "close" else 5305, _truncated, tcp=tcp)
+def test_truncated_answer_with_a_broken_tcp_side_fails_closed(lookup, lab, tcp):
+    server = _ScriptedDns(
+        5304 + lookup.offset if tcp == "close" else 5305 + lookup.offset, _truncated, tcp=tcp
+    )
     try:
         with pytest.raises(ResolutionError) as info:
-            DnsResolver((DNS_ADDR,), server.sock.getsockname()[1]).resolve(
-                "tc.example", timeout=1.0
+            lookup(
+                DnsResolver((DNS_ADDR,), server.sock.getsockname()[1]), "tc.example", timeout=1.0
             )
     finally:
         server.close()
@@ -728,22 +734,22 @@ def test_truncated_answer_with_a_broken_tcp_side_fails_closed(lab, tcp):
 
 
 @pytest.mark.lab
-def test_an_nxdomain_that_carries_an_answer_is_an_error(lab):
-    server = _ScriptedDns(5306, _nxdomain_with_answer)
+def test_an_nxdomain_that_carries_an_answer_is_an_error(lookup, lab):
+    server = _ScriptedDns(5306 + lookup.offset, _nxdomain_with_answer)
     try:
         with pytest.raises(ResolutionError):
-            DnsResolver((DNS_ADDR,), 5306).resolve("odd.example", timeout=2)
+            lookup(DnsResolver((DNS_ADDR,), 5306 + lookup.offset), "odd.example", timeout=2)
     finally:
         server.close()
 
 
 @pytest.mark.lab
-def test_resolv_conf_and_empty_server_lists(lab):
+def test_resolv_conf_and_empty_server_lists(lookup, lab):
     lab.dns.set("sys9.lab.example", a=[lab.PUBLIC_V4[0]])
     # No nameservers given: dnspython reads the (lab's) resolv.conf.
-    assert DnsResolver().resolve("sys9.lab.example", timeout=3).addresses
+    assert lookup(DnsResolver(), "sys9.lab.example", timeout=3).addresses
     with pytest.raises(ResolutionError):
-        DnsResolver(()).resolve("sys9.lab.example", timeout=3)
+        lookup(DnsResolver(()), "sys9.lab.example", timeout=3)
 
 
 def test_failure_of_maps_every_wrapper():

@@ -6,7 +6,9 @@ Everything that connects runs in the namespace lab against real servers.
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import ssl
 import time
 from ipaddress import ip_address
 
@@ -98,25 +100,25 @@ def test_policy_refuses_nameservers_that_are_not_ip_literals():
 
 
 @pytest.mark.lab
-def test_resolver_edge_cases(lab):
+def test_resolver_edge_cases(lookup, lab):
     resolver = DnsResolver(lab.nameservers)
     with pytest.raises(ResolutionError):
-        resolver.resolve("x.lab.example", timeout=0)
+        lookup(resolver, "x.lab.example", timeout=0)
     with pytest.raises(UnresolvableHost):
-        resolver.resolve("a" * 64 + ".lab.example", timeout=2)
+        lookup(resolver, "a" * 64 + ".lab.example", timeout=2)
     lab.dns.yxdomain("yx.lab.example")
     with pytest.raises(ResolutionError) as info:
-        resolver.resolve("yx.lab.example", timeout=2)
+        lookup(resolver, "yx.lab.example", timeout=2)
     assert info.value.code == "dns_error"
 
 
 @pytest.mark.lab
-def test_resolver_budget_is_checked_between_queries(lab):
+def test_resolver_budget_is_checked_between_queries(lookup, lab):
     lab.dns.set("slowclock.lab.example", a=[V4])
     ticks = iter([0.0, 0.1, 10.0, 10.0])
     resolver = DnsResolver(lab.nameservers, clock=lambda: next(ticks))
     with pytest.raises(ResolutionError):
-        resolver.resolve("slowclock.lab.example", timeout=5)
+        lookup(resolver, "slowclock.lab.example", timeout=5)
 
 
 @pytest.mark.lab
@@ -405,3 +407,150 @@ def test_explain_without_resolution_does_not_resolve_the_proxy():
     assert decision.destination is not None
     assert decision.destination.proxy == "http://proxy.example:3128/"
     assert decision.destination.proxy_addresses == ()
+
+
+# -- the event-loop side of the same transport (``AsyncPinned*``): the same checks ----------
+
+
+def test_async_backend_refuses_another_target_and_unix_sockets():
+    from django_webfetch.net.transport import AsyncPinnedBackend
+
+    async def scenario():
+        backend = AsyncPinnedBackend(
+            _dest(), connect_timeout=1, deadline=time.monotonic() + 5, on_connect=None
+        )
+        with pytest.raises(httpcore.ConnectError):
+            await backend.connect_tcp("other.example", 80)
+        with pytest.raises(httpcore.ConnectError):
+            await backend.connect_tcp("pin.example", 81)
+        with pytest.raises(httpcore.ConnectError):
+            await backend.connect_unix_socket("/run/docker.sock")
+        await backend.sleep(0)
+        expired = AsyncPinnedBackend(
+            _dest(), connect_timeout=1, deadline=time.monotonic() - 1, on_connect=None
+        )
+        with pytest.raises(httpcore.ConnectTimeout):
+            await expired.connect_tcp("pin.example", 80)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.lab
+def test_async_backend_tries_the_checked_addresses_in_order(lab):
+    """An address that refuses is skipped for the next checked one; only checked ones."""
+    from django_webfetch.net.transport import AsyncPinnedBackend
+
+    dest = ResolvedDestination(
+        url=parse_url("http://pin.example/"), addresses=(ip_address("11.0.0.99"), ip_address(V4))
+    )
+    connected: list[str] = []
+
+    async def scenario():
+        backend = AsyncPinnedBackend(
+            dest, connect_timeout=1, deadline=time.monotonic() + 5, on_connect=connected.append
+        )
+        stream = await backend.connect_tcp("pin.example", 80)
+        # One request on it: its answer proves the lab server accepted the connection.
+        await stream.write(b"GET /plain HTTP/1.1\r\nHost: pin.example\r\nConnection: close\r\n\r\n")
+        assert (await stream.read(12)).startswith(b"HTTP/1.")
+        await stream.aclose()
+
+    asyncio.run(scenario())
+    assert connected == [V4]
+    assert [a.local for a in lab.accepts()] == [V4]
+
+
+def test_async_deadline_stream_clamps_and_refuses_after_the_deadline():
+    from anyio.abc import UNIXSocketStream
+    from httpcore._backends.anyio import AnyIOStream
+
+    from django_webfetch.net.transport import AsyncDeadlineStream
+
+    async def scenario():
+        left, right = socket.socketpair()
+        try:
+            inner = AnyIOStream(await UNIXSocketStream.from_socket(left))
+            stream = AsyncDeadlineStream(inner, time.monotonic() + 5)
+            await stream.write(b"ping")
+            assert right.recv(4) == b"ping"
+            right.sendall(b"pong")
+            assert await stream.read(4, timeout=None) == b"pong"
+            assert stream.get_extra_info("socket") is not None
+            expired = AsyncDeadlineStream(inner, time.monotonic() - 1)
+            with pytest.raises(httpcore.ReadTimeout):
+                await expired.read(1)
+            with pytest.raises(httpcore.WriteTimeout):
+                await expired.write(b"x")
+            with pytest.raises(httpcore.ConnectTimeout):
+                await expired.start_tls(ssl.create_default_context(), "pin.example")
+            await stream.aclose()
+        finally:
+            right.close()
+
+    asyncio.run(scenario())
+
+
+def test_async_response_stream_maps_errors_and_closes_plain_iterables():
+    from django_webfetch.net.transport import AsyncResponseStream
+
+    async def broken():
+        yield b"a"
+        raise httpcore.ReadError("reset")
+
+    class Plain:
+        """An async iterable with no ``aclose``."""
+
+        def __aiter__(self):
+            return self
+
+        async def __anext__(self):
+            raise StopAsyncIteration
+
+    async def scenario():
+        with pytest.raises(FetchError) as caught:
+            async for _ in AsyncResponseStream(broken()):
+                pass
+        assert caught.value.failure == "connection_reset"
+        plain = AsyncResponseStream(Plain())
+        assert [chunk async for chunk in plain] == []
+        await plain.aclose()
+        closable = AsyncResponseStream(broken())
+        await closable.aclose()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.lab
+def test_async_hop_is_released_once(lab):
+    """``AsyncPinnedHop.aclose`` twice: one record, one release (base: the hop's door)."""
+    from django_webfetch.net.base import EgressTransport
+
+    lab.dns.set("pin.lab.example", a=[V4])
+    events = []
+
+    async def scenario():
+        base = EgressTransport()
+        hop = await base.open_hop_async(
+            "http://pin.lab.example/plain",
+            lab.policy(),
+            deadline=time.monotonic() + 5,
+            observer=events.append,
+        )
+        async with hop:
+            response = await hop.send(httpx.Request("GET", "http://pin.lab.example/plain"))
+            assert (await response.aread()) == b"hello from the lab\n"
+            hop.fetched(status=response.status_code)
+        assert hop.closed
+        await hop.aclose()
+
+    asyncio.run(scenario())
+    assert [e.decision for e in events] == ["allowed", "fetched"]
+
+
+@pytest.mark.lab
+def test_async_lookup_of_a_dropped_name_times_out(lab):
+    """The server never answers: the awaited exchange gives up at its deadline."""
+    lab.dns.drop("drop.lab.example")
+    with pytest.raises(ResolutionError) as info:
+        asyncio.run(DnsResolver(lab.nameservers).resolve_async("drop.lab.example", timeout=0.5))
+    assert info.value.failure == "dns_timeout"

@@ -51,6 +51,7 @@ def test_exported_members_are_sorted_and_real():
         "guarded",
         "policy",
         "rawurl",
+        "steps",
         "transport",
         "resolve",
         "hosts",
