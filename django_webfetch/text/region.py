@@ -24,8 +24,9 @@ selection, render) on its own.
 
 from __future__ import annotations
 
-import re
+import re2
 
+from .patterns import compile_pattern
 from .scan import ascii_lower, reducible, strip_special
 
 __all__ = [
@@ -51,20 +52,39 @@ MAX_NESTING_TAGS = 10_000
 #: ``role="main"`` matches looked at (one in a tag is the element; one in text is not).
 _MAX_ROLE_MATCHES = 8
 
-_MAIN_RE = re.compile(r"<main(?![^\t\n\f\r />])", re.IGNORECASE)
-_MAIN_END_RE = re.compile(r"</main(?![^\t\n\f\r />])", re.IGNORECASE)
-_ROLE_RE = re.compile(
-    r"""[\t\n\f\r /"']role[\t\n\f\r ]*=[\t\n\f\r ]*["']?main(?![^\t\n\f\r />"'])""",
-    re.IGNORECASE,
+
+def _ascii_nocase(literal: str) -> str:
+    """An RE2 pattern for ``literal`` with ASCII letters in either case and every other
+    character as it is: HTML's "ASCII case-insensitive" (RE2's ``(?i)`` would also take
+    the Kelvin sign for ``k`` and the long s for ``s``)."""
+    return "".join(
+        f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else re2.escape(c)
+        for c in literal
+    )
+
+
+#: The delimiter after a tag name (or the end of the text), the lookahead of the HTML
+#: tokenizer's tag name state, as one consumed character (RE2 has no look-around).  It is
+#: never a ``<``, so it never takes the start of the next match.
+_AFTER_NAME = r"(?:[\t\n\f\r />]|$)"
+_MAIN_RE = compile_pattern("<" + _ascii_nocase("main") + _AFTER_NAME)
+_MAIN_END_RE = compile_pattern("</" + _ascii_nocase("main") + _AFTER_NAME)
+#: ``role="main"`` in a tag.  Group 1 ends at ``main``, where the next search starts (the
+#: consumed delimiter may be the quote that starts the next ``role=``).
+_ROLE_RE = compile_pattern(
+    r"""[\t\n\f\r /"']"""
+    + _ascii_nocase("role")
+    + r"""[\t\n\f\r ]*=[\t\n\f\r ]*["']?("""
+    + _ascii_nocase("main")
+    + r""")(?:[\t\n\f\r />"']|$)"""
 )
-_NAME_RE = re.compile(r"<([A-Za-z][^\t\n\f\r />]{0,63})")
-#: A link's start tag and the text up to the next tag: its (first) text.
-_LINK_TEXT_RE = re.compile(r"<a(?![^\t\n\f\r />])[^<>]*>[^<]*", re.IGNORECASE)
-#: A tag, for counting text: up to the next ``<`` or ``>``, so that a failed attempt never
-#: scans on past the next ``<`` (a window of ``<a<a<a`` is linear, not quadratic).
-_TAG_RE = re.compile(r"<[^<>]*>")
+#: An element name, read from a slice of at most ``_NAME_SPAN`` characters.
+_NAME_RE = compile_pattern(r"<([A-Za-z][^\t\n\f\r />]{0,63})")
+_NAME_SPAN = 65
 #: Tags and text, for the token-level refinement of the region's ends.
-_TOKEN_RE = re.compile(r"<[^<>]*>|[^<]+|<")
+_TOKEN_RE = compile_pattern(r"<[^<>]*>|[^<]+|<")
+#: What may follow the ``a`` of a link's start tag (``<a>``, ``<a href...``, ``<a/>``).
+_LINK_NAME_END = frozenset("\t\n\f\r />")
 
 
 def main_region(text: str, *, stripped: bool = False) -> str | None:
@@ -82,10 +102,26 @@ def main_region(text: str, *, stripped: bool = False) -> str | None:
 
 
 def _chars(markup: str) -> tuple[int, int]:
-    """Characters of text (whitespace not counted) in ``markup``, and of those in links."""
-    text = len("".join(_TAG_RE.sub(" ", markup).split()))
-    plain = len("".join(_TAG_RE.sub(" ", _LINK_TEXT_RE.sub(" ", markup)).split()))
-    return text, text - plain
+    """Characters of text (whitespace not counted) in ``markup``, and of those in links.
+
+    A tag is a ``<`` whose next ``<`` or ``>`` is a ``>`` (``<[^<>]*>``); a ``<`` without
+    one is text.  A link's text is the text after an ``<a>`` start tag up to the next
+    ``<``.  One split at ``<`` and a string search per piece: no pattern, linear."""
+    pieces = markup.split("<")
+    outside = [pieces[0]]
+    plain = [pieces[0]]
+    for piece in pieces[1:]:
+        close = piece.find(">")
+        if close < 0:
+            outside.append("<" + piece)
+            plain.append("<" + piece)
+            continue
+        after = piece[close + 1 :]
+        outside.append(after)
+        if not (piece[0] in "aA" and piece[1] in _LINK_NAME_END):
+            plain.append(after)
+    text = len("".join("".join(outside).split()))
+    return text, text - len("".join("".join(plain).split()))
 
 
 def _convincing(markup: str) -> bool:
@@ -124,12 +160,12 @@ def _role_main(text: str) -> tuple[int, int] | None:
         match = _ROLE_RE.search(text, pos)
         if match is None:
             return None
-        pos = match.end()
+        pos = match.end(1)
         start = text.rfind("<", 0, match.start() + 1)
-        name = _NAME_RE.match(text, start) if start >= 0 else None
+        name = _NAME_RE.match(text[start : start + _NAME_SPAN]) if start >= 0 else None
         if name is None or text.find(">", start, match.start()) >= 0:
             continue  # "role=main" in text, not in a tag
-        tag = re.compile(rf"<(/?){re.escape(name.group(1))}(?![^\t\n\f\r />])", re.IGNORECASE)
+        tag = compile_pattern("<(/?)" + _ascii_nocase(name.group(1)) + _AFTER_NAME)
         depth = 0
         for count, found in enumerate(tag.finditer(text, start)):
             if count >= MAX_NESTING_TAGS:
