@@ -290,7 +290,8 @@ def _paths_of(parts: tuple[Any, ...], pattern: Any, candidates: list[str]) -> li
 
 #: The routes in groups, one test each, so that the walk (a few thousand requests) spreads
 #: over the workers.  Every route is in exactly one group (checked below): the admin pages
-#: of this app by model, of other apps by app, the API, and the rest of the site.
+#: of this app and of django CMS by model, of other apps by app, the API, and the rest of
+#: the site.
 ROUTE_GROUPS: dict[str, frozenset[str]] = {
     "admin-calls-conversations-runs": frozenset({"toolcall", "conversation", "assistantrun"}),
     "admin-tokens-budgets-endpoints": frozenset(
@@ -299,9 +300,13 @@ ROUTE_GROUPS: dict[str, frozenset[str]] = {
     "admin-events-plugins-hosts-groups": frozenset(
         {"egressevent", "operationsoverview", "plugininstance", "sitehost", "toolgroup"}
     ),
-    "admin-cms": frozenset({"cms"}),
+    "admin-cms-pages": frozenset({"cms.page", "cms.pagecontent", "cms.placeholder"}),
+    "admin-cms-users-permissions": frozenset(
+        {"cms.pageuser", "cms.pageusergroup", "cms.globalpagepermission", "cms.usersettings"}
+    ),
     "admin-oauth2_provider": frozenset({"oauth2_provider"}),
-    "admin-auth-sites-authtoken": frozenset({"auth", "sites", "authtoken"}),
+    "admin-auth": frozenset({"auth"}),
+    "admin-sites-authtoken": frozenset({"sites", "authtoken"}),
     "api": frozenset(),
     "site": frozenset(),
 }
@@ -314,7 +319,7 @@ def _group(route: str) -> str:
         return "api"
     if parts[0] != "admin" or route in ADMIN_SITE_ROUTES or len(parts) < 3:
         return "site"
-    key = parts[2] if parts[1] == "django_webfetch" else parts[1]
+    key = {"django_webfetch": parts[2], "cms": f"cms.{parts[2]}"}.get(parts[1], parts[1])
     for name, members in ROUTE_GROUPS.items():
         if key in members:
             return name
@@ -343,6 +348,7 @@ def test_the_route_groups_cover_every_route_and_each_route_has_an_entry():
     assert paths * len(READERS) > 300
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("group", sorted(ROUTE_GROUPS))
 def test_every_route_shows_a_result_to_whom_the_table_says(world, group):
     candidates = [*world["ids"], "1"]
