@@ -277,6 +277,7 @@ HostListEntry.objects.create(group=web, list=ListKind.ALLOW, value="late.lab.exa
 """
 
 
+@pytest.mark.long
 def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
     postgres_cluster,  # noqa: F811
     lab,
