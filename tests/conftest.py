@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
+import pytest
+
 from tests.lab import tracefix
 
 tracefix.install()  # before any lab thread starts (see the module)
@@ -7,3 +12,59 @@ tracefix.install()  # before any lab thread starts (see the module)
 # The lab plugin moves the whole test process into a private network namespace before any
 # test runs (see tests/lab/); the fixtures plugin holds the Django model factories.
 pytest_plugins = ["tests.lab.plugin", "tests.fixtures"]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked ``long`` (tens of seconds each: a nested PostgreSQL session, a walk
+    of a few hundred pages) start first, spread over the xdist workers, instead of being a
+    tail at the end of a run (docs/testing.rst, "Where the time goes").
+
+    xdist's ``load`` scheduler first sends each worker a chunk of consecutive tests (of
+    ``len(items) // workers // 4``), worker ``k`` the ``k``-th; the long tests are dealt
+    round-robin to the fronts of those chunks.  This runs after pytest-randomly's shuffle
+    and pytest-django's grouping (trylast), so the order is still the seed's.  A long test
+    that flushes the database must restore it (``serialized_rollback``): it runs before
+    tests that read what the migrations wrote."""
+    long = [item for item in items if item.get_closest_marker("long") is not None]
+    if not long:
+        return
+    for item in long:
+        marker = item.get_closest_marker("django_db")
+        flushes = marker is not None and marker.kwargs.get("transaction")
+        if flushes and not marker.kwargs.get("serialized_rollback"):
+            raise pytest.UsageError(
+                f"{item.nodeid}: long and transactional without serialized_rollback: "
+                "it cannot run first"
+            )
+    rest = [item for item in items if item.get_closest_marker("long") is None]
+    items[:] = spread_first(long, rest, *_xdist_chunks(config, len(items)))
+
+
+def _xdist_chunks(config: pytest.Config, count: int) -> tuple[int, int]:
+    """The number of workers, and the size of the first chunk xdist's ``load`` scheduler
+    sends each (as ``xdist.scheduler.load.LoadScheduling.schedule`` computes it)."""
+    workerinput = getattr(config, "workerinput", None)
+    workers = int(workerinput.get("workercount", 1)) if workerinput else 1
+    if workers <= 1 or count < 2 * workers:
+        return 1, count
+    chunk = count // workers // 4
+    maxschedchunk = config.getoption("maxschedchunk", None)
+    if maxschedchunk:
+        chunk = min(chunk, maxschedchunk)
+    return workers, max(chunk, 2)
+
+
+def spread_first(long: list[Any], rest: list[Any], workers: int, chunk: int) -> list[Any]:
+    """``long`` dealt round-robin to the fronts of the first ``workers`` chunks of ``chunk``
+    items, ``rest`` in its order around them."""
+    fronts: list[list[Any]] = [[] for _ in range(workers)]
+    for index, item in enumerate(long):
+        fronts[index % workers].append(item)
+    order: list[Any] = []
+    remaining = iter(rest)
+    for front in fronts:
+        order.extend(front)
+        order.extend(itertools.islice(remaining, max(0, chunk - len(front))))
+    order.extend(remaining)
+    return order

@@ -13,9 +13,16 @@ off): the AUTOINCREMENT counters, so no two tests of a worker hand out the same 
 (per-user keys in the worker's Redis, plugin processes keyed by instance, and the like never
 meet a row of an earlier test under the same number).
 
-Where the copy cannot be written back (another connection holds a lock, another database
-engine such as the PostgreSQL sessions), Django's own flush and deserialization run, as
-before.
+On PostgreSQL (the nested sessions of ``tests/runs/infra.py``) the copy is a schema of its
+own in the test database, ``webfetch_snapshot``, holding every non-empty table right after
+the migrations; the way back is one transaction that empties every table Django's flush
+empties and copies the snapshot's rows back, with the foreign-key triggers off
+(``session_replication_role = replica``, the cluster's superuser): tens of milliseconds
+instead of a ``TRUNCATE`` of every table and a deserialization (about a second a test on
+this machine).  Sequences are kept, as the flush keeps them.
+
+Where the copy cannot be written back (another connection holds a lock, or any error),
+Django's own flush and deserialization run, as before.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ import time
 from typing import Any
 
 _snapshots: dict[str, sqlite3.Connection] = {}
+#: PostgreSQL: the tables Django's flush empties, and those the snapshot schema holds.
+_pg_snapshots: dict[str, tuple[list[str], list[str]]] = {}
+_PG_SCHEMA = "webfetch_snapshot"
 #: Aliases whose database is, right now, exactly the migrated state.
 _pristine: set[str] = set()
 
@@ -40,10 +50,70 @@ def _raw(alias: str) -> sqlite3.Connection | None:
     return raw if isinstance(raw, sqlite3.Connection) else None
 
 
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _postgresql(alias: str) -> Any:
+    from django.db import connections
+
+    connection = connections[alias]
+    return connection if connection.vendor == "postgresql" else None
+
+
+def _pg_snapshot(alias: str) -> None:
+    connection = _postgresql(alias)
+    if connection is None or alias in _pg_snapshots:
+        return
+    from django.db import transaction
+
+    tables = sorted(connection.introspection.django_table_names(True, include_views=False))
+    kept = []
+    with transaction.atomic(using=alias), connection.cursor() as cursor:
+        cursor.execute(f"DROP SCHEMA IF EXISTS {_PG_SCHEMA} CASCADE")
+        cursor.execute(f"CREATE SCHEMA {_PG_SCHEMA}")
+        for table in tables:
+            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {_quote(table)})")
+            if cursor.fetchone()[0]:
+                cursor.execute(
+                    f"CREATE TABLE {_PG_SCHEMA}.{_quote(table)} AS TABLE {_quote(table)}"
+                )
+                kept.append(table)
+    _pg_snapshots[alias] = (tables, kept)
+    _pristine.add(alias)
+
+
+def _pg_restore(alias: str) -> bool:
+    connection = _postgresql(alias)
+    snapshot = _pg_snapshots.get(alias)
+    if connection is None or snapshot is None or connection.in_atomic_block:
+        return False
+    from django.db import DatabaseError, transaction
+
+    tables, kept = snapshot
+    statements = [
+        "SET LOCAL lock_timeout = '5s'",
+        "SET LOCAL session_replication_role = replica",
+        *(f"DELETE FROM {_quote(table)}" for table in tables),
+        *(
+            f"INSERT INTO {_quote(table)} OVERRIDING SYSTEM VALUE "
+            f"SELECT * FROM {_PG_SCHEMA}.{_quote(table)}"
+            for table in kept
+        ),
+    ]
+    try:
+        with transaction.atomic(using=alias), connection.cursor() as cursor:
+            cursor.execute(";\n".join(statements))
+    except DatabaseError:
+        return False
+    return True
+
+
 def _snapshot(alias: str) -> None:
     """The first transactional test of the worker sets up on the migrated database."""
     if alias in _snapshots:
         return
+    _pg_snapshot(alias)
     raw = _raw(alias)
     if raw is None:
         return
@@ -54,6 +124,8 @@ def _snapshot(alias: str) -> None:
 
 
 def _restore(alias: str) -> bool:
+    if alias in _pg_snapshots:
+        return _pg_restore(alias)
     copy = _snapshots.get(alias)
     raw = _raw(alias) if copy is not None else None
     if copy is None or raw is None or raw.in_transaction:

@@ -138,6 +138,7 @@ print(cms.__version__, cms.__file__, reverse("admin:index"))
 """
 
 
+@pytest.mark.long
 @pytest.mark.packaging
 def test_the_cms_extra_installs_a_django_cms_that_imports(tmp_path):
     """Issue 31 item 2: ``pip install ".[cms]"`` into a fresh venv gives a django CMS that

@@ -28,22 +28,15 @@ from tests.patterns_checker import MAX_PATTERN_COST, backtracking_cost
 ROOT = pathlib.Path(django_webfetch.__file__).parent
 _CALLS = {"compile", "search", "match", "fullmatch", "sub", "subn", "split", "findall", "finditer"}
 
-#: Call sites whose pattern is not a literal, and why their cost is bounded.
-DYNAMIC = {
-    # The element name found by _NAME_RE (at most 64 characters, no space, slash or ">"),
-    # re.escape()d: a literal, then one negative class lookahead.  Linear.
-    ("text/region.py", "compile"): "an escaped element name and a one-character lookahead",
-}
+#: Call sites whose pattern is not a literal, and why their cost is bounded (none: a
+#: pattern built at run time is compiled on RE2, as text/region.py's element name is).
+DYNAMIC: dict[tuple[str, str], str] = {}
 
 
 #: Backtracking patterns the conservative checker cannot prove, each read by hand: why no
 #: input makes it super-linear.  Owned by other layers (net/, text/, api/); porting them to
 #: RE2 makes the entry unnecessary (the test then asks for its removal).
 REVIEWED = {
-    # text/region.py: ``<a`` then ``[^<>]*>`` then ``[^<]*``.  Neither run can cross a
-    # ``<``, and a match attempt starts only at ``<a``: each character is read by at most
-    # one attempt (the one that started at the ``<`` before it), so a scan is linear.
-    "django_webfetch.text.region._LINK_TEXT_RE": "runs end at '<'; attempts start at '<a'",
     # text/furniture.py: every caller (furniture_line, furniture_heading) refuses a text over
     # MAX_FURNITURE_CHARS (300) before any pattern runs, and none of these has a nested
     # quantifier: polynomial on a text of at most 300 characters, a constant bound.

@@ -24,8 +24,7 @@ selection, render) on its own.
 
 from __future__ import annotations
 
-import re
-
+from .patterns import compile_pattern
 from .scan import ascii_lower, reducible, strip_special
 
 __all__ = [
@@ -51,20 +50,19 @@ MAX_NESTING_TAGS = 10_000
 #: ``role="main"`` matches looked at (one in a tag is the element; one in text is not).
 _MAX_ROLE_MATCHES = 8
 
-_MAIN_RE = re.compile(r"<main(?![^\t\n\f\r />])", re.IGNORECASE)
-_MAIN_END_RE = re.compile(r"</main(?![^\t\n\f\r />])", re.IGNORECASE)
-_ROLE_RE = re.compile(
-    r"""[\t\n\f\r /"']role[\t\n\f\r ]*=[\t\n\f\r ]*["']?main(?![^\t\n\f\r />"'])""",
-    re.IGNORECASE,
+
+#: What ends a tag name (the HTML tokenizer's tag name state), or the end of the text: the
+#: character checked after ``<main``, ``</main`` or ``role=main``, written out in code
+#: (RE2 has no look-around).
+_NAME_END = frozenset("\t\n\f\r />")
+_ROLE_END = frozenset("\t\n\f\r />\"'")
+#: ``role="main"``, ASCII letters in either case; the character after it is checked in code.
+_ROLE_RE = compile_pattern(
+    r"""[\t\n\f\r /"'][rR][oO][lL][eE][\t\n\f\r ]*=[\t\n\f\r ]*["']?[mM][aA][iI][nN]"""
 )
-_NAME_RE = re.compile(r"<([A-Za-z][^\t\n\f\r />]{0,63})")
-#: A link's start tag and the text up to the next tag: its (first) text.
-_LINK_TEXT_RE = re.compile(r"<a(?![^\t\n\f\r />])[^<>]*>[^<]*", re.IGNORECASE)
-#: A tag, for counting text: up to the next ``<`` or ``>``, so that a failed attempt never
-#: scans on past the next ``<`` (a window of ``<a<a<a`` is linear, not quadratic).
-_TAG_RE = re.compile(r"<[^<>]*>")
-#: Tags and text, for the token-level refinement of the region's ends.
-_TOKEN_RE = re.compile(r"<[^<>]*>|[^<]+|<")
+#: An element name, read from a slice of at most ``_NAME_SPAN`` characters.
+_NAME_RE = compile_pattern(r"<([A-Za-z][^\t\n\f\r />]{0,63})")
+_NAME_SPAN = 65
 
 
 def main_region(text: str, *, stripped: bool = False) -> str | None:
@@ -82,10 +80,26 @@ def main_region(text: str, *, stripped: bool = False) -> str | None:
 
 
 def _chars(markup: str) -> tuple[int, int]:
-    """Characters of text (whitespace not counted) in ``markup``, and of those in links."""
-    text = len("".join(_TAG_RE.sub(" ", markup).split()))
-    plain = len("".join(_TAG_RE.sub(" ", _LINK_TEXT_RE.sub(" ", markup)).split()))
-    return text, text - plain
+    """Characters of text (whitespace not counted) in ``markup``, and of those in links.
+
+    A tag is a ``<`` whose next ``<`` or ``>`` is a ``>`` (``<[^<>]*>``); a ``<`` without
+    one is text.  A link's text is the text after an ``<a>`` start tag up to the next
+    ``<``.  One split at ``<`` and a string search per piece: no pattern, linear."""
+    pieces = markup.split("<")
+    outside = [pieces[0]]
+    plain = [pieces[0]]
+    for piece in pieces[1:]:
+        close = piece.find(">")
+        if close < 0:
+            outside.append("<" + piece)
+            plain.append("<" + piece)
+            continue
+        after = piece[close + 1 :]
+        outside.append(after)
+        if not (piece[0] in "aA" and piece[1] in _NAME_END):
+            plain.append(after)
+    text = len("".join("".join(outside).split()))
+    return text, text - len("".join("".join(plain).split()))
 
 
 def _convincing(markup: str) -> bool:
@@ -95,18 +109,18 @@ def _convincing(markup: str) -> bool:
 
 def _semantic(text: str) -> str | None:
     """The first ``<main>`` or ``role="main"`` element, else the ``<article>`` elements."""
+    lowered = ascii_lower(text)  # HTML's tag names: ASCII letters in either case
     starts: list[tuple[int, int]] = []  # (start, end) candidates, the earliest first
-    main = _MAIN_RE.search(text)
-    if main is not None:
-        closing = _MAIN_END_RE.search(text, main.end())
-        starts.append((main.start(), len(text) if closing is None else closing.start()))
-    role = _role_main(text)
+    main = _find_tag(lowered, "<main", 0)
+    if main >= 0:
+        closing = _find_tag(lowered, "</main", main + len("<main"))
+        starts.append((main, len(text) if closing < 0 else closing))
+    role = _role_main(text, lowered)
     if role is not None:
         starts.append(role)
     for start, end in sorted(starts):
         if _convincing(text[start:end]):
             return text[start:end]
-    lowered = ascii_lower(text)
     first = lowered.find("<article")
     last = lowered.rfind("</article")
     if first >= 0:
@@ -116,29 +130,66 @@ def _semantic(text: str) -> str | None:
     return None
 
 
-def _role_main(text: str) -> tuple[int, int] | None:
+def _find_tag(lowered: str, prefix: str, pos: int) -> int:
+    """Where the first ``prefix`` (``"<main"``, ``"</div"``) at or after ``pos`` in
+    ``lowered`` is followed by what ends a tag name or by the end of the text; -1 if none.
+    Each string search starts after the last one's start: linear in the text."""
+    while True:
+        found = lowered.find(prefix, pos)
+        if found < 0:
+            return -1
+        after = found + len(prefix)
+        if after == len(lowered) or lowered[after] in _NAME_END:
+            return found
+        pos = found + 1
+
+
+def _role_main(text: str, lowered: str | None = None) -> tuple[int, int] | None:
     """Where the first element with ``role="main"`` starts and ends (its end tag found by
     counting the start and end tags of its name, at most :data:`MAX_NESTING_TAGS`)."""
-    pos = 0
-    for _ in range(_MAX_ROLE_MATCHES):
-        match = _ROLE_RE.search(text, pos)
-        if match is None:
+    if lowered is None:
+        lowered = ascii_lower(text)
+    seen = 0
+    for match in _ROLE_RE.finditer(text):
+        end = match.end()
+        if end < len(text) and text[end] not in _ROLE_END:
+            continue  # role=mainly: no match
+        seen += 1
+        if seen > _MAX_ROLE_MATCHES:
             return None
-        pos = match.end()
         start = text.rfind("<", 0, match.start() + 1)
-        name = _NAME_RE.match(text, start) if start >= 0 else None
+        name = _NAME_RE.match(text[start : start + _NAME_SPAN]) if start >= 0 else None
         if name is None or text.find(">", start, match.start()) >= 0:
             continue  # "role=main" in text, not in a tag
-        tag = re.compile(rf"<(/?){re.escape(name.group(1))}(?![^\t\n\f\r />])", re.IGNORECASE)
-        depth = 0
-        for count, found in enumerate(tag.finditer(text, start)):
-            if count >= MAX_NESTING_TAGS:
-                break
-            depth += -1 if found.group(1) else 1
-            if depth == 0:
-                return start, found.start()
-        return start, len(text)
+        return start, _element_end(lowered, start, ascii_lower(name.group(1)))
     return None
+
+
+def _element_end(lowered: str, start: int, name: str) -> int:
+    """Where the element ``name`` that starts at ``start`` ends: the end tag that brings
+    the count of its start and end tags back to zero (the end of the text when none does,
+    or after :data:`MAX_NESTING_TAGS` tags)."""
+    opening, closing = "<" + name, "</" + name
+    depth = 0
+    pos = start
+    next_open = _find_tag(lowered, opening, pos)
+    next_close = _find_tag(lowered, closing, pos)
+    for _ in range(MAX_NESTING_TAGS):
+        if next_open < 0 and next_close < 0:
+            break
+        if next_close < 0 or 0 <= next_open < next_close:
+            depth += 1
+            pos = next_open + len(opening) + 1  # past the tag name and the character after it
+        else:
+            depth -= 1
+            if depth == 0:
+                return next_close
+            pos = next_close + len(closing) + 1
+        if 0 <= next_open < pos:
+            next_open = _find_tag(lowered, opening, pos)
+        if 0 <= next_close < pos:
+            next_close = _find_tag(lowered, closing, pos)
+    return len(lowered)
 
 
 def _score(markup: str) -> int:
@@ -167,22 +218,35 @@ def _densest(text: str) -> str | None:
 
 
 def _tokens(text: str, start: int, end: int) -> list[tuple[int, int, int]]:
-    """``(start, end, score)`` of the tags and text pieces in ``text[start:end]``."""
-    tokens = []
+    """``(start, end, score)`` of the tags and text pieces in ``text[start:end]``: a tag is
+    a ``<`` whose next ``<`` or ``>`` is a ``>``, a lone ``<`` is a piece of its own, and
+    the text between them is one piece."""
+    tokens: list[tuple[int, int, int]] = []
     in_link = False
-    for match in _TOKEN_RE.finditer(text, start, end):
-        piece = match.group()
-        if piece.startswith("<") and len(piece) > 1:
-            name = ascii_lower(piece[1:3])
+
+    def text_piece(first: int, piece: str) -> None:
+        if piece:
+            chars = len("".join(piece.split()))
+            score = -LINK_PENALTY * chars if in_link else chars
+            tokens.append((first, first + len(piece), score))
+
+    pieces = text[start:end].split("<")
+    text_piece(start, pieces[0])
+    at = start + len(pieces[0])
+    for piece in pieces[1:]:
+        close = piece.find(">")
+        if close < 0:
+            text_piece(at, "<")  # a lone "<": a piece of text of its own
+            text_piece(at + 1, piece)
+        else:
+            name = ascii_lower(piece[:2])
             if name in ("a ", "a>", "a\t", "a\n"):
                 in_link = True
             elif name == "/a":
                 in_link = False
-            score = -TAG_PENALTY
-        else:
-            chars = len("".join(piece.split()))
-            score = -LINK_PENALTY * chars if in_link else chars
-        tokens.append((match.start(), match.end(), score))
+            tokens.append((at, at + close + 2, -TAG_PENALTY))
+            text_piece(at + close + 2, piece[close + 1 :])
+        at += 1 + len(piece)
     return tokens
 
 

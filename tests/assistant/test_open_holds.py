@@ -195,6 +195,7 @@ def test_a_refused_stream_holds_nothing_and_a_stream_of_a_finished_run_lets_go(
 
 
 @pytest.mark.postgres
+@pytest.mark.long  # a nested session: started first (tests/conftest.py)
 def test_the_holds_on_postgresql(postgres_cluster):
     """This file again on PostgreSQL (the stock setting where one editor's streams made
     every other request answer 500): the bounds, and no connection per waiter."""

@@ -132,6 +132,7 @@ def test_worker_killed_mid_request_resumes_and_duplicates_nothing(
     assert kinds.count("completed") == 1
 
 
+@pytest.mark.long
 def test_worker_lost_twice_fails_the_run(api, provider, worker_factory, celery_client, short_lease):
     holds = [threading.Event(), threading.Event()]
     provider.add(Turn(text="x", hold=holds[0], repeat=Turn(text="y", hold=holds[1])))

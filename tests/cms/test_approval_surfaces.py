@@ -189,6 +189,7 @@ def test_every_surface_shows_every_argument_complete_and_escaped(
     _check(every_tool[index % len(every_tool)], arguments, readers, editor)
 
 
+@pytest.mark.long
 def test_each_tool_shows_a_write_and_a_query_at_the_cap(every_tool, readers, editor):
     """Every registered tool once, with values as long as the cap allows."""
     for tool in every_tool:

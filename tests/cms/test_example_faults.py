@@ -287,6 +287,7 @@ HostListEntry.objects.create(group=web, list=ListKind.ALLOW, value="late.lab.exa
 """
 
 
+@pytest.mark.long
 def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
     postgres_cluster,  # noqa: F811
     lab,
@@ -360,6 +361,7 @@ STREAMS = 5
 STREAM_POOL = 2
 
 
+@pytest.mark.long
 def test_open_streams_hold_no_connection_and_end_on_sigterm(
     postgres_cluster,  # noqa: F811
     lab,

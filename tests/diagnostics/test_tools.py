@@ -121,6 +121,7 @@ def test_read_source_past_the_end_and_without_a_root(code_group, superuser, sett
     assert result.meta == {"reason": "no_project_root"}
 
 
+@pytest.mark.long
 def test_read_source_redacts_and_refuses_binary(code_group, superuser, settings, tmp_path):
     settings.WEBFETCH_PROJECT_ROOT = tmp_path
     (tmp_path / "config.py").write_text(

@@ -59,6 +59,7 @@ def _run_sh(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.long
 def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
     lab_session, tmp_path
 ):

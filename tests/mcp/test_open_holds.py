@@ -187,6 +187,7 @@ def _awaiting_for(user: Any) -> str:
 
 
 @pytest.mark.postgres
+@pytest.mark.long  # a nested session: started first (tests/conftest.py)
 def test_the_mcp_holds_on_postgresql(postgres_cluster):  # noqa: F811
     """This file and the surface enumeration again on PostgreSQL."""
     import os

@@ -418,6 +418,7 @@ def test_database_unavailable_is_503_json_with_retry_after(editor, method, path,
 
 
 @pytest.mark.postgres
+@pytest.mark.long  # a nested session: started first (tests/conftest.py)
 def test_the_api_edge_on_postgresql(postgres_cluster):
     if ON_POSTGRES:
         pytest.skip("already inside the PostgreSQL session")

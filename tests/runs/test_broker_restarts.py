@@ -52,6 +52,7 @@ def _running(calls) -> int:
     return ToolCall.objects.filter(pk__in=[c.pk for c in calls], state=CallState.RUNNING).count()
 
 
+@pytest.mark.long
 @pytest.mark.redis
 @pytest.mark.worker
 @real_db

@@ -10,6 +10,7 @@ import pytest
 
 
 @pytest.mark.postgres
+@pytest.mark.long  # a nested session: started first (tests/conftest.py)
 def test_the_state_machine_on_postgresql(postgres_cluster):
     if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
         pytest.skip("already inside the PostgreSQL session")

@@ -245,6 +245,7 @@ def test_no_request_is_answered_by_anything_but_json_errors(
 
 
 @pytest.mark.postgres
+@pytest.mark.long  # a nested session: started first (tests/conftest.py)
 def test_the_review_findings_on_postgresql(postgres_cluster):
     if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
         pytest.skip("already inside the PostgreSQL session")

@@ -73,6 +73,7 @@ def spin(seconds: float) -> None:
         count += 1
 
 
+@pytest.mark.long
 def test_large_pages_give_the_same_text_under_cpu_load():
     pages = large_pages()
     quiet = extract_all(pages)
