@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -33,7 +32,7 @@ from django_webfetch import runs
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.outage import survive_outage
-from django_webfetch.runs.durable import Outcome, worker_label
+from django_webfetch.runs.durable import Outcome, keeper, worker_label
 from django_webfetch.runs.runner import runner
 
 from .answers import answer_fields, record_provider_failure
@@ -50,7 +49,7 @@ from .errors import InvalidRunTransition
 from .history import dump, load, require_pydantic_ai
 from .models import AssistantRun, Message, MessageRole, RunState
 from .providers import OFFLINE_LABEL, ProviderFailure, usage_dict
-from .state import event, fail, lease_seconds, lost, renew, transition
+from .state import event, fail, lease_fields, lost, renew, transition
 from .stream import TextStream
 
 __all__ = [
@@ -105,8 +104,8 @@ def acquire(run_id: Any, worker: str) -> AssistantRun | AdvanceOutcome:
             run,
             RunState.RUNNING,
             version=run.version,
-            lease_expires_at=now + timedelta(seconds=lease_seconds()),
-            worker=(worker or worker_label())[:200],
+            **lease_fields(now),
+            worker=keeper.hold(worker or worker_label()),
             attempts=attempts,
         )
     except (InvalidRunTransition, AssistantRun.DoesNotExist):
