@@ -303,6 +303,9 @@ class LeaseKeeper:
         self._labels: set[str] = set()
         self._pid = 0
         self._thread: threading.Thread | None = None
+        #: A label was held since the last beat (its record may not be committed yet).
+        self._fresh = False
+        self._failed = 0
         self.beats = 0
 
     def hold(self, label: str) -> str:
@@ -320,6 +323,7 @@ class LeaseKeeper:
                 self._thread = None
                 self._pid = os.getpid()
             self._labels.add(label)
+            self._fresh = True
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="webfetch-lease-keeper", daemon=True
@@ -340,26 +344,52 @@ class LeaseKeeper:
                 continue
             last = time.monotonic()
             try:
-                self.beat()
+                renewed = self.beat()
             except Exception:  # pragma: no cover - beat() logs its own failures
                 logger.exception("lease keeper: beat failed")
+                renewed = None
             finally:
                 connection.close()  # never keep a connection between two beats
+            if renewed == 0 and self._rest():
+                return
 
-    def beat(self) -> int:
-        """Renew every lease this process holds; the number of records renewed."""
+    def _rest(self) -> bool:
+        """Nothing renewed and nothing held since the last beat: forget the labels and
+        stop (the next :meth:`hold` starts the heartbeat again)."""
+        with self._lock:
+            if self._fresh or self._thread is not threading.current_thread():
+                return False
+            self._labels = set()
+            self._thread = None
+            return True
+
+    def beat(self) -> int | None:
+        """Renew every lease this process holds; the number of records renewed, ``None``
+        when the database refused a renewal (the next beat tries again)."""
+        with self._lock:
+            self._fresh = False
         labels = self.labels()
         if not labels:
             return 0
         now = timezone.now()
         until = now + timedelta(seconds=lease_seconds())
-        renewed = 0
+        renewed: int | None = 0
+        error: Exception | None = None
         for leased in list(LEASED):
             try:
-                renewed += _renewable(leased, labels, now).update(lease_expires_at=until)
-            except Exception:  # a busy database: the next beat tries again
-                logger.warning("leases of %s not renewed", leased.model.__name__, exc_info=True)
+                count = _renewable(leased, labels, now).update(lease_expires_at=until)
+            except Exception as exc:  # a busy database: the next beat tries again
+                renewed, error = None, exc
+            else:
+                renewed = None if renewed is None else renewed + count
         self.beats += 1
+        self._failed = 0 if renewed is not None else self._failed + 1
+        if self._failed in (1, 3):  # once when it starts, once when the leases lapse
+            logger.warning(
+                "lease keeper: %s beat(s) in a row could not renew this process's leases",
+                self._failed,
+                exc_info=error,
+            )
         return renewed
 
 
