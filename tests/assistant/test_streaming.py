@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,11 +21,13 @@ from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun
 from django_webfetch.runs.runner import runner
-from tests.asgi import CSRF, free_port, post_message, uvicorn_command, uvicorn_in_a_thread
+from tests.asgi import CSRF, free_port, post_message, uvicorn_in_a_thread
 from tests.runs.infra import wait_for
 from tests.settle import settled_run
 
 from .provider import Turn
+from .servers import serve as _serve
+from .servers import served as _served
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 BOTH = pytest.mark.parametrize("provider", ["openai", "anthropic"], indirect=True)
@@ -443,25 +444,6 @@ def test_the_stream_under_wsgi_sends_the_same_events(api):
 
 
 # -- a server killed mid-run --------------------------------------------------------------------
-
-
-def _serve(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            uvicorn_command(sys.executable, "tests.assistant.serve_asgi:application", port),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def _served(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/api/", timeout=2).status_code in (200, 401, 403)
-    except httpx.HTTPError:
-        return False
 
 
 def test_a_server_killed_mid_run_loses_nothing(provider, editor, lab_settings, tmp_path):
