@@ -321,16 +321,16 @@ def read_sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def loopback_only_to(lab: Any, url: str) -> Iterator[None]:
-    """The test talks to its own server on loopback: the lab's backstop (no connect to a
-    non-public address) is narrowed to "none but that server's port", checked here."""
+def loopback_only_to(lab: Any, *urls: str) -> Iterator[None]:
+    """The test talks to its own servers on loopback: the lab's backstop (no connect to a
+    non-public address) is narrowed to "none but those servers' ports", checked here."""
     lab.expect_private_accepts = True
     yield
-    port = int(url.rsplit(":", 1)[1])
+    ports = {int(url.rsplit(":", 1)[1]) for url in urls}
     local = [
         c
         for c in lab.connects
-        if c.event == "connect" and c.address in ("127.0.0.1", "::1") and c.port != port
+        if c.event == "connect" and c.address in ("127.0.0.1", "::1") and c.port not in ports
     ]
     assert not local, f"the test connected to another local address: {local}"
     assert not lab.private_accepts()
