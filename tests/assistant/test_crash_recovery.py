@@ -41,9 +41,11 @@ def _env(lab_settings, **overrides):
     # provider loop (leased by the first process, renewed, no thread held: ADR 0043).
     return server_env(
         lab_settings,
-        WEBFETCH_TEST_RUNNER_THREADS="1",
-        WEBFETCH_TEST_PROVIDER_CONCURRENCY="1",
-        **overrides,
+        **{
+            "WEBFETCH_TEST_RUNNER_THREADS": "1",
+            "WEBFETCH_TEST_PROVIDER_CONCURRENCY": "1",
+            **overrides,
+        },
     )
 
 
@@ -181,7 +183,8 @@ def test_a_killed_holder_on_another_machine_is_taken_over_within_its_lease(
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"
-    env = _env(lab_settings)
+    # The shipped runner threads (4): the call's retry and the run's repeat run side by side.
+    env = _env(lab_settings, WEBFETCH_TEST_RUNNER_THREADS="4")
     first = second = None
     with loopback_only_to(lab_settings, url):
         try:
