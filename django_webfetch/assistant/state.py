@@ -60,7 +60,7 @@ def step_seconds() -> float:
     return conf.WEBFETCH_ASSISTANT_TIMEOUT + tool + 5.0
 
 
-def lease_fields(now: datetime | None = None) -> dict[str, datetime]:
+def lease_fields(now: datetime | None = None) -> dict[str, Any]:
     """A fresh lease and step deadline (the values written when a step starts or moves)."""
     now = now or timezone.now()
     return {
