@@ -23,11 +23,11 @@ from django_webfetch import runs
 from django_webfetch.assistant.models import AssistantRun
 from django_webfetch.assistant.services import create_conversation
 from django_webfetch.models import CallState, ToolCall
-from django_webfetch.runs.durable import LeaseKeeper, keeper, lease_lost, worker_label
+from django_webfetch.runs.durable import keeper, lease_lost, worker_label
 from django_webfetch.runs.recover import out_of_time
 from django_webfetch.runs.state import lost
 
-real_db = pytest.mark.django_db(transaction=True)
+real_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 OTHER = "in-process:elsewhere:4242~0123abcd.4026531836.99"
 
@@ -116,8 +116,7 @@ def test_the_beat_and_the_sweep_never_disagree(editor, own, state, lease, deadli
     of this process within its deadline, and then the sweep never takes it; the sweep's
     query selects exactly the records ``lost()`` calls lost."""
     ToolCall.objects.all().delete()
-    process = LeaseKeeper()
-    label = process.hold(f"in-process:{worker_label()}") if own else OTHER
+    label = keeper.hold(f"in-process:{worker_label()}") if own else OTHER
     now = timezone.now()
     call = _call(
         user=editor,
@@ -132,7 +131,7 @@ def test_the_beat_and_the_sweep_never_disagree(editor, own, state, lease, deadli
         and lease is not None
         and (deadline is None or deadline > 0)
     )
-    renewed = process.beat() if own else 0
+    renewed = keeper.beat() if own else 0
     assert renewed == int(expected)
     call.refresh_from_db()
     at = timezone.now()
