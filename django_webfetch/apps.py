@@ -55,6 +55,7 @@ class WebFetchConfig(AppConfig):
         _connect_oauth()
         _connect_metrics()
         _bind_task_handlers()
+        _register_leased()
         # A serving process starts the background runner (it sweeps at once: a restarted
         # server takes up the runs its predecessor left); commands that serve nothing don't.
         request_started.connect(start_serving, dispatch_uid="django_webfetch.runner")
@@ -64,6 +65,16 @@ class WebFetchConfig(AppConfig):
         post_migrate.connect(
             create_builtin_groups, sender=self, dispatch_uid="django_webfetch.builtin_groups"
         )
+
+
+def _register_leased() -> None:
+    """The records the process's heartbeat renews and the runner's sweep waits for."""
+    from .assistant.models import AssistantRun, RunState
+    from .models import CallState, ToolCall
+    from .runs.durable import register_leased
+
+    register_leased(ToolCall, CallState.RUNNING)
+    register_leased(AssistantRun, RunState.RUNNING)
 
 
 def _bind_task_handlers() -> None:

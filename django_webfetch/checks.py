@@ -469,14 +469,14 @@ def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) ->
     """Settings of a production run (docs/operations.rst)."""
     messages: list[CheckMessage] = []
     if _readable("WEBFETCH_ASYNC_RUNS") and conf.WEBFETCH_ASYNC_RUNS:
-        from .runs import lease_seconds
+        from .runs import step_seconds
 
         timeout = _visibility_timeout()
-        if timeout is not None and timeout <= lease_seconds():
+        if timeout is not None and timeout <= step_seconds():
             messages.append(
                 Warning(
                     f"The broker's visibility_timeout ({timeout:g} s) is not longer than a "
-                    f"tool call's lease ({lease_seconds():g} s): the broker hands a running "
+                    f"tool call may run ({step_seconds():g} s): the broker hands a running "
                     "call's message to another worker while the first still runs it.",
                     hint="Set broker_transport_options visibility_timeout to 300 or more.",
                     id="django_webfetch.W060",
@@ -484,6 +484,7 @@ def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) ->
             )
     messages.extend(_check_sqlite_writers())
     messages.extend(_check_open_bounds())
+    messages.extend(_check_lease())
     try:
         from django.urls import NoReverseMatch, reverse
 
@@ -506,6 +507,27 @@ def check_operations(app_configs: Sequence[Any] | None = None, **kwargs: Any) ->
 
 #: One principal may hold at most this share of what the process may hold open.
 OPEN_SHARE = 4
+
+
+def _check_lease() -> list[CheckMessage]:
+    """W064: ``WEBFETCH_LEASE_SECONDS`` below the floor (``durable.MIN_LEASE_SECONDS``)."""
+    if not _readable("WEBFETCH_LEASE_SECONDS"):
+        return []
+    from .runs.durable import MIN_LEASE_SECONDS
+
+    lease = conf.WEBFETCH_LEASE_SECONDS
+    if lease >= MIN_LEASE_SECONDS:
+        return []
+    return [
+        Warning(
+            f"WEBFETCH_LEASE_SECONDS ({lease:g} s) is below {MIN_LEASE_SECONDS:g} s: a "
+            "database that stalls for a moment (a checkpoint, a failover) keeps a live "
+            "process from renewing its leases, and another worker takes its running calls "
+            "and runs over while it still works on them.",
+            hint="Keep the default (15) or set it to 5 or more.",
+            id="django_webfetch.W064",
+        )
+    ]
 
 
 def _check_open_bounds() -> list[CheckMessage]:

@@ -259,6 +259,13 @@ class Settings:
         return self._seconds("WEBFETCH_RUNNER_SWEEP_EVERY", 15.0, 600.0)
 
     @property
+    def WEBFETCH_LEASE_SECONDS(self) -> float:
+        """Seconds a running tool call or assistant run stays owned by its process without
+        a renewal (one heartbeat per process renews them every third of it); past it the
+        holder counts as dead and the sweep takes the record over; 1..600."""
+        return self._seconds("WEBFETCH_LEASE_SECONDS", 15.0, 600.0)
+
+    @property
     def WEBFETCH_WORKER_SWEEP_EVERY(self) -> float:
         """Seconds between two sweeps sent by each Celery worker (``tasks.py``: the
         periodic task without a beat schedule); ``0`` turns it off (beat does it); 1..600."""

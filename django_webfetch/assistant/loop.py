@@ -35,7 +35,6 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -46,7 +45,7 @@ from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.models.outage import survive_outage
 from django_webfetch.runs.dispatch import PROVIDER_ANSWERED
-from django_webfetch.runs.durable import Outcome, worker_label
+from django_webfetch.runs.durable import Outcome, keeper, worker_label
 from django_webfetch.runs.runner import runner
 
 from .answers import answer_fields, record_provider_failure
@@ -63,7 +62,7 @@ from .errors import InvalidRunTransition
 from .history import dump, load, require_pydantic_ai
 from .models import AssistantRun, Message, MessageRole, RunState
 from .providers import OFFLINE_LABEL, ProviderFailure, usage_dict
-from .state import event, fail, lease_seconds, lost, renew, transition
+from .state import event, fail, lease_fields, lost, renew, transition
 from .stream import StreamStopped, TextStream
 
 __all__ = [
@@ -116,8 +115,8 @@ def acquire(run_id: Any, worker: str) -> AssistantRun | AdvanceOutcome:
             run,
             RunState.RUNNING,
             version=run.version,
-            lease_expires_at=now + timedelta(seconds=lease_seconds()),
-            worker=(worker or worker_label())[:200],
+            **lease_fields(now),
+            worker=keeper.hold(worker or worker_label()),
             attempts=attempts,
         )
     except (InvalidRunTransition, AssistantRun.DoesNotExist):

@@ -143,8 +143,12 @@ class AssistantRun(models.Model):
 
     #: Attempts of the current step's provider call, or of a lost worker's step.
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
-    #: A worker advancing the run owns it until then; past it the worker counts as lost.
+    #: A worker advancing the run owns it until then (its process's heartbeat renews it
+    #: every few seconds); past it the worker counts as lost.
     lease_expires_at = models.DateTimeField(_("lease expires at"), null=True, blank=True)
+    #: Past this the current step made no progress for longer than a step may take: the
+    #: worker counts as lost even if its process lives.
+    step_deadline = models.DateTimeField(_("step deadline"), null=True, blank=True)
     worker = models.CharField(_("worker"), max_length=200, blank=True)
     #: The number of the last event written (``RunEvent.seq``).
     last_event = models.PositiveIntegerField(_("last event"), default=0)

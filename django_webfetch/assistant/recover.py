@@ -18,7 +18,7 @@ from django_webfetch import runs
 from django_webfetch.conf import conf
 from django_webfetch.models import CallState, ToolCall
 from django_webfetch.runs.queue import MAX_BACKOFF
-from django_webfetch.runs.recover import held_by_the_dead
+from django_webfetch.runs.recover import held_by_the_dead, out_of_time
 
 from .calls import call_position, run_calls
 from .dispatch import dispatch
@@ -73,7 +73,7 @@ def sweep(now: datetime | None = None, catch_up: bool = False) -> dict[str, int]
     open_runs = AssistantRun.objects.filter(
         state__in=[RunState.RUNNING, RunState.WAITING_FOR_APPROVAL]
     )
-    lost = list(open_runs.filter(lease_expires_at__lte=now).values_list("pk", flat=True)[:1000])
+    lost = list(out_of_time(open_runs, now).values_list("pk", flat=True)[:1000])
     # A holder known dead (a process of this machine killed mid-step) is not waited for.
     lost += held_by_the_dead(open_runs, now)
     for run_id in lost:

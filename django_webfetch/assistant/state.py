@@ -6,7 +6,8 @@ compare-and-set on ``version``, so a cancel racing a worker, or two resumptions 
 other, end in exactly one outcome (the loser gets :class:`InvalidRunTransition`).
 
 One worker advances a run at a time: it takes the run's *lease* (``lease_expires_at``) with
-a compare-and-set and renews it on every write (:func:`renew`).
+a compare-and-set; its process's heartbeat (``durable.keeper``) renews it every few seconds,
+and every write (:func:`renew`) renews it and the step's deadline (``step_deadline``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ __all__ = [
     "event",
     "events_since",
     "fail",
+    "lease_fields",
     "lease_seconds",
     "lost",
     "renew",
+    "step_seconds",
     "transition",
 ]
 
@@ -42,17 +45,34 @@ logger = logging.getLogger("django_webfetch.assistant")
 
 
 def lease_seconds() -> float:
-    """How long a worker owns a run it advances: one provider request (plus, inline, one
-    tool call), with room to spare.  Past it the worker counts as lost.  A streaming
-    answer renews it as its text arrives (``ask``)."""
-    tool = 0.0 if runs.off_request() else runs.lease_seconds()
+    """How long a worker owns a run it advances without a renewal
+    (``WEBFETCH_LEASE_SECONDS``): its process's heartbeat (``durable.keeper``) renews it
+    while the process lives, so past it the worker is dead, wherever it ran."""
+    return runs.lease_seconds()
+
+
+def step_seconds() -> float:
+    """The longest a step may go without progress: one provider request (plus, inline,
+    one tool call), with room to spare.  The step deadline is set this far ahead when a
+    step starts and whenever it makes progress (a streamed text, a turn waited for);
+    past it the step is stuck and its worker counts as lost, alive or not."""
+    tool = 0.0 if runs.off_request() else runs.step_seconds()
     return conf.WEBFETCH_ASSISTANT_TIMEOUT + tool + 5.0
 
 
+def lease_fields(now: datetime | None = None) -> dict[str, Any]:
+    """A fresh lease and step deadline (the values written when a step starts or moves)."""
+    now = now or timezone.now()
+    return {
+        "lease_expires_at": now + timedelta(seconds=lease_seconds()),
+        "step_deadline": now + timedelta(seconds=step_seconds()),
+    }
+
+
 def lost(run: AssistantRun, now: datetime | None = None) -> bool:
-    """The run's lease was taken and ran out, or its holder is known dead
-    (``durable.holder_gone``): its worker is gone."""
-    return lease_lost(run.lease_expires_at, run.worker, now)
+    """The run's lease was taken and ran out, its step outlived its deadline, or its
+    holder is known dead (``durable.holder_gone``): its worker is gone."""
+    return lease_lost(run.lease_expires_at, run.worker, now, run.step_deadline)
 
 
 def _run_id(run: AssistantRun | uuid.UUID | str) -> Any:
@@ -118,14 +138,9 @@ def _transition(
 
 
 def renew(run: AssistantRun, **changes: Any) -> AssistantRun:
-    """Write ``changes`` and renew the lease (refused if anyone else wrote the run)."""
-    return transition(
-        run,
-        RunState.RUNNING,
-        version=run.version,
-        lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()),
-        **changes,
-    )
+    """Write ``changes`` and renew the lease and the step deadline (refused if anyone
+    else wrote the run)."""
+    return transition(run, RunState.RUNNING, version=run.version, **lease_fields(), **changes)
 
 
 def fail(run: AssistantRun, code: str, message: str) -> AssistantRun | None:

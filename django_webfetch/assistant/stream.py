@@ -9,9 +9,10 @@ them as ``text_delta`` events (``{"text": ..., "step": N}``) of the run's event 
 - bounded: the deltas of one step carry at most ``MAX_STREAMED_BYTES`` (256 KiB of UTF-8);
   past it no more deltas are written (the step's answer, stored whole as its message, is
   what the ``step`` and ``completed`` events point at);
-- leased: every write renews the run's lease (the step may stream longer than a lease)
-  with a compare-and-set on the run's version; a run changed under the stream (cancelled,
-  or taken over by another worker after a lost lease) stops it (``StreamStopped``).
+- leased: every write renews the run's lease and its step deadline (a step that streams
+  is not stuck) with a compare-and-set on the run's version; a run changed under the
+  stream (cancelled, or taken over by another worker after a lost lease) stops it
+  (``StreamStopped``).
 
 The text is the model's own answer, the same text the step's message stores; tool results
 (and their fenced page text) never stream.
@@ -20,14 +21,11 @@ The text is the model's own answer, the same text the step's message stores; too
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from typing import Any
-
-from django.utils import timezone
 
 from .errors import InvalidRunTransition
 from .models import AssistantRun, RunState
-from .state import event, lease_seconds
+from .state import event, lease_fields
 
 __all__ = [
     "MAX_STREAMED_BYTES",
@@ -100,7 +98,7 @@ class TextStream:
     def _renew_lease(self) -> None:
         renewed = AssistantRun.objects.filter(
             pk=self.run_id, version=self.version, state=RunState.RUNNING
-        ).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()))
+        ).update(**lease_fields())
         if not renewed:
             current = (
                 AssistantRun.objects.filter(pk=self.run_id).values_list("state", flat=True).first()

@@ -136,8 +136,11 @@ class ToolCall(models.Model):
     #: ``ToolResult.to_dict()`` once the call finished (also for denied/expired calls).
     result = models.JSONField(_("result"), null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
-    #: A running attempt owns the call until then; past it the worker counts as lost.
+    #: A running attempt owns the call until then (its process's heartbeat renews it every
+    #: few seconds); past it the worker counts as lost.
     lease_expires_at = models.DateTimeField(_("lease expires at"), null=True, blank=True)
+    #: Past this the running attempt is stuck, not slow: lost even if its process lives.
+    step_deadline = models.DateTimeField(_("step deadline"), null=True, blank=True)
     worker = models.CharField(_("worker"), max_length=200, blank=True)
 
     created = models.DateTimeField(_("created"), auto_now_add=True)

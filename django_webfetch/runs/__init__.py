@@ -52,6 +52,7 @@ from .limits import (
     off_request,
     runner_mode,
     runs_async,
+    step_seconds,
     time_limits,
 )
 from .permissions import (
@@ -112,6 +113,7 @@ __all__ = [
     "runner_mode",
     "runs_async",
     "settle",
+    "step_seconds",
     "sweep",
     "time_limits",
     "transition",

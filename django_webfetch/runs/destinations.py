@@ -6,7 +6,7 @@ is one destination however it is written); a tool that reaches no network has no
 Slots are counted like the plugin connection budget (``plugins.budget``): in one Redis
 sorted set per host, shared by every process and machine, when ``WEBFETCH_REDIS_URL`` (or
 ``WEBFETCH_PLUGIN_REDIS_URL``) is set; per process otherwise.  A slot whose worker died
-expires after the call's lease plus a margin.
+expires after the longest a healthy call runs plus a margin.
 
 On Celery a call that finds its host full is not taken: it stays ``approved`` and its task
 is queued again with a countdown (:func:`defer`: a quarter of its wait so far, 0.5 to 5 s),
@@ -40,7 +40,7 @@ from django_webfetch.plugins.budget import Lease, LocalBudget, RedisBudget
 from django_webfetch.tools import ToolResult
 from django_webfetch.tools import default_registry as tool_registry
 
-from .limits import lease_seconds, runs_async
+from .limits import runs_async, step_seconds
 from .queue import enqueue_call
 
 __all__ = [
@@ -171,7 +171,7 @@ def reserve(call_id: Any) -> Lease | ToolResult | None:
     queued = runs_async()
     wait = 0.0 if queued else conf.WEBFETCH_TIMEOUT
     try:
-        return slots().acquire(f"host:{host}", limit, wait=wait, ttl=lease_seconds() + _MARGIN)
+        return slots().acquire(f"host:{host}", limit, wait=wait, ttl=step_seconds() + _MARGIN)
     except EgressDenied as exc:
         if exc.reason == "connection_budget_unavailable":
             since = decided_at or created

@@ -7,18 +7,26 @@ only through a compare-and-set under a row lock, held by a worker through a *lea
 - :class:`TransitionRefused`: the base of both "this change is not allowed now" errors;
 - :func:`retry_while_locked`: SQLite refuses the loser of a write race with "database is
   locked" instead of making it wait; the operation is tried again with a short backoff;
-- :class:`Heartbeat`: renews a lease from a thread of its own while the work runs;
+- :data:`keeper` (:class:`LeaseKeeper`): the one heartbeat of a process, renewing every
+  lease the process holds every few seconds;
 - :func:`worker_label` and :func:`holder_gone`: who holds a lease, and whether that process
   is known to be dead;
 - :func:`lease_lost`, :func:`lease_expired`, :func:`is_active`, :class:`Outcome`.
+
+Two bounds, kept apart: the *lease* (``lease_expires_at``, ``WEBFETCH_LEASE_SECONDS``, 15 s)
+says the holder's process is alive, and is renewed by that process's heartbeat whatever
+the step does; the *step deadline* (``step_deadline``) says how long the step may take
+(the provider timeout, a call's time limit), counted from when it started or last made
+progress.  A dead process anywhere loses its records one lease after its last beat; a
+live process whose step is stuck loses it at the step's deadline (the heartbeat stops
+renewing it); a live, healthy step is never taken over, however long it streams.
 
 A lease names its holder: ``host:pid~boot.ns.start``, the process's kernel boot id, PID
 namespace and start time (``/proc``).  Those identify one process on one machine for its
 whole life, so a sweep on the same machine (same boot id and PID namespace) that finds the
 PID gone, a zombie, or reused by a younger process knows the holder is dead and takes the
-record over at once, rather than after the lease (the longest a step may take).  A holder
-on another machine, in another PID namespace or without ``/proc`` is judged by its lease
-alone.
+record over at once, rather than after the lease.  A holder on another machine, in
+another PID namespace or without ``/proc`` is judged by its lease alone, which is short.
 """
 
 from __future__ import annotations
@@ -37,21 +45,30 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import OperationalError, connection
+from django.db.models import Min, Q
 from django.utils import timezone
 
+from django_webfetch.conf import conf
 from django_webfetch.net.errors import WebFetchError
 
 __all__ = [
+    "LEASED",
+    "MIN_LEASE_SECONDS",
     "SQLITE_RETRIES",
-    "Heartbeat",
+    "LeaseKeeper",
+    "Leased",
     "Outcome",
     "TransitionRefused",
     "holder_gone",
     "is_active",
+    "keeper",
     "lease_expired",
     "lease_lost",
+    "lease_seconds",
     "local_marker",
+    "next_lease_end",
     "process_identity",
+    "register_leased",
     "retry_while_locked",
     "worker_label",
 ]
@@ -188,11 +205,21 @@ def holder_gone(worker: str) -> bool:
     return process is None or process[0] in ("Z", "X") or process[1] != match["start"]
 
 
-def lease_lost(lease_expires_at: datetime | None, worker: str, now: datetime | None = None) -> bool:
-    """A lease that was taken and is lost: it ran out, or its holder is known dead."""
+def lease_lost(
+    lease_expires_at: datetime | None,
+    worker: str,
+    now: datetime | None = None,
+    step_deadline: datetime | None = None,
+) -> bool:
+    """A lease that was taken and is lost: it ran out, its step outlived its deadline
+    (a live holder that is stuck), or its holder is known dead."""
     if lease_expires_at is None:
         return False
-    return lease_expired(lease_expires_at, now) or holder_gone(worker)
+    return (
+        lease_expired(lease_expires_at, now)
+        or lease_expired(step_deadline, now)
+        or holder_gone(worker)
+    )
 
 
 def is_active(user: Any) -> bool:
@@ -219,55 +246,171 @@ class Outcome:
     retry_after: float | None = None
 
 
-class Heartbeat:
-    """Renews a running attempt's lease every third of the lease while the attempt runs,
-    so that reading the record never declares a live attempt lost.
+#: Below this many seconds a lease can run out under a live holder whose database
+#: stalls for a moment (a checkpoint, a failover): system check ``W064``.
+MIN_LEASE_SECONDS = 5.0
 
-    ``renew`` is a queryset naming the record *as the attempt holds it* (a compare-and-set:
-    its id, state and attempt number); each beat updates its ``lease_expires_at``, so a
-    beat never revives a record that another writer has moved on.  A thread of its own:
-    the work is never interrupted for it.  When the process dies, the beats stop and the
-    lease runs out as before.  After ``max_leases`` times the lease the beats stop: an
-    attempt that runs longer than that is stuck, not slow, and may be declared lost.
+
+def lease_seconds() -> float:
+    """How long a running record stays owned without a renewal (``WEBFETCH_LEASE_SECONDS``):
+    the :data:`keeper` of the holder's process renews it every third of that, so past
+    it the holder is dead, wherever it ran."""
+    return conf.WEBFETCH_LEASE_SECONDS
+
+
+@dataclass(frozen=True)
+class Leased:
+    """A model whose rows are held through ``lease_expires_at``, ``step_deadline`` and
+    ``worker`` while their ``state`` is ``running``."""
+
+    model: Any
+    running: str
+
+
+#: The leased models (``apps.py`` registers the tool calls and the assistant runs).
+LEASED: list[Leased] = []
+
+
+def register_leased(model: Any, running: str) -> None:
+    if all(leased.model is not model for leased in LEASED):
+        LEASED.append(Leased(model, running))
+
+
+def _renewable(leased: Leased, labels: list[str], now: datetime) -> Any:
+    """The records held by ``labels`` whose step is within its deadline."""
+    return leased.model.objects.filter(
+        Q(step_deadline__isnull=True) | Q(step_deadline__gt=now),
+        state=leased.running,
+        worker__in=labels,
+        lease_expires_at__isnull=False,
+    )
+
+
+class LeaseKeeper:
+    """The one heartbeat of a process: a thread that renews, every third of the lease,
+    the lease of every running record held under a label this process took a lease with
+    (:meth:`hold`), with one ``UPDATE`` per leased model, however many records it holds.
+
+    Each beat is a compare-and-set: it names the holder (``worker``), the running state
+    and a step within its deadline, so it never revives a record another worker took or
+    moved on, and never keeps alive a step that outlived its bound (``step_deadline``):
+    a stuck step loses its lease at most one lease after its deadline.  When the process
+    dies the beats stop and its leases run out within one lease, wherever it ran.
     """
 
-    def __init__(self, renew: Any, *, lease: float, max_leases: int, what: str, name: str) -> None:
-        self.renew = renew
-        self.what = what
-        self.lease = lease
-        self.until = time.monotonic() + max_leases * lease
-        self.stopped = threading.Event()
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._labels: set[str] = set()
+        self._pid = 0
+        self._thread: threading.Thread | None = None
+        #: A label was held since the last beat (its record may not be committed yet).
+        self._fresh = False
+        self._failed = 0
         self.beats = 0
-        self.name = name
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> Heartbeat:
-        # Inside a caller's transaction (ATOMIC_REQUESTS) the running state is not visible
-        # to other connections, so there is nothing to renew, and a renewal would wait for
-        # the row lock that this very thread holds.
-        if not connection.in_atomic_block:
-            self.thread.start()
-        return self
+    def hold(self, label: str) -> str:
+        """``label`` as stored in a record's ``worker`` field (cut to its length), kept
+        alive from now on by this process's heartbeat (started on first use)."""
+        label = label[:_LABEL_LENGTH]
+        if connection.in_atomic_block:
+            # Inside a caller's transaction (ATOMIC_REQUESTS) the running state is not
+            # visible to other connections: nothing to renew, and a renewal would wait
+            # for the row lock that this very thread holds.
+            return label
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child holds nothing of its parent's
+                self._labels = set()
+                self._thread = None
+                self._pid = os.getpid()
+            self._labels.add(label)
+            self._fresh = True
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="webfetch-lease-keeper", daemon=True
+                )
+                self._thread.start()
+        return label
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stopped.set()
-        if self.thread.is_alive():
-            # A beat blocked on a busy database finishes on its own; never wait long for it.
-            self.thread.join(timeout=5.0)
+    def labels(self) -> list[str]:
+        with self._lock:
+            return sorted(self._labels) if self._pid == os.getpid() else []
 
     def _run(self) -> None:
-        try:
-            while not self.stopped.wait(self.lease / 3) and time.monotonic() < self.until:
-                self.beat()
-        finally:
-            connection.close()  # this thread's own database connection
+        last = time.monotonic()
+        while True:
+            # A short tick (no query) so that a changed lease applies at once.
+            time.sleep(min(lease_seconds() / 3, 1.0))
+            if time.monotonic() - last < lease_seconds() / 3:
+                continue
+            last = time.monotonic()
+            try:
+                renewed = self.beat()
+            except Exception:  # pragma: no cover - beat() logs its own failures
+                logger.exception("lease keeper: beat failed")
+                renewed = None
+            finally:
+                connection.close()  # never keep a connection between two beats
+            if renewed == 0 and self._rest():
+                return
 
-    def beat(self) -> None:
-        try:
-            renewed = self.renew.update(
-                lease_expires_at=timezone.now() + timedelta(seconds=self.lease)
+    def _rest(self) -> bool:
+        """Nothing renewed and nothing held since the last beat: forget the labels and
+        stop (the next :meth:`hold` starts the heartbeat again)."""
+        with self._lock:
+            if self._fresh or self._thread is not threading.current_thread():
+                return False
+            self._labels = set()
+            self._thread = None
+            return True
+
+    def beat(self) -> int | None:
+        """Renew every lease this process holds; the number of records renewed, ``None``
+        when the database refused a renewal (the next beat tries again)."""
+        with self._lock:
+            self._fresh = False
+        labels = self.labels()
+        if not labels:
+            return 0
+        now = timezone.now()
+        until = now + timedelta(seconds=lease_seconds())
+        renewed: int | None = 0
+        error: Exception | None = None
+        for leased in list(LEASED):
+            try:
+                count = _renewable(leased, labels, now).update(lease_expires_at=until)
+            except Exception as exc:  # a busy database: the next beat tries again
+                renewed, error = None, exc
+            else:
+                renewed = None if renewed is None else renewed + count
+        self.beats += 1
+        self._failed = 0 if renewed is not None else self._failed + 1
+        if self._failed in (1, 3):  # once when it starts, once when the leases lapse
+            logger.warning(
+                "lease keeper: %s beat(s) in a row could not renew this process's leases",
+                self._failed,
+                exc_info=error,
             )
-        except Exception:  # a busy database: the next beat tries again
-            logger.warning("%s: lease not renewed", self.what, exc_info=True)
-            return
-        self.beats += renewed
+        return renewed
+
+
+#: The process's heartbeat.
+keeper = LeaseKeeper()
+
+
+def next_lease_end(now: datetime | None = None) -> float | None:
+    """Seconds until the first lease or step deadline of a record held by *another*
+    process runs out (the soonest a sweep can take something over); ``None``: none."""
+    now = now or timezone.now()
+    own = keeper.labels()
+    ends: list[datetime] = []
+    for leased in list(LEASED):
+        held = leased.model.objects.filter(
+            state=leased.running, lease_expires_at__isnull=False
+        ).exclude(worker__in=own)
+        for field in ("lease_expires_at", "step_deadline"):
+            end = held.filter(**{f"{field}__isnull": False}).aggregate(end=Min(field))["end"]
+            if end is not None:
+                ends.append(end)
+    if not ends:
+        return None
+    return max((min(ends) - now).total_seconds(), 0.0)

@@ -1,5 +1,6 @@
 """Running an approved call once: take it (compare-and-set), run the tool under a lease
-that a heartbeat renews, and record the result even through a brief database outage.
+that the process's heartbeat renews (``durable.keeper``) until the attempt's step
+deadline, and record the result even through a brief database outage.
 
 Runs happen in-process (synchronously, right where the call was approved) unless
 ``WEBFETCH_ASYNC_RUNS`` is on; then the ``django_webfetch.run_tool_call`` Celery task runs
@@ -26,9 +27,9 @@ from django_webfetch.tools import ToolContext, ToolResult
 from django_webfetch.tools import default_registry as tool_registry
 
 from .destinations import Deferred, reserve
-from .durable import Heartbeat, Outcome, worker_label
+from .durable import Outcome, keeper, worker_label
 from .errors import InvalidTransition
-from .limits import MAX_HEARTBEAT_LEASES, lease_seconds
+from .limits import lease_seconds, step_deadline_seconds, step_seconds
 from .recover import expire_one, recover_one
 from .state import expired, lost, transition
 
@@ -92,8 +93,7 @@ def _execute(
         plugin_instance=_plugin_instance(call.tool),
     )
     try:
-        with _heartbeat(call.pk, attempt):
-            result = _run_surviving_the_database(call, context)
+        result = _run_surviving_the_database(call, context)
     except BaseException as exc:  # run_tool never raises; a time limit or a kill may
         if not isinstance(exc, Exception):
             raise
@@ -168,7 +168,8 @@ def _take(call_id: uuid.UUID | str, *, redelivered: bool, worker: str) -> ToolCa
             attempts=call.attempts + 1,
             started_at=now,
             lease_expires_at=now + timedelta(seconds=lease_seconds()),
-            worker=(worker or worker_label())[:200],
+            step_deadline=now + timedelta(seconds=step_deadline_seconds()),
+            worker=keeper.hold(worker or worker_label()),
         )
     except (InvalidTransition, ToolCall.DoesNotExist):
         # Another worker took it (a duplicate message), or it was cancelled meanwhile.
@@ -179,9 +180,9 @@ def _take(call_id: uuid.UUID | str, *, redelivered: bool, worker: str) -> ToolCa
 
 def finish_surviving_the_database(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
     """:func:`finish`, retried while the database is unavailable (a restart, a failover) for
-    as long as the attempt's lease lasts: the result is in memory, and losing it would make
-    the sweep run the call a second time once the lease ran out."""
-    deadline = time.monotonic() + lease_seconds()
+    as long as a healthy attempt may last: the result is in memory, and losing it would
+    make the sweep run the call a second time once the lease ran out."""
+    deadline = time.monotonic() + step_seconds()
     delay = 0.25
     while True:
         try:
@@ -223,14 +224,3 @@ def finish(call_id: Any, attempt: int, result: ToolResult) -> ExecuteOutcome:
 def execute_in_process(call_id: uuid.UUID | str) -> ExecuteOutcome:
     """The in-process handler of ``django_webfetch.run_tool_call`` (bound in ``apps.py``)."""
     return execute(call_id, worker=f"in-process:{worker_label()}")
-
-
-def _heartbeat(call_id: Any, attempt: int) -> Heartbeat:
-    """Renews the attempt's lease while it runs; never revives a call moved on since."""
-    return Heartbeat(
-        ToolCall.objects.filter(pk=call_id, state=CallState.RUNNING, attempts=attempt),
-        lease=lease_seconds(),
-        max_leases=MAX_HEARTBEAT_LEASES,
-        what=f"tool call {call_id}",
-        name=f"webfetch-lease-{call_id}",
-    )

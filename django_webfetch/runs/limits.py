@@ -4,22 +4,27 @@ from __future__ import annotations
 
 from django_webfetch.conf import conf
 
+from . import durable
+
 __all__ = [
     "MAX_ATTEMPTS",
-    "MAX_HEARTBEAT_LEASES",
+    "STEP_DEADLINE_FACTOR",
     "lease_seconds",
     "off_request",
     "runner_mode",
     "runs_async",
+    "step_deadline_seconds",
+    "step_seconds",
     "time_limits",
 ]
 
 #: A call is run at most this often: a call whose worker was lost is retried once.
 MAX_ATTEMPTS = 2
 
-#: A heartbeat renews a lease at most this many times the lease's length after the start:
-#: an attempt that runs longer than that is stuck, not slow, and may be declared lost.
-MAX_HEARTBEAT_LEASES = 4
+#: An attempt's step deadline is this many times :func:`step_seconds` after its start: an
+#: attempt that runs longer than that is stuck, not slow, and is declared lost even though
+#: its process is alive (its heartbeat stops renewing it).
+STEP_DEADLINE_FACTOR = 4
 
 
 def runs_async() -> bool:
@@ -50,7 +55,19 @@ def time_limits() -> tuple[float, float]:
 
 
 def lease_seconds() -> float:
-    """How long a running attempt owns its call.  Past the hard time limit the worker
-    process is gone (killed by the pool, or dead), so past the lease the call is lost.
-    A live attempt renews its lease (``durable.Heartbeat``) for as long as it runs."""
+    """How long a running attempt owns its call without a renewal
+    (``WEBFETCH_LEASE_SECONDS``): its process's heartbeat (``durable.keeper``) renews it
+    while the process lives, so past it the process is dead."""
+    return durable.lease_seconds()
+
+
+def step_seconds() -> float:
+    """The longest a healthy attempt runs: past the hard time limit the worker process is
+    gone (killed by the pool), and the fetch budget bounds an in-process attempt."""
     return time_limits()[1] + 2.0
+
+
+def step_deadline_seconds() -> float:
+    """Seconds from an attempt's start to its ``step_deadline``: past it the attempt is
+    stuck and lost, alive or not (:data:`STEP_DEADLINE_FACTOR` times :func:`step_seconds`)."""
+    return STEP_DEADLINE_FACTOR * step_seconds()

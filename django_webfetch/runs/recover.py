@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
 from django_webfetch import retention
@@ -29,6 +30,7 @@ __all__ = [
     "expire_due",
     "expire_one",
     "held_by_the_dead",
+    "out_of_time",
     "prune_calls",
     "recover_lost",
     "recover_one",
@@ -81,7 +83,8 @@ class _NoRetryLeft(InvalidTransition):
 
 
 def recover_one(call_id: Any, *, dispatch: bool = True) -> ToolCall | None:
-    """A running call whose lease expired: retry it once, else fail it (``worker_lost``)."""
+    """A running call whose worker was lost (lease run out, step deadline passed, holder
+    known dead): retry it once, else fail it (``worker_lost``)."""
 
     def check_retry(call: ToolCall) -> None:
         if not lost(call):
@@ -120,6 +123,14 @@ def recover_one(call_id: Any, *, dispatch: bool = True) -> ToolCall | None:
     return start(call) if dispatch else call
 
 
+def out_of_time(queryset: Any, now: datetime) -> Any:
+    """The records in ``queryset`` (running) whose lease ran out (their process is dead,
+    wherever it ran) or whose step outlived its deadline (stuck, alive or not)."""
+    return queryset.filter(
+        Q(lease_expires_at__lte=now) | Q(lease_expires_at__isnull=False, step_deadline__lte=now)
+    )
+
+
 def held_by_the_dead(queryset: Any, now: datetime) -> list[Any]:
     """The ids of the records in ``queryset`` (running, lease not run out) whose holder is a
     process of this machine that is known dead (``durable.holder_gone``)."""
@@ -136,7 +147,7 @@ def recover_lost(now: datetime | None = None, *, calls: Any = None) -> int:
     queryset = (calls if calls is not None else ToolCall.objects.all()).filter(
         state=CallState.RUNNING
     )
-    due = list(queryset.filter(lease_expires_at__lte=now).values_list("pk", flat=True)[:1000])
+    due = list(out_of_time(queryset, now).values_list("pk", flat=True)[:1000])
     due += held_by_the_dead(queryset, now)
     return sum(1 for call_id in due if recover_one(call_id) is not None)
 

@@ -13,9 +13,11 @@ assistant's ``loop.acquire``), so a duplicate is harmless and a lost one is foun
 the runner sweeps (``dispatch.SWEEP``: expiry, lost workers, lost messages) when it
 starts and every ``WEBFETCH_RUNNER_SWEEP_EVERY`` seconds (15), as Celery beat would.  A
 web process killed mid-run leaves leases that name it (``durable.worker_label``): the
-next process's first sweep finds the process gone and takes its runs and calls over at
-once, and it queues again everything queued and not started (the dead queue's work),
-without waiting for ``WEBFETCH_REQUEUE_AFTER``.
+next process's first sweep on the same machine finds the process gone and takes its runs
+and calls over at once, and it queues again everything queued and not started (the dead
+queue's work), without waiting for ``WEBFETCH_REQUEUE_AFTER``.  A process that died on
+another machine stops renewing its short leases (``WEBFETCH_LEASE_SECONDS``): the runner
+sweeps again just after the first lease held elsewhere runs out, sooner than its period.
 
 The runner starts lazily: on the first task sent, and on the first request the process
 serves (``apps.py`` connects :func:`start_serving` to ``request_started``), so a restarted
@@ -41,6 +43,7 @@ from django.db import connections
 from django_webfetch.conf import conf
 
 from .dispatch import SWEEP, run_here
+from .durable import next_lease_end
 from .limits import runner_mode
 
 __all__ = ["Reservation", "Runner", "run_later", "runner", "start_serving", "warm_up"]
@@ -190,8 +193,30 @@ class Runner:
         while not stopping.is_set():
             self.submit(SWEEP, None, catch_up)
             catch_up = False
-            if stopping.wait(every):
+            if stopping.wait(_until_next_sweep(every)):
                 return
+
+
+#: The sweep that waits for a lease to run out comes this long after it (clock skew
+#: between this process and the database, and the sweep's own delay in the queue).
+_AFTER_LEASE = 0.5
+
+
+def _until_next_sweep(every: float) -> float:
+    """Seconds until the next sweep: ``every``, or sooner, just after the first lease (or
+    step deadline) held by another process runs out (``durable.next_lease_end``), so a
+    process that died anywhere is taken over one lease after its last renewal, not up to
+    a sweep period later; at least one second."""
+    try:
+        soonest = next_lease_end()
+    except Exception:  # a busy database: sweep on the period
+        logger.warning("background runner: next lease end unknown", exc_info=True)
+        soonest = None
+    finally:
+        connections.close_all()
+    if soonest is None:
+        return every
+    return min(every, max(soonest + _AFTER_LEASE, 1.0))
 
 
 class Reservation:

@@ -66,9 +66,11 @@ def expired(call: ToolCall, now: datetime | None = None) -> bool:
 
 
 def lost(call: ToolCall, now: datetime | None = None) -> bool:
-    """A running call whose attempt's lease ran out, or whose holder is known dead
-    (``durable.holder_gone``): its worker is gone."""
-    return call.state == CallState.RUNNING and lease_lost(call.lease_expires_at, call.worker, now)
+    """A running call whose attempt's lease ran out, whose step outlived its deadline, or
+    whose holder is known dead (``durable.holder_gone``): its worker is gone."""
+    return call.state == CallState.RUNNING and lease_lost(
+        call.lease_expires_at, call.worker, now, call.step_deadline
+    )
 
 
 def transition(

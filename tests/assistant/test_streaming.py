@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,11 +21,13 @@ from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun
 from django_webfetch.runs.runner import runner
-from tests.asgi import CSRF, free_port, post_message, uvicorn_command, uvicorn_in_a_thread
+from tests.asgi import CSRF, free_port, post_message, uvicorn_in_a_thread
 from tests.runs.infra import wait_for
 from tests.settle import settled_run
 
 from .provider import Turn
+from .servers import serve as _serve
+from .servers import served as _served
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 BOTH = pytest.mark.parametrize("provider", ["openai", "anthropic"], indirect=True)
@@ -320,16 +321,16 @@ def read_sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def loopback_only_to(lab: Any, url: str) -> Iterator[None]:
-    """The test talks to its own server on loopback: the lab's backstop (no connect to a
-    non-public address) is narrowed to "none but that server's port", checked here."""
+def loopback_only_to(lab: Any, *urls: str) -> Iterator[None]:
+    """The test talks to its own servers on loopback: the lab's backstop (no connect to a
+    non-public address) is narrowed to "none but those servers' ports", checked here."""
     lab.expect_private_accepts = True
     yield
-    port = int(url.rsplit(":", 1)[1])
+    ports = {int(url.rsplit(":", 1)[1]) for url in urls}
     local = [
         c
         for c in lab.connects
-        if c.event == "connect" and c.address in ("127.0.0.1", "::1") and c.port != port
+        if c.event == "connect" and c.address in ("127.0.0.1", "::1") and c.port not in ports
     ]
     assert not local, f"the test connected to another local address: {local}"
     assert not lab.private_accepts()
@@ -443,25 +444,6 @@ def test_the_stream_under_wsgi_sends_the_same_events(api):
 
 
 # -- a server killed mid-run --------------------------------------------------------------------
-
-
-def _serve(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            uvicorn_command(sys.executable, "tests.assistant.serve_asgi:application", port),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def _served(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/api/", timeout=2).status_code in (200, 401, 403)
-    except httpx.HTTPError:
-        return False
 
 
 def test_a_server_killed_mid_run_loses_nothing(provider, editor, lab_settings, tmp_path):

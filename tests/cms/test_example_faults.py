@@ -235,7 +235,7 @@ def _up(url: str) -> bool:
 
 
 #: Without the pool: a connection per request in flight (``CLIENTS``), the background
-#: runner's threads (4), its sweeper, and a call's lease heartbeat.
+#: runner's threads (4), its sweeper, and the process's lease heartbeat.
 UNPOOLED_BOUND = CLIENTS + 4 + 2
 
 

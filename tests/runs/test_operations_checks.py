@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import types
 import warnings
+from typing import Any
 
 import pytest
 from django.urls import clear_url_caches, include, path
@@ -87,3 +88,16 @@ def test_no_w061_under_a_prefix(settings):
     settings.ROOT_URLCONF = "tests.runs.urls"
     clear_url_caches()
     assert "django_webfetch.W061" not in _ids(check_operations())
+
+
+def test_w064_a_lease_below_the_floor(settings):
+    def w064() -> list[Any]:
+        return [m for m in check_operations() if m.id == "django_webfetch.W064"]
+
+    settings.WEBFETCH_LEASE_SECONDS = 4
+    [warning] = w064()
+    assert "(4 s)" in warning.msg and "5 s" in warning.msg
+    settings.WEBFETCH_LEASE_SECONDS = 5
+    assert w064() == []
+    del settings.WEBFETCH_LEASE_SECONDS  # the default, 15 s
+    assert w064() == []
