@@ -132,3 +132,165 @@ def test_dns_deadline_holds_on_both_paths(lookup, lab):
 
 
 _ = (EgressPolicy, time)
+
+
+# -- the TCP side of a truncated answer: sync (dns.query) and async (dns.asyncquery) ------
+
+import socket  # noqa: E402
+import struct  # noqa: E402
+import threading  # noqa: E402
+
+from dnslib import AAAA, QTYPE, RR, A, DNSRecord  # noqa: E402
+
+DNS_ADDR = "11.0.0.19"
+
+
+def _reply(request: DNSRecord, v4: str = "11.0.0.10") -> DNSRecord:
+    reply = request.reply()
+    name = str(request.q.qname)
+    if request.q.qtype == QTYPE.A:
+        reply.add_answer(RR(name, QTYPE.A, rdata=A(v4), ttl=0))
+    else:
+        reply.add_answer(RR(name, QTYPE.AAAA, rdata=AAAA("2606:4700:10::10"), ttl=0))
+    return reply
+
+
+def _framed(wire: bytes) -> bytes:
+    return struct.pack("!H", len(wire)) + wire
+
+
+def _tcp_ok(request):
+    return _framed(_reply(request).pack())
+
+
+def _tcp_private(request):  # the TCP side answers otherwise than the UDP side would
+    return _framed(_reply(request, "10.0.0.5").pack())
+
+
+def _tcp_wrong_id(request):
+    reply = _reply(request)
+    reply.header.id = (request.header.id + 1) % 65536
+    return _framed(reply.pack())
+
+
+def _tcp_other_question(request):
+    other = DNSRecord.question("other.example", "A" if request.q.qtype == QTYPE.A else "AAAA")
+    other.header.id = request.header.id
+    return _framed(_reply(other).pack())
+
+
+def _tcp_trailing(request):
+    return _framed(_reply(request).pack() + b"\x00junk")
+
+
+def _tcp_truncated_again(request):
+    reply = _reply(request)
+    reply.header.tc = 1
+    return _framed(reply.pack())
+
+
+def _tcp_servfail(request):
+    reply = request.reply()
+    reply.header.rcode = 2
+    return _framed(reply.pack())
+
+
+def _tcp_short(request):
+    return struct.pack("!H", 200) + _reply(request).pack()[:10]
+
+
+def _tcp_garbage(request):
+    return _framed(b"\xff" * 40)
+
+
+TCP_SIDES = {
+    "ok": _tcp_ok,
+    "private": _tcp_private,
+    "wrong_id": _tcp_wrong_id,
+    "other_question": _tcp_other_question,
+    "trailing": _tcp_trailing,
+    "truncated_again": _tcp_truncated_again,
+    "servfail": _tcp_servfail,
+    "short": _tcp_short,
+    "garbage": _tcp_garbage,
+}
+
+
+class _TruncatingDns:
+    """UDP: every answer truncated (TC, no records).  TCP: ``side(request)`` then close."""
+
+    def __init__(self, port: int, side) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((DNS_ADDR, port))
+        self.tcp = socket.socket()
+        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tcp.bind((DNS_ADDR, port))
+        self.tcp.listen(8)
+        self.side = side
+        threading.Thread(target=self._udp, daemon=True).start()
+        threading.Thread(target=self._tcp, daemon=True).start()
+
+    def _udp(self) -> None:
+        while True:
+            try:
+                data, peer = self.sock.recvfrom(4096)
+            except OSError:
+                return
+            reply = DNSRecord.parse(data).reply()
+            reply.header.tc = 1
+            self.sock.sendto(reply.pack(), peer)
+
+    def _tcp(self) -> None:
+        while True:
+            try:
+                conn, _ = self.tcp.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    length = struct.unpack("!H", conn.recv(2))[0]
+                    data = b""
+                    while len(data) < length:
+                        data += conn.recv(length - len(data))
+                    conn.sendall(self.side(DNSRecord.parse(data)))
+                except OSError:
+                    continue
+
+    def close(self) -> None:
+        self.sock.close()
+        self.tcp.close()
+
+
+def _verdict(run) -> tuple[str, ...]:
+    try:
+        resolution = run()
+    except WebFetchError as exc:
+        return (type(exc).__name__, exc.code, exc.failure)
+    except Exception as exc:  # a foreign error: itself a finding
+        return ("foreign", type(exc).__name__)
+    return tuple(str(a) for a in resolution.addresses)
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("side", sorted(TCP_SIDES))
+def test_the_tcp_side_of_a_truncated_answer_is_judged_alike(lab, side):
+    """Whatever the TCP side of a truncated answer sends, the blocking and the awaited
+    lookups reach the same verdict, and it is one of ours."""
+    port = 5340 + sorted(TCP_SIDES).index(side)
+    server = _TruncatingDns(port, TCP_SIDES[side])
+    try:
+        resolver = DnsResolver((DNS_ADDR,), port)
+        blocking = _verdict(lambda: resolver.resolve("tc.example", timeout=2))
+        awaited = _verdict(lambda: asyncio.run(resolver.resolve_async("tc.example", timeout=2)))
+    finally:
+        server.close()
+    assert blocking == awaited
+    assert blocking[0] != "foreign", blocking
+    if side in ("ok", "truncated_again"):
+        # TC on a TCP answer is taken as it is (only what it lists is ever connected to).
+        assert blocking == ("11.0.0.10", "2606:4700:10::10")
+    elif side == "private":
+        assert blocking == ("10.0.0.5", "2606:4700:10::10")  # the guard then refuses it
+    else:
+        assert blocking[0] in {"ResolutionError", "UnresolvableHost"}, blocking
