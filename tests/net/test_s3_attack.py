@@ -294,3 +294,90 @@ def test_the_tcp_side_of_a_truncated_answer_is_judged_alike(lab, side):
         assert blocking == ("10.0.0.5", "2606:4700:10::10")  # the guard then refuses it
     else:
         assert blocking[0] in {"ResolutionError", "UnresolvableHost"}, blocking
+
+
+# -- the deadline on every wait of the async path, as on the sync one ---------------------
+
+from django_webfetch.net import FetchTimeout  # noqa: E402
+
+#: The guarded clients' per-operation timeout (``_client_kwargs``): a wait that escaped the
+#: fetch's deadline would end at this bound instead, ten times the budget below.
+_PER_OPERATION = 20.0
+_BUDGET = 2.0
+
+
+def _timed_out(client, url: str) -> float:
+    started = time.monotonic()
+    with pytest.raises(FetchTimeout):
+        client.get(url)
+    return time.monotonic() - started
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("path", ["/slow", "/slow-headers"])
+def test_slow_loris_hits_the_budget_on_both_paths(make_client, lab, path):
+    lab.dns.set("slow.lab.example", a=[V4])
+    with make_client(lab.policy(total_timeout=_BUDGET)) as client:
+        elapsed = _timed_out(client, lab.url("slow.lab.example", path))
+    assert elapsed < _PER_OPERATION / 2, elapsed
+
+
+@pytest.mark.lab
+def test_a_tls_tarpit_hits_the_budget_on_both_paths(make_client, lab, flavour):
+    address = "11.0.0.15"
+    port = 9450 + (flavour == "async")
+    tarpit = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    with tarpit:
+        tarpit.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tarpit.bind((address, port))
+        tarpit.listen(8)
+        lab.dns.set("tarpit.lab.example", a=[address])
+        policy = lab.policy(allowlist=(f"tarpit.lab.example:{port}",), total_timeout=_BUDGET)
+        with make_client(policy) as client:
+            elapsed = _timed_out(client, lab.url("tarpit.lab.example", "/", "https", port=port))
+    assert elapsed < _PER_OPERATION / 2, elapsed
+
+
+@pytest.mark.lab
+def test_a_dns_tcp_trickle_hits_the_budget_on_both_paths(lab):
+    """The TCP side of a truncated answer sends a byte at a time: the lookup ends at its
+    budget, blocking or awaited."""
+
+    def trickle(request):
+        for byte in _tcp_ok(request):
+            time.sleep(0.25)
+            yield bytes([byte])
+
+    class _Trickling(_TruncatingDns):
+        def _tcp(self) -> None:
+            while True:
+                try:
+                    conn, _ = self.tcp.accept()
+                except OSError:
+                    return
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+        def _serve(self, conn) -> None:
+            with conn:
+                try:
+                    length = struct.unpack("!H", conn.recv(2))[0]
+                    request = DNSRecord.parse(conn.recv(length))
+                    for piece in trickle(request):
+                        conn.sendall(piece)
+                except OSError:
+                    return
+
+    server = _Trickling(5360, None)
+    try:
+        resolver = DnsResolver((DNS_ADDR,), 5360)
+        for run in (
+            lambda: resolver.resolve("tc.example", timeout=1.0),
+            lambda: asyncio.run(resolver.resolve_async("tc.example", timeout=1.0)),
+        ):
+            started = time.monotonic()
+            with pytest.raises(ResolutionError) as info:
+                run()
+            assert time.monotonic() - started < 5, "the trickle outlived the DNS budget"
+            assert info.value.failure == "dns_timeout"
+    finally:
+        server.close()
