@@ -381,3 +381,86 @@ def test_a_dns_tcp_trickle_hits_the_budget_on_both_paths(lab):
             assert info.value.failure == "dns_timeout"
     finally:
         server.close()
+
+
+# -- malformed responses: the same verdict both ways, no server bytes in the message -----
+
+_MARK = b"SRVMARK"
+_RAW_RESPONSES = {
+    "bad_status": b"HTTP/1.1 2x0 " + _MARK + b"\r\n\r\n",
+    "bad_header": b"HTTP/1.1 200 OK\r\n" + _MARK + b" no colon\r\n\r\n",
+    "huge_header": b"HTTP/1.1 200 OK\r\nX-Big: " + _MARK * 40000 + b"\r\n\r\n",
+    "many_headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: %s\r\n" % (i, _MARK) for i in range(20000)) + b"\r\n",
+    "non_ascii_header": b"HTTP/1.1 200 OK\r\nX-A: \xff\xfe" + _MARK + b"\r\nContent-Length: 2\r\n\r\nok",
+    "bad_length": b"HTTP/1.1 200 OK\r\nContent-Length: " + _MARK + b"\r\n\r\n",
+    "bad_chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _MARK + b"\r\n",
+    "both_framings": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+    "http09": _MARK + b" just bytes\r\n",
+    "short_body": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + _MARK,
+    "bad_coding": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 7\r\n\r\n" + _MARK,
+}
+
+
+class _RawHttp:
+    def __init__(self, address: str, port: int, response: bytes) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((address, port))
+        self.sock.listen(8)
+        self.response = response
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    conn.recv(65536)
+                    conn.sendall(self.response)
+                    conn.shutdown(socket.SHUT_WR)
+                    conn.recv(1)
+                except OSError:
+                    continue
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _fetch_verdict(client, url: str) -> tuple:
+    try:
+        response = client.get(url)
+    except WebFetchError as exc:
+        assert _MARK.decode() not in str(exc), (type(exc).__name__, str(exc))
+        return (type(exc).__name__, exc.code, exc.failure)
+    except Exception as exc:
+        return ("foreign", type(exc).__name__, str(exc)[:200])
+    return ("response", response.status_code, len(response.content))
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("case", sorted(_RAW_RESPONSES))
+def test_a_malformed_response_is_judged_alike(lab, case):
+    from django_webfetch.net.guarded import guarded_client
+
+    from .conftest import _Blocking
+
+    port = 9470 + sorted(_RAW_RESPONSES).index(case)
+    server = _RawHttp("11.0.0.15", port, _RAW_RESPONSES[case])
+    lab.dns.set("raw.lab.example", a=["11.0.0.15"])
+    policy = lab.policy(allowlist=(f"raw.lab.example:{port}",), total_timeout=3)
+    url = lab.url("raw.lab.example", "/", port=port)
+    try:
+        sync_events, async_events = [], []
+        with guarded_client(policy, observer=sync_events.append) as client:
+            blocking = _fetch_verdict(client, url)
+        with _Blocking(guarded_async_client(policy, observer=async_events.append)) as client:
+            awaited = _fetch_verdict(client, url)
+    finally:
+        server.close()
+    assert blocking == awaited
+    assert blocking[0] != "foreign", blocking
+    assert [e.decision for e in sync_events] == [e.decision for e in async_events]
