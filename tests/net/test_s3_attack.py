@@ -55,7 +55,9 @@ def test_a_lookup_on_a_descriptor_above_fd_setsize_answers(lookup, lab, high_des
 
 
 @pytest.mark.lab
-def test_a_guarded_fetch_on_a_descriptor_above_fd_setsize_is_ours(make_client, lab, high_descriptors):
+def test_a_guarded_fetch_on_a_descriptor_above_fd_setsize_is_ours(
+    make_client, lab, high_descriptors
+):
     """The same through the guarded client: a response, or one of our errors on record,
     never a raw ``ValueError`` that no audit record names."""
     lab.dns.set("fd2.lab.example", a=[V4])
@@ -390,8 +392,12 @@ _RAW_RESPONSES = {
     "bad_status": b"HTTP/1.1 2x0 " + _MARK + b"\r\n\r\n",
     "bad_header": b"HTTP/1.1 200 OK\r\n" + _MARK + b" no colon\r\n\r\n",
     "huge_header": b"HTTP/1.1 200 OK\r\nX-Big: " + _MARK * 40000 + b"\r\n\r\n",
-    "many_headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: %s\r\n" % (i, _MARK) for i in range(20000)) + b"\r\n",
-    "non_ascii_header": b"HTTP/1.1 200 OK\r\nX-A: \xff\xfe" + _MARK + b"\r\nContent-Length: 2\r\n\r\nok",
+    "many_headers": b"HTTP/1.1 200 OK\r\n"
+    + b"".join(b"X-%d: %s\r\n" % (i, _MARK) for i in range(20000))
+    + b"\r\n",
+    "non_ascii_header": b"HTTP/1.1 200 OK\r\nX-A: \xff\xfe"
+    + _MARK
+    + b"\r\nContent-Length: 2\r\n\r\nok",
     "bad_length": b"HTTP/1.1 200 OK\r\nContent-Length: " + _MARK + b"\r\n\r\n",
     "bad_chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _MARK + b"\r\n",
     "both_framings": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
@@ -464,3 +470,111 @@ def test_a_malformed_response_is_judged_alike(lab, case):
     assert blocking == awaited
     assert blocking[0] != "foreign", blocking
     assert [e.decision for e in sync_events] == [e.decision for e in async_events]
+
+
+# -- the guard on arbitrary DNS answers: the blocking and the awaited check agree ---------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from django_webfetch.net import EgressDenied, UrlGuard  # noqa: E402
+
+_V4_POOL = [
+    "11.0.0.10",
+    "11.0.0.12",
+    "0.0.0.0",
+    "127.0.0.1",
+    "10.0.0.5",
+    "100.64.0.1",
+    "169.254.169.254",
+    "192.0.0.170",
+    "192.0.2.1",
+    "198.18.0.1",
+    "224.0.0.1",
+    "255.255.255.255",
+    "192.168.1.1",
+    "172.16.0.1",
+    "240.0.0.1",
+]
+_V6_POOL = [
+    "2606:4700:10::10",
+    "::",
+    "::1",
+    "::ffff:127.0.0.1",
+    "::ffff:11.0.0.10",
+    "64:ff9b::a00:5",
+    "64:ff9b::b00:a",
+    "64:ff9b:1::a00:5",
+    "fe80::1",
+    "fc00::1",
+    "2001:db8::1",
+    "2002:a00:5::1",
+    "ff02::1",
+    "::127.0.0.1",
+    "fec0::1",
+    "2001::1",
+    "fd00:ec2::254",
+]
+_GUARD = UrlGuard()
+
+
+def _guard_verdict(run) -> tuple:
+    try:
+        destination = run()
+    except EgressDenied as exc:
+        return ("denied", exc.reason, getattr(exc, "address", ""))
+    except WebFetchError as exc:
+        return ("error", exc.code, exc.failure)
+    return ("allowed", tuple(str(a) for a in destination.addresses), destination.categories)
+
+
+@pytest.mark.lab
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(st.sampled_from(_V4_POOL), max_size=3),
+    st.lists(st.sampled_from(_V6_POOL), max_size=3),
+    st.integers(0, 3),
+    st.sampled_from(["default", "nat64"]),
+)
+def test_the_guard_decides_alike_on_any_dns_answer(lab, v4, v6, cnames, mode):
+    name = "hyp.lab.example"
+    lab.dns.set(f"c{cnames}.target.lab.example", a=v4, aaaa=v6)
+    target = f"c{cnames}.target.lab.example"
+    for depth in range(cnames):
+        lab.dns.cname(f"c{depth}.{name}", f"c{depth + 1}.{name}" if depth + 1 < cnames else target)
+    start = f"c0.{name}" if cnames else target
+    extra = {"nat64_prefixes": ("64:ff9b::/96", "64:ff9b:1::/48")} if mode == "nat64" else {}
+    policy = lab.policy(**extra)
+    url = lab.url(start, "/plain")
+    blocking = _guard_verdict(lambda: _GUARD.check(url, policy, deadline=time.monotonic() + 3))
+    awaited = _guard_verdict(
+        lambda: asyncio.run(_GUARD.check_async(url, policy, deadline=time.monotonic() + 3))
+    )
+    assert blocking == awaited
+    if blocking[0] == "allowed":
+        from ipaddress import ip_address
+
+        from django_webfetch.net.ipclass import PUBLIC
+
+        assert all(c == PUBLIC for c in blocking[2]), blocking
+        assert all(not ip_address(a).is_private for a in blocking[1]), blocking
+
+
+@pytest.mark.lab
+def test_the_fetch_tool_on_a_descriptor_above_fd_setsize_is_ours(lab, high_descriptors):
+    """``net.fetch`` (the web fetch tool, blocking) in a process holding more than 1024
+    descriptors (a server with many open event streams): a page or one of our errors."""
+    from django_webfetch.net import fetch
+
+    lab.dns.set("fd3.lab.example", a=[V4])
+    events = []
+    try:
+        result = fetch(
+            lab.url("fd3.lab.example", "/plain"), policy=lab.policy(), observer=events.append
+        )
+    except WebFetchError:
+        assert events and events[-1].decision in {"denied", "failed"}
+    except Exception as exc:
+        pytest.fail(f"{type(exc).__name__} left net.fetch: {exc}; events {events}")
+    else:
+        assert result.status == 200
