@@ -400,7 +400,9 @@ _RAW_RESPONSES = {
     + b"\r\nContent-Length: 2\r\n\r\nok",
     "bad_length": b"HTTP/1.1 200 OK\r\nContent-Length: " + _MARK + b"\r\n\r\n",
     "bad_chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + _MARK + b"\r\n",
-    "both_framings": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+    "both_framings": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"
+    ),
     "http09": _MARK + b" just bytes\r\n",
     "short_body": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + _MARK,
     "bad_coding": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 7\r\n\r\n" + _MARK,
