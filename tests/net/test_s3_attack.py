@@ -5,6 +5,7 @@ a finding (see the review report), not a flaky case."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import resource
 import time
@@ -580,3 +581,49 @@ def test_the_fetch_tool_on_a_descriptor_above_fd_setsize_is_ours(lab, high_descr
         pytest.fail(f"{type(exc).__name__} left net.fetch: {exc}; events {events}")
     else:
         assert result.status == 200
+
+
+@pytest.mark.lab
+def test_a_request_cancelled_in_its_tls_handshake_is_recorded_and_closed(lab):
+    """Cancelled while the TLS handshake waits on a tarpit: the record is closed
+    (``failed``) and the client's socket is gone (the tarpit sees the connection end)."""
+    address, port = "11.0.0.15", 9460
+    tarpit = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    events = []
+    with tarpit:
+        tarpit.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tarpit.bind((address, port))
+        tarpit.listen(8)
+        lab.dns.set("tarpit2.lab.example", a=[address])
+        policy = lab.policy(allowlist=(f"tarpit2.lab.example:{port}",), total_timeout=10)
+
+        async def scenario():
+            async with guarded_async_client(policy, observer=events.append) as client:
+                task = asyncio.create_task(
+                    client.get(lab.url("tarpit2.lab.example", "/", "https", port=port))
+                )
+                await asyncio.sleep(0.5)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+        # The cyclic collector off: the socket must be closed by the code, not found later
+        # in a reference cycle (the cancelled coroutine's frames) by the collector.
+        gc.disable()
+        try:
+            asyncio.run(scenario())
+            conn, _ = tarpit.accept()
+        finally:
+            gc.enable()
+        with conn:
+            conn.settimeout(2)
+            hello = conn.recv(65536)  # the ClientHello, then the end of the connection
+            try:
+                while conn.recv(65536):
+                    pass
+                closed = True
+            except TimeoutError:  # the finding: the client's socket is still open
+                closed = False
+    assert hello
+    assert [e.decision for e in events] == ["allowed", "failed"]
+    assert closed, "the cancelled handshake's socket stays open until a garbage collection"
