@@ -627,3 +627,28 @@ def test_a_request_cancelled_in_its_tls_handshake_is_recorded_and_closed(lab):
     assert hello
     assert [e.decision for e in events] == ["allowed", "failed"]
     assert closed, "the cancelled handshake's socket stays open until a garbage collection"
+
+
+@pytest.mark.lab
+def test_a_request_body_the_server_never_reads_hits_the_budget(make_client, lab, flavour):
+    """A large request body (a provider prompt) to a server that accepts and never reads:
+    the write waits at most the budget, both ways."""
+    address, port = "11.0.0.15", 9462 + (flavour == "async")
+    sink = socket.socket()
+    held = []
+    with sink:
+        sink.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sink.bind((address, port))
+        sink.listen(4)
+        threading.Thread(target=lambda: held.append(sink.accept()), daemon=True).start()
+        lab.dns.set("sink.lab.example", a=[address])
+        policy = lab.policy(allowlist=(f"sink.lab.example:{port}",), total_timeout=_BUDGET)
+        with make_client(policy) as client:
+            started = time.monotonic()
+            with pytest.raises(FetchTimeout):
+                client.post(lab.url("sink.lab.example", "/", port=port), content=b"x" * (64 << 20))
+            elapsed = time.monotonic() - started
+        for conn, _ in held:
+            conn.close()
+    assert elapsed < _PER_OPERATION / 2, elapsed
