@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from django_webfetch.net import EgressPolicy, ResolutionError, WebFetchError
+from django_webfetch.net import ResolutionError, WebFetchError
 from django_webfetch.net.guarded import guarded_async_client
 from django_webfetch.net.resolve import DnsResolver
 
@@ -132,9 +132,6 @@ def test_dns_deadline_holds_on_both_paths(lookup, lab):
     with pytest.raises(ResolutionError) as info:
         lookup(DnsResolver(lab.nameservers), "slowdns3.lab.example", timeout=0.4)
     assert info.value.failure == "dns_timeout"
-
-
-_ = (EgressPolicy, time)
 
 
 # -- the TCP side of a truncated answer: sync (dns.query) and async (dns.asyncquery) ------
