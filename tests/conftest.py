@@ -4,10 +4,23 @@ import itertools
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.lab import tracefix
 
 tracefix.install()  # before any lab thread starts (see the module)
+
+# No example's answer depends on how busy the machine is: hypothesis's per-example deadline
+# (200 ms by default) and its "too slow" health check are clocks, so they are off for every
+# property test, on a developer's machine as in CI (where hypothesis's own "ci" profile,
+# derandomized, is the parent).
+settings.register_profile(
+    "webfetch",
+    parent=settings(),  # the active profile: "ci" under CI=true, else "default"
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("webfetch")
 
 # The lab plugin moves the whole test process into a private network namespace before any
 # test runs (see tests/lab/); the fixtures plugin holds the Django model factories.

@@ -27,6 +27,7 @@ A new transport (another client library, another plugin runtime) subclasses
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterator
@@ -229,6 +230,13 @@ class EgressTransport:
         except WebFetchError as exc:
             # Refused, or the resolver / budget failed: on record before it propagates.
             self.record(refusal_event(hop, url, exc, self._clock() - start), observer)
+            raise
+        except asyncio.CancelledError:
+            # An async request cancelled while its name resolved (an abandoned SDK call, a
+            # timeout above it): the attempted hop is on record too, then the cancellation
+            # goes on.
+            cancelled = FetchError("the request was cancelled").failing("cancelled")
+            self.record(refusal_event(hop, url, cancelled, self._clock() - start), observer)
             raise
 
 

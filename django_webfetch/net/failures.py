@@ -39,6 +39,7 @@ FAILURES: Mapping[str, str] = {
     "dns_failure": "No DNS server could answer for this host.",
     "budget_exhausted": "The fetch ran out of its overall time budget.",
     "fetch_failed": "The fetch failed.",
+    "cancelled": "The request was cancelled before it finished.",
 }
 
 

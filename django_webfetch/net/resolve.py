@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import ipaddress
+import math
 import secrets
 import select
 import socket
@@ -176,6 +177,14 @@ class _Exchange:
         return tuple(a for a in self._answers if a is not None)
 
 
+def _readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether ``sock`` has data within ``timeout`` seconds.  ``poll``, not ``select``:
+    ``select`` refuses a descriptor numbered 1024 or above, which a busy process has."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(math.ceil(timeout * 1000)))
+
+
 def _recv(sock: socket.socket) -> bytes | None:
     """One datagram, or ``None`` when the readable socket had none after all (a race)."""
     try:
@@ -316,8 +325,7 @@ class DnsResolver:
                 remaining = ask.deadline - time.monotonic()
                 if remaining <= 0:  # pragma: no cover - a race with the select below
                     raise TimeoutError
-                readable, _, _ = select.select([sock], [], [], remaining)
-                if not readable:
+                if not _readable(sock, remaining):
                     raise TimeoutError
                 wire = _recv(sock)
                 truncated = None if wire is None else exchange.feed(wire)

@@ -118,9 +118,19 @@ class AsyncDeadlineStream(httpcore.AsyncNetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        inner = await self._inner.start_tls(
-            ssl_context, server_hostname, _clamp(self._deadline, timeout, httpcore.ConnectTimeout)
-        )
+        try:
+            inner = await self._inner.start_tls(
+                ssl_context,
+                server_hostname,
+                _clamp(self._deadline, timeout, httpcore.ConnectTimeout),
+            )
+        except BaseException:
+            # httpcore closes the socket on an error of the handshake but not when the task
+            # is cancelled in it (a BaseException): the connection never reached the pool,
+            # so nothing else would close it.
+            with anyio.CancelScope(shield=True):
+                await self._inner.aclose()
+            raise
         return AsyncDeadlineStream(inner, self._deadline)
 
     def get_extra_info(self, info: str) -> typing.Any:

@@ -27,7 +27,6 @@ import logging
 import os
 import queue
 import re
-import select
 import signal
 import socket
 import subprocess
@@ -48,7 +47,14 @@ from django_webfetch.net.errors import (
 )
 
 from . import bubblewrap, cgroups
-from .protocol import Channel, ChannelClosed, ChannelTimeout, ProtocolError, decode_bytes
+from .protocol import (
+    Channel,
+    ChannelClosed,
+    ChannelTimeout,
+    ProtocolError,
+    decode_bytes,
+    readable,
+)
 from .protocol import encode_bytes as _encode
 
 __all__ = [
@@ -188,8 +194,7 @@ def _read_info(fd: int, deadline: float) -> dict[str, Any]:
     """bwrap's ``--info-fd`` JSON (``child-pid``: the plugin process, as the host sees it)."""
     data = b""
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
+        if not readable(fd, max(0.0, deadline - time.monotonic())):
             break
         chunk = os.read(fd, 4096)
         if not chunk:
@@ -473,10 +478,9 @@ class Worker:
     def unread(self) -> bool:
         """The guest sent something no call asked for (a reply queued for the next call)."""
         try:
-            ready, _, _ = select.select([self.channel], [], [], 0)
+            return readable(self.channel, 0)
         except (OSError, ValueError):
             return True
-        return bool(ready)
 
     def pause(self) -> None:
         """Idle in the pool: stopped by the host, it runs nothing until the next call."""

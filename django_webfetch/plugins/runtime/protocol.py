@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import math
 import select
 import socket
 import struct
@@ -29,7 +30,18 @@ __all__ = [
     "decode_bytes",
     "depth",
     "encode_bytes",
+    "readable",
 ]
+
+
+def readable(fd: Any, timeout: float) -> bool:
+    """Whether ``fd`` (a descriptor or an object with ``fileno()``) has data within
+    ``timeout`` seconds.  ``poll``, not ``select``: ``select`` refuses a descriptor numbered
+    1024 or above, which a busy host process has."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, math.ceil(timeout * 1000))))
+
 
 #: The default cap of one message (either direction).
 MAX_MESSAGE = 8 * 1024 * 1024
@@ -162,6 +174,5 @@ class Channel:
                 if left <= 0:
                     raise ChannelTimeout("no message before the deadline")
                 wait = min(wait, left)
-            ready, _, _ = select.select([self.sock], [], [], wait)
-            if ready:
+            if readable(self.sock, wait):
                 return
