@@ -49,8 +49,15 @@ fi
 
 manage() { "$PY" example_project/manage.py "$@"; }
 
-# Migrate only when needed: `migrate --check` fails while a migration is unapplied.
-if ! manage migrate --check >/dev/null 2>&1; then
+# Migrate only when needed: `migrate --check` fails while a migration is unapplied.  It runs
+# without the pool and with a 5 s connect timeout, so a database that cannot be reached is
+# said so at once (not taken for an unapplied migration after the pool's timeouts).
+if ! CHECKED=$(WEBFETCH_EXAMPLE_DB_POOL=0 PGCONNECT_TIMEOUT=5 manage migrate --check 2>&1); then
+    if printf '%s\n' "$CHECKED" | grep -q "OperationalError"; then
+        echo "==> the database cannot be reached${DATABASE_URL:+ (DATABASE_URL)}:" >&2
+        printf '%s\n' "$CHECKED" | grep "OperationalError" | tail -n 1 >&2
+        exit 1
+    fi
     echo "==> migrating the database"
     manage migrate --noinput -v 0
 fi
@@ -80,6 +87,14 @@ case "$command" in
     Approval e-mails are printed on this console.
 
 TEXT
+        if [ -n "${CELERY_BROKER_URL:-}" ]; then
+            cat <<TEXT
+==> Scaled mode: runs and tool calls go to Celery (CELERY_BROKER_URL).  Nothing advances
+    until a worker runs: start one in another terminal, with the same DATABASE_URL and
+    CELERY_BROKER_URL:  sh example_project/run.sh worker
+
+TEXT
+        fi
         if [ "$command" = wsgi ]; then
             exec "$PY" example_project/manage.py runserver "$HOST:$PORT" "$@"
         fi

@@ -49,6 +49,7 @@ __all__ = [
     "AsyncPinnedHop",
     "EgressTransport",
     "GuardEvent",
+    "HopRecord",
     "Observer",
     "PinnedHop",
     "refusal_event",
@@ -259,7 +260,7 @@ def _pinned(
     )
 
 
-class _HopRecord:
+class HopRecord:
     """What a checked hop is, however it waits: its record (opened ``allowed``, closed
     exactly once ``fetched`` or ``failed``) and its pinned connection (``_connect``)."""
 
@@ -386,7 +387,7 @@ class _HopRecord:
         )
 
 
-class PinnedHop(_HopRecord):
+class PinnedHop(HopRecord):
     """One checked hop: its record (opened ``allowed``) and its pinned connection.
 
     Use it as a context manager: leaving it closes the connection and, when neither
@@ -432,7 +433,7 @@ class PinnedHop(_HopRecord):
             self.close()
 
 
-class AsyncPinnedHop(_HopRecord):
+class AsyncPinnedHop(HopRecord):
     """``PinnedHop`` on the event loop: the same record, an ``AsyncPinnedTransport``.
 
     Use it as an async context manager; ``aclose`` releases the connection.

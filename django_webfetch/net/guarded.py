@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from .base import AsyncPinnedHop, EgressTransport, Observer, PinnedHop, _HopRecord
+from .base import AsyncPinnedHop, EgressTransport, HopRecord, Observer, PinnedHop
 from .body import ACCEPT_ENCODING, BoundedDecoder, content_coding
 from .errors import EgressDenied, WebFetchError
 from .foreign import foreign_errors
@@ -114,7 +114,7 @@ class _Guarded(EgressTransport):
         return url, policy, deadline
 
     @staticmethod
-    def _address(request: httpx.Request, pinned: _HopRecord) -> None:
+    def _address(request: httpx.Request, pinned: HopRecord) -> None:
         """Send exactly the checked URL, asking only for the codings we decode."""
         with foreign_errors():
             raw = request.extensions.get(RAW_URL)
@@ -124,7 +124,7 @@ class _Guarded(EgressTransport):
     def _guarded(
         self,
         response: httpx.Response,
-        pinned: _HopRecord,
+        pinned: HopRecord,
         stream: Callable[[httpx.Response, BoundedDecoder], httpx.SyncByteStream]
         | Callable[[httpx.Response, BoundedDecoder], httpx.AsyncByteStream],
     ) -> httpx.Response:

@@ -48,9 +48,17 @@ def paused_run(provider: Any, client: httpx.Client) -> Iterator[str]:
     posted = post_message(client, "hold on")
     assert posted.status_code == 202, posted.text
     try:
+        settled_in_the_pause(provider)
         yield posted.json()["id"]
     finally:
         pause.set()
+
+
+def settled_in_the_pause(provider: Any) -> None:
+    """The provider has sent its first chunk and waits: the run wrote every event it writes
+    before the pause (a first chunk is under ``MIN_DELTA_CHARS``: no delta yet), so a
+    ``since`` read now has nothing after it until the pause ends, however slow the machine."""
+    wait_for(lambda: provider.written, 60, what="the provider's first chunk")
 
 
 def assert_told_to_poll(response: httpx.Response, kind: str) -> None:
@@ -141,6 +149,7 @@ def test_an_editors_long_polls_past_the_bound_are_told_to_poll(
         provider.add(Turn(text="Waited for, then written.", pause=pause))
         posted = post_message(client, "wait for it")
         run_id = posted.json()["id"]
+        settled_in_the_pause(provider)
         since = client.get(f"/api/runs/{run_id}/events/").json()["last_event"]
         url = f"/api/runs/{run_id}/events/?since={since}&wait=25"
 

@@ -177,3 +177,34 @@ def test_the_example_on_postgresql_redis_and_a_worker(
     assert not call_worker.startswith("in-process"), call_worker
     assert "django_webfetch.run_tool_call" in worker_log
     assert [(r.host, r.path) for r in lab.requests] == [("news.lab.example", "/page")]
+
+
+def test_run_sh_says_at_once_when_the_database_cannot_be_reached(tmp_path):
+    """``run.sh`` with a ``DATABASE_URL`` where nothing listens: it says the database cannot
+    be reached, with the driver's message, and stops (exit 1); it does not take the failed
+    ``migrate --check`` for an unapplied migration and migrate (a newcomer waited almost two
+    minutes of pool timeouts for 112 lines of traceback)."""
+    from tests.asgi import free_port
+
+    port = free_port()  # loopback, nothing listens there
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "WEBFETCH_EXAMPLE", "CELERY_"))
+    }
+    env.update(
+        DATABASE_URL=f"postgres://webfetch:secret@127.0.0.1:{port}/webfetch",
+        PYTHONWARNINGS="ignore",
+    )
+    out = subprocess.run(
+        ["sh", str(ROOT / "example_project" / "run.sh"), "manage", "check"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "==> the database cannot be reached (DATABASE_URL):" in out.stderr, out.stderr
+    assert "OperationalError" in out.stderr and "refused" in out.stderr, out.stderr
+    assert "migrating the database" not in out.stdout, out.stdout
