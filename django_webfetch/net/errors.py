@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 __all__ = [
+    "MAX_DETAIL",
     "AddressNotAllowed",
     "EgressDenied",
     "ExtractionError",
@@ -51,10 +52,26 @@ __all__ = [
     "UnsupportedContentEncoding",
     "UnsupportedMediaType",
     "WebFetchError",
+    "bounded_detail",
 ]
 
 
 _E = TypeVar("_E", bound="WebFetchError")
+
+
+#: The most characters of an error's ``detail`` kept.  A detail may quote what a server sent
+#: (an illegal header line of 100 KB): the audit log keeps a bounded, printable excerpt.
+MAX_DETAIL = 500
+
+
+def bounded_detail(detail: str) -> str:
+    """``detail`` cut to ``MAX_DETAIL`` characters, anything unprintable escaped."""
+    cut = detail[:MAX_DETAIL]
+    if not cut.isprintable():
+        cut = cut.encode("unicode_escape").decode("ascii")
+    if len(cut) > MAX_DETAIL or len(detail) > MAX_DETAIL:
+        cut = cut[: MAX_DETAIL - 1] + "…"
+    return cut
 
 
 class WebFetchError(Exception):
@@ -67,7 +84,7 @@ class WebFetchError(Exception):
     failure: str = ""
 
     def __init__(self, message: str | None = None, *, detail: str = "") -> None:
-        self.detail = detail
+        self.detail = bounded_detail(detail)
         super().__init__(message or self.default_message)
 
     def failing(self: _E, failure: str) -> _E:

@@ -12,8 +12,11 @@ import resource
 import time
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-from django_webfetch.net import ResolutionError, WebFetchError
+from django_webfetch.net import FetchError, ResolutionError, WebFetchError
+from django_webfetch.net.errors import MAX_DETAIL
 from django_webfetch.net.guarded import guarded_async_client
 from django_webfetch.net.resolve import DnsResolver
 
@@ -471,12 +474,23 @@ def test_a_malformed_response_is_judged_alike(lab, case):
     assert blocking == awaited
     assert blocking[0] != "foreign", blocking
     assert [e.decision for e in sync_events] == [e.decision for e in async_events]
+    # What the server sent reaches the audit log only as a bounded, printable excerpt.
+    for event in sync_events + async_events:
+        assert len(event.detail) <= MAX_DETAIL and event.detail.isprintable(), event.detail
+
+
+@given(st.text(max_size=2000))
+@example("x" * 10_000)
+@example("illegal header line: bytearray(b'\\x00" + "\x00\x1b[2J" * 300)
+def test_an_errors_detail_is_bounded_and_printable_whatever_it_quotes(text):
+    detail = FetchError("failed", detail=text).detail
+    assert len(detail) <= MAX_DETAIL and detail.isprintable()
+    if len(text) <= MAX_DETAIL and text.isprintable():
+        assert detail == text  # our own short texts are kept as they are
 
 
 # -- the guard on arbitrary DNS answers: the blocking and the awaited check agree ---------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 from django_webfetch.net import EgressDenied, UrlGuard  # noqa: E402
 
