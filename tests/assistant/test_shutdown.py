@@ -5,7 +5,6 @@ clients reconnect to the next server) and exits well within its
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -14,13 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import connections
 
 from tests.asgi import GRACEFUL_SHUTDOWN, free_port, post_message
 from tests.runs.infra import wait_for
 
 from .provider import Turn
-from .test_streaming import ROOT, _serve, _served, loopback_only_to, read_sse, session_cookie
+from .servers import server_env
+from .test_streaming import _serve, _served, loopback_only_to, read_sse, session_cookie
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -32,19 +31,7 @@ def test_sigterm_ends_the_open_streams_and_the_server_exits_in_time(
 ):
     hold = threading.Event()
     provider.add(Turn(text="never delivered", hold=hold))
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "CELERY_", "DATABASE_URL"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.assistant.serve_settings",
-        PYTHONPATH=str(ROOT),
-        PYTHONWARNINGS="ignore",
-        WEBFETCH_TEST_DB=str(connections["default"].settings_dict["NAME"]),
-        WEBFETCH_TEST_NAMESERVERS=json.dumps(list(lab_settings.nameservers)),
-        WEBFETCH_TEST_CA_FILE=str(lab_settings.ca_file),
-    )
+    env = server_env(lab_settings)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "server.log"

@@ -16,7 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import connections
 from rest_framework.test import APIClient
 
 from django_webfetch.models import AssistantRun
@@ -28,6 +27,7 @@ from tests.settle import settled_run
 from .provider import Turn
 from .servers import serve as _serve
 from .servers import served as _served
+from .servers import server_env
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 BOTH = pytest.mark.parametrize("provider", ["openai", "anthropic"], indirect=True)
@@ -453,18 +453,8 @@ def test_a_server_killed_mid_run_loses_nothing(provider, editor, lab_settings, t
     provider.add(
         Turn(text="never delivered", hold=hold, repeat=Turn(text="Answered after the restart."))
     )
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "CELERY_", "DATABASE_URL"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.assistant.serve_settings",
-        PYTHONPATH=str(ROOT),
-        PYTHONWARNINGS="ignore",
-        WEBFETCH_TEST_DB=str(connections["default"].settings_dict["NAME"]),
-        WEBFETCH_TEST_NAMESERVERS=json.dumps(list(lab_settings.nameservers)),
-        WEBFETCH_TEST_CA_FILE=str(lab_settings.ca_file),
+    env = server_env(
+        lab_settings,
         WEBFETCH_TEST_ASSISTANT_TIMEOUT="3",
         WEBFETCH_TEST_SWEEP_EVERY="1",
     )
