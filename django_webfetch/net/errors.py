@@ -34,7 +34,6 @@ from __future__ import annotations
 from typing import TypeVar
 
 __all__ = [
-    "MAX_DETAIL",
     "AddressNotAllowed",
     "EgressDenied",
     "ExtractionError",
@@ -52,7 +51,6 @@ __all__ = [
     "UnsupportedContentEncoding",
     "UnsupportedMediaType",
     "WebFetchError",
-    "bounded_detail",
 ]
 
 
