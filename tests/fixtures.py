@@ -182,6 +182,13 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if runner.running:
         runner.wait_idle(5)
         runner.stop(timeout=5)
+    # The test's leases end with it: the process's heartbeat (``durable.keeper``) rests
+    # instead of renewing them in the next test, which may have no database at all (its
+    # failures were logged with a traceback, whose formatting raced with another thread's
+    # ``ast.parse``: CPython 3.11's "AST constructor recursion depth mismatch").
+    durable = sys.modules.get("django_webfetch.runs.durable")
+    if durable is not None:
+        durable.keeper.forget()
 
 
 @pytest.hookimpl(trylast=True)

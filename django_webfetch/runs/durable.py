@@ -331,6 +331,14 @@ class LeaseKeeper:
                 self._thread.start()
         return label
 
+    def forget(self) -> None:
+        """Hold nothing from now on (a process whose work was all stopped, a test that
+        ended): the heartbeat stops at its next beat instead of renewing, or failing to
+        renew, leases nobody here holds any more."""
+        with self._lock:
+            self._labels = set()
+            self._fresh = False
+
     def labels(self) -> list[str]:
         with self._lock:
             return sorted(self._labels) if self._pid == os.getpid() else []

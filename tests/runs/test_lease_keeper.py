@@ -74,6 +74,11 @@ def test_one_beat_renews_every_record_the_process_holds_and_nothing_else(
     for row, before in ((others, soon), (stuck, soon), (released, None), (finished, soon)):
         row.refresh_from_db()
         assert row.lease_expires_at == before
+    # A process that holds nothing any more renews nothing (its heartbeat rests).
+    keeper.forget()
+    assert keeper.labels() == []
+    with django_assert_num_queries(0):
+        assert keeper.beat() == 0
 
 
 @real_db
