@@ -55,27 +55,33 @@ logger = logging.getLogger("django_webfetch.runs")
 survive_lost_connections()
 
 
-@shared_task(
-    name=RUN_TOOL_CALL,
-    bind=True,
-    # Acknowledge only when done: a worker killed mid-run leaves the message to be
-    # delivered again; runs.execute decides what a redelivery means (idempotent).
-    acks_late=True,
-    reject_on_worker_lost=True,
+#: The options of every task that advances a durable record (a call, a run).
+_DURABLE: dict[str, Any] = {
+    # Acknowledge only when done: a worker killed mid-task leaves the message to be
+    # delivered again; the task decides what a redelivery means (idempotent: the record's
+    # lease and state keep it from repeating work).
+    "acks_late": True,
+    "reject_on_worker_lost": True,
     # A database that is briefly unavailable (SQLite "database is locked", a failover):
-    # try again later rather than leave an approved call waiting for the sweep.
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=1,
-    retry_backoff_max=30,
-    max_retries=8,
-    ignore_result=True,
-)
+    # try again later rather than leave the record waiting for the sweep.
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "max_retries": 8,
+    "ignore_result": True,
+}
+
+
+def _worker(task: Any) -> str:
+    """The lease holder's label of the worker running ``task``."""
+    return worker_label(getattr(task.request, "hostname", None) or "celery")
+
+
+@shared_task(name=RUN_TOOL_CALL, bind=True, **_DURABLE)
 def run_tool_call(self: Any, call_id: str) -> str:
-    request = self.request
-    delivery = getattr(request, "delivery_info", None) or {}
-    worker = worker_label(getattr(request, "hostname", None) or "celery")
-    outcome = runs.execute(call_id, redelivered=bool(delivery.get("redelivered")), worker=worker)
-    return outcome.action
+    delivery = getattr(self.request, "delivery_info", None) or {}
+    redelivered = bool(delivery.get("redelivered"))
+    return runs.execute(call_id, redelivered=redelivered, worker=_worker(self)).action
 
 
 @shared_task(
@@ -88,47 +94,23 @@ def expire_tool_calls() -> dict[str, int]:
     return sweep_all()
 
 
-@shared_task(
-    name=ADVANCE_ASSISTANT_RUN,
-    bind=True,
-    # As run_tool_call: a killed worker's message is delivered again, and advance() is
-    # idempotent (the run's lease and the calls' references keep it from repeating work).
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=1,
-    retry_backoff_max=30,
-    max_retries=8,
-    ignore_result=True,
-)
+@shared_task(name=ADVANCE_ASSISTANT_RUN, bind=True, **_DURABLE)
 def advance_assistant_run(self: Any, run_id: str) -> str:
     """Advance an assistant run up to its next provider request, handed to this worker
     process's provider I/O loop (the task ends; :data:`PROVIDER_ANSWERED` goes on).
     Eager, or on a green pool, the task waits for one request itself."""
-    worker = worker_label(getattr(self.request, "hostname", None) or "celery")
-    outcome = advance(run_id, worker=worker, max_provider_calls=1, detach=_may_detach(self))
-    return outcome.action
+    detach = _may_detach(self)
+    return advance(run_id, worker=_worker(self), max_provider_calls=1, detach=detach).action
 
 
-@shared_task(
-    name=PROVIDER_ANSWERED,
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=1,
-    retry_backoff_max=30,
-    max_retries=8,
-    ignore_result=True,
-)
+@shared_task(name=PROVIDER_ANSWERED, bind=True, **_DURABLE)
 def assistant_provider_answered(
     self: Any, run_id: str, version: int, outcome: dict[str, Any]
 ) -> str:
     """The follow-up of a provider request that ended on a worker's provider I/O loop:
     record its answer and advance the run (``assistant.loop.answered``; a duplicate, or a
     run changed meanwhile, is left alone)."""
-    worker = worker_label(getattr(self.request, "hostname", None) or "celery")
-    return answered(run_id, version, outcome, worker=worker).action
+    return answered(run_id, version, outcome, worker=_worker(self)).action
 
 
 def _may_detach(task: Any) -> bool:
