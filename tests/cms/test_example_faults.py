@@ -70,6 +70,19 @@ def _database(cluster: Any, psycopg: Any) -> tuple[str, str]:
     return name, url
 
 
+def _ask_as_the_editor(client: httpx.Client, content: str) -> str:
+    """Sign in as the demo editor, start a conversation and ask; the run's id."""
+    headers = {"X-CSRFToken": _login(client, "editor", "editor")}
+    conversation = client.post("/api/conversations/", json={}, headers=headers).json()
+    posted = client.post(
+        f"/api/conversations/{conversation['id']}/messages/",
+        json={"content": content},
+        headers=headers,
+    )
+    assert posted.status_code == 202, posted.text
+    return str(posted.json()["id"])
+
+
 def _login(client: httpx.Client, username: str, password: str) -> str:
     """Sign in through the admin's login form; the CSRF token for the API's POSTs."""
     page = client.get("/admin/login/")
@@ -307,16 +320,7 @@ def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
         log,
     ):
         with httpx.Client(base_url=url, timeout=30) as client:
-            csrf = _login(client, "editor", "editor")
-            headers = {"X-CSRFToken": csrf}
-            conversation = client.post("/api/conversations/", json={}, headers=headers).json()
-            posted = client.post(
-                f"/api/conversations/{conversation['id']}/messages/",
-                json={"content": "Summarise http://late.lab.example/late?seconds=4"},
-                headers=headers,
-            )
-            assert posted.status_code == 202, posted.text
-            run_id = posted.json()["id"]
+            run_id = _ask_as_the_editor(client, "Summarise http://late.lab.example/late?seconds=4")
             # The fetch is in flight: the lab server has the request and waits 4 s.
             wait_for(
                 lambda: any(r.path.startswith("/late") for r in lab.requests),
@@ -393,16 +397,7 @@ def test_open_streams_hold_no_connection_and_end_on_sigterm(
         lifespan="on",
     ) as (name, url, server, log):
         with httpx.Client(base_url=url, timeout=30) as client:
-            csrf = _login(client, "editor", "editor")
-            headers = {"X-CSRFToken": csrf}
-            conversation = client.post("/api/conversations/", json={}, headers=headers).json()
-            posted = client.post(
-                f"/api/conversations/{conversation['id']}/messages/",
-                json={"content": "Summarise http://news.lab.example/page"},
-                headers=headers,
-            )
-            assert posted.status_code == 202, posted.text
-            run_id = posted.json()["id"]
+            run_id = _ask_as_the_editor(client, "Summarise http://news.lab.example/page")
 
             def settled() -> str:
                 state = str(client.get(f"/api/runs/{run_id}/").json()["state"])
