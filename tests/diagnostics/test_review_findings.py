@@ -547,3 +547,35 @@ def test_log_records_are_redacted_before_they_are_cut(tmp_path):
     for record in records:
         for text in (record.message, record.exception_message, record.text):
             assert "app:hu" not in text, text
+
+
+# -- redaction in runs of lines ---------------------------------------------------------------
+# ``redact_lines`` lets a run of lines with no trigger word through in one check (a 4 MiB file
+# is ~700,000 lines); it must give exactly what redacting each line in turn gives, whatever
+# opens or closes at a run's edge (a key block, a bracket, a triple quote, a backslash).
+
+_OPENERS = [
+    "-----BEGIN RSA PRIVATE KEY-----", "MIIEvgIBADANBg", "-----END RSA PRIVATE KEY-----",
+    "PASSWORD = (", "'hunter2',", ")", "TOKEN = '''", "abc'''", "SECRET = \\",
+    "  'value'", "API_KEY =", "", "    sk_live_0123456789abcdefghij", "x = [1,",
+    "'''", "DATABASES = {'default': {'PASSWORD': 'x'}}", "plain line", "# comment",
+]  # fmt: skip
+
+
+@settings(max_examples=60)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 700), st.lists(st.sampled_from(_OPENERS), max_size=6)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_redacting_in_runs_is_redacting_line_by_line(parts):
+    from django_webfetch.diagnostics import paths
+
+    lines: list[str] = []
+    for filler, interesting in parts:
+        lines += [f"value_{n} = {n}" for n in range(filler)]
+        lines += interesting
+    reference = paths._Redactor()
+    assert list(paths.redact_lines(lines)) == [reference.line(line) for line in lines]
