@@ -169,6 +169,13 @@ if ! PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" "$VENV/bin/lint-imports" --no
     exit 1
 fi
 
+# -- bytecode -----------------------------------------------------------------------------
+# Written and reused: every xdist worker, nested session and process a test starts (Celery
+# workers, servers, plugin processes) would otherwise compile the same sources again, and
+# pytest would rewrite every test module's assertions again in each worker.
+unset PYTHONDONTWRITEBYTECODE
+"$PY" -m compileall -q -j 0 django_webfetch tests example_project >/dev/null 2>&1 || true
+
 # -- the tests ----------------------------------------------------------------------------
 # Several xdist workers, each in a network namespace of its own with its own lab and Redis
 # (tests/lab/worker-python, tests/lab/workers.py): half of the suite's time is waiting on
