@@ -147,9 +147,9 @@ def test_a_thread_bomb_stops_at_rlimit_nproc_on_a_root_site_without_a_cgroup(
 ):
     """RLIMIT_NPROC (64) counts the plugin's own uid: it holds without a pids cgroup, where
     the address space alone let a root-mapped process start hundreds (8 GiB here)."""
-    from .test_containment import _direct
-
     from django_webfetch.plugins import services
+
+    from .test_containment import _direct
 
     monkeypatch.setattr(cgroups, "_controller", lambda name: None)  # no pids cgroup
     settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 1 << 33
