@@ -88,27 +88,28 @@ def test_a_root_sites_plugin_process_is_neither_root_nor_the_site_outside(tmp_pa
 
     origin, _ = _package(tmp_path, "webfetch_who", "return str(os.getuid())")
     limits = host.Limits.from_settings()
-    first, count = limits.uid_range
     workers = [host.Worker(origin, limits, "who-a"), host.Worker(origin, limits, "who-b")]
     try:
         uids = set()
         for worker in workers:
-            assert worker.identity is not None
-            assert worker.isolation["outer_uid"] == "own"
             for pid in (worker.pid, worker.process.pid):  # the interpreter, and bwrap
                 seen = status(pid)
                 uid = seen["Uid"][0]
                 assert seen["Uid"] == [uid] * 4, seen["Uid"]
                 assert seen["Gid"] == [uid] * 4, seen["Gid"]
-                assert int(uid) not in (0, os.getuid(), os.getgid())
-                assert first <= int(uid) < first + count
-                assert int(uid) == worker.identity.uid
+                assert int(uid) not in (0, os.getuid(), os.getgid()), seen["Uid"]
                 assert seen["Groups"] == [], seen["Groups"]
                 for field in ("CapPrm", "CapEff", "CapAmb", "CapInh"):
                     assert int(seen[field][0], 16) == 0, (pid, field, seen[field])
+                uids.add(int(uid))
             # The interpreter has no capability left to gain in any namespace either.
             assert int(status(worker.pid)["CapBnd"][0], 16) == 0
-            uids.add(worker.identity.uid)
+            # The uid is the one the host took for this process, in the configured range.
+            first, count = limits.uid_range
+            assert worker.identity is not None
+            assert worker.identity.uid == int(status(worker.pid)["Uid"][0])
+            assert first <= worker.identity.uid < first + count
+            assert worker.isolation["outer_uid"] == "own"
         assert len(uids) == 2, uids
     finally:
         for worker in workers:
