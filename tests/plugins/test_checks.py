@@ -52,7 +52,7 @@ django.setup()
 from django.conf import settings
 from django_webfetch import checks
 found = {}
-for first in (2_000_000_000, 1_999_999_000):
+for first in (2_000_000_000, 2_000_001_000):
     settings.WEBFETCH_PLUGIN_UID_RANGE = (first, 1_000_000)
     found[first] = [(m.id, m.msg) for m in checks.check_plugins() if m.id == "django_webfetch.E033"]
 print(repr(found))
@@ -87,7 +87,7 @@ def test_a_plugin_uid_range_holding_an_account_is_e033(settings, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     found = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    assert found[1_999_999_000] == [], found
+    assert found[2_000_001_000] == [], found
     [(code, message)] = found[2_000_000_000]
     assert code == "django_webfetch.E033" and "2000000500" in message, message
 
