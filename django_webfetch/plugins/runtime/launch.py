@@ -45,6 +45,7 @@ def _check(result: int, what: str) -> None:
 
 
 def _cover(libc: ctypes.CDLL, cover: list[str], keep: list[str]) -> None:
+    os.umask(0o022)  # the mount points it makes: searchable by the unprivileged uid
     _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount private")
     # Opened before the covers hide them, in this namespace (a mount of another namespace
