@@ -330,3 +330,68 @@ def test_the_launcher_refuses_to_stay_root():
     )
     assert done.returncode == 1
     assert "webfetch-launch: plan: uid and gid must not be root" in done.stderr
+
+
+@as_root_with_sandbox
+def test_a_one_file_plugin_behind_a_0700_directory_starts(tmp_path):
+    """A plugin that is one module file (``name.py``), in a directory the plugin's uid may
+    not search: the launcher binds the file back over a file mount point, and it runs."""
+    from django_webfetch.plugins.runtime.host import Origin
+
+    assert not os.stat(tmp_path.parent).st_mode & stat.S_IXOTH  # pytest's 0700 directories
+    name = "webfetch_onefile"
+    (tmp_path / f"{name}.py").write_text(
+        "import os\n"
+        "def run(h, a):\n"
+        "    return str(os.getuid())\n"
+        "def manifest():\n"
+        f"    return {{'name': {name!r}, 'version': '1.0', 'description': 'x', 'egress': [],\n"
+        f"            'tools': [{{'name': '{name}_run', 'description': 'x',\n"
+        "                       'parameters': {'type': 'object'}, 'handler': run}]}\n"
+    )
+    origin = Origin(f"{name}:manifest", str(tmp_path), name)
+    assert _call(origin, ("onefile", 1), name).text == "65534"
+
+
+def test_covers_against_every_tree_of_modes():
+    """Property: for any tree of directories with any of the modes that matter, a path is
+    kept exactly when a directory above it lacks ``o+x``, and then under exactly one cover,
+    the topmost such directory (hypothesis searches the trees)."""
+    import pathlib
+    import shutil
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    base = pathlib.Path(tempfile.mkdtemp(prefix="webfetch-covers-"))  # /tmp: searchable
+    os.chmod(base, 0o755)
+    counter = iter(range(10**6))
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.lists(st.sampled_from([0o755, 0o750, 0o711, 0o700]), min_size=1,
+                             max_size=4), min_size=1, max_size=5))  # fmt: skip
+    def check(chains):
+        root = base / f"t{next(counter)}"
+        root.mkdir(mode=0o755)
+        paths, blocked_top = [], {}
+        for i, modes in enumerate(chains):
+            leaf = root.joinpath(*[f"d{i}_{depth}" for depth in range(len(modes))], "leaf")
+            leaf.mkdir(parents=True)
+            directory, top = root, None
+            for depth, mode in enumerate(modes):
+                directory = directory / f"d{i}_{depth}"
+                os.chmod(directory, mode)
+                if top is None and not mode & stat.S_IXOTH:
+                    top = str(directory)
+            paths.append(str(leaf))
+            blocked_top[str(leaf)] = top
+        cover, keep = bubblewrap.covers(paths)
+        assert sorted(keep) == sorted(p for p in paths if blocked_top[p])
+        assert sorted(cover) == sorted({t for t in blocked_top.values() if t})
+        for path in keep:
+            assert [c for c in cover if path.startswith(c + "/")] == [blocked_top[path]]
+
+    try:
+        check()
+    finally:
+        shutil.rmtree(base)
