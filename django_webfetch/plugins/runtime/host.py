@@ -570,7 +570,7 @@ class Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
         self.channel.close()
-        if self.cgroup is None and self.identity is None:
+        if self.cgroup is None and (self.identity is None or not self.identity.held):
             return
         # The plugin process leaves its cgroups only once reaped (bwrap reaps it): waited
         # for, so that the directories can go, and so that its uid is free only when no
@@ -578,7 +578,7 @@ class Worker:
         gone = _wait_gone(self.pid, time.monotonic() + 2)
         if self.cgroup is not None:
             self.cgroup.remove()
-        if self.identity is not None:
+        if self.identity is not None and self.identity.held:
             if gone:
                 self.identity.release()
             else:

@@ -91,6 +91,10 @@ class OuterIdentity:
         self.gid = uid
         self._fd = fd
 
+    @property
+    def held(self) -> bool:
+        return self._fd >= 0
+
     def release(self) -> None:
         """The process is gone: another may take this uid."""
         fd, self._fd = self._fd, -1
