@@ -24,7 +24,7 @@ import stat
 import struct
 import tempfile
 
-__all__ = ["DEFAULT_RANGE", "OuterIdentity", "acquire", "lock_path"]
+__all__ = ["DEFAULT_RANGE", "IdentityUnavailable", "OuterIdentity", "acquire", "lock_path"]
 
 #: (first uid, how many): 2,000,000,000 up to 2,000,999,999, inside systemd's "unused"
 #: block above its container ranges (0x80000..0x6FFFFFFF) and below 2^31, far above
