@@ -608,6 +608,32 @@ def _plugin_sandbox() -> list[CheckMessage]:
     ]
 
 
+def _plugin_uids() -> list[CheckMessage]:
+    """E033: ``WEBFETCH_PLUGIN_UID_RANGE`` holds a user or group of this machine (a root
+    site would give a plugin process that identity)."""
+    import grp
+    import pwd
+
+    if not _readable("WEBFETCH_PLUGIN_UID_RANGE"):
+        return []  # E001
+    first, count = conf.WEBFETCH_PLUGIN_UID_RANGE
+    taken = sorted(
+        {u.pw_uid for u in pwd.getpwall() if first <= u.pw_uid < first + count}
+        | {g.gr_gid for g in grp.getgrall() if first <= g.gr_gid < first + count}
+    )
+    if not taken:
+        return []
+    return [
+        Error(
+            f"WEBFETCH_PLUGIN_UID_RANGE holds ids of this machine's users or groups "
+            f"({', '.join(map(str, taken[:5]))}): on a site run as root, a plugin process "
+            "could run as one of them.",
+            hint="Move the range to ids no account uses (default 2000000000, 1000000).",
+            id="django_webfetch.E033",
+        )
+    ]
+
+
 def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
     from .plugins.registry import problems
 
@@ -620,6 +646,7 @@ def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> li
         for problem in problems()
     ]
     messages.extend(_plugin_sandbox())
+    messages.extend(_plugin_uids())
     if (
         _readable("WEBFETCH_PLUGIN_REDIS_URL")
         and conf.WEBFETCH_PLUGIN_REDIS_URL

@@ -500,6 +500,28 @@ class Settings:
         """Idle plugin processes kept warm per instance and host process (0..8)."""
         return int(_ranged("WEBFETCH_PLUGIN_POOL_SIZE", 2, 0, 8, integer=True))
 
+    @property
+    def WEBFETCH_PLUGIN_UID_RANGE(self) -> tuple[int, int]:
+        """``(first, count)``: the uids (and gids) a root site gives its plugin processes,
+        one of its own each, outside their user namespace.  ``first`` 65536..2^31-1,
+        ``count`` at least 64, the last uid below 2^31-1; default 2,000,000,000 and
+        1,000,000 (``plugins.runtime.identity.DEFAULT_RANGE``; check E033 says when an
+        account of this machine is in the range)."""
+        name = "WEBFETCH_PLUGIN_UID_RANGE"
+        value = _raw(name, (2_000_000_000, 1_000_000))
+        expected = "(first, count): first 65536..2147483647, count >= 64, below 2^31 - 1"
+        if (
+            isinstance(value, (str, bytes))
+            or not isinstance(value, Sequence)
+            or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
+            raise _bad(name, expected)
+        first, count = int(value[0]), int(value[1])
+        if first < 65536 or count < 64 or first + count > 2**31 - 1:
+            raise _bad(name, expected)
+        return first, count
+
     # -- operations: budgets, API rate limits, per-destination concurrency ---------------------
 
     @property

@@ -24,6 +24,7 @@ machine's load.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -64,7 +65,8 @@ def _per_call(name: str, arguments: dict[str, object], instance: object, calls: 
 
 def _spawn_cost(times: int = 30) -> None:
     """What the sandbox alone adds to a cold start: ``python -I -S -c pass`` bare and in the
-    plugin sandbox (bubblewrap's namespaces, mounts and the allow-list filter)."""
+    plugin sandbox (bubblewrap's namespaces, mounts and the allow-list filter; as root, with
+    the launcher that gives up root first, as the host starts it)."""
     import subprocess
 
     from django_webfetch.plugins.runtime import bubblewrap
@@ -73,11 +75,26 @@ def _spawn_cost(times: int = 30) -> None:
     read, write = os.pipe()
 
     def boxed() -> None:
+        from django_webfetch.plugins.runtime import host, identity
+
         program = bubblewrap.program_fd()
         spec = bubblewrap.SandboxSpec("/nonexistent", "", 0, write, program, "/tmp/bench")
         argv = bubblewrap.command(spec)
         argv = argv[: argv.index("--") + 1] + python
-        subprocess.run(argv, check=True, pass_fds=(program, write))
+        sources: dict[str, int] = {}
+        outer = None
+        if os.geteuid() == 0:  # as the host starts it: the launcher, under a uid of its own
+            outer = identity.acquire(*identity.DEFAULT_RANGE)
+            sources = host._open_sources(spec)
+            launcher = host._as_unprivileged(spec, sources, outer)
+            plan = json.loads(launcher[-1])
+            plan["argv"] = plan["argv"][: plan["argv"].index("--") + 1] + python
+            argv = [*launcher[:-1], json.dumps(plan)]
+        subprocess.run(argv, check=True, pass_fds=(program, write, *sources.values()))
+        for fd in sources.values():
+            os.close(fd)
+        if outer is not None:
+            outer.release()
         os.close(program)
         os.read(read, 4096)  # bwrap's --info-fd JSON, so the pipe never fills
 

@@ -1,4 +1,4 @@
-"""System checks of the plugin feature (django_webfetch.E030-E032, W030-W031)."""
+"""System checks of the plugin feature (django_webfetch.E030-E033, W030-W031)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,59 @@ def test_redis_url_without_redis_package(settings, monkeypatch):
         importlib.util, "find_spec", lambda name, *a: None if name == "redis" else real(name, *a)
     )
     assert "django_webfetch.E031" in ids(checks.check_plugins())
+
+
+_E033_CHILD = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# Its own mount namespace: the machine's /etc/passwd with one more account, for this child.
+assert libc.unshare(0x00020000) == 0
+assert libc.mount(b"none", b"/", None, 0x4000 | 0x40000, None) == 0
+assert libc.mount(sys.argv[1].encode(), b"/etc/passwd", None, 0x1000, None) == 0
+os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+import django
+django.setup()
+from django.conf import settings
+from django_webfetch import checks
+found = {}
+for first in (2_000_000_000, 2_000_001_000):
+    settings.WEBFETCH_PLUGIN_UID_RANGE = (first, 1_000_000)
+    found[first] = [(m.id, m.msg) for m in checks.check_plugins() if m.id == "django_webfetch.E033"]
+print(repr(found))
+"""
+
+
+def test_a_plugin_uid_range_holding_an_account_is_e033(settings, tmp_path):
+    """The range a root site takes plugin uids from must hold no user or group: an account
+    at 2,000,000,500 (an /etc/passwd of a child's own mount namespace) is E033 for a range
+    over it, none for the default range moved past it; uid 0 is no valid range (E001)."""
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        pytest.skip("the child makes a mount namespace (root, as CI)")
+    assert "django_webfetch.E033" not in ids(checks.check_plugins())
+    settings.WEBFETCH_PLUGIN_UID_RANGE = (0, 1 << 20)
+    assert "django_webfetch.E001" in ids(checks.check_settings())
+    with open("/etc/passwd") as fh:
+        passwd = fh.read()
+    extra = tmp_path / "passwd"
+    extra.write_text(passwd + "plugin-squatter:x:2000000500:2000000500::/:/usr/sbin/nologin\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _E033_CHILD, str(extra)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert found[2_000_001_000] == [], found
+    [(code, message)] = found[2_000_000_000]
+    assert code == "django_webfetch.E033" and "2000000500" in message, message
 
 
 def test_invalid_settings_are_e001(settings):

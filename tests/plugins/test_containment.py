@@ -251,6 +251,7 @@ def test_the_reasons_are_stable():
         "seccomp_unavailable",
         "libseccomp_unavailable",
         "sandbox_failed",
+        "uid_unavailable",
     }
     assert bubblewrap.reason_of("bwrap: No permission to create new namespace") == (
         "userns_unavailable"

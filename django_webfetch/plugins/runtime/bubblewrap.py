@@ -5,8 +5,10 @@ namespaces, the mount view and the seccomp filter from its command line (DESIGN.
 What the command below gives the plugin process:
 
 - its own **user namespace**, uid/gid 65534, every capability dropped, no further user
-  namespace (``--disable-userns``): it has no privilege over anything of the host, even
-  when the site runs as root;
+  namespace (``--disable-userns``): it has no privilege over anything of the host; where
+  the site runs as root, bwrap itself is started under a uid and gid of the plugin
+  process's own (``identity``, ``launch``), so uid 65534 inside is that unprivileged uid
+  outside, never root;
 - its own **PID namespace**, where it is PID 1: no host process can be named, so no
   signal (``kill``, ``F_SETOWN``/``SIGIO``), ``ptrace``, scheduling, priority, affinity or
   I/O-priority call reaches one;
@@ -35,9 +37,11 @@ import errno
 import functools
 import os
 import socket
+import stat
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -46,8 +50,10 @@ __all__ = [
     "SandboxSpec",
     "bwrap_path",
     "command",
+    "covers",
     "reason_of",
     "seccomp_program",
+    "sources",
 ]
 
 #: Where bwrap is; ``WEBFETCH_PLUGIN_BWRAP`` (environment) names another (tests point it at
@@ -67,6 +73,7 @@ REASONS = {
     "seccomp_unavailable": "the kernel refuses seccomp filters",
     "libseccomp_unavailable": "libseccomp (pyseccomp) is missing, the filter cannot be built",
     "sandbox_failed": "bubblewrap could not build the sandbox",
+    "uid_unavailable": "no unprivileged uid is free for the plugin process (a root site)",
 }
 
 _MAP_SHARED = 0x01
@@ -342,32 +349,76 @@ def _collapse(paths: list[str]) -> list[str]:
     return kept
 
 
-def _system() -> list[str]:
-    """The loader, the C library and the shared libraries Python's modules link."""
-    args: list[str] = []
+def _system() -> list[tuple[str, ...]]:
+    """The loader, the C library and the shared libraries Python's modules link:
+    ``("bind", path)`` and ``("symlink", target, path)``."""
+    found: list[tuple[str, ...]] = []
     for top in ("/usr/lib", "/usr/lib64", "/usr/local/lib"):
         if os.path.isdir(top) and not os.path.islink(top):
-            args += ["--ro-bind", top, top]
+            found.append(("bind", top))
     for top in ("/lib", "/lib64", "/lib32", "/libx32"):
         if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
+            found.append(("symlink", os.readlink(top), top))
         elif os.path.isdir(top):
-            args += ["--ro-bind", top, top]
+            found.append(("bind", top))
     if os.path.isfile("/etc/ld.so.cache"):
-        args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-    return args
+        found.append(("bind", "/etc/ld.so.cache"))
+    return found
 
 
-def command(spec: SandboxSpec) -> list[str]:
-    """bwrap's command line for one plugin process."""
+def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
+    """What is bound read-only into the sandbox, in order: the system libraries, then the
+    interpreter, its packages and the plugin's package."""
     binds = list(_python_dirs())
     for candidate in (spec.top_level, spec.top_level + ".py"):
         full = os.path.join(spec.plugin_path, candidate)
         if spec.top_level and os.path.exists(full):
             binds.append(os.path.realpath(full))
+    return [*_system(), *(("bind", path) for path in _collapse(binds))]
+
+
+def sources(spec: SandboxSpec) -> list[str]:
+    """Every path bound into the sandbox (a root host opens each and passes the file
+    descriptors: ``command``'s ``fds``)."""
+    return [entry[1] for entry in _layout(spec) if entry[0] == "bind"]
+
+
+def covers(paths: list[str]) -> tuple[list[str], list[str]]:
+    """For an unprivileged uid that owns nothing and is in no group: the topmost directory
+    on the way to each of ``paths`` that it may not search (no ``o+x``: ``/root``), and the
+    paths under those directories.  ``launch`` lays a tmpfs over the first and binds the
+    second back, in a mount namespace of its own, so bwrap can reach them."""
+    cover: list[str] = []
+    keep: list[str] = []
+    for path in paths:
+        parts = path.strip("/").split("/")[:-1]
+        directory = ""
+        for part in parts:
+            directory += "/" + part
+            try:
+                mode = os.stat(directory).st_mode
+            except OSError:
+                break
+            if not mode & stat.S_IXOTH:
+                if directory not in cover:
+                    cover.append(directory)
+                keep.append(path)
+                break
+    return cover, keep
+
+
+def command(spec: SandboxSpec, fds: Mapping[str, int] | None = None) -> list[str]:
+    """bwrap's command line for one plugin process.  ``fds``: a file descriptor the host
+    opened for each path of ``sources`` (``--ro-bind-fd``: bwrap mounts that very inode);
+    without it, the paths (``--ro-bind``)."""
     mounts: list[str] = []
-    for path in _collapse(binds):
-        mounts += ["--ro-bind", path, path]
+    for entry in _layout(spec):
+        if entry[0] == "symlink":
+            mounts += ["--symlink", entry[1], entry[2]]
+        elif fds is not None and entry[1] in fds:
+            mounts += ["--ro-bind-fd", str(fds[entry[1]]), entry[1]]
+        else:
+            mounts += ["--ro-bind", entry[1], entry[1]]
     interpreter = interpreter_path()
     return [
         bwrap_path(),
@@ -401,7 +452,6 @@ def command(spec: SandboxSpec) -> list[str]:
         spec.scratch,
         "--chdir",
         spec.scratch,
-        *_system(),
         *mounts,
         "--proc",
         "/proc",

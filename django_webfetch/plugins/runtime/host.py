@@ -46,7 +46,7 @@ from django_webfetch.net.errors import (
     WebFetchError,
 )
 
-from . import bubblewrap, cgroups
+from . import bubblewrap, cgroups, identity
 from .protocol import (
     Channel,
     ChannelClosed,
@@ -119,6 +119,8 @@ class Limits:
     max_output_bytes: int
     max_requests: int
     pool_size: int
+    #: Where a root host takes each plugin process's own uid and gid (first, how many).
+    uid_range: tuple[int, int] = identity.DEFAULT_RANGE
 
     @classmethod
     def from_settings(cls) -> Limits:
@@ -131,6 +133,7 @@ class Limits:
             max_output_bytes=conf.WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES,
             max_requests=conf.WEBFETCH_PLUGIN_MAX_REQUESTS,
             pool_size=conf.WEBFETCH_PLUGIN_POOL_SIZE,
+            uid_range=conf.WEBFETCH_PLUGIN_UID_RANGE,
         )
 
 
@@ -280,10 +283,52 @@ def _tasks_cpu(pid: int) -> dict[int, int]:
     }
 
 
-def _wait_gone(pid: int, deadline: float) -> None:
-    """Until process ``pid`` (not our child: bwrap's) is reaped, or the deadline."""
+def _wait_gone(pid: int, deadline: float) -> bool:
+    """Until process ``pid`` (not our child: bwrap's) is reaped, or the deadline; whether
+    it is gone."""
     while pid and os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.01)
+    return not pid or not os.path.exists(f"/proc/{pid}")
+
+
+def _open_sources(spec: bubblewrap.SandboxSpec) -> dict[str, int]:
+    """A file descriptor (``O_PATH``) for each path bound into the sandbox, opened by the
+    host: bwrap mounts the inode the host opened, wherever the path leads by then."""
+    fds: dict[str, int] = {}
+    try:
+        for path in bubblewrap.sources(spec):
+            fds[path] = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        for fd in fds.values():
+            os.close(fd)
+        raise
+    return fds
+
+
+def _as_unprivileged(
+    spec: bubblewrap.SandboxSpec, fds: dict[str, int], outer: identity.OuterIdentity
+) -> list[str]:
+    """A root host's command line: ``launch`` gives up root for ``outer``'s uid and gid
+    (making the bind sources under a directory that uid may not search reachable), then
+    executes bwrap, which maps the sandbox's uid 65534 to that uid."""
+    from . import launch
+
+    cover, keep = bubblewrap.covers(list(fds))
+    plan = {
+        "uid": outer.uid,
+        "gid": outer.gid,
+        "cover": cover,
+        "keep": keep,
+        "argv": bubblewrap.command(spec, fds),
+    }
+    return [
+        bubblewrap.interpreter_path(),
+        "-I",
+        "-S",
+        "-B",
+        os.path.abspath(launch.__file__),
+        json.dumps(plan),
+    ]
 
 
 class Worker:
@@ -299,6 +344,8 @@ class Worker:
         safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
         self.scratch = f"/tmp/webfetch-plugin-{safe}"
         self.cgroup: cgroups.Cgroup | None = None
+        #: Its uid and gid outside its namespace, where the site runs as root (``identity``).
+        self.identity: identity.OuterIdentity | None = None
         if not os.access(bubblewrap.bwrap_path(), os.X_OK):
             raise IsolationUnavailable("bwrap_missing")
         try:
@@ -318,10 +365,20 @@ class Worker:
             seccomp_fd=program,
             scratch=self.scratch,
         )
+        sources: dict[str, int] = {}
         try:
+            argv = bubblewrap.command(spec)
+            if os.geteuid() == 0:
+                # Never root outside: a uid of its own, or no process (fail closed).
+                try:
+                    self.identity = identity.acquire(*limits.uid_range)
+                except identity.IdentityUnavailable as exc:
+                    raise IsolationUnavailable(f"uid_unavailable: {exc.strerror}") from exc
+                sources = _open_sources(spec)
+                argv = _as_unprivileged(spec, sources, self.identity)
             self.process = _spawner.popen(
-                bubblewrap.command(spec),
-                pass_fds=(guest_end.fileno(), info_write, program, no_exec),
+                argv,
+                pass_fds=(guest_end.fileno(), info_write, program, no_exec, *sources.values()),
                 env={},
                 cwd="/",
                 stdin=subprocess.DEVNULL,
@@ -330,12 +387,18 @@ class Worker:
                 start_new_session=True,
                 close_fds=True,
             )
-        except OSError as exc:
+        except BaseException as exc:
             host_end.close()
             errors.close()
             os.close(info_read)
-            raise IsolationUnavailable(f"sandbox_failed: {exc}") from exc
+            if self.identity is not None:
+                self.identity.release()  # no process was started under it
+            if isinstance(exc, OSError):
+                raise IsolationUnavailable(f"sandbox_failed: {exc}") from exc
+            raise
         finally:
+            for fd in sources.values():
+                os.close(fd)
             guest_end.close()
             os.close(info_write)
             os.close(program)
@@ -434,6 +497,9 @@ class Worker:
             "isolated": True,
             "seccomp": "allow-list",
             "namespaces": "user,pid,net,ipc,uts,mount,cgroup",
+            # Who the process is outside its namespace: a uid of its own (a root site), or
+            # the site's (never root: a root site starts no process any other way).
+            "outer_uid": "own" if self.identity is not None else "site",
             "landlock": _host_landlock_abi(),
             "cgroup": dict(self.cgroup.kinds) if self.cgroup is not None else {},
         }
@@ -504,11 +570,19 @@ class Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
         self.channel.close()
+        if self.cgroup is None and (self.identity is None or not self.identity.held):
+            return
+        # The plugin process leaves its cgroups only once reaped (bwrap reaps it): waited
+        # for, so that the directories can go, and so that its uid is free only when no
+        # process of it is left (a process that will not go keeps its uid).
+        gone = _wait_gone(self.pid, time.monotonic() + 2)
         if self.cgroup is not None:
-            # The plugin process leaves its cgroups only once reaped (bwrap reaps it):
-            # waited for, so that the directories can go.
-            _wait_gone(self.pid, time.monotonic() + 2)
             self.cgroup.remove()
+        if self.identity is not None and self.identity.held:
+            if gone:
+                self.identity.release()
+            else:
+                logger.warning("plugin process %s not reaped: its uid stays taken", self.pid)
 
     def close(self) -> None:
         self.resume()
@@ -542,6 +616,8 @@ class Pool:
             for worker in workers:
                 with contextlib.suppress(OSError):
                     worker.channel.close()
+                if worker.identity is not None:
+                    worker.identity.forget()
         self._idle = {}
         self._pid = os.getpid()
         self._lock = threading.Lock()  # another thread of the parent may have held it
