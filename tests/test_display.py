@@ -74,3 +74,45 @@ def test_two_argument_names_never_render_alike():
     names = [name for name, _ in rows]
     assert len(set(names)) == 2
     assert all(name.isascii() or "\\u" in name for name in names)
+
+
+def _one_character_at_a_time(text: str) -> str:
+    """The rule of ``visible_text`` as written in its docstring, one character at a time
+    (no run copied whole, no cached class): the fast path must agree with it."""
+    from django_webfetch.tools.display import _BLANK_RANGES
+
+    out: list[str] = []
+    previous: str | None = None
+    for char in text:
+        code = ord(char)
+        mark = unicodedata.category(char).startswith("M")
+        hidden = (
+            not char.isprintable()
+            or any(low <= code <= high for low, high in _BLANK_RANGES)
+            or unicodedata.category(char) == "Cf"
+            or (mark and (previous is None or not previous.isalnum()))
+        )
+        if hidden:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+            previous = None
+        else:
+            out.append(char)
+            previous = previous if mark else char
+    return "".join(out)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=8),
+            hidden_chars,
+            st.sampled_from(COMBINING).map(chr),
+            st.characters(codec="utf-8"),
+        ),
+        max_size=40,
+    ).map("".join)
+)
+def test_the_fast_path_escapes_exactly_what_one_character_at_a_time_does(text):
+    """ASCII runs copied whole and cached classes change nothing: a mark after an ASCII
+    run, after an escape or at the start, hidden and blank characters anywhere."""
+    assert visible_text(text) == _one_character_at_a_time(text)

@@ -20,7 +20,9 @@ line of the card or the mail, and two different names never look alike
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
@@ -62,27 +64,47 @@ def _blank(char: str) -> bool:
     return any(low <= code <= high for low, high in _BLANK_RANGES)
 
 
-def _hidden(char: str, previous: str | None) -> bool:
+#: What a character is to ``visible_text``: shown as it is, always escaped, or a combining
+#: mark (escaped unless it follows a letter or digit).
+_SHOWN, _ESCAPED, _MARK = 0, 1, 2
+#: Printable ASCII: never hidden, never blank, never a mark; shown as it is in one step.
+_PLAIN_RUN = re.compile(r"[ -~]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _kind(char: str) -> int:
     if not char.isprintable() or _blank(char) or unicodedata.category(char) == "Cf":
-        return True
+        return _ESCAPED
     # A combining mark shows on the character before it: alone, it disguises a quote.
-    return unicodedata.category(char).startswith("M") and (
-        previous is None or not previous.isalnum()
-    )
+    return _MARK if unicodedata.category(char).startswith("M") else _SHOWN
 
 
 def visible_text(text: str) -> str:
     """``text`` with every character that is not printable, renders blank or is a
-    combining mark with nothing to combine with written as ``\\uXXXX``."""
+    combining mark with nothing to combine with written as ``\\uXXXX``.
+
+    Runs of printable ASCII are copied whole and each other character is classified once
+    (cached), so a value at the 16 KiB cap costs a few regular-expression steps, not a
+    Unicode lookup per character."""
     out: list[str] = []
     previous: str | None = None
-    for char in text:
-        if _hidden(char, previous):
+    position, end = 0, len(text)
+    while position < end:
+        run = _PLAIN_RUN.match(text, position)
+        if run is not None:
+            out.append(run.group())
+            position = run.end()
+            previous = text[position - 1]
+            continue
+        char = text[position]
+        position += 1
+        kind = _kind(char)
+        if kind == _ESCAPED or (kind == _MARK and (previous is None or not previous.isalnum())):
             out.append(_escape(char))
             previous = None
         else:
             out.append(char)
-            previous = char if not unicodedata.category(char).startswith("M") else previous
+            previous = char if kind == _SHOWN else previous
     return "".join(out)
 
 

@@ -29,9 +29,11 @@ def grant(user: Any, *codenames: str) -> Any:
     return get_user_model().objects.get(pk=user.pk)
 
 
-def conversation_holding(requester: Any, call: Any, secret: str, *, event: str) -> tuple[Any, Any]:
-    """The requester's conversation and finished run whose messages and event carry
-    ``secret`` (a tool message of ``call``, a run event of kind ``event``)."""
+def conversation_holding(
+    requester: Any, call: Any, secret: str, *, events: tuple[str, ...]
+) -> tuple[Any, Any]:
+    """The requester's conversation and finished run whose messages and events carry
+    ``secret`` (a tool message of ``call``, a run event of each kind in ``events``)."""
     from django_webfetch.models import AssistantRun, Conversation, Message, RunEvent
 
     conversation = Conversation.objects.create(owner=requester, title="mine")
@@ -48,7 +50,8 @@ def conversation_holding(requester: Any, call: Any, secret: str, *, event: str) 
         content=f"restricted text {secret}",
         tool_call=call,
     )
-    RunEvent.objects.create(run=run, seq=1, kind=event, data={"result": secret})
-    run.last_event = 1
+    for seq, kind in enumerate(events, start=1):
+        RunEvent.objects.create(run=run, seq=seq, kind=kind, data={"result": secret})
+    run.last_event = len(events)
     run.save(update_fields=["last_event"])
     return conversation, run

@@ -11,7 +11,9 @@ admin registration, an MCP handler or tool, or a mail sender added later without
 fails here before anyone asks whether it leaks:
 
 - every route of the project's URLconf (``django.urls.get_resolver``), fetched (GET, and
-  POST under ``/api/``) with every id of the rows that hold the result, as each reader;
+  POST under ``/api/``) with every id of the rows that hold the result, as each reader
+  (``tests/runs/test_read_access.py`` walks the same routes with words for ids, and leaves
+  these paths to this walk);
 - every ``ModelAdmin`` of ``admin.site`` (its change view is among the routes);
 - every request handler of the MCP server (``build_server``) and every tool it offers;
 - every module that sends mail, and every mail template.
@@ -39,7 +41,7 @@ from django_webfetch.models import AccessToken, CallState, ToolCall
 from django_webfetch.tools import ToolResult
 from tests.runs.conftest import EchoTool
 from tests.runs.readers import VIEW_PERMISSIONS, conversation_holding, grant
-from tests.runs.test_read_access import _template, _walk
+from tests.runs.test_read_access import DOOR_VALUES, _template, _walk
 from tests.settle import settled_call as settled
 
 pytestmark = pytest.mark.django_db
@@ -214,7 +216,11 @@ def world(tool_registry, user_factory, settings, group_factory):
     fetched.finished_at = fetched.created
     fetched.save(update_fields=["finished_at"])
 
-    conversation, run = conversation_holding(requester, approved, SECRET, event="completed")
+    # The run events of both access tests' worlds: this walk serves test_read_access's
+    # rule on the paths both build (see its module docstring).
+    conversation, run = conversation_holding(
+        requester, approved, SECRET, events=("call", "completed")
+    )
     return {
         **users,
         "calls": (approved, direct, fetched),
@@ -351,7 +357,8 @@ def test_the_route_groups_cover_every_route_and_each_route_has_an_entry():
 @pytest.mark.long
 @pytest.mark.parametrize("group", sorted(ROUTE_GROUPS))
 def test_every_route_shows_a_result_to_whom_the_table_says(world, group):
-    candidates = [*world["ids"], "1"]
+    # test_read_access leaves the paths built from these values to this walk.
+    candidates = [*world["ids"], *DOOR_VALUES]
     clients = _clients(world)
     routes = [item for item in _routes() if _group(item[2]) == group]
     assert routes, group
