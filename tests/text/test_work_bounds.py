@@ -57,9 +57,10 @@ def extract_all(pages: dict[str, bytes]) -> dict[str, tuple[object, ...]]:
     return results
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def quiet() -> tuple[dict[str, bytes], dict[str, tuple[object, ...]]]:
-    """The large pages and their texts on a quiet machine, extracted once for the module."""
+    """The large pages and their texts on a quiet machine, extracted once for both tests
+    (session scope: the long test runs first, away from its module, tests/conftest.py)."""
     pages = large_pages()
     return pages, extract_all(pages)
 
