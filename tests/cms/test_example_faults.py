@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from tests.asgi import GRACEFUL_SHUTDOWN, free_port, uvicorn_command
-from tests.runs.infra import postgres_cluster, wait_for  # noqa: F401 - fixture
+from tests.runs.infra import wait_for
 
 from .test_example_scaled import _env, _manage, example_database
 
@@ -164,7 +164,7 @@ class Load:
 @pytest.mark.parametrize("pool", [POOL, 0], ids=["pool", "no-pool"])
 def test_connections_stay_bounded_and_errors_stay_json_through_a_restart(
     pool,
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     lab,
     tmp_path,
 ):
@@ -285,7 +285,7 @@ HostListEntry.objects.create(group=web, list=ListKind.ALLOW, value="late.lab.exa
 
 @pytest.mark.long
 def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     lab,
     tmp_path,
 ):
@@ -350,7 +350,7 @@ STREAM_POOL = 2
 
 @pytest.mark.long
 def test_open_streams_hold_no_connection_and_end_on_sigterm(
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     lab,
     tmp_path,
 ):

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.runs.infra import postgres_cluster, redis_socket  # noqa: F401 - fixtures
+from tests.runs.infra import redis_socket  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.redis, pytest.mark.lab]
 
@@ -117,7 +117,7 @@ def example_database(cluster: Any, lab: Any, name: str) -> str:
 
 
 def test_the_example_on_postgresql_redis_and_a_worker(
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     redis_socket,  # noqa: F811
     lab,
     tmp_path,

@@ -34,7 +34,6 @@ __all__ = [
     "Worker",
     "celery_client",
     "celery_eager",
-    "postgres_cluster",
     "private_redis",
     "process_env",
     "redis_socket",
