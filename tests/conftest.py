@@ -26,6 +26,11 @@ settings.load_profile("webfetch")
 # test runs (see tests/lab/); the fixtures plugin holds the Django model factories.
 pytest_plugins = ["tests.lab.plugin", "tests.fixtures"]
 
+# One throwaway PostgreSQL cluster per process for every directory: a module or conftest
+# that imported the fixture had a session-scoped cluster of its own (an initdb each, five
+# servers per worker).
+from tests.runs.infra import postgres_cluster  # noqa: E402,F401
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

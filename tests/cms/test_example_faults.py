@@ -27,9 +27,9 @@ import httpx
 import pytest
 
 from tests.asgi import GRACEFUL_SHUTDOWN, free_port, uvicorn_command
-from tests.runs.infra import postgres_cluster, wait_for  # noqa: F401 - fixture
+from tests.runs.infra import wait_for
 
-from .test_example_scaled import _env, _manage
+from .test_example_scaled import _env, _manage, example_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.lab]
 
@@ -53,21 +53,6 @@ def loopback_only_to(lab: Any, url: str) -> Iterator[None]:
     ]
     assert not local, f"the test connected to another local address: {local}"
     assert not lab.private_accepts()
-
-
-def _database(cluster: Any, psycopg: Any) -> tuple[str, str]:
-    name = f"example_faults_{os.getpid()}"
-    with psycopg.connect(
-        host=cluster.socket_dir,
-        port=cluster.port,
-        user=cluster.user,
-        dbname="postgres",
-        autocommit=True,
-    ) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        connection.execute(f'CREATE DATABASE "{name}"')
-    url = f"postgres://{cluster.user}@:{cluster.port}/{name}?host={cluster.socket_dir}"
-    return name, url
 
 
 def _ask_as_the_editor(client: httpx.Client, content: str) -> str:
@@ -179,7 +164,7 @@ class Load:
 @pytest.mark.parametrize("pool", [POOL, 0], ids=["pool", "no-pool"])
 def test_connections_stay_bounded_and_errors_stay_json_through_a_restart(
     pool,
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     lab,
     tmp_path,
 ):
@@ -190,14 +175,13 @@ def test_connections_stay_bounded_and_errors_stay_json_through_a_restart(
     are ``503`` ``database_unavailable``."""
     psycopg = pytest.importorskip("psycopg")
     pytest.importorskip("psycopg_pool")
-    with _example(postgres_cluster, psycopg, lab, tmp_path, pool=pool) as (name, url, server, log):
+    with _example(postgres_cluster, lab, tmp_path, pool=pool) as (name, url, server, log):
         _exercise(postgres_cluster, name, psycopg, url, server, log, pool)
 
 
 @contextlib.contextmanager
 def _example(
     cluster: Any,
-    psycopg: Any,
     lab: Any,
     tmp_path: Path,
     *,
@@ -207,12 +191,11 @@ def _example(
 ) -> Iterator[tuple[str, str, Any, Path]]:
     """The example on a new database of ``cluster``, served by uvicorn as run.sh serves it;
     ``(database name, base URL, server process, its log)``."""
-    name, database_url = _database(cluster, psycopg)
-    env = _env(database_url, "", lab)
+    # Migrated, with the demo's pages and users (migrate and demo_setup, once per run).
+    name = f"example_faults_{os.getpid()}"
+    env = _env(example_database(cluster, lab, name), "", lab)
     env.pop("CELERY_BROKER_URL")
     env["WEBFETCH_EXAMPLE_DB_POOL"] = str(pool)
-    _manage(env, "migrate", "--noinput", "-v", "0")
-    _manage(env, "demo_setup")
     if setup:
         _manage(env, "shell", "-c", setup)
     port = free_port()
@@ -302,7 +285,7 @@ HostListEntry.objects.create(group=web, list=ListKind.ALLOW, value="late.lab.exa
 
 @pytest.mark.long
 def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     lab,
     tmp_path,
 ):
@@ -313,7 +296,7 @@ def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
     psycopg = pytest.importorskip("psycopg")
     pytest.importorskip("psycopg_pool")
     lab.dns.set("late.lab.example", a=[lab.PUBLIC_V4[0]])
-    with _example(postgres_cluster, psycopg, lab, tmp_path, pool=POOL, setup=ENABLE_WEB) as (
+    with _example(postgres_cluster, lab, tmp_path, pool=POOL, setup=ENABLE_WEB) as (
         name,
         url,
         server,
@@ -367,7 +350,7 @@ STREAM_POOL = 2
 
 @pytest.mark.long
 def test_open_streams_hold_no_connection_and_end_on_sigterm(
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     lab,
     tmp_path,
 ):
@@ -389,7 +372,6 @@ def test_open_streams_hold_no_connection_and_end_on_sigterm(
     lab.dns.set("news.lab.example", a=[lab.PUBLIC_V4[0]])
     with _example(
         postgres_cluster,
-        psycopg,
         lab,
         tmp_path,
         pool=STREAM_POOL,

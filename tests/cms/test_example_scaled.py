@@ -14,10 +14,11 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.runs.infra import postgres_cluster, redis_socket  # noqa: F401 - fixtures
+from tests.runs.infra import redis_socket  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.postgres, pytest.mark.worker, pytest.mark.redis, pytest.mark.lab]
 
@@ -96,30 +97,36 @@ def _manage(env, *args: str, timeout: float = 180) -> str:
     return out.stdout
 
 
+def database_url(cluster: Any, name: str) -> str:
+    return f"postgres://{cluster.user}@:{cluster.port}/{name}?host={cluster.socket_dir}"
+
+
+def example_database(cluster: Any, lab: Any, name: str) -> str:
+    """A new database ``name`` on ``cluster`` as ``manage.py migrate`` and ``demo_setup`` make
+    it: a copy of a template they filled once per test run (``PostgresCluster.template``);
+    its URL."""
+
+    def make(template: str) -> None:
+        env = _env(database_url(cluster, template), "", lab)
+        env.pop("CELERY_BROKER_URL")
+        _manage(env, "migrate", "--noinput", "-v", "0")
+        _manage(env, "demo_setup")
+
+    cluster.copy(cluster.template("example_migrated_template", make), name)
+    return database_url(cluster, name)
+
+
 def test_the_example_on_postgresql_redis_and_a_worker(
-    postgres_cluster,  # noqa: F811
+    postgres_cluster,
     redis_socket,  # noqa: F811
     lab,
     tmp_path,
 ):
-    psycopg = pytest.importorskip("psycopg")
-    name = f"example_{os.getpid()}"
-    with psycopg.connect(
-        host=postgres_cluster.socket_dir,
-        port=postgres_cluster.port,
-        user=postgres_cluster.user,
-        dbname="postgres",
-        autocommit=True,
-    ) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+    pytest.importorskip("psycopg")
+    # Migrated, with the demo's pages and users (migrate and demo_setup, once per run).
+    url = example_database(postgres_cluster, lab, f"example_{os.getpid()}")
     lab.dns.set("news.lab.example", a=[lab.PUBLIC_V4[0]])
-    database_url = (
-        f"postgres://{postgres_cluster.user}@:{postgres_cluster.port}/{name}"
-        f"?host={postgres_cluster.socket_dir}"
-    )
-    env = _env(database_url, f"redis+socket://{redis_socket}", lab)
-    _manage(env, "migrate", "--noinput", "-v", "0")
-    _manage(env, "demo_setup")
+    env = _env(url, f"redis+socket://{redis_socket}", lab)
     _manage(
         env,
         "shell",

@@ -66,20 +66,15 @@ def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
     env = _env(lab_session, tmp_path)
     # Any manage.py command goes through (run.sh migrates first).
     _run_sh(env, "manage", "demo_setup", "--domain", "127.0.0.1:8000")
-    _run_sh(
-        env,
-        "manage",
-        "shell",
-        "-c",
-        "from django_webfetch.models import ToolGroup; "
-        "ToolGroup.objects.filter(slug='content').update(enabled=True)",
-    )
-    # The demo's editor issues their own tokens in the admin, as the README says.
+    # The group is enabled; the demo's editor issues their own tokens in the admin, as the
+    # README says (one ``shell`` call: one start of the example instead of two).
     rights = _run_sh(
         env,
         "manage",
         "shell",
         "-c",
+        "from django_webfetch.models import ToolGroup; "
+        "ToolGroup.objects.filter(slug='content').update(enabled=True); "
         "from django.contrib.auth import get_user_model; "
         "e = get_user_model().objects.get(username='editor'); "
         "print([e.has_perm('django_webfetch.' + p) for p in "

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.runs.infra import postgres_cluster, wait_for  # noqa: F401 - a fixture
+from tests.runs.infra import wait_for
 
 from .conftest import HTTP_URL
 from .test_server import _approve, _in_thread
@@ -188,7 +188,7 @@ def _awaiting_for(user: Any) -> str:
 
 @pytest.mark.postgres
 @pytest.mark.long  # a nested session: started first (tests/conftest.py)
-def test_the_mcp_holds_on_postgresql(postgres_cluster):  # noqa: F811
+def test_the_mcp_holds_on_postgresql(postgres_cluster):
     """This file and the surface enumeration again on PostgreSQL."""
     import os
 

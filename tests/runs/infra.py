@@ -34,7 +34,6 @@ __all__ = [
     "Worker",
     "celery_client",
     "celery_eager",
-    "postgres_cluster",
     "private_redis",
     "process_env",
     "redis_socket",
@@ -503,11 +502,69 @@ class PostgresCluster:
             "WEBFETCH_TEST_DB_USER": self.user,
         }
 
+    def psql(self, sql: str, database: str = "postgres") -> None:
+        """Run ``sql`` on ``database`` of this cluster (``psql``, stopping at the first error)."""
+        _run(
+            [_client("psql"), "-q", "-X", "-v", "ON_ERROR_STOP=1", *self._connect(database)]
+            + ["-c", sql]
+        )
+
+    def _connect(self, database: str) -> list[str]:
+        return ["-h", self.socket_dir, "-p", str(self.port), "-U", self.user, "-d", database]
+
+    def template(self, name: str, make: Callable[[str], None]) -> str:
+        """Database ``name`` of this cluster, filled by ``make(name)`` (e.g. ``manage.py
+        migrate``) once per test run: a test copies it (:meth:`copy`) instead of migrating
+        a database of its own from nothing.
+
+        ``make`` runs once per run: what it wrote is kept as a ``pg_dump`` in the run's
+        shared directory (``WEBFETCH_TEST_SHARED_DIR``, made by tests/run.sh), and the
+        cluster of every other xdist worker loads that dump instead of running it again."""
+        if (self.data_dir, name) in _TEMPLATES:
+            return name
+        import fcntl
+
+        shared = os.environ.get("WEBFETCH_TEST_SHARED_DIR", "")
+        directory = shared if shared and os.path.isdir(shared) else str(Path(self.data_dir).parent)
+        dump = os.path.join(directory, f"pg-{name}.sql")
+        self.psql(f'DROP DATABASE IF EXISTS "{name}"')
+        self.psql(f'CREATE DATABASE "{name}"')
+        with open(dump + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(dump):
+                make(name)
+                _run([_client("pg_dump"), "--no-owner", *self._connect(name), "-f", dump + ".part"])
+                os.replace(dump + ".part", dump)
+            else:
+                _run(
+                    [_client("psql"), "-q", "-X", "-v", "ON_ERROR_STOP=1"]
+                    + [*self._connect(name), "-f", dump]
+                )
+        _TEMPLATES.add((self.data_dir, name))
+        return name
+
+    def copy(self, template: str, name: str) -> None:
+        """A new database ``name`` (dropped first if it exists), a copy of ``template``."""
+        self.psql(f'DROP DATABASE IF EXISTS "{name}"')
+        self.psql(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
+    def _migrate(self, database: str) -> None:
+        """Every migration of the nested sessions' settings, as Django's test runner runs
+        them when it creates a test database."""
+        env = {**os.environ, **self.env(database), "DJANGO_SETTINGS_MODULE": PG_SETTINGS}
+        _run(
+            [sys.executable, "-m", "django", "migrate", "--run-syncdb", "--noinput", "-v", "0"],
+            env=env,
+        )
+
     def run_pytest(self, database: str, *args: str) -> str:
         """Run ``pytest args`` in a nested session on this cluster; return its summary line.
 
         The nested session must pass and run something (a session that only skips, or
-        that failed to collect, fails the calling test)."""
+        that failed to collect, fails the calling test).  Its test database is a new copy of
+        a migrated template (:meth:`template`; ``--reuse-db``: Django checks the migrations,
+        finds them applied, and keeps the copy), not migrated from nothing in every session."""
+        self.copy(self.template(_TEMPLATE, self._migrate), f"test_{database}")
         env = {**os.environ, **self.env(database), "DJANGO_SETTINGS_MODULE": PG_SETTINGS}
         # In a network namespace (and lab) of its own, as an xdist worker is: the nested
         # session's lab never collides with this session's addresses and ports.  (The
@@ -516,7 +573,7 @@ class PostgresCluster:
         if env.get("WEBFETCH_LAB_PYTHON") and os.geteuid() == 0:
             python = [os.path.join(ROOT, "tests", "lab", "worker-python")]
         result = subprocess.run(
-            [*python, "-m", "pytest", "-q", "-p", "no:randomly", "-rfEs"]
+            [*python, "-m", "pytest", "-q", "-p", "no:randomly", "-rfEs", "--reuse-db"]
             + ["--ds", PG_SETTINGS, *args],
             cwd=ROOT,
             env=env,
@@ -533,6 +590,24 @@ class PostgresCluster:
 
 #: The settings of a nested session on the throwaway cluster.
 PG_SETTINGS = "tests.runs.pg_settings"
+#: The migrated database every nested session's test database is copied from.
+_TEMPLATE = "webfetch_migrated_template"
+#: The templates (cluster data directory, database) this process made or loaded.
+_TEMPLATES: set[tuple[str, str]] = set()
+
+
+def _run(command: list[str], env: dict[str, str] | None = None) -> None:
+    """Run ``command`` (from the repository); it must succeed (its output says why not)."""
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, (command[:3], done.stdout[-3000:], done.stderr[-3000:])
+
+
+def _client(name: str) -> str:
+    """A PostgreSQL client program (``psql``, ``pg_dump``) on PATH."""
+    path = shutil.which(name)
+    if path is None:  # pragma: no cover - installed with the server (tests/run.sh)
+        pytest.fail(f"{name} is not installed")
+    return path
 
 
 @pytest.fixture(scope="session")

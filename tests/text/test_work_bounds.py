@@ -9,9 +9,9 @@ child processes, never a slowed clock.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import time
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,8 +25,8 @@ from tests.text.overbudget import SHAPES
 KIB = 1024
 MIB = 1024 * KIB
 PAGES = Path(__file__).parent / "pages"
-#: Busy children: at least two per core, bounded.
-LOAD_PROCESSES = min(8, 2 * (os.cpu_count() or 1))
+#: Busy children: one per core (each keeps a core busy all along), bounded.
+LOAD_PROCESSES = min(8, os.cpu_count() or 1)
 #: A child stops by itself after this many seconds if the test process dies (it is
 #: terminated at the end of the test): far beyond any run of the test, even on a machine
 #: loaded fifteen times over its cores.
@@ -57,47 +57,62 @@ def extract_all(pages: dict[str, bytes]) -> dict[str, tuple[object, ...]]:
     return results
 
 
-def test_the_same_input_twice_gives_identical_output():
+@pytest.fixture(scope="session")
+def quiet() -> tuple[dict[str, bytes], dict[str, tuple[object, ...]]]:
+    """The large pages and their texts on a quiet machine, extracted once for both tests
+    (session scope: the long test runs first, away from its module, tests/conftest.py)."""
     pages = large_pages()
-    first = extract_all(pages)
+    return pages, extract_all(pages)
+
+
+def test_the_same_input_twice_gives_identical_output(quiet):
+    pages, first = quiet
     assert extract_all(pages) == first
     for text, _, reason, _ in first.values():
         assert reason != "out_of_time" and not text.startswith(OUT_OF_TIME_NOTE)
 
 
-def spin(seconds: float) -> None:
-    """A busy loop (a child process): real load on a core."""
-    end = time.monotonic() + seconds
-    count = 0
-    while time.monotonic() < end:
-        count += 1
+#: A busy loop (a child process of its own, a bare interpreter): real load on a core.  It
+#: says it runs (one byte on its stdout) before it spins.
+SPIN = (
+    "import sys, time\n"
+    "sys.stdout.write('x'); sys.stdout.flush()\n"
+    "end = time.monotonic() + float(sys.argv[1])\n"
+    "while time.monotonic() < end:\n"
+    "    pass\n"
+)
 
 
 @pytest.mark.long
-def test_large_pages_give_the_same_text_under_cpu_load():
-    pages = large_pages()
-    quiet = extract_all(pages)
-    context = multiprocessing.get_context("spawn")
-    children = [
-        context.Process(target=spin, args=(SPIN_SECONDS,), daemon=True)
-        for _ in range(LOAD_PROCESSES)
-    ]
+def test_large_pages_give_the_same_text_under_cpu_load(quiet):
+    pages, texts = quiet
+    children = []
     try:
-        for child in children:
-            child.start()
-        time.sleep(0.5)  # the children are spinning
+        for _ in range(LOAD_PROCESSES):
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", SPIN, str(SPIN_SECONDS)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                )
+            )
+        for child in children:  # every child is spinning
+            assert child.stdout is not None and child.stdout.read(1) == b"x"
         loaded = extract_all(pages)
         # The load was there all along.
-        assert all(child.is_alive() for child in children)
+        assert all(child.poll() is None for child in children)
     finally:
         for child in children:
             child.terminate()
         for child in children:
-            child.join(5)
-            if child.is_alive():  # pragma: no cover - terminate is enough
+            try:
+                child.wait(5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - terminate is enough
                 child.kill()
-                child.join(5)
-    assert loaded == quiet
+                child.wait(5)
+            if child.stdout is not None:
+                child.stdout.close()
+    assert loaded == texts
     # The safety net, far away, did not decide anything.
     for text, _, reason, _ in loaded.values():
         assert reason != "out_of_time" and not text.startswith(OUT_OF_TIME_NOTE)
