@@ -73,7 +73,9 @@ _LEAVES = (
 )
 _SHAPES = st.recursive(
     _LEAVES,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
