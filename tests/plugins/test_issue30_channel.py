@@ -23,7 +23,8 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from django_webfetch.plugins.runtime import bubblewrap, guest, protocol
@@ -80,7 +81,7 @@ _SHAPES = st.recursive(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hypothesis_settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shape=_SHAPES, size=st.sampled_from([1 << 18, 1 << 20]), astral=st.booleans())
 def test_one_message_costs_the_reader_a_bounded_multiple_of_its_size(shape, size, astral):
     """Random nested shapes repeated up to ``size`` bytes (the densest a hostile guest
