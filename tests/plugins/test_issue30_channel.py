@@ -194,7 +194,8 @@ def test_a_sandboxed_plugins_message_of_empty_objects_fails_its_call_cheaply(pro
 #: until refused, fill both directions, then put filled sockets in flight (SCM_RIGHTS over
 #: a socket of its own) and close them to make room for more; report what it got.
 HOARD = r"""
-import errno, json, socket, sys
+import asyncio, errno, json, socket, sys
+asyncio.run(asyncio.sleep(0))  # why socketpair stays: asyncio's self-pipe
 chunk = b"x" * 65536
 kept, queued, refusals = [], 0, {}
 def note(what, exc):
@@ -270,7 +271,8 @@ def test_socket_buffers_a_plugin_can_fill_stay_small(probe, settings):
     buffers it filled (in the open sockets and the ones in flight) are freed with it, and
     they are far under the memory bound (they were ~1 GiB under 128 MiB).  From inside:
     ``setsockopt`` fails with EPERM, socketpairs stop at the descriptor limit, sockets in
-    flight stop at the same limit, and datagram/seqpacket socketpairs are refused."""
+    flight stop at the same limit, and datagram/seqpacket socketpairs are refused; an
+    asyncio event loop (a stream socketpair of its own) still runs."""
     from django_webfetch.plugins.runtime.host import idle_processes, shutdown
 
     settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 128 << 20
