@@ -79,6 +79,8 @@ REASONS = {
 _MAP_SHARED = 0x01
 _MAP_ANONYMOUS = 0x20
 _CLONE_THREAD = 0x00010000
+#: The type bits of socketpair's second argument (SOCK_NONBLOCK and SOCK_CLOEXEC above).
+_SOCK_TYPE_MASK = 0xF
 
 #: The allow-list: (reason, syscalls).  Every other system call fails with EPERM.  The
 #: test tests/plugins/test_containment.py::test_the_allow_list_is_what_the_docs_say prints
@@ -165,14 +167,15 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "the RPC channel: the inherited, connected socket (no socket() at all: the network "
-        "namespace has no interface anyway)",
+        "namespace has no interface anyway; no setsockopt(): nothing the guest runs sets an "
+        "option, and SO_SNDBUF/SO_RCVBUF would let a socket queue kernel memory past every "
+        "limit)",
         (
             "recvfrom",
             "recvmsg",
             "sendmsg",
             "shutdown",
             "getsockopt",
-            "setsockopt",
             "getsockname",
             "getpeername",
         ),  # fmt: skip
@@ -283,7 +286,9 @@ CONDITIONAL = {
     "fcntl": "the commands of FCNTL_COMMANDS",
     "ioctl": "the requests of IOCTL_REQUESTS",
     "prctl": "the options of PRCTL_OPTIONS",
-    "socketpair": "AF_UNIX only (asyncio's self-pipe); both ends stay in the process",
+    "socketpair": "AF_UNIX stream only (asyncio's self-pipe); both ends stay in the "
+    "process, at the default buffer size (setsockopt is refused), and RLIMIT_NOFILE "
+    "(guest.MAX_FILES) bounds how many exist, open or in flight",
     "sendto": "without an address (a send on the connected channel)",
 }
 
@@ -520,7 +525,11 @@ def seccomp_program() -> bytes:
         allow("ioctl", sc.Arg(1, sc.EQ, request))
     for option in PRCTL_OPTIONS:
         allow("prctl", sc.Arg(0, sc.EQ, option))
-    allow("socketpair", sc.Arg(0, sc.EQ, socket.AF_UNIX))
+    allow(
+        "socketpair",
+        sc.Arg(0, sc.EQ, socket.AF_UNIX),
+        sc.Arg(1, sc.MASKED_EQ, _SOCK_TYPE_MASK, socket.SOCK_STREAM),
+    )
     allow("sendto", sc.Arg(4, sc.EQ, 0))
     with tempfile.TemporaryFile() as sink:
         rules.export_bpf(sink)

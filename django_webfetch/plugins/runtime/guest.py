@@ -51,6 +51,10 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 #: Threads: a tool may start a few; a thread bomb meets this (and RLIMIT_AS) first.
 MAX_THREADS = 64
+#: Open files: the channel, stdio and a tool's few; with setsockopt refused, this bounds
+#: the socket buffers a plugin can fill (a default-sized buffer per socket, and as many
+#: sockets in flight over a socket as it may hold open: issue 30, finding 5).
+MAX_FILES = 32
 
 
 class _SockFilter(ctypes.Structure):
@@ -121,7 +125,7 @@ def _limits(setup: Mapping[str, Any]) -> None:
     limit(resource.RLIMIT_DATA, memory)
     limit(resource.RLIMIT_CPU, int(setup["lifetime_cpu_seconds"]))
     limit(resource.RLIMIT_FSIZE, int(setup["file_bytes"]))
-    limit(resource.RLIMIT_NOFILE, 128)
+    limit(resource.RLIMIT_NOFILE, MAX_FILES)
     limit(resource.RLIMIT_CORE, 0)
     limit(resource.RLIMIT_NPROC, MAX_THREADS)
     limit(resource.RLIMIT_MEMLOCK, 0)

@@ -31,6 +31,7 @@ __all__ = [
     "depth",
     "encode_bytes",
     "readable",
+    "shape",
 ]
 
 
@@ -47,7 +48,16 @@ def readable(fd: Any, timeout: float) -> bool:
 MAX_MESSAGE = 8 * 1024 * 1024
 #: The deepest nesting of arrays and objects a message may have (checked before parsing).
 MAX_DEPTH = 64
+#: The most values (objects, arrays, keys, strings, numbers, literals) a message may hold,
+#: counted before parsing: a parsed value costs the reader up to ~200 bytes whatever its
+#: size on the wire (``{}`` is 3 bytes there and 72 in the reader), so this, not the byte
+#: cap, bounds what parsing one message costs (issue 30, finding 8).  The largest message
+#: of the protocol (a manifest, a request's headers) holds a few thousand.
+MAX_VALUES = 1 << 14
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_VALUE_STARTS = bytes(b for b in range(256) if b not in b"[{,:")
+#: The scan's slice of the message: what it holds at once besides the message.
+_SCAN_CHUNK = 1 << 16
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _HEADER = struct.Struct("!I")
 #: How often a waiting reader wakes up to run its ``poll`` (CPU limit, liveness).
@@ -67,17 +77,42 @@ class ChannelTimeout(ProtocolError):
 
 
 def depth(body: bytes) -> int:
-    """How deep arrays and objects nest in the JSON text ``body``, found by a linear scan
-    (no recursion: a hostile message cannot exhaust the reader's stack before it is
-    refused).  Strings are skipped first; brackets in them do not count."""
+    """How deep arrays and objects nest in the JSON text ``body`` (``shape``, read whole)."""
+    return shape(body, len(body) + 1)[0]
+
+
+def shape(body: bytes, most: int = MAX_VALUES) -> tuple[int, int]:
+    """How deep arrays and objects nest in the JSON text ``body`` and how many values it
+    holds, found by a linear scan (no recursion: a hostile message cannot exhaust the
+    reader's stack before it is refused) that holds at most a slice of ``_SCAN_CHUNK``
+    bytes' worth of pieces at once besides two copies of ``body`` (issue 30, finding 8:
+    splitting the whole message at its quotes cost ~10 bytes per byte).  The scan stops
+    at the first slice that takes the count over ``most`` (the depth is then of what it
+    read).  Strings are skipped first; brackets, commas and colons in them do not count.
+    Every value but the first follows a ``[``, ``{`` (a key), ``,`` or ``:`` outside a
+    string, so their count plus one bounds the values from above."""
     # Escapes first (an escaped backslash, then an escaped quote: read left to right as
     # the decoder does), then every other segment between two quotes is outside a string.
     # Only bytes methods: linear by construction (a regex skipping strings retried at each
     # escaped quote of an unterminated string, quadratic in the message).
     plain = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    outside = b"".join(plain.split(b'"')[0::2])
-    brackets = outside.translate(None, _NOT_BRACKETS)
-    return max(itertools.accumulate(_STEP[b] for b in brackets), default=0)
+    inside = False
+    level = deepest = 0
+    values = 1
+    for start in range(0, len(plain), _SCAN_CHUNK):
+        pieces = plain[start : start + _SCAN_CHUNK].split(b'"')
+        outside = b"".join(pieces[1 if inside else 0 :: 2])
+        if len(pieces) % 2 == 0:  # an odd number of quotes in this slice
+            inside = not inside
+        del pieces
+        values += len(outside.translate(None, _NOT_VALUE_STARTS))
+        brackets = outside.translate(None, _NOT_BRACKETS)
+        steps = itertools.accumulate(map(_STEP.__getitem__, brackets), initial=level)
+        deepest = max(itertools.chain((deepest,), steps))
+        level += len(brackets) - 2 * (brackets.count(b"]") + brackets.count(b"}"))
+        if values > most:
+            break
+    return deepest, values
 
 
 def encode_bytes(data: bytes) -> str:
@@ -138,8 +173,11 @@ class Channel:
         if length > cap:
             raise ProtocolError(f"message of {length} bytes over the cap of {cap}")
         body = self._read(length, deadline, poll)
-        if depth(body) > MAX_DEPTH:
+        deepest, values = shape(body)
+        if deepest > MAX_DEPTH:
             raise ProtocolError(f"a message nested deeper than {MAX_DEPTH}")
+        if values > MAX_VALUES:
+            raise ProtocolError(f"a message of more than {MAX_VALUES} values")
         try:
             message = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
