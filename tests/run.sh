@@ -19,6 +19,10 @@ PY="$VENV/bin/python"
 LOG=$(mktemp "${TMPDIR:-/tmp}/webfetch-run.XXXXXX")
 REDIS_DIR=""
 REDIS_PID=""
+# Files the xdist workers of this run share (tests/runs/infra.py: the migrated PostgreSQL
+# template's dump), removed at the end.
+WEBFETCH_TEST_SHARED_DIR=$(mktemp -d "${TMPDIR:-/tmp}/webfetch-shared.XXXXXX")
+export WEBFETCH_TEST_SHARED_DIR
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -28,6 +32,7 @@ cleanup() {
         wait "$REDIS_PID" 2>/dev/null || true
     fi
     [ -n "$REDIS_DIR" ] && rm -rf "$REDIS_DIR"
+    rm -rf "$WEBFETCH_TEST_SHARED_DIR"
     rm -f "$LOG"
 }
 trap cleanup EXIT
