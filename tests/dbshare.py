@@ -196,5 +196,5 @@ def install() -> None:
     ) -> str:
         return _shared_create_test_db(original, self, verbosity, autoclobber, serialize, keepdb)
 
-    DatabaseCreation.create_test_db = create_test_db  # type: ignore[method-assign]
+    DatabaseCreation.create_test_db = create_test_db  # type: ignore[method-assign,assignment]
     DatabaseCreation._webfetch_shared = True  # type: ignore[attr-defined]

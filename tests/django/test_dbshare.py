@@ -50,7 +50,7 @@ def _probe() -> dict[str, Any]:
         "connection_name": connection.settings_dict["NAME"],
         "schema": [list(row) for row in schema],
         "rows": rows,
-        "serialized": connection._test_serialized_contents,
+        "serialized": getattr(connection, "_test_serialized_contents", None),
         "migrated": sorted(set(migrations)),
     }
 
