@@ -162,10 +162,12 @@ def _runner_mode(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture(scope="session", autouse=True)
 def _cheap_database_restore() -> None:
     """Between transactional tests the migrated database comes back by SQLite's backup API,
-    not by a flush and a deserialization (tests/dbrestore.py)."""
-    from tests import dbrestore
+    not by a flush and a deserialization (tests/dbrestore.py); and the test database is
+    migrated once per run, not once per xdist worker (tests/dbshare.py)."""
+    from tests import dbrestore, dbshare
 
     dbrestore.install()
+    dbshare.install()
 
 
 @pytest.hookimpl(tryfirst=True)
