@@ -64,6 +64,7 @@ call_command("migrate", verbosity=0)
 from django_webfetch.models import ToolGroup
 from django_webfetch.plugins import registry, services
 from django_webfetch.plugins.client import PluginHttp
+from django_webfetch.plugins.runtime.bubblewrap import interpreter_path
 from django_webfetch.plugins.runtime.host import execute
 
 ToolGroup.objects.create(slug="codeprobe", scope="external_filtered", enabled=True)
@@ -75,6 +76,7 @@ http = PluginHttp(victim.pk, group="codeprobe", tool="codeprobe_run")
 report["call"] = execute(registry.origin("codeprobe"), ("victim", victim.pk), call, http).text
 # The victim's pooled process, as the host sees it: its address-space limit.
 limits = {}
+mine = interpreter_path().encode()
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -82,6 +84,8 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         # The plugin process: the interpreter bwrap executed (bwrap's own processes carry
         # bwrap's command line), PID 1 of its namespace.
         if argv[0].endswith(b"bwrap") or b"runtime.guest import main" not in b" ".join(argv):
+            continue
+        if argv[0] != mine:  # another site's plugin process (the machine is shared)
             continue
         with open(f"/proc/{pid}/status") as fh:
             if not any(l.startswith("NSpid:") and l.split()[-1] == "1" for l in fh):
