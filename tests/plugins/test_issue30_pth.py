@@ -339,3 +339,91 @@ def test_without_a_sandbox_a_trusted_name_claimed_twice_imports_neither(tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert "webfetch_a30_impostor" not in report["imported_here"], report
+
+
+def _distribution(tmp_path: Any, record: list[str] | None, extra: tuple[str, ...] = ()) -> Any:
+    """A distribution ``webfetch-d`` (entry point ``d = webfetch_d:manifest``) whose
+    ``RECORD`` lists ``record`` (no ``RECORD`` when None); ``extra`` files lie beside it."""
+    from importlib.metadata import PathDistribution
+
+    site = tmp_path / "site"
+    info = site / "webfetch_d-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: webfetch-d\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[django_webfetch.plugins]\nd = webfetch_d:manifest\n")
+    if record is not None:
+        (info / "RECORD").write_text("".join(f"{line},,\n" for line in record))
+    for name in extra:
+        (site / name).write_text("")
+    (ep,) = PathDistribution(info).entry_points
+    return ep
+
+
+_OWN = ["webfetch_d/__init__.py", "webfetch_d-1.0.dist-info/METADATA"]
+
+
+@pytest.mark.parametrize(
+    ("record", "extra", "refused"),
+    [
+        (_OWN, (), ""),
+        ([*_OWN, "webfetch_d/sub/x.py", "../../../bin/webfetch-d"], (), ""),
+        (["webfetch_d.py", "__pycache__/webfetch_d.cpython-311.pyc"], (), ""),
+        ([*_OWN, "webfetch_d.pth"], (), "webfetch_d.pth"),
+        ([*_OWN, "webfetch_d/inner.pth"], (), "inner.pth"),
+        ([*_OWN, "../../x.pth"], (), "x.pth"),
+        ([*_OWN, "sitecustomize.py"], (), "sitecustomize"),
+        ([*_OWN, "usercustomize/__init__.py"], (), "usercustomize"),
+        ([*_OWN, "webfetch_d_boot.py"], (), "webfetch_d_boot.py"),
+        ([*_OWN, "requests/__init__.py"], (), "requests/__init__.py"),
+        ([*_OWN, "__pycache__/other.cpython-311.pyc"], (), "other"),
+        ([*_OWN, "../../evil.py"], (), "evil.py"),
+        (None, (), ""),
+        (None, ("easy.pth",), "easy.pth"),
+        (None, ("sitecustomize.py",), "sitecustomize"),
+    ],
+)
+def test_a_distribution_is_refused_for_what_it_installs_beside_its_package(
+    tmp_path, record, extra, refused
+):
+    """What runs at an interpreter's start (a ``.pth``, ``sitecustomize``,
+    ``usercustomize``) or is importable by every other plugin and by the site (a
+    top-level module besides the entry point's package) refuses the distribution, from
+    its ``RECORD`` alone: scripts and metadata do not."""
+    from django_webfetch.plugins.registry import _distribution_problem
+
+    problem = _distribution_problem(_distribution(tmp_path, record, extra))
+    if refused:
+        assert refused in problem, problem
+    else:
+        assert problem == ""
+
+
+def test_an_unsafe_distribution_is_refused_before_its_code_runs(tmp_path, monkeypatch):
+    """Through the registry: the plugin is not loaded, the reason is on record (check
+    E030), and its package's import-time code ran nowhere (not even in a sandbox)."""
+    import sys
+
+    from django_webfetch.plugins import registry
+
+    ep = _distribution(tmp_path, [*_OWN, "webfetch_d_boot.py"])
+    site = tmp_path / "site"
+    package = site / "webfetch_d"
+    package.mkdir()
+    mark = tmp_path / "ran"
+    (package / "__init__.py").write_text(
+        f"open({str(mark)!r}, 'w').close()\n"
+        "def manifest():\n    return {'name': 'd', 'version': '1.0', 'egress': [], 'tools': []}\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    registry.reset()
+    try:
+        assert "d" not in {m.name for m in registry.manifests()}
+        assert any("'d' refused (plugin_distribution_unsafe)" in p for p in registry.problems()), (
+            registry.problems()
+        )
+        assert not mark.exists()
+        assert "webfetch_d" not in sys.modules
+    finally:
+        monkeypatch.undo()
+        registry.reset()
+    assert ep.name == "d"
