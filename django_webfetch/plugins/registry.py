@@ -174,9 +174,10 @@ def _distribution_problem(ep: Any) -> str:
             continue
         name = parts[-1]
         stem = name.partition(".")[0]
-        if name.endswith(".pth") or stem in _STARTUP_NAMES:
-            return f"it installs {str(file)!r}, which runs at every interpreter start"
         head = parts[0]
+        top = stem if head == ".." or len(parts) == 1 else head.partition(".")[0]
+        if name.endswith(".pth") or top in _STARTUP_NAMES:
+            return f"it installs {str(file)!r}, which runs at every interpreter start"
         if head == "..":
             if name.endswith((".py", ".pyc", ".so")):
                 return f"it installs the module {str(file)!r} outside its package directory"
