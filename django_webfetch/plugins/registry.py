@@ -135,8 +135,7 @@ def _origin_of(ep: Any) -> Origin:
     return Origin(str(ep.value).strip(), os.path.abspath(path) if path else "", top)
 
 
-#: What a distribution may install besides its entry points' top-level packages or modules:
-#: its metadata, and files outside the package directory (scripts: ``../../bin/x``).
+#: Modules site.py imports at every interpreter start: no plugin distribution installs one.
 _STARTUP_NAMES = {"sitecustomize", "usercustomize"}
 
 
@@ -182,7 +181,7 @@ def _distribution_problem(ep: Any) -> str:
             if name.endswith((".py", ".pyc", ".so")):
                 return f"it installs the module {str(file)!r} outside its package directory"
             continue  # a script or data file out of the import path
-        if head.endswith((".dist-info", ".egg-info", ".data")) and len(parts) > 1:
+        if head.endswith((".dist-info", ".egg-info")) and len(parts) > 1:
             continue
         if head == "__pycache__" and len(parts) == 2 and stem in tops:
             continue
