@@ -97,9 +97,25 @@ def _handlers(raw: Any) -> dict[str, Callable[..., Any]]:
     }
 
 
+def _names(value: str) -> tuple[str, list[str]]:
+    """The module and attribute parts of an entry point's ``module:attribute`` value."""
+    module, _, attribute = value.partition(":")
+    parts = [p.strip() for p in attribute.strip().split(".")] if attribute.strip() else []
+    return module.strip(), parts
+
+
 def _origin_of(ep: Any) -> Origin:
-    """Where the entry point's code is, found without importing it."""
-    module = str(ep.value).partition(":")[0].strip()
+    """Where the entry point's code is, found without importing it.  Its value must be
+    dotted Python names: anything else (``/abs/dir:manifest``) is refused, reason
+    ``entry_point_invalid``, before its path is used for anything (the sandbox binds
+    ``<path>/<top-level name>``)."""
+    module, attribute = _names(str(ep.value))
+    if not all(part.isidentifier() for part in [*module.split("."), *attribute]):
+        raise ManifestError(
+            "entry_point_invalid",
+            f"entry point {ep.name!r} does not name a Python module and attribute "
+            f"({str(ep.value)[:200]!r})",
+        )
     top = module.split(".")[0]
     dist = getattr(ep, "dist", None)
     path = ""
@@ -117,6 +133,62 @@ def _origin_of(ep: Any) -> Origin:
             location = spec.origin
         path = os.path.dirname(location) if location else ""
     return Origin(str(ep.value).strip(), os.path.abspath(path) if path else "", top)
+
+
+#: Modules site.py imports at every interpreter start: no plugin distribution installs one.
+_STARTUP_NAMES = {"sitecustomize", "usercustomize"}
+
+
+def _distribution_problem(ep: Any) -> str:
+    """Why the distribution of ``ep`` may not be loaded as a plugin, or "".  From its
+    ``RECORD`` (``importlib.metadata``), before anything of it is imported: no ``.pth``
+    file (site.py runs its ``import`` lines in every interpreter of the environment), no
+    ``sitecustomize``/``usercustomize``, and no top-level module or package besides its
+    entry points' own (one would be importable by every other plugin and by the site).
+    A distribution without ``RECORD`` (a directory put on ``sys.path`` by hand) is held to
+    its directory: no ``.pth``, ``sitecustomize`` or ``usercustomize`` in it."""
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return ""
+    tops = set()
+    for other in getattr(dist, "entry_points", ()):
+        if other.group == ENTRY_POINT_GROUP:
+            tops.add(_names(str(other.value))[0].split(".")[0])
+    files = None
+    with contextlib.suppress(Exception):
+        files = dist.files
+    if files is None:
+        try:
+            names = os.listdir(os.fspath(dist.locate_file("")))
+        except (OSError, TypeError, AttributeError, NotImplementedError):
+            return ""
+        for name in sorted(names):
+            stem = name.partition(".")[0]
+            if name.endswith(".pth") or stem in _STARTUP_NAMES:
+                return f"its directory holds {name!r}, which runs at every interpreter start"
+        return ""
+    for file in files:
+        parts = [p for p in str(file).replace("\\", "/").split("/") if p not in ("", ".")]
+        if not parts:
+            continue
+        name = parts[-1]
+        stem = name.partition(".")[0]
+        head = parts[0]
+        top = stem if head == ".." or len(parts) == 1 else head.partition(".")[0]
+        if name.endswith(".pth") or top in _STARTUP_NAMES:
+            return f"it installs {str(file)!r}, which runs at every interpreter start"
+        if head == "..":
+            if name.endswith((".py", ".pyc", ".so")):
+                return f"it installs the module {str(file)!r} outside its package directory"
+            continue  # a script or data file out of the import path
+        if head.endswith((".dist-info", ".egg-info")) and len(parts) > 1:
+            continue
+        if head == "__pycache__" and len(parts) == 2 and stem in tops:
+            continue
+        if head in tops if len(parts) > 1 else stem in tops and name.endswith((".py", ".so")):
+            continue
+        return f"it installs {str(file)!r} outside its entry points' packages"
+    return ""
 
 
 #: Manifests read in a plugin process, by origin, with the stamp of the package's files
@@ -226,8 +298,32 @@ def load() -> dict[str, Manifest]:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
             found_origins: dict[str, Origin] = {}
             _problems.clear()
-            for ep in entry_points(group=ENTRY_POINT_GROUP):
+            eps = list(entry_points(group=ENTRY_POINT_GROUP))
+            named: dict[str, list[str]] = {}
+            for ep in eps:
+                named.setdefault(ep.name, []).append(_origin(ep))
+            for ep in eps:
+                if len(named[ep.name]) > 1:
+                    # Decided before anything is imported or read: trust (a ``trusted``
+                    # instance, where no sandbox can be built) follows the entry point's
+                    # name, so a second distribution claiming it is refused with the first.
+                    message = (
+                        f"plugin entry point {ep.name!r} refused (entry_point_duplicate): "
+                        f"it is claimed by more than one entry point "
+                        f"({', '.join(sorted(named[ep.name]))}); all are refused"
+                    )
+                    if message not in _problems:
+                        logger.error("django_webfetch %s", message)
+                        _problems.append(message)
+                    continue
                 try:
+                    unsafe = _distribution_problem(ep)
+                    if unsafe:
+                        raise ManifestError(
+                            "plugin_distribution_unsafe",
+                            f"its distribution is not loaded as a plugin: {unsafe}; "
+                            "nothing of it was imported",
+                        )
                     manifest, found_origins[ep.name] = _load_entry_point(ep)
                 except ManifestError as exc:
                     message = f"plugin entry point {ep.name!r} refused ({exc.reason}): {exc}"

@@ -339,10 +339,26 @@ def _python_dirs() -> list[str]:
     for entry in sys.path:
         if entry.endswith(("site-packages", "dist-packages", "lib-dynload")):
             dirs.add(entry)
+    dirs.update(site_dirs())
     dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
     dirs.add(os.path.dirname(interpreter_path()))
     dirs.add(os.path.join(_package_root(), "django_webfetch"))
     return [os.path.realpath(d) for d in dirs if os.path.isdir(d)]
+
+
+def site_dirs() -> list[str]:
+    """The package directories of the site's ``sys.path`` (``site-packages``,
+    ``dist-packages``), resolved, in order: the guest's ``sys.path`` after the standard
+    library.  The guest starts with ``-S``, so no ``.pth`` file of these directories runs
+    in it (an installed distribution's ``.pth`` would run before the guest sets its
+    limits: tests/plugins/test_issue30_pth.py)."""
+    found: list[str] = []
+    for entry in sys.path:
+        if entry.endswith(("site-packages", "dist-packages")) and os.path.isdir(entry):
+            real = os.path.realpath(entry)
+            if real not in found:
+                found.append(real)
+    return found
 
 
 def _collapse(paths: list[str]) -> list[str]:
@@ -375,10 +391,13 @@ def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
     """What is bound read-only into the sandbox, in order: the system libraries, then the
     interpreter, its packages and the plugin's package."""
     binds = list(_python_dirs())
-    for candidate in (spec.top_level, spec.top_level + ".py"):
-        full = os.path.join(spec.plugin_path, candidate)
-        if spec.top_level and os.path.exists(full):
-            binds.append(os.path.realpath(full))
+    # A Python name only: an absolute path or ``..`` would make the bind leave the
+    # plugin's directory (tests/plugins/test_issue30_pth.py).
+    if spec.top_level.isidentifier():
+        for candidate in (spec.top_level, spec.top_level + ".py"):
+            full = os.path.join(spec.plugin_path, candidate)
+            if os.path.exists(full):
+                binds.append(os.path.realpath(full))
     return [*_system(), *(("bind", path) for path in _collapse(binds))]
 
 
@@ -483,14 +502,19 @@ def command(spec: SandboxSpec, fds: Mapping[str, int] | None = None) -> list[str
         str(spec.seccomp_fd),
         "--",
         interpreter,
+        # -I: no environment variables, no user site; -S: no site.py, so no ``.pth``
+        # file of any package directory runs here.  sys.path is given explicitly:
+        # django_webfetch's root, the standard library, the site's package directories.
         "-I",
+        "-S",
         "-B",
         "-c",
         (
-            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "import sys; sys.path[:] = [sys.argv[1], *sys.path, *sys.argv[2:-2]]; "
             "from django_webfetch.plugins.runtime.guest import main; main()"
         ),
         _package_root(),
+        *site_dirs(),
         spec.plugin_path,
         str(spec.rpc_fd),
     ]
