@@ -87,8 +87,10 @@ MAX_THREADS = 64
 #: Files and directories in a plugin process's private ``/tmp``: each holds kernel memory
 #: (an inode, a dentry) however few bytes it has; the host kills the process above.
 MAX_TMP_FILES = 4096
-#: Manifest reads that failed, remembered per package files (``describe``).
+#: Manifest reads that failed, remembered per package files (``describe``), this long: a
+#: failure of a busy moment (a timeout) is not kept for the process's life.
 _MAX_REMEMBERED = 256
+_REMEMBER_SECONDS = 600.0
 #: How often (5 ms apart) a process is looked at before it is called busy and recycled.
 _QUIET_CHECKS = 10
 #: Two CPU-time samples of each thread this far apart (a few clock ticks) after a call.
@@ -774,7 +776,7 @@ _capabilities_lock = threading.Lock()
 #: Manifest reads that failed (a limit, a timeout, a crash), by what was read: the origin,
 #: the limits and the stamp of the package's files.  The same files fail the same way: a
 #: registry reset pays for a hostile import once, not at every load.
-_failed_reads: dict[Any, RuntimeFailure] = {}
+_failed_reads: dict[Any, tuple[float, RuntimeFailure]] = {}
 _failed_lock = threading.Lock()
 #: Files looked at for a package's stamp; past it the package is never remembered.
 _MAX_STAMP_FILES = 10_000
@@ -826,8 +828,8 @@ def describe(origin: Origin) -> dict[str, Any]:
     stamp = _stamp(origin)
     remembered = (origin, limits, stamp)
     with _failed_lock:
-        failed = _failed_reads.get(remembered) if stamp is not None else None
-    if failed is not None:
+        when, failed = _failed_reads.get(remembered, (0.0, None))
+    if failed is not None and time.monotonic() - when < _REMEMBER_SECONDS:
         raise RuntimeFailure(failed.code, failed.detail)
     try:
         worker = Worker(origin, limits, "manifest")
@@ -838,7 +840,8 @@ def describe(origin: Origin) -> dict[str, Any]:
             with _failed_lock:
                 while len(_failed_reads) >= _MAX_REMEMBERED:
                     _failed_reads.pop(next(iter(_failed_reads)))
-                _failed_reads[remembered] = exc
+                _failed_reads.pop(remembered, None)
+                _failed_reads[remembered] = (time.monotonic(), exc)
         raise
     try:
         with _capabilities_lock:
