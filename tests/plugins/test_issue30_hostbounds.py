@@ -130,10 +130,11 @@ def test_thread_bomb_at_import_stays_within_64_threads(tmp_path):
 
 # -- the manifest read: the bounds of a call, failures remembered ----------------------------
 
+#: 12 s of CPU time (not of wall time: a loaded machine gives it less CPU, never a pass).
 SPIN = """
 import time
-_end = time.monotonic() + 12
-while time.monotonic() < _end:
+_end = time.process_time() + 12
+while time.process_time() < _end:
     pass
 """
 
@@ -145,11 +146,12 @@ time.sleep(12)
 
 def test_manifest_read_is_killed_over_the_cpu_bound_and_remembered(tmp_path, settings):
     """An import that spins is killed over WEBFETCH_PLUGIN_CPU_SECONDS (a cold start on
-    top); a second read of the unchanged package costs no process, a changed one does."""
+    top); a second read of the unchanged package costs no process, a changed one does.
+    The wall bound is wide, so that the CPU bound is what ends it on a loaded machine."""
     from django_webfetch.plugins.runtime.host import RuntimeFailure, describe
 
     settings.WEBFETCH_PLUGIN_CPU_SECONDS = 1
-    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 3
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20
     origin = _plugin(tmp_path, "webfetch_i30_spin", SPIN)
     cpu_before, started = _children_cpu(), time.monotonic()
     with pytest.raises(RuntimeFailure) as first:
@@ -157,7 +159,7 @@ def test_manifest_read_is_killed_over_the_cpu_bound_and_remembered(tmp_path, set
     elapsed, cpu = time.monotonic() - started, _children_cpu() - cpu_before
     assert first.value.code == "plugin_limit", first.value
     assert cpu <= 1 + 2, (cpu, elapsed)
-    assert elapsed <= 3 + 5, (cpu, elapsed)
+    assert elapsed <= 20, (cpu, elapsed)
 
     # Remembered: no process is started for the same files.
     cpu_before, started = _children_cpu(), time.monotonic()
