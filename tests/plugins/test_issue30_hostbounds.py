@@ -17,6 +17,9 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as settings_h
+from hypothesis import strategies as st
 
 from tests.plugins.test_issue30 import descendants
 
@@ -190,13 +193,14 @@ def test_manifest_read_is_ended_at_the_wall_bound(tmp_path, settings):
 
 # -- the private /tmp: bounded in files as well as bytes --------------------------------------
 
+#: Spread over 100 directories: the count is of the whole tmpfs, not of one directory.
 FILES = r"""
-import json
 import os
 made = 0
 for i in range(20_000):
     try:
-        os.close(os.open(f"f{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+        os.makedirs(f"d{i % 100}", exist_ok=True)
+        os.close(os.open(f"d{i % 100}/f{i}", os.O_CREAT | os.O_WRONLY, 0o600))
     except OSError:
         break
     made += 1
@@ -204,7 +208,6 @@ result = made
 """
 
 FEW_FILES = r"""
-import json
 import os
 for i in range(50):
     os.close(os.open(f"few{i}", os.O_CREAT | os.O_WRONLY, 0o600))
@@ -302,3 +305,49 @@ def test_a_thread_left_by_a_call_is_never_handed_to_the_next_call(tmp_path):
         assert "left-by-call" not in names, names
     finally:
         shutdown()
+
+
+# -- the stamp a failed manifest read is remembered by ------------------------------------------
+
+
+@settings_h(max_examples=40, deadline=None)
+@given(
+    files=st.lists(
+        st.tuples(st.sampled_from(["", "sub/", "sub/deeper/"]), st.integers(0, 30)),
+        min_size=1,
+        max_size=8,
+        unique=True,
+    ),
+    pick=st.integers(0, 7),
+    change=st.sampled_from(["grow", "add", "remove", "replace"]),
+)
+def test_any_change_to_a_package_changes_its_stamp(tmp_path_factory, files, pick, change):
+    """A remembered failure is never served for files other than those that failed: any
+    file of the package added, removed, grown or replaced (a new inode) changes the stamp."""
+    from django_webfetch.plugins.runtime.host import Origin, _stamp
+
+    site = tmp_path_factory.mktemp("stamp")
+    package = site / "pkg"
+    paths = []
+    for folder, number in files:
+        path = package / folder / f"m{number}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+        paths.append(path)
+    origin = Origin("pkg:manifest", str(site), "pkg")
+    before = _stamp(origin)
+    assert before is not None and _stamp(origin) == before
+    target = paths[pick % len(paths)]
+    if change == "grow":
+        target.write_text("x = 1\ny = 2\n")
+    elif change == "add":
+        (target.parent / "new_module.py").write_text("")
+    elif change == "remove":
+        target.unlink()
+    else:
+        fresh = target.with_suffix(".tmp")
+        fresh.write_text("x = 1\n")
+        kept = fresh.stat().st_ino
+        os.replace(fresh, target)
+        assert target.stat().st_ino == kept
+    assert _stamp(origin) != before
