@@ -78,7 +78,19 @@ logger = logging.getLogger("django_webfetch.plugins")
 MAX_CALLS_PER_PROCESS = 100
 #: Idle processes kept by one host process, all instances together.
 MAX_IDLE_PROCESSES = 32
+#: The sandbox's own start (interpreter, guest, limits: no plugin code yet) may take this
+#: long; the plugin's import after it has the wall, CPU and thread bounds of a call.
 _STARTUP_SECONDS = 30.0
+#: Threads of a plugin process (the guest's ``RLIMIT_NPROC`` too): the host kills it above,
+#: during a call and during its import (``Threads:`` of ``/proc/<pid>/status``).
+MAX_THREADS = 64
+#: Files and directories in a plugin process's private ``/tmp``: each holds kernel memory
+#: (an inode, a dentry) however few bytes it has; the host kills the process above.
+MAX_TMP_FILES = 4096
+#: Manifest reads that failed, remembered per package files (``describe``), this long: a
+#: failure of a busy moment (a timeout) is not kept for the process's life.
+_MAX_REMEMBERED = 256
+_REMEMBER_SECONDS = 600.0
 #: How often (5 ms apart) a process is looked at before it is called busy and recycled.
 _QUIET_CHECKS = 10
 #: Two CPU-time samples of each thread this far apart (a few clock ticks) after a call.
@@ -236,6 +248,42 @@ def _tasks(pid: int) -> list[tuple[int, str]]:
     ]
 
 
+def _threads(pid: int) -> int:
+    """``Threads:`` of ``/proc/<pid>/status`` (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+def _tmp_files(pid: int) -> int:
+    """Inodes in use on the private ``/tmp`` of process ``pid`` (a tmpfs of its own), as
+    the host sees it through ``/proc/<pid>/root``; 0 when it is gone.  Where the tmpfs has
+    no inode count (``nr_inodes=0``) its entries are counted, stopping past the bound."""
+    root = f"/proc/{pid}/root/tmp"
+    try:
+        found = os.statvfs(root)
+    except OSError:
+        return 0
+    if found.f_files:
+        return int(found.f_files - found.f_ffree)
+    counted, todo = 0, [root]
+    while todo and counted <= MAX_TMP_FILES:
+        with contextlib.suppress(OSError), os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                counted += 1
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+                if counted > MAX_TMP_FILES:
+                    break
+    return counted
+
+
 def _host_landlock_abi() -> int:
     """The Landlock ABI of this kernel, asked by the host (the guest applies it)."""
     from . import guest
@@ -339,7 +387,9 @@ class Worker:
         self.limits = limits
         self.calls = 0
         self.pid = 0  # the plugin process as the host sees it (PID 1 of its namespace)
-        self.threads = 1  # its threads once ready (an import may start some)
+        #: The ids of its threads once ready (an import may start some): a call leaves
+        #: none of its own (``quiet``).
+        self.thread_ids: set[int] = set()
         self.stopped = False
         safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
         self.scratch = f"/tmp/webfetch-plugin-{safe}"
@@ -421,7 +471,7 @@ class Worker:
                 self.ready = _checked_ready(self._start(errors))
             finally:
                 errors.close()
-            self.threads = max(1, len(_tasks(self.pid)))
+            self.thread_ids = {tid for tid, _state in _tasks(self.pid)}
         except BaseException:
             self.kill()
             raise
@@ -464,11 +514,21 @@ class Worker:
                     "no_exec_fd": self.no_exec_fd,
                 }
             )
-            message = self.channel.recv(time.monotonic() + _STARTUP_SECONDS)
+            message = self.channel.recv(
+                time.monotonic() + _STARTUP_SECONDS,
+                poll=self.bounds(_STARTUP_SECONDS, files=False),
+            )
             if message["op"] == "contained":
-                # The sandbox holds; what follows is the plugin's import.
+                # The sandbox holds; what follows is the plugin's import: a call's bounds.
                 contained = True
-                message = self.channel.recv(time.monotonic() + _STARTUP_SECONDS)
+                message = self.channel.recv(
+                    time.monotonic() + self.limits.wall_seconds,
+                    poll=self.bounds(self.limits.cpu_seconds),
+                )
+        except ChannelTimeout as exc:
+            self.kill()
+            what = "wall time while importing" if contained else "the sandbox did not start"
+            raise RuntimeFailure("plugin_timeout", what) from exc
         except ChannelClosed as exc:
             if not contained:
                 raise IsolationUnavailable(self._why(errors)) from exc
@@ -507,6 +567,23 @@ class Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def bounds(self, cpu_seconds: float, *, files: bool = True) -> Any:
+        """What the host checks while it waits (every ``protocol._SLICE``) and after each
+        call: CPU time from now on, threads and (``files``: once the sandbox is built,
+        which bwrap reports before it is) the files of the private ``/tmp``; over a bound,
+        ``plugin_limit`` (and the process is killed by whoever catches it)."""
+        cpu_start = self.cpu_seconds()
+
+        def check() -> None:
+            if self.cpu_seconds() - cpu_start > cpu_seconds:
+                raise RuntimeFailure("plugin_limit", "CPU time")
+            if _threads(self.pid) > MAX_THREADS:
+                raise RuntimeFailure("plugin_limit", "threads")
+            if files and _tmp_files(self.pid) > MAX_TMP_FILES:
+                raise RuntimeFailure("plugin_limit", "files in /tmp")
+
+        return check
+
     def cpu_seconds(self) -> float:
         """CPU time of the plugin process, all its threads, as the kernel counts it."""
         try:
@@ -517,14 +594,16 @@ class Worker:
         return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
     def quiet(self) -> bool:
-        """No thread of the last call is left: no more threads than when it got ready, and
-        none but the main one running (an import-time pool's idle thread sleeps).  A thread
-        that just ended may still be leaving the kernel: asked a few times, briefly."""
+        """No thread of the last call is left: each thread is one the process had when it
+        got ready (by id: a call that ends an import-time thread and starts one of its own
+        keeps the count, not the ids), and none but the main one running (an import-time
+        pool's idle thread sleeps).  A thread that just ended may still be leaving the
+        kernel: asked a few times, briefly."""
         for _attempt in range(_QUIET_CHECKS):
             tasks = _tasks(self.pid)
             if not tasks:
                 return False
-            if len(tasks) == self.threads and all(
+            if {tid for tid, _state in tasks} <= self.thread_ids and all(
                 state in "SDT" for tid, state in tasks if tid != self.pid
             ):
                 break
@@ -533,13 +612,16 @@ class Worker:
             return False
         # A sleeping sample proves nothing of a thread that runs in bursts: none but the RPC
         # (main) thread may use CPU time between two samples a few clock ticks apart, and
-        # the threads must be those of the import, no more, no fewer.
+        # the threads must be those of the import (an import-time thread may have ended).
         before = _tasks_cpu(self.pid)
         time.sleep(_QUIET_SPAN)
         after = _tasks_cpu(self.pid)
-        if len(before) != self.threads or set(before) != set(after):
+        if set(before) != set(after) or not set(before) <= self.thread_ids:
             return False
-        return all(after[tid] == ticks for tid, ticks in before.items() if tid != self.pid)
+        if not all(after[tid] == ticks for tid, ticks in before.items() if tid != self.pid):
+            return False
+        self.thread_ids = set(after)  # an ended thread's id never counts again
+        return True
 
     def unread(self) -> bool:
         """The guest sent something no call asked for (a reply queued for the next call)."""
@@ -691,6 +773,48 @@ def shutdown() -> None:
 
 _capabilities: dict[str, Any] | None = None
 _capabilities_lock = threading.Lock()
+#: Manifest reads that failed (a limit, a timeout, a crash), by what was read: the origin,
+#: the limits and the stamp of the package's files.  The same files fail the same way: a
+#: registry reset pays for a hostile import once, not at every load.
+_failed_reads: dict[Any, tuple[float, RuntimeFailure]] = {}
+_failed_lock = threading.Lock()
+#: Files looked at for a package's stamp; past it the package is never remembered.
+_MAX_STAMP_FILES = 10_000
+
+
+def _stamp(origin: Origin) -> tuple[Any, ...] | None:
+    """What the package's files are now (path, inode, size, change time of each, under
+    ``origin.path``/``origin.top_level`` or its ``.py``); None where it cannot be told."""
+    base = os.path.join(origin.path, origin.top_level)
+    found: list[tuple[Any, ...]] = []
+    for top in (base, base + ".py"):
+        try:
+            info = os.stat(top, follow_symlinks=False)
+        except OSError:
+            continue
+        found.append((top, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+        todo = [top] if os.path.isdir(top) and not os.path.islink(top) else []
+        while todo:
+            try:
+                with os.scandir(todo.pop()) as entries:
+                    for entry in entries:
+                        info = entry.stat(follow_symlinks=False)
+                        found.append(
+                            (
+                                entry.path,
+                                info.st_ino,
+                                info.st_size,
+                                info.st_mtime_ns,
+                                info.st_ctime_ns,
+                            )
+                        )
+                        if len(found) > _MAX_STAMP_FILES:
+                            return None
+                        if entry.is_dir(follow_symlinks=False):
+                            todo.append(entry.path)
+            except OSError:
+                return None
+    return tuple(sorted(found)) if found else None
 
 
 def describe(origin: Origin) -> dict[str, Any]:
@@ -701,7 +825,24 @@ def describe(origin: Origin) -> dict[str, Any]:
     Raises ``IsolationUnavailable`` where plugin code cannot be isolated here."""
     global _capabilities
     limits = Limits.from_settings()
-    worker = Worker(origin, limits, "manifest")
+    stamp = _stamp(origin)
+    remembered = (origin, limits, stamp)
+    with _failed_lock:
+        when, failed = _failed_reads.get(remembered, (0.0, None))
+    if failed is not None and time.monotonic() - when < _REMEMBER_SECONDS:
+        raise RuntimeFailure(failed.code, failed.detail)
+    try:
+        worker = Worker(origin, limits, "manifest")
+    except IsolationUnavailable:
+        raise  # this host, not the package: asked again next time
+    except RuntimeFailure as exc:
+        if stamp is not None:
+            with _failed_lock:
+                while len(_failed_reads) >= _MAX_REMEMBERED:
+                    _failed_reads.pop(next(iter(_failed_reads)))
+                _failed_reads.pop(remembered, None)
+                _failed_reads[remembered] = (time.monotonic(), exc)
+        raise
     try:
         with _capabilities_lock:
             _capabilities = worker.isolation
@@ -857,12 +998,7 @@ def execute(
 
 def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> CallOutcome:
     deadline = time.monotonic() + limits.wall_seconds
-    cpu_start = worker.cpu_seconds()
-
-    def poll() -> None:
-        if worker.cpu_seconds() - cpu_start > limits.cpu_seconds:
-            raise RuntimeFailure("plugin_limit", "CPU time")
-
+    poll = worker.bounds(limits.cpu_seconds)
     requests = 0
     call_id = next(_call_ids)
     try:
@@ -881,6 +1017,7 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
             elif message["op"] == "result":
                 if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
                     raise ProtocolViolation("result: an answer to another call")
+                poll()  # what a call too short for a poll left: threads, files
                 return _outcome(message, limits.max_output_bytes)
             else:
                 raise RuntimeFailure("plugin_crashed", f"unexpected {message['op'][:40]!r}")
