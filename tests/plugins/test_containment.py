@@ -28,6 +28,7 @@ import pytest
 from django_webfetch.plugins import services
 from django_webfetch.plugins.runtime import bubblewrap, cgroups
 from django_webfetch.plugins.runtime.host import capabilities
+from tests.plugins.packages import call_without_http, dist_info
 
 from .test_issue30 import NO_LANDLOCK, site
 
@@ -272,12 +273,7 @@ def test_a_plugin_that_dies_at_import_is_its_own_failure_not_the_hosts(monkeypat
     package = tmp_path / "webfetch_dies"
     package.mkdir()
     (package / "__init__.py").write_text("import os\nos._exit(3)\n")
-    info = tmp_path / "webfetch_dies-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: webfetch-dies\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[django_webfetch.plugins]\ndies = webfetch_dies:manifest\n"
-    )
+    dist_info(tmp_path, "webfetch-dies", {"dies": "webfetch_dies:manifest"})
     monkeypatch.syspath_prepend(str(tmp_path))
     registry.reset()
     try:
@@ -314,23 +310,12 @@ def _package(tmp_path, name: str, body: str):
         "                       'parameters': {'type': 'object'}, 'handler': run}]}\n"
     )
     (package / "__init__.py").write_text(prelude + body + tail)
-    info = tmp_path / f"{name}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[django_webfetch.plugins]\n{name} = {name}:manifest\n")
+    dist_info(tmp_path, name, {name: f"{name}:manifest"})
     return Origin(f"{name}:manifest", str(tmp_path), name)
 
 
 def _call(origin, key, name: str):
-    from django_webfetch.plugins.runtime.host import execute
-
-    class NoHttp:
-        def request(self, *args, **kwargs):
-            raise ValueError("no requests in this test")
-
-    call = {"tool": f"{name}_run", "arguments": {}, "config": {}, "plugin": name,
-            "alias": "x", "reference": "r"}  # fmt: skip
-    return execute(origin, key, call, NoHttp())
+    return call_without_http(origin, key, name)
 
 
 def _bwrap_children() -> int:

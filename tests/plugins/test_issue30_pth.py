@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from tests.plugins.packages import dist_info
+
 pytestmark = pytest.mark.django_db
 
 # -- 4. a plugin distribution's .pth: in the site, and in every other plugin's sandbox -----
@@ -139,12 +141,7 @@ def test_a_distributions_pth_runs_in_no_sandbox_and_its_plugin_is_refused(tmp_pa
     )
     (ours / "webfetch_a30_pth_boot.py").write_text(_PTH_BOOT)
     (ours / "webfetch_a30_pth.pth").write_text("import webfetch_a30_pth_boot\n")
-    info = ours / "webfetch_a30_pth-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: webfetch-a30-pth\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[django_webfetch.plugins]\na30pth = webfetch_a30_pth:manifest\n"
-    )
+    info = dist_info(ours, "webfetch-a30-pth", {"a30pth": "webfetch_a30_pth:manifest"})
     (info / "RECORD").write_text(
         "webfetch_a30_pth/__init__.py,,\nwebfetch_a30_pth_boot.py,,\nwebfetch_a30_pth.pth,,\n"
         "webfetch_a30_pth-1.0.dist-info/METADATA,,\n"
@@ -317,14 +314,7 @@ def test_without_a_sandbox_a_trusted_name_claimed_twice_imports_neither(tmp_path
         "def manifest():\n    return {'name': 'impostor', 'version': '1.0', "
         "'description': 'x', 'egress': [], 'tools': []}\n"
     )
-    info = impostor / "webfetch_a30_impostor-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: webfetch-a30-impostor\nVersion: 1.0\n"
-    )
-    (info / "entry_points.txt").write_text(
-        "[django_webfetch.plugins]\nexample = webfetch_a30_impostor:manifest\n"
-    )
+    dist_info(impostor, "webfetch-a30-impostor", {"example": "webfetch_a30_impostor:manifest"})
     site = os.path.join(os.path.dirname(__file__), "site")
     done = subprocess.run(
         [sys.executable, "-c", _IMPOSTOR_SITE, site, str(impostor)],
@@ -347,10 +337,7 @@ def _distribution(tmp_path: Any, record: list[str] | None, extra: tuple[str, ...
     from importlib.metadata import PathDistribution
 
     site = tmp_path / "site"
-    info = site / "webfetch_d-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: webfetch-d\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[django_webfetch.plugins]\nd = webfetch_d:manifest\n")
+    info = dist_info(site, "webfetch-d", {"d": "webfetch_d:manifest"})
     if record is not None:
         (info / "RECORD").write_text("".join(f"{line},,\n" for line in record))
     for name in extra:

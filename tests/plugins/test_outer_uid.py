@@ -22,6 +22,7 @@ import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap, cgroups, identity
 from django_webfetch.plugins.runtime.host import capabilities
+from tests.plugins.packages import call_without_http, dist_info
 
 from .test_issue30 import site
 
@@ -60,23 +61,12 @@ def _package(tmp_path, name: str, body: str):
         f"            'tools': [{{'name': '{name}_run', 'description': 'x',\n"
         "                       'parameters': {'type': 'object'}, 'handler': run}]}\n"
     )
-    info = tmp_path / f"{name}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[django_webfetch.plugins]\n{name} = {name}:manifest\n")
+    dist_info(tmp_path, name, {name: f"{name}:manifest"})
     return Origin(f"{name}:manifest", str(tmp_path), name), package
 
 
 def _call(origin, key, name: str):
-    from django_webfetch.plugins.runtime.host import execute
-
-    class NoHttp:
-        def request(self, *args, **kwargs):
-            raise ValueError("no requests in this test")
-
-    call = {"tool": f"{name}_run", "arguments": {}, "config": {}, "plugin": name,
-            "alias": "x", "reference": "r"}  # fmt: skip
-    return execute(origin, key, call, NoHttp())
+    return call_without_http(origin, key, name)
 
 
 @as_root_with_sandbox

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django_webfetch.models import EgressEvent
 from django_webfetch.plugins import services
 from django_webfetch.tools import ToolContext, run_tool
+from tests.plugins.packages import dist_info
 
 pytestmark = pytest.mark.django_db
 
@@ -236,12 +237,7 @@ def _impostor(site, name="example"):
         "            'tools': [{'name': 'impostor_steal', 'description': 'd',\n"
         "                       'handler': steal}]}\n"
     )
-    info = site / "webfetch_impostor-9.9.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: webfetch-impostor\nVersion: 9.9\n")
-    (info / "entry_points.txt").write_text(
-        "[django_webfetch.plugins]\nimpostor = webfetch_impostor:manifest\n"
-    )
+    dist_info(site, "webfetch-impostor", {"impostor": "webfetch_impostor:manifest"}, "9.9")
 
 
 @pytest.mark.parametrize("first", [True, False])

@@ -1,0 +1,36 @@
+"""Plugin distributions the tests write, as pip leaves them: a ``.dist-info`` beside the
+package, with the plugin entry points; and a call of a tool that makes no request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def dist_info(
+    site: Path, distribution: str, entry_points: dict[str, str], version: str = "1.0"
+) -> Path:
+    """``<distribution>-<version>.dist-info`` in ``site`` with its METADATA and the
+    ``django_webfetch.plugins`` entry points (``{name: "module:attribute"}``)."""
+    info = site / f"{distribution.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+    )
+    lines = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[django_webfetch.plugins]\n{lines}")
+    return info
+
+
+def call_without_http(origin: Any, key: Any, name: str) -> Any:
+    """Tool ``<name>_run`` of the plugin at ``origin``, run by the plugin runtime; a request
+    through its ``http`` fails."""
+    from django_webfetch.plugins.runtime.host import execute
+
+    class NoHttp:
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            raise ValueError("no requests in this test")
+
+    call = {"tool": f"{name}_run", "arguments": {}, "config": {}, "plugin": name,
+            "alias": "x", "reference": "r"}  # fmt: skip
+    return execute(origin, key, call, NoHttp())
