@@ -583,8 +583,14 @@ def _check_sqlite_writers() -> list[CheckMessage]:
 # -- plugins (DESIGN.md §8) --------------------------------------------------------------------
 
 
-def _plugin_sandbox() -> list[CheckMessage]:
-    """W033: plugins are installed and this host cannot build their sandbox."""
+#: A refusal that says only that this host cannot build the sandbox: W033's, not E030's (an
+#: error stops every management command, ``migrate`` and ``webfetch plugin list`` included).
+_NO_SANDBOX = "(plugin_isolation_unavailable)"
+
+
+def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
+    """W033: plugins are installed and this host cannot build their sandbox; ``refused``
+    are the registry's refusals for that reason."""
     from importlib.metadata import entry_points
 
     from .plugins.registry import ENTRY_POINT_GROUP
@@ -597,10 +603,13 @@ def _plugin_sandbox() -> list[CheckMessage]:
     if found.get("isolated"):
         return []
     reason = str(found.get("reason", "sandbox_failed"))
+    names = sorted({p.split("'")[1] for p in refused if p.count("'") >= 2})
+    which = f" Not run: {', '.join(names)}." if names else ""
     return [
         Warning(
             f"Untrusted plugins do not run here: the plugin sandbox cannot be built "
-            f"({reason}: {REASONS.get(reason, '')}); nothing of their packages is imported.",
+            f"({reason}: {REASONS.get(reason, '')}); nothing of their packages is imported."
+            f"{which}",
             hint="Install bubblewrap and allow unprivileged user namespaces and seccomp "
             "(docs/plugins.rst, 'Containment').",
             id="django_webfetch.W033",
@@ -637,15 +646,17 @@ def _plugin_uids() -> list[CheckMessage]:
 def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
     from .plugins.registry import problems
 
+    found = problems()
     messages: list[CheckMessage] = [
         Error(
             problem,
             hint="The whole plugin is refused: none of its tools is offered.",
             id="django_webfetch.E030",
         )
-        for problem in problems()
+        for problem in found
+        if _NO_SANDBOX not in problem
     ]
-    messages.extend(_plugin_sandbox())
+    messages.extend(_plugin_sandbox([p for p in found if _NO_SANDBOX in p]))
     messages.extend(_plugin_uids())
     if (
         _readable("WEBFETCH_PLUGIN_REDIS_URL")

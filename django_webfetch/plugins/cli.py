@@ -108,13 +108,31 @@ def _upgrade(command: Any, name: str, *, confirm: bool) -> None:
 
 
 def _list(out: Any) -> None:
+    from .registry import manifests, problems
+    from .runtime.host import isolation_label
+
+    # What this host does with an untrusted plugin, whatever is installed.
+    out.write(f"this host: {isolation_label(False)}")
     summaries = services.list_instances()
+    refused = problems()
+    have = {s.plugin for s in summaries}
+    for manifest in manifests():
+        if manifest.name not in have:
+            out.write(
+                f"available: {manifest.name} {manifest.version} "
+                f"(manage.py webfetch plugin install {manifest.name})"
+            )
+    for problem in refused:
+        out.write(f"refused: {problem}")
     if not summaries:
         out.write("no plugin instances")
         return
     for s in summaries:
         state = "enabled" if s.enabled else "disabled"
-        installed = "" if s.installed else ", package NOT installed"
+        installed = ""
+        if not s.installed:
+            mine = [p for p in refused if p.startswith(f"plugin entry point {s.plugin!r} ")]
+            installed = ", package refused (see above)" if mine else ", package NOT installed"
         out.write(f"{s.alias} ({s.plugin} {s.version}, {state}{installed})")
         out.write(f"  declared:  {_hosts(s.declared)}")
         out.write(f"  granted:   {_hosts(s.granted)}")

@@ -121,7 +121,15 @@ def test_upgrade_keeps_a_narrowed_grant_narrow(example):
 
 
 def test_list_shows_declared_granted_effective(example):
-    assert webfetch("list") == "no plugin instances\n"
+    from django_webfetch.plugins.registry import get_manifest
+
+    version = get_manifest("example").version
+    # Before any instance: what this host does with untrusted plugins, what is installed.
+    assert webfetch("list").splitlines() == [
+        f"this host: {isolation_label(False)}",
+        f"available: example {version} (manage.py webfetch plugin install example)",
+        "no plugin instances",
+    ]
     webfetch("install", "example")
     bound = PluginInstance.objects.create(
         plugin="example",
@@ -207,3 +215,44 @@ def test_check_without_grant(example):
 def test_check_unknown_alias(example):
     with pytest.raises(CommandError, match="no_such_instance"):
         webfetch("check", "http://a.example/", "--plugin", "zzz")
+
+
+def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why(tmp_path):
+    """A host that cannot build the sandbox, with a plugin package installed: the refusal
+    is check W033's (a warning naming the plugin), never an error that stops ``migrate``,
+    ``check`` or the operator's own ``webfetch plugin list``, which names the reason."""
+    import os
+    import subprocess
+    import sys
+
+    import django_webfetch
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    site = os.path.join(os.path.dirname(__file__), "site")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([root, site]),
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "WEBFETCH_PLUGIN_BWRAP": "/nonexistent/bwrap",
+    }
+
+    def manage(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "django", *args],
+            capture_output=True, text=True, timeout=300, cwd=root, env=env, check=False,
+        )  # fmt: skip
+
+    checked = manage("check")
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    assert "django_webfetch.W033" in checked.stderr and "Not run: example" in checked.stderr
+    assert "django_webfetch.E030" not in checked.stderr + checked.stdout
+    listed = manage("webfetch", "plugin", "list")
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("this host: none: untrusted plugins do not run here (bwrap_missing")
+    assert any(
+        line.startswith(
+            "refused: plugin entry point 'example' refused (plugin_isolation_unavailable)"
+        )
+        for line in lines
+    ), lines

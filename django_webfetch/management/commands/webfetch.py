@@ -35,6 +35,9 @@ from django_webfetch.net.errors import EgressDenied
 
 class Command(BaseCommand):
     help = "django_webfetch operator commands: explain a URL, apply the retention policy."
+    # The operator's tools run whatever the system checks say: ``plugin list`` is how an
+    # operator finds out why a check failed.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True)
