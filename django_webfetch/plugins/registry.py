@@ -28,6 +28,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from .manifest import Manifest, ManifestError, parse_manifest
+from .provenance import provider_of
 from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
 
 __all__ = [
@@ -231,7 +232,7 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     try:
         found = _described_manifest(origin)
     except IsolationUnavailable as exc:
-        if _trusted_here(ep.name):
+        if _trusted_here(ep):
             return _load_here(ep), origin
         raise ManifestError(
             "plugin_isolation_unavailable",
@@ -259,12 +260,18 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     return parse_manifest(raw), origin
 
 
-def _trusted_here(name: str) -> bool:
-    """An instance of plugin ``name`` is marked trusted (in-process) by the operator."""
+def _trusted_here(ep: Any) -> bool:
+    """An instance of plugin ``ep.name`` is marked trusted (in-process) by the operator
+    for the distribution that provides ``ep`` now (name, version, ``RECORD`` digest):
+    trust is given to a distribution, never to an entry point's name."""
+    installed = provider_of(ep)
+    if installed is None:
+        return False
     try:
         from .models import PluginInstance
 
-        return PluginInstance.objects.filter(plugin=name, trusted=True).exists()
+        rows = PluginInstance.objects.filter(plugin=ep.name, trusted=True)
+        return any(row.trusted_for() == installed for row in rows[:50])
     except Exception:  # no database yet (migrations, checks before migrate): not trusted
         return False
 

@@ -100,7 +100,7 @@ class PluginTool(Tool):
             return ToolResult.failure(
                 "plugin_not_bound", "This plugin has no enabled instance to run with."
             )
-        if not instance.trusted:
+        if not instance.trust_holds():  # not trusted, or for another distribution (W034)
             from .isolated import run_isolated
 
             failed, value = run_isolated(self, instance, arguments, context)
