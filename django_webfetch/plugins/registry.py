@@ -7,7 +7,8 @@ data, each tool's handler standing for "call it in a plugin process".  Where the
 cannot be built, nothing of the package is imported or executed here: the entry point is
 refused with reason ``plugin_isolation_unavailable`` (check E030 and ``webfetch plugin
 list`` say why), unless the operator marked an instance of that plugin ``trusted`` (an
-explicit choice, warned by check W032): only then is it imported here, under the audit
+explicit choice, warned by check W032) for the distribution that provides the entry
+point now (check W034 when another does): only then is it imported here, under the audit
 hook (tests/plugins/test_issue30.py, finding 5).  A manifest that fails validation
 refuses the whole plugin: none of its tools is registered and the problem is reported by
 system check ``django_webfetch.E030``.
