@@ -262,3 +262,31 @@ def test_without_a_sandbox_a_changed_distribution_is_not_imported_in_the_site(tm
     assert any(refused in p for p in report["changed"]["problems"]), report
     assert report["changed"]["imports"] == 1, report  # the new code was not imported
     assert report["confirmed"]["loaded"] == ["t"] and report["confirmed"]["imports"] == 2, report
+
+
+def test_a_tool_call_runs_in_process_only_while_the_trusted_distribution_is_installed(
+    tmp_path, monkeypatch
+):
+    """The runner's decision (``plugins.tools._trust_holds``): looked up again in each
+    registry generation, before that generation's first in-process import."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+    from django_webfetch.plugins.tools import _trust_holds
+
+    site = tmp_path / "site"
+    _install(site)
+    monkeypatch.syspath_prepend(str(site))
+    try:
+        registry.reset()
+        instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+        assert _trust_holds(instance)
+        _install(site, version="2.0")
+        registry.reset()  # what a deploy of the new package does (a restart, or reset())
+        assert not _trust_holds(instance)
+        assert not _trust_holds(PluginInstance.objects.create(plugin="t", alias="u"))
+        _cli("trust", "t")
+        instance.refresh_from_db()
+        assert _trust_holds(instance)
+    finally:
+        monkeypatch.undo()
+        registry.reset()
