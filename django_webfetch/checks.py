@@ -734,6 +734,19 @@ def check_plugin_instances(
                     id="django_webfetch.W032",
                 )
             )
+            problem = instance.trust_problem()
+            if problem:
+                messages.append(
+                    Warning(
+                        f"Plugin instance {instance.alias!r} is not trusted now: {problem}. "
+                        "Its code does not run in the site's processes (it runs in the "
+                        "sandbox where there is one, nowhere where there is none).",
+                        hint=f"Review the installed package, then: manage.py webfetch plugin "
+                        f"trust {instance.alias} (or untick and tick 'trusted' in the admin).",
+                        obj=instance,
+                        id="django_webfetch.W034",
+                    )
+                )
     return messages
 
 

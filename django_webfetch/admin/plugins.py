@@ -112,7 +112,44 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
     )
     list_filter = ("enabled", "trusted", "plugin")
     search_fields = ("alias", "plugin", "note")
-    readonly_fields = ("version", "declared_egress", "effective_grant", "has_secrets")
+    readonly_fields = (
+        "version",
+        "declared_egress",
+        "effective_grant",
+        "has_secrets",
+        "trusted_distribution_label",
+    )
+    actions = ("confirm_trust",)
+
+    @admin.display(description=_("trusted for"))
+    def trusted_distribution_label(self, obj: PluginInstance) -> str:
+        """The distribution trust was given to, and whether it is still the installed one."""
+        if not obj.trusted:
+            return "-"
+        problem = obj.trust_problem()
+        recorded = obj.trusted_for()
+        shown = str(recorded) if recorded is not None else "-"
+        return f"{shown} (NOT trusted now: {problem})" if problem else shown
+
+    @admin.action(description=_("Confirm trust in the installed distribution"))
+    def confirm_trust(self, request: HttpRequest, queryset: Any) -> None:
+        from django_webfetch.plugins.services import confirm_trust_of
+
+        for instance in queryset.filter(trusted=True):  # confirms; never turns trust on
+            found = confirm_trust_of(instance)
+            if found is None:
+                self.message_user(
+                    request,
+                    _("%(alias)s: no single installed distribution provides %(plugin)s.")
+                    % {"alias": instance.alias, "plugin": instance.plugin},
+                    level="error",
+                )
+            else:
+                self.message_user(
+                    request,
+                    _("%(alias)s is trusted for %(dist)s.")
+                    % {"alias": instance.alias, "dist": str(found)},
+                )
 
     @admin.display(description=_("effective (declared ∩ granted)"))
     def effective_grant(self, obj: PluginInstance) -> str:
@@ -139,6 +176,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
             "alias",
             "enabled",
             "trusted",
+            "trusted_distribution_label",
             "version",
             "declared_egress",
             "egress_hosts",

@@ -37,6 +37,12 @@ def add_arguments(sub: Any) -> None:
     upgrade.add_argument(
         "--confirm", action="store_true", help="Widen the grants by what the new version adds."
     )
+    trust = commands.add_parser(
+        "trust",
+        help="Run an instance in-process, trusted for the distribution installed now "
+        "(also: confirm again after the package changed, check W034).",
+    )
+    trust.add_argument("alias")
     commands.add_parser("list", help="Every instance: declared, granted, effective, isolation.")
     check = commands.add_parser("check", help="What an instance's policy decides for URL.")
     check.add_argument("url")
@@ -64,6 +70,12 @@ def handle(command: Any, options: dict[str, Any]) -> None:
             _upgrade(command, options["name"], confirm=options["confirm"])
         elif name == "list":
             _list(out)
+        elif name == "trust":
+            instance = services.confirm_trust(options["alias"])
+            out.write(
+                f"{instance.alias!r} trusted for {instance.trusted_for()}: its code runs in "
+                "the site's processes (check W032)"
+            )
         else:
             _check(command, options["url"], options["plugin"], resolve=not options["no_resolve"])
     except services.PluginServiceError as exc:
@@ -142,6 +154,8 @@ def _list(out: Any) -> None:
         if s.has_secrets:
             out.write("  secrets: set (never shown)")
         out.write(f"  isolation: {s.isolation}")
+        if s.trust:
+            out.write(f"  NOT trusted now: {s.trust} (webfetch plugin trust {s.alias})")
 
 
 def _check(command: Any, url: str, alias: str, *, resolve: bool) -> None:

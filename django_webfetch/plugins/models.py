@@ -19,6 +19,7 @@ from django_webfetch.net.errors import HostNotAllowed
 from django_webfetch.values import PluginGrant
 
 from .manifest import ManifestError, canonical_entry, tool_group
+from .provenance import Provider, installed_provider
 
 __all__ = ["PluginInstance", "validate_alias"]
 
@@ -85,6 +86,18 @@ class PluginInstance(models.Model):
             "settings and database, guarded only by the audit hook. Leave off: the plugin "
             "runs in an isolated process with no network of its own."
         ),
+    )
+    #: The distribution that provided the plugin's entry point when the operator turned
+    #: ``trusted`` on (or confirmed it again): trust holds only while it still does (W034).
+    trusted_distribution = models.CharField(
+        _("trusted distribution"), max_length=200, blank=True, editable=False
+    )
+    trusted_version = models.CharField(
+        _("trusted version"), max_length=100, blank=True, editable=False
+    )
+    #: SHA-256 of that distribution's ``RECORD`` (empty when it had none).
+    trusted_record = models.CharField(
+        _("trusted RECORD digest"), max_length=64, blank=True, editable=False
     )
     note = models.CharField(_("note"), max_length=200, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
@@ -172,7 +185,51 @@ class PluginInstance(models.Model):
                 "; ".join(f"{name} {problem}" for name, problem in sorted(problems.items()))
             )
 
+    # -- trust ----------------------------------------------------------------------------
+
+    def trusted_for(self) -> Provider | None:
+        """The distribution recorded when trust was turned on or confirmed."""
+        if not self.trusted_distribution:
+            return None
+        return Provider(self.trusted_distribution, self.trusted_version, self.trusted_record)
+
+    def confirm_trust(self) -> Provider | None:
+        """Record the distribution providing the plugin's entry point now (nothing when
+        none or more than one does: then trust holds for nothing).  Not saved here."""
+        found = installed_provider(self.plugin)
+        self.trusted_distribution = found.name if found else ""
+        self.trusted_version = found.version if found else ""
+        self.trusted_record = found.record if found else ""
+        return found
+
+    def trust_problem(self) -> str:
+        """Why this ``trusted`` instance is not trusted now ("" when it is, or is not
+        marked trusted): the installed distribution is not the one recorded."""
+        if not self.trusted:
+            return ""
+        recorded = self.trusted_for()
+        installed = installed_provider(self.plugin)
+        if recorded is not None and installed == recorded:
+            return ""
+        was = str(recorded) if recorded else "no installed distribution"
+        now = str(installed) if installed else "none (or more than one)"
+        if installed is not None and recorded is not None and str(installed) == str(recorded):
+            now = f"{installed} with another RECORD"
+        return f"trusted for {was}, installed is {now}: confirm again"
+
+    def trust_holds(self) -> bool:
+        """Marked ``trusted`` and the distribution providing the plugin is the recorded one:
+        only then does its code run in the site's processes."""
+        return self.trusted and not self.trust_problem()
+
     def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self.trusted:
+            self.trusted_distribution = self.trusted_version = self.trusted_record = ""
+        elif self._state.adding or not (
+            type(self).objects.filter(pk=self.pk, trusted=True).exists()
+        ):
+            # Trust turned on now: it is given to the distribution installed now.
+            self.confirm_trust()
         if self._state.adding and not self.declared_egress:
             # Creating an instance (admin, ORM) acknowledges what the package declares now;
             # only ``upgrade --confirm`` acknowledges more later.

@@ -7,7 +7,8 @@ data, each tool's handler standing for "call it in a plugin process".  Where the
 cannot be built, nothing of the package is imported or executed here: the entry point is
 refused with reason ``plugin_isolation_unavailable`` (check E030 and ``webfetch plugin
 list`` say why), unless the operator marked an instance of that plugin ``trusted`` (an
-explicit choice, warned by check W032): only then is it imported here, under the audit
+explicit choice, warned by check W032) for the distribution that provides the entry
+point now (check W034 when another does): only then is it imported here, under the audit
 hook (tests/plugins/test_issue30.py, finding 5).  A manifest that fails validation
 refuses the whole plugin: none of its tools is registered and the problem is reported by
 system check ``django_webfetch.E030``.
@@ -28,6 +29,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from .manifest import Manifest, ManifestError, parse_manifest
+from .provenance import provider_of
 from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
 
 __all__ = [
@@ -231,7 +233,7 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     try:
         found = _described_manifest(origin)
     except IsolationUnavailable as exc:
-        if _trusted_here(ep.name):
+        if _trusted_here(ep):
             return _load_here(ep), origin
         raise ManifestError(
             "plugin_isolation_unavailable",
@@ -259,12 +261,18 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     return parse_manifest(raw), origin
 
 
-def _trusted_here(name: str) -> bool:
-    """An instance of plugin ``name`` is marked trusted (in-process) by the operator."""
+def _trusted_here(ep: Any) -> bool:
+    """An instance of plugin ``ep.name`` is marked trusted (in-process) by the operator
+    for the distribution that provides ``ep`` now (name, version, ``RECORD`` digest):
+    trust is given to a distribution, never to an entry point's name."""
+    installed = provider_of(ep)
+    if installed is None:
+        return False
     try:
         from .models import PluginInstance
 
-        return PluginInstance.objects.filter(plugin=name, trusted=True).exists()
+        rows = PluginInstance.objects.filter(plugin=ep.name, trusted=True)
+        return any(row.trusted_for() == installed for row in rows[:50])
     except Exception:  # no database yet (migrations, checks before migrate): not trusted
         return False
 

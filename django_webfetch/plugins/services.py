@@ -26,6 +26,8 @@ __all__ = [
     "UpgradeReport",
     "bind",
     "check",
+    "confirm_trust",
+    "confirm_trust_of",
     "install",
     "instance_for",
     "list_instances",
@@ -195,6 +197,8 @@ class InstanceSummary:
     allow_private: tuple[str, ...]
     has_secrets: bool
     isolation: str = ""
+    #: Why a ``trusted`` instance is not trusted now ("" when it is): W034.
+    trust: str = ""
 
 
 def list_instances() -> list[InstanceSummary]:
@@ -215,7 +219,8 @@ def list_instances() -> list[InstanceSummary]:
                 effective=grant.hosts,
                 allow_private=grant.allow_private,
                 has_secrets=bool(instance.secret_config),
-                isolation=isolation_label(instance.trusted),
+                isolation=isolation_label(instance.trust_holds()),
+                trust=instance.trust_problem(),
             )
         )
     return result
@@ -243,6 +248,29 @@ def get_instance(alias: str) -> Any:
     if instance is None:
         raise PluginServiceError("no_such_instance", f"no plugin instance with alias {alias!r}")
     return instance
+
+
+def confirm_trust(alias: str) -> Any:
+    """Mark instance ``alias`` trusted for the distribution that provides its plugin now
+    (turning trust on, or confirming it again after the package changed: W034)."""
+    instance = get_instance(alias)
+    if confirm_trust_of(instance) is None:
+        raise PluginServiceError(
+            "plugin_not_installed",
+            f"no single installed distribution provides plugin {instance.plugin!r}; "
+            "nothing was trusted",
+        )
+    return instance
+
+
+def confirm_trust_of(instance: Any) -> Any:
+    """Record the installed distribution on ``instance`` and save it trusted; the
+    distribution (``None``, and nothing saved, when none or several provide it)."""
+    found = instance.confirm_trust()
+    if found is not None:
+        instance.trusted = True
+        instance.save()
+    return found
 
 
 def check(url: str, *, alias: str, resolve: bool = True) -> tuple[Any, Any]:
