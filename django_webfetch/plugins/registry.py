@@ -5,7 +5,7 @@ reloaded by ``reset()``.  The package is imported in a plugin process (``runtime
 here: its import-time code runs in the plugin sandbox, and the host gets the manifest as
 data, each tool's handler standing for "call it in a plugin process".  Where the sandbox
 cannot be built, nothing of the package is imported or executed here: the entry point is
-refused with reason ``plugin_isolation_unavailable`` (check E030 and ``webfetch plugin
+refused with reason ``plugin_isolation_unavailable`` (check W033 and ``webfetch plugin
 list`` say why), unless the operator marked an instance of that plugin ``trusted`` (an
 explicit choice, warned by check W032) for the distribution that provides the entry
 point now (check W034 when another does): only then is it imported here, under the audit
