@@ -121,8 +121,13 @@ def test_a_generated_tree_of_25000_files_reports_exhaustion(tmp_path):
         directory.mkdir(parents=True)
         for f in range(500):
             (directory / f"m{f:03d}.py").write_text("x = 1\n")
-    outcome = CodeSearch(SourcePathGuard(str(root))).search("needle-not-there")
-    # A budget of work, not of seconds: the same answer on any machine, busy or not.
+    # A budget of work, not of seconds: the same answer on any machine, busy or not.  The far
+    # safety net (30 s) reads this process's CPU time here, not the wall clock: a CI machine
+    # loaded ten times over its cores once took 40 s of wall for these 20,000 files, and the
+    # net, not the budget, ended the walk.
+    outcome = CodeSearch(SourcePathGuard(str(root)), clock=time.process_time).search(
+        "needle-not-there"
+    )
     assert outcome.exhausted == "files"
     assert outcome.files_scanned + outcome.files_skipped == MAX_FILES
     assert outcome.hits == []
