@@ -617,6 +617,18 @@ def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
     ]
 
 
+def _untrust_hint() -> str:
+    """What unticking ``trusted`` does on this host."""
+    from .plugins.runtime.host import capabilities
+
+    if capabilities().get("isolated"):
+        return "Untick 'trusted' to run it in an isolated plugin process."
+    return (
+        "This host cannot build the plugin sandbox (check W033): unticking 'trusted' stops "
+        "the plugin from running here."
+    )
+
+
 def _plugin_uids() -> list[CheckMessage]:
     """E033: ``WEBFETCH_PLUGIN_UID_RANGE`` holds a user or group of this machine (a root
     site would give a plugin process that identity)."""
@@ -729,7 +741,7 @@ def check_plugin_instances(
                     f"Plugin instance {instance.alias!r} is trusted: its code runs inside the "
                     "site's processes, with the site's settings, database and network, "
                     "guarded only by the audit hook.",
-                    hint="Untick 'trusted' to run it in an isolated plugin process.",
+                    hint=_untrust_hint(),
                     obj=instance,
                     id="django_webfetch.W032",
                 )

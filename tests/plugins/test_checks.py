@@ -126,6 +126,13 @@ def test_every_trusted_instance_is_w032(example):
     ]
     assert sorted(m.obj.alias for m in messages) == ["inproc", "inproc2"]
     assert "settings, database and network" in messages[0].msg
+    # The hint says what unticking does here: isolation, or no run at all.
+    from django_webfetch.plugins.runtime.host import capabilities
+
+    if capabilities().get("isolated"):
+        assert messages[0].hint == "Untick 'trusted' to run it in an isolated plugin process."
+    else:
+        assert "unticking 'trusted' stops the plugin from running here" in messages[0].hint
 
 
 @pytest.mark.parametrize(
