@@ -87,6 +87,11 @@ MAX_THREADS = 64
 #: Files and directories in a plugin process's private ``/tmp``: each holds kernel memory
 #: (an inode, a dentry) however few bytes it has; the host kills the process above.
 MAX_TMP_FILES = 4096
+#: What a call may leave in a process the pool keeps: bytes resident or swapped (``VmRSS``,
+#: ``VmSwap``) and in its private ``/tmp`` beyond what the process held when it got ready.
+#: A call that leaves more ends its process instead of idling with it (a call may use up to
+#: ``WEBFETCH_PLUGIN_MEMORY_BYTES``; an idle process keeps at most this much of it).
+MAX_IDLE_GROWTH = 16 * 1024 * 1024
 #: Manifest reads that failed, remembered per package files (``describe``), this long: a
 #: failure of a busy moment (a timeout) is not kept for the process's life.
 _MAX_REMEMBERED = 256
@@ -284,6 +289,25 @@ def _tmp_files(pid: int) -> int:
     return counted
 
 
+def _footprint(pid: int) -> int | None:
+    """Bytes plugin process ``pid`` holds that a call can leave behind, as the host sees
+    them: resident and swapped memory (``VmRSS``, ``VmSwap`` of ``/proc/<pid>/status``)
+    and the bytes of its private ``/tmp`` (a tmpfs: its pages are in neither); ``None``
+    when its status cannot be read (it is gone)."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            fields = dict(line.split(b":", 1) for line in fh if b":" in line)
+        for name in (b"VmRSS", b"VmSwap"):
+            total += int(fields[name].split()[0]) * 1024  # kB
+    except (OSError, KeyError, IndexError, ValueError):
+        return None
+    with contextlib.suppress(OSError):  # as ``_tmp_files``: gone with its process
+        tmp = os.statvfs(f"/proc/{pid}/root/tmp")
+        total += (tmp.f_blocks - tmp.f_bfree) * tmp.f_frsize
+    return total
+
+
 def _host_landlock_abi() -> int:
     """The Landlock ABI of this kernel, asked by the host (the guest applies it)."""
     from . import guest
@@ -390,6 +414,9 @@ class Worker:
         #: The ids of its threads once ready (an import may start some): a call leaves
         #: none of its own (``quiet``).
         self.thread_ids: set[int] = set()
+        #: Its memory and ``/tmp`` bytes once ready (``_footprint``): a call may leave at
+        #: most ``MAX_IDLE_GROWTH`` more in a process the pool keeps (``grown``).
+        self.footprint = 0
         self.stopped = False
         safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
         self.scratch = f"/tmp/webfetch-plugin-{safe}"
@@ -472,6 +499,7 @@ class Worker:
             finally:
                 errors.close()
             self.thread_ids = {tid for tid, _state in _tasks(self.pid)}
+            self.footprint = _footprint(self.pid) or 0
         except BaseException:
             self.kill()
             raise
@@ -623,6 +651,12 @@ class Worker:
         self.thread_ids = set(after)  # an ended thread's id never counts again
         return True
 
+    def grown(self) -> bool:
+        """Its calls left more than ``MAX_IDLE_GROWTH`` in memory or ``/tmp`` since it got
+        ready (or it cannot be read: it is not kept)."""
+        now = _footprint(self.pid)
+        return now is None or now - self.footprint > MAX_IDLE_GROWTH
+
     def unread(self) -> bool:
         """The guest sent something no call asked for (a reply queued for the next call)."""
         try:
@@ -727,6 +761,11 @@ class Pool:
         if not worker.quiet():
             # A thread the call started still runs: never handed to the next call.
             logger.info("plugin process %s recycled: a thread of its call still runs", key)
+            worker.kill()
+            return
+        if worker.grown():
+            # What the call allocated would idle with it, for as long as no call comes.
+            logger.info("plugin process %s recycled: its call left memory or files", key)
             worker.kill()
             return
         with self._lock:

@@ -10,7 +10,12 @@ range no account uses (``WEBFETCH_PLUGIN_UID_RANGE``), with no supplementary gro
 Two plugin processes never share an outer uid, across every host process of the machine:
 each holds an open-file-description lock (``F_OFD_SETLK``) on the byte of its uid in one
 root-owned lock file, for as long as its process lives; the kernel drops the lock when
-the holder closes it or dies, so nothing is left to clean up.
+the holder closes it or dies, so nothing is left to clean up.  The byte locked is at the
+offset *equal to the uid* (not its index in the caller's range), so two sites whose
+ranges overlap, or one site whose range moved while old workers still run, lock the same
+byte for the same uid; POSIX record locks may lie beyond the end of the file, which stays
+empty.  Host processes that do not share this lock file (separate ``/run`` directories,
+as in containers) must be given ranges that do not overlap.
 """
 
 from __future__ import annotations
@@ -72,7 +77,8 @@ def _open_lock() -> int:
 
 
 def _lock(fd: int, offset: int) -> bool:
-    """Take the write lock on byte ``offset`` of the lock file (never waits)."""
+    """Take the write lock on byte ``offset`` of the lock file (never waits); the offset
+    may lie far beyond the end of the (empty) file, as POSIX record locks allow."""
     request = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
     try:
         fcntl.fcntl(fd, _F_OFD_SETLK, request)
@@ -119,9 +125,9 @@ def acquire(first: int, count: int) -> OuterIdentity:
     start = random.randrange(count)
     try:
         for step in range(min(_TRIES, count)):
-            offset = (start + step) % count
-            if _lock(fd, offset):
-                return OuterIdentity(first + offset, fd)
+            uid = first + (start + step) % count
+            if _lock(fd, uid):  # the byte at offset uid: the same for every range
+                return OuterIdentity(uid, fd)
     except OSError as exc:
         os.close(fd)
         raise IdentityUnavailable(exc.errno or errno.EIO, f"lock: {exc}") from exc
