@@ -388,14 +388,13 @@ def _nobody_can_change(base: pathlib.Path) -> list[str]:
             os.setuid(NOBODY)
             for node in _NODES:
                 full = base / node
-                if full.is_dir():
+                if full.is_dir() and node != "a":  # a file added above the plugin's: harmless
                     with contextlib.suppress(OSError):
                         (full / "added.py").write_text("")
                         done.append(f"added a file in {node}")
                 else:
-                    with contextlib.suppress(OSError):
-                        with open(full, "a"):
-                            done.append(f"opened {node} to write")
+                    with contextlib.suppress(OSError), open(full, "a"):
+                        done.append(f"opened {node} to write")
                 with contextlib.suppress(OSError):
                     os.rename(full, str(full) + ".moved")
                     done.append(f"renamed {node}")
@@ -412,17 +411,19 @@ def _nobody_can_change(base: pathlib.Path) -> list[str]:
 @pytest.mark.skipif(os.geteuid() != 0, reason="files owned by another user")
 @hsettings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
+    # Up to three changes to a layout the check passes: the search stays near the line
+    # between what the check passes and what it refuses.
     st.lists(
         st.tuples(
-            st.sampled_from([0, 0, 0, NOBODY]),  # mostly root's: the check passes often
-            st.sampled_from([0o755, 0o755, 0o775, 0o757, 0o1777, 0o1755, 0o700, 0o644]),
+            st.integers(0, len(_NODES) - 1),
+            st.sampled_from([0, NOBODY]),
+            st.sampled_from([0o755, 0o775, 0o757, 0o1777, 0o1755, 0o1775, 0o700, 0o644]),
         ),
-        min_size=len(_NODES),
-        max_size=len(_NODES),
+        max_size=3,
     )
 )
-@example([(0, 0o1777), (0, 0o755), (0, 0o755), (0, 0o644), (0, 0o755), (0, 0o644)])
-def test_when_the_check_passes_no_other_user_can_change_the_plugins_code(layout):
+@example([(0, 0, 0o1777)])
+def test_when_the_check_passes_no_other_user_can_change_the_plugins_code(changes):
     from django_webfetch.plugins.registry import _path_problem
 
     base = pathlib.Path(tempfile.mkdtemp(prefix="webfetch-s4-prop-", dir="/tmp"))
@@ -431,6 +432,9 @@ def test_when_the_check_passes_no_other_user_can_change_the_plugins_code(layout)
         (base / "a/site/pkg/sub").mkdir(parents=True)
         (base / "a/site/pkg/__init__.py").write_text("")
         (base / "a/site/pkg/sub/m.py").write_text("")
+        layout = [(0, 0o755)] * len(_NODES)
+        for index, owner, mode in changes:
+            layout[index] = (owner, mode)
         for node, (owner, mode) in reversed(list(zip(_NODES, layout, strict=True))):
             full = base / node
             is_dir = full.is_dir()
