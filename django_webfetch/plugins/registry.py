@@ -22,6 +22,8 @@ import importlib
 import importlib.util
 import logging
 import os
+import stat
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +37,7 @@ from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe
 __all__ = [
     "ENTRY_POINT_GROUP",
     "InProcessHandler",
+    "RESERVED_NAMES",
     "generation",
     "get_manifest",
     "load",
@@ -106,6 +109,44 @@ def _names(value: str) -> tuple[str, list[str]]:
     return module.strip(), parts
 
 
+#: Top-level names a plugin's entry point may not use: the standard library's and those of
+#: the modules the plugin process itself imports (django_webfetch and its dependencies;
+#: tests/plugins/test_issue30_stdlib.py checks the list against what a guest imports).
+#: The plugin process finds the standard library first and its site directories before the
+#: plugin's directory anyway (runtime/bubblewrap.py); this refusal says so at load time.
+RESERVED_NAMES = frozenset(sys.stdlib_module_names) | {
+    "__main__",
+    "anyio",
+    "asgiref",
+    "attr",
+    "attrs",
+    "certifi",
+    "click",
+    "django",
+    "django_webfetch",
+    "dns",
+    "h11",
+    "html5lib",
+    "httpcore",
+    "httpx",
+    "httpx2",
+    "idna",
+    "jsonschema",
+    "jsonschema_specifications",
+    "pygments",
+    "pyseccomp",
+    "re2",
+    "referencing",
+    "rich",
+    "rpds",
+    "seccomp",
+    "six",
+    "sniffio",
+    "typing_extensions",
+    "webencodings",
+}
+
+
 def _origin_of(ep: Any) -> Origin:
     """Where the entry point's code is, found without importing it.  Its value must be
     dotted Python names: anything else (``/abs/dir:manifest``) is refused, reason
@@ -119,6 +160,14 @@ def _origin_of(ep: Any) -> Origin:
             f"({str(ep.value)[:200]!r})",
         )
     top = module.split(".")[0]
+    if top in RESERVED_NAMES:
+        # Decided before anything is looked up: ``find_spec("json")`` is the standard
+        # library's, and a plugin's ``json`` would stand in for it wherever it came first.
+        raise ManifestError(
+            "entry_point_reserved",
+            f"entry point {ep.name!r} names the module {top!r}, a name of the standard "
+            "library or of a module the plugin process imports; nothing of it was imported",
+        )
     dist = getattr(ep, "dist", None)
     path = ""
     if dist is not None:
@@ -228,8 +277,109 @@ def _described_manifest(origin: Origin) -> dict[str, Any]:
     return found
 
 
+#: At most this many files and directories of one plugin's package are checked.
+_CHECK_ENTRIES = 20000
+
+
+class _PathCheck:
+    """Who may change the code of a plugin, as sshd's ``StrictModes`` asks it: the package
+    (or module), each file and directory in it, the directory it is imported from and every
+    directory above, through symbolic links, are owned by root or the site's uid, and none
+    is writable by group or others.  A directory above the plugin's directory may be a
+    sticky one writable by others (``/tmp``, mode 1777): another user cannot remove or
+    rename what is in it, and the next component below it must be owned by root or the
+    site's uid anyway."""
+
+    def __init__(self) -> None:
+        self.trusted = {0, os.geteuid()}
+        self.checked: dict[tuple[str, bool], str] = {}
+        self.entries = 0
+        self.walked: set[str] = set()
+
+    def entry(self, path: str, info: os.stat_result, *, sticky_ok: bool) -> str:
+        if info.st_uid not in self.trusted:
+            return f"{path!r} is owned by uid {info.st_uid}, not by root or the site's uid"
+        if stat.S_ISLNK(info.st_mode) or not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return ""
+        if sticky_ok and stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:
+            return ""
+        return f"{path!r} is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+
+    def chain(self, path: str, *, last_sticky_ok: bool = False, depth: int = 0) -> str:
+        """``path`` (absolute) and each directory above it, following symbolic links."""
+        key = (path, last_sticky_ok)
+        if key in self.checked:
+            return self.checked[key]
+        if depth > 40:
+            return f"{path!r}: too many levels of symbolic links"
+        problem = ""
+        parent = os.path.dirname(path)
+        if parent != path:
+            problem = self.chain(parent, last_sticky_ok=True, depth=depth)
+        if not problem:
+            try:
+                info = os.lstat(path)
+            except OSError as exc:
+                problem = f"{path!r} cannot be examined ({exc.strerror})"
+            else:
+                problem = self.entry(path, info, sticky_ok=last_sticky_ok)
+                if not problem and stat.S_ISLNK(info.st_mode):
+                    # Not normalised: ``..`` after a link is resolved as the kernel does.
+                    target = os.path.join(parent, os.readlink(path))
+                    problem = self.chain(target, last_sticky_ok=last_sticky_ok, depth=depth + 1)
+        self.checked[key] = problem
+        return problem
+
+    def tree(self, top: str) -> str:
+        """``top`` and everything in it (not writable by group or others even if sticky)."""
+        problem = self.chain(top)
+        real = os.path.realpath(top)
+        if problem or not os.path.isdir(real) or real in self.walked:
+            return problem
+        self.walked.add(real)
+        for directory, dirs, files in os.walk(top):
+            for name in sorted([*dirs, *files]):
+                self.entries += 1
+                if self.entries > _CHECK_ENTRIES:
+                    return f"{top!r} holds more than {_CHECK_ENTRIES} files to check"
+                path = os.path.join(directory, name)
+                problem = self.chain(path)
+                if not problem and name in dirs and os.path.islink(path):
+                    problem = self.tree(os.path.realpath(path))  # what os.walk does not enter
+                if problem:
+                    return problem
+        return ""
+
+
+def _path_problem(origin: Origin) -> str:
+    """Why another local user could change the code of the plugin at ``origin``, or ""."""
+    if not origin.path:
+        return ""
+    check = _PathCheck()
+    problem = check.chain(origin.path)
+    if problem:
+        return problem
+    try:
+        names = os.listdir(origin.path)
+    except OSError as exc:
+        return f"{origin.path!r} cannot be listed ({exc.strerror})"
+    for name in sorted(names):
+        if name.partition(".")[0] == origin.top_level:  # the package, a module, an extension
+            problem = check.tree(os.path.join(origin.path, name))
+            if problem:
+                return problem
+    return ""
+
+
 def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     origin = _origin_of(ep)
+    unsafe = _path_problem(origin)
+    if unsafe:
+        raise ManifestError(
+            "plugin_path_unsafe",
+            f"entry point {ep.name!r} not loaded: another local user could change its code "
+            f"({unsafe}); nothing of it was imported",
+        )
     try:
         found = _described_manifest(origin)
     except IsolationUnavailable as exc:

@@ -320,6 +320,19 @@ def interpreter_path() -> str:
     )
 
 
+#: The guest's first lines: ``sys.path`` is the standard library, then the site's package
+#: directories (argv[2:-2]); ``django_webfetch`` is found in argv[1] only.
+_BOOTSTRAP = (
+    "import sys; sys.path[:] = [*sys.path, *sys.argv[2:-2]]; "
+    "from importlib.machinery import PathFinder; "
+    "from importlib.util import module_from_spec; "
+    "spec = PathFinder.find_spec('django_webfetch', [sys.argv[1]]); "
+    "package = sys.modules['django_webfetch'] = module_from_spec(spec); "
+    "spec.loader.exec_module(package); "
+    "from django_webfetch.plugins.runtime.guest import main; main()"
+)
+
+
 def _package_root() -> str:
     """The directory holding ``django_webfetch`` (a checkout, or site-packages)."""
     import django_webfetch
@@ -503,16 +516,18 @@ def command(spec: SandboxSpec, fds: Mapping[str, int] | None = None) -> list[str
         "--",
         interpreter,
         # -I: no environment variables, no user site; -S: no site.py, so no ``.pth``
-        # file of any package directory runs here.  sys.path is given explicitly:
-        # django_webfetch's root, the standard library, the site's package directories.
+        # file of any package directory runs here.  sys.path is given explicitly: the
+        # standard library first, then the site's package directories (the guest appends
+        # the plugin's directory last).  django_webfetch is loaded from its root by
+        # location, the root never put on sys.path: where it is site-packages (a regular
+        # install), it would come before the standard library, and a package named
+        # ``json`` there would replace the standard library's in every plugin process
+        # (tests/plugins/test_issue30_stdlib.py).
         "-I",
         "-S",
         "-B",
         "-c",
-        (
-            "import sys; sys.path[:] = [sys.argv[1], *sys.path, *sys.argv[2:-2]]; "
-            "from django_webfetch.plugins.runtime.guest import main; main()"
-        ),
+        _BOOTSTRAP,
         _package_root(),
         *site_dirs(),
         spec.plugin_path,

@@ -1,7 +1,9 @@
-"""The plugin process: ``python -I -B -c <bootstrap> ROOT PLUGIN_PATH FD``, started by
-bubblewrap in the plugin sandbox (``bubblewrap.command``: its own user, PID, network, IPC,
-UTS, mount and cgroup namespaces, uid 65534 with no capabilities, a read-only minimal view,
-an empty environment and the allow-list seccomp filter already in force).
+"""The plugin process: ``python -I -S -B -c <bootstrap> ROOT SITE_DIR... PLUGIN_PATH FD``,
+started by bubblewrap in the plugin sandbox (``bubblewrap.command``: its own user, PID,
+network, IPC, UTS, mount and cgroup namespaces, uid 65534 with no capabilities, a
+read-only minimal view, an empty environment and the allow-list seccomp filter already in
+force).  Its ``sys.path``: the standard library, then the site's package directories, then
+the plugin's directory; ``django_webfetch`` is loaded from ROOT by location.
 
 One inherited end of a Unix socketpair is its only way to talk to anyone.  In this order,
 before any plugin code is imported, it
@@ -423,6 +425,27 @@ def _refuse_network_sockets(event: str, args: tuple[Any, ...]) -> None:  # pragm
     raise UnguardedNetworkAccess(detail=f"{event} {violation.target}")
 
 
+def _import_top(plugin_path: str, top: str) -> None:
+    """The plugin's top-level package (or module) from its own directory, whatever else of
+    that name ``sys.path`` holds: a package of a site directory does not stand in for it,
+    and a module the guest imported (the standard library's, django_webfetch's) is never
+    the plugin's."""
+    from importlib.machinery import PathFinder
+    from importlib.util import module_from_spec
+
+    if top in sys.modules:
+        raise ImportError(f"{top!r} is a module the plugin process uses")
+    spec = PathFinder.find_spec(top, [plugin_path])
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(top)
+    module = sys.modules[top] = module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(top, None)
+        raise
+
+
 def _load(entry: str) -> Any:
     import importlib
 
@@ -531,12 +554,16 @@ def serve(channel: Channel) -> None:
     # Contained: from here on, a process that ends is the plugin's doing, not the host's.
     channel.send({"op": "contained"})
     sys.addaudithook(_refuse_network_sockets)
-    sys.path.insert(0, str(setup["plugin_path"]))
+    # Last: the standard library and the site's package directories come first, so the
+    # plugin's directory provides its own package only (tests/plugins/test_issue30_stdlib.py).
+    if str(setup["plugin_path"]) not in sys.path:
+        sys.path.append(str(setup["plugin_path"]))
     described: dict[str, Any] | None = None
     handlers: dict[str, Any] = {}
     problem = ""
     with plugin_scope("import") as scope:
         try:
+            _import_top(str(setup["plugin_path"]), str(setup["top_level"]))
             described, handlers = _describe(_load(str(setup["entry"])))
         except BaseException as exc:
             problem = type(exc).__name__[:100]
