@@ -34,3 +34,28 @@ def call_without_http(origin: Any, key: Any, name: str) -> Any:
     call = {"tool": f"{name}_run", "arguments": {}, "config": {}, "plugin": name,
             "alias": "x", "reference": "r"}  # fmt: skip
     return execute(origin, key, call, NoHttp())
+
+
+def child_report(script: str, *args: str, timeout: float = 300) -> Any:
+    """Run ``script`` (``python -c``) with ``args`` in a new interpreter and session, from the
+    checkout with only it on ``PYTHONPATH``; the JSON object its last line prints."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import django_webfetch
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+        start_new_session=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from tests.plugins.packages import dist_info
+from tests.plugins.packages import child_report, dist_info
 
 pytestmark = pytest.mark.django_db
 
@@ -300,13 +300,6 @@ def test_without_a_sandbox_a_trusted_name_claimed_twice_imports_neither(tmp_path
     the operator trusted ``example``, and an impostor package that merely names its
     entry point ``example`` is imported in the web process too (its import-time code
     ran in the site) before the duplicate claim is refused."""
-    import json
-    import subprocess
-    import sys
-
-    import django_webfetch
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     impostor = tmp_path / "impostor"
     package = impostor / "webfetch_a30_impostor"
     package.mkdir(parents=True)
@@ -316,18 +309,7 @@ def test_without_a_sandbox_a_trusted_name_claimed_twice_imports_neither(tmp_path
     )
     dist_info(impostor, "webfetch-a30-impostor", {"example": "webfetch_a30_impostor:manifest"})
     site = os.path.join(os.path.dirname(__file__), "site")
-    done = subprocess.run(
-        [sys.executable, "-c", _IMPOSTOR_SITE, site, str(impostor)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": root},
-        start_new_session=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = child_report(_IMPOSTOR_SITE, site, str(impostor))
     assert "webfetch_a30_impostor" not in report["imported_here"], report
 
 

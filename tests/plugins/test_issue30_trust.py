@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
-import os
-import subprocess
 import sys
 from typing import Any
 
 import pytest
 from django.core.management import call_command
+
+from tests.plugins.packages import child_report
 
 pytestmark = pytest.mark.django_db
 
@@ -236,24 +235,10 @@ def test_without_a_sandbox_a_changed_distribution_is_not_imported_in_the_site(tm
     """The no-sandbox fallback imports a trusted plugin in the site: only while the
     distribution providing it is the one trusted.  A new version is refused
     (``plugin_isolation_unavailable``) and nothing of it is imported, until confirmed."""
-    import django_webfetch
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     site = tmp_path / "site"
     mark = tmp_path / "imports"
     _install(site, mark=str(mark))
-    done = subprocess.run(
-        [sys.executable, "-c", _NO_SANDBOX_SITE, str(site), str(mark)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": root},
-        start_new_session=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = child_report(_NO_SANDBOX_SITE, str(site), str(mark))
     refused = "'t' refused (plugin_isolation_unavailable)"
     assert report["untrusted"]["imports"] == 0, report
     assert any(refused in p for p in report["untrusted"]["problems"]), report
