@@ -23,6 +23,7 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from django_webfetch.models import AssistantRun, CallState, ToolCall
 from django_webfetch.runs import request_call
@@ -166,6 +167,7 @@ LATE = 3
 RUNS_FINAL = (CallState.SUCCEEDED, CallState.FAILED)
 
 
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_a_killed_holder_on_another_machine_is_taken_over_within_its_lease(
     provider, editor, user_factory, web, lab_settings, tmp_path
 ):

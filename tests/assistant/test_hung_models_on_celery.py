@@ -55,6 +55,7 @@ def _first(run: str, kinds: tuple[str, ...]) -> Any:
 
 
 @pytest.mark.parametrize("pool", ["prefork", "threads"])
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_four_hung_models_leave_a_two_slot_worker_free_for_a_fifth_editor(
     pool, provider, worker_factory, celery_client, on_celery, user_factory, hold
 ):

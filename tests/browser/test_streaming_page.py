@@ -53,6 +53,7 @@ def last_turn(page):
     return page.locator(".webfetch-turn-assistant").last
 
 
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_the_answer_grows_on_the_page_before_the_run_ends(
     lab,
     example_site,

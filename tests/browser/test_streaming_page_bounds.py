@@ -33,6 +33,7 @@ OPEN = """async ([url, n]) => {
 }"""
 
 
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_a_page_refused_a_stream_polls_and_shows_the_answer(
     lab,
     example_site,

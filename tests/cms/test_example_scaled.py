@@ -116,6 +116,7 @@ def example_database(cluster: Any, lab: Any, name: str) -> str:
     return database_url(cluster, name)
 
 
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_the_example_on_postgresql_redis_and_a_worker(
     postgres_cluster,
     redis_socket,  # noqa: F811

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.lab
 @pytest.mark.skipif(
     not (ROOT / ".venv" / "bin" / "python").exists(), reason="run.sh uses the checkout's .venv"
 )
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_explain_migrates_only_when_needed(lab, tmp_path):
     lab.dns.set("docs.lab.example", a=[lab.PUBLIC_V4[0]])
     env = {

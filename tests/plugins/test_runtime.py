@@ -457,6 +457,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_without_seccomp_untrusted_plugins_do_not_run(tmp_path):
     """A host where seccomp cannot be installed (a container profile that refuses it, made
     here with a real seccomp filter on a child process): isolation is reported unavailable,

@@ -61,6 +61,7 @@ def test_the_destination_is_the_first_requested_host(run_tools):
 @pytest.mark.redis
 @pytest.mark.worker
 @real_db
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_at_most_n_calls_per_host_across_two_workers(
     web, worker_factory, celery_client, editor, approver, settings
 ):

@@ -333,6 +333,7 @@ def test_a_url_the_guard_refuses_fails_at_request_time(
 
 
 @pytest.mark.parametrize("dns", ["blackholed", "nothing_listens"])
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_a_url_whose_dns_cannot_be_reached_fails_at_request_time(
     lab_settings, settings, group_factory, editor, approver, mailoutbox, dns
 ):

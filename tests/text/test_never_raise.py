@@ -108,6 +108,7 @@ _MUTATION = st.tuples(
     st.lists(_MUTATION, min_size=1, max_size=6),
     st.sampled_from(page_names()),
 )
+@pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
 def test_mutated_real_looking_pages_never_raise_nor_come_back_empty(name, mutations, donor):
     body = mutated_page(name, mutations, donor)
     assert problems(body) == []
