@@ -191,11 +191,11 @@ unset PYTHONDONTWRITEBYTECODE
 # -- the tests ----------------------------------------------------------------------------
 # Several xdist workers, each in a network namespace of its own with its own lab and Redis
 # (tests/lab/worker-python, tests/lab/workers.py): half of the suite's time is waiting on
-# real processes (workers, servers, browsers), so 2 cores keep 6 workers busy.  The order is
+# real processes (workers, servers, browsers), so 2 cores keep 4 workers busy.  The order is
 # random (pytest-randomly); the seed is printed so a failure can be replayed with
 # WEBFETCH_TEST_SEED=<seed> (and WEBFETCH_TEST_WORKERS=1 to replay it in one process).
 SEED=${WEBFETCH_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-WORKERS=${WEBFETCH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) * 3))}
+WORKERS=${WEBFETCH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) * 2))}
 SELECTED=$#
 case " $* " in
     *no:randomly*) ;;
