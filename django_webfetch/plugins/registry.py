@@ -190,6 +190,32 @@ def _origin_of(ep: Any) -> Origin:
 _STARTUP_NAMES = {"sitecustomize", "usercustomize"}
 
 
+def _normalized(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(".", "-")
+
+
+def _shared_packages(dist: Any, tops: set[str]) -> str:
+    """Why a top-level package of ``dist``'s entry points is not its own, or "": another
+    installed distribution (a plugin or any package of the site) provides the same name, so
+    installing either changed the other's code (a plugin named like a module the site
+    imports, or a second plugin writing into a trusted plugin's package)."""
+    from importlib.metadata import packages_distributions
+
+    try:
+        providers = packages_distributions()
+        own = _normalized(str(dist.metadata["Name"] or ""))
+    except Exception:  # unreadable metadata: nothing to compare, the RECORD check decides
+        return ""
+    for top in sorted(tops):
+        others = sorted({d for d in providers.get(top, ()) if _normalized(d) != own})
+        if others:
+            return (
+                f"its package {top!r} is also installed by {', '.join(others)}: either "
+                "could change the other's code"
+            )
+    return ""
+
+
 def _distribution_problem(ep: Any) -> str:
     """Why the distribution of ``ep`` may not be loaded as a plugin, or "".  From its
     ``RECORD`` (``importlib.metadata``), before anything of it is imported: no ``.pth``
@@ -205,6 +231,9 @@ def _distribution_problem(ep: Any) -> str:
     for other in getattr(dist, "entry_points", ()):
         if other.group == ENTRY_POINT_GROUP:
             tops.add(_names(str(other.value))[0].split(".")[0])
+    shared = _shared_packages(dist, tops - RESERVED_NAMES)  # those: entry_point_reserved
+    if shared:
+        return shared
     files = None
     with contextlib.suppress(Exception):
         files = dist.files

@@ -30,8 +30,6 @@ from hypothesis import strategies as st
 from django_webfetch.plugins.runtime import bubblewrap, guest, protocol
 from django_webfetch.plugins.runtime.protocol import Channel, ProtocolError
 
-from .test_issue30 import descendants
-
 # -- finding 8: what one message costs the reader --------------------------------------
 
 #: What the reader may hold per byte of a message while it reads and parses it: the
@@ -267,22 +265,18 @@ def _open_files(pids: list[int]) -> dict[int, int]:
 
 @pytest.mark.django_db
 def test_socket_buffers_a_plugin_can_fill_stay_small(probe, settings):
-    """From the host: the idle plugin process holds at most ``MAX_FILES`` descriptors, the
-    buffers it filled (in the open sockets and the ones in flight) are freed with it, and
-    they are far under the memory bound (they were ~1 GiB under 128 MiB).  From inside:
-    ``setsockopt`` fails with EPERM, socketpairs stop at the descriptor limit, sockets in
-    flight stop at the same limit, and datagram/seqpacket socketpairs are refused; an
-    asyncio event loop (a stream socketpair of its own) still runs."""
-    from django_webfetch.plugins.runtime.host import idle_processes, shutdown
+    """From inside: ``setsockopt`` fails with EPERM, socketpairs stop at the descriptor
+    limit, sockets in flight stop at the same limit, and datagram/seqpacket socketpairs are
+    refused; an asyncio event loop (a stream socketpair of its own) still runs.  From the
+    host: the process that filled those buffers (they were ~1 GiB under 128 MiB) holds more
+    descriptors than when it got ready, so the pool does not keep it: its buffers go with it
+    (test_issue30_shared.py)."""
+    from django_webfetch.plugins.runtime.host import idle_processes
 
     settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 128 << 20
-    before = set(descendants())
     outcome = probe(HOARD)
     report = json.loads(json.loads(outcome.text)["result"])
-    assert idle_processes() >= 1, outcome
-    plugin = [pid for pid in descendants() if pid not in before]
-    files = _open_files(plugin)
-    assert files and max(files.values()) <= guest.MAX_FILES, files
+    assert idle_processes() == 0, outcome
     assert report["refusals"]["setsockopt"] == "EPERM", report
     assert report["refusals"]["socketpair"] == "EMFILE", report
     assert report["refusals"]["in_flight"] in ("ETOOMANYREFS", "EMFILE"), report
@@ -290,14 +284,6 @@ def test_socket_buffers_a_plugin_can_fill_stay_small(probe, settings):
     assert report["refusals"][str(int(socket.SOCK_SEQPACKET))] == "EPERM", report
     # Default-sized buffers (wmem_default, 208 KiB here) on at most 2 x MAX_FILES sockets.
     assert report["queued"] <= 2 * guest.MAX_FILES * (512 << 10), report
-    idle = min(_mem_available() for _ in range(3))
-    shutdown()
-    freed = 0
-    for _ in range(8):
-        time.sleep(0.25)
-        freed = max(freed, _mem_available() - idle)
-    # What ending the process frees: its own memory (the interpreter) and the buffers.
-    assert freed <= (128 << 20), (freed >> 20, report)
 
 
 def test_setsockopt_is_not_in_the_allow_list_and_socketpair_is_stream_only():

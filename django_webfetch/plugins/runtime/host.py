@@ -289,6 +289,15 @@ def _tmp_files(pid: int) -> int:
     return counted
 
 
+def _descriptors(pid: int) -> int | None:
+    """How many file descriptors plugin process ``pid`` holds (``/proc/<pid>/fd``), or
+    ``None`` when they cannot be read."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+
+
 def _footprint(pid: int) -> int | None:
     """Bytes plugin process ``pid`` holds that a call can leave behind, as the host sees
     them: resident and swapped memory (``VmRSS``, ``VmSwap`` of ``/proc/<pid>/status``)
@@ -417,6 +426,9 @@ class Worker:
         #: Its memory and ``/tmp`` bytes once ready (``_footprint``): a call may leave at
         #: most ``MAX_IDLE_GROWTH`` more in a process the pool keeps (``grown``).
         self.footprint = 0
+        #: Its open descriptors once ready: a call that leaves more (socket pairs whose
+        #: buffers hold kernel memory) leaves a process the pool does not keep.
+        self.descriptors: int | None = 0
         self.stopped = False
         safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
         self.scratch = f"/tmp/webfetch-plugin-{safe}"
@@ -500,6 +512,7 @@ class Worker:
                 errors.close()
             self.thread_ids = {tid for tid, _state in _tasks(self.pid)}
             self.footprint = _footprint(self.pid) or 0
+            self.descriptors = _descriptors(self.pid)
         except BaseException:
             self.kill()
             raise
@@ -655,7 +668,12 @@ class Worker:
         """Its calls left more than ``MAX_IDLE_GROWTH`` in memory or ``/tmp`` since it got
         ready (or it cannot be read: it is not kept)."""
         now = _footprint(self.pid)
-        return now is None or now - self.footprint > MAX_IDLE_GROWTH
+        if now is None or now - self.footprint > MAX_IDLE_GROWTH:
+            return True
+        # Kernel memory a call can leave outside both (socket buffers of pairs it made):
+        # a process holding more descriptors than when it got ready is not kept.
+        held = _descriptors(self.pid)
+        return held is None or self.descriptors is None or held > self.descriptors
 
     def unread(self) -> bool:
         """The guest sent something no call asked for (a reply queued for the next call)."""

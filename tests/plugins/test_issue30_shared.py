@@ -1,0 +1,205 @@
+"""Issue 30, the third attack of the session: a package name two distributions share, and
+kernel memory a call leaves in a pooled process.
+
+A top-level package another installed distribution also provides is refused for the plugin
+(``plugin_distribution_unsafe``): a second plugin could write into a trusted plugin's package
+with its RECORD unchanged, and a plugin named like a module the site imports (``redis``,
+``celery``) would replace it.  A pooled process holding more descriptors than when it got
+ready (socket pairs whose buffers are kernel memory) is not kept.  Real distributions in a
+``sys.path`` directory, as pip leaves them; nothing here weakens or bypasses the sandbox.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+_MANIFEST = (
+    "def manifest():\n    return {'name': %r, 'version': '1.0', "
+    "'description': 'x', 'egress': [], 'tools': []}\n"
+)
+
+
+@pytest.fixture
+def registry_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The registry reading ``sys.path`` with the directories a test prepends."""
+    from django_webfetch.plugins import registry
+
+    registry.reset()
+    yield monkeypatch
+    monkeypatch.undo()
+    registry.reset()
+
+
+def _hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _wheel(site: Path, dist: str, entry_points: dict[str, str], files: dict[str, str]) -> Path:
+    """Distribution ``dist`` 1.0 installed into ``site`` as pip installs a wheel: its files
+    written (over whatever is there), a RECORD with each file's sha256."""
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    meta = {
+        "METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
+        "entry_points.txt": "[django_webfetch.plugins]\n"
+        + "".join(f"{k} = {v}\n" for k, v in entry_points.items()),
+    }
+    lines = []
+    for name, text in {**files, **{f"{info.name}/{k}": v for k, v in meta.items()}}.items():
+        path = site / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        lines.append(f"{name},{_hash(text.encode())},{len(text.encode())}\n")
+    lines.append(f"{info.name}/RECORD,,\n")
+    (info / "RECORD").write_text("".join(lines))
+    return info
+
+
+def test_a_second_distribution_writing_into_a_trusted_plugins_package_refuses_both(
+    tmp_path, registry_on
+):
+    """Trust is bound to (name, version, digest of RECORD).  RECORD names the files and
+    their hashes, but nothing compares the files on disk with it.  A second plugin
+    distribution, ``webfetch-evil``, whose entry point is ``webfetch_t.evil:manifest``,
+    has its entry point's own top-level package ``webfetch_t``: every file it installs
+    there passes ``_distribution_problem`` (``head in tops``).  pip writes them over the
+    trusted ``webfetch-t``'s files (``webfetch_t/__init__.py``); ``webfetch-t``'s RECORD
+    is unchanged, so its trust holds and the new code runs in the site's process (no
+    sandbox: the trusted path).  The registry refuses a top-level package that two
+    distributions install into (``importlib.metadata.packages_distributions()``): both."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+    from django_webfetch.plugins.provenance import installed_provider
+
+    site = tmp_path / "site"
+    _wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds()
+    before = installed_provider("t")
+
+    rewritten = "import os as _os\nOWNED = True\n" + _MANIFEST % "t"
+    _wheel(site, "webfetch-evil", {"evil": "webfetch_t.evil:manifest"},
+           {"webfetch_t/__init__.py": rewritten,
+            "webfetch_t/evil.py": _MANIFEST % "evil"})  # fmt: skip
+    assert (site / "webfetch_t" / "__init__.py").read_text() == rewritten  # the code changed
+    registry.reset()
+    problems = registry.problems()
+    instance.refresh_from_db()
+    report = {
+        "provider_unchanged": installed_provider("t") == before,
+        "trust_holds": instance.trust_holds(),
+        "evil_loaded": registry.get_manifest("evil") is not None,
+        "t_loaded": registry.get_manifest("t") is not None,
+        "problems": problems,
+    }
+    # What must hold: the code the instance was trusted for changed under an unchanged
+    # RECORD, so neither distribution is loaded (nothing of ``webfetch_t`` runs, in the site
+    # or a sandbox), and the refusal names the shared package.
+    assert not report["t_loaded"] and not report["evil_loaded"], report
+    shared = [p for p in problems if "'webfetch_t' is also installed by" in p]
+    assert len(shared) == 2, report
+
+
+def test_a_plugin_named_like_a_module_another_distribution_provides_is_refused(
+    tmp_path, registry_on
+):
+    """``RESERVED_NAMES`` is the standard library plus the modules the *plugin process*
+    imports; a plugin's top-level package may be any other name of the environment:
+    ``redis`` (django_webfetch's own broker and budget import it), ``celery``, ``openai``,
+    ``cms``, ``nh3``...  Installed by pip it lands in site-packages over (or, where the
+    site does not have it yet, instead of) that module, and every process of the site
+    imports it unsandboxed; the registry loads it as an ordinary plugin and no check
+    says anything.  Expected: a plugin whose top-level name another installed
+    distribution also provides, or that the site has already imported, is refused
+    (a stable reason such as ``entry_point_reserved``) and named in a check."""
+    import importlib.metadata
+
+    from django_webfetch.plugins import registry
+
+    names = sorted(
+        top for top in ("redis", "celery", "openai", "cms", "nh3")
+        if top in importlib.metadata.packages_distributions()
+    )  # fmt: skip
+    assert names, "none of the site's third-party modules is installed here"
+    site = tmp_path / "site"
+    for top in names:
+        files = {f"{top}/__init__.py": "", f"{top}/webfetch.py": _MANIFEST % f"shadow{top}"}
+        _wheel(site, f"webfetch-shadow-{top}", {f"shadow{top}": f"{top}.webfetch:manifest"}, files)
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    loaded = [top for top in names if registry.get_manifest(f"shadow{top}") is not None]
+    # Refused for its name, not because its code could not be read (``manifest_load``).
+    refused = [
+        top
+        for top in names
+        if any(f"'shadow{top}'" in p and "manifest_load" not in p for p in registry.problems())
+    ]
+    assert loaded == [] and refused == names, {
+        "loaded": loaded, "refused": refused, "problems": registry.problems()
+    }  # fmt: skip
+
+
+#: A call that fills every socket and pipe buffer it can open (kernel memory: in no
+#: ``VmRSS``, no ``/tmp``) and keeps them open; its result is the bytes the kernel took.
+_BUFFERS = r"""
+import os, socket, sys
+kept, held = sys.modules.setdefault('__kept_fds__', []), 0
+block = bytearray(12 << 20)  # resident, counted: under the 16 MiB margin alone
+for i in range(0, len(block), 4096):
+    block[i] = 1
+kept.append(block)
+held += len(block)
+def fill(fd):
+    global held
+    os.set_blocking(fd, False)
+    chunk = b'x' * 65536
+    while True:
+        try:
+            n = os.write(fd, chunk)
+        except (BlockingIOError, OSError):
+            return
+        held += n
+while True:
+    try:
+        a, b = socket.socketpair()
+    except OSError:
+        break
+    kept.append((a, b))
+    fill(a.fileno())
+    fill(b.fileno())
+result = held
+"""
+
+
+def test_a_process_a_call_left_holding_socket_buffers_is_not_pooled(probe, settings):
+    """``_footprint`` counts ``VmRSS``, ``VmSwap`` and ``/tmp``.  Bytes queued in socket
+    buffers of socketpairs the call keeps open are kernel memory counted in none of them:
+    a call leaves 12 MiB resident (counted, under the margin) and about 6 MiB queued in
+    the socketpairs RLIMIT_NOFILE 32 lets it open (measured: 6,528,256 bytes), and its
+    process is pooled holding more than the margin.  Low: bounded by RLIMIT_NOFILE and
+    the default socket buffer sizes (setsockopt refused), about 6 MiB per process.
+    What must hold: a pooled process holds at most ``MAX_IDLE_GROWTH`` more than when it
+    got ready, whatever the memory's kind."""
+    from django_webfetch.plugins.runtime.host import MAX_IDLE_GROWTH, idle_processes, shutdown
+
+    settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 256 << 20
+    try:
+        assert probe("result = 0").text == '{"result": "0"}'
+        outcome = probe(_BUFFERS)
+        assert outcome.text.startswith('{"result": '), outcome
+        held = int(outcome.text.split('"')[3])
+        pooled = idle_processes()
+        assert not (pooled == 1 and held > MAX_IDLE_GROWTH), (held >> 20, pooled)
+    finally:
+        shutdown()
