@@ -12,6 +12,7 @@ whose one tool runs the code it is given): the ``probe`` fixture installs it.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -143,3 +144,14 @@ def probe(monkeypatch: pytest.MonkeyPatch, lab_settings: Any, group_factory: Any
     yield run
     registry.reset()
     default_registry.reset()
+
+
+@pytest.fixture
+def registry_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The registry reading ``sys.path`` with the directories a test prepends."""
+    from django_webfetch.plugins import registry
+
+    registry.reset()
+    yield monkeypatch
+    monkeypatch.undo()
+    registry.reset()

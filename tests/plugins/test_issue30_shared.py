@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,17 +23,6 @@ _MANIFEST = (
     "def manifest():\n    return {'name': %r, 'version': '1.0', "
     "'description': 'x', 'egress': [], 'tools': []}\n"
 )
-
-
-@pytest.fixture
-def registry_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The registry reading ``sys.path`` with the directories a test prepends."""
-    from django_webfetch.plugins import registry
-
-    registry.reset()
-    yield monkeypatch
-    monkeypatch.undo()
-    registry.reset()
 
 
 def _hash(data: bytes) -> str:

@@ -44,17 +44,6 @@ _MANIFEST = (
 )
 
 
-@pytest.fixture
-def registry_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The registry reading ``sys.path`` with the directories a test prepends."""
-    from django_webfetch.plugins import registry
-
-    registry.reset()
-    yield monkeypatch
-    monkeypatch.undo()
-    registry.reset()
-
-
 def _refusals(name: str) -> list[str]:
     from django_webfetch.plugins import registry
 
