@@ -26,7 +26,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -194,20 +194,36 @@ def _normalized(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
-def _shared_packages(dist: Any, tops: set[str]) -> str:
+class _Providers:
+    """``importlib.metadata.packages_distributions()``, read at most once per registry
+    load: it parses every installed distribution's metadata and file list (about 0.4 s
+    in a site's environment), so one read per entry point made a load quadratic."""
+
+    def __init__(self) -> None:
+        self._mapping: Mapping[str, list[str]] | None = None
+
+    def get(self) -> Mapping[str, list[str]]:
+        if self._mapping is None:
+            from importlib.metadata import packages_distributions
+
+            self._mapping = packages_distributions()
+        return self._mapping
+
+
+def _shared_packages(dist: Any, tops: set[str], providers: _Providers | None = None) -> str:
     """Why a top-level package of ``dist``'s entry points is not its own, or "": another
     installed distribution (a plugin or any package of the site) provides the same name, so
     installing either changed the other's code (a plugin named like a module the site
     imports, or a second plugin writing into a trusted plugin's package)."""
-    from importlib.metadata import packages_distributions
-
+    if not tops:
+        return ""
     try:
-        providers = packages_distributions()
+        mapping = (providers or _Providers()).get()
         own = _normalized(str(dist.metadata["Name"] or ""))
     except Exception:  # unreadable metadata: nothing to compare, the RECORD check decides
         return ""
     for top in sorted(tops):
-        others = sorted({d for d in providers.get(top, ()) if _normalized(d) != own})
+        others = sorted({d for d in mapping.get(top, ()) if _normalized(d) != own})
         if others:
             return (
                 f"its package {top!r} is also installed by {', '.join(others)}: either "
@@ -216,7 +232,7 @@ def _shared_packages(dist: Any, tops: set[str]) -> str:
     return ""
 
 
-def _distribution_problem(ep: Any) -> str:
+def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
     """Why the distribution of ``ep`` may not be loaded as a plugin, or "".  From its
     ``RECORD`` (``importlib.metadata``), before anything of it is imported: no ``.pth``
     file (site.py runs its ``import`` lines in every interpreter of the environment), no
@@ -231,7 +247,7 @@ def _distribution_problem(ep: Any) -> str:
     for other in getattr(dist, "entry_points", ()):
         if other.group == ENTRY_POINT_GROUP:
             tops.add(_names(str(other.value))[0].split(".")[0])
-    shared = _shared_packages(dist, tops - RESERVED_NAMES)  # those: entry_point_reserved
+    shared = _shared_packages(dist, tops - RESERVED_NAMES, providers)  # reserved: refused
     if shared:
         return shared
     files = None
@@ -489,6 +505,8 @@ def load() -> dict[str, Manifest]:
             named: dict[str, list[str]] = {}
             for ep in eps:
                 named.setdefault(ep.name, []).append(_origin(ep))
+            providers = _Providers()
+            verdicts: dict[int, str] = {}  # one verdict per distribution (eps share it)
             for ep in eps:
                 if len(named[ep.name]) > 1:
                     # Decided before anything is imported or read: trust (a ``trusted``
@@ -504,7 +522,13 @@ def load() -> dict[str, Manifest]:
                         _problems.append(message)
                     continue
                 try:
-                    unsafe = _distribution_problem(ep)
+                    dist = getattr(ep, "dist", None)
+                    if dist is None:
+                        unsafe = _distribution_problem(ep, providers)
+                    elif id(dist) in verdicts:
+                        unsafe = verdicts[id(dist)]
+                    else:
+                        unsafe = verdicts[id(dist)] = _distribution_problem(ep, providers)
                     if unsafe:
                         raise ManifestError(
                             "plugin_distribution_unsafe",
