@@ -19,8 +19,10 @@ from tests import dbshare
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _probe() -> dict[str, Any]:
-    """In a process of its own: make the test database as the suite does, then describe it."""
+def _probe(child: bool = False) -> dict[str, Any]:
+    """In a process of its own: make the test database as the suite does (or, ``child``, as
+    a test's child interpreter does: ``dbshare.migrate()`` on ``:memory:``), then describe
+    it."""
     import django
 
     django.setup()
@@ -30,8 +32,12 @@ def _probe() -> dict[str, Any]:
 
     migrations: list[str] = []
     pre_migrate.connect(lambda sender, **kwargs: migrations.append(sender.label), weak=False)
-    dbshare.install()
-    name = connection.creation.create_test_db(verbosity=0, serialize=True)
+    if child:
+        dbshare.migrate()
+        name = connection.settings_dict["NAME"]
+    else:
+        dbshare.install()
+        name = connection.creation.create_test_db(verbosity=0, serialize=True)
     raw = connection.connection
     schema = sorted(
         raw.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(),
@@ -55,14 +61,14 @@ def _probe() -> dict[str, Any]:
     }
 
 
-def _run_probe(shared: Path | None) -> dict[str, Any]:
+def _run_probe(shared: Path | None, *args: str) -> dict[str, Any]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
     env.pop(dbshare.SHARED_DIR_ENV, None)
     env.pop("COVERAGE_PROCESS_START", None)
     if shared is not None:
         env[dbshare.SHARED_DIR_ENV] = str(shared)
     done = subprocess.run(
-        [sys.executable, "-m", "tests.django.test_dbshare"],
+        [sys.executable, "-m", "tests.django.test_dbshare", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -95,6 +101,12 @@ def test_restored_database_is_the_migrated_one(tmp_path: Path) -> None:
     assert migrated["rows"]["django_webfetch_toolgroup"], "no built-in group"
     assert restored["serialized"] == migrated["serialized"]
     assert json.loads(restored["serialized"]), "nothing serialized"
+    # A test's child interpreter (``python -c`` with tests.settings) gets the same tables
+    # and rows from ``dbshare.migrate()`` without migrating.
+    child = _run_probe(tmp_path, "child")
+    assert child["migrated"] == []
+    assert child["schema"] == migrated["schema"]
+    assert child["rows"] == migrated["rows"]
 
 
 def test_key_follows_every_migration_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,4 +130,4 @@ def test_key_follows_every_migration_file(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 if __name__ == "__main__":
-    print(json.dumps(_probe()))
+    print(json.dumps(_probe(child=sys.argv[1:] == ["child"])))

@@ -129,9 +129,9 @@ from django.conf import settings
 for name, value in (config.get("settings") or {}).items():
     setattr(settings, name, value)
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 
-call_command("migrate", verbosity=0)
+from tests import dbshare
+dbshare.migrate()  # the run's migrated copy when there is one
 from django_webfetch.models import ToolGroup
 from django_webfetch.plugins import registry, services
 from django_webfetch.tools import ToolContext, run_tool

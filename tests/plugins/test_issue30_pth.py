@@ -60,9 +60,9 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
 import django
 
 django.setup()
-from django.core.management import call_command
 
-call_command("migrate", verbosity=0)
+from tests import dbshare
+dbshare.migrate()  # the run's migrated copy when there is one
 from django_webfetch.models import ToolGroup
 from django_webfetch.plugins import registry, services
 from django_webfetch.plugins.client import PluginHttp
@@ -275,9 +275,9 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
 import django
 
 django.setup()
-from django.core.management import call_command
 
-call_command("migrate", verbosity=0)
+from tests import dbshare
+dbshare.migrate()  # the run's migrated copy when there is one
 from django_webfetch.plugins import registry
 from django_webfetch.plugins.models import PluginInstance
 

@@ -90,9 +90,9 @@ assert os.path.dirname(django_webfetch.__file__) == os.path.join(site_packages, 
 import django
 
 django.setup()
-from django.core.management import call_command
 
-call_command("migrate", verbosity=0)
+from tests import dbshare
+dbshare.migrate()  # the run's migrated copy when there is one
 from django_webfetch.models import ToolGroup
 from django_webfetch.plugins import registry, services
 from django_webfetch.plugins.client import PluginHttp

@@ -417,9 +417,9 @@ import django
 
 django.setup()
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 
-call_command("migrate", verbosity=0)
+from tests import dbshare
+dbshare.migrate()  # the run's migrated copy when there is one
 from django_webfetch.models import ToolGroup
 from django_webfetch.plugins import services
 from django_webfetch.plugins.runtime.host import capabilities
