@@ -1,0 +1,118 @@
+"""Issue 30, the fourth outsider attack (session 5), after the third round's fixes.
+
+A hostile second distribution installed beside a trusted plugin, and a hostile plugin
+author whose calls leave state in a pooled process.  Real distributions in a ``sys.path``
+directory as pip leaves them (a wheel's ``top_level.txt`` is copied as the author wrote
+it), real plugin processes; nothing here weakens or bypasses the sandbox.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+_MANIFEST = (
+    "def manifest():\n    return {'name': %r, 'version': '1.0', "
+    "'description': 'x', 'egress': [], 'tools': []}\n"
+)
+
+
+def _hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _wheel(
+    site: Path,
+    dist: str,
+    entry_points: dict[str, str],
+    files: dict[str, str],
+    meta_extra: dict[str, bytes] | None = None,
+) -> Path:
+    """Distribution ``dist`` 1.0 installed into ``site`` as pip installs a wheel: its files
+    written (over whatever is there), a RECORD with each file's sha256 (pip writes RECORD
+    itself, truthfully); ``meta_extra`` are further files of the wheel's ``.dist-info``
+    (``top_level.txt``), which pip copies as they are."""
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    meta: dict[str, bytes] = {
+        "METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode(),
+        **({"entry_points.txt": ("[django_webfetch.plugins]\n" + "".join(
+            f"{k} = {v}\n" for k, v in entry_points.items())).encode()} if entry_points else {}),
+        **(meta_extra or {}),
+    }  # fmt: skip
+    lines = []
+    every = {k: v.encode() for k, v in files.items()}
+    every.update({f"{info.name}/{k}": v for k, v in meta.items()})
+    for name, data in every.items():
+        path = site / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        lines.append(f"{name},{_hash(data)},{len(data)}\n")
+    lines.append(f"{info.name}/RECORD,,\n")
+    (info / "RECORD").write_text("".join(lines))
+    return info
+
+
+def _overwrite_trusted(tmp_path: Path, registry_on, top_level: bytes) -> dict:
+    """A trusted plugin ``webfetch-t`` (package ``webfetch_t``), then a second distribution
+    ``webfetch-helper`` (no plugin entry point: any dependency) whose wheel writes
+    ``webfetch_t/__init__.py`` and ships ``top_level.txt`` = ``top_level``."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    _wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds()
+    rewritten = "OWNED = True\n" + _MANIFEST % "t"
+    _wheel(site, "webfetch-helper", {}, {"webfetch_t/__init__.py": rewritten,
+           "webfetch_helper/__init__.py": ""}, {"top_level.txt": top_level})  # fmt: skip
+    assert (site / "webfetch_t" / "__init__.py").read_text() == rewritten
+    registry.reset()
+    instance.refresh_from_db()
+    return {
+        "t_loaded": registry.get_manifest("t") is not None,
+        "trust_holds": instance.trust_holds(),
+        "problems": registry.problems(),
+    }
+
+
+def test_a_second_distribution_hides_its_write_into_a_trusted_package_with_top_level_txt(
+    tmp_path, registry_on
+):
+    """High.  ``_shared_packages`` asks ``importlib.metadata.packages_distributions()``,
+    which takes a distribution's ``top_level.txt`` when it has one and reads its RECORD
+    only otherwise.  ``top_level.txt`` is a file of the wheel, written by its author and
+    copied by pip as it is: a second distribution whose wheel writes
+    ``webfetch_t/__init__.py`` (its RECORD, written by pip, says so) and declares
+    ``webfetch_helper`` in ``top_level.txt`` is not counted as a provider of
+    ``webfetch_t``.  The trusted plugin ``t`` loads with the other distribution's code and
+    its trust still holds (its own RECORD did not change).
+    Fix: build the map from each distribution's RECORD (``dist.files``; union with
+    ``top_level.txt``, never instead of it)."""
+    report = _overwrite_trusted(tmp_path, registry_on, b"webfetch_helper\n")
+    assert not report["t_loaded"], report
+    assert any("'webfetch_t' is also installed by" in p for p in report["problems"]), report
+
+
+def test_a_distribution_with_an_undecodable_top_level_txt_turns_the_shared_check_off(
+    tmp_path, registry_on
+):
+    """High.  ``packages_distributions()`` reads every distribution's ``top_level.txt`` as
+    UTF-8; one that is not (a byte 0xff, from any installed wheel) raises
+    ``UnicodeDecodeError``, and ``_shared_packages`` answers "" for every plugin ("unreadable
+    metadata: nothing to compare").  One hostile distribution turns the shared-package
+    check off for the whole environment and writes into the trusted plugin's package.
+    Fix: read each distribution on its own, and an unreadable one refuses the plugins whose
+    packages it may share (fail closed), never none."""
+    # Truthful but for one byte: decoded, it would name ``webfetch_t`` and be caught.
+    report = _overwrite_trusted(tmp_path, registry_on, b"webfetch_t\nwebfetch_helper\n\xff\n")
+    assert not report["t_loaded"], report
