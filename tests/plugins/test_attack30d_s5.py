@@ -116,3 +116,90 @@ def test_a_distribution_with_an_undecodable_top_level_txt_turns_the_shared_check
     # Truthful but for one byte: decoded, it would name ``webfetch_t`` and be caught.
     report = _overwrite_trusted(tmp_path, registry_on, b"webfetch_t\nwebfetch_helper\n\xff\n")
     assert not report["t_loaded"], report
+
+
+#: A call that leaves kernel memory with the descriptor count it found: socket pairs are
+#: filled, sent in flight (SCM_RIGHTS) into one socket's queue and closed; that socket is
+#: put over a descriptor the process had at ready (``dup2``), and the result is
+#: the bytes queued, the descriptors at ready and after.
+_IN_FLIGHT = r"""
+import os, socket, stat, sys
+def fds():
+    found = {}
+    for fd in range(64):
+        try:
+            found[fd] = os.fstat(fd).st_mode
+        except OSError:
+            pass
+    return found
+before = fds()
+kept, held = sys.modules.setdefault('__kept_flight__', []), 0
+block = bytearray(12 << 20)  # resident, counted: under the 16 MiB margin alone
+for i in range(0, len(block), 4096):
+    block[i] = 1
+kept.append(block)
+held += len(block)
+def fill(sock):
+    global held
+    sock.setblocking(False)
+    chunk = b'x' * 65536
+    while True:
+        try:
+            held += sock.send(chunk)
+        except OSError:
+            return
+carrier, queue = socket.socketpair()
+sent = 0
+while True:
+    try:
+        c, d = socket.socketpair()
+    except OSError:
+        break
+    fill(c)
+    fill(d)
+    try:
+        socket.send_fds(carrier, [b'.'], [c.fileno(), d.fileno()])
+    except OSError:
+        c.close(); d.close()
+        break
+    sent += 2
+    c.close(); d.close()
+carrier.close()
+# stdin, or else a character device (/dev/null) the process had at ready
+spare = [fd for fd, mode in sorted(before.items()) if fd == 0 or stat.S_ISCHR(mode)]
+target = spare[0]
+os.dup2(queue.fileno(), target)  # the queue now stands where a descriptor of ready was
+queue.close()
+after = fds()
+result = f'{held} {sent} {len(before)} {len(after)}'
+"""
+
+
+def test_sockets_in_flight_keep_kernel_memory_in_a_pooled_process_without_a_new_descriptor(
+    probe, settings
+):
+    """``grown()`` counts a pooled process's descriptors: more than at ready, it is not
+    kept.  A socket sent over a unix socket (SCM_RIGHTS, ``sendmsg`` is allowed) and closed
+    is in no ``/proc/<pid>/fd`` but keeps its queued bytes while the message waits in the
+    receiving socket's queue; that socket put over a descriptor the process had at ready
+    (``dup2``) leaves the count unchanged.  A call leaves 12 MiB resident and the queues of
+    up to ``RLIMIT_NOFILE`` in-flight sockets, and its process is pooled holding more than
+    ``MAX_IDLE_GROWTH``.  Medium-low (kernel memory bounded by RLIMIT_NOFILE in flight per
+    uid, per idle process).  Fix: count what a pooled process holds, not its descriptors:
+    its memory cgroup's ``memory.current`` (sockets, kernel memory, shmem charged) against
+    the value at ready, or a descriptor set compared by identity (``/proc/<pid>/fdinfo``
+    inode) plus no in-flight fds (``SCM_RIGHTS`` refused: no ``sendmsg`` with control
+    data from the guest)."""
+    from django_webfetch.plugins.runtime.host import MAX_IDLE_GROWTH, idle_processes, shutdown
+
+    settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 256 << 20
+    try:
+        assert probe("result = 0").text == '{"result": "0"}'
+        outcome = probe(_IN_FLIGHT)
+        assert outcome.text.startswith('{"result": '), outcome
+        held, sent, before, after = map(int, outcome.text.split('"')[3].split())
+        pooled = idle_processes()
+        report = {"MiB": held >> 20, "in_flight": sent, "fds": (before, after), "pooled": pooled}
+        assert not (pooled == 1 and held > MAX_IDLE_GROWTH), report
+    finally:
+        shutdown()
