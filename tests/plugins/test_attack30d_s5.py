@@ -203,3 +203,29 @@ def test_sockets_in_flight_keep_kernel_memory_in_a_pooled_process_without_a_new_
         assert not (pooled == 1 and held > MAX_IDLE_GROWTH), report
     finally:
         shutdown()
+
+
+def test_a_reserved_entry_point_lets_its_distribution_write_into_django(tmp_path, registry_on):
+    """Medium.  ``_distribution_problem`` allows files under the top-level package of every
+    plugin entry point of the distribution, reserved ones included, and leaves reserved
+    names out of the shared-package check ("reserved: refused").  But only that entry
+    point is refused (``entry_point_reserved``): a distribution with a second entry point
+    ``b = django.webfetch_planted:manifest`` may install ``django/...`` (Django's package,
+    installed by another distribution: here a copy in the test's directory, the real one is
+    not touched), and its first entry point ``a`` is loaded as an ordinary plugin.  The
+    check that refuses a distribution writing outside its own package is bypassed for every
+    third-party name of ``RESERVED_NAMES`` (django, httpx, certifi, idna, rich, ...).
+    Fix: a distribution with a reserved entry point is refused as a whole (its files are
+    checked against its non-reserved packages only), and the shared check covers every
+    name the distribution installs, reserved or not."""
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "site"
+    _wheel(site, "webfetch-r", {"r": "webfetch_r:manifest",
+           "rb": "django.webfetch_planted:manifest"},
+           {"webfetch_r/__init__.py": _MANIFEST % "r",
+            "django/webfetch_planted.py": "PLANTED = True\n"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    report = {"r_loaded": registry.get_manifest("r") is not None, "problems": registry.problems()}
+    assert not report["r_loaded"], report
