@@ -229,3 +229,51 @@ def test_a_reserved_entry_point_lets_its_distribution_write_into_django(tmp_path
     registry.reset()
     report = {"r_loaded": registry.get_manifest("r") is not None, "problems": registry.problems()}
     assert not report["r_loaded"], report
+
+
+def test_in_the_documented_layout_a_plugins_dependency_shadows_a_trusted_plugin_unrefused(
+    tmp_path, registry_on
+):
+    """High.  docs/plugins.rst's layout: each plugin in a directory of its own
+    (``pip install --no-deps --target``... or with its dependencies) added to ``sys.path``
+    as a plain entry.  The hostile plugin ``webfetch-evil`` passes every check (its RECORD
+    holds only ``webfetch_evil``); a dependency installed beside it, ``evil-helper`` (no
+    plugin entry point, so never checked), provides a package ``webfetch_t`` and declares
+    ``evil_helper`` in its ``top_level.txt``.  Its directory comes first on ``sys.path``.
+    Nothing is refused, the trusted ``t`` loads, and importing ``webfetch_t`` by name, as a
+    trusted instance's in-process import does (``registry._import``:
+    ``importlib.import_module``, not the plugin's own directory as the sandbox binds it),
+    runs the helper's file in the site.
+    Fix: ``_shared_packages`` from RECORD (see above), and the in-process import loads the
+    module from ``Origin.path`` (a spec for that file), refusing a name that resolves
+    elsewhere on ``sys.path``."""
+    import importlib.util
+
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    own, other = tmp_path / "plugins-t", tmp_path / "plugins-evil"
+    _wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    registry_on.syspath_prepend(str(own))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds()
+    _wheel(other, "webfetch-evil", {"evil": "webfetch_evil:manifest"},
+           {"webfetch_evil/__init__.py": _MANIFEST % "evil"})  # fmt: skip
+    _wheel(other, "evil-helper", {}, {"webfetch_t/__init__.py": "OWNED = True\n" + _MANIFEST % "t"},
+           {"top_level.txt": b"evil_helper\n"})  # fmt: skip
+    registry_on.syspath_prepend(str(other))
+    registry.reset()
+    instance.refresh_from_db()
+    spec = importlib.util.find_spec("webfetch_t")
+    found = registry.origin("t")
+    report = {
+        "t_loaded": registry.get_manifest("t") is not None,
+        "trust_holds": instance.trust_holds(),
+        "sandbox_path": found.path if found else None,
+        "in_process_import": spec.origin if spec else None,
+        "problems": registry.problems(),
+    }
+    shadowed = report["in_process_import"] and str(other) in report["in_process_import"]
+    assert not (report["t_loaded"] and report["trust_holds"] and shadowed), report
