@@ -277,3 +277,29 @@ def test_in_the_documented_layout_a_plugins_dependency_shadows_a_trusted_plugin_
     }
     shadowed = report["in_process_import"] and str(other) in report["in_process_import"]
     assert not (report["t_loaded"] and report["trust_holds"] and shadowed), report
+
+
+def test_a_writable_pycache_beside_a_module_plugin_is_not_refused(tmp_path, registry_on):
+    """Low-medium.  ``_path_problem`` checks the plugin's directory chain and every entry
+    of it named like the top-level name (``webfetch_m.py``, ``webfetch_m/``), as sshd's
+    StrictModes would.  A plugin that is one module (``webfetch_m.py``) has its compiled
+    code in ``<dir>/__pycache__/webfetch_m.cpython-*.pyc``, which Python loads in place of
+    the source whenever its header matches the source's size and mtime (both readable by
+    anyone): a ``__pycache__`` writable by group or others (left by a umask 002 import)
+    lets another local user replace the code a trusted instance imports in the site, and
+    the plugin is not refused.  Fix: check ``<dir>/__pycache__`` (and the ``.pyc`` files
+    of the top-level name in it) with the same rule, or import trusted plugins with
+    ``sys.dont_write_bytecode`` and a source-only loader."""
+    import os
+
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "site"
+    _wheel(site, "webfetch-m", {"m": "webfetch_m:manifest"}, {"webfetch_m.py": _MANIFEST % "m"})
+    cache = site / "__pycache__"
+    cache.mkdir()
+    os.chmod(cache, 0o777)  # as a umask-000 (or group: 002) import leaves it
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    report = {"m_loaded": registry.get_manifest("m") is not None, "problems": registry.problems()}
+    assert not report["m_loaded"], report
