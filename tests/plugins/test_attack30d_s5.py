@@ -303,3 +303,31 @@ def test_a_writable_pycache_beside_a_module_plugin_is_not_refused(tmp_path, regi
     registry.reset()
     report = {"m_loaded": registry.get_manifest("m") is not None, "problems": registry.problems()}
     assert not report["m_loaded"], report
+
+
+def test_a_plugin_that_installs_a_script_over_the_sites_own_is_not_refused(tmp_path, registry_on):
+    """Medium.  ``_distribution_problem`` lets a plugin install any file outside the import
+    path that is not ``.py``/``.pyc``/``.so``/``.pth`` ("a script or data file").  pip writes
+    a wheel's ``console_scripts`` and ``.data/scripts`` into the environment's ``bin/``,
+    over whatever is there: a plugin that declares ``[console_scripts] gunicorn =
+    webfetch_s:run`` (or ``celery``, ``django-admin``) replaces the command the site's
+    service runs, and its code runs there, unsandboxed, at the next restart (RECORD:
+    ``../../../bin/gunicorn``).  The plugin is loaded as an ordinary one.
+    Fix: refuse a plugin distribution with ``console_scripts``/``gui_scripts`` entry
+    points or any RECORD entry under ``..`` that is an executable or lies in a ``bin``/
+    ``Scripts`` directory (or: any RECORD entry outside the site directory at all)."""
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    wrapper = "#!/usr/bin/env python\nfrom webfetch_s import run\nrun()\n"
+    points = b"[django_webfetch.plugins]\ns = webfetch_s:manifest\n"
+    points += b"[console_scripts]\ngunicorn = webfetch_s:run\n"
+    _wheel(site, "webfetch-s", {"s": "webfetch_s:manifest"},
+           {"webfetch_s/__init__.py": _MANIFEST % "s" + "def run():\n    pass\n",
+            "../../../bin/gunicorn": wrapper},
+           {"entry_points.txt": points})  # fmt: skip
+    assert (tmp_path / "venv" / "bin" / "gunicorn").read_text() == wrapper
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    report = {"s_loaded": registry.get_manifest("s") is not None, "problems": registry.problems()}
+    assert not report["s_loaded"], report
