@@ -331,3 +331,90 @@ def test_a_plugin_that_installs_a_script_over_the_sites_own_is_not_refused(tmp_p
     registry.reset()
     report = {"s_loaded": registry.get_manifest("s") is not None, "problems": registry.problems()}
     assert not report["s_loaded"], report
+
+
+_DEFERRED = """
+import threading, time
+
+_job = []
+_wake = threading.Event()
+_done = []
+_state = {"call": ""}
+
+
+def _worker():  # an import-time thread (a library's pool): allowed to stay
+    while True:
+        _wake.wait()
+        _wake.clear()
+        time.sleep(0.4)  # asleep (state S, no CPU) through the host's quiet samples
+        _done.append((_job.pop(), "ran during call " + _state["call"]))
+
+
+threading.Thread(target=_worker, daemon=True).start()
+
+
+def a(plugin, arguments):
+    _state["call"] = "a"
+    _job.append("work of call a")
+    _wake.set()
+    time.sleep(0.05)  # the worker has taken the job and sleeps
+    return "a done"
+
+
+def b(plugin, arguments):
+    _state["call"] = "b"
+    time.sleep(1.0)
+    return repr(_done)
+"""
+
+
+def test_work_a_call_hands_to_an_import_time_thread_runs_in_the_next_call(tmp_path):
+    """Low.  docs/plugins.rst: "a process is never handed to the next call while a thread
+    of its call still exists or runs".  ``quiet()`` allows the import-time threads (by
+    id) when they are asleep at the samples and used no CPU between two samples 30 ms
+    apart.  Call ``a`` hands its work (its user's data) to an import-time thread that
+    sleeps 0.4 s before doing it: at the samples it is asleep, the process is pooled
+    (stopped), and on ``SIGCONT`` for call ``b`` (another editor's) the thread does ``a``'s
+    work inside ``b``, on ``b``'s CPU and wall budget (and any request it makes is
+    performed and recorded in ``b``'s call).  Fix: before pooling, read each non-RPC
+    thread's ``/proc/<pid>/task/<tid>/syscall``: keep the process only when every such
+    thread is blocked where nothing but another thread of the process can wake it (a
+    futex wait or a read with no timeout: ``clock_nanosleep``, a timed futex, ``poll``/
+    ``select``/``epoll_wait`` with a timeout wake by themselves); otherwise recycle (or:
+    one call per process for plugins with threads beside the RPC thread at ready)."""
+    import os
+    import textwrap
+
+    from django_webfetch.plugins.runtime.host import Limits, Origin, execute, shutdown
+
+    site = tmp_path / "site"
+    package = site / "webfetch_s5_deferred"
+    package.mkdir(parents=True)
+    tools = (
+        '[{"name": "a", "description": "x", "handler": a}, '
+        '{"name": "b", "description": "x", "handler": b}]'
+    )
+    manifest = textwrap.dedent(
+        f"""
+        def manifest():
+            return {{"name": "s5deferred", "version": "1.0", "description": "x",
+                     "egress": [], "tools": {tools}}}
+        """
+    )
+    (package / "__init__.py").write_text(textwrap.dedent(_DEFERRED) + manifest)
+    os.chmod(site, 0o755)
+    origin = Origin("webfetch_s5_deferred:manifest", str(site), "webfetch_s5_deferred")
+    limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 2)
+    key = ("s5-deferred", 1)
+
+    def call(tool: str) -> str:
+        message = {"tool": tool, "arguments": {}, "config": {}, "plugin": "s5deferred",
+                   "alias": "s5deferred", "reference": "s5deferred"}  # fmt: skip
+        return execute(origin, key, message, None, limits=limits).text
+
+    try:
+        assert "a done" in call("a")
+        seen = call("b")
+        assert "ran during call b" not in seen, seen
+    finally:
+        shutdown()
