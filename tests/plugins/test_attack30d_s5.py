@@ -418,3 +418,26 @@ def test_work_a_call_hands_to_an_import_time_thread_runs_in_the_next_call(tmp_pa
         assert "ran during call b" not in seen, seen
     finally:
         shutdown()
+
+
+def test_held_a_namespace_package_split_over_two_distributions_refuses_the_trusted_one(
+    tmp_path, registry_on
+):
+    """Held (truthful metadata).  ``t`` is ``webfetch_ns.t`` in a namespace package (no
+    ``__init__``); a second plugin in another ``sys.path`` directory provides
+    ``webfetch_ns/t/...`` first on the path.  ``packages_distributions()`` names both
+    under ``webfetch_ns``: both are refused, nothing of either is loaded."""
+    from django_webfetch.plugins import registry
+
+    own, other = tmp_path / "own", tmp_path / "other"
+    _wheel(own, "webfetch-nst", {"nst": "webfetch_ns.t:manifest"},
+           {"webfetch_ns/t/__init__.py": _MANIFEST % "nst"})  # fmt: skip
+    _wheel(other, "webfetch-nsevil", {"nsevil": "webfetch_ns.evil:manifest"},
+           {"webfetch_ns/evil/__init__.py": _MANIFEST % "nsevil",
+            "webfetch_ns/t/__init__.py": "OWNED = True\n" + _MANIFEST % "nst"})  # fmt: skip
+    registry_on.syspath_prepend(str(own))
+    registry_on.syspath_prepend(str(other))
+    registry.reset()
+    loaded = [n for n in ("nst", "nsevil") if registry.get_manifest(n) is not None]
+    assert loaded == [], registry.problems()
+    assert sum("'webfetch_ns' is also installed by" in p for p in registry.problems()) == 2
