@@ -441,3 +441,40 @@ def test_held_a_namespace_package_split_over_two_distributions_refuses_the_trust
     loaded = [n for n in ("nst", "nsevil") if registry.get_manifest(n) is not None]
     assert loaded == [], registry.problems()
     assert sum("'webfetch_ns' is also installed by" in p for p in registry.problems()) == 2
+
+
+def test_a_plugin_rewrites_another_distributions_metadata_to_pass_the_shared_check(
+    tmp_path, registry_on
+):
+    """Medium.  ``_distribution_problem`` lets a plugin install files into *any*
+    ``*.dist-info`` directory, not only its own.  A plugin named like a module the site
+    imports (here ``webfetch_realmod``, provided by the non-plugin distribution
+    ``realmod``: redis, celery... on a real site) overwrites that module's package and
+    rewrites ``realmod-1.0.dist-info/top_level.txt``: ``packages_distributions()`` no
+    longer names ``realmod`` for ``webfetch_realmod`` and the plugin that replaced a
+    module of the site is loaded, unrefused (the third round's
+    ``test_a_plugin_named_like_a_module_another_distribution_provides_is_refused``, undone
+    by one file).  Checked with pip 26.3 (``pip install --prefix``): a wheel file
+    ``webfetch_shadow-1.0.data/purelib/realmod-1.0.dist-info/top_level.txt`` overwrites
+    realmod's (pip refuses a second ``.dist-info`` only at the wheel's root), the wheel's
+    own ``top_level.txt`` is copied as written, and its ``console_scripts`` land in
+    ``bin/`` over what is there.  Fix: files in a ``.dist-info``/``.egg-info`` pass only in the
+    distribution's own (``dist._path``); the shared map from RECORDs, never from
+    ``top_level.txt``."""
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "site"
+    info = _wheel(site, "realmod", {}, {"webfetch_realmod/__init__.py": "REAL = True\n"},
+                  {"top_level.txt": b"webfetch_realmod\n"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    import importlib.metadata
+
+    assert importlib.metadata.packages_distributions()["webfetch_realmod"] == ["realmod"]
+    _wheel(site, "webfetch-shadow", {"shadow": "webfetch_realmod.webfetch:manifest"},
+           {"webfetch_realmod/__init__.py": "REAL = False\n",
+            "webfetch_realmod/webfetch.py": _MANIFEST % "shadow",
+            f"{info.name}/top_level.txt": "webfetch_realmod_gone\n"})  # fmt: skip
+    registry.reset()
+    report = {"loaded": registry.get_manifest("shadow") is not None,
+              "problems": registry.problems()}  # fmt: skip
+    assert not report["loaded"], report
