@@ -232,7 +232,7 @@ def _dist_key(dist: Any) -> str:
     path = getattr(dist, "_path", None)
     if path is not None:
         with contextlib.suppress(Exception):
-            return os.path.realpath(os.fspath(path))
+            return str(os.path.realpath(os.fspath(path)))
     with contextlib.suppress(Exception):
         return "name:" + _normalized(str(dist.metadata["Name"] or ""))
     return f"id:{id(dist)}"
@@ -270,30 +270,46 @@ def _top_name(relative: list[str]) -> str:
     return head
 
 
-def _installed_names(dist: Any, roots: list[str]) -> set[str]:
-    """Every top-level name ``dist`` installs: from its file list (``RECORD``: written by
-    the installer, truthfully, each path resolved against its directory and placed under
-    whichever ``sys.path`` directory it lands in) united with its ``top_level.txt`` (a file
-    of the wheel, as its author wrote it: added to, never instead of, the file list).
-    Raises when either cannot be read or decoded, or the distribution has no file list."""
-    files = dist.files
-    if files is None:
-        raise LookupError("it has no file list (RECORD)")
-    base = os.path.realpath(os.fspath(dist.locate_file("")))
+def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
+    """Every top-level name ``dist`` installs, and why that set may be incomplete (or "").
+    From its file list (``RECORD``: written by the installer, truthfully, each path resolved
+    against its directory and placed under whichever ``sys.path`` directory it lands in)
+    united with its ``top_level.txt`` (a file of the wheel, as its author wrote it: added
+    to, never instead of, the file list).  A distribution without ``RECORD`` (a directory
+    put on ``sys.path`` by hand) adds its ``top_level.txt`` and plugin entry points'
+    names.  Incomplete: its metadata, ``RECORD`` or ``top_level.txt`` cannot be read or
+    decoded."""
     names: set[str] = set()
-    for file in files:
-        text = str(file).replace("\\", "/")
-        target = os.path.normpath(os.path.join(base, text))
-        for root in [base, *roots]:
-            if target.startswith(root.rstrip(os.sep) + os.sep):
-                relative = os.path.relpath(target, root).split(os.sep)
-                names.add(_top_name(relative))
-    declared = dist.read_text("top_level.txt")
+    problems: list[str] = []
+    files = None
+    try:
+        str(dist.metadata["Name"] or "")
+        files = dist.files
+    except Exception as exc:
+        problems.append(f"metadata or RECORD unreadable: {type(exc).__name__}")
+    if files is not None:
+        base = os.path.realpath(str(dist.locate_file("")))
+        for file in files:
+            text = str(file).replace("\\", "/")
+            target = os.path.normpath(os.path.join(base, text))
+            for root in [base, *roots]:
+                if target.startswith(root.rstrip(os.sep) + os.sep):
+                    names.add(_top_name(os.path.relpath(target, root).split(os.sep)))
+    elif not problems:
+        with contextlib.suppress(Exception):
+            for ep in dist.entry_points:
+                if ep.group == ENTRY_POINT_GROUP:
+                    names.add(_names(str(ep.value))[0].split(".")[0])
+    try:
+        declared = dist.read_text("top_level.txt")
+    except Exception as exc:
+        problems.append(f"top_level.txt unreadable: {type(exc).__name__}")
+        declared = None
     for line in (declared or "").splitlines():
         top = line.strip().replace("\\", "/").split("/")[0].split(".")[0]
         if top:
             names.add(top)
-    return names
+    return names, "; ".join(problems)
 
 
 class _Providers:
@@ -323,15 +339,12 @@ class _Providers:
         for dist in distributions():
             key = _dist_key(dist)
             self.labels[key] = _dist_label(dist)
-            try:
-                names = _installed_names(dist, roots)
-            except Exception as exc:
+            names, problem = _installed_names(dist, roots)
+            if problem:
                 directory = ""
                 with contextlib.suppress(Exception):
-                    directory = os.path.realpath(os.fspath(dist.locate_file("")))
-                why = type(exc).__name__ if not isinstance(exc, LookupError) else str(exc)
-                self.unreadable[key] = (f"{self.labels[key]} ({why})", directory)
-                continue
+                    directory = os.path.realpath(str(dist.locate_file("")))
+                self.unreadable[key] = (f"{self.labels[key]} ({problem})", directory)
             self.names[key] = names
             for name in names:
                 self.providers.setdefault(name, set()).add(key)
@@ -357,7 +370,7 @@ def _shared_packages(dist: Any, tops: set[str], providers: _Providers | None = N
     found = (providers or _Providers()).build()
     own = _dist_key(dist)
     if own in found.unreadable:
-        return f"its own metadata or file list cannot be read: {found.unreadable[own][0]}"
+        return f"its own metadata cannot be read: {found.unreadable[own][0]}"
     for top in sorted(tops | found.names.get(own, set())):
         others = sorted({found.labels[k] for k in found.providers.get(top, ()) if k != own})
         if others:
@@ -440,7 +453,10 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
             continue
         bad = _entry_point_problem(other)
         if bad is not None:
-            return f"its entry point {other.name!r} is refused ({bad.reason}), so all of them are"
+            return (
+                f"its entry point {other.name!r} is refused as {bad.reason}, so all its entry "
+                "points are"
+            )
         tops.add(_names(str(other.value))[0].split(".")[0])
     files = None
     with contextlib.suppress(Exception):
