@@ -77,7 +77,11 @@ class InProcessHandler:
         with _lock:
             handlers = _in_process.get(self.origin)
             if handlers is None:
-                handlers = _handlers(_import(self.origin))
+                try:
+                    handlers = _handlers(_import(self.origin))
+                except ManifestError as exc:
+                    logger.error("django_webfetch plugin refused (%s): %s", exc.reason, exc)
+                    raise
                 _in_process[self.origin] = handlers
         handler = handlers.get(self.tool)
         if handler is None:

@@ -198,6 +198,8 @@ def test_a_distribution_with_a_reserved_entry_point_is_refused_whole(tmp_path, r
     registry.reset()
     report = {"r_loaded": registry.get_manifest("r") is not None, "problems": registry.problems()}
     assert not report["r_loaded"], report
+    assert any("'rb' refused (entry_point_reserved)" in p for p in report["problems"]), report
+    assert any("'r' refused (plugin_distribution_unsafe)" in p for p in report["problems"]), report
 
 
 def test_a_plugin_installing_a_script_over_the_sites_own_is_refused(tmp_path, registry_on):
