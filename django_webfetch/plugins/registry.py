@@ -26,7 +26,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -77,7 +77,11 @@ class InProcessHandler:
         with _lock:
             handlers = _in_process.get(self.origin)
             if handlers is None:
-                handlers = _handlers(_import(self.origin.entry))
+                try:
+                    handlers = _handlers(_import(self.origin))
+                except ManifestError as exc:
+                    logger.error("django_webfetch plugin refused (%s): %s", exc.reason, exc)
+                    raise
                 _in_process[self.origin] = handlers
         handler = handlers.get(self.tool)
         if handler is None:
@@ -85,9 +89,52 @@ class InProcessHandler:
         return handler(plugin, arguments)
 
 
-def _import(entry: str) -> Any:
-    module_name, _, attribute = entry.partition(":")
-    target: Any = importlib.import_module(module_name.strip())
+def _resolves_to(name: str) -> str:
+    """The directory the import system finds module ``name`` in now (a package's own
+    directory, a module's file), or "" when it finds none; nothing of ``name`` is executed
+    (a dotted name imports its parents)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return ""
+    if spec.submodule_search_locations:
+        return os.path.realpath(list(spec.submodule_search_locations)[0])
+    return os.path.realpath(spec.origin) if spec.origin else ""
+
+
+def _import(origin: Origin) -> Any:
+    """The entry point at ``origin`` imported in this process (a ``trusted`` instance),
+    from the files under ``origin.path`` it was checked and described from: refused
+    (``plugin_origin_mismatch``) before anything of it runs when its name resolves
+    anywhere else on ``sys.path`` (an earlier directory, a module already imported)."""
+    module_name, _, attribute = origin.entry.partition(":")
+    module_name = module_name.strip()
+    parts = module_name.split(".")
+    base = os.path.realpath(origin.path) if origin.path else ""
+    own = os.path.realpath(os.path.join(base, parts[0]))
+    try:
+        modules = {  # a module ``top.py`` or an extension ``top.*.so`` of the plugin
+            os.path.realpath(os.path.join(base, entry))
+            for entry in os.listdir(base or ".")
+            if entry.partition(".")[0] == parts[0] and entry != parts[0]
+        }
+    except OSError:
+        modules = set()
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        try:
+            found = _resolves_to(name)
+        except (ImportError, ValueError):
+            found = ""
+        inside = bool(found) and (found == own or found.startswith(own + os.sep))
+        if depth == 1 and found in modules:
+            inside = True
+        if not base or not inside:
+            raise ManifestError(
+                "plugin_origin_mismatch",
+                f"the module {name!r} resolves to {found or 'nothing'!r}, not to the plugin's "
+                f"files under {origin.path!r}; nothing of it was imported in this process",
+            )
+    target: Any = importlib.import_module(module_name)
     for part in filter(None, attribute.strip().split(".")):
         target = getattr(target, part)
     return target() if callable(target) else target
@@ -152,22 +199,11 @@ def _origin_of(ep: Any) -> Origin:
     dotted Python names: anything else (``/abs/dir:manifest``) is refused, reason
     ``entry_point_invalid``, before its path is used for anything (the sandbox binds
     ``<path>/<top-level name>``)."""
-    module, attribute = _names(str(ep.value))
-    if not all(part.isidentifier() for part in [*module.split("."), *attribute]):
-        raise ManifestError(
-            "entry_point_invalid",
-            f"entry point {ep.name!r} does not name a Python module and attribute "
-            f"({str(ep.value)[:200]!r})",
-        )
+    bad = _entry_point_problem(ep)
+    if bad is not None:
+        raise bad
+    module, _attribute = _names(str(ep.value))
     top = module.split(".")[0]
-    if top in RESERVED_NAMES:
-        # Decided before anything is looked up: ``find_spec("json")`` is the standard
-        # library's, and a plugin's ``json`` would stand in for it wherever it came first.
-        raise ManifestError(
-            "entry_point_reserved",
-            f"entry point {ep.name!r} names the module {top!r}, a name of the standard "
-            "library or of a module the plugin process imports; nothing of it was imported",
-        )
     dist = getattr(ep, "dist", None)
     path = ""
     if dist is not None:
@@ -194,62 +230,238 @@ def _normalized(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
+def _dist_key(dist: Any) -> str:
+    """One installed distribution: its metadata directory (two copies of a distribution in
+    two ``sys.path`` directories are two), or its name when it has none."""
+    path = getattr(dist, "_path", None)
+    if path is not None:
+        with contextlib.suppress(Exception):
+            return str(os.path.realpath(os.fspath(path)))
+    with contextlib.suppress(Exception):
+        return "name:" + _normalized(str(dist.metadata["Name"] or ""))
+    return f"id:{id(dist)}"
+
+
+def _dist_label(dist: Any) -> str:
+    with contextlib.suppress(Exception):
+        name = str(dist.metadata["Name"] or "")
+        if name:
+            return name[:100]
+    path = getattr(dist, "_path", None)
+    return os.path.basename(os.fspath(path))[:100] if path is not None else "?"
+
+
+def _roots() -> list[str]:
+    """The directories of ``sys.path`` (where a top-level name is imported from)."""
+    found = []
+    for entry in sys.path:
+        with contextlib.suppress(Exception):
+            root = os.path.realpath(entry or os.getcwd())
+            if root not in found:
+                found.append(root)
+    return found
+
+
+def _top_name(relative: list[str]) -> str:
+    """The top-level name a file at ``relative`` (path parts under a ``sys.path``
+    directory) belongs to: a package's, a module's (``m.py``, ``m.cpython-311.so``,
+    ``__pycache__/m.cpython-311.pyc``), or a metadata directory's full name."""
+    head = relative[0]
+    if head.endswith((".dist-info", ".egg-info")):
+        return head
+    if len(relative) == 1 or (head == "__pycache__" and len(relative) == 2):
+        return relative[-1].partition(".")[0]
+    return head
+
+
+def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
+    """Every top-level name ``dist`` installs, and why that set may be incomplete (or "").
+    From its file list (``RECORD``: written by the installer, truthfully, each path resolved
+    against its directory and placed under whichever ``sys.path`` directory it lands in)
+    united with its ``top_level.txt`` (a file of the wheel, as its author wrote it: added
+    to, never instead of, the file list).  A distribution without ``RECORD`` (a directory
+    put on ``sys.path`` by hand) adds its ``top_level.txt`` and plugin entry points'
+    names.  Incomplete: its metadata, ``RECORD`` or ``top_level.txt`` cannot be read or
+    decoded."""
+    names: set[str] = set()
+    problems: list[str] = []
+    files = None
+    try:
+        str(dist.metadata["Name"] or "")
+        files = dist.files
+    except Exception as exc:
+        problems.append(f"metadata or RECORD unreadable: {type(exc).__name__}")
+    if files is not None:
+        base = os.path.realpath(str(dist.locate_file("")))
+        for file in files:
+            text = str(file).replace("\\", "/")
+            target = os.path.normpath(os.path.join(base, text))
+            for root in [base, *roots]:
+                if target.startswith(root.rstrip(os.sep) + os.sep):
+                    names.add(_top_name(os.path.relpath(target, root).split(os.sep)))
+    elif not problems:
+        with contextlib.suppress(Exception):
+            for ep in dist.entry_points:
+                if ep.group == ENTRY_POINT_GROUP:
+                    names.add(_names(str(ep.value))[0].split(".")[0])
+    try:
+        declared = dist.read_text("top_level.txt")
+    except Exception as exc:
+        problems.append(f"top_level.txt unreadable: {type(exc).__name__}")
+        declared = None
+    for line in (declared or "").splitlines():
+        top = line.strip().replace("\\", "/").split("/")[0].split(".")[0]
+        if top:
+            names.add(top)
+    return names, "; ".join(problems)
+
+
 class _Providers:
-    """``importlib.metadata.packages_distributions()``, read at most once per registry
-    load: it parses every installed distribution's metadata and file list (about 0.4 s
-    in a site's environment), so one read per entry point made a load quadratic."""
+    """Which installed distributions install each top-level name, built by the registry
+    from every distribution on ``sys.path`` (shadowed copies included) at most once per
+    registry load (it reads every distribution's file list: about 0.4 s in a site's
+    environment, so one read per entry point made a load quadratic).  Never
+    ``importlib.metadata.packages_distributions()``: it believes a wheel's
+    ``top_level.txt`` over its RECORD, and one undecodable file makes it raise for every
+    distribution (tests/plugins/test_issue30_distributions.py).  A distribution whose file
+    list or metadata cannot be read is kept aside, with its directory: the check refuses a
+    plugin whose name that directory holds, rather than skipping it."""
 
     def __init__(self) -> None:
-        self._mapping: Mapping[str, list[str]] | None = None
+        self._built = False
+        self.providers: dict[str, set[str]] = {}
+        self.labels: dict[str, str] = {}
+        self.names: dict[str, set[str]] = {}
+        self.unreadable: dict[str, tuple[str, str]] = {}  # key: (label, directory)
 
-    def get(self) -> Mapping[str, list[str]]:
-        if self._mapping is None:
-            from importlib.metadata import packages_distributions
+    def build(self) -> _Providers:
+        if self._built:
+            return self
+        from importlib.metadata import distributions
 
-            self._mapping = packages_distributions()
-        return self._mapping
+        roots = _roots()
+        for dist in distributions():
+            key = _dist_key(dist)
+            self.labels[key] = _dist_label(dist)
+            names, problem = _installed_names(dist, roots)
+            if problem:
+                directory = ""
+                with contextlib.suppress(Exception):
+                    directory = os.path.realpath(str(dist.locate_file("")))
+                self.unreadable[key] = (f"{self.labels[key]} ({problem})", directory)
+            self.names[key] = names
+            for name in names:
+                self.providers.setdefault(name, set()).add(key)
+        self._built = True
+        return self
+
+
+def _held_in(directory: str, top: str) -> bool:
+    """``directory`` holds an entry for top-level name ``top`` (or cannot be listed)."""
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return True
+    return any(e == top or e.partition(".")[0] == top for e in entries)
 
 
 def _shared_packages(dist: Any, tops: set[str], providers: _Providers | None = None) -> str:
-    """Why a top-level package of ``dist``'s entry points is not its own, or "": another
-    installed distribution (a plugin or any package of the site) provides the same name, so
+    """Why a top-level name ``dist`` installs is not its own, or "": another installed
+    distribution (a plugin or any package of the site) installs the same name, so
     installing either changed the other's code (a plugin named like a module the site
-    imports, or a second plugin writing into a trusted plugin's package)."""
-    if not tops:
-        return ""
-    try:
-        mapping = (providers or _Providers()).get()
-        own = _normalized(str(dist.metadata["Name"] or ""))
-    except Exception:  # unreadable metadata: nothing to compare, the RECORD check decides
-        return ""
-    for top in sorted(tops):
-        others = sorted({d for d in mapping.get(top, ()) if _normalized(d) != own})
+    imports, or a second distribution writing into a trusted plugin's package); or a
+    distribution whose file list cannot be read may (fail closed)."""
+    found = (providers or _Providers()).build()
+    own = _dist_key(dist)
+    if own in found.unreadable:
+        return f"its own metadata cannot be read: {found.unreadable[own][0]}"
+    for top in sorted(tops | found.names.get(own, set())):
+        others = sorted({found.labels[k] for k in found.providers.get(top, ()) if k != own})
         if others:
             return (
                 f"its package {top!r} is also installed by {', '.join(others)}: either "
                 "could change the other's code"
             )
+        for key, (label, directory) in sorted(found.unreadable.items()):
+            if key != own and (not directory or _held_in(directory, top)):
+                return (
+                    f"the distribution {label} beside its package {top!r} cannot be read, "
+                    "so it cannot be shown not to install that package"
+                )
+    return ""
+
+
+def _entry_point_problem(ep: Any) -> ManifestError | None:
+    """Why entry point ``ep`` cannot name a plugin, decided from its value alone: not
+    dotted Python names (``entry_point_invalid``), or a reserved top-level name
+    (``entry_point_reserved``)."""
+    module, attribute = _names(str(ep.value))
+    if not all(part.isidentifier() for part in [*module.split("."), *attribute]):
+        return ManifestError(
+            "entry_point_invalid",
+            f"entry point {ep.name!r} does not name a Python module and attribute "
+            f"({str(ep.value)[:200]!r})",
+        )
+    top = module.split(".")[0]
+    if top in RESERVED_NAMES:
+        # Decided before anything is looked up: ``find_spec("json")`` is the standard
+        # library's, and a plugin's ``json`` would stand in for it wherever it came first.
+        return ManifestError(
+            "entry_point_reserved",
+            f"entry point {ep.name!r} names the module {top!r}, a name of the standard "
+            "library or of a module the plugin process imports; nothing of it was imported",
+        )
+    return None
+
+
+#: Entry-point groups whose scripts an installer writes into the environment's ``bin/``,
+#: over whatever command is there.
+_SCRIPT_GROUPS = ("console_scripts", "gui_scripts")
+
+
+def _own_info(dist: Any) -> str:
+    """The name of ``dist``'s own metadata directory (``<name>-<version>.dist-info``)."""
+    path = getattr(dist, "_path", None)
+    with contextlib.suppress(Exception):
+        return os.path.basename(os.fspath(path)) if path is not None else ""
     return ""
 
 
 def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
     """Why the distribution of ``ep`` may not be loaded as a plugin, or "".  From its
-    ``RECORD`` (``importlib.metadata``), before anything of it is imported: no ``.pth``
-    file (site.py runs its ``import`` lines in every interpreter of the environment), no
-    ``sitecustomize``/``usercustomize``, and no top-level module or package besides its
-    entry points' own (one would be importable by every other plugin and by the site).
+    metadata and ``RECORD`` (``importlib.metadata``), before anything of it is imported:
+    every plugin entry point valid and not reserved (one bad entry point refuses them
+    all), no ``console_scripts``/``gui_scripts``, no file outside its directory (a ``..``
+    or absolute path: a script over the site's own command), metadata only in its own
+    ``.dist-info``, no ``.pth`` file (site.py runs its ``import`` lines in every
+    interpreter of the environment), no ``sitecustomize``/``usercustomize``, no
+    top-level module or package besides its entry points' own, and no top-level name it
+    installs installed by any other distribution (``_shared_packages``).
     A distribution without ``RECORD`` (a directory put on ``sys.path`` by hand) is held to
     its directory: no ``.pth``, ``sitecustomize`` or ``usercustomize`` in it."""
     dist = getattr(ep, "dist", None)
     if dist is None:
         return ""
     tops = set()
-    for other in getattr(dist, "entry_points", ()):
-        if other.group == ENTRY_POINT_GROUP:
-            tops.add(_names(str(other.value))[0].split(".")[0])
-    shared = _shared_packages(dist, tops - RESERVED_NAMES, providers)  # reserved: refused
-    if shared:
-        return shared
+    try:
+        points = list(getattr(dist, "entry_points", ()))
+    except Exception as exc:
+        return f"its entry points cannot be read ({type(exc).__name__})"
+    for other in points:
+        if other.group in _SCRIPT_GROUPS:
+            return (
+                f"it declares the {other.group} entry point {other.name!r}: an installer "
+                "writes it into the environment's scripts, over any command of that name"
+            )
+        if other.group != ENTRY_POINT_GROUP:
+            continue
+        bad = _entry_point_problem(other)
+        if bad is not None:
+            return (
+                f"its entry point {other.name!r} is refused as {bad.reason}, so all its entry "
+                "points are"
+            )
+        tops.add(_names(str(other.value))[0].split(".")[0])
     files = None
     with contextlib.suppress(Exception):
         files = dist.files
@@ -262,29 +474,31 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
             stem = name.partition(".")[0]
             if name.endswith(".pth") or stem in _STARTUP_NAMES:
                 return f"its directory holds {name!r}, which runs at every interpreter start"
-        return ""
+        return _shared_packages(dist, tops, providers)
+    info = _own_info(dist)
     for file in files:
-        parts = [p for p in str(file).replace("\\", "/").split("/") if p not in ("", ".")]
+        text = str(file).replace("\\", "/")
+        parts = [p for p in text.split("/") if p not in ("", ".")]
         if not parts:
             continue
+        if text.startswith("/") or ".." in parts or ":" in parts[0]:
+            return f"it installs {str(file)!r} outside its directory"
         name = parts[-1]
         stem = name.partition(".")[0]
         head = parts[0]
-        top = stem if head == ".." or len(parts) == 1 else head.partition(".")[0]
+        top = stem if len(parts) == 1 else head.partition(".")[0]
         if name.endswith(".pth") or top in _STARTUP_NAMES:
             return f"it installs {str(file)!r}, which runs at every interpreter start"
-        if head == "..":
-            if name.endswith((".py", ".pyc", ".so")):
-                return f"it installs the module {str(file)!r} outside its package directory"
-            continue  # a script or data file out of the import path
-        if head.endswith((".dist-info", ".egg-info")) and len(parts) > 1:
-            continue
+        if head.endswith((".dist-info", ".egg-info")):
+            if head == info and len(parts) > 1:
+                continue
+            return f"it installs {str(file)!r} into metadata that is not its own"
         if head == "__pycache__" and len(parts) == 2 and stem in tops:
             continue
         if head in tops if len(parts) > 1 else stem in tops and name.endswith((".py", ".so")):
             continue
         return f"it installs {str(file)!r} outside its entry points' packages"
-    return ""
+    return _shared_packages(dist, tops, providers)
 
 
 #: Manifests read in a plugin process, by origin, with the stamp of the package's files
@@ -413,6 +627,22 @@ def _path_problem(origin: Origin) -> str:
             problem = check.tree(os.path.join(origin.path, name))
             if problem:
                 return problem
+    if "__pycache__" in names:
+        # Where a module's compiled code is imported from in place of its source: the
+        # directory (a file can be added to it) and the top-level name's files in it.
+        cache = os.path.join(origin.path, "__pycache__")
+        problem = check.chain(cache)
+        if problem:
+            return problem
+        try:
+            cached = os.listdir(cache)
+        except OSError as exc:
+            return f"{cache!r} cannot be listed ({exc.strerror})"
+        for name in sorted(cached):
+            if name.partition(".")[0] == origin.top_level:
+                problem = check.chain(os.path.join(cache, name))
+                if problem:
+                    return problem
     return ""
 
 
@@ -429,7 +659,7 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
         found = _described_manifest(origin)
     except IsolationUnavailable as exc:
         if _trusted_here(ep):
-            return _load_here(ep), origin
+            return _load_here(ep, origin), origin
         raise ManifestError(
             "plugin_isolation_unavailable",
             f"entry point {ep.name!r} not read: this host cannot build the plugin sandbox "
@@ -472,14 +702,16 @@ def _trusted_here(ep: Any) -> bool:
         return False
 
 
-def _load_here(ep: Any) -> Manifest:
+def _load_here(ep: Any, origin: Origin) -> Manifest:
     """No sandbox on this host, and the operator trusts the plugin: import here, under the
-    audit hook (docs/plugins.rst)."""
+    audit hook (docs/plugins.rst), from the files at ``origin`` only (``_import``)."""
     from .sandbox import plugin_scope
 
     with plugin_scope(f"import:{ep.name}"):
         try:
-            loaded = ep.load()
+            loaded = _import(origin)
+        except ManifestError:
+            raise
         except Exception as exc:
             raise ManifestError(
                 "manifest_load",
@@ -522,6 +754,9 @@ def load() -> dict[str, Manifest]:
                         _problems.append(message)
                     continue
                 try:
+                    bad = _entry_point_problem(ep)  # its own reason, before its distribution's
+                    if bad is not None:
+                        raise bad
                     dist = getattr(ep, "dist", None)
                     if dist is None:
                         unsafe = _distribution_problem(ep, providers)

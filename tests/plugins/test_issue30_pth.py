@@ -335,7 +335,10 @@ _OWN = ["webfetch_d/__init__.py", "webfetch_d-1.0.dist-info/METADATA"]
     ("record", "extra", "refused"),
     [
         (_OWN, (), ""),
-        ([*_OWN, "webfetch_d/sub/x.py", "../../../bin/webfetch-d"], (), ""),
+        ([*_OWN, "webfetch_d/sub/x.py"], (), ""),
+        ([*_OWN, "../../../bin/webfetch-d"], (), "outside its directory"),
+        ([*_OWN, "webfetch_d/../other/x.txt"], (), "outside its directory"),
+        ([*_OWN, "other-1.0.dist-info/top_level.txt"], (), "metadata that is not its own"),
         ([*_OWN, "webfetch_d/sitecustomize.py"], (), ""),
         (["webfetch_d.py", "__pycache__/webfetch_d.cpython-311.pyc"], (), ""),
         ([*_OWN, "webfetch_d.pth"], (), "webfetch_d.pth"),
@@ -358,7 +361,8 @@ def test_a_distribution_is_refused_for_what_it_installs_beside_its_package(
     """What runs at an interpreter's start (a ``.pth``, ``sitecustomize``,
     ``usercustomize``) or is importable by every other plugin and by the site (a
     top-level module besides the entry point's package) refuses the distribution, from
-    its ``RECORD`` alone: scripts and metadata do not."""
+    its ``RECORD`` alone, and so does a file outside its directory (a script over a
+    command of the environment) or in metadata not its own: its own metadata does not."""
     from django_webfetch.plugins.registry import _distribution_problem
 
     problem = _distribution_problem(_distribution(tmp_path, record, extra))

@@ -167,7 +167,9 @@ def test_every_stdlib_name_and_every_module_the_guest_imports_is_refused_as_an_e
 ):
     """One entry point per name of ``sys.stdlib_module_names`` and per top-level module a
     plugin process imports: each is refused (``entry_point_reserved``) before anything is
-    looked up or imported; a name of its own beside them loads."""
+    looked up or imported, and a name of its own beside them in the same distribution is
+    refused with them (``plugin_distribution_unsafe``: a distribution with a reserved entry
+    point is refused whole, tests/plugins/test_issue30_distributions.py)."""
     from django_webfetch.plugins import registry
 
     names = sorted(registry.RESERVED_NAMES - {"__main__"})
@@ -178,9 +180,11 @@ def test_every_stdlib_name_and_every_module_the_guest_imports_is_refused_as_an_e
     dist_info(tmp_path, "webfetch-reserved", entries)
     registry_on.syspath_prepend(str(tmp_path))
     registry.reset()
-    assert [m.name for m in registry.manifests() if m.name == "ownname"] == ["ownname"]
+    assert [m.name for m in registry.manifests() if m.name == "ownname"] == []
     refused = [p for p in registry.problems() if "(entry_point_reserved)" in p]
     assert len(refused) == len(names), registry.problems()[:5]
+    own = [p for p in registry.problems() if "'ownname' refused (plugin_distribution_unsafe)" in p]
+    assert len(own) == 1 and "so all its entry points are" in own[0], registry.problems()[-3:]
 
 
 def test_the_reserved_names_cover_every_module_a_plugin_process_imports():

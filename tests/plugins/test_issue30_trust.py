@@ -221,6 +221,11 @@ os.rename(os.path.join(site, "webfetch_t-1.0.dist-info"), new_info)
 metadata = os.path.join(new_info, "METADATA")
 with open(metadata, "w") as f:
     f.write("Metadata-Version: 2.1\nName: webfetch-t\nVersion: 2.0\n")
+record = os.path.join(new_info, "RECORD")  # as an installer writes it: its own dist-info
+with open(record) as f:
+    listed = f.read().replace("webfetch_t-1.0.dist-info", "webfetch_t-2.0.dist-info")
+with open(record, "w") as f:
+    f.write(listed)
 import importlib
 
 importlib.invalidate_caches()
