@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from importlib.metadata import entry_points
+from importlib.metadata import distributions
 from typing import Any
 
 from .manifest import Manifest, ManifestError, parse_manifest
@@ -493,8 +493,8 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
             if head == info and len(parts) > 1:
                 continue
             return f"it installs {str(file)!r} into metadata that is not its own"
-        if head == "__pycache__" and len(parts) == 2 and stem in tops:
-            continue
+        if head == "__pycache__" and len(parts) == 2 and stem in tops and name.endswith(".pyc"):
+            continue  # its module's compiled code (``m.cpython-311.pyc``), nothing else
         if head in tops if len(parts) > 1 else stem in tops and name.endswith((".py", ".so")):
             continue
         return f"it installs {str(file)!r} outside its entry points' packages"
@@ -726,6 +726,38 @@ def _origin(ep: Any) -> str:
     return f"{package}:{ep.name}"
 
 
+def _plugin_entry_points() -> tuple[list[Any], list[str]]:
+    """The plugin entry points of the installed distributions (of two with one name, the
+    first on ``sys.path``, as ``importlib.metadata.entry_points``), read one distribution
+    at a time: a distribution whose ``entry_points.txt`` cannot be read or decoded would make
+    ``entry_points()`` raise for every plugin.  Its own plugins are not loaded, and when
+    its file names the plugin group (or cannot be read at all) a problem says so."""
+    eps: list[Any] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for dist in distributions():
+        name = str(getattr(dist, "_normalized_name", "") or "")
+        if name:
+            if name in seen:
+                continue
+            seen.add(name)
+        try:
+            eps.extend(ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
+        except Exception as exc:
+            raw = b""
+            with contextlib.suppress(Exception):
+                path = getattr(dist, "_path", None)
+                with open(os.path.join(os.fspath(path), "entry_points.txt"), "rb") as fh:
+                    raw = fh.read(1 << 20)
+            if not raw or ENTRY_POINT_GROUP.encode() in raw:
+                problems.append(
+                    f"plugin distribution {_dist_label(dist)!r} refused "
+                    f"(plugin_distribution_unsafe): its entry points cannot be read "
+                    f"({type(exc).__name__}); nothing of it was imported"
+                )
+    return eps, problems
+
+
 def load() -> dict[str, Manifest]:
     global _manifests
     with _lock:
@@ -733,7 +765,10 @@ def load() -> dict[str, Manifest]:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
             found_origins: dict[str, Origin] = {}
             _problems.clear()
-            eps = list(entry_points(group=ENTRY_POINT_GROUP))
+            eps, unreadable = _plugin_entry_points()
+            for message in unreadable:
+                logger.error("django_webfetch %s", message)
+                _problems.append(message)
             named: dict[str, list[str]] = {}
             for ep in eps:
                 named.setdefault(ep.name, []).append(_origin(ep))

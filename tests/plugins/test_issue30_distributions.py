@@ -293,6 +293,35 @@ def test_an_unreadable_distribution_refuses_the_plugins_beside_it_and_no_other(
     assert "cannot be read" in refusal, refusal
 
 
+def test_an_undecodable_entry_points_txt_refuses_its_own_plugins_and_no_other(
+    tmp_path, registry_on
+):
+    """``importlib.metadata.entry_points()`` decodes every distribution's
+    ``entry_points.txt``: one undecodable byte in one of them made it raise, and with it
+    every registry load (no plugin at all, an error on every page that reads the registry).
+    The registry reads them one distribution at a time: the broken one is refused with a
+    stable reason, an unrelated broken one (not naming the plugin group) says nothing, and
+    every other plugin loads."""
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "site"
+    _wheel(site, "webfetch-good", {"good": "webfetch_good:manifest"},
+           {"webfetch_good/__init__.py": _MANIFEST % "good"})  # fmt: skip
+    broken = _wheel(site, "webfetch-broken", {}, {"webfetch_broken/__init__.py": ""})
+    (broken / "entry_points.txt").write_bytes(
+        b"[django_webfetch.plugins]\nbroken = webfetch_broken\xff:manifest\n"
+    )
+    other = _wheel(site, "unrelated", {}, {"unrelated/__init__.py": ""})
+    (other / "entry_points.txt").write_bytes(b"[console_scripts]\nx = unrelated\xff:main\n")
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    problems = registry.problems()
+    assert registry.get_manifest("good") is not None, problems
+    (refusal,) = [p for p in problems if "webfetch-broken" in p]
+    assert "(plugin_distribution_unsafe)" in refusal and "cannot be read" in refusal, refusal
+    assert not [p for p in problems if "unrelated" in p], problems
+
+
 def test_a_trusted_import_refuses_a_name_that_resolves_outside_its_origin(tmp_path, registry_on):
     """The in-process import of a trusted instance (``registry._import``, used by the
     in-process handler and, without a sandbox, by the load) loads the plugin from the
@@ -381,7 +410,12 @@ def _allowed(path: str) -> bool:
         return True
     if len(parts) == 1:
         return parts[0] in ("webfetch_d.py", "webfetch_d.cpython-311-x86_64-linux-gnu.so")
-    return len(parts) == 2 and parts[0] == "__pycache__" and parts[1].startswith("webfetch_d.")
+    return (
+        len(parts) == 2
+        and parts[0] == "__pycache__"
+        and parts[1].startswith("webfetch_d.")
+        and parts[1].endswith(".pyc")
+    )
 
 
 def test_a_plugin_is_loaded_only_if_every_record_path_is_its_own():
