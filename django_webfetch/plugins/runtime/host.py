@@ -482,7 +482,7 @@ class Worker:
                 self.ready = _checked_ready(self._start(errors))
             finally:
                 errors.close()
-            self.thread_ids = _thread_ids(self.pid)
+            self.thread_ids = self._settled_threads()
             self.footprint = _footprint(self.pid) or 0
             self.descriptors = _descriptors(self.pid)
         except BaseException:
@@ -612,15 +612,21 @@ class Worker:
         two, so the process serves one call."""
         return self.thread_ids != {self.pid}
 
-    def quiet(self) -> bool:
-        """No thread of the last call is left: the RPC thread (the main one, whose id is
-        the process's) is its only thread, as it was at ready (``threaded_at_ready``).  A
-        thread that just ended may still be leaving the kernel: asked a few times, briefly."""
+    def _settled_threads(self) -> set[int]:
+        """Its thread ids, asked a few times, briefly, until the RPC thread (the main one,
+        whose id is the process's) is the only one: a thread that just ended (joined) may
+        still be leaving the kernel."""
         for _attempt in range(_QUIET_CHECKS):
-            if _thread_ids(self.pid) == {self.pid}:
-                return True
+            found = _thread_ids(self.pid)
+            if found == {self.pid}:
+                break
             time.sleep(0.005)
-        return False
+        return found
+
+    def quiet(self) -> bool:
+        """No thread of the last call is left: the RPC thread is its only thread, as it
+        was at ready (``threaded_at_ready``)."""
+        return self._settled_threads() == {self.pid}
 
     def grown(self) -> bool:
         """Its calls left more than ``MAX_IDLE_GROWTH`` in memory or ``/tmp`` since it got
