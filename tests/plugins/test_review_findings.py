@@ -49,6 +49,21 @@ def test_no_way_around_the_scope_reaches_the_network(plugin_lab, editor_user, na
     assert EgressEvent.objects.filter(reason="unguarded_network").exists()
 
 
+def test_a_pool_whose_thread_ran_before_the_tool_is_refused(plugin_lab, editor_user, trusted):
+    """In the site's process (trusted) the example's pool thread was started at import,
+    outside any call: work a tool hands to it is refused all the same.  (A plugin process
+    whose import leaves a thread serves one call: tests/plugins/test_issue30_pool.py.)"""
+    from webfetch_example_plugin.attacks import POOL
+
+    assert POOL._threads  # running before the tool
+    services.install("example")
+    trusted.apply()
+    result = attack(editor_user, "pool", address=granted_address(plugin_lab))
+    assert result.meta == {"reason": "unguarded_network"}
+    assert plugin_lab.accepts() == []
+    assert EgressEvent.objects.filter(reason="unguarded_network").exists()
+
+
 @pytest.mark.parametrize("name", ["silenced_audit", "spawn_passfds"])
 def test_no_process_starts_around_the_audit_event(plugin_lab, editor_user, tmp_path, name):
     """``sys.audit`` replaced by a no-op, and multiprocessing's spawn primitive, which

@@ -169,11 +169,11 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
         "the RPC channel: the inherited, connected socket (no socket() at all: the network "
         "namespace has no interface anyway; no setsockopt(): nothing the guest runs sets an "
         "option, and SO_SNDBUF/SO_RCVBUF would let a socket queue kernel memory past every "
-        "limit)",
+        "limit; no sendmsg/recvmsg/sendmmsg/recvmmsg: socket.send and recv are sendto and "
+        "recvfrom, and SCM_RIGHTS would put descriptors in flight, each keeping its socket's "
+        "queued bytes while in no /proc/<pid>/fd)",
         (
             "recvfrom",
-            "recvmsg",
-            "sendmsg",
             "shutdown",
             "getsockopt",
             "getsockname",
@@ -288,7 +288,7 @@ CONDITIONAL = {
     "prctl": "the options of PRCTL_OPTIONS",
     "socketpair": "AF_UNIX stream only (asyncio's self-pipe); both ends stay in the "
     "process, at the default buffer size (setsockopt is refused), and RLIMIT_NOFILE "
-    "(guest.MAX_FILES) bounds how many exist, open or in flight",
+    "(guest.MAX_FILES) bounds how many exist; none is in flight (sendmsg is refused)",
     "sendto": "without an address (a send on the connected channel)",
 }
 

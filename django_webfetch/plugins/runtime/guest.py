@@ -54,8 +54,8 @@ _SECCOMP_MODE_FILTER = 2
 #: Threads: a tool may start a few; a thread bomb meets this (and RLIMIT_AS) first.
 MAX_THREADS = 64
 #: Open files: the channel, stdio and a tool's few; with setsockopt refused, this bounds
-#: the socket buffers a plugin can fill (a default-sized buffer per socket, and as many
-#: sockets in flight over a socket as it may hold open: issue 30, finding 5).
+#: the socket buffers a plugin can fill (a default-sized buffer per socket: issue 30,
+#: finding 5); none can be in flight over a socket (sendmsg is refused: issue 30, finding 8).
 MAX_FILES = 32
 
 

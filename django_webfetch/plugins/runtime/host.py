@@ -98,8 +98,6 @@ _MAX_REMEMBERED = 256
 _REMEMBER_SECONDS = 600.0
 #: How often (5 ms apart) a process is looked at before it is called busy and recycled.
 _QUIET_CHECKS = 10
-#: Two CPU-time samples of each thread this far apart (a few clock ticks) after a call.
-_QUIET_SPAN = 0.03
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -227,30 +225,12 @@ def _read_info(fd: int, deadline: float) -> dict[str, Any]:
     return {}
 
 
-def _task_stats(pid: int) -> dict[int, list[bytes]]:
-    """The fields after the command name of ``/proc/<pid>/task/<tid>/stat``, per thread of
-    ``pid`` (none when it is gone; a thread that ended while read is left out)."""
-    found: dict[int, list[bytes]] = {}
+def _thread_ids(pid: int) -> set[int]:
+    """The ids of the threads of ``pid`` (``/proc/<pid>/task``; none when it is gone)."""
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
-                found[int(tid)] = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
-def _tasks(pid: int) -> list[tuple[int, str]]:
-    """(thread id, state letter) of each thread of ``pid`` (none when it is gone)."""
-    return [
-        (tid, fields[0].decode("ascii", "replace"))
-        for tid, fields in _task_stats(pid).items()
-        if fields
-    ]
+        return {int(tid) for tid in os.listdir(f"/proc/{pid}/task")}
+    except (OSError, ValueError):
+        return set()
 
 
 def _threads(pid: int) -> int:
@@ -355,15 +335,6 @@ def _checked_ready(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tasks_cpu(pid: int) -> dict[int, int]:
-    """CPU ticks (utime + stime) of each thread of ``pid``."""
-    return {
-        tid: int(fields[11]) + int(fields[12])
-        for tid, fields in _task_stats(pid).items()
-        if len(fields) > 12
-    }
-
-
 def _wait_gone(pid: int, deadline: float) -> bool:
     """Until process ``pid`` (not our child: bwrap's) is reaped, or the deadline; whether
     it is gone."""
@@ -420,8 +391,9 @@ class Worker:
         self.limits = limits
         self.calls = 0
         self.pid = 0  # the plugin process as the host sees it (PID 1 of its namespace)
-        #: The ids of its threads once ready (an import may start some): a call leaves
-        #: none of its own (``quiet``).
+        #: The ids of its threads once ready.  The guest has one thread (the RPC thread)
+        #: then; threads its import started (a library's pool) would run on, unseen, in
+        #: the next call: such a process serves one call (``Pool.release``).
         self.thread_ids: set[int] = set()
         #: Its memory and ``/tmp`` bytes once ready (``_footprint``): a call may leave at
         #: most ``MAX_IDLE_GROWTH`` more in a process the pool keeps (``grown``).
@@ -510,7 +482,7 @@ class Worker:
                 self.ready = _checked_ready(self._start(errors))
             finally:
                 errors.close()
-            self.thread_ids = {tid for tid, _state in _tasks(self.pid)}
+            self.thread_ids = self._settled_threads()
             self.footprint = _footprint(self.pid) or 0
             self.descriptors = _descriptors(self.pid)
         except BaseException:
@@ -634,35 +606,27 @@ class Worker:
             return 0.0
         return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
-    def quiet(self) -> bool:
-        """No thread of the last call is left: each thread is one the process had when it
-        got ready (by id: a call that ends an import-time thread and starts one of its own
-        keeps the count, not the ids), and none but the main one running (an import-time
-        pool's idle thread sleeps).  A thread that just ended may still be leaving the
-        kernel: asked a few times, briefly."""
+    def threaded_at_ready(self) -> bool:
+        """Its import left threads beside the RPC thread (or it had none to read): work a
+        call hands to one of them may run in the next call, however it looks between the
+        two, so the process serves one call."""
+        return self.thread_ids != {self.pid}
+
+    def _settled_threads(self) -> set[int]:
+        """Its thread ids, asked a few times, briefly, until the RPC thread (the main one,
+        whose id is the process's) is the only one: a thread that just ended (joined) may
+        still be leaving the kernel."""
         for _attempt in range(_QUIET_CHECKS):
-            tasks = _tasks(self.pid)
-            if not tasks:
-                return False
-            if {tid for tid, _state in tasks} <= self.thread_ids and all(
-                state in "SDT" for tid, state in tasks if tid != self.pid
-            ):
+            found = _thread_ids(self.pid)
+            if found == {self.pid}:
                 break
             time.sleep(0.005)
-        else:
-            return False
-        # A sleeping sample proves nothing of a thread that runs in bursts: none but the RPC
-        # (main) thread may use CPU time between two samples a few clock ticks apart, and
-        # the threads must be those of the import (an import-time thread may have ended).
-        before = _tasks_cpu(self.pid)
-        time.sleep(_QUIET_SPAN)
-        after = _tasks_cpu(self.pid)
-        if set(before) != set(after) or not set(before) <= self.thread_ids:
-            return False
-        if not all(after[tid] == ticks for tid, ticks in before.items() if tid != self.pid):
-            return False
-        self.thread_ids = set(after)  # an ended thread's id never counts again
-        return True
+        return found
+
+    def quiet(self) -> bool:
+        """No thread of the last call is left: the RPC thread is its only thread, as it
+        was at ready (``threaded_at_ready``)."""
+        return self._settled_threads() == {self.pid}
 
     def grown(self) -> bool:
         """Its calls left more than ``MAX_IDLE_GROWTH`` in memory or ``/tmp`` since it got
@@ -776,8 +740,13 @@ class Pool:
             logger.info("plugin process %s recycled: it sent what no call asked for", key)
             worker.kill()
             return
+        if worker.threaded_at_ready():
+            # A thread its import started may hold work of this call: one call only.
+            logger.info("plugin process %s recycled: its import started threads", key)
+            worker.kill()
+            return
         if not worker.quiet():
-            # A thread the call started still runs: never handed to the next call.
+            # A thread the call started still exists: never handed to the next call.
             logger.info("plugin process %s recycled: a thread of its call still runs", key)
             worker.kill()
             return

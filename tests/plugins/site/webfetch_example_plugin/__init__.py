@@ -20,7 +20,7 @@ import subprocess
 import threading
 from typing import Any
 
-from . import attacks as _attacks  # its thread pool exists before any tool runs
+from . import attacks as _attacks  # its pool's thread runs before any tool (in the site)
 from . import probes as _probes
 
 _PROCESS_MARK = os.urandom(8).hex()
