@@ -746,7 +746,7 @@ def _plugin_entry_points() -> tuple[list[Any], list[str]]:
         except Exception as exc:
             raw = b""
             with contextlib.suppress(Exception):
-                path = getattr(dist, "_path", None)
+                path: Any = getattr(dist, "_path", "")
                 with open(os.path.join(os.fspath(path), "entry_points.txt"), "rb") as fh:
                     raw = fh.read(1 << 20)
             if not raw or ENTRY_POINT_GROUP.encode() in raw:

@@ -349,11 +349,11 @@ def test_a_process_is_pooled_only_when_its_import_left_no_thread(
                       for _ in range(3)]  # fmt: skip
         recycled = [r.getMessage() for r in caplog.records if "its import started" in r.message]
         if pooled:
-            assert counts == ['1', '2', '3'], counts
+            assert counts == ["1", "2", "3"], counts
             assert idle_processes() == 1
             assert recycled == []
         else:
-            assert counts == ['1', '1', '1'], counts
+            assert counts == ["1", "1", "1"], counts
             assert idle_processes() == 0
             assert len(recycled) == 3, recycled
     finally:
