@@ -1,7 +1,7 @@
 """A static check that a backtracking (``re``) pattern has no super-linear backtracking.
 
 Moved here from ``plugins/manifest.py`` when plugin patterns moved to RE2 (issue 19); it now
-backs ``tests/test_patterns.py``, which walks every pattern of the package.
+backs ``tests/text/test_patterns.py``, which walks every pattern of the package.
 
 ``backtracking_cost`` walks the parsed pattern: consecutive variable-length items
 (quantifiers, alternations) multiply their spans when the characters they can consume

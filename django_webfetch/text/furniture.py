@@ -287,7 +287,7 @@ def furniture_heading(text: str) -> bool:
     """Whether a heading opens a section of page furniture ("Related stories")."""
     if len(text) > MAX_FURNITURE_CHARS:
         return False  # no furniture heading is this long (and every pattern below sees a
-        # bounded text: tests/test_patterns.py's REVIEWED entries rely on it)
+        # bounded text: tests/text/test_patterns.py's REVIEWED entries rely on it)
     folded = _fold(_COUNT_RE.sub("", text))
     if not folded or len(folded) > 60:
         return False

@@ -162,7 +162,9 @@ class Sink:
         return started
 
     def text(self, text: str) -> None:
-        words = text.split()
+        # Control characters go now, not only in ``finish``: the line-start escapes must see
+        # the text as it will read ("\x1b```" is a code fence once the escape is gone).
+        words = [w for w in (_CONTROL_RE.sub("", word) for word in text.split()) if w]
         if not words:
             self.space = self.space or bool(text)
             return

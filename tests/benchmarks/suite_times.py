@@ -2,7 +2,10 @@
 report ``tests/run.sh`` writes (``.pytest-results.xml``; setup + call + teardown of each
 test, summed over the workers), and the slowest tests.
 
-    python -m tests.benchmarks.suite_times [.pytest-results.xml] [--top N]
+    python -m tests.benchmarks.suite_times [REPORT...] [--top N]
+
+A full run writes two reports (``.pytest-results-pure.xml``: ``tests/net`` and ``tests/text``
+under coverage; ``.pytest-results.xml``: the rest); both are read when no report is named.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ def directory_of(classname: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    path = ".pytest-results.xml"
+    paths = [".pytest-results-pure.xml", ".pytest-results.xml"]
     top = 10
     args = list(argv)
     if "--top" in args:
@@ -28,16 +31,19 @@ def main(argv: list[str]) -> int:
         top = int(args[index + 1])
         del args[index : index + 2]
     if args:
-        path = args[0]
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError) as exc:
-        print(f"no JUnit report at {path}: {exc}")
+        paths = args
+    cases = []
+    for path in paths:
+        try:
+            cases.extend(ET.parse(path).getroot().iter("testcase"))
+        except (OSError, ET.ParseError) as exc:
+            print(f"no JUnit report at {path}: {exc}")
+    if not cases:
         return 0
     seconds: Counter[str] = Counter()
     counts: Counter[str] = Counter()
     slowest: list[tuple[float, str]] = []
-    for case in root.iter("testcase"):
+    for case in cases:
         took = float(case.get("time") or 0.0)
         where = directory_of(case.get("classname") or "")
         seconds[where] += took

@@ -605,3 +605,16 @@ def test_form_controls_outside_a_form_are_not_content():
     # A fieldset that holds the page's text (old ASP.NET layouts) stays.
     text = main(f"<title>T</title><article><fieldset>{ARTICLE}</fieldset>{ARTICLE}</article>").text
     assert text.count("Paragraph 3 of the article") == 2
+
+
+def test_a_short_main_is_the_content_without_the_menu_and_sidebar_it_holds():
+    """Too little text for the scores: the page's ``<main>`` is the main content, as it holds
+    two blocks of text; the menu and the sidebar inside it are boilerplate, left out of the
+    text and of the count of its blocks (``text/main.py`` ``_landmark``)."""
+    result = main(
+        "<html><body><main><nav class='menu'><ul><li><a href='/a'>Home</a></li>"
+        "<li><a href='/b'>News</a></li></ul></nav><h1>Opening hours</h1>"
+        "<p>Monday to Friday.</p><aside class='sidebar'><p>Advertisement here</p></aside>"
+        "<p>Closed on Sundays.</p></main><footer>Footer text</footer></body></html>"
+    )
+    assert result.text == "# Opening hours\n\nMonday to Friday.\n\nClosed on Sundays."

@@ -326,6 +326,25 @@ _BLOCK = st.builds(
 )
 
 
+@pytest.mark.parametrize("control", ["\x1b", "\x00", "\x7f", "\x9b"])
+@pytest.mark.parametrize("run", ["```", "~~~", "#", "- ", "1. ", "> "])
+def test_a_control_character_never_hides_line_syntax_from_the_escapes(control, run):
+    """Found by the property below (a random example; CI's derandomized run never drew it):
+    ``<p>\x1b```</p>`` came out as a line ````` ``` ````` that opened a code fence, because
+    control characters were dropped after the line-start escapes had looked at the text.
+    Whatever control character stands before line syntax, the line is escaped text."""
+    result = extract(
+        f"<blockquote><p>{control}{run}x</p></blockquote><p>after</p>".encode(),
+        "text/html",
+        url="https://news.example/a",
+    )
+    assert control not in result.text
+    tokens = [t.type for t in MD.parse(result.text)]
+    assert "fence" not in tokens and "heading_open" not in tokens, (tokens, result.text)
+    assert "bullet_list_open" not in tokens and "ordered_list_open" not in tokens, tokens
+    assert tokens.count("blockquote_open") == 1, (tokens, result.text)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_BLOCK, min_size=1, max_size=8), st.sampled_from(["main", "page"]))
 def test_no_markdown_construct_closes_or_imitates_the_fence(blocks, mode):
@@ -352,3 +371,7 @@ def test_fence_escapes_a_code_fence_left_open():
     inside = result.split(">>>\n", 1)[1].rsplit("\n<<<END UNTRUSTED", 1)[0]
     assert inside.startswith("text\n\\```\n") and open_code_fence(inside) is None
     assert open_code_fence("```\n````\n") is None and open_code_fence("~~~\n```\n") == (0, "~~~")
+    # A backtick run with a backtick after it is inline code, no fence (CommonMark); a
+    # tilde fence's info string may hold backticks.
+    assert open_code_fence("```a`b\ntext\n") is None
+    assert open_code_fence("~~~a`b\ntext\n") == (0, "~~~")

@@ -19,6 +19,7 @@ import pathlib
 import pkgutil
 import re
 
+import pytest
 import regex
 
 import django_webfetch
@@ -192,3 +193,26 @@ def test_a_heading_over_the_furniture_bound_is_no_furniture():
     assert furniture_heading("Related stories")
     # The same words made long: no pattern ever sees an unbounded text.
     assert not furniture_heading("Related stories " + "x" * MAX_FURNITURE_CHARS)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("x" * 1001, "pattern_too_long"),
+        (r"(a)\1", "pattern_syntax"),  # a backreference
+        ("(?<=a)b", "pattern_syntax"),  # look-behind
+        ("a{1001}", "pattern_too_large"),  # over RE2's repetition limit
+        ("((a{1000}){1000}){1000}", "pattern_too_large"),  # over RE2's memory budget
+    ],
+)
+def test_an_untrusted_pattern_refused_says_why(pattern, reason):
+    from django_webfetch.text.patterns import (
+        MAX_UNTRUSTED_PATTERN_CHARS,
+        PatternError,
+        compile_untrusted,
+    )
+
+    assert MAX_UNTRUSTED_PATTERN_CHARS == 1000
+    with pytest.raises(PatternError) as info:
+        compile_untrusted(pattern)
+    assert info.value.reason == reason, info.value
