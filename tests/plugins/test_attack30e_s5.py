@@ -1,0 +1,77 @@
+"""Issue 30, the fifth outsider attack (session 5, round e), after the fourth round's fixes.
+
+Each test reproduces one way past the plugin containment (it fails while the finding
+stands) or checks that something tried held.  Real distributions in ``sys.path``
+directories, real plugin processes; nothing here weakens or bypasses the sandbox.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tests.plugins.test_issue30_distributions import _MANIFEST, _wheel
+
+pytestmark = pytest.mark.django_db
+
+
+def _hand_placed(
+    directory: Path, dist: str, entry_points: dict[str, str], files: dict[str, str], kind: str
+) -> None:
+    """Distribution ``dist`` in ``directory`` as a directory put on ``sys.path`` by hand
+    (the registry's own words): ``kind`` ``"no-record"`` is a ``.dist-info`` without
+    ``RECORD``; ``"egg-sources"`` an ``.egg-info`` whose file list is its author's
+    ``SOURCES.txt`` (``importlib.metadata`` reads it when ``installed-files.txt`` is
+    absent), naming its own package only."""
+    for name, text in files.items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text)
+    points = "[django_webfetch.plugins]\n" + "".join(
+        f"{k} = {v}\n" for k, v in entry_points.items()
+    )
+    under = dist.replace("-", "_")
+    if kind == "no-record":
+        info = directory / f"{under}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    else:
+        info = directory / f"{under}.egg-info"
+        info.mkdir()
+        (info / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+        own = [n for n in files if n.startswith(under + "/")]
+        (info / "SOURCES.txt").write_text("".join(f"{n}\n" for n in own))
+        (info / "top_level.txt").write_text(f"{under}\n")
+    (info / "entry_points.txt").write_text(points)
+
+
+@pytest.mark.parametrize("kind", ["no-record", "egg-sources"])
+def test_a_hand_placed_plugin_directory_shadowing_a_site_package_is_refused(
+    tmp_path, registry_on, kind
+):
+    """Finding 1 (medium).  A plugin distribution without an installer's ``RECORD``
+    (``.dist-info`` without one, or an ``.egg-info`` whose file list is the author's
+    ``SOURCES.txt``) is credited only with the names it declares: its directory's other
+    packages are in no map.  Here its directory, first on ``sys.path``, also holds
+    ``webfetch_realmod``, a package the site has from distribution ``realmod``: the
+    site's own imports now run the plugin author's code, and the plugin loads unrefused
+    (a RECORD distribution doing the same is refused: ``_shared_packages``).  Fix: for
+    a distribution without ``RECORD``, or whose file list is not an installer's
+    (``SOURCES.txt``), count every top-level entry of its directory as installed by it
+    (or refuse such a distribution as a plugin outright)."""
+    from django_webfetch.plugins import registry
+
+    site, hand = tmp_path / "site", tmp_path / "hand"
+    _wheel(site, "realmod", {}, {"webfetch_realmod/__init__.py": "REAL = True\n"},
+           {"top_level.txt": b"webfetch_realmod\n"})  # fmt: skip
+    _hand_placed(hand, "webfetch-h", {"h": "webfetch_h:manifest"},
+                 {"webfetch_h/__init__.py": _MANIFEST % "h",
+                  "webfetch_realmod/__init__.py": "REAL = False\n"}, kind)  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry_on.syspath_prepend(str(hand))
+    registry.reset()
+    spec = importlib.util.find_spec("webfetch_realmod")
+    assert spec is not None and str(hand) in str(spec.origin)  # the site imports the shadow
+    report = {"h_loaded": registry.get_manifest("h") is not None, "problems": registry.problems()}
+    assert not report["h_loaded"], report
