@@ -75,3 +75,39 @@ def test_a_hand_placed_plugin_directory_shadowing_a_site_package_is_refused(
     assert spec is not None and str(hand) in str(spec.origin)  # the site imports the shadow
     report = {"h_loaded": registry.get_manifest("h") is not None, "problems": registry.problems()}
     assert not report["h_loaded"], report
+
+
+def test_a_second_distribution_cannot_knock_out_a_plugin_and_take_its_name(tmp_path, registry_on):
+    """Finding 2 (high).  A plugin ``t`` (distribution ``webfetch-t``) has an instance: the
+    operator's grant, secrets and config (trusted or not).  A second distribution
+    ``webfetch-x``, in its own directory, declares two entry points: ``t`` (a duplicate
+    entry point name: every entry point named ``t`` is refused, ``webfetch-t``'s
+    included) and ``x``, whose manifest says its name is ``t``.  The duplicate rule removes
+    the real ``t`` before manifests are claimed, so ``x``'s claim on the name ``t`` is the
+    only one and the registry's plugin ``t`` is ``webfetch-x``'s code: the instance of
+    ``t`` now runs it with its grant and secrets (in the sandbox: ``trust_holds`` sees two
+    entry points named ``t`` and says not trusted).  Fix: a manifest's name must equal its
+    entry point's name (``manifest_name_mismatch``), or an entry point name refused as a
+    duplicate refuses every manifest of the distributions involved, and a name once
+    claimed by a refused entry point is claimed by no one."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    own, other = tmp_path / "plugins-t", tmp_path / "plugins-x"
+    _wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    registry_on.syspath_prepend(str(own))
+    registry.reset()
+    assert registry.origin("t") is not None and registry.origin("t").top_level == "webfetch_t"
+    PluginInstance.objects.create(plugin="t", alias="t")
+    _wheel(other, "webfetch-x", {"t": "webfetch_x:manifest", "x": "webfetch_x:manifest"},
+           {"webfetch_x/__init__.py": "OWNED = True\n" + _MANIFEST % "t"})  # fmt: skip
+    registry_on.syspath_prepend(str(other))
+    registry.reset()
+    found = registry.origin("t")
+    report = {
+        "t_manifest": registry.get_manifest("t") is not None,
+        "t_code": (found.path, found.entry) if found else None,
+        "problems": registry.problems(),
+    }
+    assert found is None or found.top_level == "webfetch_t", report
