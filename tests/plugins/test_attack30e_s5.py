@@ -186,3 +186,38 @@ def test_another_distributions_code_never_runs_in_process_under_a_trusted_instan
 
         sys.modules.pop("webfetch_x", None)
         sys.modules.pop("webfetch_t", None)
+
+
+def test_an_undecodable_entry_points_txt_never_breaks_the_trust_look_up(tmp_path, registry_on):
+    """Finding 4 (medium: denial of service).  The fourth round made the registry read
+    entry points one distribution at a time, but the trust look-up
+    (``provenance.installed_provider``: ``PluginInstance.trust_problem``/``trust_holds``,
+    the runner's ``_trust_holds``, check W034, ``webfetch plugin list``, confirming trust)
+    still calls ``importlib.metadata.entry_points()``, which decodes every distribution's
+    ``entry_points.txt``: any installed distribution with one undecodable byte there makes
+    each of those raise (every call of a trusted plugin fails with an exception, the check
+    framework and ``plugin list`` crash).  Fix: ``installed_provider`` reads through the
+    registry's per-distribution reader (``_plugin_entry_points``)."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+    from django_webfetch.plugins.tools import _trust_holds
+
+    site, junk = tmp_path / "site", tmp_path / "junk"
+    _wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds()
+    other = _wheel(junk, "unrelated", {}, {"unrelated/__init__.py": ""})
+    (other / "entry_points.txt").write_bytes(b"[console_scripts]\nx = unrelated\xff:main\n")
+    registry_on.syspath_prepend(str(junk))
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()  # the registry copes
+    errors = []
+    for look in (instance.trust_problem, lambda: _trust_holds(instance)):
+        try:
+            look()
+        except Exception as exc:  # what a check, a page or a tool call gets
+            errors.append(f"{type(exc).__name__}: {exc}"[:200])
+    assert errors == []
