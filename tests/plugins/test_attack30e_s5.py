@@ -221,3 +221,82 @@ def test_an_undecodable_entry_points_txt_never_breaks_the_trust_look_up(tmp_path
         except Exception as exc:  # what a check, a page or a tool call gets
             errors.append(f"{type(exc).__name__}: {exc}"[:200])
     assert errors == []
+
+
+_CARRIED = """
+import os, signal, sys
+
+_job, _done = [], []
+
+
+def _on_resume(signum, frame):  # the host continues a pooled process for its next call
+    while _job:
+        _done.append(_job.pop() + " ran at the resume for the next call")
+
+
+def _hook(frame, event, arg):  # in the guest's own loop, after the result was sent
+    if event == "c_return" and _job and _job[-1].startswith("profiled"):
+        _done.append(_job.pop() + " ran after its result was sent")
+
+
+def a(plugin, arguments):
+    signal.signal(signal.SIGCONT, _on_resume)
+    _job.append("work of call a")
+    return "a done %d" % os.getpid()
+
+
+def p(plugin, arguments):
+    sys.setprofile(_hook)
+    _job.append("profiled work of call p")
+    return "p done %d" % os.getpid()
+
+
+def b(plugin, arguments):
+    return "b %d %r" % (os.getpid(), _done)
+
+
+def manifest():
+    return {"name": "s5carried", "version": "1.0", "description": "x", "egress": [],
+            "tools": [{"name": n, "description": "x", "handler": f}
+                      for n, f in (("a", a), ("p", p), ("b", b))]}
+"""
+
+
+@pytest.mark.parametrize("first", ["a", "p"])
+def test_no_work_of_a_call_runs_outside_it_in_a_pooled_process(tmp_path, first):
+    """Finding 5 (low; the class of finding 9 without a thread).  A pooled process is
+    handed to the next call when the RPC thread is its only thread, but that thread runs
+    what a call left it: ``a`` installs a ``SIGCONT`` handler (the host sends ``SIGCONT``
+    to continue the stopped process for its next call), ``p`` a profile hook
+    (``sys.setprofile``, run by the guest's own loop after the result is sent).  Either
+    runs ``first``'s work outside ``first``, in the same process, before call ``b`` (the
+    docs: work a call hands on "may run later ... inside another editor's call").  Fix: the
+    guest, after each call, ends itself (serves one call) unless every signal disposition
+    is what it was at ready and no profile/trace hook is set (``signal.getsignal``,
+    ``sys.getprofile``, ``sys.gettrace``, and ``threading.setprofile``'s as well), or
+    resets them before it answers."""
+    import os
+
+    from django_webfetch.plugins.runtime.host import Limits, Origin, execute, shutdown
+
+    site = tmp_path / "site"
+    package = site / "webfetch_s5_carried"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_CARRIED)
+    os.chmod(site, 0o755)
+    origin = Origin("webfetch_s5_carried:manifest", str(site), "webfetch_s5_carried")
+    limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 2)
+    key = ("s5-carried", first)
+
+    def call(tool: str) -> str:
+        message = {"tool": tool, "arguments": {}, "config": {}, "plugin": "s5carried",
+                   "alias": "s5carried", "reference": "s5carried"}  # fmt: skip
+        return execute(origin, key, message, None, limits=limits).text
+
+    try:
+        done = call(first)
+        seen = call("b")
+        report = {"first": done, "b": seen}
+        assert "work of call" not in seen, report
+    finally:
+        shutdown()
