@@ -31,11 +31,13 @@ message: the host then refuses to run the plugin (``plugin_isolation_unavailable
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal.getsignal, without its enum
 import ctypes
 import errno
 import json
 import os
 import resource
+import signal
 import socket
 import sys
 import sysconfig
@@ -431,6 +433,10 @@ def _refuse_network_sockets(event: str, args: tuple[Any, ...]) -> None:  # pragm
 _AUDIT_HOOKS_ADDED = [0]
 
 
+#: Every signal this system has, read once: (number, name in ``_hooks``).
+_SIGNALS = tuple((int(n), f"signal {int(n)}") for n in sorted(signal.valid_signals()))
+
+
 def _count_audit_hooks(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
     if event == "sys.addaudithook":
         _AUDIT_HOOKS_ADDED[0] += 1
@@ -445,15 +451,14 @@ def _hooks() -> list[tuple[str, Any]]:
     ``==``: a plugin's object decides what its ``__eq__`` says.  ``sys.setprofile`` and
     ``sys.settrace`` are read (and cleared) by ``_call`` as soon as the tool returns."""
     import gc
-    import signal
 
     hooks: list[tuple[str, Any]] = []
-    for number in sorted(signal.valid_signals()):
-        try:
-            hooks.append((f"signal {int(number)}", signal.getsignal(number)))
+    for number, name in _SIGNALS:
+        try:  # the C function: ``signal.getsignal`` makes an enum of each answer (slow)
+            hooks.append((name, _signal.getsignal(number)))
         except (OSError, ValueError):
             continue
-    hooks.append(("wakeup_fd", signal.set_wakeup_fd(-1)))  # -1 at ready: cleared either way
+    hooks.append(("wakeup_fd", _signal.set_wakeup_fd(-1)))  # -1 at ready: cleared either way
     hooks += [
         ("threading profile", getattr(threading, "_profile_hook", None)),
         ("threading trace", getattr(threading, "_trace_hook", None)),
