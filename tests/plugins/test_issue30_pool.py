@@ -12,6 +12,12 @@ may carry from one call into the next.
    any thread beside the RPC thread when it gets ready serves one call and is ended; a
    plain plugin's process (one thread at ready) is pooled as before.
 
+The fifth attack (session 5, round e), finding 5: without a thread, a call left its work to
+a process-wide hook (a ``SIGCONT`` handler, run when the host continues the pooled process
+for its next call; a profile function, run by the guest's own loop after the result was
+sent).  Now the guest compares every such hook with what it was at ready after each call,
+and a call that changed one ends its process.
+
 Real plugin processes in their sandbox; nothing here weakens or bypasses it.
 """
 
@@ -356,5 +362,99 @@ def test_a_process_is_pooled_only_when_its_import_left_no_thread(
             assert counts == ["1", "1", "1"], counts
             assert idle_processes() == 0
             assert len(recycled) == 3, recycled
+    finally:
+        shutdown()
+
+
+_CARRIED = """
+import gc, os, signal, sys, threading
+
+_job, _done = [], []
+_ME = os.urandom(8).hex()  # which process (each is PID 1 of its own namespace)
+
+
+def _run_job(*_args):
+    while _job:
+        _done.append(_job.pop() + " ran outside it")
+
+
+def _trace(frame, event, arg):
+    _run_job()
+    return None
+
+
+def _audit(event, args):
+    _run_job()
+
+
+LEAVE = {
+    "sigcont": lambda: signal.signal(signal.SIGCONT, _run_job),  # the host's resume
+    "profile": lambda: sys.setprofile(_trace),  # the guest's loop, after the result
+    "trace": lambda: sys.settrace(_trace),
+    "threading_profile": lambda: threading.setprofile(_trace),
+    "audit_hook": lambda: sys.addaudithook(_audit),  # every later audit event
+    "gc_callback": lambda: gc.callbacks.append(_run_job),  # every later collection
+    "unraisablehook": lambda: setattr(sys, "unraisablehook", _run_job),
+}
+
+
+def leave(plugin, arguments):
+    LEAVE[arguments["hook"]]()
+    _job.append("work of call leave")
+    return "left %s" % _ME
+
+
+def b(plugin, arguments):
+    garbage = [[] for _ in range(200000)]  # a collection or two: gc callbacks run
+    del garbage
+    open(os.devnull).close()  # an audit event
+    return "b %s %r" % (_ME, _done)
+
+
+def manifest():
+    return {"name": "carried", "version": "1.0", "description": "x", "egress": [],
+            "tools": [{"name": n, "description": "x", "handler": f}
+                      for n, f in (("leave", leave), ("b", b))]}
+"""
+
+
+@pytest.mark.parametrize(
+    "hook",
+    ["sigcont", "profile", "trace", "threading_profile", "audit_hook", "gc_callback",
+     "unraisablehook"],
+)  # fmt: skip
+def test_a_call_that_leaves_a_hook_behind_never_has_its_process_reused(tmp_path, caplog, hook):
+    """A call sets a process-wide hook that would run its work after it returned: at the
+    host's ``SIGCONT`` for the next call, in the guest's own loop, at any later audit event
+    or collection.  Its process serves no other call (the host logs why), so the next
+    call runs in a fresh process where none of that work is done; a call that leaves no
+    hook keeps its pooled process."""
+    from django_webfetch.plugins.runtime.host import Limits, Origin, execute, shutdown
+
+    site = tmp_path / "site"
+    package = site / "webfetch_carried"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_CARRIED)
+    os.chmod(site, 0o755)
+    origin = Origin("webfetch_carried:manifest", str(site), "webfetch_carried")
+    limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 2)
+    key = ("carried", hook)
+
+    def call(tool: str) -> list[str]:
+        message = {"tool": tool, "arguments": {"hook": hook}, "config": {},
+                   "plugin": "carried", "alias": "carried", "reference": "carried"}  # fmt: skip
+        return execute(origin, key, message, None, limits=limits).text.split(" ", 2)
+
+    try:
+        plain, again = call("b"), call("b")
+        assert plain[1] == again[1], (plain, again)  # no hook left: the process is pooled
+        with caplog.at_level(logging.INFO, logger="django_webfetch.plugins"):
+            left = call("leave")
+        after = call("b")
+        report = {"left": left, "after": after, "log": caplog.messages}
+        assert left[1] == plain[1], report  # the pooled process served the call
+        assert after[1] != left[1], report  # and no other
+        assert after[2] == "[]", report  # none of its work ran in the next call
+        assert any("changed the process's hooks" in m for m in caplog.messages), report
     finally:
         shutdown()

@@ -31,11 +31,13 @@ message: the host then refuses to run the plugin (``plugin_isolation_unavailable
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal.getsignal, without its enum
 import ctypes
 import errno
 import json
 import os
 import resource
+import signal
 import socket
 import sys
 import sysconfig
@@ -425,6 +427,68 @@ def _refuse_network_sockets(event: str, args: tuple[Any, ...]) -> None:  # pragm
     raise UnguardedNetworkAccess(detail=f"{event} {violation.target}")
 
 
+#: Audit hooks added after the guest's own counter (``sys.addaudithook`` raises its event to
+#: the hooks already there, first to this one): a hook cannot be removed, and one a call
+#: adds would run in every later call.
+_AUDIT_HOOKS_ADDED = [0]
+
+
+#: Every signal this system has, read once: (number, name in ``_hooks``).
+_SIGNALS = tuple((int(n), f"signal {int(n)}") for n in sorted(signal.valid_signals()))
+
+
+def _count_audit_hooks(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
+    if event == "sys.addaudithook":
+        _AUDIT_HOOKS_ADDED[0] += 1
+
+
+def _hooks() -> list[tuple[str, Any]]:
+    """Every process-wide hook through which work of a call could run after it, in this
+    process: each signal's disposition (``SIGCONT`` runs when the host continues a pooled
+    process for its next call), the signal wake-up descriptor, the threading profile and
+    trace hooks, the exception, unraisable, display and breakpoint hooks, ``gc.callbacks``,
+    import finders and the audit hooks added.  Compared by identity (``_same``), never by
+    ``==``: a plugin's object decides what its ``__eq__`` says.  ``sys.setprofile`` and
+    ``sys.settrace`` are read (and cleared) by ``_call`` as soon as the tool returns."""
+    import gc
+
+    hooks: list[tuple[str, Any]] = []
+    for number, name in _SIGNALS:
+        try:  # the C function: ``signal.getsignal`` makes an enum of each answer (slow)
+            hooks.append((name, _signal.getsignal(number)))
+        except (OSError, ValueError):
+            continue
+    hooks.append(("wakeup_fd", _signal.set_wakeup_fd(-1)))  # -1 at ready: cleared either way
+    hooks += [
+        ("threading profile", getattr(threading, "_profile_hook", None)),
+        ("threading trace", getattr(threading, "_trace_hook", None)),
+        ("threading excepthook", threading.excepthook),
+        ("excepthook", sys.excepthook),
+        ("unraisablehook", sys.unraisablehook),
+        ("displayhook", sys.displayhook),
+        ("breakpointhook", sys.breakpointhook),
+        ("audit hooks", _AUDIT_HOOKS_ADDED[0]),
+    ]
+    hooks += [("gc callback", callback) for callback in list(gc.callbacks)]
+    hooks += [("meta_path", finder) for finder in list(sys.meta_path)]
+    hooks += [("path_hooks", hook) for hook in list(sys.path_hooks)]
+    return hooks
+
+
+def _same(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -> bool:
+    if len(before) != len(after):
+        return False
+    for (name, value), (other_name, other) in zip(before, after, strict=True):
+        if name != other_name:
+            return False
+        if isinstance(value, int) and type(value) is int and type(other) is int:
+            if value != other:  # numbers the guest read: compared by value
+                return False
+        elif value is not other:
+            return False
+    return True
+
+
 def _import_top(plugin_path: str, top: str) -> None:
     """The plugin's top-level package (or module) from its own directory, whatever else of
     that name ``sys.path`` holds: a package of a site directory does not stand in for it,
@@ -499,7 +563,11 @@ def _serialise(outcome: Any, cap: int) -> dict[str, Any]:
 
 
 def _call(
-    message: Mapping[str, Any], channel: Channel, handlers: Mapping[str, Any], cap: int
+    message: Mapping[str, Any],
+    channel: Channel,
+    handlers: Mapping[str, Any],
+    cap: int,
+    at_ready: list[tuple[str, Any]],
 ) -> dict[str, Any]:
     from django_webfetch.net.errors import EgressDenied, WebFetchError
     from django_webfetch.plugins.sandbox import plugin_scope
@@ -529,7 +597,17 @@ def _call(
             reply.update(kind="error", error="RecursionError")
         except BaseException as exc:  # a plugin's SystemExit too: the call fails, we serve on
             reply.update(kind="error", error=type(exc).__name__[:100])
+        finally:
+            # First, before any more of the guest's own Python: a profile or trace function
+            # the call set would run it (and its work) after the result is sent.
+            profile, trace = sys.getprofile(), sys.gettrace()
+            sys.setprofile(None)
+            sys.settrace(None)
     reply["violations"] = _violations(scope)
+    if profile is not None or trace is not None or not _same(at_ready, _hooks()):
+        # Work of this call could run outside it, in the next one: this process serves
+        # no other call (the host ends it: ``Pool.release``).
+        reply["hooks_changed"] = True
     return reply
 
 
@@ -553,6 +631,7 @@ def serve(channel: Channel) -> None:
 
     # Contained: from here on, a process that ends is the plugin's doing, not the host's.
     channel.send({"op": "contained"})
+    sys.addaudithook(_count_audit_hooks)
     sys.addaudithook(_refuse_network_sockets)
     # Last: the standard library and the site's package directories come first, so the
     # plugin's directory provides its own package only (tests/plugins/test_issue30_stdlib.py).
@@ -577,12 +656,15 @@ def serve(channel: Channel) -> None:
         }
     )
     cap = int(setup["max_output_bytes"])
+    at_ready = _hooks()
     while True:
         message = channel.recv()
         if message["op"] == "call":
-            reply = _call(message, channel, handlers, cap)
+            reply = _call(message, channel, handlers, cap, at_ready)
             reply["call_id"] = message.get("call_id")  # the host takes no answer to another
             channel.send(reply)
+            if reply.get("hooks_changed"):
+                return  # and serves no other call, whatever the host does
         elif message["op"] == "exit":
             return
         else:

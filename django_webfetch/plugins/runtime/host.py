@@ -395,6 +395,10 @@ class Worker:
         #: then; threads its import started (a library's pool) would run on, unseen, in
         #: the next call: such a process serves one call (``Pool.release``).
         self.thread_ids: set[int] = set()
+        #: Its last call changed a process-wide hook (a signal handler, a profile or trace
+        #: function, an audit hook: the guest's ``_hooks``) through which work of that call
+        #: could run in the next one: the guest serves no other call, nor is it pooled.
+        self.hooks_changed = False
         #: Its memory and ``/tmp`` bytes once ready (``_footprint``): a call may leave at
         #: most ``MAX_IDLE_GROWTH`` more in a process the pool keeps (``grown``).
         self.footprint = 0
@@ -736,6 +740,10 @@ class Pool:
         if worker.calls >= MAX_CALLS_PER_PROCESS or not worker.alive():
             worker.close()
             return
+        if worker.hooks_changed:
+            logger.info("plugin process %s recycled: its call changed the process's hooks", key)
+            worker.kill()
+            return
         if worker.unread():
             logger.info("plugin process %s recycled: it sent what no call asked for", key)
             worker.kill()
@@ -1043,6 +1051,7 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
             elif message["op"] == "result":
                 if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
                     raise ProtocolViolation("result: an answer to another call")
+                worker.hooks_changed = message.get("hooks_changed") is not None
                 poll()  # what a call too short for a poll left: threads, files
                 return _outcome(message, limits.max_output_bytes)
             else:
@@ -1072,6 +1081,7 @@ _RESULT_TYPES: dict[str, tuple[type, ...]] = {
     "what": (str,),
     "error": (str,),
     "violations": (list,),
+    "hooks_changed": (bool,),
 }
 
 
