@@ -807,9 +807,6 @@ def load() -> dict[str, Manifest]:
         if _manifests is None:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
             found_origins: dict[str, Origin] = {}
-#: The distribution of the entry point each name was loaded (or tried) from: trust is
-#: decided from it (``provider``), never from a fresh look-up by name.
-_providers: dict[str, Provider | None] = {}
             _problems.clear()
             eps, unreadable = _plugin_entry_points()
             for message in unreadable:
