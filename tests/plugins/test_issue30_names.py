@@ -1,8 +1,12 @@
-"""Issue 30, the fifth outsider attack (session 5, round e), after the fourth round's fixes.
+"""Issue 30: a plugin's name and the trust given to it belong to one entry point.
 
-Each test reproduces one way past the plugin containment (it fails while the finding
-stands) or checks that something tried held.  Real distributions in ``sys.path``
-directories, real plugin processes; nothing here weakens or bypasses the sandbox.
+A manifest's name is its entry point's (``manifest_name_mismatch``); a name a refused
+entry point claims is served by no one; trust is compared with the distribution of the
+entry point the registry serves (``registry.provider``), never with a fresh look-up by
+name; a distribution without an installer's file list is credited with every top-level
+entry of its directory.  From the fifth outsider attack (session 5, round e), findings
+1-4.  Real distributions in ``sys.path`` directories, real plugin processes; nothing here
+weakens or bypasses the sandbox.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def _hand_placed(
 
 
 @pytest.mark.parametrize("kind", ["no-record", "egg-sources"])
-def test_a_hand_placed_plugin_directory_shadowing_a_site_package_is_refused(
+def test_a_directory_without_an_installers_file_list_is_credited_with_every_entry_in_it(
     tmp_path, registry_on, kind
 ):
     """Finding 1 (medium).  A plugin distribution without an installer's ``RECORD``
@@ -77,7 +81,7 @@ def test_a_hand_placed_plugin_directory_shadowing_a_site_package_is_refused(
     assert not report["h_loaded"], report
 
 
-def test_a_second_distribution_cannot_knock_out_a_plugin_and_take_its_name(tmp_path, registry_on):
+def test_a_name_a_refused_entry_point_claims_is_served_by_no_one(tmp_path, registry_on):
     """Finding 2 (high).  A plugin ``t`` (distribution ``webfetch-t``) has an instance: the
     operator's grant, secrets and config (trusted or not).  A second distribution
     ``webfetch-x``, in its own directory, declares two entry points: ``t`` (a duplicate
@@ -126,9 +130,7 @@ _TOOL = (
 )
 
 
-def test_another_distributions_code_never_runs_in_process_under_a_trusted_instance(
-    tmp_path, registry_on
-):
+def test_trust_is_decided_from_the_served_entry_points_distribution(tmp_path, registry_on):
     """Finding 3 (critical).  The operator trusts plugin ``t`` (``webfetch-t`` 1.0, its
     code runs in the site's process).  A hostile plugin author ships two distributions in
     a directory of their own: ``webfetch-x``, a plugin whose entry point is ``x`` but whose
@@ -188,7 +190,7 @@ def test_another_distributions_code_never_runs_in_process_under_a_trusted_instan
         sys.modules.pop("webfetch_t", None)
 
 
-def test_an_undecodable_entry_points_txt_never_breaks_the_trust_look_up(tmp_path, registry_on):
+def test_the_trust_look_up_reads_entry_points_one_distribution_at_a_time(tmp_path, registry_on):
     """Finding 4 (medium: denial of service).  The fourth round made the registry read
     entry points one distribution at a time, but the trust look-up
     (``provenance.installed_provider``: ``PluginInstance.trust_problem``/``trust_holds``,
@@ -223,80 +225,28 @@ def test_an_undecodable_entry_points_txt_never_breaks_the_trust_look_up(tmp_path
     assert errors == []
 
 
-_CARRIED = """
-import os, signal, sys
-
-_job, _done = [], []
-
-
-def _on_resume(signum, frame):  # the host continues a pooled process for its next call
-    while _job:
-        _done.append(_job.pop() + " ran at the resume for the next call")
-
-
-def _hook(frame, event, arg):  # in the guest's own loop, after the result was sent
-    if event == "c_return" and _job and _job[-1].startswith("profiled"):
-        _done.append(_job.pop() + " ran after its result was sent")
-
-
-def a(plugin, arguments):
-    signal.signal(signal.SIGCONT, _on_resume)
-    _job.append("work of call a")
-    return "a done %d" % os.getpid()
-
-
-def p(plugin, arguments):
-    sys.setprofile(_hook)
-    _job.append("profiled work of call p")
-    return "p done %d" % os.getpid()
-
-
-def b(plugin, arguments):
-    return "b %d %r" % (os.getpid(), _done)
-
-
-def manifest():
-    return {"name": "s5carried", "version": "1.0", "description": "x", "egress": [],
-            "tools": [{"name": n, "description": "x", "handler": f}
-                      for n, f in (("a", a), ("p", p), ("b", b))]}
-"""
-
-
-@pytest.mark.parametrize("first", ["a", "p"])
-def test_no_work_of_a_call_runs_outside_it_in_a_pooled_process(tmp_path, first):
-    """Finding 5 (low; the class of finding 9 without a thread).  A pooled process is
-    handed to the next call when the RPC thread is its only thread, but that thread runs
-    what a call left it: ``a`` installs a ``SIGCONT`` handler (the host sends ``SIGCONT``
-    to continue the stopped process for its next call), ``p`` a profile hook
-    (``sys.setprofile``, run by the guest's own loop after the result is sent).  Either
-    runs ``first``'s work outside ``first``, in the same process, before call ``b`` (the
-    docs: work a call hands on "may run later ... inside another editor's call").  Fix: the
-    guest, after each call, ends itself (serves one call) unless every signal disposition
-    is what it was at ready and no profile/trace hook is set (``signal.getsignal``,
-    ``sys.getprofile``, ``sys.gettrace``, and ``threading.setprofile``'s as well), or
-    resets them before it answers."""
-    import os
-
-    from django_webfetch.plugins.runtime.host import Limits, Origin, execute, shutdown
+def test_a_manifest_naming_another_plugin_is_refused_with_both_names(tmp_path, registry_on):
+    """A manifest's name is its entry point's: entry point ``m`` whose manifest says ``n``
+    is refused (``manifest_name_mismatch``), and neither ``m`` nor ``n`` is served, nor has
+    a distribution to trust, even though no other entry point claims ``n``; a plugin
+    beside it whose names agree is served, with its own distribution as ``provider``."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.provenance import installed_provider, provider_of
 
     site = tmp_path / "site"
-    package = site / "webfetch_s5_carried"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(_CARRIED)
-    os.chmod(site, 0o755)
-    origin = Origin("webfetch_s5_carried:manifest", str(site), "webfetch_s5_carried")
-    limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 2)
-    key = ("s5-carried", first)
+    _wheel(site, "webfetch-m", {"m": "webfetch_m:manifest"},
+           {"webfetch_m/__init__.py": _MANIFEST % "n"})  # fmt: skip
+    _wheel(site, "webfetch-ok", {"ok": "webfetch_ok:manifest"},
+           {"webfetch_ok/__init__.py": _MANIFEST % "ok"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    problems = registry.problems()
+    assert registry.get_manifest("n") is None and registry.get_manifest("m") is None, problems
+    assert registry.origin("n") is None and registry.origin("m") is None
+    assert registry.provider("n") is None and installed_provider("m") is None
+    assert any("'m' refused (manifest_name_mismatch)" in p for p in problems), problems
+    assert registry.get_manifest("ok") is not None, problems
+    from importlib.metadata import distribution
 
-    def call(tool: str) -> str:
-        message = {"tool": tool, "arguments": {}, "config": {}, "plugin": "s5carried",
-                   "alias": "s5carried", "reference": "s5carried"}  # fmt: skip
-        return execute(origin, key, message, None, limits=limits).text
-
-    try:
-        done = call(first)
-        seen = call("b")
-        report = {"first": done, "b": seen}
-        assert "work of call" not in seen, report
-    finally:
-        shutdown()
+    (served,) = [e for e in distribution("webfetch-ok").entry_points if e.name == "ok"]
+    assert installed_provider("ok") == provider_of(served) is not None
