@@ -59,6 +59,7 @@ _origins: dict[str, Origin] = {}
 #: The distribution of the entry point each name was loaded (or tried) from: trust is
 #: decided from it (``provider``), never from a fresh look-up by name.
 _providers: dict[str, Provider | None] = {}
+_state: tuple[Any, ...] = ()
 _generation = 0
 _in_process: dict[Origin, dict[str, Callable[..., Any]]] = {}
 
@@ -769,7 +770,7 @@ def _origin(ep: Any) -> str:
     return f"{package}:{ep.name}"
 
 
-def _plugin_entry_points() -> tuple[list[Any], list[str]]:
+def _plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[str]]:
     """The plugin entry points of the installed distributions (of two with one name, the
     first on ``sys.path``, as ``importlib.metadata.entry_points``), read one distribution
     at a time: a distribution whose ``entry_points.txt`` cannot be read or decoded would make
@@ -779,6 +780,8 @@ def _plugin_entry_points() -> tuple[list[Any], list[str]]:
     problems: list[str] = []
     seen: set[str] = set()
     for dist in distributions():
+        if keys is not None:
+            keys.append(_dist_key(dist))
         name = str(getattr(dist, "_normalized_name", "") or "")
         if name:
             if name in seen:
@@ -801,14 +804,32 @@ def _plugin_entry_points() -> tuple[list[Any], list[str]]:
     return eps, problems
 
 
+def _installed() -> tuple[list[Any], list[str], tuple[Any, ...]]:
+    """The plugin entry points and unreadable distributions (``_plugin_entry_points``),
+    and what a load decided from: every installed distribution's metadata directory, and
+    each plugin entry point's name, value and distribution (name, version, ``RECORD``)."""
+    keys: list[str] = []
+    eps, unreadable = _plugin_entry_points(keys)
+    points = sorted(
+        (
+            str(ep.name),
+            str(ep.value),
+            _dist_key(getattr(ep, "dist", None)),
+            tuple(provider_of(ep) or ()),
+        )
+        for ep in eps
+    )
+    return eps, unreadable, (tuple(sorted(keys)), tuple(points), tuple(unreadable))
+
+
 def load() -> dict[str, Manifest]:
-    global _manifests
+    global _manifests, _state
     with _lock:
         if _manifests is None:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
             found_origins: dict[str, Origin] = {}
             _problems.clear()
-            eps, unreadable = _plugin_entry_points()
+            eps, unreadable, _state = _installed()
             for message in unreadable:
                 logger.error("django_webfetch %s", message)
                 _problems.append(message)
@@ -932,7 +953,13 @@ def provider(name: str) -> Provider | None:
     entry point may serve that name.  Trust is compared with this, never with a fresh
     look-up of an entry point by name (tests/plugins/test_issue30_names.py)."""
     load()
-    return _providers.get(name)
+    if _installed()[2] != _state:
+        # Installed plugins changed since the load (an upgrade, a second distribution):
+        # the registry loads again, and trust is decided from what it serves then.
+        reset()
+        load()
+    with _lock:
+        return _providers.get(name)
 
 
 def origin(name: str) -> Origin | None:
