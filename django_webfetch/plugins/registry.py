@@ -916,8 +916,9 @@ def load() -> dict[str, Manifest]:
                     continue
                 if name in refused:
                     message = (
-                        f"plugin {name!r} refused (plugin_name_refused): a refused entry point "
-                        "claims this name, so no entry point serves it"
+                        f"plugin {name!r} refused (plugin_name_refused): it is claimed by more "
+                        f"than one entry point ({claimed[0][0]} and a refused one: "
+                        f"{', '.join(sorted(refused[name]))}); no entry point serves it"
                     )
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
