@@ -33,9 +33,10 @@ class WebFetchConfig(AppConfig):
         from .assistant.signals import connect_signals
         from .checks import CHECKS, warn_persistent_connections_under_asgi
         from .models.builtin import create_builtin_groups
+        from .plugins import provenance
         from .plugins.client import PluginHttp
         from .plugins.models import PluginInstance
-        from .plugins.registry import get_manifest
+        from .plugins.registry import get_manifest, provider
         from .plugins.tools import registry_source
         from .runs.runner import start_serving
         from .tools.registry import default_registry
@@ -46,6 +47,7 @@ class WebFetchConfig(AppConfig):
         register_check(Tags.security)(check_call_limits)
         PluginInstance.client_factory = PluginHttp
         PluginInstance.manifest_lookup = get_manifest
+        provenance.provider_lookup = provider
         default_registry.add_source("plugins", registry_source)
         from .assistant.providers import kind_choices
         from .models.hosts import set_provider_kind_source

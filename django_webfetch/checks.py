@@ -591,13 +591,12 @@ _NO_SANDBOX = "(plugin_isolation_unavailable)"
 def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
     """W033: plugins are installed and this host cannot build their sandbox; ``refused``
     are the registry's refusals for that reason."""
-    from importlib.metadata import entry_points
-
-    from .plugins.registry import ENTRY_POINT_GROUP
+    from .plugins.registry import _plugin_entry_points
     from .plugins.runtime.bubblewrap import REASONS
     from .plugins.runtime.host import capabilities
 
-    if not list(entry_points(group=ENTRY_POINT_GROUP)):
+    eps, unreadable = _plugin_entry_points()  # one distribution at a time: never raises
+    if not eps and not unreadable:
         return []
     found = capabilities()
     if found.get("isolated"):

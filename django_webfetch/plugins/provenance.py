@@ -1,5 +1,6 @@
 """Which installed distribution provides a plugin's entry point, found through
-``importlib.metadata`` without importing anything of it.
+``importlib.metadata`` without importing anything of it (for the entry point the
+registry loaded: ``registry.provider``).
 
 A ``trusted`` instance records the distribution it was trusted for (name, version and a
 digest of its ``RECORD``) when the operator turns trust on; trust holds only while the
@@ -10,7 +11,7 @@ instances"; check W034).
 from __future__ import annotations
 
 import hashlib
-from importlib.metadata import entry_points
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 __all__ = ["ENTRY_POINT_GROUP", "Provider", "installed_provider", "provider_of"]
@@ -47,10 +48,16 @@ def provider_of(ep: Any) -> Provider | None:
     return Provider(name[:200], version[:100], digest)
 
 
+#: The registry's ``provider`` (set by ``apps.py``: the registry imports this module).
+provider_lookup: Callable[[str], Provider | None] | None = None
+
+
 def installed_provider(plugin: str) -> Provider | None:
-    """The distribution providing entry point ``plugin`` now; ``None`` when none does or
-    more than one does (the registry refuses a name claimed twice)."""
-    found = list(entry_points(group=ENTRY_POINT_GROUP, name=plugin))
-    if len(found) != 1:
-        return None
-    return provider_of(found[0])
+    """The distribution of the entry point the registry serves plugin ``plugin`` from
+    (``registry.provider``: the very entry point whose manifest and code it loaded, read
+    one distribution at a time); ``None`` when no entry point may serve that name (or the
+    app is not ready).  Never a fresh ``entry_points()`` look-up by name: that is another
+    entry point than the one served when a manifest names another plugin, and one
+    undecodable ``entry_points.txt`` makes it raise (tests/plugins/test_issue30_names.py)."""
+    lookup = provider_lookup
+    return lookup(plugin) if lookup is not None else None

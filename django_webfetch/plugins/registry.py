@@ -31,7 +31,7 @@ from importlib.metadata import distributions
 from typing import Any
 
 from .manifest import Manifest, ManifestError, parse_manifest
-from .provenance import provider_of
+from .provenance import Provider, provider_of
 from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "manifests",
     "origin",
     "problems",
+    "provider",
     "reset",
 ]
 
@@ -55,6 +56,10 @@ _lock = threading.RLock()
 _manifests: dict[str, Manifest] | None = None
 _problems: list[str] = []
 _origins: dict[str, Origin] = {}
+#: The distribution of the entry point each name was loaded (or tried) from: trust is
+#: decided from it (``provider``), never from a fresh look-up by name.
+_providers: dict[str, Provider | None] = {}
+_state: tuple[Any, ...] = ()
 _generation = 0
 _in_process: dict[Origin, dict[str, Callable[..., Any]]] = {}
 
@@ -291,7 +296,12 @@ def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
         files = dist.files
     except Exception as exc:
         problems.append(f"metadata or RECORD unreadable: {type(exc).__name__}")
-    if files is not None:
+    if files is not None and not problems and not _installer_list(dist):
+        # No installer's file list (a ``.dist-info`` without ``RECORD``, an ``.egg-info``
+        # whose list is its author's ``SOURCES.txt``): a directory put on ``sys.path`` by
+        # hand, credited with every top-level entry in it (tests/plugins/test_issue30_names.py).
+        names |= _directory_names(dist)
+    elif files is not None:
         base = os.path.realpath(str(dist.locate_file("")))
         for file in files:
             text = str(file).replace("\\", "/")
@@ -300,6 +310,7 @@ def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
                 if target.startswith(root.rstrip(os.sep) + os.sep):
                     names.add(_top_name(os.path.relpath(target, root).split(os.sep)))
     elif not problems:
+        names |= _directory_names(dist)
         with contextlib.suppress(Exception):
             for ep in dist.entry_points:
                 if ep.group == ENTRY_POINT_GROUP:
@@ -314,6 +325,39 @@ def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
         if top:
             names.add(top)
     return names, "; ".join(problems)
+
+
+def _installer_list(dist: Any) -> bool:
+    """``dist`` has a file list an installer wrote (``RECORD``, or a legacy
+    ``installed-files.txt``), not only its author's ``SOURCES.txt``."""
+    for name in ("RECORD", "installed-files.txt"):
+        with contextlib.suppress(Exception):
+            if dist.read_text(name) is not None:
+                return True
+    return False
+
+
+def _directory_names(dist: Any) -> set[str]:
+    """Every top-level name in the directory ``dist`` is imported from (its packages,
+    modules, extensions and ``__pycache__`` entries; other metadata directories excepted):
+    what a distribution without an installer's file list may have put there."""
+    names: set[str] = set()
+    try:
+        base = os.fspath(dist.locate_file(""))
+        entries = os.listdir(base)
+    except (OSError, TypeError, AttributeError, NotImplementedError):
+        return names
+    for entry in entries:
+        if entry.endswith((".dist-info", ".egg-info")):
+            continue
+        if entry == "__pycache__":
+            with contextlib.suppress(OSError):
+                names.update(e.partition(".")[0] for e in os.listdir(os.path.join(base, entry)))
+            continue
+        top = entry.partition(".")[0]
+        if top:
+            names.add(top)
+    return names
 
 
 class _Providers:
@@ -726,7 +770,7 @@ def _origin(ep: Any) -> str:
     return f"{package}:{ep.name}"
 
 
-def _plugin_entry_points() -> tuple[list[Any], list[str]]:
+def _plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[str]]:
     """The plugin entry points of the installed distributions (of two with one name, the
     first on ``sys.path``, as ``importlib.metadata.entry_points``), read one distribution
     at a time: a distribution whose ``entry_points.txt`` cannot be read or decoded would make
@@ -736,6 +780,8 @@ def _plugin_entry_points() -> tuple[list[Any], list[str]]:
     problems: list[str] = []
     seen: set[str] = set()
     for dist in distributions():
+        if keys is not None:
+            keys.append(_dist_key(dist))
         name = str(getattr(dist, "_normalized_name", "") or "")
         if name:
             if name in seen:
@@ -758,17 +804,37 @@ def _plugin_entry_points() -> tuple[list[Any], list[str]]:
     return eps, problems
 
 
+def _installed() -> tuple[list[Any], list[str], tuple[Any, ...]]:
+    """The plugin entry points and unreadable distributions (``_plugin_entry_points``),
+    and what a load decided from: every installed distribution's metadata directory, and
+    each plugin entry point's name, value and distribution (name, version, ``RECORD``)."""
+    keys: list[str] = []
+    eps, unreadable = _plugin_entry_points(keys)
+    points = sorted(
+        (
+            str(ep.name),
+            str(ep.value),
+            _dist_key(getattr(ep, "dist", None)),
+            tuple(provider_of(ep) or ()),
+        )
+        for ep in eps
+    )
+    return eps, unreadable, (tuple(sorted(keys)), tuple(points), tuple(unreadable))
+
+
 def load() -> dict[str, Manifest]:
-    global _manifests
+    global _manifests, _state
     with _lock:
         if _manifests is None:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
             found_origins: dict[str, Origin] = {}
             _problems.clear()
-            eps, unreadable = _plugin_entry_points()
+            eps, unreadable, _state = _installed()
             for message in unreadable:
                 logger.error("django_webfetch %s", message)
                 _problems.append(message)
+            # Names a refused entry point claims (with why): served by no one in this load.
+            refused: dict[str, set[str]] = {}
             named: dict[str, list[str]] = {}
             for ep in eps:
                 named.setdefault(ep.name, []).append(_origin(ep))
@@ -787,6 +853,7 @@ def load() -> dict[str, Manifest]:
                     if message not in _problems:
                         logger.error("django_webfetch %s", message)
                         _problems.append(message)
+                    refused.setdefault(ep.name, set()).add("entry_point_duplicate")
                     continue
                 try:
                     bad = _entry_point_problem(ep)  # its own reason, before its distribution's
@@ -805,11 +872,22 @@ def load() -> dict[str, Manifest]:
                             f"its distribution is not loaded as a plugin: {unsafe}; "
                             "nothing of it was imported",
                         )
+                    # The one entry point that may serve this name: trust is decided from
+                    # its distribution (``provider``), the one whose code is loaded.
+                    _providers[ep.name] = provider_of(ep)
                     manifest, found_origins[ep.name] = _load_entry_point(ep)
+                    if manifest.name != ep.name:
+                        refused.setdefault(manifest.name, set()).add("manifest_name_mismatch")
+                        raise ManifestError(
+                            "manifest_name_mismatch",
+                            f"its manifest names the plugin {manifest.name[:100]!r}: a plugin's "
+                            "name is its entry point's; both names are refused",
+                        )
                 except ManifestError as exc:
                     message = f"plugin entry point {ep.name!r} refused ({exc.reason}): {exc}"
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
+                    refused.setdefault(ep.name, set()).add(exc.reason)
                     continue
                 except Exception as exc:  # one plugin's failure, never every plugin's
                     message = (
@@ -818,9 +896,9 @@ def load() -> dict[str, Manifest]:
                     )
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
+                    refused.setdefault(ep.name, set()).add("manifest_load")
                     continue
                 claims.setdefault(manifest.name, []).append((_origin(ep), manifest))
-                _origins[manifest.name] = found_origins[ep.name]
             found: dict[str, Manifest] = {}
             for name, claimed in claims.items():
                 if len(claimed) > 1:
@@ -834,8 +912,25 @@ def load() -> dict[str, Manifest]:
                     )
                     logger.error("django_webfetch %s", message)
                     _problems.append(message)
+                    refused.setdefault(name, set()).add("plugin_claimed_twice")
+                    continue
+                if name in refused:
+                    message = (
+                        f"plugin {name!r} refused (plugin_name_refused): it is claimed by more "
+                        f"than one entry point ({claimed[0][0]} and a refused one: "
+                        f"{', '.join(sorted(refused[name]))}); no entry point serves it"
+                    )
+                    logger.error("django_webfetch %s", message)
+                    _problems.append(message)
                     continue
                 found[name] = claimed[0][1]
+                _origins[name] = found_origins[name]
+            for name, why in refused.items():
+                # An entry point not loaded only because no sandbox can be built keeps its
+                # distribution (trust can be turned on for it); a name refused for any
+                # other reason has none.
+                if why != {"plugin_isolation_unavailable"}:
+                    _providers.pop(name, None)
             _manifests = found
         return _manifests
 
@@ -851,6 +946,21 @@ def get_manifest(name: str) -> Manifest | None:
 def problems() -> list[str]:
     load()
     return list(_problems)
+
+
+def provider(name: str) -> Provider | None:
+    """The distribution of the entry point the registry serves plugin ``name`` from (or,
+    where no sandbox can be built, would import it from once trusted): ``None`` when no
+    entry point may serve that name.  Trust is compared with this, never with a fresh
+    look-up of an entry point by name (tests/plugins/test_issue30_names.py)."""
+    load()
+    if _installed()[2] != _state:
+        # Installed plugins changed since the load (an upgrade, a second distribution):
+        # the registry loads again, and trust is decided from what it serves then.
+        reset()
+        load()
+    with _lock:
+        return _providers.get(name)
 
 
 def origin(name: str) -> Origin | None:
@@ -871,5 +981,6 @@ def reset() -> None:
         _generation += 1
         _problems.clear()
         _origins.clear()
+        _providers.clear()
         _in_process.clear()
     shutdown()  # idle plugin processes run the code as it was

@@ -123,7 +123,10 @@ class PluginTool(Tool):
             return ToolResult.failure(
                 "plugin_not_bound", "This plugin has no enabled instance to run with."
             )
-        if not _trust_holds(instance):  # not trusted, or for another distribution (W034)
+        # Not trusted, or for another distribution than the one the registry serves the
+        # plugin from (W034), or this tool is not of the manifest it serves now (loaded
+        # again since): run isolated.  Trust is decided from the served entry point only.
+        if not _trust_holds(instance) or not self._served():
             from .isolated import run_isolated
 
             failed, value = run_isolated(self, instance, arguments, context)
@@ -163,6 +166,14 @@ class PluginTool(Tool):
         if error is not None:
             return error
         return self._result(instance, outcome)
+
+    def _served(self) -> bool:
+        """This tool's spec is of the manifest the registry serves its plugin from now
+        (the load whose distribution trust was compared with)."""
+        from .registry import get_manifest
+
+        manifest = get_manifest(self.plugin)
+        return manifest is not None and any(spec is self.spec_ for spec in manifest.tools)
 
     def _result(self, instance: Any, outcome: Any) -> ToolResult:
         from django_webfetch.text import fence
