@@ -591,11 +591,11 @@ _NO_SANDBOX = "(plugin_isolation_unavailable)"
 def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
     """W033: plugins are installed and this host cannot build their sandbox; ``refused``
     are the registry's refusals for that reason."""
-    from .plugins.registry import _plugin_entry_points
+    from .plugins.registry import plugin_entry_points
     from .plugins.runtime.bubblewrap import REASONS
     from .plugins.runtime.host import capabilities
 
-    eps, unreadable = _plugin_entry_points()  # one distribution at a time: never raises
+    eps, unreadable = plugin_entry_points()  # one distribution at a time: never raises
     if not eps and not unreadable:
         return []
     found = capabilities()

@@ -43,6 +43,7 @@ __all__ = [
     "load",
     "manifests",
     "origin",
+    "plugin_entry_points",
     "problems",
     "provider",
     "reset",
@@ -770,7 +771,7 @@ def _origin(ep: Any) -> str:
     return f"{package}:{ep.name}"
 
 
-def _plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[str]]:
+def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[str]]:
     """The plugin entry points of the installed distributions (of two with one name, the
     first on ``sys.path``, as ``importlib.metadata.entry_points``), read one distribution
     at a time: a distribution whose ``entry_points.txt`` cannot be read or decoded would make
@@ -805,11 +806,11 @@ def _plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list
 
 
 def _installed() -> tuple[list[Any], list[str], tuple[Any, ...]]:
-    """The plugin entry points and unreadable distributions (``_plugin_entry_points``),
+    """The plugin entry points and unreadable distributions (``plugin_entry_points``),
     and what a load decided from: every installed distribution's metadata directory, and
     each plugin entry point's name, value and distribution (name, version, ``RECORD``)."""
     keys: list[str] = []
-    eps, unreadable = _plugin_entry_points(keys)
+    eps, unreadable = plugin_entry_points(keys)
     points = sorted(
         (
             str(ep.name),

@@ -199,7 +199,7 @@ def test_the_trust_look_up_reads_entry_points_one_distribution_at_a_time(tmp_pat
     ``entry_points.txt``: any installed distribution with one undecodable byte there makes
     each of those raise (every call of a trusted plugin fails with an exception, the check
     framework and ``plugin list`` crash).  Fix: ``installed_provider`` reads through the
-    registry's per-distribution reader (``_plugin_entry_points``)."""
+    registry's per-distribution reader (``plugin_entry_points``)."""
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.models import PluginInstance
     from django_webfetch.plugins.tools import _trust_holds

@@ -737,12 +737,13 @@ class Pool:
         return None
 
     def release(self, key: Any, worker: Worker, size: int) -> None:
-        if worker.calls >= MAX_CALLS_PER_PROCESS or not worker.alive():
-            worker.close()
-            return
         if worker.hooks_changed:
+            # Checked first: the guest ends itself after such a call, so it may be gone.
             logger.info("plugin process %s recycled: its call changed the process's hooks", key)
             worker.kill()
+            return
+        if worker.calls >= MAX_CALLS_PER_PROCESS or not worker.alive():
+            worker.close()
             return
         if worker.unread():
             logger.info("plugin process %s recycled: it sent what no call asked for", key)
