@@ -3,6 +3,8 @@ package, with the plugin entry points; and a call of a tool that makes no reques
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +61,47 @@ def child_report(script: str, *args: str, timeout: float = 300) -> Any:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+#: A plugin module's source: ``MANIFEST % name`` (a manifest with no egress and no tools).
+MANIFEST = (
+    "def manifest():\n    return {'name': %r, 'version': '1.0', "
+    "'description': 'x', 'egress': [], 'tools': []}\n"
+)
+
+
+def record_hash(data: bytes) -> str:
+    """A RECORD line's digest of ``data``, as pip writes it."""
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def wheel(
+    site: Path,
+    dist: str,
+    entry_points: dict[str, str],
+    files: dict[str, str],
+    meta_extra: dict[str, bytes] | None = None,
+) -> Path:
+    """Distribution ``dist`` 1.0 installed into ``site`` as pip installs a wheel: its files
+    written (over whatever is there), a RECORD with each file's sha256 (pip writes RECORD
+    itself, truthfully); ``meta_extra`` are further files of the wheel's ``.dist-info``
+    (``top_level.txt``), which pip copies as they are."""
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    meta: dict[str, bytes] = {
+        "METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode(),
+        **({"entry_points.txt": ("[django_webfetch.plugins]\n" + "".join(
+            f"{k} = {v}\n" for k, v in entry_points.items())).encode()} if entry_points else {}),
+        **(meta_extra or {}),
+    }  # fmt: skip
+    lines = []
+    every = {k: v.encode() for k, v in files.items()}
+    every.update({f"{info.name}/{k}": v for k, v in meta.items()})
+    for name, data in every.items():
+        path = site / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        lines.append(f"{name},{record_hash(data)},{len(data)}\n")
+    lines.append(f"{info.name}/RECORD,,\n")
+    (info / "RECORD").write_text("".join(lines))
+    return info

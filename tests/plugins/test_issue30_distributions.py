@@ -14,54 +14,13 @@ it); nothing here weakens or bypasses the sandbox.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from pathlib import Path
 
 import pytest
 
+from tests.plugins.packages import MANIFEST, wheel
+
 pytestmark = pytest.mark.django_db
-
-_MANIFEST = (
-    "def manifest():\n    return {'name': %r, 'version': '1.0', "
-    "'description': 'x', 'egress': [], 'tools': []}\n"
-)
-
-
-def _hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
-def _wheel(
-    site: Path,
-    dist: str,
-    entry_points: dict[str, str],
-    files: dict[str, str],
-    meta_extra: dict[str, bytes] | None = None,
-) -> Path:
-    """Distribution ``dist`` 1.0 installed into ``site`` as pip installs a wheel: its files
-    written (over whatever is there), a RECORD with each file's sha256 (pip writes RECORD
-    itself, truthfully); ``meta_extra`` are further files of the wheel's ``.dist-info``
-    (``top_level.txt``), which pip copies as they are."""
-    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(parents=True)
-    meta: dict[str, bytes] = {
-        "METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode(),
-        **({"entry_points.txt": ("[django_webfetch.plugins]\n" + "".join(
-            f"{k} = {v}\n" for k, v in entry_points.items())).encode()} if entry_points else {}),
-        **(meta_extra or {}),
-    }  # fmt: skip
-    lines = []
-    every = {k: v.encode() for k, v in files.items()}
-    every.update({f"{info.name}/{k}": v for k, v in meta.items()})
-    for name, data in every.items():
-        path = site / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        lines.append(f"{name},{_hash(data)},{len(data)}\n")
-    lines.append(f"{info.name}/RECORD,,\n")
-    (info / "RECORD").write_text("".join(lines))
-    return info
 
 
 def _overwrite_trusted(tmp_path: Path, registry_on, top_level: bytes) -> dict:
@@ -72,14 +31,14 @@ def _overwrite_trusted(tmp_path: Path, registry_on, top_level: bytes) -> dict:
     from django_webfetch.plugins.models import PluginInstance
 
     site = tmp_path / "site"
-    _wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
     registry_on.syspath_prepend(str(site))
     registry.reset()
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     assert instance.trust_holds()
-    rewritten = "OWNED = True\n" + _MANIFEST % "t"
-    _wheel(site, "webfetch-helper", {}, {"webfetch_t/__init__.py": rewritten,
+    rewritten = "OWNED = True\n" + MANIFEST % "t"
+    wheel(site, "webfetch-helper", {}, {"webfetch_t/__init__.py": rewritten,
            "webfetch_helper/__init__.py": ""}, {"top_level.txt": top_level})  # fmt: skip
     assert (site / "webfetch_t" / "__init__.py").read_text() == rewritten
     registry.reset()
@@ -130,15 +89,15 @@ def test_a_dependency_beside_another_plugin_cannot_shadow_a_trusted_plugin_unref
     from django_webfetch.plugins.models import PluginInstance
 
     own, other = tmp_path / "plugins-t", tmp_path / "plugins-evil"
-    _wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
     registry_on.syspath_prepend(str(own))
     registry.reset()
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     assert instance.trust_holds()
-    _wheel(other, "webfetch-evil", {"evil": "webfetch_evil:manifest"},
-           {"webfetch_evil/__init__.py": _MANIFEST % "evil"})  # fmt: skip
-    _wheel(other, "evil-helper", {}, {"webfetch_t/__init__.py": "OWNED = True\n" + _MANIFEST % "t"},
+    wheel(other, "webfetch-evil", {"evil": "webfetch_evil:manifest"},
+           {"webfetch_evil/__init__.py": MANIFEST % "evil"})  # fmt: skip
+    wheel(other, "evil-helper", {}, {"webfetch_t/__init__.py": "OWNED = True\n" + MANIFEST % "t"},
            {"top_level.txt": b"evil_helper\n"})  # fmt: skip
     registry_on.syspath_prepend(str(other))
     registry.reset()
@@ -165,15 +124,15 @@ def test_a_plugin_writing_into_another_distributions_metadata_is_refused(tmp_pat
     from django_webfetch.plugins import registry
 
     site = tmp_path / "site"
-    info = _wheel(site, "realmod", {}, {"webfetch_realmod/__init__.py": "REAL = True\n"},
+    info = wheel(site, "realmod", {}, {"webfetch_realmod/__init__.py": "REAL = True\n"},
                   {"top_level.txt": b"webfetch_realmod\n"})  # fmt: skip
     registry_on.syspath_prepend(str(site))
     import importlib.metadata
 
     assert importlib.metadata.packages_distributions()["webfetch_realmod"] == ["realmod"]
-    _wheel(site, "webfetch-shadow", {"shadow": "webfetch_realmod.webfetch:manifest"},
+    wheel(site, "webfetch-shadow", {"shadow": "webfetch_realmod.webfetch:manifest"},
            {"webfetch_realmod/__init__.py": "REAL = False\n",
-            "webfetch_realmod/webfetch.py": _MANIFEST % "shadow",
+            "webfetch_realmod/webfetch.py": MANIFEST % "shadow",
             f"{info.name}/top_level.txt": "webfetch_realmod_gone\n"})  # fmt: skip
     registry.reset()
     report = {"loaded": registry.get_manifest("shadow") is not None,
@@ -190,9 +149,9 @@ def test_a_distribution_with_a_reserved_entry_point_is_refused_whole(tmp_path, r
     from django_webfetch.plugins import registry
 
     site = tmp_path / "site"
-    _wheel(site, "webfetch-r", {"r": "webfetch_r:manifest",
+    wheel(site, "webfetch-r", {"r": "webfetch_r:manifest",
            "rb": "django.webfetch_planted:manifest"},
-           {"webfetch_r/__init__.py": _MANIFEST % "r",
+           {"webfetch_r/__init__.py": MANIFEST % "r",
             "django/webfetch_planted.py": "PLANTED = True\n"})  # fmt: skip
     registry_on.syspath_prepend(str(site))
     registry.reset()
@@ -214,8 +173,8 @@ def test_a_plugin_installing_a_script_over_the_sites_own_is_refused(tmp_path, re
     wrapper = "#!/usr/bin/env python\nfrom webfetch_s import run\nrun()\n"
     points = b"[django_webfetch.plugins]\ns = webfetch_s:manifest\n"
     points += b"[console_scripts]\ngunicorn = webfetch_s:run\n"
-    _wheel(site, "webfetch-s", {"s": "webfetch_s:manifest"},
-           {"webfetch_s/__init__.py": _MANIFEST % "s" + "def run():\n    pass\n",
+    wheel(site, "webfetch-s", {"s": "webfetch_s:manifest"},
+           {"webfetch_s/__init__.py": MANIFEST % "s" + "def run():\n    pass\n",
             "../../../bin/gunicorn": wrapper},
            {"entry_points.txt": points})  # fmt: skip
     assert (tmp_path / "venv" / "bin" / "gunicorn").read_text() == wrapper
@@ -236,7 +195,7 @@ def test_a_writable_pycache_beside_a_module_plugin_refuses_it(tmp_path, registry
     from django_webfetch.plugins import registry
 
     site = tmp_path / "site"
-    _wheel(site, "webfetch-m", {"m": "webfetch_m:manifest"}, {"webfetch_m.py": _MANIFEST % "m"})
+    wheel(site, "webfetch-m", {"m": "webfetch_m:manifest"}, {"webfetch_m.py": MANIFEST % "m"})
     cache = site / "__pycache__"
     cache.mkdir()
     os.chmod(cache, 0o777)  # as a umask-000 (or group: 002) import leaves it
@@ -254,11 +213,11 @@ def test_a_namespace_package_split_over_two_distributions_refuses_both(tmp_path,
     from django_webfetch.plugins import registry
 
     own, other = tmp_path / "own", tmp_path / "other"
-    _wheel(own, "webfetch-nst", {"nst": "webfetch_ns.t:manifest"},
-           {"webfetch_ns/t/__init__.py": _MANIFEST % "nst"})  # fmt: skip
-    _wheel(other, "webfetch-nsevil", {"nsevil": "webfetch_ns.evil:manifest"},
-           {"webfetch_ns/evil/__init__.py": _MANIFEST % "nsevil",
-            "webfetch_ns/t/__init__.py": "OWNED = True\n" + _MANIFEST % "nst"})  # fmt: skip
+    wheel(own, "webfetch-nst", {"nst": "webfetch_ns.t:manifest"},
+           {"webfetch_ns/t/__init__.py": MANIFEST % "nst"})  # fmt: skip
+    wheel(other, "webfetch-nsevil", {"nsevil": "webfetch_ns.evil:manifest"},
+           {"webfetch_ns/evil/__init__.py": MANIFEST % "nsevil",
+            "webfetch_ns/t/__init__.py": "OWNED = True\n" + MANIFEST % "nst"})  # fmt: skip
     registry_on.syspath_prepend(str(own))
     registry_on.syspath_prepend(str(other))
     registry.reset()
@@ -277,11 +236,11 @@ def test_an_unreadable_distribution_refuses_the_plugins_beside_it_and_no_other(
     from django_webfetch.plugins import registry
 
     first, second = tmp_path / "first", tmp_path / "second"
-    _wheel(first, "webfetch-p1", {"p1": "webfetch_p1:manifest"},
-           {"webfetch_p1/__init__.py": _MANIFEST % "p1"})  # fmt: skip
-    _wheel(first, "junk", {}, {"junk/__init__.py": ""}, {"top_level.txt": b"junk\n\xff\n"})
-    _wheel(second, "webfetch-p2", {"p2": "webfetch_p2:manifest"},
-           {"webfetch_p2/__init__.py": _MANIFEST % "p2"})  # fmt: skip
+    wheel(first, "webfetch-p1", {"p1": "webfetch_p1:manifest"},
+           {"webfetch_p1/__init__.py": MANIFEST % "p1"})  # fmt: skip
+    wheel(first, "junk", {}, {"junk/__init__.py": ""}, {"top_level.txt": b"junk\n\xff\n"})
+    wheel(second, "webfetch-p2", {"p2": "webfetch_p2:manifest"},
+           {"webfetch_p2/__init__.py": MANIFEST % "p2"})  # fmt: skip
     registry_on.syspath_prepend(str(first))
     registry_on.syspath_prepend(str(second))
     registry.reset()
@@ -305,13 +264,13 @@ def test_an_undecodable_entry_points_txt_refuses_its_own_plugins_and_no_other(
     from django_webfetch.plugins import registry
 
     site = tmp_path / "site"
-    _wheel(site, "webfetch-good", {"good": "webfetch_good:manifest"},
-           {"webfetch_good/__init__.py": _MANIFEST % "good"})  # fmt: skip
-    broken = _wheel(site, "webfetch-broken", {}, {"webfetch_broken/__init__.py": ""})
+    wheel(site, "webfetch-good", {"good": "webfetch_good:manifest"},
+           {"webfetch_good/__init__.py": MANIFEST % "good"})  # fmt: skip
+    broken = wheel(site, "webfetch-broken", {}, {"webfetch_broken/__init__.py": ""})
     (broken / "entry_points.txt").write_bytes(
         b"[django_webfetch.plugins]\nbroken = webfetch_broken\xff:manifest\n"
     )
-    other = _wheel(site, "unrelated", {}, {"unrelated/__init__.py": ""})
+    other = wheel(site, "unrelated", {}, {"unrelated/__init__.py": ""})
     (other / "entry_points.txt").write_bytes(b"[console_scripts]\nx = unrelated\xff:main\n")
     registry_on.syspath_prepend(str(site))
     registry.reset()
@@ -338,9 +297,9 @@ def test_a_trusted_import_refuses_a_name_that_resolves_outside_its_origin(tmp_pa
     from django_webfetch.plugins.runtime.host import Origin
 
     own, shadow, mark = tmp_path / "own", tmp_path / "shadow", tmp_path / "ran"
-    files = {"webfetch_ti/__init__.py": _MANIFEST % "ti", "webfetch_tm.py": _MANIFEST % "tm"}
-    _wheel(own, "webfetch-ti", {"ti": "webfetch_ti:manifest"}, files)
-    planted = f"open({str(mark)!r}, 'w').close()\n" + _MANIFEST % "ti"
+    files = {"webfetch_ti/__init__.py": MANIFEST % "ti", "webfetch_tm.py": MANIFEST % "tm"}
+    wheel(own, "webfetch-ti", {"ti": "webfetch_ti:manifest"}, files)
+    planted = f"open({str(mark)!r}, 'w').close()\n" + MANIFEST % "ti"
     for name in ("webfetch_ti/__init__.py", "webfetch_tm.py"):
         (shadow / name).parent.mkdir(parents=True, exist_ok=True)
         (shadow / name).write_text(planted)
@@ -377,8 +336,8 @@ def test_a_plugin_distribution_declaring_scripts_is_refused(tmp_path, group):
     from django_webfetch.plugins.registry import _distribution_problem
 
     points = f"[django_webfetch.plugins]\nd = webfetch_d:manifest\n[{group}]\nx = webfetch_d:run\n"
-    info = _wheel(tmp_path / "site", "webfetch-d", {"d": "webfetch_d:manifest"},
-                  {"webfetch_d/__init__.py": _MANIFEST % "d"},
+    info = wheel(tmp_path / "site", "webfetch-d", {"d": "webfetch_d:manifest"},
+                  {"webfetch_d/__init__.py": MANIFEST % "d"},
                   {"entry_points.txt": points.encode()})  # fmt: skip
     (ep,) = [e for e in PathDistribution(info).entry_points if e.name == "d"]
     assert group in _distribution_problem(ep)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.test_issue30_distributions import _MANIFEST, _wheel
+from tests.plugins.packages import MANIFEST, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -67,10 +67,10 @@ def test_a_directory_without_an_installers_file_list_is_credited_with_every_entr
     from django_webfetch.plugins import registry
 
     site, hand = tmp_path / "site", tmp_path / "hand"
-    _wheel(site, "realmod", {}, {"webfetch_realmod/__init__.py": "REAL = True\n"},
+    wheel(site, "realmod", {}, {"webfetch_realmod/__init__.py": "REAL = True\n"},
            {"top_level.txt": b"webfetch_realmod\n"})  # fmt: skip
     _hand_placed(hand, "webfetch-h", {"h": "webfetch_h:manifest"},
-                 {"webfetch_h/__init__.py": _MANIFEST % "h",
+                 {"webfetch_h/__init__.py": MANIFEST % "h",
                   "webfetch_realmod/__init__.py": "REAL = False\n"}, kind)  # fmt: skip
     registry_on.syspath_prepend(str(site))
     registry_on.syspath_prepend(str(hand))
@@ -98,14 +98,14 @@ def test_a_name_a_refused_entry_point_claims_is_served_by_no_one(tmp_path, regis
     from django_webfetch.plugins.models import PluginInstance
 
     own, other = tmp_path / "plugins-t", tmp_path / "plugins-x"
-    _wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
     registry_on.syspath_prepend(str(own))
     registry.reset()
     assert registry.origin("t") is not None and registry.origin("t").top_level == "webfetch_t"
     PluginInstance.objects.create(plugin="t", alias="t")
-    _wheel(other, "webfetch-x", {"t": "webfetch_x:manifest", "x": "webfetch_x:manifest"},
-           {"webfetch_x/__init__.py": "OWNED = True\n" + _MANIFEST % "t"})  # fmt: skip
+    wheel(other, "webfetch-x", {"t": "webfetch_x:manifest", "x": "webfetch_x:manifest"},
+           {"webfetch_x/__init__.py": "OWNED = True\n" + MANIFEST % "t"})  # fmt: skip
     registry_on.syspath_prepend(str(other))
     registry.reset()
     found = registry.origin("t")
@@ -151,15 +151,15 @@ def test_trust_is_decided_from_the_served_entry_points_distribution(tmp_path, re
     from django_webfetch.tools import ToolContext
 
     own, other, mark = tmp_path / "plugins-t", tmp_path / "plugins-x", tmp_path / "ran"
-    _wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
+    wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
            {"webfetch_t/__init__.py": _TOOL.format(mark=str(mark), who="real")})  # fmt: skip
     registry_on.syspath_prepend(str(own))
     registry.reset()
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     assert instance.trust_holds()
-    _wheel(other, "webfetch-x", {"x": "webfetch_x:manifest"},
+    wheel(other, "webfetch-x", {"x": "webfetch_x:manifest"},
            {"webfetch_x/__init__.py": _TOOL.format(mark=str(mark), who="owned")})  # fmt: skip
-    _wheel(other, "x-helper", {}, {"x_helper/__init__.py": "", "webfetch_t/zz.py": ""})
+    wheel(other, "x-helper", {}, {"x_helper/__init__.py": "", "webfetch_t/zz.py": ""})
     registry_on.syspath_prepend(str(other))
     registry_on.syspath_prepend(str(own))  # its own directory stays first
     registry.reset()
@@ -205,13 +205,13 @@ def test_the_trust_look_up_reads_entry_points_one_distribution_at_a_time(tmp_pat
     from django_webfetch.plugins.tools import _trust_holds
 
     site, junk = tmp_path / "site", tmp_path / "junk"
-    _wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
     registry_on.syspath_prepend(str(site))
     registry.reset()
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     assert instance.trust_holds()
-    other = _wheel(junk, "unrelated", {}, {"unrelated/__init__.py": ""})
+    other = wheel(junk, "unrelated", {}, {"unrelated/__init__.py": ""})
     (other / "entry_points.txt").write_bytes(b"[console_scripts]\nx = unrelated\xff:main\n")
     registry_on.syspath_prepend(str(junk))
     registry.reset()
@@ -234,10 +234,10 @@ def test_a_manifest_naming_another_plugin_is_refused_with_both_names(tmp_path, r
     from django_webfetch.plugins.provenance import installed_provider, provider_of
 
     site = tmp_path / "site"
-    _wheel(site, "webfetch-m", {"m": "webfetch_m:manifest"},
-           {"webfetch_m/__init__.py": _MANIFEST % "n"})  # fmt: skip
-    _wheel(site, "webfetch-ok", {"ok": "webfetch_ok:manifest"},
-           {"webfetch_ok/__init__.py": _MANIFEST % "ok"})  # fmt: skip
+    wheel(site, "webfetch-m", {"m": "webfetch_m:manifest"},
+           {"webfetch_m/__init__.py": MANIFEST % "n"})  # fmt: skip
+    wheel(site, "webfetch-ok", {"ok": "webfetch_ok:manifest"},
+           {"webfetch_ok/__init__.py": MANIFEST % "ok"})  # fmt: skip
     registry_on.syspath_prepend(str(site))
     registry.reset()
     problems = registry.problems()

@@ -11,43 +11,11 @@ ready (socket pairs whose buffers are kernel memory) is not kept.  Real distribu
 
 from __future__ import annotations
 
-import base64
-import hashlib
-from pathlib import Path
-
 import pytest
 
+from tests.plugins.packages import MANIFEST, wheel
+
 pytestmark = pytest.mark.django_db
-
-_MANIFEST = (
-    "def manifest():\n    return {'name': %r, 'version': '1.0', "
-    "'description': 'x', 'egress': [], 'tools': []}\n"
-)
-
-
-def _hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
-def _wheel(site: Path, dist: str, entry_points: dict[str, str], files: dict[str, str]) -> Path:
-    """Distribution ``dist`` 1.0 installed into ``site`` as pip installs a wheel: its files
-    written (over whatever is there), a RECORD with each file's sha256."""
-    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(parents=True)
-    meta = {
-        "METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
-        "entry_points.txt": "[django_webfetch.plugins]\n"
-        + "".join(f"{k} = {v}\n" for k, v in entry_points.items()),
-    }
-    lines = []
-    for name, text in {**files, **{f"{info.name}/{k}": v for k, v in meta.items()}}.items():
-        path = site / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        lines.append(f"{name},{_hash(text.encode())},{len(text.encode())}\n")
-    lines.append(f"{info.name}/RECORD,,\n")
-    (info / "RECORD").write_text("".join(lines))
-    return info
 
 
 def test_a_second_distribution_writing_into_a_trusted_plugins_package_refuses_both(
@@ -67,18 +35,18 @@ def test_a_second_distribution_writing_into_a_trusted_plugins_package_refuses_bo
     from django_webfetch.plugins.provenance import installed_provider
 
     site = tmp_path / "site"
-    _wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": _MANIFEST % "t"})  # fmt: skip
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
     registry_on.syspath_prepend(str(site))
     registry.reset()
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     assert instance.trust_holds()
     before = installed_provider("t")
 
-    rewritten = "import os as _os\nOWNED = True\n" + _MANIFEST % "t"
-    _wheel(site, "webfetch-evil", {"evil": "webfetch_t.evil:manifest"},
+    rewritten = "import os as _os\nOWNED = True\n" + MANIFEST % "t"
+    wheel(site, "webfetch-evil", {"evil": "webfetch_t.evil:manifest"},
            {"webfetch_t/__init__.py": rewritten,
-            "webfetch_t/evil.py": _MANIFEST % "evil"})  # fmt: skip
+            "webfetch_t/evil.py": MANIFEST % "evil"})  # fmt: skip
     assert (site / "webfetch_t" / "__init__.py").read_text() == rewritten  # the code changed
     registry.reset()
     problems = registry.problems()
@@ -121,8 +89,8 @@ def test_a_plugin_named_like_a_module_another_distribution_provides_is_refused(
     assert names, "none of the site's third-party modules is installed here"
     site = tmp_path / "site"
     for top in names:
-        files = {f"{top}/__init__.py": "", f"{top}/webfetch.py": _MANIFEST % f"shadow{top}"}
-        _wheel(site, f"webfetch-shadow-{top}", {f"shadow{top}": f"{top}.webfetch:manifest"}, files)
+        files = {f"{top}/__init__.py": "", f"{top}/webfetch.py": MANIFEST % f"shadow{top}"}
+        wheel(site, f"webfetch-shadow-{top}", {f"shadow{top}": f"{top}.webfetch:manifest"}, files)
     registry_on.syspath_prepend(str(site))
     registry.reset()
     loaded = [top for top in names if registry.get_manifest(f"shadow{top}") is not None]
@@ -156,8 +124,8 @@ def test_a_registry_load_reads_the_package_map_once_however_many_plugins(
     monkeypatch.setattr(registry, "_installed_names", counted)
     site = tmp_path / "site"
     for i in range(12):
-        files = {f"webfetch_many{i}/__init__.py": _MANIFEST % f"many{i}"}
-        _wheel(site, f"webfetch-many{i}", {f"many{i}": f"webfetch_many{i}:manifest"}, files)
+        files = {f"webfetch_many{i}/__init__.py": MANIFEST % f"many{i}"}
+        wheel(site, f"webfetch-many{i}", {f"many{i}": f"webfetch_many{i}:manifest"}, files)
     registry_on.syspath_prepend(str(site))
     registry.reset()
     loaded = [m.name for m in registry.manifests() if m.name.startswith("many")]
