@@ -349,6 +349,7 @@ def test_a_process_is_pooled_only_when_its_import_left_no_thread(
     limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 2)
     message = {"tool": "count", "arguments": {}, "config": {}, "plugin": "i30pool",
                "alias": "i30pool", "reference": "i30pool"}  # fmt: skip
+    shutdown()  # idle processes of earlier tests in this worker are not this test's
     try:
         with caplog.at_level(logging.INFO, logger="django_webfetch.plugins"):
             counts = [execute(origin, ("i30-pool", 1), message, None, limits=limits).text
