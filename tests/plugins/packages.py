@@ -105,3 +105,13 @@ def wheel(
     lines.append(f"{info.name}/RECORD,,\n")
     (info / "RECORD").write_text("".join(lines))
     return info
+
+
+def call_tool(origin: Any, key: Any, plugin: str, tool: str, limits: Any) -> str:
+    """The text of tool ``tool`` of plugin ``plugin`` (at ``origin``), called through the
+    plugin runtime's pool under ``key`` with ``limits`` and no ``http``."""
+    from django_webfetch.plugins.runtime.host import execute
+
+    message = {"tool": tool, "arguments": {}, "config": {}, "plugin": plugin,
+               "alias": plugin, "reference": plugin}  # fmt: skip
+    return str(execute(origin, key, message, None, limits=limits).text)

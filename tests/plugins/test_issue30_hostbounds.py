@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import settings as settings_h
 from hypothesis import strategies as st
 
+from tests.plugins.packages import call_tool
 from tests.plugins.test_issue30 import descendants
 
 pytestmark = pytest.mark.django_db
@@ -281,16 +282,14 @@ def test_a_thread_left_by_a_call_is_never_handed_to_the_next_call(tmp_path):
     the ids not) never hands it to the next call: a process whose import left a thread
     serves one call (tests/plugins/test_issue30_pool.py), and after any call a thread
     beside the RPC thread recycles the process."""
-    from django_webfetch.plugins.runtime.host import Limits, execute, idle_processes, shutdown
+    from django_webfetch.plugins.runtime.host import Limits, idle_processes, shutdown
 
     origin = _plugin(tmp_path, "webfetch_i30_swap", _SWAP, _TOOLS)
     limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 2)
     key = ("i30-swap", 1)
 
     def call(tool: str) -> str:
-        message = {"tool": tool, "arguments": {}, "config": {}, "plugin": "i30swap",
-                   "alias": "i30swap", "reference": "i30swap"}  # fmt: skip
-        return execute(origin, key, message, None, limits=limits).text
+        return call_tool(origin, key, "i30swap", tool, limits)
 
     try:
         assert "MainThread" in call("alive")

@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from tests.plugins.packages import call_tool
 from tests.plugins.test_issue30 import descendants
 
 pytestmark = pytest.mark.django_db
@@ -216,7 +217,7 @@ def test_a_process_whose_import_started_threads_serves_one_call(tmp_path):
     import os
     import textwrap
 
-    from django_webfetch.plugins.runtime.host import Limits, Origin, execute, shutdown
+    from django_webfetch.plugins.runtime.host import Limits, Origin, shutdown
 
     site = tmp_path / "site"
     package = site / "webfetch_s5_deferred"
@@ -239,9 +240,7 @@ def test_a_process_whose_import_started_threads_serves_one_call(tmp_path):
     key = ("s5-deferred", 1)
 
     def call(tool: str) -> str:
-        message = {"tool": tool, "arguments": {}, "config": {}, "plugin": "s5deferred",
-                   "alias": "s5deferred", "reference": "s5deferred"}  # fmt: skip
-        return execute(origin, key, message, None, limits=limits).text
+        return call_tool(origin, key, "s5deferred", tool, limits)
 
     try:
         assert "a done" in call("a")

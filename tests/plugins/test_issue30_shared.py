@@ -29,7 +29,8 @@ def test_a_second_distribution_writing_into_a_trusted_plugins_package_refuses_bo
     trusted ``webfetch-t``'s files (``webfetch_t/__init__.py``); ``webfetch-t``'s RECORD
     is unchanged, so its trust holds and the new code runs in the site's process (no
     sandbox: the trusted path).  The registry refuses a top-level package that two
-    distributions install into (``importlib.metadata.packages_distributions()``): both."""
+    distributions install into (the registry's own map of who installs each top-level name,
+    from RECORD and ``top_level.txt``): both."""
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.models import PluginInstance
     from django_webfetch.plugins.provenance import installed_provider
