@@ -361,6 +361,72 @@ def _directory_names(dist: Any) -> set[str]:
     return names
 
 
+#: What ``_installed_names`` and ``_dist_label`` found for a distribution, keyed by the
+#: identity of every file they read (inode, size, modification and change times: an
+#: installer or an editor changes at least the change time, which no user can set) and
+#: the ``sys.path`` directories: a load reads only the distributions that changed since the
+#: last (the whole environment's file lists took ~1 s per load).
+_names_memo: dict[tuple[Any, ...], tuple[str, frozenset[str], str]] = {}
+#: A file changed this recently (ns) is not trusted to change its key at its next change.
+_SETTLE_NS = 2_000_000_000
+_NAME_FILES = (
+    "RECORD",
+    "installed-files.txt",
+    "top_level.txt",
+    "METADATA",
+    "PKG-INFO",
+    "entry_points.txt",
+)
+
+
+def _file_key(path: str) -> tuple[int, ...]:
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return (-(exc.errno or 1),)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _memo_key(dist: Any, roots: list[str]) -> tuple[Any, ...] | None:
+    """What ``dist``'s names were decided from, or ``None`` when that cannot be told (a
+    distribution not in a directory: a zip file's, a custom finder's)."""
+    raw = getattr(dist, "_path", None)
+    try:
+        path = os.fspath(raw) if raw is not None else None
+    except TypeError:
+        return None
+    if not isinstance(path, str) or not os.path.isdir(path):
+        return None
+    files = tuple(_file_key(os.path.join(path, name)) for name in _NAME_FILES)
+    base = os.path.dirname(os.path.abspath(path))
+    listing: tuple[Any, ...] = ()
+    if files[0][0] < 0 and files[1][0] < 0:
+        # No installer's file list: named from its directory's entries.
+        listing = (_file_key(base), _file_key(os.path.join(base, "__pycache__")))
+    key = (os.path.realpath(path), _file_key(path), files, listing, tuple(roots))
+    # Racily clean (as git's index says): a file changed within the last seconds may change
+    # again inside one tick of the coarse clock file times are stamped with, its key
+    # unchanged: such a distribution is read again at each load until it has settled.
+    recent = time.time_ns() - _SETTLE_NS
+    if any(len(k) == 5 and max(k[3], k[4]) > recent for k in (key[1], *files, *listing)):
+        return None
+    return key
+
+
+def _names_of(dist: Any, roots: list[str]) -> tuple[str, frozenset[str], str]:
+    """``dist``'s label, top-level names and why they may be incomplete (memoized)."""
+    key = _memo_key(dist, roots)
+    found = _names_memo.get(key) if key is not None else None
+    if found is None:
+        names, problem = _installed_names(dist, roots)
+        found = (_dist_label(dist), frozenset(names), problem)
+        if key is not None:
+            if len(_names_memo) >= 4096:
+                _names_memo.clear()
+            _names_memo[key] = found
+    return found
+
+
 class _Providers:
     """Which installed distributions install each top-level name, built by the registry
     from every distribution on ``sys.path`` (shadowed copies included) at most once per
@@ -376,7 +442,7 @@ class _Providers:
         self._built = False
         self.providers: dict[str, set[str]] = {}
         self.labels: dict[str, str] = {}
-        self.names: dict[str, set[str]] = {}
+        self.names: dict[str, frozenset[str]] = {}
         self.unreadable: dict[str, tuple[str, str]] = {}  # key: (label, directory)
 
     def build(self) -> _Providers:
@@ -387,8 +453,7 @@ class _Providers:
         roots = _roots()
         for dist in distributions():
             key = _dist_key(dist)
-            self.labels[key] = _dist_label(dist)
-            names, problem = _installed_names(dist, roots)
+            self.labels[key], names, problem = _names_of(dist, roots)
             if problem:
                 directory = ""
                 with contextlib.suppress(Exception):

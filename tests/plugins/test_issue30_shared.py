@@ -187,3 +187,75 @@ def test_a_process_a_call_left_holding_socket_buffers_is_not_pooled(probe, setti
         assert not (pooled == 1 and held > MAX_IDLE_GROWTH), (held >> 20, pooled)
     finally:
         shutdown()
+
+
+def _reads_of(registry, monkeypatch, name):
+    """Counts the registry's reads of distribution ``name``'s file list (a wrapper that
+    delegates to the real reader: the verdicts stay the real ones)."""
+    real, reads = registry._installed_names, []
+
+    def counted(dist, roots):
+        if str(dist.metadata["Name"]) == name:
+            reads.append(1)
+        return real(dist, roots)
+
+    monkeypatch.setattr(registry, "_installed_names", counted)
+    return reads
+
+
+def test_a_load_reads_again_exactly_the_distributions_that_changed(tmp_path, registry_on):
+    """The package map is kept between loads for a distribution whose metadata files are
+    unchanged (the environment's ~300 file lists took ~1 s per load); one whose
+    ``top_level.txt`` was rewritten, or a new distribution beside it, is read again and
+    the shared-package verdict follows what is on disk now.  The settle window (a file
+    changed in the last seconds is read again at every load) is closed here so that the
+    memo is used at once; the next test keeps it open."""
+    from django_webfetch.plugins import registry
+
+    registry_on.setattr(registry, "_SETTLE_NS", 0)
+    reads = _reads_of(registry, registry_on, "webfetch-t")
+    site = tmp_path / "site"
+    info = wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+                 {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()
+    registry.reset()
+    assert registry.get_manifest("t") is not None
+    assert len(reads) == 1  # the second load used what the first read
+    # The distribution now says it installs ``redis`` (which the site's Redis client
+    # installs too): read again, and refused.
+    (info / "top_level.txt").write_text("webfetch_t\nredis\n")
+    registry.reset()
+    assert registry.get_manifest("t") is None
+    assert len(reads) == 2
+    assert any("'redis'" in p and "plugin_distribution_unsafe" in p for p in registry.problems())
+    (info / "top_level.txt").unlink()
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()
+    # A second distribution writing into ``webfetch_t``: both refused on the next load.
+    wheel(site, "webfetch-u", {}, {"webfetch_t/extra.py": "X = 1\n"})
+    registry.reset()
+    assert registry.get_manifest("t") is None
+    assert any("webfetch-u" in p for p in registry.problems()), registry.problems()
+
+
+def test_a_distribution_rewritten_within_the_clocks_tick_is_read_again(tmp_path, registry_on):
+    """File times are stamped from a coarse clock: a ``top_level.txt`` rewritten with the
+    same size right after a load may keep its key.  Until its files have settled a
+    distribution is read at every load (as git treats a racily clean index entry), so the
+    verdict follows the rewrite whatever the clock."""
+    from django_webfetch.plugins import registry
+
+    reads = _reads_of(registry, registry_on, "webfetch-t")
+    site = tmp_path / "site"
+    info = wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+                 {"webfetch_t/__init__.py": MANIFEST % "t"},
+                 {"top_level.txt": b"webfetch_t\nwebfetch_x\n"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()
+    (info / "top_level.txt").write_bytes(b"webfetch_t\nredis\n\n\n\n\n\n")  # same size
+    registry.reset()
+    assert registry.get_manifest("t") is None
+    assert len(reads) == 2
