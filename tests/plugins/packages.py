@@ -115,3 +115,20 @@ def call_tool(origin: Any, key: Any, plugin: str, tool: str, limits: Any) -> str
     message = {"tool": tool, "arguments": {}, "config": {}, "plugin": plugin,
                "alias": plugin, "reference": plugin}  # fmt: skip
     return str(execute(origin, key, message, None, limits=limits).text)
+
+
+def trusted_t(site: Path, registry_on: Any, source: str | None = None) -> Any:
+    """Plugin ``t`` (distribution ``webfetch-t``, package ``webfetch_t`` holding
+    ``source``, by default a plain manifest) installed into ``site``, put on ``sys.path``
+    and loaded, with an instance the operator trusted: the ``PluginInstance``, whose trust
+    holds."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t" if source is None else source})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds()
+    return instance

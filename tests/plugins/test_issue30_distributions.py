@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, wheel
+from tests.plugins.packages import MANIFEST, trusted_t, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -28,15 +28,9 @@ def _overwrite_trusted(tmp_path: Path, registry_on, top_level: bytes) -> dict:
     ``webfetch-helper`` (no plugin entry point: any dependency) whose wheel writes
     ``webfetch_t/__init__.py`` and ships ``top_level.txt`` = ``top_level``."""
     from django_webfetch.plugins import registry
-    from django_webfetch.plugins.models import PluginInstance
 
     site = tmp_path / "site"
-    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
-    registry_on.syspath_prepend(str(site))
-    registry.reset()
-    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
-    assert instance.trust_holds()
+    instance = trusted_t(site, registry_on)
     rewritten = "OWNED = True\n" + MANIFEST % "t"
     wheel(site, "webfetch-helper", {}, {"webfetch_t/__init__.py": rewritten,
            "webfetch_helper/__init__.py": ""}, {"top_level.txt": top_level})  # fmt: skip
@@ -86,15 +80,9 @@ def test_a_dependency_beside_another_plugin_cannot_shadow_a_trusted_plugin_unref
     import importlib.util
 
     from django_webfetch.plugins import registry
-    from django_webfetch.plugins.models import PluginInstance
 
     own, other = tmp_path / "plugins-t", tmp_path / "plugins-evil"
-    wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
-    registry_on.syspath_prepend(str(own))
-    registry.reset()
-    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
-    assert instance.trust_holds()
+    instance = trusted_t(own, registry_on)
     wheel(other, "webfetch-evil", {"evil": "webfetch_evil:manifest"},
            {"webfetch_evil/__init__.py": MANIFEST % "evil"})  # fmt: skip
     wheel(other, "evil-helper", {}, {"webfetch_t/__init__.py": "OWNED = True\n" + MANIFEST % "t"},

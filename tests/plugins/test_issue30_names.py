@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, wheel
+from tests.plugins.packages import MANIFEST, trusted_t, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -146,17 +146,11 @@ def test_trust_is_decided_from_the_served_entry_points_distribution(tmp_path, re
     import os
 
     from django_webfetch.plugins import registry
-    from django_webfetch.plugins.models import PluginInstance
     from django_webfetch.plugins.tools import plugin_tools
     from django_webfetch.tools import ToolContext
 
     own, other, mark = tmp_path / "plugins-t", tmp_path / "plugins-x", tmp_path / "ran"
-    wheel(own, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": _TOOL.format(mark=str(mark), who="real")})  # fmt: skip
-    registry_on.syspath_prepend(str(own))
-    registry.reset()
-    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
-    assert instance.trust_holds()
+    instance = trusted_t(own, registry_on, _TOOL.format(mark=str(mark), who="real"))
     wheel(other, "webfetch-x", {"x": "webfetch_x:manifest"},
            {"webfetch_x/__init__.py": _TOOL.format(mark=str(mark), who="owned")})  # fmt: skip
     wheel(other, "x-helper", {}, {"x_helper/__init__.py": "", "webfetch_t/zz.py": ""})
@@ -201,16 +195,10 @@ def test_the_trust_look_up_reads_entry_points_one_distribution_at_a_time(tmp_pat
     framework and ``plugin list`` crash).  Fix: ``installed_provider`` reads through the
     registry's per-distribution reader (``plugin_entry_points``)."""
     from django_webfetch.plugins import registry
-    from django_webfetch.plugins.models import PluginInstance
     from django_webfetch.plugins.tools import _trust_holds
 
     site, junk = tmp_path / "site", tmp_path / "junk"
-    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
-    registry_on.syspath_prepend(str(site))
-    registry.reset()
-    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
-    assert instance.trust_holds()
+    instance = trusted_t(site, registry_on)
     other = wheel(junk, "unrelated", {}, {"unrelated/__init__.py": ""})
     (other / "entry_points.txt").write_bytes(b"[console_scripts]\nx = unrelated\xff:main\n")
     registry_on.syspath_prepend(str(junk))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, wheel
+from tests.plugins.packages import MANIFEST, trusted_t, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -32,16 +32,10 @@ def test_a_second_distribution_writing_into_a_trusted_plugins_package_refuses_bo
     distributions install into (the registry's own map of who installs each top-level name,
     from RECORD and ``top_level.txt``): both."""
     from django_webfetch.plugins import registry
-    from django_webfetch.plugins.models import PluginInstance
     from django_webfetch.plugins.provenance import installed_provider
 
     site = tmp_path / "site"
-    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-           {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
-    registry_on.syspath_prepend(str(site))
-    registry.reset()
-    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
-    assert instance.trust_holds()
+    instance = trusted_t(site, registry_on)
     before = installed_provider("t")
 
     rewritten = "import os as _os\nOWNED = True\n" + MANIFEST % "t"
