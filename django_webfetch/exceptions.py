@@ -21,6 +21,7 @@
     └── PolicyError(WebFetchError, ValueError)
     WebFetchConfigurationError(ImproperlyConfigured)      # deliberately not a WebFetchError
     └── WebFetchImproperlyInstalled(WebFetchConfigurationError, ImportError)
+    RefusalShown(CommandError)            .returncode     # an operator command's refusal
 
 The Django-free classes live in ``django_webfetch.net.errors`` and are re-exported here.
 A call that waits for a human is not an error: it is a durable ``ToolCall`` in state
@@ -31,6 +32,7 @@ code ``approval_required`` (docs/tools.rst).
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import CommandError
 
 from .net.errors import (
     AddressNotAllowed,
@@ -62,6 +64,7 @@ __all__ = [
     "InvalidURL",
     "PolicyError",
     "PortNotAllowed",
+    "RefusalShown",
     "ResolutionError",
     "ResponseTooLarge",
     "SchemeNotAllowed",
@@ -92,3 +95,9 @@ class WebFetchImproperlyInstalled(WebFetchConfigurationError, ImportError):
         super().__init__(
             f'{missing_package} is not installed: pip install "django-webfetch[{extra}]"'
         )
+
+
+class RefusalShown(CommandError):
+    """A refusal an operator command (``webfetch explain``, ``webfetch plugin check``)
+    already printed on stdout as its ``DENIED (reason)`` line: from a terminal only the exit
+    status says it again; ``call_command`` raises it like any ``CommandError``."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from django_webfetch.exceptions import RefusalShown
 from django_webfetch.net.errors import EgressDenied
 
 from . import services
@@ -167,7 +168,7 @@ def _check(command: Any, url: str, alias: str, *, resolve: bool) -> None:
     if isinstance(verdict, EgressDenied):
         out.write(f"policy     fail  {verdict.reason}: {verdict.detail}")
         out.write(command.style.ERROR(f"DENIED ({verdict.reason})"))
-        raise CommandError(f"denied: {verdict.reason}", returncode=1)
+        raise RefusalShown(f"denied: {verdict.reason}", returncode=1)
     for step in verdict.steps:
         line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
         out.write("".join(c if c.isprintable() else "?" for c in line))
@@ -175,4 +176,4 @@ def _check(command: Any, url: str, alias: str, *, resolve: bool) -> None:
         out.write(command.style.SUCCESS("ALLOWED"))
     else:
         out.write(command.style.ERROR(f"DENIED ({verdict.reason})"))
-        raise CommandError(f"denied: {verdict.reason}", returncode=1)
+        raise RefusalShown(f"denied: {verdict.reason}", returncode=1)

@@ -88,3 +88,17 @@ def test_prune_events(settings):
     assert EgressEvent.objects.count() == 1
     with pytest.raises(CommandError):
         run("prune_events", "--days", "-1")
+
+
+def test_a_refusal_is_printed_once_and_said_by_the_exit_status(group_factory, capsys):
+    """From a terminal (``run_from_argv``), ``explain``'s refusal is its ``DENIED (reason)``
+    line once: exit status 1, and no ``CommandError: denied: ...`` repeating it on stderr."""
+    from django.core.management import ManagementUtility
+
+    group_factory("web", enabled=True)
+    with pytest.raises(SystemExit) as exited:
+        ManagementUtility(["manage.py", "webfetch", "explain", "http://127.0.0.1/"]).execute()
+    out, err = capsys.readouterr()
+    assert exited.value.code == 1
+    assert out.count("DENIED (") == 1 and "DENIED (address_class:loopback)" in out, out
+    assert "denied" not in err.lower(), err

@@ -262,3 +262,19 @@ def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why():
         )
         for line in listed
     ), listed
+
+
+def test_a_plugin_check_refusal_is_printed_once(example, capsys):
+    """``plugin check`` from a terminal: the refusal is printed once (``DENIED (reason)``)
+    and the exit status is 1; stderr does not repeat it."""
+    from django.core.management import ManagementUtility
+
+    webfetch("bind", "example", "--alias", "b", "--egress", "none")
+    capsys.readouterr()
+    argv = ["manage.py", "webfetch", "plugin", "check", "http://a.example/", "--plugin", "b"]
+    with pytest.raises(SystemExit) as exited:
+        ManagementUtility(argv).execute()
+    out, err = capsys.readouterr()
+    assert exited.value.code == 1
+    assert out.count("DENIED (") == 1 and "DENIED (egress_not_granted)" in out, out
+    assert "denied" not in err.lower(), err

@@ -23,12 +23,13 @@ or a usage error (no such group, bad arguments).
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_webfetch.egress import policy_for
-from django_webfetch.exceptions import WebFetchImproperlyInstalled
+from django_webfetch.exceptions import RefusalShown, WebFetchImproperlyInstalled
 from django_webfetch.models import AccessToken
 from django_webfetch.net.errors import EgressDenied
 
@@ -78,6 +79,16 @@ class Command(BaseCommand):
         from django_webfetch.management.tokens import add_arguments as add_token_arguments
 
         add_token_arguments(sub)
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        try:
+            return super().execute(*args, **options)
+        except RefusalShown as exc:
+            # Printed once already (``DENIED (reason)``): Django would print it again as
+            # ``CommandError: denied: reason`` (tests/django/test_commands.py).
+            if getattr(self, "_called_from_command_line", False) and not options.get("traceback"):
+                sys.exit(exc.returncode)
+            raise
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["subcommand"] == "explain":
@@ -135,7 +146,7 @@ class Command(BaseCommand):
             hint = _scope_hint(group) if explanation.reason == "scope" else ""
             if hint:
                 self.stdout.write(hint)
-            raise CommandError(f"denied: {explanation.reason}", returncode=1)
+            raise RefusalShown(f"denied: {explanation.reason}", returncode=1)
 
     def fetch(self, url: str, group: str) -> None:
         from django_webfetch.egress import EgressRecorder
