@@ -149,7 +149,9 @@ def _list(out: Any) -> None:
         out.write(f"{s.alias} ({s.plugin} {s.version}, {state}{installed})")
         out.write(f"  declared:  {_hosts(s.declared)}")
         out.write(f"  granted:   {_hosts(s.granted)}")
-        out.write(f"  effective: {_hosts(s.effective)}")
+        out.write(
+            f"  effective: {_hosts(s.effective)}" + (f": {s.no_egress}" if s.no_egress else "")
+        )
         if s.allow_private:
             out.write(f"  private addresses allowed for: {_hosts(s.allow_private)}")
         if s.has_secrets:

@@ -199,6 +199,9 @@ class InstanceSummary:
     isolation: str = ""
     #: Why a ``trusted`` instance is not trusted now ("" when it is): W034.
     trust: str = ""
+    #: Why ``effective`` is empty though the grant is not ("" when it is the grant): the
+    #: instance or its group is off, as ``check`` decides (tests/plugins/test_cli.py).
+    no_egress: str = ""
 
 
 def list_instances() -> list[InstanceSummary]:
@@ -207,6 +210,7 @@ def list_instances() -> list[InstanceSummary]:
     result = []
     for instance in PluginInstance.objects.order_by("plugin", "alias"):
         grant = instance.egress_grant()
+        off = _egress_off(instance) if instance.egress_hosts else ""
         result.append(
             InstanceSummary(
                 alias=instance.alias,
@@ -216,14 +220,33 @@ def list_instances() -> list[InstanceSummary]:
                 installed=get_manifest(instance.plugin) is not None,
                 declared=instance.declared(),
                 granted=tuple(instance.egress_hosts),
-                effective=grant.hosts,
-                allow_private=grant.allow_private,
+                effective=() if off else grant.hosts,
+                allow_private=() if off else grant.allow_private,
                 has_secrets=bool(instance.secret_config),
                 isolation=isolation_label(instance.trust_holds()),
                 trust=instance.trust_problem(),
+                no_egress=off,
             )
         )
     return result
+
+
+def _egress_off(instance: Any) -> str:
+    """Why ``instance`` has no egress now whatever its grant ("" when it has): what
+    ``check`` answers ``egress_not_granted`` for."""
+    from django_webfetch.egress import policy_for
+    from django_webfetch.net.policy import Scope
+
+    if not instance.enabled:
+        return "the instance is disabled"
+    group = instance.default_group()
+    try:
+        policy = policy_for(group, plugin_instance=instance)
+    except EgressDenied as exc:
+        return f"no policy for group {group!r} ({exc.reason})"
+    if policy.scope is Scope.NONE:
+        return f"group {group!r} is missing, disabled or has no egress: an admin enables it"
+    return ""
 
 
 def instance_for(plugin: str) -> Any:

@@ -139,6 +139,7 @@ def test_list_shows_declared_granted_effective(example):
     )
     bound.egress_allow_private = ["granted.lab.example"]
     bound.save()
+    ToolGroup.objects.filter(slug="example").update(enabled=True)
     output = webfetch("list")
     assert "s3cret" not in output
     assert output.splitlines()[-7:] == [
@@ -278,3 +279,36 @@ def test_a_plugin_check_refusal_is_printed_once(example, capsys):
     assert exited.value.code == 1
     assert out.count("DENIED (") == 1 and "DENIED (egress_not_granted)" in out, out
     assert "denied" not in err.lower(), err
+
+
+def test_list_and_check_agree_on_what_is_effective(plugin_lab):
+    """``effective`` is what ``check`` decides from: while the plugin's group is disabled
+    (as ``install`` leaves it) or the instance is, ``list`` says no host is effective and
+    why, and ``check`` refuses ``egress_not_granted``; once an admin enables the group both
+    show the grant."""
+    webfetch("install", "example")
+    ToolGroup.objects.filter(slug="example").update(enabled=False)
+
+    def effective():
+        return [line for line in webfetch("list").splitlines() if "effective:" in line]
+
+    def check():
+        out = io.StringIO()
+        try:
+            call_command("webfetch", "plugin", "check", "http://granted.lab.example/x",
+                         "--plugin", "example", stdout=out)  # fmt: skip
+        except CommandError as exc:
+            return str(exc)
+        return out.getvalue().splitlines()[-1]
+
+    assert effective() == [
+        "  effective: (none): group 'example' is missing, disabled or has no egress: an admin "
+        "enables it"
+    ]
+    assert check() == "denied: egress_not_granted"
+    ToolGroup.objects.filter(slug="example").update(enabled=True)
+    assert effective() == [f"  effective: {DECLARED}"]
+    assert check().endswith("ALLOWED")
+    PluginInstance.objects.filter(alias="example").update(enabled=False)
+    assert effective() == ["  effective: (none): the instance is disabled"]
+    assert check() == "denied: egress_not_granted"
