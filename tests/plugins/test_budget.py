@@ -69,28 +69,44 @@ def test_budget_is_shared_by_two_processes(redis_url):
     assert RedisBudget(redis_url).held(key) == 0
 
 
-def test_leases_of_a_dead_worker_expire(redis_url):
-    key = f"dead-{os.getpid()}-{time.monotonic_ns()}"
+def _killed_holder(redis_url, key, ttl):
+    """A worker process that takes both slots of ``key`` with leases of ``ttl`` seconds
+    and is SIGKILLed holding them (it never releases)."""
     ctx = multiprocessing.get_context("fork")
     ready, release = ctx.Event(), ctx.Event()
 
-    def hold_short(url):
+    def hold(url):
         budget = RedisBudget(url)
-        budget.acquire(key, 2, wait=0, ttl=1.0)
-        budget.acquire(key, 2, wait=0, ttl=1.0)
+        budget.acquire(key, 2, wait=0, ttl=ttl)
+        budget.acquire(key, 2, wait=0, ttl=ttl)
         ready.set()
-        release.wait(30)
+        release.wait(60)
 
-    worker = ctx.Process(target=hold_short, args=(redis_url,))
+    worker = ctx.Process(target=hold, args=(redis_url,))
     worker.start()
-    assert ready.wait(10)
-    os.kill(worker.pid, signal.SIGKILL)  # never releases
-    worker.join(10)
-    budget = RedisBudget(redis_url)
+    assert ready.wait(30)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(30)
+
+
+def test_leases_of_a_dead_worker_are_held_until_they_expire(redis_url):
+    """A killed worker's leases still count (nothing released them): the next caller is
+    refused.  Leases of a minute, so that no machine is slow enough to see them expire
+    first (with 1 s leases a loaded machine did: the refusal was not raised)."""
+    key = f"dead-held-{os.getpid()}-{time.monotonic_ns()}"
+    _killed_holder(redis_url, key, 60.0)
     with pytest.raises(EgressDenied, match="connection_budget"):
-        budget.acquire(key, 2, wait=0, ttl=1.0)
-    # Recovered once the dead worker's leases expire (Redis' clock), with no cleanup job.
-    budget.acquire(key, 2, wait=3.0, ttl=1.0).release()
+        RedisBudget(redis_url).acquire(key, 2, wait=0, ttl=1.0)
+    assert RedisBudget(redis_url).held(key) == 2
+
+
+def test_leases_of_a_dead_worker_expire(redis_url):
+    """A killed worker's short leases expire on Redis' clock, with no cleanup job: a caller
+    waiting for a slot gets one (the wait bounds the test, not the machine's speed)."""
+    key = f"dead-{os.getpid()}-{time.monotonic_ns()}"
+    _killed_holder(redis_url, key, 0.5)
+    RedisBudget(redis_url).acquire(key, 2, wait=30.0, ttl=1.0).release()
+    assert RedisBudget(redis_url).held(key) == 0
 
 
 def test_unreachable_redis_fails_closed(tmp_path):
