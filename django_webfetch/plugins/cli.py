@@ -10,6 +10,7 @@ from django_webfetch.exceptions import RefusalShown
 from django_webfetch.net.errors import EgressDenied
 
 from . import services
+from .tools import tool_problems
 
 __all__ = ["add_arguments", "handle"]
 
@@ -89,11 +90,18 @@ def _print_created(out: Any, instance: Any, verb: str) -> None:
     out.write(f"  granted:               {_hosts(instance.egress_hosts)}")
     out.write(f"  effective:             {_hosts(instance.effective())}")
     groups = instance.tool_groups()
-    if len(groups) == 1:
+    enabled = services.enabled_groups(groups)
+    if not enabled and len(groups) == 1:
         label, note = "tool group: ", "enable it to offer the tools"
-    else:
+    elif not enabled:
         label, note = "tool groups:", "enable each to offer its tools"
+    else:
+        # Said as it is: a group enabled already offers the tools now (an earlier install).
+        label = "tool group: " if len(groups) == 1 else "tool groups:"
+        note = f"ENABLED already: {', '.join(enabled)}; its tools are offered now"
     out.write(f"  {label}           {', '.join(groups)} ({note})")
+    for problem in tool_problems(instance.plugin):
+        out.write(f"  NOT served: {problem}")
 
 
 def _upgrade(command: Any, name: str, *, confirm: bool) -> None:
@@ -136,6 +144,8 @@ def _list(out: Any) -> None:
                 f"(manage.py webfetch plugin install {manifest.name})"
             )
     for problem in refused:
+        out.write(f"refused: {problem}")
+    for problem in tool_problems():
         out.write(f"refused: {problem}")
     if not summaries:
         out.write("no plugin instances")

@@ -28,6 +28,7 @@ __all__ = [
     "check",
     "confirm_trust",
     "confirm_trust_of",
+    "enabled_groups",
     "install",
     "instance_for",
     "list_instances",
@@ -91,6 +92,15 @@ def _ensure_groups(manifest: Manifest) -> list[str]:
             },
         )
     return slugs
+
+
+def enabled_groups(slugs: Iterable[str]) -> list[str]:
+    """Those of ``slugs`` whose ``ToolGroup`` is enabled (in ``slugs``' order)."""
+    from django_webfetch.models import ToolGroup
+
+    wanted = list(slugs)
+    on = set(ToolGroup.objects.filter(slug__in=wanted, enabled=True).values_list("slug", flat=True))
+    return [slug for slug in wanted if slug in on]
 
 
 def _create(manifest: Manifest, alias: str, egress: Iterable[str]) -> Any:
