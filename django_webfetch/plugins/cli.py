@@ -37,7 +37,14 @@ def add_arguments(sub: Any) -> None:
     )
     upgrade.add_argument("name")
     upgrade.add_argument(
-        "--confirm", action="store_true", help="Widen the grants by what the new version adds."
+        "--confirm",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FINGERPRINT",
+        help="Widen the grants by what the new version adds, as the run without --confirm "
+        "showed it: the fingerprint it printed (refused when the plugin declares other "
+        "destinations now).",
     )
     trust = commands.add_parser(
         "trust",
@@ -104,9 +111,9 @@ def _print_created(out: Any, instance: Any, verb: str) -> None:
         out.write(f"  NOT served: {problem}")
 
 
-def _upgrade(command: Any, name: str, *, confirm: bool) -> None:
+def _upgrade(command: Any, name: str, *, confirm: str | None) -> None:
     out = command.stdout
-    reports = services.upgrade(name, confirm=confirm)
+    reports = services.upgrade(name, confirm=confirm or "")
     if not reports:
         out.write(f"no instance of {name!r}")
         return
@@ -122,8 +129,19 @@ def _upgrade(command: Any, name: str, *, confirm: bool) -> None:
             pending = True
             out.write("  NOT upgraded: the new version declares more; nothing was widened")
     if pending:
+        fingerprint = reports[0].fingerprint
+        out.write(
+            f"to grant what is shown above: webfetch plugin upgrade {name} --confirm {fingerprint}"
+        )
+        if confirm == "":
+            raise CommandError(
+                "--confirm takes the fingerprint printed above: what is granted is what was "
+                "shown (confirm_fingerprint_required)",
+                returncode=2,
+            )
         raise CommandError(
-            "the new version declares more destinations; rerun with --confirm to grant them",
+            "the new version declares more destinations; review them, then rerun with "
+            f"--confirm {fingerprint} to grant them",
             returncode=3,
         )
 

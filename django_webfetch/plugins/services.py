@@ -6,6 +6,9 @@ every rule.  Errors are ``PluginServiceError`` with a stable ``code``.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +31,7 @@ __all__ = [
     "check",
     "confirm_trust",
     "confirm_trust_of",
+    "declaration_fingerprint",
     "enabled_groups",
     "install",
     "instance_for",
@@ -150,18 +154,46 @@ class UpgradeReport:
     covered: tuple[str, ...]  # new entries the existing grant already covers
     widened: bool
     changed: bool
+    #: ``declaration_fingerprint`` of the manifest this report was made from: what
+    #: ``upgrade(confirm=...)`` takes to grant what the report shows.
+    fingerprint: str = ""
 
 
-def upgrade(name: str, *, confirm: bool = False) -> list[UpgradeReport]:
+def declaration_fingerprint(manifest: Manifest) -> str:
+    """What an ``upgrade`` report shows of a manifest (its plugin, version and declared
+    destinations), as 32 hex digits (128 bits of SHA-256: no two declarations an author
+    could craft share one)."""
+    shown = {
+        "plugin": manifest.name,
+        "version": manifest.version,
+        "egress": sorted(manifest.egress),
+    }
+    return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def upgrade(name: str, *, confirm: str = "") -> list[UpgradeReport]:
     """Move every instance of ``name`` to the installed version.
 
-    Entries the new version declares beyond what was acknowledged are reported; the grant
-    is widened by them only with ``confirm``.  Without it nothing of such an instance
-    changes (its grant, recorded declaration and version stay).
+    Entries the new version declares beyond what was acknowledged are reported (with the
+    declaration's fingerprint); the grant is widened by them only with ``confirm``, the
+    fingerprint of the report the operator reviewed.  The manifest is read again here (its
+    code computes it: it can differ from the one shown), so a ``confirm`` that is not the
+    fingerprint of what is declared now changes nothing (``upgrade_not_shown``): what is
+    granted is what was shown.  Without ``confirm`` nothing of an instance whose
+    declaration grew changes (its grant, recorded declaration and version stay).
     """
     from .models import PluginInstance
 
     manifest = _manifest(name)
+    fingerprint = declaration_fingerprint(manifest)
+    if confirm and not hmac.compare_digest(confirm.strip().lower(), fingerprint):
+        raise PluginServiceError(
+            "upgrade_not_shown",
+            f"plugin {name!r} {manifest.version} declares {', '.join(manifest.egress) or 'nothing'}"
+            f" now, not what the reviewed upgrade showed (fingerprint {confirm[:40]!r}, now "
+            f"{fingerprint}); nothing was changed: run 'webfetch plugin upgrade {name}' again "
+            "and review",
+        )
     reports: list[UpgradeReport] = []
     with transaction.atomic():
         for instance in PluginInstance.objects.select_for_update().filter(plugin=name):
@@ -171,7 +203,14 @@ def upgrade(name: str, *, confirm: bool = False) -> list[UpgradeReport]:
             if added and not confirm:
                 reports.append(
                     UpgradeReport(
-                        instance.alias, old_version, manifest.version, added, covered, False, False
+                        instance.alias,
+                        old_version,
+                        manifest.version,
+                        added,
+                        covered,
+                        False,
+                        False,
+                        fingerprint,
                     )
                 )
                 continue
@@ -189,6 +228,7 @@ def upgrade(name: str, *, confirm: bool = False) -> list[UpgradeReport]:
                     covered,
                     bool(widen),
                     True,
+                    fingerprint,
                 )
             )
     return reports

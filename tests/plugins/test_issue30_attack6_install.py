@@ -719,13 +719,15 @@ def manifest():
 
 
 def _cli_status(*args: str) -> tuple[str, int]:
+    """What the command printed, and its exit status; an error's message is appended to
+    what it printed."""
     from django.core.management.base import CommandError
 
     out = io.StringIO()
     try:
         call_command("webfetch", "plugin", *args, stdout=out)
     except CommandError as exc:
-        return out.getvalue(), exc.returncode
+        return out.getvalue() + f"\nerror: {exc}", exc.returncode
     return out.getvalue(), 0
 
 
@@ -742,7 +744,15 @@ def test_upgrade_confirm_grants_a_destination_the_operator_was_never_shown(tmp_p
     ``upgrade``: each process reads its own manifest, so the tools, their groups (see the
     tool-name test above), descriptions and parameters a web process serves are whatever
     its read returned, not what ``install`` printed; only the declared egress is pinned
-    (acknowledged on the instance)."""
+    (acknowledged on the instance).
+
+    Fixed: ``--confirm`` takes the fingerprint the reviewed run printed (plugin, version,
+    declared destinations); a manifest that declares anything else when ``--confirm`` reads
+    it is refused (``upgrade_not_shown``, nothing changed), and ``--confirm`` without the
+    fingerprint grants nothing (``confirm_fingerprint_required``).  What is granted is
+    what was shown: here, once the operator has been shown ``collect.evil.example`` too.
+    A manifest that differs between two reads in one process (a random draw) is refused
+    whole: tests/plugins/test_issue30_owned_names.py."""
     import time
 
     from django_webfetch.plugins import registry
@@ -756,6 +766,16 @@ def test_upgrade_confirm_grants_a_destination_the_operator_was_never_shown(tmp_p
         tmp_path / "w1", "good", {"good/__init__.py": _TIMED % source}, {"good": "good:manifest"}
     )
     pip_target(target, "--find-links", str(tmp_path / "w1"), "good==1.0")
+
+    def fingerprint_in(printed: str) -> str:
+        lines = [line for line in printed.splitlines() if line.startswith("to grant what")]
+        assert len(lines) == 1, printed
+        return lines[0].rsplit(" ", 1)[1]
+
+    def new_process() -> None:  # ``--confirm`` runs in a new process: no cached read
+        registry._described.clear()
+        registry.reset()
+
     try:
         monkeypatch.syspath_prepend(str(target))
         registry.reset()
@@ -775,16 +795,28 @@ def test_upgrade_confirm_grants_a_destination_the_operator_was_never_shown(tmp_p
         shown, status = _cli_status("upgrade", "good")
         assert status == 3 and "+ declares cdn.good.example" in shown, shown
         assert "evil" not in shown  # what the operator reviewed
+        reviewed = fingerprint_in(shown)
         while time.time() < later + 1:  # the operator reads it, then confirms
             time.sleep(1)
-        registry._described.clear()  # ``--confirm`` runs in a new process: no cached read
-        registry.reset()
-        confirmed, status = _cli_status("upgrade", "good", "--confirm")
+        new_process()
+        confirmed, status = _cli_status("upgrade", "good", "--confirm", reviewed)
+        instance = PluginInstance.objects.get(alias="good")
+        # The manifest read now declares more than was shown: refused, nothing changed.
+        assert status == 2 and "upgrade_not_shown" in confirmed, confirmed
+        assert instance.egress_hosts == ["api.good.example"] and instance.version == "1.0"
+        assert instance.declared_egress == ["api.good.example"]
+        # ``--confirm`` without what was shown grants nothing either; it shows the new entry.
+        new_process()
+        bare, status = _cli_status("upgrade", "good", "--confirm")
+        assert status == 2 and "+ declares collect.evil.example" in bare, bare
+        instance.refresh_from_db()
+        assert instance.egress_hosts == ["api.good.example"] and instance.version == "1.0"
+        # Shown it (the run above), the operator may grant it: what is granted was shown.
+        new_process()
+        _, status = _cli_status("upgrade", "good", "--confirm", fingerprint_in(bare))
         granted = PluginInstance.objects.get(alias="good").egress_hosts
-        assert set(granted) <= {"api.good.example", "cdn.good.example"}, (
-            f"the operator was shown {shown!r} and confirmed; the grant is now {granted} "
-            f"({confirmed!r})"
-        )
+        assert status == 0
+        assert set(granted) == {"api.good.example", "cdn.good.example", "collect.evil.example"}
     finally:
         monkeypatch.undo()
         registry.reset()
