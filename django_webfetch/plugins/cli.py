@@ -52,6 +52,13 @@ def add_arguments(sub: Any) -> None:
         "(also: confirm again after the package changed, check W034).",
     )
     trust.add_argument("alias")
+    trust.add_argument(
+        "--confirm",
+        default=None,
+        metavar="FINGERPRINT",
+        help="Trust the distribution the run without --confirm showed: the fingerprint it "
+        "printed (refused when another distribution provides the plugin now).",
+    )
     commands.add_parser("list", help="Every instance: declared, granted, effective, isolation.")
     check = commands.add_parser("check", help="What an instance's policy decides for URL.")
     check.add_argument("url")
@@ -80,11 +87,7 @@ def handle(command: Any, options: dict[str, Any]) -> None:
         elif name == "list":
             _list(out)
         elif name == "trust":
-            instance = services.confirm_trust(options["alias"])
-            out.write(
-                f"{instance.alias!r} trusted for {instance.trusted_for()}: its code runs in "
-                "the site's processes (check W032)"
-            )
+            _trust(out, options["alias"], options["confirm"])
         else:
             _check(command, options["url"], options["plugin"], resolve=not options["no_resolve"])
     except services.PluginServiceError as exc:
@@ -144,6 +147,42 @@ def _upgrade(command: Any, name: str, *, confirm: str | None) -> None:
             f"--confirm {fingerprint} to grant them",
             returncode=3,
         )
+
+
+def _trust(out: Any, alias: str, confirm: str | None) -> None:
+    """Without ``confirm``: show the distribution that would be trusted and its
+    fingerprint, and trust nothing (exit status 3).  With it: trust that distribution,
+    only if it is still the one that provides the plugin."""
+    if confirm:
+        instance = services.confirm_trust(alias, shown=confirm)
+        out.write(
+            f"{instance.alias!r} trusted for {instance.trusted_for()}: its code runs in "
+            "the site's processes (check W032)"
+        )
+        return
+    from .registry import origin
+
+    instance, found, fingerprint = services.trust_preview(alias)
+    if found is None:
+        raise services.PluginServiceError(
+            "plugin_not_installed",
+            f"no single installed distribution provides plugin {instance.plugin!r}; "
+            "nothing was trusted",
+        )
+    where = origin(instance.plugin)
+    out.write(f"{instance.alias!r} (plugin {instance.plugin}) would run in the site's processes")
+    out.write(f"  distribution:  {found}")
+    out.write(f"  RECORD sha256: {found.record or '(none: no installer wrote one)'}")
+    out.write(f"  code under:    {where.path if where is not None else '(not loaded)'}")
+    out.write(
+        f"to trust what is shown above: webfetch plugin trust {instance.alias} "
+        f"--confirm {fingerprint}"
+    )
+    raise CommandError(
+        "nothing was trusted; review the distribution, then rerun with "
+        f"--confirm {fingerprint} (trust_confirmation_required)",
+        returncode=3,
+    )
 
 
 def _list(out: Any) -> None:

@@ -36,7 +36,9 @@ __all__ = [
     "install",
     "instance_for",
     "list_instances",
+    "provider_fingerprint",
     "record_violations",
+    "trust_preview",
     "upgrade",
 ]
 
@@ -323,11 +325,33 @@ def get_instance(alias: str) -> Any:
     return instance
 
 
-def confirm_trust(alias: str) -> Any:
-    """Mark instance ``alias`` trusted for the distribution that provides its plugin now
-    (turning trust on, or confirming it again after the package changed: W034)."""
+def provider_fingerprint(provider: Any) -> str:
+    """What ``trust`` shows of a distribution (``provenance.Provider``: name, version,
+    ``RECORD`` digest) as 32 hex digits; "" for none."""
+    if provider is None:
+        return ""
+    shown = [provider.name, provider.version, provider.record]
+    return hashlib.sha256(json.dumps(shown).encode()).hexdigest()[:32]
+
+
+def trust_preview(alias: str) -> tuple[Any, Any, str]:
+    """What ``trust ALIAS`` shows before anything is trusted: the instance, the
+    distribution that provides its plugin now (``None`` when none or several do) and its
+    ``provider_fingerprint``."""
+    from .provenance import installed_provider
+
     instance = get_instance(alias)
-    if confirm_trust_of(instance) is None:
+    found = installed_provider(instance.plugin)
+    return instance, found, provider_fingerprint(found)
+
+
+def confirm_trust(alias: str, *, shown: str) -> Any:
+    """Mark instance ``alias`` trusted for the distribution that provides its plugin now
+    (turning trust on, or confirming it again after the package changed: W034), when it
+    is the one the operator was shown (``shown``: its ``provider_fingerprint``, printed by
+    ``trust_preview``)."""
+    instance = get_instance(alias)
+    if confirm_trust_of(instance, shown=shown) is None:
         raise PluginServiceError(
             "plugin_not_installed",
             f"no single installed distribution provides plugin {instance.plugin!r}; "
@@ -336,13 +360,25 @@ def confirm_trust(alias: str) -> Any:
     return instance
 
 
-def confirm_trust_of(instance: Any) -> Any:
-    """Record the installed distribution on ``instance`` and save it trusted; the
-    distribution (``None``, and nothing saved, when none or several provide it)."""
+def confirm_trust_of(instance: Any, *, shown: str) -> Any:
+    """Record the installed distribution on ``instance`` and save it trusted, when it is
+    the one the operator was shown (``shown``: its ``provider_fingerprint``); the
+    distribution (``None``, and nothing saved, when none or several provide it).  Another
+    distribution than the one shown (installed since, or a manifest read anew) is refused
+    (``trust_not_shown``) and nothing is saved: what is trusted is what was reviewed."""
     found = instance.confirm_trust()
-    if found is not None:
-        instance.trusted = True
-        instance.save()
+    if found is None:
+        return None
+    now = provider_fingerprint(found)
+    if not hmac.compare_digest(str(shown).strip().lower(), now):
+        instance.refresh_from_db()
+        raise PluginServiceError(
+            "trust_not_shown",
+            f"plugin {instance.plugin!r} is provided by {found} (fingerprint {now}) now, not "
+            "by the distribution that was shown; nothing was trusted: review it again",
+        )
+    instance.trusted = True
+    instance.save()
     return found
 
 
