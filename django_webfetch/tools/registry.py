@@ -130,6 +130,8 @@ class ToolRegistry:
         self._lock = threading.RLock()
         self._sources: dict[str, ToolSource] = {}
         self._filters: dict[str, OfferFilter] = {}
+        #: Where each registered tool came from ("built-in", "app x", "plugin y").
+        self._sources_of: dict[str, str] = {}
         self.problems: list[str] = []
 
     def add_source(
@@ -156,6 +158,7 @@ class ToolRegistry:
         with self._lock:
             if self._tools is None:
                 self._tools = {}
+                self._sources_of = {}
                 self.problems = []
                 for path in self._builtins:
                     self._add(path, source="built-in")
@@ -197,9 +200,13 @@ class ToolRegistry:
             return
         if tool.name in self._tools:
             # First registration wins: built-ins load first, so a plugin cannot shadow them.
-            self._problem(f"{tool.name!r} from {source} rejected: the name is taken")
+            self._problem(
+                f"{tool.name!r} from {source} rejected (tool_name_taken): the name is taken "
+                f"by {self._sources_of.get(tool.name, 'an earlier tool')}"
+            )
             return
         self._tools[tool.name] = tool
+        self._sources_of[tool.name] = source
 
     def _problem(self, message: str) -> None:
         logger.error("django_webfetch tool %s", message)

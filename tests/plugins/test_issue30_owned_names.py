@@ -130,6 +130,37 @@ def test_no_tool_name_or_group_is_served_for_two_plugins_whatever_the_load_order
             )
 
 
+def test_an_offer_filter_that_fails_offers_nothing(user_factory, db):
+    """The plugins' filter reads the database: when it fails, nothing is offered (fail
+    closed), as when the tool groups cannot be read."""
+    from django_webfetch.tools.base import Tool, ToolResult
+    from django_webfetch.tools.registry import ToolRegistry
+
+    class Plain(Tool):
+        name = "plain_tool"
+        group = "plain"
+        description = "d"
+        enabled_by_default = True
+
+        def execute(self, arguments, context):
+            return ToolResult(content="ok")
+
+    failing = [False]
+
+    def narrow(tools):
+        if failing[0]:
+            raise RuntimeError("database gone")
+        return tools
+
+    registry = ToolRegistry(builtins=(), discover=False)
+    registry.add_source("plugins", lambda: (), offered=narrow)
+    registry.register(Plain)
+    user = user_factory(superuser=True)
+    assert [t.name for t in registry.tools_for_user(user)] == ["plain_tool"]
+    failing[0] = True
+    assert registry.tools_for_user(user) == []
+
+
 # -- through the registry, the CLI and the checks ----------------------------------------------
 
 _SOURCE = """\
@@ -226,9 +257,10 @@ def test_a_built_in_tools_name_stays_the_built_ins(plugin_site, user_factory):
     plugin_site({"zzz": [("fetch_external_url", "")]})
     _cli("install", "zzz")
     assert type(default_registry.get("fetch_external_url")) is FetchExternalUrl
-    assert any(
-        "'fetch_external_url' from plugin zzz rejected" in p for p in default_registry.problems
-    )
+    assert (
+        "'fetch_external_url' from plugin zzz rejected (tool_name_taken): the name is taken "
+        "by built-in"
+    ) in default_registry.problems
 
 
 @pytest.mark.django_db
