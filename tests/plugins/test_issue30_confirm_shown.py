@@ -15,6 +15,8 @@ import re
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.plugins.test_issue30_trust import _install
 
@@ -193,3 +195,26 @@ def test_upgrade_confirm_refuses_a_declaration_other_than_the_one_shown(example)
     instance.refresh_from_db()
     assert status == 0 and instance.version == "3.0"
     assert {"extra.lab.example", "more.lab.example"} <= set(instance.egress_hosts)
+
+
+_HOSTS = ["a.example.org", "b.example.org", "*.c.example.org", "d.example.net", "10.0.0.1"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shown=st.tuples(st.sampled_from(["1.0", "2.0"]), st.lists(st.sampled_from(_HOSTS))),
+    now=st.tuples(st.sampled_from(["1.0", "2.0"]), st.lists(st.sampled_from(_HOSTS))),
+)
+def test_a_fingerprint_confirms_exactly_the_declaration_shown(shown, now):
+    """Property: the fingerprint printed for one declaration confirms another exactly when
+    both declare the same destinations (in any order) for the same version, so a confirm
+    never grants a destination the shown declaration did not name."""
+    from django_webfetch.plugins.manifest import parse_manifest
+    from django_webfetch.plugins.services import declaration_fingerprint
+
+    def declaration(version, egress):
+        return parse_manifest({"name": "p", "version": version, "egress": egress})
+
+    first, second = declaration(*shown), declaration(*now)
+    same = (first.version, set(first.egress)) == (second.version, set(second.egress))
+    assert (declaration_fingerprint(first) == declaration_fingerprint(second)) == same
