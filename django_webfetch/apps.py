@@ -37,7 +37,7 @@ class WebFetchConfig(AppConfig):
         from .plugins.client import PluginHttp
         from .plugins.models import PluginInstance
         from .plugins.registry import get_manifest, provider
-        from .plugins.tools import registry_source
+        from .plugins.tools import offered_when_installed, registry_source
         from .runs.runner import start_serving
         from .tools.registry import default_registry
 
@@ -48,7 +48,7 @@ class WebFetchConfig(AppConfig):
         PluginInstance.client_factory = PluginHttp
         PluginInstance.manifest_lookup = get_manifest
         provenance.provider_lookup = provider
-        default_registry.add_source("plugins", registry_source)
+        default_registry.add_source("plugins", registry_source, offered=offered_when_installed)
         from .assistant.providers import kind_choices
         from .models.hosts import set_provider_kind_source
 

@@ -668,6 +668,16 @@ def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> li
         if _NO_SANDBOX not in problem
     ]
     messages.extend(_plugin_sandbox([p for p in found if _NO_SANDBOX in p]))
+    from .plugins.tools import tool_problems
+
+    messages.extend(
+        Error(
+            problem,
+            hint="Tools of two plugins claim this name: neither plugin's is offered.",
+            id="django_webfetch.E030",
+        )
+        for problem in tool_problems()
+    )
     messages.extend(_plugin_uids())
     if (
         _readable("WEBFETCH_PLUGIN_REDIS_URL")

@@ -55,6 +55,9 @@ class PluginInstanceForm(_InstanceForm):
         help_text=_("One granted exact host per line. Metadata addresses stay refused."),
     )
     clear_secrets = forms.BooleanField(label=_("remove every stored secret"), required=False)
+    #: The fingerprint of the distribution this page showed ("installed distribution"):
+    #: ticking ``trusted`` trusts that one only (``services.provider_fingerprint``).
+    trust_shown = forms.CharField(required=False, widget=forms.HiddenInput)
 
     class Meta:
         model = PluginInstance
@@ -73,6 +76,8 @@ class PluginInstanceForm(_InstanceForm):
         super().__init__(*args, **kwargs)
         from django_webfetch.plugins.registry import get_manifest
 
+        if self.instance.plugin:
+            self.fields["trust_shown"].initial = _installed(self.instance.plugin)[1]
         manifest = get_manifest(self.instance.plugin) if self.instance.plugin else None
         self._secret_names = sorted(manifest.secret_fields) if manifest is not None else []
         for name in self._secret_names:
@@ -89,6 +94,20 @@ class PluginInstanceForm(_InstanceForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if cleaned.get("trusted") and not (self.instance.pk and self.instance.trusted):
+            # Trust turned on: given to the distribution this page showed, or to none.
+            plugin = cleaned.get("plugin") or self.instance.plugin
+            if cleaned.get("trust_shown", "") != _installed(plugin)[1]:
+                self.add_error(
+                    "trusted",
+                    _(
+                        "The distribution that provides this plugin is not the one this page "
+                        "showed (installed since, or the plugin was changed): nothing was "
+                        "trusted. Review the installed distribution shown now, then tick "
+                        "trusted again."
+                    ),
+                )
+        cleaned.pop("trust_shown", None)
         secrets = {} if cleaned.get("clear_secrets") else dict(self.instance.secret_config)
         for name in self._secret_names:
             value = cleaned.pop(_SECRET_PREFIX + name, "")
@@ -96,6 +115,15 @@ class PluginInstanceForm(_InstanceForm):
                 secrets[name] = value
         self.instance.secret_config = secrets
         return cleaned
+
+
+def _installed(plugin: str) -> tuple[Any, str]:
+    """The distribution that provides ``plugin`` now (or ``None``) and its fingerprint."""
+    from django_webfetch.plugins.provenance import installed_provider
+    from django_webfetch.plugins.services import provider_fingerprint
+
+    found = installed_provider(plugin) if plugin else None
+    return found, provider_fingerprint(found)
 
 
 @admin.register(PluginInstance)
@@ -118,8 +146,17 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
         "effective_grant",
         "has_secrets",
         "trusted_distribution_label",
+        "installed_distribution_label",
     )
     actions = ("confirm_trust",)
+
+    @admin.display(description=_("installed distribution"))
+    def installed_distribution_label(self, obj: PluginInstance) -> str:
+        """What ticking ``trusted`` would trust: the distribution providing the plugin now."""
+        found = _installed(obj.plugin)[0]
+        if found is None:
+            return "-"
+        return f"{found} (RECORD sha256 {found.record or '-'})"
 
     @admin.display(description=_("trusted for"))
     def trusted_distribution_label(self, obj: PluginInstance) -> str:
@@ -132,11 +169,56 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
         return f"{shown} (NOT trusted now: {problem})" if problem else shown
 
     @admin.action(description=_("Confirm trust in the installed distribution"))
-    def confirm_trust(self, request: HttpRequest, queryset: Any) -> None:
-        from django_webfetch.plugins.services import confirm_trust_of
+    def confirm_trust(self, request: HttpRequest, queryset: Any) -> Any:
+        """First a page showing, per selected trusted instance, the distribution that
+        provides its plugin now; then, confirmed there, trust in what that page showed
+        (another distribution by then: refused, ``trust_not_shown``)."""
+        from django_webfetch.plugins.registry import origin
+        from django_webfetch.plugins.services import (
+            PluginServiceError,
+            confirm_trust_of,
+            provider_fingerprint,
+        )
 
-        for instance in queryset.filter(trusted=True):  # confirms; never turns trust on
-            found = confirm_trust_of(instance)
+        trusted = list(queryset.filter(trusted=True))  # confirms; never turns trust on
+        if request.POST.get("post") != "yes":
+            from django.contrib.admin import helpers
+            from django.template.response import TemplateResponse
+
+            from django_webfetch.plugins.provenance import installed_provider
+
+            rows = []
+            for instance in trusted:
+                found = installed_provider(instance.plugin)
+                where = origin(instance.plugin)
+                rows.append(
+                    {
+                        "instance": instance,
+                        "provider": found,
+                        "fingerprint": provider_fingerprint(found),
+                        "path": where.path if where is not None else "",
+                    }
+                )
+            context = {
+                **self.admin_site.each_context(request),
+                "title": _("Confirm trust"),
+                "opts": self.model._meta,
+                "rows": rows,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(
+                request,
+                "admin/django_webfetch/plugininstance/confirm_trust.html",
+                context,
+            )
+        for instance in trusted:
+            try:
+                found = confirm_trust_of(
+                    instance, shown=request.POST.get(f"shown_{instance.pk}", "")
+                )
+            except PluginServiceError as exc:
+                self.message_user(request, f"{instance.alias}: {exc} ({exc.code})", level="error")
+                continue
             if found is None:
                 self.message_user(
                     request,
@@ -150,6 +232,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
                     _("%(alias)s is trusted for %(dist)s.")
                     % {"alias": instance.alias, "dist": str(found)},
                 )
+        return None
 
     @admin.display(description=_("effective (declared ∩ granted)"))
     def effective_grant(self, obj: PluginInstance) -> str:
@@ -176,7 +259,9 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
             "alias",
             "enabled",
             "trusted",
+            "trust_shown",
             "trusted_distribution_label",
+            "installed_distribution_label",
             "version",
             "declared_egress",
             "egress_hosts",

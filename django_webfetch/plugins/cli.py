@@ -10,6 +10,7 @@ from django_webfetch.exceptions import RefusalShown
 from django_webfetch.net.errors import EgressDenied
 
 from . import services
+from .tools import tool_problems
 
 __all__ = ["add_arguments", "handle"]
 
@@ -36,7 +37,14 @@ def add_arguments(sub: Any) -> None:
     )
     upgrade.add_argument("name")
     upgrade.add_argument(
-        "--confirm", action="store_true", help="Widen the grants by what the new version adds."
+        "--confirm",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FINGERPRINT",
+        help="Widen the grants by what the new version adds, as the run without --confirm "
+        "showed it: the fingerprint it printed (refused when the plugin declares other "
+        "destinations now).",
     )
     trust = commands.add_parser(
         "trust",
@@ -44,6 +52,13 @@ def add_arguments(sub: Any) -> None:
         "(also: confirm again after the package changed, check W034).",
     )
     trust.add_argument("alias")
+    trust.add_argument(
+        "--confirm",
+        default=None,
+        metavar="FINGERPRINT",
+        help="Trust the distribution the run without --confirm showed: the fingerprint it "
+        "printed (refused when another distribution provides the plugin now).",
+    )
     commands.add_parser("list", help="Every instance: declared, granted, effective, isolation.")
     check = commands.add_parser("check", help="What an instance's policy decides for URL.")
     check.add_argument("url")
@@ -72,11 +87,7 @@ def handle(command: Any, options: dict[str, Any]) -> None:
         elif name == "list":
             _list(out)
         elif name == "trust":
-            instance = services.confirm_trust(options["alias"])
-            out.write(
-                f"{instance.alias!r} trusted for {instance.trusted_for()}: its code runs in "
-                "the site's processes (check W032)"
-            )
+            _trust(out, options["alias"], options["confirm"])
         else:
             _check(command, options["url"], options["plugin"], resolve=not options["no_resolve"])
     except services.PluginServiceError as exc:
@@ -89,16 +100,23 @@ def _print_created(out: Any, instance: Any, verb: str) -> None:
     out.write(f"  granted:               {_hosts(instance.egress_hosts)}")
     out.write(f"  effective:             {_hosts(instance.effective())}")
     groups = instance.tool_groups()
-    if len(groups) == 1:
+    enabled = services.enabled_groups(groups)
+    if not enabled and len(groups) == 1:
         label, note = "tool group: ", "enable it to offer the tools"
-    else:
+    elif not enabled:
         label, note = "tool groups:", "enable each to offer its tools"
+    else:
+        # Said as it is: a group enabled already offers the tools now (an earlier install).
+        label = "tool group: " if len(groups) == 1 else "tool groups:"
+        note = f"ENABLED already: {', '.join(enabled)}; its tools are offered now"
     out.write(f"  {label}           {', '.join(groups)} ({note})")
+    for problem in tool_problems(instance.plugin):
+        out.write(f"  NOT served: {problem}")
 
 
-def _upgrade(command: Any, name: str, *, confirm: bool) -> None:
+def _upgrade(command: Any, name: str, *, confirm: str | None) -> None:
     out = command.stdout
-    reports = services.upgrade(name, confirm=confirm)
+    reports = services.upgrade(name, confirm=confirm or "")
     if not reports:
         out.write(f"no instance of {name!r}")
         return
@@ -114,10 +132,57 @@ def _upgrade(command: Any, name: str, *, confirm: bool) -> None:
             pending = True
             out.write("  NOT upgraded: the new version declares more; nothing was widened")
     if pending:
+        fingerprint = reports[0].fingerprint
+        out.write(
+            f"to grant what is shown above: webfetch plugin upgrade {name} --confirm {fingerprint}"
+        )
+        if confirm == "":
+            raise CommandError(
+                "--confirm takes the fingerprint printed above: what is granted is what was "
+                "shown (confirm_fingerprint_required)",
+                returncode=2,
+            )
         raise CommandError(
-            "the new version declares more destinations; rerun with --confirm to grant them",
+            "the new version declares more destinations; review them, then rerun with "
+            f"--confirm {fingerprint} to grant them",
             returncode=3,
         )
+
+
+def _trust(out: Any, alias: str, confirm: str | None) -> None:
+    """Without ``confirm``: show the distribution that would be trusted and its
+    fingerprint, and trust nothing (exit status 3).  With it: trust that distribution,
+    only if it is still the one that provides the plugin."""
+    if confirm:
+        instance = services.confirm_trust(alias, shown=confirm)
+        out.write(
+            f"{instance.alias!r} trusted for {instance.trusted_for()}: its code runs in "
+            "the site's processes (check W032)"
+        )
+        return
+    from .registry import origin
+
+    instance, found, fingerprint = services.trust_preview(alias)
+    if found is None:
+        raise services.PluginServiceError(
+            "plugin_not_installed",
+            f"no single installed distribution provides plugin {instance.plugin!r}; "
+            "nothing was trusted",
+        )
+    where = origin(instance.plugin)
+    out.write(f"{instance.alias!r} (plugin {instance.plugin}) would run in the site's processes")
+    out.write(f"  distribution:  {found}")
+    out.write(f"  RECORD sha256: {found.record or '(none: no installer wrote one)'}")
+    out.write(f"  code under:    {where.path if where is not None else '(not loaded)'}")
+    out.write(
+        f"to trust what is shown above: webfetch plugin trust {instance.alias} "
+        f"--confirm {fingerprint}"
+    )
+    raise CommandError(
+        "nothing was trusted; review the distribution, then rerun with "
+        f"--confirm {fingerprint} (trust_confirmation_required)",
+        returncode=3,
+    )
 
 
 def _list(out: Any) -> None:
@@ -136,6 +201,8 @@ def _list(out: Any) -> None:
                 f"(manage.py webfetch plugin install {manifest.name})"
             )
     for problem in refused:
+        out.write(f"refused: {problem}")
+    for problem in tool_problems():
         out.write(f"refused: {problem}")
     if not summaries:
         out.write("no plugin instances")

@@ -65,6 +65,7 @@ __all__ = [
     "WILDCARD_DNS_DOMAINS",
     "is_public_suffix",
     "is_wildcard_dns",
+    "owns_group",
     "parse_egress_entry",
     "parse_manifest",
     "tool_group",
@@ -535,6 +536,15 @@ def parse_manifest(raw: object) -> Manifest:
     if name in _builtin_groups() and any(not t.group for t in tools):
         # A tool without a group joins the group named after its plugin.
         raise ManifestError("tool_group", f"plugin {name!r} is named like a built-in group")
+    for tool in tools:
+        if tool.group and not owns_group(name, tool.group):
+            # Another plugin's group (and its operator settings: enabled, approval) is
+            # never joined (tests/plugins/test_issue30_owned_names.py).
+            raise ManifestError(
+                "tool_group_not_owned",
+                f"plugin {name!r}: tool {tool.name!r} joins group {tool.group!r}; a plugin's "
+                f"tools join only its own groups: {name!r} or {name + '-'!r} followed by more",
+            )
     return Manifest(
         name=name,
         version=version,
@@ -555,6 +565,14 @@ def _canonical(entry: ListEntry) -> str:
 def canonical_entry(raw: object) -> str:
     """Parse and canonicalise one egress entry (manifest or grant)."""
     return _canonical(parse_egress_entry(raw))
+
+
+def owns_group(plugin: str, group: str) -> bool:
+    """Plugin ``plugin`` may put tools in ``group``: its default group (its own name) or a
+    group whose slug is its name, a hyphen and more (``acme-admin`` for ``acme``).  A group
+    two loaded plugins claim this way (``acme-admin`` of plugin ``acme`` and plugin
+    ``acme-admin``) is served by neither (``plugins.tools``)."""
+    return group == plugin or (group.startswith(plugin + "-") and len(group) > len(plugin) + 1)
 
 
 def tool_group(manifest: Manifest, spec: ToolSpec) -> str:

@@ -21,6 +21,7 @@ import copy
 import csv
 import importlib
 import importlib.util
+import json
 import logging
 import os
 import stat
@@ -807,6 +808,8 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
             "django_webfetch plugin entry point %r tried at import: %r %r", ep.name, event, target
         )
     raw = found["manifest"]
+    if found["problem"] == "ManifestNondeterministic":
+        raise _nondeterministic(ep.name)
     if found["problem"] or not isinstance(raw, dict):
         raise ManifestError(
             "manifest_load",
@@ -835,14 +838,39 @@ def _trusted_here(ep: Any) -> bool:
         return False
 
 
+def _nondeterministic(name: str) -> ManifestError:
+    return ManifestError(
+        "manifest_nondeterministic",
+        f"entry point {name!r} not loaded: two reads of its manifest in one process differ "
+        "(its code computes it anew at each read): what the operator is shown would not be "
+        "what is served",
+    )
+
+
+def _same_reads(first: Any, second: Any) -> bool:
+    """Two manifest reads are the same data (each callable, a handler, counted as one)."""
+
+    def plain(value: Any) -> str:
+        return "<callable>" if callable(value) else f"<{type(value).__name__}>"
+
+    try:
+        dumped = [json.dumps(r, sort_keys=True, default=plain) for r in (first, second)]
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return dumped[0] == dumped[1]
+
+
 def _load_here(ep: Any, origin: Origin) -> Manifest:
     """No sandbox on this host, and the operator trusts the plugin: import here, under the
-    audit hook (docs/plugins.rst), from the files at ``origin`` only (``_import``)."""
+    audit hook (docs/plugins.rst), from the files at ``origin`` only (``_import``).  Read
+    twice, as in a plugin process (``manifest_nondeterministic``)."""
     from .sandbox import plugin_scope
 
     with plugin_scope(f"import:{ep.name}"):
         try:
             loaded = _import(origin)
+            if not _same_reads(loaded, _import(origin)):
+                raise _nondeterministic(ep.name)
         except ManifestError:
             raise
         except Exception as exc:

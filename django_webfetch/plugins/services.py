@@ -6,6 +6,9 @@ every rule.  Errors are ``PluginServiceError`` with a stable ``code``.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +31,14 @@ __all__ = [
     "check",
     "confirm_trust",
     "confirm_trust_of",
+    "declaration_fingerprint",
+    "enabled_groups",
     "install",
     "instance_for",
     "list_instances",
+    "provider_fingerprint",
     "record_violations",
+    "trust_preview",
     "upgrade",
 ]
 
@@ -93,6 +100,15 @@ def _ensure_groups(manifest: Manifest) -> list[str]:
     return slugs
 
 
+def enabled_groups(slugs: Iterable[str]) -> list[str]:
+    """Those of ``slugs`` whose ``ToolGroup`` is enabled (in ``slugs``' order)."""
+    from django_webfetch.models import ToolGroup
+
+    wanted = list(slugs)
+    on = set(ToolGroup.objects.filter(slug__in=wanted, enabled=True).values_list("slug", flat=True))
+    return [slug for slug in wanted if slug in on]
+
+
 def _create(manifest: Manifest, alias: str, egress: Iterable[str]) -> Any:
     from .models import PluginInstance
 
@@ -140,18 +156,46 @@ class UpgradeReport:
     covered: tuple[str, ...]  # new entries the existing grant already covers
     widened: bool
     changed: bool
+    #: ``declaration_fingerprint`` of the manifest this report was made from: what
+    #: ``upgrade(confirm=...)`` takes to grant what the report shows.
+    fingerprint: str = ""
 
 
-def upgrade(name: str, *, confirm: bool = False) -> list[UpgradeReport]:
+def declaration_fingerprint(manifest: Manifest) -> str:
+    """What an ``upgrade`` report shows of a manifest (its plugin, version and declared
+    destinations), as 32 hex digits (128 bits of SHA-256: no two declarations an author
+    could craft share one)."""
+    shown = {
+        "plugin": manifest.name,
+        "version": manifest.version,
+        "egress": sorted(manifest.egress),
+    }
+    return hashlib.sha256(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def upgrade(name: str, *, confirm: str = "") -> list[UpgradeReport]:
     """Move every instance of ``name`` to the installed version.
 
-    Entries the new version declares beyond what was acknowledged are reported; the grant
-    is widened by them only with ``confirm``.  Without it nothing of such an instance
-    changes (its grant, recorded declaration and version stay).
+    Entries the new version declares beyond what was acknowledged are reported (with the
+    declaration's fingerprint); the grant is widened by them only with ``confirm``, the
+    fingerprint of the report the operator reviewed.  The manifest is read again here (its
+    code computes it: it can differ from the one shown), so a ``confirm`` that is not the
+    fingerprint of what is declared now changes nothing (``upgrade_not_shown``): what is
+    granted is what was shown.  Without ``confirm`` nothing of an instance whose
+    declaration grew changes (its grant, recorded declaration and version stay).
     """
     from .models import PluginInstance
 
     manifest = _manifest(name)
+    fingerprint = declaration_fingerprint(manifest)
+    if confirm and not hmac.compare_digest(confirm.strip().lower(), fingerprint):
+        raise PluginServiceError(
+            "upgrade_not_shown",
+            f"plugin {name!r} {manifest.version} declares {', '.join(manifest.egress) or 'nothing'}"
+            f" now, not what the reviewed upgrade showed (fingerprint {confirm[:40]!r}, now "
+            f"{fingerprint}); nothing was changed: run 'webfetch plugin upgrade {name}' again "
+            "and review",
+        )
     reports: list[UpgradeReport] = []
     with transaction.atomic():
         for instance in PluginInstance.objects.select_for_update().filter(plugin=name):
@@ -161,7 +205,14 @@ def upgrade(name: str, *, confirm: bool = False) -> list[UpgradeReport]:
             if added and not confirm:
                 reports.append(
                     UpgradeReport(
-                        instance.alias, old_version, manifest.version, added, covered, False, False
+                        instance.alias,
+                        old_version,
+                        manifest.version,
+                        added,
+                        covered,
+                        False,
+                        False,
+                        fingerprint,
                     )
                 )
                 continue
@@ -179,6 +230,7 @@ def upgrade(name: str, *, confirm: bool = False) -> list[UpgradeReport]:
                     covered,
                     bool(widen),
                     True,
+                    fingerprint,
                 )
             )
     return reports
@@ -273,11 +325,33 @@ def get_instance(alias: str) -> Any:
     return instance
 
 
-def confirm_trust(alias: str) -> Any:
-    """Mark instance ``alias`` trusted for the distribution that provides its plugin now
-    (turning trust on, or confirming it again after the package changed: W034)."""
+def provider_fingerprint(provider: Any) -> str:
+    """What ``trust`` shows of a distribution (``provenance.Provider``: name, version,
+    ``RECORD`` digest) as 32 hex digits; "" for none."""
+    if provider is None:
+        return ""
+    shown = [provider.name, provider.version, provider.record]
+    return hashlib.sha256(json.dumps(shown).encode()).hexdigest()[:32]
+
+
+def trust_preview(alias: str) -> tuple[Any, Any, str]:
+    """What ``trust ALIAS`` shows before anything is trusted: the instance, the
+    distribution that provides its plugin now (``None`` when none or several do) and its
+    ``provider_fingerprint``."""
+    from .provenance import installed_provider
+
     instance = get_instance(alias)
-    if confirm_trust_of(instance) is None:
+    found = installed_provider(instance.plugin)
+    return instance, found, provider_fingerprint(found)
+
+
+def confirm_trust(alias: str, *, shown: str) -> Any:
+    """Mark instance ``alias`` trusted for the distribution that provides its plugin now
+    (turning trust on, or confirming it again after the package changed: W034), when it
+    is the one the operator was shown (``shown``: its ``provider_fingerprint``, printed by
+    ``trust_preview``)."""
+    instance = get_instance(alias)
+    if confirm_trust_of(instance, shown=shown) is None:
         raise PluginServiceError(
             "plugin_not_installed",
             f"no single installed distribution provides plugin {instance.plugin!r}; "
@@ -286,13 +360,25 @@ def confirm_trust(alias: str) -> Any:
     return instance
 
 
-def confirm_trust_of(instance: Any) -> Any:
-    """Record the installed distribution on ``instance`` and save it trusted; the
-    distribution (``None``, and nothing saved, when none or several provide it)."""
+def confirm_trust_of(instance: Any, *, shown: str) -> Any:
+    """Record the installed distribution on ``instance`` and save it trusted, when it is
+    the one the operator was shown (``shown``: its ``provider_fingerprint``); the
+    distribution (``None``, and nothing saved, when none or several provide it).  Another
+    distribution than the one shown (installed since, or a manifest read anew) is refused
+    (``trust_not_shown``) and nothing is saved: what is trusted is what was reviewed."""
     found = instance.confirm_trust()
-    if found is not None:
-        instance.trusted = True
-        instance.save()
+    if found is None:
+        return None
+    now = provider_fingerprint(found)
+    if not hmac.compare_digest(str(shown).strip().lower(), now):
+        instance.refresh_from_db()
+        raise PluginServiceError(
+            "trust_not_shown",
+            f"plugin {instance.plugin!r} is provided by {found} (fingerprint {now}) now, not "
+            "by the distribution that was shown; nothing was trusted: review it again",
+        )
+    instance.trusted = True
+    instance.save()
     return found
 
 

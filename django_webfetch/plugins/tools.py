@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.policy import Scope
@@ -24,7 +24,17 @@ from django_webfetch.tools.base import Effect, Tool, ToolCallLike, ToolContext, 
 from .manifest import Manifest, ToolSpec, tool_group
 from .sandbox import host_io, plugin_scope
 
-__all__ = ["PluginHandle", "PluginTool", "plugin_tools", "registry_source", "tool_group"]
+__all__ = [
+    "Contest",
+    "PluginHandle",
+    "PluginTool",
+    "offered_when_installed",
+    "plugin_tools",
+    "registry_source",
+    "served_specs",
+    "tool_group",
+    "tool_problems",
+]
 
 logger = logging.getLogger("django_webfetch.plugins")
 
@@ -200,11 +210,103 @@ class PluginTool(Tool):
         return ToolResult(content=content, meta={**meta, "plugin": self.plugin})
 
 
+class Contest(NamedTuple):
+    """A tool name (``what`` "tool name") or group ("tool group") claimed by tools of more
+    than one plugin: served by none of them."""
+
+    what: str
+    name: str
+    plugins: tuple[str, ...]
+    reason: str
+
+    def __str__(self) -> str:
+        claimed = ", ".join(map(repr, self.plugins))
+        if self.what == "tool name":
+            return (
+                f"tool name {self.name!r} refused ({self.reason}): claimed by tools of the "
+                f"plugins {claimed}; served by neither"
+            )
+        return (
+            f"tool group {self.name!r} refused ({self.reason}): joined by tools of the "
+            f"plugins {claimed}; its tools are served by neither"
+        )
+
+
+def served_specs(
+    manifests: Iterable[Manifest],
+) -> tuple[list[tuple[Manifest, ToolSpec]], list[Contest]]:
+    """The tools that may be served, and each contested name: a tool name claimed by tools
+    of two plugins, or a group joined by tools of two plugins (``acme-admin`` of plugin
+    ``acme`` and plugin ``acme-admin``'s own), is served by neither plugin (reasons
+    ``tool_name_claimed_twice``, ``tool_group_claimed_twice``).  Decided from every loaded
+    manifest at once, so the order in which plugins load (or are installed) changes
+    nothing (tests/plugins/test_issue30_owned_names.py).  A name a built-in tool (or an
+    app's, or a tool entry point's) has is the built-in's: the tool registry adds plugin
+    tools last and keeps the first registration."""
+    loaded = sorted(manifests, key=lambda m: m.name)
+    names: dict[str, set[str]] = {}
+    groups: dict[str, set[str]] = {}
+    for manifest in loaded:
+        for spec in manifest.tools:
+            names.setdefault(spec.name, set()).add(manifest.name)
+            groups.setdefault(tool_group(manifest, spec), set()).add(manifest.name)
+    contests = [
+        Contest("tool name", name, tuple(sorted(owners)), "tool_name_claimed_twice")
+        for name, owners in sorted(names.items())
+        if len(owners) > 1
+    ] + [
+        Contest("tool group", group, tuple(sorted(owners)), "tool_group_claimed_twice")
+        for group, owners in sorted(groups.items())
+        if len(owners) > 1
+    ]
+    kept = [
+        (manifest, spec)
+        for manifest in loaded
+        for spec in manifest.tools
+        if len(names[spec.name]) == 1 and len(groups[tool_group(manifest, spec)]) == 1
+    ]
+    return kept, contests
+
+
 def plugin_tools() -> list[PluginTool]:
-    """Every tool of every installed, valid plugin."""
+    """Every tool of every installed, valid plugin that no other plugin contests
+    (``served_specs``)."""
     from .registry import manifests
 
-    return [PluginTool.build(m, spec) for m in manifests() for spec in m.tools]
+    kept, _problems = served_specs(manifests())
+    return [PluginTool.build(manifest, spec) for manifest, spec in kept]
+
+
+def tool_problems(plugin: str | None = None) -> list[str]:
+    """Why tools of valid plugins (of ``plugin`` only, when given) are served by no plugin
+    (``served_specs``)."""
+    from .registry import manifests
+
+    return [
+        str(contest)
+        for contest in served_specs(manifests())[1]
+        if plugin is None or plugin in contest.plugins
+    ]
+
+
+def offered_when_installed(tools: list[Tool]) -> list[Tool]:
+    """``tools`` without the plugin tools of a plugin with no enabled instance: a package on
+    ``sys.path`` offers nothing (its descriptions reach no model) before the operator
+    installs it (``webfetch plugin install``).  The tool registry applies this to what it
+    offers (``apps.py``), looked up at each offer, so an install in another process counts
+    at once."""
+    plugins = {t.plugin for t in tools if isinstance(t, PluginTool)}
+    if not plugins:
+        return tools
+    from .models import PluginInstance
+
+    with host_io():
+        installed = set(
+            PluginInstance.objects.filter(plugin__in=plugins, enabled=True).values_list(
+                "plugin", flat=True
+            )
+        )
+    return [t for t in tools if not isinstance(t, PluginTool) or t.plugin in installed]
 
 
 def registry_source() -> Iterable[tuple[Tool, str]]:

@@ -52,6 +52,9 @@ logger = logging.getLogger("django_webfetch.tools")
 #: A source of tools added to a registry from the composition root (``apps.py``): called at
 #: each load, it gives ``(tool, where it comes from)`` pairs, validated like any other tool.
 ToolSource = Callable[[], Iterable[tuple[Any, str]]]
+#: Narrows what is offered at each offer (``tools_for_user``): given the tools offered so
+#: far, returns those still offered (it drops only its own source's tools).
+OfferFilter = Callable[[list[Tool]], list[Tool]]
 
 ENTRY_POINT_GROUP = "django_webfetch.tools"
 SPEC_FORMATS = ("json_schema", "openai", "anthropic")
@@ -126,16 +129,27 @@ class ToolRegistry:
         self._tools: dict[str, Tool] | None = None
         self._lock = threading.RLock()
         self._sources: dict[str, ToolSource] = {}
+        self._filters: dict[str, OfferFilter] = {}
+        #: Where each registered tool came from ("built-in", "app x", "plugin y").
+        self._sources_of: dict[str, str] = {}
         self.problems: list[str] = []
 
-    def add_source(self, name: str, source: ToolSource) -> None:
+    def add_source(
+        self, name: str, source: ToolSource, *, offered: OfferFilter | None = None
+    ) -> None:
         """Add (or replace) the source ``name``; it is read at the next load.
 
         ``apps.py`` adds the plugins' tools this way, after the built-ins, the apps and the
         entry points (first registration wins, so a source never shadows a built-in).
+        ``offered`` narrows, at each offer, which of its tools are offered (a plugin's only
+        once an instance of it is installed).
         """
         with self._lock:
             self._sources[name] = source
+            if offered is None:
+                self._filters.pop(name, None)
+            else:
+                self._filters[name] = offered
             self._tools = None
 
     # -- loading ------------------------------------------------------------------------
@@ -144,6 +158,7 @@ class ToolRegistry:
         with self._lock:
             if self._tools is None:
                 self._tools = {}
+                self._sources_of = {}
                 self.problems = []
                 for path in self._builtins:
                     self._add(path, source="built-in")
@@ -185,9 +200,13 @@ class ToolRegistry:
             return
         if tool.name in self._tools:
             # First registration wins: built-ins load first, so a plugin cannot shadow them.
-            self._problem(f"{tool.name!r} from {source} rejected: the name is taken")
+            self._problem(
+                f"{tool.name!r} from {source} rejected (tool_name_taken): the name is taken "
+                f"by {self._sources_of.get(tool.name, 'an earlier tool')}"
+            )
             return
         self._tools[tool.name] = tool
+        self._sources_of[tool.name] = source
 
     def _problem(self, message: str) -> None:
         logger.error("django_webfetch tool %s", message)
@@ -250,13 +269,20 @@ class ToolRegistry:
                 )
             if available:
                 offered.append(tool)
+        try:
+            for narrow in list(self._filters.values()):
+                offered = narrow(offered)
+        except Exception:
+            logger.exception("a tool source's offer filter failed; no tools offered")
+            return []
         return offered
 
     def why_not_offered(self, user: Any, name: object) -> tuple[str, str]:
         """``(code, sentence)``: why ``name`` is not offered to ``user`` (in our words).
 
-        ``no_such_tool``, ``admin_only``, ``group_disabled``, ``group_scope`` (the group's
-        scope is not the tool's), ``not_authenticated``.  Only what the user may know: the
+        ``no_such_tool``, ``admin_only``, ``tool_not_installed`` (a plugin's tool, no
+        instance of the plugin), ``group_disabled``, ``group_scope`` (the group's scope is
+        not the tool's), ``not_authenticated``.  Only what the user may know: the
         tool's group is named, nothing of its configuration.
         """
         if user is None or not getattr(user, "is_authenticated", False):
@@ -268,6 +294,12 @@ class ToolRegistry:
             return "no_such_tool", "There is no tool of that name."
         if tool.requires_admin and not getattr(user, "is_superuser", False):
             return "admin_only", "This tool is offered to administrators only."
+        try:
+            for narrow in list(self._filters.values()):
+                if tool not in narrow([tool]):
+                    return "tool_not_installed", "The tool's plugin is not installed here."
+        except Exception:
+            return "tool_not_offered", "This tool is not offered to you."
         from django_webfetch.models import ToolGroup
 
         group = ToolGroup.objects.filter(slug=tool.group).first()

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from django_webfetch.models import PluginInstance, ToolGroup
+from django_webfetch.plugins import services
 from django_webfetch.plugins.runtime.host import isolation_label
 
 pytestmark = pytest.mark.django_db
@@ -74,6 +75,7 @@ def test_upgrade_that_declares_more_widens_nothing_without_confirm(example):
     webfetch("install", "example")
     example.set_state(version="2.0", extra_egress=["extra.lab.example", "deep.api.lab.example"])
     registry.reset()
+    fingerprint = services.declaration_fingerprint(registry.get_manifest("example"))
     out = io.StringIO()
     with pytest.raises(CommandError, match="--confirm") as caught:
         call_command("webfetch", "plugin", "upgrade", "example", stdout=out)
@@ -83,13 +85,14 @@ def test_upgrade_that_declares_more_widens_nothing_without_confirm(example):
         # deep.api.lab.example is within the old *.api.lab.example: nothing new.
         "  + declares extra.lab.example",
         "  NOT upgraded: the new version declares more; nothing was widened",
+        f"to grant what is shown above: webfetch plugin upgrade example --confirm {fingerprint}",
     ]
     instance = PluginInstance.objects.get()
     assert instance.version == "1.0"
     assert "extra.lab.example" not in instance.egress_hosts
     assert "extra.lab.example" not in instance.effective()
 
-    output = webfetch("upgrade", "example", "--confirm")
+    output = webfetch("upgrade", "example", "--confirm", fingerprint)
     assert "  grant widened" in output
     instance.refresh_from_db()
     assert instance.version == "2.0"

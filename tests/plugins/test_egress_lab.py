@@ -358,8 +358,19 @@ def test_host_code_outside_the_plugin_is_not_affected(plugin_lab, editor_user):
 
 
 def test_tool_of_an_unbound_plugin_fails_closed(plugin_lab, editor_user):
+    """Not offered while no instance exists (``tool_not_installed``:
+    tests/plugins/test_issue30_owned_names.py); run anyway, it has no instance to run with."""
+    from django_webfetch.tools import default_registry
+
     result = run("example_fetch", editor_user, url="http://granted.lab.example/plain")
-    assert result.error == "plugin_not_bound"
+    assert result.error == "tool_unavailable"
+    assert default_registry.why_not_offered(editor_user, "example_fetch")[0] == (
+        "tool_not_installed"
+    )
+    direct = default_registry.get("example_fetch").execute(
+        {"url": "http://granted.lab.example/plain"}, APPROVED
+    )
+    assert direct.error == "plugin_not_bound"
     assert plugin_lab.connected_addresses(include_dns=True) == set()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import sys
 from typing import Any
 
@@ -63,6 +64,19 @@ def _cli(*args: str) -> str:
     out = io.StringIO()
     call_command("webfetch", "plugin", *args, stdout=out)
     return out.getvalue()
+
+
+def _trust(alias: str) -> str:
+    """``webfetch plugin trust ALIAS`` (which shows the distribution and trusts nothing),
+    then ``--confirm`` with the fingerprint it printed: what the operator reviewed."""
+    from django.core.management.base import CommandError
+
+    out = io.StringIO()
+    with pytest.raises(CommandError) as shown:
+        call_command("webfetch", "plugin", "trust", alias, stdout=out)
+    assert shown.value.returncode == 3
+    fingerprint = out.getvalue().splitlines()[-1].rsplit(" ", 1)[1]
+    return _cli("trust", alias, "--confirm", fingerprint)
 
 
 def _w034(alias: str) -> list[str]:
@@ -137,7 +151,7 @@ def test_a_new_version_or_another_distribution_under_the_name_is_not_trusted(tmp
     instance.save()
     assert not instance.trust_holds()
 
-    out = _cli("trust", "t")
+    out = _trust("t")
     assert "trusted for webfetch-other 2.0" in out
     instance.refresh_from_db()
     assert instance.trust_holds() and _w034("t") == []
@@ -172,9 +186,13 @@ def test_the_admin_shows_the_trusted_distribution_and_confirms_again(
     _install(site, version="2.0")
     page = admin_client.get(url).content.decode()
     assert "NOT trusted now: trusted for webfetch-t 1.0, installed is webfetch-t 2.0" in page
+    selected = {"action": "confirm_trust", "_selected_action": [instance.pk, untrusted.pk]}
+    page = admin_client.post("/admin/django_webfetch/plugininstance/", selected)
+    shown = re.search(rf'name="shown_{instance.pk}" value="([0-9a-f]+)"', page.content.decode())
+    assert "webfetch-t 2.0" in page.content.decode() and shown is not None
     admin_client.post(
         "/admin/django_webfetch/plugininstance/",
-        {"action": "confirm_trust", "_selected_action": [instance.pk, untrusted.pk]},
+        {**selected, "post": "yes", f"shown_{instance.pk}": shown[1]},
     )
     instance.refresh_from_db()
     untrusted.refresh_from_db()
@@ -230,7 +248,7 @@ import importlib
 
 importlib.invalidate_caches()
 report["changed"] = state()
-services.confirm_trust("t")
+services.confirm_trust("t", shown=services.trust_preview("t")[2])
 report["confirmed"] = state()
 print(json.dumps(report))
 """
@@ -274,7 +292,7 @@ def test_a_tool_call_runs_in_process_only_while_the_trusted_distribution_is_inst
         registry.reset()  # what a deploy of the new package does (a restart, or reset())
         assert not _trust_holds(instance)
         assert not _trust_holds(PluginInstance.objects.create(plugin="t", alias="u"))
-        _cli("trust", "t")
+        _trust("t")
         instance.refresh_from_db()
         assert _trust_holds(instance)
     finally:

@@ -390,7 +390,7 @@ def test_an_upgrade_reaches_nothing_new_under_a_wider_grant_before_confirm(plugi
         instance.http.get("http://extra.lab.example/plain")
     assert getattr(caught.value, "reason", "") == "egress_not_granted"
     assert plugin_lab.requests == []
-    services.upgrade("example", confirm=True)
+    services.upgrade("example", confirm=services.upgrade("example")[0].fingerprint)
     assert instance.http.get("http://extra.lab.example/plain").status_code == 200
 
 

@@ -510,14 +510,31 @@ def _import_top(plugin_path: str, top: str) -> None:
         raise
 
 
-def _load(entry: str) -> Any:
+class ManifestNondeterministic(Exception):
+    """Two reads of the manifest in this process differ (the host refuses the plugin:
+    ``manifest_nondeterministic``)."""
+
+
+def _load(entry: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The entry point's manifest, described (``_describe``), read twice: a manifest its
+    code computes differently from one read to the next (the clock, a random draw) is
+    refused, since what the operator is shown (``install``, ``upgrade``) would not be what
+    another read serves (tests/plugins/test_issue30_owned_names.py)."""
     import importlib
 
     module_name, _, attribute = entry.partition(":")
     target: Any = importlib.import_module(module_name)
     for part in filter(None, attribute.split(".")):
         target = getattr(target, part)
-    return target() if callable(target) and not isinstance(target, Mapping) else target
+
+    def read() -> Any:
+        return target() if callable(target) and not isinstance(target, Mapping) else target
+
+    described, handlers = _describe(read())
+    again, _handlers = _describe(read())
+    if json.dumps(described, sort_keys=True) != json.dumps(again, sort_keys=True):
+        raise ManifestNondeterministic
+    return described, handlers
 
 
 def _describe(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -643,7 +660,7 @@ def serve(channel: Channel) -> None:
     with plugin_scope("import") as scope:
         try:
             _import_top(str(setup["plugin_path"]), str(setup["top_level"]))
-            described, handlers = _describe(_load(str(setup["entry"])))
+            described, handlers = _load(str(setup["entry"]))
         except BaseException as exc:
             problem = type(exc).__name__[:100]
     channel.send(
