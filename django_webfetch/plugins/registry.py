@@ -939,6 +939,14 @@ def _load_here(ep: Any, origin: Origin) -> Manifest:
         return parse_manifest(loaded)
 
 
+def _where(ep: Any) -> str:
+    """The directory ``ep``'s distribution is installed in (two of one name are told
+    apart by it), or "?"."""
+    with contextlib.suppress(Exception):
+        return repr(os.fspath(ep.dist.locate_file("")))[:300]
+    return "?"
+
+
 def _origin(ep: Any) -> str:
     dist = getattr(ep, "dist", None)
     package = getattr(dist, "name", None) or "?"
@@ -1007,7 +1015,7 @@ def load() -> dict[str, Manifest]:
             refused: dict[str, set[str]] = {}
             named: dict[str, list[str]] = {}
             for ep in eps:
-                named.setdefault(ep.name, []).append(_origin(ep))
+                named.setdefault(ep.name, []).append(f"{_origin(ep)} in {_where(ep)}")
             providers = _Providers()
             verdicts: dict[int, str] = {}  # one verdict per distribution (eps share it)
             for ep in eps:
