@@ -12,6 +12,11 @@ point now (check W034 when another does): only then is it imported here, under t
 hook (tests/plugins/test_issue30.py, finding 5).  A manifest that fails validation
 refuses the whole plugin: none of its tools is registered and the problem is reported by
 system check ``django_webfetch.E030``.
+
+Plugin distributions are found on the site's ``sys.path`` (the site's own packages) and in
+the directories of ``WEBFETCH_PLUGIN_DIRS``, which are never put on ``sys.path``: nothing
+in them is reached by the site's imports, site.py or a library's entry points
+(docs/decisions/0049-plugin-directories-off-the-site-path.rst).
 """
 
 from __future__ import annotations
@@ -127,18 +132,21 @@ def _import_located(origin: Origin, module_name: str) -> Any:
     top = origin.top_level
     base = os.path.realpath(origin.path)
     own = os.path.join(base, top)
+
+    def inside(where: str) -> bool:  # the package's directory or files, a module's file
+        return where == own or where.startswith((own + os.sep, own + "."))
+
     loaded = sys.modules.get(top)
     if loaded is not None:
         where = os.path.realpath(str(getattr(loaded, "__file__", None) or ""))
-        module_file = os.path.dirname(where) == base and where.startswith(own + ".")
-        if not (where.startswith(own + os.sep) or module_file):
+        if not inside(where):
             raise _mismatch(top, where, origin)
     else:
         try:
             elsewhere = _resolves_to(top)
         except (ImportError, ValueError):
             elsewhere = ""
-        if elsewhere:
+        if elsewhere and not inside(elsewhere):
             raise _mismatch(top, elsewhere, origin)
         spec = PathFinder.find_spec(top, [base])
         found = os.path.realpath(spec.origin) if spec is not None and spec.origin else ""
