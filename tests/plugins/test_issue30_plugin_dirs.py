@@ -80,6 +80,26 @@ def test_a_trusted_plugin_of_a_plugin_dir_is_imported_by_location_never_via_sys_
     assert not any(os.path.realpath(p or ".").startswith(str(site)) for p in sys.path)
 
 
+def test_a_plugin_dir_also_on_sys_path_loads_once_and_is_e035(tmp_path, plugin_dirs, monkeypatch):
+    """A directory both in ``WEBFETCH_PLUGIN_DIRS`` and on ``sys.path`` (left there from
+    the old layout): its distribution is one (its metadata directory, once), a trusted
+    import by location finds its own files on ``sys.path`` and loads, and check E035 says
+    to take the directory off ``sys.path``."""
+    from django_webfetch import checks
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.runtime.host import Origin
+
+    site = tmp_path / "srv" / "d"
+    wheel(site, "webfetch-d", {"d": "webfetch_d:manifest"}, {"webfetch_d/__init__.py": _WHERE})
+    monkeypatch.syspath_prepend(str(site))
+    plugin_dirs(site)
+    assert registry.origin("d") == Origin("webfetch_d:manifest", str(site), "webfetch_d")
+    assert not registry.problems()
+    assert registry._import(registry.origin("d"))["name"] == "d"
+    assert sys.modules["webfetch_d"].__file__ == str(site / "webfetch_d" / "__init__.py")
+    assert [m.id for m in checks.check_plugin_path()] == ["django_webfetch.E035"]
+
+
 def test_a_by_location_import_refuses_a_name_the_site_provides(tmp_path, plugin_dirs):
     """A trusted import by location is refused (``plugin_origin_mismatch``) before
     anything of it runs when its top-level name is a module the site can import from its
