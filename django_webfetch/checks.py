@@ -7,8 +7,10 @@ Django asks: they run with ``manage.py check --database default`` and before ``m
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -695,6 +697,62 @@ def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> li
     return messages
 
 
+def _site_packages() -> set[str]:
+    """The interpreter's own package directories (``site-packages``/``dist-packages`` of
+    its prefixes and the user's), resolved: where pip installs the site's packages."""
+    import site
+    import sysconfig
+
+    found = list(site.getsitepackages())
+    with contextlib.suppress(Exception):
+        found.append(site.getusersitepackages())
+    paths = sysconfig.get_paths()
+    found += [paths.get("purelib", ""), paths.get("platlib", "")]
+    return {
+        os.path.realpath(d)
+        for d in found
+        if d and os.path.basename(os.path.normpath(d)) in ("site-packages", "dist-packages")
+    }
+
+
+def check_plugin_path(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """E035: a directory of ``sys.path`` other than the interpreter's package directories
+    (``PYTHONPATH``, ``sys.path.append`` in settings) holds a plugin distribution: the
+    site's imports and every library's entry-point discovery reach what is in it
+    (docs/decisions/0049-plugin-directories-off-the-site-path.rst)."""
+    from importlib.metadata import distributions
+
+    from .plugins.registry import ENTRY_POINT_GROUP
+
+    own = _site_packages()
+    found: dict[str, list[str]] = {}
+    for entry in sys.path:
+        path = os.path.realpath(entry or os.getcwd())
+        if path in own or path in found or not os.path.isdir(path):
+            continue
+        names: list[str] = []
+        for dist in distributions(path=[path]):
+            with contextlib.suppress(Exception):
+                if any(ep.group == ENTRY_POINT_GROUP for ep in dist.entry_points):
+                    names.append(str(dist.metadata["Name"] or "?")[:100])
+        if names:
+            found[path] = sorted(set(names))
+    return [
+        Error(
+            f"{path!r} is on sys.path (PYTHONPATH or sys.path.append) and holds the plugin "
+            f"distribution(s) {', '.join(names)}: the site imports from it and every library "
+            "loads entry points from it, so a plugin's code can run in the site's processes "
+            "outside the sandbox.",
+            hint="Take the directory off sys.path and list it in WEBFETCH_PLUGIN_DIRS "
+            "(docs/plugins.rst, 'Installing a plugin').",
+            id="django_webfetch.E035",
+        )
+        for path, names in found.items()
+    ]
+
+
 def check_plugin_instances(
     app_configs: Sequence[Any] | None = None,
     databases: Iterable[str] | None = None,
@@ -907,6 +965,7 @@ CHECKS: tuple[tuple[Callable[..., list[CheckMessage]], tuple[str, ...]], ...] = 
     (check_api_mount, (Tags.urls,)),
     (check_operations, (Tags.compatibility,)),
     (check_plugins, (Tags.security,)),
+    (check_plugin_path, (Tags.security,)),
     (check_plugin_instances, (Tags.security, Tags.database)),
     (check_oauth, (Tags.security,)),
 )

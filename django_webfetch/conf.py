@@ -466,6 +466,22 @@ class Settings:
         budget is counted per process."""
         return _optional_str("WEBFETCH_PLUGIN_REDIS_URL", _raw("WEBFETCH_PLUGIN_REDIS_URL", None))
 
+    @property
+    def WEBFETCH_PLUGIN_DIRS(self) -> tuple[str, ...]:
+        """Directories of untrusted plugin distributions (``pip install --no-deps --target
+        <dir>``), each absolute.  The registry finds their plugins there; they are never
+        put on the site's ``sys.path`` (a plugin process gets its own directory only), so
+        nothing in them is reached by the site's imports or by a library's entry points
+        (docs/plugins.rst, "Installing a plugin")."""
+        name = "WEBFETCH_PLUGIN_DIRS"
+        value = _raw(name, ())
+        expected = "a list or tuple of absolute directory paths"
+        if isinstance(value, (str, bytes, PurePath)) or not isinstance(value, Sequence):
+            raise _bad(name, expected)
+        if not all(isinstance(v, (str, PurePath)) and str(v).startswith("/") for v in value):
+            raise _bad(name, expected)
+        return tuple(str(v) for v in value)
+
     # -- the plugin runtime: limits of one call in a plugin process ---------------
 
     @property

@@ -187,6 +187,11 @@ WEBFETCH_CA_FILE = os.environ.get("WEBFETCH_CA_FILE") or None
 WEBFETCH_TIMEOUT = 20
 WEBFETCH_MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 WEBFETCH_EVENT_RETENTION_DAYS = 30
+# Directories of untrusted plugins (``pip install --no-deps --target DIR``), never put on
+# sys.path (docs/plugins.rst, "Installing a plugin"): WEBFETCH_PLUGIN_DIRS="/srv/plugins/a:...".
+WEBFETCH_PLUGIN_DIRS = [
+    d for d in os.environ.get("WEBFETCH_PLUGIN_DIRS", "").split(os.pathsep) if d
+]
 # /metrics answers signed-in staff, and a scraper sending "Authorization: Bearer <token>"
 # when this is set (at least 16 characters: a shorter one is refused as misconfigured).
 WEBFETCH_METRICS_TOKEN = os.environ.get("WEBFETCH_METRICS_TOKEN", "")

@@ -12,6 +12,11 @@ point now (check W034 when another does): only then is it imported here, under t
 hook (tests/plugins/test_issue30.py, finding 5).  A manifest that fails validation
 refuses the whole plugin: none of its tools is registered and the problem is reported by
 system check ``django_webfetch.E030``.
+
+Plugin distributions are found on the site's ``sys.path`` (the site's own packages) and in
+the directories of ``WEBFETCH_PLUGIN_DIRS``, which are never put on ``sys.path``: nothing
+in them is reached by the site's imports, site.py or a library's entry points
+(docs/decisions/0049-plugin-directories-off-the-site-path.rst).
 """
 
 from __future__ import annotations
@@ -110,12 +115,68 @@ def _resolves_to(name: str) -> str:
     return os.path.realpath(spec.origin) if spec.origin else ""
 
 
+def _mismatch(name: str, found: str, origin: Origin) -> ManifestError:
+    return ManifestError(
+        "plugin_origin_mismatch",
+        f"the module {name!r} resolves to {found or 'nothing'!r}, not to the plugin's "
+        f"files under {origin.path!r}; nothing of it was imported in this process",
+    )
+
+
+def _import_located(origin: Origin, module_name: str) -> Any:
+    """The package (or module) of a plugin of ``WEBFETCH_PLUGIN_DIRS`` imported here by
+    its location (``PathFinder`` on its own directory only, as the plugin process does):
+    the directory is never put on ``sys.path``.  Refused (``plugin_origin_mismatch``)
+    before anything of it runs when its top-level name is a module this process imported
+    from elsewhere, or one the site's ``sys.path`` provides (the plugin would stand in for
+    it); its submodules are found through its own package's ``__path__``."""
+    from importlib.machinery import PathFinder
+
+    top = origin.top_level
+    base = os.path.realpath(origin.path)
+    own = os.path.join(base, top)
+
+    def inside(where: str) -> bool:  # the package's directory or files, a module's file
+        return where == own or where.startswith((own + os.sep, own + "."))
+
+    loaded = sys.modules.get(top)
+    if loaded is not None:
+        where = os.path.realpath(str(getattr(loaded, "__file__", None) or ""))
+        if not inside(where):
+            raise _mismatch(top, where, origin)
+    else:
+        try:
+            elsewhere = _resolves_to(top)
+        except (ImportError, ValueError):
+            elsewhere = ""
+        if elsewhere and not inside(elsewhere):
+            raise _mismatch(top, elsewhere, origin)
+        spec = PathFinder.find_spec(top, [base])
+        found = os.path.realpath(spec.origin) if spec is not None and spec.origin else ""
+        if spec is None or spec.loader is None or os.path.dirname(found) not in (base, own):
+            raise _mismatch(top, found, origin)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[top] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(top, None)
+            raise
+    return importlib.import_module(module_name)
+
+
 def _import(origin: Origin) -> Any:
     """The entry point at ``origin`` imported in this process (a ``trusted`` instance),
     from the files under ``origin.path`` it was checked and described from: refused
     (``plugin_origin_mismatch``) before anything of it runs when its name resolves
-    anywhere else on ``sys.path`` (an earlier directory, a module already imported)."""
+    anywhere else on ``sys.path`` (an earlier directory, a module already imported).  A
+    plugin of ``WEBFETCH_PLUGIN_DIRS`` is imported by its location (``_import_located``)."""
     module_name, _, attribute = origin.entry.partition(":")
+    if _in_plugin_dirs(origin.path):
+        target: Any = _import_located(origin, module_name.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            target = getattr(target, part)
+        return target() if callable(target) else target
     module_name = module_name.strip()
     parts = module_name.split(".")
     base = os.path.realpath(origin.path) if origin.path else ""
@@ -138,12 +199,8 @@ def _import(origin: Origin) -> Any:
         if depth == 1 and found in modules:
             inside = True
         if not base or not inside:
-            raise ManifestError(
-                "plugin_origin_mismatch",
-                f"the module {name!r} resolves to {found or 'nothing'!r}, not to the plugin's "
-                f"files under {origin.path!r}; nothing of it was imported in this process",
-            )
-    target: Any = importlib.import_module(module_name)
+            raise _mismatch(name, found, origin)
+    target = importlib.import_module(module_name)
     for part in filter(None, attribute.strip().split(".")):
         target = getattr(target, part)
     return target() if callable(target) else target
@@ -220,7 +277,12 @@ def _origin_of(ep: Any) -> Origin:
             path = os.fspath(dist.locate_file(""))
         except (AttributeError, NotImplementedError, TypeError):
             path = ""
-    if not path or not any(os.path.exists(os.path.join(path, top + x)) for x in ("", ".py")):
+    here = bool(path) and any(os.path.exists(os.path.join(path, top + x)) for x in ("", ".py"))
+    if not here and _in_plugin_dirs(path):
+        # A distribution of ``WEBFETCH_PLUGIN_DIRS`` provides its package from its own
+        # directory or not at all: never whatever the site's ``sys.path`` holds of that name.
+        return Origin(str(ep.value).strip(), os.path.abspath(path), top)
+    if not here:
         spec = importlib.util.find_spec(top)  # a top-level name: nothing is executed
         location: str | None = None
         if spec is not None and spec.submodule_search_locations:
@@ -269,10 +331,58 @@ def _dist_label(dist: Any) -> str:
     return os.path.basename(os.fspath(path))[:100] if path is not None else "?"
 
 
+def plugin_dirs() -> list[str]:
+    """The directories of ``WEBFETCH_PLUGIN_DIRS``, absolute and normalised, each once
+    (none while the setting cannot be read: check E001 says why).  Never put on
+    ``sys.path``: the registry reads their distributions' metadata, a plugin process gets
+    its plugin's own directory, and a trusted plugin is imported from it by location
+    (``_import``)."""
+    try:
+        from django_webfetch.conf import conf
+
+        configured = conf.WEBFETCH_PLUGIN_DIRS
+    except Exception:  # unreadable (E001), or no settings: no plugin directories
+        return []
+    found: list[str] = []
+    for entry in configured:
+        path = os.path.normpath(os.path.abspath(entry))
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def _in_plugin_dirs(path: str) -> bool:
+    """``path`` (a distribution's directory) is one of ``WEBFETCH_PLUGIN_DIRS``."""
+    if not path:
+        return False
+    real = os.path.realpath(path)
+    return any(real == os.path.realpath(d) for d in plugin_dirs())
+
+
+def _all_distributions(keys: list[str] | None = None) -> list[Any]:
+    """Every installed distribution, each metadata directory once: the site's (those of
+    ``sys.path``, in its order, as ``importlib.metadata.distributions()``), then those of
+    ``WEBFETCH_PLUGIN_DIRS`` (``distributions(path=...)``: found there, never imported
+    from ``sys.path``).  ``keys`` gets each one's ``_dist_key``."""
+    found: list[Any] = []
+    seen: set[str] = set()
+    dirs = plugin_dirs()
+    for dist in [*distributions(), *(distributions(path=dirs) if dirs else ())]:
+        key = _dist_key(dist)
+        if key in seen:
+            continue
+        seen.add(key)
+        if keys is not None:
+            keys.append(key)
+        found.append(dist)
+    return found
+
+
 def _roots() -> list[str]:
-    """The directories of ``sys.path`` (where a top-level name is imported from)."""
+    """The directories of ``sys.path`` (where a top-level name is imported from), then
+    those of ``WEBFETCH_PLUGIN_DIRS`` (where a plugin process imports its plugin from)."""
     found = []
-    for entry in sys.path:
+    for entry in [*sys.path, *plugin_dirs()]:
         with contextlib.suppress(Exception):
             root = os.path.realpath(entry or os.getcwd())
             if root not in found:
@@ -472,10 +582,8 @@ class _Providers:
     def build(self) -> _Providers:
         if self._built:
             return self
-        from importlib.metadata import distributions
-
         roots = _roots()
-        for dist in distributions():
+        for dist in _all_distributions():
             key = _dist_key(dist)
             self.labels[key], names, problem = _names_of(dist, roots)
             if problem:
@@ -565,9 +673,10 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
     """Why the distribution of ``ep`` may not be loaded as a plugin, or "".  From its
     metadata and ``RECORD`` (``importlib.metadata``), before anything of it is imported:
     every plugin entry point valid and not reserved (one bad entry point refuses them
-    all), no ``console_scripts``/``gui_scripts``, no file outside its directory (a ``..``
-    or absolute path: a script over the site's own command), metadata only in its own
-    ``.dist-info``, no ``.pth`` file (site.py runs its ``import`` lines in every
+    all), no entry point of any other group (``console_scripts``/``gui_scripts``, a
+    library's: tests/plugins/test_issue30_attack6_install.py), no file outside its
+    directory (a ``..`` or absolute path: a script over the site's own command), metadata
+    only in its own ``.dist-info``, no ``.pth`` file (site.py runs its ``import`` lines in every
     interpreter of the environment), no ``sitecustomize``/``usercustomize``, no
     top-level module or package besides its entry points' own, and no top-level name it
     installs installed by any other distribution (``_shared_packages``).
@@ -588,7 +697,15 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
                 "writes it into the environment's scripts, over any command of that name"
             )
         if other.group != ENTRY_POINT_GROUP:
-            continue
+            # Whoever loads that group (kombu's serializers, Celery's backends and
+            # commands, the site's own ``django_webfetch.tools``) imports it in the site's
+            # processes, outside any sandbox, wherever the distribution's directory is
+            # reachable from.
+            return (
+                f"it declares the entry point {other.name[:100]!r} of group "
+                f"{other.group[:100]!r}: only {ENTRY_POINT_GROUP!r} entry points are loaded "
+                "from a plugin, any other group is a library's, loaded in the site's processes"
+            )
         bad = _entry_point_problem(other)
         if bad is not None:
             return (
@@ -881,6 +998,14 @@ def _load_here(ep: Any, origin: Origin) -> Manifest:
         return parse_manifest(loaded)
 
 
+def _where(ep: Any) -> str:
+    """The directory ``ep``'s distribution is installed in (two of one name are told
+    apart by it), or "?"."""
+    with contextlib.suppress(Exception):
+        return repr(os.fspath(ep.dist.locate_file("")))[:300]
+    return "?"
+
+
 def _origin(ep: Any) -> str:
     dist = getattr(ep, "dist", None)
     package = getattr(dist, "name", None) or "?"
@@ -888,22 +1013,17 @@ def _origin(ep: Any) -> str:
 
 
 def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[str]]:
-    """The plugin entry points of the installed distributions (of two with one name, the
-    first on ``sys.path``, as ``importlib.metadata.entry_points``), read one distribution
-    at a time: a distribution whose ``entry_points.txt`` cannot be read or decoded would make
+    """The plugin entry points of every installed distribution (``_all_distributions``:
+    the site's and those of ``WEBFETCH_PLUGIN_DIRS``), each metadata directory once: two
+    distributions of one name in two directories are two, so a name both claim is refused
+    for both (``entry_point_duplicate``), never served by whichever comes first
+    (tests/plugins/test_issue30_attack6_install.py).  Read one distribution at a time: a
+    distribution whose ``entry_points.txt`` cannot be read or decoded would make
     ``entry_points()`` raise for every plugin.  Its own plugins are not loaded, and when
     its file names the plugin group (or cannot be read at all) a problem says so."""
     eps: list[Any] = []
     problems: list[str] = []
-    seen: set[str] = set()
-    for dist in distributions():
-        if keys is not None:
-            keys.append(_dist_key(dist))
-        name = str(getattr(dist, "_normalized_name", "") or "")
-        if name:
-            if name in seen:
-                continue
-            seen.add(name)
+    for dist in _all_distributions(keys):
         try:
             eps.extend(ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
         except Exception as exc:
@@ -954,7 +1074,7 @@ def load() -> dict[str, Manifest]:
             refused: dict[str, set[str]] = {}
             named: dict[str, list[str]] = {}
             for ep in eps:
-                named.setdefault(ep.name, []).append(_origin(ep))
+                named.setdefault(ep.name, []).append(f"{_origin(ep)} in {_where(ep)}")
             providers = _Providers()
             verdicts: dict[int, str] = {}  # one verdict per distribution (eps share it)
             for ep in eps:

@@ -231,11 +231,12 @@ for argv in (["migrate", "-v", "0"], ["check"], ["webfetch", "plugin", "list"]):
 """
 
 
-def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why():
-    """A host that cannot build the sandbox, with a plugin package installed: the refusal
-    is check W033's (a warning naming the plugin), never an error that stops ``migrate``,
-    ``check`` or the operator's own ``webfetch plugin list``, which names the reason.  The
-    commands run as ``manage.py`` runs them (system checks included), in one process."""
+def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why(tmp_path):
+    """A host that cannot build the sandbox, with a plugin package installed (in
+    ``WEBFETCH_PLUGIN_DIRS``, as docs/plugins.rst says): the refusal is check W033's (a
+    warning naming the plugin), never an error that stops ``migrate``, ``check`` or the
+    operator's own ``webfetch plugin list``, which names the reason.  The commands run as
+    ``manage.py`` runs them (system checks included), in one process."""
     import os
     import subprocess
     import sys
@@ -244,10 +245,13 @@ def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     site = os.path.join(os.path.dirname(__file__), "site")
+    (tmp_path / "cli_settings.py").write_text(
+        f"from tests.settings import *  # noqa: F403\nWEBFETCH_PLUGIN_DIRS = [{site!r}]\n"
+    )
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([root, site]),
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "PYTHONPATH": os.pathsep.join([root, str(tmp_path)]),
+        "DJANGO_SETTINGS_MODULE": "cli_settings",
         "WEBFETCH_PLUGIN_BWRAP": "/nonexistent/bwrap",
     }
     done = subprocess.run(

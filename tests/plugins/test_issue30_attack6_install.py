@@ -140,7 +140,7 @@ def _module(name: str, answer: str = "'ok'", extra: str = "") -> str:
     return _MODULE % {"name": name, "answer": answer, "extra": extra}
 
 
-# -- 1. a plugin named like a module the site imports if it can (sys.path.append) ---------
+# -- 1. a plugin named like a module the site imports if it can ---------------------------
 
 _SETUP_AND_CHECK = r"""
 import io, json, os, sys
@@ -150,94 +150,113 @@ import django
 
 django.setup()
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 
-call_command("check", stdout=io.StringIO())
+try:
+    call_command("check", stdout=io.StringIO(), stderr=io.StringIO())
+    checked = ""
+except SystemCheckError as exc:
+    checked = str(exc)
 from django_webfetch.plugins import registry
+from django_webfetch.plugins.runtime.host import Limits
+from tests.plugins.packages import call_tool
 
+manifests = [m.name for m in registry.manifests()]
+origin = registry.origin(sys.argv[2])
+answer = call_tool(origin, ("a6", 1), sys.argv[2], sys.argv[2] + "_run",
+                   Limits.from_settings()) if origin is not None else None
 print(json.dumps({
     "marks": sorted(os.listdir(os.environ["A6_MARK"])),
-    "manifests": [m.name for m in registry.manifests()],
+    "manifests": manifests,
     "problems": registry.problems(),
+    "check": checked,
+    "answer": answer,
+    "imported": sys.argv[2] in sys.modules,
+    "on_path": [p for p in sys.path if "srv" in p],
 }))
 """
 
 
-def test_a_plugin_named_like_an_optional_import_of_the_site_runs_in_the_site(tmp_path, monkeypatch):
-    """Severity: Critical.  Route: a plugin distribution whose package is named like a
-    module the site's own code imports *if it is installed* (httpx tries ``zstandard`` and
-    ``brotlicffi`` at import, Django and its dependencies try ``simplejson``, ``h2``,
-    ``socksio``, ``trio``, ``bcrypt``, ``jinja2``, ``docutils``...: none installed on this
-    site, so the shared-name check finds no other distribution, and none of them is in
-    ``registry.RESERVED_NAMES``).  Installed as docs/plugins.rst says (``pip install
-    --no-deps --target /srv/plugins/zstandard``, then ``sys.path.append`` in settings),
-    the registry accepts it (it is listed "available") and reads its manifest in the
-    sandbox, but the site itself imports the package first: ``django.setup()`` imports
-    httpx, whose ``import zstandard`` finds the plugin's directory at the end of
-    ``sys.path``.  The package's ``__init__`` runs in every web and worker process and in
-    ``manage.py check``, untrusted, never reviewed: "A plugin's code never runs in the web
-    or worker process" does not hold.  The same holds for any such name a distribution
-    adds beside its plugin: refusing the plugin (``plugin_distribution_unsafe``) does not
-    take its directory off ``sys.path``."""
+def _settings(tmp_path: Path, line: str) -> Path:
+    """A settings module ``a6_settings`` (the test settings and ``line``) in its own
+    directory."""
+    settings_dir = tmp_path / "project"
+    settings_dir.mkdir(exist_ok=True)
+    (settings_dir / "a6_settings.py").write_text(
+        f"from tests.settings import *  # noqa: F403\nimport sys\n{line}\n"
+    )
+    return settings_dir
+
+
+def test_a_plugin_named_like_an_optional_import_of_the_site_never_runs_in_the_site(
+    tmp_path, monkeypatch
+):
+    """Severity: Critical (fixed).  Route: a plugin distribution whose package is named like
+    a module the site's own code imports *if it is installed* (httpx tries ``zstandard``
+    and ``brotlicffi`` at import; Django and its dependencies ``simplejson``, ``h2``,
+    ``socksio``...), installed with ``pip install --no-deps --target
+    /srv/plugins/zstandard``.  Put on the site's ``sys.path`` (``sys.path.append`` in
+    settings, the layout the docs showed), ``django.setup()`` imports httpx, whose ``import
+    zstandard`` ran the plugin's ``__init__`` in the site.  The documented layout now lists
+    the directory in ``WEBFETCH_PLUGIN_DIRS``, which is never on the site's ``sys.path``:
+    the registry finds the distribution there (``importlib.metadata.distributions(path=)``),
+    the plugin loads and its tool runs in the sandbox (which gets the plugin's own
+    directory), and nothing of it runs in the site.  The old layout is an error of check
+    ``django_webfetch.E035`` (the directory is the site's own import path then)."""
     wheels = tmp_path / "wheels"
     build_wheel(
         wheels,
         "webfetch-zstandard",
-        {"zstandard/__init__.py": _module("zstandard", extra=_MARK)},
+        {"zstandard/__init__.py": _module("zstandard", answer="'ran in the sandbox'", extra=_MARK)},
         {"zstandard": "zstandard:manifest"},
     )
     target = tmp_path / "srv" / "plugins" / "zstandard"
     pip_target(target, "--find-links", str(wheels), "webfetch-zstandard==1.0")
-    settings_dir = tmp_path / "project"
-    settings_dir.mkdir()
-    (settings_dir / "a6_settings.py").write_text(
-        "from tests.settings import *  # noqa: F403\nimport sys\n"
-        f"sys.path.append({str(target)!r})  # docs/plugins.rst: a plain sys.path entry\n"
-    )
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("A6_MARK", str(marks))
-    report = child_report(_SETUP_AND_CHECK, str(settings_dir))
-    # The registry accepts the plugin and reads it in the sandbox (which marks nothing) ...
+    # The documented layout: the directory in WEBFETCH_PLUGIN_DIRS.
+    project = _settings(tmp_path, f"WEBFETCH_PLUGIN_DIRS = [{str(target)!r}]")
+    report = child_report(_SETUP_AND_CHECK, str(project), "zstandard")
     assert "zstandard" in report["manifests"], report["problems"]
-    # ... and nothing of an untrusted plugin's package may have run in the site.
-    assert report["marks"] == [], (
-        f"the plugin's package ran in the site's process: {report['marks']}"
-    )
+    assert report["answer"] == "ran in the sandbox", report
+    assert report["marks"] == [] and not report["imported"] and report["on_path"] == [], report
+    assert "E035" not in report["check"], report["check"]
+    # The old layout (the directory on sys.path): check E035 names it, and says where to move it.
+    project = _settings(tmp_path, f"sys.path.append({str(target)!r})")
+    report = child_report(_SETUP_AND_CHECK, str(project), "zstandard")
+    assert "django_webfetch.E035" in report["check"] and str(target) in report["check"]
+    assert "WEBFETCH_PLUGIN_DIRS" in report["check"]
 
 
 # -- 2. PYTHONPATH: site.py imports a sitecustomize from the plugin's directory -----------
 
 _START = r"""
-import json, os, sys
-os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+import io, json, os, sys
+os.environ["DJANGO_SETTINGS_MODULE"] = os.environ.get("A6_SETTINGS", "tests.settings")
 import django
 
 django.setup()
+from django_webfetch import checks
 from django_webfetch.plugins import registry
 
 print(json.dumps({
     "marks": sorted(os.listdir(os.environ["A6_MARK"])),
     "problems": registry.problems(),
     "sitecustomize": getattr(sys.modules.get("sitecustomize"), "__file__", None),
+    "e035": [m.msg for m in checks.check_plugin_path()],
 }))
 """
 
 
-def test_a_sitecustomize_in_a_pythonpath_plugin_directory_runs_in_every_site_process(
-    tmp_path, monkeypatch
-):
-    """Severity: Critical.  Route: README.md and docs/plugins.rst recommend ``pip install
-    --no-deps --target /srv/plugins/<name>`` and that directory on ``PYTHONPATH`` ("such
-    a directory's ``.pth`` files are never processed").  True of ``.pth`` files, not of
-    ``sitecustomize``: site.py imports ``sitecustomize`` from ``sys.path``, where the
-    ``PYTHONPATH`` entries come before site-packages, so a wheel that ships a top-level
-    ``sitecustomize.py`` beside its plugin runs it at every start of every interpreter of
-    the site (web, workers, ``manage.py check``/``migrate``/``webfetch plugin ...``),
-    before Django is imported.  The registry refuses the distribution
-    (``plugin_distribution_unsafe``: "runs at every interpreter start"), which is the
-    point: the refusal cannot take the file off ``sys.path``.  (Any other top-level name
-    in such a directory shadows the site-packages module of that name as well: a wheel's
-    ``httpx/`` or ``celery/`` replaces the site's, reserved name or not.)"""
+def test_a_sitecustomize_in_a_plugin_directory_never_runs_in_a_site_process(tmp_path, monkeypatch):
+    """Severity: Critical (fixed).  Route: a wheel ships a top-level ``sitecustomize.py``
+    beside its plugin.  With the ``--target`` directory on ``PYTHONPATH`` (the layout the
+    docs showed), site.py imported it at every start of every interpreter of the site,
+    before Django; the registry's refusal (``plugin_distribution_unsafe``) could not take
+    the file off ``sys.path``.  In ``WEBFETCH_PLUGIN_DIRS`` the directory is on no
+    ``sys.path`` of the site: nothing of it runs, and the distribution is still refused.
+    The old layout: check ``django_webfetch.E035`` names the directory."""
     wheels = tmp_path / "wheels"
     build_wheel(
         wheels,
@@ -252,50 +271,54 @@ def test_a_sitecustomize_in_a_pythonpath_plugin_directory_runs_in_every_site_pro
     pip_target(target, "--find-links", str(wheels), "webfetch-sc==1.0")
     marks = tmp_path / "marks"
     marks.mkdir()
+    project = _settings(tmp_path, f"WEBFETCH_PLUGIN_DIRS = [{str(target)!r}]")
     import django_webfetch
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
-    done = subprocess.run(
-        [sys.executable, "-c", _START],
-        capture_output=True, text=True, timeout=300, cwd=root, start_new_session=True,
-        env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{target}", "A6_MARK": str(marks)},
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    # The registry does refuse the distribution ...
+
+    def start(pythonpath: list[str]) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-c", _START],
+            capture_output=True, text=True, timeout=300, cwd=root, start_new_session=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath),
+                 "A6_MARK": str(marks), "A6_SETTINGS": "a6_settings"},
+            check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    report = start([root, str(project)])
     assert any("'sc'" in p and "plugin_distribution_unsafe" in p for p in report["problems"])
-    # ... but its sitecustomize already ran in this, the site's, process.
-    assert report["marks"] == [], (
-        f"{report['sitecustomize']} ran in the site's process: {report['marks']}"
-    )
+    assert report["marks"] == [] and report["sitecustomize"] is None, report
+    assert report["e035"] == []
+    # The old layout: the directory on PYTHONPATH.  Its sitecustomize runs (site.py, before
+    # any code of ours), which is why check E035 is an error.
+    report = start([root, str(project), str(target)])
+    assert report["marks"], "site.py imports sitecustomize from a PYTHONPATH directory"
+    assert len(report["e035"]) == 1 and str(target) in report["e035"][0], report["e035"]
 
 
-# -- 3. a distribution of the same name in an earlier directory takes the plugin -----------
+# -- 3. a distribution named like a plugin's in an earlier directory ----------------------
 
 
+@pytest.mark.parametrize("layout", ["plugin_dirs", "sys_path"])
 def test_a_distribution_named_like_a_plugins_in_an_earlier_directory_takes_its_name(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, settings, layout
 ):
-    """Severity: High.  Route: the operator installed plugin ``good`` (distribution
-    ``good`` 1.0, ``--target /srv/plugins/good``) and gave its instance a secret.  A second
-    plugin directory ``/srv/plugins/aaa`` (another plugin the operator installs, earlier on
-    ``sys.path``) holds a wheel whose distribution is also named ``good``, version 1.0.0
-    (its ``.dist-info`` is ``good-1.0.0.dist-info``, so no file name is shared) with entry
-    point ``good = aaa_evil:manifest``.  ``registry.plugin_entry_points`` keeps only the
-    first distribution of each normalised name (``_normalized_name``, from the
-    ``.dist-info`` directory's name), so the real ``good``'s entry point is never seen: no
-    ``entry_point_duplicate``, no ``plugin_name_refused``, no problem at all; the
-    shared-name check sees no overlap (``good/`` vs ``aaa_evil/``).  The name ``good``,
-    its instance, its grant and its secrets now go to ``aaa_evil``'s code, silently (the
-    call below returns the instance's secret).  The trust check would read "trusted for
-    good 1.0, installed is good 1.0.0", easy to confirm.  docs/plugins.rst: "a name
-    claimed by two installed entry points is refused for both, whichever the import
-    system finds first"."""
+    """Severity: High (fixed).  Route: the operator installed plugin ``good``
+    (distribution ``good`` 1.0, ``--target /srv/plugins/good``) and gave its instance a
+    secret.  Another plugin directory, ``/srv/plugins/aaa``, earlier in the list, holds a
+    wheel whose distribution is also named ``good`` (version 1.0.0: its ``.dist-info`` is
+    ``good-1.0.0.dist-info``, so no file name is shared) with entry point ``good =
+    aaa_evil:manifest``.  ``registry.plugin_entry_points`` kept only the first
+    distribution of each normalised name, so the real ``good``'s entry point was never
+    seen and the name, its instance and its secret went to ``aaa_evil``'s code, silently.
+    Distributions are now told apart by their metadata directory (``_dist_key``): both
+    claim ``good``, both are refused (``entry_point_duplicate``), in
+    ``WEBFETCH_PLUGIN_DIRS`` as on ``sys.path``, and no tool of ``good`` is offered."""
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.tools import plugin_tools
     from django_webfetch.tools import default_registry
-    from django_webfetch.tools.base import ToolContext
 
     wheels_good, wheels_evil = tmp_path / "wheels-good", tmp_path / "wheels-evil"
     build_wheel(
@@ -312,36 +335,34 @@ def test_a_distribution_named_like_a_plugins_in_an_earlier_directory_takes_its_n
     evil_dir = tmp_path / "srv" / "plugins" / "aaa"
     pip_target(good_dir, "--find-links", str(wheels_good), "good==1.0")
     pip_target(evil_dir, "--find-links", str(wheels_evil), "good==1.0.0")
-    try:
-        monkeypatch.syspath_prepend(str(good_dir))
+
+    def install(*dirs: Path) -> None:
+        if layout == "plugin_dirs":
+            settings.WEBFETCH_PLUGIN_DIRS = [str(d) for d in dirs]
+        else:
+            for d in reversed(dirs):
+                monkeypatch.syspath_prepend(str(d))
         registry.reset()
         default_registry.reset()
-        assert registry.origin("good").path == str(good_dir)
+
+    try:
+        install(good_dir)
+        assert registry.origin("good").path == str(good_dir), registry.problems()
         from django_webfetch.plugins import services
 
         instance = services.install("good")
         instance.secret_config = {"token": "s3cret"}
         instance.save()
-        # The operator adds another plugin's directory, earlier on sys.path.
-        monkeypatch.syspath_prepend(str(evil_dir))
-        registry.reset()
-        default_registry.reset()
-        served = registry.origin("good")
-        tool = next(t for t in plugin_tools() if t.plugin == "good")
-        result = tool.execute(
-            {}, ToolContext(approved=True, call_id="a6", plugin_instance=instance)
-        )
+        # The operator adds another plugin's directory, earlier.
+        install(evil_dir, good_dir)
         problems = registry.problems()
-        # Served from the operator's distribution, or refused with a problem naming it:
-        # never another package's code under the operator's instance, silently.
-        assert (
-            served is not None
-            and served.path == str(good_dir)
-            or any("'good'" in p for p in problems)
-        ), (
-            f"plugin 'good' is served from {served}, no problem reported ({problems}); "
-            f"its instance's call returned {result.content!r}"
-        )
+        assert registry.origin("good") is None and registry.get_manifest("good") is None
+        assert any(
+            "'good'" in p and "entry_point_duplicate" in p and str(good_dir) in p
+            and str(evil_dir) in p
+            for p in problems
+        ), problems  # fmt: skip
+        assert [t for t in plugin_tools() if t.plugin == "good"] == []
     finally:
         monkeypatch.undo()
         registry.reset()
@@ -421,6 +442,7 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "a6_settings"
 import django
 
 django.setup()
+from django_webfetch import checks
 from django_webfetch.plugins import registry
 
 manifests = [m.name for m in registry.manifests()]
@@ -432,28 +454,26 @@ print(json.dumps({
     "problems": registry.problems(),
     "marks": sorted(os.listdir(os.environ["A6_MARK"])),
     "json_encoder": serializers._encoders["json"].encoder.__module__,
+    "e035": [m.msg for m in checks.check_plugin_path()],
 }))
 """
 
 
-def test_an_entry_point_of_another_group_runs_in_every_worker_and_replaces_its_serializer(
+def test_an_entry_point_of_another_group_never_runs_in_a_worker_nor_replaces_its_serializer(
     tmp_path, monkeypatch
 ):
-    """Severity: Critical.  Route: the registry reads a plugin distribution's
-    ``entry_points.txt`` for its own group and refuses ``console_scripts``/``gui_scripts``;
-    every other group passes.  Libraries of the site load their own groups in the site's
-    processes: kombu's ``kombu.serialization`` runs ``ep.load()`` on every
-    ``kombu.serializers`` entry point when it is imported and registers what it returns
-    under the entry point's name, over the built-in of that name (``django_webfetch.tasks``
-    imports it: a web process that queues a run, after settings; with ``PYTHONPATH``, every
-    Celery worker too, whose CLI imports kombu first); Celery resolves its result backend
-    through ``celery.result_backends`` aliases (an alias ``redis`` or ``django-db`` of a
-    distribution replaces the built-in one) after settings, in every worker, and loads
-    ``celery.commands`` at CLI start.  A plugin distribution installed as the docs say,
-    whose only package is its plugin's (so the registry accepts it and reads its manifest
-    in the sandbox), declares ``[kombu.serializers] json = good.ser:args``: its module runs
-    in the site's process and its functions encode and decode the site's task messages
-    (each run's arguments)."""
+    """Severity: Critical (fixed).  Route: libraries of the site load their own
+    entry-point groups in the site's processes: kombu's ``kombu.serialization`` runs
+    ``ep.load()`` on every ``kombu.serializers`` entry point when it is imported
+    (``django_webfetch.tasks`` imports it) and registers what it returns over the built-in
+    of that name; Celery loads ``celery.result_backends`` and ``celery.commands``.  A
+    plugin distribution declaring ``[kombu.serializers] json = good.ser:args`` beside its
+    plugin, its directory on ``sys.path`` (the layout the docs showed), had its module run
+    in every worker and its functions encode the site's task messages.  Now: in
+    ``WEBFETCH_PLUGIN_DIRS`` no library's discovery reaches the distribution (it is on no
+    ``sys.path`` of the site), and wherever it is the registry refuses a plugin
+    distribution that declares any group but ``django_webfetch.plugins``
+    (``plugin_distribution_unsafe``, naming the group).  The old layout: check E035."""
     wheels = tmp_path / "wheels"
     serializer = (
         "import json, os\n" + _MARK + "\n"
@@ -470,42 +490,50 @@ def test_an_entry_point_of_another_group_runs_in_every_worker_and_replaces_its_s
     )
     target = tmp_path / "srv" / "plugins" / "good"
     pip_target(target, "--find-links", str(wheels), "good==1.0")
-    settings_dir = tmp_path / "project"
-    settings_dir.mkdir()
-    (settings_dir / "a6_settings.py").write_text(
-        "from tests.settings import *  # noqa: F403\nimport sys\n"
-        f"sys.path.append({str(target)!r})  # docs/plugins.rst: a plain sys.path entry\n"
-    )
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("A6_MARK", str(marks))
-    report = child_report(_TASKS, str(settings_dir))
-    # The registry accepts the plugin (its manifest read in the sandbox, which marks nothing).
-    assert "good" in report["manifests"], report["problems"]
-    assert report["marks"] == [] and report["json_encoder"] != "good.ser", (
-        f"the plugin's module ran in the site's process ({report['marks']}) and kombu's "
-        f"'json' serializer is now {report['json_encoder']}.dumps"
-    )
+    project = _settings(tmp_path, f"WEBFETCH_PLUGIN_DIRS = [{str(target)!r}]")
+    report = child_report(_TASKS, str(project))
+    assert report["marks"] == [] and report["json_encoder"] != "good.ser", report
+    assert "good" not in report["manifests"]
+    assert any(
+        "'good'" in p and "plugin_distribution_unsafe" in p and "'kombu.serializers'" in p
+        for p in report["problems"]
+    ), report["problems"]
+    assert report["e035"] == []
+    # The old layout: kombu loads the entry point (the directory is the site's own import
+    # path), so check E035 is an error naming the directory.
+    project = _settings(tmp_path, f"sys.path.append({str(target)!r})")
+    report = child_report(_TASKS, str(project))
+    assert report["json_encoder"] == "good.ser" and report["marks"]
+    assert len(report["e035"]) == 1 and str(target) in report["e035"][0], report["e035"]
 
 
 # -- 6. the site's own in-process entry-point group ---------------------------------------
 
 
-def test_a_plugin_distributions_tool_entry_point_is_imported_in_the_site(tmp_path, monkeypatch):
-    """Severity: Critical.  Route: besides ``django_webfetch.plugins`` (sandboxed), the
-    site loads a second entry-point group of its own, ``django_webfetch.tools``
-    (docs/tools.rst: "each entry point loads a tool"), with ``ep.load()`` in the web or
-    worker process, from every installed distribution, when the tool registry first
-    loads.  The plugin registry never looks at that group: a plugin distribution
-    installed as docs/plugins.rst says, whose only package is its plugin's, declares
-    ``[django_webfetch.tools] a6 = good.host:tools`` beside its plugin entry point; the
-    registry accepts the plugin (manifest read in the sandbox), and ``good.host`` is
-    imported and run in the site's process, untrusted, and its tool registered as a
-    site tool (no sandbox, no trust, no W032)."""
+def test_a_plugin_distributions_tool_entry_point_is_never_imported_in_the_site(
+    tmp_path, monkeypatch, settings
+):
+    """Severity: Critical (fixed).  Route: besides ``django_webfetch.plugins`` (sandboxed),
+    the site loads a second entry-point group of its own, ``django_webfetch.tools``
+    (docs/tools.rst), with ``ep.load()`` in the web or worker process, from every
+    distribution on ``sys.path``.  A plugin distribution declaring ``[django_webfetch.tools]
+    a6 = good.host:tools`` beside its plugin entry point, its directory on ``sys.path``,
+    had ``good.host`` run in the site and its tools registered as site tools.  Now: in
+    ``WEBFETCH_PLUGIN_DIRS`` the tool registry never sees it (``entry_points()`` reads
+    ``sys.path`` only), the plugin registry refuses the distribution (a group other than
+    ``django_webfetch.plugins``: ``plugin_distribution_unsafe``) and nothing of it runs
+    here; a plugin of the same directory layout without that group loads and its tool runs
+    in the sandbox.  The old layout: check E035."""
     import importlib
 
+    from django_webfetch import checks
     from django_webfetch.plugins import registry
+    from django_webfetch.plugins.runtime.host import Limits
     from django_webfetch.tools import default_registry
+    from tests.plugins.packages import call_tool
 
     wheels = tmp_path / "wheels"
     host_module = "import os\n" + _MARK + "\ndef tools():\n    return []\n"
@@ -516,22 +544,40 @@ def test_a_plugin_distributions_tool_entry_point_is_imported_in_the_site(tmp_pat
         {"good": "good:manifest"},
         other_groups="\n[django_webfetch.tools]\na6 = good.host:tools\n",
     )
+    build_wheel(
+        wheels, "plain", {"plain/__init__.py": _module("plain", answer="'plain ran'")},
+        {"plain": "plain:manifest"},
+    )  # fmt: skip
     target = tmp_path / "srv" / "plugins" / "good"
+    plain = tmp_path / "srv" / "plugins" / "plain"
     pip_target(target, "--find-links", str(wheels), "good==1.0")
+    pip_target(plain, "--find-links", str(wheels), "plain==1.0")
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("A6_MARK", str(marks))
-    monkeypatch.setattr(sys, "path", [*sys.path, str(target)])  # sys.path.append in settings
-    importlib.invalidate_caches()
+    settings.WEBFETCH_PLUGIN_DIRS = [str(target), str(plain)]
     try:
         registry.reset()
         default_registry.reset()
-        assert registry.get_manifest("good") is not None, registry.problems()
-        assert os.listdir(marks) == []  # read in the sandbox: nothing ran here yet
+        assert registry.get_manifest("good") is None
+        assert any(
+            "'good'" in p and "plugin_distribution_unsafe" in p and "django_webfetch.tools" in p
+            for p in registry.problems()
+        ), registry.problems()
         default_registry.load()  # the first tool listing of a web or worker process
-        assert os.listdir(marks) == [], (
-            f"the plugin distribution's module ran in the site's process: {os.listdir(marks)}"
+        assert os.listdir(marks) == [] and "good.host" not in sys.modules
+        assert default_registry.get("a6") is None
+        origin = registry.origin("plain")
+        assert origin is not None and origin.path == str(plain), registry.problems()
+        assert call_tool(origin, ("a6-plain", 1), "plain", "plain_run", Limits.from_settings()) == (
+            "plain ran"
         )
+        assert "plain" not in sys.modules and checks.check_plugin_path() == []
+        # The old layout: the directory on sys.path is check E035's error.
+        monkeypatch.setattr(sys, "path", [*sys.path, str(target)])  # sys.path.append
+        importlib.invalidate_caches()
+        found = checks.check_plugin_path()
+        assert [m.id for m in found] == ["django_webfetch.E035"] and str(target) in found[0].msg
     finally:
         monkeypatch.undo()
         sys.modules.pop("good.host", None)
