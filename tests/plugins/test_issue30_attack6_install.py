@@ -608,11 +608,10 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
     import py_compile
 
     from django_webfetch.plugins import registry, services
-    from django_webfetch.plugins.runtime.host import Limits
+    from django_webfetch.plugins.runtime.host import Limits, execute
     from django_webfetch.plugins.tools import plugin_tools
     from django_webfetch.tools import default_registry
     from django_webfetch.tools.base import ToolContext
-    from tests.plugins.packages import call_tool
 
     def compiled(source: str, mode: py_compile.PycInvalidationMode) -> bytes:
         src, out = tmp_path / "hidden.py", tmp_path / "hidden.pyc"
@@ -626,8 +625,8 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
     modes = py_compile.PycInvalidationMode
     entry = "good:manifest"
     if kind == "unchecked":
-        files = {"good/__init__.py": reviewed,
-                 f"good/__pycache__/__init__.{tag}.pyc": compiled(hidden, modes.UNCHECKED_HASH)}  # fmt: skip
+        cached = compiled(hidden, modes.UNCHECKED_HASH)
+        files = {"good/__init__.py": reviewed, f"good/__pycache__/__init__.{tag}.pyc": cached}
     elif kind == "checked-forged":
         forged = bytearray(compiled(hidden, modes.CHECKED_HASH))
         forged[8:16] = importlib.util.source_hash(reviewed.encode())
@@ -636,17 +635,14 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
     elif kind == "sourceless":
         helper = "import os\n" + _MARK + "ANSWER = 'hidden code'\n"
         files = {
-            "good/__init__.py": _module(
-                "good", answer="__import__('good.helper').helper.ANSWER"
-            ),
+            "good/__init__.py": _module("good", answer="__import__('good.helper').helper.ANSWER"),
             "good/helper.pyc": compiled(helper, modes.UNCHECKED_HASH),
         }
-    else:
+    else:  # the import system tries extension modules first: ``__init__.<abi>.so`` wins
         import sysconfig
 
-        entry = "good.main:manifest"
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-        files = {"good/main.py": reviewed, f"good{suffix}": b"\x7fELF not a real one"}
+        files = {"good/__init__.py": reviewed, f"good/__init__{suffix}": b"\x7fELF not one"}
     wheels = tmp_path / "wheels"
     build_wheel(wheels, "good", files, {"good": entry})
     target = tmp_path / "srv" / "plugins" / "good"
@@ -661,11 +657,13 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
         origin = registry.origin("good")
         assert origin is not None, registry.problems()
         # In the plugin sandbox: the source runs, never the compiled code beside it.
-        answer = call_tool(origin, ("a6-pyc", kind), "good", "good_run", Limits.from_settings())
-        if kind == "sourceless":
-            assert "hidden code" not in answer and "ModuleNotFoundError" in answer, answer
+        call = {"tool": "good_run", "arguments": {}, "config": {}, "plugin": "good",
+                "alias": "good", "reference": "good"}  # fmt: skip
+        outcome = execute(origin, ("a6-pyc", kind), call, None, limits=Limits.from_settings())
+        if kind == "sourceless":  # ``good.helper`` has no source: not found
+            assert (outcome.kind, outcome.error) == ("error", "ModuleNotFoundError"), outcome
         else:
-            assert answer == "reviewed code", answer
+            assert (outcome.kind, outcome.text) == ("text", "reviewed code"), outcome
         # Trusted (in the site's process): refused before anything of it is imported.
         instance = services.install("good")
         instance.trusted = True
@@ -678,7 +676,9 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
                 {}, ToolContext(approved=True, call_id="a6", plugin_instance=instance)
             )
         assert "hidden code" not in str(result.content) and not result.ok, result
-        refused = [r.getMessage() for r in caplog.records if "plugin_code_compiled" in r.getMessage()]
+        refused = [
+            r.getMessage() for r in caplog.records if "plugin_code_compiled" in r.getMessage()
+        ]
         assert refused, [r.getMessage() for r in caplog.records]
         assert "good" not in sys.modules and "good.helper" not in sys.modules
         assert os.listdir(marks) == []
