@@ -434,6 +434,7 @@ def test_an_installer_can_put_other_code_under_a_trusted_record(tmp_path, monkey
         assert os.listdir(marks) == []
     finally:
         monkeypatch.undo()
+        sys.modules.pop("good", None)  # imported here, trusted
         registry.reset()
         default_registry.reset()
 
@@ -650,6 +651,8 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("A6_MARK", str(marks))
+    for name in ("good", "good.helper"):
+        sys.modules.pop(name, None)  # another test's ``good``: the import below leaves none
     try:
         monkeypatch.syspath_prepend(str(target))
         registry.reset()
