@@ -550,8 +550,9 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
     or absolute path: a script over the site's own command), metadata only in its own
     ``.dist-info``, no ``.pth`` file (site.py runs its ``import`` lines in every
     interpreter of the environment), no ``sitecustomize``/``usercustomize``, no
-    top-level module or package besides its entry points' own, and no top-level name it
-    installs installed by any other distribution (``_shared_packages``).
+    top-level module or package besides its entry points' own, no top-level name it
+    installs installed by any other distribution (``_shared_packages``), and every file
+    its ``RECORD`` lists with a hash as that hash says (``provenance.record_problem``).
     A distribution without ``RECORD`` (a directory put on ``sys.path`` by hand) is held to
     its directory: no ``.pth``, ``sitecustomize`` or ``usercustomize`` in it."""
     dist = getattr(ep, "dist", None)
@@ -613,10 +614,8 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
         if head in tops if len(parts) > 1 else stem in tops and name.endswith((".py", ".so")):
             continue
         return f"it installs {str(file)!r} outside its entry points' packages"
-    changed = record_problem(dist)  # tampering after install is visible
-    if changed:
-        return changed
-    return _shared_packages(dist, tops, providers)
+    # Then its files as installed: tampering after install is visible (decision 0050).
+    return _shared_packages(dist, tops, providers) or record_problem(dist)
 
 
 #: Manifests read in a plugin process, by origin, with the stamp of the package's files
