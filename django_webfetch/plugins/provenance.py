@@ -116,37 +116,34 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
     them: a linked directory is walked once).  ``__pycache__`` directories are left out
     unless ``cache``.  A string says why the files cannot be listed."""
     found: list[tuple[str, str]] = []
-    walked: set[str] = set()
+    walked: set[tuple[int, int]] = set()
 
-    def walk(relative: str) -> str:
+    def walk(relative: str, directory: bool) -> str:
         full = os.path.join(path, relative)
-        try:
-            info = os.stat(full)
-        except OSError as exc:
-            return f"{relative!r} cannot be examined ({exc.strerror})"
-        if not stat.S_ISDIR(info.st_mode):
+        if not directory:
             found.append((relative, full))
             return ""
-        real = os.path.realpath(full)
-        if real in walked:
-            return ""
-        walked.add(real)
         try:
-            names = sorted(os.listdir(full))
+            info = os.stat(full)
+            if (info.st_dev, info.st_ino) in walked:
+                return ""
+            walked.add((info.st_dev, info.st_ino))
+            with os.scandir(full) as listing:  # ``is_dir`` from the listing: no ``stat``
+                entries = sorted((e.name, e.is_dir()) for e in listing)
         except OSError as exc:
             return f"{relative!r} cannot be listed ({exc.strerror})"
-        for name in names:
+        for name, is_dir in entries:
             if name == "__pycache__" and not cache:
                 continue
             if len(found) >= _DIGEST_FILES:
                 return f"more than {_DIGEST_FILES} files"
-            problem = walk(os.path.join(relative, name))
+            problem = walk(os.path.join(relative, name), is_dir)
             if problem:
                 return problem
         return ""
 
     for entry in _own_entries(path, top):
-        problem = walk(entry)
+        problem = walk(entry, os.path.isdir(os.path.join(path, entry)))
         if problem:
             return problem
     return sorted(found)
