@@ -20,7 +20,8 @@ before any plugin code is imported, it
    sockets outside the process), and reports what it got,
 6. installs the audit-hook sandbox as a second, recording layer,
 7. says ``contained``, imports the plugin (inside a plugin scope: what the import tries is
-   reported), and
+   reported; every module of the plugin's package compiled from its source, never from a
+   ``.pyc`` or an extension module beside it: ``_source_only``), and
    answers ``ready`` with the manifest it found (handlers named, not sent),
 8. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
    the host, which decides and performs every request.
