@@ -206,3 +206,39 @@ def test_compiled_code_without_source_is_refused(tmp_path, files):
 
     py_compile.compile(str(clean / "good" / "__init__.py"), doraise=True)
     assert provenance.compiled_problem(str(clean), "good") == ""
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("change", ["edited", "missing", "pycache"])
+def test_a_plugin_whose_files_are_not_its_records_is_refused(tmp_path, registry_on, change):
+    """Tampering after install is visible: a file whose bytes no longer match its
+    ``RECORD`` row's hash, or a listed file that is missing, refuses the plugin
+    (``plugin_distribution_unsafe``, naming the file); ``__pycache__`` rows are not
+    compared (the interpreter rewrites those, and they never run in place of the source)."""
+    from django_webfetch.plugins import registry
+    from tests.plugins.packages import MANIFEST, wheel
+
+    site = tmp_path / "site"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t", "webfetch_t/util.py": "X = 1\n",
+           "webfetch_t/__pycache__/util.cpython-311.pyc": "not bytecode"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()
+    package = site / "webfetch_t"
+    if change == "edited":
+        (package / "util.py").write_text("X = 2\n")
+    elif change == "missing":
+        (package / "util.py").unlink()
+    else:
+        (package / "__pycache__" / "util.cpython-311.pyc").write_text("rewritten")
+    registry.reset()
+    problems = [p for p in registry.problems() if "'t'" in p]
+    if change == "pycache":
+        assert registry.get_manifest("t") is not None and problems == [], problems
+        return
+    assert registry.get_manifest("t") is None
+    assert len(problems) == 1 and "(plugin_distribution_unsafe)" in problems[0], problems
+    said = "is not the file its RECORD lists" if change == "edited" else "is missing"
+    assert f"'webfetch_t/util.py'{',' if change == 'missing' else ''}" in problems[0]
+    assert said in problems[0], problems
