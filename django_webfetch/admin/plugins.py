@@ -156,7 +156,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
         found = _installed(obj.plugin)[0]
         if found is None:
             return "-"
-        return f"{found} (RECORD sha256 {found.record or '-'})"
+        return f"{found} (code sha256 {found.digest or '-'})"
 
     @admin.display(description=_("trusted for"))
     def trusted_distribution_label(self, obj: PluginInstance) -> str:

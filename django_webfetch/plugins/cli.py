@@ -172,7 +172,7 @@ def _trust(out: Any, alias: str, confirm: str | None) -> None:
     where = origin(instance.plugin)
     out.write(f"{instance.alias!r} (plugin {instance.plugin}) would run in the site's processes")
     out.write(f"  distribution:  {found}")
-    out.write(f"  RECORD sha256: {found.record or '(none: no installer wrote one)'}")
+    out.write(f"  code sha256:   {found.digest or '(none)'}")
     out.write(f"  code under:    {where.path if where is not None else '(not loaded)'}")
     out.write(
         f"to trust what is shown above: webfetch plugin trust {instance.alias} "

@@ -95,7 +95,7 @@ class PluginInstance(models.Model):
     trusted_version = models.CharField(
         _("trusted version"), max_length=100, blank=True, editable=False
     )
-    #: SHA-256 of that distribution's ``RECORD`` (empty when it had none).
+    #: SHA-256 of the plugin's code in that distribution (``provenance.code_digest``).
     trusted_record = models.CharField(
         _("trusted RECORD digest"), max_length=64, blank=True, editable=False
     )
@@ -199,7 +199,7 @@ class PluginInstance(models.Model):
         found = installed_provider(self.plugin)
         self.trusted_distribution = found.name if found else ""
         self.trusted_version = found.version if found else ""
-        self.trusted_record = found.record if found else ""
+        self.trusted_record = found.digest if found else ""
         return found
 
     def trust_problem(self) -> str:
@@ -214,7 +214,7 @@ class PluginInstance(models.Model):
         was = str(recorded) if recorded else "no installed distribution"
         now = str(installed) if installed else "none (or more than one)"
         if installed is not None and recorded is not None and str(installed) == str(recorded):
-            now = f"{installed} with another RECORD"
+            now = f"{installed} with other code"
         return f"trusted for {was}, installed is {now}: confirm again"
 
     def trust_holds(self) -> bool:

@@ -1,51 +1,306 @@
-"""Which installed distribution provides a plugin's entry point, found through
-``importlib.metadata`` without importing anything of it (for the entry point the
-registry loaded: ``registry.provider``).
+"""Which installed distribution provides a plugin's entry point, and which code it is,
+found without importing anything of it (for the entry point the registry loaded:
+``registry.provider``).
 
 A ``trusted`` instance records the distribution it was trusted for (name, version and a
-digest of its ``RECORD``) when the operator turns trust on; trust holds only while the
-distribution providing the entry point is that one (docs/plugins.rst, "Trusted
-instances"; check W034).
+digest of the code that runs: every file of the plugin's own top-level package or module
+on disk, ``code_digest``) when the operator turns trust on; trust holds only while the
+distribution providing the entry point is that one with that code (docs/plugins.rst,
+"Trusted instances"; check W034; decision 0050).  Never a digest of ``RECORD``: a
+``RECORD`` is a list the wheel's author wrote, and an installer copies its rows without
+checking the files against them (tests/plugins/test_issue30_attack6_install.py).
+
+Compiled code never stands in for the reviewed source: ``compiled_problem`` says why a
+plugin's files hold code that is not its source's (checked before a trusted import), and
+``record_problem`` why its installed files are not the ones its ``RECORD`` lists.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import importlib.util
+import marshal
+import os
+import stat
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["ENTRY_POINT_GROUP", "Provider", "installed_provider", "provider_of"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Provider",
+    "code_digest",
+    "compiled_problem",
+    "installed_provider",
+    "provider_of",
+    "record_problem",
+]
 
 ENTRY_POINT_GROUP = "django_webfetch.plugins"
 
 
 class Provider(NamedTuple):
-    """An installed distribution: its name, version and the SHA-256 of its ``RECORD``
-    (empty when it has none: a directory put on ``sys.path`` by hand)."""
+    """An installed distribution: its name, version and the digest of the code of the
+    plugin it provides (``code_digest``: SHA-256 over every file of the plugin's own
+    top-level package or module)."""
 
     name: str
     version: str
-    record: str
+    digest: str
 
     def __str__(self) -> str:
         return f"{self.name} {self.version}"
 
 
 def provider_of(ep: Any) -> Provider | None:
-    """The distribution of entry point ``ep`` (``None`` when it has none)."""
+    """The distribution of entry point ``ep`` and the digest of its plugin's code (``None``
+    when it has no distribution, or its value names no module: nothing to trust)."""
     dist = getattr(ep, "dist", None)
-    if dist is None:
+    locate = origin_of
+    if dist is None or locate is None:
         return None
     try:
         name = str(dist.metadata["Name"] or "")
         version = str(dist.version or "")
-        record = dist.read_text("RECORD")
-    except Exception:  # unreadable metadata: no distribution to trust
+        origin = locate(ep)
+    except Exception:  # unreadable metadata, an invalid entry point: nothing to trust
         return None
     if not name:
         return None
-    digest = hashlib.sha256(record.encode()).hexdigest() if record is not None else ""
-    return Provider(name[:200], version[:100], digest)
+    return Provider(name[:200], version[:100], code_digest(origin.path, origin.top_level))
+
+
+#: The registry's ``_origin_of`` (set by the registry: it imports this module): where the
+#: code of an entry point is (its directory and top-level name), found without importing it.
+origin_of: Callable[[Any], Any] | None = None
+#: A file changed this recently (ns) is not trusted to change its key at its next change
+#: (racily clean, as git's index says: within one tick of the coarse clock file times are
+#: stamped with, a file may change again with its key unchanged).
+SETTLE_NS = 2_000_000_000
+
+
+def file_key(path: str) -> tuple[int, ...]:
+    """The identity of the file at ``path``: device, inode, size, modification and change
+    times (an installer or an editor changes at least the change time, which no user can
+    set), or the error that ``stat`` raised."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return (-(exc.errno or 1),)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+#: At most this many files of one plugin are read for its digest (``registry`` refuses a
+#: package with more entries than it checks, ``plugin_path_unsafe``).
+_DIGEST_FILES = 20000
+#: SHA-256 of a file's bytes, keyed by its path and identity (``file_key``); a file changed
+#: within the last ``SETTLE_NS`` is read again (as for ``registry._names_memo``).
+_hashes: dict[tuple[str, tuple[int, ...]], str] = {}
+
+
+def _own_entries(path: str, top: str) -> list[str]:
+    """The entries of directory ``path`` that are plugin ``top``'s own: its package, its
+    module, an extension or a sourceless module of that name (as ``registry._path_problem``
+    checks them), never the directory's ``__pycache__``."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return []
+    return sorted(n for n in names if n == top or n.partition(".")[0] == top)
+
+
+def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]] | str:
+    """Every file of plugin ``top`` under directory ``path`` as (path relative to ``path``,
+    absolute path), sorted; symbolic links followed (as ``registry._path_problem`` checks
+    them: a linked directory is walked once).  ``__pycache__`` directories are left out
+    unless ``cache``.  A string says why the files cannot be listed."""
+    found: list[tuple[str, str]] = []
+    walked: set[tuple[int, int]] = set()
+
+    def walk(relative: str, directory: bool) -> str:
+        full = os.path.join(path, relative)
+        if not directory:
+            found.append((relative, full))
+            return ""
+        try:
+            info = os.stat(full)
+            if (info.st_dev, info.st_ino) in walked:
+                return ""
+            walked.add((info.st_dev, info.st_ino))
+            with os.scandir(full) as listing:  # ``is_dir`` from the listing: no ``stat``
+                entries = sorted((e.name, e.is_dir()) for e in listing)
+        except OSError as exc:
+            return f"{relative!r} cannot be listed ({exc.strerror})"
+        for name, is_dir in entries:
+            if name == "__pycache__" and not cache:
+                continue
+            if len(found) >= _DIGEST_FILES:
+                return f"more than {_DIGEST_FILES} files"
+            problem = walk(os.path.join(relative, name), is_dir)
+            if problem:
+                return problem
+        return ""
+
+    for entry in _own_entries(path, top):
+        problem = walk(entry, os.path.isdir(os.path.join(path, entry)))
+        if problem:
+            return problem
+    return sorted(found)
+
+
+def file_sha256(full: str) -> str:
+    """SHA-256 (hex) of the bytes of regular file ``full`` ("" when it is not one or cannot
+    be read), memoized by the file's identity."""
+    key = file_key(full)
+    if len(key) != 5:
+        return ""
+    memo = (full, key)
+    found = _hashes.get(memo)
+    if found is not None:
+        return found
+    try:
+        # Never blocks on a FIFO (its name may stand where a file was listed).
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return ""
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return ""
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    found = digest.hexdigest()
+    if max(key[3], key[4]) <= time.time_ns() - SETTLE_NS:
+        if len(_hashes) >= 65536:
+            _hashes.clear()
+        _hashes[memo] = found
+    return found
+
+
+def code_digest(path: str, top: str) -> str:
+    """SHA-256 (hex) over every file of plugin ``top`` in directory ``path``: each file's
+    path relative to ``path`` and the SHA-256 of its bytes, in sorted order; ``__pycache__``
+    left out (compiled code never stands in for the source: ``compiled_problem`` and the
+    plugin process's source-only import).  Any byte of any file, a file added, removed or
+    renamed changes it; a package that cannot be listed gets a digest no pin holds for."""
+    if not path:
+        return ""
+    files = _files(path, top)
+    if isinstance(files, str):
+        return hashlib.sha256(f"unlisted {files} {time.time_ns()}".encode()).hexdigest()
+    total = hashlib.sha256()
+    for relative, full in files:
+        total.update(f"{relative}\0{file_sha256(full) or 'unreadable'}\n".encode())
+    return total.hexdigest()
+
+
+#: Suffixes of compiled code the import system loads in place of a module's source.
+_COMPILED = (".so", ".pyd", ".pyc", ".pyo")
+
+
+def _pyc_problem(source: str, relative: str) -> str:
+    """Why the cached bytecode the import system would load for ``source`` is not the
+    compilation of that source, or "" (no cache file, or one the import system would not
+    use: another magic number, flags it rejects, a stale timestamp or source hash)."""
+    try:
+        cached = importlib.util.cache_from_source(source)
+        with open(cached, "rb") as fh:
+            data = fh.read(64 << 20)
+        with open(source, "rb") as fh:
+            code = fh.read(64 << 20)
+        info = os.stat(source)
+    except (OSError, NotImplementedError, ValueError):
+        return ""
+    if len(data) < 16 or data[:4] != importlib.util.MAGIC_NUMBER:
+        return ""
+    flags = int.from_bytes(data[4:8], "little")
+    if flags & ~0b11:
+        return ""
+    if flags & 0b1:
+        if flags & 0b10 and data[8:16] != importlib.util.source_hash(code):
+            return ""  # a checked hash that does not match: compiled again from the source
+    elif data[8:12] != (int(info.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") or data[12:16] != (
+        info.st_size & 0xFFFFFFFF
+    ).to_bytes(4, "little"):
+        return ""  # a stale timestamp: compiled again from the source
+    try:
+        same = marshal.loads(data[16:]) == compile(code, source, "exec", dont_inherit=True)
+    except Exception:  # undecodable bytecode, a source that does not compile
+        same = False
+    if same:
+        return ""
+    return (
+        f"{os.path.relpath(cached, os.path.dirname(source))!r} beside {relative!r} is loaded "
+        "in place of that source and is not its compilation"
+    )
+
+
+def compiled_problem(path: str, top: str) -> str:
+    """Why plugin ``top`` in directory ``path`` would run code that is not its source, or
+    "": a sourceless module (``.pyc`` outside ``__pycache__``), an extension module
+    (``.so``, ``.pyd``), or a cached ``.pyc`` the import system would load for a source
+    that is not that source's compilation (a hash-based ``.pyc`` of other code, PEP 552)."""
+    files = _files(path, top, cache=True)
+    if isinstance(files, str):
+        return files
+    for relative, full in files:
+        parts = relative.split(os.sep)
+        if "__pycache__" in parts[:-1]:
+            continue  # read below, for the source it stands in for
+        if relative.endswith(_COMPILED):
+            return f"it holds compiled code without reviewable source: {relative!r}"
+        if relative.endswith(".py"):
+            problem = _pyc_problem(full, relative)
+            if problem:
+                return problem
+    return ""
+
+
+def _b64(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def record_problem(dist: Any) -> str:
+    """Why the installed files of ``dist`` are not the ones its ``RECORD`` lists (a file
+    whose bytes do not match its row's hash, or a listed file that is missing), or "".
+    ``__pycache__`` rows are left out: compiled code never stands in for the source."""
+    try:
+        files = list(dist.files or ())
+    except Exception:
+        return ""
+    for file in files:
+        found = getattr(file, "hash", None)
+        parts = str(file).replace("\\", "/").split("/")
+        if found is None or "__pycache__" in parts:
+            continue
+        try:
+            full = os.fspath(file.locate())
+        except Exception:
+            continue
+        mode = str(found.mode).lower()
+        if not os.path.exists(full):
+            return f"{str(file)[:200]!r}, listed in its RECORD, is missing"
+        if mode == "sha256":
+            hexed = file_sha256(full)
+            actual = _b64(bytes.fromhex(hexed)) if hexed else ""
+        elif mode in hashlib.algorithms_guaranteed:
+            other = hashlib.new(mode)
+            try:
+                with open(full, "rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        other.update(chunk)
+                actual = _b64(other.digest())
+            except OSError:
+                actual = ""
+        else:
+            return f"{str(file)[:200]!r} has a RECORD hash of unknown kind {mode[:20]!r}"
+        if actual != found.value:
+            return (
+                f"{str(file)[:200]!r} is not the file its RECORD lists (its bytes changed "
+                "after install, or the wheel's RECORD was not its own)"
+            )
+    return ""
 
 
 #: The registry's ``provider`` (set by ``apps.py``: the registry imports this module).

@@ -38,8 +38,11 @@ from email.parser import HeaderParser
 from importlib.metadata import distributions
 from typing import Any
 
+from . import provenance
 from .manifest import Manifest, ManifestError, parse_manifest
-from .provenance import Provider, provider_of
+from .provenance import SETTLE_NS as _SETTLE_NS
+from .provenance import Provider, compiled_problem, provider_of, record_problem
+from .provenance import file_key as _file_key
 from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
 
 __all__ = [
@@ -180,6 +183,15 @@ def _import(origin: Origin) -> Any:
     module_name = module_name.strip()
     parts = module_name.split(".")
     base = os.path.realpath(origin.path) if origin.path else ""
+    compiled = compiled_problem(base, parts[0]) if base else ""
+    if compiled:
+        # Compiled code never stands in for the reviewed source (decision 0050): the
+        # plugin process compiles every module from its source; here it is refused.
+        raise ManifestError(
+            "plugin_code_compiled",
+            f"the plugin's files under {origin.path!r} would run code that is not their "
+            f"source ({compiled}); nothing of it was imported in this process",
+        )
     own = os.path.realpath(os.path.join(base, parts[0]))
     try:
         modules = {  # a module ``top.py`` or an extension ``top.*.so`` of the plugin
@@ -291,6 +303,9 @@ def _origin_of(ep: Any) -> Origin:
             location = spec.origin
         path = os.path.dirname(location) if location else ""
     return Origin(str(ep.value).strip(), os.path.abspath(path) if path else "", top)
+
+
+provenance.origin_of = _origin_of  # where ``provider_of`` finds the code it digests
 
 
 #: Modules site.py imports at every interpreter start: no plugin distribution installs one.
@@ -501,8 +516,6 @@ def _directory_names(dist: Any) -> set[str]:
 #: the ``sys.path`` directories: a load reads only the distributions that changed since the
 #: last (the whole environment's file lists took ~1 s per load).
 _names_memo: dict[tuple[Any, ...], tuple[str, frozenset[str], str]] = {}
-#: A file changed this recently (ns) is not trusted to change its key at its next change.
-_SETTLE_NS = 2_000_000_000
 _NAME_FILES = (
     "RECORD",
     "installed-files.txt",
@@ -511,14 +524,6 @@ _NAME_FILES = (
     "PKG-INFO",
     "entry_points.txt",
 )
-
-
-def _file_key(path: str) -> tuple[int, ...]:
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        return (-(exc.errno or 1),)
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _memo_key(dist: Any, roots: list[str]) -> tuple[Any, ...] | None:
@@ -678,8 +683,9 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
     directory (a ``..`` or absolute path: a script over the site's own command), metadata
     only in its own ``.dist-info``, no ``.pth`` file (site.py runs its ``import`` lines in every
     interpreter of the environment), no ``sitecustomize``/``usercustomize``, no
-    top-level module or package besides its entry points' own, and no top-level name it
-    installs installed by any other distribution (``_shared_packages``).
+    top-level module or package besides its entry points' own, no top-level name it
+    installs installed by any other distribution (``_shared_packages``), and every file
+    its ``RECORD`` lists with a hash as that hash says (``provenance.record_problem``).
     A distribution without ``RECORD`` (a directory put on ``sys.path`` by hand) is held to
     its directory: no ``.pth``, ``sitecustomize`` or ``usercustomize`` in it."""
     dist = getattr(ep, "dist", None)
@@ -749,7 +755,8 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
         if head in tops if len(parts) > 1 else stem in tops and name.endswith((".py", ".so")):
             continue
         return f"it installs {str(file)!r} outside its entry points' packages"
-    return _shared_packages(dist, tops, providers)
+    # Then its files as installed: tampering after install is visible (decision 0050).
+    return _shared_packages(dist, tops, providers) or record_problem(dist)
 
 
 #: Manifests read in a plugin process, by origin, with the stamp of the package's files
@@ -941,8 +948,9 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
 
 def _trusted_here(ep: Any) -> bool:
     """An instance of plugin ``ep.name`` is marked trusted (in-process) by the operator
-    for the distribution that provides ``ep`` now (name, version, ``RECORD`` digest):
-    trust is given to a distribution, never to an entry point's name."""
+    for the distribution that provides ``ep`` now (name, version, digest of the plugin's
+    code: ``provenance.code_digest``): trust is given to a distribution's code, never to an
+    entry point's name."""
     installed = provider_of(ep)
     if installed is None:
         return False
@@ -1044,7 +1052,7 @@ def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[
 def _installed() -> tuple[list[Any], list[str], tuple[Any, ...]]:
     """The plugin entry points and unreadable distributions (``plugin_entry_points``),
     and what a load decided from: every installed distribution's metadata directory, and
-    each plugin entry point's name, value and distribution (name, version, ``RECORD``)."""
+    each plugin entry point's name, value and distribution (name, version, code digest)."""
     keys: list[str] = []
     eps, unreadable = plugin_entry_points(keys)
     points = sorted(

@@ -327,10 +327,10 @@ def get_instance(alias: str) -> Any:
 
 def provider_fingerprint(provider: Any) -> str:
     """What ``trust`` shows of a distribution (``provenance.Provider``: name, version,
-    ``RECORD`` digest) as 32 hex digits; "" for none."""
+    digest of its plugin's code) as 32 hex digits; "" for none."""
     if provider is None:
         return ""
-    shown = [provider.name, provider.version, provider.record]
+    shown = [provider.name, provider.version, provider.digest]
     return hashlib.sha256(json.dumps(shown).encode()).hexdigest()[:32]
 
 

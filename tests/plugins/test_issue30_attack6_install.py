@@ -373,36 +373,50 @@ def test_a_distribution_named_like_a_plugins_in_an_earlier_directory_takes_its_n
 
 
 def test_an_installer_can_put_other_code_under_a_trusted_record(tmp_path, monkeypatch):
-    """Severity: High.  Route: trust pins (name, version, SHA-256 of ``RECORD``), and
-    docs/plugins.rst says only code rewritten "by hand, not by an installer" under an
-    unchanged ``RECORD`` goes unnoticed.  But pip copies a wheel's ``RECORD`` rows as the
-    wheel states them and never checks a file against its row (it rehashes only files it
-    changes itself); installed from an index or ``--find-links`` it writes no
-    ``direct_url.json``.  So a second ``good-1.0`` artifact (a mirror, a private index, a
-    rebuilt wheelhouse: same name and version, other code, the first wheel's ``RECORD``
-    copied into it) installed by pip, as a deploy that rebuilds ``/srv/plugins/good``
-    does, yields a byte-identical ``RECORD``: the trusted instance stays trusted, and
-    the new code is imported into the site's process on the next call."""
+    """Severity: High (fixed, decision 0050).  Route: trust pinned (name, version, SHA-256
+    of ``RECORD``), but pip copies a wheel's ``RECORD`` rows as the wheel states them and
+    never checks a file against its row; installed from ``--find-links`` it writes no
+    ``direct_url.json``.  So a second ``good-1.0`` artifact (other code, the first wheel's
+    ``RECORD`` copied into it) yielded a byte-identical ``RECORD``, trust held, and the new
+    code was imported into the site's process on the next call.  Now trust pins the code
+    itself (a digest of every file of the plugin's package on disk): (a) the wheel whose
+    files are not its ``RECORD``'s is refused (``plugin_distribution_unsafe``, naming the
+    file) and trust does not hold; (b) the same name and version with its own true
+    ``RECORD`` and other code is not trusted either (W034: "with other code"), its tool
+    runs in the sandbox; (c) reinstalling the reviewed wheel (new inodes and times, the
+    same bytes) is trusted again with no new confirmation.  Nothing of the other code
+    ever runs in the site's process."""
     from django_webfetch.plugins import registry, services
     from django_webfetch.plugins.tools import plugin_tools
     from django_webfetch.tools import default_registry
     from django_webfetch.tools.base import ToolContext
 
-    wheels_a, wheels_b = tmp_path / "wheels-a", tmp_path / "wheels-b"
+    wheels_a, wheels_b, wheels_c = (tmp_path / f"wheels-{x}" for x in "abc")
     _, record = build_wheel(
         wheels_a, "good", {"good/__init__.py": _module("good", answer="'reviewed code'")},
         {"good": "good:manifest"},
     )  # fmt: skip
-    build_wheel(
-        wheels_b, "good",
-        {"good/__init__.py": _module("good", answer="'other code'", extra=_MARK)},
-        {"good": "good:manifest"}, record=record,
-    )  # fmt: skip
+    other = {"good/__init__.py": _module("good", answer="'other code'", extra=_MARK)}
+    build_wheel(wheels_b, "good", other, {"good": "good:manifest"}, record=record)
+    build_wheel(wheels_c, "good", other, {"good": "good:manifest"})  # its own true RECORD
     target = tmp_path / "srv" / "plugins" / "good"
     pip_target(target, "--find-links", str(wheels_a), "good==1.0")
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("A6_MARK", str(marks))
+
+    def redeploy(wheels: Path) -> None:
+        shutil.rmtree(target)  # a deploy rebuilds the plugin directory
+        pip_target(target, "--find-links", str(wheels), "good==1.0")
+        registry.reset()
+        default_registry.reset()
+        instance.refresh_from_db()
+
+    def call() -> str:
+        tool = next(t for t in plugin_tools() if t.plugin == "good")
+        context = ToolContext(approved=True, call_id="a6", plugin_instance=instance)
+        return str(tool.execute({}, context).content)
+
     try:
         monkeypatch.syspath_prepend(str(target))
         registry.reset()
@@ -412,23 +426,36 @@ def test_an_installer_can_put_other_code_under_a_trusted_record(tmp_path, monkey
         instance.save()  # the operator reviewed good 1.0 and trusts it
         pinned = instance.trusted_for()
         assert pinned is not None and instance.trust_holds()
+        assert "reviewed code" in call()
 
-        shutil.rmtree(target)  # a deploy rebuilds the plugin directory
-        pip_target(target, "--find-links", str(wheels_b), "good==1.0")
+        # (a) other code under the reviewed wheel's RECORD: refused, naming the file.
+        redeploy(wheels_b)
         assert "other code" in (target / "good" / "__init__.py").read_text()
-        registry.reset()
-        default_registry.reset()
-        instance.refresh_from_db()
-        tool = next(t for t in plugin_tools() if t.plugin == "good")
-        result = tool.execute(
-            {}, ToolContext(approved=True, call_id="a6", plugin_instance=instance)
+        assert registry.get_manifest("good") is None
+        refusal = [p for p in registry.problems() if "'good'" in p]
+        assert refusal and "(plugin_distribution_unsafe)" in refusal[0], refusal
+        assert "'good/__init__.py' is not the file its RECORD lists" in refusal[0]
+        assert not instance.trust_holds()
+        assert [t for t in plugin_tools() if t.plugin == "good"] == []
+
+        # (b) other code with its own true RECORD: loaded, but not trusted (W034).
+        redeploy(wheels_c)
+        assert registry.get_manifest("good") is not None, registry.problems()
+        assert not instance.trust_holds()
+        assert instance.trust_problem() == (
+            "trusted for good 1.0, installed is good 1.0 with other code: confirm again"
         )
-        assert not instance.trust_holds() and os.listdir(marks) == [], (
-            f"trust pinned {pinned} still holds for other code under the same RECORD; "
-            f"in the site's process it ran {os.listdir(marks)} and answered {result.content!r}"
-        )
+        assert "other code" in call()  # in the plugin sandbox (an empty environment)
+        assert os.listdir(marks) == []
+
+        # (c) the reviewed wheel again: the same bytes, the same pin, trusted again.
+        redeploy(wheels_a)
+        assert instance.trusted_for() == pinned and instance.trust_holds()
+        assert "reviewed code" in call()
+        assert os.listdir(marks) == []
     finally:
         monkeypatch.undo()
+        sys.modules.pop("good", None)  # imported here, trusted
         registry.reset()
         default_registry.reset()
 
@@ -606,51 +633,110 @@ def _unchecked_pyc(source: str, tmp: Path) -> bytes:
     return out.read_bytes()
 
 
-def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(tmp_path):
-    """Severity: Medium.  Route: docs/plugins.rst asks the operator to "Review the
-    installed package, then confirm again"; trust pins the ``RECORD``.  A wheel may ship
-    its own ``good/__pycache__/__init__.cpython-311.pyc`` (the registry accepts compiled
-    files inside the package) compiled with PEP 552's ``UNCHECKED_HASH``: the import system
-    then never compares it with ``good/__init__.py``.  Installed with ``pip --no-compile``
-    (``PIP_NO_COMPILE``, common in container images; by default pip recompiles over it),
-    the source the operator reads says one thing and the code that runs, in the sandbox or
-    in the site's process once trusted, is another.  The same holds for a submodule's
-    ``__pycache__`` entry, a sourceless ``good/__init__.pyc`` and a ``good.*.so`` beside a
-    namespace ``good/`` (the extension wins), all accepted inside the plugin's package.
-    The registry could refuse a distribution that ships compiled files, or any hash-based
-    .pyc that does not check its source."""
-    from django_webfetch.plugins import registry
-    from django_webfetch.plugins.runtime.host import Limits
-    from tests.plugins.packages import call_tool
+@pytest.mark.parametrize("kind", ["unchecked", "checked-forged", "sourceless", "extension"])
+def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
+    tmp_path, monkeypatch, caplog, kind
+):
+    """Severity: Medium (fixed, decision 0050).  Route: a wheel ships compiled code beside
+    the source the operator reviews, installed with ``pip --no-compile`` (common in
+    container images; by default pip recompiles over a ``__pycache__`` entry):
+    ``unchecked``: ``good/__pycache__/__init__.<tag>.pyc`` compiled from other code with
+    PEP 552's ``UNCHECKED_HASH`` (the import system never compares it with the source);
+    ``checked-forged``: a ``CHECKED_HASH`` .pyc of other code whose header carries the
+    reviewed source's hash (the import system checks the header, not the code);
+    ``sourceless``: the reviewed source imports ``good.helper``, shipped only as
+    ``good/helper.pyc``; ``extension``: a ``good.<abi>.so`` beside a namespace ``good/``
+    (an extension module wins over a namespace package).  Now the plugin process compiles
+    every module of the plugin's package from its source (a source-only finder: the
+    reviewed code answers, a sourceless module is not found, the extension is not
+    loaded), and a trusted instance's in-process import is refused
+    (``plugin_code_compiled``) before anything of the package runs in the site."""
+    import importlib.util
+    import py_compile
+
+    from django_webfetch.plugins import registry, services
+    from django_webfetch.plugins.runtime.host import Limits, execute
+    from django_webfetch.plugins.tools import plugin_tools
+    from django_webfetch.tools import default_registry
+    from django_webfetch.tools.base import ToolContext
+
+    def compiled(source: str, mode: py_compile.PycInvalidationMode) -> bytes:
+        src, out = tmp_path / "hidden.py", tmp_path / "hidden.pyc"
+        src.write_text(source)
+        py_compile.compile(str(src), cfile=str(out), doraise=True, invalidation_mode=mode)
+        return out.read_bytes()
 
     reviewed = _module("good", answer="'reviewed code'")
-    hidden = _module("good", answer="'hidden code'")
+    hidden = _module("good", answer="'hidden code'", extra=_MARK)
     tag = sys.implementation.cache_tag
+    modes = py_compile.PycInvalidationMode
+    entry = "good:manifest"
+    if kind == "unchecked":
+        cached = compiled(hidden, modes.UNCHECKED_HASH)
+        files = {"good/__init__.py": reviewed, f"good/__pycache__/__init__.{tag}.pyc": cached}
+    elif kind == "checked-forged":
+        forged = bytearray(compiled(hidden, modes.CHECKED_HASH))
+        forged[8:16] = importlib.util.source_hash(reviewed.encode())
+        files = {"good/__init__.py": reviewed,
+                 f"good/__pycache__/__init__.{tag}.pyc": bytes(forged)}  # fmt: skip
+    elif kind == "sourceless":
+        helper = "import os\n" + _MARK + "ANSWER = 'hidden code'\n"
+        files = {
+            "good/__init__.py": _module("good", answer="__import__('good.helper').helper.ANSWER"),
+            "good/helper.pyc": compiled(helper, modes.UNCHECKED_HASH),
+        }
+    else:  # the import system tries extension modules first: ``__init__.<abi>.so`` wins
+        import sysconfig
+
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        files = {"good/__init__.py": reviewed, f"good/__init__{suffix}": b"\x7fELF not one"}
     wheels = tmp_path / "wheels"
-    wheel, _ = build_wheel(
-        wheels,
-        "good",
-        {
-            "good/__init__.py": reviewed,
-            f"good/__pycache__/__init__.{tag}.pyc": _unchecked_pyc(hidden, tmp_path),
-        },
-        {"good": "good:manifest"},
-    )
+    build_wheel(wheels, "good", files, {"good": entry})
     target = tmp_path / "srv" / "plugins" / "good"
     pip_target(target, "--no-compile", "--find-links", str(wheels), "good==1.0")
-    assert "reviewed code" in (target / "good" / "__init__.py").read_text()
-    sys.path.insert(0, str(target))
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("A6_MARK", str(marks))
+    for name in ("good", "good.helper"):
+        sys.modules.pop(name, None)  # another test's ``good``: the import below leaves none
     try:
+        monkeypatch.syspath_prepend(str(target))
         registry.reset()
+        default_registry.reset()
         origin = registry.origin("good")
         assert origin is not None, registry.problems()
-        answer = call_tool(origin, ("a6-pyc", 1), "good", "good_run", Limits.from_settings())
-        assert answer == "reviewed code", (
-            f"good/__init__.py says 'reviewed code'; the plugin's tool answered {answer!r}"
-        )
+        # In the plugin sandbox: the source runs, never the compiled code beside it.
+        call = {"tool": "good_run", "arguments": {}, "config": {}, "plugin": "good",
+                "alias": "good", "reference": "good"}  # fmt: skip
+        outcome = execute(origin, ("a6-pyc", kind), call, None, limits=Limits.from_settings())
+        if kind == "sourceless":  # ``good.helper`` has no source: not found
+            assert (outcome.kind, outcome.error) == ("error", "ModuleNotFoundError"), outcome
+        else:
+            assert (outcome.kind, outcome.text) == ("text", "reviewed code"), outcome
+        # Trusted (in the site's process): refused before anything of it is imported.
+        instance = services.install("good")
+        instance.trusted = True
+        instance.save()
+        assert instance.trust_holds()
+        tool = next(t for t in plugin_tools() if t.plugin == "good")
+        caplog.clear()
+        with caplog.at_level("ERROR", logger="django_webfetch.plugins"):
+            result = tool.execute(
+                {}, ToolContext(approved=True, call_id="a6", plugin_instance=instance)
+            )
+        assert "hidden code" not in str(result.content) and not result.ok, result
+        refused = [
+            r.getMessage() for r in caplog.records if "plugin_code_compiled" in r.getMessage()
+        ]
+        assert refused, [r.getMessage() for r in caplog.records]
+        assert "good" not in sys.modules and "good.helper" not in sys.modules
+        assert os.listdir(marks) == []
     finally:
-        sys.path.remove(str(target))
+        monkeypatch.undo()
+        for name in ("good", "good.helper", "good.main"):
+            sys.modules.pop(name, None)
         registry.reset()
+        default_registry.reset()
 
 
 # -- 8. another plugin's tool name and group --------------------------------------------

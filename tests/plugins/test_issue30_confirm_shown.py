@@ -62,7 +62,7 @@ def test_trust_shows_the_distribution_and_trusts_nothing_without_its_fingerprint
     assert lines[:3] == [
         "'t' (plugin t) would run in the site's processes",
         "  distribution:  webfetch-t 1.0",
-        f"  RECORD sha256: {digest}",
+        f"  code sha256:   {digest}",
     ]
     assert lines[3] == f"  code under:    {site_t}"
     assert not PluginInstance.objects.get(alias="t").trusted
@@ -153,7 +153,7 @@ def test_ticking_trusted_in_the_admin_trusts_the_distribution_the_page_showed(si
 
     instance = PluginInstance.objects.create(plugin="t", alias="t")
     url, text, data = _change_form(admin_client, instance)
-    assert "webfetch-t 1.0 (RECORD sha256 " in text  # the installed distribution, shown
+    assert "webfetch-t 1.0 (code sha256 " in text  # the installed distribution, shown
     _install(site_t, version="2.0")  # installed while the operator read the page
     answer = admin_client.post(url, {**data, "trusted": "on"})
     assert answer.status_code == 200 and "is not the one this page showed" in (
@@ -162,7 +162,7 @@ def test_ticking_trusted_in_the_admin_trusts_the_distribution_the_page_showed(si
     instance.refresh_from_db()
     assert not instance.trusted
     url, text, data = _change_form(admin_client, instance)
-    assert "webfetch-t 2.0 (RECORD sha256 " in text
+    assert "webfetch-t 2.0 (code sha256 " in text
     answer = admin_client.post(url, {**data, "trusted": "on"})
     assert answer.status_code == 302
     instance.refresh_from_db()

@@ -4,7 +4,7 @@ entry point's name.
 An operator trusts plugin ``t`` (distribution ``webfetch-t`` 1.0).  Later the entry point
 ``t`` is provided by something else: a new version of the package (new code), or another
 distribution that claims the name after the first is gone.  A trusted instance records
-the distribution it was trusted for (name, version, a digest of its ``RECORD``) when trust
+the distribution it was trusted for (name, version, a digest of its plugin's code) when trust
 is turned on; while another one provides the entry point the instance is not trusted: its
 code is not imported in the site where no sandbox can be built, check W034 and ``webfetch
 plugin list`` say so, and confirming again (``webfetch plugin trust``, the admin action,
@@ -57,7 +57,9 @@ def _install(site: Any, dist: str = "webfetch-t", version: str = "1.0", mark: st
         )
     )
     (info / "RECORD").write_text(record)
-    return hashlib.sha256(record.encode()).hexdigest()
+    # The pin: the SHA-256 over each file of the package, its path and its bytes' SHA-256.
+    code = hashlib.sha256((package / "__init__.py").read_bytes()).hexdigest()
+    return hashlib.sha256(f"webfetch_t/__init__.py\0{code}\n".encode()).hexdigest()
 
 
 def _cli(*args: str) -> str:
@@ -157,10 +159,13 @@ def test_a_new_version_or_another_distribution_under_the_name_is_not_trusted(tmp
     assert instance.trust_holds() and _w034("t") == []
     assert "isolation: trusted" in _cli("list")
 
-    # The same name and version with another RECORD (other files) is another distribution.
+    # The same name and version with other code (a file added to its package) is another
+    # distribution; its RECORD alone is no code (decision 0050).
     record = next(moved.glob("*.dist-info")) / "RECORD"
-    record.write_text(record.read_text() + "webfetch_t/extra.py,,\n")
-    assert instance.trust_problem().endswith("with another RECORD: confirm again")
+    record.write_text(record.read_text() + "webfetch_t/listed.py,,\n")
+    assert instance.trust_holds()
+    (moved / "webfetch_t" / "extra.py").write_text("X = 1\n")
+    assert instance.trust_problem().endswith("with other code: confirm again")
     # Untick and tick again (the admin's way): trusted for what is installed now.
     instance.trusted = False
     instance.save()

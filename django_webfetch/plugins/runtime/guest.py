@@ -20,7 +20,8 @@ before any plugin code is imported, it
    sockets outside the process), and reports what it got,
 6. installs the audit-hook sandbox as a second, recording layer,
 7. says ``contained``, imports the plugin (inside a plugin scope: what the import tries is
-   reported), and
+   reported; every module of the plugin's package compiled from its source, never from a
+   ``.pyc`` or an extension module beside it: ``_source_only``), and
    answers ``ready`` with the manifest it found (handlers named, not sent),
 8. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
    the host, which decides and performs every request.
@@ -489,17 +490,59 @@ def _same(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -> bool:
     return True
 
 
+def _source_only(plugin_path: str, top: str) -> Any:
+    """A finder for directory ``plugin_path`` that finds modules by their source only, and
+    a path hook giving every directory of the plugin's package (``plugin_path/top`` and
+    below) one: every module of the plugin is compiled from its ``.py`` file, never loaded
+    from a ``.pyc`` (a ``__pycache__`` entry, checked or unchecked, PEP 552; a sourceless
+    module) or an extension module, whatever its package ships (decision 0050,
+    tests/plugins/test_issue30_attack6_install.py).  Nothing is written (``-B``)."""
+    from importlib.machinery import SOURCE_SUFFIXES, FileFinder, SourceFileLoader
+
+    class SourceOnlyLoader(SourceFileLoader):
+        def get_code(self, fullname: str) -> Any:
+            path = self.get_filename(fullname)
+            return self.source_to_code(self.get_data(path), path)
+
+    details = (SourceOnlyLoader, SOURCE_SUFFIXES)
+    package = os.path.join(plugin_path, top)
+    roots = {package, os.path.realpath(package)}
+
+    def plugin_package_hook(path: str) -> Any:
+        full = os.path.abspath(path)
+        if any(full == root or full.startswith(root + os.sep) for root in roots):
+            return FileFinder(path, details)
+        raise ImportError("not the plugin's package")
+
+    sys.path_hooks.insert(0, plugin_package_hook)
+    for path in list(sys.path_importer_cache):
+        if any(path == root or path.startswith(root + os.sep) for root in roots):
+            del sys.path_importer_cache[path]
+    return FileFinder(plugin_path, details)
+
+
 def _import_top(plugin_path: str, top: str) -> None:
     """The plugin's top-level package (or module) from its own directory, whatever else of
     that name ``sys.path`` holds: a package of a site directory does not stand in for it,
     and a module the guest imported (the standard library's, django_webfetch's) is never
-    the plugin's."""
+    the plugin's.  Every module of it is compiled from its source (``_source_only``)."""
     from importlib.machinery import PathFinder
     from importlib.util import module_from_spec
 
     if top in sys.modules:
         raise ImportError(f"{top!r} is a module the plugin process uses")
-    spec = PathFinder.find_spec(top, [plugin_path])
+    # The plugin's directory searched by source only for this look-up: it may be a site
+    # directory too, whose other packages keep their compiled modules.
+    missing = object()
+    before = sys.path_importer_cache.get(plugin_path, missing)
+    sys.path_importer_cache[plugin_path] = _source_only(plugin_path, top)
+    try:
+        spec = PathFinder.find_spec(top, [plugin_path])
+    finally:
+        if before is missing:
+            sys.path_importer_cache.pop(plugin_path, None)
+        else:
+            sys.path_importer_cache[plugin_path] = before  # type: ignore[assignment]
     if spec is None or spec.loader is None:
         raise ModuleNotFoundError(top)
     module = sys.modules[top] = module_from_spec(spec)
