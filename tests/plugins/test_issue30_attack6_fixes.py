@@ -105,11 +105,6 @@ result = "forged"
 """
 
 
-@hypothesis_settings(
-    max_examples=12,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
 def _sendable(text: str) -> bool:
     """A text the guest's channel can carry (UTF-8: no lone surrogate), not too long."""
     try:
@@ -118,6 +113,11 @@ def _sendable(text: str) -> bool:
         return False
 
 
+@hypothesis_settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(text=_TEXTS.filter(_sendable))
 @example(text="[" * 65 + "]" * 65)
 @example(text='{"a": [1, 2, {"b": null}]}')
@@ -170,7 +170,7 @@ def _plugin(site: Path, body: str) -> Any:
 
 @pytest.mark.parametrize(
     ("value", "code"),
-    [("[0] * 100", None), ("[0] * 20000", "plugin_limit"), ("[[[0]]] * 5000", "plugin_limit")],
+    [("[0] * 100", None), ("[0] * 20000", "plugin_limit"), ("[[[0]]] * 6000", "plugin_limit")],
 )
 def test_an_honest_result_past_the_bounds_is_the_tools_limit(tmp_path, value, code):
     """The guest checks the value it sends against the reader's bounds: an honest tool
