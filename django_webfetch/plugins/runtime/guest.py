@@ -694,6 +694,11 @@ def serve(channel: Channel) -> None:
     from django_webfetch.plugins.sandbox import plugin_scope
 
     _KERNEL["libc"] = _libc()  # the snapshot's, before any plugin code (``_hooks``)
+    # glibc sets its own handler of an internal signal (SIGSETXID) at a process's first
+    # thread: set here, before any snapshot, a plugin's thread changes nothing of it.
+    primer = threading.Thread(target=int)
+    primer.start()
+    primer.join()
     # Contained: from here on, a process that ends is the plugin's doing, not the host's.
     channel.send({"op": "contained"})
     sys.addaudithook(_count_audit_hooks)
