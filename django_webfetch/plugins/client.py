@@ -19,6 +19,7 @@ or detail, and with no chained exception to dig the detail out of.  The full det
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,11 +38,19 @@ from django_webfetch.net.errors import (
 from django_webfetch.net.foreign import foreign_errors
 from django_webfetch.net.policy import EgressPolicy, Scope
 from django_webfetch.net.rawurl import stamp, syntax_verdict
+from django_webfetch.tools.base import ToolResult
 
 from .budget import LEASE_MARGIN, budget_for
 from .sandbox import current_scope, host_io
 
-__all__ = ["PluginHttp", "plugin_reason"]
+__all__ = [
+    "PLUGIN_REASONS",
+    "REQUEST_FAILURES",
+    "PluginHttp",
+    "plugin_reason",
+    "reported_failure",
+    "reported_refusal",
+]
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -73,6 +82,36 @@ def plugin_reason(reason: str) -> str:
     if reason in _EXACT:
         return _EXACT[reason]
     return "invalid_url"  # host_syntax, idn, userinfo, legacy_numeric_host, invalid_url...
+
+
+#: Every refusal reason a plugin is told (``plugin_reason``).
+PLUGIN_REASONS = frozenset({*_EXACT.values(), "address_class", "invalid_url"})
+#: The codes of the errors this client raises in a plugin (``_redacted``): the only
+#: request failures a failed plugin call's message names.
+REQUEST_FAILURES = frozenset(
+    kind.code
+    for kind in (FetchTimeout, ResponseTooLarge, FetchError, ResolutionError, WebFetchError)
+)
+
+
+def reported_failure(code: object) -> ToolResult:
+    """The failed result of a call whose tool raised a ``WebFetchError`` (the plugin's
+    report, in or out of its process): its code is ``plugin_error`` whatever the plugin's
+    says; the message names the plugin's code only when it is one of ``REQUEST_FAILURES``
+    (issue 30 attack 6, finding 8: a plugin chose the call's code, up to 100 characters,
+    past ``ToolCall.reason``'s 64, or one of the site's own)."""
+    said = code if isinstance(code, str) and code in REQUEST_FAILURES else "other"
+    return ToolResult.failure(
+        "plugin_error", f"The plugin's tool failed: a request of it failed ({said}).", request=said
+    )
+
+
+def reported_refusal(reason: object) -> ToolResult:
+    """The failed result of a call whose tool raised ``EgressDenied``: the guard's code
+    (``egress_denied``) with the plugin's reason only when it is one a plugin is told
+    (``PLUGIN_REASONS``), else ``egress_denied``."""
+    said = reason if isinstance(reason, str) and reason in PLUGIN_REASONS else "egress_denied"
+    return ToolResult.from_exception(EgressDenied(said))
 
 
 def _redacted(exc: WebFetchError) -> WebFetchError:
@@ -134,8 +173,14 @@ class PluginHttp:
         json: Any = None,
         data: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        deadline: float | None = None,
     ) -> httpx.Response:
         """Send one request; return the response with its body read (a 3xx included).
+
+        ``timeout`` (seconds, at most ``WEBFETCH_TIMEOUT``) bounds the whole request;
+        ``deadline`` (a ``time.monotonic()``: the plugin runtime's call deadline) ends it
+        by then whatever its timeout (``FetchTimeout``), the wait for a budget slot
+        included.
 
         Raises a redacted ``EgressDenied`` (``.reason`` names the policy), or
         ``FetchError``/``FetchTimeout``/``ResponseTooLarge``/``ResolutionError`` without
@@ -144,7 +189,9 @@ class PluginHttp:
         failure: WebFetchError | None = None
         with host_io():
             try:
-                return self._send(method, url, params, headers, content, json, data, timeout)
+                return self._send(
+                    method, url, params, headers, content, json, data, timeout, deadline
+                )
             except WebFetchError as exc:
                 failure = _redacted(exc)
         # Raised outside the ``except`` block: no ``__context__`` carries the detail.
@@ -211,6 +258,7 @@ class PluginHttp:
         json: Any,
         data: Any,
         timeout: float | None,
+        deadline: float | None = None,
     ) -> httpx.Response:
         host = _host_of(url)
         scope = current_scope()
@@ -233,14 +281,18 @@ class PluginHttp:
         with recorder.guarded(url_host=host):
             request = self._build(method, url, params, headers, content, json, data)
             policy = self._policy(group)  # fail fast: no grant, no budget slot, no DNS
+            limit = _time_limit(timeout, policy.total_timeout, deadline)
             lease = budget_for(conf.WEBFETCH_PLUGIN_REDIS_URL).acquire(
                 f"{self._instance_id}",
                 conf.WEBFETCH_PLUGIN_MAX_CONNECTIONS,
-                wait=policy.connect_timeout,
+                wait=min(policy.connect_timeout, limit),
                 ttl=policy.total_timeout + LEASE_MARGIN,
             )
             try:
-                return self._transmit(request, group, recorder, timeout)
+                # What is left of it once a slot is free (the wait counts).
+                return self._transmit(
+                    request, group, recorder, _time_limit(timeout, policy.total_timeout, deadline)
+                )
             finally:
                 lease.release()
 
@@ -249,14 +301,12 @@ class PluginHttp:
     ) -> httpx.Response:
         from django_webfetch.net.guarded import GuardedClient, GuardedTransport
 
-        if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
-            raise EgressDenied("invalid_url", detail="timeout must be positive")
         transport = GuardedTransport(
             # Called by the transport for this request: the grant as of now.
             lambda _request: self._policy(group),
             observer=observe,
             max_response_bytes=conf.WEBFETCH_MAX_RESPONSE_BYTES,
-            timeout=min(timeout, conf.WEBFETCH_TIMEOUT) if timeout else None,
+            timeout=timeout,
         )
         with (
             foreign_errors(),
@@ -313,6 +363,21 @@ class PluginHttp:
                 detail=f"group {group!r} gives {instance.reference} no egress",
             )
         return policy
+
+
+def _time_limit(timeout: Any, total: float, deadline: float | None) -> float:
+    """The seconds a request may take: the plugin's ``timeout`` (positive; at most
+    ``WEBFETCH_TIMEOUT``) or the policy's ``total``, and never past ``deadline``."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+    ):
+        raise EgressDenied("invalid_url", detail="timeout must be positive")
+    limit = float(min(timeout, conf.WEBFETCH_TIMEOUT)) if timeout else total
+    if deadline is not None:
+        limit = min(limit, deadline - time.monotonic())
+        if limit <= 0:
+            raise FetchTimeout(detail="the call's time ran out")
+    return limit
 
 
 def _groups_of(instance: Any) -> frozenset[str]:

@@ -3,7 +3,6 @@ instance that is not ``trusted``."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -33,7 +32,7 @@ def run_isolated(
     tool: Any, instance: Any, arguments: Mapping[str, Any], context: ToolContext
 ) -> tuple[bool, Any]:
     """(True, a failed ``ToolResult``) or (False, the tool's outcome to fence)."""
-    from django_webfetch.plugins.client import PluginHttp
+    from django_webfetch.plugins.client import PluginHttp, reported_failure, reported_refusal
     from django_webfetch.plugins.registry import generation, origin
     from django_webfetch.plugins.sandbox import PluginScope, Violation
     from django_webfetch.plugins.services import record_violations
@@ -70,10 +69,9 @@ def run_isolated(
     scope = PluginScope(instance.reference, violations=[Violation(*v) for v in outcome.violations])
     record_violations(instance, scope, tool=tool.name, group=tool.group, context=context)
     if outcome.kind == "egress_denied":
-        return True, ToolResult.from_exception(EgressDenied(outcome.reason))
+        return True, reported_refusal(outcome.reason)
     if outcome.kind == "webfetch_error":
-        code = outcome.code or "fetch_error"
-        return True, ToolResult.failure(code, f"The plugin's request failed ({code}).")
+        return True, reported_failure(outcome.code)
     if scope.violations:
         return True, ToolResult.from_exception(EgressDenied("unguarded_network"))
     if outcome.kind == "not_text":
@@ -86,5 +84,5 @@ def run_isolated(
             return False, ToolResult(content=outcome.text, error="plugin_error")
         return False, ToolResult(content=outcome.text)
     if outcome.kind == "json":
-        return False, json.loads(outcome.text)
+        return False, outcome.value  # read by the runtime's bounded reader (protocol.parse)
     return False, outcome.text

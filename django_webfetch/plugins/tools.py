@@ -123,7 +123,7 @@ class PluginTool(Tool):
         return group_requires_approval(group, network=network, granted=granted)
 
     def execute(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        from .client import PluginHttp
+        from .client import PluginHttp, reported_failure, reported_refusal
         from .services import instance_for, record_violations
 
         instance = context.plugin_instance
@@ -161,9 +161,9 @@ class PluginTool(Tool):
             try:
                 outcome = self.spec_.handler(handle, dict(arguments))
             except EgressDenied as exc:
-                error = ToolResult.from_exception(EgressDenied(exc.reason))
+                error = reported_refusal(exc.reason)
             except WebFetchError as exc:
-                error = ToolResult.failure(exc.code, f"The plugin's request failed ({exc.code}).")
+                error = reported_failure(exc.code)
             except Exception as exc:
                 with host_io():
                     logger.warning(

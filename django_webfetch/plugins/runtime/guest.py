@@ -33,6 +33,7 @@ message: the host then refuses to run the plugin (``plugin_isolation_unavailable
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # signal.getsignal, without its enum
+import contextlib
 import ctypes
 import errno
 import json
@@ -47,7 +48,16 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .protocol import Channel, ChannelClosed, ProtocolError, decode_bytes, encode_bytes
+from .protocol import (
+    MAX_DEPTH,
+    MAX_VALUES,
+    Channel,
+    ChannelClosed,
+    ProtocolError,
+    decode_bytes,
+    encode_bytes,
+    shape,
+)
 
 __all__ = ["main"]
 
@@ -438,6 +448,50 @@ _AUDIT_HOOKS_ADDED = [0]
 _SIGNALS = tuple((int(n), f"signal {int(n)}") for n in sorted(signal.valid_signals()))
 
 
+#: ``rt_sigaction``'s number where it is known (the generic table of arm64, riscv64 and
+#: loongarch64; x86_64's own); elsewhere libc's ``sigaction`` is asked (it hides the two
+#: signals glibc keeps for itself).
+_RT_SIGACTION = {"x86_64": 13, "aarch64": 134, "riscv64": 134, "loongarch64": 134}.get(
+    os.uname().machine
+)
+#: Larger than any ``struct sigaction`` (the kernel's is 32 bytes here, glibc's 152).
+_SIGACTION_BYTES = 256
+#: libc, and ``/proc/self/status`` open for ``pread``: both before the plugin is imported
+#: (and the file before Landlock, which refuses ``/proc`` after: ``serve``).
+_KERNEL: dict[str, Any] = {"libc": None, "status": -1}
+_MASKS = (b"SigBlk:", b"SigIgn:", b"SigCgt:")
+
+
+def _kernel_dispositions() -> bytes:
+    """Every signal's disposition as the kernel holds it: the blocked, ignored and caught
+    masks (``/proc/self/status``, read through the descriptor opened before Landlock), and
+    the whole action (handler, flags, restorer, mask) of each caught signal (read with
+    ``rt_sigaction`` and no new action).  A handler set below Python's ``signal`` module
+    (``PyOS_setsig``, or libc's ``sigaction`` through ctypes) changes these, not the table
+    ``_signal.getsignal`` answers from (issue 30 attack 6, finding 7).  Compared as bytes:
+    any difference is a change.  Without the status file every signal's action is read."""
+    libc = _KERNEL["libc"] or _libc()
+    caught = (1 << 64) - 1
+    found = []
+    if _KERNEL["status"] >= 0:
+        try:
+            status = os.pread(_KERNEL["status"], 1 << 14, 0)
+        except OSError:
+            return b"unreadable " + os.urandom(8)  # never equal: the process is not kept
+        found = [line for line in status.split(b"\n") if line.startswith(_MASKS)]
+        caught = int(found[-1].split()[-1], 16) if len(found) == 3 else caught
+    action = ctypes.create_string_buffer(_SIGACTION_BYTES)
+    for number in range(1, 65):
+        if not caught >> (number - 1) & 1:
+            continue
+        if _RT_SIGACTION is not None:
+            failed = libc.syscall(_RT_SIGACTION, number, None, action, 8)
+        else:
+            failed = libc.sigaction(number, None, action)
+        found.append(b"%d-" % number if failed else b"%d:%s" % (number, action.raw))
+    return b"\n".join(found)
+
+
 def _count_audit_hooks(event: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
     if event == "sys.addaudithook":
         _AUDIT_HOOKS_ADDED[0] += 1
@@ -459,6 +513,7 @@ def _hooks() -> list[tuple[str, Any]]:
             hooks.append((name, _signal.getsignal(number)))
         except (OSError, ValueError):
             continue
+    hooks.append(("kernel signal actions", _kernel_dispositions()))
     hooks.append(("wakeup_fd", _signal.set_wakeup_fd(-1)))  # -1 at ready: cleared either way
     hooks += [
         ("threading profile", getattr(threading, "_profile_hook", None)),
@@ -482,8 +537,8 @@ def _same(before: list[tuple[str, Any]], after: list[tuple[str, Any]]) -> bool:
     for (name, value), (other_name, other) in zip(before, after, strict=True):
         if name != other_name:
             return False
-        if isinstance(value, int) and type(value) is int and type(other) is int:
-            if value != other:  # numbers the guest read: compared by value
+        if type(value) in (int, bytes) and type(other) is type(value):
+            if value != other:  # numbers and bytes the guest read: compared by value
                 return False
         elif value is not other:
             return False
@@ -617,8 +672,15 @@ def _serialise(outcome: Any, cap: int) -> dict[str, Any]:
                                                          allow_nan=False)}  # fmt: skip
         except (TypeError, ValueError):
             return {"kind": "not_text"}
-    if len(result["text"].encode("utf-8", "replace")) > cap:
+    encoded = result["text"].encode("utf-8", "replace")
+    if len(encoded) > cap:
         return {"kind": "limit", "what": "output"}
+    if result["kind"] == "json":
+        # What the host reads it with (``protocol.parse``): a value past its bounds is a
+        # limit of the tool's, said here, not a message the host refuses.
+        deepest, values = shape(encoded)
+        if deepest > MAX_DEPTH or values > MAX_VALUES:
+            return {"kind": "limit", "what": "output values"}
     return result
 
 
@@ -683,12 +745,20 @@ def serve(channel: Channel) -> None:
             "seccomp": "allow-list",
             "namespaces": "user,pid,net,ipc,uts,mount,cgroup",
         }
+        with contextlib.suppress(OSError):  # read by ``_kernel_dispositions`` (pread)
+            _KERNEL["status"] = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
         isolation.update(_landlock(setup))
     except Unavailable as exc:
         channel.send({"op": "unavailable", "why": str(exc)[:300]})
         return
     from django_webfetch.plugins.sandbox import plugin_scope
 
+    _KERNEL["libc"] = _libc()  # the snapshot's, before any plugin code (``_hooks``)
+    # glibc sets its own handler of an internal signal (SIGSETXID) at a process's first
+    # thread: set here, before any snapshot, a plugin's thread changes nothing of it.
+    primer = threading.Thread(target=int)
+    primer.start()
+    primer.join()
     # Contained: from here on, a process that ends is the plugin's doing, not the host's.
     channel.send({"op": "contained"})
     sys.addaudithook(_count_audit_hooks)

@@ -53,6 +53,7 @@ from .protocol import (
     ChannelTimeout,
     ProtocolError,
     decode_bytes,
+    parse,
     readable,
 )
 from .protocol import encode_bytes as _encode
@@ -163,6 +164,9 @@ class CallOutcome:
     code: str = ""
     error: str = ""
     violations: list[tuple[str, str, int | None]] = field(default_factory=list)
+    #: A ``json`` result's value, read from ``text`` by ``protocol.parse`` (bounded as a
+    #: message is): the host never parses a guest's text any other way.
+    value: Any = None
 
 
 # -- one process -------------------------------------------------------------------------
@@ -961,8 +965,20 @@ def _violation_list(raw: Any) -> list[tuple[str, str, int | None]]:
 _ERROR_CLASSES = (FetchTimeout, ResponseTooLarge, FetchError, ResolutionError)
 
 
-def _perform(message: Mapping[str, Any], http: Any) -> dict[str, Any]:
-    """One request of the plugin, decided and sent by the host-owned client."""
+def _perform(message: Mapping[str, Any], http: Any, deadline: float) -> dict[str, Any]:
+    """One request of the plugin, decided and sent by the host-owned client, ended by the
+    call's ``deadline`` (``time.monotonic()``) whatever its own timeout: a request the
+    call's time ran out in fails the call ``plugin_timeout`` (issue 30 attack 6, finding
+    6: a request was read until ``WEBFETCH_TIMEOUT``, past the wall bound)."""
+    if time.monotonic() >= deadline:
+        raise RuntimeFailure("plugin_timeout", "wall time")
+    reply = _request(message, http, deadline)
+    if time.monotonic() >= deadline:
+        raise RuntimeFailure("plugin_timeout", "wall time during a request")
+    return reply
+
+
+def _request(message: Mapping[str, Any], http: Any, deadline: float) -> dict[str, Any]:
     try:
         content: Any = message.get("content")
         if "content_b64" in message:
@@ -976,6 +992,7 @@ def _perform(message: Mapping[str, Any], http: Any) -> dict[str, Any]:
             json=message.get("json"),
             data=message.get("data"),
             timeout=message.get("timeout"),
+            deadline=deadline,
         )
     except EgressDenied as exc:  # already redacted by the client
         return {"error": {"class": "EgressDenied", "reason": exc.reason}}
@@ -1047,7 +1064,7 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
                 requests += 1
                 if requests > limits.max_requests:
                     raise RuntimeFailure("plugin_limit", "requests per call")
-                reply = _perform(message, http)
+                reply = _perform(message, http, deadline)
                 worker.channel.send({"op": "http_reply", "id": request_id, **reply}, deadline)
             elif message["op"] == "result":
                 if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
@@ -1095,9 +1112,18 @@ def _outcome(message: Mapping[str, Any], max_output_bytes: int) -> CallOutcome:
     if kind in ("text", "json", "tool_result"):
         outcome.text = str(message.get("text", ""))
         # The host's own bound: the guest's cap is the plugin's process, not a guarantee.
-        if len(outcome.text.encode("utf-8", "replace")) > max_output_bytes:
+        encoded = outcome.text.encode("utf-8", "surrogatepass")
+        if len(encoded) > max_output_bytes:
             raise RuntimeFailure("plugin_limit", "output size")
         outcome.ok = bool(message.get("ok", True))
+        if kind == "json":
+            # Read as a message is (size, depth, values; strict UTF-8 and JSON): a text the
+            # guest would never send is a protocol violation, and its process is ended
+            # (issue 30 attack 6, finding 3).
+            try:
+                outcome.value = parse(encoded, "a json result")
+            except ProtocolError as exc:
+                raise ProtocolViolation(f"result: {exc}") from exc
     elif kind == "egress_denied":
         outcome.reason = str(message.get("reason", ""))[:100]
     elif kind == "webfetch_error":
