@@ -40,6 +40,7 @@ __all__ = [
     "record_violations",
     "trust_preview",
     "upgrade",
+    "why_no_egress",
 ]
 
 
@@ -262,7 +263,7 @@ def list_instances() -> list[InstanceSummary]:
     result = []
     for instance in PluginInstance.objects.order_by("plugin", "alias"):
         grant = instance.egress_grant()
-        off = _egress_off(instance) if instance.egress_hosts else ""
+        off = why_no_egress(instance) if instance.egress_hosts else ""
         result.append(
             InstanceSummary(
                 alias=instance.alias,
@@ -283,21 +284,33 @@ def list_instances() -> list[InstanceSummary]:
     return result
 
 
-def _egress_off(instance: Any) -> str:
+def why_no_egress(instance: Any) -> str:
     """Why ``instance`` has no egress now whatever its grant ("" when it has): what
-    ``check`` answers ``egress_not_granted`` for."""
+    ``check`` answers ``egress_not_granted`` for, said precisely (``plugin list`` and
+    ``install``: tests/plugins/test_cli.py)."""
     from django_webfetch.egress import policy_for
+    from django_webfetch.models import ToolGroup
     from django_webfetch.net.policy import Scope
 
     if not instance.enabled:
         return "the instance is disabled"
+    if get_manifest(instance.plugin) is None:
+        return (
+            f"plugin {instance.plugin!r} is not installed here (is its directory in "
+            "WEBFETCH_PLUGIN_DIRS of this process?)"
+        )
     group = instance.default_group()
+    row = ToolGroup.objects.filter(slug=group).first()
+    if row is None:
+        return f"group {group!r} does not exist"
+    if not row.enabled:
+        return f"group {group!r} is disabled: an admin enables it"
     try:
         policy = policy_for(group, plugin_instance=instance)
     except EgressDenied as exc:
         return f"no policy for group {group!r} ({exc.reason})"
     if policy.scope is Scope.NONE:
-        return f"group {group!r} is missing, disabled or has no egress: an admin enables it"
+        return f"group {group!r} has no network scope"
     return ""
 
 

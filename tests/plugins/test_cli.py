@@ -32,7 +32,7 @@ def test_install_prints_the_declaration_and_writes_the_grant(example):
         "installed example 1.0 as 'example'",
         f"  declared destinations: {DECLARED}",
         f"  granted:               {DECLARED}",
-        f"  effective:             {DECLARED}",
+        "  effective:             (none): group 'example' is disabled: an admin enables it",
         "  tool group:            example (enable it to offer the tools)",
     ]
     instance = PluginInstance.objects.get()
@@ -181,7 +181,10 @@ def test_list_flags_an_instance_whose_package_is_gone(example):
     PluginInstance.objects.create(plugin="gone", alias="gone", egress_hosts=["a.example.org"])
     output = webfetch("list")
     assert "gone (gone , enabled, package NOT installed)" in output
-    assert "  effective: (none)" in output
+    assert (
+        "  effective: (none): plugin 'gone' is not installed here (is its directory in "
+        "WEBFETCH_PLUGIN_DIRS of this process?)"
+    ) in output
 
 
 def test_check_explains_the_instance_policy(plugin_lab):
@@ -308,12 +311,15 @@ def test_list_and_check_agree_on_what_is_effective(plugin_lab):
             return str(exc)
         return out.getvalue().splitlines()[-1]
 
-    assert effective() == [
-        "  effective: (none): group 'example' is missing, disabled or has no egress: an admin "
-        "enables it"
-    ]
+    assert effective() == ["  effective: (none): group 'example' is disabled: an admin enables it"]
     assert check() == "denied: egress_not_granted"
-    ToolGroup.objects.filter(slug="example").update(enabled=True)
+    ToolGroup.objects.filter(slug="example").delete()
+    assert effective() == ["  effective: (none): group 'example' does not exist"]
+    assert check() == "denied: egress_not_granted"
+    ToolGroup.objects.create(slug="example", scope="none", enabled=True)
+    assert effective() == ["  effective: (none): group 'example' has no network scope"]
+    assert check() == "denied: egress_not_granted"
+    ToolGroup.objects.filter(slug="example").update(scope="external_filtered")
     assert effective() == [f"  effective: {DECLARED}"]
     assert check().endswith("ALLOWED")
     PluginInstance.objects.filter(alias="example").update(enabled=False)

@@ -194,10 +194,13 @@ def test_with_every_uid_of_the_range_taken_untrusted_plugins_do_not_run(tmp_path
     """No free uid: the process is not started (``uid_unavailable``), never as root."""
     from django_webfetch.plugins.runtime import host
 
-    settings.WEBFETCH_PLUGIN_UID_RANGE = (3_000_000, 64)
-    held = [identity.acquire(3_000_000, 64) for _ in range(64)]
+    # The uid locks are the machine's: a range of this process's own, so that another run
+    # of the suite on the machine (which takes the same test's range) never holds one of it.
+    first = 3_000_000 + (os.getpid() % 10_000) * 64
+    settings.WEBFETCH_PLUGIN_UID_RANGE = (first, 64)
+    held = [identity.acquire(first, 64) for _ in range(64)]
     try:
-        assert sorted(h.uid for h in held) == list(range(3_000_000, 3_000_064))
+        assert sorted(h.uid for h in held) == list(range(first, first + 64))
         origin, _ = _package(tmp_path, "webfetch_full", "return 'x'")
         with pytest.raises(host.IsolationUnavailable) as failed:
             host.Worker(origin, host.Limits.from_settings(), "full")
@@ -206,7 +209,7 @@ def test_with_every_uid_of_the_range_taken_untrusted_plugins_do_not_run(tmp_path
         for one in held:
             one.release()
     # Released: taken again.
-    again = identity.acquire(3_000_000, 64)
+    again = identity.acquire(first, 64)
     again.release()
 
 
