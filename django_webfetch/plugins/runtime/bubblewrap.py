@@ -454,10 +454,13 @@ def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
                 needed.append(os.path.realpath(full))
     layout = list(system)
     library = _libpython()
-    if library is not None and os.path.islink(library):
-        # The executable asks for libpython by its SONAME, a link to the file bound.
-        if not any(_under(library, entry[-1]) for entry in system if entry[0] == "bind"):
-            layout.append(("symlink", os.readlink(library), library))
+    # The executable asks for libpython by its SONAME, maybe a link to the file bound.
+    if (
+        library is not None
+        and os.path.islink(library)
+        and not any(_under(library, entry[-1]) for entry in system if entry[0] == "bind")
+    ):
+        layout.append(("symlink", os.readlink(library), library))
     kept = _collapse(binds)
     layout += [("bind", path) for path in kept]
     layout += [("mask", path) for path in hidden_paths(kept, needed)]

@@ -186,7 +186,7 @@ def _seccomp(setup: Mapping[str, Any]) -> None:
 
     def no_layer() -> None:
         libc.syscall.restype = ctypes.c_long
-        if libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION) < 0:
+        if _landlock_abi(libc) == 0:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code))
 

@@ -1,0 +1,240 @@
+"""Issue 30, sixth outside attack (session 6), findings 1, 2, 4, 5 and 5b: what the fixes
+add beyond the attacker's own tests (tests/plugins/test_issue30_attack6_runtime.py).
+
+- a uid is never handed out while a process runs with it, whatever its lock says (the lock
+  dies with its host: finding 1's last step), dumpable or not;
+- ``WEBFETCH_PLUGIN_HIDDEN_PATHS`` masks what it names in the real sandbox (a directory
+  and a single file), never what the guest needs (finding 2);
+- the setting is checked.
+
+Everything runs against the real lock file, the real ``/proc`` and the real sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from django_webfetch.plugins.runtime import bubblewrap, identity
+from django_webfetch.plugins.runtime.host import capabilities
+
+pytestmark = pytest.mark.django_db
+
+needs_sandbox = pytest.mark.skipif(
+    not capabilities().get("isolated"), reason="the plugin sandbox cannot be built here"
+)
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lock file is root's; setuid")
+
+#: Far from ``identity.DEFAULT_RANGE``, so the plugin processes other tests start never
+#: take these uids: (first uid of this test's two, ...).
+_OWN_RANGE = (2_100_000_000, 40_000_000)
+
+
+def _spare_uids() -> int:
+    """The first of two consecutive uids no process runs with and no lock holds."""
+    for _ in range(100):
+        first = _OWN_RANGE[0] + 2 * random.randrange(_OWN_RANGE[1] // 2)
+        if not identity.in_use(first) and not identity.in_use(first + 1):
+            return first
+    raise AssertionError("no two spare uids")
+
+
+def _run_as(uid: int, dumpable: bool) -> int:
+    """A child that runs with ``uid`` until killed: ``sleep`` executed under it (dumpable:
+    ``/proc/<pid>`` is the uid's), or the forked child itself, which changed its uid and
+    executed nothing (the kernel makes it not dumpable: ``/proc/<pid>`` shows root)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.setsid()
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.write(write, b"1")
+            if dumpable:
+                os.execv("/bin/sleep", ["sleep", "120"])
+            while True:
+                signal.pause()
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.close(read)
+    return pid
+
+
+@as_root
+@pytest.mark.parametrize("dumpable", [True, False])
+def test_a_uid_a_process_still_runs_with_is_never_handed_out(dumpable):
+    """Finding 1, the uid: a plugin process whose host died (its uid's lock with it) must
+    not share its uid with the next plugin process.  Played by a process started under the
+    uid with no lock held at all: ``acquire`` passes over it (a range of one: no uid;
+    of two: the other), and hands it out once the process is gone.  A process that is not
+    dumpable (``/proc/<pid>`` then shows root) is found by its status.  Failed before
+    (``acquire`` looked at the lock only)."""
+    uid = _spare_uids()
+    pid = _run_as(uid, dumpable)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (
+            _uid_of(pid) == uid and (not dumpable or _comm(pid) == "sleep")
+        ):  # its uid set (and sleep executed)
+            time.sleep(0.01)
+        assert _uid_of(pid) == uid
+        owner = os.stat(f"/proc/{pid}").st_uid
+        assert owner == (uid if dumpable else 0)  # the path in_use takes
+        assert identity.in_use(uid)
+        with pytest.raises(identity.IdentityUnavailable):
+            identity.acquire(uid, 1)
+        other = identity.acquire(uid, 2)
+        try:
+            assert other.uid == uid + 1
+        finally:
+            other.release()
+    finally:
+        os.kill(pid, signal.SIGKILL)  # the process this test started, by its pid
+        os.waitpid(pid, 0)
+    assert not identity.in_use(uid)
+    again = identity.acquire(uid, 1)
+    try:
+        assert again.uid == uid
+    finally:
+        again.release()
+
+
+def _comm(pid: int) -> str:
+    with open(f"/proc/{pid}/comm") as fh:
+        return fh.read().strip()
+
+
+def _uid_of(pid: int) -> int | None:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    return None
+
+
+def test_the_hidden_paths_setting_is_checked(settings):
+    from django_webfetch.conf import conf
+    from django_webfetch.exceptions import WebFetchConfigurationError
+
+    assert conf.WEBFETCH_PLUGIN_HIDDEN_PATHS == ()
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = ["/srv/site/project"]
+    assert conf.WEBFETCH_PLUGIN_HIDDEN_PATHS == ("/srv/site/project",)
+    for bad in ("/srv/site/project", ["relative/path"], [3]):
+        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = bad
+        with pytest.raises(WebFetchConfigurationError):
+            _ = conf.WEBFETCH_PLUGIN_HIDDEN_PATHS
+
+
+_READER = """
+import os
+
+def read(plugin, arguments):
+    here = os.path.dirname(os.path.abspath(__file__))
+    seen = {}
+    for name in ("siteproject/settings.py", "siteproject", "local_settings.py", "tool.py"):
+        path = os.path.join(here, name)
+        try:
+            if os.path.isdir(path):
+                seen[name] = sorted(os.listdir(path))
+            else:
+                with open(path) as fh:
+                    seen[name] = fh.read()
+        except OSError as exc:
+            seen[name] = type(exc).__name__
+    return seen
+
+def manifest():
+    return {"name": "s6hidden", "version": "1.0", "description": "x", "egress": [],
+            "tools": [{"name": "read", "description": "x", "handler": read}]}
+"""
+
+_SECRET = "s6-kern30-the-sites-secret"
+
+
+def _hidden_site(tmp_path: Path) -> Any:
+    from django_webfetch.plugins.runtime.host import Origin
+
+    site = tmp_path / "site"
+    package = site / "webfetch_s6_hidden"
+    (package / "siteproject").mkdir(parents=True)
+    (package / "__init__.py").write_text(textwrap.dedent(_READER))
+    (package / "tool.py").write_text("# the plugin's own module\n")
+    (package / "siteproject" / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
+    (package / "local_settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
+    for path in (tmp_path, site, package, package / "siteproject"):
+        os.chmod(path, 0o755)
+    return Origin("webfetch_s6_hidden:manifest", str(site), "webfetch_s6_hidden")
+
+
+@needs_sandbox
+def test_hidden_paths_are_masked_in_the_sandbox(tmp_path, settings):
+    """``WEBFETCH_PLUGIN_HIDDEN_PATHS`` naming a directory and a file under a path the
+    sandbox binds (here the plugin's own package, the one bound path a test can write):
+    the directory is empty, the file unreadable, the rest of the package as it was.  The
+    same masks cover a project installed in ``site-packages`` (the attack's finding 2
+    test, ``installed-project`` and ``listed-project``)."""
+    import json
+
+    from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
+
+    origin = _hidden_site(tmp_path)
+    package = Path(origin.path) / origin.top_level
+    call = {"tool": "read", "arguments": {}, "config": {}, "plugin": "s6hidden",
+            "alias": "x", "reference": "x"}  # fmt: skip
+    limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 0)
+    try:
+        before = execute(origin, ("s6-hidden", 1), call, None, limits=limits)
+        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [
+            str(package / "siteproject"),
+            str(package / "local_settings.py"),
+        ]
+        after = execute(origin, ("s6-hidden", 2), call, None, limits=limits)
+    finally:
+        shutdown()
+    assert before.kind == "json" and after.kind == "json", (before, after)
+    seen_before, seen = json.loads(before.text), json.loads(after.text)
+    assert _SECRET in seen_before["siteproject/settings.py"]  # the control: bound, readable
+    assert seen["siteproject"] == []
+    assert seen["siteproject/settings.py"] == "FileNotFoundError"
+    assert seen["local_settings.py"] in ("PermissionError", ""), seen
+    assert seen["tool.py"] == "# the plugin's own module\n"
+    assert _SECRET not in after.text
+
+
+def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, settings):
+    """A path that is or holds the standard library, ``django_webfetch``, a whole package
+    directory or the plugin's own package is not masked (every plugin would break); one
+    under a bound package directory is."""
+    import django_webfetch
+
+    origin = _hidden_site(tmp_path)
+    package = os.path.join(origin.path, origin.top_level)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    stdlib = os.path.dirname(os.path.realpath(os.__file__))
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [
+        root,
+        stdlib,
+        os.path.dirname(stdlib),
+        *bubblewrap.site_dirs(),
+        origin.path,
+        package,
+        os.path.join(package, "siteproject"),
+    ]
+    spec = bubblewrap.SandboxSpec(origin.path, origin.top_level, 3, 4, 5, "/tmp/s6")
+    masks = [entry[1] for entry in bubblewrap._layout(spec) if entry[0] == "mask"]
+    assert masks == [os.path.realpath(os.path.join(package, "siteproject"))]
+    command = bubblewrap.command(spec)
+    at = command.index(masks[0])
+    assert command[at - 1] == "--tmpfs" and command[at + 1 : at + 3] == ["--remount-ro", masks[0]]
+    assert masks[0] not in bubblewrap.sources(spec)
