@@ -46,10 +46,11 @@ def _spare_uids() -> int:
     raise AssertionError("no two spare uids")
 
 
-def _run_as(uid: int, dumpable: bool) -> int:
-    """A child that runs with ``uid`` until killed: ``sleep`` executed under it (dumpable:
-    ``/proc/<pid>`` is the uid's), or the forked child itself, which changed its uid and
-    executed nothing (the kernel makes it not dumpable: ``/proc/<pid>`` shows root)."""
+def _run_as(uid: int, effective: bool) -> int:
+    """A child that runs with ``uid`` until killed: ``sleep`` executed under it (its
+    ``/proc/<pid>`` is the uid's, its effective uid), or the forked child itself with
+    ``uid`` as its real uid only (effective and saved uid root: ``/proc/<pid>`` shows
+    root, and only its status says ``uid``)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child)
@@ -57,12 +58,12 @@ def _run_as(uid: int, dumpable: bool) -> int:
             os.setsid()
             os.setgroups([])
             os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
+            os.setresuid(uid, uid if effective else 0, uid if effective else 0)
             os.write(write, b"1")
-            if dumpable:
+            if effective:
                 os.execv("/bin/sleep", ["sleep", "120"])
             while True:
-                signal.pause()
+                signal.pause()  # until the test kills it
         finally:
             os._exit(0)
     os.close(write)
@@ -72,25 +73,25 @@ def _run_as(uid: int, dumpable: bool) -> int:
 
 
 @as_root
-@pytest.mark.parametrize("dumpable", [True, False])
-def test_a_uid_a_process_still_runs_with_is_never_handed_out(dumpable):
+@pytest.mark.parametrize("effective", [True, False])
+def test_a_uid_a_process_still_runs_with_is_never_handed_out(effective):
     """Finding 1, the uid: a plugin process whose host died (its uid's lock with it) must
     not share its uid with the next plugin process.  Played by a process started under the
     uid with no lock held at all: ``acquire`` passes over it (a range of one: no uid;
-    of two: the other), and hands it out once the process is gone.  A process that is not
-    dumpable (``/proc/<pid>`` then shows root) is found by its status.  Failed before
-    (``acquire`` looked at the lock only)."""
+    of two: the other), and hands it out once the process is gone.  A process whose uid
+    is not its effective one (``/proc/<pid>`` shows the effective uid) is found by its
+    status.  Failed before (``acquire`` looked at the lock only)."""
     uid = _spare_uids()
-    pid = _run_as(uid, dumpable)
+    pid = _run_as(uid, effective)
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not (
-            _uid_of(pid) == uid and (not dumpable or _comm(pid) == "sleep")
+            _uid_of(pid) == uid and (not effective or _comm(pid) == "sleep")
         ):  # its uid set (and sleep executed)
             time.sleep(0.01)
         assert _uid_of(pid) == uid
         owner = os.stat(f"/proc/{pid}").st_uid
-        assert owner == (uid if dumpable else 0)  # the path in_use takes
+        assert owner == (uid if effective else 0)  # the path in_use takes
         assert identity.in_use(uid)
         with pytest.raises(identity.IdentityUnavailable):
             identity.acquire(uid, 1)

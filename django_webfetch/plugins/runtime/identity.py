@@ -84,8 +84,8 @@ def _open_lock() -> int:
 
 def in_use(uid: int) -> bool:
     """Whether a process visible in ``/proc`` runs with ``uid`` (any of its four ids).
-    ``/proc/<pid>`` is owned by a dumpable process's effective uid, so only the status of
-    a process it shows as root (a process that is not dumpable) or as ``uid`` is read."""
+    ``/proc/<pid>`` is owned by the process's effective uid, so only the status of a
+    process whose effective uid is root (its real or saved uid may be ``uid``) is read."""
     try:
         names = os.listdir("/proc")
     except OSError:
