@@ -239,3 +239,32 @@ def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, sett
     at = command.index(masks[0])
     assert command[at - 1] == "--tmpfs" and command[at + 1 : at + 3] == ["--remount-ro", masks[0]]
     assert masks[0] not in bubblewrap.sources(spec)
+
+
+@needs_sandbox
+def test_with_the_hidden_paths_setting_wrong_no_plugin_process_starts(tmp_path, settings):
+    """What to hide cannot be known: the plugin does not run (fail closed), and check
+    E001 names the setting."""
+    from django.core import checks
+
+    from django_webfetch.exceptions import WebFetchConfigurationError
+    from django_webfetch.plugins.runtime.host import Limits, execute, idle_processes, shutdown
+
+    origin = _hidden_site(tmp_path)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = "relative/settings.py"
+    call = {"tool": "read", "arguments": {}, "config": {}, "plugin": "s6hidden",
+            "alias": "x", "reference": "x"}  # fmt: skip
+    try:
+        with pytest.raises(WebFetchConfigurationError):
+            execute(
+                origin,
+                ("s6-hidden-bad", 1),
+                call,
+                None,
+                limits=Limits(5, 20, 1 << 30, 1 << 16, 5, 1),
+            )
+        assert idle_processes() == 0
+    finally:
+        shutdown()
+    found = [m for m in checks.run_checks() if m.id == "django_webfetch.E001"]
+    assert any("WEBFETCH_PLUGIN_HIDDEN_PATHS" in m.msg for m in found), found
