@@ -268,3 +268,23 @@ def test_with_the_hidden_paths_setting_wrong_no_plugin_process_starts(tmp_path, 
         shutdown()
     found = [m for m in checks.run_checks() if m.id == "django_webfetch.E001"]
     assert any("WEBFETCH_PLUGIN_HIDDEN_PATHS" in m.msg for m in found), found
+
+
+def test_landlock_read_rules_leave_hidden_paths_out(tmp_path):
+    """The guest's Landlock rules: a directory holding a hidden path is replaced by its
+    entries but the hidden one (down the way to it) and kept listable only, so no read
+    rule covers the hidden path, and everything beside it stays readable."""
+    from django_webfetch.plugins.runtime.guest import _excluding
+
+    site = tmp_path / "site-packages"
+    for path in ("mysite/settings", "other/pkg", "deep/a/hidden", "deep/a/kept", "deep/b"):
+        (site / path).mkdir(parents=True)
+    (site / "six.py").write_text("")
+    hidden = [str(site / "mysite"), str(site / "deep" / "a" / "hidden")]
+    read, listed = _excluding([str(site), str(tmp_path / "elsewhere")], hidden)
+    assert read == sorted(
+        [str(tmp_path / "elsewhere")]
+        + [str(site / p) for p in ("other", "six.py", "deep/b", "deep/a/kept")]
+    )
+    assert listed == sorted(str(site / p) for p in ("", "deep", "deep/a"))
+    assert not any(h == r or h.startswith(r + "/") for h in hidden for r in read)

@@ -523,6 +523,11 @@ def hidden_paths(binds: list[str], needed: list[str]) -> list[str]:
     return _collapse(found)
 
 
+def masks(spec: SandboxSpec) -> list[str]:
+    """The paths ``command`` masks (the guest leaves them out of its Landlock rules too)."""
+    return [entry[1] for entry in _layout(spec) if entry[0] == "mask"]
+
+
 def sources(spec: SandboxSpec) -> list[str]:
     """Every path bound into the sandbox (a root host opens each and passes the file
     descriptors: ``command``'s ``fds``)."""

@@ -222,8 +222,11 @@ def _landlock_abi(libc: ctypes.CDLL) -> int:
     return max(abi, 0)
 
 
-def read_paths(plugin_path: str, top_level: str) -> tuple[list[str], list[str]]:
-    """(directories whose files may be read, directories that may only be listed)."""
+def read_paths(
+    plugin_path: str, top_level: str, hidden: list[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """(directories whose files may be read, directories that may only be listed), with
+    ``hidden`` (the site's code the sandbox masks) in neither: ``_excluding``."""
     import django_webfetch
 
     paths = {
@@ -250,7 +253,34 @@ def read_paths(plugin_path: str, top_level: str) -> tuple[list[str], list[str]]:
         full = os.path.join(plugin_path, candidate)
         if os.path.exists(full):
             paths.add(full)
-    return sorted(p for p in paths if os.path.exists(p)), listed
+    read, split = _excluding(sorted(p for p in paths if os.path.exists(p)), hidden or [])
+    return read, listed + split
+
+
+def _excluding(paths: list[str], hidden: list[str]) -> tuple[list[str], list[str]]:
+    """``paths`` with every ``hidden`` path left out, and the directories that held one.
+    A Landlock rule cannot except a path beneath it, so a path holding a hidden one is
+    replaced by its entries but the hidden one (again for an entry on the way to it), and
+    kept as listable only (its listing is what the import system reads; the masked
+    directory beneath it is empty anyway)."""
+    read: list[str] = []
+    split: list[str] = []
+    pending = list(paths)
+    while pending:
+        path = pending.pop()
+        inside = [h for h in hidden if h == path or h.startswith(path.rstrip("/") + "/")]
+        if not inside:
+            read.append(path)
+            continue
+        if path in hidden or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        try:
+            names = os.listdir(path)
+        except OSError:
+            continue
+        split.append(path)
+        pending += [os.path.join(path, name) for name in names]
+    return sorted(set(read)), sorted(set(split))
 
 
 def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
@@ -273,7 +303,8 @@ def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
     ruleset = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0))
     if ruleset < 0:
         return {"landlock": 0, "landlock_error": os.strerror(ctypes.get_errno())}
-    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]))
+    hidden = [str(path) for path in setup.get("hidden") or ()]
+    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]), hidden)
     readable = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
     try:
         _restrict(libc, ruleset, handled, setup, read, listed, readable)
