@@ -89,9 +89,6 @@ _SOCK_TYPE_MASK = 0xF
 #: Out-of-band data (``MSG_OOB``): on ``AF_UNIX`` stream sockets the code of CVE-2025-38236;
 #: refused in every send and receive call's flags.
 MSG_OOB = 0x1
-#: Real-time signals a plugin process may have queued at once (``RLIMIT_SIGPENDING``, set
-#: by the guest before any plugin code runs; each queued signal is kernel memory).
-MAX_PENDING_SIGNALS = 64
 
 #: The allow-list: (reason, syscalls).  Every other system call fails with EPERM.  The
 #: test tests/plugins/test_containment.py::test_the_allow_list_is_what_the_docs_say prints
@@ -291,7 +288,7 @@ IOCTL_REQUESTS = (0x5451, 0x5450, 0x5421, 0x541B, 0x5401)
 #: plugin process's death signal, and clearing it would let the process outlive its host
 #: (issue 30, sixth attack, finding 1); the guest checks it is SIGKILL.
 PRCTL_OPTIONS = (2, 3, 15, 16, 21, 22, 38, 39, 23)
-#: prctl options that are never in PRCTL_OPTIONS (tests/plugins/test_issue30_kern30.py).
+#: prctl options that are never in PRCTL_OPTIONS (tests/plugins/test_containment.py).
 PRCTL_REFUSED = (1,)
 #: With arguments: why each is allowed only so.
 CONDITIONAL = {
