@@ -288,3 +288,50 @@ def test_landlock_read_rules_leave_hidden_paths_out(tmp_path):
     )
     assert listed == sorted(str(site / p) for p in ("", "deep", "deep/a"))
     assert not any(h == r or h.startswith(r + "/") for h in hidden for r in read)
+
+
+def test_landlock_exclusion_covers_everything_but_the_hidden_paths(tmp_path_factory):
+    """Property, over random trees and random hidden paths in them: every file of the tree
+    that is not at or under a hidden path is under a read rule, no hidden path is at or
+    under one, and every directory on the way to a hidden one is listable."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from django_webfetch.plugins.runtime.guest import _excluding
+
+    names = st.sampled_from(["a", "b", "c", "mysite", "settings.py"])
+    trees = st.lists(st.lists(names, min_size=1, max_size=4), min_size=1, max_size=12)
+
+    def covered(path: str, rules: list[str]) -> bool:
+        return any(path == r or path.startswith(r + "/") for r in rules)
+
+    @settings(max_examples=150, deadline=None)
+    @given(trees, st.lists(st.integers(0, 11), max_size=3), st.integers(0, 3))
+    def check(tree, picks, depth):
+        root = str(tmp_path_factory.mktemp("tree"))
+        files = []
+        for parts in tree:
+            path = os.path.join(root, *parts)
+            if any(f == path or f.startswith(path + "/") or path.startswith(f + "/")
+                   for f in files):  # fmt: skip
+                continue  # a file where a directory is, or the reverse
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write("x")
+            files.append(path)
+        hidden = []
+        for pick in picks:
+            chosen = files[pick % len(files)]
+            parts = chosen[len(root) + 1 :].split("/")
+            hidden.append(os.path.join(root, *parts[: 1 + depth % len(parts)]))
+        read, listed = _excluding([root], hidden)
+        for path in files:
+            assert covered(path, read) is not covered(path, hidden), (path, read, hidden)
+        for path in hidden:
+            assert not covered(path, read), (path, read)
+            up = os.path.dirname(path)
+            while len(up) >= len(root):
+                assert up in listed, (up, listed)
+                up = os.path.dirname(up)
+
+    check()
