@@ -517,6 +517,18 @@ class Settings:
         return int(_ranged("WEBFETCH_PLUGIN_POOL_SIZE", 2, 0, 8, integer=True))
 
     @property
+    def WEBFETCH_PLUGIN_HIDDEN_PATHS(self) -> tuple[str, ...]:
+        """Absolute paths of the site's own code that plugin sandboxes must not show, beyond
+        the top-level packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF`` (always
+        hidden): masked in the sandbox where they lie under a directory it binds
+        (``plugins.runtime.bubblewrap.hidden_paths``)."""
+        name = "WEBFETCH_PLUGIN_HIDDEN_PATHS"
+        paths = _str_tuple(name, _raw(name, ()))
+        if not all(path.startswith("/") for path in paths):
+            raise _bad(name, "a list or tuple of absolute paths")
+        return paths
+
+    @property
     def WEBFETCH_PLUGIN_UID_RANGE(self) -> tuple[int, int]:
         """``(first, count)``: the uids (and gids) a root site gives its plugin processes,
         one of its own each, outside their user namespace.  ``first`` 65536..2^31-1,

@@ -122,6 +122,20 @@ def test_a_hostile_plugin_reaches_nothing_of_its_host(plugin_lab, editor_user, t
     # are refused by the filter (EPERM).
     for name in ("kill_victim", "kill_victim_group", "stop_victim", "kill_every_process"):
         assert report[name] == "refused: ProcessLookupError errno=3", (name, report[name])
+    # Its own containment: the filters refuse before the kernel looks (issue 30, sixth
+    # attack, findings 1, 4 and 5b: each was "done" or reached the kernel before).
+    for name in (
+        "prctl_clear_death_signal",
+        "landlock_create_ruleset",
+        "landlock_restrict_self",
+        "seccomp_add_filter",
+        "prctl_set_seccomp",
+        "msg_oob_send",
+        "msg_oob_recv",
+    ):
+        assert report[name] == "refused: PermissionError errno=1", (name, report[name])
+    # setrlimit's EPERM, in Python's words: the hard limit (64 queued signals) stays.
+    assert report["raise_sigpending"] == "refused: ValueError"
 
 
 @needs_sandbox
@@ -177,6 +191,12 @@ def test_the_allow_list_is_what_the_docs_say():
     assert 8 not in bubblewrap.FCNTL_COMMANDS and 10 not in bubblewrap.FCNTL_COMMANDS
     assert 1031 not in bubblewrap.FCNTL_COMMANDS  # F_SETPIPE_SZ
     assert 0x5412 not in bubblewrap.IOCTL_REQUESTS  # TIOCSTI
+    # PR_SET_PDEATHSIG: the process would outlive its host (issue 30, sixth attack, 1).
+    assert not set(bubblewrap.PRCTL_REFUSED) & set(bubblewrap.PRCTL_OPTIONS)
+    assert 1 in bubblewrap.PRCTL_REFUSED
+    # Send and receive only with their flags checked (MSG_OOB: sixth attack, finding 4).
+    assert {"sendto", "recvfrom"} <= set(bubblewrap.CONDITIONAL)
+    assert not {"sendto", "recvfrom"} & allowed
 
 
 @needs_sandbox

@@ -170,6 +170,11 @@ def test_the_allow_list_has_no_message_call():
     calls = {"sendmsg", "recvmsg", "sendmmsg", "recvmmsg"}
     assert not allowed & calls
     assert not set(bubblewrap.CONDITIONAL) & calls
+    # send and receive are allowed with their flags checked only (MSG_OOB refused: issue
+    # 30, sixth attack, finding 4; tests/plugins/test_issue30_kern30.py runs the filter).
+    assert not {"sendto", "recvfrom"} & allowed
+    assert "MSG_OOB" in bubblewrap.CONDITIONAL["sendto"]
+    assert "MSG_OOB" in bubblewrap.CONDITIONAL["recvfrom"]
 
 
 # -- finding 9: threads an import started -------------------------------------------------

@@ -79,6 +79,9 @@ report["call"] = execute(registry.origin("codeprobe"), ("victim", victim.pk), ca
 # The victim's pooled process, as the host sees it: its address-space limit.
 limits = {}
 mine = interpreter_path().encode()
+def _ppid(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        return int([l for l in fh if l.startswith("PPid:")][0].split()[1])
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -92,6 +95,10 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         with open(f"/proc/{pid}/status") as fh:
             if not any(l.startswith("NSpid:") and l.split()[-1] == "1" for l in fh):
                 continue
+        # This script's own (bwrap's child; bwrap is this process's): not a process
+        # another test of the same run is starting at this moment.
+        if _ppid(_ppid(pid)) != os.getpid():
+            continue
         with open(f"/proc/{pid}/limits") as fh:
             limits[pid] = [l for l in fh.read().splitlines() if l.startswith("Max address")][0]
     except OSError:

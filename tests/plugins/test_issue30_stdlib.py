@@ -106,6 +106,9 @@ call = {"tool": "codeprobe_run", "arguments": {"code": "result = 1"}, "config": 
 http = PluginHttp(victim.pk, group="codeprobe", tool="codeprobe_run")
 report["call"] = execute(registry.origin("codeprobe"), ("victim", victim.pk), call, http).text
 limits = []
+def _ppid(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        return int([l for l in fh if l.startswith("PPid:")][0].split()[1])
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -117,6 +120,10 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         with open(f"/proc/{pid}/status") as fh:
             if not any(l.startswith("NSpid:") and l.split()[-1] == "1" for l in fh):
                 continue
+        # This script's own (bwrap's child; bwrap is this process's): not a process
+        # another test of the same run is starting at this moment.
+        if _ppid(_ppid(pid)) != os.getpid():
+            continue
         with open(f"/proc/{pid}/limits") as fh:
             limits += [l for l in fh.read().splitlines() if l.startswith("Max address")]
     except OSError:

@@ -15,11 +15,16 @@ What the command below gives the plugin process:
 - its own **network namespace** with no interface but ``lo``: the inherited socketpair to
   the host is its only channel;
 - its own **IPC, UTS and cgroup namespaces**, and a new session (no terminal);
-- a **read-only mount view** of only the interpreter, the Python packages it imports, the
-  plugin's own package and the system libraries, a fresh ``/proc`` of its PID namespace, a
-  ``/dev`` of ``null``/``zero``/``urandom`` only, a small ``/tmp`` of its own (its scratch
-  directory), and nothing of the site: no project directory, settings, database, ``/etc``
-  beyond the loader's cache, ``/home``, ``/root`` or ``/run``;
+- a **read-only mount view** of only the interpreter (its executable, standard library and
+  ``libpython``: never the rest of its prefix nor the root of a virtual environment), the
+  site's package directories, the plugin's own package and the system libraries, a fresh
+  ``/proc`` of its PID namespace, a ``/dev`` of ``null``/``zero``/``urandom`` only, a small
+  ``/tmp`` of its own (its scratch directory), and nothing of the site: no project
+  directory, settings, database, ``/etc`` beyond the loader's cache, ``/home``, ``/root``
+  or ``/run``; the site's own code where it lies in a package directory (the top-level
+  packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_
+  PATHS``) is masked (``hidden_paths``), and the guest leaves it out of its Landlock
+  rules (``guest._excluding``);
 - an empty environment;
 - the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
   just before it executes the interpreter; the guest narrows it further before any plugin
@@ -81,6 +86,9 @@ _MAP_ANONYMOUS = 0x20
 _CLONE_THREAD = 0x00010000
 #: The type bits of socketpair's second argument (SOCK_NONBLOCK and SOCK_CLOEXEC above).
 _SOCK_TYPE_MASK = 0xF
+#: Out-of-band data (``MSG_OOB``): on ``AF_UNIX`` stream sockets the code of CVE-2025-38236;
+#: refused in every send and receive call's flags.
+MSG_OOB = 0x1
 
 #: The allow-list: (reason, syscalls).  Every other system call fails with EPERM.  The
 #: test tests/plugins/test_containment.py::test_the_allow_list_is_what_the_docs_say prints
@@ -170,10 +178,9 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
         "namespace has no interface anyway; no setsockopt(): nothing the guest runs sets an "
         "option, and SO_SNDBUF/SO_RCVBUF would let a socket queue kernel memory past every "
         "limit; no sendmsg/recvmsg/sendmmsg/recvmmsg: socket.send and recv are sendto and "
-        "recvfrom, and SCM_RIGHTS would put descriptors in flight, each keeping its socket's "
-        "queued bytes while in no /proc/<pid>/fd)",
+        "recvfrom, with conditions below, and SCM_RIGHTS would put descriptors in flight, "
+        "each keeping its socket's queued bytes while in no /proc/<pid>/fd)",
         (
-            "recvfrom",
             "shutdown",
             "getsockopt",
             "getsockname",
@@ -261,7 +268,9 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("set_tid_address", "rseq", "arch_prctl", "exit", "exit_group"),
     ),
     (
-        "narrowing itself further: the guest's own seccomp filter and Landlock",
+        "narrowing itself further: Landlock, then the guest's own seccomp filter, which "
+        "refuses all four from then on (no_exec_program: a Landlock layer a plugin added "
+        "would keep a copy of every rule in kernel memory, for the life of a pooled process)",
         ("seccomp", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"),
     ),
 )
@@ -273,10 +282,14 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
 FCNTL_COMMANDS = (0, 1, 2, 3, 4, 5, 6, 7, 36, 37, 38, 1030, 1032, 1034)
 #: ioctl requests: FIOCLEX, FIONCLEX, FIONBIO, FIONREAD, TCGETS (isatty).  Not TIOCSTI.
 IOCTL_REQUESTS = (0x5451, 0x5450, 0x5421, 0x541B, 0x5401)
-#: prctl options: PR_SET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_NAME, PR_GET_NAME,
+#: prctl options: PR_GET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_NAME, PR_GET_NAME,
 #: PR_GET_SECCOMP, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_GET_NO_NEW_PRIVS,
-#: PR_CAPBSET_READ.
-PRCTL_OPTIONS = (1, 3, 15, 16, 21, 22, 38, 39, 23)
+#: PR_CAPBSET_READ.  Never PR_SET_PDEATHSIG (1): bwrap's ``--die-with-parent`` is the
+#: plugin process's death signal, and clearing it would let the process outlive its host
+#: (issue 30, sixth attack, finding 1); the guest checks it is SIGKILL.
+PRCTL_OPTIONS = (2, 3, 15, 16, 21, 22, 38, 39, 23)
+#: prctl options that are never in PRCTL_OPTIONS (tests/plugins/test_containment.py).
+PRCTL_REFUSED = (1,)
 #: With arguments: why each is allowed only so.
 CONDITIONAL = {
     "mmap": "private or file-backed only: MAP_SHARED|MAP_ANONYMOUS is memory a file "
@@ -289,7 +302,8 @@ CONDITIONAL = {
     "socketpair": "AF_UNIX stream only (asyncio's self-pipe); both ends stay in the "
     "process, at the default buffer size (setsockopt is refused), and RLIMIT_NOFILE "
     "(guest.MAX_FILES) bounds how many exist; none is in flight (sendmsg is refused)",
-    "sendto": "without an address (a send on the connected channel)",
+    "sendto": "without an address (a send on the connected channel) and without MSG_OOB",
+    "recvfrom": "without MSG_OOB (out-of-band data on AF_UNIX sockets: CVE-2025-38236's code)",
 }
 
 
@@ -313,11 +327,10 @@ def bwrap_path() -> str:
 
 
 def interpreter_path() -> str:
-    """The interpreter as the sandbox runs it: its directory resolved (a virtual
-    environment's ``bin``, so ``pyvenv.cfg`` is found), its name kept."""
-    return os.path.join(
-        os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable)
-    )
+    """The interpreter as the sandbox runs it: the executable itself (symbolic links
+    resolved), not a virtual environment's ``bin/python``: the guest needs nothing of the
+    virtual environment but its package directories, given explicitly (``site_dirs``)."""
+    return os.path.realpath(sys.executable)
 
 
 #: The guest's first lines: ``sys.path`` is the standard library, then the site's package
@@ -341,22 +354,43 @@ def _package_root() -> str:
 
 
 def _python_dirs() -> list[str]:
-    """The interpreter's prefix and stdlib, and the package directories it imports from
-    (site-packages of the environment: the guest imports httpx and the plugin's
-    dependencies from there)."""
-    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
-        value = sysconfig.get_paths().get(name)
-        if value:
-            dirs.add(value)
+    """What the guest runs on, and nothing else of the interpreter's prefix or of a virtual
+    environment (whose root holds ``bin/activate`` and the env files many deployments keep
+    beside it: issue 30, sixth attack, finding 2): the executable, the standard library
+    (``lib-dynload`` and a zipped standard library), ``libpython`` where the executable is
+    linked to one, a copied virtual environment's ``pyvenv.cfg`` (its executable finds the
+    standard library through it), the package directories the guest imports from
+    (``site_dirs``: httpx and the plugin's dependencies) and ``django_webfetch``."""
+    executable = interpreter_path()
+    dirs = {executable, os.path.dirname(os.path.realpath(os.__file__))}
+    dynload = sysconfig.get_config_var("DESTSHARED")
+    if isinstance(dynload, str):
+        dirs.add(dynload)
     for entry in sys.path:
-        if entry.endswith(("site-packages", "dist-packages", "lib-dynload")):
+        if entry.endswith("lib-dynload") or (entry.endswith(".zip") and os.path.isfile(entry)):
             dirs.add(entry)
+    library = _libpython()
+    if library is not None:
+        dirs.add(os.path.realpath(library))
+    prefix = os.path.realpath(sys.prefix)
+    if sys.prefix != sys.base_prefix and executable.startswith(prefix + "/"):
+        dirs.add(os.path.join(prefix, "pyvenv.cfg"))
     dirs.update(site_dirs())
-    dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
-    dirs.add(os.path.dirname(interpreter_path()))
     dirs.add(os.path.join(_package_root(), "django_webfetch"))
-    return [os.path.realpath(d) for d in dirs if os.path.isdir(d)]
+    return [os.path.realpath(d) for d in dirs if os.path.exists(d)]
+
+
+def _libpython() -> str | None:
+    """The shared ``libpython`` the executable loads (by its ``SONAME`` in ``LIBDIR``), or
+    ``None`` for a statically linked interpreter."""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        return None
+    directory = sysconfig.get_config_var("LIBDIR")
+    name = sysconfig.get_config_var("INSTSONAME") or sysconfig.get_config_var("LDLIBRARY")
+    if not isinstance(directory, str) or not isinstance(name, str):
+        return None
+    path = os.path.join(directory, name)
+    return path if os.path.exists(path) else None
 
 
 def site_dirs() -> list[str]:
@@ -402,8 +436,12 @@ def _system() -> list[tuple[str, ...]]:
 
 def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
     """What is bound read-only into the sandbox, in order: the system libraries, then the
-    interpreter, its packages and the plugin's package."""
+    interpreter, its packages and the plugin's package; then the site's code masked
+    (``("mask", path)``: not a source, nothing of the host is opened for it)."""
+    system = _system()
     binds = list(_python_dirs())
+    packages = site_dirs()
+    needed = [path for path in binds if path not in packages]
     # A Python name only: an absolute path or ``..`` would make the bind leave the
     # plugin's directory (tests/plugins/test_issue30_pth.py).
     if spec.top_level.isidentifier():
@@ -411,7 +449,81 @@ def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
             full = os.path.join(spec.plugin_path, candidate)
             if os.path.exists(full):
                 binds.append(os.path.realpath(full))
-    return [*_system(), *(("bind", path) for path in _collapse(binds))]
+                needed.append(os.path.realpath(full))
+    layout = list(system)
+    library = _libpython()
+    # The executable asks for libpython by its SONAME, maybe a link to the file bound.
+    if (
+        library is not None
+        and os.path.islink(library)
+        and not any(_under(library, entry[-1]) for entry in system if entry[0] == "bind")
+    ):
+        layout.append(("symlink", os.readlink(library), library))
+    kept = _collapse(binds)
+    layout += [("bind", path) for path in kept]
+    layout += [("mask", path) for path in hidden_paths(kept, needed)]
+    return layout
+
+
+def _under(path: str, top: str) -> bool:
+    return path.startswith(top.rstrip("/") + "/")
+
+
+def _site_code() -> list[str]:
+    """The site's own code: the top-level packages (or modules) of ``DJANGO_SETTINGS_
+    MODULE`` and ``ROOT_URLCONF``, found as the host imports them, and the paths of
+    ``WEBFETCH_PLUGIN_HIDDEN_PATHS``, resolved."""
+    import importlib.util
+
+    names = [os.environ.get("DJANGO_SETTINGS_MODULE") or ""]
+    extra: tuple[str, ...] = ()
+    from django.conf import settings
+
+    if settings.configured:
+        from django_webfetch.conf import conf
+
+        names += [getattr(settings, "SETTINGS_MODULE", None) or ""]
+        urlconf = getattr(settings, "ROOT_URLCONF", None)
+        names += [urlconf if isinstance(urlconf, str) else ""]
+        extra = conf.WEBFETCH_PLUGIN_HIDDEN_PATHS
+    paths: list[str] = []
+    for top in {name.partition(".")[0] for name in names if name}:
+        if not top.isidentifier():
+            continue
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        if spec.submodule_search_locations:
+            paths += [str(p) for p in spec.submodule_search_locations]
+        elif spec.origin and os.path.isabs(spec.origin):
+            paths.append(spec.origin)
+    paths += extra
+    return [os.path.realpath(p) for p in paths if os.path.exists(p)]
+
+
+def hidden_paths(binds: list[str], needed: list[str]) -> list[str]:
+    """The site's code (``_site_code``) that lies under a directory of ``binds`` (a package
+    directory the guest imports from: a project installed with ``pip install .``, as a
+    container image does), each masked in the sandbox by an empty read-only directory (or
+    an unreadable file); a path that is or holds what the guest needs (``needed``: the
+    standard library, ``django_webfetch``, the plugin's package) is not masked."""
+    found: list[str] = []
+    for path in _site_code():
+        if not any(_under(path, top) for top in binds):
+            continue
+        if any(path == need or _under(need, path) for need in needed):
+            continue
+        if path not in found:
+            found.append(path)
+    return _collapse(found)
+
+
+def masks(spec: SandboxSpec) -> list[str]:
+    """The paths ``command`` masks (the guest leaves them out of its Landlock rules too)."""
+    return [entry[1] for entry in _layout(spec) if entry[0] == "mask"]
 
 
 def sources(spec: SandboxSpec) -> list[str]:
@@ -452,6 +564,11 @@ def command(spec: SandboxSpec, fds: Mapping[str, int] | None = None) -> list[str
     for entry in _layout(spec):
         if entry[0] == "symlink":
             mounts += ["--symlink", entry[1], entry[2]]
+        elif entry[0] == "mask" and os.path.isdir(entry[1]):
+            mounts += ["--size", "4096", "--perms", "0555", "--tmpfs", entry[1]]
+            mounts += ["--remount-ro", entry[1]]
+        elif entry[0] == "mask":
+            mounts += ["--ro-bind", os.devnull, entry[1]]
         elif fds is not None and entry[1] in fds:
             mounts += ["--ro-bind-fd", str(fds[entry[1]]), entry[1]]
         else:
@@ -569,25 +686,42 @@ def seccomp_program() -> bytes:
         sc.Arg(0, sc.EQ, socket.AF_UNIX),
         sc.Arg(1, sc.MASKED_EQ, _SOCK_TYPE_MASK, socket.SOCK_STREAM),
     )
-    allow("sendto", sc.Arg(4, sc.EQ, 0))
+    allow("sendto", sc.Arg(4, sc.EQ, 0), sc.Arg(3, sc.MASKED_EQ, MSG_OOB, 0))
+    allow("recvfrom", sc.Arg(3, sc.MASKED_EQ, MSG_OOB, 0))
     with tempfile.TemporaryFile() as sink:
         rules.export_bpf(sink)
         sink.seek(0)
         return sink.read()
 
 
+#: What the guest's second filter refuses (with ``prctl(PR_SET_SECCOMP)``).
+NARROWING_REFUSED = (
+    "execve",
+    "execveat",
+    "landlock_create_ruleset",
+    "landlock_add_rule",
+    "landlock_restrict_self",
+    "seccomp",
+)
+_PR_SET_SECCOMP = 22
+
+
 @functools.lru_cache(maxsize=1)
 def no_exec_program() -> bytes:
-    """The guest's second filter, loaded by itself once the interpreter runs and before any
-    plugin code does: ``execve``/``execveat`` refused (the allow-list lets bwrap execute
-    the interpreter once).  Filters stack: the stricter answer wins."""
+    """The guest's second filter, loaded by itself once the interpreter runs, after its own
+    Landlock restriction and before any plugin code does: ``execve``/``execveat`` refused
+    (the allow-list lets bwrap execute the interpreter once), and so are the calls the
+    guest needed to narrow itself (``landlock_*``, ``seccomp``, ``prctl(PR_SET_SECCOMP)``):
+    a plugin cannot stack Landlock layers or filters, kernel memory its pooled process
+    would keep.  Filters stack: the stricter answer wins."""
     try:
         import pyseccomp as sc
     except (ImportError, OSError) as exc:
         raise OSError(errno.ENOSYS, "libseccomp_unavailable") from exc
     rules = sc.SyscallFilter(sc.ALLOW)
-    for name in ("execve", "execveat"):
+    for name in NARROWING_REFUSED:
         rules.add_rule(sc.ERRNO(errno.EPERM), name)
+    rules.add_rule(sc.ERRNO(errno.EPERM), "prctl", sc.Arg(0, sc.EQ, _PR_SET_SECCOMP))
     with tempfile.TemporaryFile() as sink:
         rules.export_bpf(sink)
         sink.seek(0)

@@ -11,13 +11,15 @@ before any plugin code is imported, it
 1. reads its ``setup`` message (limits, the plugin's location, the scratch directory),
 2. sends its standard output and error to ``/dev/null``,
 3. sets its resource limits for its whole life (address space, data, CPU time, file size,
-   open files, threads, no core, no locked memory, no message queues),
-4. installs a second seccomp filter the host built (``bubblewrap.no_exec_program``) that
-   refuses every further ``exec``, and proves both filters are in force,
-5. restricts the file system with Landlock where the kernel has it (read: the interpreter,
+   open files, threads, queued signals, no core, no locked memory, no message queues),
+4. restricts the file system with Landlock where the kernel has it (read: the interpreter,
    its libraries, ``django_webfetch`` and the plugin's own package; write: the scratch
    directory only; and, from Landlock ABI 4 and 6, no TCP and no signals or abstract Unix
    sockets outside the process), and reports what it got,
+5. installs a second seccomp filter the host built (``bubblewrap.no_exec_program``) that
+   refuses every further ``exec`` and every further Landlock layer or filter, and proves
+   both filters are in force and that its death signal (bwrap's ``--die-with-parent``) is
+   set and cannot be cleared,
 6. installs the audit-hook sandbox as a second, recording layer,
 7. says ``contained``, imports the plugin (inside a plugin scope: what the import tries is
    reported; every module of the plugin's package compiled from its source, never from a
@@ -61,6 +63,8 @@ from .protocol import (
 
 __all__ = ["main"]
 
+_PR_SET_PDEATHSIG = 1
+_PR_GET_PDEATHSIG = 2
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
@@ -70,6 +74,9 @@ MAX_THREADS = 64
 #: the socket buffers a plugin can fill (a default-sized buffer per socket: issue 30,
 #: finding 5); none can be in flight over a socket (sendmsg is refused: issue 30, finding 8).
 MAX_FILES = 32
+#: Queued real-time signals (each a ``struct sigqueue`` of kernel memory a pooled process
+#: would keep; the site's limit is tens of thousands): issue 30, sixth attack, finding 5.
+MAX_PENDING_SIGNALS = 64
 
 
 class _SockFilter(ctypes.Structure):
@@ -145,6 +152,7 @@ def _limits(setup: Mapping[str, Any]) -> None:
     limit(resource.RLIMIT_NPROC, MAX_THREADS)
     limit(resource.RLIMIT_MEMLOCK, 0)
     limit(resource.RLIMIT_MSGQUEUE, 0)
+    limit(resource.RLIMIT_SIGPENDING, MAX_PENDING_SIGNALS)
 
 
 def _quiet_stdio() -> None:
@@ -155,9 +163,16 @@ def _quiet_stdio() -> None:
     os.close(null)
 
 
+def _no_new_privs() -> None:
+    """Landlock and the second filter need it (bwrap set it already: checked, not hoped)."""
+    if _libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise Unavailable(f"seccomp_unavailable: no_new_privs ({os.strerror(ctypes.get_errno())})")
+
+
 def _seccomp(setup: Mapping[str, Any]) -> None:
-    """The second filter, built by the host (``bubblewrap.no_exec_program``): no exec.
-    The allow-list bwrap loaded holds everything else."""
+    """The second filter, built by the host (``bubblewrap.no_exec_program``): no exec, no
+    further Landlock layer or filter (loaded after ``_landlock``).  The allow-list bwrap
+    loaded holds everything else."""
     fd = int(setup["no_exec_fd"])
     try:
         with os.fdopen(fd, "rb") as source:
@@ -170,8 +185,6 @@ def _seccomp(setup: Mapping[str, Any]) -> None:
     instructions = (_SockFilter * count).from_buffer_copy(program)
     fprog = _SockFprog(count, instructions)
     libc = _libc()
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise Unavailable(f"seccomp_unavailable: no_new_privs ({os.strerror(ctypes.get_errno())})")
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         raise Unavailable(f"seccomp_unavailable: {os.strerror(ctypes.get_errno())}")
 
@@ -182,9 +195,29 @@ def _seccomp(setup: Mapping[str, Any]) -> None:
     def no_socket() -> None:
         socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
 
+    def no_layer() -> None:
+        libc.syscall.restype = ctypes.c_long
+        if _landlock_abi(libc) == 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+
+    def no_orphan() -> None:
+        # The death signal bwrap set (--die-with-parent) stays: the process never outlives
+        # its host (issue 30, sixth attack, finding 1).
+        signal_number = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_PDEATHSIG, ctypes.byref(signal_number), 0, 0, 0) != 0:
+            raise Unavailable("seccomp_unavailable: no death signal to read")
+        if signal_number.value != signal.SIGKILL:
+            raise Unavailable("seccomp_unavailable: no death signal")
+        if libc.prctl(_PR_SET_PDEATHSIG, 0, 0, 0, 0) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+
     proofs: tuple[tuple[Callable[[], None], int], ...] = (
         (no_exec, errno.EPERM),
         (no_socket, errno.EPERM),
+        (no_layer, errno.EPERM),
+        (no_orphan, errno.EPERM),
     )
     for proof, expected in proofs:
         try:
@@ -200,8 +233,11 @@ def _landlock_abi(libc: ctypes.CDLL) -> int:
     return max(abi, 0)
 
 
-def read_paths(plugin_path: str, top_level: str) -> tuple[list[str], list[str]]:
-    """(directories whose files may be read, directories that may only be listed)."""
+def read_paths(
+    plugin_path: str, top_level: str, hidden: list[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """(directories whose files may be read, directories that may only be listed), with
+    ``hidden`` (the site's code the sandbox masks) in neither: ``_excluding``."""
     import django_webfetch
 
     paths = {
@@ -228,7 +264,34 @@ def read_paths(plugin_path: str, top_level: str) -> tuple[list[str], list[str]]:
         full = os.path.join(plugin_path, candidate)
         if os.path.exists(full):
             paths.add(full)
-    return sorted(p for p in paths if os.path.exists(p)), listed
+    read, split = _excluding(sorted(p for p in paths if os.path.exists(p)), hidden or [])
+    return read, listed + split
+
+
+def _excluding(paths: list[str], hidden: list[str]) -> tuple[list[str], list[str]]:
+    """``paths`` with every ``hidden`` path left out, and the directories that held one.
+    A Landlock rule cannot except a path beneath it, so a path holding a hidden one is
+    replaced by its entries but the hidden one (again for an entry on the way to it), and
+    kept as listable only (its listing is what the import system reads; the masked
+    directory beneath it is empty anyway)."""
+    read: list[str] = []
+    split: list[str] = []
+    pending = list(paths)
+    while pending:
+        path = pending.pop()
+        inside = [h for h in hidden if h == path or h.startswith(path.rstrip("/") + "/")]
+        if not inside:
+            read.append(path)
+            continue
+        if path in hidden or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        try:
+            names = os.listdir(path)
+        except OSError:
+            continue
+        split.append(path)
+        pending += [os.path.join(path, name) for name in names]
+    return sorted(set(read)), sorted(set(split))
 
 
 def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
@@ -251,7 +314,8 @@ def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
     ruleset = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0))
     if ruleset < 0:
         return {"landlock": 0, "landlock_error": os.strerror(ctypes.get_errno())}
-    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]))
+    hidden = [str(path) for path in setup.get("hidden") or ()]
+    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]), hidden)
     readable = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
     try:
         _restrict(libc, ruleset, handled, setup, read, listed, readable)
@@ -740,14 +804,17 @@ def serve(channel: Channel) -> None:
     try:
         _quiet_stdio()
         _limits(setup)
-        _seccomp(setup)
+        _no_new_privs()
         isolation: dict[str, Any] = {
             "seccomp": "allow-list",
             "namespaces": "user,pid,net,ipc,uts,mount,cgroup",
         }
         with contextlib.suppress(OSError):  # read by ``_kernel_dispositions`` (pread)
             _KERNEL["status"] = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
+        # Landlock first, then the filter that refuses landlock_* (issue 30, sixth attack,
+        # finding 5b: a plugin's own layers are kernel memory a pooled process keeps).
         isolation.update(_landlock(setup))
+        _seccomp(setup)
     except Unavailable as exc:
         channel.send({"op": "unavailable", "why": str(exc)[:300]})
         return

@@ -423,6 +423,8 @@ class Worker:
         except OSError as exc:
             raise IsolationUnavailable(str(exc.strerror or "libseccomp_unavailable")) from exc
         self.no_exec_fd = no_exec
+        #: The site's code masked in the sandbox, left out of the guest's Landlock rules.
+        self.hidden: list[str] = []
         host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         info_read, info_write = os.pipe()
         errors = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the process's life
@@ -437,6 +439,7 @@ class Worker:
         sources: dict[str, int] = {}
         try:
             argv = bubblewrap.command(spec)
+            self.hidden = bubblewrap.masks(spec)
             if os.geteuid() == 0:
                 # Never root outside: a uid of its own, or no process (fail closed).
                 try:
@@ -533,6 +536,7 @@ class Worker:
                     "file_bytes": bubblewrap.TMP_BYTES,
                     "max_output_bytes": self.limits.max_output_bytes,
                     "no_exec_fd": self.no_exec_fd,
+                    "hidden": self.hidden,
                 }
             )
             message = self.channel.recv(

@@ -16,6 +16,12 @@ ranges overlap, or one site whose range moved while old workers still run, lock 
 byte for the same uid; POSIX record locks may lie beyond the end of the file, which stays
 empty.  Host processes that do not share this lock file (separate ``/run`` directories,
 as in containers) must be given ranges that do not overlap.
+
+The lock is the host's, and dies with it; the plugin process cannot outlive its host (its
+death signal cannot be cleared: ``bubblewrap.PRCTL_OPTIONS``), but a uid is handed out
+only when, besides its lock, no process of this PID namespace (and those below it) runs
+with it, real, effective, saved or file-system (``in_use``): a lock is never the only
+witness that a uid is free (issue 30, sixth attack, finding 1).
 """
 
 from __future__ import annotations
@@ -76,6 +82,43 @@ def _open_lock() -> int:
     return fd
 
 
+def in_use(uid: int) -> bool:
+    """Whether a process visible in ``/proc`` runs with ``uid`` (any of its four ids).
+    ``/proc/<pid>`` is owned by the process's effective uid, so only the status of a
+    process whose effective uid is root (its real or saved uid may be ``uid``) is read."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            owner = os.stat(f"/proc/{name}").st_uid
+        except OSError:
+            continue  # gone
+        if owner not in (0, uid):
+            continue
+        if owner == uid or _status_uid(name, uid):
+            return True
+    return False
+
+
+def _status_uid(pid: str, uid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Uid:"):
+                    return str(uid).encode() in line.split()[1:]
+    except OSError:
+        pass
+    return False
+
+
+def _unlock(fd: int, offset: int) -> None:
+    fcntl.fcntl(fd, _F_OFD_SETLK, struct.pack(_FLOCK, fcntl.F_UNLCK, os.SEEK_SET, offset, 1, 0))
+
+
 def _lock(fd: int, offset: int) -> bool:
     """Take the write lock on byte ``offset`` of the lock file (never waits); the offset
     may lie far beyond the end of the (empty) file, as POSIX record locks allow."""
@@ -127,7 +170,9 @@ def acquire(first: int, count: int) -> OuterIdentity:
         for step in range(min(_TRIES, count)):
             uid = first + (start + step) % count
             if _lock(fd, uid):  # the byte at offset uid: the same for every range
-                return OuterIdentity(uid, fd)
+                if not in_use(uid):
+                    return OuterIdentity(uid, fd)
+                _unlock(fd, uid)  # its lock's holder died, its process lives: not free
     except OSError as exc:
         os.close(fd)
         raise IdentityUnavailable(exc.errno or errno.EIO, f"lock: {exc}") from exc

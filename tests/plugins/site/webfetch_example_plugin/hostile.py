@@ -64,6 +64,10 @@ NR = {
     "open_tree": 428,
     "fsopen": 430,
     "name_to_handle_at": 303,
+    "prctl": 157,
+    "landlock_create_ruleset": 444,
+    "landlock_restrict_self": 446,
+    "seccomp": 317,
 }
 
 _CLONE_NEWUSER = 0x10000000
@@ -297,6 +301,40 @@ def _threads(count: int) -> str:
     return f"started {started}"
 
 
+def _narrowing() -> dict[str, str]:
+    """What the process could change about its own containment: its death signal, more
+    Landlock layers or filters (kernel memory a pooled process keeps), a higher limit of
+    queued signals, out-of-band data on a Unix socket (CVE-2025-38236's code)."""
+    import resource
+
+    def raise_sigpending() -> None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_SIGPENDING)
+        resource.setrlimit(resource.RLIMIT_SIGPENDING, (hard + 1, hard + 1))
+
+    def oob(receive: bool) -> None:
+        a, b = socket.socketpair()
+        try:
+            a.send(b"in band")
+            if receive:
+                b.recv(1, socket.MSG_OOB)
+            else:
+                a.send(b"x", socket.MSG_OOB)
+        finally:
+            a.close()
+            b.close()
+
+    return {
+        "prctl_clear_death_signal": _try(lambda: _syscall(NR["prctl"], 1, 0)),  # PDEATHSIG
+        "landlock_create_ruleset": _try(lambda: _syscall(NR["landlock_create_ruleset"], 0, 0, 1)),
+        "landlock_restrict_self": _try(lambda: _syscall(NR["landlock_restrict_self"], 0, 0)),
+        "seccomp_add_filter": _try(lambda: _syscall(NR["seccomp"], 1, 0, 0)),
+        "prctl_set_seccomp": _try(lambda: _syscall(NR["prctl"], 22, 2, 0)),
+        "raise_sigpending": _try(raise_sigpending),
+        "msg_oob_send": _try(lambda: oob(False)),
+        "msg_oob_recv": _try(lambda: oob(True)),
+    }
+
+
 def everything(target: int, victim: int = 0, unix_path: str = "/nonexistent") -> dict[str, str]:
     found: dict[str, str] = {}
     found.update(_signals(victim or target))
@@ -305,5 +343,6 @@ def everything(target: int, victim: int = 0, unix_path: str = "/nonexistent") ->
     found.update(_kernel())
     found.update(_sockets(unix_path))
     found.update(_memory())
+    found.update(_narrowing())
     found["thread_bomb"] = _threads(5000)
     return found
