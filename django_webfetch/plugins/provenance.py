@@ -28,10 +28,13 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 __all__ = [
+    "CACHE_DIR",
     "ENTRY_POINT_GROUP",
     "Provider",
+    "cache_problem",
     "code_digest",
     "compiled_problem",
+    "in_cache",
     "installed_provider",
     "provider_of",
     "record_problem",
@@ -99,6 +102,36 @@ _DIGEST_FILES = 20000
 _hashes: dict[tuple[str, tuple[int, ...]], str] = {}
 
 
+#: The name of the directory the import system caches a source's bytecode in (PEP 3147).
+CACHE_DIR = "__pycache__"
+
+
+def cache_problem(full: str) -> str:
+    """Why the entry at ``full`` (named ``__pycache__``) is not a bytecode cache, or "": a
+    bytecode cache is a directory that holds nothing but ``*.pyc`` files, directly (no
+    subdirectory, no source, no ``__init__``).  ``__pycache__`` is also a valid package or
+    module name: anything else of that name may be code the import system runs, and is
+    never left out of what is checked (tests/plugins/test_issue30_attack7.py)."""
+    try:
+        with os.scandir(full) as listing:
+            # ``is_file`` follows a link: a link to a directory, or a dangling one, is no
+            # ``.pyc`` file.
+            wrong = sorted(e.name for e in listing if not (e.name.endswith(".pyc") and e.is_file()))
+    except NotADirectoryError:
+        return "is not a directory"
+    except OSError as exc:
+        return f"cannot be listed ({exc.strerror})"
+    if wrong:
+        return f"holds {wrong[0][:100]!r}, not a .pyc file"
+    return ""
+
+
+def in_cache(parts: list[str]) -> bool:
+    """Whether a path (its parts) names a ``.pyc`` file directly in a ``__pycache__``
+    directory: the only entries a bytecode cache may hold (``cache_problem``)."""
+    return len(parts) >= 2 and parts[-2] == CACHE_DIR and parts[-1].endswith(".pyc")
+
+
 def _own_entries(path: str, top: str) -> list[str]:
     """The entries of directory ``path`` that are plugin ``top``'s own: its package, its
     module, an extension or a sourceless module of that name (as ``registry._path_problem``
@@ -113,13 +146,21 @@ def _own_entries(path: str, top: str) -> list[str]:
 def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]] | str:
     """Every file of plugin ``top`` under directory ``path`` as (path relative to ``path``,
     absolute path), sorted; symbolic links followed (as ``registry._path_problem`` checks
-    them: a linked directory is walked once).  ``__pycache__`` directories are left out
-    unless ``cache``.  A string says why the files cannot be listed."""
+    them: a linked directory is walked once).  The ``.pyc`` files of a bytecode cache
+    (``cache_problem``) are left out unless ``cache``, nothing else: a string says why the
+    files cannot be listed, or that an entry named ``__pycache__`` at any depth is not a
+    bytecode cache (then no pin holds and the plugin is refused)."""
     found: list[tuple[str, str]] = []
     walked: set[tuple[int, int]] = set()
 
     def walk(relative: str, directory: bool) -> str:
         full = os.path.join(path, relative)
+        if os.path.basename(relative) == CACHE_DIR:
+            problem = cache_problem(full)
+            if problem:
+                return f"{relative!r} is named as a bytecode cache but {problem}"
+            if not cache:
+                return ""
         if not directory:
             found.append((relative, full))
             return ""
@@ -133,8 +174,6 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
         except OSError as exc:
             return f"{relative!r} cannot be listed ({exc.strerror})"
         for name, is_dir in entries:
-            if name == "__pycache__" and not cache:
-                continue
             if len(found) >= _DIGEST_FILES:
                 return f"more than {_DIGEST_FILES} files"
             problem = walk(os.path.join(relative, name), is_dir)
@@ -180,10 +219,12 @@ def file_sha256(full: str) -> str:
 
 def code_digest(path: str, top: str) -> str:
     """SHA-256 (hex) over every file of plugin ``top`` in directory ``path``: each file's
-    path relative to ``path`` and the SHA-256 of its bytes, in sorted order; ``__pycache__``
-    left out (compiled code never stands in for the source: ``compiled_problem`` and the
-    plugin process's source-only import).  Any byte of any file, a file added, removed or
-    renamed changes it; a package that cannot be listed gets a digest no pin holds for."""
+    path relative to ``path`` and the SHA-256 of its bytes, in sorted order; only the
+    ``.pyc`` files of a bytecode cache left out (compiled code never stands in for the
+    source: ``compiled_problem`` and the plugin process's source-only import).  Any byte of
+    any other file, a file added, removed or renamed changes it; a package that cannot be
+    listed, or holds an entry named ``__pycache__`` that is not a bytecode cache
+    (``cache_problem``), gets a digest no pin holds for."""
     if not path:
         return ""
     files = _files(path, top)
@@ -238,16 +279,17 @@ def _pyc_problem(source: str, relative: str) -> str:
 
 def compiled_problem(path: str, top: str) -> str:
     """Why plugin ``top`` in directory ``path`` would run code that is not its source, or
-    "": a sourceless module (``.pyc`` outside ``__pycache__``), an extension module
-    (``.so``, ``.pyd``), or a cached ``.pyc`` the import system would load for a source
-    that is not that source's compilation (a hash-based ``.pyc`` of other code, PEP 552)."""
+    "": an entry named ``__pycache__`` at any depth that is not a bytecode cache
+    (``cache_problem``), a sourceless module (``.pyc`` outside a bytecode cache), an
+    extension module (``.so``, ``.pyd``), or a cached ``.pyc`` the import system would load
+    for a source at any depth that is not that source's compilation (a hash-based ``.pyc``
+    of other code, PEP 552)."""
     files = _files(path, top, cache=True)
     if isinstance(files, str):
         return files
     for relative, full in files:
-        parts = relative.split(os.sep)
-        if "__pycache__" in parts[:-1]:
-            continue  # read below, for the source it stands in for
+        if in_cache(relative.split(os.sep)):
+            continue  # a bytecode cache's (``_files``): read below, for its source
         if relative.endswith(_COMPILED):
             return f"it holds compiled code without reviewable source: {relative!r}"
         if relative.endswith(".py"):
@@ -264,20 +306,27 @@ def _b64(digest: bytes) -> str:
 def record_problem(dist: Any) -> str:
     """Why the installed files of ``dist`` are not the ones its ``RECORD`` lists (a file
     whose bytes do not match its row's hash, or a listed file that is missing), or "".
-    ``__pycache__`` rows are left out: compiled code never stands in for the source."""
+    Only the rows of ``.pyc`` files directly in a bytecode cache (``cache_problem``) are
+    left out: compiled code never stands in for the source."""
     try:
         files = list(dist.files or ())
     except Exception:
         return ""
+    caches: dict[str, bool] = {}
     for file in files:
         found = getattr(file, "hash", None)
-        parts = str(file).replace("\\", "/").split("/")
-        if found is None or "__pycache__" in parts:
+        if found is None:
             continue
         try:
             full = os.fspath(file.locate())
         except Exception:
             continue
+        if in_cache(str(file).replace("\\", "/").split("/")):
+            directory = os.path.dirname(full)
+            if directory not in caches:  # gone: nothing in it is loaded
+                caches[directory] = not os.path.lexists(directory) or not cache_problem(directory)
+            if caches[directory]:
+                continue
         mode = str(found.mode).lower()
         if not os.path.exists(full):
             return f"{str(file)[:200]!r}, listed in its RECORD, is missing"

@@ -40,8 +40,15 @@ from typing import Any
 
 from . import provenance
 from .manifest import Manifest, ManifestError, parse_manifest
+from .provenance import (
+    CACHE_DIR,
+    Provider,
+    compiled_problem,
+    in_cache,
+    provider_of,
+    record_problem,
+)
 from .provenance import SETTLE_NS as _SETTLE_NS
-from .provenance import Provider, compiled_problem, provider_of, record_problem
 from .provenance import file_key as _file_key
 from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
 
@@ -168,30 +175,46 @@ def _import_located(origin: Origin, module_name: str) -> Any:
     return importlib.import_module(module_name)
 
 
-def _import(origin: Origin) -> Any:
-    """The entry point at ``origin`` imported in this process (a ``trusted`` instance),
-    from the files under ``origin.path`` it was checked and described from: refused
-    (``plugin_origin_mismatch``) before anything of it runs when its name resolves
-    anywhere else on ``sys.path`` (an earlier directory, a module already imported).  A
-    plugin of ``WEBFETCH_PLUGIN_DIRS`` is imported by its location (``_import_located``)."""
-    module_name, _, attribute = origin.entry.partition(":")
-    if _in_plugin_dirs(origin.path):
-        target: Any = _import_located(origin, module_name.strip())
-        for part in filter(None, attribute.strip().split(".")):
-            target = getattr(target, part)
-        return target() if callable(target) else target
-    module_name = module_name.strip()
-    parts = module_name.split(".")
+def _refuse_compiled(origin: Origin) -> None:
+    """Refused (``plugin_code_compiled``) when the plugin's files hold code that is not
+    their source (``provenance.compiled_problem``: an extension module, a sourceless
+    module, a cached ``.pyc`` that is not its source's compilation, an entry named
+    ``__pycache__`` that is not a bytecode cache).  Compiled code never stands in for the
+    reviewed source (decision 0050): the plugin process compiles every module from its
+    source; in this process it is refused.  Every route of ``_import`` runs it first."""
     base = os.path.realpath(origin.path) if origin.path else ""
-    compiled = compiled_problem(base, parts[0]) if base else ""
+    compiled = compiled_problem(base, origin.top_level) if base else ""
     if compiled:
-        # Compiled code never stands in for the reviewed source (decision 0050): the
-        # plugin process compiles every module from its source; here it is refused.
         raise ManifestError(
             "plugin_code_compiled",
             f"the plugin's files under {origin.path!r} would run code that is not their "
             f"source ({compiled}); nothing of it was imported in this process",
         )
+
+
+def _import(origin: Origin) -> Any:
+    """The entry point at ``origin`` imported in this process (a ``trusted`` instance),
+    from the files under ``origin.path`` it was checked and described from.  Whatever the
+    route, nothing of it runs before the compiled-code check (``_refuse_compiled``); then
+    it is refused (``plugin_origin_mismatch``) before anything of it runs when its name
+    resolves anywhere else on ``sys.path`` (an earlier directory, a module already
+    imported).  A plugin of ``WEBFETCH_PLUGIN_DIRS`` is imported by its location
+    (``_import_located``), any other from the site's ``sys.path`` (``_import_on_path``)."""
+    module_name, _, attribute = origin.entry.partition(":")
+    module_name = module_name.strip()
+    _refuse_compiled(origin)
+    route = _import_located if _in_plugin_dirs(origin.path) else _import_on_path
+    target: Any = route(origin, module_name)
+    for part in filter(None, attribute.strip().split(".")):
+        target = getattr(target, part)
+    return target() if callable(target) else target
+
+
+def _import_on_path(origin: Origin, module_name: str) -> Any:
+    """Module ``module_name`` of the plugin at ``origin`` (a ``sys.path`` directory)
+    imported from the site's ``sys.path``, once it resolves to the plugin's own files."""
+    parts = module_name.split(".")
+    base = os.path.realpath(origin.path) if origin.path else ""
     own = os.path.realpath(os.path.join(base, parts[0]))
     try:
         modules = {  # a module ``top.py`` or an extension ``top.*.so`` of the plugin
@@ -212,10 +235,7 @@ def _import(origin: Origin) -> Any:
             inside = True
         if not base or not inside:
             raise _mismatch(name, found, origin)
-    target = importlib.import_module(module_name)
-    for part in filter(None, attribute.strip().split(".")):
-        target = getattr(target, part)
-    return target() if callable(target) else target
+    return importlib.import_module(module_name)
 
 
 def _handlers(raw: Any) -> dict[str, Callable[..., Any]]:
@@ -750,7 +770,14 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
             if head == info and len(parts) > 1:
                 continue
             return f"it installs {str(file)!r} into metadata that is not its own"
-        if head == "__pycache__" and len(parts) == 2 and stem in tops and name.endswith(".pyc"):
+        if CACHE_DIR in parts and (not in_cache(parts) or CACHE_DIR in parts[:-2]):
+            # ``__pycache__`` is a valid package name: only a bytecode cache's ``.pyc``
+            # files are left out of what is checked (``provenance.cache_problem``).
+            return (
+                f"it installs {str(file)!r} in a directory named {CACHE_DIR!r} that is not a "
+                "bytecode cache (nothing but .pyc files, directly)"
+            )
+        if head == CACHE_DIR and len(parts) == 2 and stem in tops and name.endswith(".pyc"):
             continue  # its module's compiled code (``m.cpython-311.pyc``), nothing else
         if head in tops if len(parts) > 1 else stem in tops and name.endswith((".py", ".so")):
             continue
