@@ -751,7 +751,8 @@ def check_plugin_path(
                     id="django_webfetch.E035",
                 )
             )
-    found: dict[str, list[str]] = {}
+    # A plugin directory reported above is not reported again for the plugins it holds.
+    found: dict[str, list[str]] = {os.path.realpath(d): [] for d in plugin_dirs()}
     for path in on_path:
         if path in own or path in found or not os.path.isdir(path):
             continue
@@ -777,6 +778,7 @@ def check_plugin_path(
             id="django_webfetch.E035",
         )
         for path, names in found.items()
+        if names
     ]
 
 

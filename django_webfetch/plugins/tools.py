@@ -309,15 +309,14 @@ def served_specs(
 
 def _installed_plugins() -> tuple[set[str], set[str]] | None:
     """The plugins that have an instance, and those of them with an enabled one (``None``
-    when the instances cannot be read: every plugin then counts as installed)."""
-    from django.db import DatabaseError
-
+    when the instances cannot be read, before ``migrate`` or in a check run without a
+    database: every plugin then counts as installed, and nothing is offered)."""
     from .models import PluginInstance
 
     try:
         with host_io():
             rows = list(PluginInstance.objects.values_list("plugin", "enabled"))
-    except DatabaseError:
+    except Exception:  # no database (yet): decided as if every plugin were installed
         return None
     return {plugin for plugin, _ in rows}, {plugin for plugin, enabled in rows if enabled}
 
