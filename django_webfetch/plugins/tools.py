@@ -307,18 +307,23 @@ def served_specs(
     return kept, contests
 
 
-def _installed_plugins() -> tuple[set[str], set[str]] | None:
-    """The plugins that have an instance, and those of them with an enabled one (``None``
-    when the instances cannot be read, before ``migrate`` or in a check run without a
-    database: every plugin then counts as installed, and nothing is offered)."""
+def _instances() -> tuple[set[str], set[str]]:
+    """The plugins that have an instance, and those of them with an enabled one."""
     from .models import PluginInstance
 
+    with host_io():
+        rows = list(PluginInstance.objects.values_list("plugin", "enabled"))
+    return {plugin for plugin, _ in rows}, {plugin for plugin, enabled in rows if enabled}
+
+
+def _installed_plugins() -> tuple[set[str], set[str]] | None:
+    """``_instances()``, or ``None`` when the instances cannot be read (before ``migrate``,
+    or in a check run without a database): every plugin then counts as installed (the
+    offer, ``offered_when_installed``, reads them again and offers nothing if it cannot)."""
     try:
-        with host_io():
-            rows = list(PluginInstance.objects.values_list("plugin", "enabled"))
+        return _instances()
     except Exception:  # no database (yet): decided as if every plugin were installed
         return None
-    return {plugin for plugin, _ in rows}, {plugin for plugin, enabled in rows if enabled}
 
 
 def plugin_tools() -> list[PluginTool]:
@@ -356,10 +361,7 @@ def offered_when_installed(tools: list[Tool]) -> list[Tool]:
         return tools
     from .registry import manifests
 
-    found = _installed_plugins()
-    if found is None:
-        return [t for t in tools if not isinstance(t, PluginTool)]
-    installed, enabled = found
+    installed, enabled = _instances()  # raises when unreadable: nothing is offered
     served = {(m.name, spec.name) for m, spec in served_specs(manifests(), installed)[0]}
     return [
         t
