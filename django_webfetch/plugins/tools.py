@@ -284,18 +284,21 @@ def served_specs(
             return len(owners & chosen) > 1
         return len(owners) > 1
 
-    def shown(owners: set[str]) -> bool:
-        """Served by none of ``owners`` (a contest to report)."""
-        return len(owners & chosen) > 1 or (len(owners) > 1 and not owners & chosen)
+    def claimants(owners: set[str]) -> tuple[str, ...]:
+        """The plugins a contest of a name ``owners`` claim names: the installed ones (an
+        uninstalled one is told when it is installed), or all when none is installed;
+        ``()`` when the name is not contested."""
+        counted = (owners & chosen) or owners
+        return tuple(sorted(counted)) if len(counted) > 1 else ()
 
     contests = [
-        Contest("tool name", name, tuple(sorted(owners)), "tool_name_claimed_twice")
+        Contest("tool name", name, claimants(owners), "tool_name_claimed_twice")
         for name, owners in sorted(names.items())
-        if shown(owners)
+        if claimants(owners)
     ] + [
-        Contest("tool group", group, tuple(sorted(owners)), "tool_group_claimed_twice")
+        Contest("tool group", group, claimants(owners), "tool_group_claimed_twice")
         for group, owners in sorted(groups.items())
-        if shown(owners)
+        if claimants(owners)
     ]
     kept = [
         (manifest, spec)
