@@ -724,22 +724,50 @@ def check_plugin_path(
     (docs/decisions/0049-plugin-directories-off-the-site-path.rst)."""
     from importlib.metadata import distributions
 
-    from .plugins.registry import ENTRY_POINT_GROUP
+    from .plugins.registry import dist_plugin_entry_points, plugin_dirs
 
     own = _site_packages()
-    found: dict[str, list[str]] = {}
-    for entry in sys.path:
-        path = os.path.realpath(entry or os.getcwd())
+    on_path = [os.path.realpath(entry or os.getcwd()) for entry in sys.path]
+    messages: list[CheckMessage] = []
+    for directory in plugin_dirs():
+        real = os.path.realpath(directory)
+        where = next((p for p in on_path if p == real), "") or next(
+            (p for p in sorted(own) if real.startswith(p.rstrip(os.sep) + os.sep)), ""
+        )
+        if where:
+            messages.append(
+                Error(
+                    f"WEBFETCH_PLUGIN_DIRS lists {directory!r}, which is "
+                    + (
+                        f"the sys.path directory {where!r}"
+                        if where == real
+                        else f"inside the interpreter's package directory {where!r}"
+                    )
+                    + ": the site's imports, .pth files and every library's entry-point "
+                    "discovery reach what is installed there, so a plugin's code can run in "
+                    "the site's processes outside the sandbox.",
+                    hint="Give plugins a directory of their own, off sys.path and outside "
+                    "site-packages (docs/plugins.rst, 'Installing a plugin').",
+                    id="django_webfetch.E035",
+                )
+            )
+    # A plugin directory reported above is not reported again for the plugins it holds.
+    found: dict[str, list[str]] = {os.path.realpath(d): [] for d in plugin_dirs()}
+    for path in on_path:
         if path in own or path in found or not os.path.isdir(path):
             continue
         names: list[str] = []
         for dist in distributions(path=[path]):
-            with contextlib.suppress(Exception):
-                if any(ep.group == ENTRY_POINT_GROUP for ep in dist.entry_points):
-                    names.append(str(dist.metadata["Name"] or "?")[:100])
+            # An entry_points.txt that cannot be read or decoded counts as a plugin
+            # distribution when its bytes name the group (or cannot be read): fail closed.
+            if dist_plugin_entry_points(dist):
+                name = ""
+                with contextlib.suppress(Exception):
+                    name = str(dist.metadata["Name"] or "")
+                names.append((name or "?")[:100])
         if names:
             found[path] = sorted(set(names))
-    return [
+    return messages + [
         Error(
             f"{path!r} is on sys.path (PYTHONPATH or sys.path.append) and holds the plugin "
             f"distribution(s) {', '.join(names)}: the site imports from it and every library "
@@ -750,6 +778,7 @@ def check_plugin_path(
             id="django_webfetch.E035",
         )
         for path, names in found.items()
+        if names
     ]
 
 

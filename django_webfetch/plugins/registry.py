@@ -1059,21 +1059,33 @@ def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[
     eps: list[Any] = []
     problems: list[str] = []
     for dist in _all_distributions(keys):
-        try:
-            eps.extend(ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
-        except Exception as exc:
-            raw = b""
-            with contextlib.suppress(Exception):
-                path: Any = getattr(dist, "_path", "")
-                with open(os.path.join(os.fspath(path), "entry_points.txt"), "rb") as fh:
-                    raw = fh.read(1 << 20)
-            if not raw or ENTRY_POINT_GROUP.encode() in raw:
-                problems.append(
-                    f"plugin distribution {_dist_label(dist)!r} refused "
-                    f"(plugin_distribution_unsafe): its entry points cannot be read "
-                    f"({type(exc).__name__}); nothing of it was imported"
-                )
+        found = dist_plugin_entry_points(dist)
+        if isinstance(found, list):
+            eps.extend(found)
+        elif found:
+            problems.append(
+                f"plugin distribution {_dist_label(dist)!r} refused "
+                f"(plugin_distribution_unsafe): its entry points cannot be read "
+                f"({found}); nothing of it was imported"
+            )
     return eps, problems
+
+
+def dist_plugin_entry_points(dist: Any) -> list[Any] | str:
+    """The plugin entry points of distribution ``dist``, or, when its ``entry_points.txt``
+    cannot be read or decoded, the error's name when the file's bytes name the plugin group
+    or cannot be read at all (fail closed: a plugin distribution), else ""."""
+    try:
+        return [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+    except Exception as exc:
+        raw = b""
+        with contextlib.suppress(Exception):
+            path: Any = getattr(dist, "_path", "")
+            with open(os.path.join(os.fspath(path), "entry_points.txt"), "rb") as fh:
+                raw = fh.read(1 << 20)
+        if not raw or ENTRY_POINT_GROUP.encode() in raw:
+            return type(exc).__name__ or "unreadable"
+        return ""
 
 
 def _installed() -> tuple[list[Any], list[str], tuple[Any, ...]]:
@@ -1101,7 +1113,8 @@ def load() -> dict[str, Manifest]:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
             found_origins: dict[str, Origin] = {}
             _problems.clear()
-            eps, unreadable, _state = _installed()
+            with provenance.rehashed():  # each generation reads the code in full again
+                eps, unreadable, _state = _installed()
             for message in unreadable:
                 logger.error("django_webfetch %s", message)
                 _problems.append(message)

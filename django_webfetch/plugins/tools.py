@@ -43,12 +43,28 @@ _MAX_RESULT_CHARS = 20_000
 
 #: Trust found to hold, by (instance, recorded distribution), with the registry generation
 #: it was found in: the distribution is looked up again (~4 ms: ``importlib.metadata`` scans
-#: ``sys.path``) once per generation, before the first in-process import of that generation.
+#: ``sys.path``) once per generation, before the first in-process import of that generation;
+#: the code digest alone (``_pin_holds``) is compared at every call.
 _trust_seen: dict[tuple[Any, Any], int] = {}
 
 
+def _pin_holds(instance: Any) -> bool:
+    """The code of the plugin's package where the registry serves it from is the code
+    trust was given to: ``provenance.code_digest`` (a walk and a ``stat`` per file, each
+    file's hash memoized by its identity) equals the instance's recorded digest."""
+    from . import provenance, registry
+
+    origin = registry.origin(instance.plugin)
+    recorded = instance.trusted_record
+    if origin is None or not recorded:
+        return False
+    return bool(provenance.code_digest(origin.path, origin.top_level) == recorded)
+
+
 def _trust_holds(instance: Any) -> bool:
-    """``instance.trust_holds()``, looked up once per registry generation."""
+    """``instance.trust_holds()``, looked up once per registry generation, and the pin
+    (``_pin_holds``) compared again at every call: a module the handler imports at first
+    use is imported from the code trust was given to (decision 0050)."""
     from . import registry
 
     if not instance.trusted:
@@ -56,7 +72,13 @@ def _trust_holds(instance: Any) -> bool:
     key = (instance.pk, instance.trusted_for())
     generation = registry.generation()
     if _trust_seen.get(key) == generation:
-        return True
+        if _pin_holds(instance):
+            return True
+        # Installed code changed since trust was found to hold (a reinstall under a
+        # long-running process): this call runs isolated, and the registry loads again.
+        _trust_seen.pop(key, None)
+        registry.reset()
+        return False
     if not instance.trust_holds():
         return False
     if len(_trust_seen) > 1000:
@@ -233,47 +255,87 @@ class Contest(NamedTuple):
 
 
 def served_specs(
-    manifests: Iterable[Manifest],
+    manifests: Iterable[Manifest], installed: Iterable[str] | None = None
 ) -> tuple[list[tuple[Manifest, ToolSpec]], list[Contest]]:
     """The tools that may be served, and each contested name: a tool name claimed by tools
     of two plugins, or a group joined by tools of two plugins (``acme-admin`` of plugin
     ``acme`` and plugin ``acme-admin``'s own), is served by neither plugin (reasons
     ``tool_name_claimed_twice``, ``tool_group_claimed_twice``).  Decided from every loaded
     manifest at once, so the order in which plugins load (or are installed) changes
-    nothing (tests/plugins/test_issue30_owned_names.py).  A name a built-in tool (or an
-    app's, or a tool entry point's) has is the built-in's: the tool registry adds plugin
-    tools last and keeps the first registration."""
+    nothing (tests/plugins/test_issue30_owned_names.py).  ``installed``: the plugins that
+    have an instance; a plugin without one never takes a name away from one that has one
+    (its own tool of that name is not served; it is contested once it is installed,
+    tests/plugins/test_issue30_attack7.py).  ``None``: every plugin counts as installed.
+    A name a built-in tool (or an app's, or a tool entry point's) has is the built-in's:
+    the tool registry adds plugin tools last and keeps the first registration."""
     loaded = sorted(manifests, key=lambda m: m.name)
+    chosen = {m.name for m in loaded} if installed is None else set(installed)
     names: dict[str, set[str]] = {}
     groups: dict[str, set[str]] = {}
     for manifest in loaded:
         for spec in manifest.tools:
             names.setdefault(spec.name, set()).add(manifest.name)
             groups.setdefault(tool_group(manifest, spec), set()).add(manifest.name)
+
+    def contested(owners: set[str], plugin: str) -> bool:
+        """``plugin`` does not get a name these plugins claim: another installed plugin
+        claims it too, or ``plugin`` is not installed and any other plugin claims it."""
+        if plugin in chosen:
+            return len(owners & chosen) > 1
+        return len(owners) > 1
+
+    def claimants(owners: set[str]) -> tuple[str, ...]:
+        """The plugins a contest of a name ``owners`` claim names: the installed ones (an
+        uninstalled one is told when it is installed), or all when none is installed;
+        ``()`` when the name is not contested."""
+        counted = (owners & chosen) or owners
+        return tuple(sorted(counted)) if len(counted) > 1 else ()
+
     contests = [
-        Contest("tool name", name, tuple(sorted(owners)), "tool_name_claimed_twice")
+        Contest("tool name", name, claimants(owners), "tool_name_claimed_twice")
         for name, owners in sorted(names.items())
-        if len(owners) > 1
+        if claimants(owners)
     ] + [
-        Contest("tool group", group, tuple(sorted(owners)), "tool_group_claimed_twice")
+        Contest("tool group", group, claimants(owners), "tool_group_claimed_twice")
         for group, owners in sorted(groups.items())
-        if len(owners) > 1
+        if claimants(owners)
     ]
     kept = [
         (manifest, spec)
         for manifest in loaded
         for spec in manifest.tools
-        if len(names[spec.name]) == 1 and len(groups[tool_group(manifest, spec)]) == 1
+        if not contested(names[spec.name], manifest.name)
+        and not contested(groups[tool_group(manifest, spec)], manifest.name)
     ]
     return kept, contests
 
 
+def _instances() -> tuple[set[str], set[str]]:
+    """The plugins that have an instance, and those of them with an enabled one."""
+    from .models import PluginInstance
+
+    with host_io():
+        rows = list(PluginInstance.objects.values_list("plugin", "enabled"))
+    return {plugin for plugin, _ in rows}, {plugin for plugin, enabled in rows if enabled}
+
+
+def _installed_plugins() -> tuple[set[str], set[str]] | None:
+    """``_instances()``, or ``None`` when the instances cannot be read (before ``migrate``,
+    or in a check run without a database): every plugin then counts as installed (the
+    offer, ``offered_when_installed``, reads them again and offers nothing if it cannot)."""
+    try:
+        return _instances()
+    except Exception:  # no database (yet): decided as if every plugin were installed
+        return None
+
+
 def plugin_tools() -> list[PluginTool]:
     """Every tool of every installed, valid plugin that no other plugin contests
-    (``served_specs``)."""
+    (``served_specs``; contests among the plugins installed now)."""
     from .registry import manifests
 
-    kept, _problems = served_specs(manifests())
+    found = _installed_plugins()
+    kept, _problems = served_specs(manifests(), None if found is None else found[0])
     return [PluginTool.build(manifest, spec) for manifest, spec in kept]
 
 
@@ -282,9 +344,10 @@ def tool_problems(plugin: str | None = None) -> list[str]:
     (``served_specs``)."""
     from .registry import manifests
 
+    found = _installed_plugins()
     return [
         str(contest)
-        for contest in served_specs(manifests())[1]
+        for contest in served_specs(manifests(), None if found is None else found[0])[1]
         if plugin is None or plugin in contest.plugins
     ]
 
@@ -292,21 +355,22 @@ def tool_problems(plugin: str | None = None) -> list[str]:
 def offered_when_installed(tools: list[Tool]) -> list[Tool]:
     """``tools`` without the plugin tools of a plugin with no enabled instance: a package on
     ``sys.path`` offers nothing (its descriptions reach no model) before the operator
-    installs it (``webfetch plugin install``).  The tool registry applies this to what it
-    offers (``apps.py``), looked up at each offer, so an install in another process counts
-    at once."""
+    installs it (``webfetch plugin install``), nor a tool contested among the plugins
+    installed now (``served_specs``).  The tool registry applies this to what it offers
+    (``apps.py``), looked up at each offer, so an install in another process counts at
+    once."""
     plugins = {t.plugin for t in tools if isinstance(t, PluginTool)}
     if not plugins:
         return tools
-    from .models import PluginInstance
+    from .registry import manifests
 
-    with host_io():
-        installed = set(
-            PluginInstance.objects.filter(plugin__in=plugins, enabled=True).values_list(
-                "plugin", flat=True
-            )
-        )
-    return [t for t in tools if not isinstance(t, PluginTool) or t.plugin in installed]
+    installed, enabled = _instances()  # raises when unreadable: nothing is offered
+    served = {(m.name, spec.name) for m, spec in served_specs(manifests(), installed)[0]}
+    return [
+        t
+        for t in tools
+        if not isinstance(t, PluginTool) or (t.plugin in enabled and (t.plugin, t.name) in served)
+    ]
 
 
 def registry_source() -> Iterable[tuple[Tool, str]]:

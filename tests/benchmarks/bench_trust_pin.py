@@ -10,8 +10,9 @@ plugin (``registry.provider``: the installed plugin entry points and each one's
 its identity).  In one interpreter, with a plugin package of N files installed in a
 temporary ``sys.path`` directory: ``registry.provider`` with the old ``RECORD`` digest
 (baseline), with the code digest (memo warm: the steady state), and the code digest alone,
-cold (memo cleared: the first look-up after files changed) and warm.  Reported as ratios
-to the baseline of the same process.
+cold (memo cleared: the first look-up after files changed) and warm, and what every
+trusted in-process call adds (``tools._pin_holds``: the pin compared again, memo warm).
+Reported as ratios to the baseline of the same process.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     import django
 
     django.setup()
-    from django_webfetch.plugins import provenance, registry
+    from django_webfetch.plugins import provenance, registry, tools
 
     new_provider_of = registry.provider_of
     print("per registry.provider() call (all plugin entry points installed), ratio to RECORD:")
@@ -110,10 +112,20 @@ def main(argv: list[str] | None = None) -> None:
 
                 cold_ns = _per_call(cold, 5)
                 warm_ns = _per_call(warm, rounds)
+                # What every trusted in-process call adds (issue 30, attack 7): the pin
+                # compared with the recorded digest (``tools._pin_holds``), memo warm.
+                instance = SimpleNamespace(
+                    plugin=name,
+                    trusted_record=provenance.code_digest(origin.path, origin.top_level),
+                )
+                assert tools._pin_holds(instance)
+                pin_ns = _per_call(lambda instance=instance: tools._pin_holds(instance), rounds)
                 print(
                     f"  {files:4d} files: RECORD {base / 1e6:7.2f} ms   code {pinned / 1e6:7.2f} ms"
                     f" ({pinned / base:5.2f}x)   code_digest cold {cold_ns / 1e6:7.2f} ms,"
                     f" warm {warm_ns / 1e6:7.2f} ms ({warm_ns / base:5.2f}x of a RECORD look-up)"
+                    f"   per-call pin {pin_ns / 1e6:7.3f} ms ({pin_ns / pinned:5.3f}x of a"
+                    " provider look-up)"
                 )
             finally:
                 registry.provider_of = new_provider_of

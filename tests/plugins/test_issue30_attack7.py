@@ -197,13 +197,18 @@ def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, 
     ``webfetch_e/__init__.py`` dirties its page once (the kernel stamps mtime/ctime at that
     first write fault only), waits out ``SETTLE_NS`` while the operator confirms trust
     (the digest is memoized), then writes other code through the still-dirty page: no time
-    changes until writeback, so the key, the memo, the pin and the ``RECORD`` check (same
-    memo) all say "reviewed" while the file holds other code, which a trusted call then
-    imports in the site's process."""
+    changes until writeback.
+
+    Fixed: each registry generation (``registry.load``) reads every plugin's code in full
+    again (``provenance.rehashed``), whatever the memo says: the next load sees the other
+    bytes, the ``RECORD`` check refuses the distribution and the pin no longer holds, so
+    nothing of it is served, let alone run in the site.  Documented limit
+    (docs/plugins.rst): between two loads the per-call pin uses the memo."""
     import mmap
     import time
 
     from django_webfetch.plugins import provenance, registry
+    from django_webfetch.plugins.tools import plugin_tools
 
     site = tmp_path / "srv" / "e"
     wheel(site, "webfetch-e", {"e": "webfetch_e:manifest"}, {"webfetch_e/__init__.py": _REVIEWED})
@@ -214,6 +219,7 @@ def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, 
         mapped[:] = source.read_bytes()  # the page is dirty; the same bytes
         time.sleep(provenance.SETTLE_NS / 1e9 + 0.3)
         instance = _trusted_e(site, plugin_dirs, {})
+        reviewed_digest = instance.trusted_record
         other = _REVIEWED.encode().replace(b"'reviewed'", b"'OTHERCOD'")
         assert len(other) == len(mapped)
         before = os.stat(source)
@@ -223,14 +229,17 @@ def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, 
         mapped.close()
         os.close(fd)
     assert source.read_bytes() == other
+    if (before.st_mtime_ns, before.st_ctime_ns) == (after.st_mtime_ns, after.st_ctime_ns):
+        # The key did not change, so the memo alone still says "reviewed": what the load's
+        # full read fixes.
+        assert provenance.code_digest(str(site), "webfetch_e") == reviewed_digest
     registry.reset()
-    unchanged = (before.st_mtime_ns, before.st_ctime_ns) == (after.st_mtime_ns, after.st_ctime_ns)
-    held = instance.trust_holds()
-    result = _call_e(instance)
-    assert not (held and "OTHERCOD" in str(result.content)), (
-        f"times unchanged: {unchanged}; trust held over other code, which ran in the site: "
-        f"{result.content!r}"
-    )
+    assert not instance.trust_holds(), instance.trust_problem()
+    assert registry.get_manifest("e") is None
+    assert any("plugin_distribution_unsafe" in p for p in registry.problems()), registry.problems()
+    assert "e_run" not in {t.name for t in plugin_tools()}
+    assert provenance.code_digest(str(site), "webfetch_e") != reviewed_digest
+    assert "webfetch_e" not in sys.modules
 
 
 def test_a_tool_of_a_plugin_never_installed_takes_an_installed_plugins_tool_away(
@@ -243,7 +252,10 @@ def test_a_tool_of_a_plugin_never_installed_takes_an_installed_plugins_tool_away
     named like an installed, enabled plugin's tool removes that tool from every editor
     (``tool_name_claimed_twice``), and a plugin ``good`` never installed removes plugin
     ``good-admin``'s whole default group the same way (``tool_group_claimed_twice``).
-    docs/plugins.rst says an uninstalled package "offers nothing"; it still takes away."""
+    docs/plugins.rst says an uninstalled package "offers nothing"; it still takes away.
+
+    Fixed: contests are decided among the plugins that have an instance
+    (``served_specs(..., installed)``, looked up again at each offer)."""
     import io
 
     from django.core.management import call_command
@@ -280,30 +292,44 @@ def test_a_tool_of_a_plugin_never_installed_takes_an_installed_plugins_tool_away
         registry.reset()
         default_registry.reset()
         assert registry.get_manifest("squat") is not None, registry.problems()
-        from django_webfetch.plugins.tools import tool_problems
+        from django_webfetch.plugins.tools import plugin_tools, tool_problems
 
+        # Fixed: a plugin without an instance never takes a name away (its own tool of
+        # that name is not served), and no contest is reported while it is not installed.
         assert "victim_run" in {t.name for t in default_registry.tools_for_user(user)}, (
             tool_problems()
         )
+        assert [(t.plugin, t.name) for t in plugin_tools() if t.name == "victim_run"] == [
+            ("victim", "victim_run")
+        ]
+        assert tool_problems() == []
+        # Once it is installed, the name is contested: served by neither, and said.
+        call_command("webfetch", "plugin", "install", "squat", stdout=io.StringIO())
+        assert "victim_run" not in {t.name for t in default_registry.tools_for_user(user)}
+        default_registry.reset()
+        assert "victim_run" not in {t.name for t in default_registry.tools_for_user(user)}
+        assert any("tool_name_claimed_twice" in p for p in tool_problems("squat")), tool_problems()
     finally:
         settings.WEBFETCH_PLUGIN_DIRS = []
         registry.reset()
         default_registry.reset()
 
 
-def test_a_plugin_directory_that_is_the_sites_own_site_packages_is_reported(settings):
+def test_a_plugin_directory_that_is_the_sites_own_site_packages_is_reported(settings, tmp_path):
     """Severity: Medium.  Route: ``WEBFETCH_PLUGIN_DIRS`` is only checked to be absolute
     paths; check E035 skips every ``sys.path`` entry that is one of the interpreter's
     ``site-packages`` (``checks._site_packages``).  An operator who lists the
     environment's ``site-packages`` (or a symbolic link to it) as the untrusted plugin
     directory and ``pip install --target``\\ s plugins there gets no error, though every
     import, site.py ``.pth`` and entry-point discovery of the site reaches them (decision
-    0049's whole premise).  Some check must say that a plugin directory is on
-    ``sys.path``."""
+    0049's whole premise).  Fixed: E035 also errs for a ``WEBFETCH_PLUGIN_DIRS`` entry that
+    is a ``sys.path`` directory or is inside the interpreter's ``site-packages`` (compared
+    resolved)."""
     import sysconfig
 
     from django.core import checks as django_checks
 
+    from django_webfetch import checks
     from django_webfetch.plugins import registry
 
     purelib = os.path.realpath(sysconfig.get_paths()["purelib"])
@@ -317,7 +343,23 @@ def test_a_plugin_directory_that_is_the_sites_own_site_packages_is_reported(sett
             m for m in messages
             if m.id == "django_webfetch.E035" or "WEBFETCH_PLUGIN_DIRS" in str(m.msg)
         ]  # fmt: skip
-        assert said, [m.id for m in messages]
+        assert [m.id for m in said] == ["django_webfetch.E035"], [m.id for m in messages]
+        assert "WEBFETCH_PLUGIN_DIRS" in said[0].msg and purelib in said[0].msg, said[0].msg
+        # Inside site-packages too (a directory an import reaches by a dotted name, and
+        # that pip manages), through a symbolic link as well.
+        inside = os.path.join(purelib, "django_webfetch-test-plugins")
+        settings.WEBFETCH_PLUGIN_DIRS = [inside]
+        registry.reset()
+        assert [m.id for m in checks.check_plugin_path()] == ["django_webfetch.E035"]
+        link = tmp_path / "plugins"
+        link.symlink_to(purelib)
+        settings.WEBFETCH_PLUGIN_DIRS = [str(link)]
+        registry.reset()
+        assert [m.id for m in checks.check_plugin_path()] == ["django_webfetch.E035"]
+        # A directory of its own, off sys.path, is no error.
+        settings.WEBFETCH_PLUGIN_DIRS = [str(tmp_path / "own")]
+        registry.reset()
+        assert checks.check_plugin_path() == []
     finally:
         settings.WEBFETCH_PLUGIN_DIRS = []
         registry.reset()
@@ -350,7 +392,9 @@ def test_a_submodule_imported_after_the_trust_check_is_not_the_pinned_code(tmp_p
     disk then: a second ``webfetch-e 1.0`` wheel installed after the first trusted call
     (``pip install --force-reinstall --target``) puts other code there, the pin no longer
     holds (``trust_holds()`` is False), and the long-running web or worker process still
-    runs that code in-process."""
+    runs that code in-process.  Fixed: ``tools._trust_holds`` compares the code digest
+    with the recorded one at every call (``tools._pin_holds``)."""
+    from django_webfetch.plugins import registry
     from django_webfetch.plugins.tools import plugin_tools
     from django_webfetch.tools.base import ToolContext
 
@@ -370,13 +414,19 @@ def test_a_submodule_imported_after_the_trust_check_is_not_the_pinned_code(tmp_p
     impl = site / "webfetch_e" / "impl.py"
     impl.unlink()
     impl.write_text("ANSWER = 'OTHER CODE'\n")
+    generation = registry.generation()
     later = call("e_lazy")
-    ran_here = "OTHER CODE" in later.content and "webfetch_e.impl" in sys.modules
-    pin_holds = instance.trust_holds()  # asked after: it loads the registry again
-    assert not (ran_here and not pin_holds), (
-        f"the pin no longer holds (trust_holds() is {pin_holds}), yet the other code ran in "
-        f"the site's process: {later.content!r}"
-    )
+    # Fixed: the pin is compared at every trusted call; it no longer holds, so the call
+    # does not run in the site's process (isolated, or refused where no sandbox can be
+    # built) and the registry loads again.
+    assert "webfetch_e.impl" not in sys.modules
+    assert registry.generation() > generation
+    assert not instance.trust_holds()
+    if later.ok:
+        assert "OTHER CODE" in later.content, later.content  # ran in the plugin process
+    else:
+        # No sandbox here: the plugin is not served untrusted (refused at the new load).
+        assert later.error in ("plugin_isolation_unavailable", "plugin_not_bound"), later
 
 
 def test_a_trusted_plugin_of_a_plugin_dir_loads_its_extension_module_in_the_site(
@@ -439,6 +489,11 @@ def test_a_plugin_directory_on_sys_path_with_unreadable_entry_points_evades_e035
     importlib.invalidate_caches()
     found = checks.check_plugin_path()
     assert [m.id for m in found] == ["django_webfetch.E035"], found
+    assert str(old) in found[0].msg and "webfetch-p" in found[0].msg, found[0].msg
+    # Fixed by failing closed only where the bytes name the plugin group: an undecodable
+    # entry_points.txt of another group is no plugin distribution.
+    (info / "entry_points.txt").write_bytes(b"[console_scripts]\np = webfetch_p:main\n# \xff\n")
+    assert checks.check_plugin_path() == []
 
 
 def test_compiled_problem_never_looks_at_the_pyc_of_a_module_inside_a_pycache_package(
