@@ -12,6 +12,7 @@ whose one tool runs the code it is given): the ``probe`` fixture installs it.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -155,3 +156,26 @@ def registry_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield monkeypatch
     monkeypatch.undo()
     registry.reset()
+
+
+@pytest.fixture
+def plugin_dirs(settings: Any) -> Iterator[Any]:
+    """``set(*dirs)``: ``WEBFETCH_PLUGIN_DIRS`` and the registries loaded again; at the end,
+    every module imported from those directories (a trusted import) leaves ``sys.modules``."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.tools import default_registry
+
+    chosen: list[str] = []
+
+    def set_dirs(*dirs: Any) -> None:
+        chosen.extend(os.path.realpath(str(d)) for d in dirs)
+        settings.WEBFETCH_PLUGIN_DIRS = [str(d) for d in dirs]
+        registry.reset()
+        default_registry.reset()
+
+    yield set_dirs
+    settings.WEBFETCH_PLUGIN_DIRS = []
+    for name, module in list(sys.modules.items()):
+        where = os.path.realpath(str(getattr(module, "__file__", None) or "/nonexistent"))
+        if any(where.startswith(d + os.sep) for d in chosen):
+            sys.modules.pop(name, None)

@@ -132,3 +132,14 @@ def trusted_t(site: Path, registry_on: Any, source: str | None = None) -> Any:
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     assert instance.trust_holds()
     return instance
+
+
+def assert_one_owner(served: list[tuple[str, str, str]]) -> None:
+    """No tool name and no group of ``served`` ((plugin, tool, group) rows) is served for
+    two plugins."""
+    by_name: dict[str, set[str]] = {}
+    by_group: dict[str, set[str]] = {}
+    for plugin, tool, group in served:
+        by_name.setdefault(tool, set()).add(plugin)
+        by_group.setdefault(group, set()).add(plugin)
+    assert all(len(owners) == 1 for owners in [*by_name.values(), *by_group.values()]), served

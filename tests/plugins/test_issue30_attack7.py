@@ -36,25 +36,6 @@ from tests.plugins.packages import wheel
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def plugin_dirs(settings):
-    """``set(*dirs)``: ``WEBFETCH_PLUGIN_DIRS`` and the registries loaded again."""
-    from django_webfetch.plugins import registry
-    from django_webfetch.tools import default_registry
-
-    def set_dirs(*dirs):
-        settings.WEBFETCH_PLUGIN_DIRS = [str(d) for d in dirs]
-        registry.reset()
-        default_registry.reset()
-
-    yield set_dirs
-    settings.WEBFETCH_PLUGIN_DIRS = []
-    for name in [m for m in sys.modules if m == "webfetch_e" or m.startswith("webfetch_e.")]:
-        sys.modules.pop(name, None)
-    registry.reset()
-    default_registry.reset()
-
-
 #: Plugin ``e``: its tool answers ``ANSWER`` of the module named by ``WHERE``.
 _REVIEWED = """\
 ANSWER = 'reviewed'

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from django_webfetch.plugins.tools import served_specs, tool_group
+from tests.plugins.packages import assert_one_owner
 from tests.plugins.test_issue30_owned_names import _manifest, _plugins
 
 
@@ -51,9 +52,4 @@ def test_plugins_without_an_instance_change_nothing_an_installed_plugin_is_serve
     alone, alone_contests = served_specs([m for m in plugins if m.name in installed])
     assert [s for s in served if s[0] in installed] == _served(alone)
     assert [c for c in contests if set(c.plugins) & installed] == alone_contests
-    by_name: dict[str, set[str]] = {}
-    by_group: dict[str, set[str]] = {}
-    for plugin, tool, group in served:
-        by_name.setdefault(tool, set()).add(plugin)
-        by_group.setdefault(group, set()).add(plugin)
-    assert all(len(owners) == 1 for owners in [*by_name.values(), *by_group.values()])
+    assert_one_owner(served)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from django_webfetch.plugins.manifest import ManifestError, owns_group, parse_manifest
 from django_webfetch.plugins.tools import served_specs, tool_group
-from tests.plugins.packages import dist_info
+from tests.plugins.packages import assert_one_owner, dist_info
 
 
 def _handler(plugin, arguments):
@@ -115,12 +115,7 @@ def test_no_tool_name_or_group_is_served_for_two_plugins_whatever_the_load_order
     served = [(m.name, s.name, tool_group(m, s)) for m, s in kept]
     assert served == [(m.name, s.name, tool_group(m, s)) for m, s in again]
     assert contests == contests_again
-    by_name: dict[str, set[str]] = {}
-    by_group: dict[str, set[str]] = {}
-    for plugin, tool, group in served:
-        by_name.setdefault(tool, set()).add(plugin)
-        by_group.setdefault(group, set()).add(plugin)
-    assert all(len(owners) == 1 for owners in [*by_name.values(), *by_group.values()])
+    assert_one_owner(served)
     contested = {(c.what, c.name) for c in contests}
     for manifest in plugins:
         for spec in manifest.tools:

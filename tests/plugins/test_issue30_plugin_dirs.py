@@ -37,24 +37,6 @@ def manifest():
 """
 
 
-@pytest.fixture
-def plugin_dirs(settings):
-    """``set(*dirs)``: ``WEBFETCH_PLUGIN_DIRS`` and the registries loaded again."""
-    from django_webfetch.plugins import registry
-    from django_webfetch.tools import default_registry
-
-    def set_dirs(*dirs):
-        settings.WEBFETCH_PLUGIN_DIRS = [str(d) for d in dirs]
-        registry.reset()
-        default_registry.reset()
-
-    yield set_dirs
-    settings.WEBFETCH_PLUGIN_DIRS = []
-    sys.modules.pop("webfetch_d", None)
-    registry.reset()
-    default_registry.reset()
-
-
 def test_a_trusted_plugin_of_a_plugin_dir_is_imported_by_location_never_via_sys_path(
     tmp_path, plugin_dirs
 ):
