@@ -22,8 +22,9 @@ from django_webfetch.plugins.runtime import identity
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the lock file is root's")
 
-#: A corner of uids no other test takes.
-BASE = 5_000_000
+#: A corner of uids no other test takes, and no other run of the suite on this machine: the
+#: locks are the machine's (a fixed corner collided with a second run's same test).
+BASE = 5_000_000 + (os.getpid() % 10_000) * 100
 
 
 def test_two_uid_ranges_that_overlap_never_hand_out_the_same_uid():
