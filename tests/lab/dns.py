@@ -10,6 +10,14 @@ It answers from a mutable table that the ``lab`` fixture resets before every tes
 Unknown names get NXDOMAIN.  A sequence hands out its entries one lookup at a time, counted
 separately per query type (so an A+AAAA lookup advances both by one); its last entry
 repeats.  Every query is recorded (``table.queries``).
+
+Each reset starts a new epoch, and a query belongs to the epoch in which the server took it
+off its socket.  A query of an earlier test that the server takes afterwards (the second of
+an A+AAAA pair whose first answer already ended that test's lookup, still queued on the
+socket or in its handler thread) is dropped: neither recorded nor answered, nor advancing a
+sequence.  ``reset`` first sends a barrier through every server's socket and waits until the
+serving loop took it, so every datagram and connection sent before the reset is stamped
+with the old epoch (a socket's queue and a listen backlog are first in, first out).
 """
 
 from __future__ import annotations
@@ -90,14 +98,65 @@ class DnsTable:
         self._cursor: dict[tuple[str, str], int] = {}
         self._queries: list[Query] = []
         self._errors: list[str] = []
+        self._epoch = 0
+        self._servers: list[tuple[str, str, int]] = []  # (transport, address, port)
+        self._barrier_lock = threading.Lock()  # one reset at a time
+        self._barrier_peers: set[Any] = set()
+        self._barrier_reached = threading.Condition(self._lock)
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
 
     # -- configuration ------------------------------------------------------------------
     def reset(self) -> None:
+        with self._barrier_lock:
+            self._drain()
+            with self._lock:
+                self._epoch += 1
+                self._entries.clear()
+                self._cursor.clear()
+                self._queries.clear()
+                self._errors.clear()
+
+    def serve(self, transport: str, address: str, port: int) -> None:
+        """Register a server of this table (``reset`` drains it)."""
+        self._servers.append((transport, address, port))
+
+    def _drain(self) -> None:
+        """Send a barrier through every server and wait until its loop took each one."""
+        held: list[socket.socket] = []
+        try:
+            for transport, address, port in self._servers:
+                family = socket.AF_INET6 if ":" in address else socket.AF_INET
+                kind = socket.SOCK_DGRAM if transport == "udp" else socket.SOCK_STREAM
+                sock = socket.socket(family, kind)
+                held.append(sock)
+                sock.bind((address, 0))
+                peer = sock.getsockname()[:2]
+                with self._lock:
+                    self._barrier_peers.add(peer)
+                if transport == "udp":
+                    sock.sendto(_BARRIER, (address, port))
+                else:
+                    sock.connect((address, port))
+            with self._lock:
+                if not self._barrier_reached.wait_for(lambda: not self._barrier_peers, 10):
+                    raise RuntimeError(f"lab DNS servers took no barrier: {self._barrier_peers}")
+        finally:
+            for sock in held:
+                sock.close()
+            with self._lock:
+                self._barrier_peers.clear()
+
+    def took_barrier(self, peer: Any) -> bool:
+        """Called by the serving loop for each datagram/connection: whether it was a barrier."""
         with self._lock:
-            self._entries.clear()
-            self._cursor.clear()
-            self._queries.clear()
-            self._errors.clear()
+            if tuple(peer[:2]) not in self._barrier_peers:
+                return False
+            self._barrier_peers.discard(tuple(peer[:2]))
+            self._barrier_reached.notify_all()
+            return True
 
     def _put(self, name: str, entries: list[Entry]) -> None:
         with self._lock:
@@ -158,10 +217,10 @@ class DnsTable:
             return list(self._errors)
 
     def safe_answer(
-        self, request: DNSRecord, transport: str, server: str, client: str
+        self, request: DNSRecord, transport: str, server: str, client: str, epoch: int
     ) -> bytes | None:
         try:
-            return self.answer(request, transport, server, client)
+            return self.answer(request, transport, server, client, epoch)
         except Exception as exc:
             with self._lock:
                 self._errors.append(repr(exc))
@@ -178,7 +237,9 @@ class DnsTable:
         self._cursor[key] = index + 1
         return entries[min(index, len(entries) - 1)]
 
-    def answer(self, request: DNSRecord, transport: str, server: str, client: str) -> bytes | None:
+    def answer(
+        self, request: DNSRecord, transport: str, server: str, client: str, epoch: int
+    ) -> bytes | None:
         """The packed reply to ``request``, or ``None`` to drop it."""
         reply = request.reply()
         if not request.questions:
@@ -188,6 +249,8 @@ class DnsTable:
         qname = str(question.qname)
         qtype = QTYPE.get(question.qtype, str(question.qtype))
         with self._lock:
+            if epoch != self._epoch:
+                return None  # taken before the last reset: an earlier test's query
             self._queries.append(
                 Query(_norm(qname), str(qtype), transport, server, client, time.monotonic())
             )
@@ -247,15 +310,29 @@ class DnsTable:
 
 
 # -- servers ------------------------------------------------------------------------------
+_BARRIER = b"lab-barrier"
+_stamp = threading.local()  # the epoch a handler thread's request was taken in
+
+
 class _LabThreads(socketserver.ThreadingMixIn):
     daemon_threads = True
     block_on_close = False
     lab_kind = "dns"
+    table: DnsTable
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        # The serving loop's thread: stamp the epoch now, in socket order.
+        if self.table.took_barrier(client_address):
+            self.shutdown_request(request)
+            return
+        epoch = self.table.epoch
+
+        def run() -> None:
+            _stamp.epoch = epoch
+            self.process_request_thread(request, client_address)
+
         thread = threading.Thread(
-            target=self.process_request_thread,
-            args=(request, client_address),
+            target=run,
             name=f"lab-{self.lab_kind}",
             daemon=True,
         )
@@ -275,7 +352,7 @@ class _UDPHandler(socketserver.BaseRequestHandler):
         except Exception:
             return
         reply = self.server.table.safe_answer(
-            request, "udp", self.server.lab_address, self.client_address[0]
+            request, "udp", self.server.lab_address, self.client_address[0], _stamp.epoch
         )
         if reply is None:
             return
@@ -304,7 +381,7 @@ class _TCPHandler(socketserver.BaseRequestHandler):
             except Exception:
                 return
             reply = self.server.table.safe_answer(
-                request, "tcp", self.server.lab_address, self.client_address[0]
+                request, "tcp", self.server.lab_address, self.client_address[0], _stamp.epoch
             )
             if reply is None:
                 # Hold the connection without answering until the client gives up.
@@ -359,4 +436,6 @@ def make_servers(
     for address in addresses:
         servers.append(_UDPServer(address, port, table))
         servers.append(_TCPServer(address, port, table))
+        table.serve("udp", address, port)
+        table.serve("tcp", address, port)
     return servers

@@ -212,6 +212,32 @@ def test_dns_table_is_reset_between_tests_part_2(lab):
         _resolver(lab).resolve("leak.lab.example", "A")
 
 
+@pytest.mark.parametrize("tcp", [False, True], ids=["udp", "tcp"])
+def test_queries_sent_before_a_reset_never_reach_the_next_test(lab, tcp):
+    # The class of ci38's one failure: the second query of an A+AAAA pair whose first answer
+    # ended a test's lookup was recorded in the next test.  A burst leaves queries queued on
+    # the server's socket (or accepted and unread) when the reset runs.
+    lab.dns.sequence("burst.lab.example", [{"a": ["11.0.0.10"]}, {"a": ["11.0.0.11"]}])
+    senders = []
+    for _ in range(200 if not tcp else 20):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM if tcp else socket.SOCK_DGRAM)
+        wire = dns.message.make_query("burst.lab.example", "A").to_wire()
+        if tcp:
+            sock.connect((lab.DNS_V4, 53))
+            sock.sendall(len(wire).to_bytes(2, "big") + wire)
+        else:
+            sock.sendto(wire, (lab.DNS_V4, 53))
+        senders.append(sock)
+    lab.reset()
+    lab.dns.sequence("burst.lab.example", [{"a": ["11.0.0.12"]}, {"a": ["11.0.0.13"]}])
+    for sock in senders:
+        sock.close()
+    # The earlier queries are dropped: neither recorded nor advancing the new sequence.
+    answer = _resolver(lab).resolve("burst.lab.example", "A")
+    assert _addresses(answer) == ["11.0.0.12"]
+    assert [q.name for q in lab.dns.queries] == ["burst.lab.example"]
+
+
 # -- HTTP(S) servers ----------------------------------------------------------------------
 def test_plain_connect_is_logged(lab):
     with socket.create_connection(("11.0.0.10", 80), timeout=2) as sock:
