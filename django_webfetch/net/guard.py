@@ -104,9 +104,24 @@ class Explanation:
     reason: str | None
     destination: ResolvedDestination | None = None
 
+    @property
+    def resolved(self) -> bool:
+        """Whether the addresses were decided (``False`` after ``resolve=False``)."""
+        return not any(s.name == "addresses" and s.verdict == "skip" for s in self.steps)
+
+    @property
+    def verdict(self) -> str:
+        """The last line: ``ALLOWED`` only once the addresses were decided; a name that was
+        not looked up is allowed only so far, the addresses it resolves to decide later."""
+        if not self.allowed:
+            return f"DENIED ({self.reason})"
+        if not self.resolved:
+            return "ALLOWED SO FAR (not resolved: its addresses decide at fetch time)"
+        return "ALLOWED"
+
     def as_text(self) -> str:
         lines = [f"{s.name:<10} {s.verdict:<5} {s.detail}".rstrip() for s in self.steps]
-        lines.append("ALLOWED" if self.allowed else f"DENIED ({self.reason})")
+        lines.append(self.verdict)
         return "\n".join(lines)
 
 

@@ -244,7 +244,7 @@ def _check(command: Any, url: str, alias: str, *, resolve: bool) -> None:
         line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
         out.write("".join(c if c.isprintable() else "?" for c in line))
     if verdict.allowed:
-        out.write(command.style.SUCCESS("ALLOWED"))
+        out.write(command.style.SUCCESS(verdict.verdict))
     else:
         out.write(command.style.ERROR(f"DENIED ({verdict.reason})"))
         raise RefusalShown(f"denied: {verdict.reason}", returncode=1)

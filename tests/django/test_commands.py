@@ -69,6 +69,22 @@ def test_explain_group_option_and_no_resolve(group_factory):
     assert "own_site   fail" in out.getvalue()
 
 
+def test_explain_without_resolving_allows_only_so_far(group_factory, lab):
+    # Without the lookup nothing decided the addresses: never a bare ALLOWED.
+    group_factory("web", enabled=True)
+    lab.dns.set("news.lab.example", a=[lab.PUBLIC[0]])
+    out = StringIO()
+    call_command("webfetch", "explain", "http://news.lab.example/a", "--no-resolve", stdout=out)
+    assert out.getvalue().splitlines()[-1] == (
+        "ALLOWED SO FAR (not resolved: its addresses decide at fetch time)"
+    )
+    assert lab.dns.queries == []
+    resolved = StringIO()
+    call_command("webfetch", "explain", "http://news.lab.example/a", stdout=resolved)
+    assert resolved.getvalue().splitlines()[-1] == "ALLOWED"
+    assert lab.dns.lookups("news.lab.example") == 1
+
+
 def test_explain_policy_unavailable(group_factory, settings):
     group_factory("web", enabled=True)
     settings.WEBFETCH_TIMEOUT = "x"

@@ -129,6 +129,18 @@ def test_explain_as_text_is_one_line_per_step_and_the_verdict():
     assert lines[-1] == "ALLOWED"
 
 
+def test_explain_without_resolving_a_name_allows_only_so_far():
+    # An address literal is decided without DNS; a name that was not looked up is not.
+    literal = explain("https://11.0.0.10/", policy=_policy(), resolve=False)
+    assert (literal.resolved, literal.as_text().split("\n")[-1]) == (True, "ALLOWED")
+    name = explain("https://news.example.org/", policy=_policy(), resolve=False)
+    assert name.allowed and not name.resolved
+    assert name.as_text().split("\n")[-1] == name.verdict
+    assert name.verdict == "ALLOWED SO FAR (not resolved: its addresses decide at fetch time)"
+    denied = explain("http://127.0.0.1/", policy=_policy(), resolve=False)
+    assert denied.verdict == f"DENIED ({denied.reason})"
+
+
 @pytest.mark.parametrize(
     ("no_proxy", "host", "expected"),
     [

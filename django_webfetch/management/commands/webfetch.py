@@ -136,7 +136,7 @@ class Command(BaseCommand):
             line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
             self.stdout.write(_printable(line))
         if explanation.allowed:
-            self.stdout.write(self.style.SUCCESS("ALLOWED"))
+            self.stdout.write(self.style.SUCCESS(explanation.verdict))
         elif explanation.reason == "dns_error":
             # Not a refusal: the lookup failed, nothing was decided.
             self.stdout.write(self.style.ERROR(f"FAILED ({explanation.reason})"))
