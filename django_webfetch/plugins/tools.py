@@ -228,6 +228,7 @@ class PluginTool(Tool):
             text[:_MAX_RESULT_CHARS],
             source_url=f"plugin://{instance.alias}/{self.name}",
             status_line=f"plugin {self.plugin} tool {self.name}",
+            source="plugin",
         )
         return ToolResult(content=content, meta={**meta, "plugin": self.plugin})
 

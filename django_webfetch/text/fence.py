@@ -41,6 +41,7 @@ MAX_STATUS_LINE_CHARS = 200
 SOURCES = {
     "external": "fetched from an external web page",
     "site": "from one of this site's own pages",
+    "plugin": "returned by a third-party tool plugin (it may carry text from anywhere)",
 }
 
 _PREAMBLE = (
