@@ -108,8 +108,8 @@ def test_the_source_kind_changes_only_the_words(text):
 
 
 def test_an_unknown_source_kind_is_refused():
-    with pytest.raises(ValueError, match="unknown fence source 'plugin'"):
-        fence("x", source_url="u", status_line="s", source="plugin")
+    with pytest.raises(ValueError, match="unknown fence source 'nosuch'"):
+        fence("x", source_url="u", status_line="s", source="nosuch")
 
 
 @pytest.mark.parametrize(
