@@ -60,3 +60,63 @@ def test_a_deep_package_tree_breaks_the_registry_for_every_plugin(tmp_path, regi
         outcome["load"] = "RecursionError"
     assert outcome == {"digest": outcome["digest"], "load": True, "trust": True}, outcome
     assert outcome["digest"] != "RecursionError", outcome
+
+
+#: A C-level ``SIGCONT`` handler (as attack 6, finding 7), and the guest's kernel snapshot
+#: made to read what it read at ready: plain Python on the guest's own module, from inside
+#: the call (the guest is this interpreter's ``__main__`` or an imported module).
+_SPOOFED_SNAPSHOT = """
+import ctypes, signal, sys, types
+guest = next(m for m in list(sys.modules.values())
+             if isinstance(getattr(m, "_KERNEL", None), dict) and hasattr(m, "_hooks"))
+at_ready = guest._kernel_dispositions()
+kept = sys.modules.setdefault("__s8_kept__", types.ModuleType("__s8_kept__"))
+kept.log = []
+def on_cont(number):
+    kept.log.append("call A's handler ran")
+kept.handler = ctypes.CFUNCTYPE(None, ctypes.c_int)(on_cont)
+setsig = ctypes.pythonapi.PyOS_setsig
+setsig.restype = ctypes.c_void_p
+setsig.argtypes = [ctypes.c_int, ctypes.c_void_p]
+setsig(signal.SIGCONT, ctypes.cast(kept.handler, ctypes.c_void_p))
+changed = guest._kernel_dispositions() != at_ready
+guest._kernel_dispositions = lambda: at_ready
+result = ["kernel saw the change", changed]
+"""
+
+_READ_LOG = """
+import sys
+kept = sys.modules.get("__s8_kept__")
+result = ["fresh process"] if kept is None else list(kept.log)
+"""
+
+
+def test_the_kernel_signal_snapshot_is_the_plugins_to_rewrite(probe):
+    """Severity: Low (the pooled process serves the same instance; the hooks snapshot is
+    the guest's own claim).  Route: the call's code finds the guest module in
+    ``sys.modules`` (the object holding ``_KERNEL`` and ``_hooks``), reads
+    ``guest._kernel_dispositions()`` once, sets a C-level ``SIGCONT`` handler
+    (``PyOS_setsig``, attack 6 finding 7's route) and rebinds
+    ``guest._kernel_dispositions`` to return the bytes read before.  ``_hooks`` looks the
+    function up in the guest's globals after the call, ``_same`` compares the bytes by
+    value: no ``hooks_changed``, the process is pooled, and call A's handler runs when the
+    host continues the process for call B.  The same holds for ``_same``, ``_hooks`` and
+    ``_KERNEL`` (its ``libc`` and ``status`` entries): the snapshot and its comparison are
+    Python state of the very interpreter the plugin runs in, so nothing a plugin does in
+    Python can be witnessed by it.  Expected: the decision to keep a process is taken
+    where the plugin cannot write (the host reads ``/proc/<pid>/status`` of the stopped
+    process, or the process is never reused after a call that ran ``ctypes``)."""
+    import json
+
+    from django_webfetch.plugins.runtime.host import idle_processes, shutdown
+
+    try:
+        first = probe(_SPOOFED_SNAPSHOT)
+        pooled = idle_processes()
+        second = probe(_READ_LOG)
+    finally:
+        shutdown()
+    assert first.kind == "json", first
+    assert json.loads(first.text)["result"] == "['kernel saw the change', True]", first
+    seen = json.loads(second.text)["result"]
+    assert pooled == 0 and "fresh process" in seen, f"call A's process was pooled; B saw {seen}"
