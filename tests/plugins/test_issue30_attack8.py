@@ -58,8 +58,15 @@ def test_a_deep_package_tree_breaks_the_registry_for_every_plugin(tmp_path, regi
         ).trust_holds()
     except RecursionError:
         outcome["load"] = "RecursionError"
-    assert outcome == {"digest": outcome["digest"], "load": True, "trust": True}, outcome
-    assert outcome["digest"] != "RecursionError", outcome
+    try:
+        assert outcome == {"digest": outcome["digest"], "load": True, "trust": True}, outcome
+        assert outcome["digest"] != "RecursionError", outcome
+    finally:
+        # Removed bottom up (``shutil.rmtree``, pytest's clean-up, recurses per level too).
+        os.unlink(os.path.join(where, "x.py"))
+        while os.path.basename(where) == "a":
+            os.rmdir(where)
+            where = os.path.dirname(where)
 
 
 #: A C-level ``SIGCONT`` handler (as attack 6, finding 7), and the guest's kernel snapshot
