@@ -127,3 +127,48 @@ def test_the_kernel_signal_snapshot_is_the_plugins_to_rewrite(probe):
     assert json.loads(first.text)["result"] == "['kernel saw the change', True]", first
     seen = json.loads(second.text)["result"]
     assert pooled == 0 and "fresh process" in seen, f"call A's process was pooled; B saw {seen}"
+
+
+#: A process whose real uid is ``U`` and whose effective (and saved, file-system) uid is
+#: another unprivileged ``X``, dumpable again: ``/proc/<pid>`` is then ``X``'s.
+_REAL_UID_ONLY = """
+import ctypes, os, sys, time
+uid, other = int(sys.argv[1]), int(sys.argv[2])
+os.setgroups([])
+os.setresgid(other, other, other)
+os.setresuid(uid, other, other)
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE 1
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_in_use_misses_a_process_whose_only_tie_to_the_uid_is_its_real_uid():
+    """Severity: Low (no plugin process can change its ids; the claim is ``in_use``'s own:
+    "any of its four ids").  Route: ``identity.in_use`` reads ``/proc/<pid>/status`` only
+    when ``/proc/<pid>`` belongs to root or to the uid asked about, reasoning that the
+    directory belongs to the effective uid.  A dumpable process whose real uid is ``U``
+    and whose effective uid is another unprivileged uid (``setresuid(U, X, X)`` then
+    ``PR_SET_DUMPABLE``: a set-user-ID helper, a service dropping to another account)
+    has ``/proc/<pid>`` owned by ``X``: it is skipped, and ``acquire`` hands ``U`` out
+    while that process runs with it (and may signal, ``ptrace``-attach to or share
+    ``RLIMIT_NPROC`` with the plugin process given ``U``).  Expected: ``in_use(U)``."""
+    import subprocess
+
+    from django_webfetch.plugins.runtime import identity
+
+    uid, other = identity.DEFAULT_RANGE[0] + 999_990, identity.DEFAULT_RANGE[0] + 999_991
+    child = subprocess.Popen(
+        [sys.executable, "-c", _REAL_UID_ONLY, str(uid), str(other)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        assert os.stat(f"/proc/{child.pid}").st_uid == other  # the premise
+        with open(f"/proc/{child.pid}/status") as fh:
+            ids = next(line for line in fh if line.startswith("Uid:")).split()[1:]
+        assert ids[0] == str(uid), ids
+        assert identity.in_use(uid), f"process {child.pid} runs with real uid {uid}"
+    finally:
+        child.kill()
+        child.wait()
