@@ -172,3 +172,72 @@ def test_in_use_misses_a_process_whose_only_tie_to_the_uid_is_its_real_uid():
     finally:
         child.kill()
         child.wait()
+
+
+_USES_DEPENDENCY = """\
+def run(plugin, arguments):
+    import webfetch_dep  # its declared dependency (Requires-Dist), another distribution
+    return webfetch_dep.ANSWER
+
+
+def manifest():
+    return {'name': 't', 'version': '1.0', 'description': 'x', 'egress': [],
+            'tools': [{'name': 't_run', 'description': 'x', 'handler': run}]}
+"""
+
+
+def test_trust_leaves_the_plugins_dependencies_out(tmp_path, registry_on):
+    """Severity: Medium.  Route: trusted plugin ``t`` (``webfetch-t``, ``Requires-Dist:
+    webfetch-dep``) imports its dependency ``webfetch_dep`` in the site's process.  The
+    operator reviews both (docs/plugins.rst asks to "review the plugin's dependencies")
+    and trusts the instance.  ``webfetch-dep`` is then replaced (an upgrade pulled in by
+    any other ``pip install``, or a rebuilt wheel; here its files and ``RECORD`` rewritten
+    as pip does): the trust fingerprint (name, version, ``code_digest`` of ``webfetch_t``)
+    and the per-call pin (``tools._pin_holds``) are unchanged, ``_refuse_compiled`` never
+    looks at the dependency (it could be an extension module), and the trusted call runs
+    the new dependency code in the site's process without the operator confirming trust
+    again.  Expected: trust records the installed distributions the plugin requires (or
+    the call is refused / isolated once one changes)."""
+    import shutil
+
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+    from django_webfetch.plugins.tools import plugin_tools
+    from django_webfetch.tools.base import ToolContext
+
+    site = tmp_path / "site"
+    metadata = (
+        b"Metadata-Version: 2.1\nName: webfetch-t\nVersion: 1.0\nRequires-Dist: webfetch-dep\n"
+    )
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": _USES_DEPENDENCY}, {"METADATA": metadata})  # fmt: skip
+    dep = wheel(site, "webfetch-dep", {}, {"webfetch_dep.py": "ANSWER = 'reviewed dep'\n"})
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.origin("t") is not None, registry.problems()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds()
+
+    def call():
+        tool = next(t for t in plugin_tools() if t.name == "t_run")
+        return tool.execute({}, ToolContext(approved=True, call_id="t", plugin_instance=instance))
+
+    try:
+        first = call()
+        assert first.ok and "reviewed dep" in str(first.content), first
+        sys.modules.pop("webfetch_dep", None)  # a new worker process, after the upgrade
+        shutil.rmtree(dep)
+        (site / "webfetch_dep.py").unlink()
+        wheel(site, "webfetch-dep", {}, {"webfetch_dep.py": "ANSWER = 'UNREVIEWED DEP'\n"})
+        registry.reset()
+        later = call()
+        # In the site's process: the module is this interpreter's.
+        here = getattr(sys.modules.get("webfetch_dep"), "ANSWER", None) == "UNREVIEWED DEP"
+        in_site = here and later.ok and "UNREVIEWED" in str(later.content)
+        assert not in_site, (
+            f"the replaced dependency ran in the site's process under trust "
+            f"(trust holds: {instance.trust_holds()})"
+        )
+    finally:
+        for name in ("webfetch_dep", "webfetch_t"):
+            sys.modules.pop(name, None)
