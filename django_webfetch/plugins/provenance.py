@@ -35,11 +35,13 @@ __all__ = [
     "Provider",
     "cache_problem",
     "code_digest",
+    "code_tree",
     "compiled_problem",
     "in_cache",
     "installed_provider",
     "provider_of",
     "record_problem",
+    "trust_digest",
 ]
 
 ENTRY_POINT_GROUP = "django_webfetch.plugins"
@@ -47,8 +49,9 @@ ENTRY_POINT_GROUP = "django_webfetch.plugins"
 
 class Provider(NamedTuple):
     """An installed distribution: its name, version and the digest of the code of the
-    plugin it provides (``code_digest``: SHA-256 over every file of the plugin's own
-    top-level package or module)."""
+    plugin it provides (``trust_digest``: ``code_digest``, SHA-256 over every file of the
+    plugin's own top-level package or module, and the digest of each installed
+    distribution it requires outside the site's own set, decision 0051)."""
 
     name: str
     version: str
@@ -59,8 +62,9 @@ class Provider(NamedTuple):
 
 
 def provider_of(ep: Any) -> Provider | None:
-    """The distribution of entry point ``ep`` and the digest of its plugin's code (``None``
-    when it has no distribution, or its value names no module: nothing to trust)."""
+    """The distribution of entry point ``ep`` and the digest of its plugin's code and of
+    its installed dependencies (``trust_digest``; ``None`` when it has no distribution, or
+    its value names no module: nothing to trust)."""
     dist = getattr(ep, "dist", None)
     locate = origin_of
     if dist is None or locate is None:
@@ -73,7 +77,7 @@ def provider_of(ep: Any) -> Provider | None:
         return None
     if not name:
         return None
-    return Provider(name[:200], version[:100], code_digest(origin.path, origin.top_level))
+    return Provider(name[:200], version[:100], trust_digest(dist, origin.path, origin.top_level))
 
 
 #: The registry's ``_origin_of`` (set by the registry: it imports this module): where the
@@ -237,6 +241,21 @@ def file_sha256(full: str) -> str:
     return found
 
 
+def code_tree(path: str, top: str) -> tuple[str, int, int] | str:
+    """``code_digest`` of plugin ``top`` in directory ``path`` with the number of files and
+    bytes it covers, or why its files cannot be listed (``_files``)."""
+    files = _files(path, top)
+    if isinstance(files, str):
+        return files
+    total = hashlib.sha256()
+    size = 0
+    for relative, full in files:
+        key = file_key(full)
+        size += key[2] if len(key) == 5 else 0
+        total.update(f"{relative}\0{file_sha256(full) or 'unreadable'}\n".encode())
+    return total.hexdigest(), len(files), size
+
+
 def code_digest(path: str, top: str) -> str:
     """SHA-256 (hex) over every file of plugin ``top`` in directory ``path``: each file's
     path relative to ``path`` and the SHA-256 of its bytes, in sorted order; only the
@@ -247,13 +266,20 @@ def code_digest(path: str, top: str) -> str:
     (``cache_problem``), gets a digest no pin holds for."""
     if not path:
         return ""
-    files = _files(path, top)
-    if isinstance(files, str):
-        return hashlib.sha256(f"unlisted {files} {time.time_ns()}".encode()).hexdigest()
-    total = hashlib.sha256()
-    for relative, full in files:
-        total.update(f"{relative}\0{file_sha256(full) or 'unreadable'}\n".encode())
-    return total.hexdigest()
+    tree = code_tree(path, top)
+    if isinstance(tree, str):
+        return hashlib.sha256(f"unlisted {tree} {time.time_ns()}".encode()).hexdigest()
+    return tree[0]
+
+
+def trust_digest(dist: Any, path: str, top: str) -> str:
+    """The digest trust pins for plugin ``top`` of distribution ``dist`` in directory
+    ``path``: its code (``code_digest``) and the closure of its installed requirements
+    outside the site's own set (``closure.dependencies``, decision 0051); the code digest
+    alone when there is no such dependency."""
+    from .closure import closure_of, pinned_digest
+
+    return pinned_digest(code_digest(path, top), closure_of(dist, path))
 
 
 #: Suffixes of compiled code the import system loads in place of a module's source.
@@ -297,23 +323,52 @@ def _pyc_problem(source: str, relative: str) -> str:
     )
 
 
-def compiled_problem(path: str, top: str) -> str:
+#: ``_pyc_problem`` verdicts, keyed by the source's and its cached ``.pyc``'s identity.
+_pyc_verdicts: dict[tuple[Any, ...], str] = {}
+
+
+def _pyc_verdict(source: str, relative: str) -> str:
+    """``_pyc_problem``, remembered by the identity of the source and of its cached
+    ``.pyc`` (read again when either changed within ``SETTLE_NS``, or in ``rehashed()``)."""
+    try:
+        cached = importlib.util.cache_from_source(source)
+    except (NotImplementedError, ValueError):
+        return ""
+    keys = (file_key(source), file_key(cached))
+    memo = (source, relative, *keys)
+    recent = time.time_ns() - SETTLE_NS
+    settled = all(len(k) != 5 or max(k[3], k[4]) <= recent for k in keys)
+    if settled and not getattr(_rehashing, "depth", 0) and memo in _pyc_verdicts:
+        return _pyc_verdicts[memo]
+    found = _pyc_problem(source, relative)
+    if settled:
+        if len(_pyc_verdicts) >= 65536:
+            _pyc_verdicts.clear()
+        _pyc_verdicts[memo] = found
+    return found
+
+
+def compiled_problem(path: str, top: str, *, pinned: bool = False) -> str:
     """Why plugin ``top`` in directory ``path`` would run code that is not its source, or
     "": an entry named ``__pycache__`` at any depth that is not a bytecode cache
     (``cache_problem``), a sourceless module (``.pyc`` outside a bytecode cache), an
     extension module (``.so``, ``.pyd``), or a cached ``.pyc`` the import system would load
     for a source at any depth that is not that source's compilation (a hash-based ``.pyc``
-    of other code, PEP 552)."""
+    of other code, PEP 552).  ``pinned`` (a dependency's package, decision 0051): its
+    sourceless and extension modules are in its digest, so only what the digest leaves out
+    (a bytecode cache) is checked."""
     files = _files(path, top, cache=True)
     if isinstance(files, str):
         return files
     for relative, full in files:
         if in_cache(relative.split(os.sep)):
             continue  # a bytecode cache's (``_files``): read below, for its source
-        if relative.endswith(_COMPILED):
+        if relative.endswith(_COMPILED) and not pinned:
             return f"it holds compiled code without reviewable source: {relative!r}"
         if relative.endswith(".py"):
-            problem = _pyc_problem(full, relative)
+            # A dependency's verdict is remembered (a closure may hold thousands of modules);
+            # a plugin's own files are compared at each trusted import, as before.
+            problem = _pyc_verdict(full, relative) if pinned else _pyc_problem(full, relative)
             if problem:
                 return problem
     return ""

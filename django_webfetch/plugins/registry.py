@@ -56,6 +56,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "InProcessHandler",
     "RESERVED_NAMES",
+    "distribution",
     "generation",
     "get_manifest",
     "load",
@@ -81,6 +82,9 @@ _providers: dict[str, Provider | None] = {}
 _state: tuple[Any, ...] = ()
 _generation = 0
 _in_process: dict[Origin, dict[str, Callable[..., Any]]] = {}
+#: The distribution of the entry point each origin was loaded from: its installed
+#: dependencies are pinned with it and checked before a trusted import (decision 0051).
+_origin_dists: dict[Origin, Any] = {}
 
 
 class InProcessHandler:
@@ -181,7 +185,13 @@ def _refuse_compiled(origin: Origin) -> None:
     module, a cached ``.pyc`` that is not its source's compilation, an entry named
     ``__pycache__`` that is not a bytecode cache).  Compiled code never stands in for the
     reviewed source (decision 0050): the plugin process compiles every module from its
-    source; in this process it is refused.  Every route of ``_import`` runs it first."""
+    source; in this process it is refused.  Every route of ``_import`` runs it first.
+    The packages of the plugin's installed dependencies (``closure.packages``, decision
+    0051) are checked for what their pin leaves out: a bytecode cache whose ``.pyc`` is
+    not its source's compilation, an entry named ``__pycache__`` that is not one (their
+    extension and sourceless modules are in the pin)."""
+    from .closure import packages
+
     base = os.path.realpath(origin.path) if origin.path else ""
     compiled = compiled_problem(base, origin.top_level) if base else ""
     if compiled:
@@ -190,6 +200,15 @@ def _refuse_compiled(origin: Origin) -> None:
             f"the plugin's files under {origin.path!r} would run code that is not their "
             f"source ({compiled}); nothing of it was imported in this process",
         )
+    for label, where, top in packages(_origin_dists.get(origin), base):
+        compiled = compiled_problem(where, top, pinned=True)
+        if compiled:
+            raise ManifestError(
+                "plugin_code_compiled",
+                f"the plugin's dependency {label[:200]} under {where!r} would run code that "
+                f"is not its source ({compiled}); nothing of the plugin was imported in "
+                "this process",
+            )
 
 
 def _import(origin: Origin) -> Any:
@@ -933,6 +952,7 @@ def _path_problem(origin: Origin) -> str:
 
 def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     origin = _origin_of(ep)
+    _origin_dists[origin] = getattr(ep, "dist", None)
     unsafe = _path_problem(origin)
     if unsafe:
         raise ManifestError(
@@ -1254,6 +1274,14 @@ def origin(name: str) -> Origin | None:
     return _origins.get(name)
 
 
+def distribution(name: str) -> Any:
+    """The distribution of the entry point plugin ``name`` is served from (``None`` when
+    none is): its dependencies are pinned with the plugin's code (decision 0051)."""
+    load()
+    found = _origins.get(name)
+    return _origin_dists.get(found) if found is not None else None
+
+
 def generation() -> int:
     """Counts ``reset()``s: a plugin process started before one runs the old code."""
     return _generation
@@ -1268,4 +1296,5 @@ def reset() -> None:
         _origins.clear()
         _providers.clear()
         _in_process.clear()
+        _origin_dists.clear()
     shutdown()  # idle plugin processes run the code as it was
