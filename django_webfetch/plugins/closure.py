@@ -48,6 +48,7 @@ __all__ = [
     "pinned_digest",
     "requirement_names",
     "site_names",
+    "trust_digest",
 ]
 
 #: The distribution whose requirement closure is the site's own (never pinned per plugin).
@@ -352,6 +353,17 @@ def pinned_digest(code: str, deps: Iterable[Dependency]) -> str:
         if dep.problem:
             total.update(f"unpinnable {dep.problem} {time.time_ns()}".encode())
     return total.hexdigest()
+
+
+def trust_digest(dist: Any, path: str, top: str) -> str:
+    """The digest trust pins for plugin ``top`` of distribution ``dist`` in directory
+    ``path``: its code (``provenance.code_digest``) and the closure of its installed
+    requirements outside the site's own set (``dependencies``); the code digest alone when
+    there is no such dependency."""
+    return pinned_digest(provenance.code_digest(path, top), closure_of(dist, path))
+
+
+provenance.trust_digest = trust_digest  # what ``provenance.provider_of`` pins
 
 
 def as_record(deps: Iterable[Dependency]) -> list[list[str]]:

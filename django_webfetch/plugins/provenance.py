@@ -41,7 +41,6 @@ __all__ = [
     "installed_provider",
     "provider_of",
     "record_problem",
-    "trust_digest",
 ]
 
 ENTRY_POINT_GROUP = "django_webfetch.plugins"
@@ -67,7 +66,8 @@ def provider_of(ep: Any) -> Provider | None:
     its value names no module: nothing to trust)."""
     dist = getattr(ep, "dist", None)
     locate = origin_of
-    if dist is None or locate is None:
+    pin = trust_digest
+    if dist is None or locate is None or pin is None:
         return None
     try:
         name = str(dist.metadata["Name"] or "")
@@ -77,7 +77,7 @@ def provider_of(ep: Any) -> Provider | None:
         return None
     if not name:
         return None
-    return Provider(name[:200], version[:100], trust_digest(dist, origin.path, origin.top_level))
+    return Provider(name[:200], version[:100], pin(dist, origin.path, origin.top_level))
 
 
 #: The registry's ``_origin_of`` (set by the registry: it imports this module): where the
@@ -272,14 +272,9 @@ def code_digest(path: str, top: str) -> str:
     return tree[0]
 
 
-def trust_digest(dist: Any, path: str, top: str) -> str:
-    """The digest trust pins for plugin ``top`` of distribution ``dist`` in directory
-    ``path``: its code (``code_digest``) and the closure of its installed requirements
-    outside the site's own set (``closure.dependencies``, decision 0051); the code digest
-    alone when there is no such dependency."""
-    from .closure import closure_of, pinned_digest
-
-    return pinned_digest(code_digest(path, top), closure_of(dist, path))
+#: ``closure.trust_digest`` (set by ``closure``, which the registry imports): the digest
+#: trust pins, the plugin's code and its installed dependencies (decision 0051).
+trust_digest: Callable[[Any, str, str], str] | None = None
 
 
 #: Suffixes of compiled code the import system loads in place of a module's source.

@@ -38,7 +38,7 @@ from email.parser import HeaderParser
 from importlib.metadata import distributions
 from typing import Any
 
-from . import provenance
+from . import closure, provenance
 from .manifest import Manifest, ManifestError, parse_manifest
 from .provenance import (
     CACHE_DIR,
@@ -190,8 +190,6 @@ def _refuse_compiled(origin: Origin) -> None:
     0051) are checked for what their pin leaves out: a bytecode cache whose ``.pyc`` is
     not its source's compilation, an entry named ``__pycache__`` that is not one (their
     extension and sourceless modules are in the pin)."""
-    from .closure import packages
-
     base = os.path.realpath(origin.path) if origin.path else ""
     compiled = compiled_problem(base, origin.top_level) if base else ""
     if compiled:
@@ -200,7 +198,7 @@ def _refuse_compiled(origin: Origin) -> None:
             f"the plugin's files under {origin.path!r} would run code that is not their "
             f"source ({compiled}); nothing of it was imported in this process",
         )
-    for label, where, top in packages(_origin_dists.get(origin), base):
+    for label, where, top in closure.packages(_origin_dists.get(origin), base):
         compiled = compiled_problem(where, top, pinned=True)
         if compiled:
             raise ManifestError(
