@@ -156,7 +156,11 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
         found = _installed(obj.plugin)[0]
         if found is None:
             return "-"
-        return f"{found} (code sha256 {found.digest or '-'})"
+        from django_webfetch.plugins.provenance import installed_dependencies
+
+        deps = ", ".join(str(d) for d in installed_dependencies(obj.plugin))
+        pinned = f"; dependencies pinned with it: {deps}" if deps else ""
+        return f"{found} (code sha256 {found.digest or '-'}{pinned})"
 
     @admin.display(description=_("trusted for"))
     def trusted_distribution_label(self, obj: PluginInstance) -> str:
@@ -185,7 +189,10 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
             from django.contrib.admin import helpers
             from django.template.response import TemplateResponse
 
-            from django_webfetch.plugins.provenance import installed_provider
+            from django_webfetch.plugins.provenance import (
+                installed_dependencies,
+                installed_provider,
+            )
 
             rows = []
             for instance in trusted:
@@ -197,6 +204,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
                         "provider": found,
                         "fingerprint": provider_fingerprint(found),
                         "path": where.path if where is not None else "",
+                        "dependencies": installed_dependencies(instance.plugin) if found else (),
                     }
                 )
             context = {

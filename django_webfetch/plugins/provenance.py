@@ -38,6 +38,7 @@ __all__ = [
     "code_tree",
     "compiled_problem",
     "in_cache",
+    "installed_dependencies",
     "installed_provider",
     "provider_of",
     "record_problem",
@@ -435,3 +436,16 @@ def installed_provider(plugin: str) -> Provider | None:
     undecodable ``entry_points.txt`` makes it raise (tests/plugins/test_issue30_names.py)."""
     lookup = provider_lookup
     return lookup(plugin) if lookup is not None else None
+
+
+#: The registry's ``dependencies`` (set by ``apps.py``): the installed dependencies of the
+#: plugin a name is served from, pinned with its code (``closure``, decision 0051).
+dependencies_lookup: Callable[[str], tuple[Any, ...]] | None = None
+
+
+def installed_dependencies(plugin: str) -> tuple[Any, ...]:
+    """The installed dependencies of plugin ``plugin`` outside the site's own set, as its
+    trust pins them (``closure.Dependency`` rows; ``()`` when it has none, is not served, or
+    the app is not ready)."""
+    lookup = dependencies_lookup
+    return lookup(plugin) if lookup is not None else ()

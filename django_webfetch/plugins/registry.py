@@ -56,6 +56,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "InProcessHandler",
     "RESERVED_NAMES",
+    "dependencies",
     "distribution",
     "generation",
     "get_manifest",
@@ -1278,6 +1279,17 @@ def distribution(name: str) -> Any:
     load()
     found = _origins.get(name)
     return _origin_dists.get(found) if found is not None else None
+
+
+def dependencies(name: str) -> tuple[closure.Dependency, ...]:
+    """The installed dependencies of the distribution plugin ``name`` is served from,
+    outside the site's own set, as trust pins them (``closure.dependencies``); ``()`` when
+    it has none or no entry point serves the name."""
+    where = origin(name)
+    dist = distribution(name)
+    if where is None or dist is None:
+        return ()
+    return closure.closure_of(dist, where.path)
 
 
 def generation() -> int:
