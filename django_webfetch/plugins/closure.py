@@ -10,7 +10,7 @@ version and a digest of its code (every file of every top-level package or modul
 file, which names its own requirements).
 
 Left out: the distributions of the site's own requirement set (``django-webfetch`` and the
-closure of its requirements, every extra included): the site imports them itself, whoever
+closure of its requirements, extras left out): the site imports them itself, whoever
 trusts what, so a plugin's trust adds nothing to them.
 
 Bounded by construction: at most ``MAX_DISTRIBUTIONS`` distributions, ``MAX_FILES`` files
@@ -47,6 +47,7 @@ __all__ = [
     "packages",
     "pinned_digest",
     "requirement_names",
+    "requirements",
     "site_names",
     "trust_digest",
 ]
@@ -84,13 +85,36 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def requirement_names(dist: Any) -> list[str]:
-    """The names ``dist`` requires (``Requires-Dist``, or an egg's ``requires.txt``), every
-    line whatever its environment marker or extra (fail closed: an installed distribution
-    a marker would leave out is pinned too), normalized and sorted; raises when the
-    metadata cannot be read."""
-    found = {normalized(m.group(1)) for line in dist.requires or () if (m := _NAME.match(line))}
-    return sorted(found)
+_EXTRA = re.compile(r"\bextra\s*==\s*['\"]([^'\"]*)['\"]")
+_EXTRAS = re.compile(r"\s*[A-Za-z0-9._-]+\s*\[([^\]]*)\]")
+
+
+def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, frozenset[str]]:
+    """What ``dist`` requires (``Requires-Dist``, or an egg's ``requires.txt``): each name,
+    normalized, with the extras asked of it.  Every line whatever its environment marker
+    (fail closed: an installed distribution a marker would leave out is pinned too); a
+    line whose marker names an extra only when that extra is in ``extras`` (``None``: every
+    extra, for the plugin itself: which extras it was installed with is not recorded).
+    Raises when the metadata cannot be read."""
+    wanted = None if extras is None else {normalized(e) for e in extras}
+    found: dict[str, set[str]] = {}
+    for line in dist.requires or ():
+        match = _NAME.match(line)
+        if not match:
+            continue
+        named = {normalized(e) for e in _EXTRA.findall(line.partition(";")[2])}
+        if named and wanted is not None and not named & wanted:
+            continue
+        asked = _EXTRAS.match(line.partition(";")[0])
+        more = {e.strip() for e in asked.group(1).split(",") if e.strip()} if asked else set()
+        found.setdefault(normalized(match.group(1)), set()).update(more)
+    return {name: frozenset(more) for name, more in sorted(found.items())}
+
+
+def requirement_names(dist: Any, *, extras: bool = True) -> list[str]:
+    """The names ``dist`` requires (``requirements``: every extra, or without ``extras``
+    none), normalized and sorted."""
+    return sorted(requirements(dist, None if extras else ()))
 
 
 def _recent(keys: Iterable[tuple[int, ...]]) -> bool:
@@ -122,13 +146,20 @@ def _meta_keys(dist: Any) -> tuple[Any, ...]:
     return _meta_keys_at(_meta_path(dist))
 
 
-def _search_dirs(extra: Iterable[str] = ()) -> list[str]:
-    found: list[str] = []
+def _search_dirs(extra: Iterable[str] = ()) -> list[tuple[str, tuple[int, ...]]]:
+    """The directories a requirement is looked for in (``extra``, then ``sys.path``), each
+    with its identity (``file_key``, links followed: a link pointed elsewhere, or an
+    entry added to or removed from the directory, changes it)."""
+    found: list[tuple[str, tuple[int, ...]]] = []
+    seen: set[str] = set()
     for entry in [*extra, *sys.path]:
-        with contextlib.suppress(Exception):
-            real = os.path.realpath(entry or os.getcwd())
-            if real not in found and os.path.isdir(real):
-                found.append(real)
+        path = os.path.abspath(entry or os.curdir)
+        if path in seen:
+            continue
+        seen.add(path)
+        key = file_key(path)
+        if len(key) == 5 and os.path.isdir(path):
+            found.append((path, key))
     return found
 
 
@@ -144,20 +175,22 @@ def _installed(name: str, dirs: list[str]) -> list[Any]:
     return found
 
 
-#: ``site_names`` remembered: (directory keys, metadata keys) -> names.
+#: ``site_names`` remembered: the directories' identities -> names.
 _site_memo: dict[Any, frozenset[str]] = {}
 
 
 def site_names() -> frozenset[str]:
     """The site's own requirement set: ``django-webfetch`` and the closure of its
-    requirements (every line, every extra) as installed on ``sys.path``; names only.
-    Empty when ``django-webfetch`` is not installed as a distribution (then every
-    requirement of a plugin is pinned)."""
-    dirs = _search_dirs()
-    dir_keys = tuple((d, file_key(d)) for d in dirs)
-    for (keys, metas), names in _site_memo.items():
-        if keys == dir_keys and all(_meta_keys_at(path) == k for path, k in metas):
-            return names
+    requirements as installed on ``sys.path`` (names only; every environment marker, no
+    extra: an extra's distributions, ``celery`` or ``django-cms``, need not be the site's,
+    and a plugin that requires one pins it).  Empty when ``django-webfetch`` is not
+    installed as a distribution (then every requirement of a plugin is pinned)."""
+    searched = _search_dirs()
+    dirs = [d for d, _ in searched]
+    dir_keys = tuple(searched)
+    known = _site_memo.get(dir_keys)
+    if known is not None:
+        return known
     names: set[str] = set()
     metas: list[tuple[str, tuple[Any, ...]]] = []
     queue = [normalized(SITE_DISTRIBUTION)]
@@ -172,13 +205,16 @@ def site_names() -> frozenset[str]:
         for dist in found:
             metas.append((_meta_path(dist), _meta_keys(dist)))
             with contextlib.suppress(Exception):
-                queue.extend(n for n in requirement_names(dist) if n not in names)
+                queue.extend(n for n in requirement_names(dist, extras=False) if n not in names)
     result = frozenset(names)
+    # Remembered by the identity of the directories searched: installing, upgrading or
+    # removing a distribution there adds or removes its metadata directory (a metadata
+    # file edited in place is the site's own code changed, which no plugin pin guards).
     if not _recent([k for _, k in dir_keys]) and not any(
         _recent(k[1:]) for _, k in metas if len(k) > 1
     ):
         _site_memo.clear()
-        _site_memo[(dir_keys, tuple(metas))] = result
+        _site_memo[dir_keys] = result
     return result
 
 
@@ -239,48 +275,73 @@ def _nodes(dist: Any, extra_dirs: list[str]) -> tuple[_Node, ...]:
     """The distributions of ``dist``'s requirement closure outside the site's own set
     (``site_names``), found in ``extra_dirs`` (the plugin's own directory) and on
     ``sys.path`` (every copy of a name), breadth first, each name once (a cycle ends
-    there); a name no directory holds is a node without a version."""
-    dirs = _search_dirs(extra_dirs)
+    there; a name asked again with another extra is read again for that extra's lines);
+    a name no directory holds is a node without a version.  Remembered by the identity of
+    the directories searched and of every metadata file read."""
+    searched = _search_dirs(extra_dirs)
+    dirs = [d for d, _ in searched]
+    memo_key = (_meta_path(dist), tuple(searched))
+    known = _closures.get(memo_key)
+    if known is not None and all(_meta_keys_at(k[0]) == k for k in known[0]):
+        return known[1]
     site = site_names()
-    memo_key = (_meta_path(dist), tuple((d, file_key(d)) for d in dirs), site)
-    found = _closures.get(memo_key)
-    if found is not None and all(_meta_keys_at(k[0]) == k for k in found[0]):
-        return found[1]
-    nodes: list[_Node] = []
     metas: list[tuple[Any, ...]] = [_meta_keys(dist)]
     try:
-        queue = [n for n in requirement_names(dist) if n not in site]
+        first = requirements(dist, None)
     except Exception as exc:
         return (_Node("?", "", "", (), "", f"its requirements cannot be read ({exc!r:.80})"),)
-    seen: set[str] = set(queue)
+    asked: dict[str, set[str]] = {n: set(e) for n, e in first.items() if n not in site}
+    queue = list(asked)
+    expanded: dict[str, set[str]] = {}
+    found: dict[str, list[tuple[_Node, Any]]] = {}
+    count = 0
     while queue:
         name = queue.pop(0)
-        if len(nodes) >= MAX_DISTRIBUTIONS:
-            nodes.append(_Node(name, "", "", (), "", f"more than {MAX_DISTRIBUTIONS} dependencies"))
-            break
-        copies = _installed(name, dirs)
-        if not copies:
-            nodes.append(_Node(name, "", "", (), "", ""))
+        extras = set(asked[name])
+        if name in expanded and extras <= expanded[name]:
             continue
-        for copy in copies:
-            metas.append(_meta_keys(copy))
-            problem = ""
+        if name not in found:
+            if count >= MAX_DISTRIBUTIONS:
+                over = f"more than {MAX_DISTRIBUTIONS} dependencies"
+                found[name] = [(_Node(name, "", "", (), "", over), None)]
+                break
+            found[name] = []
+            for copy in _installed(name, dirs):
+                metas.append(_meta_keys(copy))
+                count += 1
+                try:
+                    label = str(copy.metadata["Name"] or name)[:200]
+                    version = str(copy.version or "?")[:100]
+                    base = os.path.realpath(os.fspath(copy.locate_file("")))
+                    tops, problem = _tops(copy, base)
+                except Exception as exc:
+                    label, version, base, tops = name, "?", "", ()
+                    problem = f"its metadata cannot be read ({type(exc).__name__})"
+                node = _Node(label, version, base, tops, _meta_path(copy), problem)
+                found[name].append((node, copy))
+            if not found[name]:
+                found[name].append((_Node(name, "", "", (), "", ""), None))
+        expanded[name] = extras
+        for node, copy in found[name]:
+            if copy is None or node.problem:
+                continue
             try:
-                label = str(copy.metadata["Name"] or name)[:200]
-                version = str(copy.version or "?")[:100]
-                base = os.path.realpath(os.fspath(copy.locate_file("")))
-                tops, problem = _tops(copy, base)
-                requires = requirement_names(copy)
+                wanted = requirements(copy, extras)
             except Exception as exc:
-                label, version, base, tops, requires = name, "?", "", (), []
-                problem = problem or f"its metadata cannot be read ({type(exc).__name__})"
-            nodes.append(_Node(label, version, base, tops, _meta_path(copy), problem))
-            for required in requires:
-                if required not in seen and required not in site:
-                    seen.add(required)
+                problem = f"its requirements cannot be read ({type(exc).__name__})"
+                found[name] = [(node._replace(problem=problem), copy)]
+                break
+            for required, more in wanted.items():
+                if required in site:
+                    continue
+                if required not in asked:
+                    asked[required] = set(more)
                     queue.append(required)
-    result = tuple(nodes)
-    if not _recent(k for _, k in memo_key[1]) and not any(_recent(m[1:]) for m in metas):
+                elif not more <= asked[required]:
+                    asked[required] |= more
+                    queue.append(required)
+    result = tuple(node for copies in found.values() for node, _ in copies)
+    if not _recent(k for _, k in searched) and not any(_recent(m[1:]) for m in metas):
         if len(_closures) >= 256:
             _closures.clear()
         _closures[memo_key] = (tuple(metas), result)
@@ -409,4 +470,3 @@ def closure_of(dist: Any, path: str) -> tuple[Dependency, ...]:
         return dependencies(dist, path)
     except Exception as exc:  # an unreadable environment: no pin holds
         return (Dependency("?", "", "", "", f"unreadable ({type(exc).__name__})"),)
-

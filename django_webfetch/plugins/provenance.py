@@ -213,10 +213,11 @@ def rehashed() -> Iterator[None]:
         _rehashing.depth = depth
 
 
-def file_sha256(full: str) -> str:
+def file_sha256(full: str, key: tuple[int, ...] | None = None) -> str:
     """SHA-256 (hex) of the bytes of regular file ``full`` ("" when it is not one or cannot
-    be read), memoized by the file's identity (read again inside ``rehashed()``)."""
-    key = file_key(full)
+    be read), memoized by the file's identity (read again inside ``rehashed()``); ``key``
+    is its ``file_key`` when the caller just took it."""
+    key = file_key(full) if key is None else key
     if len(key) != 5:
         return ""
     memo = (full, key)
@@ -253,7 +254,7 @@ def code_tree(path: str, top: str) -> tuple[str, int, int] | str:
     for relative, full in files:
         key = file_key(full)
         size += key[2] if len(key) == 5 else 0
-        total.update(f"{relative}\0{file_sha256(full) or 'unreadable'}\n".encode())
+        total.update(f"{relative}\0{file_sha256(full, key) or 'unreadable'}\n".encode())
     return total.hexdigest(), len(files), size
 
 
