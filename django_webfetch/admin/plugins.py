@@ -107,6 +107,22 @@ class PluginInstanceForm(_InstanceForm):
                         "trusted again."
                     ),
                 )
+            else:
+                from django_webfetch.plugins.closure import unpinnable
+                from django_webfetch.plugins.provenance import installed_dependencies
+
+                cannot = unpinnable(installed_dependencies(plugin))
+                if cannot:
+                    # Decision 0051: a dependency whose code cannot be pinned is never trusted.
+                    self.add_error(
+                        "trusted",
+                        _(
+                            "The plugin requires an installed distribution whose code cannot "
+                            "be pinned (plugin_dependency_unpinnable): %(why)s. Nothing was "
+                            "trusted."
+                        )
+                        % {"why": cannot},
+                    )
         cleaned.pop("trust_shown", None)
         secrets = {} if cleaned.get("clear_secrets") else dict(self.instance.secret_config)
         for name in self._secret_names:

@@ -296,3 +296,20 @@ def test_trust_shows_the_dependencies_it_pins(tmp_path, registry_on):
     with pytest.raises(services.PluginServiceError) as refused:
         services.confirm_trust("t", shown=fingerprint)
     assert refused.value.code == "trust_not_shown"
+
+
+def test_extras_are_followed_where_asked(tmp_path):
+    """A dependency's lines for an extra are followed only when a requirement asks for that
+    extra (``wfx-a[fast]``); the plugin's own extras are all followed (which it was
+    installed with is not recorded: fail closed); other markers never leave a line out."""
+    from django_webfetch.plugins import closure
+
+    site = tmp_path / "site"
+    wheel(site, "wfx-a", {}, {"wfx_a.py": ""},
+          _metadata("wfx-a", ['wfx-b ; extra == "fast"', "wfx-c ; extra == 'slow'",
+                              "wfx-d ; python_version < '3'"]))  # fmt: skip
+    for name in ("wfx-b", "wfx-c", "wfx-d", "wfx-e"):
+        wheel(site, name, {}, {f"{name.replace('-', '_')}.py": ""}, _metadata(name, []))
+    _plugin(site, ["wfx-a[fast]", 'wfx-e ; extra == "own"'])
+    deps = closure.dependencies(_dist(site), str(site))
+    assert [d.name for d in deps] == ["wfx-a", "wfx-b", "wfx-d", "wfx-e"], deps
