@@ -38,18 +38,22 @@ from . import provenance
 from .provenance import CACHE_DIR, SETTLE_NS, file_key
 
 __all__ = [
+    "Dependency",
     "MAX_BYTES",
     "MAX_DISTRIBUTIONS",
     "MAX_FILES",
     "SITE_DISTRIBUTION",
-    "Dependency",
+    "changed",
+    "closure_of",
     "dependencies",
+    "normalized",
     "packages",
     "pinned_digest",
     "requirement_names",
     "requirements",
     "site_names",
     "trust_digest",
+    "unpinnable",
 ]
 
 #: The distribution whose requirement closure is the site's own (never pinned per plugin).
@@ -425,11 +429,6 @@ def trust_digest(dist: Any, path: str, top: str) -> str:
 
 
 provenance.trust_digest = trust_digest  # what ``provenance.provider_of`` pins
-
-
-def as_record(deps: Iterable[Dependency]) -> list[list[str]]:
-    """``deps`` as stored on a trusted instance (name, version, digest)."""
-    return [[d.name, d.version, d.digest] for d in deps]
 
 
 def changed(recorded: Any, deps: Iterable[Dependency]) -> list[str]:
