@@ -199,6 +199,7 @@ def _refuse_compiled(origin: Origin) -> None:
             f"the plugin's files under {origin.path!r} would run code that is not their "
             f"source ({compiled}); nothing of it was imported in this process",
         )
+    pinned: dict[str, list[str]] = {}
     for label, where, top in closure.packages(_origin_dists.get(origin), base):
         compiled = compiled_problem(where, top, pinned=True)
         if compiled:
@@ -207,6 +208,42 @@ def _refuse_compiled(origin: Origin) -> None:
                 f"the plugin's dependency {label[:200]} under {where!r} would run code that "
                 f"is not its source ({compiled}); nothing of the plugin was imported in "
                 "this process",
+            )
+        pinned.setdefault(top, []).append(where)
+    _refuse_shadowed(pinned, origin)
+
+
+def _refuse_shadowed(pinned: dict[str, list[str]], origin: Origin) -> None:
+    """Refused (``plugin_origin_mismatch``) when a top-level name of the plugin's pinned
+    dependencies (``pinned``: name -> the directories of its pinned copies) would be
+    imported in this process from anywhere else: a stray module of that name in an earlier
+    ``sys.path`` directory (the working directory of ``manage.py``), or one imported
+    already from elsewhere.  Found without importing anything (decision 0051)."""
+    from importlib.machinery import PathFinder
+
+    for top, bases in sorted(pinned.items()):
+        # A name only ``top_level.txt`` gives, with nothing of it installed, runs nothing.
+        roots = [os.path.realpath(b) for b in bases if _held_in(b, top)]
+        if not roots:
+            continue
+        loaded = sys.modules.get(top)
+        if loaded is not None:
+            where = str(getattr(loaded, "__file__", None) or "")
+        else:
+            try:
+                spec = PathFinder.find_spec(top)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None or spec.origin is None or spec.loader is None:
+                continue  # not found (it cannot run), or a namespace package's portion
+            where = spec.origin
+        where = os.path.realpath(where) if where else ""
+        if where and not any(where.startswith(root + os.sep) for root in roots):
+            raise ManifestError(
+                "plugin_origin_mismatch",
+                f"the plugin's dependency module {top!r} resolves to {where!r}, not to the "
+                f"pinned distribution's files under {', '.join(map(repr, roots))[:300]}; "
+                f"nothing of the plugin at {origin.path!r} was imported in this process",
             )
 
 

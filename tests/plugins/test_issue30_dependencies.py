@@ -313,3 +313,29 @@ def test_extras_are_followed_where_asked(tmp_path):
     _plugin(site, ["wfx-a[fast]", 'wfx-e ; extra == "own"'])
     deps = closure.dependencies(_dist(site), str(site))
     assert [d.name for d in deps] == ["wfx-a", "wfx-b", "wfx-d", "wfx-e"], deps
+
+
+def test_a_stray_module_shadowing_a_pinned_dependency_is_refused(tmp_path, registry_on):
+    """A module named like a pinned dependency's package in an earlier ``sys.path``
+    directory (the working directory of ``manage.py``) would be imported in its place: the
+    trusted import is refused (``plugin_origin_mismatch``) before anything runs."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.manifest import ManifestError
+
+    site = tmp_path / "site"
+    instance = _trusted(site, registry_on)
+    stray = tmp_path / "cwd"
+    (stray / "wfdep_a").mkdir(parents=True)
+    (stray / "wfdep_a" / "__init__.py").write_text("ANSWER = 'STRAY'\n")
+    try:
+        assert instance.trust_holds(), instance.trust_problem()
+        registry._refuse_compiled(registry.origin("t"))  # nothing shadows it yet
+        registry_on.syspath_prepend(str(stray))
+        with pytest.raises(ManifestError) as refused:
+            registry._refuse_compiled(registry.origin("t"))
+        assert refused.value.reason == "plugin_origin_mismatch"
+        assert "wfdep_a" in str(refused.value)
+        assert "wfdep_a" not in sys.modules
+    finally:
+        for name in ("wfdep_a", "wfdep_b", "webfetch_t"):
+            sys.modules.pop(name, None)
