@@ -339,3 +339,34 @@ def test_a_stray_module_shadowing_a_pinned_dependency_is_refused(tmp_path, regis
     finally:
         for name in ("wfdep_a", "wfdep_b", "webfetch_t"):
             sys.modules.pop(name, None)
+
+
+def test_the_admin_confirmation_lists_and_reconfirms_the_dependencies(tmp_path, registry_on,
+                                                                       admin_client):  # fmt: skip
+    """The admin's "Confirm trust" page lists each pinned dependency with its digest, and
+    confirming from it trusts the dependencies it showed: after ``wfdep-b`` changed, the
+    instance is not trusted, the page shows the new ``wfdep-b``, and its confirmation
+    restores trust with the new dependency recorded."""
+    import re
+
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "site"
+    instance = _trusted(site, registry_on)
+    old = {row[0]: row[2] for row in instance.trusted_dependencies}
+    (site / "wfdep_b.py").write_text("B = 4\n")
+    registry.reset()
+    assert not instance.trust_holds()
+    selected = {"action": "confirm_trust", "_selected_action": [instance.pk]}
+    text = admin_client.post("/admin/django_webfetch/plugininstance/", selected).content.decode()
+    assert "wfdep-a 1.0" in text and "wfdep-b 1.0" in text, text
+    assert old["wfdep-a"] in text and old["wfdep-b"] not in text
+    shown = re.search(rf'name="shown_{instance.pk}" value="([0-9a-f]+)"', text)[1]
+    admin_client.post(
+        "/admin/django_webfetch/plugininstance/",
+        {**selected, "post": "yes", f"shown_{instance.pk}": shown},
+    )
+    instance.refresh_from_db()
+    assert instance.trust_holds(), instance.trust_problem()
+    now = {row[0]: row[2] for row in instance.trusted_dependencies}
+    assert now["wfdep-a"] == old["wfdep-a"] and now["wfdep-b"] != old["wfdep-b"]
