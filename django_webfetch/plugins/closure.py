@@ -369,10 +369,19 @@ def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
             continue
         total = hashlib.sha256()
         problem = ""
+        over = False
         for top in node.tops:
-            tree = provenance.code_tree(node.base, top)
+            # The budget left is checked from each file's ``stat`` before any is read.
+            tree = provenance.code_tree(
+                node.base, top, max_files=MAX_FILES - files, max_bytes=MAX_BYTES - size
+            )
             if isinstance(tree, str):
-                problem = f"its package {top!r}: {tree}"
+                over = tree.startswith("more than ")
+                problem = (
+                    f"the dependencies hold more than {MAX_FILES} files or {MAX_BYTES} bytes"
+                    if over
+                    else f"its package {top!r}: {tree}"
+                )
                 break
             digest, count, bytes_ = tree
             files += count
@@ -380,12 +389,8 @@ def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
             total.update(f"{top}\0{digest}\n".encode())
         meta = provenance.file_sha256(os.path.join(node.meta, "METADATA")) if node.meta else ""
         total.update(f"METADATA\0{meta or 'unreadable'}\n".encode())
-        if files > MAX_FILES or size > MAX_BYTES:
-            problem = problem or (
-                f"the dependencies hold more than {MAX_FILES} files or {MAX_BYTES >> 20} MiB"
-            )
         found.append(Dependency(node.name, node.version, total.hexdigest(), node.base, problem))
-        if files > MAX_FILES or size > MAX_BYTES:
+        if over:
             break
     return tuple(sorted(found, key=lambda d: (normalized(d.name), d.where, d.version)))
 

@@ -243,17 +243,24 @@ def file_sha256(full: str, key: tuple[int, ...] | None = None) -> str:
     return found
 
 
-def code_tree(path: str, top: str) -> tuple[str, int, int] | str:
+def code_tree(
+    path: str, top: str, *, max_files: int | None = None, max_bytes: int | None = None
+) -> tuple[str, int, int] | str:
     """``code_digest`` of plugin ``top`` in directory ``path`` with the number of files and
-    bytes it covers, or why its files cannot be listed (``_files``)."""
+    bytes it covers, or why its files cannot be listed (``_files``), or that they are more
+    than ``max_files`` files or ``max_bytes`` bytes (decided from each file's ``stat``,
+    before any is read)."""
     files = _files(path, top)
     if isinstance(files, str):
         return files
+    if max_files is not None and len(files) > max_files:
+        return f"more than {max_files} files"
+    keys = [file_key(full) for _relative, full in files]
+    size = sum(key[2] for key in keys if len(key) == 5)
+    if max_bytes is not None and size > max_bytes:
+        return f"more than {max_bytes} bytes"
     total = hashlib.sha256()
-    size = 0
-    for relative, full in files:
-        key = file_key(full)
-        size += key[2] if len(key) == 5 else 0
+    for (relative, full), key in zip(files, keys, strict=True):
         total.update(f"{relative}\0{file_sha256(full, key) or 'unreadable'}\n".encode())
     return total.hexdigest(), len(files), size
 

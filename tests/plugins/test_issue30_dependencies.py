@@ -250,22 +250,44 @@ def test_a_dependencys_cached_pyc_of_other_code_is_refused_before_a_trusted_impo
             sys.modules.pop(name, None)
 
 
-def test_a_dependency_that_cannot_be_pinned_is_never_trusted(tmp_path, registry_on, monkeypatch):
-    """Past the bound on files (``closure.MAX_FILES``), or an editable install (its code
-    is not in its directory): ``trust`` shows why and ``--confirm`` refuses
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [
+        ("files", "more than 2 files"),
+        ("bytes", "or 10 bytes"),
+        ("editable", "installed in editable mode"),
+    ],
+)
+def test_a_dependency_that_cannot_be_pinned_is_never_trusted(
+    tmp_path, registry_on, monkeypatch, case, said
+):
+    """Past the bound on files (``closure.MAX_FILES``) or bytes (``MAX_BYTES``, decided
+    before any file is read), or installed in editable mode (its code is not in its
+    directory): ``trust`` shows why and ``--confirm`` refuses
     (``plugin_dependency_unpinnable``); trust turned on through the ORM never holds."""
     from django_webfetch.plugins import closure, services
 
     site = tmp_path / "site"
-    monkeypatch.setattr(closure, "MAX_FILES", 2)
+    if case == "files":
+        monkeypatch.setattr(closure, "MAX_FILES", 2)
+    if case == "bytes":
+        monkeypatch.setattr(closure, "MAX_BYTES", 10)
     instance = _trusted(site, registry_on, {"wfdep_a/x.py": "", "wfdep_a/y.py": ""})
+    if case == "editable":
+        # Reinstalled editable (``pip install -e``): its metadata says where its code is.
+        (site / "wfdep_a-1.0.dist-info" / "direct_url.json").write_text(
+            '{"url": "file:///src/wfdep-a", "dir_info": {"editable": true}}'
+        )
+        from django_webfetch.plugins import registry
+
+        registry.reset()
     assert not instance.trust_holds()
     _instance, found, shown = services.trust_preview("t")
     assert found is not None
     with pytest.raises(services.PluginServiceError) as refused:
         services.confirm_trust("t", shown=shown)
     assert refused.value.code == "plugin_dependency_unpinnable"
-    assert "more than 2 files" in str(refused.value)
+    assert said in str(refused.value), str(refused.value)
     problem = instance.trust_problem()
     assert "cannot be pinned" in problem, problem
 
