@@ -36,6 +36,7 @@ class WebFetchConfig(AppConfig):
         from .plugins import provenance
         from .plugins.client import PluginHttp
         from .plugins.models import PluginInstance
+        from .plugins.registry import dependencies as plugin_dependencies
         from .plugins.registry import get_manifest, provider
         from .plugins.tools import offered_when_installed, registry_source
         from .runs.runner import start_serving
@@ -48,6 +49,7 @@ class WebFetchConfig(AppConfig):
         PluginInstance.client_factory = PluginHttp
         PluginInstance.manifest_lookup = get_manifest
         provenance.provider_lookup = provider
+        provenance.dependencies_lookup = plugin_dependencies
         default_registry.add_source("plugins", registry_source, offered=offered_when_installed)
         from .assistant.providers import kind_choices
         from .models.hosts import set_provider_kind_source

@@ -396,6 +396,7 @@ NO_CONTENT: dict[str, str] = {
     "django_webfetch.PluginInstance.trusted_distribution": _CONFIG,
     "django_webfetch.PluginInstance.trusted_version": _CONFIG,
     "django_webfetch.PluginInstance.trusted_record": _CONFIG,
+    "django_webfetch.PluginInstance.trusted_dependencies": _CONFIG,
     "django_webfetch.AccessToken.name": "the token owner's label for it",
     "django_webfetch.AccessToken.token_hash": "a hash of the secret",
     "django_webfetch.AccessToken.hint": "the first characters of the secret",

@@ -107,6 +107,22 @@ class PluginInstanceForm(_InstanceForm):
                         "trusted again."
                     ),
                 )
+            else:
+                from django_webfetch.plugins.closure import unpinnable
+                from django_webfetch.plugins.provenance import installed_dependencies
+
+                cannot = unpinnable(installed_dependencies(plugin))
+                if cannot:
+                    # Decision 0051: a dependency whose code cannot be pinned is never trusted.
+                    self.add_error(
+                        "trusted",
+                        _(
+                            "The plugin requires an installed distribution whose code cannot "
+                            "be pinned (plugin_dependency_unpinnable): %(why)s. Nothing was "
+                            "trusted."
+                        )
+                        % {"why": cannot},
+                    )
         cleaned.pop("trust_shown", None)
         secrets = {} if cleaned.get("clear_secrets") else dict(self.instance.secret_config)
         for name in self._secret_names:
@@ -156,7 +172,11 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
         found = _installed(obj.plugin)[0]
         if found is None:
             return "-"
-        return f"{found} (code sha256 {found.digest or '-'})"
+        from django_webfetch.plugins.provenance import installed_dependencies
+
+        deps = ", ".join(str(d) for d in installed_dependencies(obj.plugin))
+        pinned = f"; dependencies pinned with it: {deps}" if deps else ""
+        return f"{found} (code sha256 {found.digest or '-'}{pinned})"
 
     @admin.display(description=_("trusted for"))
     def trusted_distribution_label(self, obj: PluginInstance) -> str:
@@ -185,7 +205,10 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
             from django.contrib.admin import helpers
             from django.template.response import TemplateResponse
 
-            from django_webfetch.plugins.provenance import installed_provider
+            from django_webfetch.plugins.provenance import (
+                installed_dependencies,
+                installed_provider,
+            )
 
             rows = []
             for instance in trusted:
@@ -197,6 +220,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
                         "provider": found,
                         "fingerprint": provider_fingerprint(found),
                         "path": where.path if where is not None else "",
+                        "dependencies": installed_dependencies(instance.plugin) if found else (),
                     }
                 )
             context = {

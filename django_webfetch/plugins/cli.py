@@ -176,6 +176,18 @@ def _trust(out: Any, alias: str, confirm: str | None) -> None:
     out.write(f"  distribution:  {found}")
     out.write(f"  code sha256:   {found.digest or '(none)'}")
     out.write(f"  code under:    {where.path if where is not None else '(not loaded)'}")
+    from .provenance import installed_dependencies
+
+    deps = installed_dependencies(instance.plugin)
+    if not deps:
+        out.write("  dependencies:  none outside the site's own (pinned with it: none)")
+    for dep in deps:
+        # Each installed distribution it requires runs in the site's process with it, and
+        # is pinned with it (decision 0051).
+        pinned = f"sha256 {dep.digest}, under {dep.where}" if dep.version else "not installed"
+        if dep.problem:
+            pinned = f"CANNOT be pinned: {dep.problem}"
+        out.write(f"  dependency:    {dep} ({pinned})")
     out.write(
         f"to trust what is shown above: webfetch plugin trust {instance.alias} "
         f"--confirm {fingerprint}"

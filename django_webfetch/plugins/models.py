@@ -19,7 +19,7 @@ from django_webfetch.net.errors import HostNotAllowed
 from django_webfetch.values import PluginGrant
 
 from .manifest import ManifestError, canonical_entry, tool_group
-from .provenance import Provider, installed_provider
+from .provenance import Provider, installed_dependencies, installed_provider
 
 __all__ = ["PluginInstance", "validate_alias"]
 
@@ -44,6 +44,14 @@ def _entries(value: Any, what: str) -> list[str]:
         except ManifestError as exc:
             raise ValidationError(str(exc), code="egress_entry") from exc
     return list(dict.fromkeys(result))
+
+
+def dependency_changes(recorded: Any, plugin: str) -> list[str]:
+    """What differs between the dependencies recorded at trust and those installed now
+    for ``plugin`` (each added, removed, changed or unpinnable distribution, in words)."""
+    from .closure import changed
+
+    return changed(recorded, installed_dependencies(plugin))
 
 
 class PluginInstance(models.Model):
@@ -98,6 +106,12 @@ class PluginInstance(models.Model):
     #: SHA-256 of the plugin's code in that distribution (``provenance.code_digest``).
     trusted_record = models.CharField(
         _("trusted RECORD digest"), max_length=64, blank=True, editable=False
+    )
+    #: The installed distributions the plugin requires (outside the site's own set) when
+    #: trust was turned on or confirmed: [name, version, code digest] each; their digests
+    #: are in ``trusted_record`` too, this says which one changed (W034, decision 0051).
+    trusted_dependencies = models.JSONField(
+        _("trusted dependencies"), default=list, blank=True, editable=False
     )
     note = models.CharField(_("note"), max_length=200, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
@@ -200,6 +214,8 @@ class PluginInstance(models.Model):
         self.trusted_distribution = found.name if found else ""
         self.trusted_version = found.version if found else ""
         self.trusted_record = found.digest if found else ""
+        deps = installed_dependencies(self.plugin) if found else ()
+        self.trusted_dependencies = [[d.name, d.version, d.digest] for d in deps]
         return found
 
     def trust_problem(self) -> str:
@@ -215,6 +231,13 @@ class PluginInstance(models.Model):
         now = str(installed) if installed else "none (or more than one)"
         if installed is not None and recorded is not None and str(installed) == str(recorded):
             now = f"{installed} with other code"
+            changed = dependency_changes(self.trusted_dependencies, self.plugin)
+            if changed:
+                # Stable reason: a dependency of the plugin changed (decision 0051).
+                now = (
+                    f"{installed} with other dependencies (plugin_dependency_changed: "
+                    f"{'; '.join(changed[:5])})"
+                )
         return f"trusted for {was}, installed is {now}: confirm again"
 
     def trust_holds(self) -> bool:
@@ -225,6 +248,7 @@ class PluginInstance(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self.trusted:
             self.trusted_distribution = self.trusted_version = self.trusted_record = ""
+            self.trusted_dependencies = []
         elif self._state.adding or not (
             type(self).objects.filter(pk=self.pk, trusted=True).exists()
         ):

@@ -35,8 +35,10 @@ __all__ = [
     "Provider",
     "cache_problem",
     "code_digest",
+    "code_tree",
     "compiled_problem",
     "in_cache",
+    "installed_dependencies",
     "installed_provider",
     "provider_of",
     "record_problem",
@@ -47,8 +49,9 @@ ENTRY_POINT_GROUP = "django_webfetch.plugins"
 
 class Provider(NamedTuple):
     """An installed distribution: its name, version and the digest of the code of the
-    plugin it provides (``code_digest``: SHA-256 over every file of the plugin's own
-    top-level package or module)."""
+    plugin it provides (``trust_digest``: ``code_digest``, SHA-256 over every file of the
+    plugin's own top-level package or module, and the digest of each installed
+    distribution it requires outside the site's own set, decision 0051)."""
 
     name: str
     version: str
@@ -59,11 +62,13 @@ class Provider(NamedTuple):
 
 
 def provider_of(ep: Any) -> Provider | None:
-    """The distribution of entry point ``ep`` and the digest of its plugin's code (``None``
-    when it has no distribution, or its value names no module: nothing to trust)."""
+    """The distribution of entry point ``ep`` and the digest of its plugin's code and of
+    its installed dependencies (``trust_digest``; ``None`` when it has no distribution, or
+    its value names no module: nothing to trust)."""
     dist = getattr(ep, "dist", None)
     locate = origin_of
-    if dist is None or locate is None:
+    pin = trust_digest
+    if dist is None or locate is None or pin is None:
         return None
     try:
         name = str(dist.metadata["Name"] or "")
@@ -73,7 +78,7 @@ def provider_of(ep: Any) -> Provider | None:
         return None
     if not name:
         return None
-    return Provider(name[:200], version[:100], code_digest(origin.path, origin.top_level))
+    return Provider(name[:200], version[:100], pin(dist, origin.path, origin.top_level))
 
 
 #: The registry's ``_origin_of`` (set by the registry: it imports this module): where the
@@ -208,10 +213,11 @@ def rehashed() -> Iterator[None]:
         _rehashing.depth = depth
 
 
-def file_sha256(full: str) -> str:
+def file_sha256(full: str, key: tuple[int, ...] | None = None) -> str:
     """SHA-256 (hex) of the bytes of regular file ``full`` ("" when it is not one or cannot
-    be read), memoized by the file's identity (read again inside ``rehashed()``)."""
-    key = file_key(full)
+    be read), memoized by the file's identity (read again inside ``rehashed()``); ``key``
+    is its ``file_key`` when the caller just took it."""
+    key = file_key(full) if key is None else key
     if len(key) != 5:
         return ""
     memo = (full, key)
@@ -237,6 +243,28 @@ def file_sha256(full: str) -> str:
     return found
 
 
+def code_tree(
+    path: str, top: str, *, max_files: int | None = None, max_bytes: int | None = None
+) -> tuple[str, int, int] | str:
+    """``code_digest`` of plugin ``top`` in directory ``path`` with the number of files and
+    bytes it covers, or why its files cannot be listed (``_files``), or that they are more
+    than ``max_files`` files or ``max_bytes`` bytes (decided from each file's ``stat``,
+    before any is read)."""
+    files = _files(path, top)
+    if isinstance(files, str):
+        return files
+    if max_files is not None and len(files) > max_files:
+        return f"more than {max_files} files"
+    keys = [file_key(full) for _relative, full in files]
+    size = sum(key[2] for key in keys if len(key) == 5)
+    if max_bytes is not None and size > max_bytes:
+        return f"more than {max_bytes} bytes"
+    total = hashlib.sha256()
+    for (relative, full), key in zip(files, keys, strict=True):
+        total.update(f"{relative}\0{file_sha256(full, key) or 'unreadable'}\n".encode())
+    return total.hexdigest(), len(files), size
+
+
 def code_digest(path: str, top: str) -> str:
     """SHA-256 (hex) over every file of plugin ``top`` in directory ``path``: each file's
     path relative to ``path`` and the SHA-256 of its bytes, in sorted order; only the
@@ -247,13 +275,15 @@ def code_digest(path: str, top: str) -> str:
     (``cache_problem``), gets a digest no pin holds for."""
     if not path:
         return ""
-    files = _files(path, top)
-    if isinstance(files, str):
-        return hashlib.sha256(f"unlisted {files} {time.time_ns()}".encode()).hexdigest()
-    total = hashlib.sha256()
-    for relative, full in files:
-        total.update(f"{relative}\0{file_sha256(full) or 'unreadable'}\n".encode())
-    return total.hexdigest()
+    tree = code_tree(path, top)
+    if isinstance(tree, str):
+        return hashlib.sha256(f"unlisted {tree} {time.time_ns()}".encode()).hexdigest()
+    return tree[0]
+
+
+#: ``closure.trust_digest`` (set by ``closure``, which the registry imports): the digest
+#: trust pins, the plugin's code and its installed dependencies (decision 0051).
+trust_digest: Callable[[Any, str, str], str] | None = None
 
 
 #: Suffixes of compiled code the import system loads in place of a module's source.
@@ -297,23 +327,52 @@ def _pyc_problem(source: str, relative: str) -> str:
     )
 
 
-def compiled_problem(path: str, top: str) -> str:
+#: ``_pyc_problem`` verdicts, keyed by the source's and its cached ``.pyc``'s identity.
+_pyc_verdicts: dict[tuple[Any, ...], str] = {}
+
+
+def _pyc_verdict(source: str, relative: str) -> str:
+    """``_pyc_problem``, remembered by the identity of the source and of its cached
+    ``.pyc`` (read again when either changed within ``SETTLE_NS``, or in ``rehashed()``)."""
+    try:
+        cached = importlib.util.cache_from_source(source)
+    except (NotImplementedError, ValueError):
+        return ""
+    keys = (file_key(source), file_key(cached))
+    memo = (source, relative, *keys)
+    recent = time.time_ns() - SETTLE_NS
+    settled = all(len(k) != 5 or max(k[3], k[4]) <= recent for k in keys)
+    if settled and not getattr(_rehashing, "depth", 0) and memo in _pyc_verdicts:
+        return _pyc_verdicts[memo]
+    found = _pyc_problem(source, relative)
+    if settled:
+        if len(_pyc_verdicts) >= 65536:
+            _pyc_verdicts.clear()
+        _pyc_verdicts[memo] = found
+    return found
+
+
+def compiled_problem(path: str, top: str, *, pinned: bool = False) -> str:
     """Why plugin ``top`` in directory ``path`` would run code that is not its source, or
     "": an entry named ``__pycache__`` at any depth that is not a bytecode cache
     (``cache_problem``), a sourceless module (``.pyc`` outside a bytecode cache), an
     extension module (``.so``, ``.pyd``), or a cached ``.pyc`` the import system would load
     for a source at any depth that is not that source's compilation (a hash-based ``.pyc``
-    of other code, PEP 552)."""
+    of other code, PEP 552).  ``pinned`` (a dependency's package, decision 0051): its
+    sourceless and extension modules are in its digest, so only what the digest leaves out
+    (a bytecode cache) is checked."""
     files = _files(path, top, cache=True)
     if isinstance(files, str):
         return files
     for relative, full in files:
         if in_cache(relative.split(os.sep)):
             continue  # a bytecode cache's (``_files``): read below, for its source
-        if relative.endswith(_COMPILED):
+        if relative.endswith(_COMPILED) and not pinned:
             return f"it holds compiled code without reviewable source: {relative!r}"
         if relative.endswith(".py"):
-            problem = _pyc_problem(full, relative)
+            # A dependency's verdict is remembered (a closure may hold thousands of modules);
+            # a plugin's own files are compared at each trusted import, as before.
+            problem = _pyc_verdict(full, relative) if pinned else _pyc_problem(full, relative)
             if problem:
                 return problem
     return ""
@@ -385,3 +444,16 @@ def installed_provider(plugin: str) -> Provider | None:
     undecodable ``entry_points.txt`` makes it raise (tests/plugins/test_issue30_names.py)."""
     lookup = provider_lookup
     return lookup(plugin) if lookup is not None else None
+
+
+#: The registry's ``dependencies`` (set by ``apps.py``): the installed dependencies of the
+#: plugin a name is served from, pinned with its code (``closure``, decision 0051).
+dependencies_lookup: Callable[[str], tuple[Any, ...]] | None = None
+
+
+def installed_dependencies(plugin: str) -> tuple[Any, ...]:
+    """The installed dependencies of plugin ``plugin`` outside the site's own set, as its
+    trust pins them (``closure.Dependency`` rows; ``()`` when it has none, is not served, or
+    the app is not ready)."""
+    lookup = dependencies_lookup
+    return lookup(plugin) if lookup is not None else ()

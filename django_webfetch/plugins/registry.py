@@ -38,7 +38,7 @@ from email.parser import HeaderParser
 from importlib.metadata import distributions
 from typing import Any
 
-from . import provenance
+from . import closure, provenance
 from .manifest import Manifest, ManifestError, parse_manifest
 from .provenance import (
     CACHE_DIR,
@@ -56,6 +56,8 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "InProcessHandler",
     "RESERVED_NAMES",
+    "dependencies",
+    "distribution",
     "generation",
     "get_manifest",
     "load",
@@ -81,6 +83,9 @@ _providers: dict[str, Provider | None] = {}
 _state: tuple[Any, ...] = ()
 _generation = 0
 _in_process: dict[Origin, dict[str, Callable[..., Any]]] = {}
+#: The distribution of the entry point each origin was loaded from: its installed
+#: dependencies are pinned with it and checked before a trusted import (decision 0051).
+_origin_dists: dict[Origin, Any] = {}
 
 
 class InProcessHandler:
@@ -181,7 +186,11 @@ def _refuse_compiled(origin: Origin) -> None:
     module, a cached ``.pyc`` that is not its source's compilation, an entry named
     ``__pycache__`` that is not a bytecode cache).  Compiled code never stands in for the
     reviewed source (decision 0050): the plugin process compiles every module from its
-    source; in this process it is refused.  Every route of ``_import`` runs it first."""
+    source; in this process it is refused.  Every route of ``_import`` runs it first.
+    The packages of the plugin's installed dependencies (``closure.packages``, decision
+    0051) are checked for what their pin leaves out: a bytecode cache whose ``.pyc`` is
+    not its source's compilation, an entry named ``__pycache__`` that is not one (their
+    extension and sourceless modules are in the pin)."""
     base = os.path.realpath(origin.path) if origin.path else ""
     compiled = compiled_problem(base, origin.top_level) if base else ""
     if compiled:
@@ -190,6 +199,52 @@ def _refuse_compiled(origin: Origin) -> None:
             f"the plugin's files under {origin.path!r} would run code that is not their "
             f"source ({compiled}); nothing of it was imported in this process",
         )
+    pinned: dict[str, list[str]] = {}
+    for label, where, top in closure.packages(_origin_dists.get(origin), base):
+        compiled = compiled_problem(where, top, pinned=True)
+        if compiled:
+            raise ManifestError(
+                "plugin_code_compiled",
+                f"the plugin's dependency {label[:200]} under {where!r} would run code that "
+                f"is not its source ({compiled}); nothing of the plugin was imported in "
+                "this process",
+            )
+        pinned.setdefault(top, []).append(where)
+    _refuse_shadowed(pinned, origin)
+
+
+def _refuse_shadowed(pinned: dict[str, list[str]], origin: Origin) -> None:
+    """Refused (``plugin_origin_mismatch``) when a top-level name of the plugin's pinned
+    dependencies (``pinned``: name -> the directories of its pinned copies) would be
+    imported in this process from anywhere else: a stray module of that name in an earlier
+    ``sys.path`` directory (the working directory of ``manage.py``), or one imported
+    already from elsewhere.  Found without importing anything (decision 0051)."""
+    from importlib.machinery import PathFinder
+
+    for top, bases in sorted(pinned.items()):
+        # A name only ``top_level.txt`` gives, with nothing of it installed, runs nothing.
+        roots = [os.path.realpath(b) for b in bases if _held_in(b, top)]
+        if not roots:
+            continue
+        loaded = sys.modules.get(top)
+        if loaded is not None:
+            where = str(getattr(loaded, "__file__", None) or "")
+        else:
+            try:
+                spec = PathFinder.find_spec(top)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None or spec.origin is None or spec.loader is None:
+                continue  # not found (it cannot run), or a namespace package's portion
+            where = spec.origin
+        where = os.path.realpath(where) if where else ""
+        if where and not any(where.startswith(root + os.sep) for root in roots):
+            raise ManifestError(
+                "plugin_origin_mismatch",
+                f"the plugin's dependency module {top!r} resolves to {where!r}, not to the "
+                f"pinned distribution's files under {', '.join(map(repr, roots))[:300]}; "
+                f"nothing of the plugin at {origin.path!r} was imported in this process",
+            )
 
 
 def _import(origin: Origin) -> Any:
@@ -933,6 +988,7 @@ def _path_problem(origin: Origin) -> str:
 
 def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
     origin = _origin_of(ep)
+    _origin_dists[origin] = getattr(ep, "dist", None)
     unsafe = _path_problem(origin)
     if unsafe:
         raise ManifestError(
@@ -1254,6 +1310,25 @@ def origin(name: str) -> Origin | None:
     return _origins.get(name)
 
 
+def distribution(name: str) -> Any:
+    """The distribution of the entry point plugin ``name`` is served from (``None`` when
+    none is): its dependencies are pinned with the plugin's code (decision 0051)."""
+    load()
+    found = _origins.get(name)
+    return _origin_dists.get(found) if found is not None else None
+
+
+def dependencies(name: str) -> tuple[closure.Dependency, ...]:
+    """The installed dependencies of the distribution plugin ``name`` is served from,
+    outside the site's own set, as trust pins them (``closure.dependencies``); ``()`` when
+    it has none or no entry point serves the name."""
+    where = origin(name)
+    dist = distribution(name)
+    if where is None or dist is None:
+        return ()
+    return closure.closure_of(dist, where.path)
+
+
 def generation() -> int:
     """Counts ``reset()``s: a plugin process started before one runs the old code."""
     return _generation
@@ -1268,4 +1343,5 @@ def reset() -> None:
         _origins.clear()
         _providers.clear()
         _in_process.clear()
+        _origin_dists.clear()
     shutdown()  # idle plugin processes run the code as it was

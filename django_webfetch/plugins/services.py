@@ -340,7 +340,8 @@ def get_instance(alias: str) -> Any:
 
 def provider_fingerprint(provider: Any) -> str:
     """What ``trust`` shows of a distribution (``provenance.Provider``: name, version,
-    digest of its plugin's code) as 32 hex digits; "" for none."""
+    digest of its plugin's code and of its installed dependencies, decision 0051) as 32
+    hex digits; "" for none."""
     if provider is None:
         return ""
     shown = [provider.name, provider.version, provider.digest]
@@ -379,9 +380,20 @@ def confirm_trust_of(instance: Any, *, shown: str) -> Any:
     distribution (``None``, and nothing saved, when none or several provide it).  Another
     distribution than the one shown (installed since, or a manifest read anew) is refused
     (``trust_not_shown``) and nothing is saved: what is trusted is what was reviewed."""
+    from .closure import unpinnable
+    from .provenance import installed_dependencies
+
     found = instance.confirm_trust()
     if found is None:
         return None
+    cannot = unpinnable(installed_dependencies(instance.plugin))
+    if cannot:
+        instance.refresh_from_db()
+        raise PluginServiceError(
+            "plugin_dependency_unpinnable",
+            f"plugin {instance.plugin!r} requires an installed distribution whose code "
+            f"cannot be pinned ({cannot}); nothing was trusted (decision 0051)",
+        )
     now = provider_fingerprint(found)
     if not hmac.compare_digest(str(shown).strip().lower(), now):
         instance.refresh_from_db()

@@ -49,16 +49,19 @@ _trust_seen: dict[tuple[Any, Any], int] = {}
 
 
 def _pin_holds(instance: Any) -> bool:
-    """The code of the plugin's package where the registry serves it from is the code
-    trust was given to: ``provenance.code_digest`` (a walk and a ``stat`` per file, each
-    file's hash memoized by its identity) equals the instance's recorded digest."""
-    from . import provenance, registry
+    """The code of the plugin's package where the registry serves it from, and of its
+    installed dependencies, is the code trust was given to: ``closure.trust_digest`` (a
+    walk and a ``stat`` per file, each file's hash memoized by its identity; the closure's
+    distributions remembered by the identity of the directories and metadata they were
+    found from, decision 0051) equals the instance's recorded digest."""
+    from . import closure, registry
 
     origin = registry.origin(instance.plugin)
     recorded = instance.trusted_record
     if origin is None or not recorded:
         return False
-    return bool(provenance.code_digest(origin.path, origin.top_level) == recorded)
+    dist = registry.distribution(instance.plugin)
+    return bool(closure.trust_digest(dist, origin.path, origin.top_level) == recorded)
 
 
 def _trust_holds(instance: Any) -> bool:

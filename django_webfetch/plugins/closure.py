@@ -1,0 +1,476 @@
+"""The installed dependencies a trusted plugin's code imports, pinned with it (decision
+0051).
+
+A ``trusted`` instance runs its plugin in the site's process, and with it every installed
+distribution the plugin requires (``Requires-Dist``, transitively): replacing one of them
+ran other code under the same trust (issue 30, attack 8).  Trust is therefore given to the
+plugin's code and to the closure of its installed requirements: each distribution's name,
+version and a digest of its code (every file of every top-level package or module its
+``RECORD`` installs, as ``provenance.code_digest`` digests a plugin's, and its ``METADATA``
+file, which names its own requirements).
+
+Left out: the distributions of the site's own requirement set (``django-webfetch`` and the
+closure of its requirements, extras left out): the site imports them itself, whoever
+trusts what, so a plugin's trust adds nothing to them.
+
+Bounded by construction: at most ``MAX_DISTRIBUTIONS`` distributions, ``MAX_FILES`` files
+and ``MAX_BYTES`` bytes in one closure; a larger one cannot be pinned (no pin holds, and
+``webfetch plugin trust`` refuses it with ``plugin_dependency_unpinnable``).  Which
+distributions a closure holds is remembered by the identity of every directory it was
+searched in and of every metadata file it read, so a trusted call re-reads no metadata;
+each file's hash is remembered by the file's identity (``provenance.file_sha256``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable
+from importlib.metadata import distributions
+from typing import Any, NamedTuple
+
+from . import provenance
+from .provenance import CACHE_DIR, SETTLE_NS, file_key
+
+__all__ = [
+    "Dependency",
+    "MAX_BYTES",
+    "MAX_DISTRIBUTIONS",
+    "MAX_FILES",
+    "SITE_DISTRIBUTION",
+    "changed",
+    "closure_of",
+    "dependencies",
+    "normalized",
+    "packages",
+    "pinned_digest",
+    "requirement_names",
+    "requirements",
+    "site_names",
+    "trust_digest",
+    "unpinnable",
+]
+
+#: The distribution whose requirement closure is the site's own (never pinned per plugin).
+SITE_DISTRIBUTION = "django-webfetch"
+#: At most this many distributions in one plugin's closure.
+MAX_DISTRIBUTIONS = 200
+#: At most this many files, and bytes, digested for one plugin's dependencies.
+MAX_FILES = 50_000
+MAX_BYTES = 512 << 20
+
+_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+
+
+class Dependency(NamedTuple):
+    """One installed distribution of a plugin's requirement closure (``version`` "" when
+    no distribution of that name is installed), the digest of its code and the directory
+    it is installed in; ``problem`` says why it cannot be pinned ("" when it can)."""
+
+    name: str
+    version: str
+    digest: str
+    where: str
+    problem: str = ""
+
+    def __str__(self) -> str:
+        if not self.version:
+            return f"{self.name} (not installed)"
+        return f"{self.name} {self.version}"
+
+
+def normalized(name: str) -> str:
+    """A distribution name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_EXTRA = re.compile(r"\bextra\s*==\s*['\"]([^'\"]*)['\"]")
+_EXTRAS = re.compile(r"\s*[A-Za-z0-9._-]+\s*\[([^\]]*)\]")
+
+
+def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, frozenset[str]]:
+    """What ``dist`` requires (``Requires-Dist``, or an egg's ``requires.txt``): each name,
+    normalized, with the extras asked of it.  Every line whatever its environment marker
+    (fail closed: an installed distribution a marker would leave out is pinned too); a
+    line whose marker names an extra only when that extra is in ``extras`` (``None``: every
+    extra, for the plugin itself: which extras it was installed with is not recorded).
+    Raises when the metadata cannot be read."""
+    wanted = None if extras is None else {normalized(e) for e in extras}
+    found: dict[str, set[str]] = {}
+    for line in dist.requires or ():
+        match = _NAME.match(line)
+        if not match:
+            continue
+        named = {normalized(e) for e in _EXTRA.findall(line.partition(";")[2])}
+        if named and wanted is not None and not named & wanted:
+            continue
+        asked = _EXTRAS.match(line.partition(";")[0])
+        more = {e.strip() for e in asked.group(1).split(",") if e.strip()} if asked else set()
+        found.setdefault(normalized(match.group(1)), set()).update(more)
+    return {name: frozenset(more) for name, more in sorted(found.items())}
+
+
+def requirement_names(dist: Any, *, extras: bool = True) -> list[str]:
+    """The names ``dist`` requires (``requirements``: every extra, or without ``extras``
+    none), normalized and sorted."""
+    return sorted(requirements(dist, None if extras else ()))
+
+
+def _recent(keys: Iterable[tuple[int, ...]]) -> bool:
+    """A key changed within ``SETTLE_NS`` (racily clean: it may change again unseen)."""
+    recent = time.time_ns() - SETTLE_NS
+    return any(len(k) == 5 and max(k[3], k[4]) > recent for k in keys)
+
+
+def _meta_path(dist: Any) -> str:
+    raw = getattr(dist, "_path", None)
+    try:
+        return os.path.realpath(os.fspath(raw)) if raw is not None else ""
+    except TypeError:
+        return ""
+
+
+_META_FILES = ("METADATA", "PKG-INFO", "RECORD", "requires.txt", "direct_url.json")
+
+
+def _meta_keys_at(path: str) -> tuple[Any, ...]:
+    """What a distribution's requirements and files were read from: its metadata
+    directory's identity and each metadata file's (``("?",)`` when it has none)."""
+    if not path:
+        return ("?",)
+    return (path, file_key(path), *(file_key(os.path.join(path, n)) for n in _META_FILES))
+
+
+def _meta_keys(dist: Any) -> tuple[Any, ...]:
+    return _meta_keys_at(_meta_path(dist))
+
+
+def _search_dirs(extra: Iterable[str] = ()) -> list[tuple[str, tuple[int, ...]]]:
+    """The directories a requirement is looked for in (``extra``, then ``sys.path``), each
+    with its identity (``file_key``, links followed: a link pointed elsewhere, or an
+    entry added to or removed from the directory, changes it)."""
+    found: list[tuple[str, tuple[int, ...]]] = []
+    seen: set[str] = set()
+    for entry in [*extra, *sys.path]:
+        path = os.path.abspath(entry or os.curdir)
+        if path in seen:
+            continue
+        seen.add(path)
+        key = file_key(path)
+        if len(key) == 5 and os.path.isdir(path):
+            found.append((path, key))
+    return found
+
+
+def _installed(name: str, dirs: list[str]) -> list[Any]:
+    """Every distribution named ``name`` in ``dirs`` (each metadata directory once)."""
+    seen: set[str] = set()
+    found = []
+    for dist in distributions(name=name, path=dirs):
+        key = _meta_path(dist) or f"id:{id(dist)}"
+        if key not in seen:
+            seen.add(key)
+            found.append(dist)
+    return found
+
+
+#: ``site_names`` remembered: the directories' identities -> names.
+_site_memo: dict[Any, frozenset[str]] = {}
+
+
+def site_names() -> frozenset[str]:
+    """The site's own requirement set: ``django-webfetch`` and the closure of its
+    requirements as installed on ``sys.path`` (names only; every environment marker, no
+    extra: an extra's distributions, ``celery`` or ``django-cms``, need not be the site's,
+    and a plugin that requires one pins it).  Empty when ``django-webfetch`` is not
+    installed as a distribution (then every requirement of a plugin is pinned)."""
+    searched = _search_dirs()
+    dirs = [d for d, _ in searched]
+    dir_keys = tuple(searched)
+    known = _site_memo.get(dir_keys)
+    if known is not None:
+        return known
+    names: set[str] = set()
+    metas: list[tuple[str, tuple[Any, ...]]] = []
+    queue = [normalized(SITE_DISTRIBUTION)]
+    while queue and len(names) < 10 * MAX_DISTRIBUTIONS:
+        name = queue.pop()
+        if name in names:
+            continue
+        found = _installed(name, dirs)
+        if not found and name == normalized(SITE_DISTRIBUTION):
+            break
+        names.add(name)
+        for dist in found:
+            metas.append((_meta_path(dist), _meta_keys(dist)))
+            with contextlib.suppress(Exception):
+                queue.extend(n for n in requirement_names(dist, extras=False) if n not in names)
+    result = frozenset(names)
+    # Remembered by the identity of the directories searched: installing, upgrading or
+    # removing a distribution there adds or removes its metadata directory (a metadata
+    # file edited in place is the site's own code changed, which no plugin pin guards).
+    if not _recent([k for _, k in dir_keys]) and not any(
+        _recent(k[1:]) for _, k in metas if len(k) > 1
+    ):
+        _site_memo.clear()
+        _site_memo[dir_keys] = result
+    return result
+
+
+class _Node(NamedTuple):
+    """A distribution of a closure as found (its files' digests are computed at each use)."""
+
+    name: str
+    version: str
+    base: str
+    tops: tuple[str, ...]
+    meta: str
+    problem: str
+
+
+def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
+    """The top-level names ``dist`` installs under ``base`` (from its ``RECORD``, and its
+    ``top_level.txt``), or why its code cannot be told apart (no ``RECORD``, an editable
+    install whose code is elsewhere)."""
+    with contextlib.suppress(Exception):
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        if isinstance(direct, dict) and (direct.get("dir_info") or {}).get("editable"):
+            return (), "installed in editable mode: its code is not in its directory"
+    try:
+        record = dist.read_text("RECORD")
+    except Exception as exc:
+        return (), f"its RECORD cannot be read ({type(exc).__name__})"
+    if record is None:
+        return (), "it has no RECORD: which files are its code cannot be told"
+    names: set[str] = set()
+    for line in record.splitlines():
+        row = line.split(",")[0].strip().strip('"').replace("\\", "/")
+        target = os.path.normpath(os.path.join(base, row))
+        if not target.startswith(base.rstrip(os.sep) + os.sep):
+            continue  # a script or a data file outside its directory: not imported
+        parts = target[len(base.rstrip(os.sep)) + 1 :].split(os.sep)
+        head = parts[0]
+        if head.endswith((".dist-info", ".egg-info")):
+            continue
+        if len(parts) == 1 or (head == CACHE_DIR and len(parts) == 2):
+            head = parts[-1].partition(".")[0]
+        if head.endswith(".pth"):
+            continue
+        if head:
+            names.add(head)
+    with contextlib.suppress(Exception):
+        for line in (dist.read_text("top_level.txt") or "").splitlines():
+            top = line.strip().replace("\\", "/").split("/")[0].split(".")[0]
+            if top:
+                names.add(top)
+    return tuple(sorted(names)), ""
+
+
+#: Closures remembered: (plugin metadata path, directory keys) -> (metadata keys, nodes).
+_closures: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[_Node, ...]]] = {}
+
+
+def _nodes(dist: Any, extra_dirs: list[str]) -> tuple[_Node, ...]:
+    """The distributions of ``dist``'s requirement closure outside the site's own set
+    (``site_names``), found in ``extra_dirs`` (the plugin's own directory) and on
+    ``sys.path`` (every copy of a name), breadth first, each name once (a cycle ends
+    there; a name asked again with another extra is read again for that extra's lines);
+    a name no directory holds is a node without a version.  Remembered by the identity of
+    the directories searched and of every metadata file read."""
+    searched = _search_dirs(extra_dirs)
+    dirs = [d for d, _ in searched]
+    memo_key = (_meta_path(dist), tuple(searched))
+    known = _closures.get(memo_key)
+    if known is not None and all(_meta_keys_at(k[0]) == k for k in known[0]):
+        return known[1]
+    site = site_names()
+    metas: list[tuple[Any, ...]] = [_meta_keys(dist)]
+    try:
+        first = requirements(dist, None)
+    except Exception as exc:
+        return (_Node("?", "", "", (), "", f"its requirements cannot be read ({exc!r:.80})"),)
+    asked: dict[str, set[str]] = {n: set(e) for n, e in first.items() if n not in site}
+    queue = list(asked)
+    expanded: dict[str, set[str]] = {}
+    found: dict[str, list[tuple[_Node, Any]]] = {}
+    count = 0
+    while queue:
+        name = queue.pop(0)
+        extras = set(asked[name])
+        if name in expanded and extras <= expanded[name]:
+            continue
+        if name not in found:
+            if count >= MAX_DISTRIBUTIONS:
+                over = f"more than {MAX_DISTRIBUTIONS} dependencies"
+                found[name] = [(_Node(name, "", "", (), "", over), None)]
+                break
+            found[name] = []
+            for copy in _installed(name, dirs):
+                metas.append(_meta_keys(copy))
+                count += 1
+                try:
+                    label = str(copy.metadata["Name"] or name)[:200]
+                    version = str(copy.version or "?")[:100]
+                    base = os.path.realpath(os.fspath(copy.locate_file("")))
+                    tops, problem = _tops(copy, base)
+                except Exception as exc:
+                    label, version, base, tops = name, "?", "", ()
+                    problem = f"its metadata cannot be read ({type(exc).__name__})"
+                node = _Node(label, version, base, tops, _meta_path(copy), problem)
+                found[name].append((node, copy))
+            if not found[name]:
+                found[name].append((_Node(name, "", "", (), "", ""), None))
+        expanded[name] = extras
+        for node, copy in found[name]:
+            if copy is None or node.problem:
+                continue
+            try:
+                wanted = requirements(copy, extras)
+            except Exception as exc:
+                problem = f"its requirements cannot be read ({type(exc).__name__})"
+                found[name] = [(node._replace(problem=problem), copy)]
+                break
+            for required, more in wanted.items():
+                if required in site:
+                    continue
+                if required not in asked:
+                    asked[required] = set(more)
+                    queue.append(required)
+                elif not more <= asked[required]:
+                    asked[required] |= more
+                    queue.append(required)
+    result = tuple(node for copies in found.values() for node, _ in copies)
+    if not _recent(k for _, k in searched) and not any(_recent(m[1:]) for m in metas):
+        if len(_closures) >= 256:
+            _closures.clear()
+        _closures[memo_key] = (tuple(metas), result)
+    return result
+
+
+def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
+    """The requirement closure of plugin distribution ``dist`` (its code in directory
+    ``path``), outside the site's own set: each installed distribution with the digest of
+    its code (each top-level name it installs, as ``provenance.code_digest`` digests a
+    plugin's, and its ``METADATA``), sorted by name and directory; bounded in
+    distributions, files and bytes (past a bound, one entry says so and no pin holds)."""
+    if dist is None:
+        return ()
+    extra = [os.path.realpath(path)] if path else []
+    files = size = 0
+    found: list[Dependency] = []
+    for node in _nodes(dist, extra):
+        if not node.version or node.problem:
+            found.append(Dependency(node.name, node.version, "", node.base, node.problem))
+            continue
+        total = hashlib.sha256()
+        problem = ""
+        over = False
+        for top in node.tops:
+            # The budget left is checked from each file's ``stat`` before any is read.
+            tree = provenance.code_tree(
+                node.base, top, max_files=MAX_FILES - files, max_bytes=MAX_BYTES - size
+            )
+            if isinstance(tree, str):
+                over = tree.startswith("more than ")
+                problem = (
+                    f"the dependencies hold more than {MAX_FILES} files or {MAX_BYTES} bytes"
+                    if over
+                    else f"its package {top!r}: {tree}"
+                )
+                break
+            digest, count, bytes_ = tree
+            files += count
+            size += bytes_
+            total.update(f"{top}\0{digest}\n".encode())
+        meta = provenance.file_sha256(os.path.join(node.meta, "METADATA")) if node.meta else ""
+        total.update(f"METADATA\0{meta or 'unreadable'}\n".encode())
+        found.append(Dependency(node.name, node.version, total.hexdigest(), node.base, problem))
+        if over:
+            break
+    return tuple(sorted(found, key=lambda d: (normalized(d.name), d.where, d.version)))
+
+
+def packages(dist: Any, path: str) -> list[tuple[str, str, str]]:
+    """Every top-level package or module of ``dist``'s dependency closure (``_nodes``) as
+    (the distribution, its directory, the name), for the compiled-code check."""
+    if dist is None:
+        return []
+    extra = [os.path.realpath(path)] if path else []
+    return [
+        (f"{node.name} {node.version}", node.base, top)
+        for node in _nodes(dist, extra)
+        if node.version and not node.problem
+        for top in node.tops
+    ]
+
+
+def pinned_digest(code: str, deps: Iterable[Dependency]) -> str:
+    """The digest trust pins: the plugin's code digest alone when it has no dependency
+    outside the site's set (a pin recorded before decision 0051 still holds), else SHA-256
+    over it and each dependency's name, version and digest (a missing one as such).  A
+    dependency that cannot be pinned makes a digest no pin holds for."""
+    deps = list(deps)
+    if not deps:
+        return code
+    total = hashlib.sha256(f"code\0{code}\n".encode())
+    for dep in deps:
+        total.update(f"dep\0{normalized(dep.name)}\0{dep.version}\0{dep.digest}\n".encode())
+        if dep.problem:
+            total.update(f"unpinnable {dep.problem} {time.time_ns()}".encode())
+    return total.hexdigest()
+
+
+def trust_digest(dist: Any, path: str, top: str) -> str:
+    """The digest trust pins for plugin ``top`` of distribution ``dist`` in directory
+    ``path``: its code (``provenance.code_digest``) and the closure of its installed
+    requirements outside the site's own set (``dependencies``); the code digest alone when
+    there is no such dependency."""
+    return pinned_digest(provenance.code_digest(path, top), closure_of(dist, path))
+
+
+provenance.trust_digest = trust_digest  # what ``provenance.provider_of`` pins
+
+
+def changed(recorded: Any, deps: Iterable[Dependency]) -> list[str]:
+    """What differs between the dependencies recorded at trust (``as_record``) and
+    ``deps``: each added, removed or changed distribution, said in words."""
+    before: dict[str, list[str]] = {}
+    for row in recorded if isinstance(recorded, list) else []:
+        if isinstance(row, list) and len(row) == 3:
+            before[normalized(str(row[0]))] = [str(x) for x in row]
+    now = {normalized(d.name): d for d in deps}
+    said = []
+    for name in sorted(set(before) | set(now)):
+        was, dep = before.get(name), now.get(name)
+        if dep is not None and dep.problem:
+            said.append(f"{dep} cannot be pinned ({dep.problem})")
+        elif was is None and dep is not None:
+            said.append(f"{dep} added")
+        elif was is not None and dep is None:
+            said.append(f"{was[0]} {was[1]} no longer required")
+        elif was is not None and dep is not None and [dep.name, dep.version, dep.digest] != was:
+            now_is = f"{dep}" if dep.version != was[1] else f"{dep} with other code"
+            said.append(f"{was[0]} {was[1] or '(not installed)'} is now {now_is}")
+    return said
+
+
+def unpinnable(deps: Iterable[Dependency]) -> str:
+    """Why ``deps`` cannot be pinned ("" when they can)."""
+    for dep in deps:
+        if dep.problem:
+            return f"{dep}: {dep.problem}"
+    return ""
+
+
+def closure_of(dist: Any, path: str) -> tuple[Dependency, ...]:
+    """``dependencies`` or, on any error reading the environment, one entry that cannot be
+    pinned (fail closed)."""
+    try:
+        return dependencies(dist, path)
+    except Exception as exc:  # an unreadable environment: no pin holds
+        return (Dependency("?", "", "", "", f"unreadable ({type(exc).__name__})"),)
