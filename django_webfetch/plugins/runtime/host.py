@@ -97,6 +97,9 @@ MAX_IDLE_GROWTH = 16 * 1024 * 1024
 #: failure of a busy moment (a timeout) is not kept for the process's life.
 _MAX_REMEMBERED = 256
 _REMEMBER_SECONDS = 600.0
+#: Why a process was not pooled when, stopped, its kernel state (signals, filters,
+#: capabilities, ids: ``_KERNEL_FIELDS``) was not what it was before its plugin was imported.
+KERNEL_CHANGED = "plugin_kernel_state_changed"
 #: How often (5 ms apart) a process is looked at before it is called busy and recycled.
 _QUIET_CHECKS = 10
 _call_ids = itertools.count(1)
@@ -301,6 +304,57 @@ def _footprint(pid: int) -> int | None:
     return total
 
 
+#: What of ``/proc/<pid>/status`` no call may change in a process the pool keeps, read by
+#: the host (where no plugin code can write, unlike the guest's own snapshot): every
+#: signal's state (pending, blocked, ignored, caught: a handler a call sets runs when the
+#: host continues the process for the next call, or when the kernel sends it a signal
+#: then), its seccomp filters and no-new-privileges flag, its capabilities and ids.
+_KERNEL_FIELDS = (
+    b"SigPnd",
+    b"ShdPnd",
+    b"SigBlk",
+    b"SigIgn",
+    b"SigCgt",
+    b"NoNewPrivs",
+    b"Seccomp",
+    b"Seccomp_filters",
+    b"CapInh",
+    b"CapPrm",
+    b"CapEff",
+    b"CapBnd",
+    b"CapAmb",
+    b"Uid",
+    b"Gid",
+    b"Groups",
+)
+#: How often (1 ms apart) the host looks for a process it stopped to be stopped before it
+#: is not pooled (``Worker.stopped_state``).
+_STOP_CHECKS = 50
+
+
+def _kernel_state(pid: int, *, stopped: bool = False) -> tuple[bytes, ...] | None:
+    """``_KERNEL_FIELDS`` of ``/proc/<pid>/status``, read by the host; ``None`` when it
+    cannot be read, lacks a field, or (``stopped``) the process is not stopped."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            data = fh.read(1 << 16)
+    except OSError:
+        return None
+    found: dict[bytes, bytes] = {}
+    state = b""
+    for line in data.split(b"\n"):
+        name, colon, value = line.partition(b":")
+        if not colon:
+            continue
+        if name == b"State":
+            state = value.strip()[:1]
+        elif name in _KERNEL_FIELDS:
+            found[name] = b" ".join(value.split())
+    if len(found) != len(_KERNEL_FIELDS) or (stopped and state != b"T"):
+        return None
+    return tuple(found[name] for name in _KERNEL_FIELDS)
+
+
 def _host_landlock_abi() -> int:
     """The Landlock ABI of this kernel, asked by the host (the guest applies it)."""
     from . import guest
@@ -409,6 +463,11 @@ class Worker:
         #: Its open descriptors once ready: a call that leaves more (socket pairs whose
         #: buffers hold kernel memory) leaves a process the pool does not keep.
         self.descriptors: int | None = 0
+        #: Its kernel state (``_kernel_state``) as the host read it when the sandbox held
+        #: and no plugin code had run yet (the guest waits for ``import`` until then):
+        #: after each call, stopped, it must read the same, or the process is not kept
+        #: (``Pool.release``; ``None``, unreadable: never kept).
+        self.kernel: tuple[bytes, ...] | None = None
         self.stopped = False
         safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
         self.scratch = f"/tmp/webfetch-plugin-{safe}"
@@ -544,8 +603,12 @@ class Worker:
                 poll=self.bounds(_STARTUP_SECONDS, files=False),
             )
             if message["op"] == "contained":
-                # The sandbox holds; what follows is the plugin's import: a call's bounds.
+                # The sandbox holds and the guest waits: what the kernel says of it now is
+                # what no plugin code has touched yet.  Then the plugin's import, with a
+                # call's bounds.
                 contained = True
+                self.kernel = _kernel_state(self.pid)
+                self.channel.send({"op": "import"}, time.monotonic() + _STARTUP_SECONDS)
                 message = self.channel.recv(
                     time.monotonic() + self.limits.wall_seconds,
                     poll=self.bounds(self.limits.cpu_seconds),
@@ -650,6 +713,21 @@ class Worker:
         # a process holding more descriptors than when it got ready is not kept.
         held = _descriptors(self.pid)
         return held is None or self.descriptors is None or held > self.descriptors
+
+    def kernel_changed(self) -> bool:
+        """Stopped by the host (``pause``), the process's kernel state differs from what it
+        was before any plugin code ran (``kernel``), or cannot be read stopped: a signal
+        handler, ignored, blocked or pending signal a call (or the import) left, or
+        anything else of ``_KERNEL_FIELDS``.  Read by the host in ``/proc``, where the
+        plugin cannot write, while the process runs nothing."""
+        if self.kernel is None:
+            return True
+        for _attempt in range(_STOP_CHECKS):
+            now = _kernel_state(self.pid, stopped=True)
+            if now is not None:
+                return now != self.kernel
+            time.sleep(0.001)
+        return True
 
     def unread(self) -> bool:
         """The guest sent something no call asked for (a reply queued for the next call)."""
@@ -772,15 +850,28 @@ class Pool:
             logger.info("plugin process %s recycled: its call left memory or files", key)
             worker.kill()
             return
+        try:
+            worker.pause()  # nothing of it runs from here: what the host reads next holds
+        except OSError:
+            worker.kill()
+            return
+        if worker.kernel_changed():
+            # A handler, an ignored, blocked or pending signal (or a filter, a capability,
+            # an id) the plugin left: it could run work of this call in the next one.
+            logger.info(
+                "plugin process %s recycled (%s): its signals or privileges changed",
+                key,
+                KERNEL_CHANGED,
+            )
+            worker.kill()
+            return
         with self._lock:
             self._check_fork()
             idle = self._idle.setdefault(key, [])
             total = sum(len(workers) for workers in self._idle.values())
             if len(idle) < size and total < MAX_IDLE_PROCESSES:
-                with contextlib.suppress(OSError):
-                    worker.pause()
-                    idle.append(worker)
-                    return
+                idle.append(worker)
+                return
         worker.close()
 
     def idle(self) -> int:
