@@ -206,3 +206,107 @@ def test_any_signal_disposition_or_mask_change_ends_the_process(probe, changes):
     assert json.loads(first.text)["result"] == "['kernel changed', True, 1]", (changes, first)
     assert pooled == 0, changes
     assert any(KERNEL_CHANGED in message for message in logged), (changes, logged)
+
+
+#: A plugin whose import sets a handler (below Python's ``signal``: the guest's table and
+#: its own snapshot at ready never see it) that runs work the calls leave.
+_IMPORT_HANDLER = """
+import ctypes, signal
+from django_webfetch.plugins.sandbox import host_io
+
+_log = []
+with host_io():
+    _handler = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda number: _log.append("ran"))
+    _setsig = ctypes.pythonapi.PyOS_setsig
+    _setsig.restype = ctypes.c_void_p
+    _setsig.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    _setsig(signal.SIGCONT, ctypes.cast(_handler, ctypes.c_void_p))
+_calls = []
+
+
+def count(plugin, arguments):
+    _calls.append(1)
+    return f"{len(_calls)} {len(_log)}"
+
+
+def manifest():
+    return {"name": "sig30imp", "version": "1.0", "description": "x", "egress": [],
+            "tools": [{"name": "count", "description": "x", "handler": count}]}
+"""
+
+
+def test_a_handler_the_import_set_makes_every_call_end_its_process(tmp_path):
+    """The host's reference is what it read before the import (the guest waits for
+    ``import``), not at ready: a ``SIGCONT`` handler set by the plugin's import (work of
+    each call could run at the next resume) gives each process one call, as an import
+    that started threads does; the handler never runs."""
+    import os
+
+    from django_webfetch.plugins.runtime.host import (
+        KERNEL_CHANGED,
+        Limits,
+        Origin,
+        execute,
+        idle_processes,
+        shutdown,
+    )
+
+    site = tmp_path / "site"
+    package = site / "webfetch_sig30_imp"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(_IMPORT_HANDLER)
+    os.chmod(site, 0o755)
+    origin = Origin("webfetch_sig30_imp:manifest", str(site), "webfetch_sig30_imp")
+    limits = Limits(5, 20, 1 << 30, 1 << 16, 5, 2)
+    message = {"tool": "count", "arguments": {}, "config": {}, "plugin": "sig30imp",
+               "alias": "sig30imp", "reference": "sig30imp"}  # fmt: skip
+    records = _Records()
+    logger = logging.getLogger("django_webfetch.plugins")
+    logger.addHandler(records)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    shutdown()
+    try:
+        counts = [execute(origin, ("sig30-imp", 1), message, None, limits=limits).text
+                  for _ in range(3)]  # fmt: skip
+        pooled = idle_processes()
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
+        shutdown()
+    assert counts == ["1 0", "1 0", "1 0"], counts
+    assert pooled == 0
+    assert sum(KERNEL_CHANGED in m for m in records.messages) == 3, records.messages
+
+
+def test_the_host_reads_both_seccomp_filters_before_the_import():
+    """What the guest proves of its filters (``guest._seccomp``) the host reads too, before
+    any plugin code runs: no new privileges, seccomp in filter mode, two filters more than
+    the host's own (bwrap's allow-list, the guest's ``no_exec``); a process with fewer is
+    refused (``seccomp_unavailable``)."""
+    import os
+
+    from django_webfetch.plugins.runtime import host
+
+    origin = host.Origin("json:dumps", os.path.dirname(os.__file__), "json")
+    worker = host.Worker(origin, host.Limits(5, 20, 1 << 30, 1 << 16, 5, 2), "sig30")
+    try:
+        state = worker.kernel
+        assert state is not None and host._filters_in_force(state), state
+        fields = dict(zip(host._KERNEL_FIELDS, state, strict=True))
+        own = dict(zip(host._KERNEL_FIELDS, host._kernel_state(os.getpid()), strict=True))
+        assert int(fields[b"Seccomp_filters"]) == int(own[b"Seccomp_filters"]) + 2, fields
+    finally:
+        worker.close()
+
+    def changed(name: bytes, value: bytes) -> tuple[bytes, ...]:
+        return tuple(
+            value if n == name else v for n, v in zip(host._KERNEL_FIELDS, state, strict=True)
+        )
+
+    one_fewer = str(int(fields[b"Seccomp_filters"]) - 1).encode()
+    assert not host._filters_in_force(changed(b"Seccomp_filters", one_fewer))
+    assert not host._filters_in_force(changed(b"Seccomp", b"0"))
+    assert not host._filters_in_force(changed(b"NoNewPrivs", b"0"))
+    assert not host._filters_in_force(changed(b"Seccomp_filters", b"x"))
+    assert not host._filters_in_force(None)

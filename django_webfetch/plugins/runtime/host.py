@@ -327,9 +327,10 @@ _KERNEL_FIELDS = (
     b"Gid",
     b"Groups",
 )
-#: How often (1 ms apart) the host looks for a process it stopped to be stopped before it
-#: is not pooled (``Worker.stopped_state``).
-_STOP_CHECKS = 50
+#: How often the host looks for a process it stopped to be stopped (the first few times
+#: yielding the CPU only, then 1 ms apart) before it is not pooled (``kernel_changed``).
+_STOP_CHECKS = 60
+_STOP_YIELDS = 10
 
 
 def _kernel_state(pid: int, *, stopped: bool = False) -> tuple[bytes, ...] | None:
@@ -353,6 +354,22 @@ def _kernel_state(pid: int, *, stopped: bool = False) -> tuple[bytes, ...] | Non
     if len(found) != len(_KERNEL_FIELDS) or (stopped and state != b"T"):
         return None
     return tuple(found[name] for name in _KERNEL_FIELDS)
+
+
+def _filters_in_force(state: tuple[bytes, ...] | None) -> bool:
+    """The host's own proof that the plugin process is filtered as the guest says, before
+    any plugin code runs: no new privileges, seccomp in filter mode, and at least two
+    filters more than this process has (bwrap's allow-list, the guest's ``no_exec``)."""
+    mine = _kernel_state(os.getpid())
+    if state is None or mine is None:
+        return False
+    found = dict(zip(_KERNEL_FIELDS, state, strict=True))
+    own = dict(zip(_KERNEL_FIELDS, mine, strict=True))
+    try:
+        filters = int(found[b"Seccomp_filters"]) - int(own[b"Seccomp_filters"])
+    except ValueError:
+        return False
+    return found[b"NoNewPrivs"] == b"1" and found[b"Seccomp"] == b"2" and filters >= 2
 
 
 def _host_landlock_abi() -> int:
@@ -608,6 +625,10 @@ class Worker:
                 # call's bounds.
                 contained = True
                 self.kernel = _kernel_state(self.pid)
+                if not _filters_in_force(self.kernel):
+                    raise IsolationUnavailable(
+                        "seccomp_unavailable: the host does not read both filters in /proc"
+                    )
                 self.channel.send({"op": "import"}, time.monotonic() + _STARTUP_SECONDS)
                 message = self.channel.recv(
                     time.monotonic() + self.limits.wall_seconds,
@@ -722,11 +743,11 @@ class Worker:
         plugin cannot write, while the process runs nothing."""
         if self.kernel is None:
             return True
-        for _attempt in range(_STOP_CHECKS):
+        for attempt in range(_STOP_CHECKS):
             now = _kernel_state(self.pid, stopped=True)
             if now is not None:
                 return now != self.kernel
-            time.sleep(0.001)
+            time.sleep(0 if attempt < _STOP_YIELDS else 0.001)
         return True
 
     def unread(self) -> bool:
