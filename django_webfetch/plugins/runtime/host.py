@@ -285,15 +285,26 @@ def _descriptors(pid: int) -> int | None:
         return None
 
 
-def _footprint(pid: int) -> int | None:
-    """Bytes plugin process ``pid`` holds that a call can leave behind, as the host sees
-    them: resident and swapped memory (``VmRSS``, ``VmSwap`` of ``/proc/<pid>/status``)
-    and the bytes of its private ``/tmp`` (a tmpfs: its pages are in neither); ``None``
-    when its status cannot be read (it is gone)."""
-    total = 0
+def _status(pid: int) -> bytes | None:
+    """``/proc/<pid>/status`` as the host reads it (``None``: gone or unreadable)."""
     try:
         with open(f"/proc/{pid}/status", "rb") as fh:
-            fields = dict(line.split(b":", 1) for line in fh if b":" in line)
+            return fh.read(1 << 16)
+    except OSError:
+        return None
+
+
+def _footprint(pid: int, status: bytes | None = None) -> int | None:
+    """Bytes plugin process ``pid`` holds that a call can leave behind, as the host sees
+    them: resident and swapped memory (``VmRSS``, ``VmSwap`` of ``/proc/<pid>/status``,
+    or of ``status`` read from it) and the bytes of its private ``/tmp`` (a tmpfs: its
+    pages are in neither); ``None`` when its status cannot be read (it is gone)."""
+    total = 0
+    try:
+        status = _status(pid) if status is None else status
+        if status is None:
+            return None
+        fields = dict(line.split(b":", 1) for line in status.split(b"\n") if b":" in line)
         for name in (b"VmRSS", b"VmSwap"):
             total += int(fields[name].split()[0]) * 1024  # kB
     except (OSError, KeyError, IndexError, ValueError):
@@ -328,18 +339,20 @@ _KERNEL_FIELDS = (
     b"Groups",
 )
 #: How often the host looks for a process it stopped to be stopped (the first few times
-#: yielding the CPU only, then 1 ms apart) before it is not pooled (``kernel_changed``).
+#: yielding the CPU only, then up to 1 ms apart: 50 ms at most) before it is not pooled
+#: (``Worker.stopped_status``).
 _STOP_CHECKS = 60
 _STOP_YIELDS = 10
 
 
-def _kernel_state(pid: int, *, stopped: bool = False) -> tuple[bytes, ...] | None:
-    """``_KERNEL_FIELDS`` of ``/proc/<pid>/status``, read by the host; ``None`` when it
-    cannot be read, lacks a field, or (``stopped``) the process is not stopped."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            data = fh.read(1 << 16)
-    except OSError:
+def _kernel_state(
+    pid: int, *, stopped: bool = False, status: bytes | None = None
+) -> tuple[bytes, ...] | None:
+    """``_KERNEL_FIELDS`` of ``/proc/<pid>/status`` (or of ``status`` read from it), read
+    by the host; ``None`` when it cannot be read, lacks a field, or (``stopped``) the
+    process is not stopped."""
+    data = _status(pid) if status is None else status
+    if data is None:
         return None
     found: dict[bytes, bytes] = {}
     state = b""
@@ -724,10 +737,11 @@ class Worker:
         was at ready (``threaded_at_ready``)."""
         return self._settled_threads() == {self.pid}
 
-    def grown(self) -> bool:
+    def grown(self, status: bytes | None = None) -> bool:
         """Its calls left more than ``MAX_IDLE_GROWTH`` in memory or ``/tmp`` since it got
-        ready (or it cannot be read: it is not kept)."""
-        now = _footprint(self.pid)
+        ready (or it cannot be read: it is not kept); ``status``: its ``/proc`` status
+        read already (``stopped_status``)."""
+        now = _footprint(self.pid, status)
         if now is None or now - self.footprint > MAX_IDLE_GROWTH:
             return True
         # Kernel memory a call can leave outside both (socket buffers of pairs it made):
@@ -735,20 +749,30 @@ class Worker:
         held = _descriptors(self.pid)
         return held is None or self.descriptors is None or held > self.descriptors
 
-    def kernel_changed(self) -> bool:
-        """Stopped by the host (``pause``), the process's kernel state differs from what it
-        was before any plugin code ran (``kernel``), or cannot be read stopped: a signal
-        handler, ignored, blocked or pending signal a call (or the import) left, or
-        anything else of ``_KERNEL_FIELDS``.  Read by the host in ``/proc``, where the
-        plugin cannot write, while the process runs nothing."""
-        if self.kernel is None:
-            return True
+    def stopped_status(self) -> bytes | None:
+        """Its ``/proc`` status once it reads stopped (after ``pause``), or ``None`` when it
+        does not within ``_STOP_CHECKS`` looks or cannot be read (it is not kept)."""
         for attempt in range(_STOP_CHECKS):
-            now = _kernel_state(self.pid, stopped=True)
-            if now is not None:
-                return now != self.kernel
-            time.sleep(0 if attempt < _STOP_YIELDS else 0.001)
-        return True
+            status = _status(self.pid)
+            if status is None:
+                return None
+            if _kernel_state(self.pid, stopped=True, status=status) is not None:
+                return status
+            if attempt < _STOP_YIELDS:
+                os.sched_yield()
+            else:  # 50 µs, doubled up to 1 ms
+                time.sleep(min(0.001, 0.00005 * 2 ** (attempt - _STOP_YIELDS)))
+        return None
+
+    def kernel_changed(self, status: bytes | None) -> bool:
+        """Its kernel state in ``status`` (``stopped_status``: read by the host in
+        ``/proc``, where the plugin cannot write, while the process runs nothing) differs
+        from what it was before any plugin code ran (``kernel``), or is missing: a signal
+        handler, ignored, blocked or pending signal a call (or the import) left, or
+        anything else of ``_KERNEL_FIELDS``."""
+        if self.kernel is None or status is None:
+            return True
+        return _kernel_state(self.pid, stopped=True, status=status) != self.kernel
 
     def unread(self) -> bool:
         """The guest sent something no call asked for (a reply queued for the next call)."""
@@ -759,6 +783,8 @@ class Worker:
 
     def pause(self) -> None:
         """Idle in the pool: stopped by the host, it runs nothing until the next call."""
+        if self.stopped:
+            return
         os.kill(self.pid, signal.SIGSTOP)
         self.stopped = True
 
@@ -852,6 +878,13 @@ class Pool:
         if worker.calls >= MAX_CALLS_PER_PROCESS or not worker.alive():
             worker.close()
             return
+        try:
+            # Nothing of it runs from here (``_run`` stopped it as the result came): what
+            # the host reads of it next holds when it is pooled.
+            worker.pause()
+        except OSError:
+            worker.kill()
+            return
         if worker.unread():
             logger.info("plugin process %s recycled: it sent what no call asked for", key)
             worker.kill()
@@ -866,17 +899,13 @@ class Pool:
             logger.info("plugin process %s recycled: a thread of its call still runs", key)
             worker.kill()
             return
-        if worker.grown():
+        status = worker.stopped_status()
+        if worker.grown(status):
             # What the call allocated would idle with it, for as long as no call comes.
             logger.info("plugin process %s recycled: its call left memory or files", key)
             worker.kill()
             return
-        try:
-            worker.pause()  # nothing of it runs from here: what the host reads next holds
-        except OSError:
-            worker.kill()
-            return
-        if worker.kernel_changed():
+        if worker.kernel_changed(status):
             # A handler, an ignored, blocked or pending signal (or a filter, a capability,
             # an id) the plugin left: it could run work of this call in the next one.
             logger.info(
@@ -1186,6 +1215,10 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
                 if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
                     raise ProtocolViolation("result: an answer to another call")
                 worker.hooks_changed = message.get("hooks_changed") is not None
+                # Stopped at once (``Pool.release`` reads it stopped): it stops while the
+                # host reads the result and looks at its threads and memory.
+                with contextlib.suppress(OSError):
+                    worker.pause()
                 poll()  # what a call too short for a poll left: threads, files
                 return _outcome(message, limits.max_output_bytes)
             else:
