@@ -364,6 +364,7 @@ def _kernel_state(
             state = value.strip()[:1]
         elif name in _KERNEL_FIELDS:
             found[name] = b" ".join(value.split())
+    found.setdefault(b"Seccomp_filters", b"")  # Linux 5.9 and later only
     if len(found) != len(_KERNEL_FIELDS) or (stopped and state != b"T"):
         return None
     return tuple(found[name] for name in _KERNEL_FIELDS)
@@ -372,17 +373,21 @@ def _kernel_state(
 def _filters_in_force(state: tuple[bytes, ...] | None) -> bool:
     """The host's own proof that the plugin process is filtered as the guest says, before
     any plugin code runs: no new privileges, seccomp in filter mode, and at least two
-    filters more than this process has (bwrap's allow-list, the guest's ``no_exec``)."""
+    filters more than this process has (bwrap's allow-list, the guest's ``no_exec``; where
+    the kernel counts them, ``Seccomp_filters``: Linux 5.9 and later)."""
     mine = _kernel_state(os.getpid())
     if state is None or mine is None:
         return False
     found = dict(zip(_KERNEL_FIELDS, state, strict=True))
     own = dict(zip(_KERNEL_FIELDS, mine, strict=True))
+    if found[b"NoNewPrivs"] != b"1" or found[b"Seccomp"] != b"2":
+        return False
+    if found[b"Seccomp_filters"] == own[b"Seccomp_filters"] == b"":
+        return True  # a kernel before 5.9 does not count them: the mode is what it says
     try:
-        filters = int(found[b"Seccomp_filters"]) - int(own[b"Seccomp_filters"])
+        return int(found[b"Seccomp_filters"]) - int(own[b"Seccomp_filters"]) >= 2
     except ValueError:
         return False
-    return found[b"NoNewPrivs"] == b"1" and found[b"Seccomp"] == b"2" and filters >= 2
 
 
 def _host_landlock_abi() -> int:
