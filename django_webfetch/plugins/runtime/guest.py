@@ -21,9 +21,11 @@ before any plugin code is imported, it
    both filters are in force and that its death signal (bwrap's ``--die-with-parent``) is
    set and cannot be cleared,
 6. installs the audit-hook sandbox as a second, recording layer,
-7. says ``contained``, imports the plugin (inside a plugin scope: what the import tries is
-   reported; every module of the plugin's package compiled from its source, never from a
-   ``.pyc`` or an extension module beside it: ``_source_only``), and
+7. says ``contained`` and waits for the host's ``import`` (the host reads the process's
+   signals and privileges from ``/proc`` meanwhile: what each call must leave as it found
+   them for the process to be pooled), imports the plugin (inside a plugin scope: what
+   the import tries is reported; every module of the plugin's package compiled from its
+   source, never from a ``.pyc`` or an extension module beside it: ``_source_only``), and
    answers ``ready`` with the manifest it found (handlers named, not sent),
 8. serves ``call`` messages: the tool's handler gets a handle whose ``http`` is an RPC to
    the host, which decides and performs every request.
@@ -826,8 +828,16 @@ def serve(channel: Channel) -> None:
     primer = threading.Thread(target=int)
     primer.start()
     primer.join()
+    # No signal caught by the guest's own interpreter (Python's SIGINT handler, which no
+    # one here sends): a handler the plugin sets, in Python or below it, changes the
+    # caught mask the host reads (``host._kernel_state``), not only which function runs.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     # Contained: from here on, a process that ends is the plugin's doing, not the host's.
+    # The host reads this process's kernel state now, before any plugin code, and then
+    # says ``import``.
     channel.send({"op": "contained"})
+    if channel.recv().get("op") != "import":
+        raise ProtocolError("expected import")
     sys.addaudithook(_count_audit_hooks)
     sys.addaudithook(_refuse_network_sockets)
     # Last: the standard library and the site's package directories come first, so the

@@ -97,6 +97,9 @@ MAX_IDLE_GROWTH = 16 * 1024 * 1024
 #: failure of a busy moment (a timeout) is not kept for the process's life.
 _MAX_REMEMBERED = 256
 _REMEMBER_SECONDS = 600.0
+#: Why a process was not pooled when, stopped, its kernel state (signals, filters,
+#: capabilities, ids: ``_KERNEL_FIELDS``) was not what it was before its plugin was imported.
+KERNEL_CHANGED = "plugin_kernel_state_changed"
 #: How often (5 ms apart) a process is looked at before it is called busy and recycled.
 _QUIET_CHECKS = 10
 _call_ids = itertools.count(1)
@@ -282,15 +285,26 @@ def _descriptors(pid: int) -> int | None:
         return None
 
 
-def _footprint(pid: int) -> int | None:
-    """Bytes plugin process ``pid`` holds that a call can leave behind, as the host sees
-    them: resident and swapped memory (``VmRSS``, ``VmSwap`` of ``/proc/<pid>/status``)
-    and the bytes of its private ``/tmp`` (a tmpfs: its pages are in neither); ``None``
-    when its status cannot be read (it is gone)."""
-    total = 0
+def _status(pid: int) -> bytes | None:
+    """``/proc/<pid>/status`` as the host reads it (``None``: gone or unreadable)."""
     try:
         with open(f"/proc/{pid}/status", "rb") as fh:
-            fields = dict(line.split(b":", 1) for line in fh if b":" in line)
+            return fh.read(1 << 16)
+    except OSError:
+        return None
+
+
+def _footprint(pid: int, status: bytes | None = None) -> int | None:
+    """Bytes plugin process ``pid`` holds that a call can leave behind, as the host sees
+    them: resident and swapped memory (``VmRSS``, ``VmSwap`` of ``/proc/<pid>/status``,
+    or of ``status`` read from it) and the bytes of its private ``/tmp`` (a tmpfs: its
+    pages are in neither); ``None`` when its status cannot be read (it is gone)."""
+    total = 0
+    try:
+        status = _status(pid) if status is None else status
+        if status is None:
+            return None
+        fields = dict(line.split(b":", 1) for line in status.split(b"\n") if b":" in line)
         for name in (b"VmRSS", b"VmSwap"):
             total += int(fields[name].split()[0]) * 1024  # kB
     except (OSError, KeyError, IndexError, ValueError):
@@ -299,6 +313,81 @@ def _footprint(pid: int) -> int | None:
         tmp = os.statvfs(f"/proc/{pid}/root/tmp")
         total += (tmp.f_blocks - tmp.f_bfree) * tmp.f_frsize
     return total
+
+
+#: What of ``/proc/<pid>/status`` no call may change in a process the pool keeps, read by
+#: the host (where no plugin code can write, unlike the guest's own snapshot): every
+#: signal's state (pending, blocked, ignored, caught: a handler a call sets runs when the
+#: host continues the process for the next call, or when the kernel sends it a signal
+#: then), its seccomp filters and no-new-privileges flag, its capabilities and ids.
+_KERNEL_FIELDS = (
+    b"SigPnd",
+    b"ShdPnd",
+    b"SigBlk",
+    b"SigIgn",
+    b"SigCgt",
+    b"NoNewPrivs",
+    b"Seccomp",
+    b"Seccomp_filters",
+    b"CapInh",
+    b"CapPrm",
+    b"CapEff",
+    b"CapBnd",
+    b"CapAmb",
+    b"Uid",
+    b"Gid",
+    b"Groups",
+)
+#: How often the host looks for a process it stopped to be stopped (the first few times
+#: yielding the CPU only, then up to 1 ms apart: 50 ms at most) before it is not pooled
+#: (``Worker.stopped_status``).
+_STOP_CHECKS = 60
+_STOP_YIELDS = 10
+
+
+def _kernel_state(
+    pid: int, *, stopped: bool = False, status: bytes | None = None
+) -> tuple[bytes, ...] | None:
+    """``_KERNEL_FIELDS`` of ``/proc/<pid>/status`` (or of ``status`` read from it), read
+    by the host; ``None`` when it cannot be read, lacks a field, or (``stopped``) the
+    process is not stopped."""
+    data = _status(pid) if status is None else status
+    if data is None:
+        return None
+    found: dict[bytes, bytes] = {}
+    state = b""
+    for line in data.split(b"\n"):
+        name, colon, value = line.partition(b":")
+        if not colon:
+            continue
+        if name == b"State":
+            state = value.strip()[:1]
+        elif name in _KERNEL_FIELDS:
+            found[name] = b" ".join(value.split())
+    found.setdefault(b"Seccomp_filters", b"")  # Linux 5.9 and later only
+    if len(found) != len(_KERNEL_FIELDS) or (stopped and state != b"T"):
+        return None
+    return tuple(found[name] for name in _KERNEL_FIELDS)
+
+
+def _filters_in_force(state: tuple[bytes, ...] | None) -> bool:
+    """The host's own proof that the plugin process is filtered as the guest says, before
+    any plugin code runs: no new privileges, seccomp in filter mode, and at least two
+    filters more than this process has (bwrap's allow-list, the guest's ``no_exec``; where
+    the kernel counts them, ``Seccomp_filters``: Linux 5.9 and later)."""
+    mine = _kernel_state(os.getpid())
+    if state is None or mine is None:
+        return False
+    found = dict(zip(_KERNEL_FIELDS, state, strict=True))
+    own = dict(zip(_KERNEL_FIELDS, mine, strict=True))
+    if found[b"NoNewPrivs"] != b"1" or found[b"Seccomp"] != b"2":
+        return False
+    if found[b"Seccomp_filters"] == own[b"Seccomp_filters"] == b"":
+        return True  # a kernel before 5.9 does not count them: the mode is what it says
+    try:
+        return int(found[b"Seccomp_filters"]) - int(own[b"Seccomp_filters"]) >= 2
+    except ValueError:
+        return False
 
 
 def _host_landlock_abi() -> int:
@@ -409,6 +498,11 @@ class Worker:
         #: Its open descriptors once ready: a call that leaves more (socket pairs whose
         #: buffers hold kernel memory) leaves a process the pool does not keep.
         self.descriptors: int | None = 0
+        #: Its kernel state (``_kernel_state``) as the host read it when the sandbox held
+        #: and no plugin code had run yet (the guest waits for ``import`` until then):
+        #: after each call, stopped, it must read the same, or the process is not kept
+        #: (``Pool.release``; ``None``, unreadable: never kept).
+        self.kernel: tuple[bytes, ...] | None = None
         self.stopped = False
         safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
         self.scratch = f"/tmp/webfetch-plugin-{safe}"
@@ -544,8 +638,16 @@ class Worker:
                 poll=self.bounds(_STARTUP_SECONDS, files=False),
             )
             if message["op"] == "contained":
-                # The sandbox holds; what follows is the plugin's import: a call's bounds.
+                # The sandbox holds and the guest waits: what the kernel says of it now is
+                # what no plugin code has touched yet.  Then the plugin's import, with a
+                # call's bounds.
                 contained = True
+                self.kernel = _kernel_state(self.pid)
+                if not _filters_in_force(self.kernel):
+                    raise IsolationUnavailable(
+                        "seccomp_unavailable: the host does not read both filters in /proc"
+                    )
+                self.channel.send({"op": "import"}, time.monotonic() + _STARTUP_SECONDS)
                 message = self.channel.recv(
                     time.monotonic() + self.limits.wall_seconds,
                     poll=self.bounds(self.limits.cpu_seconds),
@@ -640,16 +742,42 @@ class Worker:
         was at ready (``threaded_at_ready``)."""
         return self._settled_threads() == {self.pid}
 
-    def grown(self) -> bool:
+    def grown(self, status: bytes | None = None) -> bool:
         """Its calls left more than ``MAX_IDLE_GROWTH`` in memory or ``/tmp`` since it got
-        ready (or it cannot be read: it is not kept)."""
-        now = _footprint(self.pid)
+        ready (or it cannot be read: it is not kept); ``status``: its ``/proc`` status
+        read already (``stopped_status``)."""
+        now = _footprint(self.pid, status)
         if now is None or now - self.footprint > MAX_IDLE_GROWTH:
             return True
         # Kernel memory a call can leave outside both (socket buffers of pairs it made):
         # a process holding more descriptors than when it got ready is not kept.
         held = _descriptors(self.pid)
         return held is None or self.descriptors is None or held > self.descriptors
+
+    def stopped_status(self) -> bytes | None:
+        """Its ``/proc`` status once it reads stopped (after ``pause``), or ``None`` when it
+        does not within ``_STOP_CHECKS`` looks or cannot be read (it is not kept)."""
+        for attempt in range(_STOP_CHECKS):
+            status = _status(self.pid)
+            if status is None:
+                return None
+            if _kernel_state(self.pid, stopped=True, status=status) is not None:
+                return status
+            if attempt < _STOP_YIELDS:
+                os.sched_yield()
+            else:  # 50 µs, doubled up to 1 ms
+                time.sleep(min(0.001, 0.00005 * 2 ** (attempt - _STOP_YIELDS)))
+        return None
+
+    def kernel_changed(self, status: bytes | None) -> bool:
+        """Its kernel state in ``status`` (``stopped_status``: read by the host in
+        ``/proc``, where the plugin cannot write, while the process runs nothing) differs
+        from what it was before any plugin code ran (``kernel``), or is missing: a signal
+        handler, ignored, blocked or pending signal a call (or the import) left, or
+        anything else of ``_KERNEL_FIELDS``."""
+        if self.kernel is None or status is None:
+            return True
+        return _kernel_state(self.pid, stopped=True, status=status) != self.kernel
 
     def unread(self) -> bool:
         """The guest sent something no call asked for (a reply queued for the next call)."""
@@ -660,6 +788,8 @@ class Worker:
 
     def pause(self) -> None:
         """Idle in the pool: stopped by the host, it runs nothing until the next call."""
+        if self.stopped:
+            return
         os.kill(self.pid, signal.SIGSTOP)
         self.stopped = True
 
@@ -753,6 +883,13 @@ class Pool:
         if worker.calls >= MAX_CALLS_PER_PROCESS or not worker.alive():
             worker.close()
             return
+        try:
+            # Nothing of it runs from here (``_run`` stopped it as the result came): what
+            # the host reads of it next holds when it is pooled.
+            worker.pause()
+        except OSError:
+            worker.kill()
+            return
         if worker.unread():
             logger.info("plugin process %s recycled: it sent what no call asked for", key)
             worker.kill()
@@ -767,9 +904,20 @@ class Pool:
             logger.info("plugin process %s recycled: a thread of its call still runs", key)
             worker.kill()
             return
-        if worker.grown():
+        status = worker.stopped_status()
+        if worker.grown(status):
             # What the call allocated would idle with it, for as long as no call comes.
             logger.info("plugin process %s recycled: its call left memory or files", key)
+            worker.kill()
+            return
+        if worker.kernel_changed(status):
+            # A handler, an ignored, blocked or pending signal (or a filter, a capability,
+            # an id) the plugin left: it could run work of this call in the next one.
+            logger.info(
+                "plugin process %s recycled (%s): its signals or privileges changed",
+                key,
+                KERNEL_CHANGED,
+            )
             worker.kill()
             return
         with self._lock:
@@ -777,10 +925,8 @@ class Pool:
             idle = self._idle.setdefault(key, [])
             total = sum(len(workers) for workers in self._idle.values())
             if len(idle) < size and total < MAX_IDLE_PROCESSES:
-                with contextlib.suppress(OSError):
-                    worker.pause()
-                    idle.append(worker)
-                    return
+                idle.append(worker)
+                return
         worker.close()
 
     def idle(self) -> int:
@@ -1074,6 +1220,10 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
                 if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
                     raise ProtocolViolation("result: an answer to another call")
                 worker.hooks_changed = message.get("hooks_changed") is not None
+                # Stopped at once (``Pool.release`` reads it stopped): it stops while the
+                # host reads the result and looks at its threads and memory.
+                with contextlib.suppress(OSError):
+                    worker.pause()
                 poll()  # what a call too short for a poll left: threads, files
                 return _outcome(message, limits.max_output_bytes)
             else:
