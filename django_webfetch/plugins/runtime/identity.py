@@ -96,10 +96,7 @@ def in_use(uid: int) -> bool:
     except OSError:
         return False
     wanted = str(uid).encode()
-    for name in names:
-        if name.isdigit() and _holds(name, uid, wanted):
-            return True
-    return False
+    return any(name.isdigit() and _holds(name, uid, wanted) for name in names)
 
 
 #: The status lines that name a process's ids.
