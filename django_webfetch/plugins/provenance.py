@@ -100,7 +100,7 @@ def file_key(path: str) -> tuple[int, ...]:
 #: At most this many files and directories of one plugin are read for its digest
 #: (``registry`` refuses a package with more entries than it checks, ``plugin_path_unsafe``).
 _DIGEST_FILES = 20000
-#: At most this many directories deep is a plugin's package walked, here and by the
+#: At most this many directories nested below a plugin's package are walked, here and by the
 #: registry's checks (``registry._PathCheck``, ``registry._stamp``): every walk over a
 #: plugin's files keeps its own stack, and a deeper package is refused
 #: (``plugin_path_unsafe``), never walked by recursion (a chain deeper than the
@@ -161,8 +161,8 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
     files cannot be listed, or that an entry named ``__pycache__`` at any depth is not a
     bytecode cache (then no pin holds and the plugin is refused).  Walked with a stack of
     its own, never by recursion, and bounded by construction: at most ``WALK_DEPTH``
-    directories deep and ``_DIGEST_FILES`` entries (files and directories), past either a
-    string says so (tests/plugins/test_issue30_attack8.py)."""
+    directories nested below the package and ``_DIGEST_FILES`` entries (files and
+    directories); past either a string says so (tests/plugins/test_issue30_walks.py)."""
     found: list[tuple[str, str]] = []
     walked: set[tuple[int, int]] = set()
     entries = 0
@@ -184,7 +184,7 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
         if not directory:
             found.append((relative, full))
             continue
-        if relative.count(os.sep) >= WALK_DEPTH:
+        if relative.count(os.sep) > WALK_DEPTH:
             return f"{relative[:200]!r}... is nested deeper than {WALK_DEPTH} directories"
         try:
             info = os.stat(full)

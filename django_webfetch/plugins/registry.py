@@ -916,7 +916,7 @@ class _PathCheck:
         todo = [(top, 0)]
         while todo:
             directory, depth = todo.pop()
-            if depth >= WALK_DEPTH:
+            if depth > WALK_DEPTH:
                 return f"{directory[:300]!r}... is nested deeper than {WALK_DEPTH} directories"
             try:
                 with os.scandir(directory) as listing:
