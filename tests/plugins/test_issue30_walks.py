@@ -75,7 +75,7 @@ def test_every_walk_over_a_deep_package_gives_a_verdict(tmp_path):
     (``provenance._files``, ``code_digest``, ``compiled_problem``), the path check
     (``registry._path_problem``) and both stamps (``registry._stamp``, ``host._stamp``)
     each return a bounded verdict, never ``RecursionError``; the digest is one no pin
-    holds for, and the path check refuses the package."""
+    holds for, the path check refuses the package, no stamp of it is remembered."""
     from django_webfetch.plugins import provenance, registry
     from django_webfetch.plugins.runtime import host
 
@@ -91,7 +91,7 @@ def test_every_walk_over_a_deep_package_gives_a_verdict(tmp_path):
         assert "nested deeper than" in provenance.compiled_problem(str(tmp_path), "webfetch_d")
         assert "nested deeper than" in registry._path_problem(origin)
         assert registry._stamp(origin)[0] == "too deep"
-        assert host._stamp(origin) is not None  # bounded in files; iterative
+        assert host._stamp(origin) is None  # never remembered
     finally:
         _remove(package)
 
@@ -141,6 +141,19 @@ def test_a_chain_of_links_longer_than_the_recursion_limit_is_refused(tmp_path):
     # A link the kernel cannot follow: the files cannot be told, so no pin holds.
     assert "cannot be listed" in str(provenance._files(str(tmp_path), "webfetch_d"))
     assert registry._real_path(os.path.join(package, "far")) == os.path.join(package, "far")
+
+
+def test_the_launcher_makes_a_deep_mount_point_without_recursion(tmp_path):
+    """``launch`` makes the mount point of a bind source (a plugin package reached through
+    a link may lie thousands of directories deep) one level at a time: ``os.makedirs``
+    recursed once per missing level."""
+    from django_webfetch.plugins.runtime import launch
+
+    deep = os.path.join(str(tmp_path), *(["a"] * DEEP))
+    launch._makedirs(deep)
+    launch._makedirs(deep)  # already there: nothing to do
+    assert os.path.isdir(deep)
+    _remove(os.path.join(str(tmp_path), "a"))
 
 
 def _outside() -> str:
