@@ -268,9 +268,24 @@ def code_digest(path: str, top: str) -> str:
     return total.hexdigest()
 
 
+#: The digests ``_unpinned`` gave, with why (a registry load compares why, not them).
+_unpinned_why: dict[str, str] = {}
+
+
 def _unpinned(why: str) -> str:
     """A digest no pin holds for (a new one at each call): the code cannot be told."""
-    return hashlib.sha256(f"unlisted {why} {time.time_ns()}".encode()).hexdigest()
+    digest = hashlib.sha256(f"unlisted {why} {time.time_ns()}".encode()).hexdigest()
+    if len(_unpinned_why) >= 4096:
+        _unpinned_why.clear()
+    _unpinned_why[digest] = why
+    return digest
+
+
+def unpinned_why(digest: str) -> str:
+    """Why ``digest`` is one no pin holds for (``code_digest`` could not tell the code), or
+    "": what ``registry.provider`` compares between two looks, so that a package that stays
+    unlistable does not make every look-up load the registry again."""
+    return _unpinned_why.get(digest, "")
 
 
 #: Suffixes of compiled code the import system loads in place of a module's source.

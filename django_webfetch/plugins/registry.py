@@ -1184,6 +1184,10 @@ def _point(ep: Any) -> tuple[str, ...]:
     the entry point's own: ``load`` refuses it, every other plugin loads)."""
     try:
         found = provider_of(ep)
+        if found is not None and provenance.unpinned_why(found.digest):
+            # Its code cannot be told (no pin holds for it): the same reason is the same
+            # state, or every ``provider`` look-up would load again (and end idle processes).
+            found = found._replace(digest="unpinned: " + provenance.unpinned_why(found.digest))
         return (
             str(ep.name),
             str(ep.value),

@@ -96,6 +96,28 @@ def test_every_walk_over_a_deep_package_gives_a_verdict(tmp_path):
         _remove(package)
 
 
+def test_a_refused_deep_package_does_not_make_every_trust_look_up_load_again(tmp_path, registry_on):
+    """The deep package's digest is a new one at each look (no pin holds for it), yet the
+    registry compares why, not the digest: ``provider`` of an unrelated trusted plugin
+    does not load the registry again (which ends every idle plugin process) while the deep
+    package stays as it is."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    package = _site_with_d(tmp_path)
+    try:
+        Path(_chain(package, DEEP), "x.py").write_text("")
+        registry_on.syspath_prepend(str(tmp_path))
+        registry.reset()
+        instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+        assert "d" not in registry.load() and registry.origin("t") is not None
+        before = registry.generation()
+        assert instance.trust_holds() and registry.provider("t") is not None
+        assert registry.generation() == before
+    finally:
+        _remove(package)
+
+
 @pytest.mark.parametrize("depth", [0, 1])
 def test_the_depth_bound_is_exact(tmp_path, depth):
     """Directories nested ``WALK_DEPTH`` deep below the package are walked and pinned (the
