@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from django_webfetch.plugins.provenance import WALK_DEPTH
 from tests.plugins.packages import MANIFEST, wheel
 
 pytestmark = pytest.mark.django_db
@@ -190,15 +191,17 @@ def _outside() -> str:
 #: One random tree: a chain ``depth`` deep (thousands of levels at most), ``fan`` entries
 #: per directory on its first ``wide`` levels, and links placed at random levels.
 _LINK_KINDS = ("ancestor", "self", "dangling", "outside", "chain", "sibling", "winding")
+#: Depths and lengths where a walk changes behaviour: none, the bound and either side of
+#: it, the kernel's 40 links, the recursion limit and past it; and any in between.
+_EDGES = [0, 1, WALK_DEPTH - 1, WALK_DEPTH, WALK_DEPTH + 1, 39, 40, 41, DEEP - 200, DEEP]
+_counts = st.one_of(st.sampled_from(_EDGES), st.integers(0, DEEP + 200))
 _trees = st.fixed_dictionaries(
     {
-        "depth": st.one_of(st.integers(0, 70), st.integers(70, DEEP + 200)),
+        "depth": _counts,
         "fan": st.integers(0, 12),
         "wide": st.integers(0, 3),
         "files": st.integers(0, 3),
-        "links": st.lists(
-            st.tuples(st.sampled_from(_LINK_KINDS), st.integers(0, DEEP + 200)), max_size=6
-        ),
+        "links": st.lists(st.tuples(st.sampled_from(_LINK_KINDS), _counts), max_size=6),
         "mode": st.sampled_from([0o755, 0o775, 0o700]),
     }
 )
@@ -236,7 +239,7 @@ def _grow(package: str, outside: str, tree: dict) -> None:
             os.symlink("/".join(["a", ".."] * (1 + at % 800)) if base != levels[-1] else ".", link)
         else:  # a chain of links, each to the next, ending at the package
             previous = package
-            for step in range(1 + at % (DEEP + 50)):
+            for step in range(at):
                 name = os.path.join(outside, f"c{number}-{step}")
                 os.symlink(previous, name)
                 previous = name
