@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "CACHE_DIR",
     "ENTRY_POINT_GROUP",
+    "WALK_DEPTH",
     "Provider",
     "cache_problem",
     "code_digest",
@@ -101,9 +102,16 @@ def file_key(path: str) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-#: At most this many files of one plugin are read for its digest (``registry`` refuses a
-#: package with more entries than it checks, ``plugin_path_unsafe``).
+#: At most this many files and directories of one plugin are read for its digest
+#: (``registry`` refuses a package with more entries than it checks, ``plugin_path_unsafe``).
 _DIGEST_FILES = 20000
+#: At most this many directories nested below a plugin's package are walked, here and by the
+#: registry's checks (``registry._PathCheck``, ``registry._stamp``): every walk over a
+#: plugin's files keeps its own stack, and a deeper package is refused
+#: (``plugin_path_unsafe``), never walked by recursion (a chain deeper than the
+#: interpreter's recursion limit raised ``RecursionError`` out of ``registry.load``:
+#: tests/plugins/test_issue30_attack8.py).
+WALK_DEPTH = 64
 #: SHA-256 of a file's bytes, keyed by its path and identity (``file_key``); a file changed
 #: within the last ``SETTLE_NS`` is read again (as for ``registry._names_memo``).
 _hashes: dict[tuple[str, tuple[int, ...]], str] = {}
@@ -156,42 +164,43 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
     them: a linked directory is walked once).  The ``.pyc`` files of a bytecode cache
     (``cache_problem``) are left out unless ``cache``, nothing else: a string says why the
     files cannot be listed, or that an entry named ``__pycache__`` at any depth is not a
-    bytecode cache (then no pin holds and the plugin is refused)."""
+    bytecode cache (then no pin holds and the plugin is refused).  Walked with a stack of
+    its own, never by recursion, and bounded by construction: at most ``WALK_DEPTH``
+    directories nested below the package and ``_DIGEST_FILES`` entries (files and
+    directories); past either a string says so (tests/plugins/test_issue30_walks.py)."""
     found: list[tuple[str, str]] = []
     walked: set[tuple[int, int]] = set()
-
-    def walk(relative: str, directory: bool) -> str:
+    entries = 0
+    # (relative path, is a directory), taken from the end: depth first, in sorted order.
+    todo = [(entry, os.path.isdir(os.path.join(path, entry))) for entry in _own_entries(path, top)]
+    todo.reverse()
+    while todo:
+        relative, directory = todo.pop()
+        entries += 1
+        if entries > _DIGEST_FILES:
+            return f"more than {_DIGEST_FILES} files and directories"
         full = os.path.join(path, relative)
         if os.path.basename(relative) == CACHE_DIR:
             problem = cache_problem(full)
             if problem:
-                return f"{relative!r} is named as a bytecode cache but {problem}"
+                return f"{relative[:200]!r} is named as a bytecode cache but {problem}"
             if not cache:
-                return ""
+                continue
         if not directory:
             found.append((relative, full))
-            return ""
+            continue
+        if relative.count(os.sep) > WALK_DEPTH:
+            return f"{relative[:200]!r}... is nested deeper than {WALK_DEPTH} directories"
         try:
             info = os.stat(full)
             if (info.st_dev, info.st_ino) in walked:
-                return ""
+                continue
             walked.add((info.st_dev, info.st_ino))
             with os.scandir(full) as listing:  # ``is_dir`` from the listing: no ``stat``
-                entries = sorted((e.name, e.is_dir()) for e in listing)
+                names = sorted((e.name, e.is_dir()) for e in listing)
         except OSError as exc:
-            return f"{relative!r} cannot be listed ({exc.strerror})"
-        for name, is_dir in entries:
-            if len(found) >= _DIGEST_FILES:
-                return f"more than {_DIGEST_FILES} files"
-            problem = walk(os.path.join(relative, name), is_dir)
-            if problem:
-                return problem
-        return ""
-
-    for entry in _own_entries(path, top):
-        problem = walk(entry, os.path.isdir(os.path.join(path, entry)))
-        if problem:
-            return problem
+            return f"{relative[:200]!r} cannot be listed ({exc.strerror})"
+        todo.extend((os.path.join(relative, name), is_dir) for name, is_dir in reversed(names))
     return sorted(found)
 
 
@@ -250,18 +259,21 @@ def code_tree(
     bytes it covers, or why its files cannot be listed (``_files``), or that they are more
     than ``max_files`` files or ``max_bytes`` bytes (decided from each file's ``stat``,
     before any is read)."""
-    files = _files(path, top)
-    if isinstance(files, str):
-        return files
-    if max_files is not None and len(files) > max_files:
-        return f"more than {max_files} files"
-    keys = [file_key(full) for _relative, full in files]
-    size = sum(key[2] for key in keys if len(key) == 5)
-    if max_bytes is not None and size > max_bytes:
-        return f"more than {max_bytes} bytes"
-    total = hashlib.sha256()
-    for (relative, full), key in zip(files, keys, strict=True):
-        total.update(f"{relative}\0{file_sha256(full, key) or 'unreadable'}\n".encode())
+    try:
+        files = _files(path, top)
+        if isinstance(files, str):
+            return files
+        if max_files is not None and len(files) > max_files:
+            return f"more than {max_files} files"
+        keys = [file_key(full) for _relative, full in files]
+        size = sum(key[2] for key in keys if len(key) == 5)
+        if max_bytes is not None and size > max_bytes:
+            return f"more than {max_bytes} bytes"
+        total = hashlib.sha256()
+        for (relative, full), key in zip(files, keys, strict=True):
+            total.update(f"{relative}\0{file_sha256(full, key) or 'unreadable'}\n".encode())
+    except Exception as exc:  # a file that fails mid-way: the code cannot be told
+        return f"its files could not be read ({type(exc).__name__})"
     return total.hexdigest(), len(files), size
 
 
@@ -275,15 +287,38 @@ def code_digest(path: str, top: str) -> str:
     (``cache_problem``), gets a digest no pin holds for."""
     if not path:
         return ""
-    tree = code_tree(path, top)
+    try:
+        tree = code_tree(path, top)
+    except Exception as exc:  # a file that fails to read mid-way: no pin holds either
+        return _unpinned(type(exc).__name__)
     if isinstance(tree, str):
-        return hashlib.sha256(f"unlisted {tree} {time.time_ns()}".encode()).hexdigest()
+        return _unpinned(tree)
     return tree[0]
 
 
 #: ``closure.trust_digest`` (set by ``closure``, which the registry imports): the digest
 #: trust pins, the plugin's code and its installed dependencies (decision 0051).
 trust_digest: Callable[[Any, str, str], str] | None = None
+
+
+#: The digests ``_unpinned`` gave, with why (a registry load compares why, not them).
+_unpinned_why: dict[str, str] = {}
+
+
+def _unpinned(why: str) -> str:
+    """A digest no pin holds for (a new one at each call): the code cannot be told."""
+    digest = hashlib.sha256(f"unlisted {why} {time.time_ns()}".encode()).hexdigest()
+    if len(_unpinned_why) >= 4096:
+        _unpinned_why.clear()
+    _unpinned_why[digest] = why
+    return digest
+
+
+def unpinned_why(digest: str) -> str:
+    """Why ``digest`` is one no pin holds for (``code_digest`` could not tell the code), or
+    "": what ``registry.provider`` compares between two looks, so that a package that stays
+    unlistable does not make every look-up load the registry again."""
+    return _unpinned_why.get(digest, "")
 
 
 #: Suffixes of compiled code the import system loads in place of a module's source.

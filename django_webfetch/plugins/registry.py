@@ -42,6 +42,7 @@ from . import closure, provenance
 from .manifest import Manifest, ManifestError, parse_manifest
 from .provenance import (
     CACHE_DIR,
+    WALK_DEPTH,
     Provider,
     compiled_problem,
     in_cache,
@@ -848,19 +849,32 @@ _STAMP_FILES = 5000
 
 
 def _stamp(origin: Origin) -> tuple[Any, ...]:
-    """Names, sizes and modification times of the files of the plugin's package."""
+    """Names, sizes and modification times of the files of the plugin's package, walked
+    with a stack of its own (links not followed), at most ``WALK_DEPTH`` directories deep
+    and ``_STAMP_FILES`` files: past either, a stamp that is never reused."""
     found: list[Any] = []
     for candidate in (origin.top_level, origin.top_level + ".py"):
         top = os.path.join(origin.path, candidate)
         if os.path.isfile(top):
             info = os.stat(top)
             found.append((top, info.st_size, info.st_mtime_ns))
-        for directory, _dirs, files in os.walk(top):
-            for name in sorted(files):
-                path = os.path.join(directory, name)
+        todo = [(top, 0)] if os.path.isdir(top) else []
+        while todo:
+            directory, depth = todo.pop()
+            if depth > WALK_DEPTH:
+                return ("too deep", depth, time.monotonic())  # never reused
+            try:
+                with os.scandir(directory) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
                 with contextlib.suppress(OSError):
-                    info = os.stat(path)
-                    found.append((path, info.st_size, info.st_mtime_ns))
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append((entry.path, depth + 1))
+                    elif entry.is_file():
+                        info = entry.stat()
+                        found.append((entry.path, info.st_size, info.st_mtime_ns))
             if len(found) > _STAMP_FILES:
                 return ("too many files", len(found), time.monotonic())  # never reused
     return tuple(sorted(found))
@@ -905,49 +919,113 @@ class _PathCheck:
         return f"{path!r} is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
 
     def chain(self, path: str, *, last_sticky_ok: bool = False, depth: int = 0) -> str:
-        """``path`` (absolute) and each directory above it, following symbolic links."""
+        """``path`` (absolute) and each directory above it, following symbolic links (at
+        most 40 levels of them, as the kernel).  Iterative over the directories above:
+        a path of thousands of components is checked without recursion."""
         key = (path, last_sticky_ok)
         if key in self.checked:
             return self.checked[key]
         if depth > 40:
-            return f"{path!r}: too many levels of symbolic links"
-        problem = ""
+            return f"{path[:300]!r}: too many levels of symbolic links"
+        above: list[str] = []  # the directories above ``path`` not checked yet, nearest first
+        current, parent = path, os.path.dirname(path)
+        while parent != current and (parent, True) not in self.checked:
+            above.append(parent)
+            current, parent = parent, os.path.dirname(parent)
+        for directory in reversed(above):
+            self._one(directory, True, depth)
+        return self._one(path, last_sticky_ok, depth)
+
+    def _one(self, path: str, sticky_ok: bool, depth: int) -> str:
+        """``path`` itself, once the directory above it is checked (``chain``)."""
+        key = (path, sticky_ok)
+        if key in self.checked:
+            return self.checked[key]
         parent = os.path.dirname(path)
-        if parent != path:
-            problem = self.chain(parent, last_sticky_ok=True, depth=depth)
+        problem = self.checked.get((parent, True), "") if parent != path else ""
         if not problem:
             try:
                 info = os.lstat(path)
+                link = os.readlink(path) if stat.S_ISLNK(info.st_mode) else None
             except OSError as exc:
-                problem = f"{path!r} cannot be examined ({exc.strerror})"
+                problem = f"{path[:300]!r} cannot be examined ({exc.strerror})"
             else:
-                problem = self.entry(path, info, sticky_ok=last_sticky_ok)
-                if not problem and stat.S_ISLNK(info.st_mode):
+                problem = self.entry(path, info, sticky_ok=sticky_ok)
+                if not problem and link is not None:
                     # Not normalised: ``..`` after a link is resolved as the kernel does.
-                    target = os.path.join(parent, os.readlink(path))
-                    problem = self.chain(target, last_sticky_ok=last_sticky_ok, depth=depth + 1)
+                    target = os.path.join(parent, link)
+                    problem = self.chain(target, last_sticky_ok=sticky_ok, depth=depth + 1)
         self.checked[key] = problem
         return problem
 
     def tree(self, top: str) -> str:
-        """``top`` and everything in it (not writable by group or others even if sticky)."""
+        """``top`` and everything in it (not writable by group or others even if sticky),
+        a linked directory walked once, with a stack of its own: at most ``WALK_DEPTH``
+        directories deep (counting through links) and ``_CHECK_ENTRIES`` entries, past
+        either the package is refused (tests/plugins/test_issue30_attack8.py)."""
         problem = self.chain(top)
-        real = os.path.realpath(top)
+        real = _real_path(top)
         if problem or not os.path.isdir(real) or real in self.walked:
             return problem
         self.walked.add(real)
-        for directory, dirs, files in os.walk(top):
-            for name in sorted([*dirs, *files]):
+        todo = [(top, 0)]
+        while todo:
+            directory, depth = todo.pop()
+            if depth > WALK_DEPTH:
+                return f"{directory[:300]!r}... is nested deeper than {WALK_DEPTH} directories"
+            try:
+                with os.scandir(directory) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError as exc:
+                return f"{directory[:300]!r} cannot be listed ({exc.strerror})"
+            below: list[str] = []
+            for entry in entries:
                 self.entries += 1
                 if self.entries > _CHECK_ENTRIES:
                     return f"{top!r} holds more than {_CHECK_ENTRIES} files to check"
-                path = os.path.join(directory, name)
+                path = os.path.join(directory, entry.name)
                 problem = self.chain(path)
-                if not problem and name in dirs and os.path.islink(path):
-                    problem = self.tree(os.path.realpath(path))  # what os.walk does not enter
                 if problem:
                     return problem
+                try:
+                    linked = entry.is_symlink() and entry.is_dir()
+                    plain = not linked and entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue  # gone since the listing: nothing of it is imported
+                if linked:
+                    real = _real_path(path)
+                    problem = self.chain(real)  # what the link leads to, and above it
+                    if problem:
+                        return problem
+                    if real not in self.walked and os.path.isdir(real):
+                        self.walked.add(real)
+                        below.append(real)
+                elif plain:
+                    below.append(path)
+            todo.extend((path, depth + 1) for path in reversed(below))
         return ""
+
+
+def _real_path(path: str) -> str:
+    """``os.path.realpath(path)`` as the kernel resolves it (at most 40 links, no
+    recursion here: Python 3.11's ``realpath`` recurses per nested link); ``path`` made
+    absolute when it cannot be opened."""
+    flags = getattr(os, "O_PATH", 0)
+    if flags:
+        try:
+            fd = os.open(path, flags | os.O_CLOEXEC)
+        except OSError:
+            return os.path.abspath(path)
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    try:
+        return os.path.realpath(path)
+    except (OSError, RecursionError):
+        return os.path.abspath(path)
 
 
 def _path_problem(origin: Origin) -> str:
@@ -1098,8 +1176,10 @@ def _where(ep: Any) -> str:
 
 
 def _origin(ep: Any) -> str:
-    dist = getattr(ep, "dist", None)
-    package = getattr(dist, "name", None) or "?"
+    """``<distribution>:<entry point>``; "?" for a distribution whose name cannot be read."""
+    package = "?"
+    with contextlib.suppress(Exception):
+        package = str(getattr(getattr(ep, "dist", None), "name", None) or "?")[:100]
     return f"{package}:{ep.name}"
 
 
@@ -1150,16 +1230,29 @@ def _installed() -> tuple[list[Any], list[str], tuple[Any, ...]]:
     each plugin entry point's name, value and distribution (name, version, code digest)."""
     keys: list[str] = []
     eps, unreadable = plugin_entry_points(keys)
-    points = sorted(
-        (
+    points = sorted(_point(ep) for ep in eps)
+    return eps, unreadable, (tuple(sorted(keys)), tuple(points), tuple(unreadable))
+
+
+def _point(ep: Any) -> tuple[str, ...]:
+    """What a load decides from for entry point ``ep``: its name, value, distribution and
+    that distribution's provider (name, version, code digest); never raises (a failure is
+    the entry point's own: ``load`` refuses it, every other plugin loads)."""
+    try:
+        found = provider_of(ep)
+        if found is not None and provenance.unpinned_why(found.digest):
+            # Its code cannot be told (no pin holds for it): the same reason is the same
+            # state, or every ``provider`` look-up would load again (and end idle processes).
+            found = found._replace(digest="unpinned: " + provenance.unpinned_why(found.digest))
+        return (
             str(ep.name),
             str(ep.value),
             _dist_key(getattr(ep, "dist", None)),
-            tuple(provider_of(ep) or ()),
+            *(found or ()),
         )
-        for ep in eps
-    )
-    return eps, unreadable, (tuple(sorted(keys)), tuple(points), tuple(unreadable))
+    except Exception as exc:
+        name = str(getattr(ep, "name", "?"))
+        return (name, "unreadable", type(exc).__name__, str(time.time_ns()))
 
 
 def load() -> dict[str, Manifest]:

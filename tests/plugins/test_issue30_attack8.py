@@ -172,6 +172,8 @@ def test_in_use_misses_a_process_whose_only_tie_to_the_uid_is_its_real_uid():
     finally:
         child.kill()
         child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
 
 
 _USES_DEPENDENCY = """\

@@ -45,6 +45,7 @@ from django_webfetch.net.errors import (
     ResponseTooLarge,
     WebFetchError,
 )
+from django_webfetch.plugins.provenance import WALK_DEPTH
 
 from . import bubblewrap, cgroups, identity
 from .protocol import (
@@ -982,10 +983,13 @@ def _stamp(origin: Origin) -> tuple[Any, ...] | None:
         except OSError:
             continue
         found.append((top, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
-        todo = [top] if os.path.isdir(top) and not os.path.islink(top) else []
+        todo = [(top, 0)] if os.path.isdir(top) and not os.path.islink(top) else []
         while todo:
+            directory, depth = todo.pop()
+            if depth > WALK_DEPTH:
+                return None  # the registry refuses it (``plugin_path_unsafe``) anyway
             try:
-                with os.scandir(todo.pop()) as entries:
+                with os.scandir(directory) as entries:
                     for entry in entries:
                         info = entry.stat(follow_symlinks=False)
                         found.append(
@@ -1000,7 +1004,7 @@ def _stamp(origin: Origin) -> tuple[Any, ...] | None:
                         if len(found) > _MAX_STAMP_FILES:
                             return None
                         if entry.is_dir(follow_symlinks=False):
-                            todo.append(entry.path)
+                            todo.append((entry.path, depth + 1))
             except OSError:
                 return None
     return tuple(sorted(found)) if found else None

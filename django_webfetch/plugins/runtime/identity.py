@@ -20,8 +20,9 @@ as in containers) must be given ranges that do not overlap.
 The lock is the host's, and dies with it; the plugin process cannot outlive its host (its
 death signal cannot be cleared: ``bubblewrap.PRCTL_OPTIONS``), but a uid is handed out
 only when, besides its lock, no process of this PID namespace (and those below it) runs
-with it, real, effective, saved or file-system (``in_use``): a lock is never the only
-witness that a uid is free (issue 30, sixth attack, finding 1).
+with it, real, effective, saved or file-system, nor as a group id (``in_use``, which
+reads the status of every process): a lock is never the only witness that a uid is free
+(issue 30, sixth attack, finding 1; eighth attack, finding 4).
 """
 
 from __future__ import annotations
@@ -83,36 +84,58 @@ def _open_lock() -> int:
 
 
 def in_use(uid: int) -> bool:
-    """Whether a process visible in ``/proc`` runs with ``uid`` (any of its four ids).
-    ``/proc/<pid>`` is owned by the process's effective uid, so only the status of a
-    process whose effective uid is root (its real or saved uid may be ``uid``) is read."""
+    """Whether a process visible in ``/proc`` runs with ``uid`` as any of its four user ids
+    (real, effective, saved, file-system) or, as the plugin process's gid is the same
+    number, any of its four group ids or a supplementary group.  The status of *every*
+    process is read: ``/proc/<pid>`` belongs to the effective uid alone, so its owner says
+    nothing of a real or saved uid (a set-user-ID helper, a service that dropped to another
+    account: tests/plugins/test_issue30_attack8.py).  A process that ends while it is read
+    is not in use; one whose status cannot be read is judged by its directory's owner."""
     try:
         names = os.listdir("/proc")
     except OSError:
         return False
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            owner = os.stat(f"/proc/{name}").st_uid
-        except OSError:
-            continue  # gone
-        if owner not in (0, uid):
-            continue
-        if owner == uid or _status_uid(name, uid):
-            return True
-    return False
+    wanted = str(uid).encode()
+    return any(name.isdigit() and _holds(name, uid, wanted) for name in names)
 
 
-def _status_uid(pid: str, uid: int) -> bool:
+#: The status lines that name a process's ids.
+_ID_LINES = (b"Uid:", b"Gid:", b"Groups:")
+
+
+def _holds(pid: str, uid: int, wanted: bytes) -> bool:
+    """Process ``pid`` has ``uid`` among its ids (``/proc/<pid>/status``: its ``Uid:``,
+    ``Gid:`` and ``Groups:`` lines); a process that is gone holds nothing."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Uid:"):
-                    return str(uid).encode() in line.split()[1:]
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False  # gone
     except OSError:
-        pass
-    return False
+        return _owner_is(pid, uid)
+    seen = 0
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            for line in fh:
+                if line.startswith(_ID_LINES):
+                    if wanted in line.split()[1:]:
+                        return True
+                    seen += 1
+                    if seen == len(_ID_LINES):
+                        return False
+    except ProcessLookupError:
+        return False  # ended while read (``ESRCH``)
+    except OSError:
+        return _owner_is(pid, uid)
+    return False if seen else _owner_is(pid, uid)
+
+
+def _owner_is(pid: str, uid: int) -> bool:
+    """``/proc/<pid>`` is ``uid``'s or its group's (its status could not be read)."""
+    try:
+        info = os.stat(f"/proc/{pid}")
+    except OSError:
+        return False  # gone
+    return uid in (info.st_uid, info.st_gid)
 
 
 def _unlock(fd: int, offset: int) -> None:

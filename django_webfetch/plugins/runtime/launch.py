@@ -44,6 +44,24 @@ def _check(result: int, what: str) -> None:
         _fail(what, os.strerror(code))
 
 
+def _makedirs(path: str) -> None:
+    """``os.makedirs(path, 0o755, exist_ok=True)`` without recursion (``os.makedirs``
+    recurses once per missing level: a bind source's path may have thousands)."""
+    missing: list[str] = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o755)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
+
+
 def _cover(libc: ctypes.CDLL, cover: list[str], keep: list[str]) -> None:
     os.umask(0o022)  # the mount points it makes: searchable by the unprivileged uid
     _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
@@ -64,9 +82,9 @@ def _cover(libc: ctypes.CDLL, cover: list[str], keep: list[str]) -> None:
     for path, fd in held:
         try:
             if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(path, 0o755, exist_ok=True)
+                _makedirs(path)
             else:
-                os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+                _makedirs(os.path.dirname(path))
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
         except OSError as exc:
             _fail(f"mount point {path}", exc.strerror or str(exc))
