@@ -35,7 +35,7 @@ from importlib.metadata import distributions
 from typing import Any, NamedTuple
 
 from . import provenance
-from .provenance import CACHE_DIR, SETTLE_NS, file_key
+from .provenance import CACHE_DIR, SETTLE_NS, Memo, file_key
 
 __all__ = [
     "Dependency",
@@ -272,7 +272,7 @@ def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
 
 
 #: Closures remembered: (plugin metadata path, directory keys) -> (metadata keys, nodes).
-_closures: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[_Node, ...]]] = {}
+_closures: Memo[tuple[Any, ...], tuple[tuple[Any, ...], tuple[_Node, ...]]] = Memo(256)
 
 
 def _nodes(dist: Any, extra_dirs: list[str]) -> tuple[_Node, ...]:
@@ -346,9 +346,7 @@ def _nodes(dist: Any, extra_dirs: list[str]) -> tuple[_Node, ...]:
                     queue.append(required)
     result = tuple(node for copies in found.values() for node, _ in copies)
     if not _recent(k for _, k in searched) and not any(_recent(m[1:]) for m in metas):
-        if len(_closures) >= 256:
-            _closures.clear()
-        _closures[memo_key] = (tuple(metas), result)
+        _closures.put(memo_key, (tuple(metas), result))
     return result
 
 

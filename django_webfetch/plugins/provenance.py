@@ -25,9 +25,10 @@ import os
 import stat
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
     "CACHE_DIR",
@@ -102,6 +103,37 @@ def file_key(path: str) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Memo(OrderedDict[K, V]):
+    """A memo of at most ``size`` entries that forgets the least recently used first (a
+    memo that was emptied at its size forgot, at a random moment, what a load had just
+    read: the next load read it again).  ``get`` marks an entry used; ``put`` adds one."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get(self, key: K, default: V | None = None) -> V | None:  # type: ignore[override]
+        try:
+            value = self[key]
+            self.move_to_end(key)
+        except KeyError:  # absent, or forgotten by another thread meanwhile
+            return default
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            try:
+                self.popitem(last=False)
+            except KeyError:  # pragma: no cover - emptied by another thread meanwhile
+                break
+
+
 #: At most this many files and directories of one plugin are read for its digest
 #: (``registry`` refuses a package with more entries than it checks, ``plugin_path_unsafe``).
 _DIGEST_FILES = 20000
@@ -114,7 +146,7 @@ _DIGEST_FILES = 20000
 WALK_DEPTH = 64
 #: SHA-256 of a file's bytes, keyed by its path and identity (``file_key``); a file changed
 #: within the last ``SETTLE_NS`` is read again (as for ``registry._names_memo``).
-_hashes: dict[tuple[str, tuple[int, ...]], str] = {}
+_hashes: Memo[tuple[str, tuple[int, ...]], str] = Memo(65536)
 
 
 #: The name of the directory the import system caches a source's bytecode in (PEP 3147).
@@ -246,9 +278,7 @@ def file_sha256(full: str, key: tuple[int, ...] | None = None) -> str:
             digest.update(chunk)
     found = digest.hexdigest()
     if max(key[3], key[4]) <= time.time_ns() - SETTLE_NS:
-        if len(_hashes) >= 65536:
-            _hashes.clear()
-        _hashes[memo] = found
+        _hashes.put(memo, found)
     return found
 
 
@@ -302,15 +332,13 @@ trust_digest: Callable[[Any, str, str], str] | None = None
 
 
 #: The digests ``_unpinned`` gave, with why (a registry load compares why, not them).
-_unpinned_why: dict[str, str] = {}
+_unpinned_why: Memo[str, str] = Memo(4096)
 
 
 def _unpinned(why: str) -> str:
     """A digest no pin holds for (a new one at each call): the code cannot be told."""
     digest = hashlib.sha256(f"unlisted {why} {time.time_ns()}".encode()).hexdigest()
-    if len(_unpinned_why) >= 4096:
-        _unpinned_why.clear()
-    _unpinned_why[digest] = why
+    _unpinned_why.put(digest, why)
     return digest
 
 
@@ -318,7 +346,7 @@ def unpinned_why(digest: str) -> str:
     """Why ``digest`` is one no pin holds for (``code_digest`` could not tell the code), or
     "": what ``registry.provider`` compares between two looks, so that a package that stays
     unlistable does not make every look-up load the registry again."""
-    return _unpinned_why.get(digest, "")
+    return _unpinned_why.get(digest) or ""
 
 
 #: Suffixes of compiled code the import system loads in place of a module's source.
@@ -363,7 +391,7 @@ def _pyc_problem(source: str, relative: str) -> str:
 
 
 #: ``_pyc_problem`` verdicts, keyed by the source's and its cached ``.pyc``'s identity.
-_pyc_verdicts: dict[tuple[Any, ...], str] = {}
+_pyc_verdicts: Memo[tuple[Any, ...], str] = Memo(65536)
 
 
 def _pyc_verdict(source: str, relative: str) -> str:
@@ -377,13 +405,13 @@ def _pyc_verdict(source: str, relative: str) -> str:
     memo = (source, relative, *keys)
     recent = time.time_ns() - SETTLE_NS
     settled = all(len(k) != 5 or max(k[3], k[4]) <= recent for k in keys)
-    if settled and not getattr(_rehashing, "depth", 0) and memo in _pyc_verdicts:
-        return _pyc_verdicts[memo]
+    if settled and not getattr(_rehashing, "depth", 0):
+        known = _pyc_verdicts.get(memo)
+        if known is not None:
+            return str(known)
     found = _pyc_problem(source, relative)
     if settled:
-        if len(_pyc_verdicts) >= 65536:
-            _pyc_verdicts.clear()
-        _pyc_verdicts[memo] = found
+        _pyc_verdicts.put(memo, found)
     return found
 
 

@@ -43,6 +43,7 @@ from .manifest import Manifest, ManifestError, parse_manifest
 from .provenance import (
     CACHE_DIR,
     WALK_DEPTH,
+    Memo,
     Provider,
     compiled_problem,
     in_cache,
@@ -591,7 +592,7 @@ def _directory_names(dist: Any) -> set[str]:
 #: installer or an editor changes at least the change time, which no user can set) and
 #: the ``sys.path`` directories: a load reads only the distributions that changed since the
 #: last (the whole environment's file lists took ~1 s per load).
-_names_memo: dict[tuple[Any, ...], tuple[str, frozenset[str], str]] = {}
+_names_memo: Memo[tuple[Any, ...], tuple[str, frozenset[str], str]] = Memo(4096)
 _NAME_FILES = (
     "RECORD",
     "installed-files.txt",
@@ -636,9 +637,7 @@ def _names_of(dist: Any, roots: list[str]) -> tuple[str, frozenset[str], str]:
         names, problem = _installed_names(dist, roots)
         found = (_dist_label(dist), frozenset(names), problem)
         if key is not None:
-            if len(_names_memo) >= 4096:
-                _names_memo.clear()
-            _names_memo[key] = found
+            _names_memo.put(key, found)
     return found
 
 

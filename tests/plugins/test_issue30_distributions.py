@@ -353,6 +353,17 @@ def _allowed(path: str) -> bool:
         return False
     if ".." in parts or parts[-1].endswith(".pth"):
         return False
+    if len(parts) > 1 and parts[0] == "webfetch_d-1.0.dist-info":
+        return True  # its own metadata: never imported, any name
+    if "__pycache__" in parts and not (
+        len(parts) >= 2
+        and parts[-2] == "__pycache__"
+        and parts[-1].endswith(".pyc")
+        and "__pycache__" not in parts[:-2]
+    ):
+        # ``__pycache__`` is a bytecode cache only with ``.pyc`` files directly in it
+        # (attack 7): any other use of the name is refused wherever it is.
+        return False
     if len(parts) > 1 and parts[0] in ("webfetch_d", "webfetch_d-1.0.dist-info"):
         return True
     if len(parts) == 1:
@@ -374,7 +385,7 @@ def test_a_plugin_is_loaded_only_if_every_record_path_is_its_own():
     import tempfile
     from importlib.metadata import PathDistribution
 
-    from hypothesis import given, settings
+    from hypothesis import example, given, settings
     from hypothesis import strategies as st
 
     from django_webfetch.plugins.registry import _distribution_problem, _Providers
@@ -388,6 +399,13 @@ def test_a_plugin_is_loaded_only_if_every_record_path_is_its_own():
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(paths, max_size=6))
+    # A random search found the first (the name as a file): ``__pycache__`` is a cache
+    # only with ``.pyc`` files directly in it, except in its own metadata.
+    @example(["webfetch_d/__pycache__"])
+    @example(["webfetch_d/__pycache__/x.py"])
+    @example(["webfetch_d/__pycache__/__pycache__/webfetch_d.pyc"])
+    @example(["webfetch_d/__pycache__/webfetch_d.cpython-311.pyc"])
+    @example(["webfetch_d-1.0.dist-info/__pycache__"])
     def check(record: list[str]) -> None:
         site = Path(tempfile.mkdtemp())
         try:

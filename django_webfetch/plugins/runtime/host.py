@@ -101,8 +101,13 @@ _REMEMBER_SECONDS = 600.0
 #: Why a process was not pooled when, stopped, its kernel state (signals, filters,
 #: capabilities, ids: ``_KERNEL_FIELDS``) was not what it was before its plugin was imported.
 KERNEL_CHANGED = "plugin_kernel_state_changed"
-#: How often (5 ms apart) a process is looked at before it is called busy and recycled.
-_QUIET_CHECKS = 10
+#: How long a thread of a call that is on its way out (``_leaving``) is waited for before
+#: its process is called busy and recycled: a far safety net (a joined thread leaves at
+#: its next time slice; a fixed number of looks made pooling depend on the machine's load).
+_QUIET_WAIT = 2.0
+#: ``PF_EXITING`` of a task's flags (``/proc/<pid>/task/<tid>/stat``, field 9): set when
+#: the thread entered ``do_exit``.
+_PF_EXITING = 0x4
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -241,6 +246,23 @@ def _thread_ids(pid: int) -> set[int]:
         return set()
 
 
+def _leaving(pid: int, tid: int) -> bool:
+    """Whether thread ``tid`` of ``pid`` may be on its way out: gone, exiting (a zombie,
+    dead, or ``PF_EXITING``), or running (between the end of its Python code, which a
+    join waits for, and its exit).  A thread that sleeps or waits (``S``, ``D``, stopped,
+    traced) was left behind by the call."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+            data = fh.read()
+        fields = data[data.rindex(b")") + 2 :].split()
+        state, flags = fields[0], int(fields[6])
+    except FileNotFoundError:
+        return True  # gone meanwhile
+    except (OSError, ValueError, IndexError):
+        return False  # cannot be told: not waited for
+    return state in (b"R", b"Z", b"X", b"x") or bool(flags & _PF_EXITING)
+
+
 def _threads(pid: int) -> int:
     """``Threads:`` of ``/proc/<pid>/status`` (0 when it is gone)."""
     try:
@@ -339,10 +361,12 @@ _KERNEL_FIELDS = (
     b"Gid",
     b"Groups",
 )
-#: How often the host looks for a process it stopped to be stopped (the first few times
-#: yielding the CPU only, then up to 1 ms apart: 50 ms at most) before it is not pooled
-#: (``Worker.stopped_status``).
-_STOP_CHECKS = 60
+#: How long the host looks for a process it stopped to be stopped before it is not pooled
+#: (``Worker.stopped_status``): a far safety net (a stopped process is seen stopped at its
+#: next time slice, a few milliseconds even on a busy machine; a fixed number of looks
+#: made pooling depend on the machine's load).  The first looks only yield the CPU, then
+#: up to 1 ms apart.
+_STOP_WAIT = 5.0
 _STOP_YIELDS = 10
 
 
@@ -728,15 +752,19 @@ class Worker:
         return self.thread_ids != {self.pid}
 
     def _settled_threads(self) -> set[int]:
-        """Its thread ids, asked a few times, briefly, until the RPC thread (the main one,
-        whose id is the process's) is the only one: a thread that just ended (joined) may
-        still be leaving the kernel."""
-        for _attempt in range(_QUIET_CHECKS):
+        """Its thread ids once the RPC thread (the main one, whose id is the process's) is
+        the only one, or once another one is not leaving (``_leaving``): a thread the call
+        joined may still be on its way out of the kernel, and is waited for (at most
+        ``_QUIET_WAIT`` seconds); one that sleeps or waits was left behind."""
+        deadline = time.monotonic() + _QUIET_WAIT
+        while True:
             found = _thread_ids(self.pid)
-            if found == {self.pid}:
-                break
-            time.sleep(0.005)
-        return found
+            others = found - {self.pid}
+            if not others or not all(_leaving(self.pid, tid) for tid in others):
+                return found
+            if time.monotonic() >= deadline:
+                return found
+            time.sleep(0.001)
 
     def quiet(self) -> bool:
         """No thread of the last call is left: the RPC thread is its only thread, as it
@@ -757,18 +785,22 @@ class Worker:
 
     def stopped_status(self) -> bytes | None:
         """Its ``/proc`` status once it reads stopped (after ``pause``), or ``None`` when it
-        does not within ``_STOP_CHECKS`` looks or cannot be read (it is not kept)."""
-        for attempt in range(_STOP_CHECKS):
+        does not within ``_STOP_WAIT`` seconds or cannot be read (it is not kept)."""
+        deadline = time.monotonic() + _STOP_WAIT
+        attempt = 0
+        while True:
             status = _status(self.pid)
             if status is None:
                 return None
             if _kernel_state(self.pid, stopped=True, status=status) is not None:
                 return status
+            if time.monotonic() >= deadline:
+                return None
             if attempt < _STOP_YIELDS:
                 os.sched_yield()
             else:  # 50 µs, doubled up to 1 ms
-                time.sleep(min(0.001, 0.00005 * 2 ** (attempt - _STOP_YIELDS)))
-        return None
+                time.sleep(min(0.001, 0.00005 * 2 ** min(attempt - _STOP_YIELDS, 5)))
+            attempt += 1
 
     def kernel_changed(self, status: bytes | None) -> bool:
         """Its kernel state in ``status`` (``stopped_status``: read by the host in
