@@ -35,7 +35,7 @@ from importlib.metadata import distributions
 from typing import Any, NamedTuple
 
 from . import provenance
-from .provenance import CACHE_DIR, SETTLE_NS, Memo, file_key
+from .provenance import CACHE_DIR, Memo, file_key
 
 __all__ = [
     "Dependency",
@@ -123,8 +123,7 @@ def requirement_names(dist: Any, *, extras: bool = True) -> list[str]:
 
 def _recent(keys: Iterable[tuple[int, ...]]) -> bool:
     """A key changed within ``SETTLE_NS`` (racily clean: it may change again unseen)."""
-    recent = time.time_ns() - SETTLE_NS
-    return any(len(k) == 5 and max(k[3], k[4]) > recent for k in keys)
+    return not provenance.settled(keys)
 
 
 def _meta_path(dist: Any) -> str:

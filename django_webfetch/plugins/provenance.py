@@ -26,7 +26,7 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
@@ -90,6 +90,14 @@ origin_of: Callable[[Any], Any] | None = None
 #: (racily clean, as git's index says: within one tick of the coarse clock file times are
 #: stamped with, a file may change again with its key unchanged).
 SETTLE_NS = 2_000_000_000
+
+
+def settled(keys: Iterable[tuple[int, ...]], window: int = SETTLE_NS) -> bool:
+    """Whether every ``file_key`` of ``keys`` is older than ``window`` ns (an error key is
+    settled): what a memo keyed by them may keep.  One changed more recently is racily
+    clean and is read again until it has settled."""
+    recent = time.time_ns() - window
+    return all(len(k) != 5 or max(k[3], k[4]) <= recent for k in keys)
 
 
 def file_key(path: str) -> tuple[int, ...]:
@@ -277,7 +285,7 @@ def file_sha256(full: str, key: tuple[int, ...] | None = None) -> str:
         while chunk := fh.read(1 << 20):
             digest.update(chunk)
     found = digest.hexdigest()
-    if max(key[3], key[4]) <= time.time_ns() - SETTLE_NS:
+    if settled((key,)):
         _hashes.put(memo, found)
     return found
 
@@ -403,14 +411,13 @@ def _pyc_verdict(source: str, relative: str) -> str:
         return ""
     keys = (file_key(source), file_key(cached))
     memo = (source, relative, *keys)
-    recent = time.time_ns() - SETTLE_NS
-    settled = all(len(k) != 5 or max(k[3], k[4]) <= recent for k in keys)
-    if settled and not getattr(_rehashing, "depth", 0):
+    kept = settled(keys)
+    if kept and not getattr(_rehashing, "depth", 0):
         known = _pyc_verdicts.get(memo)
         if known is not None:
             return str(known)
     found = _pyc_problem(source, relative)
-    if settled:
+    if kept:
         _pyc_verdicts.put(memo, found)
     return found
 

@@ -623,8 +623,7 @@ def _memo_key(dist: Any, roots: list[str]) -> tuple[Any, ...] | None:
     # Racily clean (as git's index says): a file changed within the last seconds may change
     # again inside one tick of the coarse clock file times are stamped with, its key
     # unchanged: such a distribution is read again at each load until it has settled.
-    recent = time.time_ns() - _SETTLE_NS
-    if any(len(k) == 5 and max(k[3], k[4]) > recent for k in (key[1], *files, *listing)):
+    if not provenance.settled((key[1], *files, *listing), _SETTLE_NS):
         return None
     return key
 
