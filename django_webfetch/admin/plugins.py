@@ -258,9 +258,14 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
                 )
         return None
 
-    @admin.display(description=_("effective (declared ∩ granted)"))
+    @admin.display(description=_("effective now"))
     def effective_grant(self, obj: PluginInstance) -> str:
-        return ", ".join(obj.effective()) or "-"
+        # What ``plugin list`` says (declared ∩ acknowledged ∩ granted, and nothing while
+        # the instance or its group is off, with why): tests/plugins/test_admin.py.
+        from django_webfetch.plugins.services import effective_now
+
+        hosts, off = effective_now(obj)
+        return ", ".join(hosts) or (f"(none): {off}" if off else "-")
 
     @admin.display(boolean=True, description=_("secrets set"))
     def has_secrets(self, obj: PluginInstance) -> bool:

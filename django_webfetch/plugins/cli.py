@@ -98,8 +98,7 @@ def _print_created(out: Any, instance: Any, verb: str) -> None:
     out.write(f"{verb} {instance.plugin} {instance.version} as {instance.alias!r}")
     out.write(f"  declared destinations: {_hosts(instance.declared_egress)}")
     out.write(f"  granted:               {_hosts(instance.egress_hosts)}")
-    off = services.why_no_egress(instance) if instance.egress_hosts else ""
-    hosts = () if off else instance.effective()
+    hosts, off = services.effective_now(instance)
     out.write(f"  effective:             {_hosts(hosts)}" + (f": {off}" if off else ""))
     groups = instance.tool_groups()
     enabled = services.enabled_groups(groups)

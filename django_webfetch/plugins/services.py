@@ -40,6 +40,7 @@ __all__ = [
     "record_violations",
     "trust_preview",
     "upgrade",
+    "effective_now",
     "why_no_egress",
 ]
 
@@ -282,6 +283,13 @@ def list_instances() -> list[InstanceSummary]:
             )
         )
     return result
+
+
+def effective_now(instance: Any) -> tuple[tuple[str, ...], str]:
+    """The destinations ``instance`` reaches now, and why none though it has a grant (""
+    otherwise): one answer for ``plugin list``, ``install`` and the admin."""
+    off = why_no_egress(instance) if instance.egress_hosts else ""
+    return (() if off else tuple(instance.effective())), off
 
 
 def why_no_egress(instance: Any) -> str:

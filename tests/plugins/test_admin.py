@@ -80,3 +80,25 @@ def test_grant_rules_hold_in_the_admin(client_admin, example):
     instance.refresh_from_db()
     assert instance.effective() == ("granted.lab.example",)
     assert PluginInstance.objects.count() == 1
+
+
+def test_the_admin_says_what_plugin_list_says_is_effective(client_admin, example):
+    """A new user found the admin's "effective" column naming hosts while ``plugin list``
+    said none (the group was disabled): both show ``services.effective_now``."""
+    from django_webfetch.models import ToolGroup
+
+    instance = services.install("example")
+    group = instance.default_group()
+    ToolGroup.objects.filter(slug=group).update(enabled=False)
+    changelist = reverse("admin:django_webfetch_plugininstance_changelist")
+    change = reverse("admin:django_webfetch_plugininstance_change", args=[instance.pk])
+    (summary,) = [s for s in services.list_instances() if s.alias == instance.alias]
+    assert summary.effective == () and f"group {group!r} is disabled" in summary.no_egress
+    for url in (changelist, change):
+        page = client_admin.get(url).content.decode()
+        assert "(none): group &#x27;" in page and "is disabled" in page, url
+    ToolGroup.objects.filter(slug=group).update(enabled=True)
+    hosts, off = services.effective_now(instance)
+    assert hosts and not off
+    page = client_admin.get(changelist).content.decode()
+    assert ", ".join(hosts) in page and "(none):" not in page
