@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import resource
 from typing import Any
 
 import pytest
@@ -30,6 +31,30 @@ pytest_plugins = ["tests.lab.plugin", "tests.fixtures"]
 # that imported the fixture had a session-scoped cluster of its own (an initdb each, five
 # servers per worker).
 from tests.runs.infra import postgres_cluster  # noqa: E402,F401
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its children it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_CPU_START = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_CPU_START] = cpu_seconds()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """Each test's CPU seconds (set-up, call and tear-down; this process's threads and the
+    child processes reaped meanwhile) as the ``cpu`` property of its JUnit entry, read by
+    ``python -m tests.benchmarks.suite_times`` (issue 28: the suite's bound is CPU)."""
+    if call.when == "teardown" and _CPU_START in item.stash:
+        item.user_properties.append(("cpu", f"{cpu_seconds() - item.stash[_CPU_START]:.3f}"))
 
 
 @pytest.hookimpl(trylast=True)
