@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import resource
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -55,6 +56,36 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ``python -m tests.benchmarks.suite_times`` (issue 28: the suite's bound is CPU)."""
     if call.when == "teardown" and _CPU_START in item.stash:
         item.user_properties.append(("cpu", f"{cpu_seconds() - item.stash[_CPU_START]:.3f}"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "unmeasured(reason): runs with coverage's tracer stopped; the other tests of net/ and "
+        "text/ cover its lines (tests/conftest.py)",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test marked ``unmeasured`` runs (set-up, call and tear-down, the session fixtures it
+    starts among them) with coverage's tracer stopped in this process (issue 28): a test of
+    large inputs whose lines the other tests of ``net/`` and ``text/`` already cover cost 2.3
+    times its CPU under the tracer.  Every assertion runs as before; the gate (100 % of
+    ``net/`` and ``text/``, tests/run.sh) still reads every other test, so a line that only
+    such a test reaches fails the gate instead of passing unmeasured."""
+    current = None
+    if item.get_closest_marker("unmeasured") is not None:
+        import coverage
+
+        current = coverage.Coverage.current()
+    if current is None:
+        return (yield)
+    current.stop()
+    try:
+        return (yield)
+    finally:
+        current.start()
 
 
 @pytest.hookimpl(trylast=True)

@@ -375,3 +375,18 @@ def test_fence_escapes_a_code_fence_left_open():
     # tilde fence's info string may hold backticks.
     assert open_code_fence("```a`b\ntext\n") is None
     assert open_code_fence("~~~a`b\ntext\n") == (0, "~~~")
+
+
+@pytest.mark.parametrize("mode", ["main", "page"])
+def test_a_list_item_or_a_heading_inside_a_heading_stays_on_its_line(mode):
+    """A heading is one line of Markdown: a list item in it (``<h2>Title <li>x</li>``) gets no
+    list marker and no margin, and a heading nested in it (``<span><h3>``, which the HTML
+    parser keeps inside) no second ``#`` prefix: both are words of the heading's line."""
+    body = (
+        b"<html><body><main><h2>Title <li>x</li> <span><h3>sub</h3></span></h2><p>"
+        + b"word " * 50
+        + b"</p></main></body></html>"
+    )
+    result = extract(body, "text/html", url="https://example.org/", mode=mode)
+    assert result.text.startswith("## Title x sub\n\nword word"), result.text[:200]
+    assert "- x" not in result.text and "###" not in result.text
