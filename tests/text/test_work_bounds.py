@@ -170,7 +170,7 @@ def test_the_safety_net_in_the_over_budget_path(paragraphs):
     assert result.text.startswith(OUT_OF_TIME_NOTE)
 
 
-# Measured: it is the test that reaches the cut by bisection (text/document.py).
+@pytest.mark.unmeasured("a large page: test_markdown.py cuts a small page of links by bisection")
 def test_a_page_of_links_is_cut_in_parts_of_a_useful_size():
     # Found by bench_worst_case: when the link definitions of a part took more room than its
     # text, a part was cut to one character, and each of the next 20,000 parts rendered the
