@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
         del args[index : index + 2]
     if args:
         paths = args
-    cases = []
+    cases: list[ET.Element] = []
     for path in paths:
         try:
             cases.extend(ET.parse(path).getroot().iter("testcase"))
@@ -47,8 +47,8 @@ def main(argv: list[str]) -> int:
             print(f"no JUnit report at {path}: {exc}")
     if not cases:
         return 0
-    seconds: Counter[str] = Counter()
-    cpu: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     counts: Counter[str] = Counter()
     slowest: list[tuple[float, str]] = []
     busiest: list[tuple[float, str]] = []
@@ -57,8 +57,8 @@ def main(argv: list[str]) -> int:
         used = cpu_of(case)
         where = directory_of(case.get("classname") or "")
         name = f"{case.get('classname')}::{case.get('name')}"
-        seconds[where] += took
-        cpu[where] += used or 0.0
+        seconds[where] = seconds.get(where, 0.0) + took
+        cpu[where] = cpu.get(where, 0.0) + (used or 0.0)
         counts[where] += 1
         slowest.append((took, name))
         if used is not None:
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     total = sum(seconds.values())
     total_cpu = sum(cpu.values())
     print(f"{'directory':<14} {'tests':>6} {'worker-s':>9} {'share':>6} {'cpu-s':>7} {'share':>6}")
-    for where, took in seconds.most_common():
+    for where, took in sorted(seconds.items(), key=lambda item: -item[1]):
         cpu_share = cpu[where] / total_cpu if total_cpu else 0.0
         print(
             f"{where:<14} {counts[where]:>6} {took:>9.0f} {took / total:>6.1%}"
