@@ -628,6 +628,11 @@ def test_a_short_main_leaves_out_the_boilerplate_inside_it(inside):
     assert result.text == "# Opening hours\n\nMonday to Friday.\n\nClosed on Sundays."
 
 
+def test_a_hint_without_words_weighs_nothing():
+    # Separators only (a fresh value: hint_weight caches by value).
+    assert hint_weight("class", " -_- __ ") == 0 and hint_weight("id", "--") == 0
+
+
 def test_a_short_main_is_the_content_without_the_menu_and_sidebar_it_holds():
     """Too little text for the scores: the page's ``<main>`` is the main content, as it holds
     two blocks of text; the menu and the sidebar inside it are boilerplate, left out of the
