@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import itertools
+import resource
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,6 +32,75 @@ pytest_plugins = ["tests.lab.plugin", "tests.fixtures"]
 # that imported the fixture had a session-scoped cluster of its own (an initdb each, five
 # servers per worker).
 from tests.runs.infra import postgres_cluster  # noqa: E402,F401
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its children it has waited for."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_CPU_START = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_CPU_START] = cpu_seconds()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """Each test's CPU seconds (set-up, call and tear-down; this process's threads and the
+    child processes reaped meanwhile) as the ``cpu`` property of its JUnit entry, read by
+    ``python -m tests.benchmarks.suite_times`` (issue 28: the suite's bound is CPU)."""
+    if call.when == "teardown" and _CPU_START in item.stash:
+        item.user_properties.append(("cpu", f"{cpu_seconds() - item.stash[_CPU_START]:.3f}"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "unmeasured(reason): runs with coverage's tracer stopped; the other tests of net/ and "
+        "text/ cover its lines (tests/conftest.py)",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test marked ``unmeasured`` runs (set-up, call and tear-down, the session fixtures it
+    starts among them) with coverage's tracer stopped in this process (issue 28): a test of
+    large inputs whose lines the other tests of ``net/`` and ``text/`` already cover cost 2.3
+    times its CPU under the tracer.  Every assertion runs as before; the gate (100 % of
+    ``net/`` and ``text/``, tests/run.sh) still reads every other test, so a line that only
+    such a test reaches fails the gate instead of passing unmeasured."""
+    current = None
+    if item.get_closest_marker("unmeasured") is not None:
+        import coverage
+
+        current = coverage.Coverage.current()
+    if current is None:
+        return (yield)
+    current.stop()
+    try:
+        return (yield)
+    finally:
+        _clear_pure_caches()
+        current.start()
+
+
+def _clear_pure_caches() -> None:
+    """Empty every ``functools`` cache of ``net/`` and ``text/``: a value first computed in an
+    unmeasured test is computed again, traced, by the next test that needs it (otherwise a
+    cache hit would hide its lines from the gate, depending on the order)."""
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(("django_webfetch.net", "django_webfetch.text")):
+            continue
+        for value in list(vars(module).values()):
+            if callable(getattr(value, "cache_clear", None)) and hasattr(value, "__wrapped__"):
+                value.cache_clear()
 
 
 @pytest.hookimpl(trylast=True)

@@ -3,14 +3,13 @@ long-polls are holds (``budgets.holds``), bounded per user and per process; past
 the editor is answered ``429`` ``too_many_open`` with ``Retry-After`` (poll instead) while
 every other editor is still served; the holds are released when a stream or a wait ends,
 and no waiter keeps a database connection of its own (counted on PostgreSQL, where
-``test_the_holds_on_postgresql`` runs this file again).
+tests/runs/test_postgres.py runs this file again).
 
 Served by uvicorn (ASGI) in this process, so the counts and the gauges are read here."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -215,11 +214,6 @@ def test_a_refused_stream_holds_nothing_and_a_stream_of_a_finished_run_lets_go(
             held("streams", 0)
 
 
-@pytest.mark.postgres
-@pytest.mark.long  # a nested session: started first (tests/conftest.py)
-def test_the_holds_on_postgresql(postgres_cluster):
-    """This file again on PostgreSQL (the stock setting where one editor's streams made
-    every other request answer 500): the bounds, and no connection per waiter."""
-    if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
-        pytest.skip("already inside the PostgreSQL session")
-    postgres_cluster.run_pytest("webfetch_holds", __file__, "-k", "not on_postgresql")
+# This file runs again on PostgreSQL (the stock setting where one editor's streams made every
+# other request answer 500: the bounds, and no connection per waiter), in the one PostgreSQL
+# session of tests/runs/test_postgres.py.

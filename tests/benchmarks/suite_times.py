@@ -1,6 +1,13 @@
-"""Where the suite's time goes: the worker-seconds of each test directory, from the JUnit
-report ``tests/run.sh`` writes (``.pytest-results.xml``; setup + call + teardown of each
-test, summed over the workers), and the slowest tests.
+"""Where the suite's time goes: the worker-seconds and the CPU seconds of each test
+directory, from the JUnit report ``tests/run.sh`` writes (``.pytest-results.xml``; setup +
+call + teardown of each test, summed over the workers), the slowest tests and the tests that
+take the most CPU.
+
+A test's CPU seconds are its ``cpu`` property (tests/conftest.py): user + system time of the
+worker process (every thread) and of the child processes it reaped meanwhile.  A process that
+outlives its test (a pooled plugin process, a server of a session fixture) counts for the test
+that reaps it; one that is never reaped (PostgreSQL's server, started by ``pg_ctl``) not at
+all.  On 2 cores the suite's wall time cannot be under half its CPU seconds (issue 28).
 
     python -m tests.benchmarks.suite_times [REPORT...] [--top N]
 
@@ -32,7 +39,7 @@ def main(argv: list[str]) -> int:
         del args[index : index + 2]
     if args:
         paths = args
-    cases = []
+    cases: list[ET.Element] = []
     for path in paths:
         try:
             cases.extend(ET.parse(path).getroot().iter("testcase"))
@@ -40,24 +47,48 @@ def main(argv: list[str]) -> int:
             print(f"no JUnit report at {path}: {exc}")
     if not cases:
         return 0
-    seconds: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     counts: Counter[str] = Counter()
     slowest: list[tuple[float, str]] = []
+    busiest: list[tuple[float, str]] = []
     for case in cases:
         took = float(case.get("time") or 0.0)
+        used = cpu_of(case)
         where = directory_of(case.get("classname") or "")
-        seconds[where] += took
+        name = f"{case.get('classname')}::{case.get('name')}"
+        seconds[where] = seconds.get(where, 0.0) + took
+        cpu[where] = cpu.get(where, 0.0) + (used or 0.0)
         counts[where] += 1
-        slowest.append((took, f"{case.get('classname')}::{case.get('name')}"))
+        slowest.append((took, name))
+        if used is not None:
+            busiest.append((used, name))
     total = sum(seconds.values())
-    print(f"{'directory':<14} {'tests':>6} {'worker-s':>9} {'share':>6}")
-    for where, took in seconds.most_common():
-        print(f"{where:<14} {counts[where]:>6} {took:>9.0f} {took / total:>6.1%}")
-    print(f"{'total':<14} {sum(counts.values()):>6} {total:>9.0f}")
+    total_cpu = sum(cpu.values())
+    print(f"{'directory':<14} {'tests':>6} {'worker-s':>9} {'share':>6} {'cpu-s':>7} {'share':>6}")
+    for where, took in sorted(seconds.items(), key=lambda item: -item[1]):
+        cpu_share = cpu[where] / total_cpu if total_cpu else 0.0
+        print(
+            f"{where:<14} {counts[where]:>6} {took:>9.0f} {took / total:>6.1%}"
+            f" {cpu[where]:>7.0f} {cpu_share:>6.1%}"
+        )
+    print(f"{'total':<14} {sum(counts.values()):>6} {total:>9.0f} {'':>6} {total_cpu:>7.0f}")
     print(f"slowest {top}:")
     for took, name in sorted(slowest, reverse=True)[:top]:
         print(f"  {took:7.1f} s  {name}")
+    if busiest:
+        print(f"most CPU {top}:")
+        for used, name in sorted(busiest, reverse=True)[:top]:
+            print(f"  {used:7.1f} s  {name}")
     return 0
+
+
+def cpu_of(case: ET.Element) -> float | None:
+    """The test's ``cpu`` property (CPU seconds), if its report has one."""
+    for prop in case.iter("property"):
+        if prop.get("name") == "cpu":
+            return float(prop.get("value") or 0.0)
+    return None
 
 
 if __name__ == "__main__":

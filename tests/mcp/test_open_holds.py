@@ -186,18 +186,5 @@ def _awaiting_for(user: Any) -> str:
     return str(wait_for(found, 30, what="a call awaiting approval").pk)
 
 
-@pytest.mark.postgres
-@pytest.mark.long  # a nested session: started first (tests/conftest.py)
-def test_the_mcp_holds_on_postgresql(postgres_cluster):
-    """This file and the surface enumeration again on PostgreSQL."""
-    import os
-
-    if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
-        pytest.skip("already inside the PostgreSQL session")
-    postgres_cluster.run_pytest(
-        "webfetch_mcp_holds",
-        __file__,
-        "tests/budgets/test_open_surfaces.py",
-        "-k",
-        "not on_postgresql",
-    )
+# This file and the surface enumeration (tests/budgets/test_open_surfaces.py) run again on
+# PostgreSQL, in the one PostgreSQL session of tests/runs/test_postgres.py.

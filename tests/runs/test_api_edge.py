@@ -2,7 +2,7 @@
 every error of the API is JSON with ``detail`` and ``code``; the database being
 unavailable is a 503 with ``Retry-After``.
 
-The same file runs on PostgreSQL (``test_the_api_edge_on_postgresql``), where a NUL or a
+The same file runs on PostgreSQL (tests/runs/test_postgres.py), where a NUL or a
 lone surrogate used to raise ``DataError`` and a restarted server left editors with HTML
 500s.
 """
@@ -417,17 +417,8 @@ def test_database_unavailable_is_503_json_with_retry_after(editor, method, path,
 # -- the same on PostgreSQL ----------------------------------------------------------------------
 
 
-@pytest.mark.postgres
-@pytest.mark.long  # a nested session: started first (tests/conftest.py)
-def test_the_api_edge_on_postgresql(postgres_cluster):
-    if ON_POSTGRES:
-        pytest.skip("already inside the PostgreSQL session")
-    postgres_cluster.run_pytest(
-        "webfetch_edge",
-        "tests/runs/test_api_edge.py",
-        "-k",
-        "not test_the_api_edge_on_postgresql",
-    )
+# This file runs again on PostgreSQL, in the one PostgreSQL session of
+# tests/runs/test_postgres.py.
 
 
 # -- a worker's result survives a database restart ----------------------------------------------

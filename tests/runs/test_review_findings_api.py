@@ -15,7 +15,6 @@ endpoint without it fails here.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from typing import Any, ClassVar
 
@@ -244,17 +243,8 @@ def test_no_request_is_answered_by_anything_but_json_errors(
 # -- the same on PostgreSQL ----------------------------------------------------------------------
 
 
-@pytest.mark.postgres
-@pytest.mark.long  # a nested session: started first (tests/conftest.py)
-def test_the_review_findings_on_postgresql(postgres_cluster):
-    if os.environ.get("WEBFETCH_TEST_DB_ENGINE") == "postgresql":
-        pytest.skip("already inside the PostgreSQL session")
-    postgres_cluster.run_pytest(
-        "webfetch_review15",
-        *os.environ.get("WEBFETCH_REVIEW15_PG_FILES", __file__).split(","),
-        "-k",
-        "not on_postgresql",
-    )
+# This file runs again on PostgreSQL, in the one PostgreSQL session of
+# tests/runs/test_postgres.py.
 
 
 # -- NUL in a header, a query parameter --------------------------------------------------------

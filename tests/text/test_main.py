@@ -607,6 +607,32 @@ def test_form_controls_outside_a_form_are_not_content():
     assert text.count("Paragraph 3 of the article") == 2
 
 
+@pytest.mark.parametrize(
+    "inside",
+    [
+        "<form><label>Search</label><input name=q></form>",
+        "<div class='cookie-banner'><p>We use cookies on this site.</p></div>",
+        "<footer><a href='/a'>a</a> <a href='/b'>b</a> <a href='/c'>c</a></footer>",
+        "<ul class='nav'><li><a href='/a'>Home</a></li><li><a href='/b'>News</a></li></ul>",
+        "<div class='share'><a href='/s'>Share</a></div>",
+    ],
+)
+def test_a_short_main_leaves_out_the_boilerplate_inside_it(inside):
+    """Too little text for the scores: the ``<main>`` is the content; the boilerplate at its
+    top (a form, a cookie notice, a footer, a list of links, share links) is neither text nor
+    one of the two blocks it must hold (``text/main.py`` ``_landmark`` skips it whole)."""
+    result = main(
+        f"<html><body><main>{inside}<h1>Opening hours</h1><p>Monday to Friday.</p>"
+        "<p>Closed on Sundays.</p></main></body></html>"
+    )
+    assert result.text == "# Opening hours\n\nMonday to Friday.\n\nClosed on Sundays."
+
+
+def test_a_hint_without_words_weighs_nothing():
+    # Separators only (a fresh value: hint_weight caches by value).
+    assert hint_weight("class", " -_- __ ") == 0 and hint_weight("id", "--") == 0
+
+
 def test_a_short_main_is_the_content_without_the_menu_and_sidebar_it_holds():
     """Too little text for the scores: the page's ``<main>`` is the main content, as it holds
     two blocks of text; the menu and the sidebar inside it are boilerplate, left out of the

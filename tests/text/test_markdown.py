@@ -375,3 +375,38 @@ def test_fence_escapes_a_code_fence_left_open():
     # tilde fence's info string may hold backticks.
     assert open_code_fence("```a`b\ntext\n") is None
     assert open_code_fence("~~~a`b\ntext\n") == (0, "~~~")
+
+
+@pytest.mark.parametrize("mode", ["main", "page"])
+def test_a_list_item_or_a_heading_inside_a_heading_stays_on_its_line(mode):
+    """A heading is one line of Markdown: a list item in it (``<h2>Title <li>x</li>``) gets no
+    list marker and no margin, and a heading nested in it (``<span><h3>``, which the HTML
+    parser keeps inside) no second ``#`` prefix: both are words of the heading's line."""
+    body = (
+        b"<html><body><main><h2>Title <li>x</li> <span><h3>sub</h3></span></h2><p>"
+        + b"word " * 50
+        + b"</p></main></body></html>"
+    )
+    result = extract(body, "text/html", url="https://example.org/", mode=mode)
+    assert result.text.startswith("## Title x sub\n\nword word"), result.text[:200]
+    assert "- x" not in result.text and "###" not in result.text
+
+
+def test_parts_whose_link_definitions_outweigh_their_text_are_cut_by_bisection():
+    """Forty links of 230-character URLs in 381 characters of text, in parts of 2,000: each
+    part's definitions take more room than its text, so a part is the longest that fits
+    once rendered (by bisection), never one character (issue 28's page of links, small)."""
+    count, size = 40, 2_000
+    text = " ".join(f"[l{i}][{i}]" for i in range(1, count + 1))
+    links = tuple(f"https://example.org/{'p' * 200}/{i}" for i in range(1, count + 1))
+    document = Document(text, links)
+    bounds = document.boundaries(size)
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+    assert 2 <= len(bounds) <= 10, bounds
+    for number, (start, end) in enumerate(bounds, 1):
+        part = document.part(number, size)
+        assert part is not None and len(part.text) <= size
+        # A useful size: more than half of the room, save the last part.
+        assert len(part.text) > size // 2 or number == len(bounds), (number, len(part.text))
+        assert end - start > 1

@@ -109,6 +109,7 @@ _MUTATION = st.tuples(
     st.sampled_from(page_names()),
 )
 @pytest.mark.long  # tens of seconds: started first (tests/conftest.py)
+@pytest.mark.unmeasured("real-looking pages: the other tests of text/ cover these lines")
 def test_mutated_real_looking_pages_never_raise_nor_come_back_empty(name, mutations, donor):
     body = mutated_page(name, mutations, donor)
     assert problems(body) == []

@@ -65,6 +65,7 @@ def quiet() -> tuple[dict[str, bytes], dict[str, tuple[object, ...]]]:
     return pages, extract_all(pages)
 
 
+@pytest.mark.unmeasured("large pages: the other tests of text/ cover these lines")
 def test_the_same_input_twice_gives_identical_output(quiet):
     pages, first = quiet
     assert extract_all(pages) == first
@@ -84,6 +85,7 @@ SPIN = (
 
 
 @pytest.mark.long
+@pytest.mark.unmeasured("large pages: the other tests of text/ cover these lines")
 def test_large_pages_give_the_same_text_under_cpu_load(quiet):
     pages, texts = quiet
     children = []
@@ -168,6 +170,7 @@ def test_the_safety_net_in_the_over_budget_path(paragraphs):
     assert result.text.startswith(OUT_OF_TIME_NOTE)
 
 
+@pytest.mark.unmeasured("a large page: test_markdown.py cuts a small page of links by bisection")
 def test_a_page_of_links_is_cut_in_parts_of_a_useful_size():
     # Found by bench_worst_case: when the link definitions of a part took more room than its
     # text, a part was cut to one character, and each of the next 20,000 parts rendered the
