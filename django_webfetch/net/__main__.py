@@ -41,6 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--deny", action="append", default=[], metavar="ENTRY")
     parser.add_argument("--nameserver", action="append", default=[], metavar="IP")
     parser.add_argument("--ca-file", default=None)
+    parser.add_argument(
+        "--no-resolve",
+        action="store_true",
+        help="explain: do not look the host up in DNS (a name is then ALLOWED SO FAR at best).",
+    )
     args = parser.parse_args(argv)  # a usage error exits with 2 (argparse)
     try:
         policy = _policy(args)
@@ -48,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"usage: {exc}", file=sys.stderr)
         return 2
     if args.command == "explain":
-        decision = explain(args.url, policy=policy)
+        decision = explain(args.url, policy=policy, resolve=not args.no_resolve)
         print(decision.as_text())
         if decision.allowed:
             return 0

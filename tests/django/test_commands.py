@@ -59,6 +59,7 @@ def test_explain_of_a_disabled_group_says_how_to_enable_it(group_factory):
         call_command("webfetch", "explain", "http://11.0.0.10/", stdout=out)
     assert "DENIED (scope)" in out.getvalue()
     assert "group web is disabled: an admin enables it" in out.getvalue()
+    assert out.getvalue().splitlines()[0] == "group      web (disabled)"
 
 
 def test_explain_group_option_and_no_resolve(group_factory):

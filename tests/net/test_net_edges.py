@@ -82,6 +82,19 @@ def test_cli_fetch_refused_and_failed(lab, capsys):
     )
 
 
+@pytest.mark.lab
+def test_cli_explain_without_resolving_sends_no_query(lab, capsys):
+    lab.dns.set("cli.lab.example", a=[V4])
+    ns = ["--nameserver", lab.DNS_V4]
+    assert main(["explain", "http://cli.lab.example/", "--no-resolve", *ns]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith("ALLOWED SO FAR (not resolved")
+    assert lab.dns.queries == []
+    assert main(["explain", "http://cli.lab.example/", *ns]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "ALLOWED"
+    assert lab.dns.lookups("cli.lab.example") == 1
+
+
 # -- resolution -------------------------------------------------------------------------
 
 

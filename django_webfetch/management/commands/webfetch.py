@@ -131,7 +131,7 @@ class Command(BaseCommand):
             self.stdout.write(f"policy     fail  {exc.reason}")
             self.stdout.write(f"DENIED ({exc.reason})")
             raise CommandError("no policy for this group", returncode=2) from exc
-        self.stdout.write(f"group      {group} (scope {policy.scope.value})")
+        self.stdout.write(f"group      {group} ({_group_state(group, policy.scope.value)})")
         for step in explanation.steps:
             line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
             self.stdout.write(_printable(line))
@@ -234,6 +234,15 @@ def _group_exists(slug: str) -> bool:
     from django_webfetch.models import ToolGroup
 
     return ToolGroup.objects.filter(slug=slug).exists()
+
+
+def _group_state(slug: str, scope: str) -> str:
+    """``disabled`` for a disabled group (its live scope is ``none`` then), else its scope."""
+    from django_webfetch.models import ToolGroup
+
+    if not ToolGroup.objects.filter(slug=slug, enabled=True).exists():
+        return "disabled"
+    return f"scope {scope}"
 
 
 def _scope_hint(slug: str) -> str:
