@@ -143,3 +143,106 @@ def test_an_extra_of_django_webfetch_itself_escapes_the_pin(tmp_path):
     dist = next(iter(distributions(name="webfetch-t", path=[str(other)])))
     through = {d.name.lower() for d in closure.dependencies(dist, str(other))}
     assert "celery" in through, through
+
+
+def _call(instance, name):
+    from django_webfetch.plugins.tools import plugin_tools
+    from django_webfetch.tools.base import ToolContext
+
+    tool = next(t for t in plugin_tools() if t.name == name)
+    context = ToolContext(approved=True, call_id=name, plugin_instance=instance)
+    return tool.execute({}, context)
+
+
+_LAZY_DEP = """\
+def plain(plugin, arguments):
+    return 'plain'
+
+
+def lazy(plugin, arguments):
+    import wfdep_s
+    return wfdep_s.ANSWER
+
+
+def manifest():
+    return {'name': 't', 'version': '1.0', 'description': 'x', 'egress': [],
+            'tools': [{'name': 't_plain', 'description': 'x', 'handler': plain},
+                      {'name': 't_lazy', 'description': 'x', 'handler': lazy}]}
+"""
+
+
+def test_a_stray_module_that_appears_after_the_trusted_import_runs_in_the_site(
+    tmp_path, registry_on
+):
+    """Finding 3: ``registry._refuse_shadowed`` looks for a stray module shadowing a
+    pinned dependency only when the plugin is imported (``registry._import``); the per-call
+    pin (``tools._pin_holds``) digests the pinned copies only.  A trusted tool that
+    imports its dependency at first use imports whatever the earlier ``sys.path``
+    directory (the working directory ``manage.py`` runs from) holds by then: a module
+    written there after the first trusted call runs in the site's process under trust."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    site = tmp_path / "site"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": _LAZY_DEP}, _metadata("webfetch-t", ["wfdep-s"]))  # fmt: skip
+    wheel(site, "wfdep-s", {}, {"wfdep_s/__init__.py": "ANSWER = 'reviewed'\n"})
+    registry_on.syspath_prepend(str(site))
+    registry_on.syspath_prepend(str(cwd))  # sys.path[0], as manage.py's directory is
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    try:
+        assert instance.trust_holds(), instance.trust_problem()
+        first = _call(instance, "t_plain")  # trusted: imported in the site, checks pass
+        assert first.ok and "plain" in first.content, first
+        assert "webfetch_t" in sys.modules and "wfdep_s" not in sys.modules
+        (cwd / "wfdep_s").mkdir()
+        (cwd / "wfdep_s" / "__init__.py").write_text("ANSWER = 'STRAY CODE'\n")
+        later = _call(instance, "t_lazy")
+        loaded = sys.modules.get("wfdep_s")
+        where = str(getattr(loaded, "__file__", "")) if loaded else ""
+        assert not where.startswith(str(cwd)), (
+            f"the stray module ran in the site's process under trust: {later}"
+        )
+    finally:
+        for name in ("wfdep_s", "webfetch_t"):
+            sys.modules.pop(name, None)
+
+
+def test_a_stray_portion_of_a_namespace_dependency_is_not_refused(tmp_path, registry_on):
+    """Finding 4: ``registry._refuse_shadowed`` skips a pinned top-level name whose spec
+    has no origin ("a namespace package's portion").  A dependency installed as a
+    namespace package (``wfns/dep.py``, no ``__init__``) is shadowed by a stray portion in
+    an earlier ``sys.path`` directory (``wfns/dep.py`` in the working directory): the
+    trusted import is not refused and ``import wfns.dep`` runs the stray file."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.manifest import ManifestError
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"},
+          _metadata("webfetch-t", ["wfns-dep"]))  # fmt: skip
+    wheel(site, "wfns-dep", {}, {"wfns/dep.py": "ANSWER = 'reviewed'\n"})
+    stray = tmp_path / "cwd"
+    (stray / "wfns").mkdir(parents=True)
+    (stray / "wfns" / "dep.py").write_text("ANSWER = 'STRAY'\n")
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    try:
+        assert instance.trust_holds(), instance.trust_problem()
+        registry._refuse_compiled(registry.origin("t"))  # nothing shadows it yet
+        registry_on.syspath_prepend(str(stray))
+        import importlib.util
+
+        found = importlib.util.find_spec("wfns.dep")
+        assert found is not None and str(found.origin).startswith(str(stray))  # premise
+        with pytest.raises(ManifestError) as refused:
+            registry._refuse_compiled(registry.origin("t"))
+        assert refused.value.reason == "plugin_origin_mismatch"
+    finally:
+        for name in ("wfns.dep", "wfns", "webfetch_t"):
+            sys.modules.pop(name, None)
