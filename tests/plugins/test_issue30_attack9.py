@@ -246,3 +246,75 @@ def test_a_stray_portion_of_a_namespace_dependency_is_not_refused(tmp_path, regi
     finally:
         for name in ("wfns.dep", "wfns", "webfetch_t"):
             sys.modules.pop(name, None)
+
+
+def _wheel_as(site: Path, info_name: str, dist: str, files: dict[str, str]) -> None:
+    """Distribution ``dist`` 1.0 installed as pip installs a wheel whose ``.dist-info``
+    directory is ``info_name`` (pip only checks that its canonical form starts with the
+    wheel's name: ``wfdep_x_build-1.0.dist-info`` passes for ``wfdep_x-1.0-...whl``, and
+    the resolver checks the METADATA ``Name``, which is ``dist``)."""
+    from tests.plugins.packages import record_hash
+
+    info = site / info_name
+    info.mkdir(parents=True)
+    every = {k: v.encode() for k, v in files.items()}
+    every[f"{info_name}/METADATA"] = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode()
+    lines = []
+    for name, data in every.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_bytes(data)
+        lines.append(f"{name},{record_hash(data)},{len(data)}\n")
+    lines.append(f"{info_name}/RECORD,,\n")
+    (info / "RECORD").write_text("".join(lines))
+
+
+def test_a_dependency_whose_metadata_directory_is_named_otherwise_is_pinned_as_missing(
+    tmp_path, registry_on
+):
+    """Finding 5: the closure finds a requirement by the name of its metadata directory
+    (``importlib.metadata.distributions(name=...)``), pip by its METADATA ``Name``.  A
+    dependency ``wfdep-x`` whose wheel holds ``wfdep_x_build-1.0.dist-info`` (accepted by
+    pip: the directory's canonical name starts with the wheel's) is installed and imported,
+    yet pinned "not installed": its code is rewritten later and trust still holds."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": _uses("wfdep_x")},
+          _metadata("webfetch-t", ["wfdep-x"]))  # fmt: skip
+    _wheel_as(site, "wfdep_x_build-1.0.dist-info", "wfdep-x",
+              {"wfdep_x/__init__.py": "ANSWER = 'reviewed'\n"})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    try:
+        assert instance.trust_holds(), instance.trust_problem()
+        (site / "wfdep_x" / "__init__.py").write_text("ANSWER = 'other code'\n")
+        registry.reset()
+        assert not instance.trust_holds(), (
+            f"a rewritten dependency kept the trust: {instance.trusted_dependencies}"
+        )
+    finally:
+        for name in ("wfdep_x", "webfetch_t"):
+            sys.modules.pop(name, None)
+
+
+def test_requirements_that_are_not_installed_count_towards_the_closure_bound(tmp_path):
+    """Finding 6 (Low): ``MAX_DISTRIBUTIONS`` counts installed copies only; a name that
+    is not installed is a node of its own, unbounded.  A ``METADATA`` of 1,000
+    ``Requires-Dist`` lines of names no one installs makes a closure of 1,000 entries
+    (every look-up scans every search directory once per name: about 1 s for 10,000 on
+    this machine, at every provider look-up, ``trust``, ``list`` and ``W034``), pinned,
+    stored in ``trusted_dependencies`` and listed on the admin's confirmation page."""
+    from importlib.metadata import distributions
+
+    from django_webfetch.plugins import closure
+
+    site = tmp_path / "site"
+    names = [f"wfmiss-{i}" for i in range(1000)]
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"}, _metadata("webfetch-t", names))  # fmt: skip
+    dist = next(iter(distributions(name="webfetch-t", path=[str(site)])))
+    deps = closure.dependencies(dist, str(site))
+    assert len(deps) <= closure.MAX_DISTRIBUTIONS + 1 and closure.unpinnable(deps), len(deps)
