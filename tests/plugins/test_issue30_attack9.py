@@ -318,3 +318,74 @@ def test_requirements_that_are_not_installed_count_towards_the_closure_bound(tmp
     dist = next(iter(distributions(name="webfetch-t", path=[str(site)])))
     deps = closure.dependencies(dist, str(site))
     assert len(deps) <= closure.MAX_DISTRIBUTIONS + 1 and closure.unpinnable(deps), len(deps)
+
+
+_LAZY_OWN = """\
+def plain(plugin, arguments):
+    return 'plain'
+
+
+def lazy(plugin, arguments):
+    from webfetch_t import impl
+    return impl.ANSWER
+
+
+def manifest():
+    return {'name': 't', 'version': '1.0', 'description': 'x', 'egress': [],
+            'tools': [{'name': 't_plain', 'description': 'x', 'handler': plain},
+                      {'name': 't_lazy', 'description': 'x', 'handler': lazy}]}
+"""
+
+
+@pytest.mark.parametrize("where", ["plugin", "dependency"])
+def test_a_cached_pyc_written_after_the_trusted_import_runs_at_first_use(
+    tmp_path, registry_on, where
+):
+    """Finding 7: the compiled-code check (``registry._refuse_compiled``) runs when the
+    plugin is imported; the per-call pin (``tools._pin_holds``) leaves every ``.pyc`` of a
+    bytecode cache out.  A second wheel of the same sources that ships an
+    ``UNCHECKED_HASH`` ``.pyc`` of other code for a module the handler imports at first
+    use (the plugin's ``impl``, or its dependency), installed under a running process
+    after the first trusted call, keeps the pin, and the next call loads that ``.pyc``
+    in the site's process: compiled code stands in for the reviewed source."""
+    import importlib.util
+    import py_compile
+
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    if where == "plugin":
+        files = {"webfetch_t/__init__.py": _LAZY_OWN, "webfetch_t/impl.py": "ANSWER = 'reviewed'\n"}
+        requires: list[str] = []
+        module, source = "webfetch_t.impl", site / "webfetch_t" / "impl.py"
+    else:
+        files = {"webfetch_t/__init__.py": _LAZY_DEP}
+        requires = ["wfdep-s"]
+        module, source = "wfdep_s", site / "wfdep_s" / "__init__.py"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"}, files,
+          _metadata("webfetch-t", requires))  # fmt: skip
+    if where == "dependency":
+        wheel(site, "wfdep-s", {}, {"wfdep_s/__init__.py": "ANSWER = 'reviewed'\n"})
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    try:
+        assert instance.trust_holds(), instance.trust_problem()
+        first = _call(instance, "t_plain")
+        assert first.ok and "plain" in first.content, first
+        assert module not in sys.modules
+        other = tmp_path / "other.py"
+        other.write_text("ANSWER = 'COMPILED OTHER CODE'\n")
+        py_compile.compile(
+            str(other),
+            cfile=importlib.util.cache_from_source(str(source)),
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+            doraise=True,
+        )
+        later = _call(instance, "t_lazy")
+        assert "COMPILED OTHER CODE" not in (later.content or ""), later
+        assert getattr(sys.modules.get(module), "ANSWER", "") != "COMPILED OTHER CODE"
+    finally:
+        for name in ("webfetch_t.impl", "wfdep_s", "webfetch_t"):
+            sys.modules.pop(name, None)
