@@ -389,3 +389,42 @@ def test_a_cached_pyc_written_after_the_trusted_import_runs_at_first_use(
     finally:
         for name in ("webfetch_t.impl", "wfdep_s", "webfetch_t"):
             sys.modules.pop(name, None)
+
+
+def test_trust_prints_no_control_character_a_dependencys_metadata_holds(tmp_path, registry_on):
+    """Finding 8: ``webfetch plugin trust ALIAS`` prints each dependency's METADATA
+    ``Name`` and ``Version`` as they are (``Dependency.__str__``); a ``Version`` holding
+    terminal escapes (``ESC [1A ESC [2K``: cursor up, erase the line) rewrites what the
+    operator is shown: here the dependency's own line is erased and "dependencies: none
+    outside the site's own" printed in its place, while the fingerprint the operator
+    copies trusts the hidden dependency.  Bidi overrides (U+202E) spoof a name the same
+    way on the terminal and on the admin's confirmation page."""
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    own = _metadata("webfetch-t", ["wfdep-h"])
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"}, own)  # fmt: skip
+    none = "  dependencies:  none outside the site's own (pinned with it: none)"
+    hide = f"1.0\x1b[1A\x1b[2K\r{none}\x1b[8m"
+    meta = f"Metadata-Version: 2.1\nName: wfdep-\u202eh\nVersion: {hide}\n".encode()
+    wheel(site, "wfdep-h", {}, {"wfdep_h/__init__.py": "X = 1\n"}, {"METADATA": meta})
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    PluginInstance.objects.create(plugin="t", alias="t")
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("webfetch", "plugin", "trust", "t", stdout=out)
+    printed = out.getvalue()
+    assert "wfdep" in printed, printed  # the dependency is listed
+    bidi = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    controls = sorted(
+        {c for c in printed if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) < 0xA0 or c in bidi}
+    )
+    assert not controls, [hex(ord(c)) for c in controls]
