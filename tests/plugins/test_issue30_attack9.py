@@ -428,3 +428,42 @@ def test_trust_prints_no_control_character_a_dependencys_metadata_holds(tmp_path
         {c for c in printed if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) < 0xA0 or c in bidi}
     )
     assert not controls, [hex(ord(c)) for c in controls]
+
+
+def test_a_dependency_whose_code_a_pth_file_puts_on_the_path_is_not_pinned(tmp_path, registry_on):
+    """Finding 9: ``closure._tops`` skips a dependency's ``.pth`` rows and digests the
+    top-level names its ``RECORD`` lists; a dependency that installs only a ``.pth``
+    naming a source directory (what setuptools' editable "compat" mode and any
+    path-configuration wheel do; no ``direct_url.json``, so not seen as editable) has
+    nothing of its code pinned: site.py puts the directory on ``sys.path``, the plugin
+    imports the dependency's module from there under trust, and a rewrite of that module
+    keeps the trust.  (Such a dependency should be unpinnable, as an editable one is.)"""
+    import site as site_module
+
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    source = tmp_path / "wfdep-p-src"
+    (source / "wfdep_p").mkdir(parents=True)
+    (source / "wfdep_p" / "__init__.py").write_text("ANSWER = 'reviewed'\n")
+    own = _metadata("webfetch-t", ["wfdep-p"])
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": _uses("wfdep_p")}, own)  # fmt: skip
+    wheel(site, "wfdep-p", {}, {"wfdep_p.pth": f"{source}\n"})
+    registry_on.syspath_prepend(str(site))  # saves sys.path: undone after the test
+    site_module.addsitedir(str(site))  # site.py's own processing of the .pth
+    assert str(source) in sys.path
+    registry.reset()
+    assert registry.origin("t") is not None, registry.problems()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    try:
+        assert instance.trust_holds(), instance.trust_problem()
+        (source / "wfdep_p" / "__init__.py").write_text("ANSWER = 'other code'\n")
+        registry.reset()
+        assert not instance.trust_holds(), (
+            f"the dependency's code changed and trust held: {instance.trusted_dependencies}"
+        )
+    finally:
+        for name in ("wfdep_p", "webfetch_t"):
+            sys.modules.pop(name, None)
