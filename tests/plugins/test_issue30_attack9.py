@@ -467,3 +467,38 @@ def test_a_dependency_whose_code_a_pth_file_puts_on_the_path_is_not_pinned(tmp_p
     finally:
         for name in ("wfdep_p", "webfetch_t"):
             sys.modules.pop(name, None)
+
+
+def test_a_plugin_with_an_unpinnable_dependency_makes_every_trust_look_up_load_again(
+    tmp_path, registry_on
+):
+    """Finding 10: ``closure.pinned_digest`` makes a new digest at each call for a closure
+    with a dependency that cannot be pinned (``time.time_ns()``), and, unlike
+    ``provenance._unpinned``, does not register it with ``unpinned_why``; so
+    ``registry._point`` of that entry point differs at every look, and every
+    ``registry.provider`` look-up (each trust check: ``trust_holds``, a trusted call's
+    first look in a generation, W034, ``plugin list``) finds "installed plugins changed",
+    resets the registry and ends every idle plugin process of every plugin.  Any plugin
+    distribution merely present (never installed as an instance) that requires one
+    installed in editable mode does it; the same state as attack 8's deep package,
+    which ``_point`` already compares by why."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
+    own = _metadata("webfetch-u", ["wfdep-edit"])
+    wheel(site, "webfetch-u", {"u": "webfetch_u:manifest"},
+          {"webfetch_u/__init__.py": MANIFEST % "u"}, own)  # fmt: skip
+    editable = b'{"url": "file:///srv/src/wfdep-edit", "dir_info": {"editable": true}}'
+    wheel(site, "wfdep-edit", {}, {"wfdep_edit.py": "X = 1\n"},
+          {"direct_url.json": editable})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert registry.origin("t") is not None, registry.problems()
+    before = registry.generation()
+    assert instance.trust_holds() and registry.provider("t") is not None
+    assert registry.provider("t") is not None
+    assert registry.generation() == before, "each trust look-up loaded the registry again"
