@@ -422,7 +422,7 @@ def _pyc_verdict(source: str, relative: str) -> str:
     return found
 
 
-def compiled_problem(path: str, top: str, *, pinned: bool = False) -> str:
+def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: bool = False) -> str:
     """Why plugin ``top`` in directory ``path`` would run code that is not its source, or
     "": an entry named ``__pycache__`` at any depth that is not a bytecode cache
     (``cache_problem``), a sourceless module (``.pyc`` outside a bytecode cache), an
@@ -430,7 +430,9 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False) -> str:
     for a source at any depth that is not that source's compilation (a hash-based ``.pyc``
     of other code, PEP 552).  ``pinned`` (a dependency's package, decision 0051): its
     sourceless and extension modules are in its digest, so only what the digest leaves out
-    (a bytecode cache) is checked."""
+    (a bytecode cache) is checked.  ``remembered`` (the check at every trusted call): each
+    cached ``.pyc``'s verdict is remembered by its and its source's identity
+    (``_pyc_verdict``), for the plugin's own files too."""
     files = _files(path, top, cache=True)
     if isinstance(files, str):
         return files
@@ -442,7 +444,8 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False) -> str:
         if relative.endswith(".py"):
             # A dependency's verdict is remembered (a closure may hold thousands of modules);
             # a plugin's own files are compared at each trusted import, as before.
-            problem = _pyc_verdict(full, relative) if pinned else _pyc_problem(full, relative)
+            remember = pinned or remembered
+            problem = _pyc_verdict(full, relative) if remember else _pyc_problem(full, relative)
             if problem:
                 return problem
     return ""
