@@ -229,7 +229,7 @@ def _code_problem(origin: Origin, *, remembered: bool = False) -> ManifestError 
         )
     pinned: dict[str, list[str]] = {}
     for label, where, top in closure.packages(_origin_dists.get(origin), base):
-        compiled = compiled_problem(where, top, pinned=True)
+        compiled = compiled_problem(where, top, pinned=True, remembered=remembered)
         if compiled:
             return ManifestError(
                 "plugin_code_compiled",
