@@ -331,8 +331,8 @@ def _shadow_key(pinned: dict[str, list[str]]) -> tuple[Any, ...] | None:
     tops = sorted(pinned)
     keys: list[tuple[int, ...]] = []
     entries = []
-    for entry in sys.path:
-        if not isinstance(entry, str):
+    for entry in list[Any](sys.path):
+        if not isinstance(entry, str):  # a bytes entry (allowed, ignored by PathFinder)
             return None
         where = os.path.abspath(entry or os.curdir)
         entries.append(where)
