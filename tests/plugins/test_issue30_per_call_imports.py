@@ -22,13 +22,21 @@ from tests.plugins.packages import wheel
 
 _counter = itertools.count()
 
-#: What a stray directory holds for top-level name T: a module, a regular package, a
-#: namespace portion, a sourceless module, or nothing.
-_KINDS = ("module", "package", "portion", "sourceless", "nothing")
+#: What a stray ``sys.path`` entry holds for top-level name T: a module, a regular
+#: package, a namespace portion, a sourceless module, a zip file's package, or nothing.
+_KINDS = ("module", "package", "portion", "sourceless", "zip", "nothing")
 
 
-def _lay(where: Path, top: str, kind: str) -> None:
+def _lay(where: Path, top: str, kind: str) -> str:
+    """The ``sys.path`` entry of a stray of ``kind`` laid out under ``where``."""
     where.mkdir(parents=True, exist_ok=True)
+    if kind == "zip":
+        import zipfile
+
+        with zipfile.ZipFile(where / "stray.zip", "w") as archive:
+            archive.writestr(f"{top}/__init__.py", "ANSWER = 'stray'\n")
+            archive.writestr(f"{top}/dep.py", "ANSWER = 'stray'\n")
+        return str(where / "stray.zip")
     if kind == "module":
         (where / f"{top}.py").write_text("ANSWER = 'stray'\n")
     elif kind == "package":
@@ -43,6 +51,7 @@ def _lay(where: Path, top: str, kind: str) -> None:
         source.write_text("ANSWER = 'stray'\n")
         py_compile.compile(str(source), cfile=str(where / f"{top}.pyc"), doraise=True)
         source.unlink()
+    return str(where)
 
 
 def _escapes(top: str, pinned: Path) -> bool:
@@ -70,7 +79,8 @@ def test_a_name_is_refused_exactly_when_the_import_system_would_load_it_elsewher
 ):
     """Property: for a pinned dependency's top-level name installed as a regular package or
     as a namespace package (``T/dep.py``, no ``__init__``), and strays of every kind
-    (module, package, namespace portion, sourceless ``.pyc``) before or after it on
+    (module, package, namespace portion, sourceless ``.pyc``, a zip file's package) before
+    or after it on
     ``sys.path``, the shadow check refuses exactly when importing ``T`` and ``T.dep`` would
     load a file, or leave a package path entry, outside the pinned copy: before the import
     (found by the finders) and after it (the module in ``sys.modules``)."""
@@ -87,8 +97,7 @@ def test_a_name_is_refused_exactly_when_the_import_system_would_load_it_elsewher
     after: list[str] = []
     for index, (kind, earlier) in enumerate(strays):
         stray = base / f"stray{index}"
-        _lay(stray, top, kind)
-        (before if earlier else after).append(str(stray))
+        (before if earlier else after).append(_lay(stray, top, kind))
     saved = list(sys.path)
     sys.path[:0] = [*before, str(pinned), *after]
     importlib.invalidate_caches()
