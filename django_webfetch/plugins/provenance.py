@@ -23,6 +23,7 @@ import importlib.util
 import marshal
 import os
 import stat
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -422,7 +423,18 @@ def _pyc_verdict(source: str, relative: str) -> str:
     return found
 
 
-def compiled_problem(path: str, top: str, *, pinned: bool = False) -> str:
+#: ``compiled_problem`` verdicts at every trusted call (``remembered``), by package: the
+#: identity of each directory holding its files and of each cached ``.pyc``, and the verdict.
+_package_verdicts: Memo[tuple[str, str, bool], tuple[tuple[Any, ...], str]] = Memo(4096)
+
+
+def _package_keys(known: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``(directories, .pyc files, their keys)`` with the keys taken now."""
+    dirs, pycs, _keys = known
+    return (dirs, pycs, tuple(file_key(p) for p in (*dirs, *pycs)))
+
+
+def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: bool = False) -> str:
     """Why plugin ``top`` in directory ``path`` would run code that is not its source, or
     "": an entry named ``__pycache__`` at any depth that is not a bytecode cache
     (``cache_problem``), a sourceless module (``.pyc`` outside a bytecode cache), an
@@ -430,22 +442,42 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False) -> str:
     for a source at any depth that is not that source's compilation (a hash-based ``.pyc``
     of other code, PEP 552).  ``pinned`` (a dependency's package, decision 0051): its
     sourceless and extension modules are in its digest, so only what the digest leaves out
-    (a bytecode cache) is checked."""
+    (a bytecode cache) is checked.  ``remembered`` (the check at every trusted call, made
+    once the pin held: the sources are the pinned ones): the package's verdict is
+    remembered by the identity of every directory holding its files (a file or a cache
+    added, removed or renamed) and of every cached ``.pyc`` (one rewritten in place), and
+    each ``.pyc``'s verdict by its and its source's identity (``_pyc_verdict``)."""
+    memo = (path, top, pinned)
+    # Caches elsewhere (``sys.pycache_prefix``) are not among the package's files: no memo.
+    remembered = remembered and sys.pycache_prefix is None
+    if remembered and not getattr(_rehashing, "depth", 0):
+        known = _package_verdicts.get(memo)
+        if known is not None and _package_keys(known[0]) == known[0]:
+            return known[1]
     files = _files(path, top, cache=True)
     if isinstance(files, str):
         return files
+    verdict = ""
     for relative, full in files:
         if in_cache(relative.split(os.sep)):
             continue  # a bytecode cache's (``_files``): read below, for its source
         if relative.endswith(_COMPILED) and not pinned:
-            return f"it holds compiled code without reviewable source: {relative!r}"
+            verdict = f"it holds compiled code without reviewable source: {relative!r}"
+            break
         if relative.endswith(".py"):
             # A dependency's verdict is remembered (a closure may hold thousands of modules);
             # a plugin's own files are compared at each trusted import, as before.
-            problem = _pyc_verdict(full, relative) if pinned else _pyc_problem(full, relative)
-            if problem:
-                return problem
-    return ""
+            remember = pinned or remembered
+            verdict = _pyc_verdict(full, relative) if remember else _pyc_problem(full, relative)
+            if verdict:
+                break
+    if remembered:
+        dirs = tuple(sorted({path, *(os.path.dirname(full) for _r, full in files)}))
+        pycs = tuple(full for relative, full in files if in_cache(relative.split(os.sep)))
+        keys = _package_keys((dirs, pycs, ()))
+        if settled(k for k in keys[2] if len(k) == 5):
+            _package_verdicts.put(memo, (keys, verdict))
+    return verdict
 
 
 def _b64(digest: bytes) -> str:

@@ -58,6 +58,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "InProcessHandler",
     "RESERVED_NAMES",
+    "code_problem",
     "dependencies",
     "distribution",
     "generation",
@@ -192,61 +193,183 @@ def _refuse_compiled(origin: Origin) -> None:
     The packages of the plugin's installed dependencies (``closure.packages``, decision
     0051) are checked for what their pin leaves out: a bytecode cache whose ``.pyc`` is
     not its source's compilation, an entry named ``__pycache__`` that is not one (their
-    extension and sourceless modules are in the pin)."""
+    extension and sourceless modules are in the pin); then ``_refuse_shadowed``."""
+    problem = _code_problem(origin)
+    if problem is not None:
+        raise problem
+
+
+def code_problem(name: str) -> ManifestError | None:
+    """Why a trusted call of plugin ``name`` would import code in this process that its
+    pin does not cover, or ``None``: the checks of a trusted import (``_refuse_compiled``)
+    made again at every trusted call (``tools._trust_holds``), since the handler may import
+    a module at first use, long after the plugin's import: a cached ``.pyc`` of other code
+    written since (``plugin_code_compiled``), or a module of a pinned dependency's name
+    that the import system would now find elsewhere (``plugin_origin_mismatch``: a stray
+    module in an earlier ``sys.path`` directory, a namespace portion outside the pinned
+    copy).  Each ``.pyc``'s verdict is remembered by its and its source's identity, and
+    the resolution of the names by the identity of the import system's state
+    (``_shadow_key``): tests/plugins/test_issue30_attack9.py, findings 3, 4 and 7."""
+    where = origin(name)
+    if where is None:
+        return None
+    return _code_problem(where, remembered=True)
+
+
+def _code_problem(origin: Origin, *, remembered: bool = False) -> ManifestError | None:
+    """``_refuse_compiled``'s verdict (``remembered``: per call, each ``.pyc``'s verdict
+    and the names' resolution remembered; the plugin's own top-level name checked too)."""
     base = os.path.realpath(origin.path) if origin.path else ""
-    compiled = compiled_problem(base, origin.top_level) if base else ""
+    compiled = compiled_problem(base, origin.top_level, remembered=remembered) if base else ""
     if compiled:
-        raise ManifestError(
+        return ManifestError(
             "plugin_code_compiled",
             f"the plugin's files under {origin.path!r} would run code that is not their "
             f"source ({compiled}); nothing of it was imported in this process",
         )
     pinned: dict[str, list[str]] = {}
     for label, where, top in closure.packages(_origin_dists.get(origin), base):
-        compiled = compiled_problem(where, top, pinned=True)
+        compiled = compiled_problem(where, top, pinned=True, remembered=remembered)
         if compiled:
-            raise ManifestError(
+            return ManifestError(
                 "plugin_code_compiled",
                 f"the plugin's dependency {label[:200]} under {where!r} would run code that "
                 f"is not its source ({compiled}); nothing of the plugin was imported in "
                 "this process",
             )
         pinned.setdefault(top, []).append(where)
-    _refuse_shadowed(pinned, origin)
+    if remembered and base:
+        pinned.setdefault(origin.top_level, []).append(base)
+    shadowed = _shadow_verdict(pinned, remembered=remembered)
+    if shadowed:
+        return ManifestError(
+            "plugin_origin_mismatch",
+            f"{shadowed}; nothing of the plugin at {origin.path!r} was imported in this process",
+        )
+    return None
 
 
 def _refuse_shadowed(pinned: dict[str, list[str]], origin: Origin) -> None:
     """Refused (``plugin_origin_mismatch``) when a top-level name of the plugin's pinned
     dependencies (``pinned``: name -> the directories of its pinned copies) would be
-    imported in this process from anywhere else: a stray module of that name in an earlier
-    ``sys.path`` directory (the working directory of ``manage.py``), or one imported
-    already from elsewhere.  Found without importing anything (decision 0051)."""
-    from importlib.machinery import PathFinder
+    imported in this process from anywhere else (``_shadow_problem``)."""
+    shadowed = _shadow_problem(pinned)
+    if shadowed:
+        raise ManifestError(
+            "plugin_origin_mismatch",
+            f"{shadowed}; nothing of the plugin at {origin.path!r} was imported in this process",
+        )
 
+
+def _locations(top: str) -> list[str]:
+    """Every place the import system would load top-level name ``top`` from now, found
+    without importing anything: a module already imported (its file and each entry of its
+    ``__path__``: a namespace package's portions, a path ``pkgutil.extend_path`` extended),
+    else what the finders of ``sys.meta_path`` find (``importlib.util.find_spec``: a
+    regular package's or module's file and directory, every portion of a namespace
+    package); ``[]`` when nothing is found (nothing runs)."""
+    loaded = sys.modules.get(top)
+    if loaded is not None:
+        spots: list[Any] = [getattr(loaded, "__file__", None)]
+        with contextlib.suppress(Exception):
+            spots.extend(list(getattr(loaded, "__path__", None) or ()))
+    else:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            return []
+        spots = [spec.origin if spec.has_location else None]
+        with contextlib.suppress(Exception):
+            spots.extend(list(spec.submodule_search_locations or ()))
+        if not any(spots) and spec.loader is not None:
+            # Found with no place on disk (a custom finder's, a zip's without a path):
+            # code the pin does not cover.
+            spots = [f"<{type(spec.loader).__name__} without a location>"]
+    return [
+        os.path.realpath(s) if os.path.isabs(s) else s for s in spots if isinstance(s, str) and s
+    ]
+
+
+def _shadow_problem(pinned: dict[str, list[str]]) -> str:
+    """Why a top-level name of ``pinned`` (name -> the directories of its pinned copies)
+    would be imported from anywhere but a pinned copy, or "": a stray module of that name
+    in an earlier ``sys.path`` directory (the working directory of ``manage.py``), a
+    portion of a namespace package of that name outside the pinned copies (every portion
+    is checked: a stray ``wfns/dep.py`` in an earlier directory is found before the pinned
+    ``wfns/dep.py``), or one imported already from elsewhere (``_locations``).  Found
+    without importing anything (decision 0051)."""
     for top, bases in sorted(pinned.items()):
         # A name only ``top_level.txt`` gives, with nothing of it installed, runs nothing.
         roots = [os.path.realpath(b) for b in bases if _held_in(b, top)]
         if not roots:
             continue
+        for where in _locations(top):
+            if not any(where.startswith(root + os.sep) for root in roots):
+                return (
+                    f"the module {top!r} a pinned dependency or the plugin installs resolves "
+                    f"to {where[:300]!r}, not to the pinned files under "
+                    f"{', '.join(map(repr, roots))[:300]}"
+                )
+    return ""
+
+
+#: ``_shadow_problem`` verdicts at every trusted call, keyed by ``_shadow_key``.
+_shadow_memo: Memo[tuple[Any, ...], str] = Memo(256)
+
+
+def _shadow_key(pinned: dict[str, list[str]]) -> tuple[Any, ...] | None:
+    """What the resolution of ``pinned``'s names depends on: ``sys.path`` (its order and
+    each entry's identity, ``file_key``: an entry added to or removed from a directory, a
+    zip file rewritten), the identity of each ``sys.path`` directory's entry of each name
+    (a stray package's directory gaining an ``__init__.py``, a namespace portion gaining a
+    module), of the pinned copies' directories, the finders (``sys.meta_path``,
+    ``sys.path_hooks``, ``sys.path_importer_cache``'s entry of each directory) and each
+    name's module when imported; ``None`` when a key changed within ``SETTLE_NS`` (read
+    again: racily clean)."""
+    tops = sorted(pinned)
+    keys: list[tuple[int, ...]] = []
+    entries = []
+    for entry in list[Any](sys.path):
+        if not isinstance(entry, str):  # a bytes entry (allowed, ignored by PathFinder)
+            return None
+        where = os.path.abspath(entry or os.curdir)
+        entries.append(where)
+        keys.append(_file_key(where))
+        keys.extend(_file_key(os.path.join(where, top)) for top in tops)
+    for top in tops:
+        keys.extend(_file_key(base) for base in pinned[top])
+    if not provenance.settled(keys, _SETTLE_NS):
+        return None
+    modules = []
+    for top in tops:
         loaded = sys.modules.get(top)
-        if loaded is not None:
-            where = str(getattr(loaded, "__file__", None) or "")
-        else:
-            try:
-                spec = PathFinder.find_spec(top)
-            except (ImportError, ValueError):
-                spec = None
-            if spec is None or spec.origin is None or spec.loader is None:
-                continue  # not found (it cannot run), or a namespace package's portion
-            where = spec.origin
-        where = os.path.realpath(where) if where else ""
-        if where and not any(where.startswith(root + os.sep) for root in roots):
-            raise ManifestError(
-                "plugin_origin_mismatch",
-                f"the plugin's dependency module {top!r} resolves to {where!r}, not to the "
-                f"pinned distribution's files under {', '.join(map(repr, roots))[:300]}; "
-                f"nothing of the plugin at {origin.path!r} was imported in this process",
-            )
+        path: Any = getattr(loaded, "__path__", None) if loaded is not None else None
+        modules.append((id(loaded), getattr(loaded, "__file__", None), tuple(path or ())))
+    return (
+        tuple(entries),
+        tuple(keys),
+        tuple(sorted((top, tuple(pinned[top])) for top in tops)),
+        tuple(map(id, sys.meta_path)),
+        tuple(map(id, sys.path_hooks)),
+        tuple(id(sys.path_importer_cache.get(entry)) for entry in sys.path),
+        tuple(modules),
+    )
+
+
+def _shadow_verdict(pinned: dict[str, list[str]], *, remembered: bool) -> str:
+    """``_shadow_problem``, remembered by ``_shadow_key`` when ``remembered``."""
+    if not remembered:
+        return _shadow_problem(pinned)
+    key = _shadow_key(pinned)
+    known = _shadow_memo.get(key) if key is not None else None
+    if known is not None:
+        return known
+    found = _shadow_problem(pinned)
+    if key is not None:
+        _shadow_memo.put(key, found)
+    return found
 
 
 def _import(origin: Origin) -> Any:

@@ -76,7 +76,7 @@ def _trust_holds(instance: Any) -> bool:
     generation = registry.generation()
     if _trust_seen.get(key) == generation:
         if _pin_holds(instance):
-            return True
+            return _imports_what_was_pinned(instance)
         # Installed code changed since trust was found to hold (a reinstall under a
         # long-running process): this call runs isolated, and the registry loads again.
         _trust_seen.pop(key, None)
@@ -87,7 +87,28 @@ def _trust_holds(instance: Any) -> bool:
     if len(_trust_seen) > 1000:
         _trust_seen.clear()
     _trust_seen[key] = generation
-    return True
+    return _imports_what_was_pinned(instance)
+
+
+def _imports_what_was_pinned(instance: Any) -> bool:
+    """Nothing the import system may load for the plugin in this call is code its pin
+    leaves out (``registry.code_problem``, at every trusted call: a cached ``.pyc`` of
+    other code, a stray module or namespace portion of a pinned dependency's name written
+    since the plugin's import, which a handler's import at first use would load).  Else
+    the call runs as for an untrusted instance (as a changed pin does; the registry is not
+    loaded again: a load would find the same files), and the reason is logged."""
+    from . import registry
+
+    problem = registry.code_problem(instance.plugin)
+    if problem is None:
+        return True
+    logger.error(
+        "django_webfetch trusted plugin instance %r runs isolated (%s): %s",
+        instance.alias,
+        problem.reason,
+        problem,
+    )
+    return False
 
 
 class PluginHandle:

@@ -87,8 +87,9 @@ def test_a_trusted_plugin_of_a_plugin_dir_runs_an_unchecked_pyc_in_the_site(
     552 UNCHECKED_HASH ``.pyc`` of other code, installed with ``pip --no-compile``.  The
     pin leaves a bytecode cache's ``.pyc`` out (the source is what is reviewed), so trust
     holds; ``registry._import`` runs the compiled-code check (``_refuse_compiled``) before
-    either route (``sys.path`` or plugin directory), so the trusted call is refused
-    (``plugin_code_compiled``, logged) and nothing of the package is imported."""
+    either route (``sys.path`` or plugin directory), and ``tools._trust_holds`` at every
+    trusted call (``registry.code_problem``), so the call runs as for an untrusted instance
+    (``plugin_code_compiled``, logged) and nothing of the package is imported here."""
     from django_webfetch.plugins import provenance, registry
 
     site = tmp_path / "srv" / "e"
@@ -111,7 +112,10 @@ def test_a_trusted_plugin_of_a_plugin_dir_runs_an_unchecked_pyc_in_the_site(
     caplog.clear()
     with caplog.at_level("ERROR", logger="django_webfetch.plugins"):
         result = _call_e(instance)
-    assert not result.ok and "HIDDEN" not in str(result.content), result
+    # Runs as for an untrusted instance (attack 9, finding 7: the check is made at every
+    # trusted call): from the reviewed source in a plugin process, or nowhere.
+    assert "HIDDEN" not in str(result.content), result
+    assert not result.ok or "\nreviewed\n" in str(result.content), result
     refused = [r.getMessage() for r in caplog.records if "plugin_code_compiled" in r.getMessage()]
     assert refused and "__init__.cpython-" in refused[0], [r.getMessage() for r in caplog.records]
     assert "webfetch_e" not in sys.modules
@@ -417,7 +421,8 @@ def test_a_trusted_plugin_of_a_plugin_dir_loads_its_extension_module_in_the_site
     ``webfetch_e/__init__.cpython-3XX-....so`` beside the reviewed ``__init__.py`` (the
     import system prefers it).  Decision 0050: "a plugin that ships an extension module
     cannot be trusted"; ``registry._import`` runs the compiled-code check before either
-    route, so the trusted call is refused (``plugin_code_compiled``) and the shared object
+    route (and ``registry.code_problem`` at every trusted call), so the call runs as for an
+    untrusted instance (``plugin_code_compiled``, logged) and the shared object
     (here the standard library's ``_json``) is never ``dlopen``\\ ed in the site's
     process."""
     import _json
@@ -438,7 +443,9 @@ def test_a_trusted_plugin_of_a_plugin_dir_loads_its_extension_module_in_the_site
     caplog.clear()
     with caplog.at_level("ERROR", logger="django_webfetch.plugins"):
         result = _call_e(instance)
-    assert not result.ok, result
+    # Runs as for an untrusted instance (attack 9, finding 7): from the reviewed source in a
+    # plugin process (which loads no extension module), or nowhere.
+    assert not result.ok or "\nreviewed\n" in str(result.content), result
     refused = [r.getMessage() for r in caplog.records if "plugin_code_compiled" in r.getMessage()]
     assert refused and shipped.name in refused[0], [r.getMessage() for r in caplog.records]
     with open("/proc/self/maps") as fh:
