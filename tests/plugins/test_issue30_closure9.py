@@ -45,8 +45,9 @@ def _dist(site: Path, name: str = "webfetch-t") -> object:
 
 
 def _plugin(site: Path, requires: list[str]) -> object:
-    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-          {"webfetch_t/__init__.py": MANIFEST % "t"}, _metadata("webfetch-t", requires))  # fmt: skip
+    files = {"webfetch_t/__init__.py": MANIFEST % "t"}
+    meta = _metadata("webfetch-t", requires)
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"}, files, meta)
     return _dist(site)
 
 
