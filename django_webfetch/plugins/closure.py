@@ -10,11 +10,15 @@ version and a digest of its code (every file of every top-level package or modul
 file, which names its own requirements).
 
 Left out: the distributions of the site's own requirement set (``django-webfetch`` and the
-closure of its requirements, extras left out): the site imports them itself, whoever
-trusts what, so a plugin's trust adds nothing to them.
+closure of its requirements, extras left out, each line whose environment marker holds here
+and whose distribution is installed): the site imports them itself, whoever trusts what, so
+a plugin's trust adds nothing to them.  A site distribution asked with an extra
+(``httpx[socks]``) is followed for that extra's lines.  Requirements are found by the
+METADATA ``Name`` pip goes by (attack 9).
 
-Bounded by construction: at most ``MAX_DISTRIBUTIONS`` distributions, ``MAX_FILES`` files
-and ``MAX_BYTES`` bytes in one closure; a larger one cannot be pinned (no pin holds, and
+Bounded by construction: at most ``MAX_DISTRIBUTIONS`` names looked up (installed or not),
+``MAX_REQUIREMENTS`` lines read per metadata file, ``MAX_FILES`` files and ``MAX_BYTES``
+bytes in one closure; a larger one cannot be pinned (no pin holds, and
 ``webfetch plugin trust`` refuses it with ``plugin_dependency_unpinnable``).  Which
 distributions a closure holds is remembered by the identity of every directory it was
 searched in and of every metadata file it read, so a trusted call re-reads no metadata;
