@@ -47,15 +47,21 @@ except ImportError:  # pragma: no cover - then a marked site requirement is not 
     _Requirement = None  # type: ignore[assignment,misc]
 
 __all__ = [
-    "Dependency",
+    "BAD_METADATA",
     "MAX_BYTES",
     "MAX_DISTRIBUTIONS",
     "MAX_FILES",
     "MAX_REQUIREMENTS",
+    "NAME_MISMATCH",
+    "PATH_FILE",
     "SITE_DISTRIBUTION",
+    "TOO_MANY",
+    "Dependency",
+    "TooMany",
     "changed",
     "closure_of",
     "dependencies",
+    "invalid",
     "normalized",
     "packages",
     "pinned_digest",
