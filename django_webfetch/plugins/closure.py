@@ -48,6 +48,7 @@ except ImportError:  # pragma: no cover - then a marked site requirement is not 
 
 __all__ = [
     "BAD_METADATA",
+    "Dependency",
     "MAX_BYTES",
     "MAX_DISTRIBUTIONS",
     "MAX_FILES",
@@ -56,7 +57,6 @@ __all__ = [
     "PATH_FILE",
     "SITE_DISTRIBUTION",
     "TOO_MANY",
-    "Dependency",
     "TooMany",
     "changed",
     "closure_of",
