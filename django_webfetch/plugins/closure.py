@@ -322,8 +322,8 @@ def _site_requirement(line: str) -> str:
     environment, or "": a line whose environment marker is false here for no extra, or one
     that cannot be read (or, without ``packaging``, any marked line: not the site's, so a
     plugin requiring it pins it; fail closed)."""
-    if _Requirement is None:  # pragma: no cover - packaging is installed with the tests
-        match = _NAME.fullmatch(line.strip())
+    if _Requirement is None:  # without packaging: no marker is evaluated
+        match = None if ";" in line else _NAME.match(line)
         return normalized(match.group(1)) if match else ""
     try:
         required = _Requirement(line)

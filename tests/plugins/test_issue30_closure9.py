@@ -304,3 +304,23 @@ def test_an_unpinnable_closure_gives_a_digest_registered_with_why(tmp_path):
     code = provenance._unpinned("unlistable")
     three = closure.pinned_digest(code, good)
     assert "unlistable" in provenance.unpinned_why(three)
+
+
+def test_without_packaging_a_marked_site_line_is_not_the_sites(monkeypatch):
+    """Where ``packaging`` is not installed no marker is evaluated: a site line with any
+    marker is not the site's (fail closed: a plugin requiring it pins it), and the site's
+    set is a subset of the one evaluated markers give."""
+    from django_webfetch.plugins import closure
+
+    closure._site_memo.clear()
+    evaluated = closure.site_names()
+    monkeypatch.setattr(closure, "_Requirement", None)
+    closure._site_memo.clear()
+    try:
+        plain = closure.site_names()
+        assert closure._site_requirement("wfx; sys_platform == 'linux'") == ""
+        assert closure._site_requirement("wfx >= 1.0") == "wfx"
+    finally:
+        closure._site_memo.clear()
+    assert plain <= evaluated
+    assert {"django-webfetch", "django", "httpx"} <= plain
