@@ -10,11 +10,15 @@ version and a digest of its code (every file of every top-level package or modul
 file, which names its own requirements).
 
 Left out: the distributions of the site's own requirement set (``django-webfetch`` and the
-closure of its requirements, extras left out): the site imports them itself, whoever
-trusts what, so a plugin's trust adds nothing to them.
+closure of its requirements, extras left out, each line whose environment marker holds here
+and whose distribution is installed): the site imports them itself, whoever trusts what, so
+a plugin's trust adds nothing to them.  A site distribution asked with an extra
+(``httpx[socks]``) is followed for that extra's lines.  Requirements are found by the
+METADATA ``Name`` pip goes by (attack 9).
 
-Bounded by construction: at most ``MAX_DISTRIBUTIONS`` distributions, ``MAX_FILES`` files
-and ``MAX_BYTES`` bytes in one closure; a larger one cannot be pinned (no pin holds, and
+Bounded by construction: at most ``MAX_DISTRIBUTIONS`` names looked up (installed or not),
+``MAX_REQUIREMENTS`` lines read per metadata file, ``MAX_FILES`` files and ``MAX_BYTES``
+bytes in one closure; a larger one cannot be pinned (no pin holds, and
 ``webfetch plugin trust`` refuses it with ``plugin_dependency_unpinnable``).  Which
 distributions a closure holds is remembered by the identity of every directory it was
 searched in and of every metadata file it read, so a trusted call re-reads no metadata;
@@ -29,23 +33,35 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import Iterable
-from importlib.metadata import distributions
+from importlib.metadata import PathDistribution
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import provenance
 from .provenance import CACHE_DIR, Memo, file_key
 
+try:  # evaluates the environment markers of the site's own requirements (``site_names``)
+    from packaging.requirements import Requirement as _Requirement
+except ImportError:  # pragma: no cover - then a marked site requirement is not the site's
+    _Requirement = None  # type: ignore[assignment,misc]
+
 __all__ = [
+    "BAD_METADATA",
     "Dependency",
     "MAX_BYTES",
     "MAX_DISTRIBUTIONS",
     "MAX_FILES",
+    "MAX_REQUIREMENTS",
+    "NAME_MISMATCH",
+    "PATH_FILE",
     "SITE_DISTRIBUTION",
+    "TOO_MANY",
+    "TooMany",
     "changed",
     "closure_of",
     "dependencies",
+    "invalid",
     "normalized",
     "packages",
     "pinned_digest",
@@ -63,8 +79,37 @@ MAX_DISTRIBUTIONS = 200
 #: At most this many files, and bytes, digested for one plugin's dependencies.
 MAX_FILES = 50_000
 MAX_BYTES = 512 << 20
+#: At most this many requirement lines in one distribution's metadata; more cannot be pinned.
+MAX_REQUIREMENTS = 500
+
+#: Why a dependency cannot be pinned, each with a stable reason code (``Dependency.problem``
+#: ends with it, in parentheses).
+TOO_MANY = "plugin_dependency_closure_too_large"
+BAD_METADATA = "plugin_dependency_metadata_invalid"
+NAME_MISMATCH = "plugin_dependency_name_mismatch"
+PATH_FILE = "plugin_dependency_path_file"
 
 _NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+#: A distribution name as PEP 508 allows it.
+_VALID_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+#: A version as PEP 440 allows it (its appendix's pattern, case-insensitive).
+_VALID_VERSION = re.compile(
+    r"""v?(?:(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*"""
+    r"""(?:[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_.]?[0-9]*)?"""
+    r"""(?:-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?"""
+    r"""(?:[-_.]?dev[-_.]?[0-9]*)?)(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?""",
+    re.IGNORECASE | re.ASCII,
+)
+
+
+def invalid(name: str, version: str) -> str:
+    """Why a distribution's METADATA ``Name`` (PEP 508) or ``Version`` (PEP 440) is not
+    valid ("" when both are): pip installs no such distribution, and neither is shown."""
+    if not _VALID_NAME.fullmatch(name):
+        return f"its METADATA Name is not a valid distribution name ({BAD_METADATA})"
+    if not _VALID_VERSION.fullmatch(version):
+        return f"its METADATA Version is not a valid version ({BAD_METADATA})"
+    return ""
 
 
 class Dependency(NamedTuple):
@@ -99,13 +144,17 @@ def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, froz
     (fail closed: an installed distribution a marker would leave out is pinned too); a
     line whose marker names an extra only when that extra is in ``extras`` (``None``: every
     extra, for the plugin itself: which extras it was installed with is not recorded).
-    Raises when the metadata cannot be read."""
+    Raises when the metadata cannot be read, holds a line that names no distribution, or
+    holds more than ``MAX_REQUIREMENTS`` lines (``TooMany``)."""
     wanted = None if extras is None else {normalized(e) for e in extras}
     found: dict[str, set[str]] = {}
-    for line in dist.requires or ():
+    lines = list(dist.requires or ())
+    if len(lines) > MAX_REQUIREMENTS:
+        raise TooMany(f"more than {MAX_REQUIREMENTS} requirements ({TOO_MANY})")
+    for line in lines:
         match = _NAME.match(line)
         if not match:
-            continue
+            raise ValueError(f"a requirement names no distribution: {line[:80]!r}")
         named = {normalized(e) for e in _EXTRA.findall(line.partition(";")[2])}
         if named and wanted is not None and not named & wanted:
             continue
@@ -113,6 +162,10 @@ def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, froz
         more = {e.strip() for e in asked.group(1).split(",") if e.strip()} if asked else set()
         found.setdefault(normalized(match.group(1)), set()).update(more)
     return {name: frozenset(more) for name, more in sorted(found.items())}
+
+
+class TooMany(ValueError):
+    """A distribution's metadata holds more requirement lines than are read."""
 
 
 def requirement_names(dist: Any, *, extras: bool = True) -> list[str]:
@@ -166,16 +219,119 @@ def _search_dirs(extra: Iterable[str] = ()) -> list[tuple[str, tuple[int, ...]]]
     return found
 
 
-def _installed(name: str, dirs: list[str]) -> list[Any]:
-    """Every distribution named ``name`` in ``dirs`` (each metadata directory once)."""
+class _Entry(NamedTuple):
+    """A metadata directory (or an egg's ``.egg-info`` file) in a search directory: its
+    path, its METADATA ``Name`` and the name its own name is for, both normalized."""
+
+    meta: str
+    name: str
+    label: str
+
+
+def _header_file(meta: str) -> str:
+    if meta.endswith(".dist-info"):
+        return os.path.join(meta, "METADATA")
+    return os.path.join(meta, "PKG-INFO") if os.path.isdir(meta) else meta
+
+
+def _metadata_name(path: str) -> str:
+    """The ``Name`` header of the metadata file at ``path`` ("" when it has none)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64 << 10).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    for line in head.splitlines():
+        if not line.strip():
+            break
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "name":
+            return value.strip()
+    return ""
+
+
+#: Each search directory's metadata entries, by its identity, with each header's identity.
+_entries_memo: Memo[tuple[str, tuple[int, ...]], tuple[tuple[_Entry, tuple[int, ...]], ...]]
+_entries_memo = Memo(256)
+
+
+def _entries(path: str, key: tuple[int, ...]) -> list[_Entry]:
+    """Every metadata directory in search directory ``path`` (identity ``key``), with the
+    ``Name`` its METADATA gives: read again when the directory or a header changed."""
+    known = _entries_memo.get((path, key))
+    if known is not None and all(file_key(_header_file(e.meta)) == k for e, k in known):
+        return [e for e, _ in known]
+    try:
+        listed = sorted(os.listdir(path))
+    except OSError:
+        return []
+    found: list[tuple[_Entry, tuple[int, ...]]] = []
+    for entry in listed:
+        if not entry.endswith((".dist-info", ".egg-info")):
+            continue
+        meta = os.path.join(path, entry)
+        header = _header_file(meta)
+        stamp = file_key(header)
+        label = normalized(entry.rpartition(".")[0].partition("-")[0])
+        found.append((_Entry(meta, normalized(_metadata_name(header)), label), stamp))
+    if provenance.settled([key, *(k for _, k in found)]):
+        _entries_memo.put((path, key), tuple(found))
+    return [e for e, _ in found]
+
+
+def _index(searched: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[_Entry]]:
+    """The metadata entries of ``searched``, in search order, by the normalized name of
+    their METADATA ``Name`` (what pip goes by) and by the name their directory is for."""
+    index: dict[str, list[_Entry]] = {}
+    for path, key in searched:
+        for entry in _entries(path, key):
+            index.setdefault(entry.name, []).append(entry)
+            if entry.label != entry.name:
+                index.setdefault(entry.label, []).append(entry)
+    return index
+
+
+def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str]]:
+    """Every distribution of the normalized ``name`` in ``index`` (each metadata directory
+    once): those whose METADATA ``Name`` is ``name``, and those whose directory is named
+    for it, each with why it cannot be pinned ("" when it can): a directory named for one
+    distribution whose METADATA names another (pip knows it by its ``Name``, the import
+    system by its files), or named for none that the ``Name`` begins (pip accepts a
+    wheel's metadata directory whose normalized name begins with the distribution's)."""
     seen: set[str] = set()
-    found = []
-    for dist in distributions(name=name, path=dirs):
-        key = _meta_path(dist) or f"id:{id(dist)}"
-        if key not in seen:
-            seen.add(key)
-            found.append(dist)
+    found: list[tuple[Any, str]] = []
+    for entry in index.get(name, ()):
+        real = os.path.realpath(entry.meta)
+        if real in seen:
+            continue
+        seen.add(real)
+        where = os.path.basename(entry.meta)
+        problem = ""
+        if entry.name != name:
+            problem = f"its metadata directory {where!r} is not named for its METADATA Name"
+        elif entry.label != name and not entry.label.startswith(name + "-"):
+            problem = f"its metadata directory {where!r} is named for another distribution"
+        found.append(
+            (PathDistribution(Path(entry.meta)), problem and f"{problem} ({NAME_MISMATCH})")
+        )
     return found
+
+
+def _site_requirement(line: str) -> str:
+    """The normalized name a line of a site distribution's metadata requires in this
+    environment, or "": a line whose environment marker is false here for no extra, or one
+    that cannot be read (or, without ``packaging``, any marked line: not the site's, so a
+    plugin requiring it pins it; fail closed)."""
+    if _Requirement is None:  # without packaging: no marker is evaluated
+        match = None if ";" in line else _NAME.match(line)
+        return normalized(match.group(1)) if match else ""
+    try:
+        required = _Requirement(line)
+        if required.marker is not None and not required.marker.evaluate({"extra": ""}):
+            return ""
+    except Exception:
+        return ""
+    return normalized(required.name)
 
 
 #: ``site_names`` remembered: the directories' identities -> names.
@@ -184,31 +340,38 @@ _site_memo: dict[Any, frozenset[str]] = {}
 
 def site_names() -> frozenset[str]:
     """The site's own requirement set: ``django-webfetch`` and the closure of its
-    requirements as installed on ``sys.path`` (names only; every environment marker, no
-    extra: an extra's distributions, ``celery`` or ``django-cms``, need not be the site's,
-    and a plugin that requires one pins it).  Empty when ``django-webfetch`` is not
-    installed as a distribution (then every requirement of a plugin is pinned)."""
+    requirements as installed on ``sys.path``, by METADATA ``Name``: each line whose
+    environment marker holds here (no extra: an extra's distributions, ``celery`` or
+    ``django-cms``, need not be the site's, and a plugin that requires one pins it) and
+    whose distribution is installed (``tzdata`` for Django on win32 is not the site's on
+    Linux).  Empty when ``django-webfetch`` is not installed as a distribution (then
+    every requirement of a plugin is pinned)."""
     searched = _search_dirs()
-    dirs = [d for d, _ in searched]
     dir_keys = tuple(searched)
     known = _site_memo.get(dir_keys)
     if known is not None:
         return known
+    index = _index(searched)
     names: set[str] = set()
+    looked: set[str] = set()
     metas: list[tuple[str, tuple[Any, ...]]] = []
     queue = [normalized(SITE_DISTRIBUTION)]
     while queue and len(names) < 10 * MAX_DISTRIBUTIONS:
         name = queue.pop()
-        if name in names:
+        if name in looked:
             continue
-        found = _installed(name, dirs)
-        if not found and name == normalized(SITE_DISTRIBUTION):
-            break
+        looked.add(name)
+        found = [dist for dist, problem in _installed(name, index) if not problem]
+        if not found:
+            continue  # not installed here: not the site's
         names.add(name)
         for dist in found:
             metas.append((_meta_path(dist), _meta_keys(dist)))
             with contextlib.suppress(Exception):
-                queue.extend(n for n in requirement_names(dist, extras=False) if n not in names)
+                lines = list(dist.requires or ())
+                if len(lines) <= MAX_REQUIREMENTS:
+                    required = {_site_requirement(line) for line in lines} - {""}
+                    queue.extend(sorted(required - looked))
     result = frozenset(names)
     # Remembered by the identity of the directories searched: installing, upgrading or
     # removing a distribution there adds or removes its metadata directory (a metadata
@@ -249,6 +412,11 @@ def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
     names: set[str] = set()
     for line in record.splitlines():
         row = line.split(",")[0].strip().strip('"').replace("\\", "/")
+        if row.rpartition("/")[2].lower().endswith(".pth"):
+            # site.py adds the directories a path configuration file names to ``sys.path``
+            # and runs its ``import`` lines: code outside the distribution's directory.
+            why = f"it installs a path configuration file ({row[-80:]!r})"
+            return (), f"{why}: code it puts on sys.path is not in its directory ({PATH_FILE})"
         target = os.path.normpath(os.path.join(base, row))
         if not target.startswith(base.rstrip(os.sep) + os.sep):
             continue  # a script or a data file outside its directory: not imported
@@ -258,8 +426,6 @@ def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
             continue
         if len(parts) == 1 or (head == CACHE_DIR and len(parts) == 2):
             head = parts[-1].partition(".")[0]
-        if head.endswith(".pth"):
-            continue
         if head:
             names.add(head)
     with contextlib.suppress(Exception):
@@ -276,27 +442,45 @@ _closures: Memo[tuple[Any, ...], tuple[tuple[Any, ...], tuple[_Node, ...]]] = Me
 
 def _nodes(dist: Any, extra_dirs: list[str]) -> tuple[_Node, ...]:
     """The distributions of ``dist``'s requirement closure outside the site's own set
-    (``site_names``), found in ``extra_dirs`` (the plugin's own directory) and on
-    ``sys.path`` (every copy of a name), breadth first, each name once (a cycle ends
-    there; a name asked again with another extra is read again for that extra's lines);
-    a name no directory holds is a node without a version.  Remembered by the identity of
-    the directories searched and of every metadata file read."""
+    (``site_names``), found by METADATA ``Name`` in ``extra_dirs`` (the plugin's own
+    directory) and on ``sys.path`` (every copy of a name), breadth first, each name once (a
+    cycle ends there; a name asked again with another extra is read again for that extra's
+    lines); a name no directory holds is a node without a version.  A site name asked with
+    an extra (``httpx[socks]``) is not pinned, but the lines of that extra are followed.
+    At most ``MAX_DISTRIBUTIONS`` names are looked up, installed or not.  Remembered by the
+    identity of the directories searched and of every metadata file read."""
     searched = _search_dirs(extra_dirs)
-    dirs = [d for d, _ in searched]
     memo_key = (_meta_path(dist), tuple(searched))
     known = _closures.get(memo_key)
     if known is not None and all(_meta_keys_at(k[0]) == k for k in known[0]):
         return known[1]
     site = site_names()
+    index = _index(searched)
     metas: list[tuple[Any, ...]] = [_meta_keys(dist)]
     try:
         first = requirements(dist, None)
     except Exception as exc:
-        return (_Node("?", "", "", (), "", f"its requirements cannot be read ({exc!r:.80})"),)
-    asked: dict[str, set[str]] = {n: set(e) for n, e in first.items() if n not in site}
-    queue = list(asked)
+        return (_Node("?", "", "", (), "", _unreadable(exc)),)
+    asked: dict[str, set[str]] = {}
+    queue: list[str] = []
+
+    def ask(required: str, more: Iterable[str]) -> None:
+        more = set(more)
+        if required in site and not more:
+            return  # the site's own, as the site installs it
+        if required not in asked:
+            asked[required] = more
+            queue.append(required)
+        elif not more <= asked[required]:
+            asked[required] |= more
+            queue.append(required)
+
+    for required, more in first.items():
+        ask(required, more)
     expanded: dict[str, set[str]] = {}
-    found: dict[str, list[tuple[_Node, Any]]] = {}
+    #: Each name looked up: its copies, each a node (``None`` for a site name's copy, read
+    #: for an extra's lines only) and the distribution (``None`` when not installed).
+    found: dict[str, list[tuple[_Node | None, Any]]] = {}
     count = 0
     while queue:
         name = queue.pop(0)
@@ -304,49 +488,57 @@ def _nodes(dist: Any, extra_dirs: list[str]) -> tuple[_Node, ...]:
         if name in expanded and extras <= expanded[name]:
             continue
         if name not in found:
-            if count >= MAX_DISTRIBUTIONS:
-                over = f"more than {MAX_DISTRIBUTIONS} dependencies"
+            copies = _installed(name, index)
+            if count + max(1, len(copies)) > MAX_DISTRIBUTIONS:
+                over = f"more than {MAX_DISTRIBUTIONS} dependencies ({TOO_MANY})"
                 found[name] = [(_Node(name, "", "", (), "", over), None)]
                 break
-            found[name] = []
-            for copy in _installed(name, dirs):
-                metas.append(_meta_keys(copy))
-                count += 1
-                try:
-                    label = str(copy.metadata["Name"] or name)[:200]
-                    version = str(copy.version or "?")[:100]
-                    base = os.path.realpath(os.fspath(copy.locate_file("")))
-                    tops, problem = _tops(copy, base)
-                except Exception as exc:
-                    label, version, base, tops = name, "?", "", ()
-                    problem = f"its metadata cannot be read ({type(exc).__name__})"
-                node = _Node(label, version, base, tops, _meta_path(copy), problem)
-                found[name].append((node, copy))
+            count += max(1, len(copies))
+            found[name] = [_node(name, copy, problem, name in site) for copy, problem in copies]
+            metas.extend(_meta_keys(copy) for copy, _ in copies)
             if not found[name]:
                 found[name].append((_Node(name, "", "", (), "", ""), None))
         expanded[name] = extras
-        for node, copy in found[name]:
-            if copy is None or node.problem:
+        for at, (node, copy) in enumerate(found[name]):
+            if copy is None or (node is not None and node.problem):
                 continue
             try:
                 wanted = requirements(copy, extras)
             except Exception as exc:
-                problem = f"its requirements cannot be read ({type(exc).__name__})"
-                found[name] = [(node._replace(problem=problem), copy)]
-                break
+                mark = node or _Node(name, "?", "", (), _meta_path(copy), "")
+                found[name][at] = (mark._replace(problem=_unreadable(exc)), copy)
+                continue
             for required, more in wanted.items():
-                if required in site:
-                    continue
-                if required not in asked:
-                    asked[required] = set(more)
-                    queue.append(required)
-                elif not more <= asked[required]:
-                    asked[required] |= more
-                    queue.append(required)
-    result = tuple(node for copies in found.values() for node, _ in copies)
+                ask(required, more)
+    result = tuple(node for copies in found.values() for node, _ in copies if node is not None)
     if not _recent(k for _, k in searched) and not any(_recent(m[1:]) for m in metas):
         _closures.put(memo_key, (tuple(metas), result))
     return result
+
+
+def _unreadable(exc: Exception) -> str:
+    if isinstance(exc, TooMany):
+        return str(exc)
+    return f"its requirements cannot be read ({type(exc).__name__})"
+
+
+def _node(name: str, copy: Any, problem: str, site: bool) -> tuple[_Node | None, Any]:
+    """Installed distribution ``copy`` of the normalized ``name`` as a node (``None`` for
+    a copy of a site name that can be pinned: it is the site's own)."""
+    if site and not problem:
+        return None, copy
+    try:
+        label = str(copy.metadata["Name"] or "")
+        version = str(copy.metadata["Version"] or "")
+        base = os.path.realpath(os.fspath(copy.locate_file("")))
+        tops, why = _tops(copy, base)
+    except Exception as exc:
+        label, version, base, tops = name, "?", "", ()
+        why = f"its metadata cannot be read ({type(exc).__name__})"
+    bad = invalid(label, version)
+    if bad:  # what it says is neither shown nor compared
+        label, version = name, "?"
+    return _Node(label, version, base, tops, _meta_path(copy), problem or bad or why), copy
 
 
 def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
@@ -414,11 +606,14 @@ def pinned_digest(code: str, deps: Iterable[Dependency]) -> str:
     deps = list(deps)
     if not deps:
         return code
+    # No pin holds: a new digest at each call, registered with why (``provenance._unpinned``)
+    # so that a registry load compares why, not it (or every look-up would load again).
+    why = unpinnable(deps) or provenance.unpinned_why(code)
+    if why:
+        return provenance._unpinned(f"dependencies: {why}")
     total = hashlib.sha256(f"code\0{code}\n".encode())
     for dep in deps:
         total.update(f"dep\0{normalized(dep.name)}\0{dep.version}\0{dep.digest}\n".encode())
-        if dep.problem:
-            total.update(f"unpinnable {dep.problem} {time.time_ns()}".encode())
     return total.hexdigest()
 
 

@@ -19,7 +19,7 @@ from django_webfetch.net.errors import HostNotAllowed
 from django_webfetch.values import PluginGrant
 
 from .manifest import ManifestError, canonical_entry, tool_group
-from .provenance import Provider, installed_dependencies, installed_provider
+from .provenance import Provider, installed_dependencies, installed_provider, unpinned_why
 
 __all__ = ["PluginInstance", "validate_alias"]
 
@@ -225,7 +225,9 @@ class PluginInstance(models.Model):
             return ""
         recorded = self.trusted_for()
         installed = installed_provider(self.plugin)
-        if recorded is not None and installed == recorded:
+        # A digest no pin holds for (its code or a dependency cannot be told) never holds,
+        # though a registry load keeps it (issue 30, attack 9, finding 10).
+        if recorded is not None and installed == recorded and not unpinned_why(recorded.digest):
             return ""
         was = str(recorded) if recorded else "no installed distribution"
         now = str(installed) if installed else "none (or more than one)"
@@ -238,6 +240,8 @@ class PluginInstance(models.Model):
                     f"{installed} with other dependencies (plugin_dependency_changed: "
                     f"{'; '.join(changed[:5])})"
                 )
+            elif unpinned_why(installed.digest):
+                now = f"{installed}, which cannot be pinned ({unpinned_why(installed.digest)})"
         return f"trusted for {was}, installed is {now}: confirm again"
 
     def trust_holds(self) -> bool:

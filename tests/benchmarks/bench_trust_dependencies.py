@@ -84,6 +84,7 @@ def _measure(label: str, deps: int, files: int, real: str = "") -> dict[str, flo
                 provenance._hashes.clear()
                 closure._closures.clear()
                 closure._site_memo.clear()
+                closure._entries_memo.clear()
                 closure.trust_digest(dist, origin.path, origin.top_level)
 
             cold_ns = _per_call(cold, 2)

@@ -458,7 +458,9 @@ def test_a_dependency_whose_code_a_pth_file_puts_on_the_path_is_not_pinned(tmp_p
     assert registry.origin("t") is not None, registry.problems()
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     try:
-        assert instance.trust_holds(), instance.trust_problem()
+        # Fixed: such a dependency cannot be pinned, so trust turned on never holds.
+        assert not instance.trust_holds()
+        assert "path configuration file" in instance.trust_problem(), instance.trust_problem()
         (source / "wfdep_p" / "__init__.py").write_text("ANSWER = 'other code'\n")
         registry.reset()
         assert not instance.trust_holds(), (

@@ -108,13 +108,20 @@ def test_site_requirements_leave_the_pin_as_it_was(tmp_path):
     from django_webfetch.plugins import closure, provenance
 
     site = tmp_path / "site"
-    _plugin(site, ["django>=5", "httpx", "django-webfetch", "dnspython[doh]"])
+    _plugin(site, ["django>=5", "httpx", "django-webfetch", "dnspython"])
     dist = _dist(site)
     assert {"django", "httpx", "dnspython"} <= closure.site_names()
     assert closure.dependencies(dist, str(site)) == ()
     assert closure.trust_digest(dist, str(site), "webfetch_t") == provenance.code_digest(
         str(site), "webfetch_t"
     )
+    # An extra of a site distribution is not the site's: what it brings is pinned
+    # (attack 9, finding 2): ``dnspython[doh]`` asks for ``h2``.
+    other = tmp_path / "other"
+    _plugin(other, ["dnspython[doh]"])
+    pinned = {d.name: d.version for d in closure.dependencies(_dist(other), str(other))}
+    assert "h2" in pinned, pinned
+    assert "dnspython" not in pinned, pinned
 
 
 _USES = """\
