@@ -344,9 +344,15 @@ trust_digest: Callable[[Any, str, str], str] | None = None
 _unpinned_why: Memo[str, str] = Memo(4096)
 
 
+#: The first hex digits of every digest ``_unpinned`` gives (a SHA-256 starts so once in
+#: 2**64): such a digest is told by its form, whether or not the memo still holds why.
+UNPINNED_PREFIX = "0" * 16
+
+
 def _unpinned(why: str) -> str:
     """A digest no pin holds for (a new one at each call): the code cannot be told."""
-    digest = hashlib.sha256(f"unlisted {why} {time.time_ns()}".encode()).hexdigest()
+    tail = hashlib.sha256(f"unlisted {why} {time.time_ns()}".encode()).hexdigest()
+    digest = UNPINNED_PREFIX + tail[len(UNPINNED_PREFIX) :]
     _unpinned_why.put(digest, why)
     return digest
 
@@ -354,8 +360,14 @@ def _unpinned(why: str) -> str:
 def unpinned_why(digest: str) -> str:
     """Why ``digest`` is one no pin holds for (``code_digest`` could not tell the code), or
     "": what ``registry.provider`` compares between two looks, so that a package that stays
-    unlistable does not make every look-up load the registry again."""
-    return _unpinned_why.get(digest) or ""
+    unlistable does not make every look-up load the registry again, and what refuses a
+    trust recorded with such a digest (its form says so even after the memo forgot why)."""
+    why = _unpinned_why.get(digest)
+    if why:
+        return why
+    if digest.startswith(UNPINNED_PREFIX):
+        return "its code could not be told"
+    return ""
 
 
 #: Suffixes of compiled code the import system loads in place of a module's source.

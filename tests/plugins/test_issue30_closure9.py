@@ -6,6 +6,7 @@ are this process's (the tests run on Linux, CPython 3.10 or later).
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib.metadata import distributions
 from pathlib import Path
@@ -324,3 +325,19 @@ def test_without_packaging_a_marked_site_line_is_not_the_sites(monkeypatch):
         closure._site_memo.clear()
     assert plain <= evaluated
     assert {"django-webfetch", "django", "httpx"} <= plain
+
+
+def test_an_unpinned_digest_is_told_by_its_form_after_the_memo_forgot_it():
+    """The memo of why holds 4096 digests: one it forgot (4096 others since) is still an
+    unpinned digest by its form, so a trust recorded with it never holds."""
+    from django_webfetch.plugins import provenance
+
+    digest = provenance._unpinned("unlistable")
+    assert provenance.unpinned_why(digest) == "unlistable"
+    for n in range(provenance._unpinned_why.size):
+        provenance._unpinned(f"other {n}")
+    assert digest not in provenance._unpinned_why
+    assert provenance.unpinned_why(digest) == "its code could not be told"
+    assert len(digest) == 64 and int(digest, 16) >= 0
+    real = provenance.code_digest(os.path.dirname(provenance.__file__), "provenance")
+    assert provenance.unpinned_why(real) == ""
