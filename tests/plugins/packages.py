@@ -70,6 +70,20 @@ MANIFEST = (
 )
 
 
+def lazy_plugin(name: str, imports: str, answer: str, plain: str = "plain") -> str:
+    """A plugin ``name`` with two tools: ``{name}_{plain}`` answers 'plain', ``{name}_lazy``
+    runs ``imports`` at its first call (as many tools import at first use) and returns
+    ``answer``."""
+    return (
+        f"def {plain}(plugin, arguments):\n    return 'plain'\n\n\n"
+        f"def lazy(plugin, arguments):\n    {imports}\n    return {answer}\n\n\n"
+        f"def manifest():\n    return {{'name': {name!r}, 'version': '1.0', 'description': 'x', "
+        f"'egress': [],\n            'tools': [{{'name': '{name}_{plain}', 'description': 'x', "
+        f"'handler': {plain}}},\n                      {{'name': '{name}_lazy', "
+        f"'description': 'x', 'handler': lazy}}]}}\n"
+    )
+
+
 def record_hash(data: bytes) -> str:
     """A RECORD line's digest of ``data``, as pip writes it."""
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()

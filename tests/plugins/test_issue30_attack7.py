@@ -31,7 +31,7 @@ import sys
 
 import pytest
 
-from tests.plugins.packages import wheel
+from tests.plugins.packages import lazy_plugin, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -350,21 +350,8 @@ def test_a_plugin_directory_that_is_the_sites_own_site_packages_is_reported(sett
         registry.reset()
 
 
-_LAZY = """\
-def run(plugin, arguments):
-    return 'plain'
-
-
-def lazy(plugin, arguments):
-    from webfetch_e import impl  # imported at first use, as many tools do
-    return impl.ANSWER
-
-
-def manifest():
-    return {'name': 'e', 'version': '1.0', 'description': 'x', 'egress': [],
-            'tools': [{'name': 'e_run', 'description': 'x', 'handler': run},
-                      {'name': 'e_lazy', 'description': 'x', 'handler': lazy}]}
-"""
+#: ``e_lazy`` imports its submodule at first use, as many tools do.
+_LAZY = lazy_plugin("e", "from webfetch_e import impl", "impl.ANSWER", plain="run")
 
 
 def test_a_submodule_imported_after_the_trust_check_is_not_the_pinned_code(tmp_path, plugin_dirs):

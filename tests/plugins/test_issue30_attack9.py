@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, wheel
+from tests.plugins.packages import MANIFEST, lazy_plugin, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -154,21 +154,7 @@ def _call(instance, name):
     return tool.execute({}, context)
 
 
-_LAZY_DEP = """\
-def plain(plugin, arguments):
-    return 'plain'
-
-
-def lazy(plugin, arguments):
-    import wfdep_s
-    return wfdep_s.ANSWER
-
-
-def manifest():
-    return {'name': 't', 'version': '1.0', 'description': 'x', 'egress': [],
-            'tools': [{'name': 't_plain', 'description': 'x', 'handler': plain},
-                      {'name': 't_lazy', 'description': 'x', 'handler': lazy}]}
-"""
+_LAZY_DEP = lazy_plugin("t", "import wfdep_s", "wfdep_s.ANSWER")
 
 
 def test_a_stray_module_that_appears_after_the_trusted_import_runs_in_the_site(
@@ -320,21 +306,7 @@ def test_requirements_that_are_not_installed_count_towards_the_closure_bound(tmp
     assert len(deps) <= closure.MAX_DISTRIBUTIONS + 1 and closure.unpinnable(deps), len(deps)
 
 
-_LAZY_OWN = """\
-def plain(plugin, arguments):
-    return 'plain'
-
-
-def lazy(plugin, arguments):
-    from webfetch_t import impl
-    return impl.ANSWER
-
-
-def manifest():
-    return {'name': 't', 'version': '1.0', 'description': 'x', 'egress': [],
-            'tools': [{'name': 't_plain', 'description': 'x', 'handler': plain},
-                      {'name': 't_lazy', 'description': 'x', 'handler': lazy}]}
-"""
+_LAZY_OWN = lazy_plugin("t", "from webfetch_t import impl", "impl.ANSWER")
 
 
 @pytest.mark.parametrize("where", ["plugin", "dependency"])
