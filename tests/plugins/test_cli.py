@@ -14,6 +14,8 @@ from django_webfetch.plugins.runtime.host import isolation_label
 
 pytestmark = pytest.mark.django_db
 
+#: Where an admin enables a tool group, as ``webfetch explain`` says it.
+ENABLE = "admin: Web fetch > Tool groups"
 DECLARED = (
     "granted.lab.example, *.api.lab.example, intranet.lab.example, metadata.lab.example, "
     "redirector.lab.example, mixed.lab.example"
@@ -32,8 +34,9 @@ def test_install_prints_the_declaration_and_writes_the_grant(example):
         "installed example 1.0 as 'example'",
         f"  declared destinations: {DECLARED}",
         f"  granted:               {DECLARED}",
-        "  effective:             (none): group 'example' is disabled: an admin enables it",
-        "  tool group:            example (enable it to offer the tools)",
+        "  effective:             (none): group 'example' is disabled: an admin enables it "
+        f"({ENABLE})",
+        f"  tool group:            example (enable it to offer the tools: {ENABLE})",
     ]
     instance = PluginInstance.objects.get()
     assert instance.egress_hosts == DECLARED.split(", ")
@@ -85,7 +88,8 @@ def test_upgrade_that_declares_more_widens_nothing_without_confirm(example):
         # deep.api.lab.example is within the old *.api.lab.example: nothing new.
         "  + declares extra.lab.example",
         "  NOT upgraded: the new version declares more; nothing was widened",
-        f"to grant what is shown above: webfetch plugin upgrade example --confirm {fingerprint}",
+        "to grant what is shown above: python manage.py webfetch plugin upgrade example "
+        f"--confirm {fingerprint}",
     ]
     instance = PluginInstance.objects.get()
     assert instance.version == "1.0"
@@ -130,7 +134,7 @@ def test_list_shows_declared_granted_effective(example):
     # Before any instance: what this host does with untrusted plugins, what is installed.
     assert webfetch("list").splitlines() == [
         f"this host: {isolation_label(False)}",
-        f"available: example {version} (manage.py webfetch plugin install example)",
+        f"available: example {version} (python manage.py webfetch plugin install example)",
         "no plugin instances",
     ]
     webfetch("install", "example")
@@ -311,7 +315,9 @@ def test_list_and_check_agree_on_what_is_effective(plugin_lab):
             return str(exc)
         return out.getvalue().splitlines()[-1]
 
-    assert effective() == ["  effective: (none): group 'example' is disabled: an admin enables it"]
+    assert effective() == [
+        f"  effective: (none): group 'example' is disabled: an admin enables it ({ENABLE})"
+    ]
     assert check() == "denied: egress_not_granted"
     ToolGroup.objects.filter(slug="example").delete()
     assert effective() == ["  effective: (none): group 'example' does not exist"]
