@@ -331,3 +331,64 @@ def test_list_and_check_agree_on_what_is_effective(plugin_lab):
     PluginInstance.objects.filter(alias="example").update(enabled=False)
     assert effective() == ["  effective: (none): the instance is disabled"]
     assert check() == "denied: egress_not_granted"
+
+
+# -- a new user's trial of the README (issue 30, round 9) ---------------------------------
+
+
+def test_check_help_says_what_no_resolve_does(capsys):
+    """``plugin check --help`` describes ``--no-resolve`` as ``webfetch explain`` does."""
+    with pytest.raises(SystemExit):
+        call_command("webfetch", "plugin", "check", "--help")
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "--no-resolve Do not look the host up in DNS either." in printed
+
+
+def test_trust_prompts_a_runnable_command_and_a_wrong_fingerprint_says_so(example):
+    """The prompt is a command the operator can paste (``python manage.py ...``); a
+    mistyped ``--confirm`` says the fingerprint is not the one shown (not that the package
+    changed) and how to see it again; nothing is trusted."""
+    PluginInstance.objects.create(plugin="example", alias="demo")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="trust_confirmation_required"):
+        call_command("webfetch", "plugin", "trust", "demo", stdout=out)
+    last = out.getvalue().splitlines()[-1]
+    fingerprint = last.rsplit(" ", 1)[1]
+    assert last == (
+        "to trust what is shown above: python manage.py webfetch plugin trust demo "
+        f"--confirm {fingerprint}"
+    )
+    with pytest.raises(CommandError) as caught:
+        webfetch("trust", "demo", "--confirm", "0123abcd")
+    assert str(caught.value) == (
+        "fingerprint '0123abcd' is not the one shown for webfetch-example-plugin 1.0 "
+        f"(fingerprint {fingerprint}); nothing was trusted: run `python manage.py webfetch "
+        "plugin trust demo` and confirm what it shows (trust_not_shown)"
+    )
+    assert caught.value.returncode == 2
+    assert not PluginInstance.objects.get(alias="demo").trusted
+    assert "'demo' trusted for webfetch-example-plugin 1.0" in webfetch(
+        "trust", "demo", "--confirm", fingerprint
+    )
+
+
+def test_check_names_the_exact_cause_when_the_group_is_disabled(example):
+    """``plugin check`` says why the instance reaches nothing as ``plugin list`` does
+    (``services.why_no_egress``), and where an admin enables the group."""
+    webfetch("install", "example")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="egress_not_granted"):
+        call_command("webfetch", "plugin", "check", "http://granted.lab.example/",
+                     "--plugin", "example", "--no-resolve", stdout=out)  # fmt: skip
+    assert (
+        "policy     fail  egress_not_granted: group 'example' is disabled: an admin enables "
+        f"it ({ENABLE})"
+    ) in out.getvalue().splitlines()
+    assert "missing, disabled or has no egress" not in out.getvalue()
+    # An instance whose plugin is not installed: said as such, not "no effective grant".
+    PluginInstance.objects.create(plugin="gone", alias="gone", egress_hosts=["a.example.org"])
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="egress_not_granted"):
+        call_command("webfetch", "plugin", "check", "http://a.example.org/",
+                     "--plugin", "gone", "--no-resolve", stdout=out)  # fmt: skip
+    assert "plugin 'gone' is not installed here" in out.getvalue()
