@@ -826,7 +826,7 @@ def check_plugin_instances(
                         "which is not installed (or was refused): it has no effective grant."
                     ),
                     hint="Is its directory in WEBFETCH_PLUGIN_DIRS of this process? "
-                    "(manage.py webfetch plugin list says whether it was refused, and why.)",
+                    "(python manage.py webfetch plugin list says whether it was refused, and why.)",
                     obj=instance,
                     id="django_webfetch.W030",
                 )

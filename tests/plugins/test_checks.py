@@ -179,7 +179,7 @@ def test_w030_asks_whether_the_plugin_directory_is_configured(example):
         for m in checks.check_plugin_instances(databases=["default"])
         if m.id == "django_webfetch.W030"
     ]
-    assert "is its directory in WEBFETCH_PLUGIN_DIRS of this process?" in w030.hint.lower()
+    assert w030.hint.startswith("Is its directory in WEBFETCH_PLUGIN_DIRS of this process?")
 
 
 @pytest.mark.django_db

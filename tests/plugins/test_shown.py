@@ -56,7 +56,8 @@ def test_shown_escapes_every_character_that_is_not_printable():
         if 0x20 <= code < 0x7F:
             assert out == f"a{char}b"
         elif not char.isprintable():
-            assert out == "a\\u%04xb" % code if code <= 0xFFFF else out == "a\\U%08xb" % code
+            escape = f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+            assert out == f"a{escape}b", hex(code)
 
 
 @settings(max_examples=200, deadline=None)
@@ -74,8 +75,7 @@ def _site(root, payload: str):
     ``entry_point_duplicate``)."""
     site = root / "site"
     own = (
-        f"Metadata-Version: 2.1\nName: webfetch-t\nVersion: 1.0{payload}\n"
-        "Requires-Dist: wfdep-h\n"
+        f"Metadata-Version: 2.1\nName: webfetch-t\nVersion: 1.0{payload}\nRequires-Dist: wfdep-h\n"
     )
     wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
           {"webfetch_t/__init__.py": MANIFEST % "t"}, {"METADATA": own.encode()})  # fmt: skip
@@ -150,11 +150,11 @@ def test_no_surface_prints_what_a_distribution_hides(
                 "trust", "t", "--confirm", "0" * 32
             ),
             "plugin upgrade": _command("upgrade", "t"),
-            "plugin check": _command("check", "http://a.example/", "--plugin", "t",
-                                     "--no-resolve"),  # fmt: skip
+            "plugin check": _command(
+                "check", "http://a.example/", "--plugin", "t", "--no-resolve"
+            ),  # fmt: skip
             # The admin.
-            "admin change page": admin_client.get(f"{admin}{instance.pk}/change/")
-            .content.decode(),
+            "admin change page": admin_client.get(f"{admin}{instance.pk}/change/").content.decode(),
             "admin list": admin_client.get(admin).content.decode(),
             "admin trust confirmation page": confirm_page,
             "admin trust confirmation message": confirm_message,
