@@ -47,8 +47,8 @@ def hidden(text: str) -> list[str]:
 
 
 def test_shown_escapes_every_character_that_is_not_printable():
-    """The function itself, over every code point: its result is printable, and it is the
-    text itself exactly when that is printable ASCII."""
+    """The function itself, over every code point: its result is printable, printable
+    ASCII is kept as it is, and every character that is not printable is escaped."""
     for code in range(0x110000):
         char = chr(code)
         out = shown(f"a{char}b")
