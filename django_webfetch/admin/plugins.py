@@ -48,6 +48,26 @@ class _HostLines(forms.Field):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+class _ShownJSON(forms.JSONField):
+    """The config as JSON whose strings write every character ``shown`` would escape as
+    a JSON escape: the same value, read back unchanged, but a default the plugin's manifest
+    chose cannot reorder or hide the text of the page (tests/plugins/test_shown.py)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        text = super().prepare_value(value)
+        if not isinstance(text, str) or shown(text) == text:
+            return text
+        return "".join(c if shown(c) == c else _json_escape(c) for c in text)
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 class PluginInstanceForm(_InstanceForm):
     egress_hosts = _HostLines(
         label=_("egress granted"),
@@ -59,6 +79,7 @@ class PluginInstanceForm(_InstanceForm):
         required=False,
         help_text=_("One granted exact host per line. Metadata addresses stay refused."),
     )
+    config = _ShownJSON(label=_("config"), required=False)
     clear_secrets = forms.BooleanField(label=_("remove every stored secret"), required=False)
     #: The fingerprint of the distribution this page showed ("installed distribution"):
     #: ticking ``trusted`` trusts that one only (``services.provider_fingerprint``).

@@ -178,3 +178,30 @@ def test_no_surface_prints_what_a_distribution_hides(
     finally:
         registry_on.undo()
         registry.reset()
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(PAYLOAD)
+def test_the_admin_shows_a_config_value_escaped_and_reads_it_back_unchanged(admin_client, payload):
+    """A config value (a default the plugin's manifest chose) is written in the admin's
+    config field with JSON escapes for what ``shown`` escapes: the page hides nothing and
+    the field holds the same value."""
+    import html
+    import json
+
+    from django_webfetch.plugins.models import PluginInstance
+
+    PluginInstance.objects.filter(alias="g").delete()
+    config = {"k": payload, f"n{payload}": [payload, "\U0001f600"]}
+    instance = PluginInstance.objects.create(plugin="gone", alias="g", config=config)
+    page = admin_client.get(
+        f"/admin/django_webfetch/plugininstance/{instance.pk}/change/"
+    ).content.decode()
+    assert not hidden(page), hidden(page)
+    field = re.search(r'<textarea name="config"[^>]*>\n?(.*?)</textarea>', page, re.S)
+    assert field is not None
+    assert json.loads(html.unescape(field[1])) == config
