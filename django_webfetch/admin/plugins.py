@@ -55,7 +55,7 @@ class _ShownJSON(forms.JSONField):
 
     def prepare_value(self, value: Any) -> Any:
         text = super().prepare_value(value)
-        if not isinstance(text, str) or shown(text) == text:
+        if shown(text) == text:
             return text
         return "".join(c if shown(c) == c else _json_escape(c) for c in text)
 
