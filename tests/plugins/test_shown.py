@@ -74,8 +74,9 @@ def _site(root, payload: str):
     claimed by two distributions, one named ``wfdup-<payload>`` (refused:
     ``entry_point_duplicate``)."""
     site = root / "site"
+    # ``Version`` last: a carriage return in it ends the header line.
     own = (
-        f"Metadata-Version: 2.1\nName: webfetch-t\nVersion: 1.0{payload}\nRequires-Dist: wfdep-h\n"
+        f"Metadata-Version: 2.1\nName: webfetch-t\nRequires-Dist: wfdep-h\nVersion: 1.0{payload}\n"
     )
     wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
           {"webfetch_t/__init__.py": MANIFEST % "t"}, {"METADATA": own.encode()})  # fmt: skip
