@@ -596,6 +596,7 @@ def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
     from .plugins.registry import plugin_entry_points
     from .plugins.runtime.bubblewrap import REASONS
     from .plugins.runtime.host import capabilities
+    from .plugins.shown import shown
 
     eps, unreadable = plugin_entry_points()  # one distribution at a time: never raises
     if not eps and not unreadable:
@@ -605,7 +606,7 @@ def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
         return []
     reason = str(found.get("reason", "sandbox_failed"))
     names = sorted({p.split("'")[1] for p in refused if p.count("'") >= 2})
-    which = f" Not run: {', '.join(names)}." if names else ""
+    which = f" Not run: {shown(', '.join(names))}." if names else ""
     return [
         Warning(
             f"Untrusted plugins do not run here: the plugin sandbox cannot be built "
@@ -658,11 +659,12 @@ def _plugin_uids() -> list[CheckMessage]:
 
 def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
     from .plugins.registry import problems
+    from .plugins.shown import shown
 
     found = problems()
     messages: list[CheckMessage] = [
         Error(
-            problem,
+            shown(problem),
             hint="The whole plugin is refused: none of its tools is offered.",
             id="django_webfetch.E030",
         )
@@ -674,7 +676,7 @@ def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> li
 
     messages.extend(
         Error(
-            problem,
+            shown(problem),
             hint="Tools of two plugins claim this name: neither plugin's is offered.",
             id="django_webfetch.E030",
         )
@@ -725,6 +727,7 @@ def check_plugin_path(
     from importlib.metadata import distributions
 
     from .plugins.registry import dist_plugin_entry_points, plugin_dirs
+    from .plugins.shown import shown
 
     own = _site_packages()
     on_path = [os.path.realpath(entry or os.getcwd()) for entry in sys.path]
@@ -770,9 +773,9 @@ def check_plugin_path(
     return messages + [
         Error(
             f"{path!r} is on sys.path (PYTHONPATH or sys.path.append) and holds the plugin "
-            f"distribution(s) {', '.join(names)}: the site imports from it and every library "
-            "loads entry points from it, so a plugin's code can run in the site's processes "
-            "outside the sandbox.",
+            f"distribution(s) {shown(', '.join(names))}: the site imports from it and every "
+            "library loads entry points from it, so a plugin's code can run in the site's "
+            "processes outside the sandbox.",
             hint="Take the directory off sys.path and list it in WEBFETCH_PLUGIN_DIRS "
             "(docs/plugins.rst, 'Installing a plugin').",
             id="django_webfetch.E035",
@@ -792,6 +795,7 @@ def check_plugin_instances(
     from .plugins.manifest import ManifestError, parse_egress_entry
     from .plugins.models import PluginInstance
     from .plugins.registry import get_manifest
+    from .plugins.shown import shown
 
     messages: list[CheckMessage] = []
     try:
@@ -805,8 +809,10 @@ def check_plugin_instances(
         except (ManifestError, TypeError):
             messages.append(
                 Error(
-                    f"Plugin instance {instance.alias!r} has an invalid egress grant; every "
-                    "request of the instance is refused.",
+                    shown(
+                        f"Plugin instance {instance.alias!r} has an invalid egress grant; "
+                        "every request of the instance is refused."
+                    ),
                     hint="Fix the grant with the admin or manage.py webfetch plugin.",
                     obj=instance,
                     id="django_webfetch.E032",
@@ -815,8 +821,12 @@ def check_plugin_instances(
         if get_manifest(instance.plugin) is None:
             messages.append(
                 Warning(
-                    f"Plugin instance {instance.alias!r} belongs to {instance.plugin!r}, which "
-                    "is not installed (or was refused): it has no effective grant.",
+                    shown(
+                        f"Plugin instance {instance.alias!r} belongs to {instance.plugin!r}, "
+                        "which is not installed (or was refused): it has no effective grant."
+                    ),
+                    hint="Is its directory in WEBFETCH_PLUGIN_DIRS of this process? "
+                    "(python manage.py webfetch plugin list says whether it was refused, and why.)",
                     obj=instance,
                     id="django_webfetch.W030",
                 )
@@ -824,37 +834,47 @@ def check_plugin_instances(
         if instance.egress_allow_private and not settings.DEBUG:
             messages.append(
                 Warning(
-                    f"Plugin instance {instance.alias!r} may reach private addresses for "
-                    f"{', '.join(instance.egress_allow_private[:5])} while DEBUG is off.",
+                    shown(
+                        f"Plugin instance {instance.alias!r} may reach private addresses for "
+                        f"{', '.join(instance.egress_allow_private[:5])} while DEBUG is off."
+                    ),
                     hint="Only for an internal service you trust; metadata stays refused.",
                     obj=instance,
                     id="django_webfetch.W031",
                 )
             )
-        if instance.trusted:
+        problem = instance.trust_problem() if instance.trusted else ""
+        if problem:
+            # W034 only: its code does not run in the site's processes now, so W032 ("is
+            # trusted: its code runs inside the site's processes") would be untrue.
             messages.append(
                 Warning(
-                    f"Plugin instance {instance.alias!r} is trusted: its code runs inside the "
-                    "site's processes, with the site's settings, database and network, "
-                    "guarded only by the audit hook.",
+                    shown(
+                        f"Plugin instance {instance.alias!r} is not trusted now: {problem}. "
+                        "Its code does not run in the site's processes (it runs in the "
+                        "sandbox where there is one, nowhere where there is none)."
+                    ),
+                    hint=shown(
+                        "Review the installed package, then: python manage.py webfetch plugin "
+                        f"trust {instance.alias} (or untick and tick 'trusted' in the admin)."
+                    ),
+                    obj=instance,
+                    id="django_webfetch.W034",
+                )
+            )
+        elif instance.trusted:
+            messages.append(
+                Warning(
+                    shown(
+                        f"Plugin instance {instance.alias!r} is trusted: its code runs inside "
+                        "the site's processes, with the site's settings, database and "
+                        "network, guarded only by the audit hook."
+                    ),
                     hint=_untrust_hint(),
                     obj=instance,
                     id="django_webfetch.W032",
                 )
             )
-            problem = instance.trust_problem()
-            if problem:
-                messages.append(
-                    Warning(
-                        f"Plugin instance {instance.alias!r} is not trusted now: {problem}. "
-                        "Its code does not run in the site's processes (it runs in the "
-                        "sandbox where there is one, nowhere where there is none).",
-                        hint=f"Review the installed package, then: manage.py webfetch plugin "
-                        f"trust {instance.alias} (or untick and tick 'trusted' in the admin).",
-                        obj=instance,
-                        id="django_webfetch.W034",
-                    )
-                )
     return messages
 
 

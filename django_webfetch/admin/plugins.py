@@ -4,6 +4,10 @@ Secret config values are write-only, like a configured endpoint's auth header: o
 password field per secret the plugin's manifest declares, never rendered back; leaving it
 empty keeps the stored value, a checkbox clears them all.  Every rule (grant syntax,
 private exemptions only for granted hosts, the config schema) lives in the model.
+
+Every value a plugin distribution controls (its name and version, its dependencies', where
+its code is, refusals quoting them) is shown through ``plugins.shown.shown``, as on the
+command line (tests/plugins/test_shown.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from django.utils.translation import gettext_lazy as _
 
 from django_webfetch.admin import SecretFieldsAdminMixin
 from django_webfetch.plugins.models import PluginInstance
+from django_webfetch.plugins.shown import shown
 
 if TYPE_CHECKING:
     _InstanceForm = forms.ModelForm[PluginInstance]
@@ -43,6 +48,26 @@ class _HostLines(forms.Field):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+class _ShownJSON(forms.JSONField):
+    """The config as JSON whose strings write every character ``shown`` would escape as
+    a JSON escape: the same value, read back unchanged, but a default the plugin's manifest
+    chose cannot reorder or hide the text of the page (tests/plugins/test_shown.py)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        text = super().prepare_value(value)
+        if shown(text) == text:
+            return text
+        return "".join(c if shown(c) == c else _json_escape(c) for c in text)
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 class PluginInstanceForm(_InstanceForm):
     egress_hosts = _HostLines(
         label=_("egress granted"),
@@ -54,6 +79,7 @@ class PluginInstanceForm(_InstanceForm):
         required=False,
         help_text=_("One granted exact host per line. Metadata addresses stay refused."),
     )
+    config = _ShownJSON(label=_("config"), required=False)
     clear_secrets = forms.BooleanField(label=_("remove every stored secret"), required=False)
     #: The fingerprint of the distribution this page showed ("installed distribution"):
     #: ticking ``trusted`` trusts that one only (``services.provider_fingerprint``).
@@ -121,7 +147,7 @@ class PluginInstanceForm(_InstanceForm):
                             "be pinned (plugin_dependency_unpinnable): %(why)s. Nothing was "
                             "trusted."
                         )
-                        % {"why": cannot},
+                        % {"why": shown(cannot)},
                     )
         cleaned.pop("trust_shown", None)
         secrets = {} if cleaned.get("clear_secrets") else dict(self.instance.secret_config)
@@ -176,7 +202,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
 
         deps = ", ".join(str(d) for d in installed_dependencies(obj.plugin))
         pinned = f"; dependencies pinned with it: {deps}" if deps else ""
-        return f"{found} (code sha256 {found.digest or '-'}{pinned})"
+        return shown(f"{found} (code sha256 {found.digest or '-'}{pinned})")
 
     @admin.display(description=_("trusted for"))
     def trusted_distribution_label(self, obj: PluginInstance) -> str:
@@ -185,8 +211,8 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
             return "-"
         problem = obj.trust_problem()
         recorded = obj.trusted_for()
-        shown = str(recorded) if recorded is not None else "-"
-        return f"{shown} (NOT trusted now: {problem})" if problem else shown
+        label = str(recorded) if recorded is not None else "-"
+        return shown(f"{label} (NOT trusted now: {problem})" if problem else label)
 
     @admin.action(description=_("Confirm trust in the installed distribution"))
     def confirm_trust(self, request: HttpRequest, queryset: Any) -> Any:
@@ -214,13 +240,25 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
             for instance in trusted:
                 found = installed_provider(instance.plugin)
                 where = origin(instance.plugin)
+                deps = installed_dependencies(instance.plugin) if found else ()
                 rows.append(
                     {
                         "instance": instance,
-                        "provider": found,
+                        "label": shown(f"{instance.alias} ({instance.plugin})"),
+                        "provider": shown(found) if found is not None else "",
+                        "digest": shown(found.digest) if found is not None else "",
                         "fingerprint": provider_fingerprint(found),
-                        "path": where.path if where is not None else "",
-                        "dependencies": installed_dependencies(instance.plugin) if found else (),
+                        "path": shown(where.path) if where is not None else "",
+                        "dependencies": [
+                            {
+                                "label": shown(dep),
+                                "pinned": shown(f"{dep.where}, sha256 {dep.digest or '-'}")
+                                if dep.version
+                                else "",
+                                "problem": shown(dep.problem),
+                            }
+                            for dep in deps
+                        ],
                     }
                 )
             context = {
@@ -241,20 +279,22 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
                     instance, shown=request.POST.get(f"shown_{instance.pk}", "")
                 )
             except PluginServiceError as exc:
-                self.message_user(request, f"{instance.alias}: {exc} ({exc.code})", level="error")
+                self.message_user(
+                    request, shown(f"{instance.alias}: {exc} ({exc.code})"), level="error"
+                )
                 continue
             if found is None:
                 self.message_user(
                     request,
                     _("%(alias)s: no single installed distribution provides %(plugin)s.")
-                    % {"alias": instance.alias, "plugin": instance.plugin},
+                    % {"alias": shown(instance.alias), "plugin": shown(instance.plugin)},
                     level="error",
                 )
             else:
                 self.message_user(
                     request,
                     _("%(alias)s is trusted for %(dist)s.")
-                    % {"alias": instance.alias, "dist": str(found)},
+                    % {"alias": shown(instance.alias), "dist": shown(found)},
                 )
         return None
 
@@ -265,7 +305,7 @@ class PluginInstanceAdmin(SecretFieldsAdminMixin, _InstanceAdmin):
         from django_webfetch.plugins.services import effective_now
 
         hosts, off = effective_now(obj)
-        return ", ".join(hosts) or (f"(none): {off}" if off else "-")
+        return shown(", ".join(hosts) or (f"(none): {off}" if off else "-"))
 
     @admin.display(boolean=True, description=_("secrets set"))
     def has_secrets(self, obj: PluginInstance) -> bool:

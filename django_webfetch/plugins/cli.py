@@ -1,7 +1,13 @@
-"""``manage.py webfetch plugin ...``: a thin surface over ``plugins.services``."""
+"""``manage.py webfetch plugin ...``: a thin surface over ``plugins.services``.
+
+Every line it prints (and every error it raises) goes through ``shown.shown``: names,
+versions and directories a plugin distribution controls are printed escaped, never as
+terminal escapes or bidirectional overrides (tests/plugins/test_shown.py).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import CommandError
@@ -10,6 +16,7 @@ from django_webfetch.exceptions import RefusalShown
 from django_webfetch.net.errors import EgressDenied
 
 from . import services
+from .shown import shown
 from .tools import tool_problems
 
 __all__ = ["add_arguments", "handle"]
@@ -63,15 +70,35 @@ def add_arguments(sub: Any) -> None:
     check = commands.add_parser("check", help="What an instance's policy decides for URL.")
     check.add_argument("url")
     check.add_argument("--plugin", required=True, metavar="ALIAS")
-    check.add_argument("--no-resolve", action="store_true")
+    check.add_argument(
+        "--no-resolve", action="store_true", help="Do not look the host up in DNS either."
+    )
 
 
 def _hosts(entries: Any) -> str:
     return ", ".join(entries) if entries else "(none)"
 
 
+class _Shown:
+    """The command's output, every line through ``shown`` (styled after escaping)."""
+
+    def __init__(self, command: Any) -> None:
+        self._out = command.stdout
+        self.style = command.style
+
+    def write(self, line: str, style: Callable[[str], str] | None = None) -> None:
+        text = shown(line)
+        self._out.write(style(text) if style is not None else text)
+
+
+#: What an operator types to run this command (the prompts print it runnable as it is).
+_MANAGE = "python manage.py webfetch plugin"
+#: Where an admin enables a tool group (as ``webfetch explain``'s hint says).
+_ENABLE = "admin: Web fetch > Tool groups"
+
+
 def handle(command: Any, options: dict[str, Any]) -> None:
-    out = command.stdout
+    out = _Shown(command)
     name = options["plugin_command"]
     try:
         if name == "install":
@@ -83,15 +110,15 @@ def handle(command: Any, options: dict[str, Any]) -> None:
             )
             _print_created(out, instance, "bound")
         elif name == "upgrade":
-            _upgrade(command, options["name"], confirm=options["confirm"])
+            _upgrade(out, options["name"], confirm=options["confirm"])
         elif name == "list":
             _list(out)
         elif name == "trust":
             _trust(out, options["alias"], options["confirm"])
         else:
-            _check(command, options["url"], options["plugin"], resolve=not options["no_resolve"])
+            _check(out, options["url"], options["plugin"], resolve=not options["no_resolve"])
     except services.PluginServiceError as exc:
-        raise CommandError(f"{exc} ({exc.code})", returncode=2) from exc
+        raise CommandError(shown(f"{exc} ({exc.code})"), returncode=2) from exc
 
 
 def _print_created(out: Any, instance: Any, verb: str) -> None:
@@ -103,9 +130,9 @@ def _print_created(out: Any, instance: Any, verb: str) -> None:
     groups = instance.tool_groups()
     enabled = services.enabled_groups(groups)
     if not enabled and len(groups) == 1:
-        label, note = "tool group: ", "enable it to offer the tools"
+        label, note = "tool group: ", f"enable it to offer the tools: {_ENABLE}"
     elif not enabled:
-        label, note = "tool groups:", "enable each to offer its tools"
+        label, note = "tool groups:", f"enable each to offer its tools: {_ENABLE}"
     else:
         # Said as it is: a group enabled already offers the tools now (an earlier install).
         label = "tool group: " if len(groups) == 1 else "tool groups:"
@@ -115,8 +142,7 @@ def _print_created(out: Any, instance: Any, verb: str) -> None:
         out.write(f"  NOT served: {problem}")
 
 
-def _upgrade(command: Any, name: str, *, confirm: str | None) -> None:
-    out = command.stdout
+def _upgrade(out: _Shown, name: str, *, confirm: str | None) -> None:
     reports = services.upgrade(name, confirm=confirm or "")
     if not reports:
         out.write(f"no instance of {name!r}")
@@ -134,9 +160,7 @@ def _upgrade(command: Any, name: str, *, confirm: str | None) -> None:
             out.write("  NOT upgraded: the new version declares more; nothing was widened")
     if pending:
         fingerprint = reports[0].fingerprint
-        out.write(
-            f"to grant what is shown above: webfetch plugin upgrade {name} --confirm {fingerprint}"
-        )
+        out.write(f"to grant what is shown above: {_MANAGE} upgrade {name} --confirm {fingerprint}")
         if confirm == "":
             raise CommandError(
                 "--confirm takes the fingerprint printed above: what is granted is what was "
@@ -150,7 +174,7 @@ def _upgrade(command: Any, name: str, *, confirm: str | None) -> None:
         )
 
 
-def _trust(out: Any, alias: str, confirm: str | None) -> None:
+def _trust(out: _Shown, alias: str, confirm: str | None) -> None:
     """Without ``confirm``: show the distribution that would be trusted and its
     fingerprint, and trust nothing (exit status 3).  With it: trust that distribution,
     only if it is still the one that provides the plugin."""
@@ -188,8 +212,7 @@ def _trust(out: Any, alias: str, confirm: str | None) -> None:
             pinned = f"CANNOT be pinned: {dep.problem}"
         out.write(f"  dependency:    {dep} ({pinned})")
     out.write(
-        f"to trust what is shown above: webfetch plugin trust {instance.alias} "
-        f"--confirm {fingerprint}"
+        f"to trust what is shown above: {_MANAGE} trust {instance.alias} --confirm {fingerprint}"
     )
     raise CommandError(
         "nothing was trusted; review the distribution, then rerun with "
@@ -198,7 +221,7 @@ def _trust(out: Any, alias: str, confirm: str | None) -> None:
     )
 
 
-def _list(out: Any) -> None:
+def _list(out: _Shown) -> None:
     from .registry import manifests, problems
     from .runtime.host import isolation_label
 
@@ -210,8 +233,7 @@ def _list(out: Any) -> None:
     for manifest in manifests():
         if manifest.name not in have:
             out.write(
-                f"available: {manifest.name} {manifest.version} "
-                f"(manage.py webfetch plugin install {manifest.name})"
+                f"available: {manifest.name} {manifest.version} ({_MANAGE} install {manifest.name})"
             )
     for problem in refused:
         out.write(f"refused: {problem}")
@@ -238,24 +260,22 @@ def _list(out: Any) -> None:
             out.write("  secrets: set (never shown)")
         out.write(f"  isolation: {s.isolation}")
         if s.trust:
-            out.write(f"  NOT trusted now: {s.trust} (webfetch plugin trust {s.alias})")
+            out.write(f"  NOT trusted now: {s.trust} ({_MANAGE} trust {s.alias})")
 
 
-def _check(command: Any, url: str, alias: str, *, resolve: bool) -> None:
-    out = command.stdout
+def _check(out: _Shown, url: str, alias: str, *, resolve: bool) -> None:
     policy, verdict = services.check(url, alias=alias, resolve=resolve)
     out.write(f"plugin     {alias}")
     if policy is not None:
         out.write(f"effective  {_hosts(policy.allowlist)}")
     if isinstance(verdict, EgressDenied):
         out.write(f"policy     fail  {verdict.reason}: {verdict.detail}")
-        out.write(command.style.ERROR(f"DENIED ({verdict.reason})"))
+        out.write(f"DENIED ({verdict.reason})", out.style.ERROR)
         raise RefusalShown(f"denied: {verdict.reason}", returncode=1)
     for step in verdict.steps:
-        line = f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip()
-        out.write("".join(c if c.isprintable() else "?" for c in line))
+        out.write(f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip())
     if verdict.allowed:
-        out.write(command.style.SUCCESS(verdict.verdict))
+        out.write(verdict.verdict, out.style.SUCCESS)
     else:
-        out.write(command.style.ERROR(f"DENIED ({verdict.reason})"))
+        out.write(f"DENIED ({verdict.reason})", out.style.ERROR)
         raise RefusalShown(f"denied: {verdict.reason}", returncode=1)

@@ -195,8 +195,8 @@ def upgrade(name: str, *, confirm: str = "") -> list[UpgradeReport]:
             "upgrade_not_shown",
             f"plugin {name!r} {manifest.version} declares {', '.join(manifest.egress) or 'nothing'}"
             f" now, not what the reviewed upgrade showed (fingerprint {confirm[:40]!r}, now "
-            f"{fingerprint}); nothing was changed: run 'webfetch plugin upgrade {name}' again "
-            "and review",
+            f"{fingerprint}); nothing was changed: run 'python manage.py webfetch plugin upgrade "
+            f"{name}' again and review",
         )
     reports: list[UpgradeReport] = []
     with transaction.atomic():
@@ -312,7 +312,7 @@ def why_no_egress(instance: Any) -> str:
     if row is None:
         return f"group {group!r} does not exist"
     if not row.enabled:
-        return f"group {group!r} is disabled: an admin enables it"
+        return f"group {group!r} is disabled: an admin enables it (admin: Web fetch > Tool groups)"
     try:
         policy = policy_for(group, plugin_instance=instance)
     except EgressDenied as exc:
@@ -405,10 +405,12 @@ def confirm_trust_of(instance: Any, *, shown: str) -> Any:
     now = provider_fingerprint(found)
     if not hmac.compare_digest(str(shown).strip().lower(), now):
         instance.refresh_from_db()
+        # Said as it is: a mistyped fingerprint is as likely as a changed package.
         raise PluginServiceError(
             "trust_not_shown",
-            f"plugin {instance.plugin!r} is provided by {found} (fingerprint {now}) now, not "
-            "by the distribution that was shown; nothing was trusted: review it again",
+            f"fingerprint {str(shown).strip()[:40]!r} is not the one shown for {found} "
+            f"(fingerprint {now}); nothing was trusted: run `python manage.py webfetch plugin "
+            f"trust {instance.alias}` and confirm what it shows",
         )
     instance.trusted = True
     instance.save()
@@ -425,7 +427,8 @@ def check(url: str, *, alias: str, resolve: bool = True) -> tuple[Any, Any]:
     if not instance.enabled:
         return None, EgressDenied("egress_not_granted", detail="the instance is disabled")
     if not instance.effective():
-        return None, EgressDenied("egress_not_granted", detail="no effective grant")
+        why = (why_no_egress(instance) if instance.egress_hosts else "") or "no effective grant"
+        return None, EgressDenied("egress_not_granted", detail=why)
     group = instance.default_group()
     try:
         # Under a policy without egress the guard stops at its first step (scope), before
@@ -434,9 +437,9 @@ def check(url: str, *, alias: str, resolve: bool = True) -> tuple[Any, Any]:
     except EgressDenied as exc:
         return None, exc
     if policy.scope is Scope.NONE:
-        return policy, EgressDenied(
-            "egress_not_granted", detail=f"group {group!r} is missing, disabled or has no egress"
-        )
+        # The exact cause, as ``plugin list`` says it (tests/plugins/test_cli.py).
+        why = why_no_egress(instance) or f"group {group!r} has no network scope"
+        return policy, EgressDenied("egress_not_granted", detail=why)
     return policy, explanation
 
 

@@ -167,3 +167,33 @@ def test_invalid_nat64_list_is_an_error_and_refuses_every_fetch(settings, group_
     assert caught.value.reason == "invalid_list"
     settings.WEBFETCH_NAT64_PREFIXES = ["64:ff9b::/96"]
     assert checks.check_nat64_prefixes() == []
+
+
+@pytest.mark.django_db
+def test_w030_asks_whether_the_plugin_directory_is_configured(example):
+    """A new user's instance of a plugin this process does not see: W030's hint names the
+    likeliest cause (the directory is not in WEBFETCH_PLUGIN_DIRS of this process)."""
+    PluginInstance.objects.create(plugin="gone", alias="gone")
+    (w030,) = [
+        m
+        for m in checks.check_plugin_instances(databases=["default"])
+        if m.id == "django_webfetch.W030"
+    ]
+    assert w030.hint.startswith("Is its directory in WEBFETCH_PLUGIN_DIRS of this process?")
+
+
+@pytest.mark.django_db
+def test_an_instance_not_trusted_now_is_w034_only(example):
+    """W032 says a trusted instance's code runs in the site's processes; for an instance
+    W034 names (not trusted now: its code does not run there) it would be untrue, so only
+    W034 is emitted for it."""
+    held = PluginInstance.objects.create(plugin="example", alias="held", trusted=True)
+    stale = PluginInstance.objects.create(plugin="example", alias="stale", trusted=True)
+    PluginInstance.objects.filter(pk=stale.pk).update(trusted_version="0.1")
+    assert held.trust_holds()
+    found = {
+        (m.id, m.obj.alias)
+        for m in checks.check_plugin_instances(databases=["default"])
+        if m.id in ("django_webfetch.W032", "django_webfetch.W034")
+    }
+    assert found == {("django_webfetch.W032", "held"), ("django_webfetch.W034", "stale")}

@@ -14,6 +14,8 @@ from django_webfetch.plugins.runtime.host import isolation_label
 
 pytestmark = pytest.mark.django_db
 
+#: Where an admin enables a tool group, as ``webfetch explain`` says it.
+ENABLE = "admin: Web fetch > Tool groups"
 DECLARED = (
     "granted.lab.example, *.api.lab.example, intranet.lab.example, metadata.lab.example, "
     "redirector.lab.example, mixed.lab.example"
@@ -32,8 +34,9 @@ def test_install_prints_the_declaration_and_writes_the_grant(example):
         "installed example 1.0 as 'example'",
         f"  declared destinations: {DECLARED}",
         f"  granted:               {DECLARED}",
-        "  effective:             (none): group 'example' is disabled: an admin enables it",
-        "  tool group:            example (enable it to offer the tools)",
+        "  effective:             (none): group 'example' is disabled: an admin enables it "
+        f"({ENABLE})",
+        f"  tool group:            example (enable it to offer the tools: {ENABLE})",
     ]
     instance = PluginInstance.objects.get()
     assert instance.egress_hosts == DECLARED.split(", ")
@@ -85,7 +88,8 @@ def test_upgrade_that_declares_more_widens_nothing_without_confirm(example):
         # deep.api.lab.example is within the old *.api.lab.example: nothing new.
         "  + declares extra.lab.example",
         "  NOT upgraded: the new version declares more; nothing was widened",
-        f"to grant what is shown above: webfetch plugin upgrade example --confirm {fingerprint}",
+        "to grant what is shown above: python manage.py webfetch plugin upgrade example "
+        f"--confirm {fingerprint}",
     ]
     instance = PluginInstance.objects.get()
     assert instance.version == "1.0"
@@ -130,7 +134,7 @@ def test_list_shows_declared_granted_effective(example):
     # Before any instance: what this host does with untrusted plugins, what is installed.
     assert webfetch("list").splitlines() == [
         f"this host: {isolation_label(False)}",
-        f"available: example {version} (manage.py webfetch plugin install example)",
+        f"available: example {version} (python manage.py webfetch plugin install example)",
         "no plugin instances",
     ]
     webfetch("install", "example")
@@ -311,7 +315,9 @@ def test_list_and_check_agree_on_what_is_effective(plugin_lab):
             return str(exc)
         return out.getvalue().splitlines()[-1]
 
-    assert effective() == ["  effective: (none): group 'example' is disabled: an admin enables it"]
+    assert effective() == [
+        f"  effective: (none): group 'example' is disabled: an admin enables it ({ENABLE})"
+    ]
     assert check() == "denied: egress_not_granted"
     ToolGroup.objects.filter(slug="example").delete()
     assert effective() == ["  effective: (none): group 'example' does not exist"]
@@ -325,3 +331,64 @@ def test_list_and_check_agree_on_what_is_effective(plugin_lab):
     PluginInstance.objects.filter(alias="example").update(enabled=False)
     assert effective() == ["  effective: (none): the instance is disabled"]
     assert check() == "denied: egress_not_granted"
+
+
+# -- a new user's trial of the README (issue 30, round 9) ---------------------------------
+
+
+def test_check_help_says_what_no_resolve_does(capsys):
+    """``plugin check --help`` describes ``--no-resolve`` as ``webfetch explain`` does."""
+    with pytest.raises(SystemExit):
+        call_command("webfetch", "plugin", "check", "--help")
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "--no-resolve Do not look the host up in DNS either." in printed
+
+
+def test_trust_prompts_a_runnable_command_and_a_wrong_fingerprint_says_so(example):
+    """The prompt is a command the operator can paste (``python manage.py ...``); a
+    mistyped ``--confirm`` says the fingerprint is not the one shown (not that the package
+    changed) and how to see it again; nothing is trusted."""
+    PluginInstance.objects.create(plugin="example", alias="demo")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="trust_confirmation_required"):
+        call_command("webfetch", "plugin", "trust", "demo", stdout=out)
+    last = out.getvalue().splitlines()[-1]
+    fingerprint = last.rsplit(" ", 1)[1]
+    assert last == (
+        "to trust what is shown above: python manage.py webfetch plugin trust demo "
+        f"--confirm {fingerprint}"
+    )
+    with pytest.raises(CommandError) as caught:
+        webfetch("trust", "demo", "--confirm", "0123abcd")
+    assert str(caught.value) == (
+        "fingerprint '0123abcd' is not the one shown for webfetch-example-plugin 1.0 "
+        f"(fingerprint {fingerprint}); nothing was trusted: run `python manage.py webfetch "
+        "plugin trust demo` and confirm what it shows (trust_not_shown)"
+    )
+    assert caught.value.returncode == 2
+    assert not PluginInstance.objects.get(alias="demo").trusted
+    assert "'demo' trusted for webfetch-example-plugin 1.0" in webfetch(
+        "trust", "demo", "--confirm", fingerprint
+    )
+
+
+def test_check_names_the_exact_cause_when_the_group_is_disabled(example):
+    """``plugin check`` says why the instance reaches nothing as ``plugin list`` does
+    (``services.why_no_egress``), and where an admin enables the group."""
+    webfetch("install", "example")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="egress_not_granted"):
+        call_command("webfetch", "plugin", "check", "http://granted.lab.example/",
+                     "--plugin", "example", "--no-resolve", stdout=out)  # fmt: skip
+    assert (
+        "policy     fail  egress_not_granted: group 'example' is disabled: an admin enables "
+        f"it ({ENABLE})"
+    ) in out.getvalue().splitlines()
+    assert "missing, disabled or has no egress" not in out.getvalue()
+    # An instance whose plugin is not installed: said as such, not "no effective grant".
+    PluginInstance.objects.create(plugin="gone", alias="gone", egress_hosts=["a.example.org"])
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="egress_not_granted"):
+        call_command("webfetch", "plugin", "check", "http://a.example.org/",
+                     "--plugin", "gone", "--no-resolve", stdout=out)  # fmt: skip
+    assert "plugin 'gone' is not installed here" in out.getvalue()
