@@ -53,6 +53,7 @@ from .provenance import (
 from .provenance import SETTLE_NS as _SETTLE_NS
 from .provenance import file_key as _file_key
 from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
+from .shown import shown
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -1386,7 +1387,7 @@ def load() -> dict[str, Manifest]:
             with provenance.rehashed():  # each generation reads the code in full again
                 eps, unreadable, _state = _installed()
             for message in unreadable:
-                logger.error("django_webfetch %s", message)
+                logger.error("django_webfetch %s", shown(message))
                 _problems.append(message)
             # Names a refused entry point claims (with why): served by no one in this load.
             refused: dict[str, set[str]] = {}
@@ -1406,7 +1407,7 @@ def load() -> dict[str, Manifest]:
                         f"({', '.join(sorted(named[ep.name]))}); all are refused"
                     )
                     if message not in _problems:
-                        logger.error("django_webfetch %s", message)
+                        logger.error("django_webfetch %s", shown(message))
                         _problems.append(message)
                     refused.setdefault(ep.name, set()).add("entry_point_duplicate")
                     continue
@@ -1440,7 +1441,7 @@ def load() -> dict[str, Manifest]:
                         )
                 except ManifestError as exc:
                     message = f"plugin entry point {ep.name!r} refused ({exc.reason}): {exc}"
-                    logger.error("django_webfetch %s", message)
+                    logger.error("django_webfetch %s", shown(message))
                     _problems.append(message)
                     refused.setdefault(ep.name, set()).add(exc.reason)
                     continue
@@ -1449,7 +1450,7 @@ def load() -> dict[str, Manifest]:
                         f"plugin entry point {ep.name!r} refused (manifest_load): "
                         f"its manifest could not be read ({type(exc).__name__})"
                     )
-                    logger.error("django_webfetch %s", message)
+                    logger.error("django_webfetch %s", shown(message))
                     _problems.append(message)
                     refused.setdefault(ep.name, set()).add("manifest_load")
                     continue
@@ -1465,7 +1466,7 @@ def load() -> dict[str, Manifest]:
                         f"plugin {name!r} is claimed by more than one entry point ({origins}); "
                         "all are refused"
                     )
-                    logger.error("django_webfetch %s", message)
+                    logger.error("django_webfetch %s", shown(message))
                     _problems.append(message)
                     refused.setdefault(name, set()).add("plugin_claimed_twice")
                     continue
@@ -1475,7 +1476,7 @@ def load() -> dict[str, Manifest]:
                         f"than one entry point ({claimed[0][0]} and a refused one: "
                         f"{', '.join(sorted(refused[name]))}); no entry point serves it"
                     )
-                    logger.error("django_webfetch %s", message)
+                    logger.error("django_webfetch %s", shown(message))
                     _problems.append(message)
                     continue
                 found[name] = claimed[0][1]

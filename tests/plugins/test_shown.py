@@ -14,6 +14,7 @@ real commands, the real admin, the real system checks.
 from __future__ import annotations
 
 import io
+import logging
 import re
 
 import pytest
@@ -119,6 +120,11 @@ def test_no_surface_prints_what_a_distribution_hides(
 
     site = _site(tmp_path_factory.mktemp("shown"), payload)
     registry_on.syspath_prepend(str(site))
+    logged: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: logged.append(record.getMessage())  # type: ignore[method-assign]
+    log = logging.getLogger("django_webfetch.plugins")  # the registry's logger
+    log.addHandler(handler)
     registry.reset()
     try:
         found = installed_provider("t")
@@ -161,22 +167,31 @@ def test_no_surface_prints_what_a_distribution_hides(
             "admin trust confirmation message": confirm_message,
             # The system checks (W030-W034, E030, E035).
             "system checks": "\n".join(f"{m.id} {m.msg} {m.hint or ''}" for m in system_checks),
+            # The server's log (the registry's refusals).
+            "server log": "\n".join(logged),
         }
         for name, text in surfaces.items():
             assert not hidden(text), (name, hidden(text), text[-3000:])
         escaped = shown(found)
         html = escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         html = html.replace("'", "&#x27;").replace('"', "&quot;")
-        for name in ("plugin list", "plugin trust", "plugin trust --confirm (not the one shown)"):
+        for name in ("plugin list", "plugin trust"):
             assert escaped in surfaces[name], (name, escaped, surfaces[name])
+        # A dependency whose Version is not PEP 440 cannot be pinned: the confirmation is
+        # refused for that before any fingerprint is compared (attack 9, finding 8).
+        confirm = surfaces["plugin trust --confirm (not the one shown)"]
+        assert escaped in confirm or "(plugin_dependency_unpinnable)" in confirm, confirm
         for name in ("admin change page", "admin trust confirmation page"):
             assert html in surfaces[name], (name, html)
         assert escaped in surfaces["system checks"]
         # The refused plugin's distributions are named (escaped) where it is refused.
         for name in ("plugin list", "plugin install (a refused plugin)", "system checks"):
             assert re.search(r"wfdup-\S", surfaces[name]), (name, surfaces[name])
-        assert "  dependency:    wfdep-h 1.0" in surfaces["plugin trust"]
+        # (Its Version is shown as "?" when it is not PEP 440: never the raw text.)
+        assert "  dependency:    wfdep-h " in surfaces["plugin trust"]
+        assert re.search(r"wfdup-\S", surfaces["server log"]), logged
     finally:
+        log.removeHandler(handler)
         registry_on.undo()
         registry.reset()
 
