@@ -1,0 +1,137 @@
+"""Issue 30, attack 10 (an outside reviewer): ways past the dependency pin (decision 0051)
+as it stands after attack 9's fixes.  Each test fails while its finding stands.  Real
+parts only: real wheel files installed by the real ``pip`` (``--no-index``, from a local
+directory, ``--target`` a temporary site), the real registry, trust check and closure.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.plugins.packages import MANIFEST
+
+pytestmark = pytest.mark.django_db
+
+
+def _hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def build_wheel(
+    out: Path,
+    dist: str,
+    files: dict[str, str],
+    *,
+    requires: tuple[str, ...] = (),
+    entry_points: dict[str, str] | None = None,
+    info_dir: str | None = None,
+    metadata: bytes | None = None,
+) -> Path:
+    """A real ``<dist>-1.0-py3-none-any.whl`` in ``out``: ``files``, and a ``.dist-info``
+    (named ``info_dir``, by default for ``dist``) with METADATA (``metadata``, by default
+    ``dist`` 1.0 requiring ``requires``), WHEEL, entry points and a truthful RECORD."""
+    info = info_dir or f"{dist.replace('-', '_')}-1.0.dist-info"
+    if metadata is None:
+        lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
+        metadata = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n{lines}".encode()
+    every = {k: v.encode() for k, v in files.items()}
+    every[f"{info}/METADATA"] = metadata
+    every[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: attack10\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    if entry_points:
+        rows = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+        every[f"{info}/entry_points.txt"] = f"[django_webfetch.plugins]\n{rows}".encode()
+    record = "".join(f"{n},{_hash(d)},{len(d)}\n" for n, d in every.items())
+    every[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    path = out / f"{dist.replace('-', '_')}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in every.items():
+            zf.writestr(name, data)
+    return path
+
+
+def pip_install(wheels: Path, site: Path, requirement: str) -> str:
+    """``pip install --no-index --find-links wheels --target site requirement`` (the real
+    pip, resolving the requirement's dependencies from ``wheels`` only); its output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-index", "--find-links", str(wheels),
+         "--target", str(site), "--no-compile", "--disable-pip-version-check", requirement],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def _uses(module: str) -> str:
+    return f"def run(plugin, arguments):\n    import {module}\n    return {module}.ANSWER\n\n\n" + (
+        MANIFEST % "t"
+    ).replace(
+        "'tools': []",
+        "'tools': [{'name': 't_run', 'description': 'x', 'handler': run}]",
+    )
+
+
+def _trust(site: Path, registry_on):
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.origin("t") is not None, registry.problems()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds(), instance.trust_problem()
+    return instance
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        # An extra OR a marker true everywhere: pip installs it with no extra asked.
+        'extra == "never" or python_version >= "3"',
+        # ``extra == "x"`` inside a string literal of another, true, comparison.
+        "platform_release != 'extra == \"never\"'",
+    ],
+)
+def test_a_marker_that_names_an_extra_but_holds_without_it_escapes_the_pin(
+    tmp_path, registry_on, marker
+):
+    """Finding 1: ``closure.requirements`` decides whether a dependency's line is for an
+    extra by a regular expression over the marker's text (``extra == "X"`` anywhere after
+    ``;``), not by evaluating it.  A line whose marker mentions an extra but holds without
+    one (``extra == "never" or python_version >= "3"``, or the words inside a string
+    literal) is skipped for a dependency asked with no extra, while pip evaluates it true
+    and installs the distribution.  Plugin ``t`` requires ``webfetch-mid``, whose line
+    ``webfetch-low; <marker>`` pip installs; ``webfetch_low`` runs in the site's process
+    under trust and is in no pin: its code rewritten, trust still holds."""
+    from django_webfetch.plugins import closure, registry
+
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    wheels.mkdir()
+    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_mid")},
+                requires=("webfetch-mid",), entry_points={"t": "webfetch_t:manifest"})
+    build_wheel(wheels, "webfetch-mid",
+                {"webfetch_mid/__init__.py": "from webfetch_low import ANSWER\n"},
+                requires=(f"webfetch-low; {marker}",))
+    build_wheel(wheels, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"})
+    pip_install(wheels, site, "webfetch-t")
+    assert (site / "webfetch_low" / "__init__.py").exists(), "pip left webfetch-low out"
+    instance = _trust(site, registry_on)
+    try:
+        (site / "webfetch_low" / "__init__.py").write_text("ANSWER = 'other code'\n")
+        registry.reset()
+        held = instance.trust_holds()
+        deps = closure.dependencies(registry.distribution("t"), str(site))
+        assert not held, f"a rewritten dependency kept the trust; pinned: {deps}"
+        assert "webfetch-low" in [d.name for d in deps], deps
+    finally:
+        for name in ("webfetch_low", "webfetch_mid", "webfetch_t"):
+            sys.modules.pop(name, None)
