@@ -135,3 +135,50 @@ def test_a_marker_that_names_an_extra_but_holds_without_it_escapes_the_pin(
     finally:
         for name in ("webfetch_low", "webfetch_mid", "webfetch_t"):
             sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        # A whitespace-only line: a header's continuation to the email parser pip and
+        # importlib.metadata use; the end of the headers to ``closure._metadata_name``.
+        b"Metadata-Version: 2.1\n \nName: webfetch-low\nVersion: 1.0\n",
+        # A form feed inside a header's value: no line break to the email parser, a line
+        # break to ``str.splitlines`` (so is \x1c, \x1d, \x1e, \x85, \u2028).
+        b"Metadata-Version: 2.1\nSummary: x\x0cName: decoy\nName: webfetch-low\nVersion: 1.0\n",
+    ],
+    ids=["blank-continuation", "form-feed"],
+)
+def test_metadata_read_otherwise_than_pip_reads_it_hides_an_installed_dependency(
+    tmp_path, registry_on, metadata
+):
+    """Finding 2: ``closure._metadata_name`` reads a METADATA's ``Name`` with its own
+    parser (``str.splitlines``, stop at the first blank line), not as pip and
+    ``importlib.metadata`` read it (``email.parser``), and a requirement is looked up by
+    that name or by the metadata directory's name.  pip accepts a wheel whose
+    ``.dist-info`` is named ``webfetch_low_x-1.0.dist-info`` for ``webfetch-low`` (the
+    directory's normalized name need only begin with the distribution's), and a METADATA
+    whose ``Name`` the email parser reads as ``webfetch-low``; the closure finds it under
+    neither name and pins ``webfetch-low`` as "not installed", while its code is installed
+    and imported by the plugin in the site's process: rewritten, trust still holds."""
+    from django_webfetch.plugins import closure, registry
+
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    wheels.mkdir()
+    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_low")},
+                requires=("webfetch-low",), entry_points={"t": "webfetch_t:manifest"})
+    build_wheel(wheels, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"},
+                info_dir="webfetch_low_x-1.0.dist-info", metadata=metadata)
+    pip_install(wheels, site, "webfetch-t")
+    assert (site / "webfetch_low" / "__init__.py").exists(), "pip left webfetch-low out"
+    assert (site / "webfetch_low_x-1.0.dist-info").is_dir()
+    instance = _trust(site, registry_on)
+    try:
+        (site / "webfetch_low" / "__init__.py").write_text("ANSWER = 'other code'\n")
+        registry.reset()
+        held = instance.trust_holds()
+        deps = closure.dependencies(registry.distribution("t"), str(site))
+        assert not held, f"a rewritten dependency kept the trust; pinned: {deps}"
+    finally:
+        for name in ("webfetch_low", "webfetch_t"):
+            sys.modules.pop(name, None)
