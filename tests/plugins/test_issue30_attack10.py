@@ -182,3 +182,46 @@ def test_metadata_read_otherwise_than_pip_reads_it_hides_an_installed_dependency
     finally:
         for name in ("webfetch_low", "webfetch_t"):
             sys.modules.pop(name, None)
+
+
+def test_a_dependency_in_a_zip_on_sys_path_is_pinned_as_not_installed(tmp_path, registry_on):
+    """Finding 3: ``closure._search_dirs`` keeps the directories of ``sys.path`` only, so
+    a distribution in a zip file on ``sys.path`` (a zipapp or shiv deployment, an egg, a
+    ``PYTHONPATH`` entry; ``importlib.metadata`` and the import system both read it) is
+    "not installed" to the closure: plugin ``t`` requiring ``webfetch-low`` pins it as
+    missing, imports its code from the zip in the site's process under trust (the shadow
+    check skips names the closure found no copy of), and a rewritten zip keeps the trust.
+    """
+    import importlib.metadata
+
+    from django_webfetch.plugins import closure, registry
+
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    wheels.mkdir()
+    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_low")},
+                requires=("webfetch-low",), entry_points={"t": "webfetch_t:manifest"})
+    low = build_wheel(wheels, "webfetch-low",
+                      {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"})
+    pip_install(wheels, site, "webfetch-t")  # finds webfetch-low in wheels: removed below
+    for path in sorted(site.glob("webfetch_low*"), reverse=True):
+        for file in sorted(path.rglob("*"), reverse=True):
+            file.unlink() if file.is_file() else file.rmdir()
+        path.rmdir()
+    archive = tmp_path / "deps.zip"
+    archive.write_bytes(low.read_bytes())  # a wheel is a zip the import system can read
+    registry_on.syspath_prepend(str(archive))
+    assert importlib.metadata.distribution("webfetch-low").version == "1.0"
+    instance = _trust(site, registry_on)
+    try:
+        before = closure.dependencies(registry.distribution("t"), str(site))
+        other = tmp_path / "other"
+        other.mkdir()
+        rebuilt = build_wheel(other, "webfetch-low",
+                              {"webfetch_low/__init__.py": "ANSWER = 'other code'\n"})
+        rebuilt.replace(archive)  # an upgrade of the deployed archive
+        registry.reset()
+        held = instance.trust_holds()
+        assert not held, f"a rewritten dependency kept the trust; pinned: {before}"
+    finally:
+        for name in ("webfetch_low", "webfetch_t"):
+            sys.modules.pop(name, None)
