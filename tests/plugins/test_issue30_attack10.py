@@ -146,8 +146,12 @@ def test_a_marker_that_names_an_extra_but_holds_without_it_escapes_the_pin(
         # A form feed inside a header's value: no line break to the email parser, a line
         # break to ``str.splitlines`` (so is \x1c, \x1d, \x1e, \x85, \u2028).
         b"Metadata-Version: 2.1\nSummary: x\x0cName: decoy\nName: webfetch-low\nVersion: 1.0\n",
+        # A first header longer than the 64 KiB ``_metadata_name`` reads: the ``Name``
+        # after it is never seen (the email parser reads the whole file).
+        b"Metadata-Version: 2.1\nSummary: " + b"x" * (70 << 10) + b"\nName: webfetch-low\n"
+        b"Version: 1.0\n",
     ],
-    ids=["blank-continuation", "form-feed"],
+    ids=["blank-continuation", "form-feed", "long-first-header"],
 )
 def test_metadata_read_otherwise_than_pip_reads_it_hides_an_installed_dependency(
     tmp_path, registry_on, metadata
