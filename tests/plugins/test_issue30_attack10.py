@@ -229,3 +229,59 @@ def test_a_dependency_in_a_zip_on_sys_path_is_pinned_as_not_installed(tmp_path, 
     finally:
         for name in ("webfetch_low", "webfetch_t"):
             sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("kind", ["module", "package"])
+def test_a_dangling_link_completed_later_is_not_seen_by_the_remembered_resolution(
+    tmp_path, registry_on, kind
+):
+    """Finding 4: the per-call check remembers the resolution of a pinned dependency's name
+    by the identity of each ``sys.path`` directory and of its entry named exactly ``top``
+    (``registry._shadow_key``).  A symbolic link in an earlier ``sys.path`` directory (the
+    working directory ``manage.py`` runs from; a checkout's link, which git keeps) whose
+    target does not exist yet (``webfetch_low.py`` -> ``/tmp/...``, or a directory
+    ``webfetch_low`` whose ``__init__.py`` is such a link) is passed over by the import
+    system; completing it later (anyone who may write where it points) changes neither
+    the directory nor the entry ``webfetch_low``, so the remembered verdict stands, and the
+    trusted call's first-use import runs the stray module in the site's process.  The
+    full check (``_shadow_problem``) sees it: only the memo is stale."""
+    import os
+    import time
+
+    from django_webfetch.plugins import provenance, registry, tools
+
+    wheels, site, cwd, later = (tmp_path / n for n in ("wheels", "site", "cwd", "later"))
+    for d in (wheels, cwd, later):
+        d.mkdir()
+    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_low")},
+                requires=("webfetch-low",), entry_points={"t": "webfetch_t:manifest"})
+    build_wheel(wheels, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"})
+    pip_install(wheels, site, "webfetch-t")
+    stray = later / "evil.py"
+    if kind == "module":
+        (cwd / "webfetch_low.py").symlink_to(stray)
+    else:
+        (cwd / "webfetch_low").mkdir()
+        (cwd / "webfetch_low" / "__init__.py").symlink_to(stray)
+    instance = _trust(site, registry_on)
+    registry_on.syspath_prepend(str(cwd))  # sys.path[0], as manage.py's directory
+    try:
+        time.sleep(provenance.SETTLE_NS / 1e9 + 0.2)  # every key settled: remembered
+        assert registry.code_problem("t") is None and tools._trust_holds(instance)
+        stray.write_text("ANSWER = 'stray'\n")
+        assert os.path.isfile(cwd / "webfetch_low.py") or os.path.isfile(
+            cwd / "webfetch_low" / "__init__.py"
+        )
+        import importlib.util
+
+        origin = importlib.util.find_spec("webfetch_low").origin  # what ``import`` loads
+        assert str(cwd) in origin, origin
+        assert registry._shadow_problem({"webfetch_low": [str(site)]}), "not a stray?"
+        found = registry.code_problem("t")
+        assert found is not None and found.reason == "plugin_origin_mismatch", (
+            "the completed link is what a first-use import loads, and the trusted call "
+            f"still holds: {tools._trust_holds(instance)}"
+        )
+    finally:
+        for name in ("webfetch_low", "webfetch_t"):
+            sys.modules.pop(name, None)
