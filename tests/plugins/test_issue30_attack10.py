@@ -116,11 +116,19 @@ def test_a_marker_that_names_an_extra_but_holds_without_it_escapes_the_pin(
 
     wheels, site = tmp_path / "wheels", tmp_path / "site"
     wheels.mkdir()
-    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_mid")},
-                requires=("webfetch-mid",), entry_points={"t": "webfetch_t:manifest"})
-    build_wheel(wheels, "webfetch-mid",
-                {"webfetch_mid/__init__.py": "from webfetch_low import ANSWER\n"},
-                requires=(f"webfetch-low; {marker}",))
+    build_wheel(
+        wheels,
+        "webfetch-t",
+        {"webfetch_t/__init__.py": _uses("webfetch_mid")},
+        requires=("webfetch-mid",),
+        entry_points={"t": "webfetch_t:manifest"},
+    )
+    build_wheel(
+        wheels,
+        "webfetch-mid",
+        {"webfetch_mid/__init__.py": "from webfetch_low import ANSWER\n"},
+        requires=(f"webfetch-low; {marker}",),
+    )
     build_wheel(wheels, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"})
     pip_install(wheels, site, "webfetch-t")
     assert (site / "webfetch_low" / "__init__.py").exists(), "pip left webfetch-low out"
@@ -169,10 +177,20 @@ def test_metadata_read_otherwise_than_pip_reads_it_hides_an_installed_dependency
 
     wheels, site = tmp_path / "wheels", tmp_path / "site"
     wheels.mkdir()
-    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_low")},
-                requires=("webfetch-low",), entry_points={"t": "webfetch_t:manifest"})
-    build_wheel(wheels, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"},
-                info_dir="webfetch_low_x-1.0.dist-info", metadata=metadata)
+    build_wheel(
+        wheels,
+        "webfetch-t",
+        {"webfetch_t/__init__.py": _uses("webfetch_low")},
+        requires=("webfetch-low",),
+        entry_points={"t": "webfetch_t:manifest"},
+    )
+    build_wheel(
+        wheels,
+        "webfetch-low",
+        {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"},
+        info_dir="webfetch_low_x-1.0.dist-info",
+        metadata=metadata,
+    )
     pip_install(wheels, site, "webfetch-t")
     assert (site / "webfetch_low" / "__init__.py").exists(), "pip left webfetch-low out"
     assert (site / "webfetch_low_x-1.0.dist-info").is_dir()
@@ -202,10 +220,14 @@ def test_a_dependency_in_a_zip_on_sys_path_is_pinned_as_not_installed(tmp_path, 
 
     wheels, site = tmp_path / "wheels", tmp_path / "site"
     wheels.mkdir()
-    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_low")},
-                requires=("webfetch-low",), entry_points={"t": "webfetch_t:manifest"})
-    low = build_wheel(wheels, "webfetch-low",
-                      {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"})
+    build_wheel(
+        wheels,
+        "webfetch-t",
+        {"webfetch_t/__init__.py": _uses("webfetch_low")},
+        requires=("webfetch-low",),
+        entry_points={"t": "webfetch_t:manifest"},
+    )
+    low = build_wheel(wheels, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"})
     pip_install(wheels, site, "webfetch-t")  # finds webfetch-low in wheels: removed below
     for path in sorted(site.glob("webfetch_low*"), reverse=True):
         for file in sorted(path.rglob("*"), reverse=True):
@@ -220,8 +242,9 @@ def test_a_dependency_in_a_zip_on_sys_path_is_pinned_as_not_installed(tmp_path, 
         before = closure.dependencies(registry.distribution("t"), str(site))
         other = tmp_path / "other"
         other.mkdir()
-        rebuilt = build_wheel(other, "webfetch-low",
-                              {"webfetch_low/__init__.py": "ANSWER = 'other code'\n"})
+        rebuilt = build_wheel(
+            other, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'other code'\n"}
+        )
         rebuilt.replace(archive)  # an upgrade of the deployed archive
         registry.reset()
         held = instance.trust_holds()
@@ -253,8 +276,13 @@ def test_a_dangling_link_completed_later_is_not_seen_by_the_remembered_resolutio
     wheels, site, cwd, later = (tmp_path / n for n in ("wheels", "site", "cwd", "later"))
     for d in (wheels, cwd, later):
         d.mkdir()
-    build_wheel(wheels, "webfetch-t", {"webfetch_t/__init__.py": _uses("webfetch_low")},
-                requires=("webfetch-low",), entry_points={"t": "webfetch_t:manifest"})
+    build_wheel(
+        wheels,
+        "webfetch-t",
+        {"webfetch_t/__init__.py": _uses("webfetch_low")},
+        requires=("webfetch-low",),
+        entry_points={"t": "webfetch_t:manifest"},
+    )
     build_wheel(wheels, "webfetch-low", {"webfetch_low/__init__.py": "ANSWER = 'reviewed'\n"})
     pip_install(wheels, site, "webfetch-t")
     stray = later / "evil.py"
