@@ -42,9 +42,11 @@ from . import provenance
 from .provenance import CACHE_DIR, Memo, file_key
 
 try:  # evaluates the environment markers of the site's own requirements (``site_names``)
+    from packaging.markers import Marker as _Marker
     from packaging.requirements import Requirement as _Requirement
 except ImportError:  # pragma: no cover - then a marked site requirement is not the site's
     _Requirement = None  # type: ignore[assignment,misc]
+    _Marker = None  # type: ignore[assignment,misc]
 
 __all__ = [
     "BAD_METADATA",
@@ -61,6 +63,7 @@ __all__ = [
     "changed",
     "closure_of",
     "dependencies",
+    "for_other_extras",
     "invalid",
     "normalized",
     "packages",
@@ -134,16 +137,56 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_EXTRA = re.compile(r"\bextra\s*==\s*['\"]([^'\"]*)['\"]")
 _EXTRAS = re.compile(r"\s*[A-Za-z0-9._-]+\s*\[([^\]]*)\]")
+
+
+def _only_extras(markers: Any) -> set[str] | None:
+    """The extras of a parsed marker (``Marker._markers``) made only of ``extra == "X"``
+    clauses joined by ``or`` (grouped or not), normalized; ``None`` for any other marker."""
+    names: set[str] = set()
+    for at, item in enumerate(markers if isinstance(markers, list) else [markers]):
+        if at % 2:
+            if item != "or":
+                return None
+        elif isinstance(item, list):
+            inner = _only_extras(item)
+            if inner is None:
+                return None
+            names |= inner
+        elif isinstance(item, tuple) and len(item) == 3 and str(item[1]) == "==":
+            left, right = (type(x).__name__ for x in (item[0], item[2]))
+            if (left, right) == ("Variable", "Value") and item[0].value == "extra":
+                names.add(normalized(str(item[2].value)))
+            elif (left, right) == ("Value", "Variable") and item[2].value == "extra":
+                names.add(normalized(str(item[0].value)))
+            else:
+                return None
+        else:
+            return None
+    return names
+
+
+def for_other_extras(marker: str, extras: set[str]) -> bool:
+    """Marker ``marker`` (the text after a requirement's ``;``) holds for none of
+    ``extras`` (normalized) in any environment: parsed by ``packaging``, it is made only of
+    ``extra == "X"`` clauses joined by ``or``, none of them for an asked extra (nor for
+    ``""``, which holds when no extra is asked).  Every other marker may hold, and so may
+    every marker when ``packaging`` is not installed or cannot parse it (fail closed)."""
+    if _Marker is None:  # pragma: no cover - without packaging no marked line is skipped
+        return False
+    try:
+        named = _only_extras(_Marker(marker)._markers)
+    except Exception:
+        return False
+    return bool(named) and not named & (extras | {""})
 
 
 def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, frozenset[str]]:
     """What ``dist`` requires (``Requires-Dist``, or an egg's ``requires.txt``): each name,
     normalized, with the extras asked of it.  Every line whatever its environment marker
-    (fail closed: an installed distribution a marker would leave out is pinned too); a
-    line whose marker names an extra only when that extra is in ``extras`` (``None``: every
-    extra, for the plugin itself: which extras it was installed with is not recorded).
+    (fail closed: an installed distribution a marker would leave out is pinned too), but a
+    line only for extras not in ``extras`` (``for_other_extras``; ``None``: every extra,
+    for the plugin itself: which extras it was installed with is not recorded).
     Raises when the metadata cannot be read, holds a line that names no distribution, or
     holds more than ``MAX_REQUIREMENTS`` lines (``TooMany``)."""
     wanted = None if extras is None else {normalized(e) for e in extras}
@@ -155,10 +198,10 @@ def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, froz
         match = _NAME.match(line)
         if not match:
             raise ValueError(f"a requirement names no distribution: {line[:80]!r}")
-        named = {normalized(e) for e in _EXTRA.findall(line.partition(";")[2])}
-        if named and wanted is not None and not named & wanted:
+        head, marked, marker = line.partition(";")
+        if marked and wanted is not None and for_other_extras(marker, wanted):
             continue
-        asked = _EXTRAS.match(line.partition(";")[0])
+        asked = _EXTRAS.match(head)
         more = {e.strip() for e in asked.group(1).split(",") if e.strip()} if asked else set()
         found.setdefault(normalized(match.group(1)), set()).update(more)
     return {name: frozenset(more) for name, more in sorted(found.items())}
