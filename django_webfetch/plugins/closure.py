@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
 import sys
 from collections.abc import Iterable
+from email.parser import HeaderParser
 from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -49,6 +51,7 @@ except ImportError:  # pragma: no cover - then a marked site requirement is not 
     _Marker = None  # type: ignore[assignment,misc]
 
 __all__ = [
+    "ARCHIVE",
     "BAD_METADATA",
     "Dependency",
     "MAX_BYTES",
@@ -65,6 +68,7 @@ __all__ = [
     "dependencies",
     "for_other_extras",
     "invalid",
+    "metadata_name",
     "normalized",
     "packages",
     "pinned_digest",
@@ -91,6 +95,7 @@ TOO_MANY = "plugin_dependency_closure_too_large"
 BAD_METADATA = "plugin_dependency_metadata_invalid"
 NAME_MISMATCH = "plugin_dependency_name_mismatch"
 PATH_FILE = "plugin_dependency_path_file"
+ARCHIVE = "plugin_dependency_not_in_directory"
 
 _NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 #: A distribution name as PEP 508 allows it.
@@ -178,7 +183,7 @@ def for_other_extras(marker: str, extras: set[str]) -> bool:
         named = _only_extras(_Marker(marker)._markers)
     except Exception:
         return False
-    return bool(named) and not named & (extras | {""})
+    return named is not None and bool(named) and not named & (extras | {""})
 
 
 def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, frozenset[str]]:
@@ -246,9 +251,10 @@ def _meta_keys(dist: Any) -> tuple[Any, ...]:
 
 
 def _search_dirs(extra: Iterable[str] = ()) -> list[tuple[str, tuple[int, ...]]]:
-    """The directories a requirement is looked for in (``extra``, then ``sys.path``), each
-    with its identity (``file_key``, links followed: a link pointed elsewhere, or an
-    entry added to or removed from the directory, changes it)."""
+    """The entries a requirement is looked for in (``extra``, then ``sys.path``): each
+    directory, and each file (a zip ``importlib.metadata`` reads distributions from), with
+    its identity (``file_key``, links followed: a link pointed elsewhere, an entry added to
+    or removed from the directory, or a file rewritten, changes it)."""
     found: list[tuple[str, tuple[int, ...]]] = []
     seen: set[str] = set()
     for entry in [*extra, *sys.path]:
@@ -257,67 +263,79 @@ def _search_dirs(extra: Iterable[str] = ()) -> list[tuple[str, tuple[int, ...]]]
             continue
         seen.add(path)
         key = file_key(path)
-        if len(key) == 5 and os.path.isdir(path):
+        if len(key) == 5:
             found.append((path, key))
     return found
 
 
 class _Entry(NamedTuple):
-    """A metadata directory (or an egg's ``.egg-info`` file) in a search directory: its
-    path, its METADATA ``Name`` and the name its own name is for, both normalized."""
+    """A metadata directory (or an egg's ``.egg-info`` file) in a search directory, or a
+    distribution in a search entry that is no directory (``archive``): its path, its
+    METADATA ``Name`` and the name its own name is for, both normalized ("" for a ``Name``
+    that cannot be read)."""
 
     meta: str
     name: str
     label: str
+    archive: bool = False
 
 
-def _header_file(meta: str) -> str:
-    if meta.endswith(".dist-info"):
-        return os.path.join(meta, "METADATA")
-    return os.path.join(meta, "PKG-INFO") if os.path.isdir(meta) else meta
+def metadata_name(dist: Any) -> str:
+    """``dist.metadata["Name"]`` as pip and ``importlib.metadata`` read it (the same files,
+    in the same order, the same ``email`` parser), from the headers alone: the long
+    description after them is not parsed (a third of a registry load's time).  Raises as
+    ``importlib.metadata`` does when the metadata cannot be read or decoded."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+    # Every "\n\n" (after "\r\n" is made "\n") is a blank line, where the parser ends the
+    # headers too.
+    head = text.replace("\r\n", "\n").split("\n\n", 1)[0]
+    return str(HeaderParser().parsestr(head)["Name"] or "")
 
 
-def _metadata_name(path: str) -> str:
-    """The ``Name`` header of the metadata file at ``path`` ("" when it has none)."""
+def _stamp(meta: str) -> tuple[tuple[int, ...], ...]:
+    """The identity of what ``metadata_name`` reads for metadata directory ``meta``."""
+    return (file_key(meta), *(file_key(os.path.join(meta, n)) for n in ("METADATA", "PKG-INFO")))
+
+
+def _read_name(dist: Any) -> str:
     try:
-        with open(path, "rb") as f:
-            head = f.read(64 << 10).decode("utf-8", "replace")
-    except OSError:
+        return normalized(metadata_name(dist))
+    except Exception:  # unreadable: found by its directory's name only, never pinned
         return ""
-    for line in head.splitlines():
-        if not line.strip():
-            break
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() == "name":
-            return value.strip()
-    return ""
 
 
-#: Each search directory's metadata entries, by its identity, with each header's identity.
-_entries_memo: Memo[tuple[str, tuple[int, ...]], tuple[tuple[_Entry, tuple[int, ...]], ...]]
-_entries_memo = Memo(256)
+#: Each search entry's metadata entries, by its identity, with each one's ``_stamp``.
+_Found = tuple[tuple[_Entry, tuple[tuple[int, ...], ...]], ...]
+_entries_memo: Memo[tuple[str, tuple[int, ...]], _Found] = Memo(256)
 
 
 def _entries(path: str, key: tuple[int, ...]) -> list[_Entry]:
-    """Every metadata directory in search directory ``path`` (identity ``key``), with the
-    ``Name`` its METADATA gives: read again when the directory or a header changed."""
+    """Every metadata directory in search entry ``path`` (identity ``key``), with the
+    ``Name`` its METADATA gives: read again when the entry or a metadata file changed.  In
+    an entry that is no directory, every distribution ``importlib.metadata`` finds there."""
     known = _entries_memo.get((path, key))
-    if known is not None and all(file_key(_header_file(e.meta)) == k for e, k in known):
+    if known is not None and all(e.archive or _stamp(e.meta) == k for e, k in known):
         return [e for e, _ in known]
-    try:
-        listed = sorted(os.listdir(path))
-    except OSError:
-        return []
-    found: list[tuple[_Entry, tuple[int, ...]]] = []
-    for entry in listed:
-        if not entry.endswith((".dist-info", ".egg-info")):
-            continue
-        meta = os.path.join(path, entry)
-        header = _header_file(meta)
-        stamp = file_key(header)
-        label = normalized(entry.rpartition(".")[0].partition("-")[0])
-        found.append((_Entry(meta, normalized(_metadata_name(header)), label), stamp))
-    if provenance.settled([key, *(k for _, k in found)]):
+    found: list[tuple[_Entry, tuple[tuple[int, ...], ...]]] = []
+    if not os.path.isdir(path):
+        for dist in importlib.metadata.distributions(path=[path]):
+            where = str(getattr(getattr(dist, "_path", None), "name", "") or "?")
+            label = normalized(where.rpartition(".")[0].partition("-")[0])
+            entry = _Entry(os.path.join(path, where), _read_name(dist), label, True)
+            found.append((entry, ()))
+    else:
+        try:
+            listed = sorted(os.listdir(path))
+        except OSError:
+            return []
+        for name in listed:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            meta = os.path.join(path, name)
+            stamp = _stamp(meta)
+            label = normalized(name.rpartition(".")[0].partition("-")[0])
+            found.append((_Entry(meta, _read_name(PathDistribution(Path(meta))), label), stamp))
+    if provenance.settled([key, *(k for _, ks in found for k in ks)]):
         _entries_memo.put((path, key), tuple(found))
     return [e for e, _ in found]
 
@@ -328,10 +346,21 @@ def _index(searched: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[_Entry
     index: dict[str, list[_Entry]] = {}
     for path, key in searched:
         for entry in _entries(path, key):
-            index.setdefault(entry.name, []).append(entry)
-            if entry.label != entry.name:
-                index.setdefault(entry.label, []).append(entry)
+            keys = {entry.name, entry.label} - {""}
+            if not entry.name or not _named_for(entry.label, entry.name):
+                # Named for no distribution its ``Name`` gives: found for every name its
+                # directory's name begins with (pip's rule), and pinned for none.
+                parts = entry.label.split("-")
+                keys |= {"-".join(parts[:n]) for n in range(1, len(parts))}
+            for name in sorted(keys):
+                index.setdefault(name, []).append(entry)
     return index
+
+
+def _named_for(label: str, name: str) -> bool:
+    """A metadata directory named for ``label`` may be distribution ``name``'s (pip
+    accepts a wheel's whose normalized name begins with the distribution's)."""
+    return label == name or label.startswith(name + "-")
 
 
 def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str]]:
@@ -350,13 +379,20 @@ def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str
         seen.add(real)
         where = os.path.basename(entry.meta)
         problem = ""
-        if entry.name != name:
+        if entry.archive:
+            problem = (
+                f"it is installed in {os.path.basename(os.path.dirname(entry.meta))!r}, "
+                f"not in a directory: its code is not pinned ({ARCHIVE})"
+            )
+        elif not entry.name:
+            problem = f"the METADATA Name of {where!r} cannot be read ({NAME_MISMATCH})"
+        elif entry.name != name:
             problem = f"its metadata directory {where!r} is not named for its METADATA Name"
-        elif entry.label != name and not entry.label.startswith(name + "-"):
+        elif not _named_for(entry.label, name):
             problem = f"its metadata directory {where!r} is named for another distribution"
-        found.append(
-            (PathDistribution(Path(entry.meta)), problem and f"{problem} ({NAME_MISMATCH})")
-        )
+        if problem and not problem.endswith(")"):
+            problem = f"{problem} ({NAME_MISMATCH})"
+        found.append((PathDistribution(Path(entry.meta)), problem))
     return found
 
 
