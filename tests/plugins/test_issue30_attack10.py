@@ -237,9 +237,21 @@ def test_a_dependency_in_a_zip_on_sys_path_is_pinned_as_not_installed(tmp_path, 
     archive.write_bytes(low.read_bytes())  # a wheel is a zip the import system can read
     registry_on.syspath_prepend(str(archive))
     assert importlib.metadata.distribution("webfetch-low").version == "1.0"
-    instance = _trust(site, registry_on)
+    # Fixed (fix 10a, the brief's rule): a distribution in a sys.path entry that is no
+    # directory cannot be pinned, so trust never holds, before or after the zip changes.
+    from django_webfetch.plugins.models import PluginInstance
+
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.origin("t") is not None, registry.problems()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
     try:
         before = closure.dependencies(registry.distribution("t"), str(site))
+        assert not instance.trust_holds(), f"a zipped dependency was pinned: {before}"
+        assert closure.ARCHIVE in instance.trust_problem()
+        assert [d.name for d in before if d.problem.endswith(f"({closure.ARCHIVE})")] == [
+            "webfetch-low"
+        ], before
         other = tmp_path / "other"
         other.mkdir()
         rebuilt = build_wheel(
