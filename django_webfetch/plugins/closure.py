@@ -145,45 +145,51 @@ def normalized(name: str) -> str:
 _EXTRAS = re.compile(r"\s*[A-Za-z0-9._-]+\s*\[([^\]]*)\]")
 
 
-def _only_extras(markers: Any) -> set[str] | None:
-    """The extras of a parsed marker (``Marker._markers``) made only of ``extra == "X"``
-    clauses joined by ``or`` (grouped or not), normalized; ``None`` for any other marker."""
-    names: set[str] = set()
-    for at, item in enumerate(markers if isinstance(markers, list) else [markers]):
-        if at % 2:
-            if item != "or":
-                return None
-        elif isinstance(item, list):
-            inner = _only_extras(item)
-            if inner is None:
-                return None
-            names |= inner
-        elif isinstance(item, tuple) and len(item) == 3 and str(item[1]) == "==":
-            left, right = (type(x).__name__ for x in (item[0], item[2]))
-            if (left, right) == ("Variable", "Value") and item[0].value == "extra":
-                names.add(normalized(str(item[2].value)))
-            elif (left, right) == ("Value", "Variable") and item[2].value == "extra":
-                names.add(normalized(str(item[0].value)))
-            else:
-                return None
-        else:
-            return None
-    return names
+def _never(markers: Any, extras: set[str]) -> bool:
+    """Parsed marker ``markers`` (``Marker._markers``: clauses, ``"and"``, ``"or"`` and
+    groups, ``and`` binding tighter) holds in no environment for any of ``extras``: each of
+    its ``or`` terms has a clause ``extra == "X"`` (or ``"X" == extra``, or a group) that
+    never holds, X normalized and neither asked nor ``""``.  Anything else may hold."""
+    if not isinstance(markers, list) or not markers:
+        return False
+    terms: list[list[Any]] = [[]]
+    for at, item in enumerate(markers):
+        if at % 2 == 0:
+            terms[-1].append(item)
+        elif item == "or":
+            terms.append([])
+        elif item != "and":
+            return False
+    return all(any(_never_clause(item, extras) for item in term) for term in terms)
+
+
+def _never_clause(item: Any, extras: set[str]) -> bool:
+    if isinstance(item, list):
+        return _never(item, extras)
+    if not (isinstance(item, tuple) and len(item) == 3 and str(item[1]) == "=="):
+        return False
+    kinds = tuple(type(x).__name__ for x in (item[0], item[2]))
+    if kinds == ("Variable", "Value") and item[0].value == "extra":
+        value = item[2].value
+    elif kinds == ("Value", "Variable") and item[2].value == "extra":
+        value = item[0].value
+    else:
+        return False
+    return isinstance(value, str) and normalized(value) not in extras | {""}
 
 
 def for_other_extras(marker: str, extras: set[str]) -> bool:
     """Marker ``marker`` (the text after a requirement's ``;``) holds for none of
-    ``extras`` (normalized) in any environment: parsed by ``packaging``, it is made only of
-    ``extra == "X"`` clauses joined by ``or``, none of them for an asked extra (nor for
-    ``""``, which holds when no extra is asked).  Every other marker may hold, and so may
-    every marker when ``packaging`` is not installed or cannot parse it (fail closed)."""
+    ``extras`` (normalized) in any environment (``_never``: parsed by ``packaging``, each
+    of its ``or`` terms needs an extra neither asked nor ``""``, which holds when no extra
+    is asked).  Every other marker may hold, and so may every marker when ``packaging`` is
+    not installed or cannot parse it (fail closed)."""
     if _Marker is None:  # pragma: no cover - without packaging no marked line is skipped
         return False
     try:
-        named = _only_extras(_Marker(marker)._markers)
+        return _never(_Marker(marker)._markers, extras)
     except Exception:
         return False
-    return named is not None and bool(named) and not named & (extras | {""})
 
 
 def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, frozenset[str]]:
@@ -386,6 +392,8 @@ def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str
             )
         elif not entry.name:
             problem = f"the METADATA Name of {where!r} cannot be read ({NAME_MISMATCH})"
+        elif not _VALID_NAME.fullmatch(entry.name):
+            problem = f"its METADATA Name is not a valid distribution name ({BAD_METADATA})"
         elif entry.name != name:
             problem = f"its metadata directory {where!r} is not named for its METADATA Name"
         elif not _named_for(entry.label, name):
