@@ -34,6 +34,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Iterable
 from email.parser import HeaderParser
 from importlib.metadata import PathDistribution
@@ -295,7 +296,9 @@ def metadata_name(dist: Any) -> str:
     # Every "\n\n" (after "\r\n" is made "\n") is a blank line, where the parser ends the
     # headers too.
     head = text.replace("\r\n", "\n").split("\n\n", 1)[0]
-    return str(HeaderParser().parsestr(head)["Name"] or "")
+    name = str(HeaderParser().parsestr(head)["Name"] or "")
+    # ``importlib.metadata`` dedents a folded value as RFC 822 indents it.
+    return textwrap.dedent(" " * 8 + name) if "\n" in name else name
 
 
 def _stamp(meta: str) -> tuple[tuple[int, ...], ...]:

@@ -57,6 +57,14 @@ _ENVIRONMENTS = [
 ]
 
 
+def _evaluate(marker: Marker, environment: dict[str, str]) -> bool:
+    """``packaging``'s value of ``marker`` here (one it cannot evaluate may hold)."""
+    try:
+        return marker.evaluate(environment)
+    except Exception:
+        return True
+
+
 class _Meta:
     """A distribution whose ``requires`` are given (what ``closure.requirements`` reads)."""
 
@@ -77,7 +85,7 @@ def test_a_line_is_left_out_only_when_no_environment_with_the_asked_extras_holds
     followed = "webfetch-low" in closure.requirements(_Meta([line]), asked)
     parsed = Marker(marker)
     holds = any(
-        parsed.evaluate({**env, "extra": extra})
+        _evaluate(parsed, {**env, "extra": extra})
         for env in _ENVIRONMENTS
         for extra in [*sorted(asked), ""]
     )
