@@ -58,11 +58,12 @@ _ENVIRONMENTS = [
 
 
 def _evaluate(marker: Marker, environment: dict[str, str]) -> bool:
-    """``packaging``'s value of ``marker`` here (one it cannot evaluate may hold)."""
+    """``packaging``'s value of ``marker`` in ``environment`` (one it cannot evaluate,
+    ``extra === "a"``, pip cannot install by)."""
     try:
         return marker.evaluate(environment)
     except Exception:
-        return True
+        return False
 
 
 class _Meta:
