@@ -14,7 +14,10 @@ closure of its requirements, extras left out, each line whose environment marker
 and whose distribution is installed): the site imports them itself, whoever trusts what, so
 a plugin's trust adds nothing to them.  A site distribution asked with an extra
 (``httpx[socks]``) is followed for that extra's lines.  Requirements are found by the
-METADATA ``Name`` pip goes by (attack 9).
+METADATA ``Name`` pip goes by (attack 9), read as pip reads it (``metadata_name``, shared
+with the registry), in every ``sys.path`` entry ``importlib.metadata`` reads: one found in
+an entry that is no directory (a zip) cannot be pinned (attack 10).  A requirement line is
+left out only when its parsed marker holds for no extra asked (``for_other_extras``).
 
 Bounded by construction: at most ``MAX_DISTRIBUTIONS`` names looked up (installed or not),
 ``MAX_REQUIREMENTS`` lines read per metadata file, ``MAX_FILES`` files and ``MAX_BYTES``
@@ -29,11 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Iterable
+from email.parser import HeaderParser
 from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,11 +48,14 @@ from . import provenance
 from .provenance import CACHE_DIR, Memo, file_key
 
 try:  # evaluates the environment markers of the site's own requirements (``site_names``)
+    from packaging.markers import Marker as _Marker
     from packaging.requirements import Requirement as _Requirement
 except ImportError:  # pragma: no cover - then a marked site requirement is not the site's
     _Requirement = None  # type: ignore[assignment,misc]
+    _Marker = None  # type: ignore[assignment,misc]
 
 __all__ = [
+    "ARCHIVE",
     "BAD_METADATA",
     "Dependency",
     "MAX_BYTES",
@@ -61,7 +70,9 @@ __all__ = [
     "changed",
     "closure_of",
     "dependencies",
+    "for_other_extras",
     "invalid",
+    "metadata_name",
     "normalized",
     "packages",
     "pinned_digest",
@@ -88,6 +99,7 @@ TOO_MANY = "plugin_dependency_closure_too_large"
 BAD_METADATA = "plugin_dependency_metadata_invalid"
 NAME_MISMATCH = "plugin_dependency_name_mismatch"
 PATH_FILE = "plugin_dependency_path_file"
+ARCHIVE = "plugin_dependency_not_in_directory"
 
 _NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 #: A distribution name as PEP 508 allows it.
@@ -134,16 +146,62 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_EXTRA = re.compile(r"\bextra\s*==\s*['\"]([^'\"]*)['\"]")
 _EXTRAS = re.compile(r"\s*[A-Za-z0-9._-]+\s*\[([^\]]*)\]")
+
+
+def _never(markers: Any, extras: set[str]) -> bool:
+    """Parsed marker ``markers`` (``Marker._markers``: clauses, ``"and"``, ``"or"`` and
+    groups, ``and`` binding tighter) holds in no environment for any of ``extras``: each of
+    its ``or`` terms has a clause ``extra == "X"`` (or ``"X" == extra``, or a group) that
+    never holds, X normalized and neither asked nor ``""``.  Anything else may hold."""
+    if not isinstance(markers, list) or not markers:
+        return False
+    terms: list[list[Any]] = [[]]
+    for at, item in enumerate(markers):
+        if at % 2 == 0:
+            terms[-1].append(item)
+        elif item == "or":
+            terms.append([])
+        elif item != "and":
+            return False
+    return all(any(_never_clause(item, extras) for item in term) for term in terms)
+
+
+def _never_clause(item: Any, extras: set[str]) -> bool:
+    if isinstance(item, list):
+        return _never(item, extras)
+    if not (isinstance(item, tuple) and len(item) == 3 and str(item[1]) == "=="):
+        return False
+    kinds = tuple(type(x).__name__ for x in (item[0], item[2]))
+    if kinds == ("Variable", "Value") and item[0].value == "extra":
+        value = item[2].value
+    elif kinds == ("Value", "Variable") and item[2].value == "extra":
+        value = item[0].value
+    else:
+        return False
+    return isinstance(value, str) and normalized(value) not in extras | {""}
+
+
+def for_other_extras(marker: str, extras: set[str]) -> bool:
+    """Marker ``marker`` (the text after a requirement's ``;``) holds for none of
+    ``extras`` (normalized) in any environment (``_never``: parsed by ``packaging``, each
+    of its ``or`` terms needs an extra neither asked nor ``""``, which holds when no extra
+    is asked).  Every other marker may hold, and so may every marker when ``packaging`` is
+    not installed or cannot parse it (fail closed)."""
+    if _Marker is None:  # pragma: no cover - without packaging no marked line is skipped
+        return False
+    try:
+        return _never(_Marker(marker)._markers, extras)
+    except Exception:
+        return False
 
 
 def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, frozenset[str]]:
     """What ``dist`` requires (``Requires-Dist``, or an egg's ``requires.txt``): each name,
     normalized, with the extras asked of it.  Every line whatever its environment marker
-    (fail closed: an installed distribution a marker would leave out is pinned too); a
-    line whose marker names an extra only when that extra is in ``extras`` (``None``: every
-    extra, for the plugin itself: which extras it was installed with is not recorded).
+    (fail closed: an installed distribution a marker would leave out is pinned too), but a
+    line only for extras not in ``extras`` (``for_other_extras``; ``None``: every extra,
+    for the plugin itself: which extras it was installed with is not recorded).
     Raises when the metadata cannot be read, holds a line that names no distribution, or
     holds more than ``MAX_REQUIREMENTS`` lines (``TooMany``)."""
     wanted = None if extras is None else {normalized(e) for e in extras}
@@ -155,10 +213,10 @@ def requirements(dist: Any, extras: Iterable[str] | None = ()) -> dict[str, froz
         match = _NAME.match(line)
         if not match:
             raise ValueError(f"a requirement names no distribution: {line[:80]!r}")
-        named = {normalized(e) for e in _EXTRA.findall(line.partition(";")[2])}
-        if named and wanted is not None and not named & wanted:
+        head, marked, marker = line.partition(";")
+        if marked and wanted is not None and for_other_extras(marker, wanted):
             continue
-        asked = _EXTRAS.match(line.partition(";")[0])
+        asked = _EXTRAS.match(head)
         more = {e.strip() for e in asked.group(1).split(",") if e.strip()} if asked else set()
         found.setdefault(normalized(match.group(1)), set()).update(more)
     return {name: frozenset(more) for name, more in sorted(found.items())}
@@ -203,9 +261,10 @@ def _meta_keys(dist: Any) -> tuple[Any, ...]:
 
 
 def _search_dirs(extra: Iterable[str] = ()) -> list[tuple[str, tuple[int, ...]]]:
-    """The directories a requirement is looked for in (``extra``, then ``sys.path``), each
-    with its identity (``file_key``, links followed: a link pointed elsewhere, or an
-    entry added to or removed from the directory, changes it)."""
+    """The entries a requirement is looked for in (``extra``, then ``sys.path``): each
+    directory, and each file (a zip ``importlib.metadata`` reads distributions from), with
+    its identity (``file_key``, links followed: a link pointed elsewhere, an entry added to
+    or removed from the directory, or a file rewritten, changes it)."""
     found: list[tuple[str, tuple[int, ...]]] = []
     seen: set[str] = set()
     for entry in [*extra, *sys.path]:
@@ -214,67 +273,81 @@ def _search_dirs(extra: Iterable[str] = ()) -> list[tuple[str, tuple[int, ...]]]
             continue
         seen.add(path)
         key = file_key(path)
-        if len(key) == 5 and os.path.isdir(path):
+        if len(key) == 5:
             found.append((path, key))
     return found
 
 
 class _Entry(NamedTuple):
-    """A metadata directory (or an egg's ``.egg-info`` file) in a search directory: its
-    path, its METADATA ``Name`` and the name its own name is for, both normalized."""
+    """A metadata directory (or an egg's ``.egg-info`` file) in a search directory, or a
+    distribution in a search entry that is no directory (``archive``): its path, its
+    METADATA ``Name`` and the name its own name is for, both normalized ("" for a ``Name``
+    that cannot be read)."""
 
     meta: str
     name: str
     label: str
+    archive: bool = False
 
 
-def _header_file(meta: str) -> str:
-    if meta.endswith(".dist-info"):
-        return os.path.join(meta, "METADATA")
-    return os.path.join(meta, "PKG-INFO") if os.path.isdir(meta) else meta
+def metadata_name(dist: Any) -> str:
+    """``dist.metadata["Name"]`` as pip and ``importlib.metadata`` read it (the same files,
+    in the same order, the same ``email`` parser), from the headers alone: the long
+    description after them is not parsed (a third of a registry load's time).  Raises as
+    ``importlib.metadata`` does when the metadata cannot be read or decoded."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+    # Every "\n\n" (after "\r\n" is made "\n") is a blank line, where the parser ends the
+    # headers too.
+    head = text.replace("\r\n", "\n").split("\n\n", 1)[0]
+    name = str(HeaderParser().parsestr(head)["Name"] or "")
+    # ``importlib.metadata`` dedents a folded value as RFC 822 indents it.
+    return textwrap.dedent(" " * 8 + name) if "\n" in name else name
 
 
-def _metadata_name(path: str) -> str:
-    """The ``Name`` header of the metadata file at ``path`` ("" when it has none)."""
+def _stamp(meta: str) -> tuple[tuple[int, ...], ...]:
+    """The identity of what ``metadata_name`` reads for metadata directory ``meta``."""
+    return (file_key(meta), *(file_key(os.path.join(meta, n)) for n in ("METADATA", "PKG-INFO")))
+
+
+def _read_name(dist: Any) -> str:
     try:
-        with open(path, "rb") as f:
-            head = f.read(64 << 10).decode("utf-8", "replace")
-    except OSError:
+        return normalized(metadata_name(dist))
+    except Exception:  # unreadable: found by its directory's name only, never pinned
         return ""
-    for line in head.splitlines():
-        if not line.strip():
-            break
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() == "name":
-            return value.strip()
-    return ""
 
 
-#: Each search directory's metadata entries, by its identity, with each header's identity.
-_entries_memo: Memo[tuple[str, tuple[int, ...]], tuple[tuple[_Entry, tuple[int, ...]], ...]]
-_entries_memo = Memo(256)
+#: Each search entry's metadata entries, by its identity, with each one's ``_stamp``.
+_Found = tuple[tuple[_Entry, tuple[tuple[int, ...], ...]], ...]
+_entries_memo: Memo[tuple[str, tuple[int, ...]], _Found] = Memo(256)
 
 
 def _entries(path: str, key: tuple[int, ...]) -> list[_Entry]:
-    """Every metadata directory in search directory ``path`` (identity ``key``), with the
-    ``Name`` its METADATA gives: read again when the directory or a header changed."""
+    """Every metadata directory in search entry ``path`` (identity ``key``), with the
+    ``Name`` its METADATA gives: read again when the entry or a metadata file changed.  In
+    an entry that is no directory, every distribution ``importlib.metadata`` finds there."""
     known = _entries_memo.get((path, key))
-    if known is not None and all(file_key(_header_file(e.meta)) == k for e, k in known):
+    if known is not None and all(e.archive or _stamp(e.meta) == k for e, k in known):
         return [e for e, _ in known]
-    try:
-        listed = sorted(os.listdir(path))
-    except OSError:
-        return []
-    found: list[tuple[_Entry, tuple[int, ...]]] = []
-    for entry in listed:
-        if not entry.endswith((".dist-info", ".egg-info")):
-            continue
-        meta = os.path.join(path, entry)
-        header = _header_file(meta)
-        stamp = file_key(header)
-        label = normalized(entry.rpartition(".")[0].partition("-")[0])
-        found.append((_Entry(meta, normalized(_metadata_name(header)), label), stamp))
-    if provenance.settled([key, *(k for _, k in found)]):
+    found: list[tuple[_Entry, tuple[tuple[int, ...], ...]]] = []
+    if not os.path.isdir(path):
+        for dist in importlib.metadata.distributions(path=[path]):
+            where = str(getattr(getattr(dist, "_path", None), "name", "") or "?")
+            label = normalized(where.rpartition(".")[0].partition("-")[0])
+            entry = _Entry(os.path.join(path, where), _read_name(dist), label, True)
+            found.append((entry, ()))
+    else:
+        try:
+            listed = sorted(os.listdir(path))
+        except OSError:
+            return []
+        for name in listed:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            meta = os.path.join(path, name)
+            stamp = _stamp(meta)
+            label = normalized(name.rpartition(".")[0].partition("-")[0])
+            found.append((_Entry(meta, _read_name(PathDistribution(Path(meta))), label), stamp))
+    if provenance.settled([key, *(k for _, ks in found for k in ks)]):
         _entries_memo.put((path, key), tuple(found))
     return [e for e, _ in found]
 
@@ -285,10 +358,21 @@ def _index(searched: list[tuple[str, tuple[int, ...]]]) -> dict[str, list[_Entry
     index: dict[str, list[_Entry]] = {}
     for path, key in searched:
         for entry in _entries(path, key):
-            index.setdefault(entry.name, []).append(entry)
-            if entry.label != entry.name:
-                index.setdefault(entry.label, []).append(entry)
+            keys = {entry.name, entry.label} - {""}
+            if not entry.name or not _named_for(entry.label, entry.name):
+                # Named for no distribution its ``Name`` gives: found for every name its
+                # directory's name begins with (pip's rule), and pinned for none.
+                parts = entry.label.split("-")
+                keys |= {"-".join(parts[:n]) for n in range(1, len(parts))}
+            for name in sorted(keys):
+                index.setdefault(name, []).append(entry)
     return index
+
+
+def _named_for(label: str, name: str) -> bool:
+    """A metadata directory named for ``label`` may be distribution ``name``'s (pip
+    accepts a wheel's whose normalized name begins with the distribution's)."""
+    return label == name or label.startswith(name + "-")
 
 
 def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str]]:
@@ -307,13 +391,22 @@ def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str
         seen.add(real)
         where = os.path.basename(entry.meta)
         problem = ""
-        if entry.name != name:
+        if entry.archive:
+            problem = (
+                f"it is installed in {os.path.basename(os.path.dirname(entry.meta))!r}, "
+                f"not in a directory: its code is not pinned ({ARCHIVE})"
+            )
+        elif not entry.name:
+            problem = f"the METADATA Name of {where!r} cannot be read ({NAME_MISMATCH})"
+        elif not _VALID_NAME.fullmatch(entry.name):
+            problem = f"its METADATA Name is not a valid distribution name ({BAD_METADATA})"
+        elif entry.name != name:
             problem = f"its metadata directory {where!r} is not named for its METADATA Name"
-        elif entry.label != name and not entry.label.startswith(name + "-"):
+        elif not _named_for(entry.label, name):
             problem = f"its metadata directory {where!r} is named for another distribution"
-        found.append(
-            (PathDistribution(Path(entry.meta)), problem and f"{problem} ({NAME_MISMATCH})")
-        )
+        if problem and not problem.endswith(")"):
+            problem = f"{problem} ({NAME_MISMATCH})"
+        found.append((PathDistribution(Path(entry.meta)), problem))
     return found
 
 

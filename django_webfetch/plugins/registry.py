@@ -34,7 +34,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from email.parser import HeaderParser
 from importlib.metadata import distributions
 from typing import Any
 
@@ -530,12 +529,10 @@ def _dist_key(dist: Any) -> str:
 
 
 def _meta_name(dist: Any) -> str:
-    """``dist.metadata["Name"]`` from the metadata's headers alone (``importlib.metadata``
-    parses the whole file, long description included: a third of a load's time); raises
-    as it does when the metadata cannot be read or decoded."""
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
-    head = text.replace("\r\n", "\n").split("\n\n", 1)[0]
-    return str(HeaderParser().parsestr(head)["Name"] or "")
+    """``dist.metadata["Name"]`` from the metadata's headers alone, read as the closure reads
+    it (``closure.metadata_name``: one reader for both); raises as ``importlib.metadata``
+    does when the metadata cannot be read or decoded."""
+    return closure.metadata_name(dist)
 
 
 def _dist_label(dist: Any) -> str:
