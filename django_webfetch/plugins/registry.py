@@ -357,6 +357,7 @@ def _entry_keys(where: str, top: str, suffixes: tuple[str, ...]) -> list[tuple[i
             keys.append((-(exc.errno or 1),))
             continue
         keys.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+        keys.append((stat.S_IFMT(info.st_mode),))  # a file, a directory, a link
         if stat.S_ISLNK(info.st_mode):
             keys.append(_file_key(path))
     return keys
