@@ -200,7 +200,7 @@ def test_a_link_pointed_elsewhere_is_seen(tmp_path, registry_on, kind):
         (later / "adir").write_text("ANSWER = 'stray'\n")
         importlib.invalidate_caches()
         fresh = registry._shadow_problem(pinned)
-        assert fresh and str(cwd) in fresh
+        assert fresh and "adir" in fresh  # the link resolved
         assert registry._shadow_verdict(pinned, remembered=True) == fresh
     finally:
         sys.modules.pop(top, None)
