@@ -337,17 +337,41 @@ class _Same:
         return id(self.obj)
 
 
-def _entry_keys(where: str, top: str, suffixes: tuple[str, ...]) -> list[tuple[int, ...]]:
-    """The identity of each entry of directory ``where`` the path finder could load for
-    ``top`` (``top`` itself, ``top`` with each module suffix, ``top/__init__`` with each),
-    each read with ``lstat`` and ``stat``: a symbolic link and what it points to, so that a
-    dangling link completed later (or a link pointed elsewhere) changes the key although
-    no directory changed (tests/plugins/test_issue30_attack10.py, finding 4)."""
-    names = [
-        top,
-        *(top + s for s in suffixes),
-        *(os.path.join(top, "__init__" + s) for s in suffixes),
-    ]
+def _linked(where: str, top: str, keys: list[tuple[int, ...]]) -> tuple[str, ...]:
+    """The entries of directory ``where`` the path finder could load for ``top`` (``top``
+    itself or ``top`` with a suffix; ``top/__init__`` with one when ``top`` is a directory)
+    that are symbolic links, remembered by ``where``'s and ``where/top``'s identity
+    (``keys``: which entries a directory holds changes its identity; a link's target, and
+    so what the finder finds, does not)."""
+    memo_key = (where, top, keys[0], keys[1])
+    known = _linked_memo.get(memo_key)
+    if known is not None:
+        return known
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(where) as listing:
+        for item in listing:
+            if (item.name == top or item.name.startswith(top + ".")) and item.is_symlink():
+                found.append(item.name)
+    with contextlib.suppress(OSError), os.scandir(os.path.join(where, top)) as listing:
+        for item in listing:
+            if item.name.startswith("__init__.") and item.is_symlink():
+                found.append(os.path.join(top, item.name))
+    if top in found:  # a link to a directory: its ``__init__`` entries are read each time
+        found.extend(os.path.join(top, "__init__" + s) for s in importlib.machinery.all_suffixes())
+    if provenance.settled(keys, _SETTLE_NS):
+        _linked_memo.put(memo_key, tuple(found))
+    return tuple(found)
+
+
+#: ``_linked``'s answers, keyed by the identity of the directories listed.
+_linked_memo: Memo[tuple[Any, ...], tuple[str, ...]] = Memo(1024)
+
+
+def _link_keys(where: str, names: tuple[str, ...]) -> list[tuple[int, ...]]:
+    """Each of ``names`` under ``where`` read with ``lstat`` and ``stat``: a link and what
+    it points to, so that a dangling link completed later, or a link whose target is
+    replaced, changes the key although no directory changed
+    (tests/plugins/test_issue30_attack10.py, finding 4)."""
     keys: list[tuple[int, ...]] = []
     for name in names:
         path = os.path.join(where, name)
@@ -357,27 +381,17 @@ def _entry_keys(where: str, top: str, suffixes: tuple[str, ...]) -> list[tuple[i
             keys.append((-(exc.errno or 1),))
             continue
         keys.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
-        keys.append((stat.S_IFMT(info.st_mode),))  # a file, a directory, a link
-        if stat.S_ISLNK(info.st_mode):
-            keys.append(_file_key(path))
+        keys.append(_file_key(path))
     return keys
-
-
-def _suffixes(finder: Any) -> tuple[str, ...]:
-    """The module suffixes the path finder ``finder`` of a directory loads (a
-    ``FileFinder``'s own loaders), with the import system's default ones."""
-    found = list(importlib.machinery.all_suffixes())
-    with contextlib.suppress(Exception):
-        found.extend(s for s, _ in getattr(finder, "_loaders", ()) if isinstance(s, str))
-    return tuple(dict.fromkeys(found))
 
 
 def _shadow_key(pinned: dict[str, list[str]]) -> tuple[Any, ...] | None:
     """What the resolution of ``pinned``'s names depends on: ``sys.path`` (its order and
     each entry's identity, ``file_key``: an entry added to or removed from a directory, a
     zip file rewritten), the identity of each ``sys.path`` directory's entries the path
-    finder could load for each name (``_entry_keys``: a stray package's directory gaining
-    an ``__init__.py``, a namespace portion gaining a module, a dangling link completed),
+    finder could load for each name (``_linked``, ``_link_keys``: a stray package's
+    directory gaining an ``__init__.py``, a namespace portion gaining a module, a dangling
+    link completed),
     of the pinned copies' directories, the finders (``sys.meta_path``, ``sys.path_hooks``,
     ``sys.path_importer_cache``'s entry of each directory) and each name's module when
     imported, each held by ``_Same`` (no ``id()`` reuse); ``None`` when a key changed
@@ -393,10 +407,12 @@ def _shadow_key(pinned: dict[str, list[str]]) -> tuple[Any, ...] | None:
         finder = sys.path_importer_cache.get(entry)
         entries.append(where)
         finders.append(_Same(finder))
-        keys.append(_file_key(where))
-        suffixes = _suffixes(finder)
+        held = _file_key(where)
+        keys.append(held)
         for top in tops:
-            keys.extend(_entry_keys(where, top, suffixes))
+            pair = [held, _file_key(os.path.join(where, top))]
+            keys.append(pair[1])
+            keys.extend(_link_keys(where, _linked(where, top, pair)))
     for top in tops:
         keys.extend(_file_key(base) for base in pinned[top])
     if not provenance.settled(keys, _SETTLE_NS):
