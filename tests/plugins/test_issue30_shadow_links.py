@@ -14,6 +14,7 @@ import itertools
 import os
 import shutil
 import sys
+import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 _counter = itertools.count()
+
+#: Longer than one tick of the clock the kernel stamps files with (a change within the
+#: tick of a read is what the settle window, set to 0 here, is for).
+_TICK = 0.03
 
 #: The entries of a ``sys.path`` directory the path finder could load for name T.
 _SLOTS = ("T.py", "T.pyc", "T", "T/__init__.py")
@@ -88,8 +93,9 @@ def test_the_remembered_resolution_always_equals_the_full_check(tmp_path_factory
     each absent, a file or a link; each link's target completed or removed later), the
     per-call verdict (remembered) equals the full check.  The settle window (a change
     within one clock tick is read again, tested in test_issue30_per_call_imports.py) is
-    set to 0 here so that every key is remembered at once: what is under test is that the
-    key changes whenever the resolution could; the finders' directory caches are dropped
+    set to 0 here so that every key is remembered at once, each change made a clock tick
+    after the last read: what is under test is that the key changes whenever the
+    resolution could; the finders' directory caches are dropped
     (``importlib.invalidate_caches``, which keeps each finder) so that the full check is
     the import system's answer now."""
     from django_webfetch.plugins import registry
@@ -112,6 +118,7 @@ def test_the_remembered_resolution_always_equals_the_full_check(tmp_path_factory
             remembered = registry._shadow_verdict(pinned, remembered=True)
             fresh = registry._shadow_problem(pinned)
             assert remembered == fresh, (op, remembered, fresh)
+            time.sleep(_TICK)  # the next change is stamped after what was read
     finally:
         sys.path[:] = saved
         sys.modules.pop(top, None)
@@ -196,6 +203,7 @@ def test_a_link_pointed_elsewhere_is_seen(tmp_path, registry_on, kind):
         importlib.invalidate_caches()
         registry._shadow_problem(pinned)  # each directory's finder made (in the key)
         assert registry._shadow_verdict(pinned, remembered=True) == ""
+        time.sleep(_TICK)
         # The directory the link points to becomes a file: only the target changed.
         (later / "adir").rmdir()
         (later / "adir").write_text("ANSWER = 'stray'\n")
