@@ -25,6 +25,7 @@ import contextlib
 import copy
 import csv
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import logging
@@ -319,25 +320,99 @@ def _shadow_problem(pinned: dict[str, list[str]]) -> str:
 _shadow_memo: Memo[tuple[Any, ...], str] = Memo(256)
 
 
+class _Same:
+    """A memo key's part that is one live object: equal only to itself (``is``), and a
+    strong reference, so that no other object can take its ``id()`` while the memo keeps
+    the entry (a finder or module collected and another made at its address)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+def _linked(where: str, top: str, keys: list[tuple[int, ...]]) -> tuple[str, ...]:
+    """The entries of directory ``where`` the path finder could load for ``top`` (``top``
+    itself or ``top`` with a suffix; ``top/__init__`` with one when ``top`` is a directory)
+    that are symbolic links, remembered by ``where``'s and ``where/top``'s identity
+    (``keys``: which entries a directory holds changes its identity; a link's target, and
+    so what the finder finds, does not)."""
+    memo_key = (where, top, keys[0], keys[1])
+    known = _linked_memo.get(memo_key)
+    if known is not None:
+        return known
+    found: list[str] = []
+    with contextlib.suppress(OSError), os.scandir(where) as listing:
+        for item in listing:
+            if (item.name == top or item.name.startswith(top + ".")) and item.is_symlink():
+                found.append(item.name)
+    with contextlib.suppress(OSError), os.scandir(os.path.join(where, top)) as listing:
+        for item in listing:
+            if item.name.startswith("__init__.") and item.is_symlink():
+                found.append(os.path.join(top, item.name))
+    if top in found:  # a link to a directory: its ``__init__`` entries are read each time
+        found.extend(os.path.join(top, "__init__" + s) for s in importlib.machinery.all_suffixes())
+    if provenance.settled(keys, _SETTLE_NS):
+        _linked_memo.put(memo_key, tuple(found))
+    return tuple(found)
+
+
+#: ``_linked``'s answers, keyed by the identity of the directories listed.
+_linked_memo: Memo[tuple[Any, ...], tuple[str, ...]] = Memo(1024)
+
+
+def _link_keys(where: str, names: tuple[str, ...]) -> list[tuple[int, ...]]:
+    """Each of ``names`` under ``where`` read with ``lstat`` and ``stat``: a link and what
+    it points to, so that a dangling link completed later, or a link whose target is
+    replaced, changes the key although no directory changed
+    (tests/plugins/test_issue30_attack10.py, finding 4)."""
+    keys: list[tuple[int, ...]] = []
+    for name in names:
+        path = os.path.join(where, name)
+        try:
+            info = os.lstat(path)
+        except OSError as exc:
+            keys.append((-(exc.errno or 1),))
+            continue
+        keys.append((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+        keys.append(_file_key(path))
+    return keys
+
+
 def _shadow_key(pinned: dict[str, list[str]]) -> tuple[Any, ...] | None:
     """What the resolution of ``pinned``'s names depends on: ``sys.path`` (its order and
     each entry's identity, ``file_key``: an entry added to or removed from a directory, a
-    zip file rewritten), the identity of each ``sys.path`` directory's entry of each name
-    (a stray package's directory gaining an ``__init__.py``, a namespace portion gaining a
-    module), of the pinned copies' directories, the finders (``sys.meta_path``,
-    ``sys.path_hooks``, ``sys.path_importer_cache``'s entry of each directory) and each
-    name's module when imported; ``None`` when a key changed within ``SETTLE_NS`` (read
-    again: racily clean)."""
+    zip file rewritten), the identity of each ``sys.path`` directory's entries the path
+    finder could load for each name (``_linked``, ``_link_keys``: a stray package's
+    directory gaining an ``__init__.py``, a namespace portion gaining a module, a dangling
+    link completed),
+    of the pinned copies' directories, the finders (``sys.meta_path``, ``sys.path_hooks``,
+    ``sys.path_importer_cache``'s entry of each directory) and each name's module when
+    imported, each held by ``_Same`` (no ``id()`` reuse); ``None`` when a key changed
+    within ``SETTLE_NS`` (read again: racily clean)."""
     tops = sorted(pinned)
     keys: list[tuple[int, ...]] = []
     entries = []
+    finders = []
     for entry in list[Any](sys.path):
         if not isinstance(entry, str):  # a bytes entry (allowed, ignored by PathFinder)
             return None
         where = os.path.abspath(entry or os.curdir)
+        finder = sys.path_importer_cache.get(entry)
         entries.append(where)
-        keys.append(_file_key(where))
-        keys.extend(_file_key(os.path.join(where, top)) for top in tops)
+        finders.append(_Same(finder))
+        held = _file_key(where)
+        keys.append(held)
+        for top in tops:
+            pair = [held, _file_key(os.path.join(where, top))]
+            keys.append(pair[1])
+            keys.extend(_link_keys(where, _linked(where, top, pair)))
     for top in tops:
         keys.extend(_file_key(base) for base in pinned[top])
     if not provenance.settled(keys, _SETTLE_NS):
@@ -346,14 +421,14 @@ def _shadow_key(pinned: dict[str, list[str]]) -> tuple[Any, ...] | None:
     for top in tops:
         loaded = sys.modules.get(top)
         path: Any = getattr(loaded, "__path__", None) if loaded is not None else None
-        modules.append((id(loaded), getattr(loaded, "__file__", None), tuple(path or ())))
+        modules.append((_Same(loaded), getattr(loaded, "__file__", None), tuple(path or ())))
     return (
         tuple(entries),
         tuple(keys),
         tuple(sorted((top, tuple(pinned[top])) for top in tops)),
-        tuple(map(id, sys.meta_path)),
-        tuple(map(id, sys.path_hooks)),
-        tuple(id(sys.path_importer_cache.get(entry)) for entry in sys.path),
+        tuple(map(_Same, sys.meta_path)),
+        tuple(map(_Same, sys.path_hooks)),
+        tuple(finders),
         tuple(modules),
     )
 
