@@ -44,15 +44,34 @@ from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from django_webfetch.text.patterns import compile_pattern
+
 from . import provenance
 from .provenance import CACHE_DIR, Memo, file_key
 
-try:  # evaluates the environment markers of the site's own requirements (``site_names``)
-    from packaging.markers import Marker as _Marker
-    from packaging.requirements import Requirement as _Requirement
-except ImportError:  # pragma: no cover - then a marked site requirement is not the site's
-    _Requirement = None  # type: ignore[assignment,misc]
-    _Marker = None  # type: ignore[assignment,misc]
+#: ``packaging``'s ``Marker`` and ``Requirement`` (requirement markers: ``site_names``,
+#: ``for_other_extras``), imported at first use (``_packaging``): a plugin process imports
+#: this module and never needs them.  ``None`` when ``packaging`` is not installed: then a
+#: marked site requirement is not the site's, and no marked line is skipped.
+_UNLOADED: Any = object()
+_Marker: Any = _UNLOADED
+_Requirement: Any = _UNLOADED
+
+
+def _packaging() -> None:
+    global _Marker, _Requirement
+    if _Marker is not _UNLOADED and _Requirement is not _UNLOADED:
+        return
+    try:
+        from packaging.markers import Marker
+        from packaging.requirements import Requirement
+    except ImportError:  # pragma: no cover - packaging is a declared dependency
+        Marker = Requirement = None  # type: ignore[assignment,misc]
+    if _Marker is _UNLOADED:
+        _Marker = Marker
+    if _Requirement is _UNLOADED:
+        _Requirement = Requirement
+
 
 __all__ = [
     "ARCHIVE",
@@ -105,12 +124,13 @@ _NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 #: A distribution name as PEP 508 allows it.
 _VALID_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 #: A version as PEP 440 allows it (its appendix's pattern, case-insensitive).
-_VALID_VERSION = re.compile(
-    r"""v?(?:(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*"""
+#: On RE2 (linear in the text, which is a distribution author's): its optional parts
+#: would let a backtracking engine try each split of a long run of digits.
+_VALID_VERSION = compile_pattern(
+    r"""(?i)v?(?:(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*"""
     r"""(?:[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_.]?[0-9]*)?"""
     r"""(?:-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?"""
-    r"""(?:[-_.]?dev[-_.]?[0-9]*)?)(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?""",
-    re.IGNORECASE | re.ASCII,
+    r"""(?:[-_.]?dev[-_.]?[0-9]*)?)(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?"""
 )
 
 
@@ -188,6 +208,7 @@ def for_other_extras(marker: str, extras: set[str]) -> bool:
     of its ``or`` terms needs an extra neither asked nor ``""``, which holds when no extra
     is asked).  Every other marker may hold, and so may every marker when ``packaging`` is
     not installed or cannot parse it (fail closed)."""
+    _packaging()
     if _Marker is None:  # pragma: no cover - without packaging no marked line is skipped
         return False
     try:
@@ -415,6 +436,7 @@ def _site_requirement(line: str) -> str:
     environment, or "": a line whose environment marker is false here for no extra, or one
     that cannot be read (or, without ``packaging``, any marked line: not the site's, so a
     plugin requiring it pins it; fail closed)."""
+    _packaging()
     if _Requirement is None:  # without packaging: no marker is evaluated
         match = None if ";" in line else _NAME.match(line)
         return normalized(match.group(1)) if match else ""

@@ -713,7 +713,7 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
             assert (outcome.kind, outcome.error) == ("error", "ModuleNotFoundError"), outcome
         else:
             assert (outcome.kind, outcome.text) == ("text", "reviewed code"), outcome
-        # Trusted (in the site's process): refused before anything of it is imported.
+        # Trusted (in the site's process): nothing of it is imported here.
         instance = services.install("good")
         instance.trusted = True
         instance.save()
@@ -724,7 +724,13 @@ def test_a_shipped_unchecked_pyc_runs_other_code_than_the_reviewed_source(
             result = tool.execute(
                 {}, ToolContext(approved=True, call_id="a6", plugin_instance=instance)
             )
-        assert "hidden code" not in str(result.content) and not result.ok, result
+        # Runs as for an untrusted instance (attack 9, finding 7: the compiled-code check is
+        # made at every trusted call): from the reviewed source in a plugin process, or nowhere.
+        assert "hidden code" not in str(result.content), result
+        if kind == "sourceless":
+            assert not result.ok, result
+        else:
+            assert not result.ok or "reviewed code" in str(result.content), result
         refused = [
             r.getMessage() for r in caplog.records if "plugin_code_compiled" in r.getMessage()
         ]
