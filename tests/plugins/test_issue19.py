@@ -311,6 +311,7 @@ def test_install_prints_every_group_the_plugins_tools_join(example):
     out = io.StringIO()
     call_command("webfetch", "plugin", "install", "example", stdout=out)
     lines = out.getvalue().splitlines()
-    assert "  tool groups:           example, example-admin (enable each to offer its tools)" in (
-        lines
-    )
+    assert (
+        "  tool groups:           example, example-admin (enable each to offer its tools:"
+        " admin: Web fetch > Tool groups)"
+    ) in lines

@@ -101,13 +101,10 @@ _REMEMBER_SECONDS = 600.0
 #: Why a process was not pooled when, stopped, its kernel state (signals, filters,
 #: capabilities, ids: ``_KERNEL_FIELDS``) was not what it was before its plugin was imported.
 KERNEL_CHANGED = "plugin_kernel_state_changed"
-#: How long a thread of a call that is on its way out (``_leaving``) is waited for before
-#: its process is called busy and recycled: a far safety net (a joined thread leaves at
-#: its next time slice; a fixed number of looks made pooling depend on the machine's load).
+#: How long a thread of a call is waited for to leave before its process is called busy and
+#: recycled: a far safety net (a joined thread leaves within its next time slices; a fixed
+#: number of looks over 50 ms made pooling depend on the machine's load).
 _QUIET_WAIT = 2.0
-#: ``PF_EXITING`` of a task's flags (``/proc/<pid>/task/<tid>/stat``, field 9): set when
-#: the thread entered ``do_exit``.
-_PF_EXITING = 0x4
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -244,23 +241,6 @@ def _thread_ids(pid: int) -> set[int]:
         return {int(tid) for tid in os.listdir(f"/proc/{pid}/task")}
     except (OSError, ValueError):
         return set()
-
-
-def _leaving(pid: int, tid: int) -> bool:
-    """Whether thread ``tid`` of ``pid`` may be on its way out: gone, exiting (a zombie,
-    dead, or ``PF_EXITING``), or running (between the end of its Python code, which a
-    join waits for, and its exit).  A thread that sleeps or waits (``S``, ``D``, stopped,
-    traced) was left behind by the call."""
-    try:
-        with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
-            data = fh.read()
-        fields = data[data.rindex(b")") + 2 :].split()
-        state, flags = fields[0], int(fields[6])
-    except FileNotFoundError:
-        return True  # gone meanwhile
-    except (OSError, ValueError, IndexError):
-        return False  # cannot be told: not waited for
-    return state in (b"R", b"Z", b"X", b"x") or bool(flags & _PF_EXITING)
 
 
 def _threads(pid: int) -> int:
@@ -753,16 +733,14 @@ class Worker:
 
     def _settled_threads(self) -> set[int]:
         """Its thread ids once the RPC thread (the main one, whose id is the process's) is
-        the only one, or once another one is not leaving (``_leaving``): a thread the call
-        joined may still be on its way out of the kernel, and is waited for (at most
-        ``_QUIET_WAIT`` seconds); one that sleeps or waits was left behind."""
+        the only one, or after ``_QUIET_WAIT`` seconds: a thread the call joined may still
+        be on its way out (its C library unwinds, frees its stack, may wait on a lock or
+        the disk in any state), so no state tells a leaving thread from one left behind;
+        one left behind costs its call the wait, and its process is not kept."""
         deadline = time.monotonic() + _QUIET_WAIT
         while True:
             found = _thread_ids(self.pid)
-            others = found - {self.pid}
-            if not others or not all(_leaving(self.pid, tid) for tid in others):
-                return found
-            if time.monotonic() >= deadline:
+            if found == {self.pid} or time.monotonic() >= deadline:
                 return found
             time.sleep(0.001)
 
