@@ -746,8 +746,21 @@ class Worker:
 
     def quiet(self) -> bool:
         """No thread of the last call is left: the RPC thread is its only thread, as it
-        was at ready (``threaded_at_ready``)."""
-        return self._settled_threads() == {self.pid}
+        was at ready (``threaded_at_ready``).  A thread the call joined may have been
+        stopped on its way out (the host stops the process as the result comes, and on a
+        busy machine the result can come first): it is let go on, then the process is
+        stopped again."""
+        if _thread_ids(self.pid) == {self.pid}:
+            return True
+        stopped = self.stopped
+        if stopped:
+            self.resume()
+        try:
+            return self._settled_threads() == {self.pid}
+        finally:
+            if stopped:
+                with contextlib.suppress(OSError):
+                    self.pause()
 
     def grown(self, status: bytes | None = None) -> bool:
         """Its calls left more than ``MAX_IDLE_GROWTH`` in memory or ``/tmp`` since it got
