@@ -64,3 +64,72 @@ def test_a_pth_file_whose_name_holds_a_comma_is_pinned(tmp_path):
     assert (tmp_path / "ran").read_text() == "x"
     deps = closure.dependencies(dist, str(site))
     assert closure.PATH_FILE in closure.unpinnable(deps), deps
+
+
+def _unchecked_pyc(source: Path, other: str, tmp: Path) -> Path:
+    """An unchecked-hash ``.pyc`` (PEP 552: never compared with its source) of ``other``,
+    written where the import system looks for ``source``'s cache."""
+    import importlib.util
+    import py_compile
+
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    written = tmp / "other.py"
+    written.write_text(other)
+    py_compile.compile(
+        str(written),
+        cfile=str(cached),
+        doraise=True,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    return cached
+
+
+def _runs(where: Path, module: str) -> str:
+    """What ``import module`` from directory ``where`` runs, in a new interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(where)!r}); import {module}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+@pytest.mark.parametrize("shape", ["module", "package_with_empty_cache"])
+def test_a_pyc_written_into_an_existing_cache_after_the_first_call_is_remembered_clean(
+    tmp_path, shape
+):
+    """Finding 2: the per-call compiled-code check (``provenance.compiled_problem``,
+    ``remembered=True``, from ``registry.code_problem`` at every trusted call) remembers a
+    package's verdict by the identity of the directories holding its files and of its
+    cached ``.pyc`` files.  The bytecode cache a ``.pyc`` of other code is written into is
+    in neither when it holds no ``.pyc`` of the package yet: the directory's own
+    ``__pycache__`` for a top-level module (``wfdep_m.py``: ``_own_entries`` leaves it
+    out), or the package's ``__pycache__`` while it is empty.  A ``.pyc`` written there
+    after one call changes no remembered key, so every later call answers "clean" while a
+    first-use import loads the other code (attack 9, finding 7, which the memo reopens)."""
+    import time
+
+    from django_webfetch.plugins import provenance
+
+    where = tmp_path / "site"
+    where.mkdir()
+    if shape == "module":
+        source = where / "wfdep_m.py"
+        top = "wfdep_m"
+        (where / "__pycache__").mkdir()  # the site's cache, holding other modules' pycs
+        (where / "__pycache__" / "other.cpython-311.pyc").write_bytes(b"")
+    else:
+        (where / "wfdep_m").mkdir()
+        source = where / "wfdep_m" / "__init__.py"
+        top = "wfdep_m"
+        (where / "wfdep_m" / "__pycache__").mkdir()  # emptied (pyclean), or made by a tool
+    source.write_text("print('reviewed')\n")
+    time.sleep(provenance.SETTLE_NS / 1e9 + 0.2)  # settled: the verdict is remembered
+    assert provenance.compiled_problem(str(where), top, pinned=True, remembered=True) == ""
+    _unchecked_pyc(source, "print('other code')\n", tmp_path)
+    assert _runs(where, top).strip() == "other code"  # what a first-use import runs now
+    # The check made afresh sees it ...
+    assert provenance.compiled_problem(str(where), top, pinned=True) != ""
+    # ... the remembered one, made at every trusted call, must too.
+    assert provenance.compiled_problem(str(where), top, pinned=True, remembered=True) != ""
