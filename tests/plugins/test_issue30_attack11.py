@@ -133,3 +133,46 @@ def test_a_pyc_written_into_an_existing_cache_after_the_first_call_is_remembered
     assert provenance.compiled_problem(str(where), top, pinned=True) != ""
     # ... the remembered one, made at every trusted call, must too.
     assert provenance.compiled_problem(str(where), top, pinned=True, remembered=True) != ""
+
+
+def test_a_dependencys_files_installed_into_platlib_beside_purelib_are_not_pinned(tmp_path):
+    """Finding 3: ``closure._tops`` keeps only the RECORD rows under the directory of the
+    dependency's ``.dist-info`` ("a script or a data file outside its directory: not
+    imported").  Where ``platlib`` is not ``purelib`` (the RHEL/Fedora/SUSE layout:
+    ``lib64/pythonX.Y/site-packages`` beside ``lib/...``, both on ``sys.path``), pip
+    installs a wheel's ``.data/platlib`` package into the other directory and writes its
+    RECORD row as ``../../lib64/pythonX.Y/site-packages/...``: a package the dependency
+    installs and imports, in the site's process, that its pin never covers (changing it
+    keeps trust).  Decision 0051: the digest covers every top-level package its RECORD
+    installs."""
+    from django_webfetch.plugins import closure
+
+    prefix = tmp_path / "prefix"
+    purelib = prefix / "lib" / "python3" / "site-packages"
+    platlib = prefix / "lib64" / "python3" / "site-packages"
+    platlib.mkdir(parents=True)
+    dist = _plugin(purelib, ["wfdep-s"])
+    hidden = "../../../lib64/python3/site-packages/wfdep_hidden/__init__.py"
+    wheel(
+        purelib,
+        "wfdep-s",
+        {},
+        {"wfdep_s/__init__.py": "import wfdep_hidden\n", hidden: "print('reviewed')\n"},
+    )
+    assert (platlib / "wfdep_hidden" / "__init__.py").is_file()
+    # Both directories on the path (as the interpreter's site-packages are): it runs.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path[:0] = [{str(purelib)!r}, {str(platlib)!r}]; import wfdep_s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "reviewed", done.stderr
+    before = closure.pinned_digest("c" * 64, closure.dependencies(dist, str(purelib)))
+    (platlib / "wfdep_hidden" / "__init__.py").write_text("print('other code!')\n")
+    after = closure.pinned_digest("c" * 64, closure.dependencies(dist, str(purelib)))
+    assert before != after, "the dependency's platlib package changed and its pin still holds"
