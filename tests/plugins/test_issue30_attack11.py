@@ -176,3 +176,30 @@ def test_a_dependencys_files_installed_into_platlib_beside_purelib_are_not_pinne
     (platlib / "wfdep_hidden" / "__init__.py").write_text("print('other code!')\n")
     after = closure.pinned_digest("c" * 64, closure.dependencies(dist, str(purelib)))
     assert before != after, "the dependency's platlib package changed and its pin still holds"
+
+
+def test_a_dependency_whose_metadata_directory_suffix_is_upper_case_is_pinned_not_installed(
+    tmp_path,
+):
+    """Finding 4: ``closure._entries`` lists metadata directories by a case-sensitive
+    ``name.endswith((".dist-info", ".egg-info"))``; ``importlib.metadata`` (and so pip and
+    the import of the dependency's code) lowers the name first (``Lookup``:
+    ``child.lower().endswith(...)``).  A dependency whose directory is
+    ``wfdep_u-1.0.DIST-INFO`` (planted by any wheel's ``.data/purelib``, which pip copies
+    as it is) is installed for ``importlib.metadata`` and pip but "not installed" for the
+    closure: its code is imported in the site's process with the plugin and never pinned
+    (its files change, trust holds)."""
+    from django_webfetch.plugins import closure
+
+    site = tmp_path / "site"
+    dist = _plugin(site, ["wfdep-u"])
+    info = wheel(site, "wfdep-u", {}, {"wfdep_u/__init__.py": "print('reviewed')\n"})
+    info.rename(info.with_name(info.name.replace(".dist-info", ".DIST-INFO")))
+    found = list(distributions(name="wfdep-u", path=[str(site)]))
+    assert [d.version for d in found] == ["1.0"]  # installed, as pip and importlib see it
+    deps = closure.dependencies(dist, str(site))
+    before = closure.pinned_digest("c" * 64, deps)
+    (site / "wfdep_u" / "__init__.py").write_text("print('other code!')\n")
+    after = closure.pinned_digest("c" * 64, closure.dependencies(dist, str(site)))
+    assert [(d.name, d.version) for d in deps] == [("wfdep-u", "1.0")], deps
+    assert before != after
