@@ -203,3 +203,31 @@ def test_a_dependency_whose_metadata_directory_suffix_is_upper_case_is_pinned_no
     after = closure.pinned_digest("c" * 64, closure.dependencies(dist, str(site)))
     assert [(d.name, d.version) for d in deps] == [("wfdep-u", "1.0")], deps
     assert before != after
+
+
+def test_a_dependency_installed_as_an_egg_directory_is_pinned_not_installed(tmp_path, monkeypatch):
+    """Finding 4b (the same class): a ``sys.path`` entry that is an egg directory
+    (``wfdep_e-1.0.egg``, put there by an ``easy-install.pth`` or ``PYTHONPATH``) holds its
+    metadata as ``EGG-INFO``, which ``importlib.metadata`` finds (``Lookup``:
+    ``base_is_egg and low == "egg-info"``) and ``closure._entries`` does not (it looks for
+    ``*.dist-info``/``*.egg-info`` only).  The dependency is imported from there and
+    pinned "not installed" instead of "cannot be pinned" (no ``RECORD``): its code
+    changes and trust holds."""
+    from django_webfetch.plugins import closure
+
+    site = tmp_path / "site"
+    dist = _plugin(site, ["wfdep-e"])
+    egg = tmp_path / "eggs" / "wfdep_e-1.0.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "PKG-INFO").write_text(
+        "Metadata-Version: 1.1\nName: wfdep-e\nVersion: 1.0\n"
+    )
+    (egg / "wfdep_e").mkdir()
+    (egg / "wfdep_e" / "__init__.py").write_text("print('reviewed')\n")
+    monkeypatch.syspath_prepend(str(egg))
+    assert [d.version for d in distributions(name="wfdep-e")] == ["1.0"]
+    deps = closure.dependencies(dist, str(site))
+    before = closure.pinned_digest("c" * 64, deps)
+    (egg / "wfdep_e" / "__init__.py").write_text("print('other code!')\n")
+    after = closure.pinned_digest("c" * 64, closure.dependencies(dist, str(site)))
+    assert before != after, deps
