@@ -18,6 +18,7 @@ plugin's files hold code that is not its source's (checked before a trusted impo
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import importlib.util
 import marshal
@@ -44,6 +45,7 @@ __all__ = [
     "installed_dependencies",
     "installed_provider",
     "provider_of",
+    "record_paths",
     "record_problem",
 ]
 
@@ -490,6 +492,15 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: b
         if settled(k for k in keys[2] if len(k) == 5):
             _package_verdicts.put(memo, (keys, verdict))
     return verdict
+
+
+def record_paths(text: str) -> list[str]:
+    """The path of each row of ``RECORD`` text, read as ``importlib.metadata`` (and pip,
+    which writes it with ``csv.writer``) reads it: with the ``csv`` module, so a quoted
+    path holding a comma is one path (tests/plugins/test_issue30_attack11.py).  The one
+    reader of ``RECORD`` rows for the registry (``registry._file_list``) and the dependency
+    pin (``closure._tops``); raises ``csv.Error`` on text the ``csv`` module cannot read."""
+    return [row[0] for row in csv.reader(text.splitlines()) if row]
 
 
 def _b64(digest: bytes) -> str:
