@@ -152,12 +152,14 @@ def test_a_pyc_rewritten_in_place_in_a_modules_directory_cache_is_seen(tmp_path)
     remembered check sees it."""
     from django_webfetch.plugins import provenance
 
-    source = tmp_path / "wfdep_r.py"
+    site = tmp_path / "site"
+    site.mkdir()
+    source = site / "wfdep_r.py"
     source.write_text("print('reviewed')\n")
     cached = Path(importlib.util.cache_from_source(str(source)))
     py_compile.compile(str(source), cfile=str(cached), doraise=True)
     time.sleep(provenance.SETTLE_NS / 1e9 + 0.2)
-    assert provenance.compiled_problem(str(tmp_path), "wfdep_r", pinned=True, remembered=True) == ""
+    assert provenance.compiled_problem(str(site), "wfdep_r", pinned=True, remembered=True) == ""
     other = tmp_path / "other" / "o.py"
     other.parent.mkdir()
     other.write_text("print('other code')\n")
@@ -173,4 +175,4 @@ def test_a_pyc_rewritten_in_place_in_a_modules_directory_cache_is_seen(tmp_path)
         fh.truncate()
     assert cached.stat().st_ino == inode
     assert os.path.isdir(cached.parent)
-    assert provenance.compiled_problem(str(tmp_path), "wfdep_r", pinned=True, remembered=True)
+    assert provenance.compiled_problem(str(site), "wfdep_r", pinned=True, remembered=True)
