@@ -16,8 +16,12 @@ a plugin's trust adds nothing to them.  A site distribution asked with an extra
 (``httpx[socks]``) is followed for that extra's lines.  Requirements are found by the
 METADATA ``Name`` pip goes by (attack 9), read as pip reads it (``metadata_name``, shared
 with the registry), in every ``sys.path`` entry ``importlib.metadata`` reads: one found in
-an entry that is no directory (a zip) cannot be pinned (attack 10).  A requirement line is
-left out only when its parsed marker holds for no extra asked (``for_other_extras``).
+an entry that is no directory (a zip) cannot be pinned (attack 10); metadata directories
+are found as ``importlib.metadata`` finds them (any case, an egg's ``EGG-INFO``, which
+cannot be pinned), ``RECORD`` is read with ``csv`` (``provenance.record_paths``) and a
+module it installs outside the dependency's directory makes it unpinnable (attack 11).
+A requirement line is left out only when its parsed marker holds for no extra asked
+(``for_other_extras``).
 
 Bounded by construction: at most ``MAX_DISTRIBUTIONS`` names looked up (installed or not),
 ``MAX_REQUIREMENTS`` lines read per metadata file, ``MAX_FILES`` files and ``MAX_BYTES``
