@@ -578,7 +578,7 @@ def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
             continue  # a script or a data file outside its directory: not imported
         parts = target[len(base.rstrip(os.sep)) + 1 :].split(os.sep)
         head = parts[0]
-        if head.endswith((".dist-info", ".egg-info")):
+        if head.lower().endswith((".dist-info", ".egg-info")):
             continue
         if len(parts) == 1 or (head == CACHE_DIR and len(parts) == 2):
             head = parts[-1].partition(".")[0]
