@@ -16,8 +16,12 @@ a plugin's trust adds nothing to them.  A site distribution asked with an extra
 (``httpx[socks]``) is followed for that extra's lines.  Requirements are found by the
 METADATA ``Name`` pip goes by (attack 9), read as pip reads it (``metadata_name``, shared
 with the registry), in every ``sys.path`` entry ``importlib.metadata`` reads: one found in
-an entry that is no directory (a zip) cannot be pinned (attack 10).  A requirement line is
-left out only when its parsed marker holds for no extra asked (``for_other_extras``).
+an entry that is no directory (a zip) cannot be pinned (attack 10); metadata directories
+are found as ``importlib.metadata`` finds them (any case, an egg's ``EGG-INFO``, which
+cannot be pinned), ``RECORD`` is read with ``csv`` (``provenance.record_paths``) and a
+module it installs outside the dependency's directory makes it unpinnable (attack 11).
+A requirement line is left out only when its parsed marker holds for no extra asked
+(``for_other_extras``).
 
 Bounded by construction: at most ``MAX_DISTRIBUTIONS`` names looked up (installed or not),
 ``MAX_REQUIREMENTS`` lines read per metadata file, ``MAX_FILES`` files and ``MAX_BYTES``
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.machinery
 import importlib.metadata
 import json
 import os
@@ -77,11 +82,13 @@ __all__ = [
     "ARCHIVE",
     "BAD_METADATA",
     "Dependency",
+    "EGG",
     "MAX_BYTES",
     "MAX_DISTRIBUTIONS",
     "MAX_FILES",
     "MAX_REQUIREMENTS",
     "NAME_MISMATCH",
+    "OUTSIDE",
     "PATH_FILE",
     "SITE_DISTRIBUTION",
     "TOO_MANY",
@@ -119,6 +126,8 @@ BAD_METADATA = "plugin_dependency_metadata_invalid"
 NAME_MISMATCH = "plugin_dependency_name_mismatch"
 PATH_FILE = "plugin_dependency_path_file"
 ARCHIVE = "plugin_dependency_not_in_directory"
+EGG = "plugin_dependency_egg_directory"
+OUTSIDE = "plugin_dependency_outside_directory"
 
 _NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 #: A distribution name as PEP 508 allows it.
@@ -309,6 +318,7 @@ class _Entry(NamedTuple):
     name: str
     label: str
     archive: bool = False
+    egg: bool = False
 
 
 def metadata_name(dist: Any) -> str:
@@ -361,13 +371,22 @@ def _entries(path: str, key: tuple[int, ...]) -> list[_Entry]:
             listed = sorted(os.listdir(path))
         except OSError:
             return []
+        # As ``importlib.metadata``'s ``Lookup`` finds them: names compared lower-cased, and
+        # an egg directory's ``EGG-INFO`` (named for the egg) (test_issue30_attack11.py).
+        base = os.path.basename(path).lower()
         for name in listed:
-            if not name.endswith((".dist-info", ".egg-info")):
+            low = name.lower()
+            egg = base.endswith(".egg") and low == "egg-info"
+            if low.endswith((".dist-info", ".egg-info")):
+                label = normalized(low.rpartition(".")[0].partition("-")[0])
+            elif egg:
+                label = normalized(base.rpartition(".")[0].partition("-")[0])
+            else:
                 continue
             meta = os.path.join(path, name)
             stamp = _stamp(meta)
-            label = normalized(name.rpartition(".")[0].partition("-")[0])
-            found.append((_Entry(meta, _read_name(PathDistribution(Path(meta))), label), stamp))
+            read = _read_name(PathDistribution(Path(meta)))
+            found.append((_Entry(meta, read, label, egg=egg), stamp))
     if provenance.settled([key, *(k for _, ks in found for k in ks)]):
         _entries_memo.put((path, key), tuple(found))
     return [e for e, _ in found]
@@ -416,6 +435,12 @@ def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str
             problem = (
                 f"it is installed in {os.path.basename(os.path.dirname(entry.meta))!r}, "
                 f"not in a directory: its code is not pinned ({ARCHIVE})"
+            )
+        elif entry.egg:
+            egg = os.path.basename(os.path.dirname(entry.meta))
+            problem = (
+                f"it is installed as the egg directory {egg!r}, which has no RECORD: "
+                f"which files are its code cannot be told ({EGG})"
             )
         elif not entry.name:
             problem = f"the METADATA Name of {where!r} cannot be read ({NAME_MISMATCH})"
@@ -499,6 +524,13 @@ def site_names() -> frozenset[str]:
     return result
 
 
+#: The suffixes of a file the import system loads as a module (source, bytecode,
+#: extension; ``importlib.machinery.all_suffixes`` and the legacy ones), lower-cased.
+_CODE_SUFFIXES = tuple(
+    {s.lower() for s in importlib.machinery.all_suffixes()} | {".py", ".pyc", ".pyo", ".pyd", ".so"}
+)
+
+
 class _Node(NamedTuple):
     """A distribution of a closure as found (its files' digests are computed at each use)."""
 
@@ -524,9 +556,13 @@ def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
         return (), f"its RECORD cannot be read ({type(exc).__name__})"
     if record is None:
         return (), "it has no RECORD: which files are its code cannot be told"
+    try:
+        rows = provenance.record_paths(record)  # as pip writes and importlib reads it
+    except Exception as exc:
+        return (), f"its RECORD cannot be read ({type(exc).__name__})"
     names: set[str] = set()
-    for line in record.splitlines():
-        row = line.split(",")[0].strip().strip('"').replace("\\", "/")
+    for raw in rows:
+        row = raw.replace("\\", "/")
         if row.rpartition("/")[2].lower().endswith(".pth"):
             # site.py adds the directories a path configuration file names to ``sys.path``
             # and runs its ``import`` lines: code outside the distribution's directory.
@@ -534,10 +570,15 @@ def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
             return (), f"{why}: code it puts on sys.path is not in its directory ({PATH_FILE})"
         target = os.path.normpath(os.path.join(base, row))
         if not target.startswith(base.rstrip(os.sep) + os.sep):
+            if row.lower().endswith(_CODE_SUFFIXES):
+                # A module outside its directory (a ``.data/platlib`` package installed
+                # into ``lib64`` beside ``lib``): code it imports that no pin covers.
+                why = f"it installs code outside its directory ({row[-80:]!r})"
+                return (), f"{why}: its pin cannot cover it ({OUTSIDE})"
             continue  # a script or a data file outside its directory: not imported
         parts = target[len(base.rstrip(os.sep)) + 1 :].split(os.sep)
         head = parts[0]
-        if head.endswith((".dist-info", ".egg-info")):
+        if head.lower().endswith((".dist-info", ".egg-info")):
             continue
         if len(parts) == 1 or (head == CACHE_DIR and len(parts) == 2):
             head = parts[-1].partition(".")[0]

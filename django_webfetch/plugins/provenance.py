@@ -18,6 +18,7 @@ plugin's files hold code that is not its source's (checked before a trusted impo
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import importlib.util
 import marshal
@@ -44,6 +45,7 @@ __all__ = [
     "installed_dependencies",
     "installed_provider",
     "provider_of",
+    "record_paths",
     "record_problem",
 ]
 
@@ -446,6 +448,14 @@ def _package_keys(known: tuple[Any, ...]) -> tuple[Any, ...]:
     return (dirs, pycs, tuple(file_key(p) for p in (*dirs, *pycs)))
 
 
+def _cached(source: str) -> str:
+    """The ``.pyc`` file the import system reads for ``source`` ("" when it reads none)."""
+    try:
+        return importlib.util.cache_from_source(source)
+    except (NotImplementedError, ValueError):
+        return ""
+
+
 def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: bool = False) -> str:
     """Why plugin ``top`` in directory ``path`` would run code that is not its source, or
     "": an entry named ``__pycache__`` at any depth that is not a bytecode cache
@@ -457,7 +467,10 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: b
     (a bytecode cache) is checked.  ``remembered`` (the check at every trusted call, made
     once the pin held: the sources are the pinned ones): the package's verdict is
     remembered by the identity of every directory holding its files (a file or a cache
-    added, removed or renamed) and of every cached ``.pyc`` (one rewritten in place), and
+    added, removed or renamed), of every bytecode cache a source's ``.pyc`` is read from
+    (the directory's own ``__pycache__`` for a module, an empty or missing one: a ``.pyc``
+    written there) and of every cached ``.pyc`` it would read, existing or not (one
+    rewritten in place), and
     each ``.pyc``'s verdict by its and its source's identity (``_pyc_verdict``)."""
     memo = (path, top, pinned)
     # Caches elsewhere (``sys.pycache_prefix``) are not among the package's files: no memo.
@@ -484,12 +497,28 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: b
             if verdict:
                 break
     if remembered:
-        dirs = tuple(sorted({path, *(os.path.dirname(full) for _r, full in files)}))
-        pycs = tuple(full for relative, full in files if in_cache(relative.split(os.sep)))
+        # Every directory holding its files, and every bytecode cache the import system
+        # would read a source's ``.pyc`` from, existing or not, empty or not: a ``.pyc``
+        # written there changes its key (tests/plugins/test_issue30_attack11.py).
+        cached = {_cached(full) for _r, full in files if full.endswith(".py")} - {""}
+        caches = {os.path.dirname(pyc) for pyc in cached}
+        dirs = tuple(sorted({path, *(os.path.dirname(full) for _r, full in files), *caches}))
+        pycs = tuple(
+            sorted({full for relative, full in files if in_cache(relative.split(os.sep))} | cached)
+        )
         keys = _package_keys((dirs, pycs, ()))
         if settled(k for k in keys[2] if len(k) == 5):
             _package_verdicts.put(memo, (keys, verdict))
     return verdict
+
+
+def record_paths(text: str) -> list[str]:
+    """The path of each row of ``RECORD`` text, read as ``importlib.metadata`` (and pip,
+    which writes it with ``csv.writer``) reads it: with the ``csv`` module, so a quoted
+    path holding a comma is one path (tests/plugins/test_issue30_attack11.py).  The one
+    reader of ``RECORD`` rows for the registry (``registry._file_list``) and the dependency
+    pin (``closure._tops``); raises ``csv.Error`` on text the ``csv`` module cannot read."""
+    return [row[0] for row in csv.reader(text.splitlines()) if row]
 
 
 def _b64(digest: bytes) -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import csv
 import importlib
 import importlib.machinery
 import importlib.util
@@ -745,7 +744,7 @@ def _file_list(dist: Any) -> list[str] | None:
     time); ``dist.files`` itself when there is no ``RECORD`` (its other file lists)."""
     text = dist.read_text("RECORD")
     if text is not None:
-        return [row[0] for row in csv.reader(text.splitlines()) if row]
+        return provenance.record_paths(text)
     found = dist.files
     return None if found is None else [str(file) for file in found]
 
