@@ -770,8 +770,8 @@ def _directory_names(dist: Any) -> set[str]:
     except (OSError, TypeError, AttributeError, NotImplementedError):
         return names
     for entry in entries:
-        if entry.endswith((".dist-info", ".egg-info")):
-            continue
+        if entry.lower().endswith((".dist-info", ".egg-info")):
+            continue  # any case, as importlib.metadata finds metadata directories
         if entry == "__pycache__":
             with contextlib.suppress(OSError):
                 names.update(e.partition(".")[0] for e in os.listdir(os.path.join(base, entry)))

@@ -94,6 +94,30 @@ def test_a_metadata_directory_is_found_in_any_case_importlib_finds(upper, kind):
         assert [e.label for e in entries] == ["wfdep-c"] * len(found) == ["wfdep-c"]
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.booleans(), min_size=14, max_size=14), st.sampled_from(["dist", "egg"]))
+def test_the_registry_skips_a_metadata_directory_in_any_case(upper, kind):
+    """Property: the names a distribution without a file list may have put in its directory
+    (``registry._directory_names``) leave out every metadata directory, in any case
+    (``importlib.metadata`` lower-cases the name; the import system imports no such
+    directory), and keep every package, module and cached module."""
+    from django_webfetch.plugins import registry
+
+    cased = "".join(c.upper() if up else c for c, up in zip(f".{kind}-info", upper, strict=False))
+    with tempfile.TemporaryDirectory() as where:
+        base = Path(where)
+        (base / f"wfother-1.0{cased}").mkdir()
+        (base / "wfpkg").mkdir()
+        (base / "wfmod.py").write_text("")
+        (base / "__pycache__").mkdir()
+        (base / "__pycache__" / "wfcached.cpython-311.pyc").write_bytes(b"")
+        meta = base / "wfself-1.0.dist-info"
+        meta.mkdir()
+        (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: wfself\nVersion: 1.0\n")
+        names = registry._directory_names(PathDistribution(meta))
+        assert names == {"wfpkg", "wfmod", "wfcached"}, names
+
+
 def test_an_egg_directory_dependency_cannot_be_pinned(tmp_path, monkeypatch):
     """A dependency found in an egg directory's ``EGG-INFO`` (no ``RECORD``) cannot be
     pinned (``plugin_dependency_egg_directory``), as ``importlib.metadata`` finds it."""
