@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 import resource
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,9 +46,13 @@ def cpu_seconds() -> float:
 _CPU_START = pytest.StashKey[float]()
 
 
+_WALL_START = pytest.StashKey[float]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     item.stash[_CPU_START] = cpu_seconds()
+    item.stash[_WALL_START] = time.time()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -56,6 +62,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ``python -m tests.benchmarks.suite_times`` (issue 28: the suite's bound is CPU)."""
     if call.when == "teardown" and _CPU_START in item.stash:
         item.user_properties.append(("cpu", f"{cpu_seconds() - item.stash[_CPU_START]:.3f}"))
+        # When it started and on which worker: how busy each worker was (suite_times).
+        item.user_properties.append(("start", f"{item.stash[_WALL_START]:.3f}"))
+        item.user_properties.append(("worker", os.environ.get("PYTEST_XDIST_WORKER", "")))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -80,7 +80,46 @@ def main(argv: list[str]) -> int:
         print(f"most CPU {top}:")
         for used, name in sorted(busiest, reverse=True)[:top]:
             print(f"  {used:7.1f} s  {name}")
+    workers(cases)
     return 0
+
+
+def workers(cases: list[ET.Element]) -> None:
+    """How busy each xdist worker was: from its first test's start to its last test's end,
+    the seconds inside tests and the gaps between them (the ``start`` and ``worker``
+    properties of tests/conftest.py; reports without them print nothing)."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for case in cases:
+        start = prop_of(case, "start")
+        if start is None:
+            continue
+        worker = prop_of_text(case, "worker") or "main"
+        spans.setdefault(worker, []).append((start, start + float(case.get("time") or 0.0)))
+    if not spans:
+        return
+    first = min(start for runs in spans.values() for start, _ in runs)
+    last = max(end for runs in spans.values() for _, end in runs)
+    print(f"workers (run of {last - first:.0f} s from the first test's start):")
+    print(f"  {'worker':<8} {'first':>7} {'last':>7} {'busy':>7} {'gaps':>7}")
+    for worker, runs in sorted(spans.items()):
+        begin, end = min(s for s, _ in runs), max(e for _, e in runs)
+        busy = sum(e - s for s, e in runs)
+        print(
+            f"  {worker:<8} {begin - first:>7.0f} {end - first:>7.0f} {busy:>7.0f}"
+            f" {end - begin - busy:>7.0f}"
+        )
+
+
+def prop_of(case: ET.Element, name: str) -> float | None:
+    text = prop_of_text(case, name)
+    return None if text is None else float(text or 0.0)
+
+
+def prop_of_text(case: ET.Element, name: str) -> str | None:
+    for prop in case.iter("property"):
+        if prop.get("name") == name:
+            return prop.get("value") or ""
+    return None
 
 
 def cpu_of(case: ET.Element) -> float | None:
