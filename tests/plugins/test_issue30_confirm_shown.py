@@ -15,9 +15,10 @@ import re
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from django_webfetch.plugins.manifest import MAX_EGRESS_ENTRIES
 from tests.plugins.test_issue30_trust import _install
 
 pytestmark = pytest.mark.django_db
@@ -200,11 +201,17 @@ def test_upgrade_confirm_refuses_a_declaration_other_than_the_one_shown(example)
 _HOSTS = ["a.example.org", "b.example.org", "*.c.example.org", "d.example.net", "10.0.0.1"]
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    shown=st.tuples(st.sampled_from(["1.0", "2.0"]), st.lists(st.sampled_from(_HOSTS))),
-    now=st.tuples(st.sampled_from(["1.0", "2.0"]), st.lists(st.sampled_from(_HOSTS))),
+#: A declaration of at most as many destinations as a manifest may hold (the strategy drew
+#: 33 once: a refused manifest, not a counter-example).
+_DECLARATIONS = st.tuples(
+    st.sampled_from(["1.0", "2.0"]),
+    st.lists(st.sampled_from(_HOSTS), max_size=MAX_EGRESS_ENTRIES),
 )
+
+
+@settings(max_examples=200, deadline=None)
+@given(shown=_DECLARATIONS, now=_DECLARATIONS)
+@example(shown=("1.0", _HOSTS[:1] * MAX_EGRESS_ENTRIES), now=("1.0", _HOSTS[:1]))
 def test_a_fingerprint_confirms_exactly_the_declaration_shown(shown, now):
     """Property: the fingerprint printed for one declaration confirms another exactly when
     both declare the same destinations (in any order) for the same version, so a confirm
