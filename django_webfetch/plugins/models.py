@@ -238,7 +238,7 @@ class PluginInstance(models.Model):
                 "was refused (is its directory in WEBFETCH_PLUGIN_DIRS of this process?)"
             )
         now = str(installed)
-        if installed is not None and recorded is not None and str(installed) == str(recorded):
+        if recorded is not None and str(installed) == str(recorded):
             now = f"{installed} with other code"
             changed = dependency_changes(self.trusted_dependencies, self.plugin)
             if changed:
