@@ -89,7 +89,7 @@ case "$command" in
         cat <<TEXT
 
 ==> The example django CMS site is ready: http://$HOST:$PORT/
-    Log in at http://$HOST:$PORT/admin/ as
+    Log in at http://$HOST:$PORT/admin/ (then "View site" for the CMS toolbar) as
       editor / ${DEMO_EDITOR_PASSWORD:-editor}   asks the assistant (toolbar: Assistant)
       admin  / ${DEMO_ADMIN_PASSWORD:-admin}    approves the calls the editor starts
     The assistant page: http://$HOST:$PORT/assistant/
