@@ -45,7 +45,7 @@ def _interpreter(executable: str, path: str | None) -> str:
             return name
     try:
         relative = os.path.relpath(executable)
-    except ValueError:  # another drive (Windows)
+    except (ValueError, OSError):  # another drive (Windows), or no working directory
         relative = executable
     if not relative.startswith(os.pardir):
         return shlex.quote(relative if os.sep in relative else os.path.join(os.curdir, relative))
