@@ -21,6 +21,7 @@ from django.db import DatabaseError
 from .checking import from_database
 from .conf import BOUND_SETTINGS, SETTING_NAMES, conf
 from .exceptions import WebFetchConfigurationError
+from .invocation import manage_command
 from .net.errors import PolicyError
 from .net.policy import HARD_LIMITS
 
@@ -813,7 +814,8 @@ def check_plugin_instances(
                         f"Plugin instance {instance.alias!r} has an invalid egress grant; "
                         "every request of the instance is refused."
                     ),
-                    hint="Fix the grant with the admin or manage.py webfetch plugin.",
+                    hint="Fix the grant with the admin; "
+                    f"{manage_command('webfetch', 'plugin', 'list')} shows every grant.",
                     obj=instance,
                     id="django_webfetch.E032",
                 )
@@ -826,7 +828,8 @@ def check_plugin_instances(
                         "which is not installed (or was refused): it has no effective grant."
                     ),
                     hint="Is its directory in WEBFETCH_PLUGIN_DIRS of this process? "
-                    "(python manage.py webfetch plugin list says whether it was refused, and why.)",
+                    f"({manage_command('webfetch', 'plugin', 'list')} says whether it was "
+                    "refused, and why.)",
                     obj=instance,
                     id="django_webfetch.W030",
                 )
@@ -855,9 +858,15 @@ def check_plugin_instances(
                         "sandbox where there is one, nowhere where there is none)."
                     ),
                     hint=shown(
-                        "Review the installed package, then: python manage.py webfetch plugin "
-                        f"trust {instance.alias} (or untick and tick 'trusted' in the admin)."
-                    ),
+                        "Review the installed package, then: "
+                        f"{manage_command('webfetch', 'plugin', 'trust', instance.alias)} "
+                        "(or untick and tick 'trusted' in the admin)."
+                    )
+                    if get_manifest(instance.plugin) is not None
+                    # Nothing to confirm while the plugin is not installed (W030 says so).
+                    else "Is its directory in WEBFETCH_PLUGIN_DIRS of this process? "
+                    f"({manage_command('webfetch', 'plugin', 'list')} says whether it was "
+                    "refused, and why.)",
                     obj=instance,
                     id="django_webfetch.W034",
                 )

@@ -22,6 +22,16 @@
 # Scaled setup, no code change: DATABASE_URL=postgres://... and CELERY_BROKER_URL=redis://...
 set -eu
 
+# The commands the CLI prints to run (a trust prompt's confirmation, a check's hint) start
+# the way this script was started (django_webfetch.invocation), not `python manage.py`:
+# run from the checkout, that finds no manage.py, and `python` is not .venv's.
+case "$0" in
+    *[!A-Za-z0-9_./-]*) SELF="'$(printf '%s' "$0" | sed "s/'/'\\\\''/g")'" ;;
+    *) SELF=$0 ;;
+esac
+WEBFETCH_MANAGE_COMMAND=${WEBFETCH_MANAGE_COMMAND:-"sh $SELF manage"}
+export WEBFETCH_MANAGE_COMMAND
+
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PYTHON=${PYTHON:-python3}
@@ -79,7 +89,7 @@ case "$command" in
         cat <<TEXT
 
 ==> The example django CMS site is ready: http://$HOST:$PORT/
-    Log in at http://$HOST:$PORT/admin/ as
+    Log in at http://$HOST:$PORT/admin/ (then "View site" for the CMS toolbar) as
       editor / ${DEMO_EDITOR_PASSWORD:-editor}   asks the assistant (toolbar: Assistant)
       admin  / ${DEMO_ADMIN_PASSWORD:-admin}    approves the calls the editor starts
     The assistant page: http://$HOST:$PORT/assistant/

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.checks import CheckMessage, Error, Warning
 
 from django_webfetch.checking import from_database
+from django_webfetch.invocation import manage_command
 
 __all__ = ["check_assistant", "check_call_limits"]
 
@@ -95,7 +96,8 @@ def _refused_endpoints(group: Any) -> Iterable[CheckMessage]:
         yield Warning(
             f"The egress guard refuses the assistant endpoint {endpoint.pk} "
             f"(rule: {verdict.reason}): every run through it fails egress_denied.",
-            hint="manage.py webfetch explain <base URL> --group assistant shows every step; "
+            hint=f"{manage_command('webfetch', 'explain', '<base URL>', '--group', 'assistant')} "
+            "shows every step; "
             "for a model server you run yourself (localhost, a private address) tick the "
             "endpoint's 'allow private addresses' (docs/assistant.rst, Self-hosted models).",
             obj=endpoint,

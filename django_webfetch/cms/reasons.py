@@ -3,6 +3,6 @@ reads it too); re-exported here for the CMS surfaces."""
 
 from __future__ import annotations
 
-from django_webfetch.runs.reasons import ADDRESS_CLASSES, REASONS, plain_reason
+from django_webfetch.runs.reasons import ADDRESS_CLASSES, REASONS, REFUSALS, plain_reason
 
-__all__ = ["ADDRESS_CLASSES", "REASONS", "plain_reason"]
+__all__ = ["ADDRESS_CLASSES", "REASONS", "REFUSALS", "plain_reason"]

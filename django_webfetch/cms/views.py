@@ -21,11 +21,12 @@ from django.views.generic import TemplateView, View
 from django_webfetch import runs
 from django_webfetch.assistant.services import answers_after_pause
 from django_webfetch.models import ToolGroup
+from django_webfetch.net.failures import FAILURES
 from django_webfetch.tools.display import argument_rows
 
 from . import content
 from .approvals import MAX_CARDS, preflight, waiting_count, waiting_for
-from .reasons import REASONS, plain_reason
+from .reasons import REASONS, REFUSALS, plain_reason
 
 __all__ = ["ApprovalsView", "AssistantView", "StatusView", "counts", "provider_label"]
 
@@ -117,7 +118,6 @@ def _strings() -> dict[str, Any]:
         "offline": _("the offline planner (no language model configured)"),
         "third_party": _("Page text from a third party (untrusted content): %(source)s"),
         "own_page": _("Text of this site's page: %(source)s"),
-        "refused": _("refused: %(reason)s"),
         "approved_note": _("Approved."),
         "denied_note": _("Denied."),
         "states": {
@@ -127,11 +127,17 @@ def _strings() -> dict[str, Any]:
             "running": _("running"),
             "succeeded": _("done"),
             "failed": _("failed"),
+            # A failed call that a rule refused (the guard, a bound): not a failure.
+            "refused": _("refused"),
             "denied": _("denied"),
             "expired": _("expired"),
             "cancelled": _("cancelled"),
         },
         "reasons": {code: str(text) for code, text in REASONS.items()},
+        # A failed call's code is a refusal's (shown "refused") or a failure's (shown
+        # "failed" with what failed: ``meta.failure`` in net.failures' fixed words).
+        "refusals": sorted(REFUSALS),
+        "failures": dict(FAILURES),
     }
 
 

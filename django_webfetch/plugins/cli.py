@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from django_webfetch.exceptions import RefusalShown
+from django_webfetch.invocation import manage_command
 from django_webfetch.net.errors import EgressDenied
 
 from . import services
@@ -91,8 +92,12 @@ class _Shown:
         self._out.write(style(text) if style is not None else text)
 
 
-#: What an operator types to run this command (the prompts print it runnable as it is).
-_MANAGE = "python manage.py webfetch plugin"
+def _manage(*words: str) -> str:
+    """What an operator types to run this command with ``words``: the prompts print it
+    runnable as it is, with the prefix the operator used (``django_webfetch.invocation``)."""
+    return manage_command("webfetch", "plugin", *words)
+
+
 #: Where an admin enables a tool group (as ``webfetch explain``'s hint says).
 _ENABLE = "admin: Web fetch > Tool groups"
 
@@ -160,7 +165,9 @@ def _upgrade(out: _Shown, name: str, *, confirm: str | None) -> None:
             out.write("  NOT upgraded: the new version declares more; nothing was widened")
     if pending:
         fingerprint = reports[0].fingerprint
-        out.write(f"to grant what is shown above: {_MANAGE} upgrade {name} --confirm {fingerprint}")
+        out.write(
+            f"to grant what is shown above: {_manage('upgrade', name, '--confirm', fingerprint)}"
+        )
         if confirm == "":
             raise CommandError(
                 "--confirm takes the fingerprint printed above: what is granted is what was "
@@ -212,7 +219,8 @@ def _trust(out: _Shown, alias: str, confirm: str | None) -> None:
             pinned = f"CANNOT be pinned: {dep.problem}"
         out.write(f"  dependency:    {dep} ({pinned})")
     out.write(
-        f"to trust what is shown above: {_MANAGE} trust {instance.alias} --confirm {fingerprint}"
+        "to trust what is shown above: "
+        + _manage("trust", instance.alias, "--confirm", fingerprint)
     )
     raise CommandError(
         "nothing was trusted; review the distribution, then rerun with "
@@ -232,9 +240,8 @@ def _list(out: _Shown) -> None:
     have = {s.plugin for s in summaries}
     for manifest in manifests():
         if manifest.name not in have:
-            out.write(
-                f"available: {manifest.name} {manifest.version} ({_MANAGE} install {manifest.name})"
-            )
+            install = _manage("install", manifest.name)
+            out.write(f"available: {manifest.name} {manifest.version} ({install})")
     for problem in refused:
         out.write(f"refused: {problem}")
     for problem in tool_problems():
@@ -259,8 +266,11 @@ def _list(out: _Shown) -> None:
         if s.has_secrets:
             out.write("  secrets: set (never shown)")
         out.write(f"  isolation: {s.isolation}")
-        if s.trust:
-            out.write(f"  NOT trusted now: {s.trust} ({_MANAGE} trust {s.alias})")
+        if s.trust and s.installed:
+            out.write(f"  NOT trusted now: {s.trust} ({_manage('trust', s.alias)})")
+        elif s.trust:
+            # Nothing to confirm: the problem names the fix (WEBFETCH_PLUGIN_DIRS).
+            out.write(f"  NOT trusted now: {s.trust}")
 
 
 def _check(out: _Shown, url: str, alias: str, *, resolve: bool) -> None:
@@ -273,7 +283,14 @@ def _check(out: _Shown, url: str, alias: str, *, resolve: bool) -> None:
         out.write(f"DENIED ({verdict.reason})", out.style.ERROR)
         raise RefusalShown(f"denied: {verdict.reason}", returncode=1)
     for step in verdict.steps:
-        out.write(f"{step.name:<10} {step.verdict:<5} {step.detail}".rstrip())
+        name, detail = step.name, step.detail
+        if name == "allowlist":
+            # The instance's policy narrows to its grant: said as a grant, not a list an
+            # admin keeps (the guard's rule and reason codes stay the allowlist's).
+            name = "grant"
+            if detail.startswith("listed as "):
+                detail = "granted as " + detail.removeprefix("listed as ")
+        out.write(f"{name:<10} {step.verdict:<5} {detail}".rstrip())
     if verdict.allowed:
         out.write(verdict.verdict, out.style.SUCCESS)
     else:

@@ -230,8 +230,15 @@ class PluginInstance(models.Model):
         if recorded is not None and installed == recorded and not unpinned_why(recorded.digest):
             return ""
         was = str(recorded) if recorded else "no installed distribution"
-        now = str(installed) if installed else "none (or more than one)"
-        if installed is not None and recorded is not None and str(installed) == str(recorded):
+        if installed is None:
+            # Confirming cannot help while no distribution serves the plugin here: its
+            # package is not on this process's path (or was refused; ``plugin list`` says).
+            return (
+                f"trusted for {was}, installed is none: the plugin is not installed here, or "
+                "was refused (is its directory in WEBFETCH_PLUGIN_DIRS of this process?)"
+            )
+        now = str(installed)
+        if recorded is not None and str(installed) == str(recorded):
             now = f"{installed} with other code"
             changed = dependency_changes(self.trusted_dependencies, self.plugin)
             if changed:

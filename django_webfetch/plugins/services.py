@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import transaction
 
+from django_webfetch.invocation import manage_command
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 
 from .grants import difference, intersect
@@ -191,12 +192,12 @@ def upgrade(name: str, *, confirm: str = "") -> list[UpgradeReport]:
     manifest = _manifest(name)
     fingerprint = declaration_fingerprint(manifest)
     if confirm and not hmac.compare_digest(confirm.strip().lower(), fingerprint):
+        again = manage_command("webfetch", "plugin", "upgrade", name)
         raise PluginServiceError(
             "upgrade_not_shown",
             f"plugin {name!r} {manifest.version} declares {', '.join(manifest.egress) or 'nothing'}"
             f" now, not what the reviewed upgrade showed (fingerprint {confirm[:40]!r}, now "
-            f"{fingerprint}); nothing was changed: run 'python manage.py webfetch plugin upgrade "
-            f"{name}' again and review",
+            f"{fingerprint}); nothing was changed: run '{again}' again and review",
         )
     reports: list[UpgradeReport] = []
     with transaction.atomic():
@@ -277,7 +278,10 @@ def list_instances() -> list[InstanceSummary]:
                 effective=() if off else grant.hosts,
                 allow_private=() if off else grant.allow_private,
                 has_secrets=bool(instance.secret_config),
-                isolation=isolation_label(instance.trust_holds()),
+                # A plugin that is not installed runs nowhere, whatever this host offers.
+                isolation=isolation_label(instance.trust_holds())
+                if get_manifest(instance.plugin) is not None
+                else "none (not installed)",
                 trust=instance.trust_problem(),
                 no_egress=off,
             )
@@ -406,11 +410,11 @@ def confirm_trust_of(instance: Any, *, shown: str) -> Any:
     if not hmac.compare_digest(str(shown).strip().lower(), now):
         instance.refresh_from_db()
         # Said as it is: a mistyped fingerprint is as likely as a changed package.
+        again = manage_command("webfetch", "plugin", "trust", instance.alias)
         raise PluginServiceError(
             "trust_not_shown",
             f"fingerprint {str(shown).strip()[:40]!r} is not the one shown for {found} "
-            f"(fingerprint {now}); nothing was trusted: run `python manage.py webfetch plugin "
-            f"trust {instance.alias}` and confirm what it shows",
+            f"(fingerprint {now}); nothing was trusted: run `{again}` and confirm what it shows",
         )
     instance.trusted = True
     instance.save()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_lazy as _
 
-__all__ = ["ADDRESS_CLASSES", "REASONS", "plain_reason"]
+__all__ = ["ADDRESS_CLASSES", "FAILURE_CODES", "REASONS", "REFUSALS", "is_refusal", "plain_reason"]
 
 REASONS = {
     # the guard's rules (DESIGN.md §3)
@@ -97,6 +97,49 @@ REASONS = {
         "the budget of model cost for this month is used up; an administrator can raise it"
     ),
 }
+
+#: The codes of a refusal: a rule or a person decided the call may not run (or may not
+#: reach where it asked): the guard's rules and refusal codes, an approver's decision,
+#: the run service's bounds.  A code with a ``:`` detail is classified by its head
+#: (``address_class:private``, ``budget_exceeded:cost_per_day``).
+REFUSALS = frozenset(
+    {
+        # the guard's rules
+        "scope", "scheme", "userinfo", "idn", "host_syntax", "invalid_url",
+        "legacy_numeric_host", "own_site", "denylist", "not_allowlisted",
+        "host_spells_address", "port", "proxy", "unresolvable", "mixed_answer",
+        "address_class", "policy_unavailable", "invalid_list", "redirect",
+        # the guard's error codes
+        "egress_denied", "host_not_allowed", "address_not_allowed", "scheme_not_allowed",
+        "port_not_allowed", "approval_required", "egress_not_granted",
+        # a person's decision, or nobody's in time
+        "approval_denied", "approval_expired",
+        # the run service's rules and bounds
+        "tool_not_offered", "tool_unavailable", "unknown_tool", "invalid_arguments",
+        "too_many_calls", "destination_busy", "destination_limit_unavailable",
+        "budget_exceeded",
+    }
+)  # fmt: skip
+
+#: The codes of a failure: the call ran (the guard allowed it) and something went wrong on
+#: the way (the network, the server, the page, the worker).  ``meta.failure`` says why in
+#: more detail where there is one (``net.failures``).
+FAILURE_CODES = frozenset(
+    {
+        "timeout", "too_large", "media_type", "content_encoding", "fetch_error", "dns_error",
+        "extraction_error", "http_status", "redirect_limit", "worker_lost",
+        "internal_error", "page_not_found", "plugin_error", "cancelled",
+    }
+)  # fmt: skip
+
+
+def is_refusal(state: str, code: str) -> bool:
+    """Whether a finished call in ``state`` with reason ``code`` was refused (not failed):
+    denied and expired calls always; a failed call when its code is a refusal's."""
+    if state in ("denied", "expired"):
+        return True
+    return state == "failed" and str(code or "").split(":", 1)[0] in REFUSALS
+
 
 ADDRESS_CLASSES = {
     "loopback": _("a loopback address"),

@@ -160,8 +160,51 @@ def test_a_refused_url_shows_its_reason(lab, example_site, login, shots):
     expect(call.locator(".webfetch-reason")).to_contain_text(
         "numeric host forms like 2130706433 or 0x7f.1 are refused"
     )
+    # The guard refused it: said "refused" (a failure on the way is said "failed").
+    expect(call).to_have_class(re.compile(r"\bis-refused\b"))
+    expect(call.locator(".webfetch-state")).to_have_text("refused")
     expect(turn).to_have_attribute("data-state", "completed", timeout=30_000)
     shots(editor, "the-reason-in-plain-words")
+    assert lab.requests == []
+
+
+def test_a_fetch_the_guard_allowed_that_failed_on_the_network_says_failed_and_why(
+    lab, example_site, login, shots
+):
+    """README trial 8: the card said "refused: the page could not be fetched" for a call
+    the guard allowed and an approver approved, which then found no route to the server.
+    It says "failed" and what failed, never "refused"."""
+    # A public-looking address no lab interface has: no route to it (network_unreachable).
+    unreachable = "11.0.0.66"
+    assert unreachable not in lab.PUBLIC
+    lab.dns.set("gone.lab.example", a=[unreachable])
+    editor = login("editor")
+    editor.goto(f"{example_site.url}/assistant/")
+    editor.fill("#chat-input", "Please summarise http://gone.lab.example/page")
+    editor.press("#chat-input", "Enter")
+    turn = last_turn(editor)
+    call = turn.locator(".webfetch-call").first
+    expect(call).to_have_class(re.compile(r"\bis-awaiting_approval\b"), timeout=30_000)
+    admin = login("admin")
+    admin.goto(f"{example_site.url}/assistant/#approvals")
+    card = admin.locator('.webfetch-card:has-text("gone.lab.example")')
+    expect(card.locator(".webfetch-preflight")).to_contain_text("allowed when it was requested")
+    card.locator("button.webfetch-approve").click()
+    expect(card).to_contain_text("Approved.")
+
+    expect(call).to_have_class(re.compile(r"\bis-failed\b"), timeout=40_000)
+    expect(call.locator(".webfetch-state")).to_have_text("failed")
+    expect(call.locator(".webfetch-reason")).to_have_text(
+        " — the page could not be fetched. There is no route to the server's address."
+    )
+    expect(call).not_to_have_class(re.compile(r"\bis-refused\b"))
+    expect(call).not_to_contain_text("refused")
+    shots(editor, "failed-and-why")
+    rows = example_site.query(
+        "SELECT state, reason FROM django_webfetch_toolcall WHERE tool = 'fetch_external_url'"
+        " ORDER BY created DESC LIMIT 1"
+    )
+    assert rows == [("failed", "fetch_error")]
     assert lab.requests == []
 
 

@@ -220,3 +220,35 @@ def test_every_refusal_code_of_a_budget_or_limit_reads_in_plain_words(client, ed
         assert words != code and ":" not in words, code
         # The page's table of reasons (what it shows on a refused call) holds the words.
         assert words.replace("'", "&#x27;") in html or words in html, code
+
+
+def test_every_reason_is_a_refusal_or_a_failure_and_the_page_knows_which(
+    client, editor, site_pages
+):
+    """The page says "refused" only for a refusal (the guard, an approver, a bound) and
+    "failed" with what failed otherwise (README trial 8: a network failure read "refused"):
+    each reason code is classified exactly once, and the page's strings carry both."""
+    import json
+    import re
+
+    from django_webfetch.net.failures import FAILURES
+    from django_webfetch.runs.reasons import FAILURE_CODES, REASONS, REFUSALS, is_refusal
+
+    heads = {code.split(":", 1)[0] for code in REASONS}
+    assert not REFUSALS & FAILURE_CODES
+    assert heads <= REFUSALS | FAILURE_CODES, heads - (REFUSALS | FAILURE_CODES)
+    assert is_refusal("failed", "address_class:private")
+    assert is_refusal("failed", "budget_exceeded:cost_per_day")
+    assert is_refusal("denied", "approval_denied") and is_refusal("expired", "")
+    assert not is_refusal("failed", "fetch_error") and not is_refusal("failed", "http_404")
+    assert not is_refusal("cancelled", "cancelled") and not is_refusal("succeeded", "")
+    html = login(client, editor).get(reverse("webfetch_cms:assistant")).content.decode()
+    strings = json.loads(
+        re.search(r'<script id="webfetch-strings"[^>]*>(.*?)</script>', html, re.S).group(1)
+    )
+    assert strings["refusals"] == sorted(REFUSALS)
+    assert strings["failures"] == dict(FAILURES)
+    assert strings["failures"]["network_unreachable"] == (
+        "There is no route to the server's address."
+    )
+    assert strings["states"]["refused"] == "refused" and "refused" not in strings

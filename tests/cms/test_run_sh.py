@@ -50,3 +50,35 @@ def test_explain_migrates_only_when_needed(lab, tmp_path):
     assert "migrating" not in second.stdout
     assert "DENIED (scope)" in second.stdout
     assert lab.requests == []
+
+
+@pytest.mark.skipif(
+    not (ROOT / ".venv" / "bin" / "python").exists(), reason="run.sh uses the checkout's .venv"
+)
+@pytest.mark.long  # tens of seconds (a fresh database is migrated): started first
+def test_a_command_printed_through_run_sh_runs_through_run_sh(tmp_path):
+    """README trial 8: run through run.sh, the CLI printed ``python manage.py ...``, which
+    runs nothing from the checkout; it prints run.sh's own command, which runs."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "WEBFETCH_MANAGE"))
+        and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    }
+    env.update(
+        WEBFETCH_EXAMPLE_DB=str(tmp_path / "db.sqlite3"),
+        WEBFETCH_PLUGIN_DIRS=str(ROOT / "example_project" / "plugins"),
+        PYTHONWARNINGS="ignore",
+    )
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+    listed = run("sh", "example_project/run.sh", "manage", "webfetch", "plugin", "list")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    [available] = [line for line in listed.stdout.splitlines() if line.startswith("available:")]
+    printed = available.split("(", 1)[1].rstrip(")")
+    assert printed == "sh example_project/run.sh manage webfetch plugin install demo"
+    installed = run(*printed.split())
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert "installed demo 1.0 as 'demo'" in installed.stdout

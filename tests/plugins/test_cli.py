@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import io
+import os
+import sys
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from django_webfetch.invocation import ENV_VAR
 from django_webfetch.models import PluginInstance, ToolGroup
 from django_webfetch.plugins import services
 from django_webfetch.plugins.runtime.host import isolation_label
@@ -20,6 +23,12 @@ DECLARED = (
     "granted.lab.example, *.api.lab.example, intranet.lab.example, metadata.lab.example, "
     "redirector.lab.example, mixed.lab.example"
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_wrapper_hint(monkeypatch):
+    """The printed commands are those of a plain ``manage.py`` unless a test sets a hint."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
 
 
 def webfetch(*args):
@@ -195,7 +204,9 @@ def test_check_explains_the_instance_policy(plugin_lab):
     webfetch("install", "example")
     output = webfetch("check", "http://granted.lab.example/x", "--plugin", "example")
     assert output.splitlines()[0] == "plugin     example"
-    assert "allowlist  pass  listed as granted.lab.example" in output
+    # The instance's policy narrows to its grant: the step says so.
+    assert "grant      pass  granted as granted.lab.example" in output
+    assert "allowlist" not in output
     assert output.rstrip().endswith("ALLOWED")
     out = io.StringIO()
     with pytest.raises(CommandError, match="not_allowlisted"):
@@ -344,10 +355,26 @@ def test_check_help_says_what_no_resolve_does(capsys):
     assert "--no-resolve Do not look the host up in DNS either." in printed
 
 
-def test_trust_prompts_a_runnable_command_and_a_wrong_fingerprint_says_so(example):
-    """The prompt is a command the operator can paste (``python manage.py ...``); a
-    mistyped ``--confirm`` says the fingerprint is not the one shown (not that the package
-    changed) and how to see it again; nothing is trusted."""
+def _python_on_path(tmp_path, monkeypatch):
+    """This process runs as ``python`` found first on the ``PATH`` (an activated venv)."""
+    bin_dir = tmp_path / "venv-bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+
+def test_trust_prompts_a_runnable_command_and_a_wrong_fingerprint_says_so(
+    example, tmp_path, monkeypatch
+):
+    """The prompt is a command the operator can paste (``python manage.py ...``, as they
+    started it); a mistyped ``--confirm`` says the fingerprint is not the one shown (not
+    that the package changed) and how to see it again; nothing is trusted."""
+    _python_on_path(tmp_path, monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["manage.py", "webfetch", "plugin", "trust", "demo"])
     PluginInstance.objects.create(plugin="example", alias="demo")
     out = io.StringIO()
     with pytest.raises(CommandError, match="trust_confirmation_required"):
@@ -370,6 +397,80 @@ def test_trust_prompts_a_runnable_command_and_a_wrong_fingerprint_says_so(exampl
     assert "'demo' trusted for webfetch-example-plugin 1.0" in webfetch(
         "trust", "demo", "--confirm", fingerprint
     )
+
+
+def _trust_prompt(alias):
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="trust_confirmation_required"):
+        call_command("webfetch", "plugin", "trust", alias, stdout=out)
+    return out.getvalue().splitlines()[-1]
+
+
+def test_the_printed_commands_start_as_the_operator_started_the_cli(example, tmp_path, monkeypatch):
+    """From the checkout, ``python manage.py`` finds no manage.py and ``python`` is not the
+    venv's: every command the CLI prints starts the way the operator reached it."""
+    PluginInstance.objects.create(plugin="example", alias="demo")
+    # Through the example's run.sh (which sets the hint): its own command.
+    monkeypatch.setenv(ENV_VAR, "sh example_project/run.sh manage")
+    line = _trust_prompt("demo")
+    fingerprint = line.rsplit(" ", 1)[1]
+    assert line == (
+        "to trust what is shown above: sh example_project/run.sh manage webfetch plugin "
+        f"trust demo --confirm {fingerprint}"
+    )
+    with pytest.raises(CommandError) as caught:
+        webfetch("trust", "demo", "--confirm", "0123abcd")
+    assert "run `sh example_project/run.sh manage webfetch plugin trust demo`" in str(caught.value)
+    with pytest.raises(CommandError, match="upgrade_not_shown") as caught:
+        webfetch("upgrade", "example", "--confirm", "0123abcd")
+    assert "run 'sh example_project/run.sh manage webfetch plugin upgrade example' again" in (
+        str(caught.value)
+    )
+    # Straight through manage.py with the venv's interpreter not on the PATH: its path,
+    # relative to where the operator stands, and the script as it was typed.
+    monkeypatch.delenv(ENV_VAR)
+    monkeypatch.setenv("PATH", f"/usr/bin{os.pathsep}/bin")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / ".venv" / "bin" / "python"))
+    monkeypatch.setattr(sys, "argv", ["example_project/manage.py", "webfetch", "plugin"])
+    assert _trust_prompt("demo") == (
+        "to trust what is shown above: .venv/bin/python example_project/manage.py webfetch "
+        f"plugin trust demo --confirm {fingerprint}"
+    )
+    # With that interpreter first on the PATH (an activated venv): ``python``.
+    _python_on_path(tmp_path, monkeypatch)
+    assert _trust_prompt("demo").startswith(
+        "to trust what is shown above: python example_project/manage.py webfetch plugin trust"
+    )
+
+
+def test_list_of_a_trusted_instance_whose_package_is_not_on_the_path(
+    example, example_site, monkeypatch
+):
+    """Confirming cannot help while the plugin is not installed: ``list`` points to
+    WEBFETCH_PLUGIN_DIRS, says it runs nowhere, and prints no trust command."""
+    from django_webfetch.plugins import registry
+
+    PluginInstance.objects.create(plugin="example", alias="demo", trusted=True)
+    sys.path.remove(example_site)  # the package is off this process's path
+    registry.reset()
+    output = webfetch("list")
+    assert (
+        "  NOT trusted now: trusted for webfetch-example-plugin 1.0, installed is none: the "
+        "plugin is not installed here, or was refused (is its directory in "
+        "WEBFETCH_PLUGIN_DIRS of this process?)"
+    ) in output.splitlines()
+    assert "  isolation: none (not installed)" in output.splitlines()
+    assert "confirm again" not in output and "plugin trust" not in output
+    from django_webfetch import checks
+
+    [w034] = [
+        m for m in checks.check_plugin_instances(databases=["default"])
+        if m.id == "django_webfetch.W034"
+    ]  # fmt: skip
+    assert w034.hint.startswith("Is its directory in WEBFETCH_PLUGIN_DIRS of this process?")
+    assert "plugin trust" not in w034.hint
 
 
 def test_check_names_the_exact_cause_when_the_group_is_disabled(example):

@@ -164,21 +164,30 @@
     item.className = "webfetch-call is-" + state;
     var tool = pick(call, ["tool", "name"]);
     if (tool) { item.querySelector(".webfetch-tool").textContent = tool; }
-    item.querySelector(".webfetch-state").textContent = (T.states || {})[state] || state;
     item.setAttribute("data-state", state);
+    showState(item, state, item.getAttribute("data-reason") || pick(call, ["reason", "error"]));
     var comment = pick(call, ["comment", "decision_comment"]);
     if (comment && state === "denied") { showComment(item, comment); }
-    var refused = state === "failed" || state === "denied" || state === "expired" ||
+    var unsuccessful = state === "failed" || state === "denied" || state === "expired" ||
       state === "cancelled";
-    if (refused && !item.getAttribute("data-reason")) {
+    if (unsuccessful && !item.getAttribute("data-reason")) {
       showReason(item, pick(call, ["reason", "error"]));
     }
-    if (refused && !item.getAttribute("data-loaded")) {
-      // The stored result names the guard's rule (more precise than the error code).
+    if (unsuccessful && !item.getAttribute("data-loaded")) {
+      // The stored result names the guard's rule (more precise than the error code), or
+      // what failed on the way (``failure``: the network, TLS, the server).
       item.setAttribute("data-loaded", "1");
       request("GET", api + "calls/" + item.getAttribute("data-call") + "/").then(function (data) {
         var meta = (data && data.result && data.result.meta) || {};
-        if (meta.reason) { showReason(item, meta.reason); }
+        // The call's own stored reason: a state event may have come without one.
+        var code = item.getAttribute("data-reason") || (data && data.reason);
+        if (meta.reason) {
+          showReason(item, meta.reason);
+        } else if (meta.failure && !isRefusal(state, code)) {
+          showReason(item, code, meta.failure);
+        } else if (code && !item.getAttribute("data-reason")) {
+          showReason(item, code);
+        }
         if (data && data.state === "denied" && data.decision_comment) {
           showComment(item, data.decision_comment);
         }
@@ -191,11 +200,30 @@
     return state;
   }
 
-  function showReason(item, code) {
+  // A refusal (a rule or a person decided the call may not run: the guard, an approver,
+  // nobody in time, a bound) is said "refused"; a call the guard allowed that then failed
+  // on the way is said "failed" with what failed.  The codes of a refusal come from the
+  // server (runs.reasons.REFUSALS).
+  function isRefusal(state, code) {
+    if (state === "denied" || state === "expired") { return true; }
+    var head = String(code || "").split(":")[0];
+    return state === "failed" && (T.refusals || []).indexOf(head) >= 0;
+  }
+
+  function showState(item, state, code) {
+    var shown = state === "failed" && isRefusal(state, code) ? "refused" : state;
+    item.querySelector(".webfetch-state").textContent = (T.states || {})[shown] || shown;
+    item.classList.toggle("is-refused", isRefusal(state, code));
+  }
+
+  function showReason(item, code, failure) {
     if (!code) { return; }
     item.setAttribute("data-reason", code);
-    item.querySelector(".webfetch-reason").textContent =
-      " — " + fmt(T.refused, { reason: plainReason(code) });
+    showState(item, item.getAttribute("data-state") || "", code);
+    var failures = T.failures || {};
+    var text = plainReason(code);
+    if (failure && failures[failure]) { text += ". " + failures[failure]; }
+    item.querySelector(".webfetch-reason").textContent = " — " + text;
   }
 
   function showComment(item, comment) {
