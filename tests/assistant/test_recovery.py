@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelRequest, UserPromptPart
 from django_webfetch.assistant import loop, services
 from django_webfetch.assistant.history import dump
 from django_webfetch.models import AssistantRun, CallState, ToolCall
-from tests.settle import resumed_run, settled_run
+from tests.settle import resumed_run, runner_idle, settled_run
 
 from .provider import Turn
 
@@ -91,6 +91,10 @@ def test_calls_that_finished_without_resuming_the_run(
     conversation = services.create_conversation(editor)
     run = settled_run(services.post_message(conversation, "read", user=editor))
     assert run.state == "waiting_for_approval"
+    # The step that paused the run looks once more at its calls after the pause (one that
+    # finished meanwhile is taken up by the worker itself, and the sweep has nothing to
+    # do): the call is finished below only once that step is over (ci32, under load).
+    runner_idle()
     [call] = services.run_calls(run)
     # Finished behind the state machine's back: no signal, nobody resumes the run ...
     ToolCall.objects.filter(pk=call.pk).update(
