@@ -57,8 +57,10 @@ def _source_files(module_name: str) -> list[Path]:
     return [Path(file)] if file else []
 
 
-def schema_key() -> str:
-    """A hash of everything that shapes the migrated test database."""
+def schema_key(like: str | None = None) -> str:
+    """A hash of everything that shapes the migrated test database (``like``: the settings
+    module to name instead of this process's, for settings that import it and change no
+    setting that shapes the schema or the rows the migrations write)."""
     import django
     from django.apps import apps
     from django.conf import settings
@@ -72,8 +74,8 @@ def schema_key() -> str:
             digest.update(len(data).to_bytes(8, "big") + data)
 
     add(
-        os.environ.get("DJANGO_SETTINGS_MODULE", ""),
-        settings.SETTINGS_MODULE,
+        like or os.environ.get("DJANGO_SETTINGS_MODULE", ""),
+        like or settings.SETTINGS_MODULE,
         django.__version__,
         sqlite3.sqlite_version,
     )
@@ -179,17 +181,18 @@ def _shared_create_test_db(
     return str(test_name)
 
 
-def migrate(alias: str = "default") -> None:
+def migrate(alias: str = "default", like: str | None = None) -> None:
     """``migrate`` for a child interpreter a test starts (``python -c`` with
-    ``tests.settings``): its in-memory database restored from the run's migrated copy when
-    a worker of this run wrote one, else migrated as ``call_command("migrate")`` does.
-    About 7 CPU seconds a child saved; the tables, indexes and rows are the same."""
+    ``tests.settings``, or settings ``like`` it: ``schema_key``): its in-memory database
+    restored from the run's migrated copy when a worker of this run wrote one, else migrated
+    as ``call_command("migrate")`` does.  About 7 CPU seconds a child saved; the tables,
+    indexes and rows are the same."""
     from django.core.management import call_command
     from django.db import connections
 
     connection = connections[alias]
     shared = _shared_dir()
-    path = shared / f"sqlite-{alias}-{schema_key()}.db" if shared is not None else None
+    path = shared / f"sqlite-{alias}-{schema_key(like)}.db" if shared is not None else None
     if (
         path is None
         or not path.exists()
