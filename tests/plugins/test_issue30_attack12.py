@@ -1,0 +1,66 @@
+"""Issue 30, attack 12 (outside review of decisions 0050/0051 after the eleventh round).
+
+Each test fails while its finding stands.  Real files laid out as pip installs them, the
+real ``importlib.metadata``, the real registry and trust."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.plugins.packages import lazy_plugin, wheel
+
+pytestmark = pytest.mark.django_db
+
+
+def _metadata(name: str, requires: list[str]) -> dict[str, bytes]:
+    lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
+    return {"METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n{lines}".encode()}
+
+
+#: What a dependency's wheel ships in ``.data/purelib`` (pip copies it into site-packages
+#: as it is): a second metadata directory of the site's own distribution, whose METADATA
+#: requires the dependency.
+_FAKE_SITE_META = (
+    "django_webfetch-0.0.0.dist-info/METADATA",
+    "Metadata-Version: 2.1\nName: django-webfetch\nVersion: 0.0.0\nRequires-Dist: wfdep-k\n",
+)  # with a RECORD of its own (below) listing nothing but itself
+
+
+def test_a_dependency_that_installs_a_copy_of_the_sites_metadata_is_never_pinned(
+    tmp_path, registry_on
+):
+    """Finding 1: ``closure.site_names`` takes every metadata directory on ``sys.path``
+    whose ``Name`` is ``django-webfetch`` (``_installed``: "every copy of a name") and
+    follows its requirements; ``_nodes`` leaves every site name out of the closure.  A
+    dependency whose wheel ships ``.data/purelib/django_webfetch-0.0.0.dist-info/METADATA``
+    (``Requires-Dist: <itself>``; pip copies ``.data/purelib`` as it is, and the registry's
+    check of what a distribution installs covers plugin distributions only) makes itself
+    one of the site's names: ``webfetch plugin trust`` shows no dependency, trust pins the
+    plugin's code alone, and a later release of the dependency (other code, imported in the
+    site's process at every trusted call) keeps trust (decision 0051 undone)."""
+    from django_webfetch.plugins import closure, registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": lazy_plugin("t", "import wfdep_k", "wfdep_k.ANSWER")},
+          _metadata("webfetch-t", ["wfdep-k"]))  # fmt: skip
+    path, text = _FAKE_SITE_META
+    own = "django_webfetch-0.0.0.dist-info/RECORD"
+    files = {"wfdep_k/__init__.py": "ANSWER = 'reviewed'\n", path: text, own: f"{path},,\n"}
+    wheel(site, "wfdep-k", {}, files)
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    time.sleep(2.2)  # settled: what the memos keep
+    print("site names hold wfdep-k:", "wfdep-k" in closure.site_names())
+    # What the operator is shown and trust pins: the dependency must be among them.
+    shown = {d.name for d in registry.dependencies("t")}
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds(), instance.trust_problem()
+    # The dependency's next release: other code, same name and version.
+    (site / "wfdep_k" / "__init__.py").write_text("ANSWER = 'other code'\n")
+    registry.reset()
+    still = instance.trust_holds()
+    assert "wfdep-k" in shown and not still, (shown, still)
