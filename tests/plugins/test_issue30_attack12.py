@@ -5,11 +5,12 @@ real ``importlib.metadata``, the real registry and trust."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
 
-from tests.plugins.packages import lazy_plugin, wheel
+from tests.plugins.packages import MANIFEST, lazy_plugin, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -64,3 +65,53 @@ def test_a_dependency_that_installs_a_copy_of_the_sites_metadata_is_never_pinned
     registry.reset()
     still = instance.trust_holds()
     assert "wfdep-k" in shown and not still, (shown, still)
+
+
+def _call(instance, name):
+    from django_webfetch.plugins.tools import plugin_tools
+    from django_webfetch.tools.base import ToolContext
+
+    tool = next(t for t in plugin_tools() if t.name == name)
+    context = ToolContext(approved=True, call_id=name, plugin_instance=instance)
+    return tool.execute({}, context)
+
+
+def test_a_trusted_plugin_importing_another_plugin_of_its_distribution_runs_unpinned_code(
+    tmp_path, registry_on
+):
+    """Finding 2: trust is given to a distribution (``webfetch plugin trust`` shows
+    ``webfetch-t 1.0``), but its pin (``closure.trust_digest``) digests only the top-level
+    package of the trusted entry point (``origin.top_level``), and the per-call checks
+    (``registry.code_problem``) look at that package and the dependencies only.  A
+    distribution may install the packages of all its entry points (``_distribution_problem``
+    allows "its entry points' packages"): plugin ``t`` imports ``webfetch_u``, the package
+    of the same distribution's second plugin ``u`` (never installed, never trusted), at
+    first use.  A release that changes ``webfetch_u`` alone keeps ``t``'s trust, and its
+    code runs in the site's process at the next trusted call of ``t``."""
+    from django_webfetch.plugins import registry, tools
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    lazy = lazy_plugin("t", "import webfetch_u", "webfetch_u.ANSWER")
+    other = MANIFEST % "u" + "ANSWER = 'reviewed'\n"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest", "u": "webfetch_u:manifest"},
+          {"webfetch_t/__init__.py": lazy, "webfetch_u/__init__.py": other})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()
+    assert registry.get_manifest("u") is not None, registry.problems()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds(), instance.trust_problem()
+    # The distribution's next release, installed as pip installs it (a RECORD of its own):
+    # plugin u's package changed, plugin t's not.
+    shutil.rmtree(site / "webfetch_t-1.0.dist-info")
+    other = MANIFEST % "u" + "ANSWER = 'other code'\n"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest", "u": "webfetch_u:manifest"},
+          {"webfetch_t/__init__.py": lazy, "webfetch_u/__init__.py": other})  # fmt: skip
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()
+    holds = instance.trust_holds()
+    per_call = tools._trust_holds(instance)
+    # While it holds, the tool runs here, in the site's process: what does it import?
+    ran = _call(instance, "t_lazy").content if per_call else "(isolated)"
+    assert not holds and not per_call, (holds, per_call, ran)
