@@ -115,3 +115,45 @@ def test_a_trusted_plugin_importing_another_plugin_of_its_distribution_runs_unpi
     # While it holds, the tool runs here, in the site's process: what does it import?
     ran = _call(instance, "t_lazy").content if per_call else "(isolated)"
     assert not holds and not per_call, (holds, per_call, ran)
+
+
+_TWO_MANIFESTS = (
+    "def reviewed(plugin, arguments):\n    return 'reviewed'\n\n\n"
+    "def other(plugin, arguments):\n    return 'other code path'\n\n\n"
+    "def _manifest(handler):\n    return {'name': 't', 'version': '1.0', 'description': 'x',"
+    " 'egress': [],\n            'tools': [{'name': 't_run', 'description': 'x', "
+    "'handler': handler}]}\n\n\n"
+    "def manifest():\n    return _manifest(reviewed)\n\n\n"
+    "def manifest_debug():\n    return _manifest(other)\n"
+)
+
+
+def test_a_release_that_points_the_entry_point_at_another_object_keeps_trust(tmp_path, registry_on):
+    """Finding 3: the pin (``closure.trust_digest``) covers the files of the plugin's
+    package and its dependencies, not which object of that package the entry point loads
+    (``entry_points.txt``, in the ``.dist-info``, outside the package; nor the plugin's
+    own ``METADATA``).  A release whose package is byte for byte the reviewed one but
+    whose entry point is ``webfetch_t:manifest_debug`` instead of ``webfetch_t:manifest``
+    keeps trust: the site's process now serves another manifest, with other handlers,
+    than the one the operator reviewed and was shown."""
+    from django_webfetch.plugins import registry, tools
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": _TWO_MANIFESTS})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
+    assert instance.trust_holds(), instance.trust_problem()
+    assert "reviewed" in _call(instance, "t_run").content
+    # The next release, installed as pip installs it: the same package, another entry point.
+    shutil.rmtree(site / "webfetch_t-1.0.dist-info")
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest_debug"},
+          {"webfetch_t/__init__.py": _TWO_MANIFESTS})  # fmt: skip
+    registry.reset()
+    assert registry.get_manifest("t") is not None, registry.problems()
+    holds = instance.trust_holds()
+    per_call = tools._trust_holds(instance)
+    ran = _call(instance, "t_run").content if per_call else "(isolated)"
+    assert not holds and not per_call, (holds, per_call, ran)
