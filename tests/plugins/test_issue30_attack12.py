@@ -157,3 +157,40 @@ def test_a_release_that_points_the_entry_point_at_another_object_keeps_trust(tmp
     per_call = tools._trust_holds(instance)
     ran = _call(instance, "t_run").content if per_call else "(isolated)"
     assert not holds and not per_call, (holds, per_call, ran)
+
+
+def _longest_mark_run(text: str) -> int:
+    import unicodedata
+
+    longest = run = 0
+    for char in text:
+        run = run + 1 if unicodedata.category(char).startswith("M") else 0
+        longest = max(longest, run)
+    return longest
+
+
+def test_a_version_stacking_combining_marks_on_one_digit_is_shown_as_it_is(tmp_path, registry_on):
+    """Finding 4 (low): ``shown`` (``tools.display.visible_text``) escapes a combining mark
+    only when nothing alphanumeric precedes it, and a mark never resets what precedes:
+    any number of marks after one digit is shown raw.  The plugin's own METADATA
+    ``Version`` is not checked against PEP 440 (only a dependency's is), so ``1.0``
+    followed by 90 stacked marks (above, below, overlays: "Zalgo") is what
+    ``webfetch plugin trust``, ``list`` and the admin's trust confirmation page print; on
+    an HTML page such a glyph grows far above and below its line box and draws over the
+    rows around it (the digest, the dependencies).  Unicode's stream-safe format (UAX #15)
+    already bounds a run of non-starters; a display needs far fewer than that."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.provenance import installed_provider
+    from django_webfetch.plugins.shown import shown
+
+    marks = "\u0336\u0338\u0301\u0316\u030d\u0353" * 15  # 90 marks: overlays, above, below
+    site = tmp_path / "site"
+    meta = {"METADATA": f"Metadata-Version: 2.1\nName: webfetch-t\nVersion: 1.0{marks}\n".encode()}
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"}, meta)  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    found = installed_provider("t")
+    assert found is not None, registry.problems()
+    printed = shown(f"  distribution:  {found}")  # as ``webfetch plugin trust`` prints it
+    assert _longest_mark_run(printed) <= 4, printed.encode("unicode_escape")[:120]
