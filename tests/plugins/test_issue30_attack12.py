@@ -194,3 +194,72 @@ def test_a_version_stacking_combining_marks_on_one_digit_is_shown_as_it_is(tmp_p
     assert found is not None, registry.problems()
     printed = shown(f"  distribution:  {found}")  # as ``webfetch plugin trust`` prints it
     assert _longest_mark_run(printed) <= 4, printed.encode("unicode_escape")[:120]
+
+
+def _bytes_read_by(script: str, *args: str, ceiling: int) -> tuple[int, int | None]:
+    """Run ``script`` (``python -c``) in a new interpreter from the checkout and watch
+    how many bytes it reads (``rchar`` of ``/proc/<pid>/io``): stopped once it has read
+    more than ``ceiling``.  The bytes read, and its exit status (``None``: stopped)."""
+    import os
+    import subprocess
+    import sys
+
+    import django_webfetch
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    read = 0
+    try:
+        while child.poll() is None:
+            with open(f"/proc/{child.pid}/io") as fh:
+                fields = dict(line.split(": ") for line in fh.read().splitlines())
+            read = max(read, int(fields["rchar"]))
+            if read > ceiling:
+                child.kill()
+                child.wait()
+                return read, None
+            time.sleep(0.01)
+    except (OSError, KeyError, ValueError):
+        child.wait()  # it ended between two looks
+    return read, child.returncode
+
+
+#: The registry's load, as every web and worker process runs it, in a child.
+_LOAD = (
+    "import os, sys\nos.environ['DJANGO_SETTINGS_MODULE'] = 'tests.settings'\n"
+    "import django\ndjango.setup()\nfrom django.conf import settings\n"
+    "settings.WEBFETCH_PLUGIN_DIRS = [sys.argv[1]]\n"
+    "from django_webfetch.plugins import registry\nregistry.reset()\nregistry.load()\n"
+    "print(registry.problems())\n"
+)
+
+
+def test_a_link_to_a_proc_file_makes_the_digest_read_without_bound(tmp_path):
+    """Finding 5: every walk of a package follows symbolic links, and the bytes bound of a
+    closure (``MAX_BYTES``, "decided from each file's ``stat`` before any is read") and the
+    plugin's own digest read each file to its end.  A file of ``/proc`` is a regular file
+    whose ``stat`` says 0 bytes: ``/proc/self/pagemap`` reads as 8 bytes per page of the
+    reader's address space (256 GiB on x86-64), and its owner is the reading process's
+    uid, mode 0400, so the registry's ownership check (``plugin_path_unsafe``) passes it.
+    A package holding ``blob -> /proc/self/pagemap`` (a plugin directory unpacked from a
+    tarball, an sdist's install: links a wheel cannot carry) makes ``provider_of``, which
+    every registry load runs for every entry point, installed or not, read hundreds of
+    GiB in every web and worker process; a load must end having read a bounded amount
+    (here: not 2 GiB more than a load without the plugin)."""
+    import os
+
+    plugins = tmp_path / "plugins"
+    wheel(plugins, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"})  # fmt: skip
+    os.symlink("/proc/self/pagemap", plugins / "webfetch_t" / "blob")
+    # Without the link, a load reads a bounded amount (the interpreter, Django, the site).
+    done, status = _bytes_read_by(_LOAD, str(tmp_path / "none"), ceiling=2 << 30)
+    assert status == 0, (done, status)
+    read, status = _bytes_read_by(_LOAD, str(plugins), ceiling=done + (2 << 30))
+    assert status is not None, f"a registry load still reading after {read >> 20} MiB"
