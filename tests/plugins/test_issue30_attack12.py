@@ -10,9 +10,19 @@ import time
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, lazy_plugin, wheel
+from tests.plugins.packages import MANIFEST, lazy_plugin, record_hash, wheel
 
 pytestmark = pytest.mark.django_db
+
+
+def _plugin_requiring(site, requirement: str):
+    """Plugin ``t`` (distribution ``webfetch-t``) requiring ``requirement``, in ``site``."""
+    from importlib.metadata import distributions
+
+    meta = _metadata("webfetch-t", [requirement])
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"}, meta)  # fmt: skip
+    return next(iter(distributions(name="webfetch-t", path=[str(site)])))
 
 
 def _metadata(name: str, requires: list[str]) -> dict[str, bytes]:
@@ -263,3 +273,57 @@ def test_a_link_to_a_proc_file_makes_the_digest_read_without_bound(tmp_path):
     assert status == 0, (done, status)
     read, status = _bytes_read_by(_LOAD, str(plugins), ceiling=done + (2 << 30))
     assert status is not None, f"a registry load still reading after {read >> 20} MiB"
+
+
+def test_a_versioned_shared_library_a_dependency_installs_outside_its_directory_is_not_pinned(
+    tmp_path,
+):
+    """Finding 6: ``closure._tops`` makes a dependency unpinnable for a ``RECORD`` row
+    outside its directory only when the row ends with a suffix the import system loads
+    (``_CODE_SUFFIXES``: ``.so``, ``.py``...); anything else there is "a script or a data
+    file: not imported".  A shared library is loaded by the dynamic linker, not the
+    import system, and is named with its version after ``.so``: ``libwfk.so.1``,
+    installed by the wheel's ``.data/data/lib/`` into ``<prefix>/lib`` (outside
+    ``site-packages``), is what the dependency's pinned extension module links to
+    (``RPATH $ORIGIN/../../..``) or what its reviewed code opens with
+    ``ctypes.CDLL``.  A release that changes that library alone (other native code, run in
+    the site's process at the trusted import) keeps the pin."""
+    import shutil as sh
+    import subprocess
+    import sys
+
+    from django_webfetch.plugins import closure
+
+    prefix = tmp_path / "prefix"
+    purelib = prefix / "lib" / "python3" / "site-packages"
+    dist = _plugin_requiring(purelib, "wfdep-n")
+    loader = (
+        "import ctypes, os\n"
+        "LIB = ctypes.CDLL(os.path.join(os.path.dirname(__file__), '..', '..', '..', "
+        "'libwfk.so.1'))\n"
+    )
+    info = wheel(purelib, "wfdep-n", {}, {"wfdep_n/__init__.py": loader, "../../libwfk.so.1": ""})
+    library = prefix / "lib" / "libwfk.so.1"
+
+    def release(source: str) -> None:
+        """The library of a release, its RECORD row as pip writes it."""
+        sh.copyfile(source, library)
+        rows = (info / "RECORD").read_text().splitlines()
+        row = f"../../libwfk.so.1,{record_hash(library.read_bytes())},{library.stat().st_size}"
+        (info / "RECORD").write_text(
+            "".join(f"{row if r.startswith('../../libwfk') else r}\n" for r in rows)
+        )
+
+    release("/usr/lib/x86_64-linux-gnu/libz.so.1")  # the reviewed library
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(purelib)!r}); "
+         "import wfdep_n; print(wfdep_n.LIB._name)"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip().endswith("libwfk.so.1"), done.stderr
+    deps = closure.dependencies(dist, str(purelib))
+    assert [(d.name, d.version, d.problem) for d in deps] == [("wfdep-n", "1.0", "")], deps
+    before = closure.pinned_digest("c" * 64, deps)
+    release("/usr/lib/x86_64-linux-gnu/libm.so.6")  # the next release's
+    after = closure.pinned_digest("c" * 64, closure.dependencies(dist, str(purelib)))
+    assert before != after, ("the native library it loads changed and its pin holds", deps)
