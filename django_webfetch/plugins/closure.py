@@ -828,7 +828,7 @@ def own_names(dist: Any) -> tuple[tuple[str, ...], str]:
         keys = [file_key(os.path.join(meta, n)) for n in ("RECORD", "top_level.txt")]
         keys += [file_key(meta), file_key(os.path.join(meta, "entry_points.txt"))]
         if len(keys[0]) != 5:  # no RECORD: named from its directory's entries
-            keys.append(file_key(base))
+            keys += [file_key(base), file_key(os.path.join(base, CACHE_DIR))]
         if provenance.settled(keys):
             memo_key = (meta, base, tuple(keys))
             known = _own_memo.get(memo_key)
