@@ -794,14 +794,26 @@ MAX_OWN_NAMES = 256
 #: requires (``METADATA``, as a dependency's).
 OWN_METADATA = ("entry_points.txt", "METADATA")
 
-#: ``own_names`` remembered by the identity of every file and directory they were read from.
-_own_memo: Memo[tuple[Any, ...], tuple[tuple[str, ...], str]] = Memo(1024)
+
+class _Own(NamedTuple):
+    """What ``own_names`` found for a distribution: its metadata directory and the
+    directory it installs its files in (both resolved), its names and why they cannot be
+    told ("" when they can)."""
+
+    meta: str
+    base: str
+    names: tuple[str, ...]
+    problem: str
+
+
+#: ``_own`` remembered by the identity of every file and directory it was read from.
+_own_memo: Memo[tuple[Any, ...], _Own] = Memo(1024)
 
 
 def _dist_base(dist: Any) -> str:
     """The directory ``dist`` installs its files in (``RECORD`` rows are relative to it)."""
     try:
-        return os.path.realpath(os.fspath(dist.locate_file("")))
+        return str(os.path.realpath(os.fspath(dist.locate_file(""))))
     except Exception:
         return ""
 
@@ -817,24 +829,36 @@ def own_names(dist: Any) -> tuple[tuple[str, ...], str]:
     (``registry.code_problem``; tests/plugins/test_issue30_closure12_a.py).  A ``RECORD``
     row outside its directory or of a path configuration file, or more than
     ``MAX_OWN_NAMES`` names, cannot be pinned (the registry refuses such a distribution
-    anyway).  Remembered by the identity of its metadata files and, without ``RECORD``,
-    of its directory."""
+    anyway)."""
     if dist is None:
         return (), ""
-    base = _dist_base(dist)
-    meta = _meta_path(dist)
+    found = _own(dist)
+    return found.names, found.problem
+
+
+def _own(dist: Any) -> _Own:
+    """``own_names`` with the directories, remembered by the identity of the metadata
+    directory and the files read from it and, without ``RECORD``, of the directory (and
+    its ``__pycache__``) named from."""
+    raw = getattr(dist, "_path", None)
+    try:
+        where = os.path.abspath(os.fspath(raw)) if raw is not None else ""
+    except TypeError:
+        where = ""
     memo_key: tuple[Any, ...] | None = None
-    if base and meta:
-        keys = [file_key(os.path.join(meta, n)) for n in ("RECORD", "top_level.txt")]
-        keys += [file_key(meta), file_key(os.path.join(meta, "entry_points.txt"))]
+    if where:
+        keys = [file_key(os.path.join(where, n)) for n in ("RECORD", "top_level.txt")]
+        keys += [file_key(where), file_key(os.path.join(where, "entry_points.txt"))]
         if len(keys[0]) != 5:  # no RECORD: named from its directory's entries
-            keys += [file_key(base), file_key(os.path.join(base, CACHE_DIR))]
+            parent = os.path.dirname(where)
+            keys += [file_key(parent), file_key(os.path.join(parent, CACHE_DIR))]
         if provenance.settled(keys):
-            memo_key = (meta, base, tuple(keys))
+            memo_key = (where, tuple(keys))
             known = _own_memo.get(memo_key)
             if known is not None:
                 return known
-    found = _own_names(dist, base)
+    base = _dist_base(dist)
+    found = _Own(_meta_path(dist), base, *_own_names(dist, base))
     if memo_key is not None:
         _own_memo.put(memo_key, found)
     return found
@@ -898,15 +922,19 @@ def own_packages(dist: Any, path: str, top: str) -> tuple[list[tuple[str, str]],
     (directory, name), or why they cannot be told (``own_names``): ``top`` in ``path``
     (where the registry imports the entry point's code from), every other name in the
     distribution's own directory."""
-    names, why = own_names(dist)
-    if why:
-        return [], why
-    base = _dist_base(dist) if dist is not None else ""
-    others = [name for name in names if name != top]
-    if others and not base:
+    return _placed(_own(dist) if dist is not None else _NONE, path, top)
+
+
+_NONE = _Own("", "", (), "")
+
+
+def _placed(found: _Own, path: str, top: str) -> tuple[list[tuple[str, str]], str]:
+    if found.problem:
+        return [], found.problem
+    others = [name for name in found.names if name != top]
+    if others and not found.base:
         return [], "its directory cannot be told"
-    own = os.path.realpath(path) if path else ""
-    return [(own, top), *((base, name) for name in others)], ""
+    return [(path, top), *((found.base, name) for name in others)], ""
 
 
 def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
@@ -920,7 +948,8 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
     any is read): issue 30, attack 12, findings 2 and 3."""
     if not path:
         return ""
-    packages, why = own_packages(dist, path, top)
+    found = _own(dist) if dist is not None else _NONE
+    packages, why = _placed(found, path, top)
     if why:
         return provenance._unpinned(f"its distribution: {why}")
     total = hashlib.sha256(f"entry\0{entry}\n".encode())
@@ -934,10 +963,9 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
             return provenance._unpinned(f"its package {name!r}: {tree}")
         files += tree[1]
         total.update(f"code\0{name}\0{tree[0]}\n".encode())
-    meta = _meta_path(dist) if dist is not None else ""
     for name in OWN_METADATA if dist is not None else ():
-        if meta:
-            digest = provenance.file_sha256(os.path.join(meta, name))
+        if found.meta:
+            digest = provenance.file_sha256(os.path.join(found.meta, name))
         else:  # not in a directory: read through its distribution
             try:
                 text = dist.read_text(name)
