@@ -23,6 +23,11 @@ module it installs outside the dependency's directory makes it unpinnable (attac
 A requirement line is left out only when its parsed marker holds for no extra asked
 (``for_other_extras``).
 
+The plugin's own part of the pin (``own_digest``, attack 12) is what its distribution runs:
+every top-level name it installs (``own_names``: another plugin's package of the same
+distribution may be imported by the trusted one), the entry point's value and its
+``entry_points.txt`` and ``METADATA``.
+
 Bounded by construction: at most ``MAX_DISTRIBUTIONS`` names looked up (installed or not),
 ``MAX_REQUIREMENTS`` lines read per metadata file, ``MAX_FILES`` files and ``MAX_BYTES``
 bytes in one closure; a larger one cannot be pinned (no pin holds, and

@@ -3,8 +3,10 @@ found without importing anything of it (for the entry point the registry loaded:
 ``registry.provider``).
 
 A ``trusted`` instance records the distribution it was trusted for (name, version and a
-digest of the code that runs: every file of the plugin's own top-level package or module
-on disk, ``code_digest``) when the operator turns trust on; trust holds only while the
+digest of the code that runs: every file of every top-level package or module its
+distribution installs on disk, each as ``code_digest`` digests it, with the entry point's
+value and the distribution's ``entry_points.txt`` and ``METADATA``: ``closure.own_digest``)
+when the operator turns trust on; trust holds only while the
 distribution providing the entry point is that one with that code (docs/plugins.rst,
 "Trusted instances"; check W034; decision 0050).  Never a digest of ``RECORD``: a
 ``RECORD`` is a list the wheel's author wrote, and an installer copies its rows without
