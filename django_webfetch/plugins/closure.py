@@ -23,6 +23,11 @@ module it installs outside the dependency's directory makes it unpinnable (attac
 A requirement line is left out only when its parsed marker holds for no extra asked
 (``for_other_extras``).
 
+The plugin's own part of the pin (``own_digest``, attack 12) is what its distribution runs:
+every top-level name it installs (``own_names``: another plugin's package of the same
+distribution may be imported by the trusted one), the entry point's value and its
+``entry_points.txt`` and ``METADATA``.
+
 Bounded by construction: at most ``MAX_DISTRIBUTIONS`` names looked up (installed or not),
 ``MAX_REQUIREMENTS`` lines read per metadata file, ``MAX_FILES`` files and ``MAX_BYTES``
 bytes in one closure; a larger one cannot be pinned (no pin holds, and
@@ -85,9 +90,11 @@ __all__ = [
     "MAX_BYTES",
     "MAX_DISTRIBUTIONS",
     "MAX_FILES",
+    "MAX_OWN_NAMES",
     "MAX_REQUIREMENTS",
     "NAME_MISMATCH",
     "OUTSIDE",
+    "OWN_METADATA",
     "PATH_FILE",
     "SITE_DISTRIBUTION",
     "TOO_MANY",
@@ -99,6 +106,9 @@ __all__ = [
     "invalid",
     "metadata_name",
     "normalized",
+    "own_digest",
+    "own_names",
+    "own_packages",
     "packages",
     "pinned_digest",
     "requirement_names",
@@ -781,12 +791,203 @@ def pinned_digest(code: str, deps: Iterable[Dependency]) -> str:
     return total.hexdigest()
 
 
-def trust_digest(dist: Any, path: str, top: str) -> str:
+#: At most this many top-level names of a plugin's own distribution are pinned; a
+#: distribution that installs (or lists) more cannot be (``own_names``).
+MAX_OWN_NAMES = 256
+#: The files of a plugin distribution's metadata directory that decide what runs, pinned
+#: with its code: which object each entry point loads (``entry_points.txt``) and what it
+#: requires (``METADATA``, as a dependency's).
+OWN_METADATA = ("entry_points.txt", "METADATA")
+
+
+class _Own(NamedTuple):
+    """What ``own_names`` found for a distribution: its metadata directory and the
+    directory it installs its files in (both resolved), its names and why they cannot be
+    told ("" when they can)."""
+
+    meta: str
+    base: str
+    names: tuple[str, ...]
+    problem: str
+
+
+#: ``_own`` remembered by the identity of every file and directory it was read from.
+_own_memo: Memo[tuple[Any, ...], _Own] = Memo(1024)
+
+
+def _dist_base(dist: Any) -> str:
+    """The directory ``dist`` installs its files in (``RECORD`` rows are relative to it)."""
+    try:
+        return str(os.path.realpath(os.fspath(dist.locate_file(""))))
+    except Exception:
+        return ""
+
+
+def own_names(dist: Any) -> tuple[tuple[str, ...], str]:
+    """Every top-level name plugin distribution ``dist`` installs in its directory, sorted,
+    or why they cannot be told: the top-level name of each of its entry points (of every
+    group), of each row of its ``RECORD`` and each line of its ``top_level.txt`` (what the
+    registry credits it with, ``registry._installed_names``); without ``RECORD`` (a
+    directory put on ``sys.path`` by hand), every top-level entry of its directory (as the
+    registry credits it).  A trusted plugin may import any of them at first use: each is
+    pinned with its code (``own_digest``) and checked at every trusted call
+    (``registry.code_problem``; tests/plugins/test_issue30_closure12_a.py).  A ``RECORD``
+    row outside its directory or of a path configuration file, or more than
+    ``MAX_OWN_NAMES`` names, cannot be pinned (the registry refuses such a distribution
+    anyway)."""
+    if dist is None:
+        return (), ""
+    found = _own(dist)
+    return found.names, found.problem
+
+
+def _own(dist: Any) -> _Own:
+    """``own_names`` with the directories, remembered by the identity of the metadata
+    directory and the files read from it and, without ``RECORD``, of the directory (and
+    its ``__pycache__``) named from."""
+    raw = getattr(dist, "_path", None)
+    try:
+        where = os.path.abspath(os.fspath(raw)) if raw is not None else ""
+    except TypeError:
+        where = ""
+    memo_key: tuple[Any, ...] | None = None
+    if where:
+        keys = [file_key(os.path.join(where, n)) for n in ("RECORD", "top_level.txt")]
+        keys += [file_key(where), file_key(os.path.join(where, "entry_points.txt"))]
+        if len(keys[0]) != 5:  # no RECORD: named from its directory's entries
+            parent = os.path.dirname(where)
+            keys += [file_key(parent), file_key(os.path.join(parent, CACHE_DIR))]
+        if provenance.settled(keys):
+            memo_key = (where, tuple(keys))
+            known = _own_memo.get(memo_key)
+            if known is not None:
+                return known
+    base = _dist_base(dist)
+    found = _Own(_meta_path(dist), base, *_own_names(dist, base))
+    if memo_key is not None:
+        _own_memo.put(memo_key, found)
+    return found
+
+
+def _own_names(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
+    names: set[str] = set()
+    try:
+        for ep in dist.entry_points:
+            top = str(ep.value).partition(":")[0].strip().split(".")[0]
+            if top.isidentifier():
+                names.add(top)
+        record = dist.read_text("RECORD")
+        declared = dist.read_text("top_level.txt")
+    except Exception as exc:
+        return (), f"its metadata cannot be read ({type(exc).__name__})"
+    if record is None:
+        try:
+            entries = os.listdir(base) if base else []
+        except OSError as exc:
+            return (), f"its directory cannot be listed ({exc.strerror})"
+        rows = [e for e in entries if e != CACHE_DIR]
+        rows += [f"{CACHE_DIR}/{e}" for e in _listing(os.path.join(base, CACHE_DIR))]
+    else:
+        try:
+            rows = provenance.record_paths(record)
+        except Exception as exc:
+            return (), f"its RECORD cannot be read ({type(exc).__name__})"
+    root = base.rstrip(os.sep) + os.sep
+    for raw in rows:
+        row = raw.replace("\\", "/")
+        if row.rpartition("/")[2].lower().endswith(".pth"):
+            return (), f"it installs a path configuration file ({row[-80:]!r})"
+        target = os.path.normpath(os.path.join(base, row))
+        if not target.startswith(root):
+            return (), f"it installs {row[-80:]!r} outside its directory"
+        parts = target[len(root) :].split(os.sep)
+        if parts[0].lower().endswith((".dist-info", ".egg-info")):
+            continue
+        if len(parts) == 1 or (parts[0] == CACHE_DIR and len(parts) == 2):
+            names.add(parts[-1].partition(".")[0])  # a module, its extension, its .pyc
+        else:
+            names.add(parts[0])
+    for line in (declared or "").splitlines():
+        names.add(line.strip().replace("\\", "/").split("/")[0].split(".")[0])
+    names.discard("")
+    if len(names) > MAX_OWN_NAMES:
+        return (), f"it installs more than {MAX_OWN_NAMES} top-level names"
+    return tuple(sorted(names)), ""
+
+
+def _listing(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def own_packages(dist: Any, path: str, top: str) -> tuple[list[tuple[str, str]], str]:
+    """Where each top-level name of plugin ``top``'s distribution is imported from, as
+    (directory, name), or why they cannot be told (``own_names``): ``top`` in ``path``
+    (where the registry imports the entry point's code from), every other name in the
+    distribution's own directory."""
+    return _placed(_own(dist) if dist is not None else _NONE, path, top)
+
+
+_NONE = _Own("", "", (), "")
+
+
+def _placed(found: _Own, path: str, top: str) -> tuple[list[tuple[str, str]], str]:
+    if found.problem:
+        return [], found.problem
+    others = [name for name in found.names if name != top]
+    if others and not found.base:
+        return [], "its directory cannot be told"
+    return [(path, top), *((found.base, name) for name in others)], ""
+
+
+def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
+    """SHA-256 (hex) of what plugin ``top`` of distribution ``dist`` runs in the site's
+    process, its dependencies left out: the entry point's value (``entry``, the
+    ``module:attribute`` the registry loads), the files of every top-level name its
+    distribution installs (``own_packages``: each as ``provenance.code_digest`` digests a
+    package) and its ``OWN_METADATA`` files (which object each entry point loads, what it
+    requires).  A digest no pin holds for when any of them cannot be told, or its files
+    are more than ``provenance._DIGEST_FILES`` (decided from each file's ``stat`` before
+    any is read): issue 30, attack 12, findings 2 and 3."""
+    if not path:
+        return ""
+    found = _own(dist) if dist is not None else _NONE
+    packages, why = _placed(found, path, top)
+    if why:
+        return provenance._unpinned(f"its distribution: {why}")
+    total = hashlib.sha256(f"entry\0{entry}\n".encode())
+    files = 0
+    for where, name in packages:
+        try:
+            tree = provenance.code_tree(where, name, max_files=provenance._DIGEST_FILES - files)
+        except Exception as exc:
+            tree = f"its files could not be read ({type(exc).__name__})"
+        if isinstance(tree, str):
+            return provenance._unpinned(f"its package {name!r}: {tree}")
+        files += tree[1]
+        total.update(f"code\0{name}\0{tree[0]}\n".encode())
+    for name in OWN_METADATA if dist is not None else ():
+        if found.meta:
+            digest = provenance.file_sha256(os.path.join(found.meta, name))
+        else:  # not in a directory: read through its distribution
+            try:
+                text = dist.read_text(name)
+            except Exception:
+                text = None
+            digest = hashlib.sha256(text.encode()).hexdigest() if text is not None else ""
+        total.update(f"meta\0{name}\0{digest or 'missing'}\n".encode())
+    return total.hexdigest()
+
+
+def trust_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
     """The digest trust pins for plugin ``top`` of distribution ``dist`` in directory
-    ``path``: its code (``provenance.code_digest``) and the closure of its installed
-    requirements outside the site's own set (``dependencies``); the code digest alone when
-    there is no such dependency."""
-    return pinned_digest(provenance.code_digest(path, top), closure_of(dist, path))
+    ``path`` (its entry point's value ``entry``): what it runs (``own_digest``: every
+    top-level name its distribution installs, the entry point, its metadata) and the
+    closure of its installed requirements outside the site's own set
+    (``dependencies``); the own digest alone when there is no such dependency."""
+    return pinned_digest(own_digest(dist, path, top, entry), closure_of(dist, path))
 
 
 provenance.trust_digest = trust_digest  # what ``provenance.provider_of`` pins

@@ -3,8 +3,10 @@ found without importing anything of it (for the entry point the registry loaded:
 ``registry.provider``).
 
 A ``trusted`` instance records the distribution it was trusted for (name, version and a
-digest of the code that runs: every file of the plugin's own top-level package or module
-on disk, ``code_digest``) when the operator turns trust on; trust holds only while the
+digest of the code that runs: every file of every top-level package or module its
+distribution installs on disk, each as ``code_digest`` digests it, with the entry point's
+value and the distribution's ``entry_points.txt`` and ``METADATA``: ``closure.own_digest``)
+when the operator turns trust on; trust holds only while the
 distribution providing the entry point is that one with that code (docs/plugins.rst,
 "Trusted instances"; check W034; decision 0050).  Never a digest of ``RECORD``: a
 ``RECORD`` is a list the wheel's author wrote, and an installer copies its rows without
@@ -54,9 +56,10 @@ ENTRY_POINT_GROUP = "django_webfetch.plugins"
 
 class Provider(NamedTuple):
     """An installed distribution: its name, version and the digest of the code of the
-    plugin it provides (``trust_digest``: ``code_digest``, SHA-256 over every file of the
-    plugin's own top-level package or module, and the digest of each installed
-    distribution it requires outside the site's own set, decision 0051)."""
+    plugin it provides (``trust_digest``: ``closure.own_digest``, SHA-256 over the entry
+    point's value, every file of every top-level package or module the distribution
+    installs and its ``entry_points.txt`` and ``METADATA``, and the digest of each
+    installed distribution it requires outside the site's own set, decision 0051)."""
 
     name: str
     version: str
@@ -83,7 +86,9 @@ def provider_of(ep: Any) -> Provider | None:
         return None
     if not name:
         return None
-    return Provider(name[:200], version[:100], pin(dist, origin.path, origin.top_level))
+    return Provider(
+        name[:200], version[:100], pin(dist, origin.path, origin.top_level, origin.entry)
+    )
 
 
 #: The registry's ``_origin_of`` (set by the registry: it imports this module): where the
@@ -338,8 +343,9 @@ def code_digest(path: str, top: str) -> str:
 
 
 #: ``closure.trust_digest`` (set by ``closure``, which the registry imports): the digest
-#: trust pins, the plugin's code and its installed dependencies (decision 0051).
-trust_digest: Callable[[Any, str, str], str] | None = None
+#: trust pins, the plugin's code (every top-level name its distribution installs, its entry
+#: point and metadata: ``closure.own_digest``) and its installed dependencies (decision 0051).
+trust_digest: Callable[[Any, str, str, str], str] | None = None
 
 
 #: The digests ``_unpinned`` gave, with why (a registry load compares why, not them).

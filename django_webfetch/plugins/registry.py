@@ -218,7 +218,9 @@ def code_problem(name: str) -> ManifestError | None:
 
 def _code_problem(origin: Origin, *, remembered: bool = False) -> ManifestError | None:
     """``_refuse_compiled``'s verdict (``remembered``: per call, each ``.pyc``'s verdict
-    and the names' resolution remembered; the plugin's own top-level name checked too)."""
+    and the names' resolution remembered; the plugin's own top-level name checked too), for
+    the plugin's package, every other top-level name its distribution installs
+    (``closure.own_packages``) and its dependencies' packages."""
     base = os.path.realpath(origin.path) if origin.path else ""
     compiled = compiled_problem(base, origin.top_level, remembered=remembered) if base else ""
     if compiled:
@@ -228,6 +230,22 @@ def _code_problem(origin: Origin, *, remembered: bool = False) -> ManifestError 
             f"source ({compiled}); nothing of it was imported in this process",
         )
     pinned: dict[str, list[str]] = {}
+    # Every other top-level name the plugin's distribution installs (another entry point's
+    # package, a module beside it): the trusted code may import it at first use, so it is
+    # checked as the plugin's own package is (tests/plugins/test_issue30_closure12_a.py).
+    # When they cannot be told, the pin never holds (``closure.own_digest``): no trusted
+    # call gets here.
+    own, _why = closure.own_packages(_origin_dists.get(origin), base, origin.top_level)
+    for where, top in own[1:]:
+        compiled = compiled_problem(where, top, remembered=remembered) if where else ""
+        if compiled:
+            return ManifestError(
+                "plugin_code_compiled",
+                f"the package {top!r} of the plugin's distribution under {where!r} would run "
+                f"code that is not its source ({compiled}); nothing of the plugin was "
+                "imported in this process",
+            )
+        pinned.setdefault(top, []).append(where)
     for label, where, top in closure.packages(_origin_dists.get(origin), base):
         compiled = compiled_problem(where, top, pinned=True, remembered=remembered)
         if compiled:

@@ -61,7 +61,8 @@ def _pin_holds(instance: Any) -> bool:
     if origin is None or not recorded:
         return False
     dist = registry.distribution(instance.plugin)
-    return bool(closure.trust_digest(dist, origin.path, origin.top_level) == recorded)
+    pin = closure.trust_digest(dist, origin.path, origin.top_level, origin.entry)
+    return bool(pin == recorded)
 
 
 def _trust_holds(instance: Any) -> bool:

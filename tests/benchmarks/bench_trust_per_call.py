@@ -45,7 +45,7 @@ def _measure(label: str, deps: int, files: int, real: str = "") -> None:
             origin = registry.origin(name)
             dist = registry.distribution(name)
             assert origin is not None and dist is not None
-            digest = closure.trust_digest(dist, origin.path, origin.top_level)
+            digest = closure.trust_digest(dist, origin.path, origin.top_level, origin.entry)
             instance = SimpleNamespace(plugin=name, trusted_record=digest)
             assert tools._pin_holds(instance)
             assert registry.code_problem(name) is None

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     import django
 
     django.setup()
-    from django_webfetch.plugins import provenance, registry, tools
+    from django_webfetch.plugins import closure, provenance, registry, tools
 
     new_provider_of = registry.provider_of
     print("per registry.provider() call (all plugin entry points installed), ratio to RECORD:")
@@ -116,7 +116,9 @@ def main(argv: list[str] | None = None) -> None:
                 # compared with the recorded digest (``tools._pin_holds``), memo warm.
                 instance = SimpleNamespace(
                     plugin=name,
-                    trusted_record=provenance.code_digest(origin.path, origin.top_level),
+                    trusted_record=closure.trust_digest(
+                        registry.distribution(name), origin.path, origin.top_level, origin.entry
+                    ),
                 )
                 assert tools._pin_holds(instance)
                 pin_ns = _per_call(lambda instance=instance: tools._pin_holds(instance), rounds)

@@ -191,9 +191,14 @@ def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, 
     (docs/plugins.rst): between two loads the per-call pin uses the memo."""
     import mmap
     import time
+    from importlib.metadata import PathDistribution
 
-    from django_webfetch.plugins import provenance, registry
+    from django_webfetch.plugins import closure, provenance, registry
     from django_webfetch.plugins.tools import plugin_tools
+
+    def pin() -> str:  # what trust records for it (no dependency: its own digest alone)
+        dist = PathDistribution(site / "webfetch_e-1.0.dist-info")
+        return closure.own_digest(dist, str(site), "webfetch_e", "webfetch_e:manifest")
 
     site = tmp_path / "srv" / "e"
     wheel(site, "webfetch-e", {"e": "webfetch_e:manifest"}, {"webfetch_e/__init__.py": _REVIEWED})
@@ -217,13 +222,13 @@ def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, 
     if (before.st_mtime_ns, before.st_ctime_ns) == (after.st_mtime_ns, after.st_ctime_ns):
         # The key did not change, so the memo alone still says "reviewed": what the load's
         # full read fixes.
-        assert provenance.code_digest(str(site), "webfetch_e") == reviewed_digest
+        assert pin() == reviewed_digest
     registry.reset()
     assert not instance.trust_holds(), instance.trust_problem()
     assert registry.get_manifest("e") is None
     assert any("plugin_distribution_unsafe" in p for p in registry.problems()), registry.problems()
     assert "e_run" not in {t.name for t in plugin_tools()}
-    assert provenance.code_digest(str(site), "webfetch_e") != reviewed_digest
+    assert pin() != reviewed_digest
     assert "webfetch_e" not in sys.modules
 
 

@@ -104,16 +104,17 @@ def test_the_pin_covers_exactly_the_installed_closure(tmp_path_factory, graph):
 
 def test_site_requirements_leave_the_pin_as_it_was(tmp_path):
     """A plugin that requires only distributions of the site's own set (django-webfetch's
-    requirement closure) has the pin of decision 0050: its code digest alone."""
-    from django_webfetch.plugins import closure, provenance
+    requirement closure) has the pin of decision 0050: what it runs alone (its code, and
+    since attack 12 its entry point and metadata: ``closure.own_digest``)."""
+    from django_webfetch.plugins import closure
 
     site = tmp_path / "site"
     _plugin(site, ["django>=5", "httpx", "django-webfetch", "dnspython"])
     dist = _dist(site)
     assert {"django", "httpx", "dnspython"} <= closure.site_names()
     assert closure.dependencies(dist, str(site)) == ()
-    assert closure.trust_digest(dist, str(site), "webfetch_t") == provenance.code_digest(
-        str(site), "webfetch_t"
+    assert closure.trust_digest(dist, str(site), "webfetch_t") == closure.own_digest(
+        dist, str(site), "webfetch_t"
     )
     # An extra of a site distribution is not the site's: what it brings is pinned
     # (attack 9, finding 2): ``dnspython[doh]`` asks for ``h2``.

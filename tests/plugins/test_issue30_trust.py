@@ -57,9 +57,18 @@ def _install(site: Any, dist: str = "webfetch-t", version: str = "1.0", mark: st
         )
     )
     (info / "RECORD").write_text(record)
-    # The pin: the SHA-256 over each file of the package, its path and its bytes' SHA-256.
+    # The pin: the SHA-256 over each file of the package, its path and its bytes' SHA-256,
+    # with the entry point's value and the files of its metadata that decide what runs
+    # (``closure.own_digest``; issue 30, attack 12, findings 2 and 3).
     code = hashlib.sha256((package / "__init__.py").read_bytes()).hexdigest()
-    return hashlib.sha256(f"webfetch_t/__init__.py\0{code}\n".encode()).hexdigest()
+    tree = hashlib.sha256(f"webfetch_t/__init__.py\0{code}\n".encode()).hexdigest()
+    pin = hashlib.sha256(b"entry\0webfetch_t:manifest\n")
+    pin.update(f"code\0webfetch_t\0{tree}\n".encode())
+    for name in ("entry_points.txt", "METADATA"):
+        pin.update(
+            f"meta\0{name}\0{hashlib.sha256((info / name).read_bytes()).hexdigest()}\n".encode()
+        )
+    return pin.hexdigest()
 
 
 def _cli(*args: str) -> str:
