@@ -20,6 +20,10 @@ an entry that is no directory (a zip) cannot be pinned (attack 10); metadata dir
 are found as ``importlib.metadata`` finds them (any case, an egg's ``EGG-INFO``, which
 cannot be pinned), ``RECORD`` is read with ``csv`` (``provenance.record_paths``) and a
 module it installs outside the dependency's directory makes it unpinnable (attack 11).
+A site name counts only at its one copy (attack 12: a dependency shipped a copy of the
+site's metadata requiring itself), a dependency writing into a metadata directory not its
+own cannot be pinned, and every other file its ``RECORD`` lists (a shared library in
+``<prefix>/lib``, its own ``entry_points.txt``) is pinned by its bytes (``_scan``).
 A requirement line is left out only when its parsed marker holds for no extra asked
 (``for_other_extras``).
 
@@ -808,7 +812,8 @@ def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
     """The requirement closure of plugin distribution ``dist`` (its code in directory
     ``path``), outside the site's own set: each installed distribution with the digest of
     its code (each top-level name it installs, as ``provenance.code_digest`` digests a
-    plugin's, and its ``METADATA``), sorted by name and directory; bounded in
+    plugin's, its ``METADATA`` and every other file its ``RECORD`` lists: ``_scan``),
+    sorted by name and directory; bounded in
     distributions, files and bytes (past a bound, one entry says so and no pin holds)."""
     if dist is None:
         return ()

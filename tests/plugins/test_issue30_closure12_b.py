@@ -25,13 +25,21 @@ pytestmark = pytest.mark.django_db
 
 def _metadata(name: str, requires: list[str], version: str = "1.0") -> dict[str, bytes]:
     lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
-    return {"METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{lines}".encode()}
+    return {
+        "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{lines}".encode()
+    }
 
 
 def _plugin(site: Path, requires: list[str]) -> object:
     """Plugin ``t`` (distribution ``webfetch-t``) requiring ``requires``, in ``site``."""
-    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-          {"webfetch_t/__init__.py": MANIFEST % "t"}, _metadata("webfetch-t", requires))  # fmt: skip
+    meta = _metadata("webfetch-t", requires)
+    wheel(
+        site,
+        "webfetch-t",
+        {"t": "webfetch_t:manifest"},
+        {"webfetch_t/__init__.py": MANIFEST % "t"},
+        meta,
+    )
     return next(iter(distributions(name="webfetch-t", path=[str(site)])))
 
 
@@ -73,7 +81,9 @@ def test_what_a_dependency_installs_never_makes_it_the_sites(
     assert set(_SITE) <= before  # every name copied here is the site's, once
     site = tmp_path_factory.mktemp("site")
     dist = _plugin(site, ["wfdep-k"])
-    fakes = dict(_site_copy(name, _spellings(name)[n % len(_spellings(name))]) for name, n in copied)
+    fakes = dict(
+        _site_copy(name, _spellings(name)[n % len(_spellings(name))]) for name, n in copied
+    )
     code = {"wfdep_k/__init__.py": "ANSWER = 'reviewed'\n"}
     if by_dependency:
         wheel(site, "wfdep-k", {}, {**code, **fakes})
