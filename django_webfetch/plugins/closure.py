@@ -20,6 +20,10 @@ an entry that is no directory (a zip) cannot be pinned (attack 10); metadata dir
 are found as ``importlib.metadata`` finds them (any case, an egg's ``EGG-INFO``, which
 cannot be pinned), ``RECORD`` is read with ``csv`` (``provenance.record_paths``) and a
 module it installs outside the dependency's directory makes it unpinnable (attack 11).
+A site name counts only at its one copy (attack 12: a dependency shipped a copy of the
+site's metadata requiring itself), a dependency writing into a metadata directory not its
+own cannot be pinned, and every other file its ``RECORD`` lists (a shared library in
+``<prefix>/lib``, its own ``entry_points.txt``) is pinned by its bytes (``_scan``).
 A requirement line is left out only when its parsed marker holds for no extra asked
 (``for_other_extras``).
 
@@ -45,6 +49,7 @@ import importlib.machinery
 import importlib.metadata
 import json
 import os
+import stat
 import sys
 import textwrap
 from collections.abc import Iterable
@@ -87,6 +92,7 @@ __all__ = [
     "BAD_METADATA",
     "Dependency",
     "EGG",
+    "FOREIGN_METADATA",
     "MAX_BYTES",
     "MAX_DISTRIBUTIONS",
     "MAX_FILES",
@@ -137,6 +143,7 @@ PATH_FILE = "plugin_dependency_path_file"
 ARCHIVE = "plugin_dependency_not_in_directory"
 EGG = "plugin_dependency_egg_directory"
 OUTSIDE = "plugin_dependency_outside_directory"
+FOREIGN_METADATA = "plugin_dependency_foreign_metadata"
 
 #: Every pattern here reads a distribution author's metadata: each is on RE2 (linear in the
 #: text).  ``_SPACE`` is what Python's ``\s`` matches in text (``str.isspace``: RE2's ``\s``
@@ -502,8 +509,9 @@ def site_names() -> frozenset[str]:
     environment marker holds here (no extra: an extra's distributions, ``celery`` or
     ``django-cms``, need not be the site's, and a plugin that requires one pins it) and
     whose distribution is installed (``tzdata`` for Django on win32 is not the site's on
-    Linux).  Empty when ``django-webfetch`` is not installed as a distribution (then
-    every requirement of a plugin is pinned)."""
+    Linux), once: a name installed more than once on ``sys.path`` is not the site's, nor
+    what its copies require.  Empty when ``django-webfetch`` is not installed as a
+    distribution, or is more than once (then every requirement of a plugin is pinned)."""
     searched = _search_dirs()
     dir_keys = tuple(searched)
     known = _site_memo.get(dir_keys)
@@ -519,11 +527,18 @@ def site_names() -> frozenset[str]:
         if name in looked:
             continue
         looked.add(name)
-        found = [dist for dist, problem in _installed(name, index) if not problem]
-        if not found:
-            continue  # not installed here: not the site's
+        copies = _installed(name, index)
+        if len(copies) != 1 or copies[0][1]:
+            # Not installed here; or several copies, of which one is what the site
+            # installed and the others anyone's (a dependency's wheel may ship a copy of a
+            # site distribution's metadata in ``.data/purelib``: test_issue30_attack12.py),
+            # which cannot be told apart: none is followed (fail closed: a plugin requiring
+            # the name pins every copy); or a copy that cannot be pinned.  A single copy is
+            # the one ``importlib.metadata`` resolves (``_index`` finds a superset of the
+            # directories its ``Lookup`` matches).
+            continue
         names.add(name)
-        for dist in found:
+        for dist in [copies[0][0]]:
             metas.append((_meta_path(dist), _meta_keys(dist)))
             with contextlib.suppress(Exception):
                 lines = list(dist.requires or ())
@@ -550,7 +565,9 @@ _CODE_SUFFIXES = tuple(
 
 
 class _Node(NamedTuple):
-    """A distribution of a closure as found (its files' digests are computed at each use)."""
+    """A distribution of a closure as found (its files' digests are computed at each use);
+    ``files``: the files its ``RECORD`` lists that are in none of ``tops`` (``_scan``), as
+    (the row, relative to ``base``, the absolute path)."""
 
     name: str
     version: str
@@ -558,56 +575,105 @@ class _Node(NamedTuple):
     tops: tuple[str, ...]
     meta: str
     problem: str
+    files: tuple[tuple[str, str], ...] = ()
+
+
+#: What an installer writes into a metadata directory about the install, not from the
+#: wheel (the tool, whether it was asked for, where from: ``direct_url.json`` is read for
+#: an editable install, which cannot be pinned), and ``RECORD`` (the list whose files are
+#: pinned; ``METADATA`` is pinned by itself): left out of a dependency's pinned files.
+_INSTALLER_FILES = frozenset({"INSTALLER", "REQUESTED", "direct_url.json", "RECORD", "METADATA"})
+
+
+def _is_meta_dir(parts: list[str], at: int) -> bool:
+    """Path part ``at`` of ``parts`` names a metadata directory (``importlib.metadata``
+    finds ``*.dist-info``, ``*.egg-info`` and an egg's ``EGG-INFO``, in any case)."""
+    low = parts[at].lower()
+    egg = at > 0 and low == "egg-info" and parts[at - 1].lower().endswith(".egg")
+    return low.endswith((".dist-info", ".egg-info")) or egg
 
 
 def _tops(dist: Any, base: str) -> tuple[tuple[str, ...], str]:
+    """The top-level names ``dist`` installs under ``base`` (``_scan``), or why its code
+    cannot be told apart."""
+    tops, _files, why = _scan(dist, base)
+    return tops, why
+
+
+def _scan(dist: Any, base: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], str]:
     """The top-level names ``dist`` installs under ``base`` (from its ``RECORD``, and its
-    ``top_level.txt``), or why its code cannot be told apart (no ``RECORD``, an editable
-    install whose code is elsewhere)."""
+    ``top_level.txt``) and every other file its ``RECORD`` lists that is pinned by its
+    bytes (a file outside ``base``: a shared library ``libx.so.1`` in ``<prefix>/lib``,
+    a script, a data file; a file of its own metadata directory but ``_INSTALLER_FILES``;
+    a top-level file named for no module), or why its code cannot be told apart: no
+    ``RECORD``, an editable install whose code is elsewhere, a path configuration file, a
+    module outside ``base`` (the import system may load it from another ``sys.path``
+    entry, beside files no ``RECORD`` lists), or a file written into a metadata directory
+    not its own (another distribution's metadata, or a copy of it: which distributions
+    are installed, and the site's own, are read from them; test_issue30_attack12.py)."""
     with contextlib.suppress(Exception):
         direct = json.loads(dist.read_text("direct_url.json") or "{}")
         if isinstance(direct, dict) and (direct.get("dir_info") or {}).get("editable"):
-            return (), "installed in editable mode: its code is not in its directory"
+            return (), (), "installed in editable mode: its code is not in its directory"
     try:
         record = dist.read_text("RECORD")
     except Exception as exc:
-        return (), f"its RECORD cannot be read ({type(exc).__name__})"
+        return (), (), f"its RECORD cannot be read ({type(exc).__name__})"
     if record is None:
-        return (), "it has no RECORD: which files are its code cannot be told"
+        return (), (), "it has no RECORD: which files are its code cannot be told"
     try:
         rows = provenance.record_paths(record)  # as pip writes and importlib reads it
     except Exception as exc:
-        return (), f"its RECORD cannot be read ({type(exc).__name__})"
+        return (), (), f"its RECORD cannot be read ({type(exc).__name__})"
+    own = _meta_path(dist)
     names: set[str] = set()
+    files: dict[str, str] = {}
+    root = base.rstrip(os.sep) + os.sep
     for raw in rows:
         row = raw.replace("\\", "/")
         if row.rpartition("/")[2].lower().endswith(".pth"):
             # site.py adds the directories a path configuration file names to ``sys.path``
             # and runs its ``import`` lines: code outside the distribution's directory.
             why = f"it installs a path configuration file ({row[-80:]!r})"
-            return (), f"{why}: code it puts on sys.path is not in its directory ({PATH_FILE})"
+            return (), (), f"{why}: code it puts on sys.path is not in its directory ({PATH_FILE})"
         target = os.path.normpath(os.path.join(base, row))
-        if not target.startswith(base.rstrip(os.sep) + os.sep):
+        inside = target.startswith(root)
+        parts = target[len(root) :].split(os.sep) if inside else target.split(os.sep)
+        # A metadata directory at the top of its directory (a nested one is in a package,
+        # pinned with it), or anywhere outside it.
+        meta_at = next((n for n, p in enumerate(parts[:-1]) if _is_meta_dir(parts, n)), -1)
+        if (meta_at == 0 and os.path.join(base, parts[0]) != own) or (meta_at > 0 and not inside):
+            why = f"it writes into a metadata directory not its own ({row[-80:]!r})"
+            return (), (), f"{why}: it makes another distribution's metadata ({FOREIGN_METADATA})"
+        if not inside:
             if row.lower().endswith(_CODE_SUFFIXES):
                 # A module outside its directory (a ``.data/platlib`` package installed
                 # into ``lib64`` beside ``lib``): code it imports that no pin covers.
                 why = f"it installs code outside its directory ({row[-80:]!r})"
-                return (), f"{why}: its pin cannot cover it ({OUTSIDE})"
-            continue  # a script or a data file outside its directory: not imported
-        parts = target[len(base.rstrip(os.sep)) + 1 :].split(os.sep)
+                return (), (), f"{why}: its pin cannot cover it ({OUTSIDE})"
+            # A shared library (``libx.so.1``, loaded by ``ctypes`` or an extension's
+            # ``RPATH``), a script or a data file: pinned by its bytes.
+            files[os.path.relpath(target, base)] = target
+            continue
         head = parts[0]
-        if head.lower().endswith((".dist-info", ".egg-info")):
+        if len(parts) == 1 and _is_meta_dir(parts, 0):
+            continue  # a row naming a metadata directory itself
+        if meta_at == 0:  # its own
+            if len(parts) > 2 or parts[1] not in _INSTALLER_FILES:
+                files[os.path.relpath(target, base)] = target
             continue
         if len(parts) == 1 or (head == CACHE_DIR and len(parts) == 2):
             head = parts[-1].partition(".")[0]
         if head:
             names.add(head)
+        else:  # a top-level file no module is named for (``.libx.so.1``)
+            files[os.path.relpath(target, base)] = target
     with contextlib.suppress(Exception):
         for line in (dist.read_text("top_level.txt") or "").splitlines():
             top = line.strip().replace("\\", "/").split("/")[0].split(".")[0]
             if top:
                 names.add(top)
-    return tuple(sorted(names)), ""
+    return tuple(sorted(names)), tuple(sorted(files.items())), ""
 
 
 #: Closures remembered: (plugin metadata path, directory keys) -> (metadata keys, nodes).
@@ -705,21 +771,59 @@ def _node(name: str, copy: Any, problem: str, site: bool) -> tuple[_Node | None,
         label = str(copy.metadata["Name"] or "")
         version = str(copy.metadata["Version"] or "")
         base = os.path.realpath(os.fspath(copy.locate_file("")))
-        tops, why = _tops(copy, base)
+        tops, files, why = _scan(copy, base)
     except Exception as exc:
-        label, version, base, tops = name, "?", "", ()
+        label, version, base, tops, files = name, "?", "", (), ()
         why = f"its metadata cannot be read ({type(exc).__name__})"
     bad = invalid(label, version)
     if bad:  # what it says is neither shown nor compared
         label, version = name, "?"
-    return _Node(label, version, base, tops, _meta_path(copy), problem or bad or why), copy
+    problem = problem or bad or why
+    return _Node(label, version, base, tops, _meta_path(copy), problem, files), copy
+
+
+#: ``_file_sha256`` remembered: (path, ``file_key``) -> SHA-256.
+_file_hashes: Memo[tuple[str, tuple[int, ...]], str] = Memo(4096)
+
+
+def _file_sha256(full: str, key: tuple[int, ...]) -> str:
+    """SHA-256 of the bytes of file ``full`` (``key``: its ``file_key``), or "" when it is
+    not a regular file, cannot be read, or reads more bytes than its ``stat`` size (a
+    ``/proc`` file says 0 bytes): read at most that size and one byte, so the bound of
+    ``MAX_BYTES``, decided from sizes before any file is read, holds by construction.
+    Remembered by the file's identity (read again inside ``provenance.rehashed()``)."""
+    if len(key) != 5:
+        return ""
+    memo = (full, key)
+    found = None if getattr(provenance._rehashing, "depth", 0) else _file_hashes.get(memo)
+    if found is not None:
+        return found
+    digest = hashlib.sha256()
+    left = key[2] + 1
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return ""
+            while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError:
+        return ""
+    if left <= 0:
+        return ""  # more bytes than its size: what it reads is not what was counted
+    found = digest.hexdigest()
+    if provenance.settled((key,)):
+        _file_hashes.put(memo, found)
+    return found
 
 
 def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
     """The requirement closure of plugin distribution ``dist`` (its code in directory
     ``path``), outside the site's own set: each installed distribution with the digest of
     its code (each top-level name it installs, as ``provenance.code_digest`` digests a
-    plugin's, and its ``METADATA``), sorted by name and directory; bounded in
+    plugin's, its ``METADATA`` and every other file its ``RECORD`` lists: ``_scan``),
+    sorted by name and directory; bounded in
     distributions, files and bytes (past a bound, one entry says so and no pin holds)."""
     if dist is None:
         return ()
@@ -750,6 +854,25 @@ def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
             files += count
             size += bytes_
             total.update(f"{top}\0{digest}\n".encode())
+        if node.files and not problem:
+            # Each other file its RECORD lists (``_scan``), its size counted before any is
+            # read; one that is no regular file, or reads otherwise than its size, cannot
+            # be pinned.
+            keys = [provenance.file_key(full) for _row, full in node.files]
+            bytes_ = sum(k[2] for k in keys if len(k) == 5)
+            if files + len(keys) > MAX_FILES or size + bytes_ > MAX_BYTES:
+                over = True
+                problem = f"the dependencies hold more than {MAX_FILES} files or {MAX_BYTES} bytes"
+            files += len(keys)
+            size += bytes_
+            for (row, full), key in zip(node.files, keys, strict=True):
+                if over:
+                    break
+                sha = _file_sha256(full, key) if len(key) == 5 else "missing"
+                if not sha:
+                    problem = f"its file {row[-80:]!r} is no regular file of a stable size"
+                    break
+                total.update(f"file\0{row}\0{sha}\n".encode())
         meta = provenance.file_sha256(os.path.join(node.meta, "METADATA")) if node.meta else ""
         total.update(f"METADATA\0{meta or 'unreadable'}\n".encode())
         found.append(Dependency(node.name, node.version, total.hexdigest(), node.base, problem))

@@ -69,7 +69,11 @@ def test_a_dependency_that_installs_a_copy_of_the_sites_metadata_is_never_pinned
     # What the operator is shown and trust pins: the dependency must be among them.
     shown = {d.name for d in registry.dependencies("t")}
     instance = PluginInstance.objects.create(plugin="t", alias="t", trusted=True)
-    assert instance.trust_holds(), instance.trust_problem()
+    # Either trust holds (the dependency pinned), or it never does because the dependency
+    # writes into a metadata directory not its own (decision 0051, round 12 amendment:
+    # fixed so; test bug fixed: the test required the first).
+    held = instance.trust_holds()
+    assert held or closure.FOREIGN_METADATA in instance.trust_problem(), instance.trust_problem()
     # The dependency's next release: other code, same name and version.
     (site / "wfdep_k" / "__init__.py").write_text("ANSWER = 'other code'\n")
     registry.reset()

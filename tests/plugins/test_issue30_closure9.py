@@ -74,7 +74,7 @@ def test_the_sites_names_are_the_installed_ones_its_markers_ask_for_here(
 ):
     """Finding 1, as a class: ``closure.site_names`` holds a distribution exactly when a
     line of the site's closure whose marker holds here asks for it and it is installed;
-    random graphs of requirements under a second copy of ``django-webfetch``, with markers
+    random graphs of requirements under the only copy of ``django-webfetch``, with markers
     true and false here, extras, and requirements never installed."""
     from django_webfetch.plugins import closure
 
@@ -94,11 +94,15 @@ def test_the_sites_names_are_the_installed_ones_its_markers_ask_for_here(
             continue
         expected.add(names[i])
         queue.extend(j for j, m in graph[i][1] if _MARKERS[m])
-    sys.path.insert(0, str(site))
+    # The only copy of ``django-webfetch`` on the path (a name installed twice is not the
+    # site's: tests/plugins/test_issue30_closure12_b.py).
+    closure._packaging()
+    saved = sys.path[:]
+    sys.path[:] = [str(site)]
     try:
         found = closure.site_names()
     finally:
-        sys.path.remove(str(site))
+        sys.path[:] = saved
     assert {n for n in found if n.startswith("wfsite-")} == expected
     assert "django-webfetch" in found
 
