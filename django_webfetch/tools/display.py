@@ -12,9 +12,9 @@ combining grapheme joiner, Mongolian selectors, ...), every printable character 
 renders blank (the Hangul fillers U+3164, U+115F, U+1160, U+FFA0, the Braille blank
 U+2800), a combining mark with nothing to combine with (at the start of a name, after
 a quote) and every combining mark past ``MAX_MARKS`` on one character (a stack of marks
-is drawn far above and below its line, over the rows around it) is written as an escape, so a value can neither hide part of itself nor forge a
-line of the card or the mail, and two different names never look alike
-(``tests/test_display.py``).  A name that is not an ASCII identifier is also marked
+is drawn far above and below its line, over the rows around it) is written as an escape,
+so a value can neither hide part of itself nor forge a line of the card or the mail, and
+two different names never look alike (``tests/test_display.py``).  A name that is not an ASCII identifier is also marked
 ``[unusual name]``.  HTML surfaces escape the text on top of that (Django's autoescape or
 ``format_html``).
 """
