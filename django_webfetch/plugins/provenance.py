@@ -18,6 +18,7 @@ plugin's files hold code that is not its source's (checked before a trusted impo
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import errno
 import hashlib
@@ -35,6 +36,7 @@ from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
     "CACHE_DIR",
+    "DIGEST_BYTES",
     "ENTRY_POINT_GROUP",
     "METADATA_MAX_BYTES",
     "WALK_DEPTH",
@@ -167,6 +169,11 @@ class Memo(OrderedDict[K, V]):
 #: At most this many files and directories of one plugin are read for its digest
 #: (``registry`` refuses a package with more entries than it checks, ``plugin_path_unsafe``).
 _DIGEST_FILES = 20000
+#: At most this many bytes of one plugin's files are read for its digest, and for the
+#: check of its ``RECORD`` hashes (``record_problem``), counted on the bytes read: more
+#: (a sparse file unpacked from a tarball, a link to ``/proc/kcore``) is a package no pin
+#: holds for (tests/plugins/test_issue30_closure12_c.py).
+DIGEST_BYTES = 512 << 20
 #: At most this many directories nested below a plugin's package are walked, here and by the
 #: registry's checks (``registry._PathCheck``, ``registry._stamp``): every walk over a
 #: plugin's files keeps its own stack, and a deeper package is refused
@@ -285,11 +292,11 @@ def rehashed() -> Iterator[None]:
 
 
 class ReadRefused(OSError):
-    """A file that is not read whole (``read_each``): no regular file by its opened
-    descriptor's ``fstat`` (a device, a FIFO, a socket, whatever a link leads to), more
-    bytes than the bound, or more bytes than its ``fstat`` size (it changed while read, or
-    is no file on disk: a file of ``/proc`` or ``/sys`` says 0 bytes or a page and reads
-    as many as it likes, ``/proc/self/pagemap`` hundreds of GiB)."""
+    """A file that is not read (``read_each``): no regular file by its opened descriptor's
+    ``fstat`` (a device, a FIFO, a socket, whatever a link leads to), a file of ``/proc``
+    or ``/sys`` (its ``fstat`` says 0 bytes or a page and it reads as many as it likes:
+    ``/proc/self/pagemap`` hundreds of GiB), more bytes than the bound, or other than its
+    ``fstat`` size (it changed while read, or is no file on disk)."""
 
 
 #: At most this many bytes of one metadata file (``METADATA``, ``RECORD``,
@@ -309,6 +316,8 @@ def _open_regular(full: str, limit: int | None) -> tuple[int, os.stat_result]:
             raise IsADirectoryError(errno.EISDIR, "is a directory", full)
         if not stat.S_ISREG(info.st_mode):
             raise ReadRefused(f"is not a regular file (mode {stat.S_IFMT(info.st_mode):o})")
+        if info.st_dev in _pseudo_devices():
+            raise ReadRefused("is a file of /proc or /sys, not of a package")
         if limit is not None and info.st_size > limit:
             raise ReadRefused(f"holds more than {limit} bytes")
     except BaseException:
@@ -317,8 +326,30 @@ def _open_regular(full: str, limit: int | None) -> tuple[int, os.stat_result]:
     return fd, info
 
 
+_pseudo: set[int] | None = None
+
+
+def _pseudo_devices() -> set[int]:
+    """The devices of ``/proc`` and ``/sys`` (each when it is a mount of its own): their
+    files are no package's, say 0 bytes or a page, and read as many as they like."""
+    global _pseudo
+    if _pseudo is None:
+        found: set[int] = set()
+        with contextlib.suppress(OSError):
+            root = os.stat("/").st_dev
+            for mount in ("/proc", "/sys"):
+                with contextlib.suppress(OSError):
+                    device = os.stat(mount).st_dev
+                    if device != root:
+                        found.add(device)
+        _pseudo = found
+    return _pseudo
+
+
 def _read_fd(fd: int, size: int, use: Callable[[bytes], object]) -> int:
-    """At most ``size`` + 1 bytes of ``fd`` to ``use``, how many were read; closes ``fd``."""
+    """At most ``size`` + 1 bytes of ``fd`` to ``use``, how many were read (``size``: a
+    file giving more or fewer bytes than its ``fstat`` size changed while read, or is no
+    file on disk: ``ReadRefused``); closes ``fd``."""
     try:
         left = size + 1  # one more: a file that gives it holds more than it says
         while left > 0:
@@ -327,14 +358,16 @@ def _read_fd(fd: int, size: int, use: Callable[[bytes], object]) -> int:
                 break
             left -= len(chunk)
             if left <= 0:
-                raise ReadRefused(
-                    f"gives more than the {size} bytes it holds (it changed while read, "
-                    "or is no file on disk)"
-                )
+                break
             use(chunk)
     finally:
         os.close(fd)
-    return size + 1 - left
+    if left != 1:
+        raise ReadRefused(
+            f"gives {'more' if left < 1 else 'fewer'} than the {size} bytes its fstat says "
+            "(it changed while read, or is no file on disk)"
+        )
+    return size
 
 
 def read_each(
@@ -344,8 +377,9 @@ def read_each(
     opened descriptor's ``fstat``.  Bounded by construction: at most ``st_size + 1`` bytes
     are read, ``st_size`` from the descriptor's ``fstat`` (never a path's ``stat``, which
     a link or a rename may answer for another file), and never more than ``limit`` + 1;
-    raises ``ReadRefused`` for no regular file, a file larger than ``limit`` or one that
-    gives more than its size, ``OSError`` when it cannot be opened or read.  Never blocks
+    raises ``ReadRefused`` for no regular file, a file of ``/proc`` or ``/sys``, a file
+    larger than ``limit`` or one that gives more or fewer bytes than its size (changed
+    while read), ``OSError`` when it cannot be opened or read.  Never blocks
     on a FIFO (its name may stand where a file was listed): opened non-blocking, refused
     by its ``fstat`` (tests/plugins/test_issue30_closure12_c.py)."""
     fd, info = _open_regular(full, limit)
@@ -443,7 +477,7 @@ def code_digest(path: str, top: str) -> str:
     if not path:
         return ""
     try:
-        tree = code_tree(path, top)
+        tree = code_tree(path, top, max_bytes=DIGEST_BYTES)
     except Exception as exc:  # a file that fails to read mid-way: no pin holds either
         return _unpinned(type(exc).__name__)
     if isinstance(tree, str):
@@ -647,6 +681,7 @@ def record_problem(dist: Any) -> str:
     except Exception:
         return ""
     caches: dict[str, bool] = {}
+    left = DIGEST_BYTES  # counted on the bytes read
     for file in files:
         found = getattr(file, "hash", None)
         if found is None:
@@ -664,21 +699,23 @@ def record_problem(dist: Any) -> str:
         mode = str(found.mode).lower()
         if not os.path.exists(full):
             return f"{str(file)[:200]!r}, listed in its RECORD, is missing"
-        if mode == "sha256":
-            try:
-                hexed = file_sha256(full)  # as ``read_each`` reads: bounded, regular only
-            except OSError:
-                hexed = ""
-            actual = _b64(bytes.fromhex(hexed)) if hexed else ""
-        elif mode in hashlib.algorithms_guaranteed:
-            other = hashlib.new(mode)
-            try:
-                read_each(full, other.update)
-                actual = _b64(other.digest())
-            except OSError:
-                actual = ""
-        else:
+        if mode not in hashlib.algorithms_guaranteed:
             return f"{str(file)[:200]!r} has a RECORD hash of unknown kind {mode[:20]!r}"
+        try:  # as ``read_each`` reads: regular files only, at most their size and ``left``
+            if mode == "sha256":
+                hexed, read = _sha256_read(full, None, left)
+                actual = _b64(bytes.fromhex(hexed)) if hexed else ""
+            else:
+                other = hashlib.new(mode)
+                read = read_each(full, other.update, left).st_size
+                actual = _b64(other.digest())
+            left -= read
+        except ReadRefused as exc:
+            if str(exc).startswith("holds more than"):
+                return f"the files its RECORD lists hold more than {DIGEST_BYTES} bytes"
+            actual = ""
+        except OSError:
+            actual = ""
         if actual != found.value:
             return (
                 f"{str(file)[:200]!r} is not the file its RECORD lists (its bytes changed "
