@@ -14,9 +14,9 @@ U+2800), a combining mark with nothing to combine with (at the start of a name, 
 a quote) and every combining mark past ``MAX_MARKS`` on one character (a stack of marks
 is drawn far above and below its line, over the rows around it) is written as an escape,
 so a value can neither hide part of itself nor forge a line of the card or the mail, and
-two different names never look alike (``tests/test_display.py``).  A name that is not an ASCII identifier is also marked
-``[unusual name]``.  HTML surfaces escape the text on top of that (Django's autoescape or
-``format_html``).
+two different names never look alike (``tests/test_display.py``).  A name that is not an
+ASCII identifier is also marked ``[unusual name]``.  HTML surfaces escape the text on top
+of that (Django's autoescape or ``format_html``).
 """
 
 from __future__ import annotations
