@@ -727,6 +727,7 @@ def check_plugin_path(
     (docs/decisions/0049-plugin-directories-off-the-site-path.rst)."""
     from importlib.metadata import distributions
 
+    from .plugins.closure import bounded
     from .plugins.registry import dist_plugin_entry_points, plugin_dirs
     from .plugins.shown import shown
 
@@ -761,7 +762,7 @@ def check_plugin_path(
         if path in own or path in found or not os.path.isdir(path):
             continue
         names: list[str] = []
-        for dist in distributions(path=[path]):
+        for dist in map(bounded, distributions(path=[path])):  # its metadata read bounded
             # An entry_points.txt that cannot be read or decoded counts as a plugin
             # distribution when its bytes name the group (or cannot be read): fail closed.
             if dist_plugin_entry_points(dist):

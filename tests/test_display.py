@@ -79,10 +79,11 @@ def test_two_argument_names_never_render_alike():
 def _one_character_at_a_time(text: str) -> str:
     """The rule of ``visible_text`` as written in its docstring, one character at a time
     (no run copied whole, no cached class): the fast path must agree with it."""
-    from django_webfetch.tools.display import _BLANK_RANGES
+    from django_webfetch.tools.display import _BLANK_RANGES, MAX_MARKS
 
     out: list[str] = []
     previous: str | None = None
+    marks = 0
     for char in text:
         code = ord(char)
         mark = unicodedata.category(char).startswith("M")
@@ -90,14 +91,14 @@ def _one_character_at_a_time(text: str) -> str:
             not char.isprintable()
             or any(low <= code <= high for low, high in _BLANK_RANGES)
             or unicodedata.category(char) == "Cf"
-            or (mark and (previous is None or not previous.isalnum()))
+            or (mark and (previous is None or not previous.isalnum() or marks >= MAX_MARKS))
         )
         if hidden:
             out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
             previous = None
         else:
             out.append(char)
-            previous = previous if mark else char
+            previous, marks = (previous, marks + 1) if mark else (char, 0)
     return "".join(out)
 
 

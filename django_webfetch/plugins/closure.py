@@ -49,7 +49,6 @@ import importlib.machinery
 import importlib.metadata
 import json
 import os
-import stat
 import sys
 import textwrap
 from collections.abc import Iterable
@@ -90,6 +89,7 @@ def _packaging() -> None:
 __all__ = [
     "ARCHIVE",
     "BAD_METADATA",
+    "Bounded",
     "Dependency",
     "EGG",
     "FOREIGN_METADATA",
@@ -105,6 +105,7 @@ __all__ = [
     "SITE_DISTRIBUTION",
     "TOO_MANY",
     "TooMany",
+    "bounded",
     "changed",
     "closure_of",
     "dependencies",
@@ -166,14 +167,18 @@ _VALID_VERSION = compile_pattern(
 )
 
 
-def invalid(name: str, version: str) -> str:
+def invalid(name: str, version: str, code: str = BAD_METADATA) -> str:
     """Why a distribution's METADATA ``Name`` (PEP 508) or ``Version`` (PEP 440) is not
-    valid ("" when both are): pip installs no such distribution, and neither is shown."""
+    valid ("" when both are), with reason ``code``: pip installs no such distribution, and
+    neither is shown (a dependency's here, the plugin's own in ``provenance.provider_of``)."""
     if not _VALID_NAME.fullmatch(name):
-        return f"its METADATA Name is not a valid distribution name ({BAD_METADATA})"
+        return f"its METADATA Name is not a valid distribution name ({code})"
     if not _VALID_VERSION.fullmatch(version):
-        return f"its METADATA Version is not a valid version ({BAD_METADATA})"
+        return f"its METADATA Version is not a valid version ({code})"
     return ""
+
+
+provenance.metadata_invalid = invalid  # what ``provenance.provider_of`` checks
 
 
 class Dependency(NamedTuple):
@@ -191,6 +196,44 @@ class Dependency(NamedTuple):
         if not self.version:
             return f"{self.name} (not installed)"
         return f"{self.name} {self.version}"
+
+
+class Bounded(PathDistribution):
+    """A distribution whose metadata files are read bounded: each a regular file (by its
+    opened descriptor's ``fstat``), at most its size and ``provenance.METADATA_MAX_BYTES``
+    (``provenance.read_bounded``), decoded as ``PathDistribution.read_text`` decodes it
+    (UTF-8, universal newlines).  A ``METADATA``, ``RECORD`` or ``entry_points.txt`` linked
+    to ``/dev/zero`` or a file of ``/proc`` raises ``OSError`` (unreadable metadata: fail
+    closed), where ``PathDistribution`` read it to its end, if it had one
+    (tests/plugins/test_issue30_closure12_c.py).  Every distribution the registry, the
+    closure and the checks read is one (``bounded``)."""
+
+    def read_text(self, filename: str | os.PathLike[str]) -> str | None:
+        path: Any = self._path.joinpath(filename)
+        try:
+            if isinstance(path, Path):
+                data = provenance.read_bounded(os.fspath(path), provenance.METADATA_MAX_BYTES)
+            else:  # a zip's entry (``zipfile.Path``): its decompressed bytes, bounded too
+                with path.open("rb") as fh:
+                    data = fh.read(provenance.METADATA_MAX_BYTES + 1)
+                if len(data) > provenance.METADATA_MAX_BYTES:
+                    raise provenance.ReadRefused(
+                        f"holds more than {provenance.METADATA_MAX_BYTES} bytes"
+                    )
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            return None
+        except KeyError:  # pragma: no cover - a zip's missing entry, as importlib suppresses it
+            return None  # as ``PathDistribution.read_text``: no such file
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def bounded(dist: Any) -> Any:
+    """``dist`` read as ``Bounded`` when it is a ``PathDistribution`` (what
+    ``importlib.metadata.distributions()`` finds in a directory or a zip); any other
+    (a custom finder's) as it is."""
+    if type(dist) is PathDistribution:
+        return Bounded(dist._path)
+    return dist
 
 
 def normalized(name: str) -> str:
@@ -386,7 +429,7 @@ def _entries(path: str, key: tuple[int, ...]) -> list[_Entry]:
         return [e for e, _ in known]
     found: list[tuple[_Entry, tuple[tuple[int, ...], ...]]] = []
     if not os.path.isdir(path):
-        for dist in importlib.metadata.distributions(path=[path]):
+        for dist in map(bounded, importlib.metadata.distributions(path=[path])):
             where = str(getattr(getattr(dist, "_path", None), "name", "") or "?")
             label = normalized(where.rpartition(".")[0].partition("-")[0])
             entry = _Entry(os.path.join(path, where), _read_name(dist), label, True)
@@ -410,7 +453,7 @@ def _entries(path: str, key: tuple[int, ...]) -> list[_Entry]:
                 continue
             meta = os.path.join(path, name)
             stamp = _stamp(meta)
-            read = _read_name(PathDistribution(Path(meta)))
+            read = _read_name(Bounded(Path(meta)))
             found.append((_Entry(meta, read, label, egg=egg), stamp))
     if provenance.settled([key, *(k for _, ks in found for k in ks)]):
         _entries_memo.put((path, key), tuple(found))
@@ -477,7 +520,7 @@ def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str
             problem = f"its metadata directory {where!r} is named for another distribution"
         if problem and not problem.endswith(")"):
             problem = f"{problem} ({NAME_MISMATCH})"
-        found.append((PathDistribution(Path(entry.meta)), problem))
+        found.append((Bounded(Path(entry.meta)), problem))
     return found
 
 
@@ -782,40 +825,19 @@ def _node(name: str, copy: Any, problem: str, site: bool) -> tuple[_Node | None,
     return _Node(label, version, base, tops, _meta_path(copy), problem, files), copy
 
 
-#: ``_file_sha256`` remembered: (path, ``file_key``) -> SHA-256.
-_file_hashes: Memo[tuple[str, tuple[int, ...]], str] = Memo(4096)
-
-
 def _file_sha256(full: str, key: tuple[int, ...]) -> str:
     """SHA-256 of the bytes of file ``full`` (``key``: its ``file_key``), or "" when it is
-    not a regular file, cannot be read, or reads more bytes than its ``stat`` size (a
-    ``/proc`` file says 0 bytes): read at most that size and one byte, so the bound of
+    not a regular file, cannot be read, or reads otherwise than its size (a ``/proc`` file
+    says 0 bytes, a ``/sys`` one 4096): read as ``provenance.read_each`` reads (at most
+    its size and one byte, decided on the opened descriptor), so the bound of
     ``MAX_BYTES``, decided from sizes before any file is read, holds by construction.
-    Remembered by the file's identity (read again inside ``provenance.rehashed()``)."""
+    Remembered by the file's identity (``provenance.file_sha256``)."""
     if len(key) != 5:
         return ""
-    memo = (full, key)
-    found = None if getattr(provenance._rehashing, "depth", 0) else _file_hashes.get(memo)
-    if found is not None:
-        return found
-    digest = hashlib.sha256()
-    left = key[2] + 1
     try:
-        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return ""
-            while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
-                digest.update(chunk)
-                left -= len(chunk)
-    except OSError:
+        return provenance.file_sha256(full, key)
+    except OSError:  # ReadRefused among them
         return ""
-    if left <= 0:
-        return ""  # more bytes than its size: what it reads is not what was counted
-    found = digest.hexdigest()
-    if provenance.settled((key,)):
-        _file_hashes.put(memo, found)
-    return found
 
 
 def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
@@ -873,7 +895,10 @@ def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
                     problem = f"its file {row[-80:]!r} is no regular file of a stable size"
                     break
                 total.update(f"file\0{row}\0{sha}\n".encode())
-        meta = provenance.file_sha256(os.path.join(node.meta, "METADATA")) if node.meta else ""
+        try:
+            meta = provenance.file_sha256(os.path.join(node.meta, "METADATA")) if node.meta else ""
+        except OSError as exc:  # no regular file, or one giving more than it holds
+            meta, problem = "", problem or f"its METADATA cannot be read ({exc})"
         total.update(f"METADATA\0{meta or 'unreadable'}\n".encode())
         found.append(Dependency(node.name, node.version, total.hexdigest(), node.base, problem))
         if over:

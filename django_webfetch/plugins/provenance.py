@@ -20,7 +20,9 @@ plugin's files hold code that is not its source's (checked before a trusted impo
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
+import errno
 import hashlib
 import importlib.util
 import marshal
@@ -36,9 +38,12 @@ from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
     "CACHE_DIR",
+    "DIGEST_BYTES",
     "ENTRY_POINT_GROUP",
+    "METADATA_MAX_BYTES",
     "WALK_DEPTH",
     "Provider",
+    "ReadRefused",
     "cache_problem",
     "code_digest",
     "code_tree",
@@ -47,6 +52,8 @@ __all__ = [
     "installed_dependencies",
     "installed_provider",
     "provider_of",
+    "read_bounded",
+    "read_each",
     "record_paths",
     "record_problem",
 ]
@@ -86,9 +93,23 @@ def provider_of(ep: Any) -> Provider | None:
         return None
     if not name:
         return None
+    bad = metadata_invalid(name, version, BAD_METADATA) if metadata_invalid else ""
+    if bad:
+        # As a dependency's (``closure.invalid``): what it says is not shown, and no pin
+        # holds (tests/plugins/test_issue30_closure12_c.py).
+        shown = "?" if "Name" in bad else name[:200]
+        return Provider(shown, "?", _unpinned(bad))
     return Provider(
         name[:200], version[:100], pin(dist, origin.path, origin.top_level, origin.entry)
     )
+
+
+#: Why a plugin distribution's own METADATA ``Name`` (PEP 508) or ``Version`` (PEP 440)
+#: is not valid: never shown, never trusted.
+BAD_METADATA = "plugin_metadata_invalid"
+#: ``closure.invalid`` (set by ``closure``): why a METADATA ``Name`` or ``Version`` is not
+#: valid, with a reason code ("" when both are).
+metadata_invalid: Callable[[str, str, str], str] | None = None
 
 
 #: The registry's ``_origin_of`` (set by the registry: it imports this module): where the
@@ -153,6 +174,11 @@ class Memo(OrderedDict[K, V]):
 #: At most this many files and directories of one plugin are read for its digest
 #: (``registry`` refuses a package with more entries than it checks, ``plugin_path_unsafe``).
 _DIGEST_FILES = 20000
+#: At most this many bytes of one plugin's files are read for its digest, and for the
+#: check of its ``RECORD`` hashes (``record_problem``), counted on the bytes read: more
+#: (a sparse file unpacked from a tarball, a link to ``/proc/kcore``) is a package no pin
+#: holds for (tests/plugins/test_issue30_closure12_c.py).
+DIGEST_BYTES = 512 << 20
 #: At most this many directories nested below a plugin's package are walked, here and by the
 #: registry's checks (``registry._PathCheck``, ``registry._stamp``): every walk over a
 #: plugin's files keeps its own stack, and a deeper package is refused
@@ -270,32 +296,143 @@ def rehashed() -> Iterator[None]:
         _rehashing.depth = depth
 
 
-def file_sha256(full: str, key: tuple[int, ...] | None = None) -> str:
-    """SHA-256 (hex) of the bytes of regular file ``full`` ("" when it is not one or cannot
-    be read), memoized by the file's identity (read again inside ``rehashed()``); ``key``
-    is its ``file_key`` when the caller just took it."""
+class ReadRefused(OSError):
+    """A file that is not read (``read_each``): no regular file by its opened descriptor's
+    ``fstat`` (a device, a FIFO, a socket, whatever a link leads to), a file of ``/proc``
+    or ``/sys`` (its ``fstat`` says 0 bytes or a page and it reads as many as it likes:
+    ``/proc/self/pagemap`` hundreds of GiB), more bytes than the bound, or other than its
+    ``fstat`` size (it changed while read, or is no file on disk)."""
+
+
+#: At most this many bytes of one metadata file (``METADATA``, ``RECORD``,
+#: ``entry_points.txt``...) are read (``closure.Bounded``); a larger one is unreadable.
+METADATA_MAX_BYTES = 32 << 20
+_CHUNK = 1 << 20
+
+
+def _open_regular(full: str, limit: int | None) -> tuple[int, os.stat_result]:
+    """``full`` opened for reading and its descriptor's ``fstat``: ``OSError`` when it
+    cannot be opened, ``ReadRefused`` for no regular file or one larger than ``limit``."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(full, flags)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", full)
+        if not stat.S_ISREG(info.st_mode):
+            raise ReadRefused(f"is not a regular file (mode {stat.S_IFMT(info.st_mode):o})")
+        if info.st_dev in _pseudo_devices():
+            raise ReadRefused("is a file of /proc or /sys, not of a package")
+        if limit is not None and info.st_size > limit:
+            raise ReadRefused(f"holds more than {limit} bytes")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+_pseudo: set[int] | None = None
+
+
+def _pseudo_devices() -> set[int]:
+    """The devices of ``/proc`` and ``/sys`` (each when it is a mount of its own): their
+    files are no package's, say 0 bytes or a page, and read as many as they like."""
+    global _pseudo
+    if _pseudo is None:
+        found: set[int] = set()
+        with contextlib.suppress(OSError):
+            root = os.stat("/").st_dev
+            for mount in ("/proc", "/sys"):
+                with contextlib.suppress(OSError):
+                    device = os.stat(mount).st_dev
+                    if device != root:
+                        found.add(device)
+        _pseudo = found
+    return _pseudo
+
+
+def _read_fd(fd: int, size: int, use: Callable[[bytes], object]) -> int:
+    """At most ``size`` + 1 bytes of ``fd`` to ``use``, how many were read (``size``: a
+    file giving more or fewer bytes than its ``fstat`` size changed while read, or is no
+    file on disk: ``ReadRefused``); closes ``fd``."""
+    try:
+        left = size + 1  # one more: a file that gives it holds more than it says
+        while left > 0:
+            chunk = os.read(fd, min(left, _CHUNK))
+            if not chunk:
+                break
+            left -= len(chunk)
+            if left <= 0:
+                break
+            use(chunk)
+    finally:
+        os.close(fd)
+    if left != 1:
+        raise ReadRefused(
+            f"gives {'more' if left < 1 else 'fewer'} than the {size} bytes its fstat says "
+            "(it changed while read, or is no file on disk)"
+        )
+    return size
+
+
+def read_each(
+    full: str, use: Callable[[bytes], object], limit: int | None = None
+) -> os.stat_result:
+    """Pass the bytes of regular file ``full`` to ``use``, chunk by chunk, and return the
+    opened descriptor's ``fstat``.  Bounded by construction: at most ``st_size + 1`` bytes
+    are read, ``st_size`` from the descriptor's ``fstat`` (never a path's ``stat``, which
+    a link or a rename may answer for another file), and never more than ``limit`` + 1;
+    raises ``ReadRefused`` for no regular file, a file of ``/proc`` or ``/sys``, a file
+    larger than ``limit`` or one that gives more or fewer bytes than its size (changed
+    while read), ``OSError`` when it cannot be opened or read.  Never blocks
+    on a FIFO (its name may stand where a file was listed): opened non-blocking, refused
+    by its ``fstat`` (tests/plugins/test_issue30_closure12_c.py)."""
+    fd, info = _open_regular(full, limit)
+    _read_fd(fd, info.st_size, use)
+    return info
+
+
+def read_bounded(full: str, limit: int = METADATA_MAX_BYTES) -> bytes:
+    """The bytes of regular file ``full``, read as ``read_each`` reads (at most its size
+    and ``limit``); raises ``OSError`` (``ReadRefused``) as it does."""
+    chunks: list[bytes] = []
+    read_each(full, chunks.append, limit)
+    return b"".join(chunks)
+
+
+def file_sha256(full: str, key: tuple[int, ...] | None = None, limit: int | None = None) -> str:
+    """SHA-256 (hex) of the bytes of regular file ``full`` ("" when it cannot be opened),
+    memoized by the file's identity (read again inside ``rehashed()``); ``key`` is its
+    ``file_key`` when the caller just took it.  Read as ``read_each`` reads (at most its
+    size, and ``limit``): raises ``ReadRefused`` for no regular file, one larger than
+    ``limit`` or one giving more bytes than it holds, ``OSError`` for a failed read."""
+    return _sha256_read(full, key, limit)[0]
+
+
+def _sha256_read(full: str, key: tuple[int, ...] | None, limit: int | None) -> tuple[str, int]:
+    """``file_sha256`` and the number of bytes it covers (read now, or when memoized)."""
     key = file_key(full) if key is None else key
     if len(key) != 5:
-        return ""
+        return "", 0
     memo = (full, key)
     found = None if getattr(_rehashing, "depth", 0) else _hashes.get(memo)
     if found is not None:
-        return found
+        if limit is not None and key[2] > limit:
+            raise ReadRefused(f"holds more than {limit} bytes")
+        return found, key[2]
     try:
-        # Never blocks on a FIFO (its name may stand where a file was listed).
-        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd, info = _open_regular(full, limit)
+    except ReadRefused:
+        raise
     except OSError:
-        return ""
+        return "", 0
     digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return ""
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
+    read = _read_fd(fd, info.st_size, digest.update)
     found = digest.hexdigest()
-    if settled((key,)):
+    opened = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    if opened == key and read == key[2] and settled((key,)):  # the file the key was taken of
         _hashes.put(memo, found)
-    return found
+    return found, read
 
 
 def code_tree(
@@ -303,8 +440,10 @@ def code_tree(
 ) -> tuple[str, int, int] | str:
     """``code_digest`` of plugin ``top`` in directory ``path`` with the number of files and
     bytes it covers, or why its files cannot be listed (``_files``), or that they are more
-    than ``max_files`` files or ``max_bytes`` bytes (decided from each file's ``stat``,
-    before any is read)."""
+    than ``max_files`` files or ``max_bytes`` bytes (decided from each file's ``stat``
+    before any is read, and counted on the bytes read: each file is read as ``read_each``
+    reads, at most its ``fstat`` size and the bytes left), or why a file cannot be
+    digested (no regular file, or one giving more bytes than it holds: ``ReadRefused``)."""
     try:
         files = _files(path, top)
         if isinstance(files, str):
@@ -316,8 +455,17 @@ def code_tree(
         if max_bytes is not None and size > max_bytes:
             return f"more than {max_bytes} bytes"
         total = hashlib.sha256()
+        size = 0  # counted again on the bytes read
         for (relative, full), key in zip(files, keys, strict=True):
-            total.update(f"{relative}\0{file_sha256(full, key) or 'unreadable'}\n".encode())
+            left = None if max_bytes is None else max_bytes - size
+            try:
+                digest, read = _sha256_read(full, key, left)
+            except ReadRefused as exc:
+                if left is not None and str(exc).startswith("holds more than"):
+                    return f"more than {max_bytes} bytes"
+                return f"{relative[:200]!r} {exc}"
+            size += read
+            total.update(f"{relative}\0{digest or 'unreadable'}\n".encode())
     except Exception as exc:  # a file that fails mid-way: the code cannot be told
         return f"its files could not be read ({type(exc).__name__})"
     return total.hexdigest(), len(files), size
@@ -334,7 +482,7 @@ def code_digest(path: str, top: str) -> str:
     if not path:
         return ""
     try:
-        tree = code_tree(path, top)
+        tree = code_tree(path, top, max_bytes=DIGEST_BYTES)
     except Exception as exc:  # a file that fails to read mid-way: no pin holds either
         return _unpinned(type(exc).__name__)
     if isinstance(tree, str):
@@ -388,10 +536,8 @@ def _pyc_problem(source: str, relative: str) -> str:
     use: another magic number, flags it rejects, a stale timestamp or source hash)."""
     try:
         cached = importlib.util.cache_from_source(source)
-        with open(cached, "rb") as fh:
-            data = fh.read(64 << 20)
-        with open(source, "rb") as fh:
-            code = fh.read(64 << 20)
+        data = read_bounded(cached, 64 << 20)  # regular files only, never past their size
+        code = read_bounded(source, 64 << 20)
         info = os.stat(source)
     except (OSError, NotImplementedError, ValueError):
         return ""
@@ -541,6 +687,7 @@ def record_problem(dist: Any) -> str:
     except Exception:
         return ""
     caches: dict[str, bool] = {}
+    left = DIGEST_BYTES  # counted on the bytes read
     for file in files:
         found = getattr(file, "hash", None)
         if found is None:
@@ -558,20 +705,23 @@ def record_problem(dist: Any) -> str:
         mode = str(found.mode).lower()
         if not os.path.exists(full):
             return f"{str(file)[:200]!r}, listed in its RECORD, is missing"
-        if mode == "sha256":
-            hexed = file_sha256(full)
-            actual = _b64(bytes.fromhex(hexed)) if hexed else ""
-        elif mode in hashlib.algorithms_guaranteed:
-            other = hashlib.new(mode)
-            try:
-                with open(full, "rb") as fh:
-                    while chunk := fh.read(1 << 20):
-                        other.update(chunk)
-                actual = _b64(other.digest())
-            except OSError:
-                actual = ""
-        else:
+        if mode not in hashlib.algorithms_guaranteed:
             return f"{str(file)[:200]!r} has a RECORD hash of unknown kind {mode[:20]!r}"
+        try:  # as ``read_each`` reads: regular files only, at most their size and ``left``
+            if mode == "sha256":
+                hexed, read = _sha256_read(full, None, left)
+                actual = _b64(bytes.fromhex(hexed)) if hexed else ""
+            else:
+                other = hashlib.new(mode)
+                read = read_each(full, other.update, left).st_size
+                actual = _b64(other.digest())
+            left -= read
+        except ReadRefused as exc:
+            if str(exc).startswith("holds more than"):
+                return f"the files its RECORD lists hold more than {DIGEST_BYTES} bytes"
+            actual = ""
+        except OSError:
+            actual = ""
         if actual != found.value:
             return (
                 f"{str(file)[:200]!r} is not the file its RECORD lists (its bytes changed "

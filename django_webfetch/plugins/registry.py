@@ -672,7 +672,8 @@ def _all_distributions(keys: list[str] | None = None) -> list[Any]:
     found: list[Any] = []
     seen: set[str] = set()
     dirs = plugin_dirs()
-    for dist in [*distributions(), *(distributions(path=dirs) if dirs else ())]:
+    for found_dist in [*distributions(), *(distributions(path=dirs) if dirs else ())]:
+        dist = closure.bounded(found_dist)  # its metadata files read bounded
         key = _dist_key(dist)
         if key in seen:
             continue
@@ -1428,8 +1429,7 @@ def dist_plugin_entry_points(dist: Any) -> list[Any] | str:
         raw = b""
         with contextlib.suppress(Exception):
             path: Any = getattr(dist, "_path", "")
-            with open(os.path.join(os.fspath(path), "entry_points.txt"), "rb") as fh:
-                raw = fh.read(1 << 20)
+            raw = provenance.read_bounded(os.path.join(os.fspath(path), "entry_points.txt"))
         if not raw or ENTRY_POINT_GROUP.encode() in raw:
             return type(exc).__name__ or "unreadable"
         return ""

@@ -6,9 +6,11 @@ terminal (``webfetch plugin list|install|bind|upgrade|trust|check``), the admin'
 (the plugin instance's fields, the trust confirmation page, its messages) and the system
 check messages (W030-W034, E030, E035).  Each goes through ``shown``: a terminal escape
 (``ESC [1A``), a bidirectional override (U+202E), a line break or any other character that
-is not printable, renders blank or is a combining mark with nothing to combine with is
-written as ``\\uXXXX``, so the text can neither rewrite nor reorder what is printed around
-it (tests/plugins/test_shown.py).  HTML surfaces escape the result on top of that.
+is not printable, renders blank, is a combining mark with nothing to combine with or is
+past ``MAX_MARKS`` (3) marks on one character is written as ``\\uXXXX``, so the text can
+neither rewrite, reorder nor draw over what is printed around it
+(tests/plugins/test_shown.py, tests/plugins/test_issue30_closure12_c.py).  HTML surfaces
+escape the result on top of that.
 """
 
 from __future__ import annotations

@@ -10,12 +10,13 @@ that is not printable (line breaks, tabs, bidirectional and other format control
 surrogates), every default-ignorable code point (variation selectors, tag characters, the
 combining grapheme joiner, Mongolian selectors, ...), every printable character that
 renders blank (the Hangul fillers U+3164, U+115F, U+1160, U+FFA0, the Braille blank
-U+2800) and a combining mark with nothing to combine with (at the start of a name, after
-a quote) is written as an escape, so a value can neither hide part of itself nor forge a
-line of the card or the mail, and two different names never look alike
-(``tests/test_display.py``).  A name that is not an ASCII identifier is also marked
-``[unusual name]``.  HTML surfaces escape the text on top of that (Django's autoescape or
-``format_html``).
+U+2800), a combining mark with nothing to combine with (at the start of a name, after
+a quote) and every combining mark past ``MAX_MARKS`` on one character (a stack of marks
+is drawn far above and below its line, over the rows around it) is written as an escape,
+so a value can neither hide part of itself nor forge a line of the card or the mail, and
+two different names never look alike (``tests/test_display.py``).  A name that is not an
+ASCII identifier is also marked ``[unusual name]``.  HTML surfaces escape the text on top
+of that (Django's autoescape or ``format_html``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["argument_rows", "visible_name", "visible_text"]
+__all__ = ["MAX_MARKS", "argument_rows", "visible_name", "visible_text"]
+
+#: At most this many combining marks are shown on one character (Vietnamese stacks two,
+#: a few scripts three); each further one is escaped.  Unicode's stream-safe format
+#: (UAX #15) allows 30, far more than a line of text can show without drawing over the
+#: lines around it (tests/test_display.py, tests/plugins/test_issue30_closure12_c.py).
+MAX_MARKS = 3
 
 
 def _escape(char: str) -> str:
@@ -65,7 +72,7 @@ def _blank(char: str) -> bool:
 
 
 #: What a character is to ``visible_text``: shown as it is, always escaped, or a combining
-#: mark (escaped unless it follows a letter or digit).
+#: mark (escaped unless it follows a letter or digit, within ``MAX_MARKS`` marks).
 _SHOWN, _ESCAPED, _MARK = 0, 1, 2
 #: Printable ASCII: never hidden, never blank, never a mark; shown as it is in one step.
 _PLAIN_RUN = re.compile(r"[ -~]+")
@@ -81,30 +88,37 @@ def _kind(char: str) -> int:
 
 def visible_text(text: str) -> str:
     """``text`` with every character that is not printable, renders blank or is a
-    combining mark with nothing to combine with written as ``\\uXXXX``.
+    combining mark with nothing to combine with (or past ``MAX_MARKS`` on one character)
+    written as ``\\uXXXX``.
 
     Runs of printable ASCII are copied whole and each other character is classified once
     (cached), so a value at the 16 KiB cap costs a few regular-expression steps, not a
     Unicode lookup per character."""
     out: list[str] = []
     previous: str | None = None
+    marks = 0  # combining marks shown on ``previous`` so far
     position, end = 0, len(text)
     while position < end:
         run = _PLAIN_RUN.match(text, position)
         if run is not None:
             out.append(run.group())
             position = run.end()
-            previous = text[position - 1]
+            previous, marks = text[position - 1], 0
             continue
         char = text[position]
         position += 1
         kind = _kind(char)
-        if kind == _ESCAPED or (kind == _MARK and (previous is None or not previous.isalnum())):
+        if kind == _ESCAPED or (
+            kind == _MARK and (previous is None or not previous.isalnum() or marks >= MAX_MARKS)
+        ):
             out.append(_escape(char))
             previous = None
+        elif kind == _MARK:
+            out.append(char)
+            marks += 1
         else:
             out.append(char)
-            previous = char if kind == _SHOWN else previous
+            previous, marks = char, 0
     return "".join(out)
 
 

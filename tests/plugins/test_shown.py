@@ -129,8 +129,12 @@ def test_no_surface_prints_what_a_distribution_hides(
     try:
         found = installed_provider("t")
         assert found is not None, registry.problems()
-        # The value as importlib reads it holds a character that hides text.
-        assume(hidden(str(found)))
+        # The value as importlib reads it holds a character that hides text (an invalid
+        # PEP 440 version: the plugin's own is shown as "?" since issue 30, attack 12).
+        from importlib.metadata import distributions
+
+        raw = next(iter(distributions(name="webfetch-t", path=[str(site)]))).version
+        assume(hidden(f"{found.name} {raw}"))
         PluginInstance.objects.all().delete()
         instance = PluginInstance.objects.create(plugin="t", alias="t")
         # Trusted for another version: W034, ``list`` and the admin quote the installed one.
