@@ -1106,19 +1106,30 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
     if why:
         return provenance._unpinned(f"its distribution: {why}")
     total = hashlib.sha256(f"entry\0{entry}\n".encode())
-    files = 0
+    files = size = 0
     for where, name in packages:
         try:
-            tree = provenance.code_tree(where, name, max_files=provenance._DIGEST_FILES - files)
+            tree = provenance.code_tree(
+                where,
+                name,
+                max_files=provenance._DIGEST_FILES - files,
+                max_bytes=provenance.DIGEST_BYTES - size,
+            )
         except Exception as exc:
             tree = f"its files could not be read ({type(exc).__name__})"
         if isinstance(tree, str):
             return provenance._unpinned(f"its package {name!r}: {tree}")
         files += tree[1]
+        size += tree[2]
         total.update(f"code\0{name}\0{tree[0]}\n".encode())
     for name in OWN_METADATA if dist is not None else ():
         if found.meta:
-            digest = provenance.file_sha256(os.path.join(found.meta, name))
+            try:
+                digest = provenance.file_sha256(
+                    os.path.join(found.meta, name), limit=provenance.METADATA_MAX_BYTES
+                )
+            except OSError as exc:  # no regular file, or one giving more than it holds
+                return provenance._unpinned(f"its {name} cannot be read ({exc})")
         else:  # not in a directory: read through its distribution
             try:
                 text = dist.read_text(name)

@@ -314,7 +314,18 @@ def _open_regular(full: str, limit: int | None) -> tuple[int, os.stat_result]:
     """``full`` opened for reading and its descriptor's ``fstat``: ``OSError`` when it
     cannot be opened, ``ReadRefused`` for no regular file or one larger than ``limit``."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(full, flags)
+    try:
+        fd = os.open(full, flags)
+    except OSError:
+        # A socket (ENXIO), or a device without a driver, cannot be opened at all: it is no
+        # regular file either, refused as such (not digested as merely "unreadable").
+        try:
+            mode = os.stat(full).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ReadRefused(f"is not a regular file (mode {stat.S_IFMT(mode):o})") from None
+        raise
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):

@@ -11,6 +11,7 @@ whose one tool runs the code it is given): the ``probe`` fixture installs it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Iterator
@@ -147,14 +148,37 @@ def probe(monkeypatch: pytest.MonkeyPatch, lab_settings: Any, group_factory: Any
     default_registry.reset()
 
 
+@pytest.fixture(autouse=True)
+def no_plugin_process_outlives_its_test() -> Iterator[None]:
+    """Every idle plugin process a test left in this host's pool ends with the test: the
+    next test counts the plugin processes and threads below it, and the pool, from none
+    (a full run found one left by an earlier test in ``test_issue30_hostbounds.py``)."""
+    yield
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    shutdown()
+
+
 @pytest.fixture
 def registry_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The registry reading ``sys.path`` with the directories a test prepends."""
     from django_webfetch.plugins import registry
 
     registry.reset()
+    before = set(sys.path)
     yield monkeypatch
+    added = tuple(os.path.realpath(p) + os.sep for p in sys.path if p and p not in before)
     monkeypatch.undo()
+    # Every module imported from a directory the test prepended leaves ``sys.modules`` (a
+    # trusted import): the next test's per-call checks would see it imported in this
+    # process from a site that no longer exists.
+    for name, module in list(sys.modules.items()):
+        places = [getattr(module, "__file__", None), *(getattr(module, "__path__", None) or [])]
+        if added and any(
+            os.path.realpath(str(place)).startswith(added) for place in places if place
+        ):
+            sys.modules.pop(name, None)
+    importlib.invalidate_caches()
     registry.reset()
 
 

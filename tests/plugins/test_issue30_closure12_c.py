@@ -201,6 +201,7 @@ def _warm() -> None:
 @example("sparse", "webfetch_t/x.py")
 @example("/dev/zero", "webfetch_t-1.0.dist-info/RECORD")
 @example("fifo", "webfetch_t-1.0.dist-info/entry_points.txt")
+@example("socket", "webfetch_t/blob")  # cannot even be opened (ENXIO): refused too
 def test_whatever_a_link_leads_to_every_reader_reads_a_bounded_amount(target, place):
     """The property: a registry load's readers, the pin and the compiled-code checks end,
     having read less than ``CEILING`` bytes, wherever a link to whatever special file
