@@ -37,6 +37,8 @@ from typing import Any
 
 #: The run's shared directory (tests/run.sh).
 SHARED_DIR_ENV = "WEBFETCH_TEST_SHARED_DIR"
+#: In it: one line per child that migrated from nothing (``migrate``), printed by run.sh.
+MISSES = "dbshare-misses.log"
 
 
 def _source_files(module_name: str) -> list[Path]:
@@ -193,11 +195,15 @@ def migrate(alias: str = "default", like: str | None = None) -> None:
     connection = connections[alias]
     shared = _shared_dir()
     path = shared / f"sqlite-{alias}-{schema_key(like)}.db" if shared is not None else None
-    if (
-        path is None
-        or not path.exists()
-        or not connection.creation.is_in_memory_db(connection.settings_dict["NAME"])
-    ):
+    in_memory = connection.creation.is_in_memory_db(connection.settings_dict["NAME"])
+    if path is None or not path.exists() or not in_memory:
+        if shared is not None:
+            # Said at the end of a full run (tests/run.sh): a child that migrated from nothing
+            # costs about 10 CPU seconds, and why it did is the lead to find.
+            why = "not in memory" if not in_memory else f"no copy {path.name if path else ''}"
+            taken = sorted(p.name for p in shared.glob("sqlite-*.db"))
+            with open(shared / MISSES, "a") as log:
+                log.write(f"{os.getpid()} {why}; copies: {' '.join(taken) or 'none'}\n")
         call_command("migrate", database=alias, verbosity=0)
         return
     load(connection, path)

@@ -255,6 +255,10 @@ case "$COVERAGE_MODE" in
     0) session 0 --junitxml="$ROOT/.pytest-results.xml" "$@" ;;
     *) session 1 --junitxml="$ROOT/.pytest-results.xml" "$@" ;;
 esac
+if [ -s "$WEBFETCH_TEST_SHARED_DIR/dbshare-misses.log" ]; then
+    say "test children that migrated a database from nothing (tests/dbshare.py)"
+    sort "$WEBFETCH_TEST_SHARED_DIR/dbshare-misses.log" | sed 's/^[0-9]* //' | uniq -c | head -20
+fi
 if [ "$SELECTED" -eq 0 ]; then
     say "time by test directory (worker-seconds)"
     "$PY" -m tests.benchmarks.suite_times "$ROOT/.pytest-results-pure.xml" \

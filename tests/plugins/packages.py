@@ -157,3 +157,43 @@ def assert_one_owner(served: list[tuple[str, str, str]]) -> None:
         by_name.setdefault(tool, set()).add(plugin)
         by_group.setdefault(group, set()).add(plugin)
     assert all(len(owners) == 1 for owners in [*by_name.values(), *by_group.values()]), served
+
+
+def requires_metadata(name: str, requires: list[str], version: str = "1.0") -> dict[str, bytes]:
+    """The ``METADATA`` of distribution ``name`` requiring each of ``requires``."""
+    lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
+    text = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{lines}"
+    return {"METADATA": text.encode()}
+
+
+def plugin_requiring(site: Path, requires: list[str]) -> Any:
+    """Plugin ``t`` (distribution ``webfetch-t``) requiring ``requires``, in ``site``: its
+    distribution as ``importlib.metadata`` finds it there."""
+    from importlib.metadata import distributions
+
+    meta = requires_metadata("webfetch-t", requires)
+    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
+          {"webfetch_t/__init__.py": MANIFEST % "t"}, meta)  # fmt: skip
+    return next(iter(distributions(name="webfetch-t", path=[str(site)])))
+
+
+def guest_bootstrap_report(imports: str, report: str) -> Any:
+    """What the plugin process's bootstrap (``bubblewrap._BOOTSTRAP``: ``-I -S -B``, the
+    standard library, then the site directories, django_webfetch by location) reports when
+    it runs ``imports`` then prints ``report`` (a JSON expression) instead of the guest."""
+    import json
+    import subprocess
+
+    from django_webfetch.plugins.runtime import bubblewrap
+
+    bootstrap = bubblewrap._BOOTSTRAP.replace(
+        "from django_webfetch.plugins.runtime.guest import main; main()",
+        f"{imports}; import json; print(json.dumps({report}))",
+    )
+    assert bootstrap != bubblewrap._BOOTSTRAP
+    done = subprocess.run(
+        [bubblewrap.interpreter_path(), "-I", "-S", "-B", "-c", bootstrap,
+         bubblewrap._package_root(), *bubblewrap.site_dirs(), "/nonexistent", "0"],
+        capture_output=True, text=True, timeout=60, check=True, cwd="/",
+    )  # fmt: skip
+    return json.loads(done.stdout)

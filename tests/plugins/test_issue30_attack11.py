@@ -14,22 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, wheel
+from tests.plugins.packages import plugin_requiring, wheel
 
 pytestmark = pytest.mark.django_db
-
-
-def _plugin(site: Path, requires: list[str]) -> object:
-    lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
-    meta = {"METADATA": f"Metadata-Version: 2.1\nName: webfetch-t\nVersion: 1.0\n{lines}".encode()}
-    wheel(
-        site,
-        "webfetch-t",
-        {"t": "webfetch_t:manifest"},
-        {"webfetch_t/__init__.py": MANIFEST % "t"},
-        meta,
-    )
-    return next(iter(distributions(name="webfetch-t", path=[str(site)])))
 
 
 def _pip_row(*fields: str) -> str:
@@ -48,7 +35,7 @@ def test_a_pth_file_whose_name_holds_a_comma_is_pinned(tmp_path):
     from django_webfetch.plugins import closure
 
     site = tmp_path / "site"
-    dist = _plugin(site, ["wfdep-p"])
+    dist = plugin_requiring(site, ["wfdep-p"])
     body = f"import pathlib; pathlib.Path({str(tmp_path / 'ran')!r}).write_text('x')\n"
     info = wheel(site, "wfdep-p", {}, {"wfdep_p/__init__.py": "", "wfdep_p,x.pth": body})
     # pip's RECORD for that wheel: the same rows, written by csv.writer.
@@ -151,7 +138,7 @@ def test_a_dependencys_files_installed_into_platlib_beside_purelib_are_not_pinne
     purelib = prefix / "lib" / "python3" / "site-packages"
     platlib = prefix / "lib64" / "python3" / "site-packages"
     platlib.mkdir(parents=True)
-    dist = _plugin(purelib, ["wfdep-s"])
+    dist = plugin_requiring(purelib, ["wfdep-s"])
     hidden = "../../../lib64/python3/site-packages/wfdep_hidden/__init__.py"
     wheel(
         purelib,
@@ -192,7 +179,7 @@ def test_a_dependency_whose_metadata_directory_suffix_is_upper_case_is_pinned_no
     from django_webfetch.plugins import closure
 
     site = tmp_path / "site"
-    dist = _plugin(site, ["wfdep-u"])
+    dist = plugin_requiring(site, ["wfdep-u"])
     info = wheel(site, "wfdep-u", {}, {"wfdep_u/__init__.py": "print('reviewed')\n"})
     info.rename(info.with_name(info.name.replace(".dist-info", ".DIST-INFO")))
     found = list(distributions(name="wfdep-u", path=[str(site)]))
@@ -216,7 +203,7 @@ def test_a_dependency_installed_as_an_egg_directory_is_pinned_not_installed(tmp_
     from django_webfetch.plugins import closure
 
     site = tmp_path / "site"
-    dist = _plugin(site, ["wfdep-e"])
+    dist = plugin_requiring(site, ["wfdep-e"])
     egg = tmp_path / "eggs" / "wfdep_e-1.0.egg"
     (egg / "EGG-INFO").mkdir(parents=True)
     (egg / "EGG-INFO" / "PKG-INFO").write_text(

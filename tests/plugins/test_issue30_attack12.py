@@ -10,24 +10,16 @@ import time
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, lazy_plugin, record_hash, wheel
+from tests.plugins.packages import (
+    MANIFEST,
+    lazy_plugin,
+    plugin_requiring,
+    record_hash,
+    requires_metadata,
+    wheel,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-def _plugin_requiring(site, requirement: str):
-    """Plugin ``t`` (distribution ``webfetch-t``) requiring ``requirement``, in ``site``."""
-    from importlib.metadata import distributions
-
-    meta = _metadata("webfetch-t", [requirement])
-    wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
-          {"webfetch_t/__init__.py": MANIFEST % "t"}, meta)  # fmt: skip
-    return next(iter(distributions(name="webfetch-t", path=[str(site)])))
-
-
-def _metadata(name: str, requires: list[str]) -> dict[str, bytes]:
-    lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
-    return {"METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n{lines}".encode()}
 
 
 #: What a dependency's wheel ships in ``.data/purelib`` (pip copies it into site-packages
@@ -57,7 +49,7 @@ def test_a_dependency_that_installs_a_copy_of_the_sites_metadata_is_never_pinned
     site = tmp_path / "site"
     wheel(site, "webfetch-t", {"t": "webfetch_t:manifest"},
           {"webfetch_t/__init__.py": lazy_plugin("t", "import wfdep_k", "wfdep_k.ANSWER")},
-          _metadata("webfetch-t", ["wfdep-k"]))  # fmt: skip
+          requires_metadata("webfetch-t", ["wfdep-k"]))  # fmt: skip
     path, text = _FAKE_SITE_META
     own = "django_webfetch-0.0.0.dist-info/RECORD"
     files = {"wfdep_k/__init__.py": "ANSWER = 'reviewed'\n", path: text, own: f"{path},,\n"}
@@ -300,7 +292,7 @@ def test_a_versioned_shared_library_a_dependency_installs_outside_its_directory_
 
     prefix = tmp_path / "prefix"
     purelib = prefix / "lib" / "python3" / "site-packages"
-    dist = _plugin_requiring(purelib, "wfdep-n")
+    dist = plugin_requiring(purelib, ["wfdep-n"])
     loader = (
         "import ctypes, os\n"
         "LIB = ctypes.CDLL(os.path.join(os.path.dirname(__file__), '..', '..', '..', "

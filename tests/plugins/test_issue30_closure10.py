@@ -8,15 +8,14 @@ is no directory (unpinnable).  Real files, the real ``importlib.metadata`` and
 from __future__ import annotations
 
 import zipfile
-from importlib.metadata import PathDistribution, distributions
-from pathlib import Path
+from importlib.metadata import PathDistribution
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.markers import Marker
 
-from tests.plugins.packages import MANIFEST, wheel
+from tests.plugins.packages import plugin_requiring, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -158,19 +157,6 @@ def test_the_metadata_name_is_read_as_importlib_metadata_reads_it(
     assert registry._meta_name(dist) == expected
 
 
-def _plugin(site: Path, requires: list[str]) -> object:
-    lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
-    meta = {"METADATA": f"Metadata-Version: 2.1\nName: webfetch-t\nVersion: 1.0\n{lines}".encode()}
-    wheel(
-        site,
-        "webfetch-t",
-        {"t": "webfetch_t:manifest"},
-        {"webfetch_t/__init__.py": MANIFEST % "t"},
-        meta,
-    )
-    return next(iter(distributions(name="webfetch-t", path=[str(site)])))
-
-
 @pytest.mark.parametrize(
     "metadata",
     [
@@ -191,7 +177,7 @@ def test_a_directory_named_for_the_requirement_with_another_name_cannot_be_pinne
     from django_webfetch.plugins import closure
 
     site = tmp_path / "site"
-    dist = _plugin(site, ["wfdep-low"])
+    dist = plugin_requiring(site, ["wfdep-low"])
     info = site / "wfdep_low_x-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_bytes(metadata)
@@ -207,7 +193,7 @@ def test_another_distribution_whose_name_begins_with_the_requirements_is_not_it(
     from django_webfetch.plugins import closure
 
     site = tmp_path / "site"
-    dist = _plugin(site, ["wfdep-low"])
+    dist = plugin_requiring(site, ["wfdep-low"])
     wheel(site, "wfdep-low-extra", {}, {"wfdep_low_extra.py": ""})
     deps = closure.dependencies(dist, str(site))
     assert [(d.name, d.version, d.problem) for d in deps] == [("wfdep-low", "", "")]
@@ -220,7 +206,7 @@ def test_a_distribution_in_a_zip_on_sys_path_cannot_be_pinned(tmp_path, monkeypa
     from django_webfetch.plugins import closure
 
     site = tmp_path / "site"
-    dist = _plugin(site, ["wfdep-zip"])
+    dist = plugin_requiring(site, ["wfdep-zip"])
     archive = tmp_path / "deps.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("wfdep_zip.py", "X = 1\n")

@@ -11,36 +11,15 @@ import csv
 import io
 import os
 import sys
-from importlib.metadata import distributions
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.plugins.packages import MANIFEST, wheel
+from tests.plugins.packages import plugin_requiring, wheel
 
 pytestmark = pytest.mark.django_db
-
-
-def _metadata(name: str, requires: list[str], version: str = "1.0") -> dict[str, bytes]:
-    lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
-    return {
-        "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{lines}".encode()
-    }
-
-
-def _plugin(site: Path, requires: list[str]) -> object:
-    """Plugin ``t`` (distribution ``webfetch-t``) requiring ``requires``, in ``site``."""
-    meta = _metadata("webfetch-t", requires)
-    wheel(
-        site,
-        "webfetch-t",
-        {"t": "webfetch_t:manifest"},
-        {"webfetch_t/__init__.py": MANIFEST % "t"},
-        meta,
-    )
-    return next(iter(distributions(name="webfetch-t", path=[str(site)])))
 
 
 def _site_copy(name: str, spelled: str) -> tuple[str, str]:
@@ -80,7 +59,7 @@ def test_what_a_dependency_installs_never_makes_it_the_sites(
     before = closure.site_names()
     assert set(_SITE) <= before  # every name copied here is the site's, once
     site = tmp_path_factory.mktemp("site")
-    dist = _plugin(site, ["wfdep-k"])
+    dist = plugin_requiring(site, ["wfdep-k"])
     fakes = dict(
         _site_copy(name, _spellings(name)[n % len(_spellings(name))]) for name, n in copied
     )
@@ -189,7 +168,7 @@ def test_every_file_a_dependency_installs_is_pinned_by_its_bytes(tmp_path_factor
 
     prefix = tmp_path_factory.mktemp("prefix")
     purelib = prefix / "lib" / "python3" / "site-packages"
-    dist = _plugin(purelib, ["wfdep-n"])
+    dist = plugin_requiring(purelib, ["wfdep-n"])
     extra = {p: "" for p in chosen if not p.startswith("wfdep_n-1.0.dist-info/")}
     meta = {p.partition("/")[2]: b"" for p in chosen if p.startswith("wfdep_n-1.0.dist-info/")}
     wheel(purelib, "wfdep-n", {}, {"wfdep_n/__init__.py": "", **extra}, meta)
@@ -219,7 +198,7 @@ def test_a_row_naming_a_file_that_reads_past_its_size_cannot_be_pinned(tmp_path)
     from django_webfetch.plugins import closure
 
     purelib = tmp_path / "lib" / "python3" / "site-packages"
-    dist = _plugin(purelib, ["wfdep-n"])
+    dist = plugin_requiring(purelib, ["wfdep-n"])
     up = "../" * len(purelib.parts)
     info = wheel(purelib, "wfdep-n", {}, {"wfdep_n/__init__.py": ""})
     with open(info / "RECORD", "a") as fh:

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, event, example, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from tests.plugins.packages import dist_info
+from tests.plugins.packages import dist_info, guest_bootstrap_report
 
 pytestmark = pytest.mark.django_db
 
@@ -202,19 +202,11 @@ def test_the_reserved_names_cover_every_module_a_plugin_process_imports():
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.runtime import bubblewrap
 
-    bootstrap = bubblewrap._BOOTSTRAP.replace(
-        "from django_webfetch.plugins.runtime.guest import main; main()",
+    path, modules = guest_bootstrap_report(
         "import django_webfetch.plugins.runtime.guest as g, django_webfetch.plugins.sandbox; "
-        "import django_webfetch.net.errors, httpx; import json; "
-        "print(json.dumps([sys.path, sorted({n.split('.')[0] for n in sys.modules})]))",
+        "import django_webfetch.net.errors, httpx",
+        "[sys.path, sorted({n.split('.')[0] for n in sys.modules})]",
     )
-    assert bootstrap != bubblewrap._BOOTSTRAP
-    done = subprocess.run(
-        [bubblewrap.interpreter_path(), "-I", "-S", "-B", "-c", bootstrap,
-         bubblewrap._package_root(), *bubblewrap.site_dirs(), "/nonexistent", "0"],
-        capture_output=True, text=True, timeout=60, check=True, cwd="/",
-    )  # fmt: skip
-    path, modules = json.loads(done.stdout)
     stdlib = os.path.realpath(os.path.dirname(os.__file__))
     first_site = min(path.index(d) for d in bubblewrap.site_dirs())
     assert any(os.path.realpath(p) == stdlib for p in path[:first_site]), path
