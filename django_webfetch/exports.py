@@ -15,6 +15,9 @@ def export(name: str, exports: dict[str, str], namespace: dict[str, Any]) -> Any
     the namespace, or the package's submodule of that name, imported; else
     ``AttributeError``, as for any missing attribute."""
     package = namespace["__name__"]
+    if not name.isidentifier():
+        # ``getattr(package, "runtime.launch")`` is no attribute, and imports nothing.
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
     module = exports.get(name)
     if module is None:
         try:

@@ -313,19 +313,24 @@ _CHUNK = 1 << 20
 def _open_regular(full: str, limit: int | None) -> tuple[int, os.stat_result]:
     """``full`` opened for reading and its descriptor's ``fstat``: ``OSError`` when it
     cannot be opened, ``ReadRefused`` for no regular file or one larger than ``limit``."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    # What the path names is told from a descriptor that opens nothing (``O_PATH``: no
+    # driver runs, a FIFO's writer is not let through); only a regular file is then opened
+    # for reading, through that descriptor (the same file, whatever the path names since).
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    where = os.open(full, getattr(os, "O_PATH", 0) | cloexec)
     try:
-        fd = os.open(full, flags)
-    except OSError:
-        # A socket (ENXIO), or a device without a driver, cannot be opened at all: it is no
-        # regular file either, refused as such (not digested as merely "unreadable").
+        mode = os.fstat(where).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", full)
+        if not stat.S_ISREG(mode):
+            raise ReadRefused(f"is not a regular file (mode {stat.S_IFMT(mode):o})")
+        flags = os.O_RDONLY | os.O_NONBLOCK | cloexec | getattr(os, "O_NOCTTY", 0)
         try:
-            mode = os.stat(full).st_mode
-        except OSError:
-            mode = stat.S_IFREG
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise ReadRefused(f"is not a regular file (mode {stat.S_IFMT(mode):o})") from None
-        raise
+            fd = os.open(f"/proc/self/fd/{where}", flags)
+        except FileNotFoundError:  # no /proc here: by the path (its fstat is checked below)
+            fd = os.open(full, flags)
+    finally:
+        os.close(where)
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
