@@ -1,14 +1,15 @@
 """The suite's SQLite test database is migrated once per run, not once per xdist worker
 (issue 28).
 
-Each xdist worker has an in-memory SQLite test database of its own, and Django's
+Each xdist worker has a SQLite test database of its own (in memory, or a file where it
+collects tests/runs), and Django's
 ``create_test_db`` migrates it from nothing (every migration of every installed app, their
 ``post_migrate`` receivers, then a serialization of the rows for ``serialized_rollback``):
 about 13 CPU seconds a worker with coverage on.  The workers of one run would all end in the
 same state, so the first one that needs the database migrates it as Django does and writes
 a copy (SQLite's backup API, to a temporary name renamed into place, under an ``fcntl``
 lock) into the run's shared directory, ``WEBFETCH_TEST_SHARED_DIR`` (made and removed by
-tests/run.sh); every other worker waits on the lock, then restores its in-memory database
+tests/run.sh); every other worker waits on the lock, then restores its database
 from that copy (backup API) and skips the migrations.  The serialized rows are shared the
 same way, so no worker serializes them again.
 
@@ -23,7 +24,7 @@ The copy's name is a hash of everything that shapes the schema: the settings mod
 installed apps, the Django and SQLite versions, and the files of every installed app's
 migrations module (or its models module, for an app without migrations), so a stale copy is
 never used.  Without the shared directory (a plain ``pytest`` run), a database that is not
-SQLite in memory, or ``--reuse-db``, Django's ``create_test_db`` runs as before.
+SQLite, or ``--reuse-db``, Django's ``create_test_db`` runs as before.
 """
 
 from __future__ import annotations
@@ -146,12 +147,11 @@ def _shared_create_test_db(
     connection = creation.connection
     shared = _shared_dir()
     test_name = creation._get_test_db_name()
-    if (
-        shared is None
-        or keepdb
-        or connection.settings_dict["TEST"]["MIGRATE"] is False
-        or not creation.is_in_memory_db(test_name)
-    ):
+    # In memory or in a file (tests/runs/conftest.py makes it a file for every worker that
+    # collects tests/runs, a whole run's workers among them: real workers open it): the copy
+    # is restored into either with SQLite's backup API.  A full run that shared only
+    # in-memory databases migrated in every phase-two worker and in each of 15 children.
+    if shared is None or keepdb or connection.settings_dict["TEST"]["MIGRATE"] is False:
         return str(original(creation, verbosity, autoclobber, serialize, keepdb))
     path = shared / f"sqlite-{connection.alias}-{schema_key()}.db"
     json_path = path.with_name(path.name + ".json")
