@@ -209,9 +209,12 @@ export WEBFETCH_LAB_PYTHON
 # One test at a time to each worker once the first two are sent (--maxschedchunk 1): a
 # worker is never left holding a batch of slow tests while the others have finished (a
 # full run ended one worker 140 s after the other three); the long tests still go first.
+# Not for tests/net and tests/text (2,600 tests of milliseconds: the round trip per test
+# cost that session 15 to 30 s, and none of its tests is long).
+ONE_AT_A_TIME=
 if [ "$WORKERS" -gt 1 ]; then
-    set -- -p xdist --tx "$WORKERS*popen//python=$ROOT/tests/lab/worker-python" --dist load \
-        --maxschedchunk 1 "$@"
+    set -- -p xdist --tx "$WORKERS*popen//python=$ROOT/tests/lab/worker-python" --dist load "$@"
+    ONE_AT_A_TIME=--maxschedchunk=1
 fi
 # Coverage (docs/decisions/0048-coverage-where-a-gate-reads-it.rst): the tracer costs the
 # suite a third of its CPU (2.3x on the pure layers' tests), so a full run measures what a gate
@@ -253,11 +256,11 @@ case "$COVERAGE_MODE" in
         say "tests/net and tests/text, under coverage"
         session 1 --junitxml="$ROOT/.pytest-results-pure.xml" "$@" tests/net tests/text
         say "every other test directory, unmeasured"
-        session 0 --junitxml="$ROOT/.pytest-results.xml" "$@" \
+        session 0 --junitxml="$ROOT/.pytest-results.xml" $ONE_AT_A_TIME "$@" \
             --ignore=tests/net --ignore=tests/text
         ;;
-    0) session 0 --junitxml="$ROOT/.pytest-results.xml" "$@" ;;
-    *) session 1 --junitxml="$ROOT/.pytest-results.xml" "$@" ;;
+    0) session 0 --junitxml="$ROOT/.pytest-results.xml" $ONE_AT_A_TIME "$@" ;;
+    *) session 1 --junitxml="$ROOT/.pytest-results.xml" $ONE_AT_A_TIME "$@" ;;
 esac
 if [ -s "$WEBFETCH_TEST_SHARED_DIR/dbshare-misses.log" ]; then
     say "test children that migrated a database from nothing (tests/dbshare.py)"
