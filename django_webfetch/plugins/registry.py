@@ -235,25 +235,24 @@ def _code_problem(origin: Origin, *, remembered: bool = False) -> ManifestError 
     # checked as the plugin's own package is (tests/plugins/test_issue30_closure12_a.py).
     # When they cannot be told, the pin never holds (``closure.own_digest``): no trusted
     # call gets here.
-    own, _why = closure.own_packages(_origin_dists.get(origin), base, origin.top_level)
-    for where, top in own[1:]:
-        compiled = compiled_problem(where, top, remembered=remembered) if where else ""
+    dist = _origin_dists.get(origin)
+    own, _why = closure.own_packages(dist, base, origin.top_level)
+    # (what it is, where, its top-level name, a dependency's): checked alike, in this order.
+    packages = [(f"the package {top!r} of the plugin's distribution", where, top, False)
+                for where, top in own[1:]]  # fmt: skip
+    packages += [(f"the plugin's dependency {label[:200]}", where, top, True)
+                 for label, where, top in closure.packages(dist, base)]  # fmt: skip
+    for what, where, top, dependency in packages:
+        compiled = (
+            compiled_problem(where, top, pinned=dependency, remembered=remembered)
+            if where or dependency
+            else ""
+        )
         if compiled:
             return ManifestError(
                 "plugin_code_compiled",
-                f"the package {top!r} of the plugin's distribution under {where!r} would run "
-                f"code that is not its source ({compiled}); nothing of the plugin was "
-                "imported in this process",
-            )
-        pinned.setdefault(top, []).append(where)
-    for label, where, top in closure.packages(_origin_dists.get(origin), base):
-        compiled = compiled_problem(where, top, pinned=True, remembered=remembered)
-        if compiled:
-            return ManifestError(
-                "plugin_code_compiled",
-                f"the plugin's dependency {label[:200]} under {where!r} would run code that "
-                f"is not its source ({compiled}); nothing of the plugin was imported in "
-                "this process",
+                f"{what} under {where!r} would run code that is not its source ({compiled}); "
+                "nothing of the plugin was imported in this process",
             )
         pinned.setdefault(top, []).append(where)
     if remembered and base:
