@@ -9,6 +9,7 @@ import asyncio
 import gc
 import os
 import resource
+import select
 import time
 
 import pytest
@@ -90,7 +91,10 @@ def test_a_request_cancelled_while_its_name_resolves_is_on_record(lab):
     async def scenario():
         async with guarded_async_client(lab.policy(), observer=events.append) as client:
             task = asyncio.create_task(client.get("http://slowdns.lab.example/plain"))
-            await asyncio.sleep(0.3)
+            # Cancelled while its name resolves: once the lab's server has the query.
+            deadline = time.monotonic() + 30
+            while not lab.dns.lookups("slowdns.lab.example") and time.monotonic() < deadline:
+                await asyncio.sleep(0.005)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -621,17 +625,21 @@ def test_a_request_cancelled_in_its_tls_handshake_is_recorded_and_closed(lab):
                 task = asyncio.create_task(
                     client.get(lab.url("tarpit2.lab.example", "/", "https", port=port))
                 )
-                await asyncio.sleep(0.5)
+                # Cancelled once the handshake waits: the tarpit has the connection and
+                # its ClientHello (conditions, not a time a busy machine can overrun).
+                assert await _readable(tarpit), "no connection reached the tarpit"
+                conn, _ = tarpit.accept()
+                await _readable(conn)
                 task.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await task
+                return conn
 
         # The cyclic collector off: the socket must be closed by the code, not found later
         # in a reference cycle (the cancelled coroutine's frames) by the collector.
         gc.disable()
         try:
-            asyncio.run(scenario())
-            conn, _ = tarpit.accept()
+            conn = asyncio.run(scenario())
         finally:
             gc.enable()
         with conn:
@@ -671,3 +679,13 @@ def test_a_request_body_the_server_never_reads_hits_the_budget(make_client, lab,
         for conn, _ in held:
             conn.close()
     assert elapsed < _PER_OPERATION / 2, elapsed
+
+
+async def _readable(sock: socket.socket, limit: float = 30) -> bool:
+    """Waits (polling, the event loop free) until ``sock`` is readable; False at ``limit``."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if select.select([sock], [], [], 0)[0]:
+            return True
+        await asyncio.sleep(0.005)
+    return False
