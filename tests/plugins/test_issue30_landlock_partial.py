@@ -276,7 +276,7 @@ def test_a_plugin_process_without_landlock_is_reported_without_landlock():
 
 @needs_landlock
 @pytest.mark.parametrize("kernel", ["refuses /dev/urandom", "no Landlock"])
-def test_plugin_list_shows_what_the_plugin_process_enforced(example, monkeypatch, kernel):
+def test_plugin_list_shows_what_the_plugin_process_enforced(example, monkeypatch, caplog, kernel):
     """``webfetch plugin list`` shows each instance's isolation as its plugin process
     enforced it (``registry.isolation``: the manifest read's ``contained`` report), never
     this host's kernel's ABI in its place: the ABI and the count of path rules the kernel
@@ -317,6 +317,11 @@ def test_plugin_list_shows_what_the_plugin_process_enforced(example, monkeypatch
     else:
         instance = this_host = f"no Landlock (landlock_create_ruleset: {os.strerror(errno.ENOSYS)})"
     assert output[0] == f"this host: {sandboxed}{this_host}{limits})"
+    said = [r.getMessage() for r in caplog.records if r.name == "django_webfetch.plugins"]
+    if refuse:
+        assert any("Landlock path rules refused by the kernel: 1," in m for m in said), said
+    else:
+        assert any("runs without Landlock (landlock_create_ruleset" in m for m in said), said
     assert f"  isolation: {sandboxed}{instance}{limits})" in output, output
 
 

@@ -106,6 +106,7 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 _FS_EXECUTE = 1 << 0
+_FS_WRITE_FILE = 1 << 1
 _FS_READ_FILE = 1 << 2
 _FS_READ_DIR = 1 << 3
 #: Every file-system right of each ABI version (1: 13 rights; 2: REFER; 3: TRUNCATE;
@@ -114,7 +115,6 @@ _FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16)
 #: Rights that apply to a file (not a directory): EXECUTE, WRITE_FILE, READ_FILE, TRUNCATE,
 #: IOCTL_DEV.
 _FS_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
-_FS_WRITE_FILE = 1 << 1
 #: The devices the plugin may read and write once Landlock holds (of those
 #: ``bubblewrap.command`` binds).
 _DEVICES = ("/dev/null", "/dev/urandom")

@@ -743,8 +743,8 @@ class Worker:
         enforced = self.enforced
         if enforced["landlock_refused_count"]:
             logger.warning(
-                "plugin process of %s: the kernel refused the Landlock rules of %d paths, "
-                "left out (not readable there; the rest holds): %r",
+                "plugin process of %s: Landlock path rules refused by the kernel: %d, "
+                "each path left out (not readable there; the rest holds): %r",
                 self.origin.entry,
                 enforced["landlock_refused_count"],
                 enforced["landlock_refused"],
