@@ -9,11 +9,15 @@ failure of ``landlock_create_ruleset`` or ``landlock_restrict_self`` means "no L
 and the guest says what it enforced in its ``contained`` message, before any plugin code is
 imported, which is what the host keeps and shows.
 
-The end-to-end tests make the real kernel refuse: a file the guest allows is an ``nsfs``
-inode (Landlock refuses a rule on one: ``EBADFD``), bound in a mount namespace of a child
-that plays the site; or the guest's ``landlock_create_ruleset`` is refused by a filter that
-a bwrap wrapper loads (the host process keeps its Landlock).  Only the bookkeeping's unit
-test plays the kernel, at the ``landlock_add_rule`` boundary.
+The end-to-end tests run the real guest, bwrap and kernel; the site's bwrap is a wrapper
+that loads a seccomp filter first (``_WRAPPER``): either the guest's
+``landlock_create_ruleset`` fails (ENOSYS, as on a kernel without Landlock; the host
+process keeps its Landlock), or each ``landlock_add_rule`` goes to the wrapper (a seccomp
+user notification), which answers ``EBADFD`` (what Landlock answers for a file of an
+internal file system) for the rule of one chosen file and lets the kernel take every other
+rule.  (A real file Landlock refuses is out of reach here: an ``nsfs`` file bound into the
+plugin's directory is taken by Landlock through the bind mount.)  Only the bookkeeping's
+unit test plays the kernel, at the ``landlock_add_rule`` boundary (``_add_rules``).
 """
 
 from __future__ import annotations
@@ -34,9 +38,23 @@ from tests.plugins.packages import child_report
 
 pytestmark = pytest.mark.django_db
 
+
+def _ptrace_scope() -> int:
+    """Yama's ``ptrace_scope`` (0 without Yama): from 2, the wrapper may not read the
+    memory of the plugin process it started (its ``landlock_add_rule`` argument)."""
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 0
+
+
 needs_landlock = pytest.mark.skipif(
-    not capabilities().get("isolated") or not capabilities().get("landlock"),
-    reason="a host that builds the plugin sandbox on a kernel with Landlock",
+    not capabilities().get("isolated")
+    or not capabilities().get("landlock")
+    or _ptrace_scope() >= 2,
+    reason="a host that builds the plugin sandbox on a kernel with Landlock (and lets a "
+    "process read the memory of its descendants)",
 )
 
 #: Files the plugin tries to read at import: each is in the sandbox's mount view, none is
@@ -82,20 +100,24 @@ print(json.dumps({"found": found, "host_abi": host._host_landlock_abi(), "label"
 """
 
 
-def _plugin_dir(name: str, reads: list[str]) -> str:
-    """A plugin package ``name`` that tries to read each of ``reads`` at import, in a fresh
-    directory every uid may search (a root site runs bwrap under an unprivileged uid), and
-    a module ``<name>.py`` beside it (the package is what is imported: both are bound, and
-    the guest allows reading both)."""
+def _plugin_dir(name: str) -> str:
+    """A fresh directory every uid may search (a root site runs bwrap under an unprivileged
+    uid) holding a module ``<name>.py``, the plugin's package is written beside it
+    (``_write_plugin``: the package is what is imported; both are bound into the sandbox,
+    and the guest allows reading both), and so is the test's bwrap wrapper (not bound)."""
     directory = tempfile.mkdtemp(prefix="webfetch-landlock-")
     os.chmod(directory, 0o755)
+    with open(os.path.join(directory, name + ".py"), "w") as fh:
+        fh.write("SHADOWED = True\n")
+    return directory
+
+
+def _write_plugin(directory: str, name: str, reads: list[str]) -> None:
+    """The plugin's package ``name``: it tries to read each of ``reads`` at import."""
     package = os.path.join(directory, name)
     os.mkdir(package, 0o755)
     with open(os.path.join(package, "__init__.py"), "w") as fh:
         fh.write(_PLUGIN % (json.dumps(reads), name))
-    with open(os.path.join(directory, name + ".py"), "w") as fh:
-        fh.write("SHADOWED = True\n")
-    return directory
 
 
 def _described(directory: str, name: str, bwrap: str) -> dict:
@@ -114,15 +136,12 @@ def test_one_path_landlock_cannot_take_leaves_the_plugin_process_without_landloc
     it: fail closed), and the host reports what the guest enforced: its ABI, and that one
     path refused."""
     name = "webfetch_landlock_partial"
-    directory = tempfile.mkdtemp(prefix="webfetch-landlock-")
-    refused = os.path.join(directory, "plugin", name + ".py")
-    own = os.path.join(directory, "plugin", name, "__init__.py")
+    directory = _plugin_dir(name)
+    refused = os.path.join(directory, name + ".py")
+    own = os.path.join(directory, name, "__init__.py")
     try:
-        plugin = _plugin_dir(name, [*_OUTSIDE, refused, own])
-        os.rename(plugin, os.path.join(directory, "plugin"))
-        os.chmod(directory, 0o755)
-        bwrap = _bwrap(directory, refuse=refused)
-        report = _described(os.path.join(directory, "plugin"), name, bwrap)
+        _write_plugin(directory, name, [*_OUTSIDE, refused, own])
+        report = _described(directory, name, _bwrap(directory, refuse=refused))
     finally:
         shutil.rmtree(directory)
     found = report["found"]
@@ -172,7 +191,7 @@ if not config.get("refuse"):
     assert libc.prctl(22, 2, ctypes.byref(prog), 0, 0) == 0, "seccomp"
     os.execv(argv[0], argv)
 # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, program)
-listener = libc.syscall(317, 1, 8, ctypes.byref(prog))
+listener = libc.syscall(config["seccomp"], 1, 8, ctypes.byref(prog))
 assert listener >= 0, os.strerror(ctypes.get_errno())
 child = os.fork()
 if child == 0:
@@ -232,6 +251,7 @@ def _bwrap(directory: str, *, refuse: str = "") -> str:
         "program": program,
         "refuse": [found.st_dev, found.st_ino] if found else None,
         "errno": errno.EBADFD,
+        "seccomp": sc.resolve_syscall(sc.Arch.NATIVE, "seccomp"),
     }
     script = os.path.join(directory, "wrapper.py")
     with open(script, "w") as fh:
@@ -254,8 +274,9 @@ def test_a_plugin_process_without_landlock_is_reported_without_landlock():
     host reported its own ABI for a process that enforced no Landlock.  Now it reports
     "no Landlock" and the guest's reason; the plugin reads what Landlock would refuse."""
     name = "webfetch_landlock_none"
-    directory = _plugin_dir(name, list(_OUTSIDE))
+    directory = _plugin_dir(name)
     try:
+        _write_plugin(directory, name, list(_OUTSIDE))
         report = _described(directory, name, _bwrap(directory))
     finally:
         shutil.rmtree(directory)

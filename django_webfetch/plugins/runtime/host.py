@@ -701,8 +701,9 @@ class Worker:
                 # what no plugin code has touched yet.  Then the plugin's import, with a
                 # call's bounds.
                 contained = True
-                self.enforced = _checked_contained(message, _host_landlock_abi())
-                self._say_landlock()
+                host_abi = _host_landlock_abi()
+                self.enforced = _checked_contained(message, host_abi)
+                self._say_landlock(host_abi)
                 self.kernel = _kernel_state(self.pid)
                 if not _filters_in_force(self.kernel):
                     raise IsolationUnavailable(
@@ -737,9 +738,10 @@ class Worker:
             raise RuntimeFailure("plugin_crashed", "the plugin process did not get ready")
         return message
 
-    def _say_landlock(self) -> None:
-        """A process that enforced less Landlock than it asked for is logged (the operator
-        sees it in ``webfetch plugin list`` too: ``isolation_label``)."""
+    def _say_landlock(self, host_abi: int) -> None:
+        """A process that enforced less Landlock than it asked for, or none where this
+        host's kernel has it, is logged (the operator sees it in ``webfetch plugin list``
+        too: ``isolation_label``)."""
         enforced = self.enforced
         if enforced["landlock_refused_count"]:
             logger.warning(
@@ -749,7 +751,7 @@ class Worker:
                 enforced["landlock_refused_count"],
                 enforced["landlock_refused"],
             )
-        elif not enforced["landlock"]:
+        elif host_abi and not enforced["landlock"]:
             logger.warning(
                 "plugin process of %s runs without Landlock (%s); the namespaces, the "
                 "mount view and the filters hold",
