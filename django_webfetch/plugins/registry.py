@@ -63,6 +63,7 @@ __all__ = [
     "distribution",
     "generation",
     "get_manifest",
+    "isolation",
     "load",
     "manifests",
     "origin",
@@ -1611,6 +1612,18 @@ def origin(name: str) -> Origin | None:
     """Where the code of plugin ``name`` is (for the runtime)."""
     load()
     return _origins.get(name)
+
+
+def isolation(name: str) -> dict[str, Any] | None:
+    """What the plugin process that read plugin ``name``'s manifest ran in
+    (``host.Worker.isolation``: its Landlock as its guest enforced it); ``None`` where no
+    plugin process read it (not installed, or read in this process: trusted)."""
+    load()
+    found = _origins.get(name)
+    described = _described.get(found) if found is not None else None
+    if described is None:
+        return None
+    return copy.deepcopy(described[1].get("isolation"))
 
 
 def distribution(name: str) -> Any:

@@ -21,6 +21,7 @@ from django_webfetch.net.errors import EgressDenied, WebFetchError
 from .grants import difference, intersect
 from .manifest import Manifest, tool_group
 from .registry import get_manifest
+from .registry import isolation as enforced_isolation
 from .runtime.host import isolation_label
 from .sandbox import PluginScope, host_io
 
@@ -278,8 +279,11 @@ def list_instances() -> list[InstanceSummary]:
                 effective=() if off else grant.hosts,
                 allow_private=() if off else grant.allow_private,
                 has_secrets=bool(instance.secret_config),
-                # A plugin that is not installed runs nowhere, whatever this host offers.
-                isolation=isolation_label(instance.trust_holds())
+                # A plugin that is not installed runs nowhere, whatever this host offers;
+                # one that is runs in what its own process enforced (Landlock included).
+                isolation=isolation_label(
+                    instance.trust_holds(), enforced_isolation(instance.plugin)
+                )
                 if get_manifest(instance.plugin) is not None
                 else "none (not installed)",
                 trust=instance.trust_problem(),

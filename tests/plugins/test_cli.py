@@ -170,14 +170,23 @@ def test_list_shows_declared_granted_effective(example):
 
 
 def test_list_shows_each_instances_isolation(example):
+    """Each instance as its plugin's own process ran (what the guest enforced of Landlock,
+    ``registry.isolation``; tests/plugins/test_issue30_landlock_partial.py shows one that
+    enforced less than this host has), or trusted."""
+    from django_webfetch.plugins import registry
     from django_webfetch.plugins.runtime.host import capabilities
 
     webfetch("install", "example")
     PluginInstance.objects.create(plugin="example", alias="inproc", trusted=True)
     lines = [line for line in webfetch("list").splitlines() if "isolation:" in line]
-    found = capabilities()
+    found = registry.isolation("example") or capabilities()
     if found.get("isolated"):
-        landlock = f"Landlock ABI {found['landlock']}" if found.get("landlock") else "no Landlock"
+        assert found.get("landlock_refused_count") == 0, found
+        landlock = (
+            f"Landlock ABI {found['landlock']}"
+            if found.get("landlock")
+            else f"no Landlock ({found['landlock_error']})"
+        )
         cgroup = ", ".join(sorted(found.get("cgroup") or {}))
         limits = f"; cgroup: {cgroup}" if cgroup else ""
         untrusted = (

@@ -15,13 +15,16 @@ before any plugin code is imported, it
 4. restricts the file system with Landlock where the kernel has it (read: the interpreter,
    its libraries, ``django_webfetch`` and the plugin's own package; write: the scratch
    directory only; and, from Landlock ABI 4 and 6, no TCP and no signals or abstract Unix
-   sockets outside the process), and reports what it got,
+   sockets outside the process); a path whose rule the kernel refuses is left out (not
+   readable then), the rest holds: ``_landlock``,
 5. installs a second seccomp filter the host built (``bubblewrap.no_exec_program``) that
    refuses every further ``exec`` and every further Landlock layer or filter, and proves
    both filters are in force and that its death signal (bwrap's ``--die-with-parent``) is
    set and cannot be cleared,
 6. installs the audit-hook sandbox as a second, recording layer,
-7. says ``contained`` and waits for the host's ``import`` (the host reads the process's
+7. says ``contained`` with what its Landlock enforced (the ABI, or no Landlock and why, and
+   the paths whose rule the kernel refused), and waits for the host's ``import`` (the host
+   keeps that report, said before any plugin code ran, and reads the process's
    signals and privileges from ``/proc`` meanwhile: what each call must leave as it found
    them for the process to be pooled), imports the plugin (inside a plugin scope: what
    the import tries is reported; every module of the plugin's package compiled from its
@@ -54,6 +57,8 @@ from typing import Any
 
 from .protocol import (
     MAX_DEPTH,
+    MAX_REFUSED_CHARS,
+    MAX_REFUSED_PATHS,
     MAX_VALUES,
     Channel,
     ChannelClosed,
@@ -101,6 +106,7 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 _FS_EXECUTE = 1 << 0
+_FS_WRITE_FILE = 1 << 1
 _FS_READ_FILE = 1 << 2
 _FS_READ_DIR = 1 << 3
 #: Every file-system right of each ABI version (1: 13 rights; 2: REFER; 3: TRUNCATE;
@@ -109,6 +115,9 @@ _FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16)
 #: Rights that apply to a file (not a directory): EXECUTE, WRITE_FILE, READ_FILE, TRUNCATE,
 #: IOCTL_DEV.
 _FS_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
+#: The devices the plugin may read and write once Landlock holds (of those
+#: ``bubblewrap.command`` binds).
+_DEVICES = ("/dev/null", "/dev/urandom")
 _NET_BIND_TCP = 1
 _NET_CONNECT_TCP = 2
 _SCOPE_ABSTRACT_UNIX = 1
@@ -298,12 +307,19 @@ def _excluding(paths: list[str], hidden: list[str]) -> tuple[list[str], list[str
 
 def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
     """Restrict the file system (and, where the kernel can, TCP and signals); returns what
-    was enforced.  No Landlock: reported, not fatal (seccomp already holds the network)."""
+    was enforced (``_enforced``), which the guest says in its ``contained`` message.
+
+    Only a ruleset the kernel does not make (``landlock_create_ruleset``) or does not put
+    in force (``landlock_restrict_self``) means no Landlock: reported with the reason, not
+    fatal (seccomp already holds the network).  A path whose rule the kernel refuses
+    (``landlock_add_rule``, any errno) is left out, and only it: no rule grants it then,
+    so it is not readable (fail closed), and every other rule holds (issue 30, round 13,
+    finding 3: one refused rule dropped the whole ruleset, and the host never learnt)."""
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     abi = _landlock_abi(libc)
     if abi < 1:
-        return {"landlock": 0, "landlock_error": os.strerror(ctypes.get_errno())}
+        return _unenforced("landlock_create_ruleset", ctypes.get_errno())
     handled = _FS_BY_ABI[max(v for v in _FS_BY_ABI if v <= abi)]
     attr = _RulesetAttr(handled_access_fs=handled)
     size = 8
@@ -315,53 +331,99 @@ def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
         size = 24
     ruleset = int(libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0))
     if ruleset < 0:
-        return {"landlock": 0, "landlock_error": os.strerror(ctypes.get_errno())}
+        return _unenforced("landlock_create_ruleset", ctypes.get_errno())
     hidden = [str(path) for path in setup.get("hidden") or ()]
     read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]), hidden)
-    readable = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
     try:
-        _restrict(libc, ruleset, handled, setup, read, listed, readable)
-    except Unavailable as exc:  # nothing was enforced: say so, seccomp still holds
-        return {"landlock": 0, "landlock_error": str(exc)[:200]}
+        rules = _rules(read, listed, str(setup["scratch"]), handled)
+        refused = _add_rules(rules, lambda path, rights: _allow(libc, ruleset, path, rights))
+        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+            return _unenforced("landlock_restrict_self", ctypes.get_errno())
     finally:
         os.close(ruleset)
-    return {"landlock": abi, "landlock_network": abi >= 4, "landlock_scoped": abi >= 6}
+    return _enforced(abi, refused)
 
 
-def _restrict(
-    libc: ctypes.CDLL,
-    ruleset: int,
-    handled: int,
-    setup: Mapping[str, Any],
-    read: list[str],
-    listed: list[str],
-    readable: int,
-) -> None:
-    for path in read:
-        _allow(libc, ruleset, path, readable & handled)
-    for path in listed:
-        _allow(libc, ruleset, path, _FS_READ_DIR)
-    _allow(libc, ruleset, str(setup["scratch"]), handled)
-    for device in ("/dev/null", "/dev/urandom"):
-        _allow(libc, ruleset, device, (_FS_READ_FILE | (1 << 1)) & handled)
-    if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
-        raise Unavailable(f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
+def _rules(read: list[str], listed: list[str], scratch: str, handled: int) -> list[tuple[str, int]]:
+    """Every path rule of the ruleset, in the order they are added, with its rights: read
+    (the interpreter, its libraries, django_webfetch, the plugin's package), list only,
+    write the scratch directory, and read and write ``/dev/null`` and ``/dev/urandom``."""
+    readable = (_FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR) & handled
+    rules = [(path, readable) for path in read]
+    rules += [(path, _FS_READ_DIR) for path in listed]
+    rules.append((scratch, handled))
+    rules += [(device, (_FS_READ_FILE | _FS_WRITE_FILE) & handled) for device in _DEVICES]
+    return rules
 
 
-def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+def _add_rules(
+    rules: list[tuple[str, int]], add: Callable[[str, int], int]
+) -> list[tuple[str, int]]:
+    """Each rule added with ``add`` (``_allow``: 0, or the errno of the kernel's refusal);
+    the ``(path, errno)`` of each the kernel refused, in order.  A refused rule leaves out
+    its path only: the others are added all the same."""
+    refused: list[tuple[str, int]] = []
+    for path, rights in rules:
+        code = add(path, rights)
+        if code:
+            refused.append((path, code))
+    return refused
+
+
+def _allow(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> int:
+    """One path rule: 0 when the kernel took it (or the path is not in this sandbox: there
+    is nothing to allow), else the errno it refused it with."""
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:
-        return
+        return 0
     try:
         if not os.path.isdir(path):
             rights &= _FS_FILE_RIGHTS
         rule = _PathBeneath(allowed_access=rights, parent_fd=fd)
         if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, _LANDLOCK_RULE_PATH_BENEATH,
                         ctypes.byref(rule), 0) != 0:  # fmt: skip
-            raise Unavailable(f"landlock_add_rule {path}: {os.strerror(ctypes.get_errno())}")
+            return ctypes.get_errno() or errno.EINVAL
+        return 0
     finally:
         os.close(fd)
+
+
+def _shortened(text: str) -> str:
+    """``text`` in at most ``MAX_REFUSED_CHARS`` characters: its start and its end (a
+    path's file name and the error) with ``...`` between."""
+    if len(text) <= MAX_REFUSED_CHARS:
+        return text
+    half = (MAX_REFUSED_CHARS - 3) // 2
+    return text[:half] + "..." + text[len(text) - (MAX_REFUSED_CHARS - 3 - half) :]
+
+
+def _enforced(abi: int, refused: list[tuple[str, int]]) -> dict[str, Any]:
+    """The report of a Landlock in force (``contained``): its ABI, whether it holds TCP
+    (ABI 4) and signals and abstract Unix sockets (ABI 6), and the paths whose rule the
+    kernel refused (the first ``MAX_REFUSED_PATHS``, each shortened; the count is whole)."""
+    return {
+        "landlock": abi,
+        "landlock_network": abi >= 4,
+        "landlock_scoped": abi >= 6,
+        "landlock_refused": [
+            _shortened(f"{path}: {os.strerror(code)}") for path, code in refused[:MAX_REFUSED_PATHS]
+        ],
+        "landlock_refused_count": len(refused),
+        "landlock_error": "",
+    }
+
+
+def _unenforced(call: str, code: int) -> dict[str, Any]:
+    """The report of no Landlock: which call the kernel refused, and why."""
+    return {
+        "landlock": 0,
+        "landlock_network": False,
+        "landlock_scoped": False,
+        "landlock_refused": [],
+        "landlock_refused_count": 0,
+        "landlock_error": _shortened(f"{call}: {os.strerror(code or errno.ENOSYS)}"),
+    }
 
 
 # -- what the plugin sees ----------------------------------------------------------------
@@ -807,15 +869,11 @@ def serve(channel: Channel) -> None:
         _quiet_stdio()
         _limits(setup)
         _no_new_privs()
-        isolation: dict[str, Any] = {
-            "seccomp": "allow-list",
-            "namespaces": "user,pid,net,ipc,uts,mount,cgroup",
-        }
         with contextlib.suppress(OSError):  # read by ``_kernel_dispositions`` (pread)
             _KERNEL["status"] = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
         # Landlock first, then the filter that refuses landlock_* (issue 30, sixth attack,
         # finding 5b: a plugin's own layers are kernel memory a pooled process keeps).
-        isolation.update(_landlock(setup))
+        enforced = _landlock(setup)
         _seccomp(setup)
     except Unavailable as exc:
         channel.send({"op": "unavailable", "why": str(exc)[:300]})
@@ -834,8 +892,11 @@ def serve(channel: Channel) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     # Contained: from here on, a process that ends is the plugin's doing, not the host's.
     # The host reads this process's kernel state now, before any plugin code, and then
-    # says ``import``.
-    channel.send({"op": "contained"})
+    # says ``import``.  What this process enforced of Landlock (which ``/proc`` does not
+    # show) is said here and only here: no plugin code has run yet (the import waits for
+    # the host's ``import`` below), so the host takes it as the guest's own word; after the
+    # import nothing this process says of its sandbox is taken (``ready`` carries none).
+    channel.send({"op": "contained", "isolation": enforced})
     if channel.recv().get("op") != "import":
         raise ProtocolError("expected import")
     sys.addaudithook(_count_audit_hooks)
@@ -856,7 +917,6 @@ def serve(channel: Channel) -> None:
     channel.send(
         {
             "op": "ready",
-            "isolation": isolation,
             "manifest": described,
             "problem": problem,
             "violations": _violations(scope),

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from django_webfetch.net.errors import (
     EgressDenied,
@@ -49,6 +49,8 @@ from django_webfetch.plugins.provenance import WALK_DEPTH
 
 from . import bubblewrap, cgroups, identity
 from .protocol import (
+    MAX_REFUSED_CHARS,
+    MAX_REFUSED_PATHS,
     Channel,
     ChannelClosed,
     ChannelTimeout,
@@ -411,13 +413,62 @@ class ProtocolViolation(RuntimeFailure):
         super().__init__("plugin_protocol_error", detail)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def _checked_contained(message: dict[str, Any], host_abi: int) -> dict[str, Any]:
+    """What the guest's Landlock enforced, as its ``contained`` said it (``guest._enforced``,
+    ``guest._unenforced``): said before any plugin code ran, so the guest's own word (the
+    host cannot read a Landlock domain from ``/proc``), each field of its type and within
+    its bounds; an ABI above this kernel's (``host_abi``) is no report of this kernel."""
+    raw = message.get("isolation")
+    if not isinstance(raw, dict):
+        raise ProtocolViolation("contained: isolation is not an object")
+    abi = raw.get("landlock")
+    if not _is_int(abi) or not 0 <= abi <= host_abi:
+        raise ProtocolViolation("contained: landlock is not an ABI of this kernel")
+    if raw.get("landlock_network") is not (abi >= 4) or raw.get("landlock_scoped") is not (
+        abi >= 6
+    ):
+        raise ProtocolViolation("contained: landlock_network or landlock_scoped is not its ABI's")
+    refused = raw.get("landlock_refused")
+    count = raw.get("landlock_refused_count")
+    if (
+        not isinstance(refused, list)
+        or len(refused) > MAX_REFUSED_PATHS
+        or not all(isinstance(p, str) and len(p) <= MAX_REFUSED_CHARS for p in refused)
+    ):
+        raise ProtocolViolation("contained: landlock_refused is not a short list of paths")
+    if (
+        not _is_int(count)
+        or count < len(refused)
+        or (count > len(refused) and len(refused) < MAX_REFUSED_PATHS)
+    ):
+        raise ProtocolViolation("contained: landlock_refused_count is not its list's")
+    error = raw.get("landlock_error")
+    if not isinstance(error, str) or len(error) > MAX_REFUSED_CHARS or bool(error) != (abi == 0):
+        raise ProtocolViolation("contained: landlock_error is not a reason of no Landlock")
+    if abi == 0 and count:
+        raise ProtocolViolation("contained: paths refused by no Landlock")
+    return {
+        "landlock": abi,
+        "landlock_network": abi >= 4,
+        "landlock_scoped": abi >= 6,
+        "landlock_refused": [_printable(p) for p in refused],
+        "landlock_refused_count": count,
+        "landlock_error": _printable(error),
+    }
+
+
 def _checked_ready(message: dict[str, Any]) -> dict[str, Any]:
-    """The guest's ``ready``, each field of the type it must have (``isolation`` is never
-    read: the host decides that, ``Worker.isolation``)."""
+    """The guest's ``ready``, each field of the type it must have (what it says of its
+    sandbox is never read: it comes after the plugin's import; the host keeps what the
+    guest said in ``contained``, ``Worker.isolation``)."""
     manifest = message.get("manifest")
     if manifest is not None and not isinstance(manifest, dict):
         raise ProtocolViolation("ready: manifest is not an object")
@@ -509,6 +560,9 @@ class Worker:
         #: (``Pool.release``; ``None``, unreadable: never kept).
         self.kernel: tuple[bytes, ...] | None = None
         self.stopped = False
+        #: What its Landlock enforced, as its guest said in ``contained``, before any plugin
+        #: code ran (``_checked_contained``): ``isolation`` reports it.
+        self.enforced: dict[str, Any] = {}
         safe = f"{re.sub(r'[^A-Za-z0-9_-]', '_', label)[:40]}-{os.urandom(4).hex()}"
         self.scratch = f"/tmp/webfetch-plugin-{safe}"
         self.cgroup: cgroups.Cgroup | None = None
@@ -647,6 +701,9 @@ class Worker:
                 # what no plugin code has touched yet.  Then the plugin's import, with a
                 # call's bounds.
                 contained = True
+                host_abi = _host_landlock_abi()
+                self.enforced = _checked_contained(message, host_abi)
+                self._say_landlock(host_abi)
                 self.kernel = _kernel_state(self.pid)
                 if not _filters_in_force(self.kernel):
                     raise IsolationUnavailable(
@@ -681,10 +738,34 @@ class Worker:
             raise RuntimeFailure("plugin_crashed", "the plugin process did not get ready")
         return message
 
+    def _say_landlock(self, host_abi: int) -> None:
+        """A process that enforced less Landlock than it asked for, or none where this
+        host's kernel has it, is logged (the operator sees it in ``webfetch plugin list``
+        too: ``isolation_label``)."""
+        enforced = self.enforced
+        if enforced["landlock_refused_count"]:
+            logger.warning(
+                "plugin process of %s: Landlock path rules refused by the kernel: %d, "
+                "each path left out (not readable there; the rest holds): %r",
+                self.origin.entry,
+                enforced["landlock_refused_count"],
+                enforced["landlock_refused"],
+            )
+        elif host_abi and not enforced["landlock"]:
+            logger.warning(
+                "plugin process of %s runs without Landlock (%s); the namespaces, the "
+                "mount view and the filters hold",
+                self.origin.entry,
+                enforced["landlock_error"],
+            )
+
     @property
     def isolation(self) -> dict[str, Any]:
-        """What the host built for this process: it made the bwrap command, started it and
-        got ``contained`` back; nothing the guest says about its sandbox is taken."""
+        """What this process runs in: what the host built (it made the bwrap command,
+        started it and got ``contained`` back) and what its guest said in ``contained``,
+        before any plugin code ran, of its Landlock (``enforced``: the ABI in force, or 0
+        and the reason, and the paths whose rule the kernel refused), never this host's
+        kernel's ABI in its place; nothing the guest says after the import is taken."""
         return {
             "isolated": True,
             "seccomp": "allow-list",
@@ -692,7 +773,7 @@ class Worker:
             # Who the process is outside its namespace: a uid of its own (a root site), or
             # the site's (never root: a root site starts no process any other way).
             "outer_uid": "own" if self.identity is not None else "site",
-            "landlock": _host_landlock_abi(),
+            **self.enforced,
             "cgroup": dict(self.cgroup.kinds) if self.cgroup is not None else {},
         }
 
@@ -1061,7 +1142,7 @@ def describe(origin: Origin) -> dict[str, Any]:
         raise
     try:
         with _capabilities_lock:
-            _capabilities = worker.isolation
+            _capabilities = _host_view(worker.isolation)
         return {
             "manifest": worker.ready.get("manifest"),
             "problem": _name(worker.ready.get("problem")),
@@ -1089,25 +1170,48 @@ def capabilities() -> dict[str, Any]:
             "why": exc.detail or exc.code,
         }
     else:
-        found = worker.isolation
+        found = _host_view(worker.isolation)
         worker.close()
     with _capabilities_lock:
         _capabilities = found
     return dict(found)
 
 
-def isolation_label(trusted: bool) -> str:
-    """How an instance's tools run on this host, in words (``webfetch plugin list``)."""
+def _host_view(isolation: Mapping[str, Any]) -> dict[str, Any]:
+    """A plugin process's ``isolation`` as what this host gives plugin processes: the paths
+    whose Landlock rule the kernel refused are that plugin's (its package, its directory),
+    not the host's."""
+    return {
+        **isolation,
+        "landlock_refused": [],
+        "landlock_refused_count": 0,
+    }
+
+
+def isolation_label(trusted: bool, enforced: Mapping[str, Any] | None = None) -> str:
+    """How an instance's tools run on this host, in words (``webfetch plugin list``):
+    ``enforced``, what the plugin's own process enforced (``registry.isolation``), where
+    one was started; otherwise what this host gives plugin processes (``capabilities``)."""
     if trusted:
         return "trusted: in this process, audit hook only (check W032)"
-    found = capabilities()
+    found = dict(enforced) if enforced else capabilities()
     if not found.get("isolated"):
         return (
             f"none: untrusted plugins do not run here ({found.get('reason')}: "
             f"{bubblewrap.REASONS.get(str(found.get('reason')), '')})"
         )
     landlock = found.get("landlock")
-    files = f"Landlock ABI {landlock}" if landlock else "no Landlock"
+    refused = found.get("landlock_refused_count") or 0
+    if landlock and refused:
+        files = (
+            f"Landlock ABI {landlock}, {refused} path rule{'s' if refused != 1 else ''} "
+            "refused by the kernel (left out, not readable)"
+        )
+    elif landlock:
+        files = f"Landlock ABI {landlock}"
+    else:
+        why = found.get("landlock_error")
+        files = f"no Landlock ({why})" if why else "no Landlock"
     cgroup = ", ".join(sorted(found.get("cgroup") or {}))
     limits = f"; cgroup: {cgroup}" if cgroup else ""
     return (

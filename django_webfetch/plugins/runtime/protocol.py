@@ -23,6 +23,8 @@ from typing import Any
 
 __all__ = [
     "MAX_MESSAGE",
+    "MAX_REFUSED_CHARS",
+    "MAX_REFUSED_PATHS",
     "Channel",
     "ChannelClosed",
     "ChannelTimeout",
@@ -47,6 +49,10 @@ def readable(fd: Any, timeout: float) -> bool:
 
 #: The default cap of one message (either direction).
 MAX_MESSAGE = 8 * 1024 * 1024
+#: The guest's report of its Landlock (``contained``): at most this many of the paths whose
+#: rule the kernel refused, each in at most this many characters (the count is whole).
+MAX_REFUSED_PATHS = 8
+MAX_REFUSED_CHARS = 200
 #: The deepest nesting of arrays and objects a message may have (checked before parsing).
 MAX_DEPTH = 64
 #: The most values (objects, arrays, keys, strings, numbers, literals) a message may hold,
