@@ -4,10 +4,13 @@ import itertools
 import os
 import resource
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
+import coverage
 import pytest
+from coverage.exceptions import CoverageWarning
 from hypothesis import HealthCheck, settings
 
 from tests.lab import tracefix
@@ -85,8 +88,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     such a test reaches fails the gate instead of passing unmeasured."""
     current = None
     if item.get_closest_marker("unmeasured") is not None:
-        import coverage
-
         current = coverage.Coverage.current()
     if current is None:
         return (yield)
@@ -95,7 +96,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
     finally:
         _clear_pure_caches()
-        current.start()
+        with warnings.catch_warnings():
+            # Restarted, coverage warns of the measured modules already imported (under
+            # ``coverage run``, one process): they were imported while it measured.
+            warnings.simplefilter("ignore", CoverageWarning)
+            current.start()
 
 
 def _clear_pure_caches() -> None:
