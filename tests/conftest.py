@@ -129,8 +129,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     and pytest-django's grouping (trylast), so the order is still the seed's.  A long test
     that flushes the database must restore it (``serialized_rollback``): it runs before
     tests that read what the migrations wrote."""
+    from tests.scheduling import first_in_order
+
     long = [item for item in items if item.get_closest_marker("long") is not None]
-    if not long:
+    grouped = [item for item in first_in_order(items) if item not in long]
+    if not long and not grouped:
         return
     for item in long:
         marker = item.get_closest_marker("django_db")
@@ -140,8 +143,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 f"{item.nodeid}: long and transactional without serialized_rollback: "
                 "it cannot run first"
             )
-    rest = [item for item in items if item.get_closest_marker("long") is None]
-    items[:] = spread_first(long, rest, *_xdist_chunks(config, len(items)))
+    first = set(long) | set(grouped)
+    rest = [item for item in items if item not in first]
+    items[:] = spread_first(long + grouped, rest, *_xdist_chunks(config, len(items)))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist load`` with the modules of ``tests.scheduling.SHARED_SETUP`` sent whole."""
+    if config.getvalue("dist") != "load":
+        return None
+    from tests.scheduling import GroupedLoadScheduling
+
+    return GroupedLoadScheduling(config, log)
 
 
 def _xdist_chunks(config: pytest.Config, count: int) -> tuple[int, int]:

@@ -82,3 +82,86 @@ def test_one_test_at_a_time_sends_every_long_test_before_any_other(count, worker
         scheduler.add_node_collection(node, order)  # type: ignore[arg-type]
     scheduler.schedule()
     assert [len(node.sent) for node in nodes] == [2] * workers
+
+
+def _module_scoped_fixture_modules() -> set[str]:
+    """Every test module (or conftest's directory) that declares a fixture of module, class
+    or package scope, as a node-id prefix."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    found = set()
+    for path in (root / "tests").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "scope":
+                value = node.value
+                if isinstance(value, ast.Constant) and value.value in (
+                    "module",
+                    "class",
+                    "package",
+                ):
+                    relative = path.relative_to(root).as_posix()
+                    found.add(
+                        relative.rsplit("/", 1)[0] + "/" if path.name == "conftest.py" else relative
+                    )
+    return found
+
+
+def test_every_module_with_a_module_scoped_set_up_is_sent_whole():
+    """A module-scoped fixture is set up again whenever a worker comes back to its module:
+    every module (or directory, for a conftest's fixture) that declares one is in
+    ``SHARED_SETUP``, so its tests go to one worker together."""
+    from tests.scheduling import SHARED_SETUP, group_of
+
+    declared = _module_scoped_fixture_modules()
+    assert declared, "the scan found no module-scoped fixture at all"
+    for prefix in declared:
+        assert group_of(prefix if prefix.endswith(".py") else prefix + "test_x.py"), prefix
+    # and nothing is grouped that has no such set-up
+    for prefix in SHARED_SETUP:
+        assert any(d.startswith(prefix) or prefix.startswith(d) for d in declared), prefix
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+@pytest.mark.parametrize("seed", range(5))
+def test_the_tests_of_a_shared_set_up_module_go_to_one_worker_and_the_rest_one_at_a_time(
+    workers, seed
+):
+    """The grouped scheduler (tests/scheduling.py) against xdist's own: every test is sent
+    exactly once; the tests of a ``SHARED_SETUP`` module all reach one worker; every other
+    test is sent one at a time as before (no worker is sent more than two ungrouped tests
+    ahead of what it finished)."""
+    import random
+
+    from tests.scheduling import GroupedLoadScheduling, group_of
+
+    rng = random.Random(seed)
+    modules = [f"tests/browser/test_m{i}.py" for i in range(3)] + [
+        f"tests/runs/test_r{i}.py" for i in range(20)
+    ]
+    order = [f"{module}::test_{j}" for module in modules for j in range(rng.randint(1, 6))]
+    rng.shuffle(order)
+    config = _Config(workers, maxschedchunk=1)
+    scheduler = GroupedLoadScheduling(config)  # type: ignore[arg-type]
+    scheduler.maxschedchunk = 1
+    nodes = [_Node(i) for i in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)  # type: ignore[arg-type]
+        scheduler.add_node_collection(node, order)  # type: ignore[arg-type]
+    scheduler.schedule()
+    # Finish tests one at a time, the first pending of a random worker each time.
+    while any(scheduler.node2pending[node] for node in nodes):
+        busy = [node for node in nodes if scheduler.node2pending[node]]
+        node = rng.choice(busy)
+        ungrouped = [i for i in scheduler.node2pending[node] if group_of(order[i]) is None]
+        assert len(ungrouped) <= 2, ungrouped
+        scheduler.mark_test_complete(node, scheduler.node2pending[node][0], duration=0.01)  # type: ignore[arg-type]
+    sent = [index for node in nodes for index in node.sent]
+    assert sorted(sent) == list(range(len(order)))
+    for module in modules[:3]:
+        holders = {
+            node.gateway.id for node in nodes for i in node.sent if order[i].startswith(module)
+        }
+        assert len(holders) <= 1, (module, holders)

@@ -63,7 +63,9 @@ class ExampleSite:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=120,
+            # A far safety net against a hang, not a bound on the work: at a load of ~15 on
+            # 2 cores a first ``migrate`` of django CMS took over 120 s.
+            timeout=900,
         )
         assert out.returncode == 0, out.stdout + out.stderr
         return out.stdout
