@@ -28,6 +28,9 @@ redirects followed, outside the egress guard).  Here:
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -272,8 +275,45 @@ def schema_cost(schema: Mapping[str, Any]) -> int:
 _END = object()
 
 
+#: Verdicts of :func:`check_tool_schema` by the schema's canonical JSON (a pure function of
+#: it): a registry load checks every tool's schema again, and the meta-schema check costs
+#: about 40 ms a schema.  Bounded; the oldest verdict goes first.
+_VERDICTS: OrderedDict[str, tuple[str, str] | None] = OrderedDict()
+_VERDICTS_MAX = 512
+_VERDICTS_LOCK = threading.Lock()
+
+
 def check_tool_schema(schema: object) -> None:
-    """Refuse a ``parameters`` schema that could fetch, hang or is not valid; see above."""
+    """Refuse a ``parameters`` schema that could fetch, hang or is not valid; see above.
+    The verdict of a schema seen before (the same canonical JSON) is given again."""
+    try:
+        key = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        key = None  # not plain JSON: checked every time (and refused below, or not)
+    if key is not None:
+        with _VERDICTS_LOCK:
+            if key in _VERDICTS:
+                _VERDICTS.move_to_end(key)
+                verdict = _VERDICTS[key]
+                if verdict is None:
+                    return
+                raise SchemaRefused(*verdict)
+    try:
+        _check_tool_schema(schema)
+    except SchemaRefused as exc:
+        verdict = (exc.reason, str(exc))
+    else:
+        verdict = None
+    if key is not None:
+        with _VERDICTS_LOCK:
+            _VERDICTS[key] = verdict
+            while len(_VERDICTS) > _VERDICTS_MAX:
+                _VERDICTS.popitem(last=False)
+    if verdict is not None:
+        raise SchemaRefused(*verdict)
+
+
+def _check_tool_schema(schema: object) -> None:
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         raise SchemaRefused("schema_invalid", "parameters must be a JSON Schema of type object")
     has_pattern_properties = False

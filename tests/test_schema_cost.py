@@ -169,3 +169,29 @@ def test_a_schema_whose_references_fan_out_exponentially_is_refused():
     # a schema of 41 small entries, refused when the manifest is read, without running it.
     with pytest.raises(SchemaRefused):
         check_tool_schema(_fan_out(40))
+
+
+def test_a_schema_checked_again_gets_the_same_verdict_and_a_changed_one_is_checked_anew():
+    """``check_tool_schema`` keeps its verdict by the schema's canonical JSON (a registry
+    load checks every tool again): the same schema, in any key order, gets the same verdict
+    (a refusal with the same reason), and a schema changed since is checked anew."""
+    from django_webfetch import schemas
+
+    good = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 5}}}
+    bad = {"type": "object", "properties": {"q": {"type": "string", "pattern": "(a"}}}
+    for _ in range(2):
+        schemas.check_tool_schema(good)
+        schemas.check_tool_schema(dict(reversed(list(good.items()))))
+        with pytest.raises(schemas.SchemaRefused) as first:
+            schemas.check_tool_schema(bad)
+        assert first.value.reason == "pattern_syntax"
+    good["properties"]["q"]["pattern"] = "(a"  # the same object, changed: refused now
+    with pytest.raises(schemas.SchemaRefused) as changed:
+        schemas.check_tool_schema(good)
+    assert changed.value.reason == "pattern_syntax"
+    bad["properties"]["q"]["pattern"] = "a+"
+    schemas.check_tool_schema(bad)
+    # bounded: the memo never holds more than its bound
+    for n in range(schemas._VERDICTS_MAX + 10):
+        schemas.check_tool_schema({"type": "object", "properties": {f"p{n}": {"type": "string"}}})
+    assert len(schemas._VERDICTS) <= schemas._VERDICTS_MAX
