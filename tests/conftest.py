@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 import os
 import resource
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -32,6 +33,28 @@ settings.load_profile("webfetch")
 # The lab plugin moves the whole test process into a private network namespace before any
 # test runs (see tests/lab/); the fixtures plugin holds the Django model factories.
 pytest_plugins = ["tests.lab.plugin", "tests.fixtures"]
+
+
+def _use_a_database_file() -> None:
+    """Every session's SQLite test database is a file (in ``/dev/shm`` where there is one),
+    never shared memory: real workers (other processes, tests/runs) open it, and it locks
+    as a site's file database does.  Shared memory's cache locks a table for every other
+    connection, and SQLite's busy timeout does not wait that out: a test reading a run the
+    background runner was writing failed with "database table is locked" (tests/cms run on
+    their own, where the file was tests/runs' choice only).  Runs at import, before
+    pytest-django creates the test database; affects nothing but where SQLite keeps it."""
+    from django.db import connections
+
+    settings_dict = connections["default"].settings_dict
+    if settings_dict["ENGINE"] != "django.db.backends.sqlite3":
+        return
+    test = settings_dict.setdefault("TEST", {})
+    if test.get("NAME") in (None, "", ":memory:") and settings_dict["NAME"] == ":memory:":
+        directory = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        test["NAME"] = os.path.join(directory, f"webfetch-test-{os.getpid()}.sqlite3")
+
+
+_use_a_database_file()
 
 # One throwaway PostgreSQL cluster per process for every directory: a module or conftest
 # that imported the fixture had a session-scoped cluster of its own (an initdb each, five

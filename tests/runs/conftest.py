@@ -3,8 +3,6 @@ Celery workers and a throwaway PostgreSQL cluster (the last three in ``tests/run
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -12,24 +10,6 @@ import pytest
 
 from django_webfetch.net.policy import Scope
 from django_webfetch.tools import Effect, Tool, ToolCallLike, ToolContext, ToolResult
-
-
-def _use_a_database_file() -> None:
-    """Real workers (other processes) must open the test database, so the session's SQLite
-    test database is a file instead of shared memory.  Runs at collection, before
-    pytest-django creates the test database; affects nothing but where SQLite keeps it."""
-    from django.db import connections
-
-    settings_dict = connections["default"].settings_dict
-    if settings_dict["ENGINE"] != "django.db.backends.sqlite3":
-        return
-    test = settings_dict.setdefault("TEST", {})
-    if test.get("NAME") in (None, "", ":memory:") and settings_dict["NAME"] == ":memory:":
-        directory = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-        test["NAME"] = os.path.join(directory, f"webfetch-test-{os.getpid()}.sqlite3")
-
-
-_use_a_database_file()
 
 
 def pytest_configure(config: pytest.Config) -> None:
