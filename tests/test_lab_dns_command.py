@@ -44,3 +44,5 @@ def test_the_lab_dns_command_answers_the_names_it_was_given():
     finally:
         server.terminate()
         server.wait(timeout=10)
+        if server.stdout is not None:
+            server.stdout.close()
