@@ -193,7 +193,7 @@ class ConfiguredEndpointForm(_EndpointForm):
         help_text=_("Only for endpoints of the assistant group."),
     )
     auth_header_value = forms.CharField(
-        label=_("auth header value"),
+        label=_("Auth header value"),
         required=False,
         strip=True,
         max_length=2000,
@@ -201,7 +201,7 @@ class ConfiguredEndpointForm(_EndpointForm):
         help_text=_("Write-only: never shown again. Leave empty to keep the stored value."),
     )
     clear_auth_header = forms.BooleanField(
-        label=_("remove the stored auth header value"), required=False
+        label=_("Remove the stored auth header value"), required=False
     )
 
     class Meta:

@@ -70,17 +70,17 @@ def _json_escape(char: str) -> str:
 
 class PluginInstanceForm(_InstanceForm):
     egress_hosts = _HostLines(
-        label=_("egress granted"),
+        label=_("Egress granted"),
         required=False,
         help_text=_("One per line: exact hosts, *.suffix (never the apex) or IP addresses."),
     )
     egress_allow_private = _HostLines(
-        label=_("hosts allowed on private addresses"),
+        label=_("Hosts allowed on private addresses"),
         required=False,
         help_text=_("One granted exact host per line. Metadata addresses stay refused."),
     )
-    config = _ShownJSON(label=_("config"), required=False)
-    clear_secrets = forms.BooleanField(label=_("remove every stored secret"), required=False)
+    config = _ShownJSON(label=_("Config"), required=False)
+    clear_secrets = forms.BooleanField(label=_("Remove every stored secret"), required=False)
     #: The fingerprint of the distribution this page showed ("installed distribution"):
     #: ticking ``trusted`` trusts that one only (``services.provider_fingerprint``).
     trust_shown = forms.CharField(required=False, widget=forms.HiddenInput)
@@ -108,7 +108,7 @@ class PluginInstanceForm(_InstanceForm):
         self._secret_names = sorted(manifest.secret_fields) if manifest is not None else []
         for name in self._secret_names:
             self.fields[_SECRET_PREFIX + name] = forms.CharField(
-                label=_("secret: %(name)s") % {"name": name},
+                label=_("Secret: %(name)s") % {"name": name},
                 required=False,
                 strip=False,
                 max_length=4096,

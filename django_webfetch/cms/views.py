@@ -65,6 +65,13 @@ def _admin_url(name: str) -> str:
         return ""
 
 
+def _plugin(call: Any) -> Any:
+    from django_webfetch.plugins.services import call_plugin
+    from django_webfetch.tools import default_registry
+
+    return call_plugin(default_registry.get(call.tool))
+
+
 def approval_cards(user: Any) -> list[dict[str, Any]]:
     cards = []
     for call in waiting_for(user)[:MAX_CARDS]:
@@ -77,6 +84,8 @@ def approval_cards(user: Any) -> list[dict[str, Any]]:
                 # Every argument, complete (tools.display), beside the tool's own card.
                 "arguments": argument_rows(call.arguments),
                 "preflight": preflight(call),
+                # A plugin's tool: which plugin and instance, where it may reach, trusted.
+                "plugin": _plugin(call),
                 "refused_by": plain_reason(preview["refused_by"])
                 if preview.get("refused_by")
                 else "",

@@ -26,10 +26,12 @@ from .runtime.host import isolation_label
 from .sandbox import PluginScope, host_io
 
 __all__ = [
+    "CallPlugin",
     "InstanceSummary",
     "PluginServiceError",
     "UpgradeReport",
     "bind",
+    "call_plugin",
     "check",
     "confirm_trust",
     "confirm_trust_of",
@@ -328,6 +330,45 @@ def why_no_egress(instance: Any) -> str:
     if policy.scope is Scope.NONE:
         return f"group {group!r} has no network scope"
     return ""
+
+
+@dataclass(frozen=True)
+class CallPlugin:
+    """What an approver is told about the plugin a waiting call runs: every string shown
+    (``shown``: the plugin chose its name and declared its hosts)."""
+
+    plugin: str
+    #: The alias of the instance the call runs with ("" when no enabled one is bound).
+    instance: str
+    #: Where the call may reach if approved now: the instance's effective destinations.
+    destinations: tuple[str, ...]
+    #: Why none, though the instance has a grant ("" otherwise).
+    no_egress: str
+    #: Its code runs in the site's own processes (``trusted``, and the trust holds).
+    trusted: bool
+
+
+def call_plugin(tool: Any) -> CallPlugin | None:
+    """The plugin behind ``tool`` as an approval card shows it (``None``: not a plugin's
+    tool).  Read when the card is shown, so it says what approving would run now."""
+    from .shown import shown
+
+    plugin = getattr(tool, "plugin", None)
+    if not isinstance(plugin, str) or not plugin:
+        return None
+    instance = instance_for(plugin)
+    if instance is None:
+        return CallPlugin(shown(plugin), "", (), "", trusted=False)
+    with host_io():
+        destinations, off = effective_now(instance)
+        trusted = instance.trust_holds()
+    return CallPlugin(
+        plugin=shown(plugin),
+        instance=shown(instance.alias),
+        destinations=tuple(shown(host) for host in destinations),
+        no_egress=shown(off),
+        trusted=trusted,
+    )
 
 
 def instance_for(plugin: str) -> Any:

@@ -210,3 +210,47 @@ def test_control_and_format_characters_are_shown_escaped(every_tool, readers, ed
         assert "\u202e" not in body and "\x1b" not in body and "\u2028" not in body, name
         assert "\\u202eevil\\u202c \\u001b[2J\\u2028Approved: yes" in body, name
     assert not any(line.startswith("Approved") for line in surfaces["e-mail"].splitlines())
+
+
+def test_a_plugin_calls_card_names_the_plugin_where_it_may_reach_and_trust(
+    every_tool, readers, editor
+):
+    """README trial 9: the card of a plugin's call showed only the tool and its arguments.
+    It names the plugin and instance, the destinations approving lets it reach, and
+    whether its code runs in the site's process; what the plugin chose is escaped."""
+    from django_webfetch.models import PluginInstance, ToolGroup
+    from django_webfetch.plugins import services
+
+    (tool,) = [t for t in every_tool if t.name == "example_fetch"]
+    instance = services.install("example", alias="crm")
+    # An alias the admin's validation refuses, written past it (a raw database edit).
+    PluginInstance.objects.filter(pk=instance.pk).update(alias="crm<b>\u202e")
+    ToolGroup.objects.filter(slug=instance.default_group()).update(enabled=True)
+    hosts, off = services.effective_now(instance)
+    assert hosts and not off
+    call = _waiting(tool, {"url": "https://granted.lab.example/"}, editor)
+
+    card = readers.get("/assistant/approvals/").content.decode()
+    assert "<code>example</code>, instance <code>crm&lt;b&gt;\\u202e</code>" in card
+    assert "crm<b>" not in card and "\u202e" not in card
+    assert "May reach" in card
+    for host in hosts:
+        assert f"<code>{host}</code>" in card
+    assert "trusted (runs in the site" not in card
+
+    PluginInstance.objects.filter(pk=instance.pk).update(alias="crm", egress_hosts=[])
+    instance = PluginInstance.objects.get(pk=instance.pk)
+    instance.trusted = True
+    instance.save()
+    assert instance.trust_holds()
+    card = readers.get("/assistant/approvals/").content.decode()
+    assert "instance <code>crm</code>: <strong" in card
+    assert "trusted (runs in the site's process)" in card
+    assert 'May reach</dt><dd class="webfetch-plugin-destinations">no destination' in card
+
+    # A built-in tool's card has no plugin lines.
+    call.delete()
+    (builtin,) = [t for t in every_tool if t.name == "fetch_external_url"]
+    _waiting(builtin, {"url": "https://granted.lab.example/"}, editor)
+    card = readers.get("/assistant/approvals/").content.decode()
+    assert "May reach" not in card and "webfetch-plugin" not in card

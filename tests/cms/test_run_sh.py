@@ -49,6 +49,30 @@ def test_explain_migrates_only_when_needed(lab, tmp_path):
     second = explain()
     assert "migrating" not in second.stdout
     assert "DENIED (scope)" in second.stdout
+    assert lab.dns.lookups("docs.lab.example") == 0
+    # README trial 9: WEBFETCH_DNS_NAMESERVERS (comma-separated) is the example's resolver.
+    enable = (
+        "from django_webfetch.models import ToolGroup as G; "
+        "G.objects.filter(slug='web').update(enabled=True)"
+    )
+    subprocess.run(
+        ["sh", "example_project/run.sh", "manage", "shell", "-c", enable],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    # Nothing answers on 127.0.0.9 (the lab's resolv.conf would have answered).
+    env["WEBFETCH_DNS_NAMESERVERS"] = "127.0.0.9"
+    unanswered = explain()
+    assert "dns_error" in unanswered.stdout, unanswered.stdout + unanswered.stderr
+    assert lab.dns.lookups("docs.lab.example") == 0
+    env["WEBFETCH_DNS_NAMESERVERS"] = f"127.0.0.9, {lab.nameservers[0]} ,"
+    third = explain()
+    assert f"{lab.PUBLIC_V4[0]}" in third.stdout, third.stdout + third.stderr
+    assert "ALLOWED" in third.stdout, third.stdout
+    assert lab.dns.lookups("docs.lab.example") >= 1
     assert lab.requests == []
 
 

@@ -22,6 +22,7 @@ with the old epoch (a socket's queue and a listen backlog are first in, first ou
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import socketserver
@@ -439,3 +440,40 @@ def make_servers(
         table.serve("udp", address, port)
         table.serve("tcp", address, port)
     return servers
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m tests.lab.dns ADDRESS[:PORT] NAME=IP[,IP...] ...``: serve the table on
+    UDP and TCP until interrupted (README, "Try a web fetch on a machine without outside
+    DNS").  Every other name gets NXDOMAIN."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.lab.dns", description=main.__doc__)
+    parser.add_argument("listen", help="the address to serve on, e.g. 11.0.0.53 or 11.0.0.53:5353")
+    parser.add_argument("names", nargs="+", metavar="NAME=IP[,IP...]")
+    args = parser.parse_args(argv)
+    # IPv4 with an optional :PORT; an IPv6 address is given bare (port 53).
+    address, port = args.listen, "53"
+    if args.listen.count(":") == 1:
+        address, port = args.listen.split(":")
+    table = DnsTable()
+    for spec in args.names:
+        name, sep, ips = spec.partition("=")
+        if not sep or not name or not ips:
+            parser.error(f"not NAME=IP[,IP...]: {spec!r}")
+        found = [ipaddress.ip_address(ip.strip()) for ip in ips.split(",") if ip.strip()]
+        table.set(
+            name,
+            a=[str(ip) for ip in found if ip.version == 4],
+            aaaa=[str(ip) for ip in found if ip.version == 6],
+        )
+    servers = make_servers([address], table, port=int(port))
+    for server in servers[1:]:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"DNS on {address} port {port} (UDP, TCP): {' '.join(args.names)}", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        servers[0].serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -102,3 +102,20 @@ def test_the_admin_says_what_plugin_list_says_is_effective(client_admin, example
     assert hosts and not off
     page = client_admin.get(changelist).content.decode()
     assert ", ".join(hosts) in page and "(none):" not in page
+
+
+def test_every_label_on_the_instance_page_is_in_sentence_case(client_admin, example):
+    """README trial 9: "Egress declared:" stood above "egress granted:" and "config:"."""
+    import re
+
+    instance = services.install("example")
+    change = reverse("admin:django_webfetch_plugininstance_change", args=[instance.pk])
+    page = client_admin.get(change).content.decode()
+    labels = re.findall(r"<label[^>]*>([^<]+?):?</label>", page)
+    labels += re.findall(r'<div class="flex-container">\s*<label>([^<]+?):</label>', page)
+    assert {"Egress declared", "Egress granted", "Hosts allowed on private addresses"} <= {
+        label.strip().rstrip(":") for label in labels
+    }, labels
+    assert "Config:" in page and "Secret: token:" in page and "Remove every stored secret" in page
+    lower = [label for label in labels if label.strip()[:1].islower()]
+    assert lower == []
