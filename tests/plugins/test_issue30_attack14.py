@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.plugins.packages import wheel
+from tests.plugins.packages import MANIFEST, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -175,3 +175,69 @@ def test_one_distribution_makes_every_registry_load_start_a_plugin_process_per_e
     assert len(started) <= _REASONABLE, (
         f"one distribution made one registry load start {len(started)} plugin processes"
     )
+
+
+# -- finding 3: the manifest reads a load refused stay in the host's memory ---------------
+
+#: Bytes of one manifest's description: under the channel's cap (``2 x
+#: WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES + 1 MiB``), 16 times ``manifest.MAX_MANIFEST_BYTES``.
+_HUGE = 1 << 20
+
+
+def test_a_refused_oversized_manifest_is_kept_whole_in_every_host_process(tmp_path, registry_on):
+    """Severity: Low-Medium (host memory).  Route: ``registry._described_manifest`` keeps
+    what each sandboxed manifest read returned (``host.describe``: the guest's ``ready``
+    manifest, as parsed JSON) in ``_described``, keyed by origin, before ``parse_manifest``
+    decides on it, and never evicts an entry (``host._failed_reads`` is bounded at 256;
+    ``_described`` is not).  A manifest is refused over ``MAX_MANIFEST_BYTES`` (64 KiB),
+    but the channel lets the guest send up to ``2 x WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES +
+    1 MiB`` (1.5 MiB by default; 9 MiB at the setting's ceiling) and 16,384 values: each
+    entry point of a distribution (finding 2: any number) leaves that much in every web
+    and worker process for its life, refused or not: 500 entry points, 750 MiB per
+    process.  What an attacker gains: memory exhaustion of the site from a package merely
+    present on ``sys.path``.  Suggested fix: bound the manifest a ``ready`` may carry at
+    ``MAX_MANIFEST_BYTES`` on the host's side (a protocol limit), cache the verdict (the
+    parsed ``Manifest`` or the refusal), not the raw read, and bound the cache as
+    ``_failed_reads`` is."""
+    import gc
+    import tracemalloc
+
+    from django_webfetch.plugins import registry
+
+    count = 8
+    source = "".join(
+        f"def m{i}():\n    return {{'name': 'q{i}', 'version': '1.0', 'egress': [], "
+        f"'tools': [], 'description': {'x' * _HUGE!r}}}\n\n\n"
+        for i in range(count)
+    )
+    entry_points = {f"q{i}": f"webfetch_huge:m{i}" for i in range(count)}
+    warm = tmp_path / "warm"
+    wheel(warm, "webfetch-warm", {"w": "webfetch_w:manifest"},
+          {"webfetch_w/__init__.py": MANIFEST % "w"})  # fmt: skip
+    registry_on.syspath_prepend(str(warm))
+    registry.reset()
+    assert registry.get_manifest("w") is not None  # the imports and caches of a first load
+    site = tmp_path / "site"
+    wheel(site, "webfetch-huge", entry_points, {"webfetch_huge/__init__.py": source})
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        registry.load()
+        for name in entry_points:
+            assert registry.get_manifest(name) is None  # every one refused (too large)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert any("manifest_too_large" in p for p in registry.problems()), registry.problems()
+    print(f"{kept >> 10} KiB kept by the host after a load that refused {count} manifests")
+    assert kept < count * MAX_KEPT_PER_REFUSAL, (
+        f"{kept >> 20} MiB of refused manifests kept in the host process"
+    )
+
+
+#: What a refused manifest may leave in the host: its message, a verdict.
+MAX_KEPT_PER_REFUSAL = 64 * 1024
