@@ -3,6 +3,24 @@
 Each test fails while its finding stands: its last assertion states what docs/plugins.rst
 promises.  Distributions are written as pip installs them (``tests/plugins/packages.py``),
 the registry, the runtime, the models and the tools are the real ones; nothing patched.
+
+Tried and held (no test; a throw-away hostile plugin called through ``host.execute``, with
+this kernel's Landlock ABI 7 and no delegated cgroup): the sandbox's environment is
+``LC_CTYPE`` only; its descriptors are ``/dev/null`` x3, the guest's ``/proc/1/status`` and
+the RPC socket (bwrap keeps only its own stderr file and a signalfd); ``/``, ``/etc``,
+``/proc`` (``mountinfo``, ``cgroup``, ``1/cmdline``, ``keys``, ``kallsyms``, ``net``) and
+``/tmp`` outside the scratch directory are refused by Landlock, ``/sys`` is absent;
+``socket()`` is EPERM; an x32-ABI system call number (``0x40000000 | nr``) kills the process
+(libseccomp's bad-architecture action); ``mmap`` of ``/dev/zero`` is refused (Landlock,
+not in ``_DEVICES``); ``/proc/<pid>/status`` "Name:" is escaped by the kernel, so a
+``PR_SET_NAME`` cannot forge a ``SigCgt`` line for ``host._kernel_state``; the channel's
+``shape`` scan is exact for valid JSON (escapes removed left to right as the decoder
+reads them).  Low, not filed: ``flock(LOCK_EX)`` on a read-only bound host file (the
+interpreter's ``os.py``) succeeds and a pooled process can keep it on a reused descriptor
+number (no host program found that locks a file in the view); ``PR_SET_NAME`` renames the
+process as the host's ``ps`` shows it (15 bytes); ``uname``, ``sysinfo`` and ``statfs``
+show the host's kernel release, uptime, memory and disk sizes; 64 bytes written to
+``/dev/urandom`` are accepted (mixed in, not credited).
 """
 
 from __future__ import annotations
