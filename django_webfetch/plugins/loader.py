@@ -247,6 +247,11 @@ class PinnedFinder:
                 # top-level name is imported only by the registry, by its location.
                 return None
             path = list(roots)
+        elif not _pinned_copy(sys.modules.get(top), roots):
+            # Its top-level package was not imported from a pinned copy: no trusted call
+            # runs while it resolves elsewhere (``registry.code_problem``), and code the
+            # site imported from there is not the plugin's.
+            return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None:
             return None  # not found in the pinned copies: nothing of it runs
@@ -277,6 +282,20 @@ def pinned_spec(spec: Any, roots: Iterable[str]) -> Any:
             spec.loader = pinned(name, spec.origin)
             return spec
     raise _refuse(name, str(spec.origin), f"its loader {type(loader).__name__} is none pinned")
+
+
+def _pinned_copy(module: Any, roots: tuple[str, ...]) -> bool:
+    """Whether top-level ``module`` was imported from a pinned copy (its file, or a portion
+    of its path, below one of ``roots``)."""
+    places = [getattr(module, "__file__", None)]
+    with contextlib.suppress(Exception):
+        places.extend(list(getattr(module, "__path__", None) or ()))
+    for place in places:
+        if isinstance(place, str) and place:
+            where = os.path.realpath(place)
+            if any(where.startswith(root + os.sep) for root in roots):
+                return True
+    return False
 
 
 def _on_path(roots: tuple[str, ...]) -> bool:
