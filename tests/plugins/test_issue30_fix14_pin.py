@@ -210,7 +210,7 @@ def test_changed_bytes_never_execute_here_whichever_file_when_and_thread(
         if outcome != "isolated":
             assert "refused:plugin_code_changed" in outcome, outcome
         for name in ("webfetch_p.impl", "webfetch_p.extra", "wfdep_p.mod"):
-            assert "OTHER CODE" != getattr(sys.modules.get(name), "ANSWER", None)
+            assert getattr(sys.modules.get(name), "ANSWER", None) != "OTHER CODE"
 
 
 def test_a_background_threads_lazy_import_is_checked(tmp_path, caplog):
