@@ -326,7 +326,7 @@ def _locations(top: str) -> list[str]:
             spots.extend(list(getattr(loaded, "__path__", None) or ()))
     else:
         try:
-            spec = importlib.util.find_spec(top)
+            spec = _unclaimed_spec(top)
         except (ImportError, ValueError):
             spec = None
         if spec is None:
@@ -341,6 +341,25 @@ def _locations(top: str) -> list[str]:
     return [
         os.path.realpath(s) if os.path.isabs(s) else s for s in spots if isinstance(s, str) and s
     ]
+
+
+def _unclaimed_spec(top: str) -> Any:
+    """``importlib.util.find_spec(top)`` by every finder of ``sys.meta_path`` but the
+    pinned one (``loader.PinnedFinder``, decision 0053): what the import system would load
+    for the name without a trusted plugin's claim, so a stray copy is still reported
+    before the call (the early, clear failure), though the claim would never load it."""
+    from .loader import PinnedFinder
+
+    for finder in list(sys.meta_path):
+        if isinstance(finder, PinnedFinder):
+            continue
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        spec = find(top, None)
+        if spec is not None:
+            return spec
+    return None
 
 
 def _shadow_problem(pinned: dict[str, list[str]]) -> str:
