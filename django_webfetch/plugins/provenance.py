@@ -46,6 +46,7 @@ __all__ = [
     "ReadRefused",
     "cache_problem",
     "code_digest",
+    "collected",
     "code_tree",
     "compiled_problem",
     "in_cache",
@@ -425,8 +426,44 @@ def file_sha256(full: str, key: tuple[int, ...] | None = None, limit: int | None
     return _sha256_read(full, key, limit)[0]
 
 
+#: ``collected()`` is in force in this thread: each file digested is noted here.
+_collecting = threading.local()
+
+
+@contextmanager
+def collected() -> Iterator[dict[str, str]]:
+    """Each file digested inside, in this thread, as its resolved path -> the SHA-256 (hex)
+    of its bytes (read now, or remembered by its identity): the per-file digests an
+    aggregate digest computed inside covers.  Where that aggregate is a pin, these are the
+    pin's digests of each file (``loader``: what a trusted plugin imports is executed only
+    from bytes that match them, decision 0053)."""
+    outer = getattr(_collecting, "files", None)
+    files: dict[str, str] = {}
+    _collecting.files = files
+    try:
+        yield files
+    finally:
+        _collecting.files = outer
+        if outer is not None:
+            outer.update(files)
+
+
+def _note(full: str, digest: str) -> str:
+    files = getattr(_collecting, "files", None)
+    if files is not None and digest:
+        files[os.path.realpath(full)] = digest
+    return digest
+
+
 def _sha256_read(full: str, key: tuple[int, ...] | None, limit: int | None) -> tuple[str, int]:
-    """``file_sha256`` and the number of bytes it covers (read now, or when memoized)."""
+    """``file_sha256`` and the number of bytes it covers (read now, or when memoized);
+    noted for ``collected()``."""
+    found, read = _sha256_read_now(full, key, limit)
+    _note(full, found)
+    return found, read
+
+
+def _sha256_read_now(full: str, key: tuple[int, ...] | None, limit: int | None) -> tuple[str, int]:
     key = file_key(full) if key is None else key
     if len(key) != 5:
         return "", 0

@@ -67,6 +67,7 @@ __all__ = [
     "load",
     "manifests",
     "origin",
+    "pin_imports",
     "plugin_entry_points",
     "problems",
     "provider",
@@ -151,6 +152,8 @@ def _import_located(origin: Origin, module_name: str) -> Any:
     it); its submodules are found through its own package's ``__path__``."""
     from importlib.machinery import PathFinder
 
+    from . import loader
+
     top = origin.top_level
     base = os.path.realpath(origin.path)
     own = os.path.join(base, top)
@@ -174,6 +177,9 @@ def _import_located(origin: Origin, module_name: str) -> Any:
         found = os.path.realpath(spec.origin) if spec is not None and spec.origin else ""
         if spec is None or spec.loader is None or os.path.dirname(found) not in (base, own):
             raise _mismatch(top, found, origin)
+        if loader.claimed(top):  # its bytes checked against its pin as they are read
+            spec = loader.pinned_spec(spec, [base])
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[top] = module
         try:
@@ -182,6 +188,33 @@ def _import_located(origin: Origin, module_name: str) -> Any:
             sys.modules.pop(top, None)
             raise
     return importlib.import_module(module_name)
+
+
+def pin_imports(name: str, where: Origin, expected: str) -> bool:
+    """Whether the code of plugin ``name`` at ``where`` (its distribution's packages and
+    its pinned dependencies') digests to ``expected`` (the pin trust was given to) now;
+    when it does, what the plugin imports in this process from then on, whatever thread
+    imports it and whenever, is executed only from bytes of the files that digest was
+    computed from (``loader.claim``, decision 0053).  A digest no pin holds for claims
+    nothing and holds for nothing."""
+    from . import loader
+
+    dist = _origin_dists.get(where)
+    with provenance.collected() as files:
+        digest = closure.trust_digest(dist, where.path, where.top_level, where.entry)
+    if not expected or digest != expected or provenance.unpinned_why(digest):
+        return False
+    base = os.path.realpath(where.path) if where.path else ""
+    own, why = closure.own_packages(dist, base, where.top_level)
+    if why or not base:
+        return False
+    tops: dict[str, list[str]] = {}
+    for directory, top in own:
+        tops.setdefault(top, []).append(directory)
+    for _label, directory, top in closure.packages(dist, base):
+        tops.setdefault(top, []).append(directory)
+    loader.claim(name, tops, files)
+    return True
 
 
 def _refuse_compiled(origin: Origin) -> None:
@@ -293,7 +326,7 @@ def _locations(top: str) -> list[str]:
             spots.extend(list(getattr(loaded, "__path__", None) or ()))
     else:
         try:
-            spec = importlib.util.find_spec(top)
+            spec = _unclaimed_spec(top)
         except (ImportError, ValueError):
             spec = None
         if spec is None:
@@ -308,6 +341,25 @@ def _locations(top: str) -> list[str]:
     return [
         os.path.realpath(s) if os.path.isabs(s) else s for s in spots if isinstance(s, str) and s
     ]
+
+
+def _unclaimed_spec(top: str) -> Any:
+    """``importlib.util.find_spec(top)`` by every finder of ``sys.meta_path`` but the
+    pinned one (``loader.PinnedFinder``, decision 0053): what the import system would load
+    for the name without a trusted plugin's claim, so a stray copy is still reported
+    before the call (the early, clear failure), though the claim would never load it."""
+    from .loader import PinnedFinder
+
+    for finder in list(sys.meta_path):
+        if isinstance(finder, PinnedFinder):
+            continue
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        spec = find(top, None)
+        if spec is not None:
+            return spec
+    return None
 
 
 def _shadow_problem(pinned: dict[str, list[str]]) -> str:
@@ -1364,6 +1416,13 @@ def _load_here(ep: Any, origin: Origin) -> Manifest:
     twice, as in a plugin process (``manifest_nondeterministic``)."""
     from .sandbox import plugin_scope
 
+    installed = provider_of(ep)
+    if installed is None or not pin_imports(ep.name, origin, installed.digest):
+        raise ManifestError(
+            "plugin_code_changed",
+            f"entry point {ep.name!r} not imported: its code is not the code trust was "
+            "given to; nothing of it was imported in this process",
+        )
     with plugin_scope(f"import:{ep.name}"):
         try:
             loaded = _import(origin)

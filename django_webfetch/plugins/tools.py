@@ -54,15 +54,16 @@ def _pin_holds(instance: Any) -> bool:
     walk and a ``stat`` per file, each file's hash memoized by its identity; the closure's
     distributions remembered by the identity of the directories and metadata they were
     found from, decision 0051) equals the instance's recorded digest."""
-    from . import closure, registry
+    from . import registry
 
     origin = registry.origin(instance.plugin)
     recorded = instance.trusted_record
     if origin is None or not recorded:
         return False
-    dist = registry.distribution(instance.plugin)
-    pin = closure.trust_digest(dist, origin.path, origin.top_level, origin.entry)
-    return bool(pin == recorded)
+    # When it holds, what the plugin imports from then on is checked against the pin as
+    # its bytes are read (``registry.pin_imports``, decision 0053): this comparison gives
+    # the early, clear failure; that one covers what runs during and after the call.
+    return registry.pin_imports(instance.plugin, origin, recorded)
 
 
 def _trust_holds(instance: Any) -> bool:
@@ -83,7 +84,7 @@ def _trust_holds(instance: Any) -> bool:
         _trust_seen.pop(key, None)
         registry.reset()
         return False
-    if not instance.trust_holds():
+    if not instance.trust_holds() or not _pin_holds(instance):
         return False
     if len(_trust_seen) > 1000:
         _trust_seen.clear()

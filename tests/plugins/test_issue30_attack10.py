@@ -314,7 +314,11 @@ def test_a_dangling_link_completed_later_is_not_seen_by_the_remembered_resolutio
         )
         import importlib.util
 
-        origin = importlib.util.find_spec("webfetch_low").origin  # what ``import`` loads
+        # What ``import`` loads is the pinned copy (the trusted plugin's claim, decision
+        # 0053); what it would load without the claim is the stray, which the per-call
+        # check must still report.
+        assert str(site) in importlib.util.find_spec("webfetch_low").origin
+        origin = registry._unclaimed_spec("webfetch_low").origin
         assert str(cwd) in origin, origin
         assert registry._shadow_problem({"webfetch_low": [str(site)]}), "not a stray?"
         found = registry.code_problem("t")
