@@ -700,6 +700,7 @@ class Worker:
             try:
                 if self.pid <= 0:
                     self.pid = 0
+                    self._deferred()
                     raise IsolationUnavailable(self._why(errors))
                 self._enter_cgroup(safe)
                 self.ready = _checked_ready(self._start(errors))
@@ -788,6 +789,7 @@ class Worker:
             ) from exc
         except ChannelClosed as exc:
             if not contained:
+                self._deferred()
                 raise IsolationUnavailable(self._why(errors)) from exc
             self.kill()
             raise RuntimeFailure(
@@ -805,6 +807,13 @@ class Worker:
             self.kill()
             raise RuntimeFailure("plugin_crashed", "the plugin process did not get ready")
         return message
+
+    def _deferred(self) -> None:
+        """``ReadDeferred`` (the process killed) when the caller's deadline has passed: a
+        sandbox whose start it cut is the caller's time, not this host's isolation."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.kill()
+            raise ReadDeferred("the caller's time for this read ran out while it started")
 
     def _until(self, seconds: float) -> float:
         """``seconds`` from now, or the caller's ``deadline`` when that comes first."""
