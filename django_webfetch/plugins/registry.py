@@ -38,7 +38,7 @@ from importlib.metadata import distributions
 from typing import Any
 
 from . import closure, provenance
-from .manifest import Manifest, ManifestError, parse_manifest
+from .manifest import MAX_MANIFEST_BYTES, MAX_TOOLS, Manifest, ManifestError, parse_manifest
 from .provenance import (
     CACHE_DIR,
     WALK_DEPTH,
@@ -51,12 +51,23 @@ from .provenance import (
 )
 from .provenance import SETTLE_NS as _SETTLE_NS
 from .provenance import file_key as _file_key
-from .runtime.host import IsolationUnavailable, Origin, RuntimeFailure, describe, shutdown
+from .runtime import host
+from .runtime.host import (
+    IsolationUnavailable,
+    Origin,
+    ReadDeferred,
+    RuntimeFailure,
+    describe,
+    shutdown,
+)
 from .shown import shown
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "InProcessHandler",
+    "MAX_ENTRY_POINTS",
+    "MAX_READS_PER_LOAD",
+    "READ_SECONDS",
     "RESERVED_NAMES",
     "code_problem",
     "dependencies",
@@ -78,6 +89,28 @@ logger = logging.getLogger("django_webfetch.plugins")
 
 ENTRY_POINT_GROUP = "django_webfetch.plugins"
 
+#: The most entry points of the plugin group one distribution may declare: as many as one
+#: manifest may have tools (``manifest.MAX_TOOLS``), generous for any real package.  A
+#: distribution that declares more is refused whole (``plugin_too_many_entry_points``)
+#: before any of them is read: each would be a plugin process at every load
+#: (tests/plugins/test_issue30_attack14.py, finding 2; tests/plugins/test_issue30_bounds.py).
+MAX_ENTRY_POINTS = MAX_TOOLS
+#: The most plugin processes (sandboxed manifest reads) one registry load starts, all
+#: distributions together; what is left is refused for this load (``plugin_read_deferred``)
+#: and read by a later one (``_RETRY_SECONDS``), those deferred first.  A read answered
+#: from a cache (``_described``, or a failure ``host.describe`` remembers) starts none.
+MAX_READS_PER_LOAD = MAX_ENTRY_POINTS
+#: How long one load's manifest reads may take together, at least: the budget is this or
+#: one read's own bounds (``WEBFETCH_PLUGIN_WALL_SECONDS`` and the sandbox's start),
+#: whichever is longer, so that a load always reads at least one.  No read goes on past
+#: it (``host.ReadDeferred``): the registry's lock is held for manifest reads at most this
+#: long per load, whatever the installed distributions do.
+READ_SECONDS = 60.0
+#: A load that deferred reads is done again (the names read stay cached) at the first
+#: ``load()`` this long after it: the lock is never held for reads more than one budget
+#: in this long.
+_RETRY_SECONDS = 60.0
+
 _lock = threading.RLock()
 _manifests: dict[str, Manifest] | None = None
 _problems: list[str] = []
@@ -91,6 +124,10 @@ _in_process: dict[Origin, dict[str, Callable[..., Any]]] = {}
 #: The distribution of the entry point each origin was loaded from: its installed
 #: dependencies are pinned with it and checked before a trusted import (decision 0051).
 _origin_dists: dict[Origin, Any] = {}
+#: The names a load deferred (``plugin_read_deferred``): read first by the next load,
+#: which runs at the first ``load()`` from ``_retry_at`` (``time.monotonic()``) on.
+_deferred: set[str] = set()
+_retry_at = 0.0
 
 
 class InProcessHandler:
@@ -1106,9 +1143,35 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
     return _shared_packages(dist, tops, providers) or record_problem(dist)
 
 
-#: Manifests read in a plugin process, by origin, with the stamp of the package's files
-#: they were read from: ``reset()`` reads again only a package whose files changed.
-_described: dict[Origin, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+class _Read:
+    """What one manifest read in a plugin process decided, as the registry keeps it: the
+    verdict (the parsed ``manifest``, or the ``refusal``'s reason and detail), never the
+    data the plugin process sent (tests/plugins/test_issue30_attack14.py, finding 3).
+    ``violations`` (at most 100, cut by ``host``) and ``isolation`` are what the host
+    reports of the read."""
+
+    __slots__ = ("isolation", "manifest", "refusal", "violations")
+
+    def __init__(
+        self,
+        manifest: Manifest | None,
+        refusal: tuple[str, str] | None,
+        violations: list[tuple[str, str, int | None]],
+        isolation: dict[str, Any],
+    ) -> None:
+        self.manifest = manifest
+        self.refusal = refusal
+        self.violations = violations
+        self.isolation = isolation
+
+
+#: At most this many manifest reads' verdicts are kept, the least recently used forgotten
+#: first (read again at the next load that needs them).
+MAX_DESCRIBED = 4 * MAX_READS_PER_LOAD
+#: Manifest reads' verdicts, by origin, with the stamp of the package's files they were
+#: read from (and the groups the manifest was checked against): ``reset()`` reads again
+#: only a package whose files changed.
+_described: Memo[Origin, tuple[tuple[Any, ...], _Read]] = Memo(MAX_DESCRIBED)
 _STAMP_FILES = 5000
 
 
@@ -1144,14 +1207,96 @@ def _stamp(origin: Origin) -> tuple[Any, ...]:
     return tuple(sorted(found))
 
 
-def _described_manifest(origin: Origin) -> dict[str, Any]:
-    stamp = _stamp(origin)
+class _Budget:
+    """What one registry load may spend on manifest reads: ``MAX_READS_PER_LOAD`` plugin
+    processes and ``seconds`` (``READ_SECONDS``, or one read's own bounds when longer)."""
+
+    def __init__(self) -> None:
+        try:
+            wall = host.Limits.from_settings().wall_seconds
+        except Exception:  # unreadable settings (E001): the read fails on its own
+            wall = 0.0
+        self.seconds = max(READ_SECONDS, wall + host.STARTUP_SECONDS)
+        self.deadline = time.monotonic() + self.seconds
+        self.reads = 0
+
+    def take(self, origin: Origin) -> bool:
+        """One read of ``origin`` may start (counted), or the budget is spent."""
+        if host.remembered_failure(origin):
+            return True  # answered without a plugin process
+        if self.reads >= MAX_READS_PER_LOAD or time.monotonic() >= self.deadline:
+            return False
+        self.reads += 1
+        return True
+
+
+def _deferred_error(name: str, budget: _Budget) -> ManifestError:
+    return ManifestError(
+        "plugin_read_deferred",
+        f"entry point {name!r} not read in this load: a load reads at most "
+        f"{MAX_READS_PER_LOAD} manifests in plugin processes, in at most "
+        f"{budget.seconds:g} s together; it is read by a later load",
+    )
+
+
+def _verdict(origin: Origin, found: dict[str, Any]) -> _Read:
+    """What a manifest read (``host.describe``) decides, before anything of it is kept."""
+    violations = list(found["violations"])
+    isolation = copy.deepcopy(found.get("isolation") or {})
+    raw = found["manifest"]
+    refusal: tuple[str, str] | None = None
+    manifest = None
+    if found["problem"] == "ManifestNondeterministic":
+        refusal = ("manifest_nondeterministic", "")
+    elif found.get("too_large"):
+        refusal = (
+            "manifest_too_large",
+            f"the manifest is {found['too_large']} bytes; at most {MAX_MANIFEST_BYTES} are "
+            "accepted",
+        )
+    elif found["problem"] or not isinstance(raw, dict):
+        refusal = ("manifest_load", found["problem"] or "no manifest")
+    else:
+        for tool in raw.get("tools") or ():
+            if isinstance(tool, dict):
+                named = tool.get("handler") is True and isinstance(tool.get("name"), str)
+                tool["handler"] = InProcessHandler(origin, tool["name"]) if named else None
+        try:
+            manifest = parse_manifest(raw)
+        except ManifestError as exc:
+            refusal = (exc.reason, str(exc)[:2000])
+    return _Read(manifest, refusal, violations, isolation)
+
+
+def _verdict_key(origin: Origin) -> tuple[Any, ...]:
+    """What a kept verdict holds for: the package's files, and the groups its tools were
+    checked against (``manifest.tool_group``)."""
+    from django_webfetch.models.builtin import builtin_group_slugs
+
+    return (_stamp(origin), builtin_group_slugs())
+
+
+def _described_manifest(origin: Origin, budget: _Budget, name: str) -> _Read:
+    """The verdict on the manifest at ``origin``: kept from an earlier read of the same
+    files, else read in a plugin process within this load's ``budget``
+    (``plugin_read_deferred`` past it)."""
+    key = _verdict_key(origin)
     cached = _described.get(origin)
-    if cached is not None and cached[0] == stamp:
-        return copy.deepcopy(cached[1])
-    found = describe(origin)
-    _described[origin] = (stamp, copy.deepcopy(found))
-    return found
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if not budget.take(origin):
+        raise _deferred_error(name, budget)
+    try:
+        found = describe(origin, budget.deadline)
+    except ReadDeferred as exc:
+        raise _deferred_error(name, budget) from exc
+    verdict = _verdict(origin, found)
+    del found
+    _described.pop(origin, None)
+    _described[origin] = (key, verdict)
+    while len(_described) > MAX_DESCRIBED:
+        _described.pop(next(iter(_described)))
+    return verdict
 
 
 #: At most this many files and directories of one plugin's package are checked.
@@ -1328,7 +1473,7 @@ def _path_problem(origin: Origin) -> str:
     return ""
 
 
-def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
+def _load_entry_point(ep: Any, budget: _Budget) -> tuple[Manifest, Origin]:
     origin = _origin_of(ep)
     _origin_dists[origin] = getattr(ep, "dist", None)
     unsafe = _path_problem(origin)
@@ -1339,7 +1484,7 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
             f"({unsafe}); nothing of it was imported",
         )
     try:
-        found = _described_manifest(origin)
+        found = _described_manifest(origin, budget, ep.name)
     except IsolationUnavailable as exc:
         if _trusted_here(ep):
             return _load_here(ep, origin), origin
@@ -1349,26 +1494,26 @@ def _load_entry_point(ep: Any) -> tuple[Manifest, Origin]:
             f"({exc.detail or exc.code}); nothing of the package was imported",
         ) from exc
     except RuntimeFailure as exc:
+        if exc.code == "manifest_too_large":  # refused from the length of the answer
+            raise ManifestError("manifest_too_large", exc.detail) from exc
         raise ManifestError(
             "manifest_load", f"entry point {ep.name!r} could not be loaded ({exc.code})"
         ) from exc
-    for event, target, _port in found["violations"]:
+    for event, target, _port in found.violations:
         logger.warning(
             "django_webfetch plugin entry point %r tried at import: %r %r", ep.name, event, target
         )
-    raw = found["manifest"]
-    if found["problem"] == "ManifestNondeterministic":
-        raise _nondeterministic(ep.name)
-    if found["problem"] or not isinstance(raw, dict):
-        raise ManifestError(
-            "manifest_load",
-            f"entry point {ep.name!r} could not be loaded ({found['problem'] or 'no manifest'})",
-        )
-    for tool in raw.get("tools") or ():
-        if isinstance(tool, dict):
-            named = tool.get("handler") is True and isinstance(tool.get("name"), str)
-            tool["handler"] = InProcessHandler(origin, tool["name"]) if named else None
-    return parse_manifest(raw), origin
+    if found.refusal is not None:
+        reason, detail = found.refusal
+        if reason == "manifest_nondeterministic":
+            raise _nondeterministic(ep.name)
+        if reason == "manifest_load":
+            raise ManifestError(
+                "manifest_load", f"entry point {ep.name!r} could not be loaded ({detail})"
+            )
+        raise ManifestError(reason, detail)
+    assert found.manifest is not None
+    return copy.deepcopy(found.manifest), origin
 
 
 def _trusted_here(ep: Any) -> bool:
@@ -1525,9 +1670,27 @@ def _point(ep: Any) -> tuple[str, ...]:
         return (name, "unreadable", type(exc).__name__, str(time.time_ns()))
 
 
+def _too_many(eps: list[Any]) -> dict[str, str]:
+    """The distributions (``_dist_key``) that declare more than ``MAX_ENTRY_POINTS`` plugin
+    entry points, each with its label: decided from the entry points alone."""
+    counts: dict[str, int] = {}
+    dists = [dist for dist in (getattr(ep, "dist", None) for ep in eps) if dist is not None]
+    for dist in dists:
+        key = _dist_key(dist)
+        counts[key] = counts.get(key, 0) + 1
+    return {
+        key: f"{_dist_label(dist)!r} declares {counts[key]}"
+        for dist in dists
+        if counts[key := _dist_key(dist)] > MAX_ENTRY_POINTS
+    }
+
+
 def load() -> dict[str, Manifest]:
-    global _manifests, _state
+    global _manifests, _state, _retry_at
     with _lock:
+        if _manifests is not None and _deferred and time.monotonic() >= _retry_at:
+            # Reads a load deferred: this load reads them (first), the rest is cached.
+            _manifests = None
         if _manifests is None:
             claims: dict[str, list[tuple[str, Manifest]]] = {}
             found_origins: dict[str, Origin] = {}
@@ -1544,6 +1707,12 @@ def load() -> dict[str, Manifest]:
                 named.setdefault(ep.name, []).append(f"{_origin(ep)} in {_where(ep)}")
             providers = _Providers()
             verdicts: dict[int, str] = {}  # one verdict per distribution (eps share it)
+            crowded = _too_many(eps)
+            budget = _Budget()
+            # What the last load deferred is read first (a stable sort: the order is kept
+            # otherwise), so every entry point is read after a bounded number of loads.
+            eps.sort(key=lambda ep: ep.name not in _deferred)
+            deferred: set[str] = set()
             for ep in eps:
                 if len(named[ep.name]) > 1:
                     # Decided before anything is imported or read: trust (a ``trusted``
@@ -1564,6 +1733,16 @@ def load() -> dict[str, Manifest]:
                     if bad is not None:
                         raise bad
                     dist = getattr(ep, "dist", None)
+                    many = crowded.get(_dist_key(dist)) if dist is not None else None
+                    if many is not None:
+                        # Decided from its entry points alone, before anything of it is
+                        # read: each would start a plugin process at every load.
+                        raise ManifestError(
+                            "plugin_too_many_entry_points",
+                            f"its distribution {many} entry points of group "
+                            f"{ENTRY_POINT_GROUP!r}; at most {MAX_ENTRY_POINTS} are read from "
+                            "one distribution, so none of them is; nothing of it was imported",
+                        )
                     if dist is None:
                         unsafe = _distribution_problem(ep, providers)
                     elif id(dist) in verdicts:
@@ -1579,7 +1758,7 @@ def load() -> dict[str, Manifest]:
                     # The one entry point that may serve this name: trust is decided from
                     # its distribution (``provider``), the one whose code is loaded.
                     _providers[ep.name] = provider_of(ep)
-                    manifest, found_origins[ep.name] = _load_entry_point(ep)
+                    manifest, found_origins[ep.name] = _load_entry_point(ep, budget)
                     if manifest.name != ep.name:
                         refused.setdefault(manifest.name, set()).add("manifest_name_mismatch")
                         raise ManifestError(
@@ -1592,6 +1771,8 @@ def load() -> dict[str, Manifest]:
                     logger.error("django_webfetch %s", shown(message))
                     _problems.append(message)
                     refused.setdefault(ep.name, set()).add(exc.reason)
+                    if exc.reason == "plugin_read_deferred":
+                        deferred.add(ep.name)
                     continue
                 except Exception as exc:  # one plugin's failure, never every plugin's
                     message = (
@@ -1635,6 +1816,11 @@ def load() -> dict[str, Manifest]:
                 # other reason has none.
                 if why != {"plugin_isolation_unavailable"}:
                     _providers.pop(name, None)
+            for stale in [name for name in _origins if name not in found]:
+                _origins.pop(stale, None)  # a load done again: what it no longer serves
+            _deferred.clear()
+            _deferred.update(deferred)
+            _retry_at = time.monotonic() + _RETRY_SECONDS
             _manifests = found
         return _manifests
 
@@ -1682,7 +1868,7 @@ def isolation(name: str) -> dict[str, Any] | None:
     described = _described.get(found) if found is not None else None
     if described is None:
         return None
-    return copy.deepcopy(described[1].get("isolation"))
+    return copy.deepcopy(described[1].isolation)
 
 
 def distribution(name: str) -> Any:
@@ -1719,4 +1905,5 @@ def reset() -> None:
         _providers.clear()
         _in_process.clear()
         _origin_dists.clear()
+        _deferred.clear()
     shutdown()  # idle plugin processes run the code as it was

@@ -785,7 +785,10 @@ def _describe(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _violations(scope: Any) -> list[list[Any]]:
-    return [[v.event, v.target, v.port] for v in list(scope.violations)[:100]]
+    """The scope's first 100 violations, each cut as the host keeps it (``host.READY_BYTES``
+    counts on it: a ``ready`` within that cap carries any manifest of at most
+    ``MAX_MANIFEST_BYTES``)."""
+    return [[str(v.event)[:100], str(v.target)[:255], v.port] for v in list(scope.violations)[:100]]
 
 
 def _serialise(outcome: Any, cap: int) -> dict[str, Any]:

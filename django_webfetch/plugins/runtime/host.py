@@ -45,6 +45,7 @@ from django_webfetch.net.errors import (
     ResponseTooLarge,
     WebFetchError,
 )
+from django_webfetch.plugins.manifest import MAX_MANIFEST_BYTES, MAX_TOOLS
 from django_webfetch.plugins.provenance import WALK_DEPTH
 
 from . import bubblewrap, cgroups, identity
@@ -54,6 +55,7 @@ from .protocol import (
     Channel,
     ChannelClosed,
     ChannelTimeout,
+    MessageTooLarge,
     ProtocolError,
     decode_bytes,
     parse,
@@ -66,12 +68,15 @@ __all__ = [
     "IsolationUnavailable",
     "Limits",
     "Origin",
+    "READY_BYTES",
+    "ReadDeferred",
     "RuntimeFailure",
     "capabilities",
     "describe",
     "execute",
     "idle_processes",
     "isolation_label",
+    "manifest_bytes",
     "reason_of",
     "shutdown",
 ]
@@ -84,7 +89,7 @@ MAX_CALLS_PER_PROCESS = 100
 MAX_IDLE_PROCESSES = 32
 #: The sandbox's own start (interpreter, guest, limits: no plugin code yet) may take this
 #: long; the plugin's import after it has the wall, CPU and thread bounds of a call.
-_STARTUP_SECONDS = 30.0
+STARTUP_SECONDS = _STARTUP_SECONDS = 30.0
 #: Threads of a plugin process (the guest's ``RLIMIT_NPROC`` too): the host kills it above,
 #: during a call and during its import (``Threads:`` of ``/proc/<pid>/status``).
 MAX_THREADS = 64
@@ -100,6 +105,16 @@ MAX_IDLE_GROWTH = 16 * 1024 * 1024
 #: failure of a busy moment (a timeout) is not kept for the process's life.
 _MAX_REMEMBERED = 256
 _REMEMBER_SECONDS = 600.0
+#: The most bytes of a guest's ``ready`` (the answer to ``import``) the host reads: a
+#: manifest of ``MAX_MANIFEST_BYTES`` (as ``manifest._size`` counts it; its handlers are
+#: ``true``/``false`` on the wire, at most one more byte each for ``MAX_TOOLS`` tools), 100
+#: violations cut as the guest cuts them (355 characters, at most 4 bytes each, with their
+#: port and punctuation) and the envelope.  A longer ``ready`` is refused from its length
+#: (``manifest_too_large``) before its body is read: what a manifest read costs the host
+#: is bounded by the manifest's own limit, not by the channel's (``2 x
+#: WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES + 1 MiB``): tests/plugins/test_issue30_attack14.py,
+#: finding 3.
+READY_BYTES = MAX_MANIFEST_BYTES + MAX_TOOLS + 100 * (4 * 355 + 64) + 4096
 #: Why a process was not pooled when, stopped, its kernel state (signals, filters,
 #: capabilities, ids: ``_KERNEL_FIELDS``) was not what it was before its plugin was imported.
 KERNEL_CHANGED = "plugin_kernel_state_changed"
@@ -123,6 +138,14 @@ class RuntimeFailure(Exception):
 class IsolationUnavailable(RuntimeFailure):
     def __init__(self, detail: str = "") -> None:
         super().__init__("plugin_isolation_unavailable", detail)
+
+
+class ReadDeferred(RuntimeFailure):
+    """A manifest read cut by the caller's ``deadline`` (a registry load's budget), not by
+    the plugin's own limits: nothing is remembered of it, a later load reads it again."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__("plugin_read_deferred", detail)
 
 
 @dataclass(frozen=True)
@@ -472,16 +495,47 @@ def _checked_ready(message: dict[str, Any]) -> dict[str, Any]:
     manifest = message.get("manifest")
     if manifest is not None and not isinstance(manifest, dict):
         raise ProtocolViolation("ready: manifest is not an object")
+    size = manifest_bytes(manifest) if manifest is not None else 0
+    if size > MAX_MANIFEST_BYTES:
+        # Measured as the registry's ``parse_manifest`` measures it, and dropped here: no
+        # one keeps a manifest over the limit, not even until it is refused.
+        manifest = None
     if not isinstance(message.get("problem", ""), str):
         raise ProtocolViolation("ready: problem is not a string")
     if not isinstance(message.get("violations", []), list):
         raise ProtocolViolation("ready: violations is not a list")
     return {
         "op": "ready",
+        "too_large": size if manifest is None and size else 0,
         "manifest": manifest,
         "problem": message.get("problem", ""),
         "violations": message.get("violations", []),
     }
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> int:
+    """The size ``manifest.parse_manifest`` gives the manifest the registry makes of a
+    guest's ``manifest`` (JSON as ``manifest._size`` writes it; each tool's handler
+    ``true`` with a name becomes a handler, counted ``"<object>"``, any other ``null``), so
+    that the host's cap and the manifest's limit agree to the byte."""
+    tools = manifest.get("tools")
+    served: Any = manifest
+    if isinstance(tools, list):
+        served = {
+            **manifest,
+            "tools": [
+                {
+                    **tool,
+                    "handler": "<object>"
+                    if tool.get("handler") is True and isinstance(tool.get("name"), str)
+                    else None,
+                }
+                if isinstance(tool, dict)
+                else tool
+                for tool in tools
+            ],
+        }
+    return len(json.dumps(served, allow_nan=False).encode("utf-8"))
 
 
 def _wait_gone(pid: int, deadline: float) -> bool:
@@ -535,9 +589,14 @@ def _as_unprivileged(
 class Worker:
     """One plugin process in its sandbox, bound to one instance (or to one manifest read)."""
 
-    def __init__(self, origin: Origin, limits: Limits, label: str) -> None:
+    def __init__(
+        self, origin: Origin, limits: Limits, label: str, *, deadline: float | None = None
+    ) -> None:
         self.origin = origin
         self.limits = limits
+        #: Until when (``time.monotonic()``) the caller waits for the process to get ready,
+        #: whatever its own limits leave (``describe``: a registry load's budget).
+        self.deadline = deadline
         self.calls = 0
         self.pid = 0  # the plugin process as the host sees it (PID 1 of its namespace)
         #: The ids of its threads once ready.  The guest has one thread (the RPC thread)
@@ -633,7 +692,7 @@ class Worker:
             # Whatever goes wrong from here (a hostile ``ready``, a bug), the process never
             # outlives this constructor's failure.
             try:
-                info = _read_info(info_read, time.monotonic() + _STARTUP_SECONDS)
+                info = _read_info(info_read, self._until(_STARTUP_SECONDS))
             finally:
                 os.close(info_read)
             child = info.get("child-pid")
@@ -641,6 +700,7 @@ class Worker:
             try:
                 if self.pid <= 0:
                     self.pid = 0
+                    self._deferred()
                     raise IsolationUnavailable(self._why(errors))
                 self._enter_cgroup(safe)
                 self.ready = _checked_ready(self._start(errors))
@@ -693,8 +753,7 @@ class Worker:
                 }
             )
             message = self.channel.recv(
-                time.monotonic() + _STARTUP_SECONDS,
-                poll=self.bounds(_STARTUP_SECONDS, files=False),
+                self._until(_STARTUP_SECONDS), poll=self.bounds(_STARTUP_SECONDS, files=False)
             )
             if message["op"] == "contained":
                 # The sandbox holds and the guest waits: what the kernel says of it now is
@@ -709,17 +768,28 @@ class Worker:
                     raise IsolationUnavailable(
                         "seccomp_unavailable: the host does not read both filters in /proc"
                     )
-                self.channel.send({"op": "import"}, time.monotonic() + _STARTUP_SECONDS)
+                self.channel.send({"op": "import"}, self._until(_STARTUP_SECONDS))
                 message = self.channel.recv(
-                    time.monotonic() + self.limits.wall_seconds,
+                    self._until(self.limits.wall_seconds),
+                    max_message=READY_BYTES,
                     poll=self.bounds(self.limits.cpu_seconds),
                 )
         except ChannelTimeout as exc:
             self.kill()
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise ReadDeferred("the caller's time for this read ran out") from exc
             what = "wall time while importing" if contained else "the sandbox did not start"
             raise RuntimeFailure("plugin_timeout", what) from exc
+        except MessageTooLarge as exc:
+            self.kill()
+            raise RuntimeFailure(
+                "manifest_too_large",
+                f"the plugin process answered its import with {exc.length} bytes; at most "
+                f"{READY_BYTES} are read (a manifest of at most {MAX_MANIFEST_BYTES})",
+            ) from exc
         except ChannelClosed as exc:
             if not contained:
+                self._deferred()
                 raise IsolationUnavailable(self._why(errors)) from exc
             self.kill()
             raise RuntimeFailure(
@@ -737,6 +807,18 @@ class Worker:
             self.kill()
             raise RuntimeFailure("plugin_crashed", "the plugin process did not get ready")
         return message
+
+    def _deferred(self) -> None:
+        """``ReadDeferred`` (the process killed) when the caller's deadline has passed: a
+        sandbox whose start it cut is the caller's time, not this host's isolation."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.kill()
+            raise ReadDeferred("the caller's time for this read ran out while it started")
+
+    def _until(self, seconds: float) -> float:
+        """``seconds`` from now, or the caller's ``deadline`` when that comes first."""
+        until = time.monotonic() + seconds
+        return until if self.deadline is None else min(until, self.deadline)
 
     def _say_landlock(self, host_abi: int) -> None:
         """A process that enforced less Landlock than it asked for, or none where this
@@ -1114,13 +1196,30 @@ def _stamp(origin: Origin) -> tuple[Any, ...] | None:
     return tuple(sorted(found)) if found else None
 
 
-def describe(origin: Origin) -> dict[str, Any]:
+#: Plugin processes ``describe`` started in this host process (each a sandbox, an
+#: interpreter and the plugin's import): what a registry load's budget counts.
+reads_started = 0
+
+
+def remembered_failure(origin: Origin) -> bool:
+    """A read of ``origin`` failed recently and ``describe`` answers it without a plugin
+    process (the registry's budget does not count it)."""
+    key = (origin, Limits.from_settings(), _stamp(origin))
+    with _failed_lock:
+        when, failed = _failed_reads.get(key, (0.0, None))
+    return failed is not None and time.monotonic() - when < _REMEMBER_SECONDS
+
+
+def describe(origin: Origin, deadline: float | None = None) -> dict[str, Any]:
     """Import the plugin in a plugin process and return what it found: ``manifest`` (JSON,
-    each tool's handler replaced by ``True``/``False``), ``problem`` (the exception type
-    the import or the manifest callable raised), ``violations`` and ``isolation``.
+    each tool's handler replaced by ``True``/``False``; ``None`` with ``too_large``, its
+    size, when over ``MAX_MANIFEST_BYTES``), ``problem`` (the exception type the import or
+    the manifest callable raised), ``violations`` and ``isolation``.  ``deadline``
+    (``time.monotonic()``): the read is cut there, ``ReadDeferred``, whatever the plugin's
+    own limits leave.
 
     Raises ``IsolationUnavailable`` where plugin code cannot be isolated here."""
-    global _capabilities
+    global _capabilities, reads_started
     limits = Limits.from_settings()
     stamp = _stamp(origin)
     remembered = (origin, limits, stamp)
@@ -1128,23 +1227,26 @@ def describe(origin: Origin) -> dict[str, Any]:
         when, failed = _failed_reads.get(remembered, (0.0, None))
     if failed is not None and time.monotonic() - when < _REMEMBER_SECONDS:
         raise RuntimeFailure(failed.code, failed.detail)
+    reads_started += 1
     try:
-        worker = Worker(origin, limits, "manifest")
-    except IsolationUnavailable:
-        raise  # this host, not the package: asked again next time
+        worker = Worker(origin, limits, "manifest", deadline=deadline)
+    except (IsolationUnavailable, ReadDeferred):
+        raise  # this host, or the caller's time, not the package: asked again next time
     except RuntimeFailure as exc:
         if stamp is not None:
             with _failed_lock:
                 while len(_failed_reads) >= _MAX_REMEMBERED:
                     _failed_reads.pop(next(iter(_failed_reads)))
                 _failed_reads.pop(remembered, None)
-                _failed_reads[remembered] = (time.monotonic(), exc)
+                # Its code and detail only: the exception's traceback holds the worker.
+                _failed_reads[remembered] = (time.monotonic(), RuntimeFailure(exc.code, exc.detail))
         raise
     try:
         with _capabilities_lock:
             _capabilities = _host_view(worker.isolation)
         return {
             "manifest": worker.ready.get("manifest"),
+            "too_large": worker.ready.get("too_large", 0),
             "problem": _name(worker.ready.get("problem")),
             "violations": _violation_list(worker.ready.get("violations")),
             "isolation": worker.isolation,

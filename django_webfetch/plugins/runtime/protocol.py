@@ -28,6 +28,7 @@ __all__ = [
     "Channel",
     "ChannelClosed",
     "ChannelTimeout",
+    "MessageTooLarge",
     "ProtocolError",
     "decode_bytes",
     "depth",
@@ -81,6 +82,15 @@ class ChannelClosed(ProtocolError):
 
 class ChannelTimeout(ProtocolError):
     """No whole message arrived before the deadline."""
+
+
+class MessageTooLarge(ProtocolError):
+    """The peer announced a message over the reader's cap; its body was not read."""
+
+    def __init__(self, length: int, cap: int) -> None:
+        super().__init__(f"message of {length} bytes over the cap of {cap}")
+        self.length = length
+        self.cap = cap
 
 
 def depth(body: bytes) -> int:
@@ -207,7 +217,7 @@ class Channel:
         cap = self.max_message if max_message is None else max_message
         (length,) = _HEADER.unpack(self._read(_HEADER.size, deadline, poll))
         if length > cap:
-            raise ProtocolError(f"message of {length} bytes over the cap of {cap}")
+            raise MessageTooLarge(length, cap)
         message = parse(self._read(length, deadline, poll))
         if not isinstance(message, dict) or not isinstance(message.get("op"), str):
             raise ProtocolError("a message without an op")
