@@ -36,6 +36,16 @@ class _Node:
         self.shutting_down = True
 
 
+def _scheduled(scheduler: Any, workers: int, order: list[str]) -> list[_Node]:
+    """``workers`` nodes, each given the collection ``order``, and the first schedule made."""
+    nodes = [_Node(i) for i in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)
+        scheduler.add_node_collection(node, order)
+    scheduler.schedule()
+    return nodes
+
+
 @pytest.mark.parametrize(("count", "workers", "long"), [(6012, 4, 30), (91, 2, 17), (400, 4, 5)])
 def test_each_worker_starts_with_its_share_of_the_long_tests(count, workers, long):
     config = _Config(workers)
@@ -45,11 +55,7 @@ def test_each_worker_starts_with_its_share_of_the_long_tests(count, workers, lon
     )
     assert sorted(order) == sorted(names + [f"t{i}" for i in range(count - long)])
     scheduler = LoadScheduling(config)  # type: ignore[arg-type]
-    nodes = [_Node(i) for i in range(workers)]
-    for node in nodes:
-        scheduler.add_node(node)  # type: ignore[arg-type]
-        scheduler.add_node_collection(node, order)  # type: ignore[arg-type]
-    scheduler.schedule()
+    nodes = _scheduled(scheduler, workers, order)
     firsts = [[order[i] for i in node.sent] for node in nodes]
     share = -(-long // workers)  # each worker's first tests are its long ones
     for first in firsts:
@@ -76,11 +82,7 @@ def test_one_test_at_a_time_sends_every_long_test_before_any_other(count, worker
     )
     scheduler = LoadScheduling(config)  # type: ignore[arg-type]
     scheduler.maxschedchunk = 1
-    nodes = [_Node(i) for i in range(workers)]
-    for node in nodes:
-        scheduler.add_node(node)  # type: ignore[arg-type]
-        scheduler.add_node_collection(node, order)  # type: ignore[arg-type]
-    scheduler.schedule()
+    nodes = _scheduled(scheduler, workers, order)
     assert [len(node.sent) for node in nodes] == [2] * workers
 
 
@@ -146,11 +148,7 @@ def test_the_tests_of_a_shared_set_up_module_go_to_one_worker_and_the_rest_one_a
     config = _Config(workers, maxschedchunk=1)
     scheduler = GroupedLoadScheduling(config)  # type: ignore[arg-type]
     scheduler.maxschedchunk = 1
-    nodes = [_Node(i) for i in range(workers)]
-    for node in nodes:
-        scheduler.add_node(node)  # type: ignore[arg-type]
-        scheduler.add_node_collection(node, order)  # type: ignore[arg-type]
-    scheduler.schedule()
+    nodes = _scheduled(scheduler, workers, order)
     # Finish tests one at a time, the first pending of a random worker each time.
     while any(scheduler.node2pending[node] for node in nodes):
         busy = [node for node in nodes if scheduler.node2pending[node]]
