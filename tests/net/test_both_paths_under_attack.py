@@ -6,6 +6,7 @@ states what both flavours must share."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import resource
@@ -155,7 +156,7 @@ import socket  # noqa: E402
 import struct  # noqa: E402
 import threading  # noqa: E402
 
-from dnslib import AAAA, QTYPE, RR, A, DNSRecord  # noqa: E402
+from dnslib import AAAA, QTYPE, RR, A, DNSError, DNSRecord  # noqa: E402
 
 DNS_ADDR = "11.0.0.19"
 
@@ -232,9 +233,16 @@ TCP_SIDES = {
 
 
 class _TruncatingDns:
-    """UDP: every answer truncated (TC, no records).  TCP: ``side(request)`` then close."""
+    """UDP: every answer truncated (TC, no records).  TCP: ``side(request)`` then close.
+
+    ``close`` wakes both serving threads (a datagram and a connection of its own: closing a
+    socket does not wake a thread blocked on it), waits until they are gone, then closes
+    the sockets, so no thread uses a socket after it is closed (a teardown error at load:
+    ``sendto`` on the closed socket, EBADF)."""
 
     def __init__(self, port: int, side) -> None:
+        self.port = port
+        self.closing = False
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((DNS_ADDR, port))
         self.tcp = socket.socket()
@@ -242,8 +250,12 @@ class _TruncatingDns:
         self.tcp.bind((DNS_ADDR, port))
         self.tcp.listen(8)
         self.side = side
-        threading.Thread(target=self._udp, daemon=True).start()
-        threading.Thread(target=self._tcp, daemon=True).start()
+        self.threads = [
+            threading.Thread(target=self._udp, daemon=True),
+            threading.Thread(target=self._tcp, daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
 
     def _udp(self) -> None:
         while True:
@@ -251,9 +263,14 @@ class _TruncatingDns:
                 data, peer = self.sock.recvfrom(4096)
             except OSError:
                 return
-            reply = DNSRecord.parse(data).reply()
-            reply.header.tc = 1
-            self.sock.sendto(reply.pack(), peer)
+            if self.closing:
+                return
+            try:
+                reply = DNSRecord.parse(data).reply()
+                reply.header.tc = 1
+                self.sock.sendto(reply.pack(), peer)
+            except (OSError, DNSError):
+                continue
 
     def _tcp(self) -> None:
         while True:
@@ -262,6 +279,8 @@ class _TruncatingDns:
             except OSError:
                 return
             with conn:
+                if self.closing:
+                    return
                 conn.settimeout(2)
                 try:
                     length = struct.unpack("!H", conn.recv(2))[0]
@@ -269,10 +288,17 @@ class _TruncatingDns:
                     while len(data) < length:
                         data += conn.recv(length - len(data))
                     conn.sendall(self.side(DNSRecord.parse(data)))
-                except OSError:
+                except (OSError, struct.error, DNSError):
                     continue
 
     def close(self) -> None:
+        self.closing = True
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as waker:
+            waker.sendto(b"", (DNS_ADDR, self.port))
+        with contextlib.suppress(OSError):
+            socket.create_connection((DNS_ADDR, self.port), timeout=5).close()
+        for thread in self.threads:
+            thread.join(30)  # a far safety net: both woke above
         self.sock.close()
         self.tcp.close()
 
@@ -370,6 +396,9 @@ def test_a_dns_tcp_trickle_hits_the_budget_on_both_paths(lab):
                     conn, _ = self.tcp.accept()
                 except OSError:
                     return
+                if self.closing:
+                    conn.close()
+                    return
                 threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
         def _serve(self, conn) -> None:
@@ -379,7 +408,7 @@ def test_a_dns_tcp_trickle_hits_the_budget_on_both_paths(lab):
                     request = DNSRecord.parse(conn.recv(length))
                     for piece in trickle(request):
                         conn.sendall(piece)
-                except OSError:
+                except (OSError, struct.error, DNSError):
                     return
 
     server = _Trickling(5360, None)
