@@ -108,9 +108,16 @@ def wheel(
             f"{k} = {v}\n" for k, v in entry_points.items())).encode()} if entry_points else {}),
         **(meta_extra or {}),
     }  # fmt: skip
-    lines = []
     every = {k: v.encode() for k, v in files.items()}
     every.update({f"{info.name}/{k}": v for k, v in meta.items()})
+    write_installed(site, info, every)
+    return info
+
+
+def write_installed(site: Path, info: Path, every: dict[str, bytes]) -> None:
+    """``every`` file (path under ``site``: bytes) written, and ``info``'s RECORD listing
+    each with its sha256 and size, as pip writes it."""
+    lines = []
     for name, data in every.items():
         path = site / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,7 +125,6 @@ def wheel(
         lines.append(f"{name},{record_hash(data)},{len(data)}\n")
     lines.append(f"{info.name}/RECORD,,\n")
     (info / "RECORD").write_text("".join(lines))
-    return info
 
 
 def call_tool(origin: Any, key: Any, plugin: str, tool: str, limits: Any) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import record_hash, requires_metadata, wheel
+from tests.plugins.packages import requires_metadata, wheel, write_installed
 
 pytestmark = [
     pytest.mark.django_db,
@@ -49,15 +49,20 @@ def _install_bytes(site: Path, dist: str, files: dict[str, bytes], meta: dict[st
     files are bytes (a compiled extension, a vendored shared library)."""
     info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
     info.mkdir(parents=True)
-    every = {**files, **{f"{info.name}/{k}": v for k, v in meta.items()}}
-    lines = []
-    for name, data in every.items():
-        path = site / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        lines.append(f"{name},{record_hash(data)},{len(data)}\n")
-    lines.append(f"{info.name}/RECORD,,\n")
-    (info / "RECORD").write_text("".join(lines))
+    write_installed(site, info, {**files, **{f"{info.name}/{k}": v for k, v in meta.items()}})
+
+
+def _forget(path: list[str], *tops: str) -> None:
+    """``sys.path`` back to ``path``, the modules under ``tops`` unimported, the registry
+    reset: what a test that installed and imported a distribution leaves behind."""
+    from django_webfetch.plugins import registry
+
+    sys.path[:] = path
+    for name in list(sys.modules):
+        if name.partition(".")[0] in tops:
+            sys.modules.pop(name)
+    importlib.invalidate_caches()
+    registry.reset()
 
 
 # -- finding 1: an extension with a vendored library (the manylinux layout) never loads ---
@@ -159,12 +164,7 @@ def test_a_trusted_plugins_dependency_with_a_vendored_library_cannot_be_imported
         result = str(tool.execute({}, context).content)
         instance.delete()
     finally:
-        sys.path[:] = path
-        for name in list(sys.modules):
-            if name.partition(".")[0] in ("webfetch_q", "wfdep_q"):
-                sys.modules.pop(name)
-        importlib.invalidate_caches()
-        registry.reset()
+        _forget(path, "webfetch_q", "wfdep_q")
     assert "reviewed" in result and "refused:" not in result, (
         "a trusted plugin's pinned dependency that vendors a library cannot be imported",
         result[-300:],
@@ -305,10 +305,5 @@ def test_a_trusted_call_makes_the_site_refuse_its_own_upgraded_module_of_a_share
         except ImportError as exc:
             answer = f"refused: {getattr(exc, 'reason', '')} {exc}"
     finally:
-        sys.path[:] = path
-        for name in list(sys.modules):
-            if name.partition(".")[0] in ("webfetch_n", "wfns"):
-                sys.modules.pop(name)
-        importlib.invalidate_caches()
-        registry.reset()
+        _forget(path, "webfetch_n", "wfns")
     assert answer == "the site", answer
