@@ -93,9 +93,7 @@ def test_a_request_cancelled_while_its_name_resolves_is_on_record(lab):
         async with guarded_async_client(lab.policy(), observer=events.append) as client:
             task = asyncio.create_task(client.get("http://slowdns.lab.example/plain"))
             # Cancelled while its name resolves: once the lab's server has the query.
-            deadline = time.monotonic() + 30
-            while not lab.dns.lookups("slowdns.lab.example") and time.monotonic() < deadline:
-                await asyncio.sleep(0.005)
+            await _queried(lab, "slowdns.lab.example")
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -127,9 +125,7 @@ def test_a_lookup_cancelled_mid_wait_closes_its_socket(lab):
         )
         # Waits on the condition (the lab's server has the query: the resolver's socket is
         # open and waiting), not on a fixed time a busy machine can overrun (issue 28).
-        deadline = time.monotonic() + 30
-        while not lab.dns.lookups("slowdns2.lab.example") and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
+        await _queried(lab, "slowdns2.lab.example")
         opened = open_sockets() - before
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -708,6 +704,14 @@ def test_a_request_body_the_server_never_reads_hits_the_budget(make_client, lab,
         for conn, _ in held:
             conn.close()
     assert elapsed < _PER_OPERATION / 2, elapsed
+
+
+async def _queried(lab, name: str, limit: float = 30) -> None:
+    """Waits (polling, the event loop free) until the lab's DNS server has a query for
+    ``name``: the lookup's socket is open and waiting.  ``limit`` is a far safety net."""
+    deadline = time.monotonic() + limit
+    while not lab.dns.lookups(name) and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
 
 
 async def _readable(sock: socket.socket, limit: float = 30) -> bool:
