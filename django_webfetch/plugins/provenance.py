@@ -275,9 +275,11 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
     directories); past either a string says so (tests/plugins/test_issue30_walks.py)."""
     found: list[tuple[str, str]] = []
     walked: set[tuple[int, int]] = set()
-    entries = 0
     # (relative path, is a directory), taken from the end: depth first, in sorted order.
     todo = [(entry, os.path.isdir(os.path.join(path, entry))) for entry in _own_entries(path, top)]
+    # The entries below the top-level names are counted, as the registry's check counts
+    # them (``registry._PathCheck.tree``): a package it accepts is one walked here too.
+    entries = -len(todo)
     todo.reverse()
     while todo:
         relative, directory = todo.pop()
