@@ -1277,7 +1277,10 @@ def _described_manifest(origin: Origin, budget: _Budget, name: str) -> _Read:
         raise _deferred_error(name, budget) from exc
     verdict = _verdict(origin, found)
     del found
-    _described.put(origin, (key, verdict))
+    _described.pop(origin, None)
+    _described[origin] = (key, verdict)
+    while len(_described) > MAX_DESCRIBED:
+        _described.pop(next(iter(_described)))
     return verdict
 
 
