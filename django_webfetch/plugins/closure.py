@@ -1097,7 +1097,7 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
     distribution installs (``own_packages``: each as ``provenance.code_digest`` digests a
     package) and its ``OWN_METADATA`` files (which object each entry point loads, what it
     requires).  A digest no pin holds for when any of them cannot be told, or its files
-    are more than ``provenance._DIGEST_FILES`` (decided from each file's ``stat`` before
+    are more than ``provenance.WALK_ENTRIES`` (decided from each file's ``stat`` before
     any is read): issue 30, attack 12, findings 2 and 3."""
     if not path:
         return ""
@@ -1112,7 +1112,7 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
             tree = provenance.code_tree(
                 where,
                 name,
-                max_files=provenance._DIGEST_FILES - files,
+                max_files=provenance.WALK_ENTRIES - files,
                 max_bytes=provenance.DIGEST_BYTES - size,
             )
         except Exception as exc:

@@ -42,6 +42,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "METADATA_MAX_BYTES",
     "WALK_DEPTH",
+    "WALK_ENTRIES",
     "Provider",
     "ReadRefused",
     "cache_problem",
@@ -55,6 +56,7 @@ __all__ = [
     "provider_of",
     "read_bounded",
     "read_each",
+    "real_path",
     "record_paths",
     "record_problem",
 ]
@@ -172,21 +174,49 @@ class Memo(OrderedDict[K, V]):
                 break
 
 
-#: At most this many files and directories of one plugin are read for its digest
-#: (``registry`` refuses a package with more entries than it checks, ``plugin_path_unsafe``).
-_DIGEST_FILES = 20000
+#: The walk limit: at most this many files and directories of one plugin's package are
+#: walked, by every walk over it (its digest here, the registry's checks
+#: ``registry._PathCheck``, the stamp a read's outcome is remembered by ``host.stamp``); a
+#: package with more is refused (``plugin_path_unsafe``) before anything of it is read.
+#: One limit for every walk: no package the registry accepts is one a walk gives up on
+#: (decision 0055, tests/plugins/test_issue30_stamps.py).
+WALK_ENTRIES = 20000
 #: At most this many bytes of one plugin's files are read for its digest, and for the
 #: check of its ``RECORD`` hashes (``record_problem``), counted on the bytes read: more
 #: (a sparse file unpacked from a tarball, a link to ``/proc/kcore``) is a package no pin
 #: holds for (tests/plugins/test_issue30_closure12_c.py).
 DIGEST_BYTES = 512 << 20
 #: At most this many directories nested below a plugin's package are walked, here and by the
-#: registry's checks (``registry._PathCheck``, ``registry._stamp``): every walk over a
+#: registry's checks (``registry._PathCheck``) and ``host.stamp``: every walk over a
 #: plugin's files keeps its own stack, and a deeper package is refused
 #: (``plugin_path_unsafe``), never walked by recursion (a chain deeper than the
 #: interpreter's recursion limit raised ``RecursionError`` out of ``registry.load``:
 #: tests/plugins/test_issue30_attack8.py).
 WALK_DEPTH = 64
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)`` as the kernel resolves it (at most 40 links, no
+    recursion here: Python 3.11's ``realpath`` recurses per nested link); ``path`` made
+    absolute when it cannot be opened."""
+    flags = getattr(os, "O_PATH", 0)
+    if flags:
+        try:
+            fd = os.open(path, flags | os.O_CLOEXEC)
+        except OSError:
+            return os.path.abspath(path)
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    try:
+        return os.path.realpath(path)
+    except (OSError, RecursionError):
+        return os.path.abspath(path)
+
+
 #: SHA-256 of a file's bytes, keyed by its path and identity (``file_key``); a file changed
 #: within the last ``SETTLE_NS`` is read again (as for ``registry._names_memo``).
 _hashes: Memo[tuple[str, tuple[int, ...]], str] = Memo(65536)
@@ -241,19 +271,21 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
     files cannot be listed, or that an entry named ``__pycache__`` at any depth is not a
     bytecode cache (then no pin holds and the plugin is refused).  Walked with a stack of
     its own, never by recursion, and bounded by construction: at most ``WALK_DEPTH``
-    directories nested below the package and ``_DIGEST_FILES`` entries (files and
+    directories nested below the package and ``WALK_ENTRIES`` entries (files and
     directories); past either a string says so (tests/plugins/test_issue30_walks.py)."""
     found: list[tuple[str, str]] = []
     walked: set[tuple[int, int]] = set()
-    entries = 0
     # (relative path, is a directory), taken from the end: depth first, in sorted order.
     todo = [(entry, os.path.isdir(os.path.join(path, entry))) for entry in _own_entries(path, top)]
+    # The entries below the top-level names are counted, as the registry's check counts
+    # them (``registry._PathCheck.tree``): a package it accepts is one walked here too.
+    entries = -len(todo)
     todo.reverse()
     while todo:
         relative, directory = todo.pop()
         entries += 1
-        if entries > _DIGEST_FILES:
-            return f"more than {_DIGEST_FILES} files and directories"
+        if entries > WALK_ENTRIES:
+            return f"more than {WALK_ENTRIES} files and directories"
         full = os.path.join(path, relative)
         if os.path.basename(relative) == CACHE_DIR:
             problem = cache_problem(full)

@@ -42,6 +42,7 @@ from .manifest import MAX_MANIFEST_BYTES, MAX_TOOLS, Manifest, ManifestError, pa
 from .provenance import (
     CACHE_DIR,
     WALK_DEPTH,
+    WALK_ENTRIES,
     Memo,
     Provider,
     compiled_problem,
@@ -83,6 +84,7 @@ __all__ = [
     "problems",
     "provider",
     "reset",
+    "retry_after",
 ]
 
 logger = logging.getLogger("django_webfetch.plugins")
@@ -108,8 +110,11 @@ MAX_READS_PER_LOAD = MAX_ENTRY_POINTS
 READ_SECONDS = 60.0
 #: A load that deferred reads is done again (the names read stay cached) at the first
 #: ``load()`` this long after it: the lock is never held for reads more than one budget
-#: in this long.
+#: in this long.  Each further load in a row that defers again waits twice as long, at
+#: most ``_RETRY_MAX_SECONDS`` (``retry_after``); a load that defers nothing starts the
+#: count again: decision 0055.
 _RETRY_SECONDS = 60.0
+_RETRY_MAX_SECONDS = 3600.0
 
 _lock = threading.RLock()
 _manifests: dict[str, Manifest] | None = None
@@ -128,6 +133,16 @@ _origin_dists: dict[Origin, Any] = {}
 #: which runs at the first ``load()`` from ``_retry_at`` (``time.monotonic()``) on.
 _deferred: set[str] = set()
 _retry_at = 0.0
+#: Loads in a row that deferred reads (``retry_after``).
+_deferrals = 0
+
+
+def retry_after(deferrals: int) -> float:
+    """How long after a load that deferred reads, the ``deferrals``-th load in a row to do
+    so, the load is done again: ``_RETRY_SECONDS``, doubled for each further one, at most
+    ``_RETRY_MAX_SECONDS``."""
+    doubled: float = _RETRY_SECONDS * 2.0 ** min(max(deferrals, 1) - 1, 32)
+    return min(doubled, _RETRY_MAX_SECONDS)
 
 
 class InProcessHandler:
@@ -1169,42 +1184,10 @@ class _Read:
 #: first (read again at the next load that needs them).
 MAX_DESCRIBED = 4 * MAX_READS_PER_LOAD
 #: Manifest reads' verdicts, by origin, with the stamp of the package's files they were
-#: read from (and the groups the manifest was checked against): ``reset()`` reads again
-#: only a package whose files changed.
+#: read from (``host.stamp``, which every package the registry accepts has) and the groups
+#: the manifest was checked against: ``reset()`` reads again only a package whose files
+#: changed.
 _described: Memo[Origin, tuple[tuple[Any, ...], _Read]] = Memo(MAX_DESCRIBED)
-_STAMP_FILES = 5000
-
-
-def _stamp(origin: Origin) -> tuple[Any, ...]:
-    """Names, sizes and modification times of the files of the plugin's package, walked
-    with a stack of its own (links not followed), at most ``WALK_DEPTH`` directories deep
-    and ``_STAMP_FILES`` files: past either, a stamp that is never reused."""
-    found: list[Any] = []
-    for candidate in (origin.top_level, origin.top_level + ".py"):
-        top = os.path.join(origin.path, candidate)
-        if os.path.isfile(top):
-            info = os.stat(top)
-            found.append((top, info.st_size, info.st_mtime_ns))
-        todo = [(top, 0)] if os.path.isdir(top) else []
-        while todo:
-            directory, depth = todo.pop()
-            if depth > WALK_DEPTH:
-                return ("too deep", depth, time.monotonic())  # never reused
-            try:
-                with os.scandir(directory) as listing:
-                    entries = sorted(listing, key=lambda e: e.name)
-            except OSError:
-                continue
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        todo.append((entry.path, depth + 1))
-                    elif entry.is_file():
-                        info = entry.stat()
-                        found.append((entry.path, info.st_size, info.st_mtime_ns))
-            if len(found) > _STAMP_FILES:
-                return ("too many files", len(found), time.monotonic())  # never reused
-    return tuple(sorted(found))
 
 
 class _Budget:
@@ -1220,9 +1203,10 @@ class _Budget:
         self.deadline = time.monotonic() + self.seconds
         self.reads = 0
 
-    def take(self, origin: Origin) -> bool:
-        """One read of ``origin`` may start (counted), or the budget is spent."""
-        if host.remembered_failure(origin):
+    def take(self, origin: Origin, stamped: str) -> bool:
+        """One read of ``origin`` (its files' ``host.stamp``: ``stamped``) may start
+        (counted), or the budget is spent."""
+        if host.remembered_failure(origin, stamped):
             return True  # answered without a plugin process
         if self.reads >= MAX_READS_PER_LOAD or time.monotonic() >= self.deadline:
             return False
@@ -1269,11 +1253,12 @@ def _verdict(origin: Origin, found: dict[str, Any]) -> _Read:
 
 
 def _verdict_key(origin: Origin) -> tuple[Any, ...]:
-    """What a kept verdict holds for: the package's files, and the groups its tools were
-    checked against (``manifest.tool_group``)."""
+    """What a kept verdict holds for: the package's files (``host.stamp``; raises
+    ``RuntimeFailure``, ``host.PATH_UNSAFE``, for a package past the walk limits), and the
+    groups its tools were checked against (``manifest.tool_group``)."""
     from django_webfetch.models.builtin import builtin_group_slugs
 
-    return (_stamp(origin), builtin_group_slugs())
+    return (host.stamp(origin), builtin_group_slugs())
 
 
 def _described_manifest(origin: Origin, budget: _Budget, name: str) -> _Read:
@@ -1284,10 +1269,10 @@ def _described_manifest(origin: Origin, budget: _Budget, name: str) -> _Read:
     cached = _described.get(origin)
     if cached is not None and cached[0] == key:
         return cached[1]
-    if not budget.take(origin):
+    if not budget.take(origin, key[0]):
         raise _deferred_error(name, budget)
     try:
-        found = describe(origin, budget.deadline)
+        found = describe(origin, budget.deadline, key[0])
     except ReadDeferred as exc:
         raise _deferred_error(name, budget) from exc
     verdict = _verdict(origin, found)
@@ -1299,8 +1284,9 @@ def _described_manifest(origin: Origin, budget: _Budget, name: str) -> _Read:
     return verdict
 
 
-#: At most this many files and directories of one plugin's package are checked.
-_CHECK_ENTRIES = 20000
+#: At most this many files and directories of one plugin's package are checked: the walk
+#: limit every walk over a package shares (``provenance.WALK_ENTRIES``).
+_CHECK_ENTRIES = WALK_ENTRIES
 
 
 class _PathCheck:
@@ -1415,26 +1401,7 @@ class _PathCheck:
         return ""
 
 
-def _real_path(path: str) -> str:
-    """``os.path.realpath(path)`` as the kernel resolves it (at most 40 links, no
-    recursion here: Python 3.11's ``realpath`` recurses per nested link); ``path`` made
-    absolute when it cannot be opened."""
-    flags = getattr(os, "O_PATH", 0)
-    if flags:
-        try:
-            fd = os.open(path, flags | os.O_CLOEXEC)
-        except OSError:
-            return os.path.abspath(path)
-        try:
-            return os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    try:
-        return os.path.realpath(path)
-    except (OSError, RecursionError):
-        return os.path.abspath(path)
+_real_path = provenance.real_path
 
 
 def _path_problem(origin: Origin) -> str:
@@ -1496,6 +1463,11 @@ def _load_entry_point(ep: Any, budget: _Budget) -> tuple[Manifest, Origin]:
     except RuntimeFailure as exc:
         if exc.code == "manifest_too_large":  # refused from the length of the answer
             raise ManifestError("manifest_too_large", exc.detail) from exc
+        if exc.code == host.PATH_UNSAFE:  # past the walk limits since the check: no read
+            raise ManifestError(
+                "plugin_path_unsafe",
+                f"entry point {ep.name!r} not loaded: {exc.detail}; nothing of it was imported",
+            ) from exc
         raise ManifestError(
             "manifest_load", f"entry point {ep.name!r} could not be loaded ({exc.code})"
         ) from exc
@@ -1686,7 +1658,7 @@ def _too_many(eps: list[Any]) -> dict[str, str]:
 
 
 def load() -> dict[str, Manifest]:
-    global _manifests, _state, _retry_at
+    global _manifests, _state, _retry_at, _deferrals
     with _lock:
         if _manifests is not None and _deferred and time.monotonic() >= _retry_at:
             # Reads a load deferred: this load reads them (first), the rest is cached.
@@ -1820,7 +1792,8 @@ def load() -> dict[str, Manifest]:
                 _origins.pop(stale, None)  # a load done again: what it no longer serves
             _deferred.clear()
             _deferred.update(deferred)
-            _retry_at = time.monotonic() + _RETRY_SECONDS
+            _deferrals = _deferrals + 1 if deferred else 0
+            _retry_at = time.monotonic() + retry_after(_deferrals)
             _manifests = found
         return _manifests
 

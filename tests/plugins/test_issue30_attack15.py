@@ -35,13 +35,12 @@ import pytest
 
 from tests.plugins.packages import requires_metadata, wheel, write_installed
 
-pytestmark = [
-    pytest.mark.django_db,
-    # Open findings (issue 30, round 15): each test fails while its finding stands; a fix
-    # shows as XPASS in the run's summary (-rX), and its marker goes with the fix.  Not
-    # strict: the second depends on a read budget a loaded machine can spend.
-    pytest.mark.xfail(strict=False, reason="issue 30, attack 15: an open finding"),
-]
+pytestmark = pytest.mark.django_db
+
+# Open findings (issue 30, round 15): each test fails while its finding stands; a fix
+# shows as XPASS in the run's summary (-rX), and its marker goes with the fix.  Finding 2
+# is fixed (decision 0055): its test has no marker.
+_open = pytest.mark.xfail(strict=False, reason="issue 30, attack 15: an open finding")
 
 
 def _install_bytes(site: Path, dist: str, files: dict[str, bytes], meta: dict[str, bytes]) -> None:
@@ -111,6 +110,7 @@ def _compiled(tmp: Path) -> tuple[bytes, bytes]:
     return (tmp / "ext.so").read_bytes(), (libs / "libwfq.so").read_bytes()
 
 
+@_open
 def test_a_trusted_plugins_dependency_with_a_vendored_library_cannot_be_imported(tmp_path):
     """Severity: Low (availability of trusted plugins; no bypass).  Route: decision 0053's
     ``loader._PinnedExtension`` loads a pinned extension module through
@@ -173,6 +173,7 @@ def test_a_trusted_plugins_dependency_with_a_vendored_library_cannot_be_imported
 
 # -- finding 2: a package of many files is read in a plugin process at every load ---------
 
+#: (Fixed by decision 0055: one stamp, ``host.stamp``, with the walk limit.)
 #: Files of a package: more than ``host._stamp`` walks (10 000, then "no stamp": a failed
 #: read is not remembered) and than ``registry._stamp`` walks (5 000, then a stamp "never
 #: reused": a verdict is not kept), fewer than the registry's own path check refuses
@@ -251,6 +252,7 @@ def manifest():
 """
 
 
+@_open
 def test_a_trusted_call_makes_the_site_refuse_its_own_upgraded_module_of_a_shared_namespace(
     tmp_path,
 ):

@@ -74,9 +74,10 @@ def _site_with_d(site: Path) -> str:
 def test_every_walk_over_a_deep_package_gives_a_verdict(tmp_path):
     """A chain of directories deeper than the recursion limit: the digest walk
     (``provenance._files``, ``code_digest``, ``compiled_problem``), the path check
-    (``registry._path_problem``) and both stamps (``registry._stamp``, ``host._stamp``)
-    each return a bounded verdict, never ``RecursionError``; the digest is one no pin
-    holds for, the path check refuses the package, no stamp of it is remembered."""
+    (``registry._path_problem``) and the stamp (``host.stamp``) each return a bounded
+    verdict, never ``RecursionError``; the digest is one no pin holds for, the path check
+    refuses the package, and so does the stamp, with the same stable reason: no plugin
+    process is ever started for it (decision 0055)."""
     from django_webfetch.plugins import provenance, registry
     from django_webfetch.plugins.runtime import host
 
@@ -91,8 +92,10 @@ def test_every_walk_over_a_deep_package_gives_a_verdict(tmp_path):
         )
         assert "nested deeper than" in provenance.compiled_problem(str(tmp_path), "webfetch_d")
         assert "nested deeper than" in registry._path_problem(origin)
-        assert registry._stamp(origin)[0] == "too deep"
-        assert host._stamp(origin) is None  # never remembered
+        with pytest.raises(host.RuntimeFailure) as refused:
+            host.stamp(origin)
+        assert refused.value.code == host.PATH_UNSAFE
+        assert "nested deeper than" in refused.value.detail
     finally:
         _remove(package)
 
@@ -133,10 +136,11 @@ def test_the_depth_bound_is_exact(tmp_path, depth):
     pinned = first == provenance.code_digest(str(tmp_path), "webfetch_d")
     problem = registry._path_problem(origin)
     if depth == 0:
-        assert pinned and problem == "" and registry._stamp(origin)[0] != "too deep"
+        assert pinned and problem == "" and host.stamp(origin) == host.stamp(origin)
     else:
         assert not pinned and "nested deeper than" in problem
-        assert registry._stamp(origin)[0] == "too deep"
+        with pytest.raises(host.RuntimeFailure, match="nested deeper than"):
+            host.stamp(origin)
 
 
 def test_a_chain_of_links_longer_than_the_recursion_limit_is_refused(tmp_path):

@@ -21,6 +21,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import ctypes
+import hashlib
 import itertools
 import json
 import logging
@@ -33,7 +34,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -46,7 +47,7 @@ from django_webfetch.net.errors import (
     WebFetchError,
 )
 from django_webfetch.plugins.manifest import MAX_MANIFEST_BYTES, MAX_TOOLS
-from django_webfetch.plugins.provenance import WALK_DEPTH
+from django_webfetch.plugins.provenance import WALK_DEPTH, WALK_ENTRIES, Memo, real_path
 
 from . import bubblewrap, cgroups, identity
 from .protocol import (
@@ -68,9 +69,11 @@ __all__ = [
     "IsolationUnavailable",
     "Limits",
     "Origin",
+    "PATH_UNSAFE",
     "READY_BYTES",
     "ReadDeferred",
     "RuntimeFailure",
+    "backoff",
     "capabilities",
     "describe",
     "execute",
@@ -79,6 +82,7 @@ __all__ = [
     "manifest_bytes",
     "reason_of",
     "shutdown",
+    "stamp",
 ]
 
 logger = logging.getLogger("django_webfetch.plugins")
@@ -101,10 +105,16 @@ MAX_TMP_FILES = 4096
 #: A call that leaves more ends its process instead of idling with it (a call may use up to
 #: ``WEBFETCH_PLUGIN_MEMORY_BYTES``; an idle process keeps at most this much of it).
 MAX_IDLE_GROWTH = 16 * 1024 * 1024
-#: Manifest reads that failed, remembered per package files (``describe``), this long: a
-#: failure of a busy moment (a timeout) is not kept for the process's life.
-_MAX_REMEMBERED = 256
+#: Manifest reads that failed, remembered per package files (``describe``): at most this
+#: many (the least recently used forgotten first; each key is a few hundred bytes: the
+#: stamp is a digest), each answered without a plugin process for ``_REMEMBER_SECONDS``
+#: after its first failure, twice as long after each further failure of the same files,
+#: at most ``_REMEMBER_MAX_SECONDS`` (a failure of a busy moment, a timeout, is not kept
+#: for the process's life; a package that keeps failing is read ever more rarely), from
+#: the first again when its files change (another stamp): decision 0055.
+_MAX_REMEMBERED = 4096
 _REMEMBER_SECONDS = 600.0
+_REMEMBER_MAX_SECONDS = 4 * 3600.0
 #: The most bytes of a guest's ``ready`` (the answer to ``import``) the host reads: a
 #: manifest of ``MAX_MANIFEST_BYTES`` (as ``manifest._size`` counts it; its handlers are
 #: ``true``/``false`` on the wire, at most one more byte each for ``MAX_TOOLS`` tools), 100
@@ -1149,51 +1159,150 @@ def shutdown() -> None:
 
 _capabilities: dict[str, Any] | None = None
 _capabilities_lock = threading.Lock()
-#: Manifest reads that failed (a limit, a timeout, a crash), by what was read: the origin,
-#: the limits and the stamp of the package's files.  The same files fail the same way: a
-#: registry reset pays for a hostile import once, not at every load.
-_failed_reads: dict[Any, tuple[float, RuntimeFailure]] = {}
-_failed_lock = threading.Lock()
-#: Files looked at for a package's stamp; past it the package is never remembered.
-_MAX_STAMP_FILES = 10_000
+#: Why a package is refused before any read of it: more entries than the walk limit, or
+#: nested deeper (the registry's checks, ``registry._PathCheck``, refuse it so too).
+PATH_UNSAFE = "plugin_path_unsafe"
 
 
-def _stamp(origin: Origin) -> tuple[Any, ...] | None:
-    """What the package's files are now (path, inode, size, change time of each, under
-    ``origin.path``/``origin.top_level`` or its ``.py``); None where it cannot be told."""
-    base = os.path.join(origin.path, origin.top_level)
-    found: list[tuple[Any, ...]] = []
-    for top in (base, base + ".py"):
-        try:
-            info = os.stat(top, follow_symlinks=False)
-        except OSError:
+def stamp(origin: Origin) -> str:
+    """What the package's files are now: a SHA-256 over the path, device, inode, mode,
+    size, modification and change times (``lstat``) of every entry of the plugin's
+    top-level name in ``origin.path`` (its package, module or extension) and of every
+    entry below, walked as the registry's check walks them (``registry._PathCheck.tree``:
+    sorted, depth first, a linked directory walked once), with the same limits
+    (``WALK_ENTRIES``, ``WALK_DEPTH``): every package the registry accepts has one, and
+    any file added, removed, renamed, replaced or written changes it (its change time
+    at least, which no user can set).  Raises ``RuntimeFailure`` (``PATH_UNSAFE``, a
+    stable reason) for a package past either limit or that cannot be listed: the
+    registry refuses it anyway, and no plugin process is started for it (``describe``).
+    Bounded in memory: a digest, not the entries (decision 0055)."""
+    found = hashlib.sha256()
+    entries = 0
+    walked: set[str] = set()
+
+    def note(path: str, info: os.stat_result | None, error: int = 0) -> None:
+        if info is None:
+            found.update(f"{path}\0-{error}\n".encode("utf-8", "surrogateescape"))
+            return
+        found.update(
+            f"{path}\0{info.st_dev}\0{info.st_ino}\0{info.st_mode}\0{info.st_size}\0"
+            f"{info.st_mtime_ns}\0{info.st_ctime_ns}\n".encode("utf-8", "surrogateescape")
+        )
+
+    if not origin.path:
+        return found.hexdigest()
+    try:
+        names = sorted(os.listdir(origin.path))
+    except OSError as exc:
+        raise RuntimeFailure(
+            PATH_UNSAFE, f"{origin.path[:300]!r} cannot be listed ({exc.strerror})"
+        ) from None
+    for name in names:
+        if name.partition(".")[0] != origin.top_level:
             continue
-        found.append((top, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
-        todo = [(top, 0)] if os.path.isdir(top) and not os.path.islink(top) else []
+        top = os.path.join(origin.path, name)
+        try:
+            note(top, os.lstat(top))
+        except OSError as exc:
+            note(top, None, exc.errno or 1)
+            continue
+        real = real_path(top)
+        if not os.path.isdir(real) or real in walked:
+            continue
+        walked.add(real)
+        todo = [(top, 0)]
         while todo:
             directory, depth = todo.pop()
             if depth > WALK_DEPTH:
-                return None  # the registry refuses it (``plugin_path_unsafe``) anyway
+                raise RuntimeFailure(
+                    PATH_UNSAFE,
+                    f"{directory[:300]!r}... is nested deeper than {WALK_DEPTH} directories",
+                )
             try:
-                with os.scandir(directory) as entries:
-                    for entry in entries:
-                        info = entry.stat(follow_symlinks=False)
-                        found.append(
-                            (
-                                entry.path,
-                                info.st_ino,
-                                info.st_size,
-                                info.st_mtime_ns,
-                                info.st_ctime_ns,
-                            )
-                        )
-                        if len(found) > _MAX_STAMP_FILES:
-                            return None
-                        if entry.is_dir(follow_symlinks=False):
-                            todo.append((entry.path, depth + 1))
-            except OSError:
-                return None
-    return tuple(sorted(found)) if found else None
+                with os.scandir(directory) as listing:
+                    found_here = sorted(listing, key=lambda e: e.name)
+            except OSError as exc:
+                raise RuntimeFailure(
+                    PATH_UNSAFE, f"{directory[:300]!r} cannot be listed ({exc.strerror})"
+                ) from None
+            below: list[str] = []
+            for entry in found_here:
+                entries += 1
+                if entries > WALK_ENTRIES:
+                    raise RuntimeFailure(
+                        PATH_UNSAFE, f"{top!r} holds more than {WALK_ENTRIES} files to check"
+                    )
+                path = os.path.join(directory, entry.name)
+                try:
+                    note(path, entry.stat(follow_symlinks=False))
+                    linked = entry.is_symlink() and entry.is_dir()
+                    plain = not linked and entry.is_dir(follow_symlinks=False)
+                except OSError as exc:
+                    note(path, None, exc.errno or 1)  # gone since the listing
+                    continue
+                if linked:
+                    real = real_path(path)
+                    found.update(f"-> {real}\n".encode("utf-8", "surrogateescape"))
+                    if real not in walked and os.path.isdir(real):
+                        walked.add(real)
+                        below.append(real)
+                elif plain:
+                    below.append(path)
+            todo.extend((path, depth + 1) for path in reversed(below))
+    return found.hexdigest()
+
+
+class _Failures:
+    """Manifest reads that failed (a limit, a timeout, a crash), by what was read: the
+    origin, the limits and the ``stamp`` of the package's files.  The same files fail the
+    same way: a registry reset pays for a hostile import once, not at every load; each
+    further failure of the same files keeps it twice as long (``backoff``).  Decided from
+    ``now`` (``time.monotonic()``) as given: the schedule is tested without waiting."""
+
+    def __init__(self, size: int) -> None:
+        self._memo: Memo[tuple[Any, ...], tuple[int, float, RuntimeFailure]] = Memo(size)
+        self._lock = threading.Lock()
+
+    def remembered(self, key: tuple[Any, ...], now: float) -> RuntimeFailure | None:
+        """The failure to answer for ``key`` without a process, or None (none, or its
+        time is over: read again)."""
+        with self._lock:
+            failures, until, failed = self._memo.get(key) or (0, 0.0, None)
+        return failed if failed is not None and now < until else None
+
+    def failed(self, key: tuple[Any, ...], failure: RuntimeFailure, now: float) -> float:
+        """Note that a read of ``key`` failed at ``now``: how long it is answered so."""
+        with self._lock:
+            failures = (self._memo.get(key) or (0, 0.0, None))[0] + 1
+            window = backoff(failures)
+            # Its code and detail only: the exception's traceback holds the worker.
+            kept = RuntimeFailure(failure.code, failure.detail)
+            self._memo.put(key, (failures, now + window, kept))
+        return window
+
+    def succeeded(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._memo.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._memo.clear()
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        """The keys remembered now (a copy)."""
+        with self._lock:
+            return iter(list(self._memo))
+
+
+def backoff(failures: int) -> float:
+    """How long a read that failed ``failures`` times in a row (the same files) is answered
+    without a plugin process: ``_REMEMBER_SECONDS``, doubled at each further failure, at
+    most ``_REMEMBER_MAX_SECONDS``."""
+    doubled: float = _REMEMBER_SECONDS * 2.0 ** min(max(failures, 1) - 1, 32)
+    return min(doubled, _REMEMBER_MAX_SECONDS)
+
+
+_failed_reads = _Failures(_MAX_REMEMBERED)
 
 
 #: Plugin processes ``describe`` started in this host process (each a sandbox, an
@@ -1201,31 +1310,36 @@ def _stamp(origin: Origin) -> tuple[Any, ...] | None:
 reads_started = 0
 
 
-def remembered_failure(origin: Origin) -> bool:
-    """A read of ``origin`` failed recently and ``describe`` answers it without a plugin
-    process (the registry's budget does not count it)."""
-    key = (origin, Limits.from_settings(), _stamp(origin))
-    with _failed_lock:
-        when, failed = _failed_reads.get(key, (0.0, None))
-    return failed is not None and time.monotonic() - when < _REMEMBER_SECONDS
+def remembered_failure(origin: Origin, stamped: str | None = None) -> bool:
+    """A read of ``origin`` is answered by ``describe`` without a plugin process (the
+    registry's budget does not count it): it failed recently, or the package is refused
+    before any read (``stamp``).  ``stamped``: its ``stamp``, when the caller took it."""
+    try:
+        key = (origin, Limits.from_settings(), stamp(origin) if stamped is None else stamped)
+    except RuntimeFailure:
+        return True
+    return _failed_reads.remembered(key, time.monotonic()) is not None
 
 
-def describe(origin: Origin, deadline: float | None = None) -> dict[str, Any]:
+def describe(
+    origin: Origin, deadline: float | None = None, stamped: str | None = None
+) -> dict[str, Any]:
     """Import the plugin in a plugin process and return what it found: ``manifest`` (JSON,
     each tool's handler replaced by ``True``/``False``; ``None`` with ``too_large``, its
     size, when over ``MAX_MANIFEST_BYTES``), ``problem`` (the exception type the import or
     the manifest callable raised), ``violations`` and ``isolation``.  ``deadline``
     (``time.monotonic()``): the read is cut there, ``ReadDeferred``, whatever the plugin's
-    own limits leave.
+    own limits leave.  ``stamped``: the package's ``stamp``, when the caller took it
+    before (the outcome is remembered by what the caller decided from).
 
-    Raises ``IsolationUnavailable`` where plugin code cannot be isolated here."""
+    Raises ``RuntimeFailure`` (``PATH_UNSAFE``) for a package past the walk limits, before
+    any process; a failure remembered (``_Failures``) without one; ``IsolationUnavailable``
+    where plugin code cannot be isolated here."""
     global _capabilities, reads_started
     limits = Limits.from_settings()
-    stamp = _stamp(origin)
-    remembered = (origin, limits, stamp)
-    with _failed_lock:
-        when, failed = _failed_reads.get(remembered, (0.0, None))
-    if failed is not None and time.monotonic() - when < _REMEMBER_SECONDS:
+    remembered = (origin, limits, stamp(origin) if stamped is None else stamped)
+    failed = _failed_reads.remembered(remembered, time.monotonic())
+    if failed is not None:
         raise RuntimeFailure(failed.code, failed.detail)
     reads_started += 1
     try:
@@ -1233,14 +1347,9 @@ def describe(origin: Origin, deadline: float | None = None) -> dict[str, Any]:
     except (IsolationUnavailable, ReadDeferred):
         raise  # this host, or the caller's time, not the package: asked again next time
     except RuntimeFailure as exc:
-        if stamp is not None:
-            with _failed_lock:
-                while len(_failed_reads) >= _MAX_REMEMBERED:
-                    _failed_reads.pop(next(iter(_failed_reads)))
-                _failed_reads.pop(remembered, None)
-                # Its code and detail only: the exception's traceback holds the worker.
-                _failed_reads[remembered] = (time.monotonic(), RuntimeFailure(exc.code, exc.detail))
+        _failed_reads.failed(remembered, exc, time.monotonic())
         raise
+    _failed_reads.succeeded(remembered)
     try:
         with _capabilities_lock:
             _capabilities = _host_view(worker.isolation)

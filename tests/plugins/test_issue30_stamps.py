@@ -1,0 +1,214 @@
+"""Issue 30, attack 15, finding 2 (decision 0055): what a registry load remembers of a
+manifest read is keyed by one stamp (``host.stamp``) that every package the registry accepts
+has, and what it cannot remember it refuses before any plugin process.
+
+One walk limit (``provenance.WALK_ENTRIES``, ``provenance.WALK_DEPTH``) bounds every walk over
+a package: the registry's check, the digest, the stamp.  A package past it is refused
+(``plugin_path_unsafe``, a stable reason) with no process started; a read that failed (a
+crash, a timeout) is answered without a process for ``host.backoff`` of its failures in a
+row; a verdict (a bad manifest) is kept until the files change.  Distributions are written
+as pip installs them (``tests/plugins/packages.py``); the registry, the runtime and the
+sandbox are the real ones, and plugin processes are counted as they start
+(``host.reads_started``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.plugins.packages import wheel
+
+pytestmark = pytest.mark.django_db
+
+_KINDS = {
+    # Its import ends its process at once (a crash): ``RuntimeFailure``, remembered.
+    "crash": "import os\nos._exit(3)\n",
+    # Its import sleeps past the wall time: ``plugin_timeout``, remembered.
+    "hang": "import time\ntime.sleep(3600)\n",
+    # It imports, and its manifest is not one: a verdict (``manifest_invalid``...), kept.
+    "bad manifest": "def manifest():\n    return {'name': 'x'}\n",
+}
+
+
+def _package(site: Path, label: str, kind: str, entries: int, linked: bool) -> str:
+    """Distribution ``webfetch-<label>`` in ``site`` whose package holds ``entries`` files
+    and directories below its top-level name, as the registry's check counts them (half of
+    its data behind a link to a directory outside the package when ``linked``).  Returns
+    the entry point's name."""
+    name = f"s{label}"
+    wheel(site, f"webfetch-{name}", {name: f"webfetch_{name}:manifest"},
+          {f"webfetch_{name}/__init__.py": _KINDS[kind]})  # fmt: skip
+    package = site / f"webfetch_{name}"
+    data = package / "data"
+    data.mkdir()
+    files = entries - 2  # ``__init__.py`` and ``data``
+    if linked:
+        outside = site / f"outside_{name}"
+        outside.mkdir()
+        os.symlink(outside, package / "more")
+        files -= 1  # the link
+        half = files // 2
+        for i in range(half):
+            os.close(os.open(outside / f"g{i}.txt", os.O_CREAT | os.O_WRONLY, 0o644))
+        files -= half
+    for i in range(files):
+        os.close(os.open(data / f"f{i}.txt", os.O_CREAT | os.O_WRONLY, 0o644))
+    return name
+
+
+def _reads_allowed(elapsed: float) -> int:
+    """How many further reads of a package whose reads keep failing ``host.backoff`` lets
+    start within ``elapsed`` seconds of its first failure."""
+    from django_webfetch.plugins.runtime import host
+
+    reads, waited = 0, 0.0
+    while True:
+        waited += host.backoff(reads + 1)
+        if waited > elapsed:
+            return reads
+        reads += 1
+
+
+def _reasons(name: str) -> list[str]:
+    from django_webfetch.plugins import registry
+
+    return [p for p in registry.problems() if f"entry point {name!r} " in p]
+
+
+#: Package sizes (entries below the top-level name) around every limit a stamp had
+#: (``registry._stamp``: 5 000 files, ``host._stamp``: 10 000 entries) and around the walk
+#: limit every walk now shares (``provenance.WALK_ENTRIES``: 20 000).
+_SIZES = [3, 5_000, 5_002, 10_000, 10_002, 19_999, 20_000, 20_001]
+
+
+@given(
+    size=st.sampled_from(_SIZES),
+    kind=st.sampled_from(sorted(_KINDS)),
+    linked=st.booleans(),
+)
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_package_makes_every_load_start_a_plugin_process(
+    registry_on, settings, size, kind, linked
+):
+    """Property: a package of any size around every limit, whose read crashes, hangs or
+    gives no valid manifest: the first load starts at most one plugin process (none for a
+    package past the walk limit, refused ``plugin_path_unsafe``); the next loads (each a
+    new generation, ``registry.reset()``) start at most what ``host.backoff`` lets start
+    in the time they took (none within its first window), and give the same reason."""
+    from django_webfetch.plugins import provenance, registry
+    from django_webfetch.plugins.runtime import host
+
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 1  # a hang ends at its wall time, soon
+    site = Path(tempfile.mkdtemp(prefix="webfetch-stamps-"))
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            name = _package(site, f"{size}{kind[0]}{int(linked)}", kind, size, linked)
+            patch.syspath_prepend(str(site))
+            origin = host.Origin(f"webfetch_{name}:manifest", str(site), f"webfetch_{name}")
+            over = size > provenance.WALK_ENTRIES
+            # The check and the stamp agree: a package the registry accepts has a stamp.
+            assert (registry._path_problem(origin) != "") == over
+            if over:
+                with pytest.raises(host.RuntimeFailure) as refused:
+                    host.stamp(origin)
+                assert refused.value.code == host.PATH_UNSAFE
+            else:
+                assert host.stamp(origin) == host.stamp(origin)
+            registry.reset()
+            before = host.reads_started
+            registry.load()
+            first = host.reads_started - before
+            started = time.monotonic()
+            reasons = _reasons(name)
+            assert registry.get_manifest(name) is None and len(reasons) == 1, reasons
+            assert first == (0 if over else 1)
+            if over:
+                assert "(plugin_path_unsafe)" in reasons[0]
+            again = 0
+            for _load in range(2):
+                registry.reset()
+                before = host.reads_started
+                registry.load()
+                again += host.reads_started - before
+                assert _reasons(name) == reasons
+            allowed = (
+                0 if over or kind == "bad manifest" else _reads_allowed(time.monotonic() - started)
+            )
+            assert again <= allowed, (size, kind, linked, first, again)
+            registry.reset()
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
+        registry.reset()
+
+
+def test_a_changed_package_is_read_again_and_its_back_off_starts_over(tmp_path, registry_on):
+    """The stamp keys what is remembered: a file changed behind a link to a directory
+    outside the package (which the stamps before decision 0055 did not follow) is another
+    stamp, and the failed read is tried again at the next load, once."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.runtime import host
+
+    site = tmp_path / "site"
+    name = _package(site, "changed", "crash", 8, linked=True)
+    registry_on.syspath_prepend(str(site))
+    origin = host.Origin(f"webfetch_{name}:manifest", str(site), f"webfetch_{name}")
+    before_stamp = host.stamp(origin)
+    registry.reset()
+    before = host.reads_started
+    registry.load()
+    registry.reset()
+    registry.load()
+    assert host.reads_started - before == 1
+    (site / f"outside_{name}" / "g0.txt").write_bytes(b"changed")
+    assert host.stamp(origin) != before_stamp
+    registry.reset()
+    registry.load()
+    registry.reset()
+    registry.load()
+    assert host.reads_started - before == 2
+
+
+def test_the_back_off_of_a_failed_read():
+    """``host._Failures`` at given moments (no waiting): a failure is answered without a
+    process for ``_REMEMBER_SECONDS``, then read again; each further failure of the same
+    files doubles the time, up to ``_REMEMBER_MAX_SECONDS``; other files (another stamp)
+    start from the first; a read that succeeds forgets the count."""
+    from django_webfetch.plugins.runtime import host
+
+    failures = host._Failures(8)
+    key, other = ("origin", "limits", "a" * 64), ("origin", "limits", "b" * 64)
+    failure = host.RuntimeFailure("plugin_timeout", "the wall time")
+    now, windows = 0.0, []
+    for _ in range(8):
+        assert failures.remembered(key, now) is None  # read (again)
+        window = failures.failed(key, failure, now)
+        windows.append(window)
+        assert failures.remembered(key, now + window - 1).code == "plugin_timeout"
+        now += window
+    base, cap = host._REMEMBER_SECONDS, host._REMEMBER_MAX_SECONDS
+    assert windows == [min(base * 2**i, cap) for i in range(8)]
+    assert windows[-1] == cap and windows[0] == base == 600
+    assert failures.remembered(other, 0.0) is None
+    assert failures.failed(other, failure, 0.0) == base
+    failures.succeeded(key)
+    assert failures.failed(key, failure, now) == base
+    assert [host.backoff(n) for n in (0, 1, 2, 3, 100)] == [base, base, 2 * base, 4 * base, cap]
+
+
+def test_the_back_off_of_a_load_that_keeps_deferring():
+    """``registry.retry_after``: a load that deferred reads is done again after
+    ``_RETRY_SECONDS``; each further load in a row that defers waits twice as long, at most
+    ``_RETRY_MAX_SECONDS``."""
+    from django_webfetch.plugins import registry
+
+    base, cap = registry._RETRY_SECONDS, registry._RETRY_MAX_SECONDS
+    assert [registry.retry_after(n) for n in (1, 2, 3, 4)] == [base, 2 * base, 4 * base, 8 * base]
+    assert registry.retry_after(64) == cap == 3600
