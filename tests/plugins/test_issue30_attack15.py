@@ -35,13 +35,7 @@ import pytest
 
 from tests.plugins.packages import requires_metadata, wheel, write_installed
 
-pytestmark = [
-    pytest.mark.django_db,
-    # Open findings (issue 30, round 15): each test fails while its finding stands; a fix
-    # shows as XPASS in the run's summary (-rX), and its marker goes with the fix.  Not
-    # strict: the second depends on a read budget a loaded machine can spend.
-    pytest.mark.xfail(strict=False, reason="issue 30, attack 15: an open finding"),
-]
+pytestmark = pytest.mark.django_db
 
 
 def _install_bytes(site: Path, dist: str, files: dict[str, bytes], meta: dict[str, bytes]) -> None:
@@ -204,6 +198,10 @@ def _reads_of_two_loads(site: Path, name: str, files: int) -> tuple[int, int]:
     return first, host.reads_started - before
 
 
+# Open finding (issue 30, round 15): the test fails while the finding stands; a fix shows as
+# XPASS in the run's summary (-rX), and its marker goes with the fix.  Not strict: it depends
+# on a read budget a loaded machine can spend.
+@pytest.mark.xfail(strict=False, reason="issue 30, attack 15: an open finding")
 def test_a_package_of_many_files_makes_every_registry_load_start_a_plugin_process(
     tmp_path, registry_on
 ):
