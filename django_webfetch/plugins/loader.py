@@ -8,9 +8,12 @@ plugin's code imports later (at first use in a handler, from a thread it started
 between would run (issue 30, attack 14, finding 1).  So the check is made where the bytes
 are read, not before.
 
-``PinnedFinder``, first on ``sys.meta_path`` from the first trusted import on, claims every
-module below the top-level names of each trusted plugin's pin (its distribution's names and
-its pinned dependencies'): such a module is found only in the pinned copies' directories,
+``PinnedFinder``, first on ``sys.meta_path`` from the first trusted import on, claims the
+modules of each trusted plugin's pin (its distribution's and its pinned dependencies'): below
+each of their top-level names, every module a file their ``RECORD`` lists provides and every
+module below a regular package they provide (all of a name whose distribution has no
+``RECORD``); another distribution's module of a shared namespace package is left to the
+import system (decision 0054).  A claimed module is found only in the pinned copies,
 and its loader reads its file once (bounded, ``provenance.read_bounded``), hashes those
 bytes, compares them with the pinned digest of that file, and compiles and executes exactly
 those bytes (never a cached ``.pyc``, never the path read again).  The per-file digests are
@@ -19,8 +22,9 @@ is a hash over them, so they are the pin's), remembered in this process; nothing
 stored.  A file whose bytes differ, or that the pin does not hold (a module added by a later
 release), is refused: ``PinnedCodeChanged`` (an ``ImportError``, reason
 ``plugin_code_changed``), logged, whatever thread imports it.  An extension module is hashed
-through the descriptor it is then loaded from (``/proc/self/fd/N``); a namespace package
-(a directory) has no bytes, and each of its portions must be in a pinned copy.
+through a descriptor held open, then loaded by its path (``$ORIGIN`` finds its vendored
+libraries) and proved the file hashed (``_PinnedExtension``); a namespace package (a
+directory) has no bytes: a claimed one's portions must be in a pinned copy.
 
 A module already in ``sys.modules`` is not imported again: it was checked at its import
 (or imported by the site before any trust applied).  Claims stay for the life of the
