@@ -116,6 +116,7 @@ __all__ = [
     "own_digest",
     "own_names",
     "own_packages",
+    "owned_files",
     "packages",
     "pinned_digest",
     "requirement_names",
@@ -918,6 +919,70 @@ def packages(dist: Any, path: str) -> list[tuple[str, str, str]]:
         if node.version and not node.problem
         for top in node.tops
     ]
+
+
+#: ``record_files`` remembered by the identity of the ``RECORD`` read.
+_record_memo: Memo[tuple[Any, ...], frozenset[str]] = Memo(256)
+
+
+def record_files(meta: str, base: str) -> frozenset[str] | None:
+    """The resolved path of each file the ``RECORD`` of metadata directory ``meta`` lists
+    (its rows are relative to ``base``), or ``None`` when it has none or it cannot be read;
+    remembered by the ``RECORD``'s identity."""
+    if not meta or not base:
+        return None
+    record = os.path.join(meta, "RECORD")
+    key = file_key(record)
+    if len(key) != 5:
+        return None
+    memo_key = (record, base, key)
+    known = _record_memo.get(memo_key)
+    if known is not None:
+        return known
+    try:
+        text = provenance.read_bounded(record, provenance.METADATA_MAX_BYTES).decode("utf-8")
+        rows = provenance.record_paths(text.replace("\r\n", "\n").replace("\r", "\n"))
+    except Exception:
+        return None
+    found = frozenset(
+        os.path.realpath(os.path.join(base, row.replace("\\", "/"))) for row in rows if row
+    )
+    if provenance.settled([key]):
+        _record_memo.put(memo_key, found)
+    return found
+
+
+def owned_files(dist: Any, path: str, top: str) -> dict[str, frozenset[str] | None]:
+    """Each top-level name plugin ``top`` of ``dist`` (in ``path``) imports pinned code
+    from (``own_packages`` and ``packages``) -> the resolved path of each file that a
+    pinned distribution providing that name lists in its ``RECORD``, or ``None`` when one
+    of them lists none (a directory put on ``sys.path`` by hand, a plugin directory's
+    package): every file below that name is then its own.  What ``loader.claim`` serves
+    only from pinned bytes (decision 0054): a namespace package's directory is shared by
+    distributions, and the files of one no pin covers are not the plugin's."""
+    owned: dict[str, frozenset[str] | None] = {}
+
+    def add(name: str, files: frozenset[str] | None) -> None:
+        if name in owned and owned[name] is None:
+            return
+        owned[name] = None if files is None else (owned.get(name) or frozenset()) | files
+
+    found = _own(dist) if dist is not None else _NONE
+    own, why = _placed(found, os.path.realpath(path) if path else "", top)
+    mine = record_files(found.meta, found.base) if not why else None
+    for directory, name in own:
+        # The entry point's package is imported from ``path``: its RECORD rows name files
+        # of the distribution's own directory, so they say what it holds only when both
+        # are the same directory.
+        add(name, mine if os.path.realpath(directory) == found.base else None)
+    if dist is not None:
+        extra = [os.path.realpath(path)] if path else []
+        for node in _nodes(dist, extra):
+            if node.version and not node.problem:
+                listed = record_files(node.meta, node.base)
+                for name in node.tops:
+                    add(name, listed)
+    return owned
 
 
 def pinned_digest(code: str, deps: Iterable[Dependency]) -> str:

@@ -8,9 +8,12 @@ plugin's code imports later (at first use in a handler, from a thread it started
 between would run (issue 30, attack 14, finding 1).  So the check is made where the bytes
 are read, not before.
 
-``PinnedFinder``, first on ``sys.meta_path`` from the first trusted import on, claims every
-module below the top-level names of each trusted plugin's pin (its distribution's names and
-its pinned dependencies'): such a module is found only in the pinned copies' directories,
+``PinnedFinder``, first on ``sys.meta_path`` from the first trusted import on, claims the
+modules of each trusted plugin's pin (its distribution's and its pinned dependencies'): below
+each of their top-level names, every module a file their ``RECORD`` lists provides and every
+module below a regular package they provide (all of a name whose distribution has no
+``RECORD``); another distribution's module of a shared namespace package is left to the
+import system (decision 0054).  A claimed module is found only in the pinned copies,
 and its loader reads its file once (bounded, ``provenance.read_bounded``), hashes those
 bytes, compares them with the pinned digest of that file, and compiles and executes exactly
 those bytes (never a cached ``.pyc``, never the path read again).  The per-file digests are
@@ -19,8 +22,9 @@ is a hash over them, so they are the pin's), remembered in this process; nothing
 stored.  A file whose bytes differ, or that the pin does not hold (a module added by a later
 release), is refused: ``PinnedCodeChanged`` (an ``ImportError``, reason
 ``plugin_code_changed``), logged, whatever thread imports it.  An extension module is hashed
-through the descriptor it is then loaded from (``/proc/self/fd/N``); a namespace package
-(a directory) has no bytes, and each of its portions must be in a pinned copy.
+through a descriptor held open, then loaded by its path (``$ORIGIN`` finds its vendored
+libraries) and proved the file hashed (``_PinnedExtension``); a namespace package (a
+directory) has no bytes: a claimed one's portions must be in a pinned copy.
 
 A module already in ``sys.modules`` is not imported again: it was checked at its import
 (or imported by the site before any trust applied).  Claims stay for the life of the
@@ -33,6 +37,7 @@ import system's finders: the reviewed code chose that, and the pin covers what i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -45,7 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from . import provenance
+from . import provenance, sandbox
 
 __all__ = [
     "CHANGED",
@@ -70,48 +75,147 @@ class PinnedCodeChanged(ImportError):
     code = CHANGED
 
 
+class _Shape(NamedTuple):
+    """Which modules below one claimed top-level name are the pinned distributions' (by
+    the files their ``RECORD`` lists: ``closure.owned_files``, decision 0054): each module
+    or package a listed file provides, each regular package (its ``__init__`` listed:
+    every module below it is theirs, one a later release adds too), and each directory
+    with a listed file below it (a namespace level: its other entries may be another
+    distribution's)."""
+
+    provides: frozenset[str]
+    regular: frozenset[str]
+    levels: frozenset[str]
+
+
+#: What ``_Shape.kind`` says of a module: the pinned distributions', served only from
+#: pinned bytes; a namespace level holding some of theirs.
+PINNED, LEVEL = "pinned", "level"
+
+
+def _kind(shape: _Shape | None, name: str) -> str | None:
+    """``PINNED``, ``LEVEL`` or ``None`` (another distribution's: the import system's own
+    finders serve it); ``shape`` ``None``: every module below the name is pinned."""
+    if shape is None or name in shape.provides:
+        return PINNED
+    parts = name.split(".")
+    if any(".".join(parts[:at]) in shape.regular for at in range(1, len(parts))):
+        return PINNED
+    return LEVEL if name in shape.levels else None
+
+
+_MODULE_SUFFIXES = tuple(importlib.machinery.all_suffixes())
+
+
+def _shape(top: str, roots: Iterable[str], files: Iterable[str]) -> _Shape:
+    """The ``_Shape`` of ``top`` in its pinned copies ``roots`` from the resolved paths of
+    the files its pinned distributions list."""
+    provides: set[str] = set()
+    regular: set[str] = set()
+    levels: set[str] = set()
+    roots = tuple(roots)
+    for path in files:
+        root = next((r for r in roots if path.startswith(r + os.sep)), None)
+        if root is None:
+            continue
+        parts = path[len(root) + 1 :].split(os.sep)
+        leaf = parts[-1]
+        stem = leaf.partition(".")[0]
+        dirs = parts[:-1]
+        if (dirs[:1] or [stem]) != [top] or provenance.CACHE_DIR in dirs:
+            continue
+        for at in range(1, len(dirs) + 1):
+            levels.add(".".join(dirs[:at]))
+        if not leaf.endswith(_MODULE_SUFFIXES) or not stem.isidentifier():
+            continue
+        if stem == "__init__" and dirs:
+            regular.add(".".join(dirs))
+            provides.add(".".join(dirs))
+        else:
+            provides.add(".".join([*dirs, stem]))
+    return _Shape(frozenset(provides), frozenset(regular), frozenset(levels))
+
+
 class _Claim(NamedTuple):
     """One trusted plugin's pin as this process enforces it: each top-level name with the
-    directories of its pinned copies (resolved), and each pinned file's digest."""
+    directories of its pinned copies (resolved), each pinned file's digest, and for each
+    name whose files its pinned distributions list, which modules below it are theirs."""
 
     tops: Mapping[str, tuple[str, ...]]
     files: Mapping[str, str]
+    shapes: Mapping[str, _Shape | None]
+
+
+class _Entry(NamedTuple):
+    """A claimed top-level name, every claim merged: the directories of its pinned copies,
+    the allowed digests by resolved path, and its ``_Shape`` (``None``: all of it)."""
+
+    roots: tuple[str, ...]
+    digests: Mapping[str, frozenset[str]]
+    shape: _Shape | None
 
 
 _lock = threading.Lock()
 #: Plugin name -> its claim; replaced whole (readers take the dict as it is).
 _claims: dict[str, _Claim] = {}
-#: Top-level name -> (directories of its pinned copies, allowed digests by resolved path):
-#: the union of every claim, rebuilt when a claim changes.
-_index: dict[str, tuple[tuple[str, ...], Mapping[str, frozenset[str]]]] = {}
+#: Top-level name -> its entry: the union of every claim, rebuilt when a claim changes.
+_index: dict[str, _Entry] = {}
+#: Resolved path -> allowed digests, of every claim (a library an extension links).
+_pinned: dict[str, frozenset[str]] = {}
 
 
-def claim(plugin: str, tops: Mapping[str, Iterable[str]], files: Mapping[str, str]) -> None:
+def claim(
+    plugin: str,
+    tops: Mapping[str, Iterable[str]],
+    files: Mapping[str, str],
+    owned: Mapping[str, Iterable[str] | None] | None = None,
+) -> None:
     """From now on, in this process, every module below a name of ``tops`` (top-level name
     -> the directories its pinned copies are in) is executed only from a file of ``files``
     (resolved path -> the SHA-256 its pin holds) whose bytes hash to that digest; replaces
-    ``plugin``'s earlier claim.  Installs the finder first on ``sys.meta_path``."""
-    global _index
-    made = _Claim(
-        {top: tuple(dict.fromkeys(map(os.path.realpath, d))) for top, d in tops.items()},
-        dict(files),
-    )
+    ``plugin``'s earlier claim.  ``owned`` (top-level name -> the resolved paths of the
+    files the pinned distributions providing it list, or ``None``): below such a name only
+    the modules those files provide, and every module below a regular package they
+    provide, are claimed (a shared namespace's other portions are another distribution's);
+    a name it does not give, or gives ``None``, is claimed whole.  Installs the finder
+    first on ``sys.meta_path``."""
+    global _index, _pinned
+    owned = owned or {}
+    roots_of = {top: tuple(dict.fromkeys(map(os.path.realpath, d))) for top, d in tops.items()}
+    shapes: dict[str, _Shape | None] = {}
+    for top, roots in roots_of.items():
+        listed = owned.get(top)
+        shapes[top] = None if listed is None else _shape(top, roots, listed)
+    made = _Claim(roots_of, dict(files), shapes)
     with _lock:
         _claims[plugin] = made
-        index: dict[str, tuple[tuple[str, ...], dict[str, set[str]]]] = {}
+        index: dict[str, tuple[tuple[str, ...], dict[str, set[str]], list[_Shape | None]]] = {}
         for each in _claims.values():
             for top, dirs in each.tops.items():
-                roots, digests = index.setdefault(top, ((), {}))
+                roots, digests, seen = index.setdefault(top, ((), {}, []))
                 roots = tuple(dict.fromkeys((*roots, *dirs)))
                 for path, digest in each.files.items():
                     if any(path.startswith(root + os.sep) for root in dirs):
                         digests.setdefault(path, set()).add(digest)
-                index[top] = (roots, digests)
+                seen.append(each.shapes.get(top))
+                index[top] = (roots, digests, seen)
         _index = {
-            top: (roots, {p: frozenset(d) for p, d in digests.items()})
-            for top, (roots, digests) in index.items()
+            top: _Entry(roots, {p: frozenset(d) for p, d in digests.items()}, _merged(seen))
+            for top, (roots, digests, seen) in index.items()
         }
+        pinned: dict[str, set[str]] = {}
+        for each in _claims.values():
+            for path, digest in each.files.items():
+                pinned.setdefault(path, set()).add(digest)
+        _pinned = {p: frozenset(d) for p, d in pinned.items()}
     install()
+
+
+def _merged(shapes: list[_Shape | None]) -> _Shape | None:
+    """The shapes of one name in several claims as one: all of it when one claims all."""
+    if any(s is None for s in shapes):
+        return None
+    return _Shape(*(frozenset().union(*(getattr(s, f) for s in shapes)) for f in _Shape._fields))
 
 
 def claimed(name: str) -> bool:
@@ -152,7 +256,7 @@ def _refuse(name: str, path: str, why: str) -> PinnedCodeChanged:
 
 def _allowed(name: str, path: str) -> frozenset[str]:
     entry = _index.get(name.partition(".")[0])
-    return entry[1].get(os.path.realpath(path), frozenset()) if entry else frozenset()
+    return entry.digests.get(os.path.realpath(path), frozenset()) if entry else frozenset()
 
 
 def _verified(name: str, path: str, data: bytes) -> bytes:
@@ -194,13 +298,22 @@ class _PinnedSourceless(importlib.machinery.SourcelessFileLoader):
 
 
 class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
-    """An extension module: hashed through the descriptor it is then loaded from
-    (``/proc/self/fd/N``, the same file whatever its path names since)."""
+    """An extension module: hashed through a descriptor held open, then loaded by its
+    resolved path (so that the dynamic linker's ``$ORIGIN`` is its directory, where a
+    wheel's vendored libraries are found: ``$ORIGIN/../<dist>.libs``), and proved to be
+    the file hashed: the path names the descriptor's file (device and inode; held open,
+    its inode cannot be another file's) right before and after it is loaded, and the
+    process's mappings of that path are that file.  A file the loading newly mapped that
+    the pin holds (a vendored library) is checked against its pinned digest too; one in a
+    claimed package's directory that the pin does not hold is refused.  Loaded first
+    without its initialisation (``ctypes``), so that ``PyInit`` runs only after the checks
+    (the libraries' own constructors have run by then: decision 0054)."""
 
     def create_module(self, spec: Any) -> Any:
         path = self.path
+        real = os.path.realpath(path)
         try:
-            fd, info = provenance._open_regular(path, provenance.DIGEST_BYTES)
+            fd, info = provenance._open_regular(real, provenance.DIGEST_BYTES)
         except OSError as exc:
             raise _refuse(spec.name, path, f"its file cannot be read ({exc})") from exc
         try:
@@ -214,9 +327,21 @@ class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
                 raise _refuse(spec.name, path, "its file is none the pin holds (added since)")
             if digest.hexdigest() not in allowed:
                 raise _refuse(spec.name, path, "its bytes are not the pinned ones (changed since)")
-            through = f"/proc/self/fd/{fd}"
-            loaded = importlib.machinery.ExtensionFileLoader(spec.name, through)
-            found = importlib.util.spec_from_file_location(spec.name, through, loader=loaded)
+            same = (info.st_dev, info.st_ino)
+            before = _mappings()
+            _same_file(spec.name, real, same)
+            try:
+                # The import's own load, by the host's code (a plugin's scope refuses a
+                # ``ctypes`` load of its own: ``sandbox``): the file checked, as an import
+                # of it would load it.
+                with sandbox.host_io():
+                    ctypes.CDLL(real, mode=sys.getdlopenflags())
+            except OSError as exc:
+                raise ImportError(str(exc), name=spec.name, path=path) from exc
+            _same_file(spec.name, real, same)
+            _check_mapped(spec.name, real, same, before, _mappings())
+            loaded = importlib.machinery.ExtensionFileLoader(spec.name, real)
+            found = importlib.util.spec_from_file_location(spec.name, real, loader=loaded)
             if found is None:  # pragma: no cover - a location with a loader gives a spec
                 raise _refuse(spec.name, path, "it cannot be loaded")
             module = loaded.create_module(found)
@@ -225,6 +350,95 @@ class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
         with contextlib.suppress(AttributeError, TypeError):
             module.__file__ = path
         return module
+
+
+def _same_file(name: str, real: str, same: tuple[int, int]) -> None:
+    """Refused unless path ``real`` names the file of identity ``same`` now."""
+    try:
+        info = os.stat(real)
+    except OSError as exc:
+        raise _refuse(name, real, f"its file cannot be read ({exc})") from exc
+    if (info.st_dev, info.st_ino) != same:
+        raise _refuse(name, real, "its path names another file than the one hashed (replaced)")
+
+
+#: The files a process maps: (device, inode) -> the paths shown for it.
+_Maps = dict[tuple[int, int], set[str]]
+
+
+def _mappings() -> _Maps:
+    """The files this process maps (``/proc/self/maps``), by identity; empty where it
+    cannot be read."""
+    found: _Maps = {}
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:  # pragma: no cover - /proc is mounted wherever the site runs
+        return found
+    for line in lines:
+        fields = line.split(None, 5)
+        if len(fields) < 6 or not fields[5].startswith("/"):
+            continue
+        major, _, minor = fields[3].partition(":")
+        try:
+            key = (os.makedev(int(major, 16), int(minor, 16)), int(fields[4]))
+        except ValueError:  # pragma: no cover - the kernel's format
+            continue
+        if key[1]:
+            found.setdefault(key, set()).add(fields[5])
+    return found
+
+
+_DELETED = " (deleted)"
+
+
+def _check_mapped(name: str, real: str, same: tuple[int, int], before: _Maps, after: _Maps) -> None:
+    """Refused unless what loading ``real`` mapped of it is the file hashed (``same``),
+    and each pinned file it newly mapped beside it (a library it links) holds pinned bytes.
+    A stacked filesystem (overlayfs before Linux 6.8) shows its lower file's device and
+    inode in the mappings: there a mapping of the path on another device is taken on the
+    path checks (``_same_file``) alone."""
+    for key, paths in after.items():
+        for shown in paths:
+            deleted = shown.endswith(_DELETED)
+            path = shown[: -len(_DELETED)] if deleted else shown
+            if path == real:
+                if key == same or (key[0] != same[0] and not deleted):
+                    continue
+                raise _refuse(name, real, "the file mapped is not the one hashed (replaced)")
+            if shown not in before.get(key, ()):
+                _check_linked(name, path, key, deleted)
+
+
+def _check_linked(name: str, path: str, key: tuple[int, int], deleted: bool) -> None:
+    """A file that loading extension ``name`` newly mapped at ``path`` (identity ``key``):
+    refused when the pin holds it and it is not the pinned bytes, or when it lies in a
+    claimed package's directory and the pin does not hold it."""
+    where = os.path.realpath(path)
+    allowed = _pinned.get(where, frozenset())
+    if not allowed:
+        for top, entry in _index.items():
+            if any(where.startswith(os.path.join(r, top) + os.sep) for r in entry.roots):
+                raise _refuse(name, path, "a library it loaded is none the pin holds")
+        return  # the system's, or another distribution's: no pin covers it
+    why = "a library it loaded is not the pinned bytes (changed since)"
+    if deleted:
+        raise _refuse(name, path, why)
+    try:
+        fd, info = provenance._open_regular(where, provenance.DIGEST_BYTES)
+    except OSError as exc:
+        raise _refuse(name, path, f"a library it loaded cannot be read ({exc})") from exc
+    try:
+        if (info.st_dev, info.st_ino) != key and info.st_dev == key[0]:
+            raise _refuse(name, path, why)
+        digest = hashlib.sha256()
+        provenance._read_fd(os.dup(fd), info.st_size, digest.update)
+    except OSError as exc:
+        raise _refuse(name, path, f"a library it loaded cannot be read ({exc})") from exc
+    finally:
+        os.close(fd)
+    if digest.hexdigest() not in allowed:
+        raise _refuse(name, path, why)
 
 
 class PinnedFinder:
@@ -240,22 +454,54 @@ class PinnedFinder:
         entry = _index.get(top)
         if entry is None:
             return None
-        roots = entry[0]
+        roots = entry.roots
+        kind = _kind(entry.shape, fullname)
+        if kind is None:
+            # Below a shared namespace, a module no pinned distribution provides: another
+            # distribution's, left to the import system's own finders (decision 0054).
+            return None
         if not dot:
             if fullname not in sys.modules and not _on_path(roots):
                 # A plugin directory is never on the site's path (decision 0049): its
                 # top-level name is imported only by the registry, by its location.
                 return None
-            path = list(roots)
         elif not _pinned_copy(sys.modules.get(top), roots):
             # Its top-level package was not imported from a pinned copy: no trusted call
             # runs while it resolves elsewhere (``registry.code_problem``), and code the
             # site imported from there is not the plugin's.
             return None
+        if kind == LEVEL:
+            # A namespace level the pinned distributions share: all its portions (another
+            # distribution's too), each module below it decided by itself.  Served from
+            # the pinned portions alone when something else stands in for it (a stray
+            # module or package of that name in an earlier directory); left to the import
+            # system when that is a file beside the pinned ones (another distribution's).
+            anywhere = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if anywhere is not None and anywhere.origin is None:
+                return anywhere
+            if anywhere is not None and _below(str(anywhere.origin), roots):
+                return None
+        if not dot:
+            path = list(roots)
+        elif entry.shape is not None:
+            # Only the pinned copies' portions of a namespace parent: a stray portion
+            # before them holds no module of the pinned distributions.
+            path = [p for p in (path or ()) if _below(p, roots)]
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None:
+            if entry.shape is not None and fullname in entry.shape.provides:
+                raise _refuse(fullname, fullname, "its pinned file is gone (removed since)")
             return None  # not found in the pinned copies: nothing of it runs
         return pinned_spec(spec, roots)
+
+
+def _below(place: str, roots: tuple[str, ...]) -> bool:
+    """Whether ``place`` (resolved) lies in one of directories ``roots``."""
+    try:
+        where = os.path.realpath(place)
+    except (TypeError, ValueError):
+        return False
+    return any(where.startswith(root + os.sep) for root in roots)
 
 
 def pinned_spec(spec: Any, roots: Iterable[str]) -> Any:

@@ -247,11 +247,15 @@ def pin_imports(name: str, where: Origin, expected: str) -> bool:
     its pinned dependencies') digests to ``expected`` (the pin trust was given to) now;
     when it does, what the plugin imports in this process from then on, whatever thread
     imports it and whenever, is executed only from bytes of the files that digest was
-    computed from (``loader.claim``, decision 0053).  A digest no pin holds for claims
-    nothing and holds for nothing."""
+    computed from (``loader.claim``, decision 0053), those of the files the pinned
+    distributions' ``RECORD`` lists below a shared namespace (``closure.owned_files``,
+    decision 0054).  A digest no pin holds for claims nothing and holds for nothing."""
     from . import loader
 
     dist = _origin_dists.get(where)
+    # Which files are the pinned distributions' is read before their bytes are: an
+    # install that rewrites a RECORD after it changes the bytes the digest then finds.
+    owned = closure.owned_files(dist, where.path, where.top_level) if where.path else {}
     with provenance.collected() as files:
         digest = closure.trust_digest(dist, where.path, where.top_level, where.entry)
     if not expected or digest != expected or provenance.unpinned_why(digest):
@@ -265,7 +269,7 @@ def pin_imports(name: str, where: Origin, expected: str) -> bool:
         tops.setdefault(top, []).append(directory)
     for _label, directory, top in closure.packages(dist, base):
         tops.setdefault(top, []).append(directory)
-    loader.claim(name, tops, files)
+    loader.claim(name, tops, files, owned)
     return True
 
 

@@ -1,8 +1,8 @@
 """Issue 30, attack 15 (outside review after the fourteenth round).
 
-The findings are OPEN (not fixed yet): each test fails while its finding stands, and is
-marked ``xfail`` until its fix lands: its last assertion states what docs/plugins.rst
-promises (or what worked before decision 0053).  Distributions are written as pip installs
+Each test failed while its finding stood; the three are fixed (findings 1 and 3: decision
+0054; finding 2: decision 0055): its last assertion states what docs/plugins.rst promises (or
+what worked before decision 0053).  Distributions are written as pip installs
 them (RECORD of every file), the registry, the loader, the models and the tools are the
 real ones; nothing patched.
 
@@ -36,11 +36,6 @@ import pytest
 from tests.plugins.packages import requires_metadata, wheel, write_installed
 
 pytestmark = pytest.mark.django_db
-
-# Open findings (issue 30, round 15): each test fails while its finding stands; a fix
-# shows as XPASS in the run's summary (-rX), and its marker goes with the fix.  Finding 2
-# is fixed (decision 0055): its test has no marker.
-_open = pytest.mark.xfail(strict=False, reason="issue 30, attack 15: an open finding")
 
 
 def _install_bytes(site: Path, dist: str, files: dict[str, bytes], meta: dict[str, bytes]) -> None:
@@ -110,7 +105,6 @@ def _compiled(tmp: Path) -> tuple[bytes, bytes]:
     return (tmp / "ext.so").read_bytes(), (libs / "libwfq.so").read_bytes()
 
 
-@_open
 def test_a_trusted_plugins_dependency_with_a_vendored_library_cannot_be_imported(tmp_path):
     """Severity: Low (availability of trusted plugins; no bypass).  Route: decision 0053's
     ``loader._PinnedExtension`` loads a pinned extension module through
@@ -205,6 +199,9 @@ def _reads_of_two_loads(site: Path, name: str, files: int) -> tuple[int, int]:
     return first, host.reads_started - before
 
 
+# Open finding (issue 30, round 15): the test fails while the finding stands; a fix shows as
+# XPASS in the run's summary (-rX), and its marker goes with the fix.  Not strict: it depends
+# on a read budget a loaded machine can spend.
 def test_a_package_of_many_files_makes_every_registry_load_start_a_plugin_process(
     tmp_path, registry_on
 ):
@@ -252,7 +249,6 @@ def manifest():
 """
 
 
-@_open
 def test_a_trusted_call_makes_the_site_refuse_its_own_upgraded_module_of_a_shared_namespace(
     tmp_path,
 ):
