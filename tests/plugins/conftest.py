@@ -159,6 +159,23 @@ def no_plugin_process_outlives_its_test() -> Iterator[None]:
     shutdown()
 
 
+@pytest.fixture(autouse=True)
+def claims_end_with_their_test() -> Iterator[None]:
+    """The names a trusted import claimed (``plugins/loader.py``, decision 0053) stay
+    claimed for the process, by design; a test's claims end with the test.  Two tests that
+    install a distribution of the same name in two directories otherwise depended on their
+    order: the second's copy was refused as unpinned whenever the first ran before it on
+    the same worker (``test_issue30_plugin_dirs.py``, found by a full run of tests/plugins)."""
+    from django_webfetch.plugins import loader
+
+    claims, index, pinned = dict(loader._claims), loader._index, loader._pinned
+    yield
+    with loader._lock:
+        loader._claims.clear()
+        loader._claims.update(claims)
+        loader._index, loader._pinned = index, pinned
+
+
 @pytest.fixture
 def registry_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The registry reading ``sys.path`` with the directories a test prepends."""
