@@ -40,11 +40,20 @@ def main(argv: list[str]) -> int:
     if args:
         paths = args
     cases: list[ET.Element] = []
-    for path in paths:
+    for number, path in enumerate(paths):
         try:
-            cases.extend(ET.parse(path).getroot().iter("testcase"))
+            found = list(ET.parse(path).getroot().iter("testcase"))
         except (OSError, ET.ParseError) as exc:
             print(f"no JUnit report at {path}: {exc}")
+            continue
+        if number:
+            # The sessions of one run (tests/run.sh runs two side by side) name their
+            # workers alike: a later report's are told apart by its number.
+            for case in found:
+                for prop in case.iter("property"):
+                    if prop.get("name") == "worker" and prop.get("value"):
+                        prop.set("value", f"{prop.get('value')}/{number + 1}")
+        cases.extend(found)
     if not cases:
         return 0
     seconds: dict[str, float] = {}
