@@ -218,6 +218,15 @@ def _trust(out: _Shown, alias: str, confirm: str | None) -> None:
         if dep.problem:
             pinned = f"CANNOT be pinned: {dep.problem}"
         out.write(f"  dependency:    {dep} ({pinned})")
+    from .runtime.host import capabilities
+
+    if capabilities().get("isolated"):
+        # Trust is for hosts without the sandbox (README, docs/plugins.rst): here it only
+        # moves the plugin's code into the site's processes.
+        out.write(
+            "this host runs untrusted plugins in their sandbox: the plugin runs without "
+            "trust; trust moves its code into the site's processes (check W032)"
+        )
     out.write(
         "to trust what is shown above: "
         + _manage("trust", instance.alias, "--confirm", fingerprint)

@@ -237,6 +237,7 @@ def test_a_plugin_calls_card_names_the_plugin_where_it_may_reach_and_trust(
     for host in hosts:
         assert f"<code>{host}</code>" in card
     assert "trusted (runs in the site" not in card
+    assert "not trusted (never runs in the site's process)" in card
 
     PluginInstance.objects.filter(pk=instance.pk).update(alias="crm", egress_hosts=[])
     instance = PluginInstance.objects.get(pk=instance.pk)
@@ -246,6 +247,7 @@ def test_a_plugin_calls_card_names_the_plugin_where_it_may_reach_and_trust(
     card = readers.get("/assistant/approvals/").content.decode()
     assert "instance <code>crm</code>: <strong" in card
     assert "trusted (runs in the site's process)" in card
+    assert "not trusted" not in card
     assert 'May reach</dt><dd class="webfetch-plugin-destinations">no destination' in card
 
     # A built-in tool's card has no plugin lines.
