@@ -70,9 +70,7 @@ def test_trust_shows_the_distribution_and_trusts_nothing_without_its_fingerprint
     from django_webfetch.plugins.runtime.host import capabilities
 
     sandboxed = "this host runs untrusted plugins in their sandbox: the plugin runs without trust"
-    assert any(line.startswith(sandboxed) for line in lines) == bool(
-        capabilities().get("isolated")
-    )
+    assert any(line.startswith(sandboxed) for line in lines) == bool(capabilities().get("isolated"))
     assert not PluginInstance.objects.get(alias="t").trusted
     printed, status, _ = _run("trust", "t", "--confirm", _fingerprint(printed))
     assert status == 0 and "'t' trusted for webfetch-t 1.0" in printed
