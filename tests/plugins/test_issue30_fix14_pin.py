@@ -157,6 +157,7 @@ def _background_import(which: str) -> str:
     return str(module.seen[0])
 
 
+@pytest.mark.long  # tens of seconds of plugin processes: started first (tests/conftest.py)
 @settings(
     max_examples=16,
     deadline=None,

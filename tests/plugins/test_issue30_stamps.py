@@ -89,6 +89,7 @@ def _reasons(name: str) -> list[str]:
 _SIZES = [3, 5_000, 5_002, 10_000, 10_002, 19_999, 20_000, 20_001]
 
 
+@pytest.mark.long  # tens of seconds of plugin processes: started first (tests/conftest.py)
 @given(
     size=st.sampled_from(_SIZES),
     kind=st.sampled_from(sorted(_KINDS)),
