@@ -21,10 +21,11 @@ the ones an aggregate equal to the recorded pin was computed from (``claim``: th
 is a hash over them, so they are the pin's), remembered in this process; nothing new is
 stored.  A file whose bytes differ, or that the pin does not hold (a module added by a later
 release), is refused: ``PinnedCodeChanged`` (an ``ImportError``, reason
-``plugin_code_changed``), logged, whatever thread imports it.  An extension module is hashed
-through a descriptor held open, then loaded by its path (``$ORIGIN`` finds its vendored
-libraries) and proved the file hashed (``_PinnedExtension``); a namespace package (a
-directory) has no bytes: a claimed one's portions must be in a pinned copy.
+``plugin_code_changed``), logged, whatever thread imports it.  An extension module and the
+pinned libraries it links (a wheel's vendored ones) are hashed through descriptors held
+open and loaded through those descriptors, its libraries first, so that only bytes hashed
+are ever mapped (``_PinnedExtension``, ``elf``); a namespace package (a directory) has no
+bytes: a claimed one's portions must be in a pinned copy.
 
 A module already in ``sys.modules`` is not imported again: it was checked at its import
 (or imported by the site before any trust applied).  Claims stay for the life of the
@@ -50,7 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple
 
-from . import provenance, sandbox
+from . import elf, provenance, sandbox
 
 __all__ = [
     "CHANGED",
@@ -162,6 +163,8 @@ _claims: dict[str, _Claim] = {}
 _index: dict[str, _Entry] = {}
 #: Resolved path -> allowed digests, of every claim (a library an extension links).
 _pinned: dict[str, frozenset[str]] = {}
+#: The directories holding a pinned file.
+_pinned_dirs: frozenset[str] = frozenset()
 
 
 def claim(
@@ -179,7 +182,7 @@ def claim(
     provide, are claimed (a shared namespace's other portions are another distribution's);
     a name it does not give, or gives ``None``, is claimed whole.  Installs the finder
     first on ``sys.meta_path``."""
-    global _index, _pinned
+    global _index, _pinned, _pinned_dirs
     owned = owned or {}
     roots_of = {top: tuple(dict.fromkeys(map(os.path.realpath, d))) for top, d in tops.items()}
     shapes: dict[str, _Shape | None] = {}
@@ -208,6 +211,7 @@ def claim(
             for path, digest in each.files.items():
                 pinned.setdefault(path, set()).add(digest)
         _pinned = {p: frozenset(d) for p, d in pinned.items()}
+        _pinned_dirs = frozenset(map(os.path.dirname, _pinned))
     install()
 
 
@@ -297,148 +301,189 @@ class _PinnedSourceless(importlib.machinery.SourcelessFileLoader):
         return marshal.loads(memoryview(data)[16:])
 
 
+class _Object(NamedTuple):
+    """A shared object of a pinned extension's load, hashed: its resolved path, the
+    descriptor its pinned bytes were hashed from (held open), and its dynamic section."""
+
+    real: str
+    fd: int
+    dynamic: elf.Dynamic
+
+
+#: Bounds of one extension's pinned libraries: how deep they need each other, how many.
+_MAX_DEPTH, _MAX_OBJECTS = 8, 64
+
+#: The descriptors pinned objects were loaded through, held for the life of the process:
+#: the dynamic linker knows each object by the name ``/proc/self/fd/N`` (and the import
+#: system its module by that path), so that number is never given to another file.
+_held: list[int] = []
+
+
 class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
-    """An extension module: hashed through a descriptor held open, then loaded by its
-    resolved path (so that the dynamic linker's ``$ORIGIN`` is its directory, where a
-    wheel's vendored libraries are found: ``$ORIGIN/../<dist>.libs``), and proved to be
-    the file hashed: the path names the descriptor's file (device and inode; held open,
-    its inode cannot be another file's) right before and after it is loaded, and the
-    process's mappings of that path are that file.  A file the loading newly mapped that
-    the pin holds (a vendored library) is checked against its pinned digest too; one in a
-    claimed package's directory that the pin does not hold is refused.  Loaded first
-    without its initialisation (``ctypes``), so that ``PyInit`` runs only after the checks
-    (the libraries' own constructors have run by then: decision 0054)."""
+    """An extension module, mapped only from bytes that were hashed, through the
+    descriptors they were hashed from: its file is opened and hashed against the pin, and
+    its ELF dynamic section (``elf``) read from that descriptor; each library it needs
+    (``DT_NEEDED``) that the dynamic linker would find through its ``RUNPATH``/``RPATH``
+    (``$ORIGIN`` its resolved directory) in a pinned file is opened, hashed and read so,
+    recursively; one it would find in a claimed package's directory or a pinned library's
+    directory that the pin does not hold is refused.  Then each pinned library is loaded,
+    its dependencies first, through ``/proc/self/fd/N`` of its hashed descriptor, and last
+    the extension the same way: the dynamic linker matches a later ``DT_NEEDED`` with an
+    object already loaded by its ``DT_SONAME`` and never searches ``$ORIGIN`` (here
+    ``/proc/self/fd``) for it; a pinned library whose ``DT_SONAME`` is not the name needed
+    could not be matched so and is refused.  No byte is mapped, and no constructor runs,
+    before every pinned object is proved (decision 0054)."""
 
     def create_module(self, spec: Any) -> Any:
         path = self.path
         real = os.path.realpath(path)
+        allowed = _allowed(spec.name, path)
+        if not allowed:
+            raise _refuse(spec.name, path, "its file is none the pin holds (added since)")
+        objects: dict[str, _Object] = {}
         try:
-            fd, info = provenance._open_regular(real, provenance.DIGEST_BYTES)
+            _gather(spec.name, real, allowed, (), objects, set())
+        except BaseException:
+            for each in objects.values():
+                os.close(each.fd)
+            raise
+        order = list(objects.values())
+        # Held from here on, whatever happens: an object loaded is known by its number.
+        _held.extend(each.fd for each in order)
+        where = f"/proc/self/fd/{order[-1].fd}"
+        try:
+            # The import's own load, by the host's code (a plugin's scope refuses a
+            # ``ctypes`` load of its own: ``sandbox``).
+            with sandbox.host_io():
+                for each in order[:-1]:
+                    ctypes.CDLL(f"/proc/self/fd/{each.fd}", mode=sys.getdlopenflags())
         except OSError as exc:
-            raise _refuse(spec.name, path, f"its file cannot be read ({exc})") from exc
-        try:
-            digest = hashlib.sha256()
-            try:
-                provenance._read_fd(os.dup(fd), info.st_size, digest.update)
-            except OSError as exc:
-                raise _refuse(spec.name, path, f"its file cannot be read ({exc})") from exc
-            allowed = _allowed(spec.name, path)
-            if not allowed:
-                raise _refuse(spec.name, path, "its file is none the pin holds (added since)")
-            if digest.hexdigest() not in allowed:
-                raise _refuse(spec.name, path, "its bytes are not the pinned ones (changed since)")
-            same = (info.st_dev, info.st_ino)
-            before = _mappings()
-            _same_file(spec.name, real, same)
-            try:
-                # The import's own load, by the host's code (a plugin's scope refuses a
-                # ``ctypes`` load of its own: ``sandbox``): the file checked, as an import
-                # of it would load it.
-                with sandbox.host_io():
-                    ctypes.CDLL(real, mode=sys.getdlopenflags())
-            except OSError as exc:
-                raise ImportError(str(exc), name=spec.name, path=path) from exc
-            _same_file(spec.name, real, same)
-            _check_mapped(spec.name, real, same, before, _mappings())
-            loaded = importlib.machinery.ExtensionFileLoader(spec.name, real)
-            found = importlib.util.spec_from_file_location(spec.name, real, loader=loaded)
-            if found is None:  # pragma: no cover - a location with a loader gives a spec
-                raise _refuse(spec.name, path, "it cannot be loaded")
-            module = loaded.create_module(found)
-        finally:
-            os.close(fd)
+            raise ImportError(str(exc), name=spec.name, path=path) from exc
+        loaded = importlib.machinery.ExtensionFileLoader(spec.name, where)
+        found = importlib.util.spec_from_file_location(spec.name, where, loader=loaded)
+        if found is None:  # pragma: no cover - a location with a loader gives a spec
+            raise _refuse(spec.name, path, "it cannot be loaded")
+        module = loaded.create_module(found)
         with contextlib.suppress(AttributeError, TypeError):
             module.__file__ = path
         return module
 
 
-def _same_file(name: str, real: str, same: tuple[int, int]) -> None:
-    """Refused unless path ``real`` names the file of identity ``same`` now."""
+def _hashed(name: str, real: str, allowed: frozenset[str], what: str) -> _Object:
+    """``real`` opened, hashed against ``allowed`` and its dynamic section read, through
+    one descriptor (returned open)."""
     try:
-        info = os.stat(real)
+        fd, info = provenance._open_regular(real, provenance.DIGEST_BYTES)
     except OSError as exc:
-        raise _refuse(name, real, f"its file cannot be read ({exc})") from exc
-    if (info.st_dev, info.st_ino) != same:
-        raise _refuse(name, real, "its path names another file than the one hashed (replaced)")
-
-
-#: The files a process maps: (device, inode) -> the paths shown for it.
-_Maps = dict[tuple[int, int], set[str]]
-
-
-def _mappings() -> _Maps:
-    """The files this process maps (``/proc/self/maps``), by identity; empty where it
-    cannot be read."""
-    found: _Maps = {}
+        raise _refuse(name, real, f"{what} cannot be read ({exc})") from exc
     try:
-        with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as fh:
-            lines = fh.read().splitlines()
-    except OSError:  # pragma: no cover - /proc is mounted wherever the site runs
-        return found
-    for line in lines:
-        fields = line.split(None, 5)
-        if len(fields) < 6 or not fields[5].startswith("/"):
-            continue
-        major, _, minor = fields[3].partition(":")
-        try:
-            key = (os.makedev(int(major, 16), int(minor, 16)), int(fields[4]))
-        except ValueError:  # pragma: no cover - the kernel's format
-            continue
-        if key[1]:
-            found.setdefault(key, set()).add(fields[5])
-    return found
-
-
-_DELETED = " (deleted)"
-
-
-def _check_mapped(name: str, real: str, same: tuple[int, int], before: _Maps, after: _Maps) -> None:
-    """Refused unless what loading ``real`` mapped of it is the file hashed (``same``),
-    and each pinned file it newly mapped beside it (a library it links) holds pinned bytes.
-    A stacked filesystem (overlayfs before Linux 6.8) shows its lower file's device and
-    inode in the mappings: there a mapping of the path on another device is taken on the
-    path checks (``_same_file``) alone."""
-    for key, paths in after.items():
-        for shown in paths:
-            deleted = shown.endswith(_DELETED)
-            path = shown[: -len(_DELETED)] if deleted else shown
-            if path == real:
-                if key == same or (key[0] != same[0] and not deleted):
-                    continue
-                raise _refuse(name, real, "the file mapped is not the one hashed (replaced)")
-            if shown not in before.get(key, ()):
-                _check_linked(name, path, key, deleted)
-
-
-def _check_linked(name: str, path: str, key: tuple[int, int], deleted: bool) -> None:
-    """A file that loading extension ``name`` newly mapped at ``path`` (identity ``key``):
-    refused when the pin holds it and it is not the pinned bytes, or when it lies in a
-    claimed package's directory and the pin does not hold it."""
-    where = os.path.realpath(path)
-    allowed = _pinned.get(where, frozenset())
-    if not allowed:
-        for top, entry in _index.items():
-            if any(where.startswith(os.path.join(r, top) + os.sep) for r in entry.roots):
-                raise _refuse(name, path, "a library it loaded is none the pin holds")
-        return  # the system's, or another distribution's: no pin covers it
-    why = "a library it loaded is not the pinned bytes (changed since)"
-    if deleted:
-        raise _refuse(name, path, why)
-    try:
-        fd, info = provenance._open_regular(where, provenance.DIGEST_BYTES)
-    except OSError as exc:
-        raise _refuse(name, path, f"a library it loaded cannot be read ({exc})") from exc
-    try:
-        if (info.st_dev, info.st_ino) != key and info.st_dev == key[0]:
-            raise _refuse(name, path, why)
         digest = hashlib.sha256()
-        provenance._read_fd(os.dup(fd), info.st_size, digest.update)
-    except OSError as exc:
-        raise _refuse(name, path, f"a library it loaded cannot be read ({exc})") from exc
-    finally:
+        try:
+            provenance._read_fd(os.dup(fd), info.st_size, digest.update)
+        except OSError as exc:
+            raise _refuse(name, real, f"{what} cannot be read ({exc})") from exc
+        if digest.hexdigest() not in allowed:
+            raise _refuse(name, real, f"{what} is not the pinned bytes (changed since)")
+        try:
+            dynamic = elf.read_dynamic(lambda at, size: os.pread(fd, size, at), info.st_size)
+        except (elf.ElfError, OSError) as exc:
+            raise _refuse(name, real, f"{what}'s ELF dynamic section is refused: {exc}") from exc
+    except BaseException:
         os.close(fd)
-    if digest.hexdigest() not in allowed:
-        raise _refuse(name, path, why)
+        raise
+    return _Object(real, fd, dynamic)
+
+
+def _gather(
+    name: str,
+    real: str,
+    allowed: frozenset[str],
+    rpaths: tuple[str, ...],
+    objects: dict[str, _Object],
+    active: set[str],
+) -> _Object:
+    """``real`` hashed (``_hashed``), and each pinned library it needs gathered before it
+    into ``objects`` (post-order: dependencies before the objects that need them; on a
+    refusal, the descriptors of ``objects`` are the caller's to close); ``rpaths``: the
+    ``DT_RPATH`` of the objects that needed it (searched when it has no ``RUNPATH``);
+    ``active``: the objects being gathered (a cycle is refused)."""
+    made = _hashed(name, real, allowed, "a library it needs" if active else "its file")
+    active.add(real)
+    try:
+        origin = os.path.dirname(real)
+        dynamic = made.dynamic
+        search: tuple[str, ...]
+        if dynamic.runpath is not None:
+            search = (_expand(dynamic.runpath, origin),)
+        else:
+            search = (*((_expand(dynamic.rpath, origin),) if dynamic.rpath else ()), *rpaths)
+        for needed in dynamic.needed:
+            found = _resolve(needed, origin, search)
+            if found is None:
+                continue  # the system's: left to the dynamic linker
+            pins = _pinned.get(found)
+            if not pins:
+                if _claimed_place(found):
+                    why = f"a library it needs ({needed}) is none the pin holds"
+                    raise _refuse(name, found, why)
+                continue  # another distribution's or the system's: no pin covers it
+            if found in active:
+                raise _refuse(name, found, "pinned libraries that need each other (a cycle)")
+            library = objects.get(found)
+            if library is None:
+                if len(active) > _MAX_DEPTH or len(objects) + len(active) >= _MAX_OBJECTS:
+                    why = "its pinned libraries are nested too deep or too many"
+                    raise _refuse(name, found, why)
+                library = _gather(name, found, pins, search, objects, active)
+            if library.dynamic.soname != needed:
+                raise _refuse(
+                    name,
+                    found,
+                    f"a pinned library it needs ({needed}) has DT_SONAME "
+                    f"{library.dynamic.soname!r}: only a library known by the name needed "
+                    "can be loaded from the bytes hashed (it is not loaded by its path)",
+                )
+    except BaseException:
+        os.close(made.fd)
+        raise
+    active.discard(real)
+    objects[real] = made
+    return made
+
+
+def _expand(entries: str, origin: str) -> str:
+    """``RUNPATH``/``RPATH`` ``entries`` with ``$ORIGIN`` made ``origin``."""
+    return entries.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+
+
+def _resolve(needed: str, origin: str, search: tuple[str, ...]) -> str | None:
+    """The resolved path of the file the dynamic linker would take for ``needed`` through
+    ``search`` (``:``-separated lists), ``None`` when none there (the system's)."""
+    if "/" in needed:
+        candidates = [os.path.join(os.getcwd(), _expand(needed, origin))]
+    else:
+        candidates = [
+            os.path.join(entry, needed)
+            for entries in search
+            for entry in entries.split(":")
+            if entry and "$" not in entry  # another substitution: the system's directories
+        ]
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return os.path.realpath(candidate)
+    return None
+
+
+def _claimed_place(where: str) -> bool:
+    """Whether resolved path ``where`` lies in a claimed package's directory, or in a
+    directory holding a pinned file (a ``<dist>.libs`` directory)."""
+    if os.path.dirname(where) in _pinned_dirs:
+        return True
+    return any(
+        where.startswith(os.path.join(root, top) + os.sep)
+        for top, entry in _index.items()
+        for root in entry.roots
+    )
 
 
 class PinnedFinder:

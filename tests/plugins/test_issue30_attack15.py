@@ -88,7 +88,9 @@ def manifest():
 
 def _compiled(tmp: Path) -> tuple[bytes, bytes]:
     """(the extension ``wfdep_q._speed``, its vendored ``libwfq.so``), linked as auditwheel
-    links them: the extension's RUNPATH is ``$ORIGIN/../wfdep_q.libs``."""
+    links them: the extension's RUNPATH is ``$ORIGIN/../wfdep_q.libs``, the library's
+    ``DT_SONAME`` the name the extension needs (auditwheel sets it on each library it
+    vendors)."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler on this machine")
@@ -96,8 +98,8 @@ def _compiled(tmp: Path) -> tuple[bytes, bytes]:
     (tmp / "ext.c").write_text(_EXT_C)
     libs = tmp / "wfdep_q.libs"
     libs.mkdir()
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(libs / "libwfq.so"),
-                    str(tmp / "helper.c")], check=True)  # fmt: skip
+    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libwfq.so", "-o",
+                    str(libs / "libwfq.so"), str(tmp / "helper.c")], check=True)  # fmt: skip
     include = sysconfig.get_paths()["include"]
     subprocess.run([cc, "-shared", "-fPIC", f"-I{include}", "-o", str(tmp / "ext.so"),
                     str(tmp / "ext.c"), f"-L{libs}", "-lwfq",
