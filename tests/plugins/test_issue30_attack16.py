@@ -8,6 +8,7 @@ the loader, the models and the tools are the real ones; nothing patched.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,51 @@ def test_a_non_utf8_cache_file_name_makes_every_provider_look_up_load_the_regist
         "process) for three look-ups of a trusted plugin's provider"
     )
     assert registry._installed()[2] == registry._installed()[2], "the same files, two states"
+
+
+def _bytes_read() -> int:
+    """The bytes this process has read so far (``/proc/self/io``, ``rchar``)."""
+    with open("/proc/self/io", encoding="ascii") as fh:
+        return int(next(line for line in fh if line.startswith("rchar:")).split()[1])
+
+
+@pytest.mark.parametrize("future", [False, True])
+def test_a_file_dated_in_the_future_makes_every_provider_look_up_read_the_package_again(
+    tmp_path, plugin_dirs, future
+):
+    """Low (CPU and I/O of the site's process).  Route: an untrusted plugin vendor's
+    directory, copied into ``WEBFETCH_PLUGIN_DIRS`` as a tar archive extracts it (times
+    kept), holds a large data file whose modification time is in the future.  A memo
+    keyed by a file's identity keeps a key only once it has ``settled`` (its newest time
+    at least ``SETTLE_NS`` in the past): a time in the future never settles, so
+    ``provenance._hashes``, the closure's and the registry's memos never keep it, and
+    every ``registry.provider`` look-up (``_installed``: each plugin's ``trust_digest``)
+    reads the whole package again, up to ``DIGEST_BYTES`` (512 MiB), for each trusted
+    instance's first call per generation, each admin row, each ``plugin list``.  The
+    modification time is the file's author's to set; only the change time is the
+    kernel's.  Expected: with the files unchanged, a second look-up reads a small part
+    of the package (as it does when the file's times are in the past)."""
+    from django_webfetch.plugins import provenance, registry
+
+    size = 32 << 20
+    site = tmp_path / "vendor"
+    site.mkdir()
+    _copied_plugin(site, "f16")
+    data = site / "webfetch_f16" / "model.bin"
+    with open(data, "wb") as fh:
+        fh.truncate(size)
+    if future:
+        when = 4102444800  # 2100-01-01, as an archive's member may say
+        os.utime(data, (when, when))
+    # The change time (the kernel's) settles: only the future modification time is left.
+    time.sleep(provenance.SETTLE_NS / 1e9 + 0.5)
+    plugin_dirs(site)
+    assert registry.origin("f16") is not None, registry.problems()
+    registry.provider("f16")
+    first = registry.generation()
+    before = _bytes_read()
+    registry.provider("f16")
+    registry.provider("f16")
+    read = _bytes_read() - before
+    assert registry.generation() == first
+    assert read < size // 4, f"two provider look-ups read {read} bytes of a {size}-byte package"
