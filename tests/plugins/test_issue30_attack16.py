@@ -116,3 +116,50 @@ def test_a_file_dated_in_the_future_makes_every_provider_look_up_read_the_packag
     read = _bytes_read() - before
     assert registry.generation() == first
     assert read < size // 4, f"two provider look-ups read {read} bytes of a {size}-byte package"
+
+
+_ECHO = """\
+def run(plugin, arguments):
+    return 'got ' + repr(arguments)
+
+
+def manifest():
+    return {'name': 's16', 'version': '1.0', 'description': 'x', 'egress': [],
+            'tools': [{'name': 's16_run', 'description': 'x', 'handler': run,
+                       'parameters': {'type': 'object',
+                                      'properties': {'q': {'type': 'string'}}}}]}
+"""
+
+
+def test_a_lone_surrogate_in_a_tool_argument_raises_out_of_an_isolated_plugin_call(
+    tmp_path, plugin_dirs
+):
+    """Low (robustness of the host side of the channel; log volume).  Route: a model's
+    tool call whose JSON arguments hold ``"\\ud800"`` (a valid JSON escape, which
+    ``json.loads`` turns into a lone surrogate; text the model copies from a fetched page
+    can carry it) for an untrusted plugin: the host encodes the call for the plugin
+    process as strict UTF-8 (``protocol.Channel.send``) and ``UnicodeEncodeError`` escapes
+    ``PluginTool.execute`` and ``host.execute`` (the warm plugin process is ended: the
+    next call builds a new sandbox), where every other bad input is a ``ToolResult``
+    failure with a stable reason; the tool registry logs a traceback per call.
+    Expected: a failed result with a reason (``invalid_arguments`` or a runtime code),
+    not an exception."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+    from django_webfetch.plugins.tools import plugin_tools
+    from django_webfetch.tools.base import ToolContext
+
+    site = tmp_path / "s"
+    wheel(site, "webfetch-s16", {"s16": "webfetch_s16:manifest"},
+          {"webfetch_s16/__init__.py": _ECHO})  # fmt: skip
+    plugin_dirs(site)
+    assert registry.origin("s16") is not None, registry.problems()
+    instance = PluginInstance.objects.create(plugin="s16", alias="s16")
+    tool = next(t for t in plugin_tools() if t.name == "s16_run")
+    context = ToolContext(approved=True, call_id="s16", plugin_instance=instance)
+    assert tool.execute({"q": "plain"}, context).ok
+    try:
+        result = tool.execute({"q": "\ud800"}, context)
+    except UnicodeError as exc:
+        pytest.fail(f"the call raised {type(exc).__name__} instead of giving a result")
+    assert result.content
