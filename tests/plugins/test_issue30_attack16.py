@@ -7,13 +7,17 @@ the loader, the models and the tools are the real ones; nothing patched.
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.plugins.packages import MANIFEST, dist_info, wheel
+from tests.plugins.packages import MANIFEST, dist_info, requires_metadata, wheel
 
 pytestmark = pytest.mark.django_db
 
@@ -163,3 +167,82 @@ def test_a_lone_surrogate_in_a_tool_argument_raises_out_of_an_isolated_plugin_ca
     except UnicodeError as exc:
         pytest.fail(f"the call raised {type(exc).__name__} instead of giving a result")
     assert result.content
+
+
+_LAZY = """\
+import importlib
+
+
+def run(plugin, arguments):
+    return importlib.import_module({module!r}).ANSWER
+
+
+def manifest():
+    return {{'name': {name!r}, 'version': '1.0', 'description': 'x', 'egress': [],
+            'tools': [{{'name': {name!r} + '_run', 'description': 'x', 'handler': run}}]}}
+"""
+
+
+def _call(instance: Any) -> str:
+    from django_webfetch.plugins.tools import plugin_tools
+    from django_webfetch.tools.base import ToolContext
+
+    tool = next(t for t in plugin_tools() if t.name == f"{instance.plugin}_run")
+    context = ToolContext(approved=True, call_id=tool.name, plugin_instance=instance)
+    return str(tool.execute({}, context).content)
+
+
+@pytest.mark.parametrize("other_called", [False, True])
+def test_a_stale_claim_of_another_plugin_lets_old_bytes_serve_a_trusted_plugins_import(
+    tmp_path, registry_on, other_called
+):
+    """Low (the trust pin of one plugin).  Route: two trusted plugins ``a16`` and ``b16``
+    require one dependency; each trusted call claims its pin (``loader.claim``), and
+    the loader accepts, for a file, the digests of every claim ever made in the process
+    (``_index``: the union; claims are never dropped, not when an instance's pin stops
+    holding, nor when it is deleted).  The dependency is upgraded (a fix) and the
+    operator confirms trust for ``b16`` only; ``a16``'s pin no longer holds (its calls
+    run isolated) but its claim of the old bytes stays.  The old release put back (a
+    rollback, a mirror serving the old wheel) is then executed in the site's process by
+    ``b16``'s import at first use, although ``b16``'s pin holds only the new bytes.
+    Expected: ``plugin_code_changed`` (nothing of the old bytes run), as when ``a16``
+    was never called (``other_called`` False: passes)."""
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    site = tmp_path / "site"
+    dep, package = "wfu16-d", "wfu16d"
+    old = {f"{package}/__init__.py": "", f"{package}/lazy.py": "ANSWER = 'old'\n"}
+    new = {f"{package}/__init__.py": "", f"{package}/lazy.py": "ANSWER = 'new'\n"}
+    wheel(site, dep, {}, old)
+    for name in ("a16", "b16"):
+        wheel(site, f"webfetch-{name}", {name: f"webfetch_{name}:manifest"},
+              {f"webfetch_{name}/__init__.py": _LAZY.format(module=f"{package}.lazy", name=name)},
+              requires_metadata(f"webfetch-{name}", [dep]))  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    a = PluginInstance.objects.create(plugin="a16", alias="a16", trusted=True)
+    b = PluginInstance.objects.create(plugin="b16", alias="b16", trusted=True)
+    assert a.trust_holds() and b.trust_holds(), registry.problems()
+    if other_called:
+        assert "old" in _call(a)
+    assert "old" in _call(b)
+    assert sys.modules.pop(f"{package}.lazy").ANSWER == "old"
+
+    def install(files: dict[str, str]) -> None:
+        shutil.rmtree(site / f"{dep.replace('-', '_')}-1.0.dist-info")
+        wheel(site, dep, {}, files)
+        importlib.invalidate_caches()
+
+    install(new)  # the fix; trust confirmed for b16 only
+    b.confirm_trust()
+    b.save()
+    assert b.trust_holds() and not a.trust_holds()
+    assert "new" in _call(b)
+    sys.modules.pop(f"{package}.lazy", None)
+    install(old)  # the old release back, after b16's trusted call took its pin
+    try:
+        answer = importlib.import_module(f"{package}.lazy").ANSWER
+    except ImportError as exc:
+        answer = f"refused:{getattr(exc, 'reason', type(exc).__name__)}"
+    assert answer == "refused:plugin_code_changed", f"b16's import ran the {answer} bytes"
