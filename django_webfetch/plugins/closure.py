@@ -876,7 +876,7 @@ def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
             digest, count, bytes_ = tree
             files += count
             size += bytes_
-            total.update(f"{top}\0{digest}\n".encode())
+            total.update(provenance.text_bytes(f"{top}\0{digest}\n"))
         if node.files and not problem:
             # Each other file its RECORD lists (``_scan``), its size counted before any is
             # read; one that is no regular file, or reads otherwise than its size, cannot
@@ -895,12 +895,12 @@ def dependencies(dist: Any, path: str) -> tuple[Dependency, ...]:
                 if not sha:
                     problem = f"its file {row[-80:]!r} is no regular file of a stable size"
                     break
-                total.update(f"file\0{row}\0{sha}\n".encode())
+                total.update(provenance.text_bytes(f"file\0{row}\0{sha}\n"))
         try:
             meta = provenance.file_sha256(os.path.join(node.meta, "METADATA")) if node.meta else ""
         except OSError as exc:  # no regular file, or one giving more than it holds
             meta, problem = "", problem or f"its METADATA cannot be read ({exc})"
-        total.update(f"METADATA\0{meta or 'unreadable'}\n".encode())
+        total.update(provenance.text_bytes(f"METADATA\0{meta or 'unreadable'}\n"))
         found.append(Dependency(node.name, node.version, total.hexdigest(), node.base, problem))
         if over:
             break
@@ -998,9 +998,11 @@ def pinned_digest(code: str, deps: Iterable[Dependency]) -> str:
     why = unpinnable(deps) or provenance.unpinned_why(code)
     if why:
         return provenance._unpinned(f"dependencies: {why}")
-    total = hashlib.sha256(f"code\0{code}\n".encode())
+    total = hashlib.sha256(provenance.text_bytes(f"code\0{code}\n"))
     for dep in deps:
-        total.update(f"dep\0{normalized(dep.name)}\0{dep.version}\0{dep.digest}\n".encode())
+        total.update(
+            provenance.text_bytes(f"dep\0{normalized(dep.name)}\0{dep.version}\0{dep.digest}\n")
+        )
     return total.hexdigest()
 
 
@@ -1170,7 +1172,7 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
     packages, why = _placed(found, path, top)
     if why:
         return provenance._unpinned(f"its distribution: {why}")
-    total = hashlib.sha256(f"entry\0{entry}\n".encode())
+    total = hashlib.sha256(provenance.text_bytes(f"entry\0{entry}\n"))
     files = size = 0
     for where, name in packages:
         try:
@@ -1186,7 +1188,7 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
             return provenance._unpinned(f"its package {name!r}: {tree}")
         files += tree[1]
         size += tree[2]
-        total.update(f"code\0{name}\0{tree[0]}\n".encode())
+        total.update(provenance.text_bytes(f"code\0{name}\0{tree[0]}\n"))
     for name in OWN_METADATA if dist is not None else ():
         if found.meta:
             try:
@@ -1200,8 +1202,10 @@ def own_digest(dist: Any, path: str, top: str, entry: str = "") -> str:
                 text = dist.read_text(name)
             except Exception:
                 text = None
-            digest = hashlib.sha256(text.encode()).hexdigest() if text is not None else ""
-        total.update(f"meta\0{name}\0{digest or 'missing'}\n".encode())
+            digest = (
+                hashlib.sha256(provenance.text_bytes(text)).hexdigest() if text is not None else ""
+            )
+        total.update(provenance.text_bytes(f"meta\0{name}\0{digest or 'missing'}\n"))
     return total.hexdigest()
 
 

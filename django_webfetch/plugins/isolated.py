@@ -22,6 +22,11 @@ FAILURES = {
     "plugin_timeout": "The plugin's tool took longer than its runtime allows.",
     "plugin_limit": "The plugin's tool went over a limit of its runtime.",
     "plugin_protocol_error": "The plugin's process broke the runtime's protocol.",
+    "plugin_call_unencodable": (
+        "The call could not be sent to the plugin's process: it holds text that is not "
+        "valid Unicode."
+    ),
+    "invalid_arguments": "The arguments hold text that is not valid Unicode.",
     "plugin_isolation_unavailable": (
         "This server cannot isolate plugin code, so the plugin does not run here."
     ),

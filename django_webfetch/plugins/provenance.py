@@ -59,6 +59,7 @@ __all__ = [
     "real_path",
     "record_paths",
     "record_problem",
+    "text_bytes",
 ]
 
 ENTRY_POINT_GROUP = "django_webfetch.plugins"
@@ -102,9 +103,11 @@ def provider_of(ep: Any) -> Provider | None:
         # holds (tests/plugins/test_issue30_closure12_c.py).
         shown = "?" if "Name" in bad else name[:200]
         return Provider(shown, "?", _unpinned(bad))
-    return Provider(
-        name[:200], version[:100], pin(dist, origin.path, origin.top_level, origin.entry)
-    )
+    try:
+        digest = pin(dist, origin.path, origin.top_level, origin.entry)
+    except Exception as exc:  # whatever the pin raises, its code cannot be told
+        digest = _unpinned(f"its code could not be told ({type(exc).__name__})")
+    return Provider(name[:200], version[:100], digest)
 
 
 #: Why a plugin distribution's own METADATA ``Name`` (PEP 508) or ``Version`` (PEP 440)
@@ -124,12 +127,22 @@ origin_of: Callable[[Any], Any] | None = None
 SETTLE_NS = 2_000_000_000
 
 
-def settled(keys: Iterable[tuple[int, ...]], window: int = SETTLE_NS) -> bool:
+def settled(
+    keys: Iterable[tuple[int, ...]], window: int = SETTLE_NS, *, now: int | None = None
+) -> bool:
     """Whether every ``file_key`` of ``keys`` is older than ``window`` ns (an error key is
     settled): what a memo keyed by them may keep.  One changed more recently is racily
-    clean and is read again until it has settled."""
-    recent = time.time_ns() - window
-    return all(len(k) != 5 or max(k[3], k[4]) <= recent for k in keys)
+    clean and is read again until it has settled.
+
+    A write stamps both times with the kernel's clock, so a file being written has a
+    recent change time whatever else it says.  A modification time in the future is no
+    write's (``utime``, a tar archive's member): it is its author's to set and would never
+    settle, so the change time alone, which the kernel sets when that time is set, decides
+    for such a file (issue 30, attack 16, finding 2; decision 0057).  ``now``: the clock
+    (``time.time_ns()``) as given, so that the rule is tested without waiting."""
+    now = time.time_ns() if now is None else now
+    recent = now - window
+    return all(len(k) != 5 or (k[4] <= recent and (k[3] <= recent or k[3] > now)) for k in keys)
 
 
 def file_key(path: str) -> tuple[int, ...]:
@@ -141,6 +154,15 @@ def file_key(path: str) -> tuple[int, ...]:
     except OSError as exc:
         return (-(exc.errno or 1),)
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def text_bytes(text: str) -> bytes:
+    """``text`` as the bytes a digest covers: UTF-8 with every lone surrogate kept
+    (``surrogatepass``), so it never raises and two texts never give the same bytes.  A
+    file name that is not UTF-8 comes from ``os.listdir`` as surrogate escapes
+    (``__pycache__/<0xff>.pyc``): strict UTF-8 raised inside a digest, and the registry
+    loaded again at every look-up (issue 30, attack 16, finding 1)."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 K = TypeVar("K")
@@ -550,7 +572,7 @@ def code_tree(
                     return f"more than {max_bytes} bytes"
                 return f"{relative[:200]!r} {exc}"
             size += read
-            total.update(f"{relative}\0{digest or 'unreadable'}\n".encode())
+            total.update(text_bytes(f"{relative}\0{digest or 'unreadable'}\n"))
     except Exception as exc:  # a file that fails mid-way: the code cannot be told
         return f"its files could not be read ({type(exc).__name__})"
     return total.hexdigest(), len(files), size
@@ -592,7 +614,7 @@ UNPINNED_PREFIX = "0" * 16
 
 def _unpinned(why: str) -> str:
     """A digest no pin holds for (a new one at each call): the code cannot be told."""
-    tail = hashlib.sha256(f"unlisted {why} {time.time_ns()}".encode()).hexdigest()
+    tail = hashlib.sha256(text_bytes(f"unlisted {why} {time.time_ns()}")).hexdigest()
     digest = UNPINNED_PREFIX + tail[len(UNPINNED_PREFIX) :]
     _unpinned_why.put(digest, why)
     return digest

@@ -29,6 +29,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import stat
 import sys
 import threading
@@ -728,6 +729,18 @@ def _dist_key(dist: Any) -> str:
     return f"id:{id(dist)}"
 
 
+def _state_key(dist: Any) -> str:
+    """``_dist_key`` as what a load decided from (``_installed``): the same for the same
+    files at every look-up.  A distribution with neither a directory nor a readable name
+    is told apart from others by its object within one load, but that object is new at
+    each look-up: its ``id()`` in the state made every look-up a change (issue 30,
+    attack 16, finding 1)."""
+    key = _dist_key(dist)
+    if key.startswith("id:"):
+        return f"unreadable:{type(dist).__module__}.{type(dist).__qualname__}"
+    return key
+
+
 def _meta_name(dist: Any) -> str:
     """``dist.metadata["Name"]`` from the metadata's headers alone, read as the closure reads
     it (``closure.metadata_name``: one reader for both); raises as ``importlib.metadata``
@@ -787,7 +800,7 @@ def _all_distributions(keys: list[str] | None = None) -> list[Any]:
             continue
         seen.add(key)
         if keys is not None:
-            keys.append(key)
+            keys.append(_state_key(dist))
         found.append(dist)
     return found
 
@@ -1638,12 +1651,23 @@ def _point(ep: Any) -> tuple[str, ...]:
         return (
             str(ep.name),
             str(ep.value),
-            _dist_key(getattr(ep, "dist", None)),
+            _state_key(getattr(ep, "dist", None)),
             *(found or ()),
         )
     except Exception as exc:
+        # The same failure is the same state: keyed by what it says, never by when (a time
+        # in the key made every ``provider`` look-up load the registry again and end every
+        # idle plugin process: issue 30, attack 16, finding 1).
         name = str(getattr(ep, "name", "?"))
-        return (name, "unreadable", type(exc).__name__, str(time.time_ns()))
+        return (name, "unreadable", type(exc).__name__, _stable_message(exc))
+
+
+def _stable_message(exc: BaseException) -> str:
+    """What ``exc`` says, the same for the same failure: an object's address (``at
+    0x7f...``), which differs between two look-ups, left out; cut to 200 characters."""
+    with contextlib.suppress(Exception):
+        return re.sub(r"0x[0-9a-fA-F]+", "0x?", str(exc))[:200]
+    return "?"
 
 
 def _too_many(eps: list[Any]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from django_webfetch.net.errors import EgressDenied, WebFetchError
 from django_webfetch.net.policy import Scope
 from django_webfetch.tools.base import Effect, Tool, ToolCallLike, ToolContext, ToolResult
+from django_webfetch.tools.registry import unencodable_arguments
 
 from .manifest import Manifest, ToolSpec, tool_group
 from .sandbox import host_io, plugin_scope
@@ -181,6 +182,11 @@ class PluginTool(Tool):
             return ToolResult.failure(
                 "plugin_not_bound", "This plugin has no enabled instance to run with."
             )
+        # Text no UTF-8 writer takes (a lone surrogate) is refused here, whoever called:
+        # the same answer trusted or isolated, and nothing the channel cannot carry.
+        unencodable = unencodable_arguments(arguments)
+        if unencodable is not None:
+            return unencodable
         # Not trusted, or for another distribution than the one the registry serves the
         # plugin from (W034), or this tool is not of the manifest it serves now (loaded
         # again since): run isolated.  Trust is decided from the served entry point only.

@@ -44,6 +44,7 @@ __all__ = [
     "run_tool",
     "specs",
     "tools_for_user",
+    "unencodable_arguments",
     "validate_arguments",
 ]
 
@@ -376,6 +377,9 @@ def validate_arguments(tool: Tool, arguments: Any) -> ToolResult | None:
     result naming at most ten problems (paths and schema keywords, never the values)."""
     if not isinstance(arguments, Mapping):
         return ToolResult.failure("invalid_arguments", "The arguments must be an object.")
+    unencodable = unencodable_arguments(arguments)
+    if unencodable is not None:
+        return unencodable
     errors = sorted(
         argument_errors(tool.parameters, arguments),
         key=lambda e: [str(p) for p in e.path],
@@ -390,6 +394,51 @@ def validate_arguments(tool: Tool, arguments: Any) -> ToolResult | None:
         "invalid_arguments",
         "The arguments do not match the tool's parameters: "
         + "; ".join(f"{p['path'] or '(root)'}: {p['problem']}" for p in problems),
+        errors=problems,
+    )
+
+
+def unencodable_arguments(arguments: Mapping[str, Any]) -> ToolResult | None:
+    """``None`` when every string of ``arguments`` (keys too) is valid Unicode, else an
+    ``invalid_arguments`` result naming where the first lone UTF-16 surrogate is (never
+    the value).  JSON's ``"\\ud800"`` escape decodes to one, which no UTF-8 writer takes:
+    a plugin's process, a database, a pattern engine (issue 30, attack 16, finding 3).
+    Walked with a stack of its own, never by recursion."""
+    stack: list[tuple[Any, str]] = [(arguments, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if _lone_surrogate(item):
+                return _surrogate_at(where)
+        elif isinstance(item, Mapping):
+            for key, value in item.items():
+                label = f"{where}/{_label(key)}" if where else _label(key)
+                if isinstance(key, str) and _lone_surrogate(key):
+                    return _surrogate_at(label)
+                stack.append((value, label))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, f"{where}/{index}") for index, value in enumerate(item))
+    return None
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _label(key: object) -> str:
+    return str(key)[:64].encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _surrogate_at(where: str) -> ToolResult:
+    problems = [{"path": where, "problem": "lone_surrogate"}]
+    return ToolResult.failure(
+        "invalid_arguments",
+        f"The arguments hold text that is not valid Unicode (a lone surrogate) at "
+        f"{where or '(root)'}.",
         errors=problems,
     )
 

@@ -63,6 +63,7 @@ from .protocol import (
     Channel,
     ChannelClosed,
     ProtocolError,
+    UnencodableMessage,
     decode_bytes,
     encode_bytes,
     shape,
@@ -780,7 +781,9 @@ def _describe(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         tools.append(tool)
     if "tools" in raw:
         described["tools"] = tools
-    json.dumps(described, allow_nan=False)  # refuses what JSON cannot carry
+    # Refuses what the channel cannot carry (JSON's gaps, a lone surrogate: the manifest
+    # is refused with that error's name, never a message the guest cannot send).
+    json.dumps(described, ensure_ascii=False, allow_nan=False).encode("utf-8")
     return described, handlers
 
 
@@ -813,6 +816,29 @@ def _serialise(outcome: Any, cap: int) -> dict[str, Any]:
         if deepest > MAX_DEPTH or values > MAX_VALUES:
             return {"kind": "limit", "what": "output values"}
     return result
+
+
+def _valid_text(value: Any) -> Any:
+    """``value`` with every string's lone surrogates replaced by U+FFFD (a surrogate pair
+    joined), in the nesting of a reply (a dict of strings and lists); what is not a string,
+    a list or a dict as it is."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_valid_text(item) for item in value]
+    if isinstance(value, dict):
+        return {_valid_text(key): _valid_text(item) for key, item in value.items()}
+    return value
+
+
+def _send(channel: Channel, reply: dict[str, Any]) -> None:
+    """Send ``reply``; one a plugin's text made unencodable (a lone surrogate in its result,
+    its error's name, a violation's target) is sent with that text made valid: the plugin
+    gets its answer through, never a process that ends on it (issue 30, attack 16)."""
+    try:
+        channel.send(reply)
+    except UnencodableMessage:
+        channel.send(_valid_text(reply))
 
 
 def _call(
@@ -879,7 +905,7 @@ def serve(channel: Channel) -> None:
         enforced = _landlock(setup)
         _seccomp(setup)
     except Unavailable as exc:
-        channel.send({"op": "unavailable", "why": str(exc)[:300]})
+        _send(channel, {"op": "unavailable", "why": str(exc)[:300]})
         return
     from django_webfetch.plugins.sandbox import plugin_scope
 
@@ -917,13 +943,14 @@ def serve(channel: Channel) -> None:
             described, handlers = _load(str(setup["entry"]))
         except BaseException as exc:
             problem = type(exc).__name__[:100]
-    channel.send(
+    _send(
+        channel,
         {
             "op": "ready",
             "manifest": described,
             "problem": problem,
             "violations": _violations(scope),
-        }
+        },
     )
     cap = int(setup["max_output_bytes"])
     at_ready = _hooks()
@@ -932,7 +959,7 @@ def serve(channel: Channel) -> None:
         if message["op"] == "call":
             reply = _call(message, channel, handlers, cap, at_ready)
             reply["call_id"] = message.get("call_id")  # the host takes no answer to another
-            channel.send(reply)
+            _send(channel, reply)
             if reply.get("hooks_changed"):
                 return  # and serves no other call, whatever the host does
         elif message["op"] == "exit":

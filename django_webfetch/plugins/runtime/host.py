@@ -58,7 +58,9 @@ from .protocol import (
     ChannelTimeout,
     MessageTooLarge,
     ProtocolError,
+    UnencodableMessage,
     decode_bytes,
+    encode,
     parse,
     readable,
 )
@@ -1492,7 +1494,10 @@ def _request(message: Mapping[str, Any], http: Any, deadline: float) -> dict[str
         kind = next((k.__name__ for k in _ERROR_CLASSES if isinstance(exc, k)), "WebFetchError")
         return {"error": {"class": kind}}
     except (TypeError, ValueError) as exc:
-        return {"error": {"class": type(exc).__name__, "message": str(exc)[:200]}}
+        # What the error says may quote the plugin's own text (a lone surrogate included):
+        # the reply is sent as UTF-8, so what it cannot carry is replaced.
+        said = str(exc)[:200].encode("utf-8", "replace").decode("utf-8")
+        return {"error": {"class": type(exc).__name__, "message": said}}
     except ProtocolError:
         return {"error": {"class": "TypeError", "message": "invalid request body"}}
     except Exception as exc:  # a foreign error the client did not map: nothing of it leaks
@@ -1520,7 +1525,18 @@ def execute(
 
     ``call``: ``tool``, ``arguments``, ``config``, ``plugin``, ``alias``, ``reference``.
     ``http``: the host-owned client that performs the plugin's requests.
-    Raises ``RuntimeFailure`` (with its stable code) when the process misbehaves."""
+    Raises ``RuntimeFailure`` (with its stable code) when the process misbehaves, or,
+    before any process is taken, when the call cannot be sent as UTF-8 JSON
+    (``invalid_arguments`` for its arguments, ``plugin_call_unencodable`` for the rest:
+    issue 30, attack 16, finding 3)."""
+    try:
+        encode(call)
+    except UnencodableMessage as exc:
+        try:
+            encode({"arguments": call.get("arguments")})
+        except UnencodableMessage:
+            raise RuntimeFailure("invalid_arguments", "the arguments are not UTF-8 JSON") from exc
+        raise RuntimeFailure("plugin_call_unencodable", str(exc)) from exc
     limits = limits or Limits.from_settings()
     worker = _pool.acquire(key)
     if worker is None:
@@ -1580,6 +1596,8 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
         if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):  # bwrap reports 128 + signal
             raise RuntimeFailure("plugin_limit", "CPU time") from exc
         raise RuntimeFailure("plugin_crashed", f"the plugin process ended ({code})") from exc
+    except UnencodableMessage as exc:  # this end's message: not the plugin's doing
+        raise RuntimeFailure("plugin_call_unencodable", str(exc)) from exc
     except ProtocolError as exc:
         if "over the cap" in str(exc):
             raise RuntimeFailure("plugin_limit", f"protocol: {exc}") from exc

@@ -76,7 +76,7 @@ def _cover(libc: ctypes.CDLL, cover: list[str], keep: list[str]) -> None:
             _fail(f"open {path}", exc.strerror or str(exc))
     for directory in cover:
         _check(
-            libc.mount(b"tmpfs", directory.encode(), b"tmpfs", 0, b"mode=0755,size=64k"),
+            libc.mount(b"tmpfs", os.fsencode(directory), b"tmpfs", 0, b"mode=0755,size=64k"),
             f"tmpfs over {directory}",
         )
     for path, fd in held:
@@ -89,7 +89,10 @@ def _cover(libc: ctypes.CDLL, cover: list[str], keep: list[str]) -> None:
         except OSError as exc:
             _fail(f"mount point {path}", exc.strerror or str(exc))
         source = f"/proc/self/fd/{fd}".encode()
-        _check(libc.mount(source, path.encode(), None, _MS_BIND | _MS_REC, None), f"bind {path}")
+        # ``os.fsencode``: the path's own bytes (a directory name that is not UTF-8 comes
+        # as surrogate escapes, which strict UTF-8 refuses).
+        target = os.fsencode(path)
+        _check(libc.mount(source, target, None, _MS_BIND | _MS_REC, None), f"bind {path}")
         os.close(fd)
 
 

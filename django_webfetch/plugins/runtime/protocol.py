@@ -18,7 +18,7 @@ import select
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
@@ -30,8 +30,10 @@ __all__ = [
     "ChannelTimeout",
     "MessageTooLarge",
     "ProtocolError",
+    "UnencodableMessage",
     "decode_bytes",
     "depth",
+    "encode",
     "encode_bytes",
     "parse",
     "readable",
@@ -91,6 +93,23 @@ class MessageTooLarge(ProtocolError):
         super().__init__(f"message of {length} bytes over the cap of {cap}")
         self.length = length
         self.cap = cap
+
+
+class UnencodableMessage(ProtocolError, ValueError):
+    """A message this end cannot write as UTF-8 JSON (a lone surrogate in a string, a value
+    JSON has no form for): nothing of it was sent, and the channel is as it was."""
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    """``message`` as the bytes ``Channel.send`` writes (strict UTF-8 JSON), or
+    ``UnencodableMessage``: never a foreign error (issue 30, attack 16, finding 3: a lone
+    surrogate in a tool's argument raised ``UnicodeEncodeError`` out of the call)."""
+    try:
+        return json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is one
+        raise UnencodableMessage(
+            f"a message that is not UTF-8 JSON ({type(exc).__name__})"
+        ) from exc
 
 
 def depth(body: bytes) -> int:
@@ -189,8 +208,9 @@ class Channel:
 
     def send(self, message: dict[str, Any], deadline: float | None = None) -> None:
         """Send one message; with a ``deadline``, a peer that stops reading cannot hold
-        the sender past it (``ChannelTimeout``)."""
-        body = json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        the sender past it (``ChannelTimeout``).  A message that cannot be encoded raises
+        ``UnencodableMessage`` before any byte of it is written."""
+        body = encode(message)
         if len(body) > self.max_message:
             raise ProtocolError(f"message of {len(body)} bytes over the cap")
         if deadline is not None:
