@@ -90,7 +90,8 @@ def _trust_holds(instance: Any) -> bool:
     if not instance.trust_holds():
         # The installed distribution is not the recorded one: none of the bytes the
         # claim made for the recorded pin holds is accepted any more (decision 0053).
-        loader.release(instance.plugin, instance.trusted_record, "its trust no longer holds")
+        if instance.trusted_record:
+            loader.release(instance.plugin, instance.trusted_record, "its trust no longer holds")
         return False
     if not _pin_holds(instance):  # its claim released (``registry.pin_imports``)
         return False
