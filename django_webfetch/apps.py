@@ -56,6 +56,7 @@ class WebFetchConfig(AppConfig):
 
         set_provider_kind_source(kind_choices)
         connect_signals()
+        _connect_claims()
         _connect_oauth()
         _connect_metrics()
         _bind_task_handlers()
@@ -109,6 +110,22 @@ def _import_the_model_stack() -> None:
     with contextlib.suppress(ImportError):
         import pydantic_ai.direct  # noqa: F401
         import pydantic_ai.models.function  # noqa: F401
+
+
+def _connect_claims() -> None:
+    """Untrusting, confirming or deleting a plugin instance releases, in this process, the
+    pinned loader's claim made for a pin no instance is trusted for now (decision 0053)."""
+    from django.db.models.signals import post_delete, post_save
+
+    from .plugins.models import PluginInstance
+    from .plugins.tools import release_stale_claims
+
+    for signal, uid in ((post_save, "saved"), (post_delete, "deleted")):
+        signal.connect(
+            release_stale_claims,
+            sender=PluginInstance,
+            dispatch_uid=f"django_webfetch.plugins.claims.{uid}",
+        )
 
 
 def _connect_oauth() -> None:

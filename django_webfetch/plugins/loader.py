@@ -28,9 +28,16 @@ are ever mapped (``_PinnedExtension``, ``elf``); a namespace package (a director
 bytes: a claimed one's portions must be in a pinned copy.
 
 A module already in ``sys.modules`` is not imported again: it was checked at its import
-(or imported by the site before any trust applied).  Claims stay for the life of the
-process once made: the plugin's code stays loaded, so its later imports stay checked;
-confirming trust for another release replaces the plugin's claim.  Code that loads a file by
+(or imported by the site before any trust applied).  Only a live claim's digests are
+accepted: one whose pin a trusted instance records now and that the files matched when it
+was made (issue 30, attack 16, finding 4).  A claim is released when its pin stops holding
+at a trusted call (``registry.pin_imports``, ``tools._trust_holds``), when no trusted
+instance records its pin any more (untrusted, deleted, confirmed for another release:
+``release_all_but``, on each save or delete of an instance and before each trusted call),
+and when a newer claim gives one of its files another digest (a file has one content).  A
+released claim's names stay claimed for the life of the process: the plugin's code stays
+loaded, so its later imports stay checked, and refused until a live claim holds their
+files again.  Code that loads a file by
 its path with a loader of its own (``spec_from_file_location``) does not pass through the
 import system's finders: the reviewed code chose that, and the pin covers what it does.
 """
@@ -59,7 +66,10 @@ __all__ = [
     "PinnedFinder",
     "claim",
     "claimed",
+    "held",
     "install",
+    "release",
+    "release_all_but",
 ]
 
 logger = logging.getLogger("django_webfetch.plugins")
@@ -139,17 +149,22 @@ def _shape(top: str, roots: Iterable[str], files: Iterable[str]) -> _Shape:
 
 class _Claim(NamedTuple):
     """One trusted plugin's pin as this process enforces it: each top-level name with the
-    directories of its pinned copies (resolved), each pinned file's digest, and for each
-    name whose files its pinned distributions list, which modules below it are theirs."""
+    directories of its pinned copies (resolved), each pinned file's digest, for each name
+    whose files its pinned distributions list which modules below it are theirs, the
+    aggregate digest it was found equal to (the instance's record; "" for a claim made
+    without one) and when it was made (a count)."""
 
     tops: Mapping[str, tuple[str, ...]]
     files: Mapping[str, str]
     shapes: Mapping[str, _Shape | None]
+    pin: str = ""
+    made: int = 0
 
 
 class _Entry(NamedTuple):
     """A claimed top-level name, every claim merged: the directories of its pinned copies,
-    the allowed digests by resolved path, and its ``_Shape`` (``None``: all of it)."""
+    the allowed digests by resolved path (of the live claims only), and its ``_Shape``
+    (``None``: all of it)."""
 
     roots: tuple[str, ...]
     digests: Mapping[str, frozenset[str]]
@@ -157,14 +172,21 @@ class _Entry(NamedTuple):
 
 
 _lock = threading.Lock()
-#: Plugin name -> its claim; replaced whole (readers take the dict as it is).
+#: Plugin name -> its live claim: the digests of its files are accepted; replaced whole
+#: (readers take the dict as it is).
 _claims: dict[str, _Claim] = {}
-#: Top-level name -> its entry: the union of every claim, rebuilt when a claim changes.
+#: Plugin name -> its released claim (``release``): its names stay claimed (their modules
+#: are still found only in the pinned copies, and refused), none of its digests accepted.
+_released: dict[str, _Claim] = {}
+#: Top-level name -> its entry: live and released claims' names and copies, live claims'
+#: digests; rebuilt when a claim changes.
 _index: dict[str, _Entry] = {}
-#: Resolved path -> allowed digests, of every claim (a library an extension links).
+#: Resolved path -> allowed digests, of every live claim (a library an extension links).
 _pinned: dict[str, frozenset[str]] = {}
-#: The directories holding a pinned file.
+#: The directories holding a pinned file (of a live claim).
 _pinned_dirs: frozenset[str] = frozenset()
+#: How many claims were made in this process (``_Claim.made``).
+_made = 0
 
 
 def claim(
@@ -172,47 +194,118 @@ def claim(
     tops: Mapping[str, Iterable[str]],
     files: Mapping[str, str],
     owned: Mapping[str, Iterable[str] | None] | None = None,
+    pin: str = "",
 ) -> None:
     """From now on, in this process, every module below a name of ``tops`` (top-level name
     -> the directories its pinned copies are in) is executed only from a file of ``files``
     (resolved path -> the SHA-256 its pin holds) whose bytes hash to that digest; replaces
-    ``plugin``'s earlier claim.  ``owned`` (top-level name -> the resolved paths of the
-    files the pinned distributions providing it list, or ``None``): below such a name only
-    the modules those files provide, and every module below a regular package they
-    provide, are claimed (a shared namespace's other portions are another distribution's);
-    a name it does not give, or gives ``None``, is claimed whole.  Installs the finder
-    first on ``sys.meta_path``."""
-    global _index, _pinned, _pinned_dirs
+    ``plugin``'s earlier claim, live or released.  ``owned`` (top-level name -> the
+    resolved paths of the files the pinned distributions providing it list, or ``None``):
+    below such a name only the modules those files provide, and every module below a
+    regular package they provide, are claimed (a shared namespace's other portions are
+    another distribution's); a name it does not give, or gives ``None``, is claimed whole.
+    ``pin``: the aggregate digest ``files`` were found to make (the record trust was given
+    to), which ``release`` and ``release_all_but`` compare.
+
+    ``files`` were read from disk just now, and a file has one content: another plugin's
+    live claim that gives any of them another digest is of a pin that no longer holds
+    (an upgrade confirmed for this plugin only), and is released (issue 30, attack 16,
+    finding 4).  So no two live claims disagree on a file, and a file's accepted digest
+    is the one of the newest claim of it.  Installs the finder first on ``sys.meta_path``."""
+    global _made
     owned = owned or {}
     roots_of = {top: tuple(dict.fromkeys(map(os.path.realpath, d))) for top, d in tops.items()}
     shapes: dict[str, _Shape | None] = {}
     for top, roots in roots_of.items():
         listed = owned.get(top)
         shapes[top] = None if listed is None else _shape(top, roots, listed)
-    made = _Claim(roots_of, dict(files), shapes)
     with _lock:
+        _made += 1
+        made = _Claim(roots_of, dict(files), shapes, pin, _made)
+        _released.pop(plugin, None)
+        _claims.pop(plugin, None)
+        for other, each in list(_claims.items()):
+            if any(made.files.get(path, digest) != digest for path, digest in each.files.items()):
+                _release(other, "another trusted plugin's claim of the same file holds now")
         _claims[plugin] = made
-        index: dict[str, tuple[tuple[str, ...], dict[str, set[str]], list[_Shape | None]]] = {}
-        for each in _claims.values():
+        _rebuild()
+    install()
+
+
+def release(plugin: str, pin: str | None = None, why: str = "its trust stopped holding") -> bool:
+    """``plugin``'s live claim (only when it was made for ``pin``, when given) is released:
+    none of its digests is accepted from now on, and its names stay claimed (a module
+    below them not yet imported is refused until a live claim holds its file; decision
+    0053 as amended).  Whether a claim was released."""
+    with _lock:
+        each = _claims.get(plugin)
+        if each is None or (pin is not None and each.pin != pin):
+            return False
+        _release(plugin, why)
+        _rebuild()
+        return True
+
+
+def held() -> tuple[int, frozenset[tuple[str, str]]]:
+    """How many claims were made so far (for ``release_all_but``), and the plugin and pin
+    of each live claim made with a pin."""
+    with _lock:
+        return _made, frozenset((p, c.pin) for p, c in _claims.items() if c.pin)
+
+
+def release_all_but(live: Iterable[tuple[str, str]], made: int) -> list[str]:
+    """Every live claim with a pin made by claim number ``made`` (``held``: before the
+    trusted records ``live`` were read) whose (plugin, pin) is none of ``live`` (each
+    trusted instance's plugin and recorded pin) is released: the pin it was made for is
+    no instance's trust now (untrusted, deleted, confirmed for another release).  The
+    plugins whose claims were released, sorted."""
+    live = set(live)
+    with _lock:
+        stale = sorted(
+            p for p, c in _claims.items() if c.pin and c.made <= made and (p, c.pin) not in live
+        )
+        for plugin in stale:
+            _release(plugin, "no trusted instance records its pin now")
+        if stale:
+            _rebuild()
+    return stale
+
+
+def _release(plugin: str, why: str) -> None:
+    """(``_lock`` held) ``plugin``'s live claim moved to the released ones."""
+    _released[plugin] = _claims.pop(plugin)
+    logger.info(
+        "django_webfetch trusted plugin %r: its claim of its pinned files is released (%s)",
+        plugin,
+        why,
+    )
+
+
+def _rebuild() -> None:
+    """(``_lock`` held) ``_index`` and ``_pinned`` from the claims: the names and copies of
+    live and released claims (live ones' copies first), the digests of live ones only."""
+    global _index, _pinned, _pinned_dirs
+    index: dict[str, tuple[tuple[str, ...], dict[str, set[str]], list[_Shape | None]]] = {}
+    for live, claims in ((True, _claims), (False, _released)):
+        for each in claims.values():
             for top, dirs in each.tops.items():
                 roots, digests, seen = index.setdefault(top, ((), {}, []))
                 roots = tuple(dict.fromkeys((*roots, *dirs)))
-                for path, digest in each.files.items():
+                for path, digest in each.files.items() if live else ():
                     if any(path.startswith(root + os.sep) for root in dirs):
                         digests.setdefault(path, set()).add(digest)
                 seen.append(each.shapes.get(top))
                 index[top] = (roots, digests, seen)
-        _index = {
-            top: _Entry(roots, {p: frozenset(d) for p, d in digests.items()}, _merged(seen))
-            for top, (roots, digests, seen) in index.items()
-        }
-        pinned: dict[str, set[str]] = {}
-        for each in _claims.values():
-            for path, digest in each.files.items():
-                pinned.setdefault(path, set()).add(digest)
-        _pinned = {p: frozenset(d) for p, d in pinned.items()}
-        _pinned_dirs = frozenset(map(os.path.dirname, _pinned))
-    install()
+    _index = {
+        top: _Entry(roots, {p: frozenset(d) for p, d in digests.items()}, _merged(seen))
+        for top, (roots, digests, seen) in index.items()
+    }
+    pinned: dict[str, set[str]] = {}
+    for each in _claims.values():
+        for path, digest in each.files.items():
+            pinned.setdefault(path, set()).add(digest)
+    _pinned = {p: frozenset(d) for p, d in pinned.items()}
+    _pinned_dirs = frozenset(map(os.path.dirname, _pinned))
 
 
 def _merged(shapes: list[_Shape | None]) -> _Shape | None:

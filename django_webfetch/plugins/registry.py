@@ -250,7 +250,20 @@ def pin_imports(name: str, where: Origin, expected: str) -> bool:
     imports it and whenever, is executed only from bytes of the files that digest was
     computed from (``loader.claim``, decision 0053), those of the files the pinned
     distributions' ``RECORD`` lists below a shared namespace (``closure.owned_files``,
-    decision 0054).  A digest no pin holds for claims nothing and holds for nothing."""
+    decision 0054).  A digest no pin holds for claims nothing and holds for nothing.  When
+    it does not hold, the plugin's claim made for ``expected`` is released: none of its
+    bytes is accepted any more (issue 30, attack 16, finding 4)."""
+    from . import loader
+
+    if _pinned_now(name, where, expected):
+        return True
+    if expected:
+        loader.release(name, expected, "its pin no longer holds")
+    return False
+
+
+def _pinned_now(name: str, where: Origin, expected: str) -> bool:
+    """``pin_imports`` but the release: whether the pin holds, claimed when it does."""
     from . import loader
 
     dist = _origin_dists.get(where)
@@ -270,7 +283,7 @@ def pin_imports(name: str, where: Origin, expected: str) -> bool:
         tops.setdefault(top, []).append(directory)
     for _label, directory, top in closure.packages(dist, base):
         tops.setdefault(top, []).append(directory)
-    loader.claim(name, tops, files, owned)
+    loader.claim(name, tops, files, owned, pin=expected)
     return True
 
 

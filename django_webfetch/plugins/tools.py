@@ -71,8 +71,11 @@ def _trust_holds(instance: Any) -> bool:
     """``instance.trust_holds()``, looked up once per registry generation, and the pin
     (``_pin_holds``) compared again at every call: a module the handler imports at first
     use is imported from the code trust was given to (decision 0050)."""
-    from . import registry
+    from . import loader, registry
 
+    # Claims of pins no trusted instance records now (untrusted, deleted or confirmed for
+    # another release in another process; this one's saves release them at once).
+    release_stale_claims()
     if not instance.trusted:
         return False
     key = (instance.pk, instance.trusted_for())
@@ -85,12 +88,37 @@ def _trust_holds(instance: Any) -> bool:
         _trust_seen.pop(key, None)
         registry.reset()
         return False
-    if not instance.trust_holds() or not _pin_holds(instance):
+    if not instance.trust_holds():
+        # The installed distribution is not the recorded one: none of the bytes the
+        # claim made for the recorded pin holds is accepted any more (decision 0053).
+        if instance.trusted_record:
+            loader.release(instance.plugin, instance.trusted_record, "its trust no longer holds")
+        return False
+    if not _pin_holds(instance):  # its claim released (``registry.pin_imports``)
         return False
     if len(_trust_seen) > 1000:
         _trust_seen.clear()
     _trust_seen[key] = generation
     return _imports_what_was_pinned(instance)
+
+
+def release_stale_claims(**_signal: Any) -> list[str]:
+    """Release each trusted plugin's claim (``loader.claim``) whose pin no trusted
+    instance records now (``loader.release_all_but``): only bytes of a pin trust is given
+    to now are executed here (issue 30, attack 16, finding 4).  One query, made only while
+    this process holds a claim; run before each trusted call and, as a receiver of
+    ``post_save`` and ``post_delete`` of ``PluginInstance`` (``apps.py``), at once when
+    this process untrusts, confirms or deletes an instance.  The plugins whose claims were
+    released."""
+    from . import loader
+    from .models import PluginInstance
+
+    made, held = loader.held()
+    if not held:
+        return []
+    rows = PluginInstance.objects.filter(trusted=True, plugin__in={p for p, _pin in held})
+    live = set(rows.exclude(trusted_record="").values_list("plugin", "trusted_record"))
+    return loader.release_all_but(live, made)
 
 
 def _imports_what_was_pinned(instance: Any) -> bool:

@@ -168,12 +168,15 @@ def claims_end_with_their_test() -> Iterator[None]:
     the same worker (``test_issue30_plugin_dirs.py``, found by a full run of tests/plugins)."""
     from django_webfetch.plugins import loader
 
-    claims, index, pinned = dict(loader._claims), loader._index, loader._pinned
+    claims, released = dict(loader._claims), dict(loader._released)
+    index, pinned, dirs = loader._index, loader._pinned, loader._pinned_dirs
     yield
     with loader._lock:
         loader._claims.clear()
         loader._claims.update(claims)
-        loader._index, loader._pinned = index, pinned
+        loader._released.clear()
+        loader._released.update(released)
+        loader._index, loader._pinned, loader._pinned_dirs = index, pinned, dirs
 
 
 @pytest.fixture

@@ -47,8 +47,11 @@ def manifest():
 """
 
 
-def _forget(path: list[str], *tops: str) -> None:
+def _forget(path: list[str], *tops: str, plugin: str = "") -> None:
     from django_webfetch.plugins import registry
+    from django_webfetch.plugins.models import PluginInstance
+
+    PluginInstance.objects.filter(plugin=plugin).delete()
 
     sys.path[:] = path
     for name in list(sys.modules):
@@ -68,7 +71,9 @@ def _reinstall(site: Path, dist: str, files: dict[str, str], meta: Any = None) -
 
 def _trusted_call(site: Path, plugin: str, module: str, requires: list[str]) -> str:
     """Plugin ``plugin`` (importing ``module`` at first use, requiring ``requires``)
-    installed into ``site`` (first on ``sys.path``), trusted, and its tool called once."""
+    installed into ``site`` (first on ``sys.path``), trusted, and its tool called once.
+    The instance stays (``_forget`` deletes it): a deleted instance's claim is released,
+    and a module below its names imported later refused (issue 30, attack 16, finding 4)."""
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.models import PluginInstance
     from django_webfetch.plugins.tools import plugin_tools
@@ -83,13 +88,10 @@ def _trusted_call(site: Path, plugin: str, module: str, requires: list[str]) -> 
     registry.reset()
     assert registry.origin(plugin) is not None, registry.problems()
     instance = PluginInstance.objects.create(plugin=plugin, alias=plugin, trusted=True)
-    try:
-        assert instance.trust_holds(), instance.trust_problem()
-        tool = next(t for t in plugin_tools() if t.name == f"{plugin}_run")
-        context = ToolContext(approved=True, call_id=tool.name, plugin_instance=instance)
-        return str(tool.execute({}, context).content)
-    finally:
-        instance.delete()
+    assert instance.trust_holds(), instance.trust_problem()
+    tool = next(t for t in plugin_tools() if t.name == f"{plugin}_run")
+    context = ToolContext(approved=True, call_id=tool.name, plugin_instance=instance)
+    return str(tool.execute({}, context).content)
 
 
 def _imported(name: str) -> tuple[str, str]:
@@ -165,7 +167,7 @@ def test_a_shared_namespace_serves_only_the_pinned_distributions_modules_from_th
             assert _imported(f"{dotted}.a.extra") == ("refused:plugin_code_changed", "")
         assert os.environ.get(_RAN) is None, "changed code ran in the site's process"
     finally:
-        _forget(path, ns, f"webfetch_{plugin}", f"wfns15m{k}")
+        _forget(path, ns, f"webfetch_{plugin}", f"wfns15m{k}", plugin=plugin)
 
 
 # -- an extension linking a vendored library (the manylinux layout) -----------------------
@@ -269,4 +271,4 @@ def test_a_pinned_extension_loads_with_its_vendored_library_and_only_the_pinned_
         expected = "reviewed" if change == "none" else "refused:plugin_code_changed"
         assert answer == expected
     finally:
-        _forget(path, package, f"webfetch_{plugin}")
+        _forget(path, package, f"webfetch_{plugin}", plugin=plugin)
