@@ -1,0 +1,89 @@
+"""Issue 30, round 17: an outside attack on the plugin sandbox and the trust pin.
+
+Each test here FAILS on the code it was written against: it is the proof of a way past
+the containment or the pin (the docstring gives the severity, the route and the gain).
+Nothing is fixed here.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import itertools
+import platform
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.plugins.packages import write_installed
+from tests.plugins.test_issue30_fix15_loader import _forget, _trusted_call
+from tests.plugins.test_issue30_fix16_elf import _EXT_C, _LIB_C, _compile, _import, _mark
+
+_count = itertools.count()
+
+
+def _install_at(site: Path, dist: str, package: str, extension: bytes, library: bytes,
+                library_at: str) -> Path:  # fmt: skip
+    """Distribution ``dist`` (package ``package``: the extension ``_speed``, its library at
+    ``library_at`` below ``site``) written into ``site`` as pip installs it; the library's
+    path."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    info = site / f"{package}-1.0.dist-info"
+    info.mkdir(parents=True)
+    meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode()
+    files = {f"{package}/__init__.py": b"ANSWER = 'reviewed'\n",
+             f"{package}/_speed{suffix}": extension,
+             library_at: library,
+             f"{info.name}/METADATA": meta}  # fmt: skip
+    write_installed(site, info, files)
+    return site / library_at
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("token", ["$PLATFORM", "${PLATFORM}"])
+def test_a_pinned_library_found_through_a_runpath_substitution_runs_changed_bytes(tmp_path, token):
+    """Severity: Medium.  Route: ``loader._resolve`` passes over every RUNPATH/RPATH entry
+    holding a ``$`` other than ``$ORIGIN`` ("another substitution: the system's
+    directories"), so a vendored library the extension finds through ``/abs/dir/$PLATFORM``
+    (or ``$LIB``) is taken for the system's: it is neither hashed nor loaded from its
+    hashed descriptor, and the dynamic linker, which does expand ``$PLATFORM`` (to
+    ``x86_64`` here) whatever directory the extension was loaded from, opens it by its path
+    in the trusted plugin's own pinned copy.  Gain: after trust was given, whoever can
+    write the plugin's installed files (the pin's whole threat: an upgrade, another
+    process) replaces that library and its code runs in the host process at the next
+    import of the extension, with no ``plugin_code_changed``: the pin does not hold for
+    it.  The expected behaviour: the entry's directory is resolved as the linker resolves
+    it (or the object refused), and the library served only from its hashed bytes."""
+    k = next(_count)
+    dist, package = f"wfa17p-{k}", f"wfa17p_{k}"
+    libname = f"libwfa17p_{k}.so"
+    marker = tmp_path / "constructor-ran"
+    site = tmp_path / f"site{k}"
+    plat = platform.machine()
+    runpath = f"{site}/{package}.libs/{token}"
+    builds = {}
+    for name, answer, mark in (("good", "reviewed", None), ("bad", "OTHER CODE", marker)):
+        build = tmp_path / name
+        build.mkdir()
+        library = _compile(build, libname, _LIB_C % {"answer": answer} + _mark(mark, "lib"),
+                           f"-Wl,-soname,{libname}")  # fmt: skip
+        extension = _compile(build, "ext.so", _EXT_C, f"-L{build}", f"-l:{libname}",
+                             f"-Wl,-rpath,{runpath}", "-Wl,--enable-new-dtags")  # fmt: skip
+        builds[name] = (extension, library)
+    at = _install_at(site, dist, package, builds["good"][0], builds["good"][1],
+                     f"{package}.libs/{plat}/{libname}")  # fmt: skip
+    path = list(sys.path)
+    sys.path.insert(0, str(site))
+    plugin = f"a17p{k}"
+    try:
+        called = _trusted_call(site, plugin, package, [dist])
+        assert "reviewed" in called and "Error" not in called, called[-300:]
+        # After trust: the vendored library replaced on disk, as an installer writes one.
+        fresh = at.with_name(at.name + ".new")
+        fresh.write_bytes(builds["bad"][1])
+        fresh.replace(at)
+        answer = _import(f"{package}._speed")
+        ran = marker.read_text() if marker.exists() else ""
+        assert "OTHER CODE" not in answer and not ran, (answer, ran)
+    finally:
+        _forget(path, package, f"webfetch_{plugin}")
