@@ -87,3 +87,49 @@ def test_a_pinned_library_found_through_a_runpath_substitution_runs_changed_byte
         assert "OTHER CODE" not in answer and not ran, (answer, ran)
     finally:
         _forget(path, package, f"webfetch_{plugin}")
+
+
+@pytest.mark.django_db
+def test_a_trusted_extension_binds_to_a_revoked_plugins_library_of_the_same_soname(tmp_path):
+    """Severity: Low.  Route: ``loader._PinnedExtension`` loads a trusted plugin's vendored
+    library from its hashed descriptor, then its extension, counting on the dynamic linker
+    to match the extension's ``DT_NEEDED`` with that library by its ``DT_SONAME``; but the
+    linker matches the FIRST object loaded under that name in the process.  Plugin A's
+    extension and library (``DT_SONAME libwfa17s.so``) were imported while A was trusted;
+    A's trust is then revoked (its claim released).  Plugin B, trusted, vendors its own
+    reviewed library of the same ``DT_SONAME`` (an auditwheel name is a hash of the bytes,
+    but a hand-built or renamed one is not): B's library is hashed and mapped, and B's
+    extension is then bound to A's library.  Gain: B's trusted calls run code of a
+    revoked plugin (or of any earlier-loaded library of that name: another version of the
+    same library) that B's pin does not hold, with no ``plugin_code_changed``.  Expected:
+    a pinned library whose ``DT_SONAME`` names an object already loaded (other than from
+    the same hashed bytes) is refused, or the extension's answer is its own library's."""
+    from django_webfetch.plugins.models import PluginInstance
+    from tests.plugins.test_issue30_fix16_elf import _built, _install
+
+    libname = "libwfa17s.so"
+    path = list(sys.path)
+    made = []
+    try:
+        for who in ("A", "B"):
+            k = next(_count)
+            dist, package = f"wfa17s-{k}", f"wfa17s_{k}"
+            extension, library = _built(tmp_path / f"build{who}", package, libname,
+                                        f"{who}'s library", None)  # fmt: skip
+            site = tmp_path / f"site{who}"
+            _install(site, dist, package, extension, library, libname)
+            sys.path.insert(0, str(site))
+            plugin = f"a17s{k}"
+            made.append((package, plugin))
+            called = _trusted_call(site, plugin, package, [dist])
+            assert "reviewed" in called and "Error" not in called, called[-300:]
+            answer = _import(f"{package}._speed")
+            if who == "A":
+                assert answer == "A's library", answer
+                instance = PluginInstance.objects.get(plugin=plugin)
+                instance.trusted = False
+                instance.save()  # A's trust revoked: its claim is released
+        assert answer == "B's library", f"B's trusted extension answered {answer!r}"
+    finally:
+        for package, plugin in made:
+            _forget(path, package, f"webfetch_{plugin}")
