@@ -10,12 +10,13 @@ from __future__ import annotations
 import importlib.machinery
 import itertools
 import platform
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import write_installed
+from tests.plugins.packages import requires_metadata, wheel, write_installed
 from tests.plugins.test_issue30_fix15_loader import _forget, _trusted_call
 from tests.plugins.test_issue30_fix16_elf import _EXT_C, _LIB_C, _compile, _import, _mark
 
@@ -133,3 +134,49 @@ def test_a_trusted_extension_binds_to_a_revoked_plugins_library_of_the_same_sona
     finally:
         for package, plugin in made:
             _forget(path, package, f"webfetch_{plugin}")
+
+
+_NEEDS_DEP = """\
+import {dep}
+
+
+def manifest():
+    return {{'name': {name!r}, 'version': '1.0', 'description': 'x', 'egress': [],
+            'tools': []}}
+"""
+
+
+@pytest.mark.django_db
+def test_a_plugin_whose_broken_dependency_was_fixed_stays_off_for_the_back_off(
+    tmp_path, registry_on
+):
+    """Severity: Low (availability of a plugin; an operator's fix not taken).  Route: a
+    manifest read that failed (the plugin process crashed, ran out of time or memory) is
+    remembered by ``host.stamp`` of the plugin's OWN top-level package (``_Failures``:
+    10 minutes, doubled at each further failure up to 4 hours), and answered from memory
+    without a process until then.  When the crash came from a dependency the plugin
+    imports (another distribution: a release whose import crashes, a bad upgrade), the
+    operator's fix (the dependency upgraded again) changes no file of the plugin's
+    package: the stamp is the same, and the plugin stays refused for the whole window
+    (up to 4 hours in a process that read it a few times), though nothing of it fails
+    now; ``registry.reset`` does not forget it, and no CLI or admin action does.  A
+    hostile dependency release that was pulled can so keep every plugin depending on it
+    off long after.  Expected: a read whose inputs changed (the dependency's files: the
+    pinned closure, or its stamp) is read again."""
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "site-packages"  # the guest's sys.path holds such directories
+    # A release of the dependency whose import crashes, then the plugin requiring it.
+    wheel(site, "wfa17dep", {}, {"wfa17dep/__init__.py": "import os\nos._exit(3)\n"})
+    wheel(site, "webfetch-f17", {"f17": "webfetch_f17:manifest"},
+          {"webfetch_f17/__init__.py": _NEEDS_DEP.format(dep="wfa17dep", name="f17")},
+          requires_metadata("webfetch-f17", ["wfa17dep"]))  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert registry.origin("f17") is None
+    assert "f17" in str(registry.problems()), registry.problems()
+    # The operator's fix: the dependency upgraded again, to a release that imports.
+    shutil.rmtree(site / "wfa17dep-1.0.dist-info")
+    wheel(site, "wfa17dep", {}, {"wfa17dep/__init__.py": "ANSWER = 1\n"})
+    registry.reset()
+    assert registry.origin("f17") is not None, registry.problems()
