@@ -40,7 +40,14 @@ def _install_at(site: Path, dist: str, package: str, extension: bytes, library: 
     return site / library_at
 
 
+# Open findings (issue 30, round 17): each test fails while its finding stands, marked
+# ``xfail`` until its fix lands (a fix shows as XPASS in the run's summary, -rX; its marker
+# goes with the fix).  docs/plugins.rst, "Known open findings".
+_open = pytest.mark.xfail(strict=False, reason="issue 30, attack 17: an open finding")
+
+
 @pytest.mark.django_db
+@_open
 @pytest.mark.parametrize("token", ["$PLATFORM", "${PLATFORM}"])
 def test_a_pinned_library_found_through_a_runpath_substitution_runs_changed_bytes(tmp_path, token):
     """Severity: Medium.  Route: ``loader._resolve`` passes over every RUNPATH/RPATH entry
@@ -91,6 +98,7 @@ def test_a_pinned_library_found_through_a_runpath_substitution_runs_changed_byte
 
 
 @pytest.mark.django_db
+@_open
 def test_a_trusted_extension_binds_to_a_revoked_plugins_library_of_the_same_soname(tmp_path):
     """Severity: Low.  Route: ``loader._PinnedExtension`` loads a trusted plugin's vendored
     library from its hashed descriptor, then its extension, counting on the dynamic linker
@@ -147,6 +155,7 @@ def manifest():
 
 
 @pytest.mark.django_db
+@_open
 def test_a_plugin_whose_broken_dependency_was_fixed_stays_off_for_the_back_off(
     tmp_path, registry_on
 ):
