@@ -219,6 +219,10 @@ def plugin_dirs(settings: Any) -> Iterator[Any]:
 
     yield set_dirs
     settings.WEBFETCH_PLUGIN_DIRS = []
+    # The registries forget those directories' plugins and tools: a full run found a test's
+    # plugin tool still offered to a later test of tests/django on the same worker.
+    registry.reset()
+    default_registry.reset()
     for name, module in list(sys.modules.items()):
         where = os.path.realpath(str(getattr(module, "__file__", None) or "/nonexistent"))
         if any(where.startswith(d + os.sep) for d in chosen):
