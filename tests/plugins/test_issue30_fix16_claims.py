@@ -24,23 +24,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.plugins.packages import requires_metadata, wheel
+from tests.plugins.test_issue30_fix15_loader import _PLUGIN
 
 pytestmark = pytest.mark.django_db
 
 _count = itertools.count()
-
-_PLUGIN = """\
-import importlib
-
-
-def run(plugin, arguments):
-    return importlib.import_module({module!r}).ANSWER
-
-
-def manifest():
-    return {{'name': {name!r}, 'version': '1.0', 'description': 'x', 'egress': [],
-            'tools': [{{'name': {name!r} + '_run', 'description': 'x', 'handler': run}}]}}
-"""
 
 #: The dependency's two releases: what ``lazy`` answers is which bytes ran.
 _RELEASES = ("old", "new")
