@@ -110,6 +110,7 @@ __all__ = [
     "closure_of",
     "dependencies",
     "for_other_extras",
+    "found",
     "invalid",
     "metadata_name",
     "normalized",
@@ -798,6 +799,17 @@ def _nodes(dist: Any, extra_dirs: list[str]) -> tuple[_Node, ...]:
     if not _recent(k for _, k in searched) and not any(_recent(m[1:]) for m in metas):
         _closures.put(memo_key, (tuple(metas), result))
     return result
+
+
+def found(dist: Any, path: str) -> tuple[_Node, ...]:
+    """The distributions of plugin distribution ``dist``'s requirement closure (its code in
+    directory ``path``) as found (``_nodes``: remembered, no code file read): each one's
+    name, version, directory, top-level names, metadata directory, why it cannot be pinned
+    and its other files; what a manifest read's outcome is remembered by
+    (``registry._inputs_stamp``)."""
+    if dist is None:
+        return ()
+    return _nodes(dist, [os.path.realpath(path)] if path else [])
 
 
 def _unreadable(exc: Exception) -> str:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
 import json
 import logging
 import os
-import re
 import stat
 import sys
 import threading
@@ -37,6 +37,8 @@ import time
 from collections.abc import Callable
 from importlib.metadata import distributions
 from typing import Any
+
+from django_webfetch.text.patterns import compile_pattern
 
 from . import closure, provenance
 from .manifest import MAX_MANIFEST_BYTES, MAX_TOOLS, Manifest, ManifestError, parse_manifest
@@ -1282,20 +1284,48 @@ def _verdict(origin: Origin, found: dict[str, Any]) -> _Read:
     return _Read(manifest, refusal, violations, isolation)
 
 
-def _verdict_key(origin: Origin) -> tuple[Any, ...]:
-    """What a kept verdict holds for: the package's files (``host.stamp``; raises
-    ``RuntimeFailure``, ``host.PATH_UNSAFE``, for a package past the walk limits), and the
-    groups its tools were checked against (``manifest.tool_group``)."""
+def _inputs_stamp(origin: Origin, dist: Any) -> str:
+    """What a manifest read of the plugin at ``origin`` could import besides its own
+    package, as it is now: the site's package directories the plugin process imports from
+    (``host.site_stamp``: an install, upgrade or removal there), and the distributions of
+    its requirement closure (``closure.found``: each one's name, version, directory and
+    problem, and ``host.stamp_trees`` of its top-level names, its metadata directory and
+    the other files its ``RECORD`` lists, at most ``provenance.WALK_ENTRIES`` entries in
+    all).  A closure that cannot be told (unreadable metadata, past the walk limit) counts
+    as such, and the site's directories' stamp stands for it."""
+    found = hashlib.sha256(f"site\0{host.site_stamp()}\n".encode())
+    try:
+        nodes = closure.found(dist, origin.path)
+        for node in nodes:
+            said = (node.name, node.version, node.base, node.meta, node.problem)
+            found.update(f"node\0{said!r}\n".encode("utf-8", "surrogatepass"))
+        tops = [(node.base, top) for node in nodes if node.base for top in node.tops]
+        paths = [node.meta for node in nodes if node.meta]
+        paths += [full for node in nodes for _row, full in node.files]
+        found.update(f"files\0{host.stamp_trees(tops, paths)}\n".encode())
+    except Exception as exc:  # the closure cannot be told: the site's directories' stamp
+        found.update(f"closure unknown\0{type(exc).__name__}\n".encode())
+    return found.hexdigest()
+
+
+def _verdict_key(origin: Origin, dist: Any) -> tuple[Any, ...]:
+    """What a kept verdict (and a remembered failure, ``host._Failures``) holds for: every
+    input of the read: the package's files (``host.stamp``; raises ``RuntimeFailure``,
+    ``host.PATH_UNSAFE``, for a package past the walk limits) and what else it could import
+    (``_inputs_stamp``), in one digest; and the groups its tools were checked against
+    (``manifest.tool_group``): decision 0055, amended (tests/plugins/test_issue30_fix17_mem.py)."""
     from django_webfetch.models.builtin import builtin_group_slugs
 
-    return (host.stamp(origin), builtin_group_slugs())
+    own = host.stamp(origin)
+    stamped = hashlib.sha256(f"{own}\0{_inputs_stamp(origin, dist)}".encode()).hexdigest()
+    return (stamped, builtin_group_slugs())
 
 
-def _described_manifest(origin: Origin, budget: _Budget, name: str) -> _Read:
-    """The verdict on the manifest at ``origin``: kept from an earlier read of the same
-    files, else read in a plugin process within this load's ``budget``
-    (``plugin_read_deferred`` past it)."""
-    key = _verdict_key(origin)
+def _described_manifest(origin: Origin, budget: _Budget, name: str, dist: Any = None) -> _Read:
+    """The verdict on the manifest at ``origin`` (of distribution ``dist``): kept from an
+    earlier read of the same inputs (``_verdict_key``), else read in a plugin process within
+    this load's ``budget`` (``plugin_read_deferred`` past it)."""
+    key = _verdict_key(origin, dist)
     cached = _described.get(origin)
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -1481,7 +1511,7 @@ def _load_entry_point(ep: Any, budget: _Budget) -> tuple[Manifest, Origin]:
             f"({unsafe}); nothing of it was imported",
         )
     try:
-        found = _described_manifest(origin, budget, ep.name)
+        found = _described_manifest(origin, budget, ep.name, getattr(ep, "dist", None))
     except IsolationUnavailable as exc:
         if _trusted_here(ep):
             return _load_here(ep, origin), origin
@@ -1675,11 +1705,18 @@ def _point(ep: Any) -> tuple[str, ...]:
         return (name, "unreadable", type(exc).__name__, _stable_message(exc))
 
 
+#: An object's address in an exception's text (``at 0x7f...``).  On RE2 (DESIGN.md §1): the
+#: text can hold names a distribution chose (its files, its metadata).  Matched on the
+#: text's bytes (``surrogatepass``: a file name that is no UTF-8 is text RE2 cannot take).
+_ADDRESS = compile_pattern(rb"0x[0-9a-fA-F]+")
+
+
 def _stable_message(exc: BaseException) -> str:
     """What ``exc`` says, the same for the same failure: an object's address (``at
     0x7f...``), which differs between two look-ups, left out; cut to 200 characters."""
     with contextlib.suppress(Exception):
-        return re.sub(r"0x[0-9a-fA-F]+", "0x?", str(exc))[:200]
+        raw = str(exc).encode("utf-8", "surrogatepass")
+        return bytes(_ADDRESS.sub(b"0x?", raw)).decode("utf-8", "surrogatepass")[:200]
     return "?"
 
 

@@ -155,7 +155,6 @@ def manifest():
 
 
 @pytest.mark.django_db
-@_open
 def test_a_plugin_whose_broken_dependency_was_fixed_stays_off_for_the_back_off(
     tmp_path, registry_on
 ):
@@ -171,7 +170,8 @@ def test_a_plugin_whose_broken_dependency_was_fixed_stays_off_for_the_back_off(
     now; ``registry.reset`` does not forget it, and no CLI or admin action does.  A
     hostile dependency release that was pulled can so keep every plugin depending on it
     off long after.  Expected: a read whose inputs changed (the dependency's files: the
-    pinned closure, or its stamp) is read again."""
+    pinned closure, or its stamp) is read again.  Fixed: what is remembered is keyed by
+    every input of the read (decision 0055, amended; tests/plugins/test_issue30_fix17_mem.py)."""
     from django_webfetch.plugins import registry
 
     site = tmp_path / "site-packages"  # the guest's sys.path holds such directories

@@ -84,7 +84,9 @@ __all__ = [
     "manifest_bytes",
     "reason_of",
     "shutdown",
+    "site_stamp",
     "stamp",
+    "stamp_trees",
 ]
 
 logger = logging.getLogger("django_webfetch.plugins")
@@ -1179,39 +1181,91 @@ def stamp(origin: Origin) -> str:
     registry refuses it anyway, and no plugin process is started for it (``describe``).
     Bounded in memory: a digest, not the entries (decision 0055)."""
     found = hashlib.sha256()
-    entries = 0
-    walked: set[str] = set()
+    if origin.path:
+        _Walk(found, WALK_ENTRIES).top_names(origin.path, origin.top_level)
+    return found.hexdigest()
 
-    def note(path: str, info: os.stat_result | None, error: int = 0) -> None:
-        if info is None:
-            found.update(f"{path}\0-{error}\n".encode("utf-8", "surrogateescape"))
-            return
+
+def stamp_trees(tops: list[tuple[str, str]], paths: list[str], limit: int = WALK_ENTRIES) -> str:
+    """``stamp`` of several packages and files together: each top-level name ``top`` in
+    its directory (``tops``: (directory, top), as ``stamp`` takes one), then each path of
+    ``paths`` (a file, or a directory walked whole), at most ``limit`` entries in all
+    (``RuntimeFailure``, ``PATH_UNSAFE``, past it).  What a plugin's dependencies are now
+    (``registry._inputs_stamp``)."""
+    found = hashlib.sha256()
+    walk = _Walk(found, limit)
+    for directory, top in tops:
+        found.update(f"top\0{directory}\0{top}\n".encode("utf-8", "surrogateescape"))
+        walk.top_names(directory, top)
+    for path in paths:
+        found.update(f"path\0{path}\n".encode("utf-8", "surrogateescape"))
+        walk.tree(path)
+    return found.hexdigest()
+
+
+def site_stamp() -> str:
+    """What the site's package directories the guest imports from are now
+    (``bubblewrap.site_dirs``: its ``sys.path`` after the standard library): each
+    directory's own ``lstat`` (device, inode, modification and change times).  Installing,
+    upgrading or removing a distribution there adds, removes or renames an entry of the
+    directory (its ``dist-info`` at least), which changes both times."""
+    found = hashlib.sha256()
+    for directory in bubblewrap.site_dirs():
+        try:
+            info = os.lstat(directory)
+        except OSError as exc:
+            found.update(f"{directory}\0-{exc.errno}\n".encode("utf-8", "surrogateescape"))
+            continue
         found.update(
+            f"{directory}\0{info.st_dev}\0{info.st_ino}\0{info.st_mtime_ns}\0"
+            f"{info.st_ctime_ns}\n".encode("utf-8", "surrogateescape")
+        )
+    return found.hexdigest()
+
+
+class _Walk:
+    """The walk ``stamp`` makes, into the digest ``found``, at most ``limit`` entries in all
+    (every tree of one walk counted together), each real directory walked once."""
+
+    def __init__(self, found: Any, limit: int) -> None:
+        self.found = found
+        self.limit = limit
+        self.entries = 0
+        self.walked: set[str] = set()
+
+    def note(self, path: str, info: os.stat_result | None, error: int = 0) -> None:
+        if info is None:
+            self.found.update(f"{path}\0-{error}\n".encode("utf-8", "surrogateescape"))
+            return
+        self.found.update(
             f"{path}\0{info.st_dev}\0{info.st_ino}\0{info.st_mode}\0{info.st_size}\0"
             f"{info.st_mtime_ns}\0{info.st_ctime_ns}\n".encode("utf-8", "surrogateescape")
         )
 
-    if not origin.path:
-        return found.hexdigest()
-    try:
-        names = sorted(os.listdir(origin.path))
-    except OSError as exc:
-        raise RuntimeFailure(
-            PATH_UNSAFE, f"{origin.path[:300]!r} cannot be listed ({exc.strerror})"
-        ) from None
-    for name in names:
-        if name.partition(".")[0] != origin.top_level:
-            continue
-        top = os.path.join(origin.path, name)
+    def top_names(self, directory: str, top_level: str) -> None:
+        """Every entry of ``directory`` whose name is ``top_level`` (a package, a module,
+        an extension: the name before its first dot), each with its tree."""
         try:
-            note(top, os.lstat(top))
+            names = sorted(os.listdir(directory))
         except OSError as exc:
-            note(top, None, exc.errno or 1)
-            continue
+            raise RuntimeFailure(
+                PATH_UNSAFE, f"{directory[:300]!r} cannot be listed ({exc.strerror})"
+            ) from None
+        for name in names:
+            if name.partition(".")[0] == top_level:
+                self.tree(os.path.join(directory, name))
+
+    def tree(self, top: str) -> None:
+        """``top`` and, for a directory (or a link to one), every entry below it."""
+        try:
+            self.note(top, os.lstat(top))
+        except OSError as exc:
+            self.note(top, None, exc.errno or 1)
+            return
         real = real_path(top)
-        if not os.path.isdir(real) or real in walked:
-            continue
-        walked.add(real)
+        if not os.path.isdir(real) or real in self.walked:
+            return
+        self.walked.add(real)
         todo = [(top, 0)]
         while todo:
             directory, depth = todo.pop()
@@ -1229,29 +1283,28 @@ def stamp(origin: Origin) -> str:
                 ) from None
             below: list[str] = []
             for entry in found_here:
-                entries += 1
-                if entries > WALK_ENTRIES:
+                self.entries += 1
+                if self.entries > self.limit:
                     raise RuntimeFailure(
-                        PATH_UNSAFE, f"{top!r} holds more than {WALK_ENTRIES} files to check"
+                        PATH_UNSAFE, f"{top!r} holds more than {self.limit} files to check"
                     )
                 path = os.path.join(directory, entry.name)
                 try:
-                    note(path, entry.stat(follow_symlinks=False))
+                    self.note(path, entry.stat(follow_symlinks=False))
                     linked = entry.is_symlink() and entry.is_dir()
                     plain = not linked and entry.is_dir(follow_symlinks=False)
                 except OSError as exc:
-                    note(path, None, exc.errno or 1)  # gone since the listing
+                    self.note(path, None, exc.errno or 1)  # gone since the listing
                     continue
                 if linked:
                     real = real_path(path)
-                    found.update(f"-> {real}\n".encode("utf-8", "surrogateescape"))
-                    if real not in walked and os.path.isdir(real):
-                        walked.add(real)
+                    self.found.update(f"-> {real}\n".encode("utf-8", "surrogateescape"))
+                    if real not in self.walked and os.path.isdir(real):
+                        self.walked.add(real)
                         below.append(real)
                 elif plain:
                     below.append(path)
             todo.extend((path, depth + 1) for path in reversed(below))
-    return found.hexdigest()
 
 
 class _Failures:
