@@ -688,21 +688,63 @@ def _candidates(
     )
 
 
+#: How deep below a search path directory the dynamic linker looks (glibc tries hardware
+#: capability subdirectories first: ``glibc-hwcaps/x86-64-v3/``, ``tls/haswell/x86_64/``),
+#: and how many directories below one the loader reads before it decides without them.
+_SUBDIR_DEPTH, _SUBDIR_READS = 3, 256
+
+
 def _searched(name: str, needed: str, linker: list[str]) -> None:
     """Refused when a file the dynamic linker could take for ``needed`` (``linker``, in
-    its order: it passes over one it cannot load) is a pinned file or lies in a claimed or
-    pinned directory: it would be loaded by its path, not from hashed bytes."""
+    its order: it passes over one it cannot load; for a name without ``/``, in each
+    directory's hardware capability subdirectories too) is a pinned file or lies in a
+    claimed or pinned directory: it would be loaded by its path, not from hashed bytes."""
     for candidate in linker:
-        if not os.path.isfile(candidate):
-            continue
-        where = os.path.realpath(candidate)
-        if where in _pinned or _claimed_place(where):
-            raise _refuse(
-                name,
-                where,
-                f"the dynamic linker would load a library it needs ({needed}) by its path "
-                f"from a pinned or claimed directory (through {candidate[:200]!r})",
-            )
+        places: list[str] | None = [candidate]
+        if "/" not in needed:
+            below = _subdirectories(os.path.dirname(candidate), needed)
+            places = None if below is None else [candidate, *below]
+        if places is None:
+            why = f"a library it needs ({needed}) could be found below {candidate[:200]!r}"
+            raise _refuse(name, candidate, f"{why}, a pinned or claimed place, too deep to tell")
+        for place in places:
+            if not os.path.isfile(place):
+                continue
+            where = os.path.realpath(place)
+            if where in _pinned or _claimed_place(where):
+                raise _refuse(
+                    name,
+                    where,
+                    f"the dynamic linker would load a library it needs ({needed}) by its "
+                    f"path from a pinned or claimed directory (through {place[:200]!r})",
+                )
+
+
+def _subdirectories(directory: str, needed: str) -> list[str] | None:
+    """The files named ``needed`` in the subdirectories of ``directory``, at most
+    ``_SUBDIR_DEPTH`` below it (links followed); ``None`` when there are more than
+    ``_SUBDIR_READS`` directories to read there and ``directory`` is, or holds, a claimed
+    or pinned place (else the ones found so far: a system directory)."""
+    found: list[str] = []
+    stack = [(directory, 0)]
+    reads = 0
+    while stack:
+        here, depth = stack.pop()
+        reads += 1
+        if reads > _SUBDIR_READS:
+            real = os.path.realpath(directory)
+            roots = [os.path.join(r, t) for t, e in _index.items() for r in e.roots]
+            near = any(p.startswith(real + os.sep) for p in (*_pinned_dirs, *roots))
+            return None if near or _claimed_place(os.path.join(real, needed)) else found
+        with contextlib.suppress(OSError), os.scandir(here) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir() and entry.name not in (".", ".."):
+                        if os.path.isfile(os.path.join(entry.path, needed)):
+                            found.append(os.path.join(entry.path, needed))
+                        if depth + 1 < _SUBDIR_DEPTH:
+                            stack.append((entry.path, depth + 1))
+    return found
 
 
 def _claimed_place(where: str) -> bool:

@@ -36,15 +36,22 @@ _RUNPATH = "~" * 400
 _SONAME = "libwf17~~~~~~.so"
 
 
+class _Built(tuple):  # type: ignore[type-arg]
+    """(extension, reviewed library, changed library, the changed build's marker file),
+    shown short (hypothesis shows the arguments of a failing example)."""
+
+    def __repr__(self) -> str:
+        return "<built extension and libraries>"
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(extension, reviewed library, changed library, the changed build's marker file)."""
     build = tmp_path_factory.mktemp("fix17elf")
     marker = build / "constructor-ran"
     extension, library = linked_extension(build / "good", _SONAME, "reviewed", _RUNPATH,
                                           new_dtags=True)  # fmt: skip
     changed = vendored_library(build / "bad", _SONAME, "OTHER CODE", marker)
-    return extension, library, changed, marker
+    return _Built((extension, library, changed, marker))
 
 
 def _written(data: bytes, placeholder: str, value: str) -> bytes:
