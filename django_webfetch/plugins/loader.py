@@ -24,7 +24,9 @@ release), is refused: ``PinnedCodeChanged`` (an ``ImportError``, reason
 ``plugin_code_changed``), logged, whatever thread imports it.  An extension module and the
 pinned libraries it links (a wheel's vendored ones) are hashed through descriptors held
 open and loaded through those descriptors, its libraries first, so that only bytes hashed
-are ever mapped (``_PinnedExtension``, ``elf``); a namespace package (a directory) has no
+are ever mapped (``_PinnedExtension``, ``elf``); no library of a pinned directory is left
+for the dynamic linker to load by its path, and none is loaded whose name the linker would
+bind to another object loaded already; a namespace package (a directory) has no
 bytes: a claimed one's portions must be in a pinned copy.
 
 A module already in ``sys.modules`` is not imported again: it was checked at its import
@@ -396,11 +398,13 @@ class _PinnedSourceless(importlib.machinery.SourcelessFileLoader):
 
 class _Object(NamedTuple):
     """A shared object of a pinned extension's load, hashed: its resolved path, the
-    descriptor its pinned bytes were hashed from (held open), and its dynamic section."""
+    descriptor its pinned bytes were hashed from (held open), its dynamic section, and
+    the SHA-256 of those bytes."""
 
     real: str
     fd: int
     dynamic: elf.Dynamic
+    digest: str
 
 
 #: Bounds of one extension's pinned libraries: how deep they need each other, how many.
@@ -410,6 +414,14 @@ _MAX_DEPTH, _MAX_OBJECTS = 8, 64
 #: the dynamic linker knows each object by the name ``/proc/self/fd/N`` (and the import
 #: system its module by that path), so that number is never given to another file.
 _held: list[int] = []
+
+#: Serializes the loader's check of what is loaded already and its own loads (``_bound``).
+_loading = threading.RLock()
+#: The handle (``dlopen``'s: the object's link map) of each pinned library this loader
+#: loaded -> the SHA-256 of the bytes it was loaded from.  The dynamic linker binds a
+#: ``DT_NEEDED`` to the first object loaded with that ``DT_SONAME``; ``_bound`` asks it
+#: which one that is (``RTLD_NOLOAD``) and finds its digest here.
+_loaded: dict[int, str] = {}
 
 
 class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
@@ -424,8 +436,14 @@ class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
     the extension the same way: the dynamic linker matches a later ``DT_NEEDED`` with an
     object already loaded by its ``DT_SONAME`` and never searches ``$ORIGIN`` (here
     ``/proc/self/fd``) for it; a pinned library whose ``DT_SONAME`` is not the name needed
-    could not be matched so and is refused.  No byte is mapped, and no constructor runs,
-    before every pinned object is proved (decision 0054)."""
+    could not be matched so and is refused.  A search path entry holding a substitution
+    other than ``$ORIGIN`` refuses the object; a library it needs that is not served so is
+    refused when the linker, searching for it with its own ``$ORIGIN`` and working
+    directory, could take it from a pinned or claimed place (``_gather``).  A pinned library
+    whose ``DT_SONAME`` names an object loaded already, other than one this loader loaded
+    from the same bytes, is refused: the linker would bind to that one (``_bound``).  No
+    byte is mapped, and no constructor runs, before every pinned object is proved
+    (decision 0054, amended)."""
 
     def create_module(self, spec: Any) -> Any:
         path = self.path
@@ -441,17 +459,24 @@ class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
                 os.close(each.fd)
             raise
         order = list(objects.values())
-        # Held from here on, whatever happens: an object loaded is known by its number.
-        _held.extend(each.fd for each in order)
-        where = f"/proc/self/fd/{order[-1].fd}"
-        try:
-            # The import's own load, by the host's code (a plugin's scope refuses a
-            # ``ctypes`` load of its own: ``sandbox``).
-            with sandbox.host_io():
+        # The import's own loads and look-ups, by the host's code (a plugin's scope refuses
+        # a ``ctypes`` load of its own: ``sandbox``).
+        with sandbox.host_io(), _loading:
+            try:
+                _bound(spec.name, order[:-1])
+            except BaseException:
+                for each in order:
+                    os.close(each.fd)
+                raise
+            # Held from here on, whatever happens: an object loaded is known by its number.
+            _held.extend(each.fd for each in order)
+            try:
                 for each in order[:-1]:
-                    ctypes.CDLL(f"/proc/self/fd/{each.fd}", mode=sys.getdlopenflags())
-        except OSError as exc:
-            raise ImportError(str(exc), name=spec.name, path=path) from exc
+                    library = ctypes.CDLL(f"/proc/self/fd/{each.fd}", mode=sys.getdlopenflags())
+                    _loaded.setdefault(library._handle, each.digest)
+            except OSError as exc:
+                raise ImportError(str(exc), name=spec.name, path=path) from exc
+        where = f"/proc/self/fd/{order[-1].fd}"
         loaded = importlib.machinery.ExtensionFileLoader(spec.name, where)
         found = importlib.util.spec_from_file_location(spec.name, where, loader=loaded)
         if found is None:  # pragma: no cover - a location with a loader gives a spec
@@ -460,6 +485,36 @@ class _PinnedExtension(importlib.machinery.ExtensionFileLoader):
         with contextlib.suppress(AttributeError, TypeError):
             module.__file__ = path
         return module
+
+
+def _bound(name: str, libraries: list[_Object]) -> None:
+    """(``_loading`` held) Refused unless each of ``libraries`` (pinned, each needed by its
+    ``DT_SONAME``) is what the dynamic linker will bind that name to once it is loaded:
+    the linker binds a ``DT_NEEDED`` to the FIRST object loaded with that ``DT_SONAME``
+    in the process, whoever loaded it and from whatever bytes (issue 30, attack 17,
+    finding 2).  So an object of that name loaded already must be one this loader loaded
+    from the same bytes (the same digest), and no two of ``libraries`` may share a name
+    with other bytes.  Which object the linker would take is asked of the linker itself:
+    ``dlopen`` of the name with ``RTLD_NOLOAD`` matches the loaded objects' names and
+    ``DT_SONAME`` as a ``DT_NEEDED`` is matched, and loads nothing."""
+    planned: dict[str, str] = {}
+    for each in libraries:
+        soname = str(each.dynamic.soname)
+        if planned.setdefault(soname, each.digest) != each.digest:
+            why = f"two pinned libraries it needs are both named {soname!r} (DT_SONAME)"
+            raise _refuse(name, each.real, why)
+        try:
+            found = ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        except OSError:
+            continue  # none of that name is loaded: the one loaded next is bound
+        if _loaded.get(found._handle) != each.digest:
+            raise _refuse(
+                name,
+                each.real,
+                f"a library of its name {soname!r} (DT_SONAME) is loaded in this process "
+                "already from other bytes (another plugin's, another release's, the "
+                "system's): the dynamic linker would bind the extension to that one",
+            )
 
 
 def _hashed(name: str, real: str, allowed: frozenset[str], what: str) -> _Object:
@@ -484,42 +539,49 @@ def _hashed(name: str, real: str, allowed: frozenset[str], what: str) -> _Object
     except BaseException:
         os.close(fd)
         raise
-    return _Object(real, fd, dynamic)
+    return _Object(real, fd, dynamic, digest.hexdigest())
 
 
 def _gather(
     name: str,
     real: str,
     allowed: frozenset[str],
-    rpaths: tuple[str, ...],
+    rpaths: tuple[_Place, ...],
     objects: dict[str, _Object],
     active: set[str],
 ) -> _Object:
     """``real`` hashed (``_hashed``), and each pinned library it needs gathered before it
     into ``objects`` (post-order: dependencies before the objects that need them; on a
     refusal, the descriptors of ``objects`` are the caller's to close); ``rpaths``: the
-    ``DT_RPATH`` of the objects that needed it (searched when it has no ``RUNPATH``);
-    ``active``: the objects being gathered (a cycle is refused)."""
+    ``DT_RPATH`` entries of the objects that needed it (searched when it has no
+    ``RUNPATH``); ``active``: the objects being gathered (a cycle is refused).
+
+    A library it needs that is not served from hashed bytes (none the pin holds where the
+    loader looks) is searched for by the dynamic linker, by path: refused when any place
+    the linker could take it from, as the linker expands the search list, is a pinned file
+    or lies in a claimed or pinned directory (issue 30, attack 17, finding 1)."""
     made = _hashed(name, real, allowed, "a library it needs" if active else "its file")
     active.add(real)
     try:
-        origin = os.path.dirname(real)
         dynamic = made.dynamic
-        search: tuple[str, ...]
+        search: tuple[_Place, ...]
         if dynamic.runpath is not None:
-            search = (_expand(dynamic.runpath, origin),)
+            search = _places(name, real, dynamic.runpath, "RUNPATH")
         else:
-            search = (*((_expand(dynamic.rpath, origin),) if dynamic.rpath else ()), *rpaths)
+            own = _places(name, real, dynamic.rpath, "RPATH") if dynamic.rpath else ()
+            search = (*own, *rpaths)
+        cwd = os.getcwd()
         for needed in dynamic.needed:
-            found = _resolve(needed, origin, search)
-            if found is None:
-                continue  # the system's: left to the dynamic linker
-            pins = _pinned.get(found)
+            model, linker = _candidates(name, real, needed, search, cwd)
+            found = next((os.path.realpath(c) for c in model if os.path.isfile(c)), None)
+            pins = _pinned.get(found) if found is not None else None
             if not pins:
-                if _claimed_place(found):
+                if found is not None and _claimed_place(found):
                     why = f"a library it needs ({needed}) is none the pin holds"
                     raise _refuse(name, found, why)
+                _searched(name, needed, linker)
                 continue  # another distribution's or the system's: no pin covers it
+            assert found is not None
             if found in active:
                 raise _refuse(name, found, "pinned libraries that need each other (a cycle)")
             library = objects.get(found)
@@ -544,27 +606,145 @@ def _gather(
     return made
 
 
-def _expand(entries: str, origin: str) -> str:
-    """``RUNPATH``/``RPATH`` ``entries`` with ``$ORIGIN`` made ``origin``."""
-    return entries.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+#: What ``$ORIGIN`` is to the dynamic linker in an object this loader loads: glibc takes
+#: the directory of the name the object was opened by, here ``/proc/self/fd/N``.
+_LINKER_ORIGIN = "/proc/self/fd"
 
 
-def _resolve(needed: str, origin: str, search: tuple[str, ...]) -> str | None:
-    """The resolved path of the file the dynamic linker would take for ``needed`` through
-    ``search`` (``:``-separated lists), ``None`` when none there (the system's)."""
+class _Place(NamedTuple):
+    """One directory of a ``RUNPATH``/``RPATH``: as the loader looks there (``$ORIGIN`` the
+    object's resolved directory, where it was installed with its libraries) and as the
+    dynamic linker looks there (``$ORIGIN`` ``_LINKER_ORIGIN``); relative (``""``, an
+    empty entry, is the working directory to glibc) or absolute."""
+
+    model: str
+    linker: str
+
+
+def _substituted(text: str, origin: str) -> str | None:
+    """``text`` with each ``$ORIGIN`` and ``${ORIGIN}`` made ``origin``, read as glibc's
+    ``_dl_dst_substitute`` reads them (``$ORIGIN`` followed by no ASCII letter, digit or
+    ``_``: ``$ORIGINAL`` is another name); ``None`` when it holds any other ``$``:
+    ``$PLATFORM``, ``$LIB`` and their braced forms, which glibc expands to values of its
+    own (``AT_PLATFORM``, or a platform name it chose; its library directory's name), and
+    an unknown one, which glibc keeps as it is."""
+    out: list[str] = []
+    at = 0
+    while (dollar := text.find("$", at)) >= 0:
+        out.append(text[at:dollar])
+        rest = text[dollar + 1 :]
+        after = rest[6:7]
+        if rest.startswith("{ORIGIN}"):
+            at = dollar + 9
+        elif rest.startswith("ORIGIN") and not (
+            after.isascii() and (after.isalnum() or after == "_")
+        ):
+            at = dollar + 7
+        else:
+            return None
+        out.append(origin)
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _places(name: str, real: str, entries: str, field: str) -> tuple[_Place, ...]:
+    """The directories of ``RUNPATH``/``RPATH`` ``entries`` (``:``-separated) of pinned
+    object ``real``; refused when one holds a substitution other than ``$ORIGIN``: where
+    the dynamic linker looks through it is not known here, so a pinned library found
+    there would be loaded by its path, unhashed (fail closed)."""
+    origin = os.path.dirname(real)
+    places = []
+    for entry in entries.split(":"):
+        model, linker = _substituted(entry, origin), _substituted(entry, _LINKER_ORIGIN)
+        if model is None or linker is None:
+            raise _refuse(
+                name,
+                real,
+                f"its {field} entry {entry[:200]!r} holds a substitution other than $ORIGIN "
+                "($PLATFORM, $LIB): the place the dynamic linker searches is not known here",
+            )
+        places.append(_Place(model, linker))
+    return tuple(places)
+
+
+def _candidates(
+    name: str, real: str, needed: str, search: tuple[_Place, ...], cwd: str
+) -> tuple[list[str], list[str]]:
+    """The files the loader and the dynamic linker would try, in order, for ``needed``: a
+    name with a ``/`` is a path (``$ORIGIN`` substituted, relative to the working
+    directory ``cwd``); any other is looked for in each directory of ``search``."""
     if "/" in needed:
-        candidates = [os.path.join(os.getcwd(), _expand(needed, origin))]
-    else:
-        candidates = [
-            os.path.join(entry, needed)
-            for entries in search
-            for entry in entries.split(":")
-            if entry and "$" not in entry  # another substitution: the system's directories
-        ]
-    for candidate in candidates:
-        if os.path.isfile(candidate):
-            return os.path.realpath(candidate)
-    return None
+        model, linker = (
+            _substituted(needed, os.path.dirname(real)),
+            _substituted(needed, _LINKER_ORIGIN),
+        )
+        if model is None or linker is None:
+            why = f"a library it needs ({needed[:200]}) holds a substitution other than $ORIGIN"
+            raise _refuse(name, real, why)
+        return [os.path.join(cwd, model)], [os.path.join(cwd, linker)]
+    return (
+        [os.path.join(cwd, place.model, needed) for place in search],
+        [os.path.join(cwd, place.linker, needed) for place in search],
+    )
+
+
+#: How deep below a search path directory the dynamic linker looks (glibc tries hardware
+#: capability subdirectories first: ``glibc-hwcaps/x86-64-v3/``, ``tls/haswell/x86_64/``),
+#: and how many directories below one the loader reads before it decides without them.
+_SUBDIR_DEPTH, _SUBDIR_READS = 3, 256
+
+
+def _searched(name: str, needed: str, linker: list[str]) -> None:
+    """Refused when a file the dynamic linker could take for ``needed`` (``linker``, in
+    its order: it passes over one it cannot load; for a name without ``/``, in each
+    directory's hardware capability subdirectories too) is a pinned file or lies in a
+    claimed or pinned directory: it would be loaded by its path, not from hashed bytes."""
+    for candidate in linker:
+        places: list[str] | None = [candidate]
+        if "/" not in needed:
+            below = _subdirectories(os.path.dirname(candidate), needed)
+            places = None if below is None else [candidate, *below]
+        if places is None:
+            why = f"a library it needs ({needed}) could be found below {candidate[:200]!r}"
+            raise _refuse(name, candidate, f"{why}, a pinned or claimed place, too deep to tell")
+        for place in places:
+            if not os.path.isfile(place):
+                continue
+            where = os.path.realpath(place)
+            if where in _pinned or _claimed_place(where):
+                raise _refuse(
+                    name,
+                    where,
+                    f"the dynamic linker would load a library it needs ({needed}) by its "
+                    f"path from a pinned or claimed directory (through {place[:200]!r})",
+                )
+
+
+def _subdirectories(directory: str, needed: str) -> list[str] | None:
+    """The files named ``needed`` in the subdirectories of ``directory``, at most
+    ``_SUBDIR_DEPTH`` below it (links followed); ``None`` when there are more than
+    ``_SUBDIR_READS`` directories to read there and ``directory`` is, or holds, a claimed
+    or pinned place (else the ones found so far: a system directory)."""
+    found: list[str] = []
+    stack = [(directory, 0)]
+    reads = 0
+    while stack:
+        here, depth = stack.pop()
+        reads += 1
+        if reads > _SUBDIR_READS:
+            real = os.path.realpath(directory)
+            roots = [os.path.join(r, t) for t, e in _index.items() for r in e.roots]
+            near = any(p.startswith(real + os.sep) for p in (*_pinned_dirs, *roots))
+            return None if near or _claimed_place(os.path.join(real, needed)) else found
+        with contextlib.suppress(OSError), os.scandir(here) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir() and entry.name not in (".", ".."):
+                        if os.path.isfile(os.path.join(entry.path, needed)):
+                            found.append(os.path.join(entry.path, needed))
+                        if depth + 1 < _SUBDIR_DEPTH:
+                            stack.append((entry.path, depth + 1))
+    return found
 
 
 def _claimed_place(where: str) -> bool:

@@ -203,3 +203,115 @@ def guest_bootstrap_report(imports: str, report: str) -> Any:
         capture_output=True, text=True, timeout=60, check=True, cwd="/",
     )  # fmt: skip
     return json.loads(done.stdout)
+
+
+# -- an extension module linking a vendored shared library (the manylinux layout) ---------
+
+#: The vendored library: ``wfx_answer`` returns ``answer``.
+LIBRARY_C = 'const char *wfx_answer(void) { return "%(answer)s"; }\n'
+#: An ELF constructor appending ``who`` to file ``marker`` when the object is mapped.
+MARK_C = """\
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void wf_marked(void) {
+    int fd = open("%(marker)s", O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) { write(fd, "%(who)s\\n", %(size)d); close(fd); }
+}
+"""
+#: The extension module ``_speed``: ``answer()`` returns the library's ``wfx_answer()``.
+EXTENSION_C = """\
+#include <Python.h>
+extern const char *wfx_answer(void);
+static PyObject *answer(PyObject *s, PyObject *a) { return PyUnicode_FromString(wfx_answer()); }
+static PyMethodDef M[] = {{"answer", answer, METH_NOARGS, ""}, {0}};
+static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "_speed", 0, -1, M};
+PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&D); }
+"""
+
+
+def cc() -> str:
+    """The C compiler (the test is skipped without one)."""
+    import shutil
+
+    import pytest
+
+    found = shutil.which("cc") or shutil.which("gcc")
+    if found is None:
+        pytest.skip("no C compiler on this machine")
+    return found
+
+
+def _marked(marker: Path | None, who: str) -> str:
+    if marker is None:
+        return ""
+    return MARK_C % {"marker": marker, "who": who, "size": len(who) + 1}
+
+
+def compile_shared(build: Path, out: str, source: str, *flags: str) -> bytes:
+    """``source`` compiled into shared object ``build/out`` with ``flags``: its bytes."""
+    import subprocess
+    import sysconfig
+
+    build.mkdir(parents=True, exist_ok=True)
+    (build / "src.c").write_text(source)
+    include = sysconfig.get_paths()["include"]
+    subprocess.run([cc(), "-shared", "-fPIC", f"-I{include}", "-o", str(build / out),
+                    str(build / "src.c"), *flags], check=True)  # fmt: skip
+    return (build / out).read_bytes()
+
+
+def vendored_library(
+    build: Path, libname: str, answer: str, marker: Path | None = None, soname: bool = True
+) -> bytes:
+    """Library ``build/libname`` answering ``answer``, its ``DT_SONAME`` its name (none
+    unless ``soname``: auditwheel sets one on each library it vendors), with a constructor
+    writing ``lib`` to ``marker`` (none: ``None``)."""
+    flags = [f"-Wl,-soname,{libname}"] if soname else []
+    return compile_shared(build, libname, LIBRARY_C % {"answer": answer} + _marked(marker, "lib"),
+                          *flags)  # fmt: skip
+
+
+def linking_extension(
+    build: Path, libname: str, runpath: str, marker: Path | None = None, new_dtags: bool = False
+) -> bytes:
+    """Extension module ``_speed`` (``build/ext.so``) linking ``build/libname`` (built
+    before), its search path ``runpath`` (``DT_RUNPATH`` with ``new_dtags``, else as the
+    linker's default writes it), with a constructor writing ``ext`` to ``marker``."""
+    flags = [f"-L{build}", f"-l:{libname}", f"-Wl,-rpath,{runpath}"]
+    flags += ["-Wl,--enable-new-dtags"] if new_dtags else []
+    return compile_shared(build, "ext.so", EXTENSION_C + _marked(marker, "ext"), *flags)
+
+
+def linked_extension(
+    build: Path,
+    libname: str,
+    answer: str,
+    runpath: str,
+    marker: Path | None = None,
+    soname: bool = True,
+    new_dtags: bool = False,
+) -> tuple[bytes, bytes]:
+    """(the extension ``_speed`` linking ``libname`` through ``runpath``, the library
+    answering ``answer``): ``linking_extension`` and ``vendored_library`` in ``build``."""
+    library = vendored_library(build, libname, answer, marker, soname)
+    return linking_extension(build, libname, runpath, marker, new_dtags), library
+
+
+def install_extension(
+    site: Path, dist: str, package: str, extension: bytes, library: bytes, library_at: str
+) -> Path:
+    """Distribution ``dist`` 1.0 (package ``package``: an ``__init__`` answering
+    'reviewed' and the extension ``_speed``; its library at ``library_at`` below ``site``)
+    written into ``site`` as pip installs it; the extension's path."""
+    import importlib.machinery
+
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode()
+    files = {f"{package}/__init__.py": b"ANSWER = 'reviewed'\n",
+             f"{package}/_speed{suffix}": extension,
+             library_at: library,
+             f"{info.name}/METADATA": meta}  # fmt: skip
+    write_installed(site, info, files)
+    return site / package / f"_speed{suffix}"

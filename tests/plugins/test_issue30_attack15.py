@@ -28,22 +28,13 @@ import importlib.machinery
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import requires_metadata, wheel, write_installed
+from tests.plugins.packages import install_extension, linked_extension, requires_metadata, wheel
 
 pytestmark = pytest.mark.django_db
-
-
-def _install_bytes(site: Path, dist: str, files: dict[str, bytes], meta: dict[str, bytes]) -> None:
-    """Distribution ``dist`` 1.0 installed into ``site`` as pip installs a wheel whose
-    files are bytes (a compiled extension, a vendored shared library)."""
-    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
-    info.mkdir(parents=True)
-    write_installed(site, info, {**files, **{f"{info.name}/{k}": v for k, v in meta.items()}})
 
 
 def _forget(path: list[str], *tops: str) -> None:
@@ -60,16 +51,6 @@ def _forget(path: list[str], *tops: str) -> None:
 
 
 # -- finding 1: an extension with a vendored library (the manylinux layout) never loads ---
-
-_HELPER_C = 'const char *wfq_answer(void) { return "reviewed"; }\n'
-_EXT_C = """\
-#include <Python.h>
-extern const char *wfq_answer(void);
-static PyObject *answer(PyObject *s, PyObject *a) { return PyUnicode_FromString(wfq_answer()); }
-static PyMethodDef M[] = {{"answer", answer, METH_NOARGS, ""}, {0}};
-static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "_speed", 0, -1, M};
-PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&D); }
-"""
 
 _PLUGIN_Q = """\
 def run(plugin, arguments):
@@ -91,20 +72,7 @@ def _compiled(tmp: Path) -> tuple[bytes, bytes]:
     links them: the extension's RUNPATH is ``$ORIGIN/../wfdep_q.libs``, the library's
     ``DT_SONAME`` the name the extension needs (auditwheel sets it on each library it
     vendors)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler on this machine")
-    (tmp / "helper.c").write_text(_HELPER_C)
-    (tmp / "ext.c").write_text(_EXT_C)
-    libs = tmp / "wfdep_q.libs"
-    libs.mkdir()
-    subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libwfq.so", "-o",
-                    str(libs / "libwfq.so"), str(tmp / "helper.c")], check=True)  # fmt: skip
-    include = sysconfig.get_paths()["include"]
-    subprocess.run([cc, "-shared", "-fPIC", f"-I{include}", "-o", str(tmp / "ext.so"),
-                    str(tmp / "ext.c"), f"-L{libs}", "-lwfq",
-                    "-Wl,-rpath,$ORIGIN/../wfdep_q.libs"], check=True)  # fmt: skip
-    return (tmp / "ext.so").read_bytes(), (libs / "libwfq.so").read_bytes()
+    return linked_extension(tmp, "libwfq.so", "reviewed", "$ORIGIN/../wfdep_q.libs")
 
 
 def test_a_trusted_plugins_dependency_with_a_vendored_library_cannot_be_imported(tmp_path):
@@ -130,14 +98,10 @@ def test_a_trusted_plugins_dependency_with_a_vendored_library_cannot_be_imported
     from django_webfetch.tools.base import ToolContext
 
     extension, library = _compiled(tmp_path)
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     site = tmp_path / "srv" / "q"
     wheel(site, "webfetch-q", {"q": "webfetch_q:manifest"}, {"webfetch_q/__init__.py": _PLUGIN_Q},
           requires_metadata("webfetch-q", ["wfdep-q"]))  # fmt: skip
-    meta = {"METADATA": b"Metadata-Version: 2.1\nName: wfdep-q\nVersion: 1.0\n"}
-    _install_bytes(site, "wfdep-q", {"wfdep_q/__init__.py": b"",
-                   f"wfdep_q/_speed{suffix}": extension,
-                   "wfdep_q.libs/libwfq.so": library}, meta)  # fmt: skip
+    install_extension(site, "wfdep-q", "wfdep_q", extension, library, "wfdep_q.libs/libwfq.so")
     # The same extension, loaded by its path in a fresh interpreter: it works.
     control = subprocess.run(
         [sys.executable, "-c", "import wfdep_q._speed as s; print(s.answer())"],

@@ -2,42 +2,23 @@
 
 Each test here FAILS on the code it was written against: it is the proof of a way past
 the containment or the pin (the docstring gives the severity, the route and the gain).
-Nothing is fixed here.
+Findings 1 and 2 are fixed (decision 0054, amended): their tests pass.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
 import itertools
 import platform
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.plugins.packages import requires_metadata, wheel, write_installed
-from tests.plugins.test_issue30_fix15_loader import _forget, _trusted_call
-from tests.plugins.test_issue30_fix16_elf import _EXT_C, _LIB_C, _compile, _import, _mark
+from tests.plugins.packages import install_extension, linked_extension, requires_metadata, wheel
+from tests.plugins.test_issue30_fix15_loader import _forget, _trusted_call, trusted_dependency
+from tests.plugins.test_issue30_fix16_elf import _import
 
 _count = itertools.count()
-
-
-def _install_at(site: Path, dist: str, package: str, extension: bytes, library: bytes,
-                library_at: str) -> Path:  # fmt: skip
-    """Distribution ``dist`` (package ``package``: the extension ``_speed``, its library at
-    ``library_at`` below ``site``) written into ``site`` as pip installs it; the library's
-    path."""
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    info = site / f"{package}-1.0.dist-info"
-    info.mkdir(parents=True)
-    meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode()
-    files = {f"{package}/__init__.py": b"ANSWER = 'reviewed'\n",
-             f"{package}/_speed{suffix}": extension,
-             library_at: library,
-             f"{info.name}/METADATA": meta}  # fmt: skip
-    write_installed(site, info, files)
-    return site / library_at
 
 
 # Open findings (issue 30, round 17): each test fails while its finding stands, marked
@@ -47,7 +28,6 @@ _open = pytest.mark.xfail(strict=False, reason="issue 30, attack 17: an open fin
 
 
 @pytest.mark.django_db
-@_open
 @pytest.mark.parametrize("token", ["$PLATFORM", "${PLATFORM}"])
 def test_a_pinned_library_found_through_a_runpath_substitution_runs_changed_bytes(tmp_path, token):
     """Severity: Medium.  Route: ``loader._resolve`` passes over every RUNPATH/RPATH entry
@@ -71,21 +51,12 @@ def test_a_pinned_library_found_through_a_runpath_substitution_runs_changed_byte
     runpath = f"{site}/{package}.libs/{token}"
     builds = {}
     for name, answer, mark in (("good", "reviewed", None), ("bad", "OTHER CODE", marker)):
-        build = tmp_path / name
-        build.mkdir()
-        library = _compile(build, libname, _LIB_C % {"answer": answer} + _mark(mark, "lib"),
-                           f"-Wl,-soname,{libname}")  # fmt: skip
-        extension = _compile(build, "ext.so", _EXT_C, f"-L{build}", f"-l:{libname}",
-                             f"-Wl,-rpath,{runpath}", "-Wl,--enable-new-dtags")  # fmt: skip
-        builds[name] = (extension, library)
-    at = _install_at(site, dist, package, builds["good"][0], builds["good"][1],
-                     f"{package}.libs/{plat}/{libname}")  # fmt: skip
-    path = list(sys.path)
-    sys.path.insert(0, str(site))
-    plugin = f"a17p{k}"
-    try:
-        called = _trusted_call(site, plugin, package, [dist])
-        assert "reviewed" in called and "Error" not in called, called[-300:]
+        builds[name] = linked_extension(tmp_path / name, libname, answer, runpath, mark,
+                                        new_dtags=True)  # fmt: skip
+    library_at = f"{package}.libs/{plat}/{libname}"
+    install_extension(site, dist, package, *builds["good"], library_at)
+    at = site / library_at
+    with trusted_dependency(site, f"a17p{k}", package, dist):
         # After trust: the vendored library replaced on disk, as an installer writes one.
         fresh = at.with_name(at.name + ".new")
         fresh.write_bytes(builds["bad"][1])
@@ -93,12 +64,9 @@ def test_a_pinned_library_found_through_a_runpath_substitution_runs_changed_byte
         answer = _import(f"{package}._speed")
         ran = marker.read_text() if marker.exists() else ""
         assert "OTHER CODE" not in answer and not ran, (answer, ran)
-    finally:
-        _forget(path, package, f"webfetch_{plugin}")
 
 
 @pytest.mark.django_db
-@_open
 def test_a_trusted_extension_binds_to_a_revoked_plugins_library_of_the_same_soname(tmp_path):
     """Severity: Low.  Route: ``loader._PinnedExtension`` loads a trusted plugin's vendored
     library from its hashed descriptor, then its extension, counting on the dynamic linker
@@ -114,7 +82,6 @@ def test_a_trusted_extension_binds_to_a_revoked_plugins_library_of_the_same_sona
     a pinned library whose ``DT_SONAME`` names an object already loaded (other than from
     the same hashed bytes) is refused, or the extension's answer is its own library's."""
     from django_webfetch.plugins.models import PluginInstance
-    from tests.plugins.test_issue30_fix16_elf import _built, _install
 
     libname = "libwfa17s.so"
     path = list(sys.path)
@@ -123,10 +90,12 @@ def test_a_trusted_extension_binds_to_a_revoked_plugins_library_of_the_same_sona
         for who in ("A", "B"):
             k = next(_count)
             dist, package = f"wfa17s-{k}", f"wfa17s_{k}"
-            extension, library = _built(tmp_path / f"build{who}", package, libname,
-                                        f"{who}'s library", None)  # fmt: skip
+            extension, library = linked_extension(tmp_path / f"build{who}", libname,
+                                                  f"{who}'s library",
+                                                  f"$ORIGIN/../{package}.libs")  # fmt: skip
             site = tmp_path / f"site{who}"
-            _install(site, dist, package, extension, library, libname)
+            install_extension(site, dist, package, extension, library,
+                              f"{package}.libs/{libname}")  # fmt: skip
             sys.path.insert(0, str(site))
             plugin = f"a17s{k}"
             made.append((package, plugin))
@@ -138,7 +107,10 @@ def test_a_trusted_extension_binds_to_a_revoked_plugins_library_of_the_same_sona
                 instance = PluginInstance.objects.get(plugin=plugin)
                 instance.trusted = False
                 instance.save()  # A's trust revoked: its claim is released
-        assert answer == "B's library", f"B's trusted extension answered {answer!r}"
+        # Fixed (decision 0054, amended): B's library is refused before anything of it is
+        # mapped, since the linker would bind B's extension to A's loaded library.
+        refused = answer.startswith("refused:plugin_code_changed") and "loaded in this" in answer
+        assert answer == "B's library" or refused, f"B's trusted extension answered {answer!r}"
     finally:
         for package, plugin in made:
             _forget(path, package, f"webfetch_{plugin}")

@@ -9,14 +9,14 @@ loader, the models and the tools are the real ones; nothing patched.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.machinery
 import itertools
 import os
 import shutil
-import subprocess
 import sys
-import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.plugins.packages import requires_metadata, wheel, write_installed
+from tests.plugins.packages import (
+    install_extension,
+    linked_extension,
+    linking_extension,
+    requires_metadata,
+    vendored_library,
+    wheel,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +99,21 @@ def _trusted_call(site: Path, plugin: str, module: str, requires: list[str]) -> 
     tool = next(t for t in plugin_tools() if t.name == f"{plugin}_run")
     context = ToolContext(approved=True, call_id=tool.name, plugin_instance=instance)
     return str(tool.execute({}, context).content)
+
+
+@contextlib.contextmanager
+def trusted_dependency(site: Path, plugin: str, package: str, dist: str) -> Iterator[None]:
+    """Distribution ``dist`` (top-level ``package``), installed into ``site`` before, put
+    first on ``sys.path`` and required by plugin ``plugin``, trusted, whose call imports
+    ``package`` and answers 'reviewed' (``_trusted_call``); on exit, all of it forgotten."""
+    path = list(sys.path)
+    sys.path.insert(0, str(site))
+    try:
+        called = _trusted_call(site, plugin, package, [dist])
+        assert "reviewed" in called and "Error" not in called, called[-300:]
+        yield
+    finally:
+        _forget(path, package, f"webfetch_{plugin}", plugin=plugin)
 
 
 def _imported(name: str) -> tuple[str, str]:
@@ -172,42 +194,6 @@ def test_a_shared_namespace_serves_only_the_pinned_distributions_modules_from_th
 
 # -- an extension linking a vendored library (the manylinux layout) -----------------------
 
-_LIB_C = 'const char *wfx_answer(void) { return "%s"; }\n'
-_EXT_C = """\
-#include <Python.h>
-extern const char *wfx_answer(void);
-static PyObject *answer(PyObject *s, PyObject *a) { return PyUnicode_FromString(wfx_answer()); }
-static PyMethodDef M[] = {{"answer", answer, METH_NOARGS, ""}, {0}};
-static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "%s", 0, -1, M};
-PyMODINIT_FUNC PyInit_%s(void) { return PyModule_Create(&D); }
-"""
-
-
-def _cc() -> str:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler on this machine")
-    return cc
-
-
-def _library(tmp: Path, name: str, answer: str) -> bytes:
-    (tmp / "lib.c").write_text(_LIB_C % answer)
-    out = tmp / name
-    subprocess.run([_cc(), "-shared", "-fPIC", f"-Wl,-soname,{name}", "-o", str(out),
-                    str(tmp / "lib.c")], check=True)  # fmt: skip
-    return out.read_bytes()
-
-
-def _extension(tmp: Path, module: str, lib: str, runpath: str) -> bytes:
-    """Extension ``module`` linking ``lib`` (found in ``tmp``), its RUNPATH ``runpath``."""
-    (tmp / "ext.c").write_text(_EXT_C % (module, module))
-    out = tmp / "ext.so"
-    include = sysconfig.get_paths()["include"]
-    subprocess.run([_cc(), "-shared", "-fPIC", f"-I{include}", "-o", str(out),
-                    str(tmp / "ext.c"), f"-L{tmp}", f"-l:{lib}",
-                    f"-Wl,-rpath,{runpath}"], check=True)  # fmt: skip
-    return out.read_bytes()
-
 
 @settings(
     max_examples=8,
@@ -229,23 +215,14 @@ def test_a_pinned_extension_loads_with_its_vendored_library_and_only_the_pinned_
     (``plugin_code_changed``): the extension's ``PyInit`` never ran with other bytes."""
     k = next(_count)
     dist, package = f"wfext15-{k}", f"wfext15_{k}"
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     libname = f"libwfx15_{k}.so"
     where = {"libs_dir": (f"{package}.libs", "$ORIGIN/../" + f"{package}.libs"),
              "beside": (package, "$ORIGIN"),
              "in_package": (f"{package}/_libs", "$ORIGIN/_libs")}[layout]  # fmt: skip
     build = tmp_path / f"build{k}"
-    build.mkdir()
-    library = _library(build, libname, "reviewed")
-    extension = _extension(build, "_speed", libname, where[1])
-    files = {f"{package}/__init__.py": b"ANSWER = 'reviewed'\n",
-             f"{package}/_speed{suffix}": extension,
-             f"{where[0]}/{libname}": library}  # fmt: skip
+    extension, library = linked_extension(build, libname, "reviewed", where[1])
     site = tmp_path / f"site{k}"
-    info = site / f"{package}-1.0.dist-info"
-    info.mkdir(parents=True)
-    meta = {f"{info.name}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n"}
-    write_installed(site, info, {**files, **{n: v.encode() for n, v in meta.items()}})
+    target = install_extension(site, dist, package, extension, library, f"{where[0]}/{libname}")
     path = list(sys.path)
     sys.path.insert(0, str(site))
     plugin = f"ext{k}"
@@ -255,14 +232,12 @@ def test_a_pinned_extension_loads_with_its_vendored_library_and_only_the_pinned_
         called = _trusted_call(site, plugin, package, [dist])
         assert "reviewed" in called and "Error" not in called, called[-300:]
         if change == "library":
-            (build / "other").mkdir()
-            changed = _library(build / "other", libname, "OTHER CODE")
+            changed = vendored_library(build / "other", libname, "OTHER CODE")
             (site / where[0] / libname).unlink()
             (site / where[0] / libname).write_bytes(changed)
         elif change == "extension":
-            target = site / package / f"_speed{suffix}"
             target.unlink()
-            target.write_bytes(_extension(build, "_speed", libname, "$ORIGIN/nowhere") + b"\0")
+            target.write_bytes(linking_extension(build, libname, "$ORIGIN/nowhere") + b"\0")
         importlib.invalidate_caches()
         try:
             answer = importlib.import_module(f"{package}._speed").answer()

@@ -13,13 +13,11 @@ any load; the loader's checks are not touched.  The ELF reader is fuzzed with hy
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
 import itertools
 import os
 import struct
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -27,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from django_webfetch.plugins import elf
-from tests.plugins.packages import write_installed
-from tests.plugins.test_issue30_fix15_loader import _cc, _forget, _trusted_call
+from tests.plugins.packages import cc, install_extension, linked_extension, vendored_library
+from tests.plugins.test_issue30_fix15_loader import trusted_dependency
 
 _count = itertools.count()
 
@@ -134,7 +132,7 @@ def test_the_elf_reader_reads_a_compiled_library_and_refuses_what_is_no_shared_o
     with a reason."""
     (tmp_path / "a.c").write_text("#include <unistd.h>\nint wf_a(void) { return getpid(); }\n")
     out = tmp_path / "liba.so"
-    subprocess.run([_cc(), "-shared", "-fPIC", "-Wl,-soname,liba.so.1",
+    subprocess.run([cc(), "-shared", "-fPIC", "-Wl,-soname,liba.so.1",
                     "-Wl,-rpath,$ORIGIN/x:/opt/y", "-Wl,--enable-new-dtags", "-o", str(out),
                     str(tmp_path / "a.c")], check=True)  # fmt: skip
     found = elf.parse(out.read_bytes())
@@ -149,72 +147,6 @@ def test_the_elf_reader_reads_a_compiled_library_and_refuses_what_is_no_shared_o
 
 
 # -- no window: files swapped between the hash and the load are never mapped --------------
-
-_LIB_C = """\
-const char *wfx_answer(void) { return "%(answer)s"; }
-"""
-_MARK_C = """\
-#include <fcntl.h>
-#include <unistd.h>
-__attribute__((constructor)) static void wf_marked(void) {
-    int fd = open("%(marker)s", O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) { write(fd, "%(who)s\\n", %(size)d); close(fd); }
-}
-"""
-_EXT_C = """\
-#include <Python.h>
-extern const char *wfx_answer(void);
-static PyObject *answer(PyObject *s, PyObject *a) { return PyUnicode_FromString(wfx_answer()); }
-static PyMethodDef M[] = {{"answer", answer, METH_NOARGS, ""}, {0}};
-static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "_speed", 0, -1, M};
-PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&D); }
-"""
-
-
-def _mark(marker: Path | None, who: str) -> str:
-    return "" if marker is None else _MARK_C % {"marker": marker, "who": who, "size": len(who) + 1}
-
-
-def _compile(build: Path, out: str, source: str, *flags: str) -> bytes:
-    (build / "src.c").write_text(source)
-    include = sysconfig.get_paths()["include"]
-    subprocess.run([_cc(), "-shared", "-fPIC", f"-I{include}", "-o", str(build / out),
-                    str(build / "src.c"), *flags], check=True)  # fmt: skip
-    return (build / out).read_bytes()
-
-
-def _built(build: Path, package: str, libname: str, answer: str, marker: Path | None,
-           soname: bool = True, first: str = "") -> tuple[bytes, bytes]:  # fmt: skip
-    """(the extension ``_speed`` linking ``libname``, its RUNPATH ``$ORIGIN/../<package>.libs``
-    as auditwheel writes it, after ``$ORIGIN/<first>`` when ``first``; the library
-    answering ``answer``, its ``DT_SONAME`` its name unless not ``soname``), each with a
-    constructor writing to ``marker`` (none: ``None``)."""
-    build.mkdir(parents=True, exist_ok=True)
-    flags = [f"-Wl,-soname,{libname}"] if soname else []
-    library = _compile(build, libname, _LIB_C % {"answer": answer} + _mark(marker, "lib"), *flags)
-    runpath = f"$ORIGIN/../{package}.libs"
-    if first:
-        runpath = f"$ORIGIN/{first}:{runpath}"
-    extension = _compile(build, "ext.so", _EXT_C + _mark(marker, "ext"), f"-L{build}",
-                         f"-l:{libname}", f"-Wl,-rpath,{runpath}")  # fmt: skip
-    return extension, library
-
-
-def _install(site: Path, dist: str, package: str, extension: bytes, library: bytes,
-             libname: str) -> Path:  # fmt: skip
-    """Distribution ``dist`` (package ``package``: the extension, its library in
-    ``<package>.libs`` beside it) written into ``site`` as pip installs it; the extension's
-    path."""
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    info = site / f"{package}-1.0.dist-info"
-    info.mkdir(parents=True)
-    meta = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n".encode()
-    files = {f"{package}/__init__.py": b"ANSWER = 'reviewed'\n",
-             f"{package}/_speed{suffix}": extension,
-             f"{package}.libs/{libname}": library,
-             f"{info.name}/METADATA": meta}  # fmt: skip
-    write_installed(site, info, files)
-    return site / package / f"_speed{suffix}"
 
 
 def _import(name: str) -> str:
@@ -231,8 +163,8 @@ _race: dict[str, object] = {}
 
 
 def _swap_at_dlopen(event: str, args: tuple[object, ...]) -> None:
-    if event != "ctypes.dlopen" or not _race:
-        return
+    if event != "ctypes.dlopen" or "swaps" not in _race:
+        return  # disarmed, or swapped already (the loader's later look-ups and loads)
     swaps = _race.pop("swaps")
     assert isinstance(swaps, list)
     for path, data in swaps:
@@ -261,16 +193,13 @@ def test_an_extension_and_its_library_swapped_between_the_hash_and_the_load_neve
     dist, package = f"wfelf16-{k}", f"wfelf16_{k}"
     libname = f"libwfelf16_{k}.so"
     marker = tmp_path / "constructor-ran"
-    extension, library = _built(tmp_path / "good", package, libname, "reviewed", None)
-    swapped = _built(tmp_path / "bad", package, libname, "OTHER CODE", marker)
+    runpath = f"$ORIGIN/../{package}.libs"  # as auditwheel links it
+    extension, library = linked_extension(tmp_path / "good", libname, "reviewed", runpath)
+    swapped = linked_extension(tmp_path / "bad", libname, "OTHER CODE", runpath, marker)
     site = tmp_path / f"site{k}"
-    target = _install(site, dist, package, extension, library, libname)
-    path = list(sys.path)
-    sys.path.insert(0, str(site))
-    plugin = f"elf{k}"
-    try:
-        called = _trusted_call(site, plugin, package, [dist])
-        assert "reviewed" in called and "Error" not in called, called[-300:]
+    target = install_extension(site, dist, package, extension, library,
+                               f"{package}.libs/{libname}")  # fmt: skip
+    with trusted_dependency(site, f"elf{k}", package, dist):
         _race["swaps"] = [(target, swapped[0]), (site / f"{package}.libs" / libname, swapped[1])]
         try:
             answer = _import(f"{package}._speed")
@@ -284,8 +213,6 @@ def test_an_extension_and_its_library_swapped_between_the_hash_and_the_load_neve
         again = _import(f"{package}._speed")
         assert again.startswith("refused:plugin_code_changed"), again
         assert not marker.exists(), marker.read_text()
-    finally:
-        _forget(path, package, f"webfetch_{plugin}")
 
 
 @pytest.mark.django_db
@@ -301,23 +228,18 @@ def test_a_pinned_library_that_cannot_be_loaded_from_its_hashed_bytes_is_refused
     dist, package = f"wfelf16-{k}", f"wfelf16_{k}"
     libname = f"libwfelf16_{k}.so"
     marker = tmp_path / "constructor-ran"
-    extension, library = _built(tmp_path / "build", package, libname, "reviewed", marker,
-                                soname=case != "no_soname", first="extra")  # fmt: skip
+    # Its RUNPATH looks in ``$ORIGIN/extra`` first, then where auditwheel puts the library.
+    runpath = f"$ORIGIN/extra:$ORIGIN/../{package}.libs"
+    extension, library = linked_extension(tmp_path / "build", libname, "reviewed", runpath,
+                                          marker, soname=case != "no_soname")  # fmt: skip
     site = tmp_path / f"site{k}"
-    _install(site, dist, package, extension, library, libname)
-    path = list(sys.path)
-    sys.path.insert(0, str(site))
-    plugin = f"elf{k}"
-    try:
-        called = _trusted_call(site, plugin, package, [dist])
-        assert "reviewed" in called and "Error" not in called, called[-300:]
+    install_extension(site, dist, package, extension, library, f"{package}.libs/{libname}")
+    with trusted_dependency(site, f"elf{k}", package, dist):
         if case == "planted":
-            planted = _built(tmp_path / "planted", package, libname, "OTHER CODE", marker)[1]
+            planted = vendored_library(tmp_path / "planted", libname, "OTHER CODE", marker)
             (site / package / "extra").mkdir()
             (site / package / "extra" / libname).write_bytes(planted)
         answer = _import(f"{package}._speed")
         why = "DT_SONAME None" if case == "no_soname" else "is none the pin holds"
         assert answer.startswith("refused:plugin_code_changed") and why in answer, answer
         assert not marker.exists(), marker.read_text()
-    finally:
-        _forget(path, package, f"webfetch_{plugin}")
