@@ -28,21 +28,26 @@ redirects followed, outside the egress guard).  Here:
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import extend
-from referencing import Registry
-from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012
+from typing import TYPE_CHECKING, Any
 
 from django_webfetch.text.patterns import PatternError, compile_untrusted
+
+if TYPE_CHECKING:
+    from referencing import Registry
+
+    #: Draft 2020-12 with the pattern keywords on RE2 (module ``__getattr__`` builds it).
+    ArgumentValidator: Any
+
+# jsonschema and referencing are imported where a schema is first checked or used, not
+# with this module: the models import it (plugins.manifest), and the import (jsonschema,
+# referencing, their meta-schemas) cost every Django process ~0.1 CPU-s in django.setup(),
+# most of which (manage.py commands, workers that run no tool) never check a schema.
 
 __all__ = [
     "ArgumentValidator",
@@ -72,8 +77,15 @@ _DESCENDING = (
 )
 _MAX_REF_CHAIN = 256
 
-#: The only place references resolve: the schema itself (no retrieve, nothing fetched).
-_NO_RETRIEVAL: Registry[Any] = Registry()
+
+@functools.cache
+def _no_retrieval() -> Registry[Any]:
+    """The only place references resolve: the schema itself (no retrieve, nothing fetched)."""
+    from referencing import Registry
+
+    return Registry()
+
+
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -91,6 +103,8 @@ def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterat
         validator.is_type(instance, "string")
         and compile_untrusted(pattern).search(instance) is None
     ):
+        from jsonschema import ValidationError
+
         yield ValidationError(f"the value does not match {str(pattern)[:100]!r}")
 
 
@@ -122,6 +136,8 @@ def _additional_properties(validator: Any, extra: Any, instance: Any, schema: An
         for key in extras:
             yield from validator.descend(instance[key], extra, path=key)
     elif not extra and extras:
+        from jsonschema import ValidationError
+
         yield ValidationError(f"{len(extras)} additional properties are not allowed")
 
 
@@ -151,18 +167,30 @@ def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-_KEYWORDS: dict[str, Callable[..., Any]] = {
-    **Draft202012Validator.VALIDATORS,
-    "pattern": _pattern,
-    "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties,
-}
+@functools.cache
+def _argument_validator() -> Any:
+    """Draft 2020-12 with the pattern keywords on RE2, every keyword counted against a budget
+    (``ArgumentValidator``; built once, on first use)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
 
-#: Draft 2020-12 with the pattern keywords on RE2, every keyword counted against a budget.
-ArgumentValidator: Any = extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator,
-    validators={word: _counted(keyword) for word, keyword in _KEYWORDS.items()},
-)
+    keywords: dict[str, Callable[..., Any]] = {
+        **Draft202012Validator.VALIDATORS,
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    }
+    return extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator,
+        validators={word: _counted(keyword) for word, keyword in keywords.items()},
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # ``ArgumentValidator``, built on first use (see the imports above).
+    if name == "ArgumentValidator":
+        return _argument_validator()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _walk(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
@@ -202,7 +230,10 @@ def schema_cost(schema: Mapping[str, Any]) -> int:
     part of the instance, where a recursive reference counts once per level), following
     local references, memoised.  Raises ``SchemaRefused("schema_too_costly")`` for a
     reference cycle that does not descend into the instance (it would never end)."""
-    resolver = _NO_RETRIEVAL.resolver_with_root(DRAFT202012.create_resource(dict(schema)))
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    resolver = _no_retrieval().resolver_with_root(DRAFT202012.create_resource(dict(schema)))
 
     def in_place(node: Any) -> list[Any]:
         if not isinstance(node, Mapping):
@@ -344,11 +375,15 @@ def _check_tool_schema(schema: object) -> None:
         raise SchemaRefused(
             "schema_keyword", "unevaluatedProperties cannot be combined with patternProperties"
         )
+    from jsonschema.exceptions import SchemaError
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
     try:
-        ArgumentValidator.check_schema(schema)
+        _argument_validator().check_schema(schema)
     except SchemaError as exc:
         raise SchemaRefused("schema_invalid", "parameters are not a valid JSON Schema") from exc
-    resolver = _NO_RETRIEVAL.resolver_with_root(DRAFT202012.create_resource(dict(schema)))
+    resolver = _no_retrieval().resolver_with_root(DRAFT202012.create_resource(dict(schema)))
     for node in _walk(schema):
         for key in _REF_KEYS:
             ref = node.get(key)
@@ -373,7 +408,10 @@ def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
     A schema that slipped past ``check_tool_schema`` (a tool never registered) gives one
     error naming the keyword (``$ref`` or ``pattern``) instead of a fetch or a crash.
     """
-    validator = ArgumentValidator(dict(schema), registry=_NO_RETRIEVAL)
+    from jsonschema import ValidationError
+    from referencing.exceptions import Unresolvable
+
+    validator = _argument_validator()(dict(schema), registry=_no_retrieval())
     token = _BUDGET.left.set([MAX_EVALUATIONS])
     try:
         return list(validator.iter_errors(dict(arguments)))

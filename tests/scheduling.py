@@ -26,6 +26,7 @@ from xdist.scheduler.load import LoadScheduling
 SHARED_SETUP = (
     "tests/browser/",
     "tests/assistant/test_self_hosted.py",
+    "tests/mcp/test_server.py",
 )
 
 

@@ -78,32 +78,40 @@ class HttpServer:
         )
 
 
+def start_http_server(settings: Any, directory: Path, number: int, **extra_env: str) -> HttpServer:
+    """Start ``uvicorn django_webfetch.mcp.asgi:application`` on a Unix socket in
+    ``directory`` (``number`` tells the servers of one directory apart)."""
+    socket_path = directory / f"mcp{number}.sock"
+    log = directory / f"uvicorn{number}.log"
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "django_webfetch.mcp.asgi:application",
+        "--uds",
+        str(socket_path),
+        "--lifespan",
+        "on",
+        "--log-level",
+        "warning",
+    ]
+    process = start_logged(command, log, server_env(settings, **extra_env))
+    server = HttpServer(process, socket_path, log)
+    wait_for(lambda: socket_path.exists() or process.poll() is not None, 60, what="uvicorn")
+    if process.poll() is not None:
+        pytest.fail(f"uvicorn exited:\n{server.output()[-4000:]}")
+    return server
+
+
 @pytest.fixture
 def http_server(settings: Any, tmp_path: Path) -> Iterator[Callable[..., HttpServer]]:
-    """Start ``uvicorn django_webfetch.mcp.asgi:application`` on a Unix socket."""
+    """Start ``uvicorn django_webfetch.mcp.asgi:application`` on a Unix socket (a new
+    process on every call, stopped after the test)."""
     started: list[HttpServer] = []
 
     def start(**extra_env: str) -> HttpServer:
-        socket_path = tmp_path / f"mcp{len(started)}.sock"
-        log = tmp_path / f"uvicorn{len(started)}.log"
-        command = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "django_webfetch.mcp.asgi:application",
-            "--uds",
-            str(socket_path),
-            "--lifespan",
-            "on",
-            "--log-level",
-            "warning",
-        ]
-        process = start_logged(command, log, server_env(settings, **extra_env))
-        server = HttpServer(process, socket_path, log)
+        server = start_http_server(settings, tmp_path, len(started), **extra_env)
         started.append(server)
-        wait_for(lambda: socket_path.exists() or process.poll() is not None, 60, what="uvicorn")
-        if process.poll() is not None:
-            pytest.fail(f"uvicorn exited:\n{server.output()[-4000:]}")
         return server
 
     yield start
