@@ -114,3 +114,147 @@ def test_a_call_that_swaps_its_stdio_for_full_socketpairs_leaves_kernel_memory_i
             )
     finally:
         shutdown()
+
+
+class _Sampler:
+    """While a call runs: the most that ``measure(pid)`` gave for the warm plugin process
+    ``pid``, sampled from the host side every 20 ms by a thread of the test."""
+
+    def __init__(self, pid: int, measure: Any) -> None:
+        import threading
+
+        self.most = 0
+        self._pid, self._measure = pid, measure
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            self.most = max(self.most, int(self._measure(self._pid) or 0))
+
+    def __enter__(self) -> _Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _warm_pid(probe: Any) -> int:
+    """The pid of a warm plugin process, the one the next call is given."""
+    assert probe("result = 0").text == '{"result": "0"}'
+    worker = _pooled_worker()
+    assert worker is not None, "the pool keeps an idle process"
+    return int(worker.pid)
+
+
+def _during_a_slow_request(work: str, seconds: int) -> str:
+    """A call whose thread runs ``work`` while its main thread waits on one request the
+    host performs for it: a granted page that answers after ``seconds`` seconds (the
+    plugin's own slow API server; the lab's ``/late``)."""
+    return (
+        "import os, threading, time\n"
+        f"until = time.monotonic() + {seconds} - 0.5\n"
+        f"def work():\n{work}\n"
+        "threading.Thread(target=work, daemon=True).start()\n"
+        "try:\n"
+        f"    plugin.http.get('http://granted.lab.example/late?seconds={seconds}')\n"
+        "except Exception as exc:\n"
+        "    pass\n"
+        "result = 'answered'\n"
+    )
+
+
+def test_a_call_burns_cpu_past_its_bound_while_the_host_performs_its_request(probe, settings):
+    """Severity: Medium (CPU of the site's machine: the documented per-call bound does not
+    hold).  Route: the host measures a call's CPU time (``Worker.bounds``: ``/proc/<pid>/
+    stat``, killed over ``WEBFETCH_PLUGIN_CPU_SECONDS``) only in ``Channel.recv``'s poll,
+    while it waits for the plugin's next message; while it performs a request for the
+    plugin (``_perform``: up to the call's wall time, 30 s by default, per request) nothing
+    polls, and the process's only other CPU bound is ``RLIMIT_CPU``, its whole life
+    (``cpu_seconds x 100 + 30``, 1,030 s by default).  A call starts threads that spin,
+    then asks for a slow granted page (its own API server, answering late, or trickling);
+    the threads run on every core until the request ends; the call then fails
+    ``plugin_limit``, after the fact.  Here: bound 0.2 s, eight threads hashing (the
+    interpreter's lock released) while a granted page answers late (the lab's ``/late``;
+    the request ends at its ~5 s timeout): 1.3 s of CPU measured from the host side on a
+    machine at load 15 on 2 cores (~10 s on a quiet one).  Gain: a plugin's call takes
+    wall time x cores of CPU instead of its bound
+    (60 s of CPU against 10 s on two cores at the defaults; each of the host's concurrent
+    calls the same), starving the site; repeated at every call.  Expected: the plugin
+    process never runs more than about its bound (poll while a request runs, or a
+    per-call ``RLIMIT_CPU``/cgroup ``cpu.max``)."""
+    from django_webfetch.plugins.runtime.host import RuntimeFailure, shutdown
+    from tests.plugins.test_issue30 import _CLK_TCK, cpu_ticks
+
+    settings.WEBFETCH_PLUGIN_CPU_SECONDS = 0.2
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20
+    settings.WEBFETCH_TIMEOUT = 15
+    # Hashing releases the interpreter's lock: the threads run on every core at once.
+    spin = (
+        "    import hashlib\n    block = bytes(1 << 20)\n"
+        "    while time.monotonic() < until:\n        hashlib.sha256(block)\n"
+    )
+    code = _during_a_slow_request(spin, 10).replace(
+        "threading.Thread(target=work, daemon=True).start()\n",
+        "for _ in range(8):\n    threading.Thread(target=work, daemon=True).start()\n",
+    )
+    try:
+        pid = _warm_pid(probe)
+        before = cpu_ticks([pid])
+        with _Sampler(pid, lambda p: cpu_ticks([p])) as sampled:
+            try:
+                probe(code)
+            except RuntimeFailure as exc:
+                assert exc.code == "plugin_limit", exc
+    finally:
+        shutdown()
+    used = (sampled.most - before) / _CLK_TCK
+    assert used <= 0.2 + 0.5, f"a call with a 0.2 s CPU bound ran {used:.1f} s of CPU"
+
+
+def test_a_call_fills_its_tmp_with_inodes_past_the_bound_while_the_host_performs_its_request(
+    probe, settings
+):
+    """Severity: Medium where no cgroup is made (kernel memory of the site's machine
+    outside every limit: ``cgroups`` is optional, docs/plugins.rst "Containment"); Low
+    where one is (bounded by the cgroup's memory limit, ``WEBFETCH_PLUGIN_MEMORY_BYTES``).
+    Route: the private ``/tmp`` is a tmpfs bounded in bytes (``TMP_BYTES``), not in
+    inodes; each empty file or directory costs kernel memory (an inode, a dentry: about
+    1 KiB) that ``RLIMIT_AS`` does not count.  ``MAX_TMP_FILES`` (4,096) is enforced by
+    the host's poll in ``Channel.recv`` only, and nothing polls while the host performs a
+    request for the plugin (up to the call's wall time).  A call's thread creates empty
+    files in its scratch directory for as long as its slow granted request lasts (the
+    lab's ``/late``, ~5 s here): 50,000 held, where the test stops it (12 times the bound;
+    unstopped, one per ``openat`` for the whole wall time, 30 s by default).  Gain:
+    hundreds of MB of kernel memory per concurrent call, until the call ends.  Expected:
+    the plugin process never holds much more than ``MAX_TMP_FILES`` inodes in its
+    ``/tmp`` (poll while a request runs, or mount the tmpfs with ``nr_inodes``)."""
+    from django_webfetch.plugins.runtime.host import (
+        MAX_TMP_FILES,
+        RuntimeFailure,
+        _tmp_files,
+        shutdown,
+    )
+
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20
+    settings.WEBFETCH_TIMEOUT = 15
+    fill = (
+        "    n = 0\n"
+        "    while time.monotonic() < until and n < 50000:\n"
+        "        os.close(os.open(f'f{n}', os.O_CREAT | os.O_WRONLY, 0o600))\n"
+        "        n += 1\n"
+    )
+    try:
+        pid = _warm_pid(probe)
+        with _Sampler(pid, _tmp_files) as sampled:
+            try:
+                probe(_during_a_slow_request(fill, 10))
+            except RuntimeFailure as exc:
+                assert exc.code == "plugin_limit", exc
+    finally:
+        shutdown()
+    assert sampled.most <= 2 * MAX_TMP_FILES, (
+        f"the plugin process held {sampled.most} inodes in its /tmp (bound {MAX_TMP_FILES})"
+    )
