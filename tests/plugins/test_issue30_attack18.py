@@ -9,6 +9,8 @@ in its real sandbox and observes from the host side.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -257,4 +259,73 @@ def test_a_call_fills_its_tmp_with_inodes_past_the_bound_while_the_host_performs
         shutdown()
     assert sampled.most <= 2 * MAX_TMP_FILES, (
         f"the plugin process held {sampled.most} inodes in its /tmp (bound {MAX_TMP_FILES})"
+    )
+
+
+_SITE_SECRET = "a18-the-sites-secret-key"
+
+#: Reads the site's module and its bytecode from inside the sandbox.
+_READ_SITE = """\
+import json
+seen = {}
+for name, path in (('source', %r), ('bytecode', %r)):
+    try:
+        with open(path, 'rb') as fh:
+            seen[name] = fh.read().decode('latin-1')
+    except OSError as exc:
+        seen[name] = type(exc).__name__
+result = json.dumps(seen)
+"""
+
+
+@pytest.mark.parametrize("named_by", ["DJANGO_SETTINGS_MODULE", "WEBFETCH_PLUGIN_HIDDEN_PATHS"])
+def test_the_bytecode_of_a_masked_site_module_is_readable_in_the_sandbox(
+    probe, tmp_path, monkeypatch, settings, named_by
+):
+    """Severity: High (the site's secrets: ``SECRET_KEY``, database and API credentials).
+    Route: the sandbox masks the site's own code where it lies in a package directory
+    the sandbox binds (``bubblewrap.hidden_paths``: a project installed with ``pip
+    install .``, as a container image does): the top-level package of
+    ``DJANGO_SETTINGS_MODULE``/``ROOT_URLCONF`` as a whole, but a top-level *module*
+    (``settings.py`` installed as a module, ``py_modules``) and a file named in
+    ``WEBFETCH_PLUGIN_HIDDEN_PATHS`` only as that one file (``/dev/null`` bound over it).
+    Its bytecode beside it, ``__pycache__/<name>.cpython-311.pyc`` (pip compiles every
+    module it installs; the interpreter writes it at the first import where it may), is
+    not masked and stays readable under the Landlock rule of the package directory: every
+    string constant of the module is in it.  Gain: any untrusted plugin reads the site's
+    secret key and credentials (and, with a grant, sends them out through its own API).
+    Expected: what the site's code holds is unreadable in the sandbox, its bytecode too
+    (mask the module's ``__pycache__`` entries, or its whole directory's cache)."""
+    import importlib.util
+    import py_compile
+
+    packages = tmp_path / "lib" / "site-packages"
+    packages.mkdir(parents=True)
+    module = packages / "a18_site_settings.py"
+    module.write_text(f"SECRET_KEY = {_SITE_SECRET!r}\n")
+    compiled = importlib.util.cache_from_source(str(module))
+    py_compile.compile(str(module), cfile=compiled, doraise=True)
+    for path in (tmp_path, tmp_path / "lib", packages, Path(compiled).parent):
+        os.chmod(path, 0o755)
+    for path in (module, Path(compiled)):
+        os.chmod(path, 0o644)
+    # A package directory of the site's ``sys.path``: bound into every sandbox.
+    monkeypatch.syspath_prepend(str(packages))
+    if named_by == "DJANGO_SETTINGS_MODULE":
+        monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "a18_site_settings")
+    else:
+        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [str(module)]
+    from django_webfetch.plugins.runtime import bubblewrap
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    assert os.path.realpath(packages) in bubblewrap.site_dirs()
+    try:
+        outcome = probe(_READ_SITE % (str(module), compiled))
+    finally:
+        shutdown()
+    assert outcome.kind == "json", outcome
+    seen = json.loads(json.loads(outcome.text)["result"])
+    assert _SITE_SECRET not in seen["source"], "the module itself is not masked"  # control
+    assert _SITE_SECRET not in seen["bytecode"], (
+        f"the plugin read the site's secret from {compiled} ({named_by} masks the module)"
     )
