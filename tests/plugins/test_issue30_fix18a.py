@@ -26,6 +26,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from django_webfetch.plugins.runtime import bubblewrap
+from django_webfetch.plugins.runtime.host import capabilities
 
 pytestmark = pytest.mark.django_db
 
@@ -255,3 +256,66 @@ def test_no_copy_of_a_masked_module_is_readable_in_the_sandbox(
     seen = json.loads(json.loads(outcome.text)["result"])
     assert seen["leaked"] == [], (layout, seen)
     assert seen["neighbours"] == len(neighbours), (layout, seen)
+
+
+#: Reads the module's compiled copies in a pooled process (the first call leaves a mark in
+#: its process, the second finds it: the same process).
+_READ_LATER = """\
+import json, sys
+seen = {'same_process': '__fix18a__' in sys.modules}
+sys.modules.setdefault('__fix18a__', sys)
+for path in %r:
+    try:
+        with open(path, 'rb') as fh:
+            seen[path] = %r in fh.read()
+    except OSError as exc:
+        seen[path] = type(exc).__name__
+result = json.dumps(seen)
+"""
+
+
+@pytest.mark.skipif(
+    not capabilities().get("isolated") or not capabilities().get("landlock"),
+    reason="a host that builds the plugin sandbox on a kernel with Landlock",
+)
+@pytest.mark.parametrize("at_start", ["no copy", "a copy"])
+def test_a_copy_written_after_the_process_started_is_unreadable_with_landlock(
+    probe, tmp_path, monkeypatch, settings, at_start
+):
+    """A pooled plugin process outlives its masks' enumeration: the host may compile the
+    module later (its first import where it may write; a new optimisation level), or
+    replace its ``.pyc`` by renaming over it (which lifts a mask in another mount
+    namespace).  No such copy is readable in a process that started before, whether the
+    cache directory held a copy of the module then or not: the guest splits it into one
+    Landlock rule per entry it had then (``bubblewrap._guards``; with a copy there, the
+    copy's own exclusion splits it too)."""
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    layout = Layout(
+        False, "DJANGO_SETTINGS_MODULE", True, ("cpython-311",), ("",), False, False, ()
+    )
+    packages, name, _named, holders, _neighbours = _build(tmp_path, layout)
+    (compiled,) = [path for path in holders if path.suffix == ".pyc"]
+    later = compiled.with_name(f"{name}.cpython-311.opt-1.pyc")
+    kept = tmp_path / "kept.pyc"
+    shutil.copyfile(compiled, kept)
+    if at_start == "no copy":
+        compiled.unlink()
+    monkeypatch.syspath_prepend(str(packages))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", name)
+    paths = [str(compiled), str(later)]
+    code = _READ_LATER % (paths, _SECRET.encode())
+    try:
+        before = json.loads(json.loads(probe(code).text)["result"])
+        for path in (compiled, later):
+            # As the interpreter writes a ``.pyc``: a new file renamed into place.
+            replacement = path.with_name("replacement.tmp")
+            shutil.copyfile(kept, replacement)
+            os.chmod(replacement, 0o644)
+            os.replace(replacement, path)
+        after = json.loads(json.loads(probe(code).text)["result"])
+    finally:
+        shutdown()
+    assert before["same_process"] is False and after["same_process"] is True, (before, after)
+    read = [seen[path] for seen in (before, after) for path in paths]
+    assert True not in read, (before, after)
