@@ -603,7 +603,10 @@ def _entries(directory: str, stem: str) -> list[str]:
         names = os.listdir(directory)
     except OSError:
         return []
-    return [os.path.join(directory, name) for name in names if _of_stem(name, stem)]
+    # ``stem in name`` first: a package directory holds thousands of entries.
+    return [
+        os.path.join(directory, name) for name in names if stem in name and _of_stem(name, stem)
+    ]
 
 
 def copies(path: str) -> tuple[list[str], list[str]]:
