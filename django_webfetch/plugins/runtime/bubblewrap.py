@@ -23,8 +23,9 @@ What the command below gives the plugin process:
   directory, settings, database, ``/etc`` beyond the loader's cache, ``/home``, ``/root``
   or ``/run``; the site's own code where it lies in a package directory (the top-level
   packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_
-  PATHS``) is masked (``hidden_paths``), and the guest leaves it out of its Landlock
-  rules (``guest._excluding``);
+  PATHS``) is masked with every copy of it (``hidden_paths``, ``copies``: its bytecode,
+  a legacy ``.pyc``, editors' backups), and the guest leaves it out of its Landlock rules
+  (``guest._excluding``);
 - an empty environment;
 - the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
   just before it executes the interpreter; the guest narrows it further before any plugin
