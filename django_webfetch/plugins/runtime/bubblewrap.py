@@ -23,8 +23,9 @@ What the command below gives the plugin process:
   directory, settings, database, ``/etc`` beyond the loader's cache, ``/home``, ``/root``
   or ``/run``; the site's own code where it lies in a package directory (the top-level
   packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_
-  PATHS``) is masked (``hidden_paths``), and the guest leaves it out of its Landlock
-  rules (``guest._excluding``);
+  PATHS``) is masked with every copy of it (``hidden_paths``, ``copies``: its bytecode,
+  a legacy ``.pyc``, editors' backups), and the guest leaves it out of its Landlock rules
+  (``guest._excluding``);
 - an empty environment;
 - the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
   just before it executes the interpreter; the guest narrows it further before any plugin
@@ -40,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import importlib.machinery
 import os
 import socket
 import stat
@@ -439,6 +441,24 @@ def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
     interpreter, its packages and the plugin's package; then the site's code masked
     (``("mask", path)``: not a source, nothing of the host is opened for it)."""
     system = _system()
+    kept, needed = _bound(spec)
+    layout = list(system)
+    library = _libpython()
+    # The executable asks for libpython by its SONAME, maybe a link to the file bound.
+    if (
+        library is not None
+        and os.path.islink(library)
+        and not any(_under(library, entry[-1]) for entry in system if entry[0] == "bind")
+    ):
+        layout.append(("symlink", os.readlink(library), library))
+    layout += [("bind", path) for path in kept]
+    layout += [("mask", path) for path in hidden_paths(kept, needed)]
+    return layout
+
+
+def _bound(spec: SandboxSpec) -> tuple[list[str], list[str]]:
+    """(the directories and files bound, collapsed; those of them the guest needs: every
+    one but the site's package directories)."""
     binds = list(_python_dirs())
     packages = site_dirs()
     needed = [path for path in binds if path not in packages]
@@ -450,19 +470,7 @@ def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
             if os.path.exists(full):
                 binds.append(os.path.realpath(full))
                 needed.append(os.path.realpath(full))
-    layout = list(system)
-    library = _libpython()
-    # The executable asks for libpython by its SONAME, maybe a link to the file bound.
-    if (
-        library is not None
-        and os.path.islink(library)
-        and not any(_under(library, entry[-1]) for entry in system if entry[0] == "bind")
-    ):
-        layout.append(("symlink", os.readlink(library), library))
-    kept = _collapse(binds)
-    layout += [("bind", path) for path in kept]
-    layout += [("mask", path) for path in hidden_paths(kept, needed)]
-    return layout
+    return _collapse(binds), needed
 
 
 def _under(path: str, top: str) -> bool:
@@ -507,23 +515,141 @@ def _site_code() -> list[str]:
 def hidden_paths(binds: list[str], needed: list[str]) -> list[str]:
     """The site's code (``_site_code``) that lies under a directory of ``binds`` (a package
     directory the guest imports from: a project installed with ``pip install .``, as a
-    container image does), each masked in the sandbox by an empty read-only directory (or
-    an unreadable file); a path that is or holds what the guest needs (``needed``: the
-    standard library, ``django_webfetch``, the plugin's package) is not masked."""
+    container image does), with every copy of it (``copies``), each masked in the sandbox
+    by an empty read-only directory (or an unreadable file); a path that is or holds what
+    the guest needs (``needed``: the standard library, ``django_webfetch``, the plugin's
+    package) is not masked."""
     found: list[str] = []
-    for path in _site_code():
-        if not any(_under(path, top) for top in binds):
-            continue
-        if any(path == need or _under(need, path) for need in needed):
-            continue
-        if path not in found:
-            found.append(path)
+    for path in _kept(_site_code(), binds, needed):
+        for copy in _kept(copies(path)[0], binds, needed):
+            if copy not in found:
+                found.append(copy)
     return _collapse(found)
 
 
+def _guards(binds: list[str], needed: list[str]) -> list[str]:
+    """Where a copy of the site's code masked here would be written later (``copies``'s
+    second list): no file, never masked, but the guest leaves it out of its Landlock rules,
+    so the directory that would hold it gets a rule for each entry it has when the process
+    starts, and none for an entry made (or replaced) after."""
+    found: list[str] = []
+    for path in _kept(_site_code(), binds, needed):
+        for guard in copies(path)[1]:
+            if any(_under(guard, top) for top in binds) and guard not in found:
+                found.append(guard)
+    return found
+
+
+def _kept(paths: list[str], binds: list[str], needed: list[str]) -> list[str]:
+    """``paths`` under a directory of ``binds``, but none that is or holds what the guest
+    needs."""
+    return [
+        path
+        for path in paths
+        if any(_under(path, top) for top in binds)
+        and not any(path == need or _under(need, path) for need in needed)
+    ]
+
+
+#: The endings of a file that is a Python module (its source, stub, bytecode or
+#: extension): its copies are named by the module's name, what comes before them.
+_MODULE_SUFFIXES = tuple(
+    sorted({*importlib.machinery.all_suffixes(), ".pyi", ".pyw"}, key=len, reverse=True)
+)
+#: Editors' copies beside a file ``NAME``: ``.NAME.swp`` (vim), ``#NAME#`` (emacs'
+#: auto-save), ``.#NAME`` (emacs' lock).
+_EDITOR_PREFIXES = (".#", "#", ".")
+
+
+def _stem(name: str) -> str:
+    """What every copy of the file ``name`` starts with: a module's name (``settings`` of
+    ``settings.py``, ``settings.cpython-311.pyc`` and ``settings.abi3.so``), else the
+    whole name (``secrets.json``)."""
+    for suffix in _MODULE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _of_stem(entry: str, stem: str) -> bool:
+    """Whether the directory entry ``entry`` holds a copy of what is named ``stem``: named
+    ``STEM.<anything>``, ``STEM~<anything>`` or ``STEM#<anything>`` (another form of the
+    module: ``.py``, ``.pyc``, ``.pyi``, ``.so``; an editor's or a tool's backup:
+    ``.py~``, ``.py.orig``, ``.py.bak``, ``.bak``), also after one of the editors'
+    prefixes (``.STEM.py.swp``, ``#STEM.py#``, ``.#STEM.py``)."""
+    core = entry
+    for prefix in _EDITOR_PREFIXES:
+        if core.startswith(prefix):
+            core = core[len(prefix) :]
+            break
+    return core.startswith((stem + ".", stem + "~", stem + "#"))
+
+
+def _cache_dirs(directory: str) -> list[str]:
+    """Where the interpreter keeps the bytecode of the modules of ``directory``: its
+    ``__pycache__``, and the same directory under each bytecode cache prefix the site
+    may use (``sys.pycache_prefix``, ``PYTHONPYCACHEPREFIX``: a tree mirroring the
+    source's absolute path)."""
+    found = [os.path.join(directory, "__pycache__")]
+    for prefix in (sys.pycache_prefix, os.environ.get("PYTHONPYCACHEPREFIX")):
+        if prefix and os.path.isabs(prefix):
+            mirror = os.path.join(os.path.realpath(prefix), directory.lstrip(os.sep))
+            if mirror not in found:
+                found.append(mirror)
+    return found
+
+
+def _entries(directory: str, stem: str) -> list[str]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    # ``stem in name`` first: a package directory holds thousands of entries.
+    return [
+        os.path.join(directory, name) for name in names if stem in name and _of_stem(name, stem)
+    ]
+
+
+def copies(path: str) -> tuple[list[str], list[str]]:
+    """Every representation of the site's code at ``path`` that exists (resolved), and
+    where the interpreter would write one later (not resolved; the guest's Landlock
+    ``guards``).
+
+    A directory (a package) is itself, with everything beneath it (its ``__pycache__``),
+    its mirror under a bytecode cache prefix and its siblings of the same name
+    (``project.bak``).  A file is itself, each entry beside it of the same stem
+    (``_of_stem``: the legacy ``settings.pyc``, ``settings.py~``, ``.settings.py.swp``),
+    and each entry of the same stem in its cache directories (``_cache_dirs``:
+    ``settings.cpython-311.pyc``, ``.opt-1.pyc``, ``.opt-2.pyc``, any implementation's
+    tag).  docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
+    directory, name = os.path.split(path)
+    stem = _stem(name)
+    found = [path, *_entries(directory, stem)]
+    if os.path.isdir(path):
+        caches = _cache_dirs(path)[1:]
+        found += caches
+        guards = caches
+    else:
+        caches = _cache_dirs(directory)
+        for cache in caches:
+            found += _entries(cache, stem)
+        # A name no file has (``STEM.`` ends no module's copy): the cache directory is
+        # then split into its entries in the guest's Landlock rules.
+        guards = [os.path.join(cache, stem + ".") for cache in caches]
+    real: list[str] = []
+    for entry in found:
+        if os.path.lexists(entry):
+            resolved = os.path.realpath(entry)
+            if resolved not in real and os.path.exists(resolved):
+                real.append(resolved)
+    return real, guards
+
+
 def masks(spec: SandboxSpec) -> list[str]:
-    """The paths ``command`` masks (the guest leaves them out of its Landlock rules too)."""
-    return [entry[1] for entry in _layout(spec) if entry[0] == "mask"]
+    """The paths the guest leaves out of its Landlock rules: those ``command`` masks, and
+    where a copy of the masked code would be written later (``_guards``)."""
+    masked = [entry[1] for entry in _layout(spec) if entry[0] == "mask"]
+    return masked + [guard for guard in _guards(*_bound(spec)) if guard not in masked]
 
 
 def sources(spec: SandboxSpec) -> list[str]:
