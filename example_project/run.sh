@@ -64,18 +64,26 @@ fi
 
 manage() { "$PY" example_project/manage.py "$@"; }
 
-# Migrate only when needed: `migrate --check` fails while a migration is unapplied.  It runs
-# without the pool and with a 5 s connect timeout, so a database that cannot be reached is
-# said so at once (not taken for an unapplied migration after the pool's timeouts).
-if ! CHECKED=$(WEBFETCH_EXAMPLE_DB_POOL=0 PGCONNECT_TIMEOUT=5 manage migrate --check 2>&1); then
-    if printf '%s\n' "$CHECKED" | grep -q "OperationalError"; then
-        echo "==> the database cannot be reached${DATABASE_URL:+ (DATABASE_URL)}:" >&2
-        printf '%s\n' "$CHECKED" | grep "OperationalError" | tail -n 1 >&2
-        exit 1
+# Migrate only when needed.  On SQLite the next manage.py command checks and migrates in its
+# own process first (example_project/manage.py, WEBFETCH_EXAMPLE_MIGRATE_FIRST): one start of
+# Django instead of two.  On PostgreSQL, and before a Celery worker, `migrate --check` runs
+# on its own first (it fails while a migration is unapplied): without the pool and with a 5 s
+# connect timeout, so a database that cannot be reached is said so at once (not taken for an
+# unapplied migration after the pool's timeouts).
+WEBFETCH_EXAMPLE_MIGRATE_FIRST=1
+if [ -n "${DATABASE_URL:-}" ] || [ "${1:-serve}" = worker ]; then
+    WEBFETCH_EXAMPLE_MIGRATE_FIRST=0
+    if ! CHECKED=$(WEBFETCH_EXAMPLE_DB_POOL=0 PGCONNECT_TIMEOUT=5 manage migrate --check 2>&1); then
+        if printf '%s\n' "$CHECKED" | grep -q "OperationalError"; then
+            echo "==> the database cannot be reached${DATABASE_URL:+ (DATABASE_URL)}:" >&2
+            printf '%s\n' "$CHECKED" | grep "OperationalError" | tail -n 1 >&2
+            exit 1
+        fi
+        echo "==> migrating the database"
+        manage migrate --noinput -v 0
     fi
-    echo "==> migrating the database"
-    manage migrate --noinput -v 0
 fi
+export WEBFETCH_EXAMPLE_MIGRATE_FIRST
 
 command=${1:-serve}
 [ $# -gt 0 ] && shift
@@ -86,6 +94,7 @@ case "$command" in
     worker) exec "$PY" -m celery -A example_project.celery_app worker --loglevel INFO "$@" ;;
     serve|wsgi)
         manage demo_setup --domain "$HOST:$PORT"
+        WEBFETCH_EXAMPLE_MIGRATE_FIRST=0  # done: the server's processes need not check again
         cat <<TEXT
 
 ==> The example django CMS site is ready: http://$HOST:$PORT/

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from tests.asgi import free_port, uvicorn_command
+from tests.exampledb import start_migrated
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
@@ -104,47 +105,14 @@ def site_env(lab_session: Any, directory: Path, *pythonpath: Path) -> dict[str, 
     return env
 
 
-def migrated_template(site: ExampleSite) -> Path | None:
-    """A database of the example's settings (``site.env``) as ``manage.py migrate`` leaves
-    it, made once per run (issue 28: migrating django CMS and every app took about 4 CPU
-    seconds of each site's 5.7): the first process of the run that needs it migrates it
-    into the run's shared directory (``WEBFETCH_TEST_SHARED_DIR``, tests/run.sh) under a
-    file lock, every other one finds it there.  ``None`` without the shared directory (a
-    plain ``pytest`` run): each site migrates its own."""
-    import fcntl
-
-    shared = os.environ.get("WEBFETCH_TEST_SHARED_DIR", "")
-    if not shared or not os.path.isdir(shared):
-        return None
-    settings_module = site.env["DJANGO_SETTINGS_MODULE"]
-    template = Path(shared) / f"example-{settings_module}.sqlite3"
-    with open(f"{template}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not template.exists():
-            part = template.with_name(template.name + ".part")
-            part.unlink(missing_ok=True)
-            maker = ExampleSite(
-                site.url, part, site.log, {**site.env, "WEBFETCH_EXAMPLE_DB": str(part)}
-            )
-            maker.manage("migrate", "--noinput", "-v", "0")
-            os.replace(part, template)
-    return template
-
-
 def set_up_demo(site: ExampleSite, domain: str) -> None:
     """Migrated, demo pages and users created, the ``content`` and ``web`` tool groups
     enabled (an operator's choice, made here with the ORM as the admin would).  The three
     commands run in one ``manage.py shell`` (one start-up of Django instead of three).
 
     The database starts as a copy (SQLite's backup API) of the run's migrated one
-    (:func:`migrated_template`); ``migrate`` then finds every migration applied."""
-    template = migrated_template(site)
-    if template is not None:
-        with (
-            contextlib.closing(sqlite3.connect(f"file:{template}?mode=ro", uri=True)) as source,
-            contextlib.closing(sqlite3.connect(site.db)) as target,
-        ):
-            source.backup(target)
+    (:func:`tests.exampledb.migrated_template`); ``migrate`` then finds every migration applied."""
+    start_migrated(site.env, site.db)
     site.manage(
         "shell",
         "-c",

@@ -29,7 +29,7 @@ import pytest
 from tests.asgi import GRACEFUL_SHUTDOWN, free_port, uvicorn_command
 from tests.runs.infra import wait_for
 
-from .test_example_scaled import _env, _manage, example_database
+from .test_example_scaled import _env, example_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.lab]
 
@@ -197,7 +197,9 @@ def _example(
     env.pop("CELERY_BROKER_URL")
     env["WEBFETCH_EXAMPLE_DB_POOL"] = str(pool)
     if setup:
-        _manage(env, "shell", "-c", setup)
+        # The operator's settings, written before the server starts (psql: no start of
+        # Django for a few rows, issue 28).
+        cluster.psql(setup, database=name)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "uvicorn.log"
@@ -273,13 +275,14 @@ def _exercise(cluster, name, psycopg, url, server, log, pool):
 
 # -- a restart while a tool call is in flight (the background runner) -------------------------
 
+#: Groups content and web enabled, web's allowlisted hosts skip approval, and
+#: late.lab.example is on web's allowlist (what the admin's forms save).
 ENABLE_WEB = """
-from django_webfetch.models import HostListEntry, ListKind, ToolGroup
-ToolGroup.objects.filter(slug__in=["content", "web"]).update(enabled=True)
-web = ToolGroup.objects.get(slug="web")
-web.skip_approval_with_allowlist = True
-web.save()
-HostListEntry.objects.create(group=web, list=ListKind.ALLOW, value="late.lab.example")
+UPDATE django_webfetch_toolgroup SET enabled = true WHERE slug IN ('content', 'web');
+UPDATE django_webfetch_toolgroup SET skip_approval_with_allowlist = true WHERE slug = 'web';
+INSERT INTO django_webfetch_hostlistentry (group_id, list, value, note, created)
+    SELECT id, 'allow', 'late.lab.example', '', now() FROM django_webfetch_toolgroup
+    WHERE slug = 'web';
 """
 
 
@@ -339,9 +342,9 @@ def test_a_restart_mid_call_fails_nothing_and_runs_nothing_twice(
 
 # -- open streams on a small pool -----------------------------------------------------------
 
+#: Groups content and web enabled.
 ENABLE_GROUPS = """
-from django_webfetch.models import ToolGroup
-ToolGroup.objects.filter(slug__in=["content", "web"]).update(enabled=True)
+UPDATE django_webfetch_toolgroup SET enabled = true WHERE slug IN ('content', 'web');
 """
 #: Streams held open at once: more than the pool has connections, within one editor's bound.
 STREAMS = 5

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.exampledb import start_migrated
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.lab
@@ -79,10 +81,13 @@ def test_explain_migrates_only_when_needed(lab, tmp_path):
 @pytest.mark.skipif(
     not (ROOT / ".venv" / "bin" / "python").exists(), reason="run.sh uses the checkout's .venv"
 )
-@pytest.mark.long  # tens of seconds (a fresh database is migrated): started first
+@pytest.mark.long  # tens of seconds: started first
 def test_a_command_printed_through_run_sh_runs_through_run_sh(tmp_path):
     """README trial 8: run through run.sh, the CLI printed ``python manage.py ...``, which
-    runs nothing from the checkout; it prints run.sh's own command, which runs."""
+    runs nothing from the checkout; it prints run.sh's own command, which runs.
+
+    The database starts migrated (a copy of the run's, tests/exampledb.py): the test above
+    has run.sh migrate one from nothing."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -94,6 +99,7 @@ def test_a_command_printed_through_run_sh_runs_through_run_sh(tmp_path):
         WEBFETCH_PLUGIN_DIRS=str(ROOT / "example_project" / "plugins"),
         PYTHONWARNINGS="ignore",
     )
+    start_migrated(env, tmp_path / "db.sqlite3")
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -21,6 +21,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.exampledb import start_migrated
 from tests.runs.infra import ROOT, start_logged, stop_process, wait_for
 
 pytestmark = [pytest.mark.lab]
@@ -64,7 +65,10 @@ def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
     lab_session, tmp_path
 ):
     env = _env(lab_session, tmp_path)
-    # Any manage.py command goes through (run.sh migrates first).
+    # The database starts migrated (a copy of the run's, tests/exampledb.py;
+    # tests/cms/test_run_sh.py has run.sh migrate one from nothing).
+    start_migrated(env, tmp_path / "db.sqlite3")
+    # Any manage.py command goes through.
     _run_sh(env, "manage", "demo_setup", "--domain", "127.0.0.1:8000")
     # The group is enabled; the demo's editor issues their own tokens in the admin, as the
     # README says (one ``shell`` call: one start of the example instead of two).
