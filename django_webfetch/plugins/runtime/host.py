@@ -100,8 +100,10 @@ STARTUP_SECONDS = _STARTUP_SECONDS = 30.0
 #: during a call and during its import (``Threads:`` of ``/proc/<pid>/status``).
 MAX_THREADS = 64
 #: Files and directories in a plugin process's private ``/tmp``: each holds kernel memory
-#: (an inode, a dentry) however few bytes it has; the host kills the process above.
-MAX_TMP_FILES = 4096
+#: (an inode, a dentry) however few bytes it has.  On a root host the kernel refuses the
+#: inode past it (the tmpfs's ``nr_inodes``: ``launch``); elsewhere the host kills the
+#: process above (``Worker.bounds``, watched for the whole call: ``_Watch``).
+MAX_TMP_FILES = bubblewrap.TMP_FILES
 #: What a call may leave in a process the pool keeps: bytes resident or swapped (``VmRSS``,
 #: ``VmSwap``) and in its private ``/tmp`` beyond what the process held when it got ready.
 #: A call that leaves more ends its process instead of idling with it (a call may use up to
@@ -581,13 +583,16 @@ def _as_unprivileged(
     from . import launch
 
     cover, keep = bubblewrap.covers(list(fds))
-    plan = {
-        "uid": outer.uid,
-        "gid": outer.gid,
-        "cover": cover,
-        "keep": keep,
-        "argv": bubblewrap.command(spec, fds),
-    }
+    plan: dict[str, Any] = {"uid": outer.uid, "gid": outer.gid, "cover": cover, "keep": keep}
+    staging = bubblewrap.TMP_STAGING
+    if os.path.isdir(staging) and not any(
+        path == staging or path.startswith(staging + "/") for path in fds
+    ):
+        # Its /tmp bounded in inodes by the kernel (``launch`` mounts it: bwrap cannot).
+        plan["tmp"] = {"at": staging, "bytes": bubblewrap.TMP_BYTES, "inodes": MAX_TMP_FILES}
+        plan["argv"] = bubblewrap.command(spec, fds, tmp_from=staging)
+    else:
+        plan["argv"] = bubblewrap.command(spec, fds)
     return [
         bubblewrap.interpreter_path(),
         "-I",
