@@ -136,6 +136,9 @@ KERNEL_CHANGED = "plugin_kernel_state_changed"
 #: recycled: a far safety net (a joined thread leaves within its next time slices; a fixed
 #: number of looks over 50 ms made pooling depend on the machine's load).
 _QUIET_WAIT = 2.0
+#: Why a process was not pooled when it held other descriptors than when it got ready
+#: (``Worker.descriptors_changed``: which ones, not how many).
+DESCRIPTORS_CHANGED = "plugin_descriptors_changed"
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -318,13 +321,32 @@ def _tmp_files(pid: int) -> int:
     return counted
 
 
-def _descriptors(pid: int) -> int | None:
-    """How many file descriptors plugin process ``pid`` holds (``/proc/<pid>/fd``), or
-    ``None`` when they cannot be read."""
+#: A descriptor's identity as the host reads it: its number, what its link names
+#: (``socket:[inode]``, ``pipe:[inode]``, a path), the device and inode it leads to, and its
+#: ``fdinfo`` but the offset (flags, mount, and what the kernel says of its kind: an
+#: eventfd's id and count, an epoll's watches).
+Descriptor = tuple[int, str, int, int, bytes]
+
+
+def _descriptors(pid: int) -> tuple[Descriptor, ...] | None:
+    """Which file descriptors plugin process ``pid`` holds (``/proc/<pid>/fd``, each as
+    ``Descriptor``), or ``None`` when any cannot be read.  A call that swaps one for
+    another (``dup2`` of a socket whose buffers hold kernel memory over ``/dev/null``)
+    changes it, however many it holds: tests/plugins/test_issue30_attack18.py."""
+    found: list[Descriptor] = []
     try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
+        numbers = sorted(int(name) for name in os.listdir(f"/proc/{pid}/fd"))
+        for fd in numbers:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as fh:
+                kept = b"\n".join(
+                    line for line in fh.read(1 << 16).splitlines() if not line.startswith(b"pos:")
+                )
+            found.append((fd, link, info.st_dev, info.st_ino, kept))
+    except (OSError, ValueError):
         return None
+    return tuple(found)
 
 
 def _status(pid: int) -> bytes | None:
@@ -627,9 +649,11 @@ class Worker:
         #: Its memory and ``/tmp`` bytes once ready (``_footprint``): a call may leave at
         #: most ``MAX_IDLE_GROWTH`` more in a process the pool keeps (``grown``).
         self.footprint = 0
-        #: Its open descriptors once ready: a call that leaves more (socket pairs whose
-        #: buffers hold kernel memory) leaves a process the pool does not keep.
-        self.descriptors: int | None = 0
+        #: Its open descriptors once ready (``_descriptors``: which, not how many): a call
+        #: that leaves any other (a socket whose buffers hold kernel memory, in place of
+        #: one or beside them) leaves a process the pool does not keep
+        #: (``DESCRIPTORS_CHANGED``).
+        self.descriptors: tuple[Descriptor, ...] | None = None
         #: Its kernel state (``_kernel_state``) as the host read it when the sandbox held
         #: and no plugin code had run yet (the guest waits for ``import`` until then):
         #: after each call, stopped, it must read the same, or the process is not kept
@@ -947,12 +971,14 @@ class Worker:
         ready (or it cannot be read: it is not kept); ``status``: its ``/proc`` status
         read already (``stopped_status``)."""
         now = _footprint(self.pid, status)
-        if now is None or now - self.footprint > MAX_IDLE_GROWTH:
-            return True
-        # Kernel memory a call can leave outside both (socket buffers of pairs it made):
-        # a process holding more descriptors than when it got ready is not kept.
+        return now is None or now - self.footprint > MAX_IDLE_GROWTH
+
+    def descriptors_changed(self) -> bool:
+        """It holds other descriptors than when it got ready (``descriptors``), or they
+        cannot be read: kernel memory a call can leave outside ``grown``'s count (the
+        buffers of a socket it made, ``dup2``'d over one it held) is in a descriptor."""
         held = _descriptors(self.pid)
-        return held is None or self.descriptors is None or held > self.descriptors
+        return held is None or self.descriptors is None or held != self.descriptors
 
     def stopped_status(self) -> bytes | None:
         """Its ``/proc`` status once it reads stopped (after ``pause``), or ``None`` when it
@@ -1112,6 +1138,16 @@ class Pool:
         if worker.grown(status):
             # What the call allocated would idle with it, for as long as no call comes.
             logger.info("plugin process %s recycled: its call left memory or files", key)
+            worker.kill()
+            return
+        if worker.descriptors_changed():
+            # Another descriptor in place of one it held at ready (or beside them): a
+            # socket's queued buffers would idle with it, in no ``VmRSS``.
+            logger.info(
+                "plugin process %s recycled (%s): its call left other descriptors",
+                key,
+                DESCRIPTORS_CHANGED,
+            )
             worker.kill()
             return
         if worker.kernel_changed(status):
