@@ -25,9 +25,11 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import queue
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -51,6 +53,7 @@ from django_webfetch.plugins.provenance import WALK_DEPTH, WALK_ENTRIES, Memo, r
 
 from . import bubblewrap, cgroups, identity
 from .protocol import (
+    _SLICE,
     MAX_REFUSED_CHARS,
     MAX_REFUSED_PATHS,
     Channel,
@@ -625,6 +628,57 @@ def _as_unprivileged(
     ]
 
 
+def _ended_by_cpu(process: subprocess.Popen[bytes]) -> bool:
+    """The plugin process ended of its ``RLIMIT_CPU`` (``SIGXCPU``): bwrap, whose child
+    it is, reports ``128 + signal``."""
+    try:
+        code: int | None = process.wait(2)
+    except subprocess.TimeoutExpired:
+        return False
+    return code in (-signal.SIGXCPU, 128 + signal.SIGXCPU)
+
+
+class _Watch:
+    """A thread that runs a process's ``bounds`` check every ``protocol._SLICE`` for as
+    long as the host waits on anything but the plugin's next message (``recv`` polls it
+    itself): a request it performs for the plugin (``_perform``), a message it sends (a
+    plugin that does not read), the threads of a call or an import settling
+    (``Worker.quiet``, ``_settled_threads``).  Over a bound: the failure is kept
+    (``Worker.breach``) and the process killed at once; the host raises it when its wait
+    ends (tests/plugins/test_issue30_waits.py)."""
+
+    def __init__(self, worker: Worker, check: Any) -> None:
+        self._worker = worker
+        self._check = check
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="webfetch-plugin-watch", daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.wait(_SLICE):
+            try:
+                self._check()
+            except RuntimeFailure as exc:
+                self._worker.breach = exc
+                if self._worker.process.poll() is None:
+                    with contextlib.suppress(OSError):
+                        os.kill(self._worker.pid, signal.SIGKILL)
+                return
+
+    def __enter__(self) -> _Watch:
+        if self._check is not None and self._worker.pid:
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """No more checks (a check under way ends first)."""
+        self._done.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 class Worker:
     """One plugin process in its sandbox, bound to one instance (or to one manifest read)."""
 
@@ -660,6 +714,14 @@ class Worker:
         #: (``Pool.release``; ``None``, unreadable: never kept).
         self.kernel: tuple[bytes, ...] | None = None
         self.stopped = False
+        #: Its whole life's CPU seconds (the guest's own ``RLIMIT_CPU``, set at ``setup``).
+        self.lifetime = int(limits.cpu_seconds * MAX_CALLS_PER_PROCESS + _STARTUP_SECONDS)
+        #: The bound a ``_Watch`` found crossed (the process killed then): what the call,
+        #: or the import, fails with, wherever the host was waiting.
+        self.breach: RuntimeFailure | None = None
+        #: What ``bounds`` checks while its import runs (``_start``): watched until its
+        #: threads settle (``_settled_threads``: the process runs meanwhile).
+        self.import_bounds: Any = None
         #: What its Landlock enforced, as its guest said in ``contained``, before any plugin
         #: code ran (``_checked_contained``): ``isolation`` reports it.
         self.enforced: dict[str, Any] = {}
@@ -747,7 +809,12 @@ class Worker:
                 self.ready = _checked_ready(self._start(errors))
             finally:
                 errors.close()
-            self.thread_ids = self._settled_threads()
+            # The process runs while its threads settle (up to ``_QUIET_WAIT``): a thread
+            # its import started is watched, and bounded by the kernel, as a call is.
+            with _Watch(self, self.import_bounds):
+                self.thread_ids = self._settled_threads()
+            if self.breach is not None:
+                raise self.breach
             self.footprint = _footprint(self.pid) or 0
             self.descriptors = _descriptors(self.pid)
         except BaseException:
@@ -775,7 +842,7 @@ class Worker:
         return f"{bubblewrap.reason_of(said)}: {' '.join(said.split())[:200]}"
 
     def _start(self, errors: Any) -> dict[str, Any]:
-        lifetime = int(self.limits.cpu_seconds * MAX_CALLS_PER_PROCESS + _STARTUP_SECONDS)
+        lifetime = self.lifetime
         contained = False
         try:
             self.channel.send(
@@ -793,8 +860,11 @@ class Worker:
                     "hidden": self.hidden,
                 }
             )
+            # The guest sets its own limits now (``RLIMIT_CPU`` its whole life's): the
+            # host's per-call CPU limit (``bounds``' ``kernel``) waits for ``contained``.
             message = self.channel.recv(
-                self._until(_STARTUP_SECONDS), poll=self.bounds(_STARTUP_SECONDS, files=False)
+                self._until(_STARTUP_SECONDS),
+                poll=self.bounds(_STARTUP_SECONDS, files=False, kernel=False),
             )
             if message["op"] == "contained":
                 # The sandbox holds and the guest waits: what the kernel says of it now is
@@ -809,11 +879,12 @@ class Worker:
                     raise IsolationUnavailable(
                         "seccomp_unavailable: the host does not read both filters in /proc"
                     )
+                self.import_bounds = self.bounds(self.limits.cpu_seconds)
                 self.channel.send({"op": "import"}, self._until(_STARTUP_SECONDS))
                 message = self.channel.recv(
                     self._until(self.limits.wall_seconds),
                     max_message=READY_BYTES,
-                    poll=self.bounds(self.limits.cpu_seconds),
+                    poll=self.import_bounds,
                 )
         except ChannelTimeout as exc:
             self.kill()
@@ -832,6 +903,9 @@ class Worker:
             if not contained:
                 self._deferred()
                 raise IsolationUnavailable(self._why(errors)) from exc
+            if _ended_by_cpu(self.process):
+                self.kill()
+                raise RuntimeFailure("plugin_limit", "CPU time") from exc
             self.kill()
             raise RuntimeFailure(
                 "plugin_crashed", f"the plugin process ended while importing: {exc}"
@@ -903,12 +977,17 @@ class Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def bounds(self, cpu_seconds: float, *, files: bool = True) -> Any:
-        """What the host checks while it waits (every ``protocol._SLICE``) and after each
-        call: CPU time from now on, threads and (``files``: once the sandbox is built,
-        which bwrap reports before it is) the files of the private ``/tmp``; over a bound,
-        ``plugin_limit`` (and the process is killed by whoever catches it)."""
+    def bounds(self, cpu_seconds: float, *, files: bool = True, kernel: bool = True) -> Any:
+        """What the host checks while it waits (every ``protocol._SLICE``, in ``recv``'s
+        poll and in a ``_Watch`` wherever else it waits) and after each call: CPU time
+        from now on, threads and (``files``: once the sandbox is built, which bwrap
+        reports before it is) the files of the private ``/tmp``; over a bound,
+        ``plugin_limit`` (and the process is killed by whoever catches it).  ``kernel``
+        (once the guest has set its own limits): the kernel ends the process past its CPU
+        time too, whoever looks (``limit_cpu``)."""
         cpu_start = self.cpu_seconds()
+        if kernel:
+            self.limit_cpu(cpu_start + cpu_seconds)
 
         def check() -> None:
             if self.cpu_seconds() - cpu_start > cpu_seconds:
@@ -919,6 +998,26 @@ class Worker:
                 raise RuntimeFailure("plugin_limit", "files in /tmp")
 
         return check
+
+    def limit_cpu(self, until: float) -> None:
+        """The process's ``RLIMIT_CPU``, set by the host (``prlimit``) so that the kernel
+        ends it at ``until`` seconds of CPU (its whole life's: the limit is per process),
+        rounded up to the next whole second (the limit's unit): ``SIGXCPU`` there (the
+        call fails ``plugin_limit``), and, where the host may raise the hard limit again
+        for the next call (a root host: ``CAP_SYS_RESOURCE``), ``SIGKILL`` one second
+        later (a plugin that ignores ``SIGXCPU``); never past its whole life's bound.
+        What the host checks itself (``bounds``) is finer: this holds wherever it does not
+        look (tests/plugins/test_issue30_waits.py)."""
+        soft = max(1, math.ceil(until))
+        try:
+            if self.identity is not None:
+                hard = min(soft + 1, self.lifetime)
+            else:  # lowered, the hard limit could not be raised for the next call
+                hard = resource.prlimit(self.pid, resource.RLIMIT_CPU)[1]
+            resource.prlimit(self.pid, resource.RLIMIT_CPU, (min(soft, hard), hard))
+        except (OSError, ValueError) as exc:
+            # Gone (the call fails as it ends), or refused: the host's own checks hold.
+            logger.warning("plugin process %s: no per-call CPU limit (%s)", self.pid, exc)
 
     def cpu_seconds(self) -> float:
         """CPU time of the plugin process, all its threads, as the kernel counts it."""
@@ -1104,7 +1203,10 @@ class Pool:
                 worker.kill()
         return None
 
-    def release(self, key: Any, worker: Worker, size: int) -> None:
+    def release(self, key: Any, worker: Worker, size: int, watch: _Watch | None = None) -> None:
+        """Keep ``worker`` idle for ``key`` if its call left it as it was at ready, or end
+        it.  ``watch``: the call's, stopped before the process is pooled (it belongs to the
+        next call then), and a bound it found crossed ends the process."""
         if worker.hooks_changed:
             # Checked first: the guest ends itself after such a call, so it may be gone.
             logger.info("plugin process %s recycled: its call changed the process's hooks", key)
@@ -1158,6 +1260,11 @@ class Pool:
                 key,
                 KERNEL_CHANGED,
             )
+            worker.kill()
+            return
+        if watch is not None:
+            watch.stop()
+        if worker.breach is not None:
             worker.kill()
             return
         with self._lock:
@@ -1582,24 +1689,54 @@ def execute(
     worker = _pool.acquire(key)
     if worker is None:
         worker = Worker(origin, limits, str(key[0]) if isinstance(key, tuple) else "call")
-    try:
-        outcome = _run(worker, call, http, limits)
-        if worker.calls == 0:  # what its import tried, on the record of its first call
-            outcome.violations[:0] = _violation_list(worker.ready.get("violations"))
-    except RuntimeFailure:
+    # The call's bounds hold wherever the host waits: the kernel's CPU limit (``bounds``),
+    # ``recv``'s poll, and a watch for the rest (a request, a send, its threads settling
+    # in ``Pool.release``).
+    poll = worker.bounds(limits.cpu_seconds)
+    with _Watch(worker, poll) as watch:
+        try:
+            outcome = _run(worker, call, http, limits, poll)
+            if worker.calls == 0:  # what its import tried, on the record of its first call
+                outcome.violations[:0] = _violation_list(worker.ready.get("violations"))
+        except BaseException:
+            worker.kill()
+            raise
+        worker.calls += 1
+        _pool.release(key, worker, limits.pool_size, watch)
+    if worker.breach is not None:
+        # Past a bound while the host settled its threads: the process is killed (a pooled
+        # one is found dead by ``Pool.acquire``), the call fails.
         worker.kill()
-        raise
-    except BaseException:
-        worker.kill()
-        raise
-    worker.calls += 1
-    _pool.release(key, worker, limits.pool_size)
+        raise worker.breach
     return outcome
 
 
-def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> CallOutcome:
+def _run(
+    worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits, poll: Any
+) -> CallOutcome:
+    """The call's exchange (``_exchange``); a bound the watch found crossed meanwhile is
+    what the call fails with, whatever the wait it ended said (a closed channel, a
+    timeout)."""
+    try:
+        return _exchange(worker, call, http, limits, poll)
+    except RuntimeFailure as exc:
+        if worker.breach is not None and exc is not worker.breach:
+            raise worker.breach from exc
+        raise
+    except (ProtocolError, OSError) as exc:
+        if worker.breach is not None:
+            raise worker.breach from exc
+        raise
+
+
+def _exchange(
+    worker: Worker,
+    call: Mapping[str, Any],
+    http: Any,
+    limits: Limits,
+    poll: Any,
+) -> CallOutcome:
     deadline = time.monotonic() + limits.wall_seconds
-    poll = worker.bounds(limits.cpu_seconds)
     requests = 0
     call_id = next(_call_ids)
     try:
@@ -1614,6 +1751,8 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
                 if requests > limits.max_requests:
                     raise RuntimeFailure("plugin_limit", "requests per call")
                 reply = _perform(message, http, deadline)
+                if worker.breach is not None:  # past a bound while the request ran
+                    raise worker.breach
                 worker.channel.send({"op": "http_reply", "id": request_id, **reply}, deadline)
             elif message["op"] == "result":
                 if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
@@ -1630,6 +1769,8 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
     except ChannelTimeout as exc:
         raise RuntimeFailure("plugin_timeout", "wall time") from exc
     except ChannelClosed as exc:
+        if worker.breach is not None:  # killed by the watch, past a bound
+            raise worker.breach from exc
         try:
             code: int | None = worker.process.wait(2)
         except subprocess.TimeoutExpired:
