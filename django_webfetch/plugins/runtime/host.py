@@ -139,6 +139,11 @@ KERNEL_CHANGED = "plugin_kernel_state_changed"
 #: recycled: a far safety net (a joined thread leaves within its next time slices; a fixed
 #: number of looks over 50 ms made pooling depend on the machine's load).
 _QUIET_WAIT = 2.0
+#: Logged (once per host process) when the kernel refuses the host a plugin process's
+#: per-call CPU limit (``Worker.limit_cpu``: ``prlimit`` needs the process's own uid, or
+#: ``CAP_SYS_RESOURCE``): the host's checks (``recv``'s poll, ``_Watch``) hold it alone.
+CPU_LIMIT_UNAVAILABLE = "plugin_cpu_limit_unavailable"
+_cpu_limit_refused = False
 #: Why a process was not pooled when it held other descriptors than when it got ready
 #: (``Worker.descriptors_changed``: which ones, not how many).
 DESCRIPTORS_CHANGED = "plugin_descriptors_changed"
@@ -656,6 +661,9 @@ class _Watch:
     def _run(self) -> None:
         while not self._done.wait(_SLICE):
             try:
+                if self._worker.process.poll() in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+                    # Ended by the kernel's CPU limit (``limit_cpu``) while the host waited.
+                    raise RuntimeFailure("plugin_limit", "CPU time")
                 self._check()
             except RuntimeFailure as exc:
                 self._worker.breach = exc
@@ -1008,6 +1016,9 @@ class Worker:
         later (a plugin that ignores ``SIGXCPU``); never past its whole life's bound.
         What the host checks itself (``bounds``) is finer: this holds wherever it does not
         look (tests/plugins/test_issue30_waits.py)."""
+        global _cpu_limit_refused
+        if _cpu_limit_refused:
+            return
         soft = max(1, math.ceil(until))
         try:
             if self.identity is not None:
@@ -1015,9 +1026,18 @@ class Worker:
             else:  # lowered, the hard limit could not be raised for the next call
                 hard = resource.prlimit(self.pid, resource.RLIMIT_CPU)[1]
             resource.prlimit(self.pid, resource.RLIMIT_CPU, (min(soft, hard), hard))
-        except (OSError, ValueError) as exc:
-            # Gone (the call fails as it ends), or refused: the host's own checks hold.
-            logger.warning("plugin process %s: no per-call CPU limit (%s)", self.pid, exc)
+        except PermissionError as exc:
+            # A root host without ``CAP_SYS_RESOURCE`` (a container's default): the
+            # process is another uid's.  The host's own checks hold the bound alone.
+            _cpu_limit_refused = True
+            logger.warning(
+                "plugin processes run without a per-call CPU limit (%s: %s); the host's "
+                "checks hold the CPU bound",
+                CPU_LIMIT_UNAVAILABLE,
+                exc.strerror,
+            )
+        except (OSError, ValueError):
+            pass  # gone: the call fails as it ends
 
     def cpu_seconds(self) -> float:
         """CPU time of the plugin process, all its threads, as the kernel counts it."""

@@ -1,0 +1,166 @@
+"""Issue 30, round 18: a call's bounds hold wherever the host waits (decision 0059).
+
+The host waits on a plugin process in these places; each is listed with what holds the
+call's CPU bound (``WEBFETCH_PLUGIN_CPU_SECONDS``) and its ``/tmp`` bound
+(``MAX_TMP_FILES``) while it waits there:
+
+=========================================  ===========================================
+the guest's next message (``Channel.recv``) ``recv``'s poll (``Worker.bounds``)
+a request performed for it (``_perform``)   the watch (``host._Watch``): ``request``
+its reply sent to it (``Channel.send``)     the watch: ``reply`` (a plugin that does not
+                                            read)
+its call's threads settling                 the watch: ``settle`` (``Worker.quiet``, in
+(``Pool.release``)                          ``Pool.release``)
+its import's threads settling               the watch (``Worker.__init__``; the probe
+(``_settled_threads``)                      plugin's import is fixed: not run here)
+the call sent to it (``Channel.send``)      the watch; the guest reads every call before
+                                            any plugin code of it runs
+=========================================  ===========================================
+
+and, beneath all of them, whoever looks or not: the kernel (the per-call ``RLIMIT_CPU``
+the host sets, ``Worker.limit_cpu``: ``test_the_kernel_holds_the_cpu_bound_of_each_call``;
+the tmpfs's ``nr_inodes`` on a root host, tests/plugins/test_issue30_attack18.py).
+Each test below holds the host in one waiting point while the plugin spins on both cores,
+and proves the call ends ``plugin_limit`` (CPU time) with the process's CPU near its bound.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from tests.plugins.test_issue30_attack18 import _pooled_worker, _Sampler, _warm_pid
+
+pytestmark = pytest.mark.django_db
+
+#: A thread body that spins (hashing releases the interpreter's lock: every core) until
+#: ``until`` (``time.monotonic()``).
+_SPIN = """\
+import hashlib, threading, time
+def spin():
+    block = bytes(1 << 20)
+    while time.monotonic() < until:
+        hashlib.sha256(block)
+def spinners(n):
+    for _ in range(n):
+        threading.Thread(target=spin, daemon=True).start()
+"""
+
+#: Held in ``_perform``: the threads spin while the host waits for a granted page that
+#: answers late (the lab's ``/late``).
+_REQUEST = (
+    "import time\nuntil = time.monotonic() + 9\n" + _SPIN + "spinners(4)\n"
+    "try:\n"
+    "    plugin.http.get('http://granted.lab.example/late?seconds=10')\n"
+    "except Exception:\n"
+    "    pass\n"
+    "result = 'answered'\n"
+)
+
+#: Held in ``Channel.send``: the call writes a request on its channel itself and never
+#: reads; the host performs it and sends a reply (~1.3 MB) larger than the socket's
+#: buffers, which no one reads, while the threads spin.
+_REPLY = (
+    "import json, os, struct, sys, time\nuntil = time.monotonic() + 9\n"
+    + _SPIN
+    + "body = json.dumps({'op': 'http', 'id': 1, 'method': 'GET',\n"
+    "    'url': 'http://granted.lab.example/bytes/1000000'}).encode()\n"
+    "os.write(int(sys.argv[-1]), struct.pack('!I', len(body)) + body)\n"
+    "spinners(4)\n"
+    "while time.monotonic() < until:\n"
+    "    time.sleep(0.05)\n"
+    "result = 'spun'\n"
+)
+
+#: Held in ``Pool.release``: the call answers at once and leaves threads that spin; the
+#: host lets them settle (``Worker.quiet``: it continues the process, up to ``_QUIET_WAIT``).
+_SETTLE = "import time\nuntil = time.monotonic() + 9\n" + _SPIN + "spinners(4)\nresult = 'left'\n"
+
+
+@pytest.mark.parametrize(
+    "waiting_point,code", [("request", _REQUEST), ("reply", _REPLY), ("settle", _SETTLE)]
+)
+def test_a_call_that_spins_while_the_host_waits_ends_at_its_cpu_bound(
+    probe, settings, waiting_point, code
+):
+    """While the host waits at ``waiting_point`` (not on the guest's next message), the
+    call's threads spin on every core: the call ends ``plugin_limit`` (CPU time: the
+    watch, or the kernel's limit) and its process ran about its bound, not the wall time
+    times the cores."""
+    from django_webfetch.plugins.runtime.host import RuntimeFailure, shutdown
+    from tests.plugins.test_issue30 import _CLK_TCK, cpu_ticks
+
+    settings.WEBFETCH_PLUGIN_CPU_SECONDS = 0.2
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20
+    settings.WEBFETCH_TIMEOUT = 15
+    try:
+        pid = _warm_pid(probe)
+        before = cpu_ticks([pid])
+        with (
+            _Sampler(pid, lambda p: cpu_ticks([p])) as sampled,
+            pytest.raises(RuntimeFailure) as failed,
+        ):
+            probe(code)
+        assert _pooled_worker() is None, "the process past its bound is not kept"
+    finally:
+        shutdown()
+    assert (failed.value.code, failed.value.detail) == ("plugin_limit", "CPU time"), failed.value
+    used = (sampled.most - before) / _CLK_TCK
+    assert used <= 0.2 + 0.5, f"{waiting_point}: a call bound to 0.2 s ran {used:.1f} s of CPU"
+
+
+#: What the call's process sees of its own CPU limit and time as the call starts.
+_LIMITS = """\
+import json, resource, time
+soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+result = json.dumps({'soft': soft, 'hard': hard, 'used': time.process_time()})
+"""
+
+
+def _may_limit_plugin_processes() -> bool:
+    """This host process may set another uid's limits (``CAP_SYS_RESOURCE``), or runs as
+    the uid of its plugin processes (not root)."""
+    if os.geteuid() != 0:
+        return True
+    with open("/proc/self/status") as fh:
+        found = dict(line.split(":", 1) for line in fh if ":" in line)
+    return bool(int(found["CapEff"], 16) >> 24 & 1)  # CAP_SYS_RESOURCE
+
+
+def test_the_kernel_holds_the_cpu_bound_of_each_call(probe, settings, caplog, monkeypatch):
+    """Before each call the host sets the process's ``RLIMIT_CPU`` (``prlimit``) to the
+    CPU it has used plus the call's bound, rounded up to the whole second: the kernel ends
+    it there (``SIGXCPU``) whether or not the host looks; a root host sets the hard limit
+    a second above (``SIGKILL`` for a plugin that ignores ``SIGXCPU``) and raises it again
+    for the next call.  Where the kernel refuses the host that (a root host without
+    ``CAP_SYS_RESOURCE``: a container's default, as the tests run here), the host says so
+    once, with its stable code, and its checks hold the bound alone (the test above)."""
+    from django_webfetch.plugins.runtime import host
+
+    settings.WEBFETCH_PLUGIN_CPU_SECONDS = 0.5
+    lifetime = int(0.5 * host.MAX_CALLS_PER_PROCESS + host.STARTUP_SECONDS)
+    may = _may_limit_plugin_processes()
+    monkeypatch.setattr(host, "_cpu_limit_refused", False)  # said once per process
+    try:
+        seen = []
+        for _ in range(3):
+            outcome = probe(_LIMITS)
+            seen.append(json.loads(json.loads(outcome.text)["result"]))
+        assert _pooled_worker() is not None, "calls within their bound keep their process"
+    finally:
+        host.shutdown()
+    said = [r for r in caplog.records if host.CPU_LIMIT_UNAVAILABLE in r.getMessage()]
+    if not may:
+        assert len(said) == 1, said
+        assert all(found["soft"] == found["hard"] == lifetime for found in seen), seen
+        return
+    assert not said, said
+    for found in seen:
+        assert found["used"] < found["soft"] <= math.ceil(found["used"] + 0.5) + 1, found
+        if os.geteuid() == 0:
+            assert found["hard"] == found["soft"] + 1, found
+        else:
+            assert found["hard"] == lifetime, found
