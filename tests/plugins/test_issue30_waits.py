@@ -75,9 +75,15 @@ _REPLY = (
     "result = 'spun'\n"
 )
 
-#: Held in ``Pool.release``: the call answers at once and leaves threads that spin; the
-#: host lets them settle (``Worker.quiet``: it continues the process, up to ``_QUIET_WAIT``).
-_SETTLE = "import time\nuntil = time.monotonic() + 9\n" + _SPIN + "spinners(4)\nresult = 'left'\n"
+#: Held in ``Pool.release``: the call spends most of its bound (0.15 s of 0.2), then
+#: answers and leaves threads that spin; the host lets them settle (``Worker.quiet``: it
+#: continues the process, up to ``_QUIET_WAIT``).
+_SETTLE = (
+    "import time\nuntil = time.monotonic() + 9\n" + _SPIN + "spent = time.process_time() + 0.15\n"
+    "while time.process_time() < spent:\n"
+    "    pass\n"
+    "spinners(4)\nresult = 'left'\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -99,15 +105,23 @@ def test_a_call_that_spins_while_the_host_waits_ends_at_its_cpu_bound(
     try:
         pid = _warm_pid(probe)
         before = cpu_ticks([pid])
-        with (
-            _Sampler(pid, lambda p: cpu_ticks([p])) as sampled,
-            pytest.raises(RuntimeFailure) as failed,
-        ):
-            probe(code)
-        assert _pooled_worker() is None, "the process past its bound is not kept"
+        failure: RuntimeFailure | None = None
+        with _Sampler(pid, lambda p: cpu_ticks([p])) as sampled:
+            try:
+                probe(code)
+            except RuntimeFailure as exc:
+                failure = exc
+        assert _pooled_worker() is None, "a process whose call spun is not kept"
     finally:
         shutdown()
-    assert (failed.value.code, failed.value.detail) == ("plugin_limit", "CPU time"), failed.value
+    if waiting_point != "settle" or failure is not None:
+        # A call's threads left to settle may get less than the rest of the bound in the
+        # host's wait on a loaded machine: the call then answered within it, its process
+        # ended (its threads still ran).  Whichever, the CPU below holds.
+        assert failure is not None and (failure.code, failure.detail) == (
+            "plugin_limit",
+            "CPU time",
+        ), failure
     used = (sampled.most - before) / _CLK_TCK
     assert used <= 0.2 + 0.5, f"{waiting_point}: a call bound to 0.2 s ran {used:.1f} s of CPU"
 
