@@ -178,3 +178,51 @@ def test_the_kernel_holds_the_cpu_bound_of_each_call(probe, settings, caplog, mo
             assert found["hard"] == found["soft"] + 1, found
         else:
             assert found["hard"] == lifetime, found
+
+
+#: Held in ``_perform``: a thread makes empty files in the scratch directory while the
+#: host waits for a granted page that answers late.
+_FILL = (
+    "import os, threading, time\nuntil = time.monotonic() + 9\n"
+    "def fill():\n"
+    "    n = 0\n"
+    "    while time.monotonic() < until and n < 50000:\n"
+    "        os.close(os.open(f'f{n}', os.O_CREAT | os.O_WRONLY, 0o600))\n"
+    "        n += 1\n"
+    "threading.Thread(target=fill, daemon=True).start()\n"
+    "try:\n"
+    "    plugin.http.get('http://granted.lab.example/late?seconds=10')\n"
+    "except Exception:\n"
+    "    pass\n"
+    "result = 'answered'\n"
+)
+
+
+def test_without_the_kernels_inode_bound_the_watch_holds_the_tmp_count(
+    probe, settings, monkeypatch
+):
+    """Where the launcher cannot mount the private /tmp with ``nr_inodes`` (no
+    ``bubblewrap.TMP_STAGING`` here, as on a host without ``/dev/shm``; an unprivileged
+    host never can), bwrap makes the tmpfs, and the watch holds its file count while the
+    host performs a request: the call ends ``plugin_limit`` ("files in /tmp") near the
+    bound, not at 50,000 files."""
+    from django_webfetch.plugins.runtime import bubblewrap
+    from django_webfetch.plugins.runtime.host import (
+        MAX_TMP_FILES,
+        RuntimeFailure,
+        _tmp_files,
+        shutdown,
+    )
+
+    monkeypatch.setattr(bubblewrap, "TMP_STAGING", "/nonexistent-webfetch-staging")
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20
+    settings.WEBFETCH_TIMEOUT = 15
+    try:
+        pid = _warm_pid(probe)
+        assert os.statvfs(f"/proc/{pid}/root/tmp").f_files != MAX_TMP_FILES  # bwrap's tmpfs
+        with _Sampler(pid, _tmp_files) as sampled, pytest.raises(RuntimeFailure) as failed:
+            probe(_FILL)
+    finally:
+        shutdown()
+    assert (failed.value.code, failed.value.detail) == ("plugin_limit", "files in /tmp")
+    assert sampled.most <= 2 * MAX_TMP_FILES, sampled.most
