@@ -27,6 +27,7 @@ and proves the call ends ``plugin_limit`` (CPU time) with the process's CPU near
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 
@@ -226,3 +227,34 @@ def test_without_the_kernels_inode_bound_the_watch_holds_the_tmp_count(
         shutdown()
     assert (failed.value.code, failed.value.detail) == ("plugin_limit", "files in /tmp")
     assert sampled.most <= 2 * MAX_TMP_FILES, sampled.most
+
+
+#: Swaps the call's stdin for one end of a fresh socketpair (nothing queued): as many
+#: descriptors as at ready, and no memory to speak of.
+_ONE_SWAP = """\
+import os, socket
+a, b = socket.socketpair()
+os.dup2(b.fileno(), 0)
+a.close()
+b.close()
+result = 'swapped'
+"""
+
+
+def test_a_call_that_swaps_a_descriptor_ends_its_process_with_its_reason(probe, caplog):
+    """The pool compares which descriptors a process holds with those at ready: one
+    swapped (the count unchanged, nothing grown) ends the process, logged with
+    ``plugin_descriptors_changed``; a call that leaves them as they were keeps it."""
+    from django_webfetch.plugins.runtime.host import DESCRIPTORS_CHANGED, shutdown
+
+    caplog.set_level(logging.INFO, logger="django_webfetch.plugins")
+    try:
+        pid = _warm_pid(probe)
+        assert probe("result = 1").kind == "json"
+        assert _pooled_worker().pid == pid, "a call that swaps nothing keeps its process"
+        assert probe(_ONE_SWAP).kind == "json"
+        assert _pooled_worker() is None
+    finally:
+        shutdown()
+    said = [r.getMessage() for r in caplog.records if DESCRIPTORS_CHANGED in r.getMessage()]
+    assert len(said) == 1, said

@@ -1262,16 +1262,6 @@ class Pool:
             logger.info("plugin process %s recycled: its call left memory or files", key)
             worker.kill()
             return
-        if worker.descriptors_changed():
-            # Another descriptor in place of one it held at ready (or beside them): a
-            # socket's queued buffers would idle with it, in no ``VmRSS``.
-            logger.info(
-                "plugin process %s recycled (%s): its call left other descriptors",
-                key,
-                DESCRIPTORS_CHANGED,
-            )
-            worker.kill()
-            return
         if worker.kernel_changed(status):
             # A handler, an ignored, blocked or pending signal (or a filter, a capability,
             # an id) the plugin left: it could run work of this call in the next one.
@@ -1279,6 +1269,16 @@ class Pool:
                 "plugin process %s recycled (%s): its signals or privileges changed",
                 key,
                 KERNEL_CHANGED,
+            )
+            worker.kill()
+            return
+        if worker.descriptors_changed():
+            # Another descriptor in place of one it held at ready (or beside them): a
+            # socket's queued buffers would idle with it, in no ``VmRSS``.
+            logger.info(
+                "plugin process %s recycled (%s): its call left other descriptors",
+                key,
+                DESCRIPTORS_CHANGED,
             )
             worker.kill()
             return
