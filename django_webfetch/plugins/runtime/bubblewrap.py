@@ -72,6 +72,12 @@ SANDBOX_ID = 65534
 #: memory outside the address-space limit, so they are small.
 TMP_BYTES = 16 * 1024 * 1024
 DEV_BYTES = 64 * 1024
+#: Inodes of the private /tmp (files and directories, its own root included): each holds
+#: kernel memory however few bytes it has.  bwrap cannot bound them (``--size`` only): a
+#: root host's ``launch`` mounts the tmpfs itself, with ``nr_inodes``, at ``TMP_STAGING``
+#: in its own mount namespace, and bwrap binds it as /tmp (``command``'s ``tmp_from``).
+TMP_FILES = 4096
+TMP_STAGING = "/dev/shm"
 
 #: Stable reasons a sandbox could not be built (``webfetch plugin list``, check W033).
 REASONS = {
@@ -682,10 +688,13 @@ def covers(paths: list[str]) -> tuple[list[str], list[str]]:
     return cover, keep
 
 
-def command(spec: SandboxSpec, fds: Mapping[str, int] | None = None) -> list[str]:
+def command(
+    spec: SandboxSpec, fds: Mapping[str, int] | None = None, tmp_from: str | None = None
+) -> list[str]:
     """bwrap's command line for one plugin process.  ``fds``: a file descriptor the host
     opened for each path of ``sources`` (``--ro-bind-fd``: bwrap mounts that very inode);
-    without it, the paths (``--ro-bind``)."""
+    without it, the paths (``--ro-bind``).  ``tmp_from``: a tmpfs made for this process
+    (``launch``: bounded in bytes and inodes) bound as its /tmp, in place of bwrap's own."""
     mounts: list[str] = []
     for entry in _layout(spec):
         if entry[0] == "symlink":
@@ -722,12 +731,11 @@ def command(spec: SandboxSpec, fds: Mapping[str, int] | None = None) -> list[str
         "--new-session",
         "--clearenv",
         # The private /tmp first: a package bound below /tmp (a test's) stays visible.
-        "--size",
-        str(TMP_BYTES),
-        "--perms",
-        "0700",
-        "--tmpfs",
-        "/tmp",
+        *(
+            ["--bind", tmp_from, "/tmp"]
+            if tmp_from
+            else ["--size", str(TMP_BYTES), "--perms", "0700", "--tmpfs", "/tmp"]
+        ),
         "--dir",
         spec.scratch,
         "--chdir",

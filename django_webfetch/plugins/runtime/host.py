@@ -25,9 +25,11 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import queue
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -51,6 +53,7 @@ from django_webfetch.plugins.provenance import WALK_DEPTH, WALK_ENTRIES, Memo, r
 
 from . import bubblewrap, cgroups, identity
 from .protocol import (
+    _SLICE,
     MAX_REFUSED_CHARS,
     MAX_REFUSED_PATHS,
     Channel,
@@ -102,8 +105,10 @@ STARTUP_SECONDS = _STARTUP_SECONDS = 30.0
 #: during a call and during its import (``Threads:`` of ``/proc/<pid>/status``).
 MAX_THREADS = 64
 #: Files and directories in a plugin process's private ``/tmp``: each holds kernel memory
-#: (an inode, a dentry) however few bytes it has; the host kills the process above.
-MAX_TMP_FILES = 4096
+#: (an inode, a dentry) however few bytes it has.  On a root host the kernel refuses the
+#: inode past it (the tmpfs's ``nr_inodes``: ``launch``); elsewhere the host kills the
+#: process above (``Worker.bounds``, watched for the whole call: ``_Watch``).
+MAX_TMP_FILES = bubblewrap.TMP_FILES
 #: What a call may leave in a process the pool keeps: bytes resident or swapped (``VmRSS``,
 #: ``VmSwap``) and in its private ``/tmp`` beyond what the process held when it got ready.
 #: A call that leaves more ends its process instead of idling with it (a call may use up to
@@ -136,6 +141,14 @@ KERNEL_CHANGED = "plugin_kernel_state_changed"
 #: recycled: a far safety net (a joined thread leaves within its next time slices; a fixed
 #: number of looks over 50 ms made pooling depend on the machine's load).
 _QUIET_WAIT = 2.0
+#: Logged (once per host process) when the kernel refuses the host a plugin process's
+#: per-call CPU limit (``Worker.limit_cpu``: ``prlimit`` needs the process's own uid, or
+#: ``CAP_SYS_RESOURCE``): the host's checks (``recv``'s poll, ``_Watch``) hold it alone.
+CPU_LIMIT_UNAVAILABLE = "plugin_cpu_limit_unavailable"
+_cpu_limit_refused = False
+#: Why a process was not pooled when it held other descriptors than when it got ready
+#: (``Worker.descriptors_changed``: which ones, not how many).
+DESCRIPTORS_CHANGED = "plugin_descriptors_changed"
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -318,13 +331,32 @@ def _tmp_files(pid: int) -> int:
     return counted
 
 
-def _descriptors(pid: int) -> int | None:
-    """How many file descriptors plugin process ``pid`` holds (``/proc/<pid>/fd``), or
-    ``None`` when they cannot be read."""
+#: A descriptor's identity as the host reads it: its number, what its link names
+#: (``socket:[inode]``, ``pipe:[inode]``, a path), the device and inode it leads to, and its
+#: ``fdinfo`` but the offset (flags, mount, and what the kernel says of its kind: an
+#: eventfd's id and count, an epoll's watches).
+Descriptor = tuple[int, str, int, int, bytes]
+
+
+def _descriptors(pid: int) -> tuple[Descriptor, ...] | None:
+    """Which file descriptors plugin process ``pid`` holds (``/proc/<pid>/fd``, each as
+    ``Descriptor``), or ``None`` when any cannot be read.  A call that swaps one for
+    another (``dup2`` of a socket whose buffers hold kernel memory over ``/dev/null``)
+    changes it, however many it holds: tests/plugins/test_issue30_attack18.py."""
+    found: list[Descriptor] = []
     try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
+        numbers = sorted(int(name) for name in os.listdir(f"/proc/{pid}/fd"))
+        for fd in numbers:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as fh:
+                kept = b"\n".join(
+                    line for line in fh.read(1 << 16).splitlines() if not line.startswith(b"pos:")
+                )
+            found.append((fd, link, info.st_dev, info.st_ino, kept))
+    except (OSError, ValueError):
         return None
+    return tuple(found)
 
 
 def _status(pid: int) -> bytes | None:
@@ -583,13 +615,16 @@ def _as_unprivileged(
     from . import launch
 
     cover, keep = bubblewrap.covers(list(fds))
-    plan = {
-        "uid": outer.uid,
-        "gid": outer.gid,
-        "cover": cover,
-        "keep": keep,
-        "argv": bubblewrap.command(spec, fds),
-    }
+    plan: dict[str, Any] = {"uid": outer.uid, "gid": outer.gid, "cover": cover, "keep": keep}
+    staging = bubblewrap.TMP_STAGING
+    if os.path.isdir(staging) and not any(
+        path == staging or path.startswith(staging + "/") for path in fds
+    ):
+        # Its /tmp bounded in inodes by the kernel (``launch`` mounts it: bwrap cannot).
+        plan["tmp"] = {"at": staging, "bytes": bubblewrap.TMP_BYTES, "inodes": MAX_TMP_FILES}
+        plan["argv"] = bubblewrap.command(spec, fds, tmp_from=staging)
+    else:
+        plan["argv"] = bubblewrap.command(spec, fds)
     return [
         bubblewrap.interpreter_path(),
         "-I",
@@ -598,6 +633,60 @@ def _as_unprivileged(
         os.path.abspath(launch.__file__),
         json.dumps(plan),
     ]
+
+
+def _ended_by_cpu(process: subprocess.Popen[bytes]) -> bool:
+    """The plugin process ended of its ``RLIMIT_CPU`` (``SIGXCPU``): bwrap, whose child
+    it is, reports ``128 + signal``."""
+    try:
+        code: int | None = process.wait(2)
+    except subprocess.TimeoutExpired:
+        return False
+    return code in (-signal.SIGXCPU, 128 + signal.SIGXCPU)
+
+
+class _Watch:
+    """A thread that runs a process's ``bounds`` check every ``protocol._SLICE`` for as
+    long as the host waits on anything but the plugin's next message (``recv`` polls it
+    itself): a request it performs for the plugin (``_perform``), a message it sends (a
+    plugin that does not read), the threads of a call or an import settling
+    (``Worker.quiet``, ``_settled_threads``).  Over a bound: the failure is kept
+    (``Worker.breach``) and the process killed at once; the host raises it when its wait
+    ends (tests/plugins/test_issue30_waits.py)."""
+
+    def __init__(self, worker: Worker, check: Any) -> None:
+        self._worker = worker
+        self._check = check
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="webfetch-plugin-watch", daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.wait(_SLICE):
+            try:
+                if self._worker.process.poll() in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+                    # Ended by the kernel's CPU limit (``limit_cpu``) while the host waited.
+                    raise RuntimeFailure("plugin_limit", "CPU time")
+                self._check()
+            except RuntimeFailure as exc:
+                self._worker.breach = exc
+                if self._worker.process.poll() is None:
+                    with contextlib.suppress(OSError):
+                        os.kill(self._worker.pid, signal.SIGKILL)
+                return
+
+    def __enter__(self) -> _Watch:
+        if self._check is not None and self._worker.pid:
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """No more checks (a check under way ends first)."""
+        self._done.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 class Worker:
@@ -624,15 +713,25 @@ class Worker:
         #: Its memory and ``/tmp`` bytes once ready (``_footprint``): a call may leave at
         #: most ``MAX_IDLE_GROWTH`` more in a process the pool keeps (``grown``).
         self.footprint = 0
-        #: Its open descriptors once ready: a call that leaves more (socket pairs whose
-        #: buffers hold kernel memory) leaves a process the pool does not keep.
-        self.descriptors: int | None = 0
+        #: Its open descriptors once ready (``_descriptors``: which, not how many): a call
+        #: that leaves any other (a socket whose buffers hold kernel memory, in place of
+        #: one or beside them) leaves a process the pool does not keep
+        #: (``DESCRIPTORS_CHANGED``).
+        self.descriptors: tuple[Descriptor, ...] | None = None
         #: Its kernel state (``_kernel_state``) as the host read it when the sandbox held
         #: and no plugin code had run yet (the guest waits for ``import`` until then):
         #: after each call, stopped, it must read the same, or the process is not kept
         #: (``Pool.release``; ``None``, unreadable: never kept).
         self.kernel: tuple[bytes, ...] | None = None
         self.stopped = False
+        #: Its whole life's CPU seconds (the guest's own ``RLIMIT_CPU``, set at ``setup``).
+        self.lifetime = int(limits.cpu_seconds * MAX_CALLS_PER_PROCESS + _STARTUP_SECONDS)
+        #: The bound a ``_Watch`` found crossed (the process killed then): what the call,
+        #: or the import, fails with, wherever the host was waiting.
+        self.breach: RuntimeFailure | None = None
+        #: What ``bounds`` checks while its import runs (``_start``): watched until its
+        #: threads settle (``_settled_threads``: the process runs meanwhile).
+        self.import_bounds: Any = None
         #: What its Landlock enforced, as its guest said in ``contained``, before any plugin
         #: code ran (``_checked_contained``): ``isolation`` reports it.
         self.enforced: dict[str, Any] = {}
@@ -720,7 +819,12 @@ class Worker:
                 self.ready = _checked_ready(self._start(errors))
             finally:
                 errors.close()
-            self.thread_ids = self._settled_threads()
+            # The process runs while its threads settle (up to ``_QUIET_WAIT``): a thread
+            # its import started is watched, and bounded by the kernel, as a call is.
+            with _Watch(self, self.import_bounds):
+                self.thread_ids = self._settled_threads()
+            if self.breach is not None:
+                raise self.breach
             self.footprint = _footprint(self.pid) or 0
             self.descriptors = _descriptors(self.pid)
         except BaseException:
@@ -748,7 +852,7 @@ class Worker:
         return f"{bubblewrap.reason_of(said)}: {' '.join(said.split())[:200]}"
 
     def _start(self, errors: Any) -> dict[str, Any]:
-        lifetime = int(self.limits.cpu_seconds * MAX_CALLS_PER_PROCESS + _STARTUP_SECONDS)
+        lifetime = self.lifetime
         contained = False
         try:
             self.channel.send(
@@ -766,8 +870,11 @@ class Worker:
                     "hidden": self.hidden,
                 }
             )
+            # The guest sets its own limits now (``RLIMIT_CPU`` its whole life's): the
+            # host's per-call CPU limit (``bounds``' ``kernel``) waits for ``contained``.
             message = self.channel.recv(
-                self._until(_STARTUP_SECONDS), poll=self.bounds(_STARTUP_SECONDS, files=False)
+                self._until(_STARTUP_SECONDS),
+                poll=self.bounds(_STARTUP_SECONDS, files=False, kernel=False),
             )
             if message["op"] == "contained":
                 # The sandbox holds and the guest waits: what the kernel says of it now is
@@ -782,11 +889,12 @@ class Worker:
                     raise IsolationUnavailable(
                         "seccomp_unavailable: the host does not read both filters in /proc"
                     )
+                self.import_bounds = self.bounds(self.limits.cpu_seconds)
                 self.channel.send({"op": "import"}, self._until(_STARTUP_SECONDS))
                 message = self.channel.recv(
                     self._until(self.limits.wall_seconds),
                     max_message=READY_BYTES,
-                    poll=self.bounds(self.limits.cpu_seconds),
+                    poll=self.import_bounds,
                 )
         except ChannelTimeout as exc:
             self.kill()
@@ -805,6 +913,9 @@ class Worker:
             if not contained:
                 self._deferred()
                 raise IsolationUnavailable(self._why(errors)) from exc
+            if _ended_by_cpu(self.process):
+                self.kill()
+                raise RuntimeFailure("plugin_limit", "CPU time") from exc
             self.kill()
             raise RuntimeFailure(
                 "plugin_crashed", f"the plugin process ended while importing: {exc}"
@@ -876,12 +987,17 @@ class Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def bounds(self, cpu_seconds: float, *, files: bool = True) -> Any:
-        """What the host checks while it waits (every ``protocol._SLICE``) and after each
-        call: CPU time from now on, threads and (``files``: once the sandbox is built,
-        which bwrap reports before it is) the files of the private ``/tmp``; over a bound,
-        ``plugin_limit`` (and the process is killed by whoever catches it)."""
+    def bounds(self, cpu_seconds: float, *, files: bool = True, kernel: bool = True) -> Any:
+        """What the host checks while it waits (every ``protocol._SLICE``, in ``recv``'s
+        poll and in a ``_Watch`` wherever else it waits) and after each call: CPU time
+        from now on, threads and (``files``: once the sandbox is built, which bwrap
+        reports before it is) the files of the private ``/tmp``; over a bound,
+        ``plugin_limit`` (and the process is killed by whoever catches it).  ``kernel``
+        (once the guest has set its own limits): the kernel ends the process past its CPU
+        time too, whoever looks (``limit_cpu``)."""
         cpu_start = self.cpu_seconds()
+        if kernel:
+            self.limit_cpu(cpu_start + cpu_seconds)
 
         def check() -> None:
             if self.cpu_seconds() - cpu_start > cpu_seconds:
@@ -892,6 +1008,38 @@ class Worker:
                 raise RuntimeFailure("plugin_limit", "files in /tmp")
 
         return check
+
+    def limit_cpu(self, until: float) -> None:
+        """The process's ``RLIMIT_CPU``, set by the host (``prlimit``) so that the kernel
+        ends it at ``until`` seconds of CPU (its whole life's: the limit is per process),
+        rounded up to the next whole second (the limit's unit): ``SIGXCPU`` there (the
+        call fails ``plugin_limit``), and, where the host may raise the hard limit again
+        for the next call (a root host: ``CAP_SYS_RESOURCE``), ``SIGKILL`` one second
+        later (a plugin that ignores ``SIGXCPU``); never past its whole life's bound.
+        What the host checks itself (``bounds``) is finer: this holds wherever it does not
+        look (tests/plugins/test_issue30_waits.py)."""
+        global _cpu_limit_refused
+        if _cpu_limit_refused:
+            return
+        soft = max(1, math.ceil(until))
+        try:
+            if self.identity is not None:
+                hard = min(soft + 1, self.lifetime)
+            else:  # lowered, the hard limit could not be raised for the next call
+                hard = resource.prlimit(self.pid, resource.RLIMIT_CPU)[1]
+            resource.prlimit(self.pid, resource.RLIMIT_CPU, (min(soft, hard), hard))
+        except PermissionError as exc:
+            # A root host without ``CAP_SYS_RESOURCE`` (a container's default): the
+            # process is another uid's.  The host's own checks hold the bound alone.
+            _cpu_limit_refused = True
+            logger.warning(
+                "plugin processes run without a per-call CPU limit (%s: %s); the host's "
+                "checks hold the CPU bound",
+                CPU_LIMIT_UNAVAILABLE,
+                exc.strerror,
+            )
+        except (OSError, ValueError):
+            pass  # gone: the call fails as it ends
 
     def cpu_seconds(self) -> float:
         """CPU time of the plugin process, all its threads, as the kernel counts it."""
@@ -944,12 +1092,14 @@ class Worker:
         ready (or it cannot be read: it is not kept); ``status``: its ``/proc`` status
         read already (``stopped_status``)."""
         now = _footprint(self.pid, status)
-        if now is None or now - self.footprint > MAX_IDLE_GROWTH:
-            return True
-        # Kernel memory a call can leave outside both (socket buffers of pairs it made):
-        # a process holding more descriptors than when it got ready is not kept.
+        return now is None or now - self.footprint > MAX_IDLE_GROWTH
+
+    def descriptors_changed(self) -> bool:
+        """It holds other descriptors than when it got ready (``descriptors``), or they
+        cannot be read: kernel memory a call can leave outside ``grown``'s count (the
+        buffers of a socket it made, ``dup2``'d over one it held) is in a descriptor."""
         held = _descriptors(self.pid)
-        return held is None or self.descriptors is None or held > self.descriptors
+        return held is None or self.descriptors is None or held != self.descriptors
 
     def stopped_status(self) -> bytes | None:
         """Its ``/proc`` status once it reads stopped (after ``pause``), or ``None`` when it
@@ -1075,7 +1225,10 @@ class Pool:
                 worker.kill()
         return None
 
-    def release(self, key: Any, worker: Worker, size: int) -> None:
+    def release(self, key: Any, worker: Worker, size: int, watch: _Watch | None = None) -> None:
+        """Keep ``worker`` idle for ``key`` if its call left it as it was at ready, or end
+        it.  ``watch``: the call's, stopped before the process is pooled (it belongs to the
+        next call then), and a bound it found crossed ends the process."""
         if worker.hooks_changed:
             # Checked first: the guest ends itself after such a call, so it may be gone.
             logger.info("plugin process %s recycled: its call changed the process's hooks", key)
@@ -1119,6 +1272,21 @@ class Pool:
                 key,
                 KERNEL_CHANGED,
             )
+            worker.kill()
+            return
+        if worker.descriptors_changed():
+            # Another descriptor in place of one it held at ready (or beside them): a
+            # socket's queued buffers would idle with it, in no ``VmRSS``.
+            logger.info(
+                "plugin process %s recycled (%s): its call left other descriptors",
+                key,
+                DESCRIPTORS_CHANGED,
+            )
+            worker.kill()
+            return
+        if watch is not None:
+            watch.stop()
+        if worker.breach is not None:
             worker.kill()
             return
         with self._lock:
@@ -1594,24 +1762,54 @@ def execute(
     worker = _pool.acquire(key)
     if worker is None:
         worker = Worker(origin, limits, str(key[0]) if isinstance(key, tuple) else "call")
-    try:
-        outcome = _run(worker, call, http, limits)
-        if worker.calls == 0:  # what its import tried, on the record of its first call
-            outcome.violations[:0] = _violation_list(worker.ready.get("violations"))
-    except RuntimeFailure:
+    # The call's bounds hold wherever the host waits: the kernel's CPU limit (``bounds``),
+    # ``recv``'s poll, and a watch for the rest (a request, a send, its threads settling
+    # in ``Pool.release``).
+    poll = worker.bounds(limits.cpu_seconds)
+    with _Watch(worker, poll) as watch:
+        try:
+            outcome = _run(worker, call, http, limits, poll)
+            if worker.calls == 0:  # what its import tried, on the record of its first call
+                outcome.violations[:0] = _violation_list(worker.ready.get("violations"))
+        except BaseException:
+            worker.kill()
+            raise
+        worker.calls += 1
+        _pool.release(key, worker, limits.pool_size, watch)
+    if worker.breach is not None:
+        # Past a bound while the host settled its threads: the process is killed (a pooled
+        # one is found dead by ``Pool.acquire``), the call fails.
         worker.kill()
-        raise
-    except BaseException:
-        worker.kill()
-        raise
-    worker.calls += 1
-    _pool.release(key, worker, limits.pool_size)
+        raise worker.breach
     return outcome
 
 
-def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> CallOutcome:
+def _run(
+    worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits, poll: Any
+) -> CallOutcome:
+    """The call's exchange (``_exchange``); a bound the watch found crossed meanwhile is
+    what the call fails with, whatever the wait it ended said (a closed channel, a
+    timeout)."""
+    try:
+        return _exchange(worker, call, http, limits, poll)
+    except RuntimeFailure as exc:
+        if worker.breach is not None and exc is not worker.breach:
+            raise worker.breach from exc
+        raise
+    except (ProtocolError, OSError) as exc:
+        if worker.breach is not None:
+            raise worker.breach from exc
+        raise
+
+
+def _exchange(
+    worker: Worker,
+    call: Mapping[str, Any],
+    http: Any,
+    limits: Limits,
+    poll: Any,
+) -> CallOutcome:
     deadline = time.monotonic() + limits.wall_seconds
-    poll = worker.bounds(limits.cpu_seconds)
     requests = 0
     call_id = next(_call_ids)
     try:
@@ -1626,6 +1824,8 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
                 if requests > limits.max_requests:
                     raise RuntimeFailure("plugin_limit", "requests per call")
                 reply = _perform(message, http, deadline)
+                if worker.breach is not None:  # past a bound while the request ran
+                    raise worker.breach
                 worker.channel.send({"op": "http_reply", "id": request_id, **reply}, deadline)
             elif message["op"] == "result":
                 if message.get("call_id") != call_id or not _is_int(message.get("call_id")):
@@ -1642,6 +1842,8 @@ def _run(worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits) -> 
     except ChannelTimeout as exc:
         raise RuntimeFailure("plugin_timeout", "wall time") from exc
     except ChannelClosed as exc:
+        if worker.breach is not None:  # killed by the watch, past a bound
+            raise worker.breach from exc
         try:
             code: int | None = worker.process.wait(2)
         except subprocess.TimeoutExpired:

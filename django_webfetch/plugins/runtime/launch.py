@@ -12,6 +12,10 @@ as the unprivileged uid, can reach exactly those sources and nothing else of the
 directory.  bwrap still mounts every source from the file descriptor the host opened and
 checks it mounted that very inode (``--ro-bind-fd``).
 
+``tmp`` (where the host asks for it): the plugin's private /tmp, a tmpfs bounded in bytes
+and in inodes (``nr_inodes``: bwrap's own ``--tmpfs`` takes a size only), mounted in this
+process's mount namespace at ``at`` and bound by bwrap as /tmp.
+
 Then: every capability out of the bounding set, no supplementary group, the gid and the
 uid (real, effective, saved) set and checked, and ``execv(bwrap)``.  Any failure ends this
 process with status 1 and one line on stderr, ``webfetch-launch: <what>: <why>``, before
@@ -62,10 +66,26 @@ def _makedirs(path: str) -> None:
                 raise
 
 
-def _cover(libc: ctypes.CDLL, cover: list[str], keep: list[str]) -> None:
-    os.umask(0o022)  # the mount points it makes: searchable by the unprivileged uid
+def _private(libc: ctypes.CDLL) -> None:
+    """Into a mount namespace of its own, nothing propagating back to the host."""
     _check(libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount private")
+
+
+def _tmp(libc: ctypes.CDLL, tmp: dict[str, object], uid: int, gid: int) -> None:
+    """The plugin's private /tmp, made here because bwrap cannot bound its inodes: a tmpfs
+    of ``bytes`` and ``inodes`` (``nr_inodes``: the kernel refuses the file past it), mode
+    0700, owned by the unprivileged uid, at ``at`` in this namespace; bwrap binds it."""
+    options = (
+        f"size={int(str(tmp['bytes']))},nr_inodes={int(str(tmp['inodes']))},"
+        f"mode=0700,uid={uid},gid={gid}"
+    )
+    at = os.fsencode(str(tmp["at"]))
+    _check(libc.mount(b"tmpfs", at, b"tmpfs", 0, options.encode()), f"tmpfs at {tmp['at']}")
+
+
+def _cover(libc: ctypes.CDLL, cover: list[str], keep: list[str]) -> None:
+    os.umask(0o022)  # the mount points it makes: searchable by the unprivileged uid
     # Opened before the covers hide them, in this namespace (a mount of another namespace
     # cannot be bound here).
     held = []
@@ -120,6 +140,10 @@ def main(argv: list[str]) -> None:
     if uid <= 0 or gid <= 0:
         _fail("plan", "uid and gid must not be root")
     libc = ctypes.CDLL(None, use_errno=True)
+    if plan["cover"] or plan.get("tmp"):
+        _private(libc)
+    if plan.get("tmp"):
+        _tmp(libc, dict(plan["tmp"]), uid, gid)
     if plan["cover"]:
         _cover(libc, list(plan["cover"]), list(plan["keep"]))
     _drop(libc, uid, gid)
