@@ -526,7 +526,37 @@ def _installed(name: str, index: dict[str, list[_Entry]]) -> list[tuple[Any, str
     return found
 
 
+#: ``_site_requirement`` remembered by line: what it decides is the line's and this
+#: interpreter's alone (a marker's environment, no extra), and parsing it was a third of a
+#: ``site_names`` read.
+_requirements_memo: Memo[str, str] = Memo(8192)
+
+
 def _site_requirement(line: str) -> str:
+    known = _requirements_memo.get(line)
+    if known is None:
+        known = _read_requirement(line)
+        _requirements_memo.put(line, known)
+    return known
+
+
+#: ``dist.requires`` of a site distribution, keyed by ``_meta_keys`` (its metadata
+#: directory's and files' identities), kept once they have settled (``provenance.settled``).
+_requires_memo: Memo[tuple[Any, ...], tuple[str, ...]] = Memo(1024)
+
+
+def _site_requires(dist: Any, keys: tuple[Any, ...]) -> tuple[str, ...]:
+    """``dist.requires`` (its METADATA parsed in full: the other third of a ``site_names``
+    read), remembered by ``keys`` while no file of it changed."""
+    known = _requires_memo.get(keys)
+    if known is None:
+        known = tuple(dist.requires or ())
+        if len(keys) > 1 and not _recent(keys[1:]):
+            _requires_memo.put(keys, known)
+    return known
+
+
+def _read_requirement(line: str) -> str:
     """The normalized name a line of a site distribution's metadata requires in this
     environment, or "": a line whose environment marker is false here for no extra, or one
     that cannot be read (or, without ``packaging``, any marked line: not the site's, so a
@@ -584,9 +614,10 @@ def site_names() -> frozenset[str]:
             continue
         names.add(name)
         for dist in [copies[0][0]]:
-            metas.append((_meta_path(dist), _meta_keys(dist)))
+            keys = _meta_keys(dist)
+            metas.append((_meta_path(dist), keys))
             with contextlib.suppress(Exception):
-                lines = list(dist.requires or ())
+                lines = list(_site_requires(dist, keys))
                 if len(lines) <= MAX_REQUIREMENTS:
                     required = {_site_requirement(line) for line in lines} - {""}
                     queue.extend(sorted(required - looked))

@@ -844,17 +844,90 @@ def _top_name(relative: list[str]) -> str:
     return head
 
 
-def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
-    """Every top-level name ``dist`` installs, and why that set may be incomplete (or "").
+class _Listed:
+    """What a distribution's files say about the top-level names it installs, before they
+    are placed under ``sys.path``'s directories: its label, the names it is credited with
+    wherever it lies (``fixed``: its ``top_level.txt``, its directory's entries, its entry
+    points), each file its ``RECORD`` lists as an absolute normalised path (``targets``),
+    and why the names may be incomplete ("").  Read once per change of its files
+    (``_names_memo``); placed per set of ``sys.path`` directories (``placed``)."""
+
+    __slots__ = ("_ancestors", "_placed", "base", "fixed", "label", "problem", "targets")
+
+    def __init__(
+        self,
+        label: str,
+        base: str,
+        fixed: frozenset[str],
+        targets: tuple[str, ...],
+        problem: str,
+    ) -> None:
+        self.label = label
+        self.base = base
+        self.fixed = fixed
+        self.targets = targets
+        self.problem = problem
+        self._ancestors: frozenset[str] | None = None
+        self._placed: Memo[tuple[str, ...], frozenset[str]] = Memo(8)
+
+    def prefixes(self, roots: list[str]) -> tuple[str, ...]:
+        """The prefixes (``base`` then ``roots``, each ending in a separator) a file of
+        ``targets`` lies under: the only ``sys.path`` directories its names depend on."""
+        if self._ancestors is None:
+            found: set[str] = set()
+            for target in self.targets:
+                at = target.rfind(os.sep)
+                while at >= 0:
+                    head = target[: at + 1]
+                    if head in found:
+                        break
+                    found.add(head)
+                    at = target.rfind(os.sep, 0, at)
+            self._ancestors = frozenset(found)
+        every = dict.fromkeys(root.rstrip(os.sep) + os.sep for root in [self.base, *roots])
+        return tuple(prefix for prefix in every if prefix in self._ancestors)
+
+    def placed(self, roots: list[str]) -> frozenset[str]:
+        """Every top-level name: ``fixed`` and each listed file's, under whichever of
+        ``base`` and ``roots`` it lands in (the same for the same matching prefixes)."""
+        prefixes = self.prefixes(roots)
+        found = self._placed.get(prefixes)
+        if found is None:
+            names = set(self.fixed)
+            for target in self.targets:
+                for prefix in prefixes:
+                    if target.startswith(prefix):
+                        names.add(_top_name(target[len(prefix) :].split(os.sep)))
+            found = frozenset(names)
+            self._placed.put(prefixes, found)
+        return found
+
+
+def _dist_base(dist: Any, bases: dict[str, str] | None = None) -> str:
+    """The directory ``dist``'s ``RECORD`` rows are relative to, resolved (each directory
+    once per ``bases``: one load's); raises as ``dist.locate_file`` does."""
+    where = str(dist.locate_file(""))
+    if bases is None:
+        return os.path.realpath(where)
+    found = bases.get(where)
+    if found is None:
+        found = bases[where] = os.path.realpath(where)
+    return found
+
+
+def _read_names(dist: Any, bases: dict[str, str] | None = None) -> _Listed:
+    """What ``dist``'s files say about the top-level names it installs (``_Listed``).
     From its file list (``RECORD``: written by the installer, truthfully, each path resolved
-    against its directory and placed under whichever ``sys.path`` directory it lands in)
-    united with its ``top_level.txt`` (a file of the wheel, as its author wrote it: added
-    to, never instead of, the file list).  A distribution without ``RECORD`` (a directory
-    put on ``sys.path`` by hand) adds its ``top_level.txt`` and plugin entry points'
-    names.  Incomplete: its metadata, ``RECORD`` or ``top_level.txt`` cannot be read or
-    decoded."""
+    against its directory, placed by ``_Listed.placed`` under whichever ``sys.path``
+    directory it lands in) united with its ``top_level.txt`` (a file of the wheel, as its
+    author wrote it: added to, never instead of, the file list).  A distribution without
+    ``RECORD`` (a directory put on ``sys.path`` by hand) adds its ``top_level.txt`` and
+    plugin entry points' names.  Incomplete: its metadata, ``RECORD`` or ``top_level.txt``
+    cannot be read or decoded."""
     names: set[str] = set()
+    targets: list[str] = []
     problems: list[str] = []
+    base = ""
     files = None
     try:
         _meta_name(dist)
@@ -867,14 +940,9 @@ def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
         # hand, credited with every top-level entry in it (tests/plugins/test_issue30_names.py).
         names |= _directory_names(dist)
     elif files is not None:
-        base = os.path.realpath(str(dist.locate_file("")))
-        prefixes = list(dict.fromkeys(root.rstrip(os.sep) + os.sep for root in [base, *roots]))
+        base = _dist_base(dist, bases)
         for file in files:
-            text = file.replace("\\", "/")
-            target = os.path.normpath(os.path.join(base, text))
-            for prefix in prefixes:
-                if target.startswith(prefix):
-                    names.add(_top_name(target[len(prefix) :].split(os.sep)))
+            targets.append(os.path.normpath(os.path.join(base, file.replace("\\", "/"))))
     elif not problems:
         names |= _directory_names(dist)
         with contextlib.suppress(Exception):
@@ -890,7 +958,16 @@ def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
         top = line.strip().replace("\\", "/").split("/")[0].split(".")[0]
         if top:
             names.add(top)
-    return names, "; ".join(problems)
+    label = _dist_label(dist)
+    found = tuple(dict.fromkeys(targets))
+    return _Listed(label, base, frozenset(names), found, "; ".join(problems))
+
+
+def _installed_names(dist: Any, roots: list[str]) -> tuple[set[str], str]:
+    """Every top-level name ``dist`` installs with ``roots`` on ``sys.path``, and why that
+    set may be incomplete (or ""): ``_read_names`` placed (``_Listed.placed``)."""
+    listed = _read_names(dist)
+    return set(listed.placed(roots)), listed.problem
 
 
 def _file_list(dist: Any) -> list[str] | None:
@@ -937,12 +1014,15 @@ def _directory_names(dist: Any) -> set[str]:
     return names
 
 
-#: What ``_installed_names`` and ``_dist_label`` found for a distribution, keyed by the
-#: identity of every file they read (inode, size, modification and change times: an
-#: installer or an editor changes at least the change time, which no user can set) and
-#: the ``sys.path`` directories: a load reads only the distributions that changed since the
-#: last (the whole environment's file lists took ~1 s per load).
-_names_memo: Memo[tuple[Any, ...], tuple[str, frozenset[str], str]] = Memo(4096)
+#: What ``_read_names`` found for a distribution (its ``RECORD`` parsed, each file resolved;
+#: its label), keyed by the identity of every file it read (device, inode, size,
+#: modification and change times: an installer or an editor changes at least the change
+#: time, which no user can set; a file replaced by a rename has another inode) and of its
+#: metadata directory, never by the ``sys.path`` directories (``_Listed.placed`` places the
+#: files per set of them): a load reads only the distributions that changed since the last
+#: (the whole environment's file lists took ~1 s per load), and a test's new directory on
+#: ``sys.path`` no longer made every distribution's file list read again.
+_names_memo: Memo[tuple[Any, ...], _Listed] = Memo(4096)
 _NAME_FILES = (
     "RECORD",
     "installed-files.txt",
@@ -953,9 +1033,10 @@ _NAME_FILES = (
 )
 
 
-def _memo_key(dist: Any, roots: list[str]) -> tuple[Any, ...] | None:
-    """What ``dist``'s names were decided from, or ``None`` when that cannot be told (a
-    distribution not in a directory: a zip file's, a custom finder's)."""
+def _memo_key(dist: Any, bases: dict[str, str] | None = None) -> tuple[Any, ...] | None:
+    """What ``dist``'s names were read from, or ``None`` when that cannot be told (a
+    distribution not in a directory: a zip file's, a custom finder's) or it changed within
+    ``SETTLE_NS`` (read again)."""
     raw = getattr(dist, "_path", None)
     try:
         path = os.fspath(raw) if raw is not None else None
@@ -969,7 +1050,11 @@ def _memo_key(dist: Any, roots: list[str]) -> tuple[Any, ...] | None:
     if files[0][0] < 0 and files[1][0] < 0:
         # No installer's file list: named from its directory's entries.
         listing = (_file_key(base), _file_key(os.path.join(base, "__pycache__")))
-    key = (os.path.realpath(path), _file_key(path), files, listing, tuple(roots))
+    try:
+        where = _dist_base(dist, bases)
+    except Exception:  # read (and raising) as it did unmemoized
+        return None
+    key = (os.path.realpath(path), _file_key(path), files, listing, where)
     # Racily clean (as git's index says): a file changed within the last seconds may change
     # again inside one tick of the coarse clock file times are stamped with, its key
     # unchanged: such a distribution is read again at each load until it has settled.
@@ -978,16 +1063,18 @@ def _memo_key(dist: Any, roots: list[str]) -> tuple[Any, ...] | None:
     return key
 
 
-def _names_of(dist: Any, roots: list[str]) -> tuple[str, frozenset[str], str]:
-    """``dist``'s label, top-level names and why they may be incomplete (memoized)."""
-    key = _memo_key(dist, roots)
+def _names_of(
+    dist: Any, roots: list[str], bases: dict[str, str] | None = None
+) -> tuple[str, frozenset[str], str]:
+    """``dist``'s label, top-level names under ``roots`` and why they may be incomplete
+    (memoized: ``_names_memo``; ``bases``: ``_dist_base``'s, one load's)."""
+    key = _memo_key(dist, bases)
     found = _names_memo.get(key) if key is not None else None
     if found is None:
-        names, problem = _installed_names(dist, roots)
-        found = (_dist_label(dist), frozenset(names), problem)
+        found = _read_names(dist, bases)
         if key is not None:
             _names_memo.put(key, found)
-    return found
+    return found.label, found.placed(roots), found.problem
 
 
 class _Providers:
@@ -1012,9 +1099,10 @@ class _Providers:
         if self._built:
             return self
         roots = _roots()
+        bases: dict[str, str] = {}
         for dist in _all_distributions():
             key = _dist_key(dist)
-            self.labels[key], names, problem = _names_of(dist, roots)
+            self.labels[key], names, problem = _names_of(dist, roots, bases)
             if problem:
                 directory = ""
                 with contextlib.suppress(Exception):

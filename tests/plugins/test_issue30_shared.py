@@ -109,14 +109,14 @@ def test_a_registry_load_reads_the_package_map_once_however_many_plugins(
     delegates to the real one: the verdicts are still the real ones."""
     from django_webfetch.plugins import registry
 
-    real, reads = registry._installed_names, []
+    real, reads = registry._read_names, []
 
-    def counted(dist, roots):
+    def counted(dist, bases=None):
         if str(dist.metadata["Name"]) == "webfetch-many0":
             reads.append(1)
-        return real(dist, roots)
+        return real(dist, bases)
 
-    monkeypatch.setattr(registry, "_installed_names", counted)
+    monkeypatch.setattr(registry, "_read_names", counted)
     site = tmp_path / "site"
     for i in range(12):
         files = {f"webfetch_many{i}/__init__.py": MANIFEST % f"many{i}"}
@@ -186,14 +186,14 @@ def test_a_process_a_call_left_holding_socket_buffers_is_not_pooled(probe, setti
 def _reads_of(registry, monkeypatch, name):
     """Counts the registry's reads of distribution ``name``'s file list (a wrapper that
     delegates to the real reader: the verdicts stay the real ones)."""
-    real, reads = registry._installed_names, []
+    real, reads = registry._read_names, []
 
-    def counted(dist, roots):
+    def counted(dist, bases=None):
         if str(dist.metadata["Name"]) == name:
             reads.append(1)
-        return real(dist, roots)
+        return real(dist, bases)
 
-    monkeypatch.setattr(registry, "_installed_names", counted)
+    monkeypatch.setattr(registry, "_read_names", counted)
     return reads
 
 
