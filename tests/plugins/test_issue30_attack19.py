@@ -215,3 +215,35 @@ def test_a_plugin_named_into_the_sites_own_package_unmasks_the_sites_settings(
         shutdown()
     assert result.ok, result
     assert "leaked: ;" in result.content, f"the plugin read the site's settings: {result.content}"
+
+
+def test_an_installed_copy_of_the_sites_package_shadowed_by_the_project_is_readable(
+    probe, tmp_path, monkeypatch, settings
+):
+    """Severity: Medium (the site's secrets, in a common container layout: ``COPY . /app``,
+    ``RUN pip install .``, ``WORKDIR /app``, the server started there, so the project
+    directory comes first on ``sys.path``).  Route: ``bubblewrap._site_code`` masks the
+    top-level package of ``DJANGO_SETTINGS_MODULE`` where ``find_spec`` finds it: the
+    project's own copy (``/app/mysite``, outside every bound directory, so nothing is
+    masked), never the copy ``pip install .`` put in ``site-packages``, which the import
+    system never reaches but the sandbox binds whole.  Gain: an untrusted plugin reads
+    the installed ``settings.py`` (``SECRET_KEY``, database password).  Expected: every
+    copy of the site's top-level package in a bound directory is masked (each site
+    directory's entry of that name, not only the first found), or the process refuses
+    to start."""
+    project = tmp_path / "app"
+    packages = tmp_path / "venv" / "lib" / "site-packages"
+    _write_site(project, "attack19_shadowed")
+    _write_site(packages, "attack19_shadowed")
+    for path in [tmp_path, *sorted(tmp_path.rglob("*"))]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    monkeypatch.syspath_prepend(str(packages))
+    monkeypatch.syspath_prepend(str(project))  # the project's directory first, as run there
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack19_shadowed.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    assert os.path.realpath(packages) in bubblewrap.site_dirs()
+    seen = _read_all(probe, [str(packages)])
+    assert seen["read"], seen
+    assert seen["leaked"] == [], (
+        f"the installed copy of the site's settings is readable in the sandbox: {seen['leaked']}"
+    )
