@@ -55,7 +55,7 @@ from .provenance import (
 )
 from .provenance import SETTLE_NS as _SETTLE_NS
 from .provenance import file_key as _file_key
-from .runtime import host
+from .runtime import bubblewrap, host
 from .runtime.host import (
     IsolationUnavailable,
     Origin,
@@ -688,6 +688,22 @@ RESERVED_NAMES = frozenset(sys.stdlib_module_names) | {
 }
 
 
+def site_top_levels() -> set[str]:
+    """The top-level names of the site's own code, which no plugin's entry point may use:
+    those of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF`` (what the sandbox masks:
+    ``bubblewrap.site_names``) and of every ``INSTALLED_APPS`` entry (run in the site's
+    processes, never a plugin's)."""
+    tops = set(bubblewrap.site_names())
+    if "django.conf" in sys.modules:
+        from django.conf import settings
+
+        if settings.configured:
+            for app in getattr(settings, "INSTALLED_APPS", None) or ():
+                if isinstance(app, str):
+                    tops.add(app.partition(".")[0])
+    return tops
+
+
 def _origin_of(ep: Any) -> Origin:
     """Where the entry point's code is, found without importing it.  Its value must be
     dotted Python names: anything else (``/abs/dir:manifest``) is refused, reason
@@ -1152,7 +1168,8 @@ def _shared_packages(dist: Any, tops: set[str], providers: _Providers | None = N
 
 def _entry_point_problem(ep: Any) -> ManifestError | None:
     """Why entry point ``ep`` cannot name a plugin, decided from its value alone: not
-    dotted Python names (``entry_point_invalid``), or a reserved top-level name
+    dotted Python names (``entry_point_invalid``), a top-level name of the site's own code
+    (``entry_point_site_code``: ``site_top_levels``), or a reserved top-level name
     (``entry_point_reserved``)."""
     module, attribute = _names(str(ep.value))
     if not all(part.isidentifier() for part in [*module.split("."), *attribute]):
@@ -1162,6 +1179,16 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
             f"({str(ep.value)[:200]!r})",
         )
     top = module.split(".")[0]
+    if top in site_top_levels():
+        # The site's own package, with a plugin's module copied into it: its sandbox would
+        # bind the site's package whole as the plugin's, settings and all (issue 30,
+        # round 19, finding 3: tests/plugins/test_issue30_attack19.py).
+        return ManifestError(
+            "entry_point_site_code",
+            f"entry point {ep.name!r} names the module {top!r}, a top-level name of the "
+            "site's own code (DJANGO_SETTINGS_MODULE, ROOT_URLCONF, INSTALLED_APPS); "
+            "nothing of it was imported",
+        )
     if top in RESERVED_NAMES:
         # Decided before anything is looked up: ``find_spec("json")`` is the standard
         # library's, and a plugin's ``json`` would stand in for it wherever it came first.

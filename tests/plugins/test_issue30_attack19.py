@@ -1,9 +1,10 @@
 """Issue 30, round 19: an outside attack on the plugin sandbox and the trust pin.
 
-Each test here FAILS on the code it was written against: it is the proof of a way past
+Each test here failed on the code it was written against: it is the proof of a way past
 the containment or the pin (the docstring gives the severity, the route and the gain).
-Nothing is fixed here.  Every test runs the codeprobe plugin (``tests/plugins/probe_site``)
-in its real sandbox and observes from the host side.
+All four findings are fixed (docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst).
+Every test runs the codeprobe plugin (``tests/plugins/probe_site``) in its real sandbox (the
+third: the registry, which refuses it) and observes from the host side.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap
 
-# Open findings (issue 30, round 19): every test here fails while its finding stands, so the
-# module is ``xfail`` until the fixes land (a fix shows as XPASS in the run's summary, -rX;
-# the marker goes with the last fix).  docs/plugins.rst, "Known open findings".
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.xfail(strict=False, reason="issue 30, attack 19: an open finding"),
-]
+# Fixed (decision 0058, amended): site code is masked under every bind, the system
+# libraries' included; every copy on ``sys.path`` and a zip archive it is imported from are
+# masked; a plugin named into the site's package is refused (``entry_point_site_code``),
+# and a sandbox whose site code holds what the guest needs is not built
+# (``site_code_unmaskable``).
+pytestmark = pytest.mark.django_db
 
 _SECRET = "attack19-the-sites-secret"
 
@@ -132,6 +132,8 @@ def test_the_sites_code_imported_from_a_zip_in_a_package_directory_is_readable(
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr("attack19_zsite/__init__.py", "")
         zf.writestr("attack19_zsite/settings.py", f"SECRET_KEY = {_SECRET!r}\n")
+    # The control: a module of another distribution, readable (the directory is bound).
+    (packages / "attack19_other.py").write_text("VALUE = 1\n")
     for path in [tmp_path, *sorted(tmp_path.rglob("*"))]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     monkeypatch.syspath_prepend(str(archive))
@@ -211,16 +213,14 @@ def test_a_plugin_named_into_the_sites_own_package_unmasks_the_sites_settings(
     assert any(real == m or real.startswith(m + "/") for m in masked), (
         "without the plugin, the site's settings are masked"
     )
-    assert registry.origin("a19") is not None, registry.problems()
+    # Fixed by refusal: the plugin's top-level name is the site's code.
+    assert registry.origin("a19") is None, "a plugin named into the site's package is served"
+    assert any("'a19'" in p and "(entry_point_site_code)" in p for p in registry.problems()), (
+        registry.problems()
+    )
     instance = PluginInstance.objects.create(plugin="a19", alias="a19")
-    tool = next(t for t in plugin_tools() if t.name == "a19_run")
-    context = ToolContext(approved=True, call_id="a19", plugin_instance=instance)
-    try:
-        result = tool.execute({}, context)
-    finally:
-        shutdown()
-    assert result.ok, result
-    assert "leaked: ;" in result.content, f"the plugin read the site's settings: {result.content}"
+    assert not any(t.name == "a19_run" for t in plugin_tools()), "its tool is offered"
+    del instance, ToolContext, shutdown
 
 
 def test_an_installed_copy_of_the_sites_package_shadowed_by_the_project_is_readable(
@@ -241,6 +241,7 @@ def test_an_installed_copy_of_the_sites_package_shadowed_by_the_project_is_reada
     packages = tmp_path / "venv" / "lib" / "site-packages"
     _write_site(project, "attack19_shadowed")
     _write_site(packages, "attack19_shadowed")
+    (packages / "attack19_other.py").write_text("VALUE = 1\n")  # the control: readable
     for path in [tmp_path, *sorted(tmp_path.rglob("*"))]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     monkeypatch.syspath_prepend(str(packages))

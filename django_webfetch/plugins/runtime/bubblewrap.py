@@ -87,7 +87,16 @@ REASONS = {
     "libseccomp_unavailable": "libseccomp (pyseccomp) is missing, the filter cannot be built",
     "sandbox_failed": "bubblewrap could not build the sandbox",
     "uid_unavailable": "no unprivileged uid is free for the plugin process (a root site)",
+    "site_code_unmaskable": "the site's code lies in or around what the plugin process "
+    "needs (its own package, the standard library, django_webfetch), so it cannot be masked",
 }
+
+
+class SiteCodeUnmaskable(OSError):
+    """The site's code (``_site_code``) is, or holds, a path the guest needs, so it cannot
+    be masked in the sandbox: the process is not started (reason ``site_code_unmaskable``)
+    rather than the path left readable (docs/decisions/0058)."""
+
 
 _MAP_SHARED = 0x01
 _MAP_ANONYMOUS = 0x20
@@ -374,8 +383,14 @@ def _python_dirs() -> list[str]:
     dynload = sysconfig.get_config_var("DESTSHARED")
     if isinstance(dynload, str):
         dirs.add(dynload)
+    # The zipped standard library (``python311.zip``) only: any other archive on
+    # ``sys.path`` is no package directory of the guest, and may be the site's own code
+    # (tests/plugins/test_issue30_attack19.py).
+    stdlib_zip = f"python{sys.version_info.major}{sys.version_info.minor}.zip"
     for entry in sys.path:
-        if entry.endswith("lib-dynload") or (entry.endswith(".zip") and os.path.isfile(entry)):
+        if entry.endswith("lib-dynload") or (
+            os.path.basename(entry) == stdlib_zip and os.path.isfile(entry)
+        ):
             dirs.add(entry)
     library = _libpython()
     if library is not None:
@@ -458,8 +473,20 @@ def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
     ):
         layout.append(("symlink", os.readlink(library), library))
     layout += [("bind", path) for path in kept]
-    layout += [("mask", path) for path in hidden_paths(kept, needed)]
+    visible = [*kept, *(entry[1] for entry in system if entry[0] == "bind")]
+    exposed = unmaskable(visible, needed)
+    if exposed:
+        raise SiteCodeUnmaskable(errno.EPERM, "site_code_unmaskable", exposed[0])
+    layout += [("mask", path) for path in hidden_paths(visible, needed)]
     return layout
+
+
+def _visible(spec: SandboxSpec) -> tuple[list[str], list[str]]:
+    """(every directory and file bound, the system libraries' directories included; those
+    of them the guest needs): where the site's code is masked (``hidden_paths``)."""
+    kept, needed = _bound(spec)
+    system = [entry[1] for entry in _system() if entry[0] == "bind"]
+    return [*kept, *system], needed
 
 
 def _bound(spec: SandboxSpec) -> tuple[list[str], list[str]]:
@@ -483,39 +510,83 @@ def _under(path: str, top: str) -> bool:
     return path.startswith(top.rstrip("/") + "/")
 
 
-def _site_code() -> list[str]:
-    """The site's own code: the top-level packages (or modules) of ``DJANGO_SETTINGS_
-    MODULE`` and ``ROOT_URLCONF``, found as the host imports them, and the paths of
-    ``WEBFETCH_PLUGIN_HIDDEN_PATHS``, resolved."""
+def site_names() -> list[str]:
+    """The top-level names of the site's own code: those of ``DJANGO_SETTINGS_MODULE``
+    (the environment's and the one Django loaded) and ``ROOT_URLCONF``."""
+    names = [os.environ.get("DJANGO_SETTINGS_MODULE") or ""]
+    if "django.conf" in sys.modules:
+        from django.conf import settings
+
+        if settings.configured:
+            names += [getattr(settings, "SETTINGS_MODULE", None) or ""]
+            urlconf = getattr(settings, "ROOT_URLCONF", None)
+            names += [urlconf if isinstance(urlconf, str) else ""]
+    found: list[str] = []
+    for name in names:
+        top = name.partition(".")[0]
+        if top.isidentifier() and top not in found:
+            found.append(top)
+    return found
+
+
+def _places(top: str) -> list[str]:
+    """Every place the top-level module or package ``top`` is on the site's ``sys.path``:
+    where the import system finds it, and each copy in every other entry that it never
+    reaches (a project run from its directory and also installed in ``site-packages``),
+    with the archive a copy is imported from (``zipimport``: ``spec.loader.archive``)."""
     import importlib.util
 
-    names = [os.environ.get("DJANGO_SETTINGS_MODULE") or ""]
-    extra: tuple[str, ...] = ()
-    from django.conf import settings
-
-    if settings.configured:
-        from django_webfetch.conf import conf
-
-        names += [getattr(settings, "SETTINGS_MODULE", None) or ""]
-        urlconf = getattr(settings, "ROOT_URLCONF", None)
-        names += [urlconf if isinstance(urlconf, str) else ""]
-        extra = conf.WEBFETCH_PLUGIN_HIDDEN_PATHS
+    specs = []
+    with contextlib.suppress(ImportError, ValueError):
+        specs.append(importlib.util.find_spec(top))
+    for entry in [*sys.path, *site_dirs()]:
+        with contextlib.suppress(ImportError, ValueError, OSError):
+            specs.append(importlib.machinery.PathFinder.find_spec(top, [entry]))
     paths: list[str] = []
-    for top in {name.partition(".")[0] for name in names if name}:
-        if not top.isidentifier():
-            continue
-        try:
-            spec = importlib.util.find_spec(top)
-        except (ImportError, ValueError):
-            continue
+    for spec in specs:
         if spec is None:
             continue
         if spec.submodule_search_locations:
             paths += [str(p) for p in spec.submodule_search_locations]
         elif spec.origin and os.path.isabs(spec.origin):
             paths.append(spec.origin)
-    paths += extra
-    return [os.path.realpath(p) for p in paths if os.path.exists(p)]
+        archive = getattr(spec.loader, "archive", None)
+        if isinstance(archive, str):
+            paths.append(archive)
+    return paths
+
+
+def _site_code() -> list[str]:
+    """The site's own code: every copy on ``sys.path`` of the top-level packages (or
+    modules) of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF`` (``site_names``,
+    ``_places``), and the paths of ``WEBFETCH_PLUGIN_HIDDEN_PATHS``, resolved."""
+    paths: list[str] = []
+    for top in site_names():
+        paths += _places(top)
+    from django.conf import settings
+
+    if settings.configured:
+        from django_webfetch.conf import conf
+
+        paths += conf.WEBFETCH_PLUGIN_HIDDEN_PATHS
+    found: list[str] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if os.path.exists(real) and real not in found:
+            found.append(real)
+    return found
+
+
+def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
+    """The site's code (``_site_code``) under a directory of ``binds`` that is, or holds,
+    what the guest needs (``needed``): it cannot be masked, so the sandbox is not built
+    (``SiteCodeUnmaskable``); never left readable silently."""
+    return [
+        path
+        for path in _site_code()
+        if any(_under(path, top) for top in binds)
+        and any(path == need or _under(need, path) for need in needed)
+    ]
 
 
 def hidden_paths(binds: list[str], needed: list[str]) -> list[str]:
@@ -655,7 +726,7 @@ def masks(spec: SandboxSpec) -> list[str]:
     """The paths the guest leaves out of its Landlock rules: those ``command`` masks, and
     where a copy of the masked code would be written later (``_guards``)."""
     masked = [entry[1] for entry in _layout(spec) if entry[0] == "mask"]
-    return masked + [guard for guard in _guards(*_bound(spec)) if guard not in masked]
+    return masked + [guard for guard in _guards(*_visible(spec)) if guard not in masked]
 
 
 def sources(spec: SandboxSpec) -> list[str]:

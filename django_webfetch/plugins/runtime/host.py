@@ -790,6 +790,8 @@ class Worker:
             os.close(info_read)
             if self.identity is not None:
                 self.identity.release()  # no process was started under it
+            if isinstance(exc, bubblewrap.SiteCodeUnmaskable):
+                raise IsolationUnavailable(f"site_code_unmaskable: {exc.filename}") from exc
             if isinstance(exc, OSError):
                 raise IsolationUnavailable(f"sandbox_failed: {exc}") from exc
             raise
