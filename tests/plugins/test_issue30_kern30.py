@@ -214,24 +214,27 @@ def test_hidden_paths_are_masked_in_the_sandbox(tmp_path, settings):
 
 
 def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, settings):
-    """A path that is or holds the standard library, ``django_webfetch``, a whole package
-    directory or the plugin's own package is not masked (every plugin would break); one
-    under a bound package directory is."""
+    """A path that only holds what the guest needs (the standard library, ``django_
+    webfetch``, the plugin's own package) and lies under no bound directory shows nothing
+    in the sandbox but that, and is not masked (every plugin would break); one under a
+    bound package directory is.  A path that is, or lies under, a bound directory and is
+    or holds what the guest needs (a whole package directory, the plugin's own package,
+    the standard library under a system library directory) cannot be masked: the sandbox
+    is not built (``site_code_unmaskable``), the path is never dropped silently (issue 30,
+    round 19; tests/plugins/test_issue30_fix19.py)."""
     import django_webfetch
 
     origin = _hidden_site(tmp_path)
     package = os.path.join(origin.path, origin.top_level)
     root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     stdlib = os.path.dirname(os.path.realpath(os.__file__))
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [
-        root,
-        stdlib,
-        os.path.dirname(stdlib),
-        *bubblewrap.site_dirs(),
-        origin.path,
-        package,
-        os.path.join(package, "siteproject"),
-    ]
+    system = [entry[1] for entry in bubblewrap._system() if entry[0] == "bind"]
+    holders = [root, origin.path]
+    unmaskable = [*bubblewrap.site_dirs(), package]
+    for path in (stdlib, os.path.dirname(stdlib)):
+        seen = any(path == top or path.startswith(top + "/") for top in system)
+        (unmaskable if seen else holders).append(path)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [*holders, os.path.join(package, "siteproject")]
     spec = bubblewrap.SandboxSpec(origin.path, origin.top_level, 3, 4, 5, "/tmp/s6")
     masks = [entry[1] for entry in bubblewrap._layout(spec) if entry[0] == "mask"]
     assert masks == [os.path.realpath(os.path.join(package, "siteproject"))]
@@ -239,6 +242,11 @@ def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, sett
     at = command.index(masks[0])
     assert command[at - 1] == "--tmpfs" and command[at + 1 : at + 3] == ["--remount-ro", masks[0]]
     assert masks[0] not in bubblewrap.sources(spec)
+    for path in unmaskable:
+        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [path]
+        with pytest.raises(bubblewrap.SiteCodeUnmaskable) as refused:
+            bubblewrap.command(spec)
+        assert refused.value.filename == os.path.realpath(path), path
 
 
 @needs_sandbox

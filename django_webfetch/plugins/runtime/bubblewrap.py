@@ -21,11 +21,13 @@ What the command below gives the plugin process:
   ``/proc`` of its PID namespace, a ``/dev`` of ``null``/``zero``/``urandom`` only, a small
   ``/tmp`` of its own (its scratch directory), and nothing of the site: no project
   directory, settings, database, ``/etc`` beyond the loader's cache, ``/home``, ``/root``
-  or ``/run``; the site's own code where it lies in a package directory (the top-level
-  packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_
-  PATHS``) is masked with every copy of it (``hidden_paths``, ``copies``: its bytecode,
-  a legacy ``.pyc``, editors' backups), and the guest leaves it out of its Landlock rules
-  (``guest._excluding``);
+  or ``/run``; the site's own code wherever it lies in a bound directory, the system
+  libraries' included (every copy on ``sys.path`` of the top-level packages of
+  ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, a zip archive one is imported from,
+  ``WEBFETCH_PLUGIN_HIDDEN_PATHS``) is masked with every copy of it (``hidden_paths``,
+  ``copies``: its bytecode, a legacy ``.pyc``, editors' backups), and the guest leaves it
+  out of its Landlock rules (``guest._excluding``); site code that is or holds what the
+  guest needs is never left readable: the sandbox is not built (``unmaskable``);
 - an empty environment;
 - the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
   just before it executes the interpreter; the guest narrows it further before any plugin
@@ -578,14 +580,16 @@ def _site_code() -> list[str]:
 
 
 def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
-    """The site's code (``_site_code``) under a directory of ``binds`` that is, or holds,
-    what the guest needs (``needed``): it cannot be masked, so the sandbox is not built
-    (``SiteCodeUnmaskable``); never left readable silently."""
+    """The site's code (``_site_code``) that is, or lies under, a directory of ``binds``
+    and is, or holds, what the guest needs (``needed``, a whole package directory): it
+    cannot be masked, so the sandbox is not built (``SiteCodeUnmaskable``), never left
+    readable silently.  Site code that only holds binds (a checkout holding
+    ``django_webfetch``) shows nothing in the sandbox but what the guest needs."""
     return [
         path
         for path in _site_code()
-        if any(_under(path, top) for top in binds)
-        and any(path == need or _under(need, path) for need in needed)
+        if any(path == top or _under(path, top) for top in binds)
+        and any(path == need or _under(need, path) for need in [*needed, *site_dirs()])
     ]
 
 
