@@ -219,7 +219,7 @@ def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, sett
     in the sandbox but that, and is not masked (every plugin would break); one under a
     bound package directory is.  A path that is, or lies under, a bound directory and is
     or holds what the guest needs (a whole package directory, the plugin's own package,
-    the standard library under a system library directory) cannot be masked: the sandbox
+    the standard library) cannot be masked: the sandbox
     is not built (``site_code_unmaskable``), the path is never dropped silently (issue 30,
     round 19; tests/plugins/test_issue30_fix19.py)."""
     import django_webfetch
@@ -228,14 +228,15 @@ def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, sett
     package = os.path.join(origin.path, origin.top_level)
     root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     stdlib = os.path.dirname(os.path.realpath(os.__file__))
-    system = [entry[1] for entry in bubblewrap._system() if entry[0] == "bind"]
-    holders = [root, origin.path]
-    unmaskable = [*bubblewrap.site_dirs(), package]
-    for path in (stdlib, os.path.dirname(stdlib)):
-        seen = any(path == top or path.startswith(top + "/") for top in system)
-        (unmaskable if seen else holders).append(path)
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [*holders, os.path.join(package, "siteproject")]
     spec = bubblewrap.SandboxSpec(origin.path, origin.top_level, 3, 4, 5, "/tmp/s6")
+    visible = bubblewrap._visible(spec)[0]  # every bound directory, the system's included
+    holders = [root, origin.path]
+    unmaskable = [stdlib, *bubblewrap.site_dirs(), package]  # each bound itself
+    # Under a system library directory (a distribution's Python) or holding binds only.
+    parent = os.path.dirname(stdlib)
+    seen = any(parent == top or parent.startswith(top + "/") for top in visible)
+    (unmaskable if seen else holders).append(parent)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [*holders, os.path.join(package, "siteproject")]
     masks = [entry[1] for entry in bubblewrap._layout(spec) if entry[0] == "mask"]
     assert masks == [os.path.realpath(os.path.join(package, "siteproject"))]
     command = bubblewrap.command(spec)
