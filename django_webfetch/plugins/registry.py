@@ -1179,6 +1179,14 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
             f"({str(ep.value)[:200]!r})",
         )
     top = module.split(".")[0]
+    if top in RESERVED_NAMES:
+        # Decided before anything is looked up: ``find_spec("json")`` is the standard
+        # library's, and a plugin's ``json`` would stand in for it wherever it came first.
+        return ManifestError(
+            "entry_point_reserved",
+            f"entry point {ep.name!r} names the module {top!r}, a name of the standard "
+            "library or of a module the plugin process imports; nothing of it was imported",
+        )
     if top in site_top_levels():
         # The site's own package, with a plugin's module copied into it: its sandbox would
         # bind the site's package whole as the plugin's, settings and all (issue 30,
@@ -1188,14 +1196,6 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
             f"entry point {ep.name!r} names the module {top!r}, a top-level name of the "
             "site's own code (DJANGO_SETTINGS_MODULE, ROOT_URLCONF, INSTALLED_APPS); "
             "nothing of it was imported",
-        )
-    if top in RESERVED_NAMES:
-        # Decided before anything is looked up: ``find_spec("json")`` is the standard
-        # library's, and a plugin's ``json`` would stand in for it wherever it came first.
-        return ManifestError(
-            "entry_point_reserved",
-            f"entry point {ep.name!r} names the module {top!r}, a name of the standard "
-            "library or of a module the plugin process imports; nothing of it was imported",
         )
     return None
 
