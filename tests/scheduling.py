@@ -28,6 +28,7 @@ SHARED_SETUP = (
     "tests/assistant/test_self_hosted.py",
     "tests/mcp/test_server.py",
     "tests/plugins/test_issue30_fix17_elf.py",
+    "tests/plugins/test_issue30_stamps.py",
 )
 
 

@@ -276,6 +276,7 @@ def test_the_reasons_are_stable():
         "libseccomp_unavailable",
         "sandbox_failed",
         "uid_unavailable",
+        "site_code_unmaskable",
     }
     assert bubblewrap.reason_of("bwrap: No permission to create new namespace") == (
         "userns_unavailable"

@@ -53,9 +53,9 @@ from django_webfetch.plugins.provenance import WALK_DEPTH, WALK_ENTRIES, Memo, r
 
 from . import bubblewrap, cgroups, identity
 from .protocol import (
-    _SLICE,
     MAX_REFUSED_CHARS,
     MAX_REFUSED_PATHS,
+    SLICE,
     Channel,
     ChannelClosed,
     ChannelTimeout,
@@ -646,7 +646,7 @@ def _ended_by_cpu(process: subprocess.Popen[bytes]) -> bool:
 
 
 class _Watch:
-    """A thread that runs a process's ``bounds`` check every ``protocol._SLICE`` for as
+    """A thread that runs a process's ``bounds`` check every ``protocol.SLICE`` for as
     long as the host waits on anything but the plugin's next message (``recv`` polls it
     itself): a request it performs for the plugin (``_perform``), a message it sends (a
     plugin that does not read), the threads of a call or an import settling
@@ -661,7 +661,7 @@ class _Watch:
         self._thread = threading.Thread(target=self._run, name="webfetch-plugin-watch", daemon=True)
 
     def _run(self) -> None:
-        while not self._done.wait(_SLICE):
+        while not self._done.wait(SLICE):
             try:
                 if self._worker.process.poll() in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
                     # Ended by the kernel's CPU limit (``limit_cpu``) while the host waited.
@@ -990,7 +990,7 @@ class Worker:
         return self.process.poll() is None
 
     def bounds(self, cpu_seconds: float, *, files: bool = True, kernel: bool = True) -> Any:
-        """What the host checks while it waits (every ``protocol._SLICE``, in ``recv``'s
+        """What the host checks while it waits (every ``protocol.SLICE``, in ``recv``'s
         poll and in a ``_Watch`` wherever else it waits) and after each call: CPU time
         from now on, threads and (``files``: once the sandbox is built, which bwrap
         reports before it is) the files of the private ``/tmp``; over a bound,

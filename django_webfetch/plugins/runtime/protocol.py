@@ -71,7 +71,7 @@ _SCAN_CHUNK = 1 << 16
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _HEADER = struct.Struct("!I")
 #: How often a waiting reader wakes up to run its ``poll`` (CPU limit, liveness).
-_SLICE = 0.05
+SLICE = 0.05
 
 
 class ProtocolError(Exception):
@@ -263,7 +263,7 @@ class Channel:
         while True:
             if poll is not None:
                 poll()
-            wait = _SLICE
+            wait = SLICE
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
