@@ -262,29 +262,42 @@ for argv in (["migrate", "-v", "0"], ["check"], ["webfetch", "plugin", "list"]):
 """
 
 
-def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why(tmp_path):
+@pytest.mark.parametrize("why", ["bwrap_missing", "site_code_unmaskable"])
+def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why(tmp_path, why):
     """A host that cannot build the sandbox, with a plugin package installed (in
     ``WEBFETCH_PLUGIN_DIRS``, as docs/plugins.rst says): the refusal is check W033's (a
-    warning naming the plugin), never an error that stops ``migrate``, ``check`` or the
-    operator's own ``webfetch plugin list``, which names the reason.  The commands run as
-    ``manage.py`` runs them (system checks included), in one process."""
+    warning naming the plugin and the reason), never an error that stops ``migrate``,
+    ``check`` or the operator's own ``webfetch plugin list``, which names the reason.  Two
+    hosts: one without bubblewrap, one whose ``WEBFETCH_PLUGIN_HIDDEN_PATHS`` names what
+    every plugin process needs (the standard library: it cannot be masked, decision 0058).
+    The commands run as ``manage.py`` runs them (system checks included), in one process."""
     import os
     import subprocess
     import sys
 
     import django_webfetch
+    from django_webfetch.plugins.runtime.bubblewrap import REASONS
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     site = os.path.join(os.path.dirname(__file__), "site")
-    (tmp_path / "cli_settings.py").write_text(
-        f"from tests.settings import *  # noqa: F403\nWEBFETCH_PLUGIN_DIRS = [{site!r}]\n"
-    )
+    extra = ""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([root, str(tmp_path)]),
         "DJANGO_SETTINGS_MODULE": "cli_settings",
-        "WEBFETCH_PLUGIN_BWRAP": "/nonexistent/bwrap",
     }
+    if why == "bwrap_missing":
+        env["WEBFETCH_PLUGIN_BWRAP"] = "/nonexistent/bwrap"
+    else:
+        from django_webfetch.plugins.runtime.host import capabilities
+
+        if not capabilities().get("isolated"):
+            pytest.skip("this host cannot build the plugin sandbox at all")
+        stdlib = os.path.dirname(os.path.realpath(os.__file__))
+        extra = f"WEBFETCH_PLUGIN_HIDDEN_PATHS = [{stdlib!r}]\n"
+    (tmp_path / "cli_settings.py").write_text(
+        f"from tests.settings import *  # noqa: F403\nWEBFETCH_PLUGIN_DIRS = [{site!r}]\n{extra}"
+    )
     done = subprocess.run(
         [sys.executable, "-c", _MANAGE],
         capture_output=True, text=True, timeout=300, cwd=root, env=env, check=False,
@@ -292,9 +305,10 @@ def test_without_a_sandbox_every_command_runs_and_plugin_list_says_why(tmp_path)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "django_webfetch.W033" in output and "Not run: example" in output
+    assert f"({why}: {REASONS[why]})" in " ".join(output.split()), output[-4000:]
     assert "django_webfetch.E030" not in output
     listed = done.stdout.split("==> webfetch plugin list\n", 1)[1].splitlines()
-    assert listed[0].startswith("this host: none: untrusted plugins do not run here (bwrap_missing")
+    assert listed[0].startswith(f"this host: none: untrusted plugins do not run here ({why}")
     assert any(
         line.startswith(
             "refused: plugin entry point 'example' refused (plugin_isolation_unavailable)"
