@@ -79,27 +79,50 @@ def _fill(directory: Path, prefix: str, have: int, want: int) -> None:
         os.unlink(directory / f"{prefix}{i}.txt")
 
 
+#: The pooled files are lent in directories of this many (a directory and its files are
+#: ``CHUNK + 1`` entries of the walk), and the rest one by one.
+CHUNK = 1000
+
+
 class _Files:
     """The property's empty data files, made once for the examples of a test process and
-    lent to each example's package (a rename: no file made or removed for it), then taken
+    lent to each example's package (renames: no file made or removed for it), then taken
     back: a package of 20 001 entries cost about 1.5 CPU seconds to write and 0.3 to remove,
-    for every example.  Each example still gets what ``_package`` writes in place: the same
-    empty files under the same names, in a new site directory; only how many there are
-    changes between examples (files made or removed for the difference)."""
+    and an example of another size made or removed the difference, thousands of files.
+    Each example's ``data`` (and the directory outside the package behind its link) holds
+    whole directories of ``CHUNK`` empty files, lent by renaming each, and fewer than
+    ``CHUNK + 1`` loose files made or removed for the rest: the same number of entries
+    under the package, in a new site directory, whatever the size before."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.have = {"f": 0, "g": 0}
+        self.loose = {"f": 0, "g": 0}
+        self.chunks = {"f": 0, "g": 0}
         self.lent: list[tuple[Path, Path]] = []
+
+    def _chunk(self, prefix: str, index: int) -> Path:
+        """The pooled directory ``index`` of ``prefix`` (made full on first use)."""
+        chunk = self.root / f"{prefix}chunks" / f"c{index}"
+        if index >= self.chunks[prefix]:
+            chunk.parent.mkdir(exist_ok=True)
+            _fill(chunk, f"{prefix}c{index}_", 0, CHUNK)
+            self.chunks[prefix] = index + 1
+        return chunk
 
     def lend(self, data: Path, count: int, outside: Path | None, half: int) -> None:
         for prefix, target, want in (("f", data, count), ("g", outside, half)):
+            if target is None:
+                continue
+            whole, rest = divmod(want, CHUNK + 1)
             pool = self.root / prefix
-            _fill(pool, prefix, self.have[prefix], want)
-            self.have[prefix] = want
-            if target is not None:
-                os.rename(pool, target)
-                self.lent.append((target, pool))
+            _fill(pool, prefix, self.loose[prefix], rest)
+            self.loose[prefix] = rest
+            os.rename(pool, target)
+            self.lent.append((target, pool))
+            for index in range(whole):
+                chunk = self._chunk(prefix, index)
+                os.rename(chunk, target / chunk.name)
+                self.lent.append((target / chunk.name, chunk))
 
     def put_back(self) -> None:
         while self.lent:
@@ -108,7 +131,11 @@ class _Files:
                 os.rename(target, pool)
             except OSError:  # the example removed or replaced it: made again next time
                 shutil.rmtree(pool, ignore_errors=True)
-                self.have[pool.name] = 0
+                if pool.parent == self.root:
+                    self.loose[pool.name] = 0
+                else:  # a chunk: the pool's chunks from it on are made again
+                    prefix = pool.parent.name[0]
+                    self.chunks[prefix] = min(self.chunks[prefix], int(pool.name[1:]))
 
 
 @pytest.fixture(scope="module")
