@@ -1036,8 +1036,9 @@ class Worker:
             # process is another uid's.  The host's own checks hold the bound alone.
             _cpu_limit_refused = True
             logger.warning(
-                "plugin processes run without a per-call CPU limit (%s: %s); the host's "
-                "checks hold the CPU bound",
+                "plugin processes run without a per-call CPU limit (%s: %s): this root "
+                "process lacks CAP_SYS_RESOURCE, as in most containers; the host's own "
+                "checks hold the CPU bound (docs/plugins.rst, 'Containment')",
                 CPU_LIMIT_UNAVAILABLE,
                 exc.strerror,
             )
