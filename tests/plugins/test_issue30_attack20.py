@@ -1,0 +1,208 @@
+"""Issue 30, round 20: an outside attack on the plugin sandbox and the trust pin.
+
+Each test here fails on the code it was written against (branch s12-attack20, on
+b1520e3): it is the proof of a way past the containment (the docstring gives the severity,
+the route and the gain).  Nothing is fixed here.  The tests run the codeprobe plugin
+(``tests/plugins/probe_site``) in its real sandbox and observe from the host side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from django_webfetch.plugins.runtime import bubblewrap
+
+pytestmark = pytest.mark.django_db
+
+_SECRET = "attack20-the-sites-secret"
+
+#: Reads every file under each of the directories given from inside the sandbox: which
+#: held the site's secret, and how many files it read (the control: they were bound).
+_READ_ALL = """\
+import json, os
+leaked, read = [], 0
+for root in %r:
+    for top, dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(top, name)
+            try:
+                with open(path, 'rb') as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            read += 1
+            if %r in data:
+                leaked.append(path)
+result = json.dumps({'leaked': leaked, 'read': read})
+"""
+
+
+def _read_all(probe: Any, roots: list[str]) -> dict[str, Any]:
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    try:
+        outcome = probe(_READ_ALL % (roots, _SECRET.encode()))
+    finally:
+        shutdown()
+    assert outcome.kind == "json", outcome
+    seen: dict[str, Any] = json.loads(json.loads(outcome.text)["result"])
+    return seen
+
+
+def _open_up(top: Path) -> None:
+    for path in [top, *sorted(top.rglob("*"))]:
+        if path.is_symlink():  # never through a link (a venv's python: the interpreter's)
+            continue
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
+def _write_project(base: Path, name: str, data: str) -> None:
+    """A Django project as ``startproject`` lays it out, its ``BASE_DIR`` being ``base``:
+    the settings package ``name`` (no secret in it: the secret is in the data), and its
+    ``data``: the SQLite database ``base/db.sqlite3`` (a user's session row holding the
+    secret) or the ``MEDIA_ROOT`` ``base/media`` (an upload holding the secret)."""
+    package = base / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        "from pathlib import Path\n"
+        "BASE_DIR = Path(__file__).resolve().parent.parent\n"
+        "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3',"
+        " 'NAME': BASE_DIR / 'db.sqlite3'}}\n"
+        "MEDIA_ROOT = BASE_DIR / 'media'\n"
+    )
+    if data == "database":
+        with sqlite3.connect(base / "db.sqlite3") as db:
+            db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
+            db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
+        db.close()
+    else:
+        (base / "media" / "invoices").mkdir(parents=True)
+        (base / "media" / "invoices" / "customer-42.txt").write_text(f"IBAN {_SECRET}\n")
+    (base / "attack20_other.py").write_text("VALUE = 1\n")  # the control: readable
+    _open_up(base)
+
+
+@pytest.fixture
+def system_library_dir() -> Iterator[Path]:
+    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
+    binds whole: ``bubblewrap._system``), removed after the test."""
+    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
+        pytest.skip("no /usr/local/lib directory")
+    top = tempfile.mkdtemp(prefix="webfetch-attack20-", dir="/usr/local/lib")
+    try:
+        yield Path(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("data", ["database", "media"])
+@pytest.mark.parametrize("layout", ["system-library-dir", "site-packages"])
+def test_the_sites_database_and_uploads_beside_its_masked_settings_are_readable(
+    probe, system_library_dir, tmp_path, monkeypatch, settings, layout, data
+):
+    """Severity: Medium (the site's data: every user's session keys, password hashes, API
+    tokens and plugin configurations in the database, customers' uploads in
+    ``MEDIA_ROOT``; needs the project under a directory the sandbox binds, the layouts
+    rounds 6 and 19 already accepted: ``/usr/local/lib/<app>``, or ``pip install .`` into
+    ``site-packages``).  Route: the sandbox masks the site's *code* only (``bubblewrap.
+    _site_code``: the top-level packages of ``DJANGO_SETTINGS_MODULE`` and
+    ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_PATHS``).  A project laid out as
+    ``startproject`` does (``BASE_DIR = Path(__file__).resolve().parent.parent``) keeps
+    its SQLite database (``DATABASES[...]['NAME'] = BASE_DIR / 'db.sqlite3'``) and its
+    uploads (``MEDIA_ROOT = BASE_DIR / 'media'``) beside the settings package, i.e. in the
+    bound directory itself: the settings package is masked, the database and the media
+    root beside it are not, though the host knows both paths from the very settings it
+    masks (docs/plugins.rst claims "nothing of the site: no project directory, settings
+    file, database file").  Gain: an untrusted plugin reads the whole database (a live
+    session key is a logged-in administrator's session; ``django_webfetch``'s own tables:
+    every instance's configuration) and every upload, and sends them out through its
+    granted egress.  Expected: every file the site's settings name as its data
+    (``DATABASES`` SQLite ``NAME`` with its ``-wal``/``-shm``/``-journal``, ``MEDIA_ROOT``,
+    ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``, file caches, log files) is masked wherever
+    the sandbox binds it, like the site's code, or the sandbox is not built."""
+    top = system_library_dir if layout == "system-library-dir" else tmp_path
+    base = top / "mysite" if layout == "system-library-dir" else top / "lib" / "site-packages"
+    _write_project(base, "attack20_site", data)
+    _open_up(top)
+    monkeypatch.syspath_prepend(str(base))
+    if layout == "site-packages":
+        assert os.path.realpath(base) in bubblewrap.site_dirs()
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack20_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    # The host's settings name the site's data as the site's settings module does.
+    if data == "database":
+        monkeypatch.setitem(
+            settings.DATABASES,
+            "attack20",
+            {"ENGINE": "django.db.backends.sqlite3", "NAME": base / "db.sqlite3"},
+        )
+    else:
+        settings.MEDIA_ROOT = str(base / "media")
+    masked = bubblewrap.hidden_paths([os.path.realpath(base)], [])
+    assert os.path.realpath(base / "attack20_site") in masked, "the settings are masked"
+    seen = _read_all(probe, [str(base)])
+    assert seen["read"], seen  # the control: the directory is bound and readable
+    assert seen["leaked"] == [], f"the site's {data} is readable in the sandbox: {seen['leaked']}"
+
+
+@pytest.mark.parametrize("kernel", ["landlock", "no-landlock"])
+def test_the_sites_virtualenv_root_under_a_system_library_directory_is_readable(
+    system_library_dir, kernel
+):
+    """Severity: Medium (the ``SECRET_KEY``, database URL and API keys many deployment
+    guides export from ``bin/activate`` or keep in an env file at the virtualenv's root;
+    needs the site's virtualenv under ``/usr/lib``, ``/usr/local/lib``, ``/lib``: a
+    distribution's package layout, ``dh-virtualenv`` configured for ``/usr/lib/<app>``, an
+    image that keeps its application under ``/usr/local/lib/<app>``).  Route: round 6
+    (finding 2) stopped binding the virtualenv's root: only its ``site-packages`` is
+    bound (``bubblewrap._python_dirs``), and docs/plugins.rst claims the sandbox shows
+    "never the rest of its prefix, nor the root of the site's virtual environment, where
+    ``bin/activate`` and env files may export ``SECRET_KEY``".  But the system library
+    directories are bound whole (``bubblewrap._system``) and are whole Landlock read
+    rules (``guest.read_paths``), and round 19 masks only the site's *code* under them:
+    a virtualenv there has its root, ``bin/activate`` and the env file beside it readable,
+    with Landlock and without.  Gain: an untrusted plugin reads the site's secret key and
+    credentials.  Expected: the virtualenv's root (``sys.prefix`` when it is not
+    ``sys.base_prefix``) is masked wherever a system bind holds it, but for its package
+    directories, or the sandbox is not built (``site_code_unmaskable``)."""
+    import subprocess
+    import sys
+
+    import django_webfetch
+    from tests.plugins.test_issue30_attack6_runtime import _READER, _VENV_HOST, _plugin
+
+    venv = system_library_dir / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)  # fmt: skip
+    with open(venv / "bin" / "activate", "a") as fh:
+        fh.write(f'\nexport DJANGO_SECRET_KEY="{_SECRET}"\n')
+    (venv / "mysite.env").write_text(f"SECRET_KEY={_SECRET}\n")
+    _open_up(system_library_dir)
+    origin = _plugin(system_library_dir / "plugins", "webfetch_a20_reader", "a20reader",
+                     _READER, {"read": "read"})  # fmt: skip
+    _open_up(system_library_dir)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _VENV_HOST, origin.path, origin.top_level, kernel],
+        capture_output=True, text=True, timeout=120, cwd=root, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": ":".join([root, *bubblewrap.site_dirs()])},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["prefix"] == str(venv), report
+    assert report["kind"] == "json", report
+    assert bool(report["landlock"]) is (kernel == "landlock"), report
+    seen = json.loads(report["text"])
+    assert any(str(venv) in path for path in seen), seen  # the plugin found the site's venv
+    assert _SECRET not in report["text"], f"a plugin read the site's virtualenv: {seen}"
