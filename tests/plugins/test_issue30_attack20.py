@@ -206,3 +206,112 @@ def test_the_sites_virtualenv_root_under_a_system_library_directory_is_readable(
     seen = json.loads(report["text"])
     assert any(str(venv) in path for path in seen), seen  # the plugin found the site's venv
     assert _SECRET not in report["text"], f"a plugin read the site's virtualenv: {seen}"
+
+
+#: A plugin that makes stream socketpairs at import (``socketpair`` is allowed: asyncio's
+#: self-pipe), all empty when it gets ready; ``keep`` keeps ``kib`` KiB more resident, and
+#: ``fill`` queues bytes in both directions of every pair, to each sender's default send
+#: buffer: kernel memory in no ``VmRSS``, in descriptors the process held at ready.
+_PAIRS_AT_IMPORT = """
+import json, socket, sys
+
+_PAIRS = []
+for _ in range(12):
+    _a, _b = socket.socketpair()
+    _a.setblocking(False)
+    _b.setblocking(False)
+    _PAIRS.append((_a, _b))
+_KEPT = []
+
+
+def keep(plugin, arguments):
+    block = bytearray(int(arguments["kib"]) << 10)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    _KEPT.append(block)
+    return str(len(block))
+
+
+def fill(plugin, arguments):
+    queued = 0
+    for a, b in _PAIRS:
+        for sender in (a, b):
+            try:
+                while True:
+                    queued += sender.send(b"x" * 65536)
+            except BlockingIOError:
+                pass
+    return json.dumps({"queued": queued})
+"""
+
+
+def test_socketpairs_made_at_import_and_filled_by_a_call_keep_kernel_memory_in_a_pooled_process(
+    tmp_path,
+):
+    """Severity: Low (kernel memory past the pool's idle bound, as round 18's finding 2,
+    whose fix this passes).  Route: round 18 made the pool compare the descriptors a
+    process holds with those it held at ready by identity (number, link, dev/inode,
+    ``fdinfo`` but ``pos``: ``host._descriptors``), so a call can no longer swap in a full
+    socket.  But a socket's queued bytes are in none of these: a plugin makes stream
+    socketpairs at import (allowed: ``socketpair(AF_UNIX, SOCK_STREAM)``; up to
+    ``guest.MAX_FILES`` descriptors), all empty at ready; a call fills both directions
+    of each to the default send buffer.  The process holds exactly the descriptors it
+    held at ready, its ``VmRSS`` did not move, and it is pooled with the queued bytes on
+    top of the ``MAX_IDLE_GROWTH`` it may keep resident (measured here: 12 pairs, ~5 MiB
+    queued; 14 pairs fit ``MAX_FILES``).  Gain: kernel memory outside every limit kept by
+    every idle process of the pool (up to ``MAX_IDLE_PROCESSES``) for as long as no call
+    comes.  Expected: a pooled process holds at most ``MAX_IDLE_GROWTH`` more than at
+    ready whatever the memory's kind: a socket's queue counted (``SIOCOUTQ``/``SIOCINQ``
+    read by the host through ``pidfd_getfd``, or ``/proc/<pid>/net``'s unix queues
+    ``sock_diag``), or a process holding a socket besides its channel never pooled."""
+    from django_webfetch.plugins.runtime import host
+    from django_webfetch.plugins.runtime.host import MAX_IDLE_GROWTH, Limits, execute, shutdown
+    from tests.plugins.test_issue30_attack6_runtime import _plugin
+
+    origin = _plugin(tmp_path / "site", "webfetch_a20_pairs", "a20pairs", _PAIRS_AT_IMPORT,
+                     {"keep": "keep", "fill": "fill"})  # fmt: skip
+    limits = Limits(5, 20, 256 << 20, 1 << 16, 5, 1)
+    key = ("a20-pairs", 1)
+
+    def call(tool: str, **arguments: Any) -> str:
+        message = {"tool": tool, "arguments": arguments, "config": {}, "plugin": "a20pairs",
+                   "alias": "a20pairs", "reference": "a20pairs"}  # fmt: skip
+        outcome = execute(origin, key, message, None, limits=limits)
+        assert outcome.kind in ("text", "json"), outcome
+        return str(outcome.text)
+
+    def pooled() -> Any:
+        workers = [w for idle in host._pool._idle.values() for w in idle]
+        assert len(workers) <= 1, workers
+        return workers[0] if workers else None
+
+    def growth(worker: Any) -> int:
+        now = host._footprint(worker.pid)
+        assert now is not None
+        return int(now - worker.footprint)
+
+    shutdown()
+    try:
+        call("keep", kib=64)
+        worker = pooled()
+        assert worker is not None, "the pool keeps an idle process"
+        # Resident memory up to just under the bound, in steps that each keep it pooled.
+        while MAX_IDLE_GROWTH - growth(worker) > 600 << 10:
+            call("keep", kib=max(64, (MAX_IDLE_GROWTH - growth(worker) - (400 << 10)) >> 10))
+            worker = pooled()
+            assert worker is not None, "a call under the bound keeps its process"
+        descriptors = worker.descriptors
+        queued = int(json.loads(call("fill"))["queued"])
+        assert queued > 1 << 20, queued
+        kept = pooled()
+        if kept is not None:
+            assert kept.pid == worker.pid
+            assert host._descriptors(kept.pid) == descriptors
+            held = growth(kept) + queued
+            assert held <= MAX_IDLE_GROWTH, (
+                f"a pooled process holds {held >> 10} KiB more than when it got ready "
+                f"({queued >> 10} KiB of it queued in socket buffers made at import), over "
+                f"the {MAX_IDLE_GROWTH >> 10} KiB bound"
+            )
+    finally:
+        shutdown()
