@@ -69,7 +69,8 @@ def _write_project(base: Path, name: str, data: str) -> None:
     """A Django project as ``startproject`` lays it out, its ``BASE_DIR`` being ``base``:
     the settings package ``name`` (no secret in it: the secret is in the data), and its
     ``data``: the SQLite database ``base/db.sqlite3`` (a user's session row holding the
-    secret) or the ``MEDIA_ROOT`` ``base/media`` (an upload holding the secret)."""
+    secret), the ``MEDIA_ROOT`` ``base/media`` (an upload holding the secret) or its log
+    file ``base/logs/django.log`` (a line holding the secret)."""
     package = base / name
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
@@ -85,6 +86,9 @@ def _write_project(base: Path, name: str, data: str) -> None:
             db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
             db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
         db.close()
+    elif data == "log":
+        (base / "logs").mkdir()
+        (base / "logs" / "django.log").write_text(f"ERROR password reset token {_SECRET}\n")
     else:
         (base / "media" / "invoices").mkdir(parents=True)
         (base / "media" / "invoices" / "customer-42.txt").write_text(f"IBAN {_SECRET}\n")
@@ -105,9 +109,9 @@ def system_library_dir() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
-@pytest.mark.parametrize("data", ["database", "media"])
+@pytest.mark.parametrize("data", ["database", "media", "log"])
 @pytest.mark.parametrize("layout", ["system-library-dir", "site-packages"])
-def test_the_sites_database_and_uploads_beside_its_masked_settings_are_readable(
+def test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_readable(
     probe, system_library_dir, tmp_path, monkeypatch, settings, layout, data
 ):
     """Severity: Medium (the site's data: every user's session keys, password hashes, API
@@ -119,13 +123,14 @@ def test_the_sites_database_and_uploads_beside_its_masked_settings_are_readable(
     ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_PATHS``).  A project laid out as
     ``startproject`` does (``BASE_DIR = Path(__file__).resolve().parent.parent``) keeps
     its SQLite database (``DATABASES[...]['NAME'] = BASE_DIR / 'db.sqlite3'``) and its
-    uploads (``MEDIA_ROOT = BASE_DIR / 'media'``) beside the settings package, i.e. in the
-    bound directory itself: the settings package is masked, the database and the media
-    root beside it are not, though the host knows both paths from the very settings it
-    masks (docs/plugins.rst claims "nothing of the site: no project directory, settings
+    uploads (``MEDIA_ROOT = BASE_DIR / 'media'``) and, often, its log files (``LOGGING``'s
+    ``FileHandler`` at ``BASE_DIR / 'logs'``) beside the settings package, i.e. in the
+    bound directory itself: the settings package is masked, the database, the media root
+    and the logs beside it are not, though the host knows each path from the very
+    settings it masks (docs/plugins.rst claims "nothing of the site: no project directory, settings
     file, database file").  Gain: an untrusted plugin reads the whole database (a live
     session key is a logged-in administrator's session; ``django_webfetch``'s own tables:
-    every instance's configuration) and every upload, and sends them out through its
+    every instance's configuration), every upload and the logs, and sends them out through its
     granted egress.  Expected: every file the site's settings name as its data
     (``DATABASES`` SQLite ``NAME`` with its ``-wal``/``-shm``/``-journal``, ``MEDIA_ROOT``,
     ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``, file caches, log files) is masked wherever
@@ -146,6 +151,17 @@ def test_the_sites_database_and_uploads_beside_its_masked_settings_are_readable(
             "attack20",
             {"ENGINE": "django.db.backends.sqlite3", "NAME": base / "db.sqlite3"},
         )
+    elif data == "log":
+        settings.LOGGING = {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "handlers": {
+                "file": {
+                    "class": "logging.FileHandler",
+                    "filename": str(base / "logs" / "django.log"),
+                }
+            },
+        }
     else:
         settings.MEDIA_ROOT = str(base / "media")
     masked = bubblewrap.hidden_paths([os.path.realpath(base)], [])
