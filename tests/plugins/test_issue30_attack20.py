@@ -331,3 +331,56 @@ def test_socketpairs_made_at_import_and_filled_by_a_call_keep_kernel_memory_in_a
             )
     finally:
         shutdown()
+
+
+@pytest.fixture
+def base_site_packages() -> Iterator[Path]:
+    """A directory made in the *base* interpreter's ``site-packages`` (the one a virtual
+    environment's site does not import from: ``include-system-site-packages = false``),
+    removed after the test; skipped where the site runs from no virtual environment."""
+    import sys
+    import sysconfig
+
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the site runs from no virtual environment")
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    purelib = os.path.realpath(base["purelib"])
+    if not os.path.isdir(purelib) or purelib in bubblewrap.site_dirs():
+        pytest.skip("no base site-packages apart from the site's")
+    top = tempfile.mkdtemp(prefix="webfetch_attack20_", dir=purelib)
+    try:
+        yield Path(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_the_base_interpreters_site_packages_is_readable_from_a_virtualenv_site(
+    probe, base_site_packages, settings
+):
+    """Severity: Low (another project's code and settings installed globally on the same
+    machine: a second site, a ``sudo pip install .``, a tool's credentials module; needs a
+    site run from a virtual environment over an interpreter with a global
+    ``site-packages``, as pyenv, a ``python:3.x`` image or ``/usr/local`` builds have).
+    Route: the sandbox binds the standard library as one directory (``bubblewrap.
+    _python_dirs``: ``dirname(os.__file__)``), and the guest's Landlock rules read it
+    whole (``guest.read_paths``: ``sysconfig``'s ``stdlib``); the base interpreter's
+    ``site-packages`` lies inside it (``<prefix>/lib/python3.X/site-packages``).  A site
+    run from a virtual environment (``include-system-site-packages = false``) never
+    imports from it, so it is none of the site's package directories, none of its code is
+    ever found as the site's (``_site_code`` looks on the site's ``sys.path``), and yet
+    every file of it is readable in the sandbox: docs/plugins.rst claims the interpreter
+    shows "its executable, standard library and ``libpython``; never the rest of its
+    prefix".  Gain: an untrusted plugin reads whatever the machine installed globally
+    (here: a second site's settings).  Expected: the base interpreter's package
+    directories that are not the site's are masked (or left out of the bind and of the
+    Landlock rules) like any other path outside the interpreter's standard library."""
+    package = base_site_packages / "othersite"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
+    _open_up(base_site_packages)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    seen = _read_all(probe, [str(base_site_packages)])
+    assert seen["leaked"] == [], (
+        f"the base interpreter's site-packages is readable in the sandbox: {seen['leaked']}"
+    )
