@@ -384,3 +384,66 @@ def test_the_base_interpreters_site_packages_is_readable_from_a_virtualenv_site(
     assert seen["leaked"] == [], (
         f"the base interpreter's site-packages is readable in the sandbox: {seen['leaked']}"
     )
+
+
+#: A plugin that, at import, opens the site's SQLite database read-only (a path it found
+#: in the bound directory) and takes a POSIX read lock on SQLite's SHARED byte range, as a
+#: reader in a transaction does; its one tool does nothing.  The descriptor and its lock
+#: are the process's as it got ready, so a pooled process keeps both, stopped.
+_LOCKS_THE_DATABASE = """
+import fcntl, os
+
+_DB = os.open({db!r}, os.O_RDONLY)
+fcntl.lockf(_DB, fcntl.LOCK_SH | fcntl.LOCK_NB, 510, 0x40000002)
+
+
+def noop(plugin, arguments):
+    return "ok"
+"""
+
+
+def test_a_plugin_holds_a_lock_on_the_sites_database_and_the_site_cannot_write(
+    system_library_dir,
+):
+    """Severity: Medium (every write of the site fails while any process of the plugin
+    lives: sign-ins, sessions, every form; needs the layout of
+    ``test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_readable``,
+    whose finding this extends from reading to denial of service).  Route: the site's
+    SQLite database is readable in the sandbox, and ``fcntl(F_SETLK)`` is allowed
+    (``bubblewrap.FCNTL_COMMANDS``: a read lock needs only a read-only descriptor; Landlock
+    does not govern locks).  A plugin opens the database at import and takes a read lock
+    on SQLite's SHARED range; POSIX locks are on the host's inode, so every writer of the
+    site waits for its EXCLUSIVE lock and fails ``database is locked``.  The descriptor
+    and its lock are what the process held at ready (``host._descriptors``' ``fdinfo``
+    unchanged), so the pool keeps the process, stopped, with the lock, for as long as it
+    idles, and the next plugin process takes it again at its import.  Gain: the site's
+    database made read-only for as long as the plugin is installed.  Expected: the
+    database is not in the sandbox (masked, as its finding asks); and a process holding a
+    lock on a file outside its own ``/tmp`` is not pooled."""
+    from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
+    from tests.plugins.test_issue30_attack6_runtime import _plugin
+
+    base = system_library_dir / "mysite"
+    _write_project(base, "attack20_site", "database")
+    _open_up(system_library_dir)
+    db = base / "db.sqlite3"
+    origin = _plugin(system_library_dir / "plugins", "webfetch_a20_locker", "a20locker",
+                     _LOCKS_THE_DATABASE.format(db=str(db)), {"noop": "noop"})  # fmt: skip
+    _open_up(system_library_dir)
+    limits = Limits(5, 20, 256 << 20, 1 << 16, 5, 1)
+    message = {"tool": "noop", "arguments": {}, "config": {}, "plugin": "a20locker",
+               "alias": "a20locker", "reference": "a20locker"}  # fmt: skip
+    shutdown()
+    try:
+        outcome = execute(origin, ("a20-locker", 1), message, None, limits=limits)
+        assert outcome.text == "ok", outcome
+        site = sqlite3.connect(db, timeout=0)
+        try:
+            site.execute("INSERT INTO django_session VALUES ('k', '{}')")
+            site.commit()
+        except sqlite3.OperationalError as exc:
+            pytest.fail(f"the site cannot write its own database: {exc}")
+        finally:
+            site.close()
+    finally:
+        shutdown()
