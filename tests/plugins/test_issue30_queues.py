@@ -434,7 +434,7 @@ def test_a_process_holding_data_in_any_kind_of_descriptor_is_never_pooled(kind, 
     holding it is never pooled once a call can have left data in it (``plugin_queues_held``,
     or ``plugin_descriptors_changed`` where the data shows in ``fdinfo``), or what a call
     leaves in it is counted in the process's footprint, or it holds nothing."""
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     make, fill, expected = _SANDBOX_KINDS[kind]
     body = _BODY.format(
@@ -514,7 +514,7 @@ def test_a_process_whose_channel_holds_an_unread_reply_is_not_pooled(tmp_path, c
     host's reply unread in the guest's end (``SIOCOUTQ`` of the host's end): the process
     is not pooled (``plugin_queues_held``: ``channel``), or its guest, reading the stray
     reply instead of a call, ends itself; never pooled with the reply queued."""
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     body = _BODY.format(make="    pass\n", fill=textwrap.indent(_RAW_REQUEST, "    "))
     origin = _plugin(tmp_path / "site", "webfetch_q20c", "q20c", body,
