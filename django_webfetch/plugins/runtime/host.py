@@ -21,6 +21,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import ctypes
+import fcntl
 import hashlib
 import itertools
 import json
@@ -32,8 +33,11 @@ import re
 import resource
 import signal
 import socket
+import stat
+import struct
 import subprocess
 import tempfile
+import termios
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -149,6 +153,21 @@ _cpu_limit_refused = False
 #: Why a process was not pooled when it held other descriptors than when it got ready
 #: (``Worker.descriptors_changed``: which ones, not how many).
 DESCRIPTORS_CHANGED = "plugin_descriptors_changed"
+#: Why a process was not pooled when it held a descriptor of a kind that can queue data
+#: (a socket besides its channel, a pipe, a FIFO, any kind not known to hold none:
+#: ``_queueing``), or its channel held bytes one end had not read: kernel memory in no
+#: ``VmRSS``, which its call may have filled while every descriptor stayed the same one
+#: (tests/plugins/test_issue30_attack20.py, finding 5; decision 0059).
+QUEUES_HELD = "plugin_queues_held"
+#: Character devices (major, minor) that queue nothing: ``/dev/null``, ``/dev/zero``,
+#: ``/dev/full``, ``/dev/random``, ``/dev/urandom`` (the sandbox's ``/dev`` has the first,
+#: second and last only).  Any other device may (a terminal, a ``/dev/ptmx``).
+_QUIET_DEVICES = frozenset({(1, 3), (1, 5), (1, 7), (1, 8), (1, 9)})
+#: Anonymous inodes (their ``/proc/<pid>/fd`` link) that queue nothing: an eventfd holds
+#: one counter, an epoll its watches, both shown in ``fdinfo`` (``_descriptors``: a call
+#: that changes either changes the descriptor).  Any other (an inotify's event queue, a
+#: signalfd, a timerfd, a kind a later kernel adds) counts as queueing.
+_QUIET_ANONYMOUS = frozenset({"anon_inode:[eventfd]", "anon_inode:[eventpoll]"})
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -358,6 +377,63 @@ def _descriptors(pid: int) -> tuple[Descriptor, ...] | None:
     except (OSError, ValueError):
         return None
     return tuple(found)
+
+
+def _queueing(link: str, mode: int, rdev: int) -> bool:
+    """Whether a descriptor whose ``/proc/<pid>/fd`` link is ``link``, and whose inode
+    has ``mode`` and ``rdev`` (``os.stat`` of that link), is of a kind that can hold data
+    queued in kernel memory outside the process's footprint (``_footprint``).  Known not to
+    are: a regular file or a directory of a mounted file system but ``/proc`` (a regular
+    file's bytes are on a disk, or in the private ``/tmp``, which the footprint counts), a
+    device of ``_QUIET_DEVICES``, an anonymous inode of ``_QUIET_ANONYMOUS``.  Every other
+    kind can (a socket, a pipe, a FIFO, a ``memfd``'s pages, a ``/proc`` file's buffers,
+    a namespace, an inotify), however empty it is now."""
+    if link.startswith("/"):
+        if link.startswith(("/memfd:", "/proc/")) or link == "/proc":
+            return True
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return False
+        return not (stat.S_ISCHR(mode) and (os.major(rdev), os.minor(rdev)) in _QUIET_DEVICES)
+    return link not in _QUIET_ANONYMOUS
+
+
+def _queues(
+    pid: int, channel: int, own: frozenset[tuple[int, str, int, int]] = frozenset()
+) -> list[str] | None:
+    """The links of the descriptors plugin process ``pid`` holds that can queue data
+    (``_queueing``), its channel (the socket of inode ``channel``) aside, and the regular
+    files of ``own`` (number, link, device, inode: the guest's own, opened before any
+    plugin code ran, as its ``/proc/self/status``, whose buffer holds one status text);
+    ``None`` when any cannot be read."""
+    found: list[str] = []
+    try:
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            link = os.readlink(f"/proc/{pid}/fd/{name}")
+            if link == f"socket:[{channel}]":
+                continue
+            info = os.stat(f"/proc/{pid}/fd/{name}")
+            if stat.S_ISREG(info.st_mode) and ((int(name), link, info.st_dev, info.st_ino) in own):
+                continue
+            if _queueing(link, info.st_mode, info.st_rdev):
+                found.append(link)
+    except (OSError, ValueError):
+        return None
+    return found
+
+
+def _queued(sock: socket.socket) -> int:
+    """Bytes in either direction of the connected ``sock`` (the host's end of a channel)
+    that their reader has not read: ``SIOCINQ``, what it has to read, and ``SIOCOUTQ``,
+    what it sent that its peer has not read (for ``AF_UNIX``, the buffers still charged to
+    it); ``-1`` when either cannot be read."""
+    total = 0
+    try:
+        for request in (termios.FIONREAD, termios.TIOCOUTQ):  # SIOCINQ, SIOCOUTQ
+            (count,) = struct.unpack("i", fcntl.ioctl(sock.fileno(), request, b"\0" * 4))
+            total += count
+    except (OSError, ValueError):
+        return -1
+    return total
 
 
 def _status(pid: int) -> bytes | None:
@@ -719,6 +795,12 @@ class Worker:
         #: one or beside them) leaves a process the pool does not keep
         #: (``DESCRIPTORS_CHANGED``).
         self.descriptors: tuple[Descriptor, ...] | None = None
+        #: The inode of its end of the channel (``socket:[inode]`` in its ``/proc/<pid>/fd``):
+        #: the one socket a pooled process may hold, measured empty (``queues_held``).
+        self.channel_inode = 0
+        #: Its descriptors when the sandbox held and no plugin code had run yet (number,
+        #: link, device, inode): the guest's own (``_queues``).
+        self.own_descriptors: frozenset[tuple[int, str, int, int]] = frozenset()
         #: Its kernel state (``_kernel_state``) as the host read it when the sandbox held
         #: and no plugin code had run yet (the guest waits for ``import`` until then):
         #: after each call, stopped, it must read the same, or the process is not kept
@@ -752,6 +834,7 @@ class Worker:
         #: The site's code masked in the sandbox, left out of the guest's Landlock rules.
         self.hidden: list[str] = []
         host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.channel_inode = os.fstat(guest_end.fileno()).st_ino
         info_read, info_write = os.pipe()
         errors = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the process's life
         spec = bubblewrap.SandboxSpec(
@@ -888,6 +971,7 @@ class Worker:
                 self.enforced = _checked_contained(message, host_abi)
                 self._say_landlock(host_abi)
                 self.kernel = _kernel_state(self.pid)
+                self.own_descriptors = frozenset(held[:4] for held in _descriptors(self.pid) or ())
                 if not _filters_in_force(self.kernel):
                     raise IsolationUnavailable(
                         "seccomp_unavailable: the host does not read both filters in /proc"
@@ -1105,6 +1189,17 @@ class Worker:
         held = _descriptors(self.pid)
         return held is None or self.descriptors is None or held != self.descriptors
 
+    def queues_held(self) -> list[str] | None:
+        """What of it can hold queued kernel memory its footprint does not count: the links
+        of its descriptors of a queueing kind (``_queues``: a socketpair or a pipe it made
+        at import, empty at ready, may be full now), and ``"channel"`` when its channel
+        holds bytes either end has not read; ``None`` when it cannot be read.  Empty: the
+        process holds no such memory (``Pool.release`` keeps it)."""
+        found = _queues(self.pid, self.channel_inode, self.own_descriptors)
+        if found is not None and _queued(self.channel.sock) != 0:
+            found.append("channel")
+        return found
+
     def stopped_status(self) -> bytes | None:
         """Its ``/proc`` status once it reads stopped (after ``pause``), or ``None`` when it
         does not within ``_STOP_WAIT`` seconds or cannot be read (it is not kept)."""
@@ -1285,6 +1380,19 @@ class Pool:
                 "plugin process %s recycled (%s): its call left other descriptors",
                 key,
                 DESCRIPTORS_CHANGED,
+            )
+            worker.kill()
+            return
+        held = worker.queues_held()
+        if held is None or held:
+            # A socket or a pipe beside its channel (or its channel unread): whatever its
+            # call queued there would idle with it, in no ``VmRSS``, however empty it was
+            # at ready.  Such a process serves one call (pooling is an optimisation).
+            logger.info(
+                "plugin process %s recycled (%s): it holds what can queue data: %s",
+                key,
+                QUEUES_HELD,
+                ", ".join(sorted(set(held or ["unreadable"])))[:200],
             )
             worker.kill()
             return
