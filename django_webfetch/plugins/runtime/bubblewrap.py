@@ -475,21 +475,36 @@ def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
         raise SiteCodeUnmaskable(errno.EPERM, "site_code_unmaskable", exposed[0])
     layout = list(system)
     library = _libpython()
-    inner: list[tuple[str, ...]] = [("hollow", path) for path in hollows]
+    links: list[tuple[str, ...]] = []
     # The executable asks for libpython by its SONAME, maybe a link to the file bound.
     if (
         library is not None
         and os.path.islink(library)
         and not any(_under(library, entry[-1]) for entry in system if entry[0] == "bind")
     ):
-        link = ("symlink", os.readlink(library), library)
-        (inner if any(_under(library, h) for h in hollows) else layout).append(link)
-    layout += [("bind", path) for path in kept if not any(_under(path, h) for h in hollows)]
-    inner += [("bind", path) for path in _hollowed(hollows, [*needed, *site_dirs()])]
-    # Stable, by depth: a hollow after the bind that holds it, before what is bound back.
-    layout += sorted(inner, key=lambda entry: entry[-1].rstrip("/").count("/"))
-    layout += [("mask", path) for path in masked]
-    return layout
+        links.append(("symlink", os.readlink(library), library))
+    return layout + _arranged(kept, hollows, masked, [*needed, *site_dirs()], links)
+
+
+def _arranged(
+    kept: list[str],
+    hollows: list[str],
+    masked: list[str],
+    wanted: list[str],
+    links: list[tuple[str, ...]],
+) -> list[tuple[str, ...]]:
+    """The mounts after the system libraries', in order: ``links`` and the directories of
+    ``kept`` outside every hollow; then each hollow and what the guest needs (``wanted``)
+    bound back beneath it, by depth (a mount after the one that holds it: a hollow after
+    the bind it lies in, before what is bound back into it); then the masks."""
+    outer: list[tuple[str, ...]] = []
+    inner: list[tuple[str, ...]] = [("hollow", path) for path in hollows]
+    for link in links:
+        (inner if any(_under(link[-1], h) for h in hollows) else outer).append(link)
+    outer += [("bind", path) for path in kept if not any(_under(path, h) for h in hollows)]
+    inner += [("bind", path) for path in _hollowed(hollows, wanted)]
+    inner.sort(key=lambda entry: entry[-1].rstrip("/").count("/"))  # stable
+    return outer + inner + [("mask", path) for path in masked]
 
 
 def _hollowed(hollows: list[str], wanted: list[str]) -> list[str]:
@@ -636,6 +651,13 @@ def _placed(binds: list[str], needed: list[str]) -> tuple[list[str], list[str], 
         if any(path == top or _under(path, top) for top in binds):
             hidden += [path, *copies(path)[0]]
     hidden += _prefix_hidden()
+    return _shape(binds, wanted, hidden)
+
+
+def _shape(
+    binds: list[str], wanted: list[str], hidden: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """``_placed`` for the ``hidden`` paths given (resolved paths only, nothing read)."""
     refused: list[str] = []
     hollows: list[str] = []
     masked: list[str] = []
@@ -858,13 +880,17 @@ def masks(spec: SandboxSpec) -> list[str]:
     each hollow hides (``_complement``: every entry on the host that leads to nothing the
     guest needs), and where a copy of the masked code would be written later
     (``_guards``)."""
-    layout = _layout(spec)
+    masked = _left_out(_layout(spec), [*_bound(spec)[1], *site_dirs()])
+    return masked + [guard for guard in _guards(*_visible(spec)) if guard not in masked]
+
+
+def _left_out(layout: list[tuple[str, ...]], wanted: list[str]) -> list[str]:
+    """The masks of ``layout`` and what each of its hollows hides (``_complement``)."""
     masked = [entry[1] for entry in layout if entry[0] == "mask"]
-    wanted = [*_bound(spec)[1], *site_dirs()]
     for entry in layout:
         if entry[0] == "hollow":
             masked += [path for path in _complement(entry[1], wanted) if path not in masked]
-    return masked + [guard for guard in _guards(*_visible(spec)) if guard not in masked]
+    return masked
 
 
 def sources(spec: SandboxSpec) -> list[str]:
