@@ -16,7 +16,8 @@ What the command below gives the plugin process:
   the host is its only channel;
 - its own **IPC, UTS and cgroup namespaces**, and a new session (no terminal);
 - a **read-only mount view** of only the interpreter (its executable, standard library and
-  ``libpython``: never the rest of its prefix nor the root of a virtual environment), the
+  ``libpython``: never the rest of its prefix, the base interpreter's package directories
+  that are none of the site's, nor the root of a virtual environment), the
   site's package directories, the plugin's own package and the system libraries, a fresh
   ``/proc`` of its PID namespace, a ``/dev`` of ``null``/``zero``/``urandom`` only, a small
   ``/tmp`` of its own (its scratch directory), and nothing of the site: no project
@@ -26,8 +27,12 @@ What the command below gives the plugin process:
   ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, a zip archive one is imported from,
   ``WEBFETCH_PLUGIN_HIDDEN_PATHS``) is masked with every copy of it (``hidden_paths``,
   ``copies``: its bytecode, a legacy ``.pyc``, editors' backups), and the guest leaves it
-  out of its Landlock rules (``guest._excluding``); site code that is or holds what the
-  guest needs is never left readable: the sandbox is not built (``unmaskable``);
+  out of its Landlock rules (``guest._excluding``); so are the root of the site's
+  virtual environment and the base interpreter's package directories that are none of the
+  site's, wherever a bound directory holds them (``_prefix_hidden``); a hidden path that
+  holds what the guest needs is hollowed (an empty directory, what the guest needs bound
+  back beneath it: ``_placed``, ``_arranged``), and one that is what it needs is never
+  left readable: the sandbox is not built (``unmaskable``);
 - an empty environment;
 - the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
   just before it executes the interpreter; the guest narrows it further before any plugin
@@ -89,15 +94,17 @@ REASONS = {
     "libseccomp_unavailable": "libseccomp (pyseccomp) is missing, the filter cannot be built",
     "sandbox_failed": "bubblewrap could not build the sandbox",
     "uid_unavailable": "no unprivileged uid is free for the plugin process (a root site)",
-    "site_code_unmaskable": "the site's code lies in or around what the plugin process "
-    "needs (its own package, the standard library, django_webfetch), so it cannot be masked",
+    "site_code_unmaskable": "a path the sandbox hides is what the plugin process needs "
+    "(its own package, the standard library, django_webfetch, a package directory, a "
+    "directory bound whole), so it cannot be masked",
 }
 
 
 class SiteCodeUnmaskable(OSError):
-    """The site's code (``_site_code``) is, or holds, a path the guest needs, so it cannot
-    be masked in the sandbox: the process is not started (reason ``site_code_unmaskable``)
-    rather than the path left readable (docs/decisions/0058)."""
+    """A path the sandbox hides (the site's code, ``_site_code``; ``_prefix_hidden``) is a
+    path the guest needs, so it cannot be masked in the sandbox: the process is not started
+    (reason ``site_code_unmaskable``) rather than the path left readable
+    (docs/decisions/0058; one that only holds such a path is hollowed: 0061)."""
 
 
 _MAP_SHARED = 0x01
