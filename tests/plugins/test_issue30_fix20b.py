@@ -263,11 +263,12 @@ def test_the_base_interpreters_packages_and_the_venv_root_are_hidden_here():
     sandbox hides of the prefixes; the site's own package directories never are."""
     hidden = bubblewrap._prefix_hidden()
     for path in bubblewrap.site_dirs():
-        assert not any(_at(path, h) and path == h for h in hidden), (path, hidden)
-        assert path not in hidden
+        assert path not in hidden, (path, hidden)
     if sys.prefix != sys.base_prefix:
         assert os.path.realpath(sys.prefix) in hidden
-    for path in bubblewrap._base_packages([os.path.realpath(sys.base_prefix)]):
+    for path in bubblewrap._base_packages((os.path.realpath(sys.base_prefix),)):
+        if not os.path.isdir(path):
+            continue
         assert (path in hidden) is (path not in bubblewrap.site_dirs()), (path, hidden)
 
 

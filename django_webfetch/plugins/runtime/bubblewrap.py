@@ -716,19 +716,21 @@ def _prefix_hidden() -> list[str]:
         if real not in bases
     ]
     packages = site_dirs()
-    found += [path for path in _base_packages(bases) if path not in packages]
+    found += [path for path in _base_packages(tuple(bases)) if path not in packages]
     return [path for path in _unique(found) if os.path.isdir(path)]
 
 
-def _base_packages(bases: list[str]) -> list[str]:
+@functools.lru_cache(maxsize=4)
+def _base_packages(bases: tuple[str, ...]) -> list[str]:
     """The base interpreter's package directories: ``site.getsitepackages`` of its prefixes
     (a distribution's ``dist-packages`` too) and the ``purelib``/``platlib`` of each install
-    scheme but the user's, with its prefixes; those that lie in them, resolved."""
+    scheme but the user's, with its prefixes; those that lie in them, resolved (whether
+    each exists is asked at each use)."""
     import site
 
     paths: list[str] = []
     with contextlib.suppress(AttributeError, ValueError, OSError):
-        paths += site.getsitepackages(bases)
+        paths += site.getsitepackages(list(bases))
     config = {"base": bases[0], "platbase": bases[-1]}
     config |= {"installed_base": bases[0], "installed_platbase": bases[-1]}
     for scheme in sysconfig.get_scheme_names():
@@ -738,7 +740,7 @@ def _base_packages(bases: list[str]) -> list[str]:
             got = sysconfig.get_paths(scheme, vars=config)
             paths += [got[name] for name in ("purelib", "platlib") if name in got]
     found = _unique([os.path.realpath(path) for path in paths])
-    return [p for p in found if any(p == b or _under(p, b) for b in bases) and os.path.isdir(p)]
+    return [p for p in found if any(p == b or _under(p, b) for b in bases)]
 
 
 def _complement(hollow: str, wanted: list[str]) -> list[str]:
