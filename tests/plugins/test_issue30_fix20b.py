@@ -59,7 +59,9 @@ class Prefixes:
     #: The site imports from the base interpreter's ``site-packages`` (no virtual
     #: environment, or ``include-system-site-packages``).
     base_used: bool
-    #: Where the plugin's package lies.
+    #: Where the plugin's package lies: a package directory of the site's virtual
+    #: environment or of the base interpreter, a plugin directory in the virtual
+    #: environment's root, under the system library directory, or elsewhere.
     plugin: str
     #: An operator lists the application's directory under the system library directory
     #: (which holds the virtual environment or the plugin) in the hidden paths.
@@ -75,7 +77,7 @@ _LAYOUTS = st.builds(
     venv=st.sampled_from(["none", "system", "outside"]),
     copies=st.booleans(),
     base_used=st.booleans(),
-    plugin=st.sampled_from(["packages", "base", "system", "outside"]),
+    plugin=st.sampled_from(["packages", "base", "venv", "system", "outside"]),
     holder=st.booleans(),
     installed=st.booleans(),
 )
@@ -133,6 +135,7 @@ class _Tree:
         plugin = {
             "packages": packages,
             "base": base_packages,
+            "venv": (venv or root) / "plugins",  # a plugin directory in the venv's root
             "system": app / "plugins",
             "outside": root / "plugins",
         }[layout.plugin] / "fix20b_plugin"
@@ -209,6 +212,7 @@ def _names(directory: str, active: list[tuple[str, str]]) -> list[str]:
 @example(Prefixes(True, "outside", False, False, "outside", False, False))  # finding 4
 @example(Prefixes(True, "system", True, False, "system", True, True))  # nested hollows
 @example(Prefixes(False, "none", False, True, "base", True, True))
+@example(Prefixes(True, "system", True, False, "venv", True, True))  # needed in the venv's root
 def test_of_the_prefixes_only_what_the_guest_needs_and_the_way_to_it_is_visible(
     tmp_path_factory, layout
 ):
@@ -289,7 +293,7 @@ def read(plugin, arguments):
                 path = os.path.join(top, name)
                 try:
                     with open(path, "rb") as fh:
-                        seen[path] = fh.read(4096).decode("utf-8", "replace")
+                        seen[path] = fh.read(512).decode("utf-8", "replace")
                 except OSError as exc:
                     seen[path] = type(exc).__name__
     return seen
@@ -405,3 +409,48 @@ def test_a_hidden_path_holding_the_plugins_package_is_hollowed_not_refused(
     assert "def read" in seen[str(package / "__init__.py")]
     assert all(_at(p.rstrip("/"), str(package)) or p in (f"{app}/", f"{app}/plugins/")
                for p in seen), sorted(seen)  # fmt: skip
+
+
+@pytest.fixture
+def base_site_packages() -> Iterator[Path]:
+    """A directory made in the base interpreter's ``site-packages``, which this site (run
+    from a virtual environment) does not import from; removed after the test."""
+    import sysconfig
+
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the site runs from no virtual environment")
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    purelib = os.path.realpath(base["purelib"])
+    if not os.path.isdir(purelib) or purelib in bubblewrap.site_dirs():
+        pytest.skip("no base site-packages apart from the site's")
+    top = tempfile.mkdtemp(prefix="webfetch_fix20b_", dir=purelib)
+    try:
+        yield Path(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kernel", ["landlock", "no-landlock"])
+def test_the_base_interpreters_site_packages_is_not_seen_from_a_virtualenv_site(
+    base_site_packages, tmp_path, kernel
+):
+    """The base interpreter's ``site-packages`` (in the bound standard library's directory)
+    is masked: with and without Landlock nothing of it is seen, while the standard library
+    beside it is read (round 20, finding 4, which read it with Landlock on)."""
+    from tests.plugins.test_issue30_attack6_runtime import _plugin
+
+    package = base_site_packages / "othersite"
+    package.mkdir()
+    (package / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
+    _open_up(base_site_packages)
+    purelib = os.path.dirname(base_site_packages)
+    stdlib_json = os.path.join(os.path.dirname(os.path.realpath(os.__file__)), "json")
+    origin = _plugin(tmp_path / "plugins", "webfetch_f20b_base", "f20bbase",
+                     _WALKER.format(roots=[purelib, stdlib_json]), {"read": "read"})  # fmt: skip
+    _open_up(tmp_path)
+    report = _run_site(sys.executable, origin, kernel)
+    seen = json.loads(report["text"])
+    assert _SECRET not in report["text"], seen
+    assert not any(_under(path.rstrip("/"), purelib) for path in seen), sorted(seen)
+    assert seen.get(purelib + "/", []) == [], seen  # masked: an empty directory
+    assert "JSON" in seen[os.path.join(stdlib_json, "__init__.py")]
