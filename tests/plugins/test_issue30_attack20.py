@@ -199,7 +199,7 @@ def test_the_sites_virtualenv_root_under_a_system_library_directory_is_not_reada
     import sys
 
     import django_webfetch
-    from tests.plugins.test_issue30_attack6_runtime import _READER, _VENV_HOST, _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _READER, _VENV_HOST, _plugin
 
     venv = system_library_dir / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
@@ -288,7 +288,7 @@ def test_socketpairs_made_at_import_and_filled_by_a_call_keep_kernel_memory_in_a
     ``sock_diag``), or a process holding a socket besides its channel never pooled."""
     from django_webfetch.plugins.runtime import host
     from django_webfetch.plugins.runtime.host import MAX_IDLE_GROWTH, Limits, execute, shutdown
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     origin = _plugin(tmp_path / "site", "webfetch_a20_pairs", "a20pairs", _PAIRS_AT_IMPORT,
                      {"keep": "keep", "fill": "fill"})  # fmt: skip
@@ -433,7 +433,7 @@ def test_a_plugin_holds_a_lock_on_the_sites_database_and_the_site_cannot_write(
     database is not in the sandbox (masked, as its finding asks); and a process holding a
     lock on a file outside its own ``/tmp`` is not pooled."""
     from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     base = system_library_dir / "mysite"
     _write_project(base, "attack20_site", "database")

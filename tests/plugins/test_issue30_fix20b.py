@@ -321,9 +321,9 @@ def _open_up(top: Path) -> None:
 def _run_site(python: str, origin: Any, kernel: str, hidden: str = "") -> dict[str, Any]:
     """The site run by ``python`` (a virtual environment's, or this one's), with or without
     Landlock, calling the plugin of ``origin`` once (tests/plugins/
-    test_issue30_attack6_runtime.py's host); what it reported."""
+    test_hostile_plugin_at_run_time.py's host); what it reported."""
     import django_webfetch
-    from tests.plugins.test_issue30_attack6_runtime import _VENV_HOST
+    from tests.plugins.test_hostile_plugin_at_run_time import _VENV_HOST
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     env = {**os.environ, "PYTHONPATH": ":".join([root, *bubblewrap.site_dirs()])}
@@ -351,7 +351,7 @@ def test_a_copied_virtualenv_under_a_system_library_directory_shows_only_what_th
     both are bound back into the hollowed root with the ``site-packages``, and nothing
     else of the root is seen (``bin/activate``, the env file, ``lib64``, ``include``), with
     and without Landlock."""
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     venv = system_library_dir / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--copies", "--without-pip", str(venv)],
@@ -390,7 +390,7 @@ def test_a_hidden_path_holding_the_plugins_package_is_hollowed_not_refused(
     ``WEBFETCH_PLUGIN_HIDDEN_PATHS`` and that holds the plugin's package (round 19 refused
     the sandbox: ``site_code_unmaskable``): the plugin runs, and sees of the directory
     only the way to its own package, with and without Landlock."""
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     app = system_library_dir / "app"
     (app / "deep").mkdir(parents=True)
@@ -437,7 +437,7 @@ def test_the_base_interpreters_site_packages_is_not_seen_from_a_virtualenv_site(
     """The base interpreter's ``site-packages`` (in the bound standard library's directory)
     is masked: with and without Landlock nothing of it is seen, while the standard library
     beside it is read (round 20, finding 4, which read it with Landlock on)."""
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     package = base_site_packages / "othersite"
     package.mkdir()
