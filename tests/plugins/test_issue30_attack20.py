@@ -172,10 +172,14 @@ def test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_read
 
 
 @pytest.mark.parametrize("kernel", ["landlock", "no-landlock"])
-def test_the_sites_virtualenv_root_under_a_system_library_directory_is_readable(
+def test_the_sites_virtualenv_root_under_a_system_library_directory_is_not_readable(
     system_library_dir, kernel
 ):
-    """Severity: Medium (the ``SECRET_KEY``, database URL and API keys many deployment
+    """Round 20, finding 3 (Medium), fixed: the virtualenv's root under a system library
+    directory is hollowed, only its ``site-packages`` bound back into it, and left out of
+    the guest's Landlock rules (docs/decisions/0061; tests/plugins/test_issue30_fix20b.py).
+
+    Severity: Medium (the ``SECRET_KEY``, database URL and API keys many deployment
     guides export from ``bin/activate`` or keep in an env file at the virtualenv's root;
     needs the site's virtualenv under ``/usr/lib``, ``/usr/local/lib``, ``/lib``: a
     distribution's package layout, ``dh-virtualenv`` configured for ``/usr/lib/<app>``, an
@@ -222,6 +226,8 @@ def test_the_sites_virtualenv_root_under_a_system_library_directory_is_readable(
     seen = json.loads(report["text"])
     assert any(str(venv) in path for path in seen), seen  # the plugin found the site's venv
     assert _SECRET not in report["text"], f"a plugin read the site's virtualenv: {seen}"
+    for name in ("bin/activate", "pyvenv.cfg", "mysite.env"):
+        assert seen[str(venv / name)] == "FileNotFoundError", seen
 
 
 #: A plugin that makes stream socketpairs at import (``socketpair`` is allowed: asyncio's
@@ -343,10 +349,14 @@ def base_site_packages() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
-def test_the_base_interpreters_site_packages_is_readable_from_a_virtualenv_site(
+def test_the_base_interpreters_site_packages_is_not_readable_from_a_virtualenv_site(
     probe, base_site_packages, settings
 ):
-    """Severity: Low (another project's code and settings installed globally on the same
+    """Round 20, finding 4 (Low), fixed: the base interpreter's package directories that
+    are none of the site's are masked in the bound standard library and left out of its
+    Landlock rule (docs/decisions/0061; tests/plugins/test_issue30_fix20b.py).
+
+    Severity: Low (another project's code and settings installed globally on the same
     machine: a second site, a ``sudo pip install .``, a tool's credentials module; needs a
     site run from a virtual environment over an interpreter with a global
     ``site-packages``, as pyenv, a ``python:3.x`` image or ``/usr/local`` builds have).
@@ -369,7 +379,9 @@ def test_the_base_interpreters_site_packages_is_readable_from_a_virtualenv_site(
     (package / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
     _open_up(base_site_packages)
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
-    seen = _read_all(probe, [str(base_site_packages)])
+    stdlib_json = os.path.join(os.path.dirname(os.path.realpath(os.__file__)), "json")
+    seen = _read_all(probe, [str(base_site_packages), stdlib_json])
+    assert seen["read"], seen  # the control: the standard library beside it is readable
     assert seen["leaked"] == [], (
         f"the base interpreter's site-packages is readable in the sandbox: {seen['leaked']}"
     )

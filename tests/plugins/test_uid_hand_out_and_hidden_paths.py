@@ -217,11 +217,12 @@ def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, sett
     """A path that only holds what the guest needs (the standard library, ``django_
     webfetch``, the plugin's own package) and lies under no bound directory shows nothing
     in the sandbox but that, and is not masked (every plugin would break); one under a
-    bound package directory is.  A path that is, or lies under, a bound directory and is
-    or holds what the guest needs (a whole package directory, the plugin's own package,
-    the standard library) cannot be masked: the sandbox
-    is not built (``site_code_unmaskable``), the path is never dropped silently (issue 30,
-    round 19; tests/plugins/test_sandbox_masks_the_sites_code_wherever_bound.py)."""
+    bound package directory is.  A path that is what the guest needs (a whole package
+    directory, the plugin's own package, the standard library) cannot be masked: the
+    sandbox is not built (``site_code_unmaskable``), the path is never dropped silently
+    (issue 30, round 19; tests/plugins/test_sandbox_masks_the_sites_code_wherever_bound.py); one
+    under a bound directory that holds what the guest needs is hollowed (round 20: decision
+    0061)."""
     import django_webfetch
 
     origin = _hidden_site(tmp_path)
@@ -232,17 +233,24 @@ def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, sett
     visible = bubblewrap._visible(spec)[0]  # every bound directory, the system's included
     holders = [root, origin.path]
     unmaskable = [stdlib, *bubblewrap.site_dirs(), package]  # each bound itself
-    # Under a system library directory (a distribution's Python) or holding binds only.
+    # Under a system library directory (a distribution's Python): hollowed; else holding
+    # binds only.  A bound directory itself (``/usr/lib``) is what the guest needs.
     parent = os.path.dirname(stdlib)
-    seen = any(parent == top or parent.startswith(top + "/") for top in visible)
-    (unmaskable if seen else holders).append(parent)
+    under = any(parent.startswith(top + "/") for top in visible) and parent not in visible
+    (unmaskable if parent in visible else [] if under else holders).append(parent)
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [*holders, os.path.join(package, "siteproject")]
-    masks = [entry[1] for entry in bubblewrap._layout(spec) if entry[0] == "mask"]
+    prefixes = bubblewrap._prefix_hidden()  # the base interpreter's packages: decision 0061
+    layout = bubblewrap._layout(spec)
+    masks = [entry[1] for entry in layout if entry[0] == "mask" and entry[1] not in prefixes]
     assert masks == [os.path.realpath(os.path.join(package, "siteproject"))]
+    assert [e for e in layout if e[0] == "hollow" and e[1] not in prefixes] == []
     command = bubblewrap.command(spec)
     at = command.index(masks[0])
     assert command[at - 1] == "--tmpfs" and command[at + 1 : at + 3] == ["--remount-ro", masks[0]]
     assert masks[0] not in bubblewrap.sources(spec)
+    if under:
+        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [parent]
+        assert ("hollow", os.path.realpath(parent)) in bubblewrap._layout(spec)
     for path in unmaskable:
         settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [path]
         with pytest.raises(bubblewrap.SiteCodeUnmaskable) as refused:

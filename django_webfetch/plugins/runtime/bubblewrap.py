@@ -16,7 +16,8 @@ What the command below gives the plugin process:
   the host is its only channel;
 - its own **IPC, UTS and cgroup namespaces**, and a new session (no terminal);
 - a **read-only mount view** of only the interpreter (its executable, standard library and
-  ``libpython``: never the rest of its prefix nor the root of a virtual environment), the
+  ``libpython``: never the rest of its prefix, the base interpreter's package directories
+  that are none of the site's, nor the root of a virtual environment), the
   site's package directories, the plugin's own package and the system libraries, a fresh
   ``/proc`` of its PID namespace, a ``/dev`` of ``null``/``zero``/``urandom`` only, a small
   ``/tmp`` of its own (its scratch directory), and nothing of the site: no project
@@ -26,8 +27,12 @@ What the command below gives the plugin process:
   ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, a zip archive one is imported from,
   ``WEBFETCH_PLUGIN_HIDDEN_PATHS``) is masked with every copy of it (``hidden_paths``,
   ``copies``: its bytecode, a legacy ``.pyc``, editors' backups), and the guest leaves it
-  out of its Landlock rules (``guest._excluding``); site code that is or holds what the
-  guest needs is never left readable: the sandbox is not built (``unmaskable``);
+  out of its Landlock rules (``guest._excluding``); so are the root of the site's
+  virtual environment and the base interpreter's package directories that are none of the
+  site's, wherever a bound directory holds them (``_prefix_hidden``); a hidden path that
+  holds what the guest needs is hollowed (an empty directory, what the guest needs bound
+  back beneath it: ``_placed``, ``_arranged``), and one that is what it needs is never
+  left readable: the sandbox is not built (``unmaskable``);
 - an empty environment;
 - the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
   just before it executes the interpreter; the guest narrows it further before any plugin
@@ -89,15 +94,17 @@ REASONS = {
     "libseccomp_unavailable": "libseccomp (pyseccomp) is missing, the filter cannot be built",
     "sandbox_failed": "bubblewrap could not build the sandbox",
     "uid_unavailable": "no unprivileged uid is free for the plugin process (a root site)",
-    "site_code_unmaskable": "the site's code lies in or around what the plugin process "
-    "needs (its own package, the standard library, django_webfetch), so it cannot be masked",
+    "site_code_unmaskable": "a path the sandbox hides is what the plugin process needs "
+    "(its own package, the standard library, django_webfetch, a package directory, a "
+    "directory bound whole), so it cannot be masked",
 }
 
 
 class SiteCodeUnmaskable(OSError):
-    """The site's code (``_site_code``) is, or holds, a path the guest needs, so it cannot
-    be masked in the sandbox: the process is not started (reason ``site_code_unmaskable``)
-    rather than the path left readable (docs/decisions/0058)."""
+    """A path the sandbox hides (the site's code, ``_site_code``; ``_prefix_hidden``) is a
+    path the guest needs, so it cannot be masked in the sandbox: the process is not started
+    (reason ``site_code_unmaskable``) rather than the path left readable
+    (docs/decisions/0058; one that only holds such a path is hollowed: 0061)."""
 
 
 _MAP_SHARED = 0x01
@@ -461,26 +468,64 @@ def _system() -> list[tuple[str, ...]]:
 
 def _layout(spec: SandboxSpec) -> list[tuple[str, ...]]:
     """What is bound read-only into the sandbox, in order: the system libraries, then the
-    interpreter, its packages and the plugin's package; then the site's code masked
-    (``("mask", path)``: not a source, nothing of the host is opened for it)."""
+    interpreter, its packages and the plugin's package; then each hidden path that holds
+    what the guest needs hollowed (``("hollow", path)``: an empty directory laid over it,
+    what the guest needs beneath it bound back, each mount after those above it:
+    ``_hollowed``); then the hidden paths that hold nothing it needs masked (``("mask",
+    path)``).  Neither a hollow nor a mask is a source: nothing of the host is opened for
+    it."""
     system = _system()
     kept, needed = _bound(spec)
+    visible = [*kept, *(entry[1] for entry in system if entry[0] == "bind")]
+    exposed, hollows, masked = _placed(visible, needed)
+    if exposed:
+        raise SiteCodeUnmaskable(errno.EPERM, "site_code_unmaskable", exposed[0])
     layout = list(system)
     library = _libpython()
+    links: list[tuple[str, ...]] = []
     # The executable asks for libpython by its SONAME, maybe a link to the file bound.
     if (
         library is not None
         and os.path.islink(library)
         and not any(_under(library, entry[-1]) for entry in system if entry[0] == "bind")
     ):
-        layout.append(("symlink", os.readlink(library), library))
-    layout += [("bind", path) for path in kept]
-    visible = [*kept, *(entry[1] for entry in system if entry[0] == "bind")]
-    exposed = unmaskable(visible, needed)
-    if exposed:
-        raise SiteCodeUnmaskable(errno.EPERM, "site_code_unmaskable", exposed[0])
-    layout += [("mask", path) for path in hidden_paths(visible, needed)]
-    return layout
+        links.append(("symlink", os.readlink(library), library))
+    return layout + _arranged(kept, hollows, masked, [*needed, *site_dirs()], links)
+
+
+def _arranged(
+    kept: list[str],
+    hollows: list[str],
+    masked: list[str],
+    wanted: list[str],
+    links: list[tuple[str, ...]],
+) -> list[tuple[str, ...]]:
+    """The mounts after the system libraries', in order: ``links`` and the directories of
+    ``kept`` outside every hollow; then each hollow and what the guest needs (``wanted``)
+    bound back beneath it, by depth (a mount after the one that holds it: a hollow after
+    the bind it lies in, before what is bound back into it); then the masks."""
+    outer: list[tuple[str, ...]] = []
+    inner: list[tuple[str, ...]] = [("hollow", path) for path in hollows]
+    for link in links:
+        (inner if any(_under(link[-1], h) for h in hollows) else outer).append(link)
+    outer += [("bind", path) for path in kept if not any(_under(path, h) for h in hollows)]
+    inner += [("bind", path) for path in _hollowed(hollows, wanted)]
+    inner.sort(key=lambda entry: entry[-1].rstrip("/").count("/"))  # stable
+    return outer + inner + [("mask", path) for path in masked]
+
+
+def _hollowed(hollows: list[str], wanted: list[str]) -> list[str]:
+    """What the guest needs (``wanted``) under a hollow: bound back into it, each but those
+    under another one with no hollow between (bound with it)."""
+    inside = [path for path in _unique(wanted) if any(_under(path, h) for h in hollows)]
+    return [
+        path
+        for path in inside
+        if not any(
+            _under(path, outer) and not any(_under(h, outer) and _under(path, h) for h in hollows)
+            for outer in inside
+        )
+    ]
 
 
 def _visible(spec: SandboxSpec) -> tuple[list[str], list[str]]:
@@ -580,32 +625,145 @@ def _site_code() -> list[str]:
 
 
 def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
-    """The site's code (``_site_code``) that is, or lies under, a directory of ``binds``
-    and is, or holds, what the guest needs (``needed``, a whole package directory): it
-    cannot be masked, so the sandbox is not built (``SiteCodeUnmaskable``), never left
-    readable silently.  Site code that only holds binds (a checkout holding
-    ``django_webfetch``) shows nothing in the sandbox but what the guest needs."""
-    return [
-        path
-        for path in _site_code()
-        if any(path == top or _under(path, top) for top in binds)
-        and any(path == need or _under(need, path) for need in [*needed, *site_dirs()])
-    ]
+    """What the sandbox hides (``_placed``) that is a directory of ``binds`` or what the
+    guest needs (``needed``, a package directory): it cannot be masked, so the sandbox is
+    not built (``SiteCodeUnmaskable``), never left readable silently.  A hidden path that
+    holds what the guest needs is hollowed, not refused; one that only holds binds and
+    lies under none (a checkout holding ``django_webfetch``) shows nothing in the sandbox
+    but what the guest needs."""
+    return _placed(binds, needed)[0]
 
 
 def hidden_paths(binds: list[str], needed: list[str]) -> list[str]:
     """The site's code (``_site_code``) that lies under a directory of ``binds`` (a package
     directory the guest imports from: a project installed with ``pip install .``, as a
-    container image does), with every copy of it (``copies``), each masked in the sandbox
-    by an empty read-only directory (or an unreadable file); a path that is or holds what
-    the guest needs (``needed``: the standard library, ``django_webfetch``, the plugin's
-    package) is not masked."""
+    container image does), with every copy of it (``copies``), and what of the
+    interpreter's prefixes the guest does not need (``_prefix_hidden``), each masked in the
+    sandbox by an empty read-only directory (or an unreadable file); a path that holds
+    what the guest needs (``needed``: the standard library, ``django_webfetch``, the
+    plugin's package; a package directory) is hollowed instead (``_placed``)."""
+    return _placed(binds, needed)[2]
+
+
+def _placed(binds: list[str], needed: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """Where each path the sandbox hides lies (the site's code under ``binds`` with its
+    copies, ``_prefix_hidden``): (those that are a bound directory or what the guest needs:
+    refused, ``unmaskable``; those under a bound directory that hold what the guest needs:
+    hollowed, shallowest first; those under a bound directory that hold none of it and are
+    seen through no hollow: masked).  What the guest needs (``wanted``) is ``needed`` and
+    the site's package directories, each bound itself."""
+    wanted = _unique([*needed, *site_dirs()])
+    hidden: list[str] = []
+    for path in _site_code():
+        if any(path == top or _under(path, top) for top in binds):
+            hidden += [path, *copies(path)[0]]
+    hidden += _prefix_hidden()
+    return _shape(binds, wanted, hidden)
+
+
+def _shape(
+    binds: list[str], wanted: list[str], hidden: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """``_placed`` for the ``hidden`` paths given (resolved paths only, nothing read)."""
+    refused: list[str] = []
+    hollows: list[str] = []
+    masked: list[str] = []
+    for path in _unique(hidden):
+        if path in binds or path in wanted:
+            refused.append(path)
+        elif not any(_under(path, top) for top in binds):
+            continue
+        elif any(_under(need, path) for need in wanted):
+            hollows.append(path)
+        else:
+            masked.append(path)
+    hollows.sort(key=lambda path: path.count("/"))
+    shown = [path for path in _collapse(masked) if _shown(path, hollows, wanted)]
+    return refused, hollows, shown
+
+
+def _shown(path: str, hollows: list[str], wanted: list[str]) -> bool:
+    """Whether ``path`` is in the sandbox's view: under no hollow, or under what the guest
+    needs bound back below the deepest hollow that holds it (a mask elsewhere in a hollow
+    would only make a mount point there, showing its name)."""
+    holding = [h for h in hollows if _under(path, h)]
+    if not holding:
+        return True
+    deepest = max(holding, key=len)
+    return any((path == need or _under(path, need)) and _under(need, deepest) for need in wanted)
+
+
+def _unique(paths: list[str]) -> list[str]:
     found: list[str] = []
-    for path in _kept(_site_code(), binds, needed):
-        for copy in _kept(copies(path)[0], binds, needed):
-            if copy not in found:
-                found.append(copy)
-    return _collapse(found)
+    for path in paths:
+        if path not in found:
+            found.append(path)
+    return found
+
+
+def _prefix_hidden() -> list[str]:
+    """What of the interpreter's prefixes the guest never needs, though a directory the
+    sandbox binds whole may hold it (issue 30, round 20, findings 3 and 4): the root of the
+    site's virtual environment (``sys.prefix`` where it is not ``sys.base_prefix``), where
+    ``bin/activate`` and the env files beside it may export ``SECRET_KEY``; and the base
+    interpreter's package directories that are none of the site's (``site_dirs``): its
+    ``site-packages`` lies in the standard library's directory, and a site run from a
+    virtual environment never imports from it.  Resolved, existing directories."""
+    bases = _unique([os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix)])
+    found = [
+        real
+        for real in (os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix))
+        if real not in bases
+    ]
+    packages = site_dirs()
+    found += [path for path in _base_packages(tuple(bases)) if path not in packages]
+    return [path for path in _unique(found) if os.path.isdir(path)]
+
+
+@functools.lru_cache(maxsize=4)
+def _base_packages(bases: tuple[str, ...]) -> list[str]:
+    """The base interpreter's package directories: ``site.getsitepackages`` of its prefixes
+    (a distribution's ``dist-packages`` too) and the ``purelib``/``platlib`` of each install
+    scheme but the user's, with its prefixes; those that lie in them, resolved (whether
+    each exists is asked at each use)."""
+    import site
+
+    paths: list[str] = []
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        paths += site.getsitepackages(list(bases))
+    config = {"base": bases[0], "platbase": bases[-1]}
+    config |= {"installed_base": bases[0], "installed_platbase": bases[-1]}
+    for scheme in sysconfig.get_scheme_names():
+        if "user" in scheme:
+            continue
+        with contextlib.suppress(KeyError, ValueError):
+            got = sysconfig.get_paths(scheme, vars=config)
+            paths += [got[name] for name in ("purelib", "platlib") if name in got]
+    found = _unique([os.path.realpath(path) for path in paths])
+    return [p for p in found if any(p == b or _under(p, b) for b in bases)]
+
+
+def _complement(hollow: str, wanted: list[str]) -> list[str]:
+    """Every entry of the host's ``hollow`` that leads to nothing of ``wanted``, down each
+    way to one (a directory on the way is listed; what it holds on the way is not among
+    them): what a hollow hides, which the guest leaves out of its Landlock rules."""
+    found: list[str] = []
+    pending = [hollow]
+    while pending:
+        directory = pending.pop()
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in sorted(names):
+            path = os.path.join(directory, name)
+            if path in wanted:
+                continue
+            if not os.path.islink(path) and any(_under(need, path) for need in wanted):
+                pending.append(path)
+            else:
+                found.append(path)
+    return found
 
 
 def _guards(binds: list[str], needed: list[str]) -> list[str]:
@@ -727,10 +885,21 @@ def copies(path: str) -> tuple[list[str], list[str]]:
 
 
 def masks(spec: SandboxSpec) -> list[str]:
-    """The paths the guest leaves out of its Landlock rules: those ``command`` masks, and
-    where a copy of the masked code would be written later (``_guards``)."""
-    masked = [entry[1] for entry in _layout(spec) if entry[0] == "mask"]
+    """The paths the guest leaves out of its Landlock rules: those ``command`` masks, what
+    each hollow hides (``_complement``: every entry on the host that leads to nothing the
+    guest needs), and where a copy of the masked code would be written later
+    (``_guards``)."""
+    masked = _left_out(_layout(spec), [*_bound(spec)[1], *site_dirs()])
     return masked + [guard for guard in _guards(*_visible(spec)) if guard not in masked]
+
+
+def _left_out(layout: list[tuple[str, ...]], wanted: list[str]) -> list[str]:
+    """The masks of ``layout`` and what each of its hollows hides (``_complement``)."""
+    masked = [entry[1] for entry in layout if entry[0] == "mask"]
+    for entry in layout:
+        if entry[0] == "hollow":
+            masked += [path for path in _complement(entry[1], wanted) if path not in masked]
+    return masked
 
 
 def sources(spec: SandboxSpec) -> list[str]:
@@ -771,9 +940,15 @@ def command(
     without it, the paths (``--ro-bind``).  ``tmp_from``: a tmpfs made for this process
     (``launch``: bounded in bytes and inodes) bound as its /tmp, in place of bwrap's own."""
     mounts: list[str] = []
+    hollowed: list[str] = []
     for entry in _layout(spec):
         if entry[0] == "symlink":
             mounts += ["--symlink", entry[1], entry[2]]
+        elif entry[0] == "hollow":
+            # Read-only once what the guest needs is bound back beneath it (bwrap makes
+            # each mount point there, the way to it: a directory, or an empty file).
+            mounts += ["--size", "4096", "--perms", "0555", "--tmpfs", entry[1]]
+            hollowed += ["--remount-ro", entry[1]]
         elif entry[0] == "mask" and os.path.isdir(entry[1]):
             mounts += ["--size", "4096", "--perms", "0555", "--tmpfs", entry[1]]
             mounts += ["--remount-ro", entry[1]]
@@ -783,6 +958,7 @@ def command(
             mounts += ["--ro-bind-fd", str(fds[entry[1]]), entry[1]]
         else:
             mounts += ["--ro-bind", entry[1], entry[1]]
+    mounts += hollowed
     interpreter = interpreter_path()
     return [
         bwrap_path(),
