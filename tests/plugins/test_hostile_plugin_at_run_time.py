@@ -233,8 +233,11 @@ import errno, json, sys
 if sys.argv[3] == "no-landlock":
     # A kernel without Landlock, simulated for this process and its children as
     # tests/plugins/test_plugin_process_cannot_reach_the_site.py does (NO_LANDLOCK): the sandbox is
-    said to hold.  import pyseccomp as sc rules = sc.SyscallFilter(sc.ALLOW)
-    rules.add_rule(sc.ERRNO(errno.ENOSYS), "landlock_create_ruleset") rules.load()
+    # said to hold.
+    import pyseccomp as sc
+    rules = sc.SyscallFilter(sc.ALLOW)
+    rules.add_rule(sc.ERRNO(errno.ENOSYS), "landlock_create_ruleset")
+    rules.load()
 import os
 if os.environ.get("S6_HIDDEN"):  # the operator lists the project's package
     from django.conf import settings
