@@ -26,7 +26,10 @@ What the command below gives the plugin process:
   ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, a zip archive one is imported from,
   ``WEBFETCH_PLUGIN_HIDDEN_PATHS``) is masked with every copy of it (``hidden_paths``,
   ``copies``: its bytecode, a legacy ``.pyc``, editors' backups), and the guest leaves it
-  out of its Landlock rules (``guest._excluding``); site code that is or holds what the
+  out of its Landlock rules (``guest._excluding``); so is the site's data its settings
+  name (``_site_data``: SQLite databases with their journals, ``MEDIA_ROOT``, log files
+  and the rest, and ``BASE_DIR`` whole where it holds nothing the guest needs:
+  ``_site_base``; docs/decisions/0060); site code or data that is or holds what the
   guest needs is never left readable: the sandbox is not built (``unmaskable``);
 - an empty environment;
 - the **allow-list seccomp filter** of ``ALLOWED`` (default: ``EPERM``), loaded by bwrap
@@ -737,8 +740,8 @@ def _site_base(needed: list[str]) -> list[str]:
 
 
 def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
-    """The site's code (``_site_code``) that is, or lies under, a directory of ``binds``
-    and is, or holds, what the guest needs (``needed``, a whole package directory): it
+    """The site's code and data (``_site_code``) that is, or lies under, a directory of
+    ``binds`` and is, or holds, what the guest needs (``needed``, a whole package directory): it
     cannot be masked, so the sandbox is not built (``SiteCodeUnmaskable``), never left
     readable silently.  Site code that only holds binds (a checkout holding
     ``django_webfetch``) shows nothing in the sandbox but what the guest needs."""
@@ -751,9 +754,9 @@ def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
 
 
 def hidden_paths(binds: list[str], needed: list[str]) -> list[str]:
-    """The site's code (``_site_code``) that lies under a directory of ``binds`` (a package
-    directory the guest imports from: a project installed with ``pip install .``, as a
-    container image does), with every copy of it (``copies``), each masked in the sandbox
+    """The site's code and data (``_site_code``) that lies under a directory of ``binds``
+    (a package directory the guest imports from: a project installed with ``pip install
+    .``, as a container image does), with every copy of it (``copies``), each masked in the sandbox
     by an empty read-only directory (or an unreadable file); a path that is or holds what
     the guest needs (``needed``: the standard library, ``django_webfetch``, the plugin's
     package) is not masked."""
