@@ -27,8 +27,8 @@ SHARED_SETUP = (
     "tests/browser/",
     "tests/assistant/test_self_hosted.py",
     "tests/mcp/test_server.py",
-    "tests/plugins/test_issue30_fix17_elf.py",
-    "tests/plugins/test_issue30_stamps.py",
+    "tests/plugins/test_pinned_library_search_path_and_soname.py",
+    "tests/plugins/test_registry_failure_memory.py",
 )
 
 

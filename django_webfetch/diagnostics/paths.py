@@ -555,7 +555,8 @@ _KEY_END = compile_pattern(r"-----END |^Private-MAC:")
 _KEPT_VALUES = frozenset({"true", "false", "none", "null"})
 #: Cheap pre-check: a text whose casefolded form contains none of these words needs no
 #: redaction (every pattern above needs one of them; plain substring tests run at C speed).
-#: ``tests/diagnostics/test_issue19.py`` checks every pattern's trigger.
+#: ``tests/diagnostics/test_redaction_dumps_and_forged_log_records.py`` checks every pattern's
+#: trigger.
 _TRIGGER_WORDS = (
     "secret", "passw", "pwd", "phrase", "token", "key", "credential", "dsn", "salt",
     "webhook", "://", "bearer", "basic", "akia", "asia", "sk_", "rk_", "pk_", "sk-", "ghp_",

@@ -207,7 +207,7 @@ class Bounded(PathDistribution):
     (UTF-8, universal newlines).  A ``METADATA``, ``RECORD`` or ``entry_points.txt`` linked
     to ``/dev/zero`` or a file of ``/proc`` raises ``OSError`` (unreadable metadata: fail
     closed), where ``PathDistribution`` read it to its end, if it had one
-    (tests/plugins/test_issue30_closure12_c.py).  Every distribution the registry, the
+    (tests/plugins/test_bounded_reads_and_shown_metadata.py).  Every distribution the registry, the
     closure and the checks read is one (``bounded``)."""
 
     def read_text(self, filename: str | os.PathLike[str]) -> str | None:
@@ -442,7 +442,8 @@ def _entries(path: str, key: tuple[int, ...]) -> list[_Entry]:
         except OSError:
             return []
         # As ``importlib.metadata``'s ``Lookup`` finds them: names compared lower-cased, and
-        # an egg directory's ``EGG-INFO`` (named for the egg) (test_issue30_attack11.py).
+        # an egg directory's ``EGG-INFO`` (named for the egg)
+        # (test_pin_routes_pth_platlib_and_eggs.py).
         base = os.path.basename(path).lower()
         for name in listed:
             low = name.lower()
@@ -606,11 +607,11 @@ def site_names() -> frozenset[str]:
         if len(copies) != 1 or copies[0][1]:
             # Not installed here; or several copies, of which one is what the site
             # installed and the others anyone's (a dependency's wheel may ship a copy of a
-            # site distribution's metadata in ``.data/purelib``: test_issue30_attack12.py),
-            # which cannot be told apart: none is followed (fail closed: a plugin requiring
-            # the name pins every copy); or a copy that cannot be pinned.  A single copy is
-            # the one ``importlib.metadata`` resolves (``_index`` finds a superset of the
-            # directories its ``Lookup`` matches).
+            # site distribution's metadata in ``.data/purelib``:
+            # test_pin_routes_site_metadata_and_entry_objects.py), which cannot be told apart: none
+            # is followed (fail closed: a plugin requiring the name pins every copy); or a copy that
+            # cannot be pinned.  A single copy is the one ``importlib.metadata`` resolves
+            # (``_index`` finds a superset of the directories its ``Lookup`` matches).
             continue
         names.add(name)
         for dist in [copies[0][0]]:
@@ -686,7 +687,8 @@ def _scan(dist: Any, base: str) -> tuple[tuple[str, ...], tuple[tuple[str, str],
     module outside ``base`` (the import system may load it from another ``sys.path``
     entry, beside files no ``RECORD`` lists), or a file written into a metadata directory
     not its own (another distribution's metadata, or a copy of it: which distributions
-    are installed, and the site's own, are read from them; test_issue30_attack12.py)."""
+    are installed, and the site's own, are read from them;
+    test_pin_routes_site_metadata_and_entry_objects.py)."""
     with contextlib.suppress(Exception):
         direct = json.loads(dist.read_text("direct_url.json") or "{}")
         if isinstance(direct, dict) and (direct.get("dir_info") or {}).get("editable"):
@@ -1089,8 +1091,8 @@ def own_names(dist: Any) -> tuple[tuple[str, ...], str]:
     directory put on ``sys.path`` by hand), every top-level entry of its directory (as the
     registry credits it).  A trusted plugin may import any of them at first use: each is
     pinned with its code (``own_digest``) and checked at every trusted call
-    (``registry.code_problem``; tests/plugins/test_issue30_closure12_a.py).  A ``RECORD``
-    row outside its directory or of a path configuration file, or more than
+    (``registry.code_problem``; tests/plugins/test_pin_covers_the_whole_distribution.py).  A
+    ``RECORD`` row outside its directory or of a path configuration file, or more than
     ``MAX_OWN_NAMES`` names, cannot be pinned (the registry refuses such a distribution
     anyway)."""
     if dist is None:

@@ -8,7 +8,7 @@ those hashed bytes.  The input is a file the pin holds, but it is parsed as untr
 or ELF64, little- or big-endian, every offset and count checked against the file's size and
 against fixed bounds (program headers, dynamic entries, string lengths, needed names), so
 that the work is bounded whatever the bytes; anything malformed raises ``ElfError`` with the
-reason, and nothing else is raised (``tests/plugins/test_issue30_fix16_elf.py``).
+reason, and nothing else is raised (``tests/plugins/test_pinned_extension_maps_hashed_bytes.py``).
 """
 
 from __future__ import annotations

@@ -539,7 +539,7 @@ def parse_manifest(raw: object) -> Manifest:
     for tool in tools:
         if tool.group and not owns_group(name, tool.group):
             # Another plugin's group (and its operator settings: enabled, approval) is
-            # never joined (tests/plugins/test_issue30_owned_names.py).
+            # never joined (tests/plugins/test_owned_tool_names_and_groups.py).
             raise ManifestError(
                 "tool_group_not_owned",
                 f"plugin {name!r}: tool {tool.name!r} joins group {tool.group!r}; a plugin's "

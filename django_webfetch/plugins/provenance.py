@@ -10,7 +10,7 @@ when the operator turns trust on; trust holds only while the
 distribution providing the entry point is that one with that code (docs/plugins.rst,
 "Trusted instances"; check W034; decision 0050).  Never a digest of ``RECORD``: a
 ``RECORD`` is a list the wheel's author wrote, and an installer copies its rows without
-checking the files against them (tests/plugins/test_issue30_attack6_install.py).
+checking the files against them (tests/plugins/test_hostile_plugin_distributions.py).
 
 Compiled code never stands in for the reviewed source: ``compiled_problem`` says why a
 plugin's files hold code that is not its source's (checked before a trusted import), and
@@ -100,7 +100,7 @@ def provider_of(ep: Any) -> Provider | None:
     bad = metadata_invalid(name, version, BAD_METADATA) if metadata_invalid else ""
     if bad:
         # As a dependency's (``closure.invalid``): what it says is not shown, and no pin
-        # holds (tests/plugins/test_issue30_closure12_c.py).
+        # holds (tests/plugins/test_bounded_reads_and_shown_metadata.py).
         shown = "?" if "Name" in bad else name[:200]
         return Provider(shown, "?", _unpinned(bad))
     try:
@@ -201,19 +201,19 @@ class Memo(OrderedDict[K, V]):
 #: ``registry._PathCheck``, the stamp a read's outcome is remembered by ``host.stamp``); a
 #: package with more is refused (``plugin_path_unsafe``) before anything of it is read.
 #: One limit for every walk: no package the registry accepts is one a walk gives up on
-#: (decision 0055, tests/plugins/test_issue30_stamps.py).
+#: (decision 0055, tests/plugins/test_registry_failure_memory.py).
 WALK_ENTRIES = 20000
 #: At most this many bytes of one plugin's files are read for its digest, and for the
 #: check of its ``RECORD`` hashes (``record_problem``), counted on the bytes read: more
 #: (a sparse file unpacked from a tarball, a link to ``/proc/kcore``) is a package no pin
-#: holds for (tests/plugins/test_issue30_closure12_c.py).
+#: holds for (tests/plugins/test_bounded_reads_and_shown_metadata.py).
 DIGEST_BYTES = 512 << 20
 #: At most this many directories nested below a plugin's package are walked, here and by the
 #: registry's checks (``registry._PathCheck``) and ``host.stamp``: every walk over a
 #: plugin's files keeps its own stack, and a deeper package is refused
 #: (``plugin_path_unsafe``), never walked by recursion (a chain deeper than the
 #: interpreter's recursion limit raised ``RecursionError`` out of ``registry.load``:
-#: tests/plugins/test_issue30_attack8.py).
+#: tests/plugins/test_deep_trees_signal_snapshot_uids_and_dependencies.py).
 WALK_DEPTH = 64
 
 
@@ -253,7 +253,8 @@ def cache_problem(full: str) -> str:
     bytecode cache is a directory that holds nothing but ``*.pyc`` files, directly (no
     subdirectory, no source, no ``__init__``).  ``__pycache__`` is also a valid package or
     module name: anything else of that name may be code the import system runs, and is
-    never left out of what is checked (tests/plugins/test_issue30_attack7.py)."""
+    never left out of what is checked
+    (tests/plugins/test_plugin_dirs_pyc_and_pin_memo_routes.py)."""
     try:
         with os.scandir(full) as listing:
             # ``is_file`` follows a link: a link to a directory, or a dangling one, is no
@@ -294,7 +295,7 @@ def _files(path: str, top: str, *, cache: bool = False) -> list[tuple[str, str]]
     bytecode cache (then no pin holds and the plugin is refused).  Walked with a stack of
     its own, never by recursion, and bounded by construction: at most ``WALK_DEPTH``
     directories nested below the package and ``WALK_ENTRIES`` entries (files and
-    directories); past either a string says so (tests/plugins/test_issue30_walks.py)."""
+    directories); past either a string says so (tests/plugins/test_bounded_package_walks.py)."""
     found: list[tuple[str, str]] = []
     walked: set[tuple[int, int]] = set()
     # (relative path, is a directory), taken from the end: depth first, in sorted order.
@@ -342,7 +343,8 @@ def rehashed() -> Iterator[None]:
     """Every file digested inside is read again, whatever its memo says (the registry
     does so once per generation, at each ``load``): a write that keeps the file's times,
     through a shared writable ``mmap`` whose page was dirtied earlier, is seen there
-    (tests/plugins/test_issue30_attack7.py); between two loads the memo stands."""
+    (tests/plugins/test_plugin_dirs_pyc_and_pin_memo_routes.py); between two loads the memo
+    stands."""
     depth = getattr(_rehashing, "depth", 0)
     _rehashing.depth = depth + 1
     try:
@@ -457,7 +459,7 @@ def read_each(
     larger than ``limit`` or one that gives more or fewer bytes than its size (changed
     while read), ``OSError`` when it cannot be opened or read.  Never blocks
     on a FIFO (its name may stand where a file was listed): opened non-blocking, refused
-    by its ``fstat`` (tests/plugins/test_issue30_closure12_c.py)."""
+    by its ``fstat`` (tests/plugins/test_bounded_reads_and_shown_metadata.py)."""
     fd, info = _open_regular(full, limit)
     _read_fd(fd, info.st_size, use)
     return info
@@ -758,7 +760,7 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: b
     if remembered:
         # Every directory holding its files, and every bytecode cache the import system
         # would read a source's ``.pyc`` from, existing or not, empty or not: a ``.pyc``
-        # written there changes its key (tests/plugins/test_issue30_attack11.py).
+        # written there changes its key (tests/plugins/test_pin_routes_pth_platlib_and_eggs.py).
         cached = {_cached(full) for _r, full in files if full.endswith(".py")} - {""}
         caches = {os.path.dirname(pyc) for pyc in cached}
         dirs = tuple(sorted({path, *(os.path.dirname(full) for _r, full in files), *caches}))
@@ -774,9 +776,9 @@ def compiled_problem(path: str, top: str, *, pinned: bool = False, remembered: b
 def record_paths(text: str) -> list[str]:
     """The path of each row of ``RECORD`` text, read as ``importlib.metadata`` (and pip,
     which writes it with ``csv.writer``) reads it: with the ``csv`` module, so a quoted
-    path holding a comma is one path (tests/plugins/test_issue30_attack11.py).  The one
-    reader of ``RECORD`` rows for the registry (``registry._file_list``) and the dependency
-    pin (``closure._tops``); raises ``csv.Error`` on text the ``csv`` module cannot read."""
+    path holding a comma is one path (tests/plugins/test_pin_routes_pth_platlib_and_eggs.py).  The
+    one reader of ``RECORD`` rows for the registry (``registry._file_list``) and the dependency pin
+    (``closure._tops``); raises ``csv.Error`` on text the ``csv`` module cannot read."""
     return [row[0] for row in csv.reader(text.splitlines()) if row]
 
 
@@ -847,7 +849,8 @@ def installed_provider(plugin: str) -> Provider | None:
     one distribution at a time); ``None`` when no entry point may serve that name (or the
     app is not ready).  Never a fresh ``entry_points()`` look-up by name: that is another
     entry point than the one served when a manifest names another plugin, and one
-    undecodable ``entry_points.txt`` makes it raise (tests/plugins/test_issue30_names.py)."""
+    undecodable ``entry_points.txt`` makes it raise
+    (tests/plugins/test_name_and_trust_of_one_entry_point.py)."""
     lookup = provider_lookup
     return lookup(plugin) if lookup is not None else None
 

@@ -9,8 +9,8 @@ refused with reason ``plugin_isolation_unavailable`` (check W033 and ``webfetch 
 list`` say why), unless the operator marked an instance of that plugin ``trusted`` (an
 explicit choice, warned by check W032) for the distribution that provides the entry
 point now (check W034 when another does): only then is it imported here, under the audit
-hook (tests/plugins/test_issue30.py, finding 5).  A manifest that fails validation
-refuses the whole plugin: none of its tools is registered and the problem is reported by
+hook (tests/plugins/test_plugin_process_cannot_reach_the_site.py, finding 5).  A manifest that fails
+validation refuses the whole plugin: none of its tools is registered and the problem is reported by
 system check ``django_webfetch.E030``.
 
 Plugin distributions are found on the site's ``sys.path`` (the site's own packages) and in
@@ -98,7 +98,8 @@ ENTRY_POINT_GROUP = "django_webfetch.plugins"
 #: manifest may have tools (``manifest.MAX_TOOLS``), generous for any real package.  A
 #: distribution that declares more is refused whole (``plugin_too_many_entry_points``)
 #: before any of them is read: each would be a plugin process at every load
-#: (tests/plugins/test_issue30_attack14.py, finding 2; tests/plugins/test_issue30_bounds.py).
+#: (tests/plugins/test_release_during_a_call_and_registry_load_cost.py, finding 2;
+#: tests/plugins/test_registry_load_bounds.py).
 MAX_ENTRY_POINTS = MAX_TOOLS
 #: The most plugin processes (sandboxed manifest reads) one registry load starts, all
 #: distributions together; what is left is refused for this load (``plugin_read_deferred``)
@@ -315,7 +316,8 @@ def code_problem(name: str) -> ManifestError | None:
     module in an earlier ``sys.path`` directory, a namespace portion outside the pinned
     copy).  Each ``.pyc``'s verdict is remembered by its and its source's identity, and
     the resolution of the names by the identity of the import system's state
-    (``_shadow_key``): tests/plugins/test_issue30_attack9.py, findings 3, 4 and 7."""
+    (``_shadow_key``): tests/plugins/test_pin_routes_site_requirements_strays_and_pth.py, findings
+    3, 4 and 7."""
     where = origin(name)
     if where is None:
         return None
@@ -338,9 +340,9 @@ def _code_problem(origin: Origin, *, remembered: bool = False) -> ManifestError 
     pinned: dict[str, list[str]] = {}
     # Every other top-level name the plugin's distribution installs (another entry point's
     # package, a module beside it): the trusted code may import it at first use, so it is
-    # checked as the plugin's own package is (tests/plugins/test_issue30_closure12_a.py).
-    # When they cannot be told, the pin never holds (``closure.own_digest``): no trusted
-    # call gets here.
+    # checked as the plugin's own package is
+    # (tests/plugins/test_pin_covers_the_whole_distribution.py).  When they cannot be told, the pin
+    # never holds (``closure.own_digest``): no trusted call gets here.
     dist = _origin_dists.get(origin)
     own, _why = closure.own_packages(dist, base, origin.top_level)
     # (what it is, where, its top-level name, a dependency's): checked alike, in this order.
@@ -512,7 +514,7 @@ def _link_keys(where: str, names: tuple[str, ...]) -> list[tuple[int, ...]]:
     """Each of ``names`` under ``where`` read with ``lstat`` and ``stat``: a link and what
     it points to, so that a dangling link completed later, or a link whose target is
     replaced, changes the key although no directory changed
-    (tests/plugins/test_issue30_attack10.py, finding 4)."""
+    (tests/plugins/test_pin_routes_extra_markers_and_zips.py, finding 4)."""
     keys: list[tuple[int, ...]] = []
     for name in names:
         path = os.path.join(where, name)
@@ -652,9 +654,9 @@ def _names(value: str) -> tuple[str, list[str]]:
 
 #: Top-level names a plugin's entry point may not use: the standard library's and those of
 #: the modules the plugin process itself imports (django_webfetch and its dependencies;
-#: tests/plugins/test_issue30_stdlib.py checks the list against what a guest imports).
-#: The plugin process finds the standard library first and its site directories before the
-#: plugin's directory anyway (runtime/bubblewrap.py); this refusal says so at load time.
+#: tests/plugins/test_guest_import_order_and_path_owners.py checks the list against what a guest
+#: imports).  The plugin process finds the standard library first and its site directories before
+#: the plugin's directory anyway (runtime/bubblewrap.py); this refusal says so at load time.
 RESERVED_NAMES = frozenset(sys.stdlib_module_names) | {
     "__main__",
     "anyio",
@@ -953,7 +955,8 @@ def _read_names(dist: Any, bases: dict[str, str] | None = None) -> _Listed:
     if files is not None and not problems and not _installer_list(dist):
         # No installer's file list (a ``.dist-info`` without ``RECORD``, an ``.egg-info``
         # whose list is its author's ``SOURCES.txt``): a directory put on ``sys.path`` by
-        # hand, credited with every top-level entry in it (tests/plugins/test_issue30_names.py).
+        # hand, credited with every top-level entry in it
+        # (tests/plugins/test_name_and_trust_of_one_entry_point.py).
         names |= _directory_names(dist)
     elif files is not None:
         base = _dist_base(dist, bases)
@@ -1100,7 +1103,7 @@ class _Providers:
     environment, so one read per entry point made a load quadratic).  Never
     ``importlib.metadata.packages_distributions()``: it believes a wheel's
     ``top_level.txt`` over its RECORD, and one undecodable file makes it raise for every
-    distribution (tests/plugins/test_issue30_distributions.py).  A distribution whose file
+    distribution (tests/plugins/test_what_a_distribution_may_install.py).  A distribution whose file
     list or metadata cannot be read is kept aside, with its directory: the check refuses a
     plugin whose name that directory holds, rather than skipping it."""
 
@@ -1190,7 +1193,7 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
     if top in site_top_levels():
         # The site's own package, with a plugin's module copied into it: its sandbox would
         # bind the site's package whole as the plugin's, settings and all (issue 30,
-        # round 19, finding 3: tests/plugins/test_issue30_attack19.py).
+        # round 19, finding 3: tests/plugins/test_sites_code_hidden_from_the_sandbox.py).
         return ManifestError(
             "entry_point_site_code",
             f"entry point {ep.name!r} names the module {top!r}, a top-level name of the "
@@ -1218,7 +1221,7 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
     metadata and ``RECORD`` (``importlib.metadata``), before anything of it is imported:
     every plugin entry point valid and not reserved (one bad entry point refuses them
     all), no entry point of any other group (``console_scripts``/``gui_scripts``, a
-    library's: tests/plugins/test_issue30_attack6_install.py), no file outside its
+    library's: tests/plugins/test_hostile_plugin_distributions.py), no file outside its
     directory (a ``..`` or absolute path: a script over the site's own command), metadata
     only in its own ``.dist-info``, no ``.pth`` file (site.py runs its ``import`` lines in every
     interpreter of the environment), no ``sitecustomize``/``usercustomize``, no
@@ -1308,7 +1311,8 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
 class _Read:
     """What one manifest read in a plugin process decided, as the registry keeps it: the
     verdict (the parsed ``manifest``, or the ``refusal``'s reason and detail), never the
-    data the plugin process sent (tests/plugins/test_issue30_attack14.py, finding 3).
+    data the plugin process sent
+    (tests/plugins/test_release_during_a_call_and_registry_load_cost.py, finding 3).
     ``violations`` (at most 100, cut by ``host``) and ``isolation`` are what the host
     reports of the read."""
 
@@ -1428,7 +1432,8 @@ def _verdict_key(origin: Origin, dist: Any) -> tuple[Any, ...]:
     input of the read: the package's files (``host.stamp``; raises ``RuntimeFailure``,
     ``host.PATH_UNSAFE``, for a package past the walk limits) and what else it could import
     (``_inputs_stamp``), in one digest; and the groups its tools were checked against
-    (``manifest.tool_group``): decision 0055, amended (tests/plugins/test_issue30_fix17_mem.py)."""
+    (``manifest.tool_group``): decision 0055, amended
+    (tests/plugins/test_manifest_memory_keyed_by_inputs.py)."""
     from django_webfetch.models.builtin import builtin_group_slugs
 
     own = host.stamp(origin)
@@ -1532,7 +1537,8 @@ class _PathCheck:
         """``top`` and everything in it (not writable by group or others even if sticky),
         a linked directory walked once, with a stack of its own: at most ``WALK_DEPTH``
         directories deep (counting through links) and ``_CHECK_ENTRIES`` entries, past
-        either the package is refused (tests/plugins/test_issue30_attack8.py)."""
+        either the package is refused
+        (tests/plugins/test_deep_trees_signal_snapshot_uids_and_dependencies.py)."""
         problem = self.chain(top)
         real = _real_path(top)
         if problem or not os.path.isdir(real) or real in self.walked:
@@ -1751,7 +1757,7 @@ def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[
     the site's and those of ``WEBFETCH_PLUGIN_DIRS``), each metadata directory once: two
     distributions of one name in two directories are two, so a name both claim is refused
     for both (``entry_point_duplicate``), never served by whichever comes first
-    (tests/plugins/test_issue30_attack6_install.py).  Read one distribution at a time: a
+    (tests/plugins/test_hostile_plugin_distributions.py).  Read one distribution at a time: a
     distribution whose ``entry_points.txt`` cannot be read or decoded would make
     ``entry_points()`` raise for every plugin.  Its own plugins are not loaded, and when
     its file names the plugin group (or cannot be read at all) a problem says so."""
@@ -2008,7 +2014,7 @@ def provider(name: str) -> Provider | None:
     """The distribution of the entry point the registry serves plugin ``name`` from (or,
     where no sandbox can be built, would import it from once trusted): ``None`` when no
     entry point may serve that name.  Trust is compared with this, never with a fresh
-    look-up of an entry point by name (tests/plugins/test_issue30_names.py)."""
+    look-up of an entry point by name (tests/plugins/test_name_and_trust_of_one_entry_point.py)."""
     load()
     if _installed()[2] != _state:
         # Installed plugins changed since the load (an upgrade, a second distribution):

@@ -157,7 +157,7 @@ def _active() -> PluginScope | None:
 
 # The two functions below run inside the audit hook, where CPython suspends tracing, so
 # coverage cannot see them; their behaviour is asserted end to end in
-# tests/plugins/test_egress_lab.py and tests/plugins/test_attacks.py.
+# tests/plugins/test_egress_lab.py and tests/plugins/test_plugin_egress_tricks.py.
 def _is_raw(family: Any, kind: Any) -> bool:  # pragma: no cover
     if _AF_PACKET is not None and family == _AF_PACKET:
         return True

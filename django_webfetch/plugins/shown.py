@@ -9,8 +9,8 @@ check messages (W030-W034, E030, E035).  Each goes through ``shown``: a terminal
 is not printable, renders blank, is a combining mark with nothing to combine with or is
 past ``MAX_MARKS`` (3) marks on one character is written as ``\\uXXXX``, so the text can
 neither rewrite, reorder nor draw over what is printed around it
-(tests/plugins/test_shown.py, tests/plugins/test_issue30_closure12_c.py).  HTML surfaces
-escape the result on top of that.
+(tests/plugins/test_shown.py, tests/plugins/test_bounded_reads_and_shown_metadata.py).  HTML
+surfaces escape the result on top of that.
 """
 
 from __future__ import annotations

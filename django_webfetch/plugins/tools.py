@@ -323,11 +323,11 @@ def served_specs(
     ``acme`` and plugin ``acme-admin``'s own), is served by neither plugin (reasons
     ``tool_name_claimed_twice``, ``tool_group_claimed_twice``).  Decided from every loaded
     manifest at once, so the order in which plugins load (or are installed) changes
-    nothing (tests/plugins/test_issue30_owned_names.py).  ``installed``: the plugins that
+    nothing (tests/plugins/test_owned_tool_names_and_groups.py).  ``installed``: the plugins that
     have an instance; a plugin without one never takes a name away from one that has one
     (its own tool of that name is not served; it is contested once it is installed,
-    tests/plugins/test_issue30_attack7.py).  ``None``: every plugin counts as installed.
-    A name a built-in tool (or an app's, or a tool entry point's) has is the built-in's:
+    tests/plugins/test_plugin_dirs_pyc_and_pin_memo_routes.py).  ``None``: every plugin counts as
+    installed.  A name a built-in tool (or an app's, or a tool entry point's) has is the built-in's:
     the tool registry adds plugin tools last and keeps the first registration."""
     loaded = sorted(manifests, key=lambda m: m.name)
     chosen = {m.name for m in loaded} if installed is None else set(installed)

@@ -33,7 +33,7 @@ __all__ = ["MAX_MARKS", "argument_rows", "visible_name", "visible_text"]
 #: At most this many combining marks are shown on one character (Vietnamese stacks two,
 #: a few scripts three); each further one is escaped.  Unicode's stream-safe format
 #: (UAX #15) allows 30, far more than a line of text can show without drawing over the
-#: lines around it (tests/test_display.py, tests/plugins/test_issue30_closure12_c.py).
+#: lines around it (tests/test_display.py, tests/plugins/test_bounded_reads_and_shown_metadata.py).
 MAX_MARKS = 3
 
 

@@ -195,7 +195,8 @@ def users(user_factory: Callable[..., Any], approver: Any) -> dict[str, Any]:  #
     }
 
 
-# -- the OAuth endpoints in process (tests/mcp/test_oauth_server.py, test_oauth_review.py) --
+# -- the OAuth endpoints in process (tests/mcp/test_oauth_server.py,
+# test_oauth_clients_redirects_and_framing.py) --
 
 #: The loopback redirect URI of the registered client.
 OAUTH_REDIRECT = "http://127.0.0.1:33418/callback"

@@ -94,7 +94,8 @@ class Isolation:
 
         for instance in PluginInstance.objects.all():
             # Saved, not a queryset update: turning trust on records the distribution
-            # installed now (trust holds only for it, tests/plugins/test_issue30_trust.py).
+            # installed now (trust holds only for it,
+            # tests/plugins/test_trust_belongs_to_a_distribution.py).
             instance.trusted = self.trusted
             instance.save()
 
@@ -152,7 +153,8 @@ def probe(monkeypatch: pytest.MonkeyPatch, lab_settings: Any, group_factory: Any
 def no_plugin_process_outlives_its_test() -> Iterator[None]:
     """Every idle plugin process a test left in this host's pool ends with the test: the
     next test counts the plugin processes and threads below it, and the pool, from none
-    (a full run found one left by an earlier test in ``test_issue30_hostbounds.py``)."""
+    (a full run found one left by an earlier test in
+    ``test_host_bounds_on_a_plugin_process.py``)."""
     yield
     from django_webfetch.plugins.runtime.host import shutdown
 
@@ -165,7 +167,7 @@ def claims_end_with_their_test() -> Iterator[None]:
     claimed for the process, by design; a test's claims end with the test.  Two tests that
     install a distribution of the same name in two directories otherwise depended on their
     order: the second's copy was refused as unpinned whenever the first ran before it on
-    the same worker (``test_issue30_plugin_dirs.py``, found by a full run of tests/plugins)."""
+    the same worker (``test_plugin_dirs.py``, found by a full run of tests/plugins)."""
     from django_webfetch.plugins import loader
 
     claims, released = dict(loader._claims), dict(loader._released)

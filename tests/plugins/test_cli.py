@@ -171,7 +171,7 @@ def test_list_shows_declared_granted_effective(example):
 
 def test_list_shows_each_instances_isolation(example):
     """Each instance as its plugin's own process ran (what the guest enforced of Landlock,
-    ``registry.isolation``; tests/plugins/test_issue30_landlock_partial.py shows one that
+    ``registry.isolation``; tests/plugins/test_landlock_partial_rules.py shows one that
     enforced less than this host has), or trusted."""
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.runtime.host import capabilities

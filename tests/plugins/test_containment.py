@@ -9,7 +9,8 @@ and the machine's name are what they were, no Unix socket of the host was reache
 
 The fallback paths play a host without a piece of the sandbox (no bubblewrap, user
 namespaces refused by a seccomp filter on the site's process, no Landlock): untrusted
-plugins then do not run, and the reason is said (tests/plugins/test_issue30.py's site child).
+plugins then do not run, and the reason is said
+(tests/plugins/test_plugin_process_cannot_reach_the_site.py's site child).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from django_webfetch.plugins.runtime import bubblewrap, cgroups
 from django_webfetch.plugins.runtime.host import capabilities
 from tests.plugins.packages import call_without_http, dist_info
 
-from .test_issue30 import NO_LANDLOCK, site
+from .test_plugin_process_cannot_reach_the_site import NO_LANDLOCK, site
 
 pytestmark = pytest.mark.django_db
 

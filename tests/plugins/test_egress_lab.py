@@ -359,7 +359,8 @@ def test_host_code_outside_the_plugin_is_not_affected(plugin_lab, editor_user):
 
 def test_tool_of_an_unbound_plugin_fails_closed(plugin_lab, editor_user):
     """Not offered while no instance exists (``tool_not_installed``:
-    tests/plugins/test_issue30_owned_names.py); run anyway, it has no instance to run with."""
+    tests/plugins/test_owned_tool_names_and_groups.py); run anyway, it has no instance to run
+    with."""
     from django_webfetch.tools import default_registry
 
     result = run("example_fetch", editor_user, url="http://granted.lab.example/plain")

@@ -195,7 +195,7 @@ def test_the_sites_virtualenv_root_under_a_system_library_directory_is_readable(
     import sys
 
     import django_webfetch
-    from tests.plugins.test_issue30_attack6_runtime import _READER, _VENV_HOST, _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _READER, _VENV_HOST, _plugin
 
     venv = system_library_dir / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
@@ -282,7 +282,7 @@ def test_socketpairs_made_at_import_and_filled_by_a_call_keep_kernel_memory_in_a
     ``sock_diag``), or a process holding a socket besides its channel never pooled."""
     from django_webfetch.plugins.runtime import host
     from django_webfetch.plugins.runtime.host import MAX_IDLE_GROWTH, Limits, execute, shutdown
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     origin = _plugin(tmp_path / "site", "webfetch_a20_pairs", "a20pairs", _PAIRS_AT_IMPORT,
                      {"keep": "keep", "fill": "fill"})  # fmt: skip
@@ -430,7 +430,7 @@ def test_a_plugin_cannot_keep_a_lock_on_the_sites_database(
     ``HOLDS_LOCKS``): once the call returned, the site writes."""
     from django_webfetch.plugins.runtime import host
     from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     base = system_library_dir / "mysite"
     _write_project(base, "attack20_site", "database")

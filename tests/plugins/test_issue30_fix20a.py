@@ -466,7 +466,7 @@ def test_no_pooled_process_keeps_a_lock_on_a_file_of_the_host(
     ``HOLDS_LOCKS``), so once the call returned the host locks the file exclusively.  The
     control: a lock on a file of its own ``/tmp`` keeps it pooled."""
     from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
-    from tests.plugins.test_issue30_attack6_runtime import _plugin
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
     target = system_dir / "otherapp" / "state.db"
     target.parent.mkdir()

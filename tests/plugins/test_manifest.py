@@ -92,8 +92,9 @@ def test_ip_literals_are_exact():
         ({"config": {"x": {"type": "object"}}}, "config_schema"),
         ({"config": {"x": {"type": "string", "secret": True, "default": "a"}}}, "config_schema"),
         ({"config": {"x": {"type": "string", "pattern": "a" * 201}}}, "config_pattern"),
-        # Nested quantifiers ((a+)+$) are fine on RE2 (tests/plugins/test_issue19.py);
-        # what RE2 cannot run is refused.
+        # Nested quantifiers ((a+)+$) are fine on RE2
+        # (tests/plugins/test_manifest_schema_re2_refs_and_suffixes.py); what RE2 cannot run is
+        # refused.
         ({"config": {"x": {"type": "string", "pattern": "(a*)\\1"}}}, "config_pattern"),
         ({"config": {"x": {"type": "string", "pattern": "(?=a)"}}}, "config_pattern"),
         ({"config": {"x": {"type": "string", "pattern": "(unclosed"}}}, "config_pattern"),

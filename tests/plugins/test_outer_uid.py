@@ -24,7 +24,7 @@ from django_webfetch.plugins.runtime import bubblewrap, cgroups, identity
 from django_webfetch.plugins.runtime.host import capabilities
 from tests.plugins.packages import call_without_http, dist_info
 
-from .test_issue30 import site
+from .test_plugin_process_cannot_reach_the_site import site
 
 pytestmark = pytest.mark.django_db
 

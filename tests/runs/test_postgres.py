@@ -7,7 +7,7 @@ session paid its own interpreter, lab, Django set-up and collection).
 - the API's edge, where a NUL or a lone surrogate raised ``DataError`` and a restarted server
   left editors with HTML 500s (tests/runs/test_api_edge.py);
 - the review of the API's errors: no answer but a JSON error, schemathesis included
-  (tests/runs/test_review_findings_api.py);
+  (tests/runs/test_api_errors_are_json.py);
 - what one editor, token or user may hold open, and that no waiter keeps a database
   connection of its own (tests/assistant/test_open_holds.py, tests/mcp/test_open_holds.py,
   tests/budgets/test_open_surfaces.py).
@@ -29,7 +29,7 @@ FILES = (
     "tests/runs/test_state_machine.py",
     "tests/runs/test_locking.py",
     "tests/runs/test_api_edge.py",
-    "tests/runs/test_review_findings_api.py",
+    "tests/runs/test_api_errors_are_json.py",
     "tests/assistant/test_open_holds.py",
     "tests/mcp/test_open_holds.py",
     "tests/budgets/test_open_surfaces.py",

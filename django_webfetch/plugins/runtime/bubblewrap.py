@@ -390,7 +390,7 @@ def _python_dirs() -> list[str]:
         dirs.add(dynload)
     # The zipped standard library (``python311.zip``) only: any other archive on
     # ``sys.path`` is no package directory of the guest, and may be the site's own code
-    # (tests/plugins/test_issue30_attack19.py).
+    # (tests/plugins/test_sites_code_hidden_from_the_sandbox.py).
     stdlib_zip = f"python{sys.version_info.major}{sys.version_info.minor}.zip"
     for entry in sys.path:
         if entry.endswith("lib-dynload") or (
@@ -426,7 +426,7 @@ def site_dirs() -> list[str]:
     ``dist-packages``), resolved, in order: the guest's ``sys.path`` after the standard
     library.  The guest starts with ``-S``, so no ``.pth`` file of these directories runs
     in it (an installed distribution's ``.pth`` would run before the guest sets its
-    limits: tests/plugins/test_issue30_pth.py)."""
+    limits: tests/plugins/test_pth_files_and_entry_point_values.py)."""
     found: list[str] = []
     for entry in sys.path:
         if entry.endswith(("site-packages", "dist-packages")) and os.path.isdir(entry):
@@ -501,7 +501,7 @@ def _bound(spec: SandboxSpec) -> tuple[list[str], list[str]]:
     packages = site_dirs()
     needed = [path for path in binds if path not in packages]
     # A Python name only: an absolute path or ``..`` would make the bind leave the
-    # plugin's directory (tests/plugins/test_issue30_pth.py).
+    # plugin's directory (tests/plugins/test_pth_files_and_entry_point_values.py).
     if spec.top_level.isidentifier():
         for candidate in (spec.top_level, spec.top_level + ".py"):
             full = os.path.join(spec.plugin_path, candidate)
@@ -1013,7 +1013,7 @@ def command(
         # location, the root never put on sys.path: where it is site-packages (a regular
         # install), it would come before the standard library, and a package named
         # ``json`` there would replace the standard library's in every plugin process
-        # (tests/plugins/test_issue30_stdlib.py).
+        # (tests/plugins/test_guest_import_order_and_path_owners.py).
         "-I",
         "-S",
         "-B",

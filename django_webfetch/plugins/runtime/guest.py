@@ -680,7 +680,7 @@ def _source_only(plugin_path: str, top: str) -> Any:
     below) one: every module of the plugin is compiled from its ``.py`` file, never loaded
     from a ``.pyc`` (a ``__pycache__`` entry, checked or unchecked, PEP 552; a sourceless
     module) or an extension module, whatever its package ships (decision 0050,
-    tests/plugins/test_issue30_attack6_install.py).  Nothing is written (``-B``)."""
+    tests/plugins/test_hostile_plugin_distributions.py).  Nothing is written (``-B``)."""
     from importlib.machinery import SOURCE_SUFFIXES, FileFinder, SourceFileLoader
 
     class SourceOnlyLoader(SourceFileLoader):
@@ -746,7 +746,7 @@ def _load(entry: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The entry point's manifest, described (``_describe``), read twice: a manifest its
     code computes differently from one read to the next (the clock, a random draw) is
     refused, since what the operator is shown (``install``, ``upgrade``) would not be what
-    another read serves (tests/plugins/test_issue30_owned_names.py)."""
+    another read serves (tests/plugins/test_owned_tool_names_and_groups.py)."""
     import importlib
 
     module_name, _, attribute = entry.partition(":")
@@ -931,7 +931,8 @@ def serve(channel: Channel) -> None:
     sys.addaudithook(_count_audit_hooks)
     sys.addaudithook(_refuse_network_sockets)
     # Last: the standard library and the site's package directories come first, so the
-    # plugin's directory provides its own package only (tests/plugins/test_issue30_stdlib.py).
+    # plugin's directory provides its own package only
+    # (tests/plugins/test_guest_import_order_and_path_owners.py).
     if str(setup["plugin_path"]) not in sys.path:
         sys.path.append(str(setup["plugin_path"]))
     described: dict[str, Any] | None = None

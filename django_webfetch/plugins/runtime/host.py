@@ -131,8 +131,8 @@ _REMEMBER_MAX_SECONDS = 4 * 3600.0
 #: port and punctuation) and the envelope.  A longer ``ready`` is refused from its length
 #: (``manifest_too_large``) before its body is read: what a manifest read costs the host
 #: is bounded by the manifest's own limit, not by the channel's (``2 x
-#: WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES + 1 MiB``): tests/plugins/test_issue30_attack14.py,
-#: finding 3.
+#: WEBFETCH_PLUGIN_MAX_OUTPUT_BYTES + 1 MiB``):
+#: tests/plugins/test_release_during_a_call_and_registry_load_cost.py, finding 3.
 READY_BYTES = MAX_MANIFEST_BYTES + MAX_TOOLS + 100 * (4 * 355 + 64) + 4096
 #: Why a process was not pooled when, stopped, its kernel state (signals, filters,
 #: capabilities, ids: ``_KERNEL_FIELDS``) was not what it was before its plugin was imported.
@@ -240,7 +240,7 @@ class _Spawner:
     forked it ends, not the process: a sandbox started from a request's short-lived thread
     would die with that thread.  Started from this thread, which lives as long as the
     process, a sandbox dies exactly when the host process does (tests/plugins/
-    test_issue30.py::test_thread_death_a_call_from_a_short_lived_thread_leaves_its_process_usable).
+    test_plugin_process_cannot_reach_the_site.py::test_thread_death_a_call_from_a_short_lived_thread_leaves_its_process_usable).
     A forked host (Celery prefork) starts its own thread on first use."""
 
     def __init__(self) -> None:
@@ -345,7 +345,8 @@ def _descriptors(pid: int) -> tuple[Descriptor, ...] | None:
     """Which file descriptors plugin process ``pid`` holds (``/proc/<pid>/fd``, each as
     ``Descriptor``), or ``None`` when any cannot be read.  A call that swaps one for
     another (``dup2`` of a socket whose buffers hold kernel memory over ``/dev/null``)
-    changes it, however many it holds: tests/plugins/test_issue30_attack18.py."""
+    changes it, however many it holds:
+    tests/plugins/test_sandbox_kernel_memory_cpu_inodes_and_bytecode.py."""
     found: list[Descriptor] = []
     try:
         numbers = sorted(int(name) for name in os.listdir(f"/proc/{pid}/fd"))
@@ -698,7 +699,7 @@ class _Watch:
     plugin that does not read), the threads of a call or an import settling
     (``Worker.quiet``, ``_settled_threads``).  Over a bound: the failure is kept
     (``Worker.breach``) and the process killed at once; the host raises it when its wait
-    ends (tests/plugins/test_issue30_waits.py)."""
+    ends (tests/plugins/test_call_bounds_wherever_the_host_waits.py)."""
 
     def __init__(self, worker: Worker, check: Any) -> None:
         self._worker = worker
@@ -1065,7 +1066,7 @@ class Worker:
         for the next call (a root host: ``CAP_SYS_RESOURCE``), ``SIGKILL`` one second
         later (a plugin that ignores ``SIGXCPU``); never past its whole life's bound.
         What the host checks itself (``bounds``) is finer: this holds wherever it does not
-        look (tests/plugins/test_issue30_waits.py)."""
+        look (tests/plugins/test_call_bounds_wherever_the_host_waits.py)."""
         global _cpu_limit_refused
         if _cpu_limit_refused:
             return

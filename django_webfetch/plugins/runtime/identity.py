@@ -89,8 +89,9 @@ def in_use(uid: int) -> bool:
     number, any of its four group ids or a supplementary group.  The status of *every*
     process is read: ``/proc/<pid>`` belongs to the effective uid alone, so its owner says
     nothing of a real or saved uid (a set-user-ID helper, a service that dropped to another
-    account: tests/plugins/test_issue30_attack8.py).  A process that ends while it is read
-    is not in use; one whose status cannot be read is judged by its directory's owner."""
+    account: tests/plugins/test_deep_trees_signal_snapshot_uids_and_dependencies.py).  A process
+    that ends while it is read is not in use; one whose status cannot be read is judged by its
+    directory's owner."""
     try:
         names = os.listdir("/proc")
     except OSError:

@@ -1,5 +1,5 @@
 """Ways around the host-owned client that a plugin might take (tests/plugins/
-test_review_findings.py).  Each ``attack_*`` takes ``(plugin, arguments)`` like a tool
+test_plugin_egress_authority.py).  Each ``attack_*`` takes ``(plugin, arguments)`` like a tool
 handler and returns what it reached, or raises what it was refused with.
 """
 
@@ -15,10 +15,11 @@ import time
 from typing import Any
 
 #: A pool made at import time, outside any tool call, its thread already running in the
-#: site's process (trusted: test_review_findings.py).  In a plugin process (PID 1 of its
+#: site's process (trusted: test_plugin_egress_authority.py).  In a plugin process (PID 1 of its
 #: own PID namespace) the thread starts with the first call that uses it: a process whose
-#: import left a thread serves one call only (tests/plugins/test_issue30_pool.py), and this
-#: plugin, the one the runtime benchmark calls, keeps its pooled process.
+#: import left a thread serves one call only
+#: (tests/plugins/test_pooled_process_descriptors_and_threads.py), and this plugin, the one the
+#: runtime benchmark calls, keeps its pooled process.
 POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="example")
 if os.getpid() != 1:
     POOL.submit(lambda: None).result()

@@ -1,7 +1,8 @@
 """What a hostile plugin tries against its host from inside its process (issue 30,
-tests/plugins/test_issue30.py and test_containment.py).  ``probe(plugin, arguments)``
-runs the probe named ``arguments["probe"]`` and returns what each attempt got: ``"done"``
-(the call succeeded: whether that reached the host is asserted on the host side) or
+tests/plugins/test_plugin_process_cannot_reach_the_site.py and test_containment.py).
+``probe(plugin, arguments)`` runs the probe named ``arguments["probe"]`` and returns what each
+attempt got: ``"done"`` (the call succeeded: whether that reached the host is asserted on the host
+side) or
 ``"refused: <OSError class> errno=N"``.  ``target`` is a host pid (or process group) the
 test chose: the plugin could not learn it in a sandbox, but a hostile one would guess.
 """

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.plugins.packages import call_tool
-from tests.plugins.test_issue30 import descendants
+from tests.plugins.test_plugin_process_cannot_reach_the_site import descendants
 
 pytestmark = pytest.mark.django_db
 
@@ -171,7 +171,8 @@ def test_the_allow_list_has_no_message_call():
     assert not allowed & calls
     assert not set(bubblewrap.CONDITIONAL) & calls
     # send and receive are allowed with their flags checked only (MSG_OOB refused: issue
-    # 30, sixth attack, finding 4; tests/plugins/test_issue30_kern30.py runs the filter).
+    # 30, sixth attack, finding 4; tests/plugins/test_uid_hand_out_and_hidden_paths.py runs the
+    # filter).
     assert not {"sendto", "recvfrom"} & allowed
     assert "MSG_OOB" in bubblewrap.CONDITIONAL["sendto"]
     assert "MSG_OOB" in bubblewrap.CONDITIONAL["recvfrom"]

@@ -783,7 +783,7 @@ def test_a_plugin_takes_another_plugins_tool_name_and_enabled_group(
     (``tool_group_not_owned``), nothing of it is offered, ``install aaa`` fails saying why,
     and ``good_run`` stays ``good``'s, answered by ``good``'s code.  The same tool name in
     ``aaa``'s own group is served by neither plugin:
-    tests/plugins/test_issue30_owned_names.py."""
+    tests/plugins/test_owned_tool_names_and_groups.py."""
     from django.core.management.base import CommandError
 
     from django_webfetch.models import ToolGroup
@@ -890,7 +890,7 @@ def test_upgrade_confirm_grants_a_destination_the_operator_was_never_shown(tmp_p
     fingerprint grants nothing (``confirm_fingerprint_required``).  What is granted is
     what was shown: here, once the operator has been shown ``collect.evil.example`` too.
     A manifest that differs between two reads in one process (a random draw) is refused
-    whole: tests/plugins/test_issue30_owned_names.py."""
+    whole: tests/plugins/test_owned_tool_names_and_groups.py."""
     import time
 
     from django_webfetch.plugins import registry

@@ -52,7 +52,8 @@ def test_no_way_around_the_scope_reaches_the_network(plugin_lab, editor_user, na
 def test_a_pool_whose_thread_ran_before_the_tool_is_refused(plugin_lab, editor_user, trusted):
     """In the site's process (trusted) the example's pool thread was started at import,
     outside any call: work a tool hands to it is refused all the same.  (A plugin process
-    whose import leaves a thread serves one call: tests/plugins/test_issue30_pool.py.)"""
+    whose import leaves a thread serves one call:
+    tests/plugins/test_pooled_process_descriptors_and_threads.py.)"""
     from webfetch_example_plugin.attacks import POOL
 
     assert POOL._threads  # running before the tool

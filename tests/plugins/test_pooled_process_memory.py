@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugins.test_issue30 import descendants
+from tests.plugins.test_plugin_process_cannot_reach_the_site import descendants
 
 pytestmark = pytest.mark.django_db
 

@@ -153,7 +153,7 @@ def test_attack6_finding_1_a_plugin_process_never_outlives_its_site(tmp_path, to
     (``EPERM``, in a call and at import), the guest proves before any plugin code runs
     that its death signal is ``SIGKILL`` and cannot be cleared, and ``identity.acquire``
     hands out no uid a process still runs with (``identity.in_use``,
-    ``tests/plugins/test_issue30_kern30.py``): the site's death ends the process.
+    ``tests/plugins/test_uid_hand_out_and_hidden_paths.py``): the site's death ends the process.
 
     The finding, as reported:
 
@@ -232,7 +232,8 @@ _VENV_HOST = r"""
 import errno, json, sys
 if sys.argv[3] == "no-landlock":
     # A kernel without Landlock, simulated for this process and its children as
-    # tests/plugins/test_issue30.py does (NO_LANDLOCK): the sandbox is said to hold.
+    # tests/plugins/test_plugin_process_cannot_reach_the_site.py does (NO_LANDLOCK): the sandbox is
+    # said to hold.
     import pyseccomp as sc
     rules = sc.SyscallFilter(sc.ALLOW)
     rules.add_rule(sc.ERRNO(errno.ENOSYS), "landlock_create_ruleset")

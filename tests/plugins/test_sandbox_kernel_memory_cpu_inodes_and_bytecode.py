@@ -71,7 +71,7 @@ def test_a_call_that_swaps_its_stdio_for_full_socketpairs_leaves_kernel_memory_i
 ):
     """Severity: Low.  Route: the pool's ``Worker.grown`` counts ``VmRSS``, ``VmSwap``
     and ``/tmp``, and, for kernel memory outside them (socket buffers: issue 30,
-    ``test_issue30_shared.py``), refuses a process only when it holds *more* descriptors
+    ``test_shared_package_names.py``), refuses a process only when it holds *more* descriptors
     than when it got ready.  The count is compared, not which descriptors: a call
     ``dup2``s, over each of its stdio descriptors (``/dev/null``), one end of a stream
     socketpair whose other end filled it to the default send buffer (~230 KiB here) and
@@ -188,7 +188,7 @@ def test_a_call_burns_cpu_past_its_bound_while_the_host_performs_its_request(pro
     process never runs more than about its bound (poll while a request runs, or a
     per-call ``RLIMIT_CPU``/cgroup ``cpu.max``)."""
     from django_webfetch.plugins.runtime.host import RuntimeFailure, shutdown
-    from tests.plugins.test_issue30 import _CLK_TCK, cpu_ticks
+    from tests.plugins.test_plugin_process_cannot_reach_the_site import _CLK_TCK, cpu_ticks
 
     settings.WEBFETCH_PLUGIN_CPU_SECONDS = 0.2
     settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.plugins.packages import requires_metadata, wheel
-from tests.plugins.test_issue30_fix15_loader import _PLUGIN
+from tests.plugins.test_loader_namespaces_and_vendored_libraries import _PLUGIN
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@
 from an installed plugin (``plugins.tools.served_specs(..., installed)``).  A hypothesis
 property over plugins, installed subsets and load orders; the end-to-end route (the real
 registry, ``webfetch plugin install``, the tool registry's offer) is
-``tests/plugins/test_issue30_attack7.py::test_a_tool_of_a_plugin_never_installed_takes_an_installed_plugins_tool_away``.
+``tests/plugins/test_plugin_dirs_pyc_and_pin_memo_routes.py::test_a_tool_of_a_plugin_never_installed_takes_an_installed_plugins_tool_away``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from django_webfetch.plugins.tools import served_specs, tool_group
 from tests.plugins.packages import assert_one_owner
-from tests.plugins.test_issue30_owned_names import _manifest, _plugins
+from tests.plugins.test_owned_tool_names_and_groups import _manifest, _plugins
 
 
 def _served(kept):

@@ -152,4 +152,5 @@ def test_a_failed_lazy_look_up_imports_nothing():
 
 
 # Finding 3 (guest Landlock all or nothing; the host does not learn it): open, its test on
-# branch s8-attack30n (tests/plugins/test_issue30_attack13.py) until it is fixed.
+# branch s8-attack30n (tests/plugins/test_digest_reader_and_lazy_package_look_ups.py) until it is
+# fixed.

@@ -92,7 +92,7 @@ def test_the_remembered_resolution_always_equals_the_full_check(tmp_path_factory
     pinned name (a module, a sourceless module, a package directory, its ``__init__.py``;
     each absent, a file or a link; each link's target completed or removed later), the
     per-call verdict (remembered) equals the full check.  The settle window (a change
-    within one clock tick is read again, tested in test_issue30_per_call_imports.py) is
+    within one clock tick is read again, tested in test_per_call_import_check.py) is
     set to 0 here so that every key is remembered at once, each change made a clock tick
     after the last read: what is under test is that the key changes whenever the
     resolution could; the finders' directory caches are dropped

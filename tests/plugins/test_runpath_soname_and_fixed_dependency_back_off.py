@@ -15,8 +15,12 @@ import sys
 import pytest
 
 from tests.plugins.packages import install_extension, linked_extension, requires_metadata, wheel
-from tests.plugins.test_issue30_fix15_loader import _forget, _trusted_call, trusted_dependency
-from tests.plugins.test_issue30_fix16_elf import _import
+from tests.plugins.test_loader_namespaces_and_vendored_libraries import (
+    _forget,
+    _trusted_call,
+    trusted_dependency,
+)
+from tests.plugins.test_pinned_extension_maps_hashed_bytes import _import
 
 _count = itertools.count()
 
@@ -143,7 +147,8 @@ def test_a_plugin_whose_broken_dependency_was_fixed_stays_off_for_the_back_off(
     hostile dependency release that was pulled can so keep every plugin depending on it
     off long after.  Expected: a read whose inputs changed (the dependency's files: the
     pinned closure, or its stamp) is read again.  Fixed: what is remembered is keyed by
-    every input of the read (decision 0055, amended; tests/plugins/test_issue30_fix17_mem.py)."""
+    every input of the read (decision 0055, amended;
+    tests/plugins/test_manifest_memory_keyed_by_inputs.py)."""
     from django_webfetch.plugins import registry
 
     site = tmp_path / "site-packages"  # the guest's sys.path holds such directories

@@ -95,7 +95,7 @@ def test_the_sites_names_are_the_installed_ones_its_markers_ask_for_here(
         expected.add(names[i])
         queue.extend(j for j, m in graph[i][1] if _MARKERS[m])
     # The only copy of ``django-webfetch`` on the path (a name installed twice is not the
-    # site's: tests/plugins/test_issue30_closure12_b.py).
+    # site's: tests/plugins/test_closure_what_a_dependency_installs.py).
     closure._packaging()
     saved = sys.path[:]
     sys.path[:] = [str(site)]

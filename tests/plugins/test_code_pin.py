@@ -10,7 +10,7 @@ the source's own code or ``provenance.compiled_problem`` refuses the plugin (and
 no ``.pyc`` that is the source's compilation); the plugin process's source-only finder
 (``guest._source_only``) runs the source's code whatever ``.pyc`` lies beside it.  The
 end-to-end routes (real pip installs, the sandbox, a trusted instance) are in
-tests/plugins/test_issue30_attack6_install.py.
+tests/plugins/test_hostile_plugin_distributions.py.
 """
 
 from __future__ import annotations

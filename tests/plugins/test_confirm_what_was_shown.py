@@ -1,5 +1,5 @@
 """Issue 30, attack round 6: what the operator confirms is what they were shown
-(tests/plugins/test_issue30_attack6_install.py,
+(tests/plugins/test_hostile_plugin_distributions.py,
 ``test_upgrade_confirm_grants_a_destination_the_operator_was_never_shown``).
 
 ``upgrade --confirm`` and ``trust --confirm`` take the fingerprint the run without
@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from django_webfetch.plugins.manifest import MAX_EGRESS_ENTRIES
-from tests.plugins.test_issue30_trust import _install
+from tests.plugins.test_trust_belongs_to_a_distribution import _install
 
 pytestmark = pytest.mark.django_db
 

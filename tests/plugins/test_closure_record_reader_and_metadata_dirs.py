@@ -159,7 +159,7 @@ def test_code_installed_outside_the_dependencys_directory_cannot_be_pinned(row, 
     """A ``RECORD`` row of a module (any suffix the import system loads) outside the
     directory of the ``.dist-info``: unpinnable (``plugin_dependency_outside_directory``);
     a script or a data file there adds no top-level name (it is pinned by its bytes:
-    tests/plugins/test_issue30_closure12_b.py)."""
+    tests/plugins/test_closure_what_a_dependency_installs.py)."""
     from django_webfetch.plugins import closure
 
     text = _pip_record(["wfdep_x/__init__.py", row])

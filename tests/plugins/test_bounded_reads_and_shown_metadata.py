@@ -1,6 +1,6 @@
-"""Issue 30, round 12 (findings 4 and 6 of ``test_issue30_attack12.py``): what the digest,
-the pin and the registry read stays within a bound that holds by construction, and what
-an operator is shown of a plugin's own metadata cannot draw over the rows around it.
+"""Issue 30, round 12 (findings 4 and 6 of ``test_pin_routes_site_metadata_and_entry_objects.py``):
+what the digest, the pin and the registry read stays within a bound that holds by construction, and
+what an operator is shown of a plugin's own metadata cannot draw over the rows around it.
 
 Reads: every file is read as ``provenance.read_each`` reads it: a regular file by its
 opened descriptor's ``fstat`` (a device, a FIFO, a socket refused, and never waited on), at

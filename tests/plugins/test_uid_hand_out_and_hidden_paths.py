@@ -1,5 +1,5 @@
 """Issue 30, sixth outside attack (session 6), findings 1, 2, 4, 5 and 5b: what the fixes
-add beyond the attacker's own tests (tests/plugins/test_issue30_attack6_runtime.py).
+add beyond the attacker's own tests (tests/plugins/test_hostile_plugin_at_run_time.py).
 
 - a uid is never handed out while a process runs with it, whatever its lock says (the lock
   dies with its host: finding 1's last step), dumpable or not;
@@ -221,7 +221,7 @@ def test_a_hidden_path_holding_what_the_guest_needs_is_not_masked(tmp_path, sett
     or holds what the guest needs (a whole package directory, the plugin's own package,
     the standard library) cannot be masked: the sandbox
     is not built (``site_code_unmaskable``), the path is never dropped silently (issue 30,
-    round 19; tests/plugins/test_issue30_fix19.py)."""
+    round 19; tests/plugins/test_sandbox_masks_the_sites_code_wherever_bound.py)."""
     import django_webfetch
 
     origin = _hidden_site(tmp_path)

@@ -6,7 +6,7 @@ in a bytecode cache, changes the pin (``provenance.code_digest``) or refuses the
 (``provenance.compiled_problem``, and a digest no pin holds for); the ``.pyc`` files of a
 bytecode cache at any depth change neither.  The end-to-end routes (a trusted instance of a
 plugin directory, a ``RECORD`` listing a subpackage named ``__pycache__``) are in
-tests/plugins/test_issue30_attack7.py.
+tests/plugins/test_plugin_dirs_pyc_and_pin_memo_routes.py.
 """
 
 from __future__ import annotations

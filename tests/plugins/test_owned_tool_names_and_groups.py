@@ -1,4 +1,4 @@
-"""Issue 30, attack round 6: names are owned (tests/plugins/test_issue30_attack6_install.py,
+"""Issue 30, attack round 6: names are owned (tests/plugins/test_hostile_plugin_distributions.py,
 ``test_a_plugin_takes_another_plugins_tool_name_and_enabled_group``).
 
 A plugin's tools join only the groups it owns (its name, or its name, a hyphen and more);

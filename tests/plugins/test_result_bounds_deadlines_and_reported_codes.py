@@ -1,5 +1,5 @@
 """Issue 30, the sixth outside attack: properties of the fixes of findings 3, 6, 7 and 8
-(the attacker's own tests are in ``test_issue30_attack6_runtime.py``).
+(the attacker's own tests are in ``test_hostile_plugin_at_run_time.py``).
 
 Finding 3: every JSON text the guest sends is read by ``protocol.parse``, bounded as a
 message (bytes, depth, values; strict UTF-8 and JSON), whether it is a message or a

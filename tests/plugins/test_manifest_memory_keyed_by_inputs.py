@@ -8,7 +8,8 @@ failing plugin still answers from memory, with no plugin process.
 
 Distributions are written as pip installs them (``tests/plugins/packages.py``); the
 registry, the runtime and the sandbox are the real ones, and plugin processes are counted
-as they start (``host.reads_started``), as tests/plugins/test_issue30_stamps.py counts them.
+as they start (``host.reads_started``), as tests/plugins/test_registry_failure_memory.py counts
+them.
 """
 
 from __future__ import annotations

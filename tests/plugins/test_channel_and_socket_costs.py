@@ -267,11 +267,11 @@ def _open_files(pids: list[int]) -> dict[int, int]:
 def test_socket_buffers_a_plugin_can_fill_stay_small(probe, settings):
     """From inside: ``setsockopt`` fails with EPERM, socketpairs stop at the descriptor
     limit, no socket can be put in flight (``sendmsg`` is refused: EPERM, issue 30 finding
-    8, tests/plugins/test_issue30_pool.py), and datagram/seqpacket socketpairs are
-    refused; an asyncio event loop (a stream socketpair of its own) still runs.  From the
-    host: the process that filled those buffers (they were ~1 GiB under 128 MiB) holds more
+    8, tests/plugins/test_pooled_process_descriptors_and_threads.py), and datagram/seqpacket
+    socketpairs are refused; an asyncio event loop (a stream socketpair of its own) still runs.
+    From the host: the process that filled those buffers (they were ~1 GiB under 128 MiB) holds more
     descriptors than when it got ready, so the pool does not keep it: its buffers go with it
-    (test_issue30_shared.py)."""
+    (test_shared_package_names.py)."""
     from django_webfetch.plugins.runtime.host import idle_processes
 
     settings.WEBFETCH_PLUGIN_MEMORY_BYTES = 128 << 20

@@ -22,7 +22,7 @@ from hypothesis import settings as settings_h
 from hypothesis import strategies as st
 
 from tests.plugins.packages import call_tool
-from tests.plugins.test_issue30 import descendants
+from tests.plugins.test_plugin_process_cannot_reach_the_site import descendants
 
 pytestmark = pytest.mark.django_db
 
@@ -228,7 +228,7 @@ def test_files_in_the_private_tmp_are_bounded_in_count(probe):
         idle_processes,
         shutdown,
     )
-    from tests.plugins.test_issue30_attack18 import _pooled_worker
+    from tests.plugins.test_sandbox_kernel_memory_cpu_inodes_and_bytecode import _pooled_worker
 
     shutdown()
     assert probe(FEW_FILES).text == json.dumps({"result": "ok"})
@@ -289,8 +289,8 @@ def _is_plugin(pid: int) -> bool:
 def test_a_thread_left_by_a_call_is_never_handed_to_the_next_call(tmp_path):
     """A call that swaps an import-time thread for one of its own (the count unchanged,
     the ids not) never hands it to the next call: a process whose import left a thread
-    serves one call (tests/plugins/test_issue30_pool.py), and after any call a thread
-    beside the RPC thread recycles the process."""
+    serves one call (tests/plugins/test_pooled_process_descriptors_and_threads.py), and after any
+    call a thread beside the RPC thread recycles the process."""
     from django_webfetch.plugins.runtime.host import Limits, idle_processes, shutdown
 
     origin = _plugin(tmp_path, "webfetch_i30_swap", _SWAP, _TOOLS)

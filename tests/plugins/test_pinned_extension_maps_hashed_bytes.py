@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from django_webfetch.plugins import elf
 from tests.plugins.packages import cc, install_extension, linked_extension, vendored_library
-from tests.plugins.test_issue30_fix15_loader import trusted_dependency
+from tests.plugins.test_loader_namespaces_and_vendored_libraries import trusted_dependency
 
 _count = itertools.count()
 

@@ -7,8 +7,8 @@ top-level packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, the zip a
 copy is imported from, the paths of ``WEBFETCH_PLUGIN_HIDDEN_PATHS``) is masked under every
 one of them; where it is, or holds, what the guest needs, the sandbox is not built
 (``site_code_unmaskable``).  The property below generates where the copies lie and checks
-the layout the sandbox is built from; tests/plugins/test_issue30_attack19.py reads from
-inside the real sandbox.
+the layout the sandbox is built from; tests/plugins/test_sites_code_hidden_from_the_sandbox.py reads
+from inside the real sandbox.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def test_a_sandbox_whose_plugin_package_is_the_sites_code_is_not_built(
     bound whole) cannot be masked: the sandbox is not built, with a stable reason
     (``site_code_unmaskable``), rather than the site's settings left readable (the
     registry refuses such a plugin before: ``entry_point_site_code``,
-    tests/plugins/test_issue30_attack19.py)."""
+    tests/plugins/test_sites_code_hidden_from_the_sandbox.py)."""
     packages = tmp_path / "lib" / "site-packages"
     package = _package(packages, "fix19_unmaskable")
     monkeypatch.syspath_prepend(str(packages))

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.plugins.packages import install_extension, linked_extension, vendored_library
-from tests.plugins.test_issue30_fix15_loader import trusted_dependency
-from tests.plugins.test_issue30_fix16_elf import _import
+from tests.plugins.test_loader_namespaces_and_vendored_libraries import trusted_dependency
+from tests.plugins.test_pinned_extension_maps_hashed_bytes import _import
 
 pytestmark = pytest.mark.django_db
 

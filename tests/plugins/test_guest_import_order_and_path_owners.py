@@ -176,7 +176,7 @@ def test_every_stdlib_name_and_every_module_the_guest_imports_is_refused_as_an_e
     plugin process imports: each is refused (``entry_point_reserved``) before anything is
     looked up or imported, and a name of its own beside them in the same distribution is
     refused with them (a distribution with a reserved entry point is refused whole,
-    tests/plugins/test_issue30_distributions.py; this one, of more than
+    tests/plugins/test_what_a_distribution_may_install.py; this one, of more than
     ``registry.MAX_ENTRY_POINTS`` entry points, is refused for that first:
     ``plugin_too_many_entry_points``)."""
     from django_webfetch.plugins import registry

@@ -19,9 +19,10 @@ the call sent to it (``Channel.send``)      the watch; the guest reads every cal
 
 and, beneath all of them, whoever looks or not: the kernel (the per-call ``RLIMIT_CPU``
 the host sets, ``Worker.limit_cpu``: ``test_the_kernel_holds_the_cpu_bound_of_each_call``;
-the tmpfs's ``nr_inodes`` on a root host, tests/plugins/test_issue30_attack18.py).
-Each test below holds the host in one waiting point while the plugin spins on both cores,
-and proves the call ends ``plugin_limit`` (CPU time) with the process's CPU near its bound.
+the tmpfs's ``nr_inodes`` on a root host,
+tests/plugins/test_sandbox_kernel_memory_cpu_inodes_and_bytecode.py).  Each test below holds the
+host in one waiting point while the plugin spins on both cores, and proves the call ends
+``plugin_limit`` (CPU time) with the process's CPU near its bound.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ import os
 
 import pytest
 
-from tests.plugins.test_issue30_attack18 import _pooled_worker, _Sampler, _warm_pid
+from tests.plugins.test_sandbox_kernel_memory_cpu_inodes_and_bytecode import (
+    _pooled_worker,
+    _Sampler,
+    _warm_pid,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -98,7 +103,7 @@ def test_a_call_that_spins_while_the_host_waits_ends_at_its_cpu_bound(
     watch, or the kernel's limit) and its process ran about its bound, not the wall time
     times the cores."""
     from django_webfetch.plugins.runtime.host import RuntimeFailure, shutdown
-    from tests.plugins.test_issue30 import _CLK_TCK, cpu_ticks
+    from tests.plugins.test_plugin_process_cannot_reach_the_site import _CLK_TCK, cpu_ticks
 
     settings.WEBFETCH_PLUGIN_CPU_SECONDS = 0.2
     settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20
