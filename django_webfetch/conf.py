@@ -520,7 +520,8 @@ class Settings:
     def WEBFETCH_PLUGIN_HIDDEN_PATHS(self) -> tuple[str, ...]:
         """Absolute paths of the site's own code that plugin sandboxes must not show, beyond
         the top-level packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF`` (always
-        hidden): masked in the sandbox where they lie under a directory it binds
+        hidden) and the data the settings name (``bubblewrap._site_data``): masked in the
+        sandbox where they lie under a directory it binds
         (``plugins.runtime.bubblewrap.hidden_paths``)."""
         name = "WEBFETCH_PLUGIN_HIDDEN_PATHS"
         paths = _str_tuple(name, _raw(name, ()))

@@ -111,30 +111,30 @@ def system_library_dir() -> Iterator[Path]:
 
 @pytest.mark.parametrize("data", ["database", "media", "log"])
 @pytest.mark.parametrize("layout", ["system-library-dir", "site-packages"])
-def test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_readable(
+def test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_not_readable(
     probe, system_library_dir, tmp_path, monkeypatch, settings, layout, data
 ):
-    """Severity: Medium (the site's data: every user's session keys, password hashes, API
-    tokens and plugin configurations in the database, customers' uploads in
-    ``MEDIA_ROOT``; needs the project under a directory the sandbox binds, the layouts
-    rounds 6 and 19 already accepted: ``/usr/local/lib/<app>``, or ``pip install .`` into
-    ``site-packages``).  Route: the sandbox masks the site's *code* only (``bubblewrap.
-    _site_code``: the top-level packages of ``DJANGO_SETTINGS_MODULE`` and
-    ``ROOT_URLCONF``, ``WEBFETCH_PLUGIN_HIDDEN_PATHS``).  A project laid out as
-    ``startproject`` does (``BASE_DIR = Path(__file__).resolve().parent.parent``) keeps
-    its SQLite database (``DATABASES[...]['NAME'] = BASE_DIR / 'db.sqlite3'``) and its
-    uploads (``MEDIA_ROOT = BASE_DIR / 'media'``) and, often, its log files (``LOGGING``'s
-    ``FileHandler`` at ``BASE_DIR / 'logs'``) beside the settings package, i.e. in the
-    bound directory itself: the settings package is masked, the database, the media root
-    and the logs beside it are not, though the host knows each path from the very
-    settings it masks (docs/plugins.rst claims "nothing of the site: no project directory, settings
-    file, database file").  Gain: an untrusted plugin reads the whole database (a live
-    session key is a logged-in administrator's session; ``django_webfetch``'s own tables:
-    every instance's configuration), every upload and the logs, and sends them out through its
-    granted egress.  Expected: every file the site's settings name as its data
-    (``DATABASES`` SQLite ``NAME`` with its ``-wal``/``-shm``/``-journal``, ``MEDIA_ROOT``,
-    ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``, file caches, log files) is masked wherever
-    the sandbox binds it, like the site's code, or the sandbox is not built."""
+    """Round 20, finding 1 (Medium): the site's database, uploads and logs beside its masked
+    settings were readable in the sandbox; fixed (decision 0060).
+
+    History: the sandbox masked the site's *code* only (``bubblewrap._site_code``: the
+    top-level packages of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``,
+    ``WEBFETCH_PLUGIN_HIDDEN_PATHS``).  A project laid out as ``startproject`` does
+    (``BASE_DIR = Path(__file__).resolve().parent.parent``) keeps its SQLite database
+    (``DATABASES[...]['NAME'] = BASE_DIR / 'db.sqlite3'``), its uploads (``MEDIA_ROOT =
+    BASE_DIR / 'media'``) and, often, its log files (``LOGGING``'s ``FileHandler`` at
+    ``BASE_DIR / 'logs'``) beside the settings package: where that lies in a directory
+    the sandbox binds (``/usr/local/lib/<app>``, or ``pip install .`` into
+    ``site-packages``: the layouts rounds 6 and 19 accepted) the settings package was
+    masked and the database (every session key, password hash, plugin configuration),
+    the media root and the logs beside it were not, though the host knows each path from
+    its settings.
+
+    Now: every file the site's settings name as its data (``DATABASES`` SQLite ``NAME``
+    with its ``-wal``/``-shm``/``-journal``, ``MEDIA_ROOT``, ``STATIC_ROOT``,
+    ``FILE_UPLOAD_TEMP_DIR``, file caches, log files: ``bubblewrap._site_data``) is masked
+    wherever the sandbox binds it, like the site's code; a plugin reading every file of
+    the bound directory finds the secret in none, and reads the other files there."""
     top = system_library_dir if layout == "system-library-dir" else tmp_path
     base = top / "mysite" if layout == "system-library-dir" else top / "lib" / "site-packages"
     _write_project(base, "attack20_site", data)
@@ -394,33 +394,42 @@ def test_the_base_interpreters_site_packages_is_not_readable_from_a_virtualenv_s
 _LOCKS_THE_DATABASE = """
 import fcntl, os
 
-_DB = os.open({db!r}, os.O_RDONLY)
-fcntl.lockf(_DB, fcntl.LOCK_SH | fcntl.LOCK_NB, 510, 0x40000002)
+try:
+    _DB = os.open({db!r}, os.O_RDONLY)
+except OSError as exc:  # masked: nothing to read, nothing to lock
+    _HEAD = type(exc).__name__
+else:
+    _HEAD = os.pread(_DB, 15, 0).decode("latin-1")
+    fcntl.lockf(_DB, fcntl.LOCK_SH | fcntl.LOCK_NB, 510, 0x40000002)
 
 
 def noop(plugin, arguments):
-    return "ok"
+    return _HEAD
 """
 
 
-def test_a_plugin_holds_a_lock_on_the_sites_database_and_the_site_cannot_write(
-    system_library_dir,
+@pytest.mark.parametrize("named", ["in-the-settings", "unknown-to-the-settings"])
+def test_a_plugin_cannot_keep_a_lock_on_the_sites_database(
+    system_library_dir, monkeypatch, caplog, named
 ):
-    """Severity: Medium (every write of the site fails while any process of the plugin
-    lives: sign-ins, sessions, every form; needs the layout of
-    ``test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_readable``,
-    whose finding this extends from reading to denial of service).  Route: the site's
-    SQLite database is readable in the sandbox, and ``fcntl(F_SETLK)`` is allowed
-    (``bubblewrap.FCNTL_COMMANDS``: a read lock needs only a read-only descriptor; Landlock
-    does not govern locks).  A plugin opens the database at import and takes a read lock
-    on SQLite's SHARED range; POSIX locks are on the host's inode, so every writer of the
-    site waits for its EXCLUSIVE lock and fails ``database is locked``.  The descriptor
-    and its lock are what the process held at ready (``host._descriptors``' ``fdinfo``
-    unchanged), so the pool keeps the process, stopped, with the lock, for as long as it
-    idles, and the next plugin process takes it again at its import.  Gain: the site's
-    database made read-only for as long as the plugin is installed.  Expected: the
-    database is not in the sandbox (masked, as its finding asks); and a process holding a
-    lock on a file outside its own ``/tmp`` is not pooled."""
+    """Round 20, finding 2 (Medium): a plugin held a lock on the site's SQLite database
+    from its import, pooled with it, and the site could not write; fixed (decision 0060).
+
+    History: the site's SQLite database was readable in the sandbox (finding 1), and
+    ``fcntl(F_SETLK)`` is allowed (``bubblewrap.FCNTL_COMMANDS``: a read lock needs only a
+    read-only descriptor; Landlock does not govern locks).  A plugin opened the database
+    at import and took a read lock on SQLite's SHARED range; POSIX locks are on the host's
+    inode, so every writer of the site failed ``database is locked``; the descriptor and
+    its lock were what the process held at ready (``host._descriptors``' ``fdinfo``
+    unchanged), so the pool kept the process, stopped, with the lock.
+
+    Now: a database the settings name is masked (``in-the-settings``): the plugin cannot
+    open it, so it has nothing to lock.  A file the host does not know as
+    the site's (``unknown-to-the-settings``: another program's database in the same
+    directory) is readable and lockable while a call runs, but a process holding a lock
+    on a file outside its own ``/tmp`` is never pooled (``host._locks``,
+    ``HOLDS_LOCKS``): once the call returned, the site writes."""
+    from django_webfetch.plugins.runtime import host
     from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
     from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
@@ -428,6 +437,14 @@ def test_a_plugin_holds_a_lock_on_the_sites_database_and_the_site_cannot_write(
     _write_project(base, "attack20_site", "database")
     _open_up(system_library_dir)
     db = base / "db.sqlite3"
+    if named == "in-the-settings":
+        from django.conf import settings
+
+        monkeypatch.setitem(
+            settings.DATABASES,
+            "attack20",
+            {"ENGINE": "django.db.backends.sqlite3", "NAME": db},
+        )
     origin = _plugin(system_library_dir / "plugins", "webfetch_a20_locker", "a20locker",
                      _LOCKS_THE_DATABASE.format(db=str(db)), {"noop": "noop"})  # fmt: skip
     _open_up(system_library_dir)
@@ -436,8 +453,19 @@ def test_a_plugin_holds_a_lock_on_the_sites_database_and_the_site_cannot_write(
                "alias": "a20locker", "reference": "a20locker"}  # fmt: skip
     shutdown()
     try:
-        outcome = execute(origin, ("a20-locker", 1), message, None, limits=limits)
-        assert outcome.text == "ok", outcome
+        with caplog.at_level("INFO", logger="django_webfetch.plugins"):
+            outcome = execute(origin, ("a20-locker", 1), message, None, limits=limits)
+        assert outcome.kind == "text", outcome
+        head = outcome.text
+        said = [r.getMessage() for r in caplog.records if host.HOLDS_LOCKS in r.getMessage()]
+        if named == "in-the-settings":
+            # Masked by a device node on a ``nodev`` mount: it cannot even be opened.
+            assert head == "PermissionError", f"the plugin opened the site's database: {head!r}"
+            assert not said, said
+        else:
+            assert head.startswith("SQLite format 3"), head  # the control: readable
+            assert said, "a process holding a lock on a file of the host is not pooled"
+            assert not any(host._pool._idle.values()), host._pool._idle
         site = sqlite3.connect(db, timeout=0)
         try:
             site.execute("INSERT INTO django_session VALUES ('k', '{}')")

@@ -27,7 +27,10 @@ What the command below gives the plugin process:
   ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF``, a zip archive one is imported from,
   ``WEBFETCH_PLUGIN_HIDDEN_PATHS``) is masked with every copy of it (``hidden_paths``,
   ``copies``: its bytecode, a legacy ``.pyc``, editors' backups), and the guest leaves it
-  out of its Landlock rules (``guest._excluding``); so are the root of the site's
+  out of its Landlock rules (``guest._excluding``); so is the site's data its settings
+  name (``_site_data``: SQLite databases with their journals, ``MEDIA_ROOT``, log files
+  and the rest, and ``BASE_DIR`` whole where it holds nothing the guest needs:
+  ``_site_base``; docs/decisions/0060), and so are the root of the site's
   virtual environment and the base interpreter's package directories that are none of the
   site's, wherever a bound directory holds them (``_prefix_hidden``); a hidden path that
   holds what the guest needs is hollowed (an empty directory, what the guest needs bound
@@ -603,10 +606,12 @@ def _places(top: str) -> list[str]:
     return paths
 
 
-def _site_code() -> list[str]:
-    """The site's own code: every copy on ``sys.path`` of the top-level packages (or
-    modules) of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF`` (``site_names``,
-    ``_places``), and the paths of ``WEBFETCH_PLUGIN_HIDDEN_PATHS``, resolved."""
+def _site_code(needed: list[str] | None = None) -> list[str]:
+    """The site's own code and data, resolved, each that exists: every copy on
+    ``sys.path`` of the top-level packages (or modules) of ``DJANGO_SETTINGS_MODULE`` and
+    ``ROOT_URLCONF`` (``site_names``, ``_places``), the paths of
+    ``WEBFETCH_PLUGIN_HIDDEN_PATHS``, the data the settings name (``_site_data``) and,
+    when ``needed`` is given, ``BASE_DIR`` where it holds none of it (``_site_base``)."""
     paths: list[str] = []
     for top in site_names():
         paths += _places(top)
@@ -616,12 +621,167 @@ def _site_code() -> list[str]:
         from django_webfetch.conf import conf
 
         paths += conf.WEBFETCH_PLUGIN_HIDDEN_PATHS
+    paths += _site_data()
+    if needed is not None:
+        paths += _site_base(needed)
     found: list[str] = []
     for path in paths:
         real = os.path.realpath(path)
         if os.path.exists(real) and real not in found:
             found.append(real)
     return found
+
+
+#: The files SQLite writes beside a database ``NAME``: its write-ahead log, its
+#: shared-memory index and its rollback journal; a super-journal is ``NAME-mj<random>``
+#: (``_site_data`` takes every existing ``NAME-*``).
+SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def _path_of(value: object) -> str | None:
+    """A path-valued setting as a resolved path (``str`` or ``os.PathLike``; relative to
+    the host's working directory, as the site opens it), or ``None`` (unset, empty, not a
+    path)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, bytes):
+        value = os.fsdecode(value)
+    if not isinstance(value, str) or not value or "\0" in value:
+        return None
+    return os.path.realpath(value)
+
+
+def _sqlite_file(name: object) -> str | None:
+    """The file of a SQLite ``NAME`` (Django opens it with ``uri=True``: ``file:`` URIs
+    too), or ``None`` for an in-memory database."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str) or name in ("", ":memory:"):
+        return None
+    if name.startswith("file:"):
+        import urllib.parse
+
+        parts = urllib.parse.urlsplit(name)
+        query = urllib.parse.parse_qs(parts.query)
+        path = urllib.parse.unquote(parts.path)
+        if "memory" in query.get("mode", []) or path in ("", ":memory:"):
+            return None
+        name = path
+    return _path_of(name)
+
+
+def _logging_files(config: object) -> list[str]:
+    """The files of ``LOGGING``'s handlers (``filename``, whatever the handler's class or
+    factory), and of every file handler the host's ``logging`` holds (``basicConfig``, a
+    handler made in code, a ``QueueListener``'s)."""
+    import logging
+
+    found: list[object] = []
+    handlers = config.get("handlers") if isinstance(config, Mapping) else None
+    if isinstance(handlers, Mapping):
+        for handler in handlers.values():
+            if isinstance(handler, Mapping):
+                found.append(handler.get("filename"))
+    live: list[object] = [ref() for ref in list(getattr(logging, "_handlerList", []))]
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        live += list(getattr(logger, "handlers", []))
+    for handler in live:
+        if isinstance(handler, logging.FileHandler):
+            found.append(handler.baseFilename)
+    return [path for path in map(_path_of, found) if path is not None]
+
+
+def _site_data() -> list[str]:
+    """The site's data the settings name, resolved, whether it exists yet or not (the
+    guest's Landlock ``guards`` for what does not): each SQLite database of ``DATABASES``
+    (``NAME`` and ``TEST``'s ``NAME``) with ``SQLITE_SIDECARS`` and every existing
+    ``NAME-*``; ``MEDIA_ROOT``, ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``,
+    ``SESSION_FILE_PATH``, ``EMAIL_FILE_PATH``, ``FIXTURE_DIRS``; each ``STORAGES``
+    backend's ``location``; each cache's ``LOCATION`` that is a directory
+    (``FileBasedCache``'s, or any absolute path); the log files (``_logging_files``).
+    docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst"""
+    if "django.conf" not in sys.modules:
+        return []
+    from django.conf import settings
+
+    if not settings.configured:
+        return []
+    found: list[str] = []
+    databases = getattr(settings, "DATABASES", None)
+    for database in databases.values() if isinstance(databases, Mapping) else ():
+        if not isinstance(database, Mapping):
+            continue
+        engine = str(database.get("ENGINE") or "")
+        if "sqlite" not in engine and "spatialite" not in engine:
+            continue
+        test = database.get("TEST")
+        for name in (database.get("NAME"), test.get("NAME") if isinstance(test, Mapping) else None):
+            path = _sqlite_file(name)
+            if path is None:
+                continue
+            found += [path, *(path + ending for ending in SQLITE_SIDECARS)]
+            directory, base = os.path.split(path)
+            with contextlib.suppress(OSError):
+                found += [
+                    os.path.join(directory, entry)
+                    for entry in os.listdir(directory)
+                    if entry.startswith(base + "-")
+                ]
+    named: list[object] = [
+        getattr(settings, name, None)
+        for name in (
+            "MEDIA_ROOT",
+            "STATIC_ROOT",
+            "FILE_UPLOAD_TEMP_DIR",
+            "SESSION_FILE_PATH",
+            "EMAIL_FILE_PATH",
+        )
+    ]
+    fixtures = getattr(settings, "FIXTURE_DIRS", None)
+    if isinstance(fixtures, (list, tuple)):
+        named += list(fixtures)
+    storages = getattr(settings, "STORAGES", None)
+    for storage in storages.values() if isinstance(storages, Mapping) else ():
+        options = storage.get("OPTIONS") if isinstance(storage, Mapping) else None
+        if isinstance(options, Mapping):
+            named.append(options.get("location"))
+    caches = getattr(settings, "CACHES", None)
+    for cache in caches.values() if isinstance(caches, Mapping) else ():
+        if not isinstance(cache, Mapping):
+            continue
+        locations = cache.get("LOCATION")
+        for location in locations if isinstance(locations, (list, tuple)) else [locations]:
+            if isinstance(location, os.PathLike):
+                location = os.fspath(location)
+            if isinstance(location, str) and (
+                os.path.isabs(location) or "filebased" in str(cache.get("BACKEND") or "").lower()
+            ):
+                named.append(location)
+    found += [path for path in map(_path_of, named) if path is not None]
+    found += _logging_files(getattr(settings, "LOGGING", None))
+    unique: list[str] = []
+    for path in found:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def _site_base(needed: list[str]) -> list[str]:
+    """``BASE_DIR`` (where the settings define it: a ``startproject`` project's directory,
+    holding its ``.env``, local settings, database and media) resolved, when it exists and
+    is and holds none of ``needed`` nor a package directory: masked whole then; else only
+    the data in it is (``_site_data``), and it refuses no sandbox."""
+    from django.conf import settings
+
+    if not settings.configured:
+        return []
+    path = _path_of(getattr(settings, "BASE_DIR", None))
+    if path is None or not os.path.isdir(path):
+        return []
+    if any(path == need or _under(need, path) for need in [*needed, *site_dirs()]):
+        return []
+    return [path]
 
 
 def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
@@ -654,7 +814,7 @@ def _placed(binds: list[str], needed: list[str]) -> tuple[list[str], list[str], 
     the site's package directories, each bound itself."""
     wanted = _unique([*needed, *site_dirs()])
     hidden: list[str] = []
-    for path in _site_code():
+    for path in _site_code(needed):
         if any(path == top or _under(path, top) for top in binds):
             hidden += [path, *copies(path)[0]]
     hidden += _prefix_hidden()
@@ -772,10 +932,15 @@ def _guards(binds: list[str], needed: list[str]) -> list[str]:
     so the directory that would hold it gets a rule for each entry it has when the process
     starts, and none for an entry made (or replaced) after."""
     found: list[str] = []
-    for path in _kept(_site_code(), binds, needed):
+    for path in _kept(_site_code(needed), binds, needed):
         for guard in copies(path)[1]:
             if any(_under(guard, top) for top in binds) and guard not in found:
                 found.append(guard)
+    # The site's data not written yet (a SQLite journal, a media root, a log file):
+    # where it would be (decision 0060).
+    for guard in _kept(_site_data(), binds, needed):
+        if guard not in found:
+            found.append(guard)
     return found
 
 

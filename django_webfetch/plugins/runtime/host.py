@@ -168,6 +168,9 @@ _QUIET_DEVICES = frozenset({(1, 3), (1, 5), (1, 7), (1, 8), (1, 9)})
 #: that changes either changes the descriptor).  Any other (an inotify's event queue, a
 #: signalfd, a timerfd, a kind a later kernel adds) counts as queueing.
 _QUIET_ANONYMOUS = frozenset({"anon_inode:[eventfd]", "anon_inode:[eventpoll]"})
+#: Why a process was not pooled when it held a lock on a file outside its own ``/tmp``
+#: (``Worker.holds_locks``): a lock the site needs would idle with it (decision 0060).
+HOLDS_LOCKS = "plugin_holds_locks"
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -434,6 +437,47 @@ def _queued(sock: socket.socket) -> int:
     except (OSError, ValueError):
         return -1
     return total
+def _locks(pid: int) -> list[bytes] | None:
+    """The file locks plugin process ``pid`` holds on files outside its own ``/tmp``, as
+    the kernel shows them (``None``: it cannot be read).  A POSIX lock is the process's,
+    an ``flock`` or OFD lock its open file description's; a description lives on in a
+    mapping after its descriptor is closed.  So: the ``lock:`` lines of each descriptor's
+    ``fdinfo``; the lines of ``/proc/locks`` naming the process (POSIX, ``flock``); and
+    those of an OFD lock (no process named) on a file it maps (``/proc/<pid>/maps``).  A
+    lock on a file of its own ``/tmp`` (its device) is its own business (SQLite there)."""
+    try:
+        tmp = os.stat(f"/proc/{pid}/root/tmp").st_dev
+        own: bytes | None = f"{os.major(tmp):02x}:{os.minor(tmp):02x}:".encode()
+    except OSError:
+        own = None  # every lock counts
+    found: list[bytes] = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+            with open(f"/proc/{pid}/fdinfo/{fd}", "rb") as fh:
+                found += [
+                    line.partition(b":")[2] for line in fh.read(1 << 16).splitlines()
+                    if line.startswith(b"lock:")
+                ]  # fmt: skip
+        with open(f"/proc/{pid}/maps", "rb") as fh:
+            mapped = set()
+            for line in fh.read().splitlines():
+                fields = line.split()
+                if len(fields) >= 5 and fields[4] != b"0":
+                    mapped.add(fields[3] + b":" + fields[4])
+        with open("/proc/locks", "rb") as fh:
+            for line in fh.read().splitlines():
+                fields = line.split()
+                if len(fields) < 6 or fields[1] == b"->":
+                    continue  # a waiter: it holds nothing yet
+                holder, inode = fields[4], fields[5]
+                if holder == str(pid).encode() or (fields[1] == b"OFDLCK" and inode in mapped):
+                    found.append(line)
+    except (OSError, ValueError):
+        return None
+    return [
+        line for line in found
+        if own is None or not any(field.startswith(own) for field in line.split())
+    ]  # fmt: skip
 
 
 def _status(pid: int) -> bytes | None:
@@ -1200,6 +1244,14 @@ class Worker:
             found.append("channel")
         return found
 
+    def holds_locks(self) -> bool:
+        """It holds a lock on a file outside its own ``/tmp`` (``_locks``), or its locks
+        cannot be read: a lock the site needs (a database's, a cache's) would be held for
+        as long as it idles, and taken again at the next start's import only for that
+        call (decision 0060)."""
+        held = _locks(self.pid)
+        return held is None or bool(held)
+
     def stopped_status(self) -> bytes | None:
         """Its ``/proc`` status once it reads stopped (after ``pause``), or ``None`` when it
         does not within ``_STOP_WAIT`` seconds or cannot be read (it is not kept)."""
@@ -1394,6 +1446,11 @@ class Pool:
                 QUEUES_HELD,
                 ", ".join(sorted(set(held or ["unreadable"])))[:200],
             )
+            worker.kill()
+            return
+        if worker.holds_locks():
+            # A lock on a file of the host's (the site's database): never idled with it.
+            logger.info("plugin process %s recycled (%s): it holds a file lock", key, HOLDS_LOCKS)
             worker.kill()
             return
         if watch is not None:

@@ -1,0 +1,502 @@
+"""Issue 30, round 20 fixed (findings 1 and 2): the site's data is masked with its code, and
+no pooled plugin process keeps a lock on a file of the host
+(docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst).
+
+The sandbox binds the interpreter, the site's package directories, the plugin's package and
+the system library directories whole.  Besides the site's code, every path the site's
+settings name as its data (``bubblewrap._site_data``: SQLite databases with their journals,
+``MEDIA_ROOT``, ``STATIC_ROOT``, the upload, session, e-mail, cache, storage and fixture
+directories, the log files) is masked wherever a bind holds it, with every copy of it, and
+``BASE_DIR`` as a whole where it holds nothing the plugin process needs.  The property below
+generates settings and layouts and checks what the sandbox is built from; the other tests
+read from inside the real sandbox, and lock files from a plugin's import.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import override_settings
+from hypothesis import HealthCheck, example, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from django_webfetch.plugins.runtime import bubblewrap, host
+from django_webfetch.plugins.runtime.host import capabilities
+
+pytestmark = pytest.mark.django_db
+
+_SECRET = "fix20a-the-sites-data"
+_names = itertools.count()
+#: What the settings name as the site's data (each a file holding the secret, beneath it).
+_DATA = (
+    "database",
+    "journals",
+    "backup",
+    "media",
+    "static",
+    "uploads",
+    "sessions",
+    "email",
+    "cache",
+    "storage",
+    "log",
+    "fixtures",
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    #: Where the project (``BASE_DIR``) lies: in a directory under a system library
+    #: directory (bound whole), or it is a package directory itself (``pip install .``).
+    place: str
+    data: frozenset[str]
+    #: The settings define ``BASE_DIR``.
+    base_dir: bool
+    #: ``BASE_DIR`` holds the plugin's own package (what the plugin process needs).
+    plugin_in_base: bool
+    #: Paths given as ``str`` rather than ``pathlib.Path``.
+    as_text: bool
+
+
+_LAYOUTS = st.builds(
+    Layout,
+    place=st.sampled_from(["system", "packages"]),
+    data=st.frozensets(st.sampled_from(_DATA)),
+    base_dir=st.booleans(),
+    plugin_in_base=st.booleans(),
+    as_text=st.booleans(),
+)
+
+
+def _covered(path: str | Path, by: list[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == m or real.startswith(m.rstrip("/") + "/") for m in by)
+
+
+def _secret_file(path: Path, text: str = _SECRET) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{text}\n")
+    return path
+
+
+def _database(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
+        db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
+    db.close()
+    return path
+
+
+@pytest.fixture
+def system_dir() -> Iterator[Path]:
+    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
+        pytest.skip("no /usr/local/lib directory")
+    top = Path(tempfile.mkdtemp(prefix="webfetch-fix20a-", dir="/usr/local/lib"))
+    try:
+        yield top
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _project(base: Path, layout: Layout) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The data of ``layout`` written under ``base``: (settings overridden, the
+    ``DATABASES`` entry or ``{}``)."""
+    path: Any = str if layout.as_text else (lambda p: p)
+    overrides: dict[str, Any] = {}
+    database: dict[str, Any] = {}
+    if layout.base_dir:
+        overrides["BASE_DIR"] = path(base)
+    base.mkdir(parents=True, exist_ok=True)
+    (base / ".env").write_text(f"SECRET_KEY={_SECRET}\n")  # BASE_DIR's alone
+    if layout.data & {"database", "journals", "backup"}:
+        db = _database(base / "db.sqlite3")
+        database = {"ENGINE": "django.db.backends.sqlite3", "NAME": path(db)}
+        if "journals" in layout.data:
+            for ending in ("-wal", "-shm"):
+                shutil.copyfile(db, f"{db}{ending}")
+            shutil.copyfile(db, f"{db}-mj0A1B2C3D")  # a super-journal
+        if "backup" in layout.data:
+            shutil.copyfile(db, f"{db}.bak")
+            shutil.copyfile(db, f"{db}~")
+    directories = {
+        "media": ("MEDIA_ROOT", "media", "invoices/customer-42.txt"),
+        "static": ("STATIC_ROOT", "staticfiles", "private/admin-notes.txt"),
+        "uploads": ("FILE_UPLOAD_TEMP_DIR", "uploads", "tmp1234.upload"),
+        "sessions": ("SESSION_FILE_PATH", "sessions", "sessionid1234"),
+        "email": ("EMAIL_FILE_PATH", "sent-mail", "20261207-1.log"),
+    }
+    for kind, (setting, name, inside) in directories.items():
+        if kind in layout.data:
+            _secret_file(base / name / inside)
+            overrides[setting] = path(base / name)
+    if "fixtures" in layout.data:
+        _secret_file(base / "fixtures" / "users.json")
+        overrides["FIXTURE_DIRS"] = [path(base / "fixtures")]
+    if "cache" in layout.data:
+        _secret_file(base / "cache" / "0a1b2c.djcache")
+        overrides["CACHES"] = {
+            "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+            "files": {
+                "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                "LOCATION": path(base / "cache"),
+            },
+        }
+    if "storage" in layout.data:
+        _secret_file(base / "private" / "contract.txt")
+        overrides["STORAGES"] = {
+            "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+            "private": {
+                "BACKEND": "django.core.files.storage.FileSystemStorage",
+                "OPTIONS": {"location": path(base / "private")},
+            },
+        }
+    if "log" in layout.data:
+        log = _secret_file(base / "logs" / "django.log")
+        _secret_file(base / "logs" / "django.log.1")  # rotated
+        _secret_file(base / "logs" / "django.log.2026-12-06")  # rotated by time
+        overrides["LOGGING"] = {
+            "version": 1,
+            "disable_existing_loggers": False,
+            "handlers": {
+                "file": {
+                    "class": "logging.handlers.RotatingFileHandler",
+                    "filename": str(log),
+                    "delay": True,
+                }
+            },
+        }
+    (base / "README.txt").write_text("a neighbour\n")
+    return overrides, database
+
+
+@hypothesis_settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(layout=_LAYOUTS)
+@example(Layout("system", frozenset(_DATA), True, False, False))
+@example(Layout("system", frozenset({"database", "log"}), True, True, True))
+@example(Layout("packages", frozenset(_DATA), True, False, True))
+def test_every_data_path_the_settings_name_is_masked_with_its_copies(
+    tmp_path, system_dir, monkeypatch, settings, layout
+):
+    """Over generated settings and layouts (a ``startproject`` directory under a system
+    library directory, or a package directory that is ``BASE_DIR``; any of the site's
+    data kinds; ``BASE_DIR`` defined or not, holding the plugin's package or not): every
+    file holding the site's secret under a directory the sandbox binds is under a path it
+    masks and one the guest's Landlock rules leave out, with every copy (journals, a
+    super-journal, backups, rotated logs); a SQLite journal not written yet is left out of
+    the Landlock rules; ``BASE_DIR`` is masked whole exactly when it holds nothing the
+    plugin process needs (its ``.env`` then too); other files stay readable."""
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    packages = root / "lib" / "site-packages"
+    packages.mkdir(parents=True)
+    (packages / "fix20a_other.py").write_text("VALUE = 1\n")
+    holder = Path(tempfile.mkdtemp(dir=system_dir))
+    base = holder / "mysite" if layout.place == "system" else packages
+    base.mkdir(exist_ok=True)
+    overrides, database = _project(base, layout)
+    plugin_path, top = "/nonexistent", "nothing"
+    if layout.plugin_in_base:
+        top = f"fix20a_plugin{next(_names)}"
+        (base / "plugins" / top).mkdir(parents=True)
+        (base / "plugins" / top / "__init__.py").write_text("")
+        plugin_path = str(base / "plugins")
+    whole = layout.base_dir and layout.place == "system" and not layout.plugin_in_base
+    with monkeypatch.context() as patch, override_settings(**overrides):
+        patch.syspath_prepend(str(packages))
+        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+        if database:
+            patch.setitem(settings.DATABASES, "fix20a", database)
+        spec = bubblewrap.SandboxSpec(plugin_path, top, 3, 4, 5, "/tmp/fix20a")
+        entries = bubblewrap._layout(spec)
+        hidden = bubblewrap.masks(spec)
+    bound = [e[1] for e in entries if e[0] == "bind"]
+    masked = [e[1] for e in entries if e[0] == "mask"]
+    holders = [
+        p
+        for p in base.rglob("*")
+        if p.is_file() and _SECRET.encode() in p.read_bytes() and (whole or p.name != ".env")
+    ]
+    visible = [p for p in holders if _covered(p, bound)]
+    assert visible or not layout.data, (layout, holders, bound)  # the control: bound
+    for path in visible:
+        assert _covered(path, masked), (layout, path, masked)
+        assert _covered(path, hidden), (layout, path, hidden)
+    if layout.data & {"database", "journals", "backup"}:
+        assert _covered(f"{base}/db.sqlite3-journal", hidden), (layout, hidden)
+    assert (os.path.realpath(base) in masked) is whole, (layout, masked)
+    if not whole:
+        assert _covered(base / "README.txt", bound)
+        assert not _covered(base / "README.txt", hidden), (layout, hidden)
+    assert _covered(packages / "fix20a_other.py", bound)
+    assert not _covered(packages / "fix20a_other.py", hidden)
+    if layout.plugin_in_base:
+        assert not _covered(base / "plugins" / top / "__init__.py", hidden), hidden
+
+
+@pytest.mark.parametrize("setting", ["MEDIA_ROOT", "STATIC_ROOT", "database"])
+def test_a_data_path_holding_what_the_guest_needs_refuses_the_sandbox(
+    tmp_path, monkeypatch, settings, setting
+):
+    """A data path that is, or holds, what the plugin process needs (a whole package
+    directory, the plugin's own package) cannot be masked: the sandbox is not built,
+    reason ``site_code_unmaskable``, rather than the data left readable; ``BASE_DIR``
+    holding it is only not masked whole (the property above)."""
+    packages = tmp_path / "lib" / "site-packages"
+    plugin = packages / "fix20a_needed"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(packages))
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    if setting == "MEDIA_ROOT":
+        settings.MEDIA_ROOT = str(packages)  # a whole package directory
+        expected = packages
+    elif setting == "STATIC_ROOT":
+        settings.STATIC_ROOT = plugin  # the plugin's own package
+        expected = plugin
+    else:
+        monkeypatch.setitem(
+            settings.DATABASES,
+            "fix20a",
+            {"ENGINE": "django.db.backends.sqlite3", "NAME": str(plugin)},
+        )
+        expected = plugin
+    spec = bubblewrap.SandboxSpec(str(packages), "fix20a_needed", 3, 4, 5, "/tmp/fix20a")
+    with pytest.raises(bubblewrap.SiteCodeUnmaskable) as raised:
+        bubblewrap.command(spec)
+    assert raised.value.filename == os.path.realpath(expected)
+    origin = host.Origin("fix20a_needed:manifest", str(packages), "fix20a_needed")
+    with pytest.raises(host.IsolationUnavailable) as refused:
+        host.Worker(origin, host.Limits(5, 20, 1 << 30, 1 << 16, 5, 2), "fix20a")
+    assert host.reason_of(refused.value.detail) == "site_code_unmaskable", refused.value.detail
+
+
+def test_sqlite_names_that_are_no_file_are_no_data(settings, monkeypatch):
+    """An in-memory database (``:memory:``, a ``file:`` URI with ``mode=memory``) names no
+    file; a ``file:`` URI names its path (Django opens ``NAME`` with ``uri=True``)."""
+    databases = {
+        "memory": ":memory:",
+        "uri_memory": "file:memorydb_default?mode=memory&cache=shared",
+        "uri": "file:///srv/fix20a/db.sqlite3?mode=ro",
+    }
+    for alias, name in databases.items():
+        monkeypatch.setitem(
+            settings.DATABASES, alias, {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+        )
+    data = bubblewrap._site_data()
+    assert "/srv/fix20a/db.sqlite3" in data and "/srv/fix20a/db.sqlite3-wal" in data, data
+    assert not any("memory" in path for path in data), data
+
+
+#: Reads every file under each of the directories given: which held the secret, how many
+#: files it read.
+_READ_ALL = """\
+import json, os
+leaked, read = [], []
+for root in %r:
+    for top, dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(top, name)
+            try:
+                with open(path, 'rb') as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            read.append(path)
+            if %r in data:
+                leaked.append(path)
+result = json.dumps({'leaked': leaked, 'read': read})
+"""
+
+
+def _open_up(top: Path) -> None:
+    for path in [top, *sorted(top.rglob("*"))]:
+        if not path.is_symlink():
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
+def test_a_startproject_directory_shows_nothing_of_itself_in_the_sandbox(
+    probe, system_dir, settings, monkeypatch
+):
+    """A ``startproject`` directory under a system library directory (``BASE_DIR``,
+    holding nothing the plugin process needs): its ``.env``, a ``local_settings.py`` the
+    settings import, its database and its media are all unreadable from inside the real
+    sandbox (``BASE_DIR`` masked whole); a file beside it is read."""
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    base = system_dir / "mysite"
+    layout = Layout("system", frozenset({"database", "media"}), True, False, False)
+    overrides, database = _project(base, layout)
+    _secret_file(base / "mysite" / "local_settings.py", f"SECRET_KEY = {_SECRET!r}")
+    (system_dir / "other.txt").write_text("a neighbour\n")
+    _open_up(system_dir)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    monkeypatch.setitem(settings.DATABASES, "fix20a", database)
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    try:
+        outcome = probe(_READ_ALL % ([str(system_dir)], _SECRET.encode()))
+    finally:
+        shutdown()
+    assert outcome.kind == "json", outcome
+    seen = json.loads(json.loads(outcome.text)["result"])
+    assert seen["read"] == [str(system_dir / "other.txt")], seen  # the control
+    assert seen["leaked"] == [], seen
+
+
+#: Reads the files given (``True``: held the secret; else the error's name).
+_READ_LATER = """\
+import json, sys
+seen = {'same_process': '__fix20a__' in sys.modules}
+sys.modules.setdefault('__fix20a__', sys)
+for path in %r:
+    try:
+        with open(path, 'rb') as fh:
+            seen[path] = %r in fh.read()
+    except OSError as exc:
+        seen[path] = type(exc).__name__
+result = json.dumps(seen)
+"""
+
+
+@pytest.mark.skipif(
+    not capabilities().get("isolated") or not capabilities().get("landlock"),
+    reason="a host that builds the plugin sandbox on a kernel with Landlock",
+)
+def test_data_written_after_the_process_started_is_unreadable_with_landlock(
+    probe, tmp_path, monkeypatch, settings
+):
+    """A pooled plugin process outlives its masks: the site writes a SQLite write-ahead
+    log when it opens its database in WAL mode, and rotates its log (renaming the masked
+    file, which lifts its mask in another mount namespace, and writing a new one).  No
+    such file is readable in a process that started before: the guest gives the
+    directory of each data path one Landlock rule per entry it held then
+    (``bubblewrap._guards``)."""
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    packages = tmp_path / "lib" / "site-packages"
+    db = _database(packages / "db.sqlite3")
+    log = _secret_file(packages / "logs" / "django.log")
+    monkeypatch.syspath_prepend(str(packages))
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    monkeypatch.setitem(
+        settings.DATABASES, "fix20a", {"ENGINE": "django.db.backends.sqlite3", "NAME": db}
+    )
+    settings.LOGGING = {
+        "version": 1,
+        "handlers": {"file": {"class": "logging.FileHandler", "filename": str(log)}},
+    }
+    _open_up(tmp_path)
+    paths = [str(db), f"{db}-wal", str(log), f"{log}.1"]
+    code = _READ_LATER % (paths, _SECRET.encode())
+    try:
+        before = json.loads(json.loads(probe(code).text)["result"])
+        shutil.copyfile(db, f"{db}-wal")
+        os.replace(log, f"{log}.1")
+        _secret_file(log)
+        _open_up(tmp_path)
+        after = json.loads(json.loads(probe(code).text)["result"])
+    finally:
+        shutdown()
+    assert before["same_process"] is False and after["same_process"] is True, (before, after)
+    read = [seen[path] for seen in (before, after) for path in paths if path in seen]
+    assert True not in read, (before, after)
+
+
+#: At import: opens ``path`` (``own-tmp``: a file it writes in its working directory, under
+#: its own ``/tmp``) and locks it (``kind``); ``mapped``: maps it and closes every descriptor
+#: of it (an ``flock`` or OFD lock then lives on in the mapping, in no ``fdinfo``).
+_LOCKER = """
+import fcntl, mmap, os, struct
+
+_PATH, _KIND, _MAPPED = {path!r}, {kind!r}, {mapped!r}
+if _PATH == "own-tmp":
+    _PATH = os.path.join(os.getcwd(), "state.db")
+    with open(_PATH, "wb") as fh:
+        fh.write(b"x" * 8192)
+_FD = os.open(_PATH, os.O_RDONLY)
+if _KIND == "posix":
+    fcntl.lockf(_FD, fcntl.LOCK_SH | fcntl.LOCK_NB)
+elif _KIND == "flock":
+    fcntl.flock(_FD, fcntl.LOCK_SH | fcntl.LOCK_NB)
+else:
+    fcntl.fcntl(_FD, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_RDLCK, 0, 0, 0, 0))
+if _MAPPED:
+    _next = os.dup(_FD)  # the lowest free number: where the mapping's own copy goes
+    os.close(_next)
+    _MAP = mmap.mmap(_FD, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    assert os.fstat(_next).st_ino == os.fstat(_FD).st_ino
+    os.close(_next)
+    os.close(_FD)
+
+
+def noop(plugin, arguments):
+    return "ok"
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "mapped"),
+    [("posix", False), ("flock", False), ("ofd", False), ("flock", True), ("ofd", True)],
+)
+@pytest.mark.parametrize("where", ["host", "own-tmp"])
+def test_no_pooled_process_keeps_a_lock_on_a_file_of_the_host(
+    system_dir, caplog, kind, mapped, where
+):
+    """A plugin takes a lock at import on a file it can read (a file of the host the
+    settings do not name: another program's database in a bound directory): a POSIX lock,
+    an ``flock`` or an OFD lock, on an open descriptor or kept by a mapping only.  The
+    process is not pooled (``host._locks``: ``fdinfo``, ``/proc/locks``, its mappings;
+    ``HOLDS_LOCKS``), so once the call returned the host locks the file exclusively.  The
+    control: a lock on a file of its own ``/tmp`` keeps it pooled."""
+    from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
+
+    target = system_dir / "otherapp" / "state.db"
+    target.parent.mkdir()
+    target.write_bytes(b"x" * 8192)
+    path = str(target) if where == "host" else "own-tmp"
+    top = f"webfetch_f20a_lock{next(_names)}"
+    body = _LOCKER.format(path=path, kind=kind, mapped=mapped)
+    origin = _plugin(system_dir / "plugins", top, "f20alocker", body, {"noop": "noop"})
+    _open_up(system_dir)
+    limits = Limits(5, 20, 256 << 20, 1 << 16, 5, 1)
+    message = {"tool": "noop", "arguments": {}, "config": {}, "plugin": "f20alocker",
+               "alias": "f20alocker", "reference": "f20alocker"}  # fmt: skip
+    shutdown()
+    try:
+        with caplog.at_level("INFO", logger="django_webfetch.plugins"):
+            outcome = execute(origin, ("f20a-locker", 1), message, None, limits=limits)
+        assert outcome.text == "ok", outcome
+        said = [r.getMessage() for r in caplog.records if host.HOLDS_LOCKS in r.getMessage()]
+        idle = [w for workers in host._pool._idle.values() for w in workers]
+        if where == "own-tmp":
+            assert not said and len(idle) == 1, (said, idle)
+            return
+        assert said and not idle, (said, idle)
+        fd = os.open(target, os.O_RDWR)
+        try:
+            if kind == "flock":
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    finally:
+        shutdown()
