@@ -218,9 +218,12 @@ def test_every_data_path_the_settings_name_is_masked_with_its_copies(
         (base / "plugins" / top / "__init__.py").write_text("")
         plugin_path = str(base / "plugins")
     whole = layout.base_dir and layout.place == "system" and not layout.plugin_in_base
+    # One override for the example, the hidden paths with it: the ``settings`` fixture's
+    # own override made inside this one would put this one back when the test ends (its
+    # ``CACHES`` then leaked into the next test of the worker).
+    overrides["WEBFETCH_PLUGIN_HIDDEN_PATHS"] = []
     with monkeypatch.context() as patch, override_settings(**overrides):
         patch.syspath_prepend(str(packages))
-        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
         if database:
             patch.setitem(settings.DATABASES, "fix20a", database)
         spec = bubblewrap.SandboxSpec(plugin_path, top, 3, 4, 5, "/tmp/fix20a")

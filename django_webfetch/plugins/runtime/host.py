@@ -437,6 +437,8 @@ def _queued(sock: socket.socket) -> int:
     except (OSError, ValueError):
         return -1
     return total
+
+
 def _locks(pid: int) -> list[bytes] | None:
     """The file locks plugin process ``pid`` holds on files outside its own ``/tmp``, as
     the kernel shows them (``None``: it cannot be read).  A POSIX lock is the process's,
