@@ -157,7 +157,7 @@ DESCRIPTORS_CHANGED = "plugin_descriptors_changed"
 #: (a socket besides its channel, a pipe, a FIFO, any kind not known to hold none:
 #: ``_queueing``), or its channel held bytes one end had not read: kernel memory in no
 #: ``VmRSS``, which its call may have filled while every descriptor stayed the same one
-#: (tests/plugins/test_issue30_attack20.py, finding 5; decision 0059).
+#: (tests/plugins/test_sandbox_site_data_venv_and_pooled_queues.py, finding 5; decision 0059).
 QUEUES_HELD = "plugin_queues_held"
 #: Character devices (major, minor) that queue nothing: ``/dev/null``, ``/dev/zero``,
 #: ``/dev/full``, ``/dev/random``, ``/dev/urandom`` (the sandbox's ``/dev`` has the first,

@@ -1,9 +1,13 @@
-"""Issue 30, round 20: an outside attack on the plugin sandbox and the trust pin.
+"""What the sandbox shows of the site beyond its code, and what a pooled process may keep.
 
-Each test here fails on the code it was written against (branch s12-attack20, on
-b1520e3): it is the proof of a way past the containment (the docstring gives the severity,
-the route and the gain).  Nothing is fixed here.  The tests run the codeprobe plugin
-(``tests/plugins/probe_site``) in its real sandbox and observe from the host side.
+The site's data beside its settings (its SQLite database, media, logs) is unreadable, and
+no plugin keeps a lock on it (docs/decisions/0060); a virtualenv root under a system
+library directory and the base interpreter's package directories are hollowed or masked
+(docs/decisions/0061); a process holding socketpairs made at import is never pooled with
+what a call queued in them (docs/decisions/0059, amended).  History: issue 30, round 20,
+an outside attack; each test failed on the code it was written against (b1520e3), and
+its docstring keeps the severity, the route and the gain.  The tests run the codeprobe
+plugin (``tests/plugins/probe_site``) in its real sandbox and observe from the host side.
 """
 
 from __future__ import annotations
@@ -177,7 +181,8 @@ def test_the_sites_virtualenv_root_under_a_system_library_directory_is_not_reada
 ):
     """Round 20, finding 3 (Medium), fixed: the virtualenv's root under a system library
     directory is hollowed, only its ``site-packages`` bound back into it, and left out of
-    the guest's Landlock rules (docs/decisions/0061; tests/plugins/test_issue30_fix20b.py).
+    the guest's Landlock rules (docs/decisions/0061;
+    tests/plugins/test_sandbox_hollows_interpreter_prefixes.py).
 
     Severity: Medium (the ``SECRET_KEY``, database URL and API keys many deployment
     guides export from ``bin/activate`` or keep in an env file at the virtualenv's root;
@@ -287,7 +292,8 @@ def test_a_process_holding_socketpairs_made_at_import_is_never_pooled_with_their
     measured empty; a process holding a socketpair besides it serves one call
     (``plugin_queues_held``, logged), before and after a call fills the pairs, so no
     pooled process holds more than ``MAX_IDLE_GROWTH`` over its ready footprint whatever
-    its memory's kind (every kind: tests/plugins/test_issue30_queues.py)."""
+    its memory's kind (every kind:
+    tests/plugins/test_pool_refuses_descriptors_that_queue_data.py)."""
     import logging
 
     from django_webfetch.plugins.runtime import host
@@ -354,7 +360,7 @@ def test_the_base_interpreters_site_packages_is_not_readable_from_a_virtualenv_s
 ):
     """Round 20, finding 4 (Low), fixed: the base interpreter's package directories that
     are none of the site's are masked in the bound standard library and left out of its
-    Landlock rule (docs/decisions/0061; tests/plugins/test_issue30_fix20b.py).
+    Landlock rule (docs/decisions/0061; tests/plugins/test_sandbox_hollows_interpreter_prefixes.py).
 
     Severity: Low (another project's code and settings installed globally on the same
     machine: a second site, a ``sudo pip install .``, a tool's credentials module; needs a
