@@ -168,8 +168,9 @@ _QUIET_DEVICES = frozenset({(1, 3), (1, 5), (1, 7), (1, 8), (1, 9)})
 #: that changes either changes the descriptor).  Any other (an inotify's event queue, a
 #: signalfd, a timerfd, a kind a later kernel adds) counts as queueing.
 _QUIET_ANONYMOUS = frozenset({"anon_inode:[eventfd]", "anon_inode:[eventpoll]"})
-#: Why a process was not pooled when it held a lock on a file outside its own ``/tmp``
-#: (``Worker.holds_locks``): a lock the site needs would idle with it (decision 0060).
+#: Why a process was not pooled when it held a file lock, or its locks could not be told
+#: within the bounds (``Worker.holds_locks``): a lock the site needs, or the kernel memory
+#: of many, would idle with it (decision 0060, amended for issue 30, round 21).
 HOLDS_LOCKS = "plugin_holds_locks"
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -439,19 +440,49 @@ def _queued(sock: socket.socket) -> int:
     return total
 
 
-def _locks(pid: int) -> list[bytes] | None:
-    """The file locks plugin process ``pid`` holds on files outside its own ``/tmp``, as
-    the kernel shows them (``None``: it cannot be read).  A POSIX lock is the process's,
-    an ``flock`` or OFD lock its open file description's; a description lives on in a
-    mapping after its descriptor is closed.  So: the ``lock:`` lines of each descriptor's
-    ``fdinfo``; the lines of ``/proc/locks`` naming the process (POSIX, ``flock``); and
-    those of an OFD lock (no process named) on a file it maps (``/proc/<pid>/maps``).  A
-    lock on a file of its own ``/tmp`` (its device) is its own business (SQLite there)."""
+#: At most this many bytes of ``/proc/locks`` (every lock of the machine, one line each)
+#: and of a plugin process's ``/proc/<pid>/maps`` are read per pooling decision: a plugin
+#: can put as many lines in either as it likes (byte-range locks, mappings), and the
+#: kernel makes each read of ``/proc/locks`` walk the list from its start.  More than that
+#: is "cannot tell": the process is not pooled (issue 30, round 21).
+LOCKS_READ = 1 << 18
+MAPS_READ = 1 << 20
+
+
+def _bounded(path: str, limit: int) -> bytes | None:
+    """The first ``limit`` bytes of ``path`` at most, in as few reads as the kernel gives
+    them; ``None`` when it holds more (or cannot be read)."""
+    chunks: list[bytes] = []
+    size = 0
     try:
-        tmp = os.stat(f"/proc/{pid}/root/tmp").st_dev
-        own: bytes | None = f"{os.major(tmp):02x}:{os.minor(tmp):02x}:".encode()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        own = None  # every lock counts
+        return None
+    try:
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None
+
+
+def _locks(pid: int) -> list[bytes] | None:
+    """The file locks plugin process ``pid`` holds, as the kernel shows them (``None``: it
+    cannot be told within the bounds).  A POSIX lock is the process's, an ``flock`` or OFD
+    lock its open file description's; a description lives on in a mapping after its
+    descriptor is closed.  So: the ``lock:`` lines of each descriptor's ``fdinfo``; the
+    lines of ``/proc/locks`` naming the process (POSIX, ``flock``); and those of an OFD
+    lock (no process named) on a file it maps (``/proc/<pid>/maps``).  Every lock counts,
+    on a file of its own ``/tmp`` too: each is kernel memory no footprint counts (200,000
+    of them held 38 MB), so a process holding one is not pooled (issue 30, round 21).
+    ``/proc/locks`` is read to ``LOCKS_READ`` bytes, the maps to ``MAPS_READ``: past
+    either, ``None``."""
     found: list[bytes] = []
     try:
         for fd in os.listdir(f"/proc/{pid}/fdinfo"):
@@ -460,26 +491,27 @@ def _locks(pid: int) -> list[bytes] | None:
                     line.partition(b":")[2] for line in fh.read(1 << 16).splitlines()
                     if line.startswith(b"lock:")
                 ]  # fmt: skip
-        with open(f"/proc/{pid}/maps", "rb") as fh:
-            mapped = set()
-            for line in fh.read().splitlines():
-                fields = line.split()
-                if len(fields) >= 5 and fields[4] != b"0":
-                    mapped.add(fields[3] + b":" + fields[4])
-        with open("/proc/locks", "rb") as fh:
-            for line in fh.read().splitlines():
-                fields = line.split()
-                if len(fields) < 6 or fields[1] == b"->":
-                    continue  # a waiter: it holds nothing yet
-                holder, inode = fields[4], fields[5]
-                if holder == str(pid).encode() or (fields[1] == b"OFDLCK" and inode in mapped):
-                    found.append(line)
     except (OSError, ValueError):
         return None
-    return [
-        line for line in found
-        if own is None or not any(field.startswith(own) for field in line.split())
-    ]  # fmt: skip
+    if found:
+        return found  # no need to read further: it is not pooled
+    maps = _bounded(f"/proc/{pid}/maps", MAPS_READ)
+    table = _bounded("/proc/locks", LOCKS_READ)
+    if maps is None or table is None:
+        return None
+    mapped = set()
+    for line in maps.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[4] != b"0":
+            mapped.add(fields[3] + b":" + fields[4])
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) < 6 or fields[1] == b"->":
+            continue  # a waiter: it holds nothing yet
+        holder, inode = fields[4], fields[5]
+        if holder == str(pid).encode() or (fields[1] == b"OFDLCK" and inode in mapped):
+            found.append(line)
+    return found
 
 
 def _status(pid: int) -> bytes | None:
@@ -1247,10 +1279,9 @@ class Worker:
         return found
 
     def holds_locks(self) -> bool:
-        """It holds a lock on a file outside its own ``/tmp`` (``_locks``), or its locks
-        cannot be read: a lock the site needs (a database's, a cache's) would be held for
-        as long as it idles, and taken again at the next start's import only for that
-        call (decision 0060)."""
+        """It holds a file lock (``_locks``), or its locks cannot be told within the
+        bounds: a lock the site needs (a database's, a cache's), or the kernel memory of
+        many locks, would be held for as long as it idles (decision 0060)."""
         held = _locks(self.pid)
         return held is None or bool(held)
 
