@@ -1,0 +1,140 @@
+"""Issue 30, round 21: an outside attack on the plugin sandbox.
+
+Each test here failed on the code it was written against (branch s12-attack21, from
+2c56c20); its docstring gives the severity, the route and what an attacker gains.  The
+tests run a hostile plugin in its real sandbox (``host.execute``) and observe from the
+host side.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from django_webfetch.plugins.runtime import host
+
+pytestmark = pytest.mark.django_db
+
+#: How many byte-range locks the hostile call takes on files of its own ``/tmp``.
+_LOCKS = 200_000
+
+#: A plugin whose call, for each of ``count // _PER_FILE`` files of its own ``/tmp`` (its
+#: scratch directory; sparse, no block written), takes ``_PER_FILE`` OFD read locks on
+#: separate bytes through one descriptor, maps one page of the file (a private read-only
+#: file-backed mapping, never touched: no ``VmRSS``), then closes the descriptor and the
+#: duplicate ``mmap.mmap`` keeps (the lowest free number: found by a ``dup`` first).  The
+#: open file description, and every lock it owns, live on in the mapping; the process
+#: holds the very descriptors it held at ready.  Many files, not one: the kernel checks
+#: each new lock against every lock of its file.
+_LOCKS_IN_MAPPINGS = """
+import fcntl, json, mmap, os, struct
+
+_KEPT = []
+_PER_FILE = 1000
+
+
+def idle(plugin, arguments):
+    return "idle"
+
+
+def hold(plugin, arguments):
+    count = int(arguments.get("count", 0))
+    taken, inodes = 0, []
+    for f in range(count // _PER_FILE):
+        fd = os.open("held-locks-%d" % f, os.O_RDWR | os.O_CREAT, 0o600)
+        os.ftruncate(fd, 4096)  # sparse: no block of /tmp
+        for n in range(_PER_FILE - 1, -1, -1):
+            # struct flock: l_type F_RDLCK, l_whence SEEK_SET, l_start, l_len 1, l_pid 0
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
+                        struct.pack("hhxxxxqqi4x", fcntl.F_RDLCK, 0, 2 * n, 1, 0))
+            taken += 1
+        free = os.dup(fd)
+        os.close(free)
+        _KEPT.append(mmap.mmap(fd, 4096, mmap.MAP_PRIVATE, mmap.PROT_READ))  # dup: ``free``
+        inodes.append(os.fstat(fd).st_ino)
+        os.close(free)
+        os.close(fd)
+    return json.dumps({"taken": taken, "inodes": inodes})
+"""
+
+
+def _lock_lines(inodes: list[int]) -> int:
+    """Lines of ``/proc/locks`` on one of ``inodes`` (any device)."""
+    wanted = {b"%d" % inode for inode in inodes}
+    with open("/proc/locks", "rb") as fh:
+        return sum(
+            1 for line in fh.read().splitlines()
+            if len(line.split()) > 5 and line.split()[5].rpartition(b":")[2] in wanted
+        )  # fmt: skip
+
+
+def _file_lock_bytes() -> int:
+    """Bytes of the kernel's ``file_lock_cache`` in use (``/proc/slabinfo``), 0 unread."""
+    try:
+        with open("/proc/slabinfo", "rb") as fh:
+            for line in fh.read().splitlines():
+                fields = line.split()
+                if fields[:1] == [b"file_lock_cache"]:
+                    return int(fields[1]) * int(fields[3])
+    except OSError:
+        pass
+    return 0
+
+
+def test_kernel_memory_of_many_locks_idles_in_a_pooled_process(tmp_path, caplog):
+    """Severity: Medium.  Route: the pool keeps a process whose call left kernel memory
+    in no ``VmRSS``, no byte of ``/tmp`` and no descriptor: file locks.  ``host._locks``
+    leaves out every lock on a file of the process's own ``/tmp`` (decision 0060: "its
+    own business"), ``_descriptors`` sees no change (the call closed the descriptor it
+    locked through; the open file description lives on in a private read-only mapping of
+    one page, so its OFD locks do too), ``_queueing`` calls a regular file quiet.  A call
+    takes 200,000 OFD locks on separate bytes (``fcntl`` ``F_OFD_SETLK`` is allowed;
+    nothing bounds how many locks a process holds): each a ``struct file_lock`` in kernel
+    memory (tens of MB here), and a line of ``/proc/locks``.  Gain: (1) the call's kernel
+    memory idles in the pool with the process, past ``MAX_IDLE_GROWTH``, for as long as no
+    call comes, in each of up to ``MAX_IDLE_PROCESSES`` processes (round 20's finding 5
+    class, through a kind the fix calls quiet); (2) host DoS: every pooling decision of
+    every plugin process on the machine reads all of ``/proc/locks`` with no bound
+    (``host._locks``: ``fh.read()`` and a split of each line) while these idle: tens of MB
+    read and hundreds of thousands of lines split in the site's worker per call.
+    Expected: a process holding locks beyond a small bound (or any lock a call took after
+    ready, its own ``/tmp`` included) is not pooled."""
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
+
+    origin = _plugin(tmp_path / "site", "webfetch_a21locks", "a21locks", _LOCKS_IN_MAPPINGS,
+                     {"idle": "idle", "hold": "hold"})  # fmt: skip
+    limits = host.Limits(30, 60, 256 << 20, 1 << 16, 5, 1)
+    key = ("a21locks", "locks")
+
+    def call(tool: str, arguments: dict[str, Any]) -> Any:
+        message = {"tool": tool, "arguments": arguments, "config": {}, "plugin": "a21locks",
+                   "alias": "a21locks", "reference": "a21locks"}  # fmt: skip
+        outcome = host.execute(origin, key, message, None, limits=limits)
+        assert outcome.kind in ("text", "json"), outcome
+        return outcome.text
+
+    caplog.set_level(logging.INFO, logger="django_webfetch.plugins")
+    host.shutdown()
+    try:
+        call("idle", {})
+        ready = list(host._pool._idle.get(key, []))
+        assert len(ready) == 1, "the control: a process holding nothing is pooled"
+        before = _file_lock_bytes()
+        held = json.loads(call("hold", {"count": _LOCKS}))
+        slab = _file_lock_bytes() - before
+        assert held["taken"] == _LOCKS, held
+        kept = list(host._pool._idle.get(key, []))
+        lines = _lock_lines(held["inodes"])
+        assert lines >= _LOCKS, lines  # the kernel holds every lock the call took
+        with open("/proc/locks", "rb") as fh:
+            size = len(fh.read())
+        assert kept == [], (
+            f"process {ready[0].pid} pooled holding {lines} locks in kernel memory "
+            f"({slab} bytes of file_lock_cache, none in its footprint); each later "
+            f"pooling decision reads {size} bytes of /proc/locks"
+        )
+    finally:
+        host.shutdown()
