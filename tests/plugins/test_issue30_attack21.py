@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -244,3 +245,59 @@ def test_one_plugins_locks_make_every_other_plugins_call_read_all_of_proc_locks(
     finally:
         attack.join(90)
         host.shutdown()
+
+
+def test_a_backup_beside_a_symlinked_database_is_readable(probe, tmp_path, monkeypatch, settings):
+    """Severity: Medium (every session key, password hash and plugin configuration of the
+    site, in a backup; needs the database ``NAME`` to be a symbolic link, as a deployment
+    that keeps its data on a volume links it into the project, and a backup made beside
+    the name the settings give: ``cp db.sqlite3 db.sqlite3.bak``, ``sqlite3 db.sqlite3
+    .backup db.sqlite3.bak``).  Route: ``bubblewrap._placed`` takes each data path from
+    ``_site_code``, which resolves it (``os.path.realpath``) before ``copies`` looks for
+    its copies: the copies of a symlinked ``NAME`` are sought beside its *target*
+    (``/var/lib/app/db.sqlite3.*``), never beside the name the settings give, where the
+    operator's backups are.  ``_site_data``'s ``NAME-*`` is listed in the target's
+    directory too.  The project is installed into ``site-packages`` (``BASE_DIR`` is it,
+    so it is not masked whole: decision 0060), its database a link to a file outside every
+    bind (unreadable in the sandbox: the control), its backup a regular file beside the
+    link.  docs/plugins.rst and decision 0060 say a file beside a data file named
+    ``<name>.*`` (``db.sqlite3.bak``) is masked with it.  Gain: an untrusted plugin reads
+    the site's whole database from the backup.  Expected: the copies of each data path
+    are sought beside the name the settings give as well as beside its target."""
+    import sqlite3
+
+    from django_webfetch.plugins.runtime import bubblewrap
+    from tests.plugins.test_sandbox_site_data_venv_and_pooled_queues import (
+        _SECRET,
+        _open_up,
+        _read_all,
+    )
+
+    base = tmp_path / "lib" / "site-packages"
+    package = base / "attack21_site"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text("SECRET = None\n")
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    with sqlite3.connect(volume / "db.sqlite3") as db:
+        db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
+        db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
+    db.close()
+    (base / "db.sqlite3").symlink_to(volume / "db.sqlite3")
+    (base / "db.sqlite3.bak").write_bytes((volume / "db.sqlite3").read_bytes())
+    (base / "attack21_other.py").write_text("VALUE = 1\n")  # the control: readable
+    _open_up(tmp_path)
+    monkeypatch.syspath_prepend(str(base))
+    assert os.path.realpath(base) in bubblewrap.site_dirs()
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack21_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    settings.BASE_DIR = base
+    monkeypatch.setitem(
+        settings.DATABASES,
+        "attack21",
+        {"ENGINE": "django.db.backends.sqlite3", "NAME": base / "db.sqlite3"},
+    )
+    seen = _read_all(probe, [str(base)])
+    assert seen["read"], seen  # the control: the directory is bound and readable
+    assert seen["leaked"] == [], f"the site's database is readable: {seen['leaked']}"
