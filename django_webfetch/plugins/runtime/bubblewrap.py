@@ -627,8 +627,16 @@ def _site_code(needed: list[str] | None = None) -> list[str]:
     found: list[str] = []
     for path in paths:
         real = os.path.realpath(path)
-        if os.path.exists(real) and real not in found:
-            found.append(real)
+        candidates = [real]
+        absolute = os.path.abspath(path)
+        if absolute != real:
+            # Reached through a link: its copies beside the name the site gives it too
+            # (an operator's ``db.sqlite3.bak`` beside a linked database; issue 30,
+            # round 21), not only beside its target (``_placed`` takes those).
+            candidates += [os.path.realpath(copy) for copy in copies(absolute)[0]]
+        for candidate in candidates:
+            if os.path.exists(candidate) and candidate not in found:
+                found.append(candidate)
     return found
 
 
@@ -639,16 +647,17 @@ SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
 
 def _path_of(value: object) -> str | None:
-    """A path-valued setting as a resolved path (``str`` or ``os.PathLike``; relative to
-    the host's working directory, as the site opens it), or ``None`` (unset, empty, not a
-    path)."""
+    """A path-valued setting as an absolute path (``str`` or ``os.PathLike``; relative to
+    the host's working directory, as the site opens it), not resolved (``_site_code``
+    resolves it, and seeks its copies beside the name and beside its target), or ``None``
+    (unset, empty, not a path)."""
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if isinstance(value, bytes):
         value = os.fsdecode(value)
     if not isinstance(value, str) or not value or "\0" in value:
         return None
-    return os.path.realpath(value)
+    return os.path.abspath(value)
 
 
 def _sqlite_file(name: object) -> str | None:
@@ -721,13 +730,14 @@ def _site_data() -> list[str]:
             if path is None:
                 continue
             found += [path, *(path + ending for ending in SQLITE_SIDECARS)]
-            directory, base = os.path.split(path)
-            with contextlib.suppress(OSError):
-                found += [
-                    os.path.join(directory, entry)
-                    for entry in os.listdir(directory)
-                    if entry.startswith(base + "-")
-                ]
+            for named in _unique([path, os.path.realpath(path)]):
+                directory, base = os.path.split(named)
+                with contextlib.suppress(OSError):
+                    found += [
+                        os.path.join(directory, entry)
+                        for entry in os.listdir(directory)
+                        if entry.startswith(base + "-")
+                    ]
     named: list[object] = [
         getattr(settings, name, None)
         for name in (
@@ -779,6 +789,7 @@ def _site_base(needed: list[str]) -> list[str]:
     path = _path_of(getattr(settings, "BASE_DIR", None))
     if path is None or not os.path.isdir(path):
         return []
+    path = os.path.realpath(path)
     if any(path == need or _under(need, path) for need in [*needed, *site_dirs()]):
         return []
     return [path]
@@ -938,7 +949,7 @@ def _guards(binds: list[str], needed: list[str]) -> list[str]:
                 found.append(guard)
     # The site's data not written yet (a SQLite journal, a media root, a log file):
     # where it would be (decision 0060).
-    for guard in _kept(_site_data(), binds, needed):
+    for guard in _kept([os.path.realpath(p) for p in _site_data()], binds, needed):
         if guard not in found:
             found.append(guard)
     return found
