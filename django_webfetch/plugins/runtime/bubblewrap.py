@@ -730,8 +730,8 @@ def _site_data() -> list[str]:
             if path is None:
                 continue
             found += [path, *(path + ending for ending in SQLITE_SIDECARS)]
-            for named in _unique([path, os.path.realpath(path)]):
-                directory, base = os.path.split(named)
+            for where in _unique([path, os.path.realpath(path)]):
+                directory, base = os.path.split(where)
                 with contextlib.suppress(OSError):
                     found += [
                         os.path.join(directory, entry)
