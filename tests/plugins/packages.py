@@ -315,3 +315,40 @@ def install_extension(
              f"{info.name}/METADATA": meta}  # fmt: skip
     write_installed(site, info, files)
     return site / package / f"_speed{suffix}"
+
+
+#: Run in the plugin sandbox by ``read_all``: reads every file under each directory given;
+#: which held the secret, and which files it read (the control: they were bound).
+_READ_ALL = """\
+import json, os
+leaked, read = [], []
+for root in %r:
+    for top, dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(top, name)
+            try:
+                with open(path, 'rb') as fh:
+                    data = fh.read()
+            except OSError:
+                continue
+            read.append(path)
+            if %r in data:
+                leaked.append(path)
+result = json.dumps({'leaked': leaked, 'read': read})
+"""
+
+
+def read_all(probe: Any, roots: list[str], secret: str) -> dict[str, Any]:
+    """What the probe plugin's sandbox reads of ``roots``: ``{"leaked": [paths holding
+    secret], "read": [every path read]}``; the plugin processes are shut down after."""
+    import json
+
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    try:
+        outcome = probe(_READ_ALL % (roots, secret.encode()))
+    finally:
+        shutdown()
+    assert outcome.kind == "json", outcome
+    seen: dict[str, Any] = json.loads(json.loads(outcome.text)["result"])
+    return seen

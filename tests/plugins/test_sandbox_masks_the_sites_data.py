@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from django_webfetch.plugins.runtime import bubblewrap, host
 from django_webfetch.plugins.runtime.host import capabilities
+from tests.plugins.packages import read_all
 
 pytestmark = pytest.mark.django_db
 
@@ -307,27 +308,6 @@ def test_sqlite_names_that_are_no_file_are_no_data(settings, monkeypatch):
     assert not any("memory" in path for path in data), data
 
 
-#: Reads every file under each of the directories given: which held the secret, how many
-#: files it read.
-_READ_ALL = """\
-import json, os
-leaked, read = [], []
-for root in %r:
-    for top, dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(top, name)
-            try:
-                with open(path, 'rb') as fh:
-                    data = fh.read()
-            except OSError:
-                continue
-            read.append(path)
-            if %r in data:
-                leaked.append(path)
-result = json.dumps({'leaked': leaked, 'read': read})
-"""
-
-
 def _open_up(top: Path) -> None:
     for path in [top, *sorted(top.rglob("*"))]:
         if not path.is_symlink():
@@ -341,7 +321,6 @@ def test_a_startproject_directory_shows_nothing_of_itself_in_the_sandbox(
     holding nothing the plugin process needs): its ``.env``, a ``local_settings.py`` the
     settings import, its database and its media are all unreadable from inside the real
     sandbox (``BASE_DIR`` masked whole); a file beside it is read."""
-    from django_webfetch.plugins.runtime.host import shutdown
 
     base = system_dir / "mysite"
     layout = Layout("system", frozenset({"database", "media"}), True, False, False)
@@ -353,12 +332,7 @@ def test_a_startproject_directory_shows_nothing_of_itself_in_the_sandbox(
     monkeypatch.setitem(settings.DATABASES, "fix20a", database)
     for name, value in overrides.items():
         setattr(settings, name, value)
-    try:
-        outcome = probe(_READ_ALL % ([str(system_dir)], _SECRET.encode()))
-    finally:
-        shutdown()
-    assert outcome.kind == "json", outcome
-    seen = json.loads(json.loads(outcome.text)["result"])
+    seen = read_all(probe, [str(system_dir)], _SECRET)
     assert seen["read"] == [str(system_dir / "other.txt")], seen  # the control
     assert seen["leaked"] == [], seen
 

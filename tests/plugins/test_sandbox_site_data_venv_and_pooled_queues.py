@@ -24,42 +24,15 @@ from typing import Any
 import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap
+from tests.plugins.packages import read_all
 
 pytestmark = pytest.mark.django_db
 
 _SECRET = "attack20-the-sites-secret"
 
-#: Reads every file under each of the directories given from inside the sandbox: which
-#: held the site's secret, and how many files it read (the control: they were bound).
-_READ_ALL = """\
-import json, os
-leaked, read = [], 0
-for root in %r:
-    for top, dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(top, name)
-            try:
-                with open(path, 'rb') as fh:
-                    data = fh.read()
-            except OSError:
-                continue
-            read += 1
-            if %r in data:
-                leaked.append(path)
-result = json.dumps({'leaked': leaked, 'read': read})
-"""
-
 
 def _read_all(probe: Any, roots: list[str]) -> dict[str, Any]:
-    from django_webfetch.plugins.runtime.host import shutdown
-
-    try:
-        outcome = probe(_READ_ALL % (roots, _SECRET.encode()))
-    finally:
-        shutdown()
-    assert outcome.kind == "json", outcome
-    seen: dict[str, Any] = json.loads(json.loads(outcome.text)["result"])
-    return seen
+    return read_all(probe, roots, _SECRET)
 
 
 def _open_up(top: Path) -> None:

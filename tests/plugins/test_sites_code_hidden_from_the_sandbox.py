@@ -9,7 +9,6 @@ third: the registry, which refuses it) and observes from the host side.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap
+from tests.plugins.packages import read_all
 
 # Fixed (decision 0058, amended): site code is masked under every bind, the system
 # libraries' included; every copy on ``sys.path`` and a zip archive it is imported from are
@@ -29,36 +29,9 @@ pytestmark = pytest.mark.django_db
 
 _SECRET = "attack19-the-sites-secret"
 
-#: Reads every file under each of the directories given from inside the sandbox: which
-#: held the site's secret, and how many files it read (the control: they were bound).
-_READ_ALL = """\
-import json, os
-leaked, read = [], 0
-for root in %r:
-    for top, dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(top, name)
-            try:
-                with open(path, 'rb') as fh:
-                    data = fh.read()
-            except OSError:
-                continue
-            read += 1
-            if %r in data:
-                leaked.append(path)
-result = json.dumps({'leaked': leaked, 'read': read})
-"""
-
 
 def _read_all(probe, roots: list[str]) -> dict[str, object]:
-    from django_webfetch.plugins.runtime.host import shutdown
-
-    try:
-        outcome = probe(_READ_ALL % (roots, _SECRET.encode()))
-    finally:
-        shutdown()
-    assert outcome.kind == "json", outcome
-    return json.loads(json.loads(outcome.text)["result"])
+    return read_all(probe, roots, _SECRET)
 
 
 def _write_site(directory: Path, name: str) -> None:
