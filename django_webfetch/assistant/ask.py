@@ -135,24 +135,30 @@ class ProviderRequest:
             assert stream is not None
             return provider_loop.run_db(stream.flush)
 
-        waited: list[bool] = []
-
         async def sent() -> None:
             outcome: Callable[[], Any]
             try:
+                # Flushed first: the step's deadline counts from the moment the request is
+                # sent (not from the hand-off: a slow start or a wait for the bound is not
+                # a stuck step), and a run that moved on meanwhile is not asked for.
                 response = await self.send(
-                    None if stream is None else flush, check_first=bool(waited)
+                    None if stream is None else flush, check_first=stream is not None
                 )
             except Exception as exc:
                 outcome = _raising(exc)
             else:
                 outcome = lambda: response  # noqa: E731
+            if stream is not None:
+                # Ended (answered or failed): the follow-up waits in a queue, not in a
+                # stuck step; it has a whole step's deadline to take the run up.  A run
+                # that moved on is left to whoever moved it (the follow-up is a no-op).
+                with contextlib.suppress(Exception):
+                    await provider_loop.run_db(stream.renew_lease)
             await provider_loop.run_db(lambda: then(lambda: self.finish(outcome)))
 
         async def keepalive() -> None:
             # Renew the lease while the request waits its turn; a run that moved on is
             # found when the request is admitted (``_request`` flushes first).
-            waited.append(True)
             with contextlib.suppress(Exception):
                 await flush()
 

@@ -78,7 +78,7 @@ class TextStream:
     def flush(self) -> None:
         """Write what is waiting as one ``text_delta`` (within the byte bound) and renew
         the run's lease; raises :class:`StreamStopped` when the run moved on."""
-        self._renew_lease()
+        self.renew_lease()
         if not self._pending or self.truncated:
             return
         text = "".join(self._pending)
@@ -95,7 +95,9 @@ class TextStream:
             self.events += 1
         self._last_flush = self._clock()
 
-    def _renew_lease(self) -> None:
+    def renew_lease(self) -> None:
+        """Renew the run's lease and step deadline, its version unchanged (the hand-off
+        stays valid); raises :class:`StreamStopped` when the run moved on."""
         renewed = AssistantRun.objects.filter(
             pk=self.run_id, version=self.version, state=RunState.RUNNING
         ).update(**lease_fields())

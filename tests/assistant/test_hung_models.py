@@ -187,3 +187,63 @@ def test_a_follow_up_acts_once_at_the_hand_off_version(provider, background, use
     assert (row.state, row.error_code) == ("failed", "provider_rejected")
     assert answer(row) is None
     assert list(row.events.values_list("kind", flat=True)).count("failed") == 1
+
+
+@pytest.fixture
+def held_runner(background: Any) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """The runner's only thread held by a job of the test until ``gate`` is set: what is
+    queued meanwhile (a follow-up) waits, as on a busy worker."""
+    from django_webfetch.runs import dispatch
+
+    name = "tests.hold_the_runner"
+    busy, gate = threading.Event(), threading.Event()
+
+    def hold_thread() -> None:
+        busy.set()
+        gate.wait(120)
+
+    dispatch.bind(name, hold_thread)
+    try:
+        yield busy, gate
+    finally:
+        gate.set()
+        dispatch._handlers.pop(name, None)
+
+
+def test_a_handed_off_request_is_not_lost_while_its_follow_up_waits(
+    provider, background, held_runner, user_factory, hold, settings
+):
+    """The step deadline of a request handed to the loop is renewed when it is sent and
+    when it ends: a follow-up that waits in a busy queue finds its run still its own, not
+    taken over as lost (ci57, loaded: the sweep found a hung request's step past its
+    deadline, fixed at the hand-off, and the run lost its retry to a ``worker_lost``).
+    Bounds by construction, not by the clock: between the two renewals the request lasted
+    its whole timeout, and "lost" is asked at explicit instants."""
+    from datetime import timedelta
+
+    from django_webfetch.assistant.state import lost
+
+    settings.WEBFETCH_ASSISTANT_TIMEOUT = 2.0
+    settings.WEBFETCH_RUNNER_THREADS = 1
+    busy, gate = held_runner
+    provider.add(*[hung_or_plain(hold)] * 2)
+    run = post_as(user_factory(staff=True), HUNG)
+    wait_for(lambda: hung_deliveries(provider) == 1, 60, what="the hung request")
+    sent = AssistantRun.objects.get(pk=run)
+
+    background.submit("tests.hold_the_runner")
+    assert busy.wait(60)
+    wait_for(lambda: provider_loop.in_flight == 0, 60, what="the request's timeout")
+    waiting = AssistantRun.objects.get(pk=run)
+    # Nothing took the run up: the follow-up waits behind the held thread.
+    assert waiting.version == sent.version and not hold.is_set()
+    assert waiting.step_deadline - sent.step_deadline >= timedelta(seconds=2.0)
+    assert not lost(waiting, sent.step_deadline + timedelta(milliseconds=1))
+    assert lost(waiting, waiting.step_deadline)
+
+    gate.set()
+    done = settled_run(run)
+    assert (done.state, done.error_code) == ("failed", "provider_timeout")
+    kinds = list(done.events.values_list("kind", flat=True))
+    assert kinds.count("provider_retry") == 1 and "worker_lost" not in kinds, kinds
+    assert hung_deliveries(provider) == 2
