@@ -159,6 +159,39 @@ def _runner_mode(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
 
 
+#: What a setting held before a test when it had no value.
+_UNSET = object()
+
+
+@pytest.fixture(autouse=True)
+def _settings_come_back() -> Iterator[None]:
+    """Each test leaves Django's settings as it found them: an override left active (an
+    ``override_settings`` never exited, a setting assigned on ``django.conf.settings``)
+    decided later tests on the same worker, in whatever order they ran (a leaked
+    ``ROOT_URLCONF`` failed a test of another directory, issue 28).  Runs after the test's
+    own fixtures have restored what they changed (``settings``, ``override_settings``)."""
+    from django.conf import settings
+
+    if not settings.configured:
+        yield
+        return
+    before = settings._wrapped
+    held = dict(vars(before))
+    yield
+    after = settings._wrapped
+    if after is not before:
+        pytest.fail("the test left a settings override active (override_settings not exited)")
+    now = vars(after)
+    changed = sorted(
+        name
+        for name in set(held) | set(now)
+        if held.get(name, _UNSET) is not now.get(name, _UNSET)
+        and held.get(name, _UNSET) != now.get(name, _UNSET)
+    )
+    if changed:
+        pytest.fail(f"the test changed settings it did not restore: {', '.join(changed)}")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cheap_database_restore() -> None:
     """Between transactional tests the migrated database comes back by SQLite's backup API,

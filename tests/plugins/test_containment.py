@@ -191,6 +191,10 @@ def test_the_allow_list_is_what_the_docs_say():
     assert not set(bubblewrap.CONDITIONAL) & never
     assert 8 not in bubblewrap.FCNTL_COMMANDS and 10 not in bubblewrap.FCNTL_COMMANDS
     assert 1031 not in bubblewrap.FCNTL_COMMANDS  # F_SETPIPE_SZ
+    # No lock (decision 0062): F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, flock.
+    assert bubblewrap.LOCK_COMMANDS == (6, 7, 37, 38)
+    assert not set(bubblewrap.LOCK_COMMANDS) & set(bubblewrap.FCNTL_COMMANDS)
+    assert "flock" not in allowed
     assert 0x5412 not in bubblewrap.IOCTL_REQUESTS  # TIOCSTI
     # PR_SET_PDEATHSIG: the process would outlive its host (issue 30, sixth attack, 1).
     assert not set(bubblewrap.PRCTL_REFUSED) & set(bubblewrap.PRCTL_OPTIONS)

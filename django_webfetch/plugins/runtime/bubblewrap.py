@@ -185,7 +185,6 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
             "fchmodat",
             "umask",
             "utimensat",
-            "flock",
             "dup",
             "dup2",
             "dup3",
@@ -305,10 +304,19 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 #: fcntl commands a Python program uses: F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL,
-#: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK/SETLK/SETLKW, F_DUPFD_CLOEXEC, F_GETPIPE_SZ,
-#: F_GET_SEALS.  Not F_SETOWN(_EX)/F_SETSIG (signals without kill), F_SETLEASE,
-#: F_NOTIFY, F_SETPIPE_SZ (pipe buffers are memory outside every limit) or F_ADD_SEALS.
-FCNTL_COMMANDS = (0, 1, 2, 3, 4, 5, 6, 7, 36, 37, 38, 1030, 1032, 1034)
+#: F_GETLK, F_OFD_GETLK, F_DUPFD_CLOEXEC, F_GETPIPE_SZ, F_GET_SEALS.  Not
+#: F_SETOWN(_EX)/F_SETSIG (signals without kill), F_SETLEASE, F_NOTIFY, F_SETPIPE_SZ
+#: (pipe buffers are memory outside every limit), F_ADD_SEALS, nor the commands that take
+#: a lock (``LOCK_COMMANDS``).
+FCNTL_COMMANDS = (0, 1, 2, 3, 4, 5, 36, 1030, 1032, 1034)
+#: fcntl commands that take (or drop) a file lock: F_SETLK, F_SETLKW, F_OFD_SETLK,
+#: F_OFD_SETLKW; with ``flock``, refused with ``ENOLCK`` ("no locks available"), so a
+#: plugin process holds no file lock, by construction: none of the site's files (a
+#: database's) is kept locked, and no lock's kernel memory idles in a pooled process,
+#: whatever the host could read of the kernel's lock table (issue 30, round 22; decision
+#: 0062).  A library that locks its files (SQLite on disk, ``filelock``) gets the error
+#: SQLite gives on a file system without locks; an in-memory database needs none.
+LOCK_COMMANDS = (6, 7, 37, 38)
 #: ioctl requests: FIOCLEX, FIONCLEX, FIONBIO, FIONREAD, TCGETS (isatty).  Not TIOCSTI.
 IOCTL_REQUESTS = (0x5451, 0x5450, 0x5421, 0x541B, 0x5401)
 #: prctl options: PR_GET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_NAME, PR_GET_NAME,
@@ -325,7 +333,8 @@ CONDITIONAL = {
     "descriptor can keep past the address-space limit",
     "clone": "threads only (CLONE_THREAD): no new process",
     "clone3": "ENOSYS: its flags are in memory a filter cannot read; the C library then uses clone",
-    "fcntl": "the commands of FCNTL_COMMANDS",
+    "fcntl": "the commands of FCNTL_COMMANDS; those of LOCK_COMMANDS fail with ENOLCK",
+    "flock": "never: ENOLCK (no file lock, see LOCK_COMMANDS)",
     "ioctl": "the requests of IOCTL_REQUESTS",
     "prctl": "the options of PRCTL_OPTIONS",
     "socketpair": "AF_UNIX stream only (asyncio's self-pipe); both ends stay in the "
@@ -1238,6 +1247,10 @@ def seccomp_program() -> bytes:
     rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     for command_ in FCNTL_COMMANDS:
         allow("fcntl", sc.Arg(1, sc.EQ, command_))
+    no_locks = sc.ERRNO(errno.ENOLCK)
+    rules.add_rule(no_locks, "flock")
+    for command_ in LOCK_COMMANDS:
+        rules.add_rule(no_locks, "fcntl", sc.Arg(1, sc.EQ, command_))
     for request in IOCTL_REQUESTS:
         allow("ioctl", sc.Arg(1, sc.EQ, request))
     for option in PRCTL_OPTIONS:

@@ -440,49 +440,15 @@ def _queued(sock: socket.socket) -> int:
     return total
 
 
-#: At most this many bytes of ``/proc/locks`` (every lock of the machine, one line each)
-#: and of a plugin process's ``/proc/<pid>/maps`` are read per pooling decision: a plugin
-#: can put as many lines in either as it likes (byte-range locks, mappings), and the
-#: kernel makes each read of ``/proc/locks`` walk the list from its start.  More than that
-#: is "cannot tell": the process is not pooled (issue 30, round 21).
-LOCKS_READ = 1 << 18
-MAPS_READ = 1 << 20
-
-
-def _bounded(path: str, limit: int) -> bytes | None:
-    """The first ``limit`` bytes of ``path`` at most, in as few reads as the kernel gives
-    them; ``None`` when it holds more (or cannot be read)."""
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None
-
-
 def _locks(pid: int) -> list[bytes] | None:
-    """The file locks plugin process ``pid`` holds, as the kernel shows them (``None``: it
-    cannot be told within the bounds).  A POSIX lock is the process's, an ``flock`` or OFD
-    lock its open file description's; a description lives on in a mapping after its
-    descriptor is closed.  So: the ``lock:`` lines of each descriptor's ``fdinfo``; the
-    lines of ``/proc/locks`` naming the process (POSIX, ``flock``); and those of an OFD
-    lock (no process named) on a file it maps (``/proc/<pid>/maps``).  Every lock counts,
-    on a file of its own ``/tmp`` too: each is kernel memory no footprint counts (200,000
-    of them held 38 MB), so a process holding one is not pooled (issue 30, round 21).
-    ``/proc/locks`` is read to ``LOCKS_READ`` bytes, the maps to ``MAPS_READ``: past
-    either, ``None``."""
+    """The file locks plugin process ``pid`` holds on its descriptors, as the kernel shows
+    them (the ``lock:`` lines of each descriptor's ``fdinfo``; ``None``: it cannot be
+    told).  The sandbox refuses every call that takes a lock (``flock`` and the
+    ``LOCK_COMMANDS`` of ``fcntl`` fail with ``ENOLCK``: ``bubblewrap``), so a plugin
+    process holds none, on a descriptor or kept by a mapping; this reads what the kernel
+    says of the process itself, a second line behind the filter, never the machine's lock
+    table (``/proc/locks``: every lock of every process, which another process can make as
+    long as it likes; issue 30, round 22; decision 0062)."""
     found: list[bytes] = []
     try:
         for fd in os.listdir(f"/proc/{pid}/fdinfo"):
@@ -493,24 +459,6 @@ def _locks(pid: int) -> list[bytes] | None:
                 ]  # fmt: skip
     except (OSError, ValueError):
         return None
-    if found:
-        return found  # no need to read further: it is not pooled
-    maps = _bounded(f"/proc/{pid}/maps", MAPS_READ)
-    table = _bounded("/proc/locks", LOCKS_READ)
-    if maps is None or table is None:
-        return None
-    mapped = set()
-    for line in maps.splitlines():
-        fields = line.split()
-        if len(fields) >= 5 and fields[4] != b"0":
-            mapped.add(fields[3] + b":" + fields[4])
-    for line in table.splitlines():
-        fields = line.split()
-        if len(fields) < 6 or fields[1] == b"->":
-            continue  # a waiter: it holds nothing yet
-        holder, inode = fields[4], fields[5]
-        if holder == str(pid).encode() or (fields[1] == b"OFDLCK" and inode in mapped):
-            found.append(line)
     return found
 
 
