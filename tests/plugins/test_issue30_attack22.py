@@ -7,44 +7,11 @@ real sandbox and observe from the host side.
 
 from __future__ import annotations
 
-import os
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytestmark = pytest.mark.django_db
-
-
-def _project_in_site_packages(tmp_path: Path, monkeypatch: Any, settings: Any) -> Path:
-    """A project installed into a ``site-packages`` bound in the sandbox (``BASE_DIR`` is
-    that directory, so it is not masked whole: decision 0060), its SQLite database beside
-    it holding the secret; the directory is ``DATABASES``' ``NAME``'s."""
-    from django_webfetch.plugins.runtime import bubblewrap
-    from tests.plugins.test_sandbox_site_data_venv_and_pooled_queues import _SECRET
-
-    base = tmp_path / "lib" / "site-packages"
-    package = base / "attack22_site"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "settings.py").write_text("SECRET = None\n")
-    with sqlite3.connect(base / "db.sqlite3") as db:
-        db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
-        db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
-    db.close()
-    (base / "attack22_other.py").write_text("VALUE = 1\n")  # the control: readable
-    monkeypatch.syspath_prepend(str(base))
-    assert os.path.realpath(base) in bubblewrap.site_dirs()
-    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack22_site.settings")
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
-    settings.BASE_DIR = base
-    monkeypatch.setitem(
-        settings.DATABASES,
-        "attack22",
-        {"ENGINE": "django.db.backends.sqlite3", "NAME": base / "db.sqlite3"},
-    )
-    return base
 
 
 def test_one_plugins_locks_make_every_other_plugins_processes_single_use(tmp_path, caplog):
@@ -127,60 +94,3 @@ def test_one_plugins_locks_make_every_other_plugins_processes_single_use(tmp_pat
         attack.join(90)
         host.shutdown()
     assert json.loads(done[0])["taken"] == 10_000, done
-
-
-def test_data_named_through_a_linked_directory_and_dotdot_is_readable(
-    probe, tmp_path, monkeypatch, settings
-):
-    """Severity: Medium (the site's database and uploads; needs a data setting written
-    with ``..`` after a directory that is a link, as a release layout gives: ``BASE_DIR``
-    ``/usr/local/lib/app/current`` linking to ``releases/<date>``, built without
-    ``resolve()`` as Django's template did before 3.1 (``os.path.dirname(os.path.abspath
-    (__file__))``), and the data kept beside the releases: ``os.path.join(BASE_DIR, '..',
-    'db.sqlite3')``, ``SESSION_FILE_PATH = os.path.join(BASE_DIR, '..', 'sessions')``).
-    Route:
-    ``bubblewrap._path_of`` makes each data setting absolute with ``os.path.abspath``,
-    which drops ``link/..`` as text; the kernel (and SQLite, and the storage) walk the link
-    first, then its parent.  So the host masks ``<lib>/db.sqlite3`` and ``<lib>/sessions``
-    (which do not exist: only Landlock guards), while the data the site uses,
-    ``<lib>/releases/db.sqlite3`` and ``<lib>/releases/sessions``, is in the bound
-    directory, under no mask; ``BASE_DIR`` (resolved: ``releases/r1``) is masked whole,
-    not its parent.  (``MEDIA_ROOT`` and ``EMAIL_FILE_PATH`` are opened through
-    ``abspath`` by Django too, so they are where the host looks.)  Gain: an untrusted
-    plugin reads the site's whole database and every session.
-    Expected: data paths resolved as the kernel resolves them (``os.path.realpath`` of the
-    path as given, never ``abspath`` first), and the lexical form kept only as a second
-    name."""
-    from tests.plugins.test_sandbox_site_data_venv_and_pooled_queues import (
-        _SECRET,
-        _open_up,
-        _read_all,
-    )
-
-    base = _project_in_site_packages(tmp_path, monkeypatch, settings)
-    os.remove(base / "db.sqlite3")
-    release = base / "releases" / "r1"
-    release.mkdir(parents=True)
-    (release / "manage.py").write_text("")
-    (base / "current").symlink_to(release)
-    with sqlite3.connect(base / "releases" / "db.sqlite3") as db:
-        db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
-        db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
-    db.close()
-    (base / "releases" / "sessions").mkdir()
-    (base / "releases" / "sessions" / "sessionidk3y").write_text(f"{{'token': '{_SECRET}'}}")
-    here = os.path.join(str(base / "current"))
-    settings.BASE_DIR = here
-    settings.SESSION_FILE_PATH = os.path.join(here, "..", "sessions")
-    settings.DATABASES["attack22"]["NAME"] = os.path.join(here, "..", "db.sqlite3")
-    # The site opens what the kernel resolves (the control).
-    with sqlite3.connect(settings.DATABASES["attack22"]["NAME"]) as db:
-        assert db.execute("SELECT session_key FROM django_session").fetchone() == (_SECRET,)
-    db.close()
-    # django.contrib.sessions.backends.file joins SESSION_FILE_PATH and opens it as given.
-    assert os.path.samefile(settings.SESSION_FILE_PATH, base / "releases" / "sessions")
-    _open_up(tmp_path)
-    seen = _read_all(probe, [str(base)])
-    assert str(base / "attack22_other.py") in seen["read"], seen  # the control: bound
-    assert str(release / "manage.py") not in seen["read"], seen  # the control: masked
-    assert seen["leaked"] == [], f"the site's data is readable: {seen['leaked']}"
