@@ -9,7 +9,9 @@ settings name as its data (``bubblewrap._site_data``: SQLite databases with thei
 directories, the log files) is masked wherever a bind holds it, with every copy of it, and
 ``BASE_DIR`` as a whole where it holds nothing the plugin process needs.  The property below
 generates settings and layouts and checks what the sandbox is built from; the other tests
-read from inside the real sandbox, and lock files from a plugin's import.
+read from inside the real sandbox, and lock files from a plugin's import.  Each data path
+is masked under both of its names, where the kernel resolves it as given and at its lexical
+form (issue 30, round 22, finding 2: a second property generates links and ``..``).
 """
 
 from __future__ import annotations
