@@ -9,7 +9,9 @@ settings name as its data (``bubblewrap._site_data``: SQLite databases with thei
 directories, the log files) is masked wherever a bind holds it, with every copy of it, and
 ``BASE_DIR`` as a whole where it holds nothing the plugin process needs.  The property below
 generates settings and layouts and checks what the sandbox is built from; the other tests
-read from inside the real sandbox, and lock files from a plugin's import.
+read from inside the real sandbox, and lock files from a plugin's import.  Each data path
+is masked under both of its names, where the kernel resolves it as given and at its lexical
+form (issue 30, round 22, finding 2: a second property generates links and ``..``).
 """
 
 from __future__ import annotations
@@ -491,3 +493,278 @@ def test_no_pooled_process_keeps_a_lock_on_a_file_of_the_host(
             os.close(fd)
     finally:
         shutdown()
+
+
+#: The steps of a generated data path below ``BASE_DIR``: a directory; a link to a sibling
+#: of the directory holding it; a link to a directory two levels deeper; a link to a link
+#: to such a sibling (chained); a link to a directory elsewhere by its absolute path; a
+#: ``..``; a ``.``.
+_STEPS = ("dir", "sibling", "deeper", "chain", "absolute", "..", ".")
+#: Which setting names the generated path, and whether it names a file (else a directory).
+_KINDS = {
+    "NAME": True,
+    "TEST_NAME": True,
+    "URI": True,
+    "LOGGING": True,
+    "MEDIA_ROOT": False,
+    "STATIC_ROOT": False,
+    "FILE_UPLOAD_TEMP_DIR": False,
+    "SESSION_FILE_PATH": False,
+    "EMAIL_FILE_PATH": False,
+    "FIXTURE_DIRS": False,
+    "STORAGES": False,
+    "CACHES": False,
+    "BASE_DIR": False,
+    "WEBFETCH_PLUGIN_HIDDEN_PATHS": False,
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    kind: str
+    steps: tuple[str, ...]
+    #: The path ends in ``/`` (a directory's).
+    trailing: bool
+    #: The path is given relative to the working directory (``BASE_DIR``), not absolute.
+    relative: bool
+    #: The last component is itself a link (to a file or directory elsewhere).
+    linked: bool
+    as_text: bool
+
+
+_ROUTES = st.builds(
+    Route,
+    kind=st.sampled_from(sorted(_KINDS)),
+    steps=st.lists(st.sampled_from(_STEPS), max_size=6).map(tuple),
+    trailing=st.booleans(),
+    relative=st.booleans(),
+    linked=st.booleans(),
+    as_text=st.booleans(),
+)
+
+
+def _walk(root: Path, base: Path, steps: tuple[str, ...]) -> list[str]:
+    """Makes what ``steps`` walk through below ``base`` and returns the path's components:
+    each link made where the walk reaches it (as the kernel walks: a link first, then the
+    ``..`` after it); a ``..`` that would leave ``root``, the kernel's way or the lexical
+    way, is a ``.``."""
+    here, lexical = str(base), str(base)
+    parts: list[str] = []
+    for number, step in enumerate(steps):
+        if step == ".." and str(root) not in (here, lexical):
+            parts.append("..")
+            here, lexical = os.path.dirname(here), os.path.dirname(lexical)
+            continue
+        if step in ("..", "."):
+            parts.append(".")
+            continue
+        name = f"{step[0]}{number}"
+        link = os.path.join(here, name)
+        up = "sib" if here == str(root) else "../sib"
+        if step == "dir":
+            os.makedirs(link, exist_ok=True)
+        elif step == "sibling":
+            os.makedirs(os.path.join(here, f"{up}{number}"), exist_ok=True)
+            os.symlink(f"{up}{number}", link)
+        elif step == "deeper":
+            os.makedirs(os.path.join(here, f"x{number}", f"y{number}"), exist_ok=True)
+            os.symlink(f"x{number}/y{number}", link)
+        elif step == "chain":
+            os.makedirs(os.path.join(here, f"{up}{number}"), exist_ok=True)
+            os.symlink(f"{up}{number}", os.path.join(here, f"k{number}"))
+            os.symlink(f"k{number}", link)
+        else:
+            far = root / "far" / f"f{number}{next(_names)}" / "g"
+            far.mkdir(parents=True)
+            os.symlink(far, link)
+        parts.append(name)
+        here, lexical = os.path.realpath(link), os.path.join(lexical, name)
+    return parts
+
+
+def _settings_for(kind: str, value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(settings overridden, the ``DATABASES`` entry or ``{}``) naming ``value``."""
+    sqlite = "django.db.backends.sqlite3"
+    if kind == "NAME":
+        return {}, {"ENGINE": sqlite, "NAME": value}
+    if kind == "TEST_NAME":
+        return {}, {"ENGINE": sqlite, "NAME": ":memory:", "TEST": {"NAME": value}}
+    if kind == "URI":
+        return {}, {"ENGINE": sqlite, "NAME": f"file:{value}?mode=rwc"}
+    if kind == "LOGGING":
+        handler = {"class": "logging.FileHandler", "filename": value, "delay": True}
+        return {"LOGGING": {"version": 1, "handlers": {"file": handler}}}, {}
+    if kind == "FIXTURE_DIRS":
+        return {"FIXTURE_DIRS": [value]}, {}
+    if kind == "WEBFETCH_PLUGIN_HIDDEN_PATHS":
+        return {kind: [str(value)]}, {}
+    if kind == "STORAGES":
+        backend = "django.core.files.storage.FileSystemStorage"
+        storage = {"BACKEND": backend, "OPTIONS": {"location": value}}
+        return {"STORAGES": {"default": {"BACKEND": backend}, "private": storage}}, {}
+    if kind == "CACHES":
+        backend = "django.core.cache.backends.filebased.FileBasedCache"
+        return {"CACHES": {"default": {"BACKEND": backend, "LOCATION": value}}}, {}
+    return {kind: value}, {}
+
+
+@hypothesis_settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(route=_ROUTES)
+@example(Route("NAME", ("deeper", ".."), False, False, False, True))  # round 22's
+@example(Route("SESSION_FILE_PATH", ("sibling", ".", ".."), True, True, False, True))
+@example(Route("BASE_DIR", ("chain", "..", "dir"), True, False, False, False))
+@example(Route("LOGGING", ("absolute", "..", ".."), False, True, True, True))
+@example(Route("MEDIA_ROOT", ("deeper", "..", "sibling", ".."), True, False, True, False))
+def test_a_data_path_named_through_links_and_dotdot_is_masked_where_the_site_opens_it(
+    tmp_path, monkeypatch, settings, route
+):
+    """Over generated layouts (links to a sibling, to a deeper directory, chained, by an
+    absolute path; ``..`` after a link, ``.`` components, a trailing slash; the path
+    relative to the working directory or not, its last component a link or not) and each
+    path-valued setting the sandbox masks: the file the site opens through the name as
+    given (the kernel resolves a link before the ``..`` after it: SQLite, the file session
+    backend, ``tempfile``), the file it opens through the name's lexical form
+    (``abspath``: Django's storages, file cache and e-mail backend, ``logging``), a backup
+    beside the name as given and a SQLite write-ahead log are masked where a bind holds
+    them (``bubblewrap._placed``, from ``_site_data``/``_site_code``); a journal or a file
+    not written yet is masked or left out of the Landlock rules (``_guards``) under both
+    names; nothing is refused; a file beside the layout stays readable.  Pure: what the
+    sandbox is built from, no sandbox."""
+    is_file = _KINDS[route.kind]
+    root = Path(os.path.realpath(tempfile.mkdtemp(dir=tmp_path)))
+    base = root / "site"
+    base.mkdir()
+    parts = _walk(root, base, route.steps)
+    final = "data.sqlite3" if is_file else "store"
+    relative = route.relative and route.kind != "WEBFETCH_PLUGIN_HIDDEN_PATHS"
+    folder = ("/".join(parts) or ".") if relative else "/".join([str(base), *parts])
+    text = f"{folder}/{final}" + ("/" if route.trailing and not is_file else "")
+    value: Any = text if route.as_text or route.kind == "URI" else Path(text)
+    overrides, database = _settings_for(route.kind, value)
+    overrides.setdefault("WEBFETCH_PLUGIN_HIDDEN_PATHS", [])
+    bind = os.path.realpath(tmp_path)
+    neighbour = _secret_file(tmp_path / f"neighbour{next(_names)}.txt", "a neighbour")
+    with monkeypatch.context() as patch, override_settings(**overrides):
+        patch.chdir(base)
+        if database:
+            patch.setitem(settings.DATABASES, "fix22b", database)
+        # The site writes its data through the name as given (the kernel resolves it).
+        if route.linked:
+            volume = root / "volume" / f"v{next(_names)}" / final
+            if is_file:
+                volume.parent.mkdir(parents=True)
+            else:
+                volume.mkdir(parents=True)
+            os.symlink(volume, f"{folder}/{final}")
+        if is_file and route.kind != "LOGGING":
+            _database(Path(text))
+            shutil.copyfile(text, os.path.realpath(text) + "-wal")  # beside its target
+        elif is_file:
+            _secret_file(Path(text))
+        else:
+            os.makedirs(text, exist_ok=True)
+            _secret_file(Path(text, "secret.txt"))
+        _secret_file(Path(f"{folder}/{final}.bak"))  # a backup beside the name as given
+        lexical = os.path.abspath(text)
+        if not os.path.lexists(lexical) and os.path.isdir(os.path.dirname(lexical)):
+            # What the storages and logging would write under the lexical form.
+            _secret_file(Path(lexical, "secret.txt") if not is_file else Path(lexical))
+        # Not written yet: a journal (SQLite's beside the name and beside its target), the
+        # lexical form's file, a file made later in a directory, under both names.
+        if is_file:
+            later = [lexical] if route.kind == "LOGGING" else [lexical + "-journal"]
+            later += [] if route.kind == "LOGGING" else [text + "-journal"]
+            later += [] if route.kind == "LOGGING" else [os.path.realpath(text) + "-journal"]
+        else:
+            later = [os.path.join(text, "later.txt"), os.path.join(lexical, "later.txt")]
+        if route.kind in ("BASE_DIR", "WEBFETCH_PLUGIN_HIDDEN_PATHS"):
+            # Not data: masked where it exists only.
+            later = [path for path in later if os.path.isdir(os.path.dirname(path))]
+        later = [os.path.realpath(path) for path in later]
+        refused, _hollows, masked = bubblewrap._placed([bind], [])
+        guards = bubblewrap._guards([bind], [])
+        # The control: the kernel reaches what realpath says.
+        assert (
+            _SECRET.encode()
+            in Path(text if is_file else os.path.join(text, "secret.txt")).read_bytes()
+        )
+    holders = [
+        Path(top, name)
+        for top, _dirs, names in os.walk(root)
+        for name in names
+        if not os.path.islink(os.path.join(top, name))
+        and _SECRET.encode() in Path(top, name).read_bytes()
+    ]
+    assert holders, route  # the control
+    assert refused == [], (route, refused)
+    for path in holders:
+        assert _covered(path, masked), (route, text, path, masked)
+    for path in later:
+        assert _covered(path, [*masked, *guards]), (route, text, path, masked, guards)
+    assert not _covered(neighbour, masked), (route, masked)
+
+
+def test_data_named_through_a_linked_directory_and_dotdot_is_not_readable(
+    probe, tmp_path, monkeypatch, settings
+):
+    """Fixed: each data path is masked where the kernel resolves its name as given and at
+    its lexical form (``bubblewrap._paths_of``; decision 0060, amended in round 22).
+    History: issue 30, round 22, finding 2 -- Severity: Medium (the site's database and
+    uploads; needs a data setting written with ``..`` after a directory that is a link, as
+    a release layout gives: ``BASE_DIR`` ``/usr/local/lib/app/current`` linking to
+    ``releases/<date>``, built without ``resolve()`` as Django's template did before 3.1
+    (``os.path.dirname(os.path.abspath(__file__))``), and the data kept beside the
+    releases: ``os.path.join(BASE_DIR, '..', 'db.sqlite3')``, ``SESSION_FILE_PATH =
+    os.path.join(BASE_DIR, '..', 'sessions')``).  Route: ``bubblewrap._path_of`` made each
+    data setting absolute with ``os.path.abspath``, which drops ``link/..`` as text; the
+    kernel (and SQLite, and the storage) walk the link first, then its parent.  So the
+    host masked ``<lib>/db.sqlite3`` and ``<lib>/sessions`` (which do not exist: only
+    Landlock guards), while the data the site uses, ``<lib>/releases/db.sqlite3`` and
+    ``<lib>/releases/sessions``, is in the bound directory, under no mask; ``BASE_DIR``
+    (resolved: ``releases/r1``) is masked whole, not its parent.  Gain: an untrusted
+    plugin read the site's whole database and every session.  Expected: data paths
+    resolved as the kernel resolves them (``os.path.realpath`` of the path as given, never
+    ``abspath`` first), and the lexical form kept as a second name."""
+    base = tmp_path / "lib" / "site-packages"
+    package = base / "attack22_site"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text("SECRET = None\n")
+    (base / "attack22_other.py").write_text("VALUE = 1\n")  # the control: readable
+    monkeypatch.syspath_prepend(str(base))
+    assert os.path.realpath(base) in bubblewrap.site_dirs()
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack22_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    release = base / "releases" / "r1"
+    release.mkdir(parents=True)
+    (release / "manage.py").write_text("")
+    (base / "current").symlink_to(release)
+    with sqlite3.connect(base / "releases" / "db.sqlite3") as db:
+        db.execute("CREATE TABLE django_session (session_key TEXT, session_data TEXT)")
+        db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
+    db.close()
+    (base / "releases" / "sessions").mkdir()
+    (base / "releases" / "sessions" / "sessionidk3y").write_text(f"{{'token': '{_SECRET}'}}")
+    here = os.path.join(str(base / "current"))
+    settings.BASE_DIR = here
+    settings.SESSION_FILE_PATH = os.path.join(here, "..", "sessions")
+    monkeypatch.setitem(
+        settings.DATABASES,
+        "attack22",
+        {"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(here, "..", "db.sqlite3")},
+    )
+    # The site opens what the kernel resolves (the control).
+    with sqlite3.connect(settings.DATABASES["attack22"]["NAME"]) as db:
+        assert db.execute("SELECT session_key FROM django_session").fetchone() == (_SECRET,)
+    db.close()
+    # django.contrib.sessions.backends.file joins SESSION_FILE_PATH and opens it as given.
+    assert os.path.samefile(settings.SESSION_FILE_PATH, base / "releases" / "sessions")
+    _open_up(tmp_path)
+    seen = read_all(probe, [str(base)], _SECRET)
+    assert str(base / "attack22_other.py") in seen["read"], seen  # the control: bound
+    assert str(release / "manage.py") not in seen["read"], seen  # the control: masked
+    assert seen["leaked"] == [], f"the site's data is readable: {seen['leaked']}"

@@ -635,18 +635,33 @@ def _site_code(needed: list[str] | None = None) -> list[str]:
         paths += _site_base(needed)
     found: list[str] = []
     for path in paths:
-        real = os.path.realpath(path)
-        candidates = [real]
-        absolute = os.path.abspath(path)
-        if absolute != real:
-            # Reached through a link: its copies beside the name the site gives it too
-            # (an operator's ``db.sqlite3.bak`` beside a linked database; issue 30,
-            # round 21), not only beside its target (``_placed`` takes those).
-            candidates += [os.path.realpath(copy) for copy in copies(absolute)[0]]
-        for candidate in candidates:
-            if os.path.exists(candidate) and candidate not in found:
-                found.append(candidate)
+        # Both names of a path: as given (the kernel walks a link before the ``..`` after
+        # it) and its lexical form (``abspath`` drops ``link/..`` as text); issue 30,
+        # round 22, finding 2.
+        for form in _unique([path, os.path.abspath(path)]):
+            real = os.path.realpath(form)
+            candidates = [real]
+            for name in _unique([os.path.abspath(form), _beside(form)]):
+                if name != real:
+                    # Reached through a link: its copies beside the name the site gives
+                    # it too (an operator's ``db.sqlite3.bak`` beside a linked database;
+                    # issue 30, round 21), not only beside its target (``_placed``).
+                    candidates += [os.path.realpath(copy) for copy in copies(name)[0]]
+            for candidate in candidates:
+                if os.path.exists(candidate) and candidate not in found:
+                    found.append(candidate)
     return found
+
+
+def _beside(path: str) -> str:
+    """The name ``path`` reaches with every directory on the way resolved as the kernel
+    walks it (a link before the ``..`` after it), its last component not: where the
+    copies beside the name the site gives lie.  A path ending in ``.`` or ``..`` names a
+    directory, resolved whole."""
+    head, name = os.path.split(path.rstrip("/") or "/")
+    if name in ("", ".", ".."):
+        return os.path.realpath(path)
+    return os.path.join(os.path.realpath(head), name)
 
 
 #: The files SQLite writes beside a database ``NAME``: its write-ahead log, its
@@ -655,27 +670,33 @@ def _site_code(needed: list[str] | None = None) -> list[str]:
 SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
 
-def _path_of(value: object) -> str | None:
-    """A path-valued setting as an absolute path (``str`` or ``os.PathLike``; relative to
-    the host's working directory, as the site opens it), not resolved (``_site_code``
-    resolves it, and seeks its copies beside the name and beside its target), or ``None``
-    (unset, empty, not a path)."""
+def _paths_of(value: object) -> list[str]:
+    """A path-valued setting (``str`` or ``os.PathLike``; relative to the host's working
+    directory, as the site opens it) under both names the site may open it by, absolute,
+    neither resolved (``_site_code`` resolves each, and seeks its copies beside the name
+    and beside its target): as given, joined to the working directory and never
+    normalised (the kernel, SQLite, the file session backend and ``tempfile`` walk a link
+    before the ``..`` after it), and its lexical form (``os.path.abspath``, which drops
+    ``link/..`` as text: what Django's storages, file cache, e-mail backend and
+    ``logging`` open); one when both are the same; none for a value that is unset, empty
+    or no path.  docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst (round
+    22)."""
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if isinstance(value, bytes):
         value = os.fsdecode(value)
     if not isinstance(value, str) or not value or "\0" in value:
-        return None
-    return os.path.abspath(value)
+        return []
+    return _unique([os.path.join(os.getcwd(), value), os.path.abspath(value)])
 
 
-def _sqlite_file(name: object) -> str | None:
-    """The file of a SQLite ``NAME`` (Django opens it with ``uri=True``: ``file:`` URIs
-    too), or ``None`` for an in-memory database."""
+def _sqlite_files(name: object) -> list[str]:
+    """The file of a SQLite ``NAME`` under both its names (``_paths_of``; Django opens it
+    with ``uri=True``: ``file:`` URIs too), or none for an in-memory database."""
     if isinstance(name, os.PathLike):
         name = os.fspath(name)
     if not isinstance(name, str) or name in ("", ":memory:"):
-        return None
+        return []
     if name.startswith("file:"):
         import urllib.parse
 
@@ -683,9 +704,9 @@ def _sqlite_file(name: object) -> str | None:
         query = urllib.parse.parse_qs(parts.query)
         path = urllib.parse.unquote(parts.path)
         if "memory" in query.get("mode", []) or path in ("", ":memory:"):
-            return None
+            return []
         name = path
-    return _path_of(name)
+    return _paths_of(name)
 
 
 def _logging_files(config: object) -> list[str]:
@@ -707,17 +728,20 @@ def _logging_files(config: object) -> list[str]:
     for handler in live:
         if isinstance(handler, logging.FileHandler):
             found.append(handler.baseFilename)
-    return [path for path in map(_path_of, found) if path is not None]
+    return [path for value in found for path in _paths_of(value)]
 
 
 def _site_data() -> list[str]:
-    """The site's data the settings name, resolved, whether it exists yet or not (the
-    guest's Landlock ``guards`` for what does not): each SQLite database of ``DATABASES``
-    (``NAME`` and ``TEST``'s ``NAME``) with ``SQLITE_SIDECARS`` and every existing
-    ``NAME-*``; ``MEDIA_ROOT``, ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``,
-    ``SESSION_FILE_PATH``, ``EMAIL_FILE_PATH``, ``FIXTURE_DIRS``; each ``STORAGES``
-    backend's ``location``; each cache's ``LOCATION`` that is a directory
-    (``FileBasedCache``'s, or any absolute path); the log files (``_logging_files``).
+    """The site's data the settings name, whether it exists yet or not (the guest's
+    Landlock ``guards`` for what does not), each under both of its names (``_paths_of``:
+    as given, which the kernel resolves, and its lexical form), not resolved (each use
+    resolves it): each SQLite database of ``DATABASES`` (``NAME`` and ``TEST``'s
+    ``NAME``) with ``SQLITE_SIDECARS`` and every existing ``NAME-*``, beside its name and
+    beside its target (SQLite resolves a linked ``NAME``); ``MEDIA_ROOT``,
+    ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``, ``SESSION_FILE_PATH``, ``EMAIL_FILE_PATH``,
+    ``FIXTURE_DIRS``; each ``STORAGES`` backend's ``location``; each cache's ``LOCATION``
+    that is a directory (``FileBasedCache``'s, or any absolute path); the log files
+    (``_logging_files``).
     docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst"""
     if "django.conf" not in sys.modules:
         return []
@@ -735,18 +759,10 @@ def _site_data() -> list[str]:
             continue
         test = database.get("TEST")
         for name in (database.get("NAME"), test.get("NAME") if isinstance(test, Mapping) else None):
-            path = _sqlite_file(name)
-            if path is None:
-                continue
-            found += [path, *(path + ending for ending in SQLITE_SIDECARS)]
-            for where in _unique([path, os.path.realpath(path)]):
-                directory, base = os.path.split(where)
-                with contextlib.suppress(OSError):
-                    found += [
-                        os.path.join(directory, entry)
-                        for entry in os.listdir(directory)
-                        if entry.startswith(base + "-")
-                    ]
+            for path in _sqlite_files(name):
+                for where in _unique([path, os.path.realpath(path)]):
+                    found += [where, *(where + ending for ending in SQLITE_SIDECARS)]
+                    found += _listed(where)
     named: list[object] = [
         getattr(settings, name, None)
         for name in (
@@ -777,31 +793,42 @@ def _site_data() -> list[str]:
                 os.path.isabs(location) or "filebased" in str(cache.get("BACKEND") or "").lower()
             ):
                 named.append(location)
-    found += [path for path in map(_path_of, named) if path is not None]
+    found += [path for value in named for path in _paths_of(value)]
     found += _logging_files(getattr(settings, "LOGGING", None))
-    unique: list[str] = []
-    for path in found:
-        if path not in unique:
-            unique.append(path)
-    return unique
+    return _unique(found)
+
+
+def _listed(path: str) -> list[str]:
+    """Every existing ``NAME-*`` beside the SQLite database ``path`` (a super-journal
+    ``NAME-mj<random>``, an operator's ``NAME-old``)."""
+    directory, base = os.path.split(path)
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return []
+    return [os.path.join(directory, entry) for entry in entries if entry.startswith(base + "-")]
 
 
 def _site_base(needed: list[str]) -> list[str]:
     """``BASE_DIR`` (where the settings define it: a ``startproject`` project's directory,
-    holding its ``.env``, local settings, database and media) resolved, when it exists and
-    is and holds none of ``needed`` nor a package directory: masked whole then; else only
-    the data in it is (``_site_data``), and it refuses no sandbox."""
+    holding its ``.env``, local settings, database and media) under each of its names
+    (``_paths_of``; ``_site_code`` resolves each, and seeks its copies beside the name
+    too) whose resolved directory exists and is and holds none of ``needed`` nor a
+    package directory: masked whole then; else only the data in it is (``_site_data``),
+    and it refuses no sandbox."""
     from django.conf import settings
 
     if not settings.configured:
         return []
-    path = _path_of(getattr(settings, "BASE_DIR", None))
-    if path is None or not os.path.isdir(path):
-        return []
-    path = os.path.realpath(path)
-    if any(path == need or _under(need, path) for need in [*needed, *site_dirs()]):
-        return []
-    return [path]
+    found: list[str] = []
+    for name in _paths_of(getattr(settings, "BASE_DIR", None)):
+        path = os.path.realpath(name)
+        if not os.path.isdir(path):
+            continue
+        if any(path == need or _under(need, path) for need in [*needed, *site_dirs()]):
+            continue
+        found.append(name)
+    return found
 
 
 def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
@@ -957,7 +984,7 @@ def _guards(binds: list[str], needed: list[str]) -> list[str]:
             if any(_under(guard, top) for top in binds) and guard not in found:
                 found.append(guard)
     # The site's data not written yet (a SQLite journal, a media root, a log file):
-    # where it would be (decision 0060).
+    # where it would be, under each of its names (decision 0060, round 22).
     for guard in _kept([os.path.realpath(p) for p in _site_data()], binds, needed):
         if guard not in found:
             found.append(guard)
