@@ -234,3 +234,77 @@ def test_no_lock_route_past_the_filter_held(tmp_path, caplog):
                 call(tool)
     finally:
         host.shutdown()
+
+
+#: A plugin that uses SQLite as a plugin author would: a database file in its working
+#: directory, opened with ``sqlite3.connect`` and its defaults; then the ways round the
+#: missing locks (``nolock=1``, ``immutable=1``) and a read-only open of a file.
+_SQLITE_ON_A_FILE = r"""
+import json, sqlite3
+
+
+def _try(work):
+    try:
+        return work()
+    except sqlite3.Error as exc:
+        return str(exc)
+
+
+def _write(name, uri=False):
+    db = sqlite3.connect(name, uri=uri)
+    db.execute("CREATE TABLE t (x)")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.commit()
+    return db.execute("SELECT count(*) FROM t").fetchone()[0]
+
+
+def _read(name):
+    return sqlite3.connect(name, uri=True).execute("SELECT count(*) FROM t").fetchone()[0]
+
+
+def probe(plugin, arguments):
+    return json.dumps({
+        "file": _try(lambda: _write("cache.db")),
+        "nolock": _try(lambda: _write("file:kept.db?nolock=1", uri=True)),
+        "read_only": _try(lambda: _read("file:kept.db?mode=ro")),
+        "immutable": _try(lambda: _read("file:kept.db?immutable=1")),
+    })
+"""
+
+
+def test_sqlite_on_a_file_fails_in_the_sandbox_as_the_docs_say(tmp_path):
+    """Severity: Low (documentation; what a plugin author loses to decision 0062).
+
+    Route: a plugin opens a SQLite database file the ordinary way
+    (``sqlite3.connect("cache.db")``).  docs/plugins.rst ("A plugin process can take no
+    file lock") and decision 0062 say SQLite then fails with ``disk I/O error``
+    (``SQLITE_IOERR_LOCK``).  It does not: SQLite maps ``ENOLCK`` to ``SQLITE_BUSY`` (an
+    NFS retry error to it), so each statement runs the connection's busy handler until
+    its timeout (Python's default: 5 s; measured 5.02 s in the sandbox) and then says
+    ``database is locked``, the message of a database another process holds.  Reads fail
+    the same way, a read-only open (``mode=ro``) too; ``immutable=1`` and ``nolock=1``
+    work (the docs name only ``nolock=1`` and ``:memory:``).
+
+    Gain (for nobody; a cost to plugin authors): a plugin that ships or keeps a SQLite
+    file spends 5 s of its call's wall bound per statement before failing with a message
+    that points at contention, not at the sandbox; the docs send its author to look for
+    an I/O fault.  Expected: the docs (and decision 0062) say what happens (``database is
+    locked`` after the busy timeout, reads and ``mode=ro`` included; ``immutable=1`` for
+    shipped read-only data), or the lock commands fail with an errno SQLite reports at
+    once."""
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
+
+    origin = _plugin(tmp_path / "site", "webfetch_sqlitefile", "sqlitefile", _SQLITE_ON_A_FILE,
+                     {"probe": "probe"})  # fmt: skip
+    limits = host.Limits(30, 60, 256 << 20, 1 << 16, 5, 1)
+    message = {"tool": "probe", "arguments": {}, "config": {}, "plugin": "sqlitefile",
+               "alias": "sqlitefile", "reference": "sqlitefile"}  # fmt: skip
+    host.shutdown()
+    try:
+        outcome = host.execute(origin, ("sqlitefile", 1), message, None, limits=limits)
+    finally:
+        host.shutdown()
+    assert outcome.kind in ("text", "json"), outcome
+    got = json.loads(outcome.text)
+    assert (got["nolock"], got["immutable"]) == (1, 1), got  # the ways round hold
+    assert got["file"] == "disk I/O error", got  # what docs/plugins.rst and 0062 say
