@@ -85,7 +85,7 @@ def _lock_lines_of(pid: int) -> list[bytes]:
 
 
 def test_no_lock_call_succeeds_in_the_sandbox_whatever_its_kind(tmp_path, caplog):
-    """Every call that takes a file lock fails ``ENOLCK`` in the sandbox
+    """Every call that takes a file lock fails ``ENOSYS`` in the sandbox
     (``bubblewrap.LOCK_COMMANDS`` and ``flock``: decision 0062), the queries that take
     nothing work, and the process, holding no lock, is pooled: nothing of it idles in the
     kernel's lock table, and no file of the host stays locked.
@@ -115,8 +115,8 @@ def test_no_lock_call_succeeds_in_the_sandbox_whatever_its_kind(tmp_path, caplog
         [ready] = host._pool._idle[key]
         got = json.loads(call("tries"))
         refused = ("flock_sh", "flock_ex", "lockf", "setlk", "setlkw", "ofd_setlk", "ofd_setlkw")
-        assert {name: got[name] for name in refused} == dict.fromkeys(refused, "ENOLCK"), got
-        assert got["mapped"] == "ENOLCK", got
+        assert {name: got[name] for name in refused} == dict.fromkeys(refused, "ENOSYS"), got
+        assert got["mapped"] == "ENOSYS", got
         assert (got["getlk"], got["ofd_getlk"]) == (fcntl.F_UNLCK, fcntl.F_UNLCK), got
         assert got["sqlite_memory"] == 42, got
         # It holds nothing: pooled, the same process, no lock of it anywhere.

@@ -408,7 +408,7 @@ def test_a_plugin_cannot_keep_a_lock_on_the_sites_database(
     Now: a database the settings name is masked (``in-the-settings``): the plugin cannot
     open it, so it has nothing to lock.  A file the host does not know as
     the site's (``unknown-to-the-settings``: another program's database in the same
-    directory) is readable, but no lock can be taken on it (``ENOLCK``: the sandbox's
+    directory) is readable, but no lock can be taken on it (``ENOSYS``: the sandbox's
     filter refuses every lock, decision 0062, issue 30, round 22): the process is pooled
     holding nothing, and the site writes."""
     from django_webfetch.plugins.runtime import host
@@ -445,7 +445,7 @@ def test_a_plugin_cannot_keep_a_lock_on_the_sites_database(
             assert head == "PermissionError", f"the plugin opened the site's database: {head!r}"
             assert not said, said
         else:
-            assert head == "SQLite format 3 lock:ENOLCK", head  # readable, not lockable
+            assert head == "SQLite format 3 lock:ENOSYS", head  # readable, not lockable
             assert not said and len(host._pool._idle[("a20-locker", 1)]) == 1, said
         site = sqlite3.connect(db, timeout=0)
         try:

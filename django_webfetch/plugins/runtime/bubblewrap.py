@@ -310,12 +310,15 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: a lock (``LOCK_COMMANDS``).
 FCNTL_COMMANDS = (0, 1, 2, 3, 4, 5, 36, 1030, 1032, 1034)
 #: fcntl commands that take (or drop) a file lock: F_SETLK, F_SETLKW, F_OFD_SETLK,
-#: F_OFD_SETLKW; with ``flock``, refused with ``ENOLCK`` ("no locks available"), so a
+#: F_OFD_SETLKW; with ``flock``, refused with ``ENOSYS`` (locks not implemented here), so a
 #: plugin process holds no file lock, by construction: none of the site's files (a
 #: database's) is kept locked, and no lock's kernel memory idles in a pooled process,
 #: whatever the host could read of the kernel's lock table (issue 30, round 22; decision
-#: 0062).  A library that locks its files (SQLite on disk, ``filelock``) gets the error
-#: SQLite gives on a file system without locks; an in-memory database needs none.
+#: 0062).  ``ENOSYS``, not ``ENOLCK``: SQLite takes ``ENOLCK`` for a busy database and
+#: waits out its busy timeout on every statement (issue 30, round 23); with ``ENOSYS`` a
+#: SQLite file fails at once (``disk I/O error``) and ``filelock`` says the file system
+#: does not support locks.  An in-memory database, or a file opened with ``nolock=1`` (or
+#: ``immutable=1`` for read-only data), needs none.
 LOCK_COMMANDS = (6, 7, 37, 38)
 #: ioctl requests: FIOCLEX, FIONCLEX, FIONBIO, FIONREAD, TCGETS (isatty).  Not TIOCSTI.
 IOCTL_REQUESTS = (0x5451, 0x5450, 0x5421, 0x541B, 0x5401)
@@ -333,8 +336,8 @@ CONDITIONAL = {
     "descriptor can keep past the address-space limit",
     "clone": "threads only (CLONE_THREAD): no new process",
     "clone3": "ENOSYS: its flags are in memory a filter cannot read; the C library then uses clone",
-    "fcntl": "the commands of FCNTL_COMMANDS; those of LOCK_COMMANDS fail with ENOLCK",
-    "flock": "never: ENOLCK (no file lock, see LOCK_COMMANDS)",
+    "fcntl": "the commands of FCNTL_COMMANDS; those of LOCK_COMMANDS fail with ENOSYS",
+    "flock": "never: ENOSYS (no file lock, see LOCK_COMMANDS)",
     "ioctl": "the requests of IOCTL_REQUESTS",
     "prctl": "the options of PRCTL_OPTIONS",
     "socketpair": "AF_UNIX stream only (asyncio's self-pipe); both ends stay in the "
@@ -1274,7 +1277,7 @@ def seccomp_program() -> bytes:
     rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     for command_ in FCNTL_COMMANDS:
         allow("fcntl", sc.Arg(1, sc.EQ, command_))
-    no_locks = sc.ERRNO(errno.ENOLCK)
+    no_locks = sc.ERRNO(errno.ENOSYS)
     rules.add_rule(no_locks, "flock")
     for command_ in LOCK_COMMANDS:
         rules.add_rule(no_locks, "fcntl", sc.Arg(1, sc.EQ, command_))

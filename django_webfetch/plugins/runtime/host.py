@@ -444,7 +444,7 @@ def _locks(pid: int) -> list[bytes] | None:
     """The file locks plugin process ``pid`` holds on its descriptors, as the kernel shows
     them (the ``lock:`` lines of each descriptor's ``fdinfo``; ``None``: it cannot be
     told).  The sandbox refuses every call that takes a lock (``flock`` and the
-    ``LOCK_COMMANDS`` of ``fcntl`` fail with ``ENOLCK``: ``bubblewrap``), so a plugin
+    ``LOCK_COMMANDS`` of ``fcntl`` fail with ``ENOSYS``: ``bubblewrap``), so a plugin
     process holds none, on a descriptor or kept by a mapping; this reads what the kernel
     says of the process itself, a second line behind the filter, never the machine's lock
     table (``/proc/locks``: every lock of every process, which another process can make as
