@@ -1,5 +1,5 @@
 """No route to a file lock passes the sandbox's filter, SQLite on a file fails at once there,
-and (an open finding) what another user's processes make a root host read per cold start.
+and another user's processes do not make a root host read more per cold start.
 
 History: issue 30, round 23, an outside attack; each finding's test failed on the code it
 was written against (edffe27), and its docstring keeps the severity, the route and the
@@ -47,16 +47,12 @@ def _processes() -> int:
     return sum(name.isdigit() for name in os.listdir("/proc"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open finding (issue 30, round 23, finding 1, Low): identity.in_use reads the "
-    "status of every process at each cold start of a root host (docs/plugins.rst, Known "
-    "open findings)",
-)
 def test_other_users_processes_do_not_make_each_cold_start_read_all_of_proc(tmp_path):
-    """Open (docs/plugins.rst, "Known open findings"); strict: it fails until fixed.
-    Severity: Low (availability; sites run as root, where every plugin process gets an
-    outer uid of its own: decision 0047).
+    """Fixed (decision 0063): a host process keeps the uids it verified, locked, and hands
+    a stocked one out without reading ``/proc``; ``launch`` ends whatever still runs with
+    it (``kill(-1, SIGKILL)`` as the uid).  History, round 23, finding 1 -- Severity: Low
+    (availability; sites run as root, where every plugin process gets an outer uid of its
+    own: decision 0047).
 
     Route: every plugin process start on a root site runs ``identity.acquire``, which,
     after taking the uid's lock, calls ``identity.in_use``: it lists ``/proc`` and opens

@@ -23,6 +23,16 @@ only when, besides its lock, no process of this PID namespace (and those below i
 with it, real, effective, saved or file-system, nor as a group id (``in_use``, which
 reads the status of every process): a lock is never the only witness that a uid is free
 (issue 30, sixth attack, finding 1; eighth attack, finding 4).
+
+A host process keeps the uids it verified
+(docs/decisions/0063-a-host-keeps-the-uids-it-verified.rst): when a plugin process ends,
+its uid goes back to this process's stock, still locked, up to
+``STOCK_SIZE`` (past it, unlocked); ``acquire`` hands out a stocked uid of the caller's
+range without reading ``/proc``.  Held locked since its scan, such a uid can have run only
+this host's own plugin processes, and ``launch`` ends whatever of them is left
+(``kill(-1, SIGKILL)`` as the uid) before the next starts.  Only a uid new to this host is
+scanned (``in_use``).  A forked child drops the stock without unlocking (it closes its
+copies of the descriptors; the parent's keep the locks).
 """
 
 from __future__ import annotations
@@ -35,8 +45,17 @@ import random
 import stat
 import struct
 import tempfile
+import threading
 
-__all__ = ["DEFAULT_RANGE", "IdentityUnavailable", "OuterIdentity", "acquire", "lock_path"]
+__all__ = [
+    "DEFAULT_RANGE",
+    "STOCK_SIZE",
+    "IdentityUnavailable",
+    "OuterIdentity",
+    "acquire",
+    "lock_path",
+    "stocked",
+]
 
 #: (first uid, how many): 2,000,000,000 up to 2,000,999,999, inside systemd's "unused"
 #: block above its container ranges (0x80000..0x6FFFFFFF) and below 2^31, far above
@@ -50,6 +69,10 @@ _FILE = "plugin-uids.lock"
 # off_t l_len, pid_t l_pid (0 for OFD locks), padding.
 _FLOCK = "hhqqi4x"
 _F_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", 37)
+#: How many verified uids a host process keeps locked after their plugin processes end
+#: (decision 0063): enough for a pool's churn, few enough that a host process holds little
+#: of the range.
+STOCK_SIZE = 8
 
 
 class IdentityUnavailable(OSError):
@@ -163,26 +186,93 @@ class OuterIdentity:
         self.uid = uid
         self.gid = uid
         self._fd = fd
+        self._pid = os.getpid()
 
     @property
     def held(self) -> bool:
         return self._fd >= 0
 
     def release(self) -> None:
-        """The process is gone: another may take this uid."""
+        """The process is gone: the uid goes back to this host process's stock, still
+        locked (``STOCK_SIZE``), or is unlocked for anyone to take."""
         fd, self._fd = self._fd, -1
-        if fd >= 0:
+        if fd >= 0 and not (self._pid == os.getpid() and _stock.keep(self.uid, fd)):
             with contextlib.suppress(OSError):
                 os.close(fd)
 
     def forget(self) -> None:
         """In a forked child: close this process's copy (the parent keeps the lock)."""
-        self.release()
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class _Stock:
+    """The uids this host process verified (``in_use`` false when first taken) and has held
+    locked ever since, their processes ended: ``(uid, descriptor)``, oldest first."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: list[tuple[int, int]] = []
+        self._pid = os.getpid()
+
+    def _check_fork(self) -> None:
+        if os.getpid() != self._pid:
+            self.forget()
+
+    def forget(self) -> None:
+        """In a forked child: drop the stock, closing only this process's copies of the
+        descriptors (the parent's keep the locks: an OFD lock goes with the last one)."""
+        for _, fd in self._held:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._held = []
+        self._pid = os.getpid()
+        self._lock = threading.Lock()  # another thread of the parent may have held it
+
+    def keep(self, uid: int, fd: int) -> bool:
+        """Stock ``uid`` (locked on ``fd``) if there is room; the caller closes it if not."""
+        with self._lock:
+            self._check_fork()
+            if len(self._held) >= STOCK_SIZE:
+                return False
+            self._held.append((uid, fd))
+            return True
+
+    def take(self, first: int, count: int) -> OuterIdentity | None:
+        """The oldest stocked uid of ``first .. first + count - 1``, if any."""
+        with self._lock:
+            self._check_fork()
+            for index, (uid, fd) in enumerate(self._held):
+                if first <= uid < first + count:
+                    del self._held[index]
+                    return OuterIdentity(uid, fd)
+        return None
+
+    def uids(self) -> tuple[int, ...]:
+        with self._lock:
+            self._check_fork()
+            return tuple(uid for uid, _ in self._held)
+
+
+_stock = _Stock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_stock.forget)
+
+
+def stocked() -> tuple[int, ...]:
+    """The uids this host process keeps locked for its next plugin processes, oldest first."""
+    return _stock.uids()
 
 
 def acquire(first: int, count: int) -> OuterIdentity:
     """A uid of ``first .. first + count - 1`` that no other plugin process of this machine
-    holds, locked for the caller.  Raises ``IdentityUnavailable``."""
+    holds, locked for the caller: a stocked one first (no scan), else one new to this host
+    process, locked and then scanned (``in_use``).  Raises ``IdentityUnavailable``."""
+    kept = _stock.take(first, count)
+    if kept is not None:
+        return kept
     try:
         fd = _open_lock()
     except IdentityUnavailable:

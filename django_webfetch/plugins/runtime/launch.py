@@ -17,7 +17,11 @@ and in inodes (``nr_inodes``: bwrap's own ``--tmpfs`` takes a size only), mounte
 process's mount namespace at ``at`` and bound by bwrap as /tmp.
 
 Then: every capability out of the bounding set, no supplementary group, the gid and the
-uid (real, effective, saved) set and checked, and ``execv(bwrap)``.  Any failure ends this
+uid (real, effective, saved) set and checked; as that uid, ``kill(-1, SIGKILL)``: the
+kernel ends every process whose real or saved uid is this one (this process excepted), in
+this PID namespace and those below it, so that nothing of an earlier plugin process of a
+uid the host kept (docs/decisions/0063-a-host-keeps-the-uids-it-verified.rst) still runs
+when the next starts; and ``execv(bwrap)``.  Any failure ends this
 process with status 1 and one line on stderr, ``webfetch-launch: <what>: <why>``, before
 bwrap runs: the host reports it as a sandbox that could not be built.
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import signal
 import sys
 
 _CLONE_NEWNS = 0x00020000
@@ -134,6 +139,18 @@ def _drop(libc: ctypes.CDLL, uid: int, gid: int) -> None:
         _fail("set uid and gid", "not in force")
 
 
+def _end_leftovers() -> None:
+    """As the plugin uid (after ``_drop``): every other process of it ends (``SIGKILL`` to
+    each process whose real or saved uid is this one, the caller excepted); none is
+    ``ESRCH``."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # no process of this uid
+    except OSError as exc:
+        _fail("kill(-1) as the plugin uid", exc.strerror or str(exc))
+
+
 def main(argv: list[str]) -> None:
     plan = json.loads(argv[1])
     uid, gid = int(plan["uid"]), int(plan["gid"])
@@ -147,6 +164,7 @@ def main(argv: list[str]) -> None:
     if plan["cover"]:
         _cover(libc, list(plan["cover"]), list(plan["keep"]))
     _drop(libc, uid, gid)
+    _end_leftovers()
     command = [str(part) for part in plan["argv"]]
     try:
         os.execv(command[0], command)
