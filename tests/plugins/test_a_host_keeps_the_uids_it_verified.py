@@ -80,9 +80,9 @@ def test_a_leftover_process_of_a_kept_uid_is_killed_before_the_next_starts(tmp_p
         assert worker.identity is not None
         return worker.identity.uid
 
+    host.shutdown()  # first: the pool's idle processes' uids go to the stock, then drained
     drained = _drain()
     leftover: subprocess.Popen[bytes] | None = None
-    host.shutdown()
     try:
         uid = call_and_uid()
         host.shutdown()  # its process ends: the uid is kept, locked
