@@ -164,9 +164,10 @@ def test_a_forked_child_and_another_host_never_take_a_kept_uid():
 
 @as_root
 def test_past_its_bound_the_stock_unlocks():
-    """More processes end than the stock holds: the first ``STOCK_SIZE`` uids are kept
-    locked, the rest unlocked (another descriptor takes their byte); a kept uid is handed
-    out again, oldest first."""
+    """More processes end than the stock holds: the last ``STOCK_SIZE`` uids are kept
+    locked, the oldest unlocked to make room (another descriptor takes their byte: a uid
+    of a range no longer asked for holds no slot); a kept uid is handed out again, oldest
+    first."""
     drained = _drain()
     count = identity.STOCK_SIZE + 2
     try:
@@ -175,10 +176,10 @@ def test_past_its_bound_the_stock_unlocks():
         assert sorted(order) == list(range(_BASE, _BASE + count))
         for one in held:
             one.release()
-        assert identity.stocked() == tuple(order[: identity.STOCK_SIZE])
-        assert _free(order) == order[identity.STOCK_SIZE :]
+        assert identity.stocked() == tuple(order[-identity.STOCK_SIZE :])
+        assert _free(order) == order[: -identity.STOCK_SIZE]
         again = identity.acquire(_BASE, count)
-        assert again.uid == order[0]
+        assert again.uid == order[-identity.STOCK_SIZE]
         again.release()
     finally:
         for one in drained:

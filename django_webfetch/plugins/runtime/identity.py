@@ -26,9 +26,9 @@ reads the status of every process): a lock is never the only witness that a uid 
 
 A host process keeps the uids it verified
 (docs/decisions/0063-a-host-keeps-the-uids-it-verified.rst): when a plugin process ends,
-its uid goes back to this process's stock, still locked, up to
-``STOCK_SIZE`` (past it, unlocked); ``acquire`` hands out a stocked uid of the caller's
-range without reading ``/proc``.  Held locked since its scan, such a uid can have run only
+its uid goes back to this process's stock, still locked, up to ``STOCK_SIZE`` (past it,
+the oldest is unlocked); ``acquire`` hands out a stocked uid of the caller's range without
+reading ``/proc``.  Held locked since its scan, such a uid can have run only
 this host's own plugin processes, and ``launch`` ends whatever of them is left
 (``kill(-1, SIGKILL)`` as the uid) before the next starts.  Only a uid new to this host is
 scanned (``in_use``).  A forked child drops the stock without unlocking (it closes its
@@ -194,7 +194,7 @@ class OuterIdentity:
 
     def release(self) -> None:
         """The process is gone: the uid goes back to this host process's stock, still
-        locked (``STOCK_SIZE``), or is unlocked for anyone to take."""
+        locked (``STOCK_SIZE``: a full stock unlocks its oldest for anyone to take)."""
         fd, self._fd = self._fd, -1
         if fd >= 0 and not (self._pid == os.getpid() and _stock.keep(self.uid, fd)):
             with contextlib.suppress(OSError):
@@ -232,13 +232,21 @@ class _Stock:
         self._lock = threading.Lock()  # another thread of the parent may have held it
 
     def keep(self, uid: int, fd: int) -> bool:
-        """Stock ``uid`` (locked on ``fd``) if there is room; the caller closes it if not."""
+        """Stock ``uid`` (locked on ``fd``); a full stock unlocks its oldest to make room
+        (a uid of a range no longer asked for does not hold its slot).  ``False`` when
+        ``STOCK_SIZE`` is 0 (the caller closes ``fd``)."""
+        evicted: list[int] = []
         with self._lock:
             self._check_fork()
-            if len(self._held) >= STOCK_SIZE:
+            if STOCK_SIZE <= 0:
                 return False
+            while len(self._held) >= STOCK_SIZE:
+                evicted.append(self._held.pop(0)[1])
             self._held.append((uid, fd))
-            return True
+        for old in evicted:
+            with contextlib.suppress(OSError):
+                os.close(old)
+        return True
 
     def take(self, first: int, count: int) -> OuterIdentity | None:
         """The oldest stocked uid of ``first .. first + count - 1``, if any."""
