@@ -146,14 +146,15 @@ class ProviderRequest:
                 )
             except Exception as exc:
                 outcome = _raising(exc)
+                if stream is not None and not isinstance(exc, StreamStopped):
+                    # Failed: the follow-up waits in a queue, not in a stuck step; it has
+                    # a whole step's deadline to take the run up (an answer's last flush,
+                    # in ``_request``, renewed it already).  A run that moved on is left
+                    # to whoever moved it (the follow-up is a no-op).
+                    with contextlib.suppress(Exception):
+                        await provider_loop.run_db(stream.renew_lease)
             else:
                 outcome = lambda: response  # noqa: E731
-            if stream is not None:
-                # Ended (answered or failed): the follow-up waits in a queue, not in a
-                # stuck step; it has a whole step's deadline to take the run up.  A run
-                # that moved on is left to whoever moved it (the follow-up is a no-op).
-                with contextlib.suppress(Exception):
-                    await provider_loop.run_db(stream.renew_lease)
             await provider_loop.run_db(lambda: then(lambda: self.finish(outcome)))
 
         async def keepalive() -> None:
