@@ -14,33 +14,22 @@ import logging
 import os
 import signal
 import subprocess
-import threading
 from typing import Any
 
 import pytest
 
 from django_webfetch.plugins.runtime import host, identity
+from tests.plugins.test_plugins_take_no_locks_and_linked_data_copies_are_masked import (
+    _BENIGN,
+    _thread_read_bytes,
+)
 
 pytestmark = pytest.mark.django_db
 
-#: A well-behaved plugin.
-_BENIGN = """
-def ping(plugin, arguments):
-    return "pong"
-"""
 
 #: How many sleeping processes of another, unprivileged user the next test starts: an
 #: ordinary local account may run tens of thousands (``ulimit -u``, ``pid_max``).
 _OTHER_PROCESSES = 1_000
-
-
-def _thread_read_bytes() -> int:
-    """Bytes this thread has read through ``read`` and the like (``rchar``)."""
-    with open(f"/proc/self/task/{threading.get_native_id()}/io", "rb") as fh:
-        for line in fh.read().splitlines():
-            if line.startswith(b"rchar:"):
-                return int(line.split()[1])
-    raise AssertionError("no rchar")
 
 
 def _processes_of(uid: int) -> int:
