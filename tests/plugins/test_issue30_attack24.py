@@ -160,3 +160,50 @@ def test_uploads_under_the_default_empty_media_root_are_readable(
     seen = read_all(probe, [str(base)], _SECRET)
     assert str(base / "attack24_other.txt") in seen["read"], seen  # the control
     assert seen["leaked"] == [], f"the site's uploads are readable: {seen['leaked']}"
+
+
+def test_a_log_file_rotated_with_a_date_suffix_is_readable(
+    probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Severity: Medium (needs the site's log directory in a directory a system bind holds,
+    the layout round 20 accepted, and logrotate's ``dateext``: the default of Red Hat,
+    Fedora and SUSE's ``logrotate.conf``).
+
+    Route: the site's log files are masked by the names its settings give
+    (``bubblewrap._logging_files``) with their copies (``bubblewrap.copies``:
+    every entry beside them named ``<name>.*``, ``<name>~*``, ``<name>#*``), which takes
+    ``django.log.1`` and ``django.log.1.gz`` (logrotate's default, ``RotatingFileHandler``)
+    but not ``django.log-20261207`` nor ``django.log-20261207.gz``: logrotate's
+    ``dateext`` names each rotated log ``<name>-<date>`` (``dateformat -%Y%m%d``), the
+    form ``_listed`` takes for a SQLite database only.  Gain: an untrusted plugin reads
+    every rotated day of the site's logs (password reset tokens, session keys, request
+    bodies, tracebacks with settings) beside the masked current one.  Expected: each entry
+    beside a log file named ``<name>-*`` is masked as its copy (as for a database)."""
+    base = system_library_dir / "mysite"
+    package = base / "attack24_site"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text("DEBUG = False\n")
+    logs = base / "logs"
+    logs.mkdir()
+    (logs / "django.log").write_text(f"ERROR password reset token {_SECRET}-today\n")
+    (logs / "django.log.1").write_text(f"ERROR password reset token {_SECRET}-numbered\n")
+    (logs / "django.log-20261206").write_text(f"ERROR password reset token {_SECRET}-dated\n")
+    (base / "attack24_other.txt").write_text("control\n")
+    _open_up(system_library_dir)
+    monkeypatch.syspath_prepend(str(base))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack24_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    settings.LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "handlers": {
+            "file": {"class": "logging.FileHandler", "filename": str(logs / "django.log")}
+        },
+    }
+    masked = bubblewrap.hidden_paths([os.path.realpath(system_library_dir)], [])
+    assert os.path.realpath(logs / "django.log") in masked, "the current log is masked"
+    assert os.path.realpath(logs / "django.log.1") in masked, "a numbered rotation is masked"
+    seen = read_all(probe, [str(base)], _SECRET)
+    assert str(base / "attack24_other.txt") in seen["read"], seen  # the control
+    assert seen["leaked"] == [], f"the site's rotated logs are readable: {seen['leaked']}"
