@@ -207,3 +207,47 @@ def test_a_log_file_rotated_with_a_date_suffix_is_readable(
     seen = read_all(probe, [str(base)], _SECRET)
     assert str(base / "attack24_other.txt") in seen["read"], seen  # the control
     assert seen["leaked"] == [], f"the site's rotated logs are readable: {seen['leaked']}"
+
+
+def test_a_pooled_process_reads_the_data_a_setting_names_after_it_started(
+    probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Severity: Low (needs a setting that names the site's data to change while the host
+    runs: a settings override at run time, ``override_settings`` in the site's own tests,
+    a storage location chosen per tenant).
+
+    Route: the masks and the guest's Landlock rules are computed once, when the plugin
+    process starts (``bubblewrap.hidden_paths``, ``bubblewrap.masks``), from the
+    settings as they are then; a pooled process serves later calls with them, and the pool
+    key (the instance and its manifest read) does not hold the site's data paths.  A
+    ``MEDIA_ROOT`` set after the process started, to a directory a system bind holds that
+    existed then, is neither masked nor left out of its Landlock rules (the directory got
+    a rule as a whole).  Gain: a plugin whose process was pooled before the change reads
+    the uploads written under the new ``MEDIA_ROOT``.  Expected: a process whose masks no
+    longer cover the site's data (those computed now differ) is not handed another call."""
+    base = system_library_dir / "mysite"
+    package = base / "attack24_site"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text("DEBUG = False\n")
+    media = base / "media"
+    media.mkdir()
+    (base / "attack24_other.txt").write_text("control\n")
+    _open_up(system_library_dir)
+    monkeypatch.syspath_prepend(str(base))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack24_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    settings.MEDIA_ROOT = str(system_library_dir / "elsewhere")
+    from django_webfetch.plugins.runtime import host
+
+    assert probe("result = '1'").kind in ("text", "json")  # a process starts and is pooled
+    assert host.idle_processes() >= 1
+    settings.MEDIA_ROOT = str(media)  # set after the process started
+    (media / "customer-42.txt").write_text(f"IBAN {_SECRET}\n")
+    _open_up(system_library_dir)
+    assert os.path.realpath(media) in bubblewrap.hidden_paths(
+        [os.path.realpath(system_library_dir)], []
+    ), "a process started now masks it"
+    seen = read_all(probe, [str(base)], _SECRET)
+    assert str(base / "attack24_other.txt") in seen["read"], seen  # the control
+    assert seen["leaked"] == [], f"the site's uploads are readable: {seen['leaked']}"
