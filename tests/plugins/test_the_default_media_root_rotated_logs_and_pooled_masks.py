@@ -315,3 +315,18 @@ def test_the_site_inputs_change_with_each_data_setting_and_the_working_directory
         assert bubblewrap.site_inputs() == before, name
     monkeypatch.chdir(tmp_path)
     assert bubblewrap.site_inputs() != before
+
+
+def test_the_copies_of_a_file_whose_name_starts_with_a_dot_are_its_copies(tmp_path: Path) -> None:
+    """History: issue 30, round 24, finding 3.  A listed ``.env`` has its backups and
+    rotations (``.env.bak``, ``.env-old``, ``.env~``) among its copies, as ``secrets.json``
+    has, and not another dotfile (``.envrc``) nor a module's ``settings-old.py``."""
+    for name in (".env", ".env.bak", ".env-old", ".env~", ".envrc"):
+        (tmp_path / name).write_text("SECRET_KEY=x\n")
+    (tmp_path / "settings.py").write_text("")
+    (tmp_path / "settings-old.py").write_text("")
+    found = bubblewrap.copies(str(tmp_path / ".env"))[0]
+    assert sorted(os.path.basename(p) for p in found) == [".env", ".env-old", ".env.bak", ".env~"]
+    assert (
+        str(tmp_path / "settings-old.py") not in bubblewrap.copies(str(tmp_path / "settings.py"))[0]
+    )

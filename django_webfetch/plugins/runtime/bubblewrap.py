@@ -841,13 +841,21 @@ def site_inputs() -> tuple[object, ...]:
     the files of the host's live log handlers.  A pooled process started under other
     inputs is not handed another call (``host.Pool.acquire``; issue 30, round 24, finding
     4): far cheaper than ``masks`` per call (no directory is read)."""
+    import logging
+
     values: list[object] = [os.getcwd(), os.environ.get("DJANGO_SETTINGS_MODULE"), *sys.path]
     if "django.conf" in sys.modules:
         from django.conf import settings
 
         if settings.configured:
             values.append(repr([getattr(settings, name, None) for name in SITE_SETTINGS]))
-    return (*values, *_logging_files(None))
+    # Every live handler is in ``_handlerList`` (``Handler.__init__``), those of the
+    # loggers too: the loggers themselves (thousands in a large site) are not walked.
+    for ref in list(getattr(logging, "_handlerList", [])):
+        handler = ref()
+        if isinstance(handler, logging.FileHandler):
+            values.append(handler.baseFilename)
+    return tuple(values)
 
 
 def _listed(path: str) -> list[str]:
