@@ -330,3 +330,16 @@ def test_the_copies_of_a_file_whose_name_starts_with_a_dot_are_its_copies(tmp_pa
     assert (
         str(tmp_path / "settings-old.py") not in bubblewrap.copies(str(tmp_path / "settings.py"))[0]
     )
+
+
+def test_site_inputs_read_from_a_removed_working_directory_match_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """History: issue 30, round 24, finding 4.  A working directory that was removed has no
+    name to compare: the inputs read then equal no others (no pooled process is reused),
+    and reading them raises nothing."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert bubblewrap.site_inputs() != bubblewrap.site_inputs()

@@ -843,12 +843,20 @@ def site_inputs() -> tuple[object, ...]:
     4): far cheaper than ``masks`` per call (no directory is read)."""
     import logging
 
-    values: list[object] = [os.getcwd(), os.environ.get("DJANGO_SETTINGS_MODULE"), *sys.path]
+    # What cannot be read is an object equal to no other: no pooled process is reused.
+    values: list[object] = [os.environ.get("DJANGO_SETTINGS_MODULE"), *sys.path]
+    try:
+        values.append(os.getcwd())
+    except OSError:  # the working directory was removed
+        values.append(object())
     if "django.conf" in sys.modules:
         from django.conf import settings
 
         if settings.configured:
-            values.append(repr([getattr(settings, name, None) for name in SITE_SETTINGS]))
+            try:
+                values.append(repr([getattr(settings, name, None) for name in SITE_SETTINGS]))
+            except Exception:  # a value whose ``repr`` fails
+                values.append(object())
     # Every live handler is in ``_handlerList`` (``Handler.__init__``), those of the
     # loggers too: the loggers themselves (thousands in a large site) are not walked.
     for ref in list(getattr(logging, "_handlerList", [])):
