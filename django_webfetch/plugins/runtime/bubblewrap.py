@@ -673,7 +673,7 @@ def _beside(path: str) -> str:
 SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
 
-def _paths_of(value: object) -> list[str]:
+def _paths_of(value: object, *, empty: bool = False) -> list[str]:
     """A path-valued setting (``str`` or ``os.PathLike``; relative to the host's working
     directory, as the site opens it) under both names the site may open it by, absolute,
     neither resolved (``_site_code`` resolves each, and seeks its copies beside the name
@@ -682,12 +682,15 @@ def _paths_of(value: object) -> list[str]:
     before the ``..`` after it), and its lexical form (``os.path.abspath``, which drops
     ``link/..`` as text: what Django's storages, file cache, e-mail backend and
     ``logging`` open); one when both are the same; none for a value that is unset, empty
-    or no path.  docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst (round
-    22)."""
+    or no path, but the working directory for an empty one when ``empty`` (a setting the
+    site resolves as ``os.path.abspath("")``: ``MEDIA_ROOT``'s default; round 24).
+    docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst (round 22)."""
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if isinstance(value, bytes):
         value = os.fsdecode(value)
+    if empty and value == "":
+        return [os.getcwd()]
     if not isinstance(value, str) or not value or "\0" in value:
         return []
     return _unique([os.path.join(os.getcwd(), value), os.path.abspath(value)])
@@ -744,7 +747,8 @@ def _site_data() -> list[str]:
     ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``, ``SESSION_FILE_PATH``, ``EMAIL_FILE_PATH``,
     ``FIXTURE_DIRS``; each ``STORAGES`` backend's ``location``; each cache's ``LOCATION``
     that is a directory (``FileBasedCache``'s, or any absolute path); the log files
-    (``_logging_files``).
+    (``_logging_files``).  Those the site resolves against its working directory when
+    empty (``MEDIA_ROOT``'s default ``""``) are the working directory then (round 24).
     docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst"""
     if "django.conf" not in sys.modules:
         return []
@@ -767,38 +771,99 @@ def _site_data() -> list[str]:
                     found += [where, *(where + ending for ending in SQLITE_SIDECARS)]
                     found += _listed(where)
     named: list[object] = [
-        getattr(settings, name, None)
-        for name in (
-            "MEDIA_ROOT",
-            "STATIC_ROOT",
-            "FILE_UPLOAD_TEMP_DIR",
-            "SESSION_FILE_PATH",
-            "EMAIL_FILE_PATH",
-        )
+        getattr(settings, name, None) for name in ("STATIC_ROOT", "SESSION_FILE_PATH")
     ]
+    # Each setting the site resolves against its working directory when it is empty:
+    # ``MEDIA_ROOT`` (Django's default, ``""``: ``FileSystemStorage`` stores under
+    # ``os.path.abspath("")``), ``FILE_UPLOAD_TEMP_DIR`` (``tempfile``'s ``dir=""``),
+    # the file e-mail backend's ``EMAIL_FILE_PATH``, ``FIXTURE_DIRS`` (``realpath``), a
+    # storage's ``location`` and a file cache's ``LOCATION`` (``abspath``); issue 30,
+    # round 24, finding 2.
+    rooted: list[object] = [getattr(settings, "MEDIA_ROOT", None)]
+    rooted.append(getattr(settings, "FILE_UPLOAD_TEMP_DIR", None))
+    if "filebased" in str(getattr(settings, "EMAIL_BACKEND", "") or "").lower():
+        rooted.append(getattr(settings, "EMAIL_FILE_PATH", None))
+    else:
+        named.append(getattr(settings, "EMAIL_FILE_PATH", None))
     fixtures = getattr(settings, "FIXTURE_DIRS", None)
     if isinstance(fixtures, (list, tuple)):
-        named += list(fixtures)
+        rooted += list(fixtures)
     storages = getattr(settings, "STORAGES", None)
     for storage in storages.values() if isinstance(storages, Mapping) else ():
         options = storage.get("OPTIONS") if isinstance(storage, Mapping) else None
         if isinstance(options, Mapping):
-            named.append(options.get("location"))
+            # None or missing: ``MEDIA_ROOT`` (``STATIC_ROOT`` for static files).
+            rooted.append(options.get("location"))
     caches = getattr(settings, "CACHES", None)
     for cache in caches.values() if isinstance(caches, Mapping) else ():
         if not isinstance(cache, Mapping):
             continue
-        locations = cache.get("LOCATION")
+        locations = cache.get("LOCATION", "")  # Django's default: ``""``
         for location in locations if isinstance(locations, (list, tuple)) else [locations]:
             if isinstance(location, os.PathLike):
                 location = os.fspath(location)
-            if isinstance(location, str) and (
-                os.path.isabs(location) or "filebased" in str(cache.get("BACKEND") or "").lower()
-            ):
+            if "filebased" in str(cache.get("BACKEND") or "").lower():
+                rooted.append(location)
+            elif isinstance(location, str) and os.path.isabs(location):
                 named.append(location)
     found += [path for value in named for path in _paths_of(value)]
+    found += [path for value in rooted for path in _paths_of(value, empty=True)]
     found += _logging_files(getattr(settings, "LOGGING", None))
     return _unique(found)
+
+
+#: The settings ``hidden_paths`` and ``masks`` are computed from (``site_names``,
+#: ``_site_code``, ``_site_data``, ``_site_base``).
+SITE_SETTINGS = (
+    "SETTINGS_MODULE",
+    "ROOT_URLCONF",
+    "BASE_DIR",
+    "WEBFETCH_PLUGIN_HIDDEN_PATHS",
+    "DATABASES",
+    "MEDIA_ROOT",
+    "STATIC_ROOT",
+    "FILE_UPLOAD_TEMP_DIR",
+    "SESSION_FILE_PATH",
+    "EMAIL_FILE_PATH",
+    "EMAIL_BACKEND",
+    "FIXTURE_DIRS",
+    "STORAGES",
+    "CACHES",
+    "LOGGING",
+)
+
+
+def site_inputs() -> tuple[object, ...]:
+    """What decides the masks of a plugin process started now, but the files themselves:
+    the working directory (every relative or empty path of the settings is resolved
+    against it), ``DJANGO_SETTINGS_MODULE``, ``sys.path``, the values of
+    ``SITE_SETTINGS`` (as ``repr``: a dict mutated in place compares as it is now) and
+    the files of the host's live log handlers.  A pooled process started under other
+    inputs is not handed another call (``host.Pool.acquire``; issue 30, round 24, finding
+    4): far cheaper than ``masks`` per call (no directory is read)."""
+    import logging
+
+    # What cannot be read is an object equal to no other: no pooled process is reused.
+    values: list[object] = [os.environ.get("DJANGO_SETTINGS_MODULE"), *sys.path]
+    try:
+        values.append(os.getcwd())
+    except OSError:  # the working directory was removed
+        values.append(object())
+    if "django.conf" in sys.modules:
+        from django.conf import settings
+
+        if settings.configured:
+            try:
+                values.append(repr([getattr(settings, name, None) for name in SITE_SETTINGS]))
+            except Exception:  # a value whose ``repr`` fails
+                values.append(object())
+    # Every live handler is in ``_handlerList`` (``Handler.__init__``), those of the
+    # loggers too: the loggers themselves (thousands in a large site) are not walked.
+    for ref in list(getattr(logging, "_handlerList", [])):
+        handler = ref()
+        if isinstance(handler, logging.FileHandler):
+            values.append(handler.baseFilename)
+    return tuple(values)
 
 
 def _listed(path: str) -> list[str]:
@@ -1025,18 +1090,23 @@ def _stem(name: str) -> str:
     return name
 
 
-def _of_stem(entry: str, stem: str) -> bool:
+def _of_stem(entry: str, stem: str, *, data: bool = False) -> bool:
     """Whether the directory entry ``entry`` holds a copy of what is named ``stem``: named
     ``STEM.<anything>``, ``STEM~<anything>`` or ``STEM#<anything>`` (another form of the
     module: ``.py``, ``.pyc``, ``.pyi``, ``.so``; an editor's or a tool's backup:
-    ``.py~``, ``.py.orig``, ``.py.bak``, ``.bak``), also after one of the editors'
-    prefixes (``.STEM.py.swp``, ``#STEM.py#``, ``.#STEM.py``)."""
+    ``.py~``, ``.py.orig``, ``.py.bak``, ``.bak``; a rotated log: ``.1``, ``.1.gz``,
+    ``.2026-12-07``), also after one of the editors' prefixes (``.STEM.py.swp``,
+    ``#STEM.py#``, ``.#STEM.py``); and, for a file that is no module (``data``: a log, a
+    database), ``STEM-<anything>`` (logrotate's ``dateext``: ``django.log-20261207``,
+    ``.gz``; a SQLite super-journal; issue 30, round 24, finding 3)."""
     core = entry
     for prefix in _EDITOR_PREFIXES:
         if core.startswith(prefix):
             core = core[len(prefix) :]
             break
-    return core.startswith((stem + ".", stem + "~", stem + "#"))
+    endings = (stem + ".", stem + "~", stem + "#", *((stem + "-",) if data else ()))
+    # The entry as it is too: a stem that starts with a prefix (``.env``, ``.env.bak``).
+    return core.startswith(endings) or entry.startswith(endings)
 
 
 def _cache_dirs(directory: str) -> list[str]:
@@ -1053,14 +1123,16 @@ def _cache_dirs(directory: str) -> list[str]:
     return found
 
 
-def _entries(directory: str, stem: str) -> list[str]:
+def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
     try:
         names = os.listdir(directory)
     except OSError:
         return []
     # ``stem in name`` first: a package directory holds thousands of entries.
     return [
-        os.path.join(directory, name) for name in names if stem in name and _of_stem(name, stem)
+        os.path.join(directory, name)
+        for name in names
+        if stem in name and _of_stem(name, stem, data=data)
     ]
 
 
@@ -1072,14 +1144,16 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     A directory (a package) is itself, with everything beneath it (its ``__pycache__``),
     its mirror under a bytecode cache prefix and its siblings of the same name
     (``project.bak``).  A file is itself, each entry beside it of the same stem
-    (``_of_stem``: the legacy ``settings.pyc``, ``settings.py~``, ``.settings.py.swp``),
+    (``_of_stem``: the legacy ``settings.pyc``, ``settings.py~``, ``.settings.py.swp``;
+    for a file that is no module, a log or a database, ``NAME-*`` too: its rotations),
     and each entry of the same stem in its cache directories (``_cache_dirs``:
     ``settings.cpython-311.pyc``, ``.opt-1.pyc``, ``.opt-2.pyc``, any implementation's
     tag).  docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
     directory, name = os.path.split(path)
     stem = _stem(name)
-    found = [path, *_entries(directory, stem)]
-    if os.path.isdir(path):
+    is_dir = os.path.isdir(path)
+    found = [path, *_entries(directory, stem, data=not is_dir and stem == name)]
+    if is_dir:
         caches = _cache_dirs(path)[1:]
         found += caches
         guards = caches

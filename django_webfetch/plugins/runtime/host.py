@@ -172,6 +172,10 @@ _QUIET_ANONYMOUS = frozenset({"anon_inode:[eventfd]", "anon_inode:[eventpoll]"})
 #: within the bounds (``Worker.holds_locks``): a lock the site needs, or the kernel memory
 #: of many, would idle with it (decision 0060, amended for issue 30, round 21).
 HOLDS_LOCKS = "plugin_holds_locks"
+#: Why an idle process was ended, not handed a call: what decides the masks
+#: (``bubblewrap.site_inputs``: a setting naming the site's data, the working directory)
+#: changed since it started (issue 30, round 24, finding 4).
+SITE_CHANGED = "plugin_site_changed"
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -859,6 +863,10 @@ class Worker:
         self.no_exec_fd = no_exec
         #: The site's code masked in the sandbox, left out of the guest's Landlock rules.
         self.hidden: list[str] = []
+        #: What decided them (``bubblewrap.site_inputs``), read before they are computed
+        #: (a change meanwhile makes it differ later, never match): under other inputs the
+        #: pool hands it no call (``Pool.acquire``; issue 30, round 24, finding 4).
+        self.site_inputs = bubblewrap.site_inputs()
         host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.channel_inode = os.fstat(guest_end.fileno()).st_ino
         info_read, info_write = os.pipe()
@@ -1345,13 +1353,23 @@ class Pool:
         self._pid = os.getpid()
         self._lock = threading.Lock()  # another thread of the parent may have held it
 
-    def acquire(self, key: Any) -> Worker | None:
+    def acquire(self, key: Any, site_inputs: tuple[object, ...] | None = None) -> Worker | None:
+        """An idle process of ``key``, resumed, or ``None``.  One started under other
+        ``site_inputs`` than those given (``bubblewrap.site_inputs`` now: a setting naming
+        the site's data changed since) is ended, never handed the call: its masks and
+        Landlock rules may leave that data readable (issue 30, round 24, finding 4)."""
         with self._lock:
             self._check_fork()
             idle = self._idle.get(key, [])
             while idle:
                 worker = idle.pop()
-                if worker.alive():
+                if site_inputs is not None and worker.site_inputs != site_inputs:
+                    logger.info(
+                        "plugin process %s recycled (%s): the site's data settings changed",
+                        key,
+                        SITE_CHANGED,
+                    )
+                elif worker.alive():
                     worker.resume()
                     return worker
                 worker.kill()
@@ -1909,7 +1927,7 @@ def execute(
             raise RuntimeFailure("invalid_arguments", "the arguments are not UTF-8 JSON") from exc
         raise RuntimeFailure("plugin_call_unencodable", str(exc)) from exc
     limits = limits or Limits.from_settings()
-    worker = _pool.acquire(key)
+    worker = _pool.acquire(key, bubblewrap.site_inputs())
     if worker is None:
         worker = Worker(origin, limits, str(key[0]) if isinstance(key, tuple) else "call")
     # The call's bounds hold wherever the host waits: the kernel's CPU limit (``bounds``),
