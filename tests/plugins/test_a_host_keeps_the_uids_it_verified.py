@@ -3,10 +3,19 @@ verified.rst): a plugin process's uid goes back to its host process's stock, sti
 up to ``identity.STOCK_SIZE``; the next start takes it without reading ``/proc``, and the
 launcher ends whatever still runs with it (``kill(-1, SIGKILL)`` as the uid) first.
 
+Every descriptor of the lock file a host process holds is in one registry, whatever its
+identity's state (a plugin process's, idle or in a call; a stocked uid's; one being
+acquired), and so is every descriptor it holds for a plugin process (its channel, a start's
+pipes): a forked child closes its copies of them all, never unlocking, and holds no uid's
+lock and no plugin process's channel.
+
 History: issue 30, round 23, finding 1 (a cold start read the status of every process of
-the machine: ``test_no_lock_route_and_the_cold_start_uid_scan.py``).  Observed from the
-host: the lock file's bytes from another descriptor, a process started under a kept uid, a
-forked child and a second host process.
+the machine: ``test_no_lock_route_and_the_cold_start_uid_scan.py``).
+History: issue 30, round 24, finding 1 (a child forked while a call was in flight kept that
+process's uid locked for its whole life: the process was in neither the pool's idle list
+nor the stock, which alone were closed in the child).  Observed from the host: the lock
+file's bytes from another descriptor, a process started under a kept uid, a forked child's
+own descriptors (``/proc/self/fd``) and a second host process.
 """
 
 from __future__ import annotations
@@ -14,8 +23,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -183,4 +195,185 @@ def test_past_its_bound_the_stock_unlocks():
         again.release()
     finally:
         for one in drained:
+            one.release()
+
+
+def _child_holds(fork_reader: int) -> dict[str, object]:
+    """What the descriptors of the child that wrote to ``fork_reader`` are (its report)."""
+    data = b""
+    while chunk := os.read(fork_reader, 65536):
+        data += chunk
+        if data.endswith(b"\n"):
+            break
+    return json.loads(data)
+
+
+def _fork_and_report(channels: set[int]) -> tuple[int, int, int, dict[str, object]]:
+    """Fork a child that runs on without ``exec`` (as a Celery prefork child or a
+    ``multiprocessing`` fork does) and reports what it holds: each descriptor of the lock
+    file, each socket that is a plugin process's channel (its inode among ``channels``),
+    and the registries.  The child lives until its ``go`` pipe is closed; returns its pid,
+    that pipe's write end, the report pipe's read end and the report."""
+    report_read, report_write = os.pipe()
+    go_read, go_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child reports through its pipe)
+        try:
+            os.close(report_read)
+            os.close(go_write)
+            lock = os.stat(identity.lock_path())
+            found: dict[str, object] = {"locks": [], "channels": []}
+            for name in os.listdir("/proc/self/fd"):
+                try:
+                    info = os.stat(f"/proc/self/fd/{name}")
+                except OSError:
+                    continue
+                if (info.st_dev, info.st_ino) == (lock.st_dev, lock.st_ino):
+                    found["locks"].append(int(name))  # type: ignore[attr-defined]
+                elif stat.S_ISSOCK(info.st_mode) and info.st_ino in channels:
+                    found["channels"].append(int(name))  # type: ignore[attr-defined]
+            found["registered"] = [*identity.descriptors(), *host.held_descriptors()]
+            os.write(report_write, json.dumps(found).encode() + b"\n")
+            os.read(go_read, 1)
+        finally:
+            os._exit(0)
+    os.close(report_write)
+    os.close(go_read)
+    return pid, go_write, report_read, _child_holds(report_read)
+
+
+@as_root
+def test_a_child_forked_during_a_call_holds_no_lock_of_its_uid():
+    """A uid held for a process whose call is in flight (another thread's: in neither the
+    pool's idle list nor the stock) is not held by a child forked then: the child closed
+    its copy of the descriptor (never unlocking: the parent keeps the lock), so once the
+    host lets the uid go (released to a full stock, its oldest unlocked: decision 0063)
+    another host process takes it, while the child still runs."""
+    base = _BASE + 70
+    drained = _drain()
+    in_flight = identity.acquire(base, 1)  # a plugin process's, its call in flight
+    others: list[identity.OuterIdentity] = []
+    pid, go, report, found = _fork_and_report(set())
+    try:
+        assert found == {"locks": [], "channels": [], "registered": []}, found
+        assert _free([base]) == []  # the parent's lock outlived the child's close
+        in_flight.release()  # the call ended, its process gone: into the stock
+        others = [
+            identity.acquire(base + 1, identity.STOCK_SIZE) for _ in range(identity.STOCK_SIZE)
+        ]
+        for one in others:
+            one.release()  # the stock is full: its oldest (``base``) is unlocked
+        assert base not in identity.stocked()
+        assert _free([base]) == [base], "the forked child holds the uid's lock"
+    finally:
+        os.close(go)
+        os.close(report)
+        os.waitpid(pid, 0)
+        for one in [*drained, *others]:
+            one.release()
+
+
+_WAITS = """
+import signal
+
+def wait(plugin, arguments):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    signal.sigwait({signal.SIGUSR1})
+    return "woke"
+"""
+
+
+def _waiting(uids: range) -> list[int]:
+    """The plugin processes (as this host sees them: a guest, not its bwrap) running under
+    one of ``uids`` that wait in ``sigwait`` (their ``wchan``): each inside its call
+    (``_WAITS``, ``SIGUSR1`` blocked: the signal ends the wait, it cannot kill)."""
+    from tests.plugins.test_plugin_process_cannot_reach_the_site import descendants
+
+    pids = []
+    for pid in descendants():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if argv[0].endswith(b"bwrap") or b"runtime.guest import main" not in b" ".join(argv):
+                continue
+            with open(f"/proc/{pid}/status", "rb") as fh:
+                uid = next(int(line.split()[1]) for line in fh if line.startswith(b"Uid:"))
+            with open(f"/proc/{pid}/wchan", "rb") as fh:
+                waits = b"sigtimedwait" in fh.read()
+            if uid in uids and waits:
+                pids.append(pid)
+        except (OSError, StopIteration, ValueError, IndexError):
+            continue
+    return pids
+
+
+@as_root_with_sandbox
+def test_a_fork_while_calls_are_in_flight_leaves_the_child_no_lock_and_no_channel(tmp_path):
+    """Three calls in flight in other threads (real plugin processes, each waiting inside
+    its call), and a fork: the child holds no descriptor of the lock file and no plugin
+    process's channel (each socket the parent holds for them, told by its inode), and its
+    registries are empty; the calls then end as they would have, and the uids their
+    processes held, once the host lets them go, are free while the child still runs."""
+    from tests.plugins.test_hostile_plugin_at_run_time import _plugin
+
+    origin = _plugin(tmp_path / "w", "webfetch_forkwait", "forkwait", _WAITS, {"wait": "wait"})
+    uids = range(_BASE + 60, _BASE + 70)
+    limits = host.Limits(30, 120, 256 << 20, 1 << 16, 5, 1, uid_range=(uids.start, len(uids)))
+    message = {"tool": "wait", "arguments": {}, "config": {}, "plugin": "forkwait",
+               "alias": "forkwait", "reference": "forkwait"}  # fmt: skip
+    outcomes: list[object] = []
+
+    def call(index: int) -> None:
+        try:
+            outcomes.append(host.execute(origin, ("forkwait", index), message, None, limits=limits))
+        except BaseException as exc:  # reported by the assertion below
+            outcomes.append(exc)
+
+    host.shutdown()
+    drained = _drain()
+    threads = [threading.Thread(target=call, args=(index,)) for index in range(3)]
+    waiting: list[int] = []
+    others: list[identity.OuterIdentity] = []
+    pid = go = report = -1
+    try:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 180  # a bound on the wait, not an assertion
+        while len(waiting := _waiting(uids)) < 3 and time.monotonic() < deadline:
+            assert not outcomes, outcomes  # no call ended before all three were in flight
+            time.sleep(0.05)
+        assert len(waiting) == 3, waiting
+        in_flight = [uid for uid in uids if _free([uid]) == []]
+        assert len(in_flight) == 3, in_flight  # three uids locked, none of the stock
+        channels = {
+            os.fstat(fd).st_ino
+            for fd in host.held_descriptors()
+            if stat.S_ISSOCK(os.fstat(fd).st_mode)
+        }
+        assert len(channels) == 3, channels  # the parent holds each process's channel
+        assert len(identity.descriptors()) >= 3
+        pid, go, report, found = _fork_and_report(channels)
+        assert found == {"locks": [], "channels": [], "registered": []}, found
+        for plugin in waiting:
+            os.kill(plugin, signal.SIGUSR1)  # each call ends
+        for thread in threads:
+            thread.join(180)
+        assert all(getattr(outcome, "text", None) == "woke" for outcome in outcomes), outcomes
+        assert len(outcomes) == 3
+        host.shutdown()  # whatever was pooled ends: each uid into the stock
+        others = [
+            identity.acquire(_BASE + 80, identity.STOCK_SIZE) for _ in range(identity.STOCK_SIZE)
+        ]
+        for one in others:
+            one.release()  # the stock full of others: the three are unlocked
+        assert _free(in_flight) == in_flight, "the forked child holds a uid's lock"
+    finally:
+        for thread in threads:
+            thread.join(180)
+        if pid > 0:
+            os.close(go)
+            os.close(report)
+            os.waitpid(pid, 0)
+        host.shutdown()
+        for one in [*drained, *others]:
             one.release()

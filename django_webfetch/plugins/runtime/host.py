@@ -40,9 +40,9 @@ import tempfile
 import termios
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from django_webfetch.net.errors import (
     EgressDenied,
@@ -97,6 +97,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("django_webfetch.plugins")
+_T = TypeVar("_T")
 
 #: A process serves at most this many calls, then a fresh one takes over.
 MAX_CALLS_PER_PROCESS = 100
@@ -295,6 +296,105 @@ class _Spawner:
 
 
 _spawner = _Spawner()
+
+
+class _Descriptors:
+    """Every descriptor this host process holds for its plugin processes: each one's channel
+    (the host end of its socketpair) for as long as the process lives, idle in the pool or
+    in a call, and while one starts, the guest's end, bwrap's info pipe and error file, the
+    filter programs and the bind sources.  (Its outer uid's lock is ``identity``'s, in a
+    registry of its own; a ``Popen`` holds no descriptor here: no pipe, no pidfd.)
+
+    Each is opened and registered, and unregistered and closed, under one lock that a fork
+    waits for (``os.register_at_fork``): a forked child finds every one it inherited here
+    and closes its copies of them all, so that it holds no plugin process's channel (issue
+    30, round 24, finding 1: the pool closed its idle processes' channels only; a child
+    forked during a call kept that process's open, and a start's pipes and guest end) and
+    the parent's close is the last one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fds: set[int] = set()
+        self._objects: dict[int, Any] = {}
+
+    def _add(self, made: Any) -> None:
+        if isinstance(made, int):
+            self._fds.add(made)
+        else:
+            self._objects[id(made)] = made
+
+    def opened(self, opener: Callable[[], _T], parts: Callable[[_T], Iterable[Any]]) -> _T:
+        """What ``opener`` returns, each of its ``parts`` (a descriptor, a socket, a file)
+        registered before a fork can come between."""
+        with self._lock:
+            made = opener()
+            for part in parts(made):
+                self._add(part)
+        return made
+
+    def close(self, *held: Any) -> None:
+        """Unregister and close each of ``held`` (a descriptor not registered here is left
+        alone: in a forked child, its number may be another's by now)."""
+        with self._lock:
+            for one in held:
+                if isinstance(one, int):
+                    if one in self._fds:
+                        self._fds.discard(one)
+                        with contextlib.suppress(OSError):
+                            os.close(one)
+                else:
+                    self._objects.pop(id(one), None)
+                    with contextlib.suppress(OSError):
+                        one.close()
+
+    def held(self) -> tuple[int, ...]:
+        """The numbers of the descriptors held here."""
+        with self._lock:
+            numbers = set(self._fds)
+            for one in self._objects.values():
+                with contextlib.suppress(ValueError):  # a closed file's
+                    numbers.add(one.fileno())
+        return tuple(sorted(number for number in numbers if number >= 0))
+
+    def before_fork(self) -> None:
+        self._lock.acquire()
+
+    def after_fork_in_parent(self) -> None:
+        self._lock.release()
+
+    def after_fork_in_child(self) -> None:
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for one in self._objects.values():
+            with contextlib.suppress(OSError):
+                one.close()  # a socket or an unbuffered file: nothing to flush, no lock
+        self._fds = set()
+        self._objects = {}
+        self._lock = threading.Lock()  # the forking thread held the parent's
+
+
+_descriptors_held = _Descriptors()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_descriptors_held.before_fork,
+        after_in_parent=_descriptors_held.after_fork_in_parent,
+        after_in_child=_descriptors_held.after_fork_in_child,
+    )
+
+
+def held_descriptors() -> tuple[int, ...]:
+    """The descriptors this host process holds for its plugin processes (their channels, and
+    a start's pipes): none in a child just forked (the uid locks: ``identity.descriptors``)."""
+    return _descriptors_held.held()
+
+
+def _both(pair: tuple[Any, Any]) -> tuple[Any, Any]:
+    return pair
+
+
+def _alone(one: Any) -> tuple[Any]:
+    return (one,)
 
 
 def _read_info(fd: int, deadline: float) -> dict[str, Any]:
@@ -713,6 +813,20 @@ def _open_sources(spec: bubblewrap.SandboxSpec) -> dict[str, int]:
     return fds
 
 
+def _program_fds(program: bytes, no_exec: bytes) -> tuple[int, int]:
+    """The two filter programs' descriptors (``bubblewrap.program_fd``)."""
+    first = bubblewrap.program_fd(program)
+    try:
+        return first, bubblewrap.program_fd(no_exec)
+    except BaseException:
+        os.close(first)
+        raise
+
+
+def _values(fds: dict[str, int]) -> Iterable[int]:
+    return fds.values()
+
+
 def _as_unprivileged(
     spec: bubblewrap.SandboxSpec, fds: dict[str, int], outer: identity.OuterIdentity
 ) -> list[str]:
@@ -856,8 +970,8 @@ class Worker:
         if not os.access(bubblewrap.bwrap_path(), os.X_OK):
             raise IsolationUnavailable("bwrap_missing")
         try:
-            program = bubblewrap.program_fd()
-            no_exec = bubblewrap.program_fd(bubblewrap.no_exec_program())
+            programs = (bubblewrap.seccomp_program(), bubblewrap.no_exec_program())
+            program, no_exec = _descriptors_held.opened(lambda: _program_fds(*programs), _both)
         except OSError as exc:
             raise IsolationUnavailable(str(exc.strerror or "libseccomp_unavailable")) from exc
         self.no_exec_fd = no_exec
@@ -867,10 +981,15 @@ class Worker:
         #: (a change meanwhile makes it differ later, never match): under other inputs the
         #: pool hands it no call (``Pool.acquire``; issue 30, round 24, finding 4).
         self.site_inputs = bubblewrap.site_inputs()
-        host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        held = _descriptors_held
+        host_end, guest_end = held.opened(
+            lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM), _both
+        )
         self.channel_inode = os.fstat(guest_end.fileno()).st_ino
-        info_read, info_write = os.pipe()
-        errors = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the process's life
+        info_read, info_write = held.opened(os.pipe, _both)
+        # Unbuffered (a ``FileIO``): a forked child closes it with no lock to take.  Kept
+        # open for the process's start.
+        errors = held.opened(lambda: tempfile.TemporaryFile(buffering=0), _alone)  # noqa: SIM115
         spec = bubblewrap.SandboxSpec(
             plugin_path=origin.path,
             top_level=origin.top_level,
@@ -889,7 +1008,7 @@ class Worker:
                     self.identity = identity.acquire(*limits.uid_range)
                 except identity.IdentityUnavailable as exc:
                     raise IsolationUnavailable(f"uid_unavailable: {exc.strerror}") from exc
-                sources = _open_sources(spec)
+                sources = held.opened(lambda: _open_sources(spec), _values)
                 argv = _as_unprivileged(spec, sources, self.identity)
             self.process = _spawner.popen(
                 argv,
@@ -903,9 +1022,7 @@ class Worker:
                 close_fds=True,
             )
         except BaseException as exc:
-            host_end.close()
-            errors.close()
-            os.close(info_read)
+            held.close(host_end, errors, info_read)
             if self.identity is not None:
                 self.identity.release()  # no process was started under it
             if isinstance(exc, bubblewrap.SiteCodeUnmaskable):
@@ -914,12 +1031,7 @@ class Worker:
                 raise IsolationUnavailable(f"sandbox_failed: {exc}") from exc
             raise
         finally:
-            for fd in sources.values():
-                os.close(fd)
-            guest_end.close()
-            os.close(info_write)
-            os.close(program)
-            os.close(no_exec)
+            held.close(*sources.values(), guest_end, info_write, program, no_exec)
         self.channel = Channel(host_end, max_message=2 * limits.max_output_bytes + (1 << 20))
         try:
             # Whatever goes wrong from here (a hostile ``ready``, a bug), the process never
@@ -927,7 +1039,7 @@ class Worker:
             try:
                 info = _read_info(info_read, self._until(_STARTUP_SECONDS))
             finally:
-                os.close(info_read)
+                held.close(info_read)
             child = info.get("child-pid")
             self.pid = child if isinstance(child, int) and not isinstance(child, bool) else 0
             try:
@@ -938,7 +1050,7 @@ class Worker:
                 self._enter_cgroup(safe)
                 self.ready = _checked_ready(self._start(errors))
             finally:
-                errors.close()
+                held.close(errors)
             # The process runs while its threads settle (up to ``_QUIET_WAIT``): a thread
             # its import started is watched, and bounded by the kernel, as a call is.
             with _Watch(self, self.import_bounds):
@@ -1300,7 +1412,7 @@ class Worker:
             self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
-        self.channel.close()
+        _descriptors_held.close(self.channel.sock)
         if self.cgroup is None and (self.identity is None or not self.identity.held):
             return
         # The plugin process leaves its cgroups only once reaped (bwrap reaps it): waited
@@ -1341,14 +1453,9 @@ class Pool:
             self.forget()
 
     def forget(self) -> None:
-        """In a forked child: drop (never kill) the parent's processes, closing only this
-        process's copies of their sockets."""
-        for workers in self._idle.values():
-            for worker in workers:
-                with contextlib.suppress(OSError):
-                    worker.channel.close()
-                if worker.identity is not None:
-                    worker.identity.forget()
+        """In a forked child: drop (never kill) the parent's processes.  The child's copies
+        of their descriptors (their channels, their uids' locks) are closed already, as are
+        those of the processes in a call then: ``_Descriptors``, ``identity._Registry``."""
         self._idle = {}
         self._pid = os.getpid()
         self._lock = threading.Lock()  # another thread of the parent may have held it

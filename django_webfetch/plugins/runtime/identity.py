@@ -31,8 +31,10 @@ the oldest is unlocked); ``acquire`` hands out a stocked uid of the caller's ran
 reading ``/proc``.  Held locked since its scan, such a uid can have run only
 this host's own plugin processes, and ``launch`` ends whatever of them is left
 (``kill(-1, SIGKILL)`` as the uid) before the next starts.  Only a uid new to this host is
-scanned (``in_use``).  A forked child drops the stock without unlocking (it closes its
-copies of the descriptors; the parent's keep the locks).
+scanned (``in_use``).  Every descriptor of the lock file this process holds belongs to
+one identity in one registry (``_Registry``: a plugin process's, idle or in a call, a
+stocked one, one being acquired); a forked child closes its copies of them all without
+unlocking (the parent's keep the locks) and forgets those identities.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "IdentityUnavailable",
     "OuterIdentity",
     "acquire",
+    "descriptors",
     "lock_path",
     "stocked",
 ]
@@ -180,13 +183,15 @@ def _lock(fd: int, offset: int) -> bool:
 
 
 class OuterIdentity:
-    """One plugin process's uid and gid outside its namespace, held until ``release``."""
+    """One plugin process's uid and gid outside its namespace, held until ``release``.
+
+    Made only by ``acquire`` (through ``_registry``): every one that holds a descriptor of
+    the lock file is in ``_registry`` until it gives it up."""
 
     def __init__(self, uid: int, fd: int) -> None:
         self.uid = uid
         self.gid = uid
         self._fd = fd
-        self._pid = os.getpid()
 
     @property
     def held(self) -> bool:
@@ -194,95 +199,133 @@ class OuterIdentity:
 
     def release(self) -> None:
         """The process is gone: the uid goes back to this host process's stock, still
-        locked (``STOCK_SIZE``: a full stock unlocks its oldest for anyone to take)."""
-        fd, self._fd = self._fd, -1
-        if fd >= 0 and not (self._pid == os.getpid() and _stock.keep(self.uid, fd)):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        locked (``STOCK_SIZE``: a full stock unlocks its oldest for anyone to take).  A
+        no-op once released, and in a forked child for an identity of its parent's."""
+        _registry.release(self)
 
-    def forget(self) -> None:
-        """In a forked child: close this process's copy (the parent keeps the lock)."""
-        fd, self._fd = self._fd, -1
+
+class _Registry:
+    """Every ``OuterIdentity`` of this process that holds a descriptor of the lock file,
+    whatever its state: a plugin process's (idle in the pool or in a call), one being
+    acquired (its uid not chosen yet: ``uid`` -1) and the stocked ones (the uids this
+    process verified and has held locked since, their processes ended, oldest first).
+
+    Each descriptor is opened and registered, and unregistered and closed, under one lock
+    that a fork waits for (``os.register_at_fork``): a forked child finds every descriptor
+    it inherited here, and closes its copies of them all, without an ``F_UNLCK`` (an OFD
+    lock belongs to the open file description, which the parent's descriptor keeps: the
+    lock goes only with the last descriptor of it).  Each identity is then forgotten in
+    the child: its ``release`` does nothing there (issue 30, round 24, finding 1: a process
+    in a call was in neither the pool's idle list nor the stock, and a child forked then
+    kept its uid locked for its whole life)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: set[OuterIdentity] = set()
+        self._stock: list[OuterIdentity] = []
+
+    def open(self) -> OuterIdentity:
+        """A new identity, its uid not chosen yet, on a descriptor of its own."""
+        with self._lock:
+            held = OuterIdentity(-1, _open_lock())
+            self._live.add(held)
+        return held
+
+    def _close(self, held: OuterIdentity) -> None:
+        fd, held._fd = held._fd, -1
+        self._live.discard(held)
         if fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-
-class _Stock:
-    """The uids this host process verified (``in_use`` false when first taken) and has held
-    locked ever since, their processes ended: ``(uid, descriptor)``, oldest first."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._held: list[tuple[int, int]] = []
-        self._pid = os.getpid()
-
-    def _check_fork(self) -> None:
-        if os.getpid() != self._pid:
-            self.forget()
-
-    def forget(self) -> None:
-        """In a forked child: drop the stock, closing only this process's copies of the
-        descriptors (the parent's keep the locks: an OFD lock goes with the last one)."""
-        for _, fd in self._held:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._held = []
-        self._pid = os.getpid()
-        self._lock = threading.Lock()  # another thread of the parent may have held it
-
-    def keep(self, uid: int, fd: int) -> bool:
-        """Stock ``uid`` (locked on ``fd``); a full stock unlocks its oldest to make room
-        (a uid of a range no longer asked for does not hold its slot).  ``False`` when
-        ``STOCK_SIZE`` is 0 (the caller closes ``fd``)."""
-        evicted: list[int] = []
+    def close(self, held: OuterIdentity) -> None:
+        """Unlock ``held``'s uid for anyone to take (its descriptor closed)."""
         with self._lock:
-            self._check_fork()
+            self._close(held)
+
+    def release(self, held: OuterIdentity) -> None:
+        """Stock ``held``'s uid (its descriptor moved to a new identity: ``held`` gives it
+        up); a full stock unlocks its oldest to make room (a uid of a range no longer asked
+        for does not hold its slot).  ``STOCK_SIZE`` 0: unlocked at once."""
+        with self._lock:
+            if held._fd < 0:  # released already, or forgotten at a fork
+                return
             if STOCK_SIZE <= 0:
-                return False
-            while len(self._held) >= STOCK_SIZE:
-                evicted.append(self._held.pop(0)[1])
-            self._held.append((uid, fd))
-        for old in evicted:
-            with contextlib.suppress(OSError):
-                os.close(old)
-        return True
+                self._close(held)
+                return
+            kept = OuterIdentity(held.uid, held._fd)
+            held._fd = -1
+            self._live.discard(held)
+            self._live.add(kept)
+            self._stock.append(kept)
+            while len(self._stock) > STOCK_SIZE:
+                self._close(self._stock.pop(0))
 
     def take(self, first: int, count: int) -> OuterIdentity | None:
         """The oldest stocked uid of ``first .. first + count - 1``, if any."""
         with self._lock:
-            self._check_fork()
-            for index, (uid, fd) in enumerate(self._held):
-                if first <= uid < first + count:
-                    del self._held[index]
-                    return OuterIdentity(uid, fd)
+            for index, kept in enumerate(self._stock):
+                if first <= kept.uid < first + count:
+                    del self._stock[index]
+                    return kept
         return None
 
     def uids(self) -> tuple[int, ...]:
         with self._lock:
-            self._check_fork()
-            return tuple(uid for uid, _ in self._held)
+            return tuple(kept.uid for kept in self._stock)
+
+    def descriptors(self) -> tuple[int, ...]:
+        """The descriptors of the lock file this process holds (one per identity)."""
+        with self._lock:
+            return tuple(sorted(held._fd for held in self._live))
+
+    def before_fork(self) -> None:
+        self._lock.acquire()
+
+    def after_fork_in_parent(self) -> None:
+        self._lock.release()
+
+    def after_fork_in_child(self) -> None:
+        """Close this process's copies of every descriptor (never an ``F_UNLCK``: that
+        would unlock the parent's uid) and forget every identity."""
+        for held in self._live:
+            fd, held._fd = held._fd, -1
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._live = set()
+        self._stock = []
+        self._lock = threading.Lock()  # the forking thread held the parent's
 
 
-_stock = _Stock()
+_registry = _Registry()
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_stock.forget)
+    os.register_at_fork(
+        before=_registry.before_fork,
+        after_in_parent=_registry.after_fork_in_parent,
+        after_in_child=_registry.after_fork_in_child,
+    )
 
 
 def stocked() -> tuple[int, ...]:
     """The uids this host process keeps locked for its next plugin processes, oldest first."""
-    return _stock.uids()
+    return _registry.uids()
+
+
+def descriptors() -> tuple[int, ...]:
+    """The descriptors of the lock file this process holds: one per plugin process (idle or
+    in a call), per stocked uid and per ``acquire`` under way; none in a child just forked."""
+    return _registry.descriptors()
 
 
 def acquire(first: int, count: int) -> OuterIdentity:
     """A uid of ``first .. first + count - 1`` that no other plugin process of this machine
     holds, locked for the caller: a stocked one first (no scan), else one new to this host
     process, locked and then scanned (``in_use``).  Raises ``IdentityUnavailable``."""
-    kept = _stock.take(first, count)
+    kept = _registry.take(first, count)
     if kept is not None:
         return kept
     try:
-        fd = _open_lock()
+        held = _registry.open()
     except IdentityUnavailable:
         raise
     except OSError as exc:
@@ -291,12 +334,13 @@ def acquire(first: int, count: int) -> OuterIdentity:
     try:
         for step in range(min(_TRIES, count)):
             uid = first + (start + step) % count
-            if _lock(fd, uid):  # the byte at offset uid: the same for every range
+            if _lock(held._fd, uid):  # the byte at offset uid: the same for every range
                 if not in_use(uid):
-                    return OuterIdentity(uid, fd)
-                _unlock(fd, uid)  # its lock's holder died, its process lives: not free
+                    held.uid = held.gid = uid
+                    return held
+                _unlock(held._fd, uid)  # its lock's holder died, its process lives: not free
     except OSError as exc:
-        os.close(fd)
+        _registry.close(held)
         raise IdentityUnavailable(exc.errno or errno.EIO, f"lock: {exc}") from exc
-    os.close(fd)
+    _registry.close(held)
     raise IdentityUnavailable(errno.EBUSY, f"no free uid after {min(_TRIES, count)} tries")
