@@ -27,6 +27,7 @@ from oauth2_provider.views import TokenView as _TokenView
 
 from django_webfetch.conf import conf
 from django_webfetch.models import AccessToken, TokenEvent
+from django_webfetch.tools.display import visible_name, visible_text
 from django_webfetch.tools.registry import tools_for_user
 
 from .cimd import last_refusal, on_behalf_of, rate_refusal
@@ -117,8 +118,11 @@ class AuthorizationView(_AuthorizationView):  # type: ignore[misc]
             source = getattr(application, "registration_source", "")
             context["client_host"] = urlsplit(client_id).hostname if "://" in client_id else ""
             context["client_verified"] = source == "cimd"
+            # A tool's name and description are a plugin author's text: bidirectional
+            # overrides and invisible characters would make the list read otherwise than
+            # it is (shown escaped, as on every approval surface).
             context["offered_tools"] = [
-                {"name": tool.name, "description": tool.description}
+                {"name": visible_name(tool.name), "description": visible_text(tool.description)}
                 for tool in tools_for_user(self.request.user)
             ]
         return context

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
@@ -317,3 +317,40 @@ def test_connected_apps_page_cannot_be_framed(site, users):
     page = site.get("/oauth/connections/", secure=True)
     assert page.status_code == 200
     _not_framed(page)
+
+
+# -- what the consent page shows --------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_consent_page_shows_a_tools_description_with_its_invisible_characters_escaped(
+    site, application, users, tool_registry, group_factory
+):
+    """A tool's description is its author's text (a plugin's manifest): a right-to-left
+    override or an invisible character in it would make the consent page's list of tools
+    read otherwise than it is.  Shown escaped (``tools.display.visible_text``), as on the
+    approval surfaces.  (History: issue 30, round 25, a lead of the outside review.)"""
+    from django_webfetch.net.policy import Scope
+    from django_webfetch.tools import Effect, Tool
+
+    class Disguised(Tool):
+        name = "consent_disguised"
+        group = "consent-test"
+        scope = Scope.NONE
+        effect = Effect.READ
+        enabled_by_default = True
+        description = "Reads pages\u202e.sdrawkcab\u200b"
+        parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+        def execute(self, arguments: Any, context: Any) -> Any:  # pragma: no cover
+            raise AssertionError("never called")
+
+    tool_registry.register(Disguised)
+    group_factory("consent-test", enabled=True)
+    site.force_login(users["editor"])
+    page = site.get(_authorize(), secure=True)
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "consent_disguised" in text
+    assert "\u202e" not in text and "\u200b" not in text
+    assert "Reads pages\\u202e.sdrawkcab\\u200b" in text
