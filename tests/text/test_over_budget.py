@@ -49,6 +49,7 @@ def assert_keeps_the_article(markup):
     return result
 
 
+@pytest.mark.unmeasured("pages over 256 KiB: the small region tests below cover these lines")
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_an_over_budget_page_keeps_its_article(name):
     markup = SHAPES[name]()
@@ -57,6 +58,7 @@ def test_an_over_budget_page_keeps_its_article(name):
     assert result.reason in (None, "main_from_scan")
 
 
+@pytest.mark.unmeasured("a 330 KB page: the small region tests below cover these lines")
 def test_the_held_out_mega_menu_before_main():
     # Issue 28's held-out failure: 6,000 links in <nav><ul> (about 330 KB), then the article.
     links = "".join(f'<li><a href="/category/{i}">{MENU_WORD} {i}</a></li>' for i in range(6000))
@@ -75,6 +77,7 @@ _CHROME = st.sampled_from(
 )
 
 
+@pytest.mark.unmeasured("pages up to 420 KiB: the small region tests below cover these lines")
 @settings(
     max_examples=12,
     deadline=None,
@@ -195,6 +198,9 @@ def _calls(function, *args):
     return count
 
 
+@pytest.mark.unmeasured(
+    "counts calls on pages up to 512 KiB: the small region tests cover these lines"
+)
 @pytest.mark.parametrize(
     "unit",
     [

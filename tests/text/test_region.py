@@ -6,6 +6,7 @@ does: ASCII letters in either case, no other character folded to one (DESIGN.md 
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ _PAGES = st.lists(st.sampled_from(_PIECES), max_size=80).map("".join)
 _LONG = st.tuples(_PAGES, st.integers(1, 60)).map(lambda t: t[0] * t[1])
 
 
+@pytest.mark.unmeasured("a property: test_over_budget.py's region tests cover these lines")
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(_PAGES, _LONG))
 def test_the_region_and_its_steps_are_those_of_the_re_version(page):

@@ -127,6 +127,7 @@ token = st.one_of(
 )
 
 
+@pytest.mark.unmeasured("a property: the example tests of this module cover these lines")
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(token, max_size=60).map("".join))
 def test_depth_model_never_underestimates_much(markup):

@@ -132,6 +132,9 @@ def test_the_safety_net_says_so(mode):
     assert extract(body, "text/html", mode=mode).reason != "out_of_time"
 
 
+@pytest.mark.unmeasured(
+    "64 KiB pages, each parsed four times: the other tests of text/ cover these lines"
+)
 @pytest.mark.parametrize("constant", ["MAX_PARSE_STEPS", "MAX_RENDER_STEPS"])
 @pytest.mark.parametrize("parser", ["lexbor", "html5lib"])
 def test_a_page_over_the_parse_or_render_budget_takes_the_over_budget_path(
