@@ -97,6 +97,16 @@ def test_any_combination_of_chrome_keeps_the_article(before, after, wrapper, siz
     assert_keeps_the_article(markup)
 
 
+def test_a_page_cut_at_the_depth_bound_before_its_article_keeps_the_article():
+    # 40,000 characters of links, then nesting past the pre-scan's depth bound: the part
+    # before the cut is parsed and holds no main content, so the article after it is found
+    # by the linear pass (a small page: the pages above run unmeasured).
+    links = "".join(f'<li><a href="/c/{i}">{MENU_WORD} {"word " * 18}</a></li>' for i in range(420))
+    markup = f"<title>T</title><header><ul>{links}</ul></header>" + "<div>" * 210 + article()
+    assert scan(markup).cut
+    assert assert_keeps_the_article(markup).reason == "main_from_scan"
+
+
 def test_a_short_main_is_main_content():
     # A user saw "whole page (no main content found)" on such a page.
     markup = (

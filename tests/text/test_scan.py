@@ -258,6 +258,13 @@ def test_budget_trips_on_text_too(monkeypatch):
     assert scan("xxx").markup is None
 
 
+def test_a_run_past_the_parser_input_is_charged_before_the_cut():
+    # The run of text that would fill the parser input (a quarter of a MiB of character
+    # references) is over the cost budget too: the page is reduced to text, not parsed in part.
+    result = scan("&amp;" * 60_000)
+    assert result.markup is None and result.cost > COST_BUDGET
+
+
 @pytest.mark.parametrize(
     ("markup", "text", "title"),
     [
