@@ -582,6 +582,7 @@ def _guard_verdict(run) -> tuple:
     return ("allowed", tuple(str(a) for a in destination.addresses), destination.categories)
 
 
+@pytest.mark.unmeasured("a property: the table tests of net/ cover these lines")
 @pytest.mark.lab
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(

@@ -588,6 +588,7 @@ def _lenient(path: str) -> str:
     return _remove_dot_segments(text)
 
 
+@pytest.mark.unmeasured("3,000 paths: the table tests of this module cover these lines")
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_TOKENS), max_size=12))
 def test_no_allowed_path_leaves_the_base_for_a_lenient_server(tokens):
@@ -601,6 +602,7 @@ def test_no_allowed_path_leaves_the_base_for_a_lenient_server(tokens):
         assert routed.startswith("/api/search/") or routed == "/api/search", (url, routed)
 
 
+@pytest.mark.unmeasured("2,000 addresses: the table tests of net/ cover these lines")
 @settings(max_examples=2000, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(NAT64), st.integers(0, 255))
 def test_every_nat64_form_of_a_denied_address_is_refused(value, prefix, suffix):

@@ -932,12 +932,14 @@ def _check_only_public_contacted(lab, url: str) -> None:
     _assert_no_system_lookup(lab)
 
 
+@pytest.mark.unmeasured("a property: the table tests of this module cover these lines")
 @_PROPERTY_SETTINGS
 @given(url=_URLS)
 def test_property_arbitrary_urls_contact_only_public_addresses(lab, url):
     _check_only_public_contacted(lab, url)
 
 
+@pytest.mark.unmeasured("a property: the table tests of this module cover these lines")
 @_PROPERTY_SETTINGS
 @given(url=_WELL_FORMED)
 def test_property_well_formed_urls_contact_only_public_addresses(lab, url):
@@ -956,6 +958,7 @@ def _decision(call) -> object:
     return ("allowed", destination.url.geturl(), destination.addresses, destination.categories)
 
 
+@pytest.mark.unmeasured("a property: the table tests of net/ cover these lines")
 @_PROPERTY_SETTINGS
 @given(url=st.one_of(_URLS, _WELL_FORMED))
 def test_property_the_async_guard_decides_as_the_sync_guard(lab, url):

@@ -63,6 +63,7 @@ marker_text = st.sampled_from(
 any_text = st.lists(st.one_of(st.text(), marker_text), max_size=12).map("".join)
 
 
+@pytest.mark.unmeasured("a property: the example tests of this module cover these lines")
 @settings(max_examples=300, deadline=None)
 @given(text=any_text, source_url=any_text, status_line=any_text)
 def test_exactly_one_fence_whatever_the_text(text, source_url, status_line):
@@ -388,6 +389,9 @@ PLACES = (
 )
 
 
+@pytest.mark.unmeasured(
+    "every expanding character: the example tests of this module cover these lines"
+)
 def test_every_expanding_character_anywhere_around_a_marker():
     chars = expanding_characters()
     assert len(chars) > 3_000, len(chars)  # ﬀ ½ ⅟ ㏒ ǆ ß ﷺ, format and combining characters
@@ -503,12 +507,14 @@ fuzz_text = st.lists(st.one_of(piece, marker_piece), max_size=8).map("".join)
 FUZZ_EXAMPLES = int(os.environ.get("WEBFETCH_FUZZ_EXAMPLES", "150"))
 
 
+@pytest.mark.unmeasured("a fuzzer: the example tests of this module cover these lines")
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(text=fuzz_text)
 def test_fuzz_defuse(text):
     assert_defused(text)
 
 
+@pytest.mark.unmeasured("a fuzzer: the example tests of this module cover these lines")
 @settings(max_examples=FUZZ_EXAMPLES // 2, deadline=None)
 @given(text=fuzz_text, status_line=fuzz_text, source_url=st.lists(piece, max_size=4).map("".join))
 def test_fuzz_fence(text, status_line, source_url):

@@ -115,6 +115,7 @@ def test_mutated_real_looking_pages_never_raise_nor_come_back_empty(name, mutati
     assert problems(body) == []
 
 
+@pytest.mark.unmeasured("mutated pages: the other tests of text/ cover these lines")
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(page_names()), st.lists(_MUTATION, min_size=1, max_size=4))
 def test_mutated_pages_with_html5lib(name, mutations):

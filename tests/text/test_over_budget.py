@@ -49,6 +49,7 @@ def assert_keeps_the_article(markup):
     return result
 
 
+@pytest.mark.unmeasured("pages over 256 KiB: the small region tests below cover these lines")
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_an_over_budget_page_keeps_its_article(name):
     markup = SHAPES[name]()
@@ -57,6 +58,7 @@ def test_an_over_budget_page_keeps_its_article(name):
     assert result.reason in (None, "main_from_scan")
 
 
+@pytest.mark.unmeasured("a 330 KB page: the small region tests below cover these lines")
 def test_the_held_out_mega_menu_before_main():
     # Issue 28's held-out failure: 6,000 links in <nav><ul> (about 330 KB), then the article.
     links = "".join(f'<li><a href="/category/{i}">{MENU_WORD} {i}</a></li>' for i in range(6000))
@@ -75,6 +77,7 @@ _CHROME = st.sampled_from(
 )
 
 
+@pytest.mark.unmeasured("pages up to 420 KiB: the small region tests below cover these lines")
 @settings(
     max_examples=12,
     deadline=None,
@@ -92,6 +95,16 @@ _CHROME = st.sampled_from(
 def test_any_combination_of_chrome_keeps_the_article(before, after, wrapper, size):
     markup = page(before, after, wrapper, size)
     assert_keeps_the_article(markup)
+
+
+def test_a_page_cut_at_the_depth_bound_before_its_article_keeps_the_article():
+    # 40,000 characters of links, then nesting past the pre-scan's depth bound: the part
+    # before the cut is parsed and holds no main content, so the article after it is found
+    # by the linear pass (a small page: the pages above run unmeasured).
+    links = "".join(f'<li><a href="/c/{i}">{MENU_WORD} {"word " * 18}</a></li>' for i in range(420))
+    markup = f"<title>T</title><header><ul>{links}</ul></header>" + "<div>" * 210 + article()
+    assert scan(markup).cut
+    assert assert_keeps_the_article(markup).reason == "main_from_scan"
 
 
 def test_a_short_main_is_main_content():
@@ -195,6 +208,9 @@ def _calls(function, *args):
     return count
 
 
+@pytest.mark.unmeasured(
+    "counts calls on pages up to 512 KiB: the small region tests cover these lines"
+)
 @pytest.mark.parametrize(
     "unit",
     [

@@ -6,6 +6,7 @@ does: ASCII letters in either case, no other character folded to one (DESIGN.md 
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ _PAGES = st.lists(st.sampled_from(_PIECES), max_size=80).map("".join)
 _LONG = st.tuples(_PAGES, st.integers(1, 60)).map(lambda t: t[0] * t[1])
 
 
+@pytest.mark.unmeasured("a property: test_over_budget.py's region tests cover these lines")
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(_PAGES, _LONG))
 def test_the_region_and_its_steps_are_those_of_the_re_version(page):
@@ -68,3 +70,35 @@ def test_element_names_are_ascii_case_insensitive_only():
         assert region.main_region(page) == f"<{name} role=main>{filler}</{other}>{filler}"
         assert reference.main_region(page) == f"<{name} role=main>{filler}", "folded"
     assert reference._semantic(f"<maİn>{filler}</maİn>") is not None, "folded"
+
+
+def test_a_tag_whose_name_only_begins_with_main_is_no_main_element():
+    filler = "<p>" + "Words of the article. " * 20 + "</p>"
+    page = f"<mainmenu>{filler}</mainmenu><main>{filler}</main><p>after</p>"
+    assert region.main_region(page) == f"<main>{filler}"
+
+
+def test_a_lone_lt_is_text_of_the_densest_run():
+    # No <main>, role=main or <article>: the densest run of text, whose "<" starts no tag.
+    page = (
+        "<div><a href=/>menu</a></div><div>"
+        + "<p>If a < b the words of the article go on.</p>" * 10
+        + "</div>"
+    )
+    found = region.main_region(page)
+    assert found is not None and found.startswith("<div><p>If a < b the words")
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        '<p>x</p><div role="main"><p>a < b and more words</p></div><p>after</p>',
+        "<div>menu</div><p>" + "if a < b the words go on. " * 10 + "</p>",
+        "<p>role=main in text</p><section ROLE='Main'>x</section>",
+    ],
+)
+def test_the_steps_are_those_of_the_re_version_on_written_out_pages(page):
+    # The property above on a few pages, measured (it runs with the tracer stopped).
+    assert region._role_main(page) == reference._role_main(page)
+    assert region._tokens(page, 0, len(page)) == reference._tokens(page, 0, len(page))
+    assert region.main_region(page, stripped=True) == reference.main_region(page, stripped=True)

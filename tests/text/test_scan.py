@@ -127,6 +127,7 @@ token = st.one_of(
 )
 
 
+@pytest.mark.unmeasured("a property: the example tests of this module cover these lines")
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(token, max_size=60).map("".join))
 def test_depth_model_never_underestimates_much(markup):
@@ -255,6 +256,13 @@ def test_budget_trips_on_text_too(monkeypatch):
     monkeypatch.setattr(scan_module, "COST_BUDGET", 10)
     assert scan("<p>" + "x").markup is None
     assert scan("xxx").markup is None
+
+
+def test_a_run_past_the_parser_input_is_charged_before_the_cut():
+    # The run of text that would fill the parser input (a quarter of a MiB of character
+    # references) is over the cost budget too: the page is reduced to text, not parsed in part.
+    result = scan("&amp;" * 60_000)
+    assert result.markup is None and result.cost > COST_BUDGET
 
 
 @pytest.mark.parametrize(

@@ -132,6 +132,9 @@ def test_the_safety_net_says_so(mode):
     assert extract(body, "text/html", mode=mode).reason != "out_of_time"
 
 
+@pytest.mark.unmeasured(
+    "64 KiB pages, each parsed four times: the other tests of text/ cover these lines"
+)
 @pytest.mark.parametrize("constant", ["MAX_PARSE_STEPS", "MAX_RENDER_STEPS"])
 @pytest.mark.parametrize("parser", ["lexbor", "html5lib"])
 def test_a_page_over_the_parse_or_render_budget_takes_the_over_budget_path(
@@ -155,6 +158,39 @@ def test_a_page_over_the_parse_or_render_budget_takes_the_over_budget_path(
     whole = extract(body, parser=parser, mode="page")
     assert (whole.mode, whole.reason) == ("page", "not_parsed")
     assert "Section 3" in whole.text
+
+
+@pytest.mark.parametrize("constant", ["MAX_PARSE_STEPS", "MAX_RENDER_STEPS"])
+@pytest.mark.parametrize("parser", ["lexbor", "html5lib"])
+def test_a_small_page_over_a_lowered_budget_keeps_its_main_content(monkeypatch, constant, parser):
+    # The test above on a 5 KB page (that one runs unmeasured): over the lowered budget the
+    # page is not laid out whole; its main content is laid out alone, or reduced to its text
+    # when it is over the budget too; the whole page is its text without layout.
+    from django_webfetch.text import render as render_module
+    from tests.text.overbudget import HEADLINE, paragraphs
+
+    links = " ".join(f'<a href="/{i}">Section {i}</a>' for i in range(20))
+    body = (
+        f"<title>T</title><nav>{links}</nav><main><h1>{HEADLINE}</h1>{paragraphs() * 3}</main>"
+        f"<footer>{links}</footer>"
+    ).encode()
+    assert extract(body, parser=parser).reason is None
+    monkeypatch.setattr(render_module, constant, 20)
+    result = extract(body, parser=parser)
+    assert (result.mode, result.reason) == ("main", "main_from_scan")
+    assert HEADLINE in result.text and "Section 3" not in result.text
+    whole = extract(body, parser=parser, mode="page")
+    assert (whole.mode, whole.reason) == ("page", "not_parsed")
+    assert "Section 3" in whole.text
+
+
+def test_a_page_too_deep_to_parse_is_its_text_in_page_mode():
+    result = extract(("<div>" * 300 + "<p>A paragraph of text.</p>").encode(), mode="page")
+    assert (result.mode, result.reason, result.text) == (
+        "page",
+        "not_parsed",
+        "A paragraph of text.",
+    )
 
 
 @pytest.mark.parametrize("paragraphs", [100, 300])
