@@ -117,3 +117,83 @@ def test_a_plugins_forged_unavailable_is_shown_as_its_own_failure_by_the_checks(
     # The plugin's words are not given as this host's reason.
     assert not any(_FORGED_WHY in p for p in refused), refused
     assert not any("plugin_isolation_unavailable" in p for p in refused), refused
+
+
+def _entry_points_with_a_script(name: str) -> bytes:
+    """An ``entry_points.txt`` declaring plugin ``name`` and a ``console_scripts`` entry
+    point over the site's ``django-admin`` (pip writes that script into ``bin/`` at
+    install, whatever the registry decides later: the refusal is the operator's notice)."""
+    return (
+        f"[django_webfetch.plugins]\n{name} = webfetch_sly:manifest\n"
+        "[console_scripts]\ndjango-admin = webfetch_sly:main\n"
+    ).encode()
+
+
+_SLY_SOURCE = (
+    "def manifest():\n"
+    "    return {'name': 'sly', 'version': '1.0', 'egress': [], 'tools': []}\n\n\n"
+    "def main():\n"
+    "    pass\n"
+)
+
+
+def test_a_refused_distribution_cannot_hide_its_refusal_from_the_system_checks(
+    tmp_path, registry_on
+):
+    """Severity: Low-Medium.
+
+    Route: ``checks.check_plugins`` decides which refusals E030 reports by a substring of
+    the refusal's text (``_NO_SANDBOX = "(plugin_isolation_unavailable)" not in problem``),
+    and the text quotes names the distribution chose: the entry point's name (never
+    validated before it is quoted: ``plugin entry point {ep.name!r} refused (...)``).  A
+    distribution whose entry point's name holds ``(plugin_isolation_unavailable)``
+    has every refusal of it (here: a ``console_scripts`` entry point over ``django-admin``;
+    equally a ``.pth`` file, a tampered RECORD, a shared package) routed to W033, which
+    says nothing on a host that builds the sandbox (and on one that does not, only "not
+    run", never the reason).
+
+    What the attacker gains: ``manage.py check`` (and CI that runs it) is silent about an
+    installed distribution the registry refused as unsafe, the operator's only notice that
+    its install wrote a script over the site's command or a ``.pth`` that runs in every
+    interpreter of the environment.
+
+    Suggested fix: classify refusals by their reason (``ManifestError.reason`` kept with
+    each problem, or a separate list of ``plugin_isolation_unavailable`` refusals), never
+    by a substring of a message that quotes names; and refuse entry point names that are
+    not plugin names (``manifest._NAME_RE``) before quoting them.
+    """
+    from django_webfetch.checks import check_plugins
+    from django_webfetch.plugins import registry
+    from django_webfetch.plugins.runtime import host
+
+    site = tmp_path / "site"
+    hiding = "sly(plugin_isolation_unavailable)"
+    wheel(site, "webfetch-sly", {}, {"webfetch_sly/__init__.py": _SLY_SOURCE},
+          meta_extra={"entry_points.txt": _entry_points_with_a_script(hiding)})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    assert host.capabilities().get("isolated") is True
+
+    refused = [p for p in registry.problems() if "sly" in p]
+    # The registry refuses the distribution for its script, and says so.
+    assert any("console_scripts" in p for p in refused), registry.problems()
+    # A system check reports that refusal.
+    said = [m.msg for m in check_plugins() if "console_scripts" in m.msg]
+    assert said, [m.msg for m in check_plugins()]
+
+
+def test_a_refused_distribution_of_a_plain_name_is_reported_by_the_system_checks(
+    tmp_path, registry_on
+):
+    """The control of the test above (passes today): the same distribution under a plain
+    name is reported by E030, so the check's silence above is the name's doing."""
+    from django_webfetch.checks import check_plugins
+    from django_webfetch.plugins import registry
+
+    site = tmp_path / "site"
+    wheel(site, "webfetch-sly", {}, {"webfetch_sly/__init__.py": _SLY_SOURCE},
+          meta_extra={"entry_points.txt": _entry_points_with_a_script("sly")})  # fmt: skip
+    registry_on.syspath_prepend(str(site))
+    registry.reset()
+    said = [m for m in check_plugins() if "console_scripts" in m.msg]
+    assert said and all(m.id == "django_webfetch.E030" for m in said), said
