@@ -257,8 +257,9 @@ def test_a_plugin_package_named_org_is_refused_before_it_runs_in_the_host(tmp_pa
     the plugin process imports, but the standard library itself imports a name that is
     neither: ``copy`` and ``pickle`` (Python <= 3.11, the version this site runs) try
     ``from org.python.core import PyStringMap`` at their first import.  A plugin
-    distribution whose entry point is ``org.<module>:manifest`` passes every registry check
-    (its top-level ``org`` is its entry point's own, not reserved, not the site's), and,
+    distribution whose entry point is ``org.<module>:manifest`` passes every check made
+    before its code is read (its top-level ``org`` is its entry point's own, not reserved,
+    not the site's: no ``entry_point_reserved``, no ``plugin_distribution_unsafe``), and,
     installed into the site's ``site-packages`` as ``pip install`` does, its
     ``org/__init__.py`` runs in every interpreter of the environment that imports ``copy``
     or ``pickle``: the web and worker processes (Django imports ``copy`` at start),
@@ -268,7 +269,9 @@ def test_a_plugin_package_named_org_is_refused_before_it_runs_in_the_host(tmp_pa
     What the attacker gains: arbitrary code in the web process (``SECRET_KEY``, the
     database, the LLM provider's key), on a host that builds the sandbox: issue 30's
     finding 5 ("nothing of an untrusted package runs in the host") by another door, and
-    the distribution is reported as an ordinary, isolated plugin.
+    all the operator is told is ``manifest_load`` ("could not be loaded (ImportError)"),
+    after the fact, which says nothing of code that ran (measured: the registry's only
+    problem for it).
 
     Suggested fix: refuse entry points (and any top-level name a plugin distribution
     installs) that the interpreter imports implicitly: ``org`` with the standard library's
