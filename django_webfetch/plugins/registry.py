@@ -1261,7 +1261,7 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
     return None
 
 
-def quoted_name(name: object) -> str:
+def _quoted_name(name: object) -> str:
     """An entry point's name as a message quotes it: ``repr`` of a plugin name, or, for
     any other, ``repr`` of its first 60 characters, escaped (``shown``)."""
     if is_plugin_name(name):
@@ -1270,9 +1270,11 @@ def quoted_name(name: object) -> str:
 
 
 def _name_invalid(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    label = repr(_dist_label(dist)) if dist is not None else "?"
     return (
-        f"a plugin entry point refused (entry_point_name_invalid): its name "
-        f"{quoted_name(getattr(ep, 'name', '?'))} is not a plugin name "
+        f"a plugin entry point of distribution {label} refused (entry_point_name_invalid): "
+        f"its name {_quoted_name(getattr(ep, 'name', '?'))} is not a plugin name "
         "([a-z0-9][a-z0-9_-]{0,39}); nothing of it was imported"
     )
 
@@ -1331,7 +1333,7 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
         bad = _entry_point_problem(other)
         if bad is not None:
             return (
-                f"its entry point {quoted_name(other.name)} is refused as {bad.reason}, so all "
+                f"its entry point {_quoted_name(other.name)} is refused as {bad.reason}, so all "
                 "its entry points are"
             )
         tops.add(_names(str(other.value))[0].split(".")[0])
