@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning
@@ -24,6 +24,9 @@ from .exceptions import WebFetchConfigurationError
 from .invocation import manage_command
 from .net.errors import PolicyError
 from .net.policy import HARD_LIMITS
+
+if TYPE_CHECKING:
+    from .plugins.registry import Problem
 
 __all__ = ["CHECKS"]
 
@@ -586,14 +589,26 @@ def _check_sqlite_writers() -> list[CheckMessage]:
 # -- plugins (DESIGN.md §8) --------------------------------------------------------------------
 
 
-#: A refusal that says only that this host cannot build the sandbox: W033's, not E030's (an
-#: error stops every management command, ``migrate`` and ``webfetch plugin list`` included).
-_NO_SANDBOX = "(plugin_isolation_unavailable)"
+#: The registry's refusals (``registry.Problem``) reported by W033, by their reason code
+#: alone: those that say only that the sandbox could not be built (an error stops every
+#: management command, ``migrate`` and ``webfetch plugin list`` included).  Every other
+#: reason, known or not, is E030's: decided by ``Problem.reason``, never by the refusal's
+#: text, which quotes names a distribution chose (docs/decisions/0064-protocol-states-and-
+#: problem-reasons.rst).
+_SANDBOX_REASONS = frozenset({"plugin_isolation_unavailable"})
 
 
-def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
-    """W033: plugins are installed and this host cannot build their sandbox; ``refused``
-    are the registry's refusals for that reason."""
+def problem_check(reason: str) -> str:
+    """The one system check id that reports a registry refusal of reason ``reason``."""
+    if reason in _SANDBOX_REASONS:
+        return "django_webfetch.W033"
+    return "django_webfetch.E030"
+
+
+def _plugin_sandbox(refused: Sequence[Problem] = ()) -> list[CheckMessage]:
+    """W033: plugins are installed and this host cannot build their sandbox, or (a host
+    that builds it) some plugins' sandboxes could not be built; ``refused`` are the
+    registry's refusals for that reason (``problem_check``)."""
     from .plugins.registry import plugin_entry_points
     from .plugins.runtime.bubblewrap import REASONS
     from .plugins.runtime.host import capabilities
@@ -603,11 +618,22 @@ def _plugin_sandbox(refused: Sequence[str] = ()) -> list[CheckMessage]:
     if not eps and not unreadable:
         return []
     found = capabilities()
-    if found.get("isolated"):
-        return []
-    reason = str(found.get("reason", "sandbox_failed"))
-    names = sorted({p.split("'")[1] for p in refused if p.count("'") >= 2})
+    names = sorted({name for p in refused for name in p.names})
     which = f" Not run: {shown(', '.join(names))}." if names else ""
+    if found.get("isolated"):
+        if not refused:
+            return []
+        # This host builds the sandbox, yet a plugin's could not be built: said, never
+        # dropped (each refusal's text, escaped).
+        return [
+            Warning(
+                f"The plugin sandbox could not be built for some plugins; nothing of their "
+                f"packages is imported.{which} {shown('; '.join(p.message for p in refused))}",
+                hint="See docs/plugins.rst, 'Containment'.",
+                id="django_webfetch.W033",
+            )
+        ]
+    reason = str(found.get("reason", "sandbox_failed"))
     return [
         Warning(
             f"Untrusted plugins do not run here: the plugin sandbox cannot be built "
@@ -659,20 +685,21 @@ def _plugin_uids() -> list[CheckMessage]:
 
 
 def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
-    from .plugins.registry import problems
+    from .plugins.registry import refusals
     from .plugins.shown import shown
 
-    found = problems()
+    found = refusals()
     messages: list[CheckMessage] = [
         Error(
-            shown(problem),
+            shown(problem.message),
             hint="The whole plugin is refused: none of its tools is offered.",
             id="django_webfetch.E030",
         )
         for problem in found
-        if _NO_SANDBOX not in problem
+        if problem_check(problem.reason) == "django_webfetch.E030"
     ]
-    messages.extend(_plugin_sandbox([p for p in found if _NO_SANDBOX in p]))
+    sandbox = [p for p in found if problem_check(p.reason) == "django_webfetch.W033"]
+    messages.extend(_plugin_sandbox(sandbox))
     from .plugins.tools import tool_problems
 
     messages.extend(

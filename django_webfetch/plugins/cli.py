@@ -239,22 +239,22 @@ def _trust(out: _Shown, alias: str, confirm: str | None) -> None:
 
 
 def _list(out: _Shown) -> None:
-    from .registry import manifests, problems
+    from .registry import manifests, refusals
     from .runtime.host import isolation_label
 
     # What this host does with an untrusted plugin, whatever is installed.
     out.write(f"this host: {isolation_label(False)}")
     summaries = services.list_instances()
-    refused = problems()
+    refused = refusals()
     have = {s.plugin for s in summaries}
     for manifest in manifests():
         if manifest.name not in have:
             install = _manage("install", manifest.name)
             out.write(f"available: {manifest.name} {manifest.version} ({install})")
     for problem in refused:
-        out.write(f"refused: {problem}")
-    for problem in tool_problems():
-        out.write(f"refused: {problem}")
+        out.write(f"refused: {problem.message}")
+    for contest in tool_problems():
+        out.write(f"refused: {contest}")
     if not summaries:
         out.write("no plugin instances")
         return
@@ -262,7 +262,7 @@ def _list(out: _Shown) -> None:
         state = "enabled" if s.enabled else "disabled"
         installed = ""
         if not s.installed:
-            mine = [p for p in refused if p.startswith(f"plugin entry point {s.plugin!r} ")]
+            mine = [p for p in refused if s.plugin in p.names]
             installed = ", package refused (see above)" if mine else ", package NOT installed"
         out.write(f"{s.alias} ({s.plugin} {s.version}, {state}{installed})")
         out.write(f"  declared:  {_hosts(s.declared)}")

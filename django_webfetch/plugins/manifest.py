@@ -58,11 +58,13 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_PATTERN_LENGTH",
     "MAX_TOOLS",
+    "REASONS",
     "ConfigField",
     "Manifest",
     "ManifestError",
     "ToolSpec",
     "WILDCARD_DNS_DOMAINS",
+    "is_plugin_name",
     "is_public_suffix",
     "is_wildcard_dns",
     "owns_group",
@@ -106,6 +108,37 @@ _TOOL_KEYS = frozenset({"name", "description", "parameters", "handler", "effect"
 #: registry in ``models.builtin`` holds the installed set).
 _RESERVED_GROUPS = frozenset({"web", "system", "code", "rag", "assistant", "content"})
 _MANIFEST_KEYS = frozenset({"name", "version", "egress", "config", "tools", "description"})
+
+
+#: Every ``ManifestError.reason`` this module raises (the registry's refusals add their own:
+#: ``registry.REFUSAL_REASONS``; tests/plugins/test_protocol_states_and_problem_reasons.py
+#: finds each reason raised here in this set).
+REASONS = frozenset(
+    {
+        "config_pattern",
+        "config_schema",
+        "egress_entry",
+        "egress_port",
+        "egress_public_suffix",
+        "egress_shape",
+        "egress_too_many",
+        "egress_wildcard_dns",
+        "manifest_load",
+        "manifest_name",
+        "manifest_shape",
+        "manifest_too_large",
+        "manifest_version",
+        "tool",
+        "tool_group",
+        "tool_group_not_owned",
+    }
+)
+
+
+def is_plugin_name(name: object) -> bool:
+    """``name`` is a plugin's name as a manifest must give it (``[a-z0-9][a-z0-9_-]{0,39}``):
+    what an entry point's name must be before anything quotes it."""
+    return isinstance(name, str) and _NAME_RE.match(name) is not None
 
 
 class ManifestError(PolicyError):

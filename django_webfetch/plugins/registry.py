@@ -35,13 +35,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import distributions
 from typing import Any
 
 from django_webfetch.text.patterns import compile_pattern
 
 from . import closure, provenance
-from .manifest import MAX_MANIFEST_BYTES, MAX_TOOLS, Manifest, ManifestError, parse_manifest
+from .manifest import (
+    MAX_MANIFEST_BYTES,
+    MAX_TOOLS,
+    Manifest,
+    ManifestError,
+    is_plugin_name,
+    parse_manifest,
+)
+from .manifest import REASONS as MANIFEST_REASONS
 from .provenance import (
     CACHE_DIR,
     WALK_DEPTH,
@@ -72,7 +81,9 @@ __all__ = [
     "MAX_ENTRY_POINTS",
     "MAX_READS_PER_LOAD",
     "READ_SECONDS",
+    "REFUSAL_REASONS",
     "RESERVED_NAMES",
+    "Problem",
     "code_problem",
     "dependencies",
     "distribution",
@@ -86,6 +97,7 @@ __all__ = [
     "plugin_entry_points",
     "problems",
     "provider",
+    "refusals",
     "reset",
     "retry_after",
 ]
@@ -120,9 +132,52 @@ READ_SECONDS = 60.0
 _RETRY_SECONDS = 60.0
 _RETRY_MAX_SECONDS = 3600.0
 
+#: Every reason a refusal of the registry (``Problem.reason``) can carry: the manifest's
+#: (``manifest.REASONS``) and the registry's own.  Each maps to one system check by this
+#: code alone (``checks.problem_check``), never by the refusal's text, which quotes names a
+#: distribution chose (tests/plugins/test_protocol_states_and_problem_reasons.py).
+REFUSAL_REASONS = MANIFEST_REASONS | frozenset(
+    {
+        "entry_point_duplicate",
+        "entry_point_invalid",
+        "entry_point_name_invalid",
+        "entry_point_reserved",
+        "entry_point_site_code",
+        "manifest_name_mismatch",
+        "manifest_nondeterministic",
+        "plugin_claimed_twice",
+        "plugin_code_changed",
+        "plugin_code_compiled",
+        "plugin_distribution_unsafe",
+        "plugin_isolation_unavailable",
+        "plugin_name_refused",
+        "plugin_origin_mismatch",
+        "plugin_path_unsafe",
+        "plugin_read_deferred",
+        "plugin_too_many_entry_points",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One refusal of a load: ``reason`` (a code of ``REFUSAL_REASONS``), the plugin names
+    it refuses (``names``: plugin names only, ``manifest.is_plugin_name``; none for a
+    distribution whose entry points cannot be read or an entry point whose name is no
+    plugin's) and ``message``, for people (it quotes names a distribution chose: shown
+    through ``shown``, never searched)."""
+
+    reason: str
+    message: str
+    names: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.message
+
+
 _lock = threading.RLock()
 _manifests: dict[str, Manifest] | None = None
-_problems: list[str] = []
+_problems: list[Problem] = []
 _origins: dict[str, Origin] = {}
 #: The distribution of the entry point each name was loaded (or tried) from: trust is
 #: decided from it (``provider``), never from a fresh look-up by name.
@@ -1173,7 +1228,10 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
     """Why entry point ``ep`` cannot name a plugin, decided from its value alone: not
     dotted Python names (``entry_point_invalid``), a top-level name of the site's own code
     (``entry_point_site_code``: ``site_top_levels``), or a reserved top-level name
-    (``entry_point_reserved``)."""
+    (``entry_point_reserved``); a name that is no plugin's (``entry_point_name_invalid``:
+    ``manifest.is_plugin_name``) first, before anything quotes it."""
+    if not is_plugin_name(ep.name):
+        return ManifestError("entry_point_name_invalid", _name_invalid(ep))
     module, attribute = _names(str(ep.value))
     if not all(part.isidentifier() for part in [*module.split("."), *attribute]):
         return ManifestError(
@@ -1201,6 +1259,24 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
             "nothing of it was imported",
         )
     return None
+
+
+def _quoted_name(name: object) -> str:
+    """An entry point's name as a message quotes it: ``repr`` of a plugin name, or, for
+    any other, ``repr`` of its first 60 characters, escaped (``shown``)."""
+    if is_plugin_name(name):
+        return repr(name)
+    return shown(repr(str(name)[:60]))
+
+
+def _name_invalid(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    label = repr(_dist_label(dist)) if dist is not None else "?"
+    return (
+        f"a plugin entry point of distribution {label} refused (entry_point_name_invalid): "
+        f"its name {_quoted_name(getattr(ep, 'name', '?'))} is not a plugin name "
+        "([a-z0-9][a-z0-9_-]{0,39}); nothing of it was imported"
+    )
 
 
 #: Entry-point groups whose scripts an installer writes into the environment's ``bin/``,
@@ -1257,8 +1333,8 @@ def _distribution_problem(ep: Any, providers: _Providers | None = None) -> str:
         bad = _entry_point_problem(other)
         if bad is not None:
             return (
-                f"its entry point {other.name!r} is refused as {bad.reason}, so all its entry "
-                "points are"
+                f"its entry point {_quoted_name(other.name)} is refused as {bad.reason}, so all "
+                "its entry points are"
             )
         tops.add(_names(str(other.value))[0].split(".")[0])
     files = None
@@ -1752,7 +1828,7 @@ def _origin(ep: Any) -> str:
     return f"{package}:{ep.name}"
 
 
-def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[str]]:
+def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[Problem]]:
     """The plugin entry points of every installed distribution (``_all_distributions``:
     the site's and those of ``WEBFETCH_PLUGIN_DIRS``), each metadata directory once: two
     distributions of one name in two directories are two, so a name both claim is refused
@@ -1762,16 +1838,19 @@ def plugin_entry_points(keys: list[str] | None = None) -> tuple[list[Any], list[
     ``entry_points()`` raise for every plugin.  Its own plugins are not loaded, and when
     its file names the plugin group (or cannot be read at all) a problem says so."""
     eps: list[Any] = []
-    problems: list[str] = []
+    problems: list[Problem] = []
     for dist in _all_distributions(keys):
         found = dist_plugin_entry_points(dist)
         if isinstance(found, list):
             eps.extend(found)
         elif found:
             problems.append(
-                f"plugin distribution {_dist_label(dist)!r} refused "
-                f"(plugin_distribution_unsafe): its entry points cannot be read "
-                f"({found}); nothing of it was imported"
+                Problem(
+                    "plugin_distribution_unsafe",
+                    f"plugin distribution {_dist_label(dist)!r} refused "
+                    f"(plugin_distribution_unsafe): its entry points cannot be read "
+                    f"({found}); nothing of it was imported",
+                )
             )
     return eps, problems
 
@@ -1792,14 +1871,15 @@ def dist_plugin_entry_points(dist: Any) -> list[Any] | str:
         return ""
 
 
-def _installed() -> tuple[list[Any], list[str], tuple[Any, ...]]:
+def _installed() -> tuple[list[Any], list[Problem], tuple[Any, ...]]:
     """The plugin entry points and unreadable distributions (``plugin_entry_points``),
     and what a load decided from: every installed distribution's metadata directory, and
     each plugin entry point's name, value and distribution (name, version, code digest)."""
     keys: list[str] = []
     eps, unreadable = plugin_entry_points(keys)
     points = sorted(_point(ep) for ep in eps)
-    return eps, unreadable, (tuple(sorted(keys)), tuple(points), tuple(unreadable))
+    said = tuple(p.message for p in unreadable)
+    return eps, unreadable, (tuple(sorted(keys)), tuple(points), said)
 
 
 def _point(ep: Any) -> tuple[str, ...]:
@@ -1868,9 +1948,8 @@ def load() -> dict[str, Manifest]:
             _problems.clear()
             with provenance.rehashed():  # each generation reads the code in full again
                 eps, unreadable, _state = _installed()
-            for message in unreadable:
-                logger.error("django_webfetch %s", shown(message))
-                _problems.append(message)
+            for problem in unreadable:
+                _refuse(problem)
             # Names a refused entry point claims (with why): served by no one in this load.
             refused: dict[str, set[str]] = {}
             named: dict[str, list[str]] = {}
@@ -1885,6 +1964,11 @@ def load() -> dict[str, Manifest]:
             eps.sort(key=lambda ep: ep.name not in _deferred)
             deferred: set[str] = set()
             for ep in eps:
+                if not is_plugin_name(ep.name):
+                    # Refused before anything quotes its name (a message says it escaped):
+                    # no plugin can be served by it, and no other refusal names it.
+                    _refuse(Problem("entry_point_name_invalid", _name_invalid(ep)))
+                    continue
                 if len(named[ep.name]) > 1:
                     # Decided before anything is imported or read: trust (a ``trusted``
                     # instance, where no sandbox can be built) follows the entry point's
@@ -1894,11 +1978,10 @@ def load() -> dict[str, Manifest]:
                         f"it is claimed by more than one entry point "
                         f"({', '.join(sorted(named[ep.name]))}); all are refused"
                     )
-                    if message not in _problems:
-                        logger.error("django_webfetch %s", shown(message))
-                        _problems.append(message)
+                    _refuse(Problem("entry_point_duplicate", message, (ep.name,)))
                     refused.setdefault(ep.name, set()).add("entry_point_duplicate")
                     continue
+                also: tuple[str, ...] = ()  # a name its manifest claims besides its own
                 try:
                     bad = _entry_point_problem(ep)  # its own reason, before its distribution's
                     if bad is not None:
@@ -1931,6 +2014,7 @@ def load() -> dict[str, Manifest]:
                     _providers[ep.name] = provider_of(ep)
                     manifest, found_origins[ep.name] = _load_entry_point(ep, budget)
                     if manifest.name != ep.name:
+                        also = (manifest.name,)
                         refused.setdefault(manifest.name, set()).add("manifest_name_mismatch")
                         raise ManifestError(
                             "manifest_name_mismatch",
@@ -1939,8 +2023,7 @@ def load() -> dict[str, Manifest]:
                         )
                 except ManifestError as exc:
                     message = f"plugin entry point {ep.name!r} refused ({exc.reason}): {exc}"
-                    logger.error("django_webfetch %s", shown(message))
-                    _problems.append(message)
+                    _refuse(Problem(exc.reason, message, (ep.name, *also)))
                     refused.setdefault(ep.name, set()).add(exc.reason)
                     if exc.reason == "plugin_read_deferred":
                         deferred.add(ep.name)
@@ -1950,8 +2033,7 @@ def load() -> dict[str, Manifest]:
                         f"plugin entry point {ep.name!r} refused (manifest_load): "
                         f"its manifest could not be read ({type(exc).__name__})"
                     )
-                    logger.error("django_webfetch %s", shown(message))
-                    _problems.append(message)
+                    _refuse(Problem("manifest_load", message, (ep.name,)))
                     refused.setdefault(ep.name, set()).add("manifest_load")
                     continue
                 claims.setdefault(manifest.name, []).append((_origin(ep), manifest))
@@ -1966,8 +2048,7 @@ def load() -> dict[str, Manifest]:
                         f"plugin {name!r} is claimed by more than one entry point ({origins}); "
                         "all are refused"
                     )
-                    logger.error("django_webfetch %s", shown(message))
-                    _problems.append(message)
+                    _refuse(Problem("plugin_claimed_twice", message, (name,)))
                     refused.setdefault(name, set()).add("plugin_claimed_twice")
                     continue
                 if name in refused:
@@ -1976,8 +2057,7 @@ def load() -> dict[str, Manifest]:
                         f"than one entry point ({claimed[0][0]} and a refused one: "
                         f"{', '.join(sorted(refused[name]))}); no entry point serves it"
                     )
-                    logger.error("django_webfetch %s", shown(message))
-                    _problems.append(message)
+                    _refuse(Problem("plugin_name_refused", message, (name,)))
                     continue
                 found[name] = claimed[0][1]
                 _origins[name] = found_origins[name]
@@ -2005,7 +2085,22 @@ def get_manifest(name: str) -> Manifest | None:
     return load().get(name)
 
 
+def _refuse(problem: Problem) -> None:
+    """``problem`` logged (escaped: ``shown``) and kept for this load, once."""
+    if problem not in _problems:
+        logger.error("django_webfetch %s", shown(problem.message))
+        _problems.append(problem)
+
+
 def problems() -> list[str]:
+    """What this load refused, for people (``refusals`` for each one's reason)."""
+    load()
+    return [p.message for p in _problems]
+
+
+def refusals() -> list[Problem]:
+    """What this load refused, each with its reason and the plugin names it refuses: what
+    the system checks, ``webfetch plugin list`` and the services decide from."""
     load()
     return list(_problems)
 

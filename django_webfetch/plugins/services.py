@@ -74,11 +74,13 @@ class PluginServiceError(WebFetchError):
 def _manifest(name: str) -> Manifest:
     manifest = get_manifest(name)
     if manifest is None:
-        from .registry import problems
+        from .registry import refusals
 
-        refused = [p for p in problems() if repr(name) in p]
+        # The refusals of this name (``Problem.names``), never one whose text quotes it:
+        # another distribution's refusal can quote any name.
+        refused = [p for p in refusals() if name in p.names]
         if refused:
-            raise PluginServiceError("plugin_refused", refused[0])
+            raise PluginServiceError("plugin_refused", refused[0].message)
         raise PluginServiceError("plugin_not_installed", f"no installed plugin named {name!r}")
     return manifest
 

@@ -689,6 +689,12 @@ class ProtocolViolation(RuntimeFailure):
         super().__init__("plugin_protocol_error", detail)
 
 
+def _op_shown(message: Mapping[str, Any]) -> str:
+    """A message's ``op`` as a detail may quote it: cut, printable and quoted (the process
+    chose it; nothing else of the message is quoted)."""
+    return repr(_printable(str(message.get("op", ""))[:40]))
+
+
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -1108,27 +1114,35 @@ class Worker:
                 self._until(_STARTUP_SECONDS),
                 poll=self.bounds(_STARTUP_SECONDS, files=False, kernel=False),
             )
-            if message["op"] == "contained":
-                # The sandbox holds and the guest waits: what the kernel says of it now is
-                # what no plugin code has touched yet.  Then the plugin's import, with a
-                # call's bounds.
-                contained = True
-                host_abi = _host_landlock_abi()
-                self.enforced = _checked_contained(message, host_abi)
-                self._say_landlock(host_abi)
-                self.kernel = _kernel_state(self.pid)
-                self.own_descriptors = frozenset(held[:4] for held in _descriptors(self.pid) or ())
-                if not _filters_in_force(self.kernel):
-                    raise IsolationUnavailable(
-                        "seccomp_unavailable: the host does not read both filters in /proc"
-                    )
-                self.import_bounds = self.bounds(self.limits.cpu_seconds)
-                self.channel.send({"op": "import"}, self._until(_STARTUP_SECONDS))
-                message = self.channel.recv(
-                    self._until(self.limits.wall_seconds),
-                    max_message=READY_BYTES,
-                    poll=self.import_bounds,
+            if message["op"] == "unavailable":
+                # The answer to ``setup`` only: no plugin code has run in the process yet,
+                # so this is the guest's own word of a sandbox step that failed.
+                self.kill()
+                raise IsolationUnavailable(str(message.get("why", ""))[:300])
+            if message["op"] != "contained":
+                raise ProtocolViolation(
+                    f"the plugin process answered setup with {_op_shown(message)}, not contained"
                 )
+            # The sandbox holds and the guest waits: what the kernel says of it now is
+            # what no plugin code has touched yet.  Then the plugin's import, with a
+            # call's bounds.
+            contained = True
+            host_abi = _host_landlock_abi()
+            self.enforced = _checked_contained(message, host_abi)
+            self._say_landlock(host_abi)
+            self.kernel = _kernel_state(self.pid)
+            self.own_descriptors = frozenset(held[:4] for held in _descriptors(self.pid) or ())
+            if not _filters_in_force(self.kernel):
+                raise IsolationUnavailable(
+                    "seccomp_unavailable: the host does not read both filters in /proc"
+                )
+            self.import_bounds = self.bounds(self.limits.cpu_seconds)
+            self.channel.send({"op": "import"}, self._until(_STARTUP_SECONDS))
+            message = self.channel.recv(
+                self._until(self.limits.wall_seconds),
+                max_message=READY_BYTES,
+                poll=self.import_bounds,
+            )
         except ChannelTimeout as exc:
             self.kill()
             if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -1158,12 +1172,17 @@ class Worker:
             raise RuntimeFailure(
                 "plugin_crashed", f"the plugin process did not start: {exc}"
             ) from exc
-        if message["op"] == "unavailable":
-            self.kill()
-            raise IsolationUnavailable(str(message.get("why", ""))[:300])
         if message["op"] != "ready":
+            # After ``import`` the plugin's code has run in the process and can write on the
+            # channel: only ``ready`` answers it.  An ``unavailable`` or ``contained`` now is
+            # no word of the guest's (it says them before the import, never after): a
+            # protocol violation of the package's, remembered like any failed read, and
+            # nothing it said is taken as this host's (tests/plugins/
+            # test_protocol_states_and_problem_reasons.py).
             self.kill()
-            raise RuntimeFailure("plugin_crashed", "the plugin process did not get ready")
+            raise ProtocolViolation(
+                f"the plugin process answered its import with {_op_shown(message)}, not ready"
+            )
         return message
 
     def _deferred(self) -> None:
