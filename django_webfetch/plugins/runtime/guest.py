@@ -2,8 +2,13 @@
 started by bubblewrap in the plugin sandbox (``bubblewrap.command``: its own user, PID,
 network, IPC, UTS, mount and cgroup namespaces, uid 65534 with no capabilities, a
 read-only minimal view, an empty environment and the allow-list seccomp filter already in
-force).  Its ``sys.path``: the standard library, then the site's package directories, then
-the plugin's directory; ``django_webfetch`` is loaded from ROOT by location.
+force).  Its ``sys.path``: the standard library only until the host says ``import``, then
+the site's package directories, then the plugin's directory; ``django_webfetch`` is loaded
+from ROOT by location.  Every module the guest itself uses is imported before it says
+``contained`` (``own_imports``): of the site's package directories, only httpx's own
+packages (``SITE_PACKAGES``) can be found then, so no name the guest or the standard
+library tries (``copy``'s ``org``, httpx's ``brotli``) resolves from a site or plugin
+directory (decision 0065).
 
 One inherited end of a Unix socketpair is its only way to talk to anyone.  In this order,
 before any plugin code is imported, it
@@ -52,6 +57,7 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Callable, Mapping
+from importlib.machinery import PathFinder
 from types import MappingProxyType
 from typing import Any
 
@@ -246,10 +252,14 @@ def _landlock_abi(libc: ctypes.CDLL) -> int:
 
 
 def read_paths(
-    plugin_path: str, top_level: str, hidden: list[str] | None = None
+    plugin_path: str,
+    top_level: str,
+    hidden: list[str] | None = None,
+    site: list[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(directories whose files may be read, directories that may only be listed), with
-    ``hidden`` (the site's code the sandbox masks) in neither: ``_excluding``."""
+    ``hidden`` (the site's code the sandbox masks) in neither: ``_excluding``.  ``site``:
+    the site's package directories (not on ``sys.path`` yet: ``serve``)."""
     import django_webfetch
 
     paths = {
@@ -268,7 +278,7 @@ def read_paths(
         value = sysconfig.get_paths().get(name)
         if value:
             paths.add(value)
-    for entry in sys.path:
+    for entry in [*sys.path, *(site or ())]:
         if entry.endswith(("site-packages", "dist-packages", "lib-dynload")) or ".zip" in entry:
             paths.add(entry)
     listed = [plugin_path]
@@ -306,7 +316,7 @@ def _excluding(paths: list[str], hidden: list[str]) -> tuple[list[str], list[str
     return sorted(set(read)), sorted(set(split))
 
 
-def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
+def _landlock(setup: Mapping[str, Any], site: list[str]) -> dict[str, Any]:
     """Restrict the file system (and, where the kernel can, TCP and signals); returns what
     was enforced (``_enforced``), which the guest says in its ``contained`` message.
 
@@ -334,7 +344,7 @@ def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
     if ruleset < 0:
         return _unenforced("landlock_create_ruleset", ctypes.get_errno())
     hidden = [str(path) for path in setup.get("hidden") or ()]
-    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]), hidden)
+    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]), hidden, site)
     try:
         rules = _rules(read, listed, str(setup["scratch"]), handled)
         refused = _add_rules(rules, lambda path, rights: _allow(libc, ruleset, path, rights))
@@ -890,7 +900,59 @@ def _call(
     return reply
 
 
-def serve(channel: Channel) -> None:
+#: The only top-level names the guest's own imports may find in the site's package
+#: directories (``own_imports``): httpx, which ``_response`` builds the plugin's responses
+#: with, and the packages it or its own imports need.  Each is in
+#: ``registry.RESERVED_NAMES``: no plugin's entry point can be named so.
+SITE_PACKAGES = frozenset(
+    {"anyio", "certifi", "h11", "httpcore", "httpx", "idna", "sniffio", "typing_extensions"}
+)
+
+
+class _OwnImportsFinder:
+    """``sys.meta_path``'s first finder while the guest imports its own modules: a top-level
+    name of ``SITE_PACKAGES`` is looked up in the site's package directories; any other
+    name falls through to ``sys.path``, which is the standard library only then."""
+
+    def __init__(self, site: list[str]) -> None:
+        self.site = list(site)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if path is None and name in SITE_PACKAGES:
+            return PathFinder.find_spec(name, self.site)
+        return None
+
+
+def own_imports(site: list[str]) -> None:
+    """Import every module the guest uses, before it says ``contained`` and before the
+    site's package directories and the plugin's directory are on ``sys.path``: whatever
+    name one of them tries and does not find (``copy`` tries ``org``, httpx ``brotli``,
+    ``zstandard``, ``click``) is looked up in the standard library only, so a package of
+    that name in a site directory or a plugin's directory never runs in a plugin process
+    on the guest's behalf (issue 30, round 25, finding 3: an ``org`` package ran in every
+    plugin process and wrapped its call loop;
+    tests/plugins/test_guest_own_imports.py).  httpx's own packages (``SITE_PACKAGES``)
+    come from the site's package directories, as the site's processes import them."""
+    finder = _OwnImportsFinder(site)
+    sys.meta_path.insert(0, finder)
+    try:
+        import gc  # noqa: F401  # ``_hooks``
+        import importlib  # noqa: F401  # ``_load``
+        import importlib.machinery  # noqa: F401  # ``_source_only``, ``_import_top``
+        import importlib.util  # noqa: F401  # ``_import_top``
+
+        import httpx  # noqa: F401  # ``_response``
+
+        import django_webfetch.net.errors  # noqa: F401  # ``_error``, ``_call``
+        import django_webfetch.plugins.sandbox  # noqa: F401  # ``serve``, ``_call``
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def serve(channel: Channel, site: list[str] | None = None) -> None:
+    """Serve one plugin process; ``site``: the site's package directories
+    (``bubblewrap.site_dirs``, the bootstrap's arguments)."""
+    site = list(site or ())
     setup = channel.recv()
     if setup.get("op") != "setup":
         raise ProtocolError("expected setup")
@@ -902,11 +964,12 @@ def serve(channel: Channel) -> None:
             _KERNEL["status"] = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
         # Landlock first, then the filter that refuses landlock_* (issue 30, sixth attack,
         # finding 5b: a plugin's own layers are kernel memory a pooled process keeps).
-        enforced = _landlock(setup)
+        enforced = _landlock(setup, site)
         _seccomp(setup)
     except Unavailable as exc:
         _send(channel, {"op": "unavailable", "why": str(exc)[:300]})
         return
+    own_imports(site)
     from django_webfetch.plugins.sandbox import plugin_scope
 
     _KERNEL["libc"] = _libc()  # the snapshot's, before any plugin code (``_hooks``)
@@ -930,11 +993,13 @@ def serve(channel: Channel) -> None:
         raise ProtocolError("expected import")
     sys.addaudithook(_count_audit_hooks)
     sys.addaudithook(_refuse_network_sockets)
-    # Last: the standard library and the site's package directories come first, so the
-    # plugin's directory provides its own package only
-    # (tests/plugins/test_guest_import_order_and_path_owners.py).
-    if str(setup["plugin_path"]) not in sys.path:
-        sys.path.append(str(setup["plugin_path"]))
+    # Only now, after every module of the guest's own was imported (``own_imports``): the
+    # site's package directories, then, last, the plugin's directory: the standard library
+    # and the site's package directories come first, so the plugin's directory provides
+    # its own package only (tests/plugins/test_guest_import_order_and_path_owners.py).
+    for directory in [*site, str(setup["plugin_path"])]:
+        if directory not in sys.path:
+            sys.path.append(directory)
     described: dict[str, Any] | None = None
     handlers: dict[str, Any] = {}
     problem = ""
@@ -974,7 +1039,7 @@ def main() -> None:
     fd = int(sys.argv[-1])
     channel = Channel(socket.socket(fileno=fd))
     try:
-        serve(channel)
+        serve(channel, sys.argv[2:-2])
     except (ChannelClosed, ProtocolError):
         pass
     finally:
