@@ -4,11 +4,11 @@ network, IPC, UTS, mount and cgroup namespaces, uid 65534 with no capabilities, 
 read-only minimal view, an empty environment and the allow-list seccomp filter already in
 force).  Its ``sys.path``: the standard library only until the host says ``import``, then
 the site's package directories, then the plugin's directory; ``django_webfetch`` is loaded
-from ROOT by location.  Every module the guest itself uses is imported before it says
-``contained`` (``own_imports``): of the site's package directories, only httpx's own
-packages (``SITE_PACKAGES``) can be found then, so no name the guest or the standard
-library tries (``copy``'s ``org``, httpx's ``brotli``) resolves from a site or plugin
-directory (decision 0065).
+from ROOT by location.  Every module the guest itself imports is imported within
+``own_modules``: the standard library and, of the site's package directories, httpx's own
+packages only (``SITE_PACKAGES``), so no name the guest, the standard library or httpx
+tries (``copy``'s ``org``, httpx's ``brotli``) resolves from a site or plugin directory
+(decision 0065).
 
 One inherited end of a Unix socketpair is its only way to talk to anyone.  In this order,
 before any plugin code is imported, it
@@ -56,8 +56,8 @@ import socket
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable, Mapping
-from importlib.machinery import PathFinder
+from collections.abc import Callable, Iterator, Mapping
+from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
 from types import MappingProxyType
 from typing import Any
 
@@ -525,7 +525,8 @@ def _error(error: Mapping[str, Any]) -> BaseException:
 
 
 def _response(method: str, url: str, answer: Mapping[str, Any]) -> Any:
-    import httpx
+    with own_modules():  # httpx's optional imports look in no plugin's directory
+        import httpx
 
     headers = [(str(k), str(v)) for k, v in answer["headers"]]
     body = decode_bytes(answer["content_b64"])
@@ -901,58 +902,89 @@ def _call(
 
 
 #: The only top-level names the guest's own imports may find in the site's package
-#: directories (``own_imports``): httpx, which ``_response`` builds the plugin's responses
+#: directories (``own_modules``): httpx, which ``_response`` builds the plugin's responses
 #: with, and the packages it or its own imports need.  Each is in
 #: ``registry.RESERVED_NAMES``: no plugin's entry point can be named so.
 SITE_PACKAGES = frozenset(
     {"anyio", "certifi", "h11", "httpcore", "httpx", "idna", "sniffio", "typing_extensions"}
 )
 
+#: Where the guest's own imports look (``serve`` sets it): ``stdlib``, the bootstrap's
+#: ``sys.path`` (the standard library only), and ``site``, the site's package directories.
+_OWN_PATHS: dict[str, list[str]] = {}
+
 
 class _OwnImportsFinder:
-    """``sys.meta_path``'s first finder while the guest imports its own modules: a top-level
-    name of ``SITE_PACKAGES`` is looked up in the site's package directories; any other
-    name falls through to ``sys.path``, which is the standard library only then."""
+    """``sys.meta_path``'s first finder while the guest imports a module of its own, in
+    the importing thread only: a top-level name of ``SITE_PACKAGES`` is found in the site's
+    package directories, any other in the interpreter (built-in, frozen) or the standard
+    library's directories, or nowhere (``ModuleNotFoundError``, which the import's
+    ``except ImportError`` takes as "not installed"): never in a directory the plugin's
+    import put on ``sys.path``, whatever that directory holds.  A submodule is found in its
+    package's ``__path__``, as always."""
 
-    def __init__(self, site: list[str]) -> None:
+    def __init__(self, stdlib: list[str], site: list[str]) -> None:
+        self.stdlib = list(stdlib)
         self.site = list(site)
+        self.thread = threading.get_ident()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if path is None and name in SITE_PACKAGES:
-            return PathFinder.find_spec(name, self.site)
-        return None
+        if path is not None or threading.get_ident() != self.thread:
+            return None
+        if name in SITE_PACKAGES:
+            spec = PathFinder.find_spec(name, self.site)
+        else:
+            spec = (
+                BuiltinImporter.find_spec(name)
+                or FrozenImporter.find_spec(name)
+                or PathFinder.find_spec(name, self.stdlib)
+            )
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
 
 
-def own_imports(site: list[str]) -> None:
-    """Import every module the guest uses, before it says ``contained`` and before the
-    site's package directories and the plugin's directory are on ``sys.path``: whatever
-    name one of them tries and does not find (``copy`` tries ``org``, httpx ``brotli``,
-    ``zstandard``, ``click``) is looked up in the standard library only, so a package of
-    that name in a site directory or a plugin's directory never runs in a plugin process
-    on the guest's behalf (issue 30, round 25, finding 3: an ``org`` package ran in every
-    plugin process and wrapped its call loop;
-    tests/plugins/test_guest_own_imports.py).  httpx's own packages (``SITE_PACKAGES``)
-    come from the site's package directories, as the site's processes import them."""
-    finder = _OwnImportsFinder(site)
+@contextlib.contextmanager
+def own_modules() -> Iterator[None]:
+    """Within it, an import finds only the standard library and ``SITE_PACKAGES``
+    (``_OwnImportsFinder``): what a module the guest imports tries and does not find
+    (``copy`` tries ``org``; httpx ``brotli``, ``zstandard``, ``click``...) is never
+    looked up in a site directory or a plugin's directory, so a package of that name there
+    never runs in a plugin process on the guest's behalf (issue 30, round 25, finding 3:
+    an ``org`` package ran in every plugin process and wrapped its call loop;
+    tests/plugins/test_guest_own_imports.py).  Outside a plugin process (``serve`` not
+    started) it changes nothing."""
+    if not _OWN_PATHS:
+        yield
+        return
+    finder = _OwnImportsFinder(_OWN_PATHS["stdlib"], _OWN_PATHS["site"])
     sys.meta_path.insert(0, finder)
     try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def own_imports() -> None:
+    """Every module the guest uses, imported (``own_modules``) before it says
+    ``contained``, with ``sys.path`` the standard library only: all but httpx, which
+    ``_response`` imports (``own_modules`` again) at the plugin's first request, so that a
+    plugin process that makes none starts without it."""
+    with own_modules():
         import gc  # noqa: F401  # ``_hooks``
         import importlib  # noqa: F401  # ``_load``
         import importlib.machinery  # noqa: F401  # ``_source_only``, ``_import_top``
         import importlib.util  # noqa: F401  # ``_import_top``
 
-        import httpx  # noqa: F401  # ``_response``
-
         import django_webfetch.net.errors  # noqa: F401  # ``_error``, ``_call``
         import django_webfetch.plugins.sandbox  # noqa: F401  # ``serve``, ``_call``
-    finally:
-        sys.meta_path.remove(finder)
 
 
 def serve(channel: Channel, site: list[str] | None = None) -> None:
     """Serve one plugin process; ``site``: the site's package directories
     (``bubblewrap.site_dirs``, the bootstrap's arguments)."""
     site = list(site or ())
+    _OWN_PATHS.update(stdlib=list(sys.path), site=site)
     setup = channel.recv()
     if setup.get("op") != "setup":
         raise ProtocolError("expected setup")
@@ -969,7 +1001,7 @@ def serve(channel: Channel, site: list[str] | None = None) -> None:
     except Unavailable as exc:
         _send(channel, {"op": "unavailable", "why": str(exc)[:300]})
         return
-    own_imports(site)
+    own_imports()
     from django_webfetch.plugins.sandbox import plugin_scope
 
     _KERNEL["libc"] = _libc()  # the snapshot's, before any plugin code (``_hooks``)
