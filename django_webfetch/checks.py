@@ -728,21 +728,10 @@ def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> li
 
 
 def _site_packages() -> set[str]:
-    """The interpreter's own package directories (``site-packages``/``dist-packages`` of
-    its prefixes and the user's), resolved: where pip installs the site's packages."""
-    import site
-    import sysconfig
+    """The interpreter's own package directories (``registry.interpreter_package_dirs``)."""
+    from .plugins.registry import interpreter_package_dirs
 
-    found = list(site.getsitepackages())
-    with contextlib.suppress(Exception):
-        found.append(site.getusersitepackages())
-    paths = sysconfig.get_paths()
-    found += [paths.get("purelib", ""), paths.get("platlib", "")]
-    return {
-        os.path.realpath(d)
-        for d in found
-        if d and os.path.basename(os.path.normpath(d)) in ("site-packages", "dist-packages")
-    }
+    return interpreter_package_dirs()
 
 
 def check_plugin_path(
@@ -799,18 +788,48 @@ def check_plugin_path(
                 names.append((name or "?")[:100])
         if names:
             found[path] = sorted(set(names))
-    return messages + [
-        Error(
-            f"{path!r} is on sys.path (PYTHONPATH or sys.path.append) and holds the plugin "
-            f"distribution(s) {shown(', '.join(names))}: the site imports from it and every "
-            "library loads entry points from it, so a plugin's code can run in the site's "
-            "processes outside the sandbox.",
-            hint="Take the directory off sys.path and list it in WEBFETCH_PLUGIN_DIRS "
-            "(docs/plugins.rst, 'Installing a plugin').",
-            id="django_webfetch.E035",
+    return (
+        messages
+        + _site_package_plugins()
+        + [
+            Error(
+                f"{path!r} is on sys.path (PYTHONPATH or sys.path.append) and holds the plugin "
+                f"distribution(s) {shown(', '.join(names))}: the site imports from it and every "
+                "library loads entry points from it, so a plugin's code can run in the site's "
+                "processes outside the sandbox.",
+                hint="Take the directory off sys.path and list it in WEBFETCH_PLUGIN_DIRS "
+                "(docs/plugins.rst, 'Installing a plugin').",
+                id="django_webfetch.E035",
+            )
+            for path, names in found.items()
+            if names
+        ]
+    )
+
+
+def _site_package_plugins() -> list[CheckMessage]:
+    """W036: a plugin distribution installed among the site's own packages (the
+    interpreter's ``site-packages``): the interpreter imports a name it tries (``copy``
+    tries ``org``, httpx ``brotli``) from there as any process of the site starts, before
+    any refusal can run, so its code can run in the site whatever its instance's trust
+    (issue 30, round 25, finding 3; decision 0065)."""
+    from .plugins.registry import site_package_plugins
+    from .plugins.shown import shown
+
+    return [
+        Warning(
+            shown(
+                f"The plugin distribution {name} is installed among the site's own packages "
+                f"({directory!r}): its code can run in the site's processes, outside the "
+                "sandbox, whatever its instance's trust (the site's interpreter imports "
+                "from there any name it tries, as it starts)."
+            ),
+            hint="Unless the site vouches for it as its own code, uninstall it there and "
+            "install it with pip install --no-deps --target into a directory listed in "
+            "WEBFETCH_PLUGIN_DIRS (docs/plugins.rst, 'Installing a plugin').",
+            id="django_webfetch.W036",
         )
-        for path, names in found.items()
-        if names
+        for name, directory in site_package_plugins()
     ]
 
 

@@ -239,11 +239,17 @@ def _trust(out: _Shown, alias: str, confirm: str | None) -> None:
 
 
 def _list(out: _Shown) -> None:
-    from .registry import manifests, refusals
+    from .registry import manifests, refusals, site_package_plugins
     from .runtime.host import isolation_label
 
     # What this host does with an untrusted plugin, whatever is installed.
     out.write(f"this host: {isolation_label(False)}")
+    for name, directory in site_package_plugins():
+        out.write(
+            f"site package: {name} in {directory}: its code can run in the site's processes "
+            "whatever its trust (check W036); install it into a WEBFETCH_PLUGIN_DIRS "
+            "directory instead"
+        )
     summaries = services.list_instances()
     refused = refusals()
     have = {s.plugin for s in summaries}

@@ -77,6 +77,7 @@ from .shown import shown
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "IMPLICIT_IMPORTS",
     "InProcessHandler",
     "MAX_ENTRY_POINTS",
     "MAX_READS_PER_LOAD",
@@ -89,6 +90,7 @@ __all__ = [
     "distribution",
     "generation",
     "get_manifest",
+    "interpreter_package_dirs",
     "isolation",
     "load",
     "manifests",
@@ -100,6 +102,7 @@ __all__ = [
     "refusals",
     "reset",
     "retry_after",
+    "site_package_plugins",
 ]
 
 logger = logging.getLogger("django_webfetch.plugins")
@@ -745,6 +748,105 @@ RESERVED_NAMES = frozenset(sys.stdlib_module_names) | {
 }
 
 
+#: Top-level names the site's own interpreter tries to import and, where nothing of that
+#: name is installed, does not find: the standard library's own tries (``copy`` and
+#: ``pickle`` try ``org``, a Jython remnant; Windows modules; ``StringIO``), and the
+#: optional imports of the site's libraries at ``django.setup()`` and of django_webfetch
+#: (httpx: ``brotli``, ``brotlicffi``, ``zstandard``, ``h2``, ``socksio``; jsonschema's
+#: format checkers; Django's...).  A package of such a name wherever the site imports
+#: from runs in the site's processes as they start, before any check can run (issue 30,
+#: round 25, finding 3): no plugin's entry point may use one (``entry_point_reserved``).
+#: Measured by tests/plugins/test_implicit_imports_of_the_site.py (an audit hook logging
+#: every name tried, over an import of every standard module, ``django.setup()`` and the
+#: plugin client and guest), which fails when the interpreter tries a name not here.
+IMPLICIT_IMPORTS = frozenset(
+    {
+        "StringIO",
+        "a2wsgi",
+        "backports",
+        "bcrypt",
+        "blinker",
+        "brotli",
+        "brotlicffi",
+        "chardet",
+        "colorama",
+        "ctags",
+        "docutils",
+        "fqdn",
+        "griffecli",
+        "h2",
+        "isoduration",
+        "jinja2",
+        "jsonpointer",
+        "linkify_it",
+        "logfire",
+        "markdown",
+        "org",
+        "prune_source",
+        "psycopg_c",
+        "pywatchman",
+        "rfc3339_validator",
+        "rfc3986_validator",
+        "rfc3987",
+        "rfc3987_syntax",
+        "rnc2rng",
+        "setproctitle",
+        "simplejson",
+        "snappy",
+        "socks",
+        "socksio",
+        "softhyphen",
+        "trio",
+        "uri_template",
+        "watchfiles",
+        "webcolors",
+        "win32api",
+        "zstandard",
+    }
+)
+
+
+def site_package_plugins() -> list[tuple[str, str]]:
+    """(distribution name, directory) of each plugin distribution (a
+    ``django_webfetch.plugins`` entry point) in the interpreter's own package directories
+    (``interpreter_package_dirs``) on ``sys.path``: the site's own packages, whose code the
+    site's interpreter imports whenever it tries their names, whatever their instances'
+    trust (check ``django_webfetch.W036``, ``webfetch plugin list``; decision 0065)."""
+    found: list[tuple[str, str]] = []
+    own = interpreter_package_dirs()
+    seen: set[str] = set()
+    for entry in sys.path:
+        path = os.path.realpath(entry or os.getcwd())
+        if path not in own or path in seen or not os.path.isdir(path):
+            continue
+        seen.add(path)
+        for dist in map(closure.bounded, distributions(path=[path])):
+            if dist_plugin_entry_points(dist):
+                name = ""
+                with contextlib.suppress(Exception):
+                    name = str(dist.metadata["Name"] or "")
+                found.append(((name or "?")[:100], path))
+    return sorted(set(found))
+
+
+def interpreter_package_dirs() -> set[str]:
+    """The interpreter's own package directories (``site-packages``/``dist-packages`` of
+    its prefixes and the user's), resolved: where pip installs the site's packages."""
+    import site
+    import sysconfig
+
+    found = list(site.getsitepackages())
+    with contextlib.suppress(Exception):
+        found.append(site.getusersitepackages())
+    paths = sysconfig.get_paths()
+    found += [paths.get("purelib", ""), paths.get("platlib", "")]
+    return {
+        os.path.realpath(d)
+        for d in found
+        if d and os.path.basename(os.path.normpath(d)) in ("site-packages", "dist-packages")
+    }
+
+
 def site_top_levels() -> set[str]:
     """The top-level names of the site's own code, which no plugin's entry point may use:
     those of ``DJANGO_SETTINGS_MODULE`` and ``ROOT_URLCONF`` (what the sandbox masks:
@@ -1247,6 +1349,15 @@ def _entry_point_problem(ep: Any) -> ManifestError | None:
             "entry_point_reserved",
             f"entry point {ep.name!r} names the module {top!r}, a name of the standard "
             "library or of a module the plugin process imports; nothing of it was imported",
+        )
+    if top in IMPLICIT_IMPORTS:
+        # The site's interpreter tries this name as it starts (``copy`` tries ``org``):
+        # a package of it where the site imports from runs there, whoever it belongs to.
+        return ManifestError(
+            "entry_point_reserved",
+            f"entry point {ep.name!r} names the module {top!r}, a name the site's "
+            "interpreter tries to import as it starts (the standard library or one of the "
+            "site's libraries, when it is installed); nothing of it was imported",
         )
     if top in site_top_levels():
         # The site's own package, with a plugin's module copied into it: its sandbox would

@@ -185,8 +185,9 @@ def plugin_requiring(site: Path, requires: list[str]) -> Any:
 
 def guest_bootstrap_report(imports: str, report: str) -> Any:
     """What the plugin process's bootstrap (``bubblewrap._BOOTSTRAP``: ``-I -S -B``, the
-    standard library, then the site directories, django_webfetch by location) reports when
-    it runs ``imports`` then prints ``report`` (a JSON expression) instead of the guest."""
+    standard library only, django_webfetch by location; the site directories in
+    ``sys.argv[2:-2]``) reports when it runs ``imports`` then prints ``report`` (a JSON
+    expression) instead of the guest."""
     import json
     import subprocess
 

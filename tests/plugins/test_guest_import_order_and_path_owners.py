@@ -200,21 +200,26 @@ def test_every_stdlib_name_and_every_module_the_guest_imports_is_refused_as_an_e
 
 def test_the_reserved_names_cover_every_module_a_plugin_process_imports():
     """The top-level modules a plugin process has imported when it imports the plugin
-    (as the guest's bootstrap starts it: ``-I -S``, the standard library, then the site
-    directories, django_webfetch by location) are all in ``RESERVED_NAMES``, and the
-    bootstrap's ``sys.path`` begins with the standard library."""
+    (as the guest's bootstrap starts it: ``-I -S``, the standard library only,
+    django_webfetch by location; then its own imports, httpx's at a request) are all in
+    ``RESERVED_NAMES``, and the bootstrap's ``sys.path`` is the standard library only: the
+    site's package directories go on it at the host's ``import``
+    (tests/plugins/test_guest_own_imports.py)."""
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.runtime import bubblewrap
 
     path, modules = guest_bootstrap_report(
-        "import django_webfetch.plugins.runtime.guest as g, django_webfetch.plugins.sandbox; "
-        "import django_webfetch.net.errors, httpx",
+        "import django_webfetch.plugins.runtime.guest as g; "
+        "g._OWN_PATHS.update(stdlib=list(sys.path), site=sys.argv[2:-2]); g.own_imports(); "
+        "g._response('GET', 'http://a.example/', "
+        "{'headers': [], 'content_b64': '', 'status': 200})",
         "[sys.path, sorted({n.split('.')[0] for n in sys.modules})]",
     )
     stdlib = os.path.realpath(os.path.dirname(os.__file__))
-    first_site = min(path.index(d) for d in bubblewrap.site_dirs())
-    assert any(os.path.realpath(p) == stdlib for p in path[:first_site]), path
-    assert ROOT not in path and bubblewrap._package_root() not in path[:first_site], path
+    assert any(os.path.realpath(p) == stdlib for p in path), path
+    assert not set(bubblewrap.site_dirs()) & {os.path.realpath(p) for p in path}, path
+    assert ROOT not in path and bubblewrap._package_root() not in path, path
+    assert "httpx" in modules
     assert set(modules) - registry.RESERVED_NAMES == set()
 
 

@@ -199,10 +199,11 @@ def test_a_plugin_named_like_an_optional_import_of_the_site_never_runs_in_the_si
     settings, the layout the docs showed), ``django.setup()`` imports httpx, whose ``import
     zstandard`` ran the plugin's ``__init__`` in the site.  The documented layout now lists
     the directory in ``WEBFETCH_PLUGIN_DIRS``, which is never on the site's ``sys.path``:
-    the registry finds the distribution there (``importlib.metadata.distributions(path=)``),
-    the plugin loads and its tool runs in the sandbox (which gets the plugin's own
-    directory), and nothing of it runs in the site.  The old layout is an error of check
-    ``django_webfetch.E035`` (the directory is the site's own import path then)."""
+    the registry finds the distribution there (``importlib.metadata.distributions(path=)``)
+    and nothing of it runs in the site; its entry point is refused as a name the site's
+    interpreter tries (``entry_point_reserved``, ``registry.IMPLICIT_IMPORTS``: issue 30,
+    round 25, finding 3), so it runs in no sandbox either.  The old layout is an error of
+    check ``django_webfetch.E035`` (the directory is the site's own import path then)."""
     wheels = tmp_path / "wheels"
     build_wheel(
         wheels,
@@ -218,8 +219,10 @@ def test_a_plugin_named_like_an_optional_import_of_the_site_never_runs_in_the_si
     # The documented layout: the directory in WEBFETCH_PLUGIN_DIRS.
     project = _settings(tmp_path, f"WEBFETCH_PLUGIN_DIRS = [{str(target)!r}]")
     report = child_report(_SETUP_AND_CHECK, str(project), "zstandard")
-    assert "zstandard" in report["manifests"], report["problems"]
-    assert report["answer"] == "ran in the sandbox", report
+    assert "zstandard" not in report["manifests"], report["manifests"]
+    refused = [p for p in report["problems"] if "'zstandard'" in p]
+    assert refused and "(entry_point_reserved)" in refused[0], report["problems"]
+    assert report["answer"] is None, report
     assert report["marks"] == [] and not report["imported"] and report["on_path"] == [], report
     assert "E035" not in report["check"], report["check"]
     # The old layout (the directory on sys.path): check E035 names it, and says where to move it.

@@ -127,8 +127,9 @@ def test_distributions_of_plugin_dirs_count_in_the_shared_name_map_and_the_memo(
 
 def test_a_plugin_directory_on_sys_path_is_e035_and_site_packages_is_not(tmp_path, monkeypatch):
     """E035: a ``sys.path`` directory other than the interpreter's package directories
-    holding a plugin distribution; none for the interpreter's ``site-packages``, nor for a
-    directory on ``sys.path`` without plugin distributions, nor for ``WEBFETCH_PLUGIN_DIRS``."""
+    holding a plugin distribution; none for the interpreter's ``site-packages`` (W036
+    there), nor for a directory on ``sys.path`` without plugin distributions, nor for
+    ``WEBFETCH_PLUGIN_DIRS``."""
     import site as site_module
 
     from django_webfetch import checks
@@ -152,9 +153,10 @@ def test_a_plugin_directory_on_sys_path_is_e035_and_site_packages_is_not(tmp_pat
           {"webfetch_q/__init__.py": MANIFEST % "q"})  # fmt: skip
     monkeypatch.setattr(sys, "path", [str(packages), *sys.path[1:]])  # ``plugin`` off
     assert [m.id for m in checks.check_plugin_path()] == ["django_webfetch.E035"]
-    # ... one of the interpreter's package directories is not reported.
+    # ... one of the interpreter's package directories is not E035: its plugin is one of
+    # the site's own packages, W036 (tests/plugins/test_implicit_imports_of_the_site.py).
     monkeypatch.setattr(site_module, "getsitepackages", lambda: [str(packages)])
-    assert checks.check_plugin_path() == []
+    assert [m.id for m in checks.check_plugin_path()] == ["django_webfetch.W036"]
 
 
 @pytest.mark.parametrize(

@@ -374,10 +374,12 @@ def interpreter_path() -> str:
     return os.path.realpath(sys.executable)
 
 
-#: The guest's first lines: ``sys.path`` is the standard library, then the site's package
-#: directories (argv[2:-2]); ``django_webfetch`` is found in argv[1] only.
+#: The guest's first lines: ``sys.path`` is the standard library only; ``django_webfetch``
+#: is found in argv[1] only.  The site's package directories (argv[2:-2]) go on
+#: ``sys.path`` at the host's ``import``, after ``contained`` (``guest.serve``; until then
+#: the guest's own imports find only httpx's of them: ``guest.own_imports``).
 _BOOTSTRAP = (
-    "import sys; sys.path[:] = [*sys.path, *sys.argv[2:-2]]; "
+    "import sys; "
     "from importlib.machinery import PathFinder; "
     "from importlib.util import module_from_spec; "
     "spec = PathFinder.find_spec('django_webfetch', [sys.argv[1]]); "
@@ -1308,11 +1310,12 @@ def command(
         interpreter,
         # -I: no environment variables, no user site; -S: no site.py, so no ``.pth``
         # file of any package directory runs here.  sys.path is given explicitly: the
-        # standard library first, then the site's package directories (the guest appends
-        # the plugin's directory last).  django_webfetch is loaded from its root by
-        # location, the root never put on sys.path: where it is site-packages (a regular
-        # install), it would come before the standard library, and a package named
-        # ``json`` there would replace the standard library's in every plugin process
+        # standard library only until the host's ``import``, then the site's package
+        # directories, then the plugin's directory (``guest.serve``).  django_webfetch
+        # is loaded from its root by location, the root never put on sys.path: where it
+        # is site-packages (a regular install), it would come before the standard
+        # library, and a package named ``json`` there would replace the standard
+        # library's in every plugin process
         # (tests/plugins/test_guest_import_order_and_path_owners.py).
         "-I",
         "-S",

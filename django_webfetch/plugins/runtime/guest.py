@@ -2,8 +2,13 @@
 started by bubblewrap in the plugin sandbox (``bubblewrap.command``: its own user, PID,
 network, IPC, UTS, mount and cgroup namespaces, uid 65534 with no capabilities, a
 read-only minimal view, an empty environment and the allow-list seccomp filter already in
-force).  Its ``sys.path``: the standard library, then the site's package directories, then
-the plugin's directory; ``django_webfetch`` is loaded from ROOT by location.
+force).  Its ``sys.path``: the standard library only until the host says ``import``, then
+the site's package directories, then the plugin's directory; ``django_webfetch`` is loaded
+from ROOT by location.  Every module the guest itself imports is imported within
+``own_modules``: the standard library and, of the site's package directories, httpx's own
+packages only (``SITE_PACKAGES``), so no name the guest, the standard library or httpx
+tries (``copy``'s ``org``, httpx's ``brotli``) resolves from a site or plugin directory
+(decision 0065).
 
 One inherited end of a Unix socketpair is its only way to talk to anyone.  In this order,
 before any plugin code is imported, it
@@ -51,7 +56,8 @@ import socket
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
 from types import MappingProxyType
 from typing import Any
 
@@ -246,10 +252,14 @@ def _landlock_abi(libc: ctypes.CDLL) -> int:
 
 
 def read_paths(
-    plugin_path: str, top_level: str, hidden: list[str] | None = None
+    plugin_path: str,
+    top_level: str,
+    hidden: list[str] | None = None,
+    site: list[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(directories whose files may be read, directories that may only be listed), with
-    ``hidden`` (the site's code the sandbox masks) in neither: ``_excluding``."""
+    ``hidden`` (the site's code the sandbox masks) in neither: ``_excluding``.  ``site``:
+    the site's package directories (not on ``sys.path`` yet: ``serve``)."""
     import django_webfetch
 
     paths = {
@@ -268,7 +278,7 @@ def read_paths(
         value = sysconfig.get_paths().get(name)
         if value:
             paths.add(value)
-    for entry in sys.path:
+    for entry in [*sys.path, *(site or ())]:
         if entry.endswith(("site-packages", "dist-packages", "lib-dynload")) or ".zip" in entry:
             paths.add(entry)
     listed = [plugin_path]
@@ -306,7 +316,7 @@ def _excluding(paths: list[str], hidden: list[str]) -> tuple[list[str], list[str
     return sorted(set(read)), sorted(set(split))
 
 
-def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
+def _landlock(setup: Mapping[str, Any], site: list[str]) -> dict[str, Any]:
     """Restrict the file system (and, where the kernel can, TCP and signals); returns what
     was enforced (``_enforced``), which the guest says in its ``contained`` message.
 
@@ -334,7 +344,7 @@ def _landlock(setup: Mapping[str, Any]) -> dict[str, Any]:
     if ruleset < 0:
         return _unenforced("landlock_create_ruleset", ctypes.get_errno())
     hidden = [str(path) for path in setup.get("hidden") or ()]
-    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]), hidden)
+    read, listed = read_paths(str(setup["plugin_path"]), str(setup["top_level"]), hidden, site)
     try:
         rules = _rules(read, listed, str(setup["scratch"]), handled)
         refused = _add_rules(rules, lambda path, rights: _allow(libc, ruleset, path, rights))
@@ -515,7 +525,8 @@ def _error(error: Mapping[str, Any]) -> BaseException:
 
 
 def _response(method: str, url: str, answer: Mapping[str, Any]) -> Any:
-    import httpx
+    with own_modules():  # httpx's optional imports look in no plugin's directory
+        import httpx
 
     headers = [(str(k), str(v)) for k, v in answer["headers"]]
     body = decode_bytes(answer["content_b64"])
@@ -890,7 +901,90 @@ def _call(
     return reply
 
 
-def serve(channel: Channel) -> None:
+#: The only top-level names the guest's own imports may find in the site's package
+#: directories (``own_modules``): httpx, which ``_response`` builds the plugin's responses
+#: with, and the packages it or its own imports need.  Each is in
+#: ``registry.RESERVED_NAMES``: no plugin's entry point can be named so.
+SITE_PACKAGES = frozenset(
+    {"anyio", "certifi", "h11", "httpcore", "httpx", "idna", "sniffio", "typing_extensions"}
+)
+
+#: Where the guest's own imports look (``serve`` sets it): ``stdlib``, the bootstrap's
+#: ``sys.path`` (the standard library only), and ``site``, the site's package directories.
+_OWN_PATHS: dict[str, list[str]] = {}
+
+
+class _OwnImportsFinder:
+    """``sys.meta_path``'s first finder while the guest imports a module of its own, in
+    the importing thread only: a top-level name of ``SITE_PACKAGES`` is found in the site's
+    package directories, any other in the interpreter (built-in, frozen) or the standard
+    library's directories, or nowhere (``ModuleNotFoundError``, which the import's
+    ``except ImportError`` takes as "not installed"): never in a directory the plugin's
+    import put on ``sys.path``, whatever that directory holds.  A submodule is found in its
+    package's ``__path__``, as always."""
+
+    def __init__(self, stdlib: list[str], site: list[str]) -> None:
+        self.stdlib = list(stdlib)
+        self.site = list(site)
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if path is not None or threading.get_ident() != self.thread:
+            return None
+        if name in SITE_PACKAGES:
+            spec = PathFinder.find_spec(name, self.site)
+        else:
+            spec = (
+                BuiltinImporter.find_spec(name)
+                or FrozenImporter.find_spec(name)
+                or PathFinder.find_spec(name, self.stdlib)
+            )
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
+
+
+@contextlib.contextmanager
+def own_modules() -> Iterator[None]:
+    """Within it, an import finds only the standard library and ``SITE_PACKAGES``
+    (``_OwnImportsFinder``): what a module the guest imports tries and does not find
+    (``copy`` tries ``org``; httpx ``brotli``, ``zstandard``, ``click``...) is never
+    looked up in a site directory or a plugin's directory, so a package of that name there
+    never runs in a plugin process on the guest's behalf (issue 30, round 25, finding 3:
+    an ``org`` package ran in every plugin process and wrapped its call loop;
+    tests/plugins/test_guest_own_imports.py).  Outside a plugin process (``serve`` not
+    started) it changes nothing."""
+    if not _OWN_PATHS:
+        yield
+        return
+    finder = _OwnImportsFinder(_OWN_PATHS["stdlib"], _OWN_PATHS["site"])
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def own_imports() -> None:
+    """Every module the guest uses, imported (``own_modules``) before it says
+    ``contained``, with ``sys.path`` the standard library only: all but httpx, which
+    ``_response`` imports (``own_modules`` again) at the plugin's first request, so that a
+    plugin process that makes none starts without it."""
+    with own_modules():
+        import gc  # noqa: F401  # ``_hooks``
+        import importlib  # noqa: F401  # ``_load``
+        import importlib.machinery  # noqa: F401  # ``_source_only``, ``_import_top``
+        import importlib.util  # noqa: F401  # ``_import_top``
+
+        import django_webfetch.net.errors  # noqa: F401  # ``_error``, ``_call``
+        import django_webfetch.plugins.sandbox  # noqa: F401  # ``serve``, ``_call``
+
+
+def serve(channel: Channel, site: list[str] | None = None) -> None:
+    """Serve one plugin process; ``site``: the site's package directories
+    (``bubblewrap.site_dirs``, the bootstrap's arguments)."""
+    site = list(site or ())
+    _OWN_PATHS.update(stdlib=list(sys.path), site=site)
     setup = channel.recv()
     if setup.get("op") != "setup":
         raise ProtocolError("expected setup")
@@ -902,11 +996,12 @@ def serve(channel: Channel) -> None:
             _KERNEL["status"] = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
         # Landlock first, then the filter that refuses landlock_* (issue 30, sixth attack,
         # finding 5b: a plugin's own layers are kernel memory a pooled process keeps).
-        enforced = _landlock(setup)
+        enforced = _landlock(setup, site)
         _seccomp(setup)
     except Unavailable as exc:
         _send(channel, {"op": "unavailable", "why": str(exc)[:300]})
         return
+    own_imports()
     from django_webfetch.plugins.sandbox import plugin_scope
 
     _KERNEL["libc"] = _libc()  # the snapshot's, before any plugin code (``_hooks``)
@@ -930,11 +1025,13 @@ def serve(channel: Channel) -> None:
         raise ProtocolError("expected import")
     sys.addaudithook(_count_audit_hooks)
     sys.addaudithook(_refuse_network_sockets)
-    # Last: the standard library and the site's package directories come first, so the
-    # plugin's directory provides its own package only
-    # (tests/plugins/test_guest_import_order_and_path_owners.py).
-    if str(setup["plugin_path"]) not in sys.path:
-        sys.path.append(str(setup["plugin_path"]))
+    # Only now, after every module of the guest's own was imported (``own_imports``): the
+    # site's package directories, then, last, the plugin's directory: the standard library
+    # and the site's package directories come first, so the plugin's directory provides
+    # its own package only (tests/plugins/test_guest_import_order_and_path_owners.py).
+    for directory in [*site, str(setup["plugin_path"])]:
+        if directory not in sys.path:
+            sys.path.append(directory)
     described: dict[str, Any] | None = None
     handlers: dict[str, Any] = {}
     problem = ""
@@ -974,7 +1071,7 @@ def main() -> None:
     fd = int(sys.argv[-1])
     channel = Channel(socket.socket(fileno=fd))
     try:
-        serve(channel)
+        serve(channel, sys.argv[2:-2])
     except (ChannelClosed, ProtocolError):
         pass
     finally:
