@@ -475,4 +475,6 @@ def test_trickled_tls_handshake_hits_the_total_budget(lab):
         elapsed = time.monotonic() - started
     finally:
         relay.close()
-    assert elapsed <= 3.0, f"the fetch took {elapsed:.1f}s with a 2s budget"
+    # Under half the per-operation timeout (20 s) each trickled byte would renew: the 2 s
+    # budget ended it, however busy the machine (no one-second margin).
+    assert elapsed < 10.0, f"the fetch took {elapsed:.1f}s with a 2s budget"

@@ -166,12 +166,11 @@ def test_manifest_read_is_killed_over_the_cpu_bound_and_remembered(tmp_path, set
     assert elapsed <= 20, (cpu, elapsed)
 
     # Remembered: no process is started for the same files.
-    cpu_before, started = _children_cpu(), time.monotonic()
+    cpu_before = _children_cpu()
     with pytest.raises(RuntimeFailure) as again:
         describe(origin)
     assert again.value.code == "plugin_limit"
-    assert _children_cpu() - cpu_before < 0.05
-    assert time.monotonic() - started < 0.5
+    assert _children_cpu() - cpu_before < 0.05  # a plugin process costs ~0.15 CPU-s
 
     # A changed package is read again (and this time it imports).
     init = tmp_path / "site" / "webfetch_i30_spin" / "__init__.py"
