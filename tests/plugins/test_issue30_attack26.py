@@ -1,0 +1,134 @@
+"""Issue 30, outside attack round 26: what still gets through the plugin sandbox.
+
+Each test here is a finding: it fails on the code it was written against (that is the
+proof) and names what gets through.  Observed from inside the real sandbox with the
+codeprobe plugin (``tests/plugins/probe_site``), as
+tests/plugins/test_the_default_media_root_rotated_logs_and_pooled_masks.py does.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from django_webfetch.plugins.runtime import bubblewrap
+from tests.plugins.packages import read_all
+
+pytestmark = pytest.mark.django_db
+
+_SECRET = "attack26-the-sites-secret"
+
+
+@pytest.fixture
+def system_library_dir() -> Iterator[Path]:
+    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
+    binds whole: ``bubblewrap._system``), removed after the test."""
+    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
+        pytest.skip("no /usr/local/lib directory")
+    top = tempfile.mkdtemp(prefix="webfetch-attack26-", dir="/usr/local/lib")
+    try:
+        yield Path(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _open_up(top: Path) -> None:
+    for path in [top, *sorted(top.rglob("*"))]:
+        if path.is_symlink():
+            continue
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+
+
+def _pooled(probe: Any) -> None:
+    """A plugin process started now, pooled, and handed the next call."""
+    from django_webfetch.plugins.runtime import host
+
+    assert probe("result = '1'").kind in ("text", "json")
+    assert host.idle_processes() >= 1
+    assert probe("result = '1'").kind in ("text", "json")  # the same process, kept
+    assert host.idle_processes() >= 1
+
+
+def test_a_listed_hidden_file_written_after_a_pooled_process_started_is_readable_in_it(
+    probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Severity: Medium.
+
+    Route: ``WEBFETCH_PLUGIN_HIDDEN_PATHS`` names a file (the docs' advice for an env file
+    or ``local_settings.py`` in a bound directory) that does not exist when a plugin
+    process starts: ``_site_code`` keeps only existing paths, so it is neither masked nor
+    among the Landlock ``_guards``, and its directory keeps one whole read rule.  The
+    deploy then writes it (``.env`` rendered at release time, a key generated at first
+    start).  ``site_inputs`` is unchanged (no setting, path or directory changed), so the
+    pooled process serves the next call: the plugin reads the file the operator listed.
+    A process started now masks it (the control).
+
+    Gain: the listed secrets (``SECRET_KEY``, database password) to any untrusted plugin
+    whose process was pooled before the file appeared, for the life of that process."""
+    base = system_library_dir / "mysite"
+    base.mkdir()
+    (base / "attack26_other.txt").write_text("control\n")
+    _open_up(system_library_dir)
+    env = base / ".env"
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [str(env)]
+    _pooled(probe)
+    env.write_text(f"SECRET_KEY={_SECRET}\n")  # written by the deploy after the start
+    _open_up(system_library_dir)
+    assert os.path.realpath(env) in bubblewrap.hidden_paths(
+        [os.path.realpath(system_library_dir)], []
+    ), "a process started now masks it"
+    seen = read_all(probe, [str(base)], _SECRET)
+    assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
+    assert seen["leaked"] == [], f"the listed file is readable: {seen['leaked']}"
+
+
+def test_the_sites_package_installed_into_a_site_dir_after_a_pooled_process_started_is_unreadable(
+    probe: Any,
+    system_library_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    """Severity: Medium.
+
+    Route: the site runs its project from a directory the sandbox never binds, and its
+    dependencies' ``site-packages`` (bound whole) holds no copy of it when a plugin process
+    starts: nothing there is hidden, so the directory has one whole Landlock read rule.
+    A release then installs the project into that ``site-packages`` (``pip install .``,
+    as the container builds do) before the server restarts.  ``_places`` finds that copy
+    for a process started now (the control: it is masked), but the pooled one was
+    started under masks computed without it and ``site_inputs`` is unchanged (the same
+    settings, ``sys.path`` and working directory): it is handed the next call and reads the
+    settings module, secrets and all.
+
+    Gain: the site's settings (``SECRET_KEY``, credentials) to an untrusted plugin pooled
+    across a deploy."""
+    project = tmp_path / "project"
+    package = project / "attack26_site"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(f"SECRET_KEY = '{_SECRET}'\n")
+    deps = system_library_dir / "venv" / "lib" / "site-packages"
+    deps.mkdir(parents=True)
+    (deps / "attack26_control.txt").write_text("control\n")
+    _open_up(system_library_dir)
+    monkeypatch.syspath_prepend(str(deps))
+    monkeypatch.syspath_prepend(str(project))
+    assert os.path.realpath(deps) in bubblewrap.site_dirs()
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack26_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    _pooled(probe)
+    shutil.copytree(package, deps / "attack26_site")  # the release installs it
+    _open_up(system_library_dir)
+    assert os.path.realpath(deps / "attack26_site") in bubblewrap.hidden_paths(
+        [os.path.realpath(system_library_dir)], []
+    ), "a process started now masks it"
+    seen = read_all(probe, [str(deps)], _SECRET)
+    assert str(deps / "attack26_control.txt") in seen["read"], seen  # the control
+    assert seen["leaked"] == [], f"the site's settings are readable: {seen['leaked']}"
