@@ -132,3 +132,34 @@ def test_the_sites_package_installed_into_a_site_dir_after_a_pooled_process_star
     seen = read_all(probe, [str(deps)], _SECRET)
     assert str(deps / "attack26_control.txt") in seen["read"], seen  # the control
     assert seen["leaked"] == [], f"the site's settings are readable: {seen['leaked']}"
+
+
+def test_a_dated_copy_of_the_media_root_directory_is_not_readable(
+    probe: Any, system_library_dir: Path, settings: Any
+) -> None:
+    """Severity: Low.
+
+    Route: a data *file*'s copies include ``<name>-*`` (round 24: logrotate's
+    ``dateext``, an operator's ``db.sqlite3-old``), but a data *directory*'s siblings are
+    only ``<name>.*``, ``<name>~`` and ``<name>#`` (``bubblewrap._entries`` with ``data``
+    false for a directory): the copy an operator makes before a migration or a storage
+    move (``cp -a media media-20261207``, ``uploads-old``) beside a ``MEDIA_ROOT`` under a
+    bound directory is neither masked nor left out of the Landlock rules.
+
+    Gain: every upload of that copy (invoices, identity documents) to any untrusted
+    plugin."""
+    base = system_library_dir / "mysite"
+    media = base / "media"
+    media.mkdir(parents=True)
+    (media / "invoice-42.txt").write_text(f"IBAN {_SECRET}-live\n")
+    dated = base / "media-20261207"
+    dated.mkdir()
+    (dated / "invoice-42.txt").write_text(f"IBAN {_SECRET}-copy\n")
+    (base / "attack26_other.txt").write_text("control\n")
+    _open_up(system_library_dir)
+    settings.MEDIA_ROOT = str(media)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    seen = read_all(probe, [str(base)], _SECRET)
+    assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
+    assert str(media / "invoice-42.txt") not in seen["read"], seen  # the live root: masked
+    assert seen["leaked"] == [], f"a copy of the uploads is readable: {seen['leaked']}"
