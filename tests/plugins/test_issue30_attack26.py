@@ -163,3 +163,75 @@ def test_a_dated_copy_of_the_media_root_directory_is_not_readable(
     assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
     assert str(media / "invoice-42.txt") not in seen["read"], seen  # the live root: masked
     assert seen["leaked"] == [], f"a copy of the uploads is readable: {seen['leaked']}"
+
+
+_DJANGO_TRIES = r"""
+import json, sys
+tried = []
+class Recorder:  # every top-level name looked up, whether by a statement or import_module
+    def find_spec(self, name, path=None, target=None):
+        if path is None:
+            tried.append(name)
+        return None
+import django
+django.setup()
+# As on a site without PyYAML installed: the serializers not loaded yet.
+for name in [n for n in sys.modules if n == "yaml" or n.startswith(("yaml.", "django.core.serializers"))]:
+    del sys.modules[name]
+sys.meta_path.insert(0, Recorder())
+from django.core import serializers
+serializers.get_public_serializer_formats()  # dumpdata, loaddata, the test runner
+from django.contrib.auth.hashers import Argon2PasswordHasher
+try:
+    Argon2PasswordHasher().encode("x", "saltsaltsalt")  # a default PASSWORD_HASHERS entry
+except Exception:
+    pass
+from django.core.management.commands.shell import Command
+for shell in ("ipython", "bpython"):  # ``manage.py shell`` tries each in turn
+    try:
+        getattr(Command(), shell)({"no_startup": True})
+    except ImportError:
+        pass
+print(json.dumps(tried))
+"""
+
+
+@pytest.mark.parametrize("top", ["yaml", "argon2", "IPython", "bpython"])
+def test_a_name_djangos_own_commands_try_is_refused_as_a_plugins_module(top: str) -> None:
+    """Severity: Low.
+
+    Route: ``registry.IMPLICIT_IMPORTS`` is measured over ``django.setup()``, the
+    plugin client and guest and the standard library (decision 0065), not over what
+    Django's own code tries later: its serializers (``dumpdata``, ``loaddata``, the test
+    runner's database serialisation) try ``yaml``, the default ``PASSWORD_HASHERS`` try
+    ``argon2`` at a login, ``manage.py shell`` tries ``IPython`` then ``bpython``.  An
+    entry point named so is accepted: no ``entry_point_reserved``, so W036 (a warning)
+    is all that stands between a plugin ``yaml`` among the site's packages and the
+    operator's next ``manage.py dumpdata`` (run as the site, with its secrets), and the
+    docs' promise "a plugin named ``zstandard`` (or any name of ``IMPLICIT_IMPORTS``) is
+    refused wherever it is installed" does not reach Django's own tries.
+
+    Gain: code of an untrusted plugin running in the site's management commands, outside
+    any sandbox, where the site installed it among its packages (W036's case)."""
+    import json
+    import subprocess
+    import sys
+    from importlib.metadata import EntryPoint
+
+    from django_webfetch.plugins import registry
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    run = subprocess.run(
+        [sys.executable, "-c", _DJANGO_TRIES],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    assert top in json.loads(run.stdout.strip().splitlines()[-1]), "Django tries the name"
+    ep = EntryPoint(name="attack26", value=f"{top}:manifest", group=registry.ENTRY_POINT_GROUP)
+    problem = registry._entry_point_problem(ep)
+    assert problem is not None and problem.reason == "entry_point_reserved", (
+        f"a plugin's module may be named {top!r}, a name Django's own code tries"
+    )
