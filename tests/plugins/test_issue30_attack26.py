@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import override_settings
 
 from django_webfetch.plugins.runtime import bubblewrap
 from tests.plugins.packages import read_all
@@ -176,7 +178,8 @@ class Recorder:  # every top-level name looked up, whether by a statement or imp
 import django
 django.setup()
 # As on a site without PyYAML installed: the serializers not loaded yet.
-for name in [n for n in sys.modules if n == "yaml" or n.startswith(("yaml.", "django.core.serializers"))]:
+loaded = ("yaml", "yaml.", "django.core.serializers")
+for name in [n for n in sys.modules if n.startswith(loaded)]:
     del sys.modules[name]
 sys.meta_path.insert(0, Recorder())
 from django.core import serializers
@@ -235,3 +238,58 @@ def test_a_name_djangos_own_commands_try_is_refused_as_a_plugins_module(top: str
     assert problem is not None and problem.reason == "entry_point_reserved", (
         f"a plugin's module may be named {top!r}, a name Django's own code tries"
     )
+
+
+def test_credential_files_the_settings_name_are_not_readable(
+    probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Severity: Medium.
+
+    Route: ``bubblewrap._site_data`` reads, of ``DATABASES``, only SQLite files; of the
+    e-mail settings, only ``EMAIL_FILE_PATH``.  The files Django's own docs give for
+    keeping credentials out of ``settings.py`` are named by the settings too, often
+    relative to the project directory: PostgreSQL's ``OPTIONS["passfile"]``
+    (``".my_pgpass"``), its client key ``OPTIONS["sslkey"]``, MySQL's
+    ``OPTIONS["read_default_file"]`` (a ``my.cnf`` with the password) and
+    ``EMAIL_SSL_KEYFILE``.  Beside a project whose ``BASE_DIR`` is not masked whole (it
+    holds its virtual environment or dependencies: decision 0060), none is masked or left
+    out of the Landlock rules, while the SQLite file of the same ``DATABASES`` is.
+
+    Gain: the production database's and the mail relay's credentials (and TLS client
+    keys) to any untrusted plugin, which can then reach them through any egress grant or
+    hand them out in its results."""
+    base = system_library_dir / "mysite"
+    base.mkdir()
+    secrets = {
+        ".my_pgpass": f"db.internal:5432:app:app:{_SECRET}-pgpass\n",
+        "pg-client.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-sslkey\n",
+        "my.cnf": f"[client]\nuser = app\npassword = {_SECRET}-mycnf\n",
+        "smtp.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-smtp\n",
+    }
+    for name, text in secrets.items():
+        (base / name).write_text(text)
+    (base / "db.sqlite3").write_text(f"{_SECRET}-sqlite\n")  # the control: masked
+    (base / "attack26_other.txt").write_text("control\n")
+    _open_up(system_library_dir)
+    monkeypatch.chdir(base)  # the project run from its directory: relative names are its
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    databases = dict(settings.DATABASES)
+    databases["reports"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}
+    databases["primary"] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "app",
+        "OPTIONS": {"passfile": ".my_pgpass", "sslkey": "pg-client.key"},
+    }
+    databases["legacy"] = {
+        "ENGINE": "django.db.backends.mysql",
+        "OPTIONS": {"read_default_file": str(base / "my.cnf")},
+    }
+    settings.MEDIA_ROOT = str(base / "media")  # not the working directory
+    settings.EMAIL_SSL_KEYFILE = str(base / "smtp.key")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Overriding setting DATABASES ..."
+        with override_settings(DATABASES=databases):
+            seen = read_all(probe, [str(base)], _SECRET)
+    assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
+    assert str(base / "db.sqlite3") not in seen["read"], seen  # a SQLite NAME: masked
+    assert seen["leaked"] == [], f"credential files are readable: {seen['leaked']}"
