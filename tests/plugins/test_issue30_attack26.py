@@ -431,3 +431,30 @@ def test_the_filter_program_descriptors_are_not_inherited_by_a_program_the_site_
     assert "webfetch-plugin-seccomp" not in child.stdout, (
         f"a program the site runs inherits the filter's memfd: {child.stdout.strip()}"
     )
+
+
+def test_a_dated_copy_of_the_sites_package_beside_it_is_hidden(
+    system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Severity: Low (finding 3's route, for the site's code).
+
+    Route: a package's copies are ``<name>.*``, ``<name>~`` and ``<name>#`` beside it
+    (``bubblewrap.copies``, ``data`` false for a directory); the copy a deploy keeps of
+    the previous release (``cp -a mysite mysite-20261207``, ``mysite-old``) beside the
+    site's package in a bound directory is not among them, settings module and all.
+
+    Gain: the previous release's settings (its ``SECRET_KEY``, often still valid in
+    ``SECRET_KEY_FALLBACKS``; its credentials) to any untrusted plugin."""
+    package = system_library_dir / "attack26_site"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(f"SECRET_KEY = '{_SECRET}'\n")
+    shutil.copytree(package, system_library_dir / "attack26_site-20261207")
+    shutil.copytree(package, system_library_dir / "attack26_site.bak")  # the control
+    monkeypatch.syspath_prepend(str(system_library_dir))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack26_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    hidden = bubblewrap.hidden_paths([os.path.realpath(system_library_dir)], [])
+    real = os.path.realpath(system_library_dir)
+    assert os.path.join(real, "attack26_site.bak") in hidden, hidden  # the control
+    assert os.path.join(real, "attack26_site-20261207") in hidden, hidden
