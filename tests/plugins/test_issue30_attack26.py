@@ -58,39 +58,6 @@ def _pooled(probe: Any) -> None:
     assert host.idle_processes() >= 1
 
 
-def test_a_listed_hidden_file_written_after_a_pooled_process_started_is_readable_in_it(
-    probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
-) -> None:
-    """Severity: Medium.
-
-    Route: ``WEBFETCH_PLUGIN_HIDDEN_PATHS`` names a file (the docs' advice for an env file
-    or ``local_settings.py`` in a bound directory) that does not exist when a plugin
-    process starts: ``_site_code`` keeps only existing paths, so it is neither masked nor
-    among the Landlock ``_guards``, and its directory keeps one whole read rule.  The
-    deploy then writes it (``.env`` rendered at release time, a key generated at first
-    start).  ``site_inputs`` is unchanged (no setting, path or directory changed), so the
-    pooled process serves the next call: the plugin reads the file the operator listed.
-    A process started now masks it (the control).
-
-    Gain: the listed secrets (``SECRET_KEY``, database password) to any untrusted plugin
-    whose process was pooled before the file appeared, for the life of that process."""
-    base = system_library_dir / "mysite"
-    base.mkdir()
-    (base / "attack26_other.txt").write_text("control\n")
-    _open_up(system_library_dir)
-    env = base / ".env"
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [str(env)]
-    _pooled(probe)
-    env.write_text(f"SECRET_KEY={_SECRET}\n")  # written by the deploy after the start
-    _open_up(system_library_dir)
-    assert os.path.realpath(env) in bubblewrap.hidden_paths(
-        [os.path.realpath(system_library_dir)], []
-    ), "a process started now masks it"
-    seen = read_all(probe, [str(base)], _SECRET)
-    assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
-    assert seen["leaked"] == [], f"the listed file is readable: {seen['leaked']}"
-
-
 def test_the_sites_package_installed_into_a_site_dir_after_a_pooled_process_started_is_unreadable(
     probe: Any,
     system_library_dir: Path,

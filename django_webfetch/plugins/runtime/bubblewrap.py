@@ -1058,7 +1058,32 @@ def _guards(binds: list[str], needed: list[str]) -> list[str]:
     for guard in _kept([os.path.realpath(p) for p in _site_data()], binds, needed):
         if guard not in found:
             found.append(guard)
+    # Each path the operator lists, whether it exists or not (an ``.env`` rendered at
+    # release time, after a pooled process started), with where its bytecode would be
+    # written: ``_site_code`` keeps only what exists (issue 30, round 26, finding 1).
+    for guard in _kept(_listed_guards(), binds, needed):
+        if guard not in found:
+            found.append(guard)
     return found
+
+
+def _listed_guards() -> list[str]:
+    """Each path of ``WEBFETCH_PLUGIN_HIDDEN_PATHS`` under both of its names (as given and
+    lexical), resolved, whether it exists or not, with ``copies``' second list of each."""
+    if "django.conf" not in sys.modules:
+        return []
+    from django.conf import settings
+
+    if not settings.configured:
+        return []
+    from django_webfetch.conf import conf
+
+    found: list[str] = []
+    for path in conf.WEBFETCH_PLUGIN_HIDDEN_PATHS:
+        for form in _unique([path, os.path.abspath(path)]):
+            real = os.path.realpath(form)
+            found += [real, *copies(real)[1]]
+    return _unique(found)
 
 
 def _kept(paths: list[str], binds: list[str], needed: list[str]) -> list[str]:
