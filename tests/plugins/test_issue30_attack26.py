@@ -8,7 +8,6 @@ tests/plugins/test_the_default_media_root_rotated_logs_and_pooled_masks.py does.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -261,70 +260,6 @@ def test_credential_files_the_settings_name_are_not_readable(
     assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
     assert str(base / "db.sqlite3") not in seen["read"], seen  # a SQLite NAME: masked
     assert seen["leaked"] == [], f"credential files are readable: {seen['leaked']}"
-
-
-_READ_LATER = """\
-import json, sys
-seen = {'same_process': '__attack26__' in sys.modules}
-sys.modules.setdefault('__attack26__', sys)
-for path in %r:
-    try:
-        with open(path, 'rb') as fh:
-            seen[path] = %r in fh.read()
-    except OSError as exc:
-        seen[path] = type(exc).__name__
-result = json.dumps(seen)
-"""
-
-
-def test_data_written_after_the_start_beside_a_link_to_its_directory_is_unreadable(
-    probe: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
-) -> None:
-    """Severity: Medium.
-
-    Route: with Landlock, data written after a pooled process started (a rotated log, a
-    SQLite journal) is unreadable in it only because the guest splits each directory on
-    the way to a hidden path into one rule per entry (``guest._excluding``).  An entry of
-    such a directory that is a symbolic link (a ``log -> logs`` kept for an old path, a
-    deploy's ``shared`` link) is not hidden (hidden paths are resolved) and gets a read
-    rule, and ``guest._allow`` opens it with ``O_PATH`` *following* the link: the rule
-    lands on the log directory itself, undoing its split.  After a rotation (``django.log``
-    renamed to ``django.log.1``: the mask follows the renamed file; a new ``django.log``
-    written at the masked name, which no mount covers now) the new log is readable
-    through its own path; without the link it is not
-    (tests/plugins/test_sandbox_masks_the_sites_data.py::test_data_written_after_the_process_started_is_unreadable_with_landlock).
-
-    Gain: the site's logs (password-reset tokens, session ids, request bodies) to an
-    untrusted plugin whose process was pooled across a log rotation."""
-    from django_webfetch.plugins.runtime.host import shutdown
-
-    packages = tmp_path / "lib" / "site-packages"
-    logs = packages / "logs"
-    logs.mkdir(parents=True)
-    log = logs / "django.log"
-    log.write_text(f"{_SECRET}-today\n")
-    (packages / "log").symlink_to("logs")  # the old name, kept as a link
-    monkeypatch.syspath_prepend(str(packages))
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
-    settings.LOGGING = {
-        "version": 1,
-        "handlers": {"file": {"class": "logging.FileHandler", "filename": str(log)}},
-    }
-    _open_up(tmp_path)
-    paths = [str(log), f"{log}.1"]
-    code = _READ_LATER % (paths, _SECRET.encode())
-    try:
-        before = json.loads(json.loads(probe(code).text)["result"])
-        os.replace(log, f"{log}.1")  # the rotation
-        log.write_text(f"{_SECRET}-after-rotation\n")
-        _open_up(tmp_path)
-        after = json.loads(json.loads(probe(code).text)["result"])
-    finally:
-        shutdown()
-    assert before["same_process"] is False and after["same_process"] is True, (before, after)
-    assert before[str(log)] is not True, before  # masked at the start
-    read = [path for path in paths if after.get(path) is True]
-    assert read == [], f"rotated logs readable in the pooled process: {read} ({after})"
 
 
 def test_a_log_file_the_hosts_logging_writes_through_a_stream_handler_is_not_readable(

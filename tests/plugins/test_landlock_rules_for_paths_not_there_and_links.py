@@ -6,6 +6,7 @@ Observed from inside the real sandbox with the codeprobe plugin
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -104,3 +105,124 @@ def test_a_listed_path_not_there_yet_is_a_guard_with_its_bytecode(
     outside = "/nonexistent-webfetch-dir/.env"  # under no bound directory: no guard
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [outside]
     assert outside not in bubblewrap._guards([str(real)], [])
+
+
+_READ_LATER = """\
+import json, sys
+seen = {'same_process': '__landlock_rules__' in sys.modules}
+sys.modules.setdefault('__landlock_rules__', sys)
+for path in %r:
+    try:
+        with open(path, 'rb') as fh:
+            seen[path] = %r in fh.read()
+    except OSError as exc:
+        seen[path] = type(exc).__name__
+result = json.dumps(seen)
+"""
+
+
+def test_data_written_after_the_start_beside_a_link_to_its_directory_is_unreadable(
+    probe: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """With Landlock, data written after a pooled process started (a rotated log, a
+    SQLite journal) is unreadable in it only because the guest splits each directory on
+    the way to a hidden path into one rule per entry (``guest._excluding``).  An entry of
+    such a directory that is a symbolic link (a ``log -> logs`` kept for an old path, a
+    deploy's ``shared`` link) is not hidden (hidden paths are resolved) and gets a read
+    rule, and ``guest._allow`` opens it with ``O_PATH`` *following* the link: the rule
+    lands on the log directory itself, undoing its split.  After a rotation (``django.log``
+    renamed to ``django.log.1``: the mask follows the renamed file; a new ``django.log``
+    written at the masked name, which no mount covers now) the new log is readable
+    through its own path; without the link it is not
+    (tests/plugins/test_sandbox_masks_the_sites_data.py::test_data_written_after_the_process_started_is_unreadable_with_landlock).
+
+    Such a link now gets no rule at all (a rule on its target would undo the split): the
+    new log stays unreadable in the pooled process.
+
+    History: issue 30, round 26, finding 6."""
+    from django_webfetch.plugins.runtime.host import shutdown
+
+    packages = tmp_path / "lib" / "site-packages"
+    logs = packages / "logs"
+    logs.mkdir(parents=True)
+    log = logs / "django.log"
+    log.write_text(f"{_SECRET}-today\n")
+    (packages / "log").symlink_to("logs")  # the old name, kept as a link
+    monkeypatch.syspath_prepend(str(packages))
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    settings.LOGGING = {
+        "version": 1,
+        "handlers": {"file": {"class": "logging.FileHandler", "filename": str(log)}},
+    }
+    _open_up(tmp_path)
+    paths = [str(log), f"{log}.1"]
+    code = _READ_LATER % (paths, _SECRET.encode())
+    try:
+        before = json.loads(json.loads(probe(code).text)["result"])
+        os.replace(log, f"{log}.1")  # the rotation
+        log.write_text(f"{_SECRET}-after-rotation\n")
+        _open_up(tmp_path)
+        after = json.loads(json.loads(probe(code).text)["result"])
+    finally:
+        shutdown()
+    assert before["same_process"] is False and after["same_process"] is True, (before, after)
+    assert before[str(log)] is not True, before  # masked at the start
+    read = [path for path in paths if after.get(path) is True]
+    assert read == [], f"rotated logs readable in the pooled process: {read} ({after})"
+
+
+def test_no_read_rule_lands_on_a_split_directory_through_a_link(tmp_path_factory):
+    """Property, over generated layouts: links in the split directories (to the hidden
+    path's directory, to its parent, to the root, to a file beside it, to another link,
+    relative or absolute, dangling): no read rule, followed as ``_allow`` opens it, is or
+    holds a hidden path (so nothing written later beside one is readable), and every file
+    not hidden stays under a rule through its own name.
+
+    History: issue 30, round 26, finding 6."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from django_webfetch.plugins.runtime.guest import _excluding
+
+    dirs = ["", "a", "a/b", "a/b/c", "d"]
+    targets = st.sampled_from([*dirs, "a/b/c/f", "a/b/x", "missing", "l0", "l1"])
+    links = st.lists(
+        st.tuples(st.sampled_from(dirs), targets, st.booleans()), min_size=1, max_size=4
+    )
+    hiddens = st.sampled_from(["a/b/c/f", "a/b/c", "a/b/new.env", "a/b/c/later/x"])
+
+    def under(path: str, top: str) -> bool:
+        return path == top or path.startswith(top.rstrip("/") + "/")
+
+    @settings(max_examples=120, deadline=None)
+    @given(links, st.lists(hiddens, min_size=1, max_size=2))
+    def check(layout, picks):
+        root = os.path.realpath(tmp_path_factory.mktemp("links"))
+        for d in dirs:
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+            with open(os.path.join(root, d, "f"), "w") as fh:
+                fh.write("x")
+        with open(os.path.join(root, "a/b/x"), "w") as fh:
+            fh.write("x")
+        for i, (where, target, absolute) in enumerate(layout):
+            link = os.path.join(root, where, f"l{i}")
+            dest = (
+                os.path.join(root, target)
+                if absolute
+                else os.path.relpath(os.path.join(root, target), os.path.join(root, where))
+            )
+            if not os.path.lexists(link):
+                os.symlink(dest, link)
+        hidden = [os.path.join(root, pick) for pick in picks]
+        read, listed = _excluding([root], hidden)
+        for rule in read:
+            landed = os.path.realpath(rule)
+            assert not any(under(h, landed) for h in hidden), (rule, landed, hidden)
+        for top, _names, files in os.walk(root):
+            for name in files:
+                path = os.path.join(top, name)
+                if os.path.islink(path) or any(under(path, h) for h in hidden):
+                    continue
+                assert any(under(path, os.path.realpath(r)) for r in read), (path, read)
+
+    check()

@@ -295,12 +295,18 @@ def _excluding(paths: list[str], hidden: list[str]) -> tuple[list[str], list[str
     A Landlock rule cannot except a path beneath it, so a path holding a hidden one is
     replaced by its entries but the hidden one (again for an entry on the way to it), and
     kept as listable only (its listing is what the import system reads; the masked
-    directory beneath it is empty anyway)."""
+    directory beneath it is empty anyway).  An entry of a split directory that is a
+    symbolic link gets no rule: ``_allow`` follows a link, so its rule would land on the
+    target (the split directory itself, or one on the way to a hidden path) and undo its
+    split; a target that is needed has its own rule (issue 30, round 26, finding 6)."""
     read: list[str] = []
     split: list[str] = []
     pending = list(paths)
+    entries: set[str] = set()
     while pending:
         path = pending.pop()
+        if path in entries and path not in paths and os.path.islink(path):
+            continue
         inside = [h for h in hidden if h == path or h.startswith(path.rstrip("/") + "/")]
         if not inside:
             read.append(path)
@@ -312,7 +318,9 @@ def _excluding(paths: list[str], hidden: list[str]) -> tuple[list[str], list[str
         except OSError:
             continue
         split.append(path)
-        pending += [os.path.join(path, name) for name in names]
+        found = [os.path.join(path, name) for name in names]
+        entries.update(found)
+        pending += found
     return sorted(set(read)), sorted(set(split))
 
 
