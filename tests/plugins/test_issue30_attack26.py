@@ -400,39 +400,6 @@ def test_a_log_file_the_hosts_logging_writes_through_a_stream_handler_is_not_rea
     assert seen["leaked"] == [], f"the host's log file is readable: {seen['leaked']}"
 
 
-def test_the_filter_program_descriptors_are_not_inherited_by_a_program_the_site_runs() -> None:
-    """Severity: Low.
-
-    Route: ``bubblewrap.program_fd`` makes each filter program's ``memfd`` with flags
-    ``0``: without ``MFD_CLOEXEC``, the only descriptor of the host's plugin starts that is
-    inheritable (Python makes every other one non-inheritable; decision 0063's registry
-    closes them in a *forked* child only, ``os.register_at_fork``).  A program the site
-    runs while a plugin process starts (``subprocess.run(..., close_fds=False)``,
-    ``os.system``, ``os.posix_spawn``, a C library's ``system()``: no Python fork hook
-    runs) keeps a writable copy of it for its whole life.
-
-    Gain: little (the program is no secret, and writing it after bwrap read it changes
-    nothing); a descriptor of the plugin sandbox outside the registry's reach, held by
-    whatever the site executes."""
-    import subprocess
-    import sys
-
-    fd = bubblewrap.program_fd()
-    try:
-        child = subprocess.run(
-            [sys.executable, "-c", f"import os; print(os.readlink('/proc/self/fd/{fd}'))"],
-            close_fds=False,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        os.close(fd)
-    assert "webfetch-plugin-seccomp" not in child.stdout, (
-        f"a program the site runs inherits the filter's memfd: {child.stdout.strip()}"
-    )
-
-
 def test_a_dated_copy_of_the_sites_package_beside_it_is_hidden(
     system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:

@@ -1413,7 +1413,9 @@ def program_fd(program: bytes | None = None) -> int:
     """A fresh file descriptor, read from its start, holding a filter (the allow-list by
     default)."""
     program = seccomp_program() if program is None else program
-    fd = os.memfd_create("webfetch-plugin-seccomp", 0)
+    # Close-on-exec (issue 30, round 26, finding 8): ``pass_fds`` makes it inheritable
+    # for bwrap alone, never for a program the site runs meanwhile.
+    fd = os.memfd_create("webfetch-plugin-seccomp", os.MFD_CLOEXEC)
     try:
         os.write(fd, program)
         os.lseek(fd, 0, os.SEEK_SET)
