@@ -12,13 +12,11 @@ import json
 import os
 import shutil
 import tempfile
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.test import override_settings
 
 from django_webfetch.plugins.runtime import bubblewrap
 from tests.plugins.packages import read_all
@@ -166,61 +164,6 @@ def test_a_dated_copy_of_the_media_root_directory_is_not_readable(
     assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
     assert str(media / "invoice-42.txt") not in seen["read"], seen  # the live root: masked
     assert seen["leaked"] == [], f"a copy of the uploads is readable: {seen['leaked']}"
-
-
-def test_credential_files_the_settings_name_are_not_readable(
-    probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
-) -> None:
-    """Severity: Medium.
-
-    Route: ``bubblewrap._site_data`` reads, of ``DATABASES``, only SQLite files; of the
-    e-mail settings, only ``EMAIL_FILE_PATH``.  The files Django's own docs give for
-    keeping credentials out of ``settings.py`` are named by the settings too, often
-    relative to the project directory: PostgreSQL's ``OPTIONS["passfile"]``
-    (``".my_pgpass"``), its client key ``OPTIONS["sslkey"]``, MySQL's
-    ``OPTIONS["read_default_file"]`` (a ``my.cnf`` with the password) and
-    ``EMAIL_SSL_KEYFILE``.  Beside a project whose ``BASE_DIR`` is not masked whole (it
-    holds its virtual environment or dependencies: decision 0060), none is masked or left
-    out of the Landlock rules, while the SQLite file of the same ``DATABASES`` is.
-
-    Gain: the production database's and the mail relay's credentials (and TLS client
-    keys) to any untrusted plugin, which can then reach them through any egress grant or
-    hand them out in its results."""
-    base = system_library_dir / "mysite"
-    base.mkdir()
-    secrets = {
-        ".my_pgpass": f"db.internal:5432:app:app:{_SECRET}-pgpass\n",
-        "pg-client.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-sslkey\n",
-        "my.cnf": f"[client]\nuser = app\npassword = {_SECRET}-mycnf\n",
-        "smtp.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-smtp\n",
-    }
-    for name, text in secrets.items():
-        (base / name).write_text(text)
-    (base / "db.sqlite3").write_text(f"{_SECRET}-sqlite\n")  # the control: masked
-    (base / "attack26_other.txt").write_text("control\n")
-    _open_up(system_library_dir)
-    monkeypatch.chdir(base)  # the project run from its directory: relative names are its
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
-    databases = dict(settings.DATABASES)
-    databases["reports"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}
-    databases["primary"] = {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": "app",
-        "OPTIONS": {"passfile": ".my_pgpass", "sslkey": "pg-client.key"},
-    }
-    databases["legacy"] = {
-        "ENGINE": "django.db.backends.mysql",
-        "OPTIONS": {"read_default_file": str(base / "my.cnf")},
-    }
-    settings.MEDIA_ROOT = str(base / "media")  # not the working directory
-    settings.EMAIL_SSL_KEYFILE = str(base / "smtp.key")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Overriding setting DATABASES ..."
-        with override_settings(DATABASES=databases):
-            seen = read_all(probe, [str(base)], _SECRET)
-    assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
-    assert str(base / "db.sqlite3") not in seen["read"], seen  # a SQLite NAME: masked
-    assert seen["leaked"] == [], f"credential files are readable: {seen['leaked']}"
 
 
 _READ_LATER = """\
