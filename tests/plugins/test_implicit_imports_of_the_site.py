@@ -38,6 +38,12 @@ def hook(event, args):
     if event == "import":
         tried.add(args[0].split(".")[0])
 sys.addaudithook(hook)
+class Recorder:  # every top-level look-up, importlib.import_module's too (no audit event)
+    def find_spec(self, name, path=None, target=None):
+        if path is None:
+            tried.add(name.split(".")[0])
+        return None
+sys.meta_path.insert(0, Recorder())
 import django
 django.setup()
 import django_webfetch.plugins.client, django_webfetch.plugins.runtime.guest
@@ -58,21 +64,57 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
                 importlib.import_module(info.name)
             except BaseException:
                 pass
+    # Every module of Django (its backends' optional imports), then what it tries lazily.
+    for info in pkgutil.walk_packages(django.__path__, "django.", onerror=lambda _name: None):
+        if ".tests" not in info.name and not info.name.endswith(".tests"):
+            with contextlib.suppress(BaseException):
+                importlib.import_module(info.name)
+    _django_lazy_tries()
 print(json.dumps(sorted(tried - {n.split(".")[0] for n in sys.modules})))
+"""
+
+#: What Django's own code imports only when it is used (issue 30, round 26, finding 4):
+#: the serializers (``dumpdata``, ``loaddata``, the test runner), the password hashers (a
+#: login), ``manage.py shell``, the cache backends' clients and the image reader.
+_DJANGO_LAZY = r"""
+import contextlib, io, sys
+def _django_lazy_tries():
+    from django.core import serializers
+    serializers.get_public_serializer_formats()
+    from django.contrib.auth import hashers
+    for hasher in (hashers.Argon2PasswordHasher, hashers.BCryptSHA256PasswordHasher,
+                   hashers.BCryptPasswordHasher, hashers.ScryptPasswordHasher):
+        with contextlib.suppress(BaseException):
+            hasher().encode("x", "saltsaltsalt")
+    from django.core.management.commands.shell import Command
+    for shell in ("ipython", "bpython"):  # ``manage.py shell`` tries each in turn
+        with contextlib.suppress(BaseException):
+            getattr(Command(), shell)({"no_startup": True})
+    from django.core.cache.backends import memcached, redis
+    for client in (lambda: memcached.PyLibMCCache("127.0.0.1:1", {})._lib,
+                   lambda: memcached.PyMemcacheCache("127.0.0.1:1", {})._lib,
+                   lambda: redis.RedisCache("redis://127.0.0.1:1", {})._cache._lib):
+        with contextlib.suppress(BaseException):
+            client()
+    from django.core.files.images import get_image_dimensions
+    with contextlib.suppress(BaseException):
+        get_image_dimensions(io.BytesIO(b"x"))
 """
 
 
 def test_every_name_the_site_tries_and_misses_is_reserved():
-    """The live search: an audit hook records every name an ``import`` looks for (found or
-    not) while a fresh interpreter of the site runs ``django.setup()`` with the test
-    settings, imports the plugin client and the guest, and imports every standard module
-    (and its submodules); each top-level name tried and not found is in
+    """The live search: an audit hook and a first ``sys.meta_path`` finder record every
+    name an import looks for (found or not; ``importlib.import_module`` raises no audit
+    event) while a fresh interpreter of the site runs ``django.setup()`` with the test
+    settings, imports the plugin client and the guest, every standard module (and its
+    submodules) and every module of Django, and makes the calls of Django that import
+    lazily (``_DJANGO_LAZY``); each top-level name tried and not found is in
     ``registry.RESERVED_NAMES`` or ``registry.IMPLICIT_IMPORTS``.  The guest's own
     look-ups in the site's directories (``guest.SITE_PACKAGES``) are all reserved."""
     from django_webfetch.plugins import registry
     from django_webfetch.plugins.runtime import guest
 
-    missed = set(child_report(_SEARCH))
+    missed = set(child_report(_DJANGO_LAZY + _SEARCH))
     assert "org" in missed, sorted(missed)  # copy's Jython import: the search works
     assert missed - registry.RESERVED_NAMES - registry.IMPLICIT_IMPORTS == set()
     assert guest.SITE_PACKAGES <= registry.RESERVED_NAMES
@@ -215,3 +257,80 @@ def test_a_plugin_installed_among_the_sites_own_packages_is_w036_and_listed(tmp_
     listed = [line for line in report["list"].splitlines() if line.startswith("site package:")]
     assert len(listed) == 2 and "webfetch-orgspy" in listed[0], report["list"]
     assert "W036" in listed[0] and "WEBFETCH_PLUGIN_DIRS" in listed[0]
+
+
+_DJANGO_TRIES = r"""
+import json, sys
+tried = []
+class Recorder:  # every top-level name looked up, whether by a statement or import_module
+    def find_spec(self, name, path=None, target=None):
+        if path is None:
+            tried.append(name)
+        return None
+import django
+django.setup()
+# As on a site without PyYAML installed: the serializers not loaded yet.
+loaded = ("yaml", "yaml.", "django.core.serializers")
+for name in [n for n in sys.modules if n.startswith(loaded)]:
+    del sys.modules[name]
+sys.meta_path.insert(0, Recorder())
+from django.core import serializers
+serializers.get_public_serializer_formats()  # dumpdata, loaddata, the test runner
+from django.contrib.auth.hashers import Argon2PasswordHasher
+try:
+    Argon2PasswordHasher().encode("x", "saltsaltsalt")  # a default PASSWORD_HASHERS entry
+except Exception:
+    pass
+from django.contrib.auth.hashers import BCryptSHA256PasswordHasher
+try:
+    BCryptSHA256PasswordHasher().encode("x", "saltsaltsalt")  # another default entry
+except Exception:
+    pass
+from django.core.management.commands.shell import Command
+for shell in ("ipython", "bpython"):  # ``manage.py shell`` tries each in turn
+    try:
+        getattr(Command(), shell)({"no_startup": True})
+    except ImportError:
+        pass
+print(json.dumps(tried))
+"""
+
+
+@pytest.mark.parametrize("top", ["yaml", "argon2", "bcrypt", "IPython", "bpython"])
+def test_a_name_djangos_own_commands_try_is_refused_as_a_plugins_module(top: str) -> None:
+    """Django tries the name (found or not: a ``sys.meta_path`` recorder) and an entry point
+    whose module has it is refused (``entry_point_reserved``).
+
+    History: issue 30, round 26, finding 4 (Low).  ``registry.IMPLICIT_IMPORTS`` was
+    measured over ``django.setup()``, the plugin client and guest and the standard library
+    (decision 0065), not over what Django's own code tries later: its serializers
+    (``dumpdata``, ``loaddata``, the test runner's database serialisation) try ``yaml``, the
+    default ``PASSWORD_HASHERS`` try ``argon2`` at a login, ``manage.py shell`` tries
+    ``IPython`` then ``bpython``.  An entry point named so was accepted: no
+    ``entry_point_reserved``, so W036 (a warning) is all that stands between a plugin
+    ``yaml`` among the site's packages and the operator's next ``manage.py dumpdata`` (run
+    as the site, with its secrets), and the docs' promise "a plugin named ``zstandard`` (or
+    any name of ``IMPLICIT_IMPORTS``) is refused wherever it is installed" did not reach
+    Django's own tries.
+
+    Gain was code of an untrusted plugin running in the site's management commands,
+    outside any sandbox, where the site installed it among its packages (W036's case)."""
+    from importlib.metadata import EntryPoint
+
+    from django_webfetch.plugins import registry
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    run = subprocess.run(
+        [sys.executable, "-c", _DJANGO_TRIES],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    assert top in json.loads(run.stdout.strip().splitlines()[-1]), "Django tries the name"
+    ep = EntryPoint(name="attack26", value=f"{top}:manifest", group=registry.ENTRY_POINT_GROUP)
+    problem = registry._entry_point_problem(ep)
+    assert problem is not None and problem.reason == "entry_point_reserved", (
+        f"a plugin's module may be named {top!r}, a name Django's own code tries"
+    )

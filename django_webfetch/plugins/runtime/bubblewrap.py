@@ -739,6 +739,13 @@ def _logging_files(config: object) -> list[str]:
     return [path for value in found for path in _paths_of(value)]
 
 
+#: The ``OPTIONS`` of a ``DATABASES`` entry that name a client's credential files:
+#: PostgreSQL's (libpq) password file and TLS client key, certificate, root certificate and
+#: revocation list, MySQL's option file (``read_default_file``, a ``my.cnf`` with the
+#: password).  Masked as data with their copies (issue 30, round 26, finding 5).
+CREDENTIAL_OPTIONS = ("passfile", "sslkey", "sslcert", "sslrootcert", "sslcrl", "read_default_file")
+
+
 def _site_data() -> list[str]:
     """The site's data the settings name, whether it exists yet or not (the guest's
     Landlock ``guards`` for what does not), each under both of its names (``_paths_of``:
@@ -749,7 +756,9 @@ def _site_data() -> list[str]:
     ``STATIC_ROOT``, ``FILE_UPLOAD_TEMP_DIR``, ``SESSION_FILE_PATH``, ``EMAIL_FILE_PATH``,
     ``FIXTURE_DIRS``; each ``STORAGES`` backend's ``location``; each cache's ``LOCATION``
     that is a directory (``FileBasedCache``'s, or any absolute path); the log files
-    (``_logging_files``).  Those the site resolves against its working directory when
+    (``_logging_files``); the credential files of each database's ``OPTIONS``
+    (``CREDENTIAL_OPTIONS``, MySQL's ``ssl`` files), ``EMAIL_SSL_KEYFILE`` and
+    ``EMAIL_SSL_CERTFILE`` (round 26).  Those the site resolves against its working directory when
     empty (``MEDIA_ROOT``'s default ``""``) are the working directory then (round 24).
     docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst"""
     if "django.conf" not in sys.modules:
@@ -759,10 +768,22 @@ def _site_data() -> list[str]:
     if not settings.configured:
         return []
     found: list[str] = []
+    # Credential files the settings name (issue 30, round 26, finding 5): any backend's
+    # client files in ``OPTIONS`` (``CREDENTIAL_OPTIONS``; MySQL's ``ssl`` dict too) and
+    # the SMTP backend's key and certificate.
+    credentials: list[object] = [
+        getattr(settings, name, None) for name in ("EMAIL_SSL_KEYFILE", "EMAIL_SSL_CERTFILE")
+    ]
     databases = getattr(settings, "DATABASES", None)
     for database in databases.values() if isinstance(databases, Mapping) else ():
         if not isinstance(database, Mapping):
             continue
+        options = database.get("OPTIONS")
+        if isinstance(options, Mapping):
+            credentials += [options.get(name) for name in CREDENTIAL_OPTIONS]
+            ssl = options.get("ssl")
+            if isinstance(ssl, Mapping):
+                credentials += [ssl.get(name) for name in ("key", "cert", "ca", "capath")]
         engine = str(database.get("ENGINE") or "")
         if "sqlite" not in engine and "spatialite" not in engine:
             continue
@@ -808,6 +829,7 @@ def _site_data() -> list[str]:
                 rooted.append(location)
             elif isinstance(location, str) and os.path.isabs(location):
                 named.append(location)
+    named += credentials
     found += [path for value in named for path in _paths_of(value)]
     found += [path for value in rooted for path in _paths_of(value, empty=True)]
     found += _logging_files(getattr(settings, "LOGGING", None))
@@ -828,6 +850,8 @@ SITE_SETTINGS = (
     "SESSION_FILE_PATH",
     "EMAIL_FILE_PATH",
     "EMAIL_BACKEND",
+    "EMAIL_SSL_KEYFILE",
+    "EMAIL_SSL_CERTFILE",
     "FIXTURE_DIRS",
     "STORAGES",
     "CACHES",
@@ -1438,7 +1462,9 @@ def program_fd(program: bytes | None = None) -> int:
     """A fresh file descriptor, read from its start, holding a filter (the allow-list by
     default)."""
     program = seccomp_program() if program is None else program
-    fd = os.memfd_create("webfetch-plugin-seccomp", 0)
+    # Close-on-exec (issue 30, round 26, finding 8): ``pass_fds`` makes it inheritable
+    # for bwrap alone, never for a program the site runs meanwhile.
+    fd = os.memfd_create("webfetch-plugin-seccomp", os.MFD_CLOEXEC)
     try:
         os.write(fd, program)
         os.lseek(fd, 0, os.SEEK_SET)
