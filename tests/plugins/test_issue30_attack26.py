@@ -12,39 +12,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap
-from tests.plugins.packages import read_all
+from tests.plugins.packages import open_up, read_all
 
 pytestmark = pytest.mark.django_db
 
 _SECRET = "attack26-the-sites-secret"
-
-
-@pytest.fixture
-def system_library_dir() -> Iterator[Path]:
-    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
-    binds whole: ``bubblewrap._system``), removed after the test."""
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = tempfile.mkdtemp(prefix="webfetch-attack26-", dir="/usr/local/lib")
-    try:
-        yield Path(top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
-
-
-def _open_up(top: Path) -> None:
-    for path in [top, *sorted(top.rglob("*"))]:
-        if path.is_symlink():
-            continue
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
 def _pooled(probe: Any) -> None:
@@ -86,7 +64,7 @@ def test_the_sites_package_installed_into_a_site_dir_after_a_pooled_process_star
     deps = system_library_dir / "venv" / "lib" / "site-packages"
     deps.mkdir(parents=True)
     (deps / "attack26_control.txt").write_text("control\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     monkeypatch.syspath_prepend(str(deps))
     monkeypatch.syspath_prepend(str(project))
     assert os.path.realpath(deps) in bubblewrap.site_dirs()
@@ -94,7 +72,7 @@ def test_the_sites_package_installed_into_a_site_dir_after_a_pooled_process_star
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
     _pooled(probe)
     shutil.copytree(package, deps / "attack26_site")  # the release installs it
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     assert os.path.realpath(deps / "attack26_site") in bubblewrap.hidden_paths(
         [os.path.realpath(system_library_dir)], []
     ), "a process started now masks it"
@@ -132,7 +110,7 @@ def test_a_log_file_the_hosts_logging_writes_through_a_stream_handler_is_not_rea
         logger.error("password reset token %s", _SECRET)
         handler.flush()
         (base / "attack26_other.txt").write_text("control\n")
-        _open_up(system_library_dir)
+        open_up(system_library_dir)
         settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
         seen = read_all(probe, [str(base)], _SECRET)
     finally:
