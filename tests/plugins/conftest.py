@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,8 +30,6 @@ def example_site(tmp_path_factory: pytest.TempPathFactory) -> str:
     """This test process's own copy of ``tests/plugins/site``: ``set_state`` writes the
     package's next version beside the package, and the suite's processes (xdist workers)
     run plugin tests at the same time, each playing its own upgrades."""
-    import shutil
-
     target = tmp_path_factory.mktemp("plugin-site") / "site"
     shutil.copytree(
         SITE, target, ignore=shutil.ignore_patterns("state.json", "__pycache__", "*.pyc")
@@ -52,6 +53,21 @@ def example(monkeypatch: pytest.MonkeyPatch, example_site: str) -> Any:
     module.set_state()
     registry.reset()
     default_registry.reset()
+
+
+@pytest.fixture
+def system_library_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
+    binds whole: ``bubblewrap._system``), named after the test's module, removed after the
+    test."""
+    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
+        pytest.skip("no /usr/local/lib directory")
+    module = request.module.__name__.rpartition(".")[2].removeprefix("test_")[:40]
+    top = tempfile.mkdtemp(prefix=f"webfetch-{module}-", dir="/usr/local/lib")
+    try:
+        yield Path(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 LAB_NAMES = {

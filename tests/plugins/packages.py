@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,18 @@ def dist_info(
     lines = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
     (info / "entry_points.txt").write_text(f"[django_webfetch.plugins]\n{lines}")
     return info
+
+
+def open_up(top: Path, keep_exec: bool = False) -> None:
+    """``top`` and everything beneath it readable by every uid (the sandbox runs the plugin
+    under one that owns nothing): directories ``0o755``, files ``0o644`` (``0o755`` for an
+    executable one with ``keep_exec``: a copied interpreter); never through a link (a
+    venv's ``python``: the interpreter's)."""
+    for path in [top, *sorted(top.rglob("*"))]:
+        if path.is_symlink():
+            continue
+        executable = path.is_dir() or (keep_exec and os.access(path, os.X_OK))
+        os.chmod(path, 0o755 if executable else 0o644)
 
 
 def call_without_http(origin: Any, key: Any, name: str) -> Any:

@@ -8,40 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap
-from tests.plugins.packages import read_all
+from tests.plugins.packages import open_up, read_all
 
 pytestmark = pytest.mark.django_db
 
 _SECRET = "landlock-rules-the-sites-secret"
-
-
-@pytest.fixture
-def system_library_dir() -> Iterator[Path]:
-    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
-    binds whole: ``bubblewrap._system``), removed after the test."""
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = tempfile.mkdtemp(prefix="webfetch-landlock-rules-", dir="/usr/local/lib")
-    try:
-        yield Path(top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
-
-
-def _open_up(top: Path) -> None:
-    for path in [top, *sorted(top.rglob("*"))]:
-        if path.is_symlink():
-            continue
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
 def _pooled(probe: Any) -> None:
@@ -66,12 +43,12 @@ def test_a_listed_hidden_file_written_after_a_pooled_process_started_is_unreadab
     base = system_library_dir / "mysite"
     base.mkdir()
     (base / "other.txt").write_text("control\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     env = base / ".env"
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = [str(env)]
     _pooled(probe)
     env.write_text(f"SECRET_KEY={_SECRET}\n")  # written by the deploy after the start
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     assert os.path.realpath(env) in bubblewrap.hidden_paths(
         [os.path.realpath(system_library_dir)], []
     ), "a process started now masks it"
@@ -154,14 +131,14 @@ def test_data_written_after_the_start_beside_a_link_to_its_directory_is_unreadab
         "version": 1,
         "handlers": {"file": {"class": "logging.FileHandler", "filename": str(log)}},
     }
-    _open_up(tmp_path)
+    open_up(tmp_path)
     paths = [str(log), f"{log}.1"]
     code = _READ_LATER % (paths, _SECRET.encode())
     try:
         before = json.loads(json.loads(probe(code).text)["result"])
         os.replace(log, f"{log}.1")  # the rotation
         log.write_text(f"{_SECRET}-after-rotation\n")
-        _open_up(tmp_path)
+        open_up(tmp_path)
         after = json.loads(json.loads(probe(code).text)["result"])
     finally:
         shutdown()

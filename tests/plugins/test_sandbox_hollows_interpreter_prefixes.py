@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from django_webfetch.plugins.runtime import bubblewrap
 from django_webfetch.plugins.runtime.guest import _excluding
+from tests.plugins.packages import open_up
 
 pytestmark = pytest.mark.django_db
 
@@ -300,24 +301,6 @@ def read(plugin, arguments):
 """
 
 
-@pytest.fixture
-def system_library_dir() -> Iterator[Path]:
-    """A directory made under ``/usr/local/lib`` (bound whole: ``bubblewrap._system``)."""
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = tempfile.mkdtemp(prefix="webfetch-fix20b-", dir="/usr/local/lib")
-    try:
-        yield Path(top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
-
-
-def _open_up(top: Path) -> None:
-    for path in [top, *sorted(top.rglob("*"))]:
-        if not path.is_symlink():  # a copied interpreter stays executable
-            os.chmod(path, 0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
-
-
 def _run_site(python: str, origin: Any, kernel: str, hidden: str = "") -> dict[str, Any]:
     """The site run by ``python`` (a virtual environment's, or this one's), with or without
     Landlock, calling the plugin of ``origin`` once (tests/plugins/
@@ -363,7 +346,7 @@ def test_a_copied_virtualenv_under_a_system_library_directory_shows_only_what_th
     (packages / "site-packages" / "fix20b_control.py").write_text("VALUE = 1\n")
     origin = _plugin(system_library_dir / "plugins", "webfetch_f20b_walker", "f20bwalker",
                      _WALKER.format(roots=[str(venv)]), {"read": "read"})  # fmt: skip
-    _open_up(system_library_dir)
+    open_up(system_library_dir, keep_exec=True)
     report = _run_site(str(venv / "bin" / "python"), origin, kernel)
     assert report["prefix"] == str(venv), report
     seen = json.loads(report["text"])
@@ -399,7 +382,7 @@ def test_a_hidden_path_holding_the_plugins_package_is_hollowed_not_refused(
     origin = _plugin(app / "plugins", "webfetch_f20b_holder", "f20bholder",
                      _WALKER.format(roots=[str(app)]), {"read": "read"})  # fmt: skip
     (app / "plugins" / "beside.env").write_text(f"SECRET_KEY={_SECRET}\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir, keep_exec=True)
     report = _run_site(sys.executable, origin, kernel, hidden=str(app))
     seen = json.loads(report["text"])
     assert _SECRET not in report["text"], seen
@@ -442,12 +425,12 @@ def test_the_base_interpreters_site_packages_is_not_seen_from_a_virtualenv_site(
     package = base_site_packages / "othersite"
     package.mkdir()
     (package / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
-    _open_up(base_site_packages)
+    open_up(base_site_packages, keep_exec=True)
     purelib = os.path.dirname(base_site_packages)
     stdlib_json = os.path.join(os.path.dirname(os.path.realpath(os.__file__)), "json")
     origin = _plugin(tmp_path / "plugins", "webfetch_f20b_base", "f20bbase",
                      _WALKER.format(roots=[purelib, stdlib_json]), {"read": "read"})  # fmt: skip
-    _open_up(tmp_path)
+    open_up(tmp_path, keep_exec=True)
     report = _run_site(sys.executable, origin, kernel)
     seen = json.loads(report["text"])
     assert _SECRET not in report["text"], seen

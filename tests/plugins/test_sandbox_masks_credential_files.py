@@ -12,11 +12,7 @@ inside the real sandbox with the codeprobe plugin (``tests/plugins/probe_site``)
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,31 +20,11 @@ import pytest
 from django.test import override_settings
 
 from django_webfetch.plugins.runtime import bubblewrap
-from tests.plugins.packages import read_all
+from tests.plugins.packages import open_up, read_all
 
 pytestmark = pytest.mark.django_db
 
 _SECRET = "round26-the-sites-credential"
-
-
-@pytest.fixture
-def system_library_dir() -> Iterator[Path]:
-    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
-    binds whole: ``bubblewrap._system``), removed after the test."""
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = tempfile.mkdtemp(prefix="webfetch-credentials-", dir="/usr/local/lib")
-    try:
-        yield Path(top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
-
-
-def _open_up(top: Path) -> None:
-    for path in [top, *sorted(top.rglob("*"))]:
-        if path.is_symlink():
-            continue
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
 def test_credential_files_the_settings_name_are_not_readable(
@@ -91,7 +67,7 @@ def test_credential_files_the_settings_name_are_not_readable(
         (base / name).write_text(text)
     (base / "db.sqlite3").write_text(f"{_SECRET}-sqlite\n")  # the control: masked
     (base / "attack26_other.txt").write_text("control\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     monkeypatch.chdir(base)  # the project run from its directory: relative names are its
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
     databases = dict(settings.DATABASES)

@@ -120,9 +120,12 @@ def _build(root: Path, layout: Layout) -> tuple[Path, str, str, list[Path], list
         source.unlink()
         if not layout.package:
             named = str(directory / f"{name}.pyc")
-    # Neighbours: a module whose name starts with the masked one's, and its bytecode.
+    # Neighbours: a module whose name starts with the masked one's, and its bytecode.  A
+    # package's siblings named after it as a word are its copies (``name_x.py``: decision
+    # 0058, amended in round 26), so beside a package the neighbour runs on without one.
     neighbours: list[Path] = []
-    for neighbour in (packages / f"{name}_x.py", packages / f"x{name}.py"):
+    first = f"{name}x.py" if layout.package else f"{name}_x.py"
+    for neighbour in (packages / first, packages / f"x{name}.py"):
         neighbour.write_text(f"VALUE = {_NEIGHBOUR!r}\n")
         cfile = packages / "__pycache__" / f"{neighbour.stem}.cpython-311.pyc"
         py_compile.compile(str(neighbour), cfile=str(cfile), doraise=True)

@@ -23,7 +23,6 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from hypothesis import strategies as st
 
 from django_webfetch.plugins.runtime import bubblewrap, host
 from django_webfetch.plugins.runtime.host import capabilities
-from tests.plugins.packages import read_all
+from tests.plugins.packages import open_up, read_all
 
 pytestmark = pytest.mark.django_db
 
@@ -101,17 +100,6 @@ def _database(path: Path) -> Path:
         db.execute("INSERT INTO django_session VALUES (?, ?)", (_SECRET, "{}"))
     db.close()
     return path
-
-
-@pytest.fixture
-def system_dir() -> Iterator[Path]:
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = Path(tempfile.mkdtemp(prefix="webfetch-fix20a-", dir="/usr/local/lib"))
-    try:
-        yield top
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
 
 
 def _project(base: Path, layout: Layout) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -196,7 +184,7 @@ def _project(base: Path, layout: Layout) -> tuple[dict[str, Any], dict[str, Any]
 @example(Layout("system", frozenset({"database", "log"}), True, True, True))
 @example(Layout("packages", frozenset(_DATA), True, False, True))
 def test_every_data_path_the_settings_name_is_masked_with_its_copies(
-    tmp_path, system_dir, monkeypatch, settings, layout
+    tmp_path, system_library_dir, monkeypatch, settings, layout
 ):
     """Over generated settings and layouts (a ``startproject`` directory under a system
     library directory, or a package directory that is ``BASE_DIR``; any of the site's
@@ -210,7 +198,7 @@ def test_every_data_path_the_settings_name_is_masked_with_its_copies(
     packages = root / "lib" / "site-packages"
     packages.mkdir(parents=True)
     (packages / "fix20a_other.py").write_text("VALUE = 1\n")
-    holder = Path(tempfile.mkdtemp(dir=system_dir))
+    holder = Path(tempfile.mkdtemp(dir=system_library_dir))
     base = holder / "mysite" if layout.place == "system" else packages
     base.mkdir(exist_ok=True)
     overrides, database = _project(base, layout)
@@ -310,32 +298,26 @@ def test_sqlite_names_that_are_no_file_are_no_data(settings, monkeypatch):
     assert not any("memory" in path for path in data), data
 
 
-def _open_up(top: Path) -> None:
-    for path in [top, *sorted(top.rglob("*"))]:
-        if not path.is_symlink():
-            os.chmod(path, 0o755 if path.is_dir() else 0o644)
-
-
 def test_a_startproject_directory_shows_nothing_of_itself_in_the_sandbox(
-    probe, system_dir, settings, monkeypatch
+    probe, system_library_dir, settings, monkeypatch
 ):
     """A ``startproject`` directory under a system library directory (``BASE_DIR``,
     holding nothing the plugin process needs): its ``.env``, a ``local_settings.py`` the
     settings import, its database and its media are all unreadable from inside the real
     sandbox (``BASE_DIR`` masked whole); a file beside it is read."""
 
-    base = system_dir / "mysite"
+    base = system_library_dir / "mysite"
     layout = Layout("system", frozenset({"database", "media"}), True, False, False)
     overrides, database = _project(base, layout)
     _secret_file(base / "mysite" / "local_settings.py", f"SECRET_KEY = {_SECRET!r}")
-    (system_dir / "other.txt").write_text("a neighbour\n")
-    _open_up(system_dir)
+    (system_library_dir / "other.txt").write_text("a neighbour\n")
+    open_up(system_library_dir)
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
     monkeypatch.setitem(settings.DATABASES, "fix20a", database)
     for name, value in overrides.items():
         setattr(settings, name, value)
-    seen = read_all(probe, [str(system_dir)], _SECRET)
-    assert seen["read"] == [str(system_dir / "other.txt")], seen  # the control
+    seen = read_all(probe, [str(system_library_dir)], _SECRET)
+    assert seen["read"] == [str(system_library_dir / "other.txt")], seen  # the control
     assert seen["leaked"] == [], seen
 
 
@@ -381,7 +363,7 @@ def test_data_written_after_the_process_started_is_unreadable_with_landlock(
         "version": 1,
         "handlers": {"file": {"class": "logging.FileHandler", "filename": str(log)}},
     }
-    _open_up(tmp_path)
+    open_up(tmp_path)
     paths = [str(db), f"{db}-wal", str(log), f"{log}.1"]
     code = _READ_LATER % (paths, _SECRET.encode())
     try:
@@ -389,7 +371,7 @@ def test_data_written_after_the_process_started_is_unreadable_with_landlock(
         shutil.copyfile(db, f"{db}-wal")
         os.replace(log, f"{log}.1")
         _secret_file(log)
-        _open_up(tmp_path)
+        open_up(tmp_path)
         after = json.loads(json.loads(probe(code).text)["result"])
     finally:
         shutdown()
@@ -447,7 +429,7 @@ def noop(plugin, arguments):
 )
 @pytest.mark.parametrize("where", ["host", "own-tmp"])
 def test_no_pooled_process_keeps_a_lock_on_a_file_of_the_host(
-    system_dir, caplog, kind, mapped, where
+    system_library_dir, caplog, kind, mapped, where
 ):
     """A plugin tries a lock at import on a file it can read (a file of the host the
     settings do not name: another program's database in a bound directory; or a file of
@@ -461,14 +443,14 @@ def test_no_pooled_process_keeps_a_lock_on_a_file_of_the_host(
     from django_webfetch.plugins.runtime.host import Limits, execute, shutdown
     from tests.plugins.test_hostile_plugin_at_run_time import _plugin
 
-    target = system_dir / "otherapp" / "state.db"
+    target = system_library_dir / "otherapp" / "state.db"
     target.parent.mkdir()
     target.write_bytes(b"x" * 8192)
     path = str(target) if where == "host" else "own-tmp"
     top = f"webfetch_f20a_lock{next(_names)}"
     body = _LOCKER.format(path=path, kind=kind, mapped=mapped)
-    origin = _plugin(system_dir / "plugins", top, "f20alocker", body, {"noop": "noop"})
-    _open_up(system_dir)
+    origin = _plugin(system_library_dir / "plugins", top, "f20alocker", body, {"noop": "noop"})
+    open_up(system_library_dir)
     limits = Limits(5, 20, 256 << 20, 1 << 16, 5, 1)
     message = {"tool": "noop", "arguments": {}, "config": {}, "plugin": "f20alocker",
                "alias": "f20alocker", "reference": "f20alocker"}  # fmt: skip
@@ -763,7 +745,7 @@ def test_data_named_through_a_linked_directory_and_dotdot_is_not_readable(
     db.close()
     # django.contrib.sessions.backends.file joins SESSION_FILE_PATH and opens it as given.
     assert os.path.samefile(settings.SESSION_FILE_PATH, base / "releases" / "sessions")
-    _open_up(tmp_path)
+    open_up(tmp_path)
     seen = read_all(probe, [str(base)], _SECRET)
     assert str(base / "attack22_other.py") in seen["read"], seen  # the control: bound
     assert str(release / "manage.py") not in seen["read"], seen  # the control: masked

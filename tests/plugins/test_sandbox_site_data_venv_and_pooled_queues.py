@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap
-from tests.plugins.packages import read_all
+from tests.plugins.packages import open_up, read_all
 
 pytestmark = pytest.mark.django_db
 
@@ -33,13 +33,6 @@ _SECRET = "attack20-the-sites-secret"
 
 def _read_all(probe: Any, roots: list[str]) -> dict[str, Any]:
     return read_all(probe, roots, _SECRET)
-
-
-def _open_up(top: Path) -> None:
-    for path in [top, *sorted(top.rglob("*"))]:
-        if path.is_symlink():  # never through a link (a venv's python: the interpreter's)
-            continue
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
 def _write_project(base: Path, name: str, data: str) -> None:
@@ -70,20 +63,7 @@ def _write_project(base: Path, name: str, data: str) -> None:
         (base / "media" / "invoices").mkdir(parents=True)
         (base / "media" / "invoices" / "customer-42.txt").write_text(f"IBAN {_SECRET}\n")
     (base / "attack20_other.py").write_text("VALUE = 1\n")  # the control: readable
-    _open_up(base)
-
-
-@pytest.fixture
-def system_library_dir() -> Iterator[Path]:
-    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
-    binds whole: ``bubblewrap._system``), removed after the test."""
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = tempfile.mkdtemp(prefix="webfetch-attack20-", dir="/usr/local/lib")
-    try:
-        yield Path(top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
+    open_up(base)
 
 
 @pytest.mark.parametrize("data", ["database", "media", "log"])
@@ -115,7 +95,7 @@ def test_the_sites_database_uploads_and_logs_beside_its_masked_settings_are_not_
     top = system_library_dir if layout == "system-library-dir" else tmp_path
     base = top / "mysite" if layout == "system-library-dir" else top / "lib" / "site-packages"
     _write_project(base, "attack20_site", data)
-    _open_up(top)
+    open_up(top)
     monkeypatch.syspath_prepend(str(base))
     if layout == "site-packages":
         assert os.path.realpath(base) in bubblewrap.site_dirs()
@@ -185,10 +165,10 @@ def test_the_sites_virtualenv_root_under_a_system_library_directory_is_not_reada
     with open(venv / "bin" / "activate", "a") as fh:
         fh.write(f'\nexport DJANGO_SECRET_KEY="{_SECRET}"\n')
     (venv / "mysite.env").write_text(f"SECRET_KEY={_SECRET}\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     origin = _plugin(system_library_dir / "plugins", "webfetch_a20_reader", "a20reader",
                      _READER, {"read": "read"})  # fmt: skip
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     root = os.path.dirname(os.path.dirname(os.path.abspath(django_webfetch.__file__)))
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-c", _VENV_HOST, origin.path, origin.top_level, kernel],
@@ -356,7 +336,7 @@ def test_the_base_interpreters_site_packages_is_not_readable_from_a_virtualenv_s
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
-    _open_up(base_site_packages)
+    open_up(base_site_packages)
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
     stdlib_json = os.path.join(os.path.dirname(os.path.realpath(os.__file__)), "json")
     seen = _read_all(probe, [str(base_site_packages), stdlib_json])
@@ -417,7 +397,7 @@ def test_a_plugin_cannot_keep_a_lock_on_the_sites_database(
 
     base = system_library_dir / "mysite"
     _write_project(base, "attack20_site", "database")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     db = base / "db.sqlite3"
     if named == "in-the-settings":
         from django.conf import settings
@@ -429,7 +409,7 @@ def test_a_plugin_cannot_keep_a_lock_on_the_sites_database(
         )
     origin = _plugin(system_library_dir / "plugins", "webfetch_a20_locker", "a20locker",
                      _LOCKS_THE_DATABASE.format(db=str(db)), {"noop": "noop"})  # fmt: skip
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     limits = Limits(5, 20, 256 << 20, 1 << 16, 5, 1)
     message = {"tool": "noop", "arguments": {}, "config": {}, "plugin": "a20locker",
                "alias": "a20locker", "reference": "a20locker"}  # fmt: skip

@@ -10,8 +10,6 @@ third: the registry, which refuses it) and observes from the host side.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -42,19 +40,6 @@ def _write_site(directory: Path, name: str) -> None:
     (package / "settings.py").write_text(f"SECRET_KEY = {_SECRET!r}\n")
     for path in [directory, *sorted(directory.rglob("*"))]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
-
-
-@pytest.fixture
-def system_library_dir():
-    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
-    binds whole: ``bubblewrap._system``), removed after the test."""
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = tempfile.mkdtemp(prefix="webfetch-attack19-", dir="/usr/local/lib")
-    try:
-        yield Path(top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.mark.parametrize("named_by", ["DJANGO_SETTINGS_MODULE", "WEBFETCH_PLUGIN_HIDDEN_PATHS"])

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import logging.handlers
 import os
-import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,31 +31,11 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from django_webfetch.plugins.runtime import bubblewrap
-from tests.plugins.packages import read_all
+from tests.plugins.packages import open_up, read_all
 
 pytestmark = pytest.mark.django_db
 
 _SECRET = "fix24a-the-sites-secret"
-
-
-@pytest.fixture
-def system_library_dir() -> Iterator[Path]:
-    """A directory made under ``/usr/local/lib`` (a system library directory the sandbox
-    binds whole: ``bubblewrap._system``), removed after the test."""
-    if not os.path.isdir("/usr/local/lib") or os.path.islink("/usr/local/lib"):
-        pytest.skip("no /usr/local/lib directory")
-    top = tempfile.mkdtemp(prefix="webfetch-fix24a-", dir="/usr/local/lib")
-    try:
-        yield Path(top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
-
-
-def _open_up(top: Path) -> None:
-    for path in [top, *sorted(top.rglob("*"))]:
-        if path.is_symlink():
-            continue
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
 def _site(base: Path, settings_text: str = "DEBUG = False\n") -> Path:
@@ -86,7 +64,7 @@ def test_uploads_under_the_default_empty_media_root_are_masked_with_the_working_
     deps = base / "lib" / "site-packages"  # the project's own dependencies
     deps.mkdir(parents=True)
     (deps / "fix24a_control.txt").write_text("control\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     monkeypatch.syspath_prepend(str(deps))
     monkeypatch.syspath_prepend(str(base))
     assert os.path.realpath(deps) in bubblewrap.site_dirs()
@@ -98,7 +76,7 @@ def test_uploads_under_the_default_empty_media_root_are_masked_with_the_working_
     saved = FileSystemStorage().save("invoices/customer-42.txt", ContentFile(f"IBAN {_SECRET}"))
     assert (base / saved).is_file()  # the upload is in the working directory
     (base / "fix24a_other.txt").write_text(f"{_SECRET}-beside\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     refused, hollows, _ = bubblewrap._placed([os.path.realpath(system_library_dir)], [])
     assert refused == []
     assert os.path.realpath(base) in hollows, "the working directory is hollowed"
@@ -185,7 +163,7 @@ def test_a_log_file_rotated_with_a_date_suffix_is_masked(
     (logs / "django.log-20261206").write_text(f"ERROR password reset token {_SECRET}-dated\n")
     (logs / "django.log-20261205.gz").write_text(f"ERROR {_SECRET}-dated-compressed\n")
     (base / "fix24a_other.txt").write_text("control\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     monkeypatch.syspath_prepend(str(base))
     monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "fix24a_site.settings")
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
@@ -278,7 +256,7 @@ def test_a_pooled_process_started_before_a_data_setting_changed_serves_no_call(
     media = base / "media"
     media.mkdir()
     (base / "fix24a_other.txt").write_text("control\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     monkeypatch.syspath_prepend(str(base))
     monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "fix24a_site.settings")
     settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
@@ -289,7 +267,7 @@ def test_a_pooled_process_started_before_a_data_setting_changed_serves_no_call(
     assert host.idle_processes() >= 1
     settings.MEDIA_ROOT = str(media)  # set after the process started
     (media / "customer-42.txt").write_text(f"IBAN {_SECRET}\n")
-    _open_up(system_library_dir)
+    open_up(system_library_dir)
     assert os.path.realpath(media) in bubblewrap.hidden_paths(
         [os.path.realpath(system_library_dir)], []
     ), "a process started now masks it"

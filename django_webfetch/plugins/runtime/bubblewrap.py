@@ -1187,23 +1187,115 @@ def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
     ]
 
 
+def _of_directory(entry: str, name: str) -> bool:
+    """Whether the directory entry ``entry`` is named as a copy of the directory ``name``
+    beside it (a package, a media root): ``name`` in it as a word, in any case, bounded
+    on each side by an end of the entry or a character that is no letter or digit
+    (``mysite-20261207``, ``mysite_old``, ``Mysite.BAK``, ``mysite~``, ``old-mysite``,
+    ``.#mysite``, ``mysite copy``, ``MEDIA``), the entry not ``name`` itself; never a
+    neighbour that only starts with it (``mysites``, ``media2``).  Issue 30, round 26,
+    finding 3; docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst."""
+    if entry == name:
+        return False
+    folded, word = entry.casefold(), name.casefold()
+    start = folded.find(word)
+    while start != -1:
+        end = start + len(word)
+        if (start == 0 or not folded[start - 1].isalnum()) and (
+            end == len(folded) or not folded[end].isalnum()
+        ):
+            return True
+        start = folded.find(word, start + 1)
+    return False
+
+
+def _directory_entries(directory: str, name: str) -> list[str]:
+    """The copies beside the directory ``name`` in ``directory`` (``_of_directory``), but
+    each entry another distribution installed there (``_installed``: a dependency
+    ``mysite_helpers`` beside the site's package ``mysite``, its ``.dist-info``)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    word = name.casefold()
+    # ``word in name`` first: a package directory holds thousands of entries.
+    found = [entry for entry in names if word in entry.casefold() and _of_directory(entry, name)]
+    if not found:
+        return []
+    try:
+        identity = os.stat(directory)
+    except OSError:
+        return []
+    owners = _installed(directory, (identity.st_dev, identity.st_ino, identity.st_mtime_ns))
+    others = {top for tops in owners.values() if name not in tops for top in tops}
+    return [os.path.join(directory, entry) for entry in found if entry not in others]
+
+
+#: The largest ``RECORD`` ``_installed`` reads (as ``provenance.METADATA_MAX_BYTES``).
+_RECORD_MAX_BYTES = 32 * 1024 * 1024
+
+
+@functools.lru_cache(maxsize=16)
+def _installed(directory: str, identity: tuple[int, ...]) -> dict[str, frozenset[str]]:
+    """The entries of ``directory`` each distribution installed there lists in its
+    ``RECORD`` (the files its installer wrote; the first component of each path under
+    ``directory``): ``{dist-info name: entries}``.  Remembered by the directory's identity
+    and modification time (an install or removal adds or removes a ``.dist-info``).
+    A distribution with no ``RECORD`` (an ``.egg-info``, a distribution's own package
+    manager's install) lists nothing: an entry named after a masked directory beside it
+    stays masked (decision 0058, amended for round 26)."""
+    import csv
+
+    del identity  # the cache key only
+    owners: dict[str, frozenset[str]] = {}
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return owners
+    for meta in names:
+        if not meta.casefold().endswith(".dist-info"):
+            continue
+        lines: list[str] = []
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            # Non-blocking: a FIFO named ``RECORD`` never holds up the sandbox's build.
+            fd = os.open(os.path.join(directory, meta, "RECORD"), os.O_RDONLY | os.O_NONBLOCK)
+            with open(fd, encoding="utf-8", newline="") as f:
+                info = os.fstat(fd)
+                if stat.S_ISREG(info.st_mode) and info.st_size <= _RECORD_MAX_BYTES:
+                    lines = f.read().splitlines()  # else it lists nothing: all stays masked
+        # Each row's path up to its first ``/``; only a quoted path (one with a comma or a
+        # quote) is parsed as csv: parsing every row took 0.3 s over 145 distributions'
+        # ``RECORD`` files (2.2 MB), this about 0.1 s.
+        paths = [line.partition(",")[0] for line in lines if not line.startswith('"')]
+        with contextlib.suppress(csv.Error):
+            paths += [row[0] for row in csv.reader(x for x in lines if x.startswith('"')) if row]
+        tops = {path.partition("/")[0] for path in paths}
+        owners[meta] = frozenset(tops - {"", ".", ".."})
+    return owners
+
+
 def copies(path: str) -> tuple[list[str], list[str]]:
     """Every representation of the site's code at ``path`` that exists (resolved), and
     where the interpreter would write one later (not resolved; the guest's Landlock
     ``guards``).
 
-    A directory (a package) is itself, with everything beneath it (its ``__pycache__``),
-    its mirror under a bytecode cache prefix and its siblings of the same name
-    (``project.bak``).  A file is itself, each entry beside it of the same stem
-    (``_of_stem``: the legacy ``settings.pyc``, ``settings.py~``, ``.settings.py.swp``;
-    for a file that is no module, a log or a database, ``NAME-*`` too: its rotations),
-    and each entry of the same stem in its cache directories (``_cache_dirs``:
-    ``settings.cpython-311.pyc``, ``.opt-1.pyc``, ``.opt-2.pyc``, any implementation's
-    tag).  docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
+    A directory (a package, a media root) is itself, with everything beneath it (its
+    ``__pycache__``), its mirror under a bytecode cache prefix and each sibling named
+    after it (``_of_directory``: ``project.bak``, ``project-20261207``, ``old_project``)
+    that no other distribution installed (``_directory_entries``).  A file is itself,
+    each entry beside it of the same stem (``_of_stem``: the legacy ``settings.pyc``,
+    ``settings.py~``, ``.settings.py.swp``; for a file that is no module, a log or a
+    database, ``NAME-*`` too: its rotations), and each entry of the same stem in its
+    cache directories (``_cache_dirs``: ``settings.cpython-311.pyc``, ``.opt-1.pyc``,
+    ``.opt-2.pyc``, any implementation's tag).
+    docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
     directory, name = os.path.split(path)
     stem = _stem(name)
     is_dir = os.path.isdir(path)
-    found = [path, *_entries(directory, stem, data=not is_dir and stem == name)]
+    if is_dir:
+        found = [path, *_directory_entries(directory, name)]
+    else:
+        found = [path, *_entries(directory, stem, data=stem == name)]
     if is_dir:
         caches = _cache_dirs(path)[1:]
         found += caches
