@@ -45,62 +45,6 @@ def _open_up(top: Path) -> None:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
-def _pooled(probe: Any) -> None:
-    """A plugin process started now, pooled, and handed the next call."""
-    from django_webfetch.plugins.runtime import host
-
-    assert probe("result = '1'").kind in ("text", "json")
-    assert host.idle_processes() >= 1
-    assert probe("result = '1'").kind in ("text", "json")  # the same process, kept
-    assert host.idle_processes() >= 1
-
-
-def test_the_sites_package_installed_into_a_site_dir_after_a_pooled_process_started_is_unreadable(
-    probe: Any,
-    system_library_dir: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    settings: Any,
-) -> None:
-    """Severity: Medium.
-
-    Route: the site runs its project from a directory the sandbox never binds, and its
-    dependencies' ``site-packages`` (bound whole) holds no copy of it when a plugin process
-    starts: nothing there is hidden, so the directory has one whole Landlock read rule.
-    A release then installs the project into that ``site-packages`` (``pip install .``,
-    as the container builds do) before the server restarts.  ``_places`` finds that copy
-    for a process started now (the control: it is masked), but the pooled one was
-    started under masks computed without it and ``site_inputs`` is unchanged (the same
-    settings, ``sys.path`` and working directory): it is handed the next call and reads the
-    settings module, secrets and all.
-
-    Gain: the site's settings (``SECRET_KEY``, credentials) to an untrusted plugin pooled
-    across a deploy."""
-    project = tmp_path / "project"
-    package = project / "attack26_site"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "settings.py").write_text(f"SECRET_KEY = '{_SECRET}'\n")
-    deps = system_library_dir / "venv" / "lib" / "site-packages"
-    deps.mkdir(parents=True)
-    (deps / "attack26_control.txt").write_text("control\n")
-    _open_up(system_library_dir)
-    monkeypatch.syspath_prepend(str(deps))
-    monkeypatch.syspath_prepend(str(project))
-    assert os.path.realpath(deps) in bubblewrap.site_dirs()
-    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack26_site.settings")
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
-    _pooled(probe)
-    shutil.copytree(package, deps / "attack26_site")  # the release installs it
-    _open_up(system_library_dir)
-    assert os.path.realpath(deps / "attack26_site") in bubblewrap.hidden_paths(
-        [os.path.realpath(system_library_dir)], []
-    ), "a process started now masks it"
-    seen = read_all(probe, [str(deps)], _SECRET)
-    assert str(deps / "attack26_control.txt") in seen["read"], seen  # the control
-    assert seen["leaked"] == [], f"the site's settings are readable: {seen['leaked']}"
-
-
 def test_a_dated_copy_of_the_media_root_directory_is_not_readable(
     probe: Any, system_library_dir: Path, settings: Any
 ) -> None:

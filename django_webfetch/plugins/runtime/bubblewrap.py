@@ -58,7 +58,9 @@ import stat
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -450,7 +452,10 @@ def site_dirs() -> list[str]:
     limits: tests/plugins/test_pth_files_and_entry_point_values.py)."""
     found: list[str] = []
     for entry in sys.path:
-        if entry.endswith(("site-packages", "dist-packages")) and os.path.isdir(entry):
+        if not entry.endswith(("site-packages", "dist-packages")):
+            continue
+        _note_parent(entry)
+        if os.path.isdir(entry):
             real = os.path.realpath(entry)
             if real not in found:
                 found.append(real)
@@ -601,9 +606,13 @@ def _places(top: str) -> list[str]:
     import importlib.util
 
     specs = []
+    entries = [*sys.path, *site_dirs()]
+    for entry in entries:
+        # Each directory the import system lists for it decides what is found there.
+        _note(os.path.abspath(entry or "."))
     with contextlib.suppress(ImportError, ValueError):
         specs.append(importlib.util.find_spec(top))
-    for entry in [*sys.path, *site_dirs()]:
+    for entry in entries:
         with contextlib.suppress(ImportError, ValueError, OSError):
             specs.append(importlib.machinery.PathFinder.find_spec(top, [entry]))
     paths: list[str] = []
@@ -653,6 +662,7 @@ def _site_code(needed: list[str] | None = None) -> list[str]:
                     # issue 30, round 21), not only beside its target (``_placed``).
                     candidates += [os.path.realpath(copy) for copy in copies(name)[0]]
             for candidate in candidates:
+                _note_parent(candidate)
                 if os.path.exists(candidate) and candidate not in found:
                     found.append(candidate)
     return found
@@ -892,10 +902,97 @@ def site_inputs() -> tuple[object, ...]:
     return tuple(values)
 
 
+#: How long after a directory's last change its fingerprint is too young to hold: the
+#: kernel stamps a change with a clock that ticks every 1 to 10 ms (a jiffy), so a second
+#: change within the tick of the one seen leaves the same ``st_mtime_ns``.  A younger one
+#: matches nothing (``_fingerprint``): the process is not handed another call.
+RECENT_NS = 50_000_000
+
+
+class _Ledger(threading.local):
+    #: While ``prepared`` computes the masks: each directory whose listing decided them (or
+    #: the existence of an entry in it), with its fingerprint taken before it was read.
+    listings: dict[str, object] | None = None
+
+
+_ledger = _Ledger()
+
+
+def _fingerprint(directory: str) -> object:
+    """What changes when an entry of ``directory`` is made, removed or renamed (its
+    ``st_mtime_ns``), or the directory is replaced (``st_dev``, ``st_ino``) or made; an
+    object equal to no other when it changed within ``RECENT_NS``."""
+    try:
+        info = os.stat(directory)
+    except OSError as exc:
+        return ("missing", exc.errno)
+    if time.time_ns() - info.st_mtime_ns < RECENT_NS:
+        return object()
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def _note(directory: str) -> None:
+    """Record ``directory``'s fingerprint before it is read, while masks are computed."""
+    listings = _ledger.listings
+    if listings is not None and directory not in listings:
+        listings[directory] = _fingerprint(directory)
+
+
+def _note_parent(path: str) -> None:
+    _note(os.path.dirname(path.rstrip("/")) or "/")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What decided a plugin process's masks besides ``site_inputs``: the fingerprint of
+    each directory under a bind whose listing decided them (``listings``: the bound
+    package directories searched for the site's code, the directories searched for
+    copies, a database's directory, each hollow).  ``changed`` says whether one differs
+    now (``host.Pool.acquire``; issue 30, round 26, finding 2)."""
+
+    listings: Mapping[str, object]
+
+    def changed(self) -> str | None:
+        """What changed since (for the log), or ``None``."""
+        for directory, before in self.listings.items():
+            if _fingerprint(directory) != before:
+                return f"the directory {directory} changed"
+        return None
+
+
+def _within(paths: list[str], binds: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(p for p in paths if any(p == top or _under(p, top) for top in binds))
+
+
+@contextlib.contextmanager
+def _reading() -> Iterator[dict[str, object]]:
+    outer = _ledger.listings
+    listings: dict[str, object] = {} if outer is None else outer
+    _ledger.listings = listings
+    try:
+        yield listings
+    finally:
+        _ledger.listings = outer
+
+
+def prepared(spec: SandboxSpec) -> tuple[list[str], list[str], Reading]:
+    """``command(spec)``, ``masks(spec)`` and what decided them (``Reading``), each
+    directory's fingerprint read before it is."""
+    with _reading() as listings:
+        argv = command(spec)
+        hidden = masks(spec)
+        binds = tuple(_visible(spec)[0])
+    # A directory outside every bind decides no mask: what lies in it is never masked
+    # (``_shape``), and it may change all the time (``/tmp``, where ``stderr`` is kept).
+    kept = {d: before for d, before in listings.items() if _within([d], binds)}
+    return argv, hidden, Reading(kept)
+
+
 def _listed(path: str) -> list[str]:
     """Every existing ``NAME-*`` beside the SQLite database ``path`` (a super-journal
     ``NAME-mj<random>``, an operator's ``NAME-old``)."""
     directory, base = os.path.split(path)
+    _note(directory)
     try:
         entries = os.listdir(directory)
     except OSError:
@@ -917,6 +1014,7 @@ def _site_base(needed: list[str]) -> list[str]:
     found: list[str] = []
     for name in _paths_of(getattr(settings, "BASE_DIR", None)):
         path = os.path.realpath(name)
+        _note_parent(path)
         if not os.path.isdir(path):
             continue
         if any(path == need or _under(need, path) for need in [*needed, *site_dirs()]):
@@ -1018,6 +1116,8 @@ def _prefix_hidden() -> list[str]:
     ]
     packages = site_dirs()
     found += [path for path in _base_packages(tuple(bases)) if path not in packages]
+    for path in found:
+        _note_parent(path)
     return [path for path in _unique(found) if os.path.isdir(path)]
 
 
@@ -1052,6 +1152,7 @@ def _complement(hollow: str, wanted: list[str]) -> list[str]:
     pending = [hollow]
     while pending:
         directory = pending.pop()
+        _note(directory)
         try:
             names = os.listdir(directory)
         except OSError:
@@ -1175,6 +1276,7 @@ def _cache_dirs(directory: str) -> list[str]:
 
 
 def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
+    _note(directory)
     try:
         names = os.listdir(directory)
     except OSError:
@@ -1202,6 +1304,7 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     tag).  docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
     directory, name = os.path.split(path)
     stem = _stem(name)
+    _note(directory)
     is_dir = os.path.isdir(path)
     found = [path, *_entries(directory, stem, data=not is_dir and stem == name)]
     if is_dir:
@@ -1217,6 +1320,7 @@ def copies(path: str) -> tuple[list[str], list[str]]:
         guards = [os.path.join(cache, stem + ".") for cache in caches]
     real: list[str] = []
     for entry in found:
+        _note_parent(entry)
         if os.path.lexists(entry):
             resolved = os.path.realpath(entry)
             if resolved not in real and os.path.exists(resolved):
