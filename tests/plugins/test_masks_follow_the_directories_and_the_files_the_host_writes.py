@@ -1,6 +1,7 @@
-"""Issue 30, round 26, finding 2 fixed: a pooled plugin process serves no call once what
-decided its masks changed, however it changed
-(docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst, amended for round 26).
+"""Issue 30, round 26, findings 2 and 7 fixed: a pooled plugin process serves no call once
+what decided its masks changed, however it changed, and every file the host writes is the
+site's data (docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst, amended for
+round 26).
 
 * The masks are a function of the settings (``bubblewrap.site_inputs``) and of the
   listings of the directories read to compute them: each directory under a bind whose
@@ -8,6 +9,9 @@ decided its masks changed, however it changed
   (``st_dev``, ``st_ino``, ``st_mtime_ns``; ``bubblewrap.Reading``), read before it is
   listed; ``host.Pool.acquire`` ends an idle process whose fingerprints changed
   (``plugin_site_changed``).
+* Every regular file the host holds open for writing (``bubblewrap.written_files``: a
+  ``StreamHandler``'s file, ``stderr`` pointed at a log) is masked with its copies, and
+  those under a bind are part of the ``Reading``.
 
 Observed from inside the real sandbox with the codeprobe plugin (``tests/plugins/probe_site``)
 reading a directory a system bind holds, and through ``bubblewrap`` for generated layouts.
@@ -229,3 +233,112 @@ def test_a_directory_changed_within_the_timestamp_tick_matches_nothing(tmp_path:
     gone.mkdir()
     os.utime(gone, (0, 0))
     assert bubblewrap._fingerprint(str(gone)) != ("missing", 2)
+
+
+def test_a_log_file_the_hosts_logging_writes_through_a_stream_handler_is_not_readable(
+    probe: Any, system_library_dir: Path, settings: Any
+) -> None:
+    """History: issue 30, round 26, finding 7 (Low).
+
+    A ``StreamHandler`` writing to a file (what ``stderr`` is under a process manager:
+    ``nohup ... >> logs/server.log``, supervisord's ``stdout_logfile``, systemd's
+    ``StandardError=append:``) is a file the host holds open for writing: the site's data,
+    masked with its copies (``bubblewrap.written_files``), whatever handler or code opened
+    it."""
+    import logging
+
+    base = system_library_dir / "mysite"
+    logs = base / "logs"
+    logs.mkdir(parents=True)
+    path = logs / "server.log"
+    stream = open(path, "a")  # noqa: SIM115  # what stderr is under the process manager
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("attack26.server")
+    logger.addHandler(handler)
+    try:
+        logger.error("password reset token %s", _SECRET)
+        handler.flush()
+        (logs / "server.log-20261206").write_text(f"rotated {_SECRET}\n")
+        (base / "attack26_other.txt").write_text("control\n")
+        _open_up(system_library_dir)
+        settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+        seen = read_all(probe, [str(base)], _SECRET)
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        stream.close()
+    assert str(base / "attack26_other.txt") in seen["read"], seen  # the control
+    assert seen["leaked"] == [], f"the host's log file is readable: {seen['leaked']}"
+
+
+def test_the_files_the_host_writes_are_those_open_for_writing_and_named(tmp_path: Path) -> None:
+    """History: issue 30, round 26, finding 7.  ``written_files`` takes each regular file
+    the host holds open for writing (``O_WRONLY``, ``O_RDWR``, ``O_APPEND``) by the name
+    that still leads to it, and nothing else: not a file open for reading, a removed
+    file (a plugin process's ``stderr`` file), one replaced since (a rotation by renaming:
+    the new file at the name is another), a ``memfd`` (the filter programs), a socket, a
+    pipe or a device."""
+    import socket
+
+    names = {mode: tmp_path / f"{mode.strip('+')}-{len(mode)}.log" for mode in ("w", "a", "r+")}
+    for path in names.values():
+        path.write_text("")
+    read_only = tmp_path / "read.log"
+    read_only.write_text("")
+    removed = tmp_path / "removed.log"
+    replaced = tmp_path / "replaced.log"
+    held: list[Any] = [open(path, mode) for mode, path in names.items()]  # noqa: SIM115
+    held.append(open(read_only))  # noqa: SIM115
+    held.append(open(removed, "w"))  # noqa: SIM115
+    removed.unlink()
+    held.append(open(replaced, "a"))  # noqa: SIM115
+    replaced.rename(tmp_path / "replaced.log.1")
+    replaced.write_text("")
+    fds = [os.memfd_create("fix27a"), *os.pipe(), os.open("/dev/null", os.O_WRONLY)]
+    pair = socket.socketpair()
+    try:
+        found = bubblewrap.written_files()
+        for path in names.values():
+            assert str(path) in found, (path, found)
+        assert str(tmp_path / "replaced.log.1") in found  # where it is now
+        for path in (read_only, removed, replaced):
+            assert str(path) not in found, (path, found)
+        assert not [p for p in found if not p.startswith("/") or p.startswith("/dev/")], found
+    finally:
+        for fh in held:
+            fh.close()
+        for fd in fds:
+            os.close(fd)
+        pair[0].close()
+        pair[1].close()
+    assert not [p for p in bubblewrap.written_files() if p.startswith(str(tmp_path))]
+
+
+def test_a_file_the_host_writes_under_a_bind_is_masked_and_decides_the_pooled_masks(
+    system_library_dir: Path, settings: Any
+) -> None:
+    """History: issue 30, round 26, finding 7.  A file the host holds open for writing
+    under a bound directory is masked with its copies (``<name>.*``, ``<name>-*``); one
+    opened (or closed) after a process started changes its ``Reading``, so the pool hands
+    it no call (``host.Pool.acquire``), and one outside every bind changes nothing."""
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    logs = system_library_dir / "logs"
+    logs.mkdir()
+    log = logs / "worker.log"
+    for name in ("worker.log.1", "worker.log-20261206.gz"):
+        (logs / name).write_text("")
+    _aged(system_library_dir)
+    real = os.path.realpath(logs)
+    reading = bubblewrap.prepared(_spec())[2]
+    assert reading.changed() is None  # the control
+    with tempfile.TemporaryFile(mode="w") as unnamed, open(log, "a") as stream:
+        assert unnamed.writable() and stream.writable()
+        assert reading.changed() == "the files the host writes changed"  # under a bind
+        hidden = bubblewrap.hidden_paths([os.path.realpath(system_library_dir)], [])
+        for name in ("worker.log", "worker.log.1", "worker.log-20261206.gz"):
+            assert os.path.join(real, name) in hidden, (name, hidden)
+        _aged(system_library_dir)
+        now = bubblewrap.prepared(_spec())[2]
+        assert now.written == (os.path.join(real, "worker.log"),)
+        assert now.changed() is None
+    assert now.changed() == "the files the host writes changed"  # closed: masks differ

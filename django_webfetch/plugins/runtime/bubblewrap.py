@@ -843,6 +843,9 @@ def _site_data() -> list[str]:
     found += [path for value in named for path in _paths_of(value)]
     found += [path for value in rooted for path in _paths_of(value, empty=True)]
     found += _logging_files(getattr(settings, "LOGGING", None))
+    # Every file the host holds open for writing is data it writes: a ``StreamHandler``'s
+    # file, ``stderr`` a process manager points at a log (issue 30, round 26, finding 7).
+    found += [path for value in written_files() for path in _paths_of(value)]
     return _unique(found)
 
 
@@ -942,21 +945,73 @@ def _note_parent(path: str) -> None:
     _note(os.path.dirname(path.rstrip("/")) or "/")
 
 
+#: Where a descriptor the host writes through is never the site's data: a ``/proc``,
+#: ``/sys`` or ``/dev`` file (the sandbox binds none), a ``memfd`` (the seccomp programs).
+_NOT_WRITTEN_DATA = ("/proc/", "/sys/", "/dev/", "/memfd:")
+#: ``O_WRONLY``, ``O_RDWR``, ``O_APPEND`` of a descriptor's ``fdinfo`` ``flags`` (octal).
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND
+
+
+def written_files() -> list[str]:
+    """Every regular file the host process holds open for writing (``/proc/self/fd``; the
+    ``flags`` of its ``fdinfo``: ``O_WRONLY``, ``O_RDWR`` or ``O_APPEND``), by the name
+    its descriptor leads to where that name is still the file (not removed nor replaced),
+    sorted: a log a ``StreamHandler`` writes, ``stderr`` a process manager points at a
+    file, a SQLite database.  None that is no regular file (the plugin channels and other
+    sockets, pipes, devices, ``/proc`` and ``/sys`` files), a ``memfd`` or a removed file
+    (the seccomp programs, a plugin process's ``stderr`` file: ``tempfile``).  Bounded
+    reads of ``/proc``; a descriptor closed meanwhile is skipped (issue 30, round 26,
+    finding 7)."""
+    try:
+        numbers = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found: list[str] = []
+    for number in numbers:
+        where = f"/proc/self/fd/{number}"
+        try:
+            link = os.readlink(where)
+            if not link.startswith("/") or link.startswith(_NOT_WRITTEN_DATA):
+                continue
+            held = os.stat(where)
+            if not stat.S_ISREG(held.st_mode):
+                continue
+            with open(f"/proc/self/fdinfo/{number}", "rb") as fh:
+                info = fh.read(1 << 12)
+            named = os.stat(link)
+        except OSError:
+            continue
+        if (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            continue
+        for line in info.splitlines():
+            if line.startswith(b"flags:"):
+                with contextlib.suppress(ValueError):
+                    if int(line.partition(b":")[2].strip(), 8) & _WRITE_FLAGS:
+                        found.append(link)
+                break
+    return sorted(set(found))
+
+
 @dataclass(frozen=True)
 class Reading:
     """What decided a plugin process's masks besides ``site_inputs``: the fingerprint of
-    each directory under a bind whose listing decided them (``listings``: the bound
-    package directories searched for the site's code, the directories searched for
-    copies, a database's directory, each hollow).  ``changed`` says whether one differs
-    now (``host.Pool.acquire``; issue 30, round 26, finding 2)."""
+    each directory whose listing decided them (``listings``: the bound package
+    directories searched for the site's code, the directories searched for copies, a
+    database's directory, each hollow), and the files the host writes under the
+    directories bound (``written``, ``written_files``).  ``changed`` says whether either
+    differs now (``host.Pool.acquire``; issue 30, round 26, findings 2 and 7)."""
 
     listings: Mapping[str, object]
+    binds: tuple[str, ...]
+    written: tuple[str, ...]
 
     def changed(self) -> str | None:
         """What changed since (for the log), or ``None``."""
         for directory, before in self.listings.items():
             if _fingerprint(directory) != before:
                 return f"the directory {directory} changed"
+        if _within(written_files(), self.binds) != self.written:
+            return "the files the host writes changed"
         return None
 
 
@@ -977,7 +1032,8 @@ def _reading() -> Iterator[dict[str, object]]:
 
 def prepared(spec: SandboxSpec) -> tuple[list[str], list[str], Reading]:
     """``command(spec)``, ``masks(spec)`` and what decided them (``Reading``), each
-    directory's fingerprint read before it is."""
+    directory's fingerprint and the files the host writes read before they are."""
+    written = written_files()
     with _reading() as listings:
         argv = command(spec)
         hidden = masks(spec)
@@ -985,7 +1041,7 @@ def prepared(spec: SandboxSpec) -> tuple[list[str], list[str], Reading]:
     # A directory outside every bind decides no mask: what lies in it is never masked
     # (``_shape``), and it may change all the time (``/tmp``, where ``stderr`` is kept).
     kept = {d: before for d, before in listings.items() if _within([d], binds)}
-    return argv, hidden, Reading(kept)
+    return argv, hidden, Reading(kept, binds, _within(written, binds))
 
 
 def _listed(path: str) -> list[str]:

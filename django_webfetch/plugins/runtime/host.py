@@ -175,8 +175,8 @@ _QUIET_ANONYMOUS = frozenset({"anon_inode:[eventfd]", "anon_inode:[eventpoll]"})
 HOLDS_LOCKS = "plugin_holds_locks"
 #: Why an idle process was ended, not handed a call: what decides the masks
 #: (``bubblewrap.site_inputs``: a setting naming the site's data, the working directory;
-#: ``bubblewrap.Reading``: a directory whose listing decided them) changed since it
-#: started (issue 30, round 24, finding 4; round 26, finding 2).
+#: ``bubblewrap.Reading``: a directory whose listing decided them, the files the host
+#: writes) changed since it started (issue 30, round 24, finding 4; round 26, 2 and 7).
 SITE_CHANGED = "plugin_site_changed"
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -989,8 +989,9 @@ class Worker:
         #: pool hands it no call (``Pool.acquire``; issue 30, round 24, finding 4).
         self.site_inputs = bubblewrap.site_inputs()
         #: What else decided them (``bubblewrap.Reading``: the fingerprints of the
-        #: directories whose listings did); checked likewise (issue 30, round 26, finding 2).
-        self.reading = bubblewrap.Reading({})
+        #: directories whose listings did, the files the host writes); checked likewise
+        #: (issue 30, round 26, findings 2 and 7).
+        self.reading = bubblewrap.Reading({}, (), ())
         held = _descriptors_held
         host_end, guest_end = held.opened(
             lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM), _both
@@ -1487,8 +1488,8 @@ class Pool:
         ``site_inputs`` than those given (``bubblewrap.site_inputs`` now: a setting naming
         the site's data changed since) is ended, never handed the call: its masks and
         Landlock rules may leave that data readable (issue 30, round 24, finding 4); so is
-        one whose ``Worker.reading`` changed (a directory whose listing decided its masks:
-        round 26, finding 2)."""
+        one whose ``Worker.reading`` changed (a directory whose listing decided its masks,
+        the files the host writes: round 26, findings 2 and 7)."""
         with self._lock:
             self._check_fork()
             idle = self._idle.get(key, [])
