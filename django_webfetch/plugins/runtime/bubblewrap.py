@@ -660,7 +660,7 @@ def _site_code(needed: list[str] | None = None) -> list[str]:
                     # Reached through a link: its copies beside the name the site gives
                     # it too (an operator's ``db.sqlite3.bak`` beside a linked database;
                     # issue 30, round 21), not only beside its target (``_placed``).
-                    candidates += [os.path.realpath(copy) for copy in copies(name)[0]]
+                    candidates += [os.path.realpath(copy) for copy in _copies_noted(name)]
             for candidate in candidates:
                 _note_parent(candidate)
                 if os.path.exists(candidate) and candidate not in found:
@@ -945,6 +945,19 @@ def _note_parent(path: str) -> None:
     _note(os.path.dirname(path.rstrip("/")) or "/")
 
 
+def _copies_noted(path: str) -> list[str]:
+    """``copies(path)[0]``, each directory it lists or looks in noted first: the one
+    holding ``path`` (its siblings), and the cache directories of ``path``'s directory (a
+    module's bytecode) and those holding ``path``'s own mirror (a package's)."""
+    directory = os.path.dirname(path.rstrip("/")) or "/"
+    _note(directory)
+    for cache in _cache_dirs(directory):
+        _note(cache)
+    for mirror in _cache_dirs(path)[1:]:
+        _note_parent(mirror)
+    return copies(path)[0]
+
+
 #: Where a descriptor the host writes through is never the site's data: a ``/proc``,
 #: ``/sys`` or ``/dev`` file (the sandbox binds none), a ``memfd`` (the seccomp programs).
 _NOT_WRITTEN_DATA = ("/proc/", "/sys/", "/dev/", "/memfd:")
@@ -1111,7 +1124,7 @@ def _placed(binds: list[str], needed: list[str]) -> tuple[list[str], list[str], 
     hidden: list[str] = []
     for path in _site_code(needed):
         if any(path == top or _under(path, top) for top in binds):
-            hidden += [path, *copies(path)[0]]
+            hidden += [path, *_copies_noted(path)]
     hidden += _prefix_hidden()
     return _shape(binds, wanted, hidden)
 
@@ -1332,7 +1345,6 @@ def _cache_dirs(directory: str) -> list[str]:
 
 
 def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
-    _note(directory)
     try:
         names = os.listdir(directory)
     except OSError:
@@ -1360,7 +1372,6 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     tag).  docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
     directory, name = os.path.split(path)
     stem = _stem(name)
-    _note(directory)
     is_dir = os.path.isdir(path)
     found = [path, *_entries(directory, stem, data=not is_dir and stem == name)]
     if is_dir:
@@ -1376,7 +1387,6 @@ def copies(path: str) -> tuple[list[str], list[str]]:
         guards = [os.path.join(cache, stem + ".") for cache in caches]
     real: list[str] = []
     for entry in found:
-        _note_parent(entry)
         if os.path.lexists(entry):
             resolved = os.path.realpath(entry)
             if resolved not in real and os.path.exists(resolved):
