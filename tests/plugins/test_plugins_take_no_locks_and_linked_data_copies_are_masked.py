@@ -230,9 +230,9 @@ def test_a_backup_beside_a_symlinked_database_is_not_readable(
     import sqlite3
 
     from django_webfetch.plugins.runtime import bubblewrap
+    from tests.plugins.packages import open_up
     from tests.plugins.test_sandbox_site_data_venv_and_pooled_queues import (
         _SECRET,
-        _open_up,
         _read_all,
     )
 
@@ -250,7 +250,7 @@ def test_a_backup_beside_a_symlinked_database_is_not_readable(
     (base / "db.sqlite3").symlink_to(volume / "db.sqlite3")
     (base / "db.sqlite3.bak").write_bytes((volume / "db.sqlite3").read_bytes())
     (base / "attack21_other.py").write_text("VALUE = 1\n")  # the control: readable
-    _open_up(tmp_path)
+    open_up(tmp_path)
     monkeypatch.syspath_prepend(str(base))
     assert os.path.realpath(base) in bubblewrap.site_dirs()
     monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack21_site.settings")

@@ -23,6 +23,8 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -334,6 +336,18 @@ for path in %r:
         seen[path] = type(exc).__name__
 result = json.dumps(seen)
 """
+#: Waits (up to about 15 s) until each of the files given exists (Landlock does not stop a
+#: ``stat``), then reads as ``_READ_LATER``: the files are written while the call runs.
+_WAIT_THEN_READ = (
+    """\
+import os, time
+for _ in range(1500):
+    if all(os.path.lexists(path) for path in %r):
+        break
+    time.sleep(0.01)
+"""
+    + _READ_LATER
+)
 
 
 @pytest.mark.skipif(
@@ -343,12 +357,13 @@ result = json.dumps(seen)
 def test_data_written_after_the_process_started_is_unreadable_with_landlock(
     probe, tmp_path, monkeypatch, settings
 ):
-    """A pooled plugin process outlives its masks: the site writes a SQLite write-ahead
-    log when it opens its database in WAL mode, and rotates its log (renaming the masked
-    file, which lifts its mask in another mount namespace, and writing a new one).  No
-    such file is readable in a process that started before: the guest gives the
-    directory of each data path one Landlock rule per entry it held then
-    (``bubblewrap._guards``)."""
+    """A plugin process outlives its masks while its call runs (and, pooled, until a
+    directory whose listing decided them changes: ``bubblewrap.Reading``, round 26): the
+    site writes a SQLite write-ahead log when it opens its database in WAL mode, and
+    rotates its log (renaming the masked file, which lifts its mask in another mount
+    namespace, and writing a new one) while the call of a pooled process runs.  No such
+    file is readable in it: the guest gives the directory of each data path one Landlock
+    rule per entry it held when it started (``bubblewrap._guards``)."""
     from django_webfetch.plugins.runtime.host import shutdown
 
     packages = tmp_path / "lib" / "site-packages"
@@ -364,18 +379,40 @@ def test_data_written_after_the_process_started_is_unreadable_with_landlock(
         "handlers": {"file": {"class": "logging.FileHandler", "filename": str(log)}},
     }
     open_up(tmp_path)
+    # Changed a minute ago: a fingerprint younger than ``bubblewrap.RECENT_NS`` matches
+    # nothing, and the pooled process would not be handed the second call.
+    for path in [tmp_path, *tmp_path.rglob("*")]:
+        if path.is_dir():
+            os.utime(path, (time.time() - 60, time.time() - 60))
     paths = [str(db), f"{db}-wal", str(log), f"{log}.1"]
-    code = _READ_LATER % (paths, _SECRET.encode())
+    done = threading.Event()
+
+    def rotate_once_taken() -> None:
+        # Once the pooled process is taken for the second call (no idle one left).
+        while host.idle_processes() and not done.wait(0.01):
+            pass
+        if not done.is_set():
+            shutil.copyfile(db, f"{db}-wal")
+            os.replace(log, f"{log}.1")
+            _secret_file(log)
+            open_up(tmp_path)
+
     try:
-        before = json.loads(json.loads(probe(code).text)["result"])
-        shutil.copyfile(db, f"{db}-wal")
-        os.replace(log, f"{log}.1")
-        _secret_file(log)
-        open_up(tmp_path)
-        after = json.loads(json.loads(probe(code).text)["result"])
+        first = probe(_READ_LATER % (paths, _SECRET.encode()))
+        before = json.loads(json.loads(first.text)["result"])
+        assert host.idle_processes() == 1
+        writer = threading.Thread(target=rotate_once_taken)
+        writer.start()
+        try:
+            code = _WAIT_THEN_READ % ([f"{db}-wal", f"{log}.1"], paths, _SECRET.encode())
+            after = json.loads(json.loads(probe(code).text)["result"])
+        finally:
+            done.set()
+            writer.join()
     finally:
         shutdown()
     assert before["same_process"] is False and after["same_process"] is True, (before, after)
+    assert os.path.exists(f"{db}-wal") and os.path.exists(f"{log}.1")  # written meanwhile
     read = [seen[path] for seen in (before, after) for path in paths if path in seen]
     assert True not in read, (before, after)
 

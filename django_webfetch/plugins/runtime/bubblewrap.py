@@ -58,7 +58,9 @@ import stat
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -450,7 +452,10 @@ def site_dirs() -> list[str]:
     limits: tests/plugins/test_pth_files_and_entry_point_values.py)."""
     found: list[str] = []
     for entry in sys.path:
-        if entry.endswith(("site-packages", "dist-packages")) and os.path.isdir(entry):
+        if not entry.endswith(("site-packages", "dist-packages")):
+            continue
+        _note_parent(entry)
+        if os.path.isdir(entry):
             real = os.path.realpath(entry)
             if real not in found:
                 found.append(real)
@@ -601,9 +606,13 @@ def _places(top: str) -> list[str]:
     import importlib.util
 
     specs = []
+    entries = [*sys.path, *site_dirs()]
+    for entry in entries:
+        # Each directory the import system lists for it decides what is found there.
+        _note(os.path.abspath(entry or "."))
     with contextlib.suppress(ImportError, ValueError):
         specs.append(importlib.util.find_spec(top))
-    for entry in [*sys.path, *site_dirs()]:
+    for entry in entries:
         with contextlib.suppress(ImportError, ValueError, OSError):
             specs.append(importlib.machinery.PathFinder.find_spec(top, [entry]))
     paths: list[str] = []
@@ -651,8 +660,9 @@ def _site_code(needed: list[str] | None = None) -> list[str]:
                     # Reached through a link: its copies beside the name the site gives
                     # it too (an operator's ``db.sqlite3.bak`` beside a linked database;
                     # issue 30, round 21), not only beside its target (``_placed``).
-                    candidates += [os.path.realpath(copy) for copy in copies(name)[0]]
+                    candidates += [os.path.realpath(copy) for copy in _copies_noted(name)]
             for candidate in candidates:
+                _note_parent(candidate)
                 if os.path.exists(candidate) and candidate not in found:
                     found.append(candidate)
     return found
@@ -833,6 +843,9 @@ def _site_data() -> list[str]:
     found += [path for value in named for path in _paths_of(value)]
     found += [path for value in rooted for path in _paths_of(value, empty=True)]
     found += _logging_files(getattr(settings, "LOGGING", None))
+    # Every file the host holds open for writing is data it writes: a ``StreamHandler``'s
+    # file, ``stderr`` a process manager points at a log (issue 30, round 26, finding 7).
+    found += [path for value in written_files() for path in _paths_of(value)]
     return _unique(found)
 
 
@@ -892,10 +905,163 @@ def site_inputs() -> tuple[object, ...]:
     return tuple(values)
 
 
+#: How long after a directory's last change its fingerprint is too young to hold: the
+#: kernel stamps a change with a clock that ticks every 1 to 10 ms (a jiffy), so a second
+#: change within the tick of the one seen leaves the same ``st_mtime_ns``.  A younger one
+#: matches nothing (``_fingerprint``): the process is not handed another call.
+RECENT_NS = 50_000_000
+
+
+class _Ledger(threading.local):
+    #: While ``prepared`` computes the masks: each directory whose listing decided them (or
+    #: the existence of an entry in it), with its fingerprint taken before it was read.
+    listings: dict[str, object] | None = None
+
+
+_ledger = _Ledger()
+
+
+def _fingerprint(directory: str) -> object:
+    """What changes when an entry of ``directory`` is made, removed or renamed (its
+    ``st_mtime_ns``), or the directory is replaced (``st_dev``, ``st_ino``) or made; an
+    object equal to no other when it changed within ``RECENT_NS``."""
+    try:
+        info = os.stat(directory)
+    except OSError as exc:
+        return ("missing", exc.errno)
+    if time.time_ns() - info.st_mtime_ns < RECENT_NS:
+        return object()
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def _note(directory: str) -> None:
+    """Record ``directory``'s fingerprint before it is read, while masks are computed."""
+    listings = _ledger.listings
+    if listings is not None and directory not in listings:
+        listings[directory] = _fingerprint(directory)
+
+
+def _note_parent(path: str) -> None:
+    _note(os.path.dirname(path.rstrip("/")) or "/")
+
+
+def _copies_noted(path: str) -> list[str]:
+    """``copies(path)[0]``, each directory it lists or looks in noted first: the one
+    holding ``path`` (its siblings), and the cache directories of ``path``'s directory (a
+    module's bytecode) and those holding ``path``'s own mirror (a package's)."""
+    directory = os.path.dirname(path.rstrip("/")) or "/"
+    _note(directory)
+    for cache in _cache_dirs(directory):
+        _note(cache)
+    for mirror in _cache_dirs(path)[1:]:
+        _note_parent(mirror)
+    return copies(path)[0]
+
+
+#: Where a descriptor the host writes through is never the site's data: a ``/proc``,
+#: ``/sys`` or ``/dev`` file (the sandbox binds none), a ``memfd`` (the seccomp programs).
+_NOT_WRITTEN_DATA = ("/proc/", "/sys/", "/dev/", "/memfd:")
+#: ``O_WRONLY``, ``O_RDWR``, ``O_APPEND`` of a descriptor's ``fdinfo`` ``flags`` (octal).
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND
+
+
+def written_files() -> list[str]:
+    """Every regular file the host process holds open for writing (``/proc/self/fd``; the
+    ``flags`` of its ``fdinfo``: ``O_WRONLY``, ``O_RDWR`` or ``O_APPEND``), by the name
+    its descriptor leads to where that name is still the file (not removed nor replaced),
+    sorted: a log a ``StreamHandler`` writes, ``stderr`` a process manager points at a
+    file, a SQLite database.  None that is no regular file (the plugin channels and other
+    sockets, pipes, devices, ``/proc`` and ``/sys`` files), a ``memfd`` or a removed file
+    (the seccomp programs, a plugin process's ``stderr`` file: ``tempfile``).  Bounded
+    reads of ``/proc``; a descriptor closed meanwhile is skipped (issue 30, round 26,
+    finding 7)."""
+    try:
+        numbers = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found: list[str] = []
+    for number in numbers:
+        where = f"/proc/self/fd/{number}"
+        try:
+            link = os.readlink(where)
+            if not link.startswith("/") or link.startswith(_NOT_WRITTEN_DATA):
+                continue
+            held = os.stat(where)
+            if not stat.S_ISREG(held.st_mode):
+                continue
+            with open(f"/proc/self/fdinfo/{number}", "rb") as fh:
+                info = fh.read(1 << 12)
+            named = os.stat(link)
+        except OSError:
+            continue
+        if (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            continue
+        for line in info.splitlines():
+            if line.startswith(b"flags:"):
+                with contextlib.suppress(ValueError):
+                    if int(line.partition(b":")[2].strip(), 8) & _WRITE_FLAGS:
+                        found.append(link)
+                break
+    return sorted(set(found))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What decided a plugin process's masks besides ``site_inputs``: the fingerprint of
+    each directory whose listing decided them (``listings``: the bound package
+    directories searched for the site's code, the directories searched for copies, a
+    database's directory, each hollow), and the files the host writes under the
+    directories bound (``written``, ``written_files``).  ``changed`` says whether either
+    differs now (``host.Pool.acquire``; issue 30, round 26, findings 2 and 7)."""
+
+    listings: Mapping[str, object]
+    binds: tuple[str, ...]
+    written: tuple[str, ...]
+
+    def changed(self) -> str | None:
+        """What changed since (for the log), or ``None``."""
+        for directory, before in self.listings.items():
+            if _fingerprint(directory) != before:
+                return f"the directory {directory} changed"
+        if _within(written_files(), self.binds) != self.written:
+            return "the files the host writes changed"
+        return None
+
+
+def _within(paths: list[str], binds: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(p for p in paths if any(p == top or _under(p, top) for top in binds))
+
+
+@contextlib.contextmanager
+def _reading() -> Iterator[dict[str, object]]:
+    outer = _ledger.listings
+    listings: dict[str, object] = {} if outer is None else outer
+    _ledger.listings = listings
+    try:
+        yield listings
+    finally:
+        _ledger.listings = outer
+
+
+def prepared(spec: SandboxSpec) -> tuple[list[str], list[str], Reading]:
+    """``command(spec)``, ``masks(spec)`` and what decided them (``Reading``), each
+    directory's fingerprint and the files the host writes read before they are."""
+    written = written_files()
+    with _reading() as listings:
+        argv = command(spec)
+        hidden = masks(spec)
+        binds = tuple(_visible(spec)[0])
+    # A directory outside every bind decides no mask: what lies in it is never masked
+    # (``_shape``), and it may change all the time (``/tmp``, where ``stderr`` is kept).
+    kept = {d: before for d, before in listings.items() if _within([d], binds)}
+    return argv, hidden, Reading(kept, binds, _within(written, binds))
+
+
 def _listed(path: str) -> list[str]:
     """Every existing ``NAME-*`` beside the SQLite database ``path`` (a super-journal
     ``NAME-mj<random>``, an operator's ``NAME-old``)."""
     directory, base = os.path.split(path)
+    _note(directory)
     try:
         entries = os.listdir(directory)
     except OSError:
@@ -917,6 +1083,7 @@ def _site_base(needed: list[str]) -> list[str]:
     found: list[str] = []
     for name in _paths_of(getattr(settings, "BASE_DIR", None)):
         path = os.path.realpath(name)
+        _note_parent(path)
         if not os.path.isdir(path):
             continue
         if any(path == need or _under(need, path) for need in [*needed, *site_dirs()]):
@@ -957,7 +1124,7 @@ def _placed(binds: list[str], needed: list[str]) -> tuple[list[str], list[str], 
     hidden: list[str] = []
     for path in _site_code(needed):
         if any(path == top or _under(path, top) for top in binds):
-            hidden += [path, *copies(path)[0]]
+            hidden += [path, *_copies_noted(path)]
     hidden += _prefix_hidden()
     return _shape(binds, wanted, hidden)
 
@@ -1018,6 +1185,8 @@ def _prefix_hidden() -> list[str]:
     ]
     packages = site_dirs()
     found += [path for path in _base_packages(tuple(bases)) if path not in packages]
+    for path in found:
+        _note_parent(path)
     return [path for path in _unique(found) if os.path.isdir(path)]
 
 
@@ -1052,6 +1221,7 @@ def _complement(hollow: str, wanted: list[str]) -> list[str]:
     pending = [hollow]
     while pending:
         directory = pending.pop()
+        _note(directory)
         try:
             names = os.listdir(directory)
         except OSError:

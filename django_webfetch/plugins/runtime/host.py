@@ -174,8 +174,9 @@ _QUIET_ANONYMOUS = frozenset({"anon_inode:[eventfd]", "anon_inode:[eventpoll]"})
 #: of many, would idle with it (decision 0060, amended for issue 30, round 21).
 HOLDS_LOCKS = "plugin_holds_locks"
 #: Why an idle process was ended, not handed a call: what decides the masks
-#: (``bubblewrap.site_inputs``: a setting naming the site's data, the working directory)
-#: changed since it started (issue 30, round 24, finding 4).
+#: (``bubblewrap.site_inputs``: a setting naming the site's data, the working directory;
+#: ``bubblewrap.Reading``: a directory whose listing decided them, the files the host
+#: writes) changed since it started (issue 30, round 24, finding 4; round 26, 2 and 7).
 SITE_CHANGED = "plugin_site_changed"
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -987,6 +988,10 @@ class Worker:
         #: (a change meanwhile makes it differ later, never match): under other inputs the
         #: pool hands it no call (``Pool.acquire``; issue 30, round 24, finding 4).
         self.site_inputs = bubblewrap.site_inputs()
+        #: What else decided them (``bubblewrap.Reading``: the fingerprints of the
+        #: directories whose listings did, the files the host writes); checked likewise
+        #: (issue 30, round 26, findings 2 and 7).
+        self.reading = bubblewrap.Reading({}, (), ())
         held = _descriptors_held
         host_end, guest_end = held.opened(
             lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM), _both
@@ -1006,8 +1011,7 @@ class Worker:
         )
         sources: dict[str, int] = {}
         try:
-            argv = bubblewrap.command(spec)
-            self.hidden = bubblewrap.masks(spec)
+            argv, self.hidden, self.reading = bubblewrap.prepared(spec)
             if os.geteuid() == 0:
                 # Never root outside: a uid of its own, or no process (fail closed).
                 try:
@@ -1483,7 +1487,9 @@ class Pool:
         """An idle process of ``key``, resumed, or ``None``.  One started under other
         ``site_inputs`` than those given (``bubblewrap.site_inputs`` now: a setting naming
         the site's data changed since) is ended, never handed the call: its masks and
-        Landlock rules may leave that data readable (issue 30, round 24, finding 4)."""
+        Landlock rules may leave that data readable (issue 30, round 24, finding 4); so is
+        one whose ``Worker.reading`` changed (a directory whose listing decided its masks,
+        the files the host writes: round 26, findings 2 and 7)."""
         with self._lock:
             self._check_fork()
             idle = self._idle.get(key, [])
@@ -1495,6 +1501,8 @@ class Pool:
                         key,
                         SITE_CHANGED,
                     )
+                elif site_inputs is not None and (changed := worker.reading.changed()):
+                    logger.info("plugin process %s recycled (%s): %s", key, SITE_CHANGED, changed)
                 elif worker.alive():
                     worker.resume()
                     return worker
