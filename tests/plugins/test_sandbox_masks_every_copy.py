@@ -17,6 +17,8 @@ import json
 import os
 import py_compile
 import shutil
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -276,6 +278,19 @@ for path in %r:
 result = json.dumps(seen)
 """
 
+#: Waits (a condition, with a far safety net) until every path of the first list exists,
+#: then reads as ``_READ_LATER``.
+_WAIT_THEN_READ = (
+    """\
+import os, time
+for _ in range(1500):
+    if all(os.path.lexists(path) for path in %r):
+        break
+    time.sleep(0.01)
+"""
+    + _READ_LATER
+)
+
 
 @pytest.mark.skipif(
     not capabilities().get("isolated") or not capabilities().get("landlock"),
@@ -285,13 +300,15 @@ result = json.dumps(seen)
 def test_a_copy_written_after_the_process_started_is_unreadable_with_landlock(
     probe, tmp_path, monkeypatch, settings, at_start
 ):
-    """A pooled plugin process outlives its masks' enumeration: the host may compile the
+    """A plugin process outlives its masks' enumeration while its call runs (pooled, until a
+    directory whose listing decided them changes, round 26): the host may compile the
     module later (its first import where it may write; a new optimisation level), or
     replace its ``.pyc`` by renaming over it (which lifts a mask in another mount
     namespace).  No such copy is readable in a process that started before, whether the
     cache directory held a copy of the module then or not: the guest splits it into one
     Landlock rule per entry it had then (``bubblewrap._guards``; with a copy there, the
     copy's own exclusion splits it too)."""
+    from django_webfetch.plugins.runtime import host
     from django_webfetch.plugins.runtime.host import shutdown
 
     layout = Layout(
@@ -307,16 +324,41 @@ def test_a_copy_written_after_the_process_started_is_unreadable_with_landlock(
     monkeypatch.syspath_prepend(str(packages))
     monkeypatch.setenv("DJANGO_SETTINGS_MODULE", name)
     paths = [str(compiled), str(later)]
-    code = _READ_LATER % (paths, _SECRET.encode())
-    try:
-        before = json.loads(json.loads(probe(code).text)["result"])
+    # Changed a minute ago: a fingerprint younger than ``bubblewrap.RECENT_NS`` matches
+    # nothing, and the pooled process would not be handed the second call.
+    for path in [tmp_path, *tmp_path.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            os.utime(path, (time.time() - 60, time.time() - 60))
+    done = threading.Event()
+
+    def write_once_taken() -> None:
+        # Once the pooled process is taken for the second call (no idle one left): a
+        # change made while it is idle ends it at checkout (round 26, finding 2), so the
+        # copies are written while its call runs, and the call reads them then.
+        while host.idle_processes() and not done.wait(0.01):
+            pass
+        if done.is_set():
+            return
         for path in (compiled, later):
             # As the interpreter writes a ``.pyc``: a new file renamed into place.
             replacement = path.with_name("replacement.tmp")
             shutil.copyfile(kept, replacement)
             os.chmod(replacement, 0o644)
             os.replace(replacement, path)
-        after = json.loads(json.loads(probe(code).text)["result"])
+
+    try:
+        before = json.loads(
+            json.loads(probe(_READ_LATER % (paths, _SECRET.encode())).text)["result"]
+        )
+        assert host.idle_processes() == 1
+        writer = threading.Thread(target=write_once_taken)
+        writer.start()
+        try:
+            code = _WAIT_THEN_READ % (paths, paths, _SECRET.encode())
+            after = json.loads(json.loads(probe(code).text)["result"])
+        finally:
+            done.set()
+            writer.join()
     finally:
         shutdown()
     assert before["same_process"] is False and after["same_process"] is True, (before, after)
