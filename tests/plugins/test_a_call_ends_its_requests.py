@@ -7,11 +7,12 @@ once (``_Watch.end``, the one place a call's end passes through), the lab's serv
 the client close before it answered, no connection on a lab address is left live, and
 the failed hop is on record as ``plugin_call_ended``.
 
-Every request goes to the lab's ``/late``, which stays silent for 10 s (the call's own
-bounds are 20 s of wall time and the request's 15 s timeout, so a request not ended with
-its call is answered in full).  The call is ended only once the lab has seen the request
-(a condition wait), from the test's side: a file the plugin waits for in its ``/tmp``
-(CPU bound, crash) or ``SIGKILL``.  Every wait is on a condition with a far safety net.
+Every request goes to the lab's ``/late``, which stays silent for 4.5 s, within the
+request's own bounds (5 s of silence per read, 15 s in all, the call's 20 s of wall time),
+so a request not ended with its call is answered in full.  The call is ended only once the
+lab has seen the request (a condition wait), from the test's side: a file the plugin waits
+for in its ``/tmp`` (CPU bound, crash) or ``SIGKILL``.  Every wait is on a condition with a
+far safety net.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def then():
 {then}
 threading.Thread(target=then, daemon=True).start()
 try:
-    plugin.http.get('http://granted.lab.example/late?seconds=10', timeout=15)
+    plugin.http.get('http://granted.lab.example/late?seconds=4.5', timeout=15)
 except Exception:
     pass
 result = 'answered'
@@ -98,8 +99,8 @@ def test_the_request_of_a_call_ends_with_the_call(how, probe, lab_settings, sett
 
     settings.WEBFETCH_PLUGIN_CPU_SECONDS = 0.2
     # The wall bound ends the call of ``wall_bound`` (long enough for its request to start
-    # under load), and no other one: 20 s is past the lab's 10 s of silence.
-    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 4 if how == "wall_bound" else 20
+    # under load, shorter than the lab's silence), and no other one.
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 3 if how == "wall_bound" else 20
     settings.WEBFETCH_TIMEOUT = 15
     failures: list[BaseException] = []
     try:
@@ -116,7 +117,7 @@ def test_the_request_of_a_call_ends_with_the_call(how, probe, lab_settings, sett
     assert not failures, failures
     assert ended.value.code == _CODES[how], ended.value
     request = _late_request(lab_settings)
-    # The lab's handler ends when its client closes, or after its 10 s of silence with the
+    # The lab's handler ends when its client closes, or after its 4.5 s of silence with the
     # page sent: which one came first is what it records.
     assert request.done.wait(SAFETY_NET)
     assert request.aborted and request.bytes_sent == 0, request
