@@ -42,7 +42,7 @@ from .foreign import foreign_errors, translate
 from .guard import ResolvedDestination, UrlGuard
 from .policy import EgressPolicy
 from .rawurl import same_origin
-from .transport import AsyncPinnedTransport, PinnedTransport
+from .transport import AsyncPinnedTransport, Cancellation, PinnedTransport
 from .urlparse import parse_url
 
 __all__ = [
@@ -115,9 +115,13 @@ class EgressTransport:
         guard: UrlGuard | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        cancellation: Cancellation | None = None,
     ) -> None:
         self._guard = guard or UrlGuard()
         self._clock = clock
+        #: Ends this transport's connections from another thread (``net.transport``): the
+        #: work they were for ended.  A cancelled transport starts no hop either.
+        self.cancellation = cancellation
 
     def clock(self) -> float:
         """The monotonic clock every duration of this transport's records is read from."""
@@ -129,6 +133,8 @@ class EgressTransport:
         self, url: str, policy: EgressPolicy, *, deadline: float, hop: int = 0
     ) -> ResolvedDestination:
         """The guard's verdict on ``url`` (the caller's string, as written)."""
+        if self.cancellation is not None:
+            self.cancellation.check()  # its work ended: not even a DNS question
         return self._guard.check(url, policy, deadline=deadline, hop=hop)
 
     async def check_async(
@@ -146,7 +152,9 @@ class EgressTransport:
         on_connect: Callable[[str], None],
     ) -> PinnedTransport:
         """The pinned connection to the checked destination only."""
-        return _pinned(PinnedTransport, destination, policy, deadline, on_connect)
+        return _pinned(
+            PinnedTransport, destination, policy, deadline, on_connect, self.cancellation
+        )
 
     def connect_async(
         self,
@@ -250,6 +258,7 @@ def _pinned(
     policy: EgressPolicy,
     deadline: float,
     on_connect: Callable[[str], None],
+    cancellation: Cancellation | None = None,
 ) -> _P:
     return kind(
         destination,
@@ -257,6 +266,7 @@ def _pinned(
         connect_timeout=policy.connect_timeout,
         deadline=deadline,
         on_connect=on_connect,
+        cancellation=cancellation,
     )
 
 

@@ -20,7 +20,7 @@ import h11
 import httpcore
 import httpx
 
-__all__ = ["FAILURES", "describe_failure", "failure_of"]
+__all__ = ["FAILURES", "Interrupted", "describe_failure", "failure_of"]
 
 #: sub-code -> the sentence shown for it (CLI, API, admin, tool results).
 FAILURES: Mapping[str, str] = {
@@ -40,7 +40,17 @@ FAILURES: Mapping[str, str] = {
     "budget_exhausted": "The fetch ran out of its overall time budget.",
     "fetch_failed": "The fetch failed.",
     "cancelled": "The request was cancelled before it finished.",
+    "plugin_call_ended": "The plugin call the request was made for ended before it finished.",
 }
+
+
+class Interrupted(httpcore.NetworkError):
+    """A connection ended by its ``Cancellation``, not by the server: ``failure`` names
+    why (a sub-code above, which ``failure_of`` gives it)."""
+
+    def __init__(self, failure: str) -> None:
+        super().__init__(f"the connection was ended ({failure})")
+        self.failure = failure
 
 
 def describe_failure(code: str) -> str:
@@ -68,6 +78,9 @@ _TIMEOUTS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
 def failure_of(exc: BaseException) -> str:
     """The sub-code of what failed, from the most specific cause in ``exc``'s chain."""
     chain = list(_chain(exc))
+    for cause in chain:
+        if isinstance(cause, Interrupted):  # ended by its owner, whatever the socket said
+            return cause.failure
     # The root causes first: an ssl or OS error says more than the wrapper around it.
     for cause in reversed(chain):
         if isinstance(cause, ssl.SSLCertVerificationError):

@@ -19,7 +19,8 @@ read are awaited on the event loop, no worker thread).  For *every* request it:
 The response body is decoded here (``gzip``/``deflate`` only, as the fetcher) under
 ``max_response_bytes``, so a compression bomb cannot inflate past the cap in the client.
 The whole request, body included, runs under one deadline: ``timeout`` (default the
-policy's ``total_timeout``).
+policy's ``total_timeout``).  A ``cancellation`` (sync only: ``net.transport``) ends it
+sooner, from another thread, when the work it is for ends.
 
 Errors never leave as httpx or dnspython exceptions: a refusal raises the guard's
 ``EgressDenied`` subclass, DNS failures ``ResolutionError``, transport failures
@@ -42,6 +43,7 @@ from .foreign import foreign_errors
 from .guard import UrlGuard
 from .policy import EgressPolicy
 from .rawurl import CHECKED_URL, RAW_URL, keep_built, mark_follow, on_redirect, syntax_verdict
+from .transport import Cancellation
 
 __all__ = [
     "AsyncGuardedClient",
@@ -83,8 +85,9 @@ class _Guarded(EgressTransport):
         max_response_bytes: int | None = None,
         timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        cancellation: Cancellation | None = None,
     ) -> None:
-        super().__init__(guard, clock=clock)
+        super().__init__(guard, clock=clock, cancellation=cancellation)
         self._policy = policy
         self._observer = observer
         self._max_response_bytes = max_response_bytes

@@ -10,12 +10,20 @@ stretch the fetch past its budget.
 
 ``AsyncPinnedTransport`` is the same transport on the event loop (httpcore's async pool on
 anyio): the same pin, destination check and clamp (shared code, not a copy), and no thread.
+
+A ``Cancellation`` given to a sync transport ends its connections from another thread at
+once (a connect under way, a blocked read or write, the TLS handshake): its owner's work
+ended (a plugin call past its bound, its process gone), and no request of that work may
+outlive it.  A connection it ended fails with its ``failure`` sub-code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import socket
 import ssl
+import threading
 import time
 import typing
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
@@ -23,7 +31,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, It
 import anyio
 import httpcore
 import httpx
+from httpcore._backends.sync import SyncStream
 
+from .failures import Interrupted
 from .foreign import foreign_errors
 from .guard import IPAddress, ResolvedDestination
 from .urlparse import DEFAULT_PORTS, parse_url
@@ -33,6 +43,7 @@ __all__ = [
     "AsyncPinnedBackend",
     "AsyncPinnedTransport",
     "AsyncResponseStream",
+    "Cancellation",
     "DeadlineStream",
     "PinnedBackend",
     "PinnedTransport",
@@ -64,21 +75,124 @@ def _clamp(deadline: float, timeout: float | None, exc: type[Exception]) -> floa
     return remaining if timeout is None else min(timeout, remaining)
 
 
-class DeadlineStream(httpcore.NetworkStream):
-    """Clamp every read/write timeout to the remaining budget."""
+class _Held:
+    """One connection a ``Cancellation`` holds: a duplicate of its socket's descriptor,
+    so that a shutdown reaches the connection whatever its owner did with its own
+    descriptor (TLS detaches it) and never a descriptor the process reused."""
 
-    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
+    def __init__(self, cancellation: Cancellation, sock: socket.socket) -> None:
+        self._cancellation = cancellation
+        self.sock = sock.dup()
+
+    def release(self) -> None:
+        """The connection closed by its owner: the duplicate goes too."""
+        self._cancellation.release(self)
+
+
+class Cancellation:
+    """Ends every connection opened under it, from any thread, and refuses any opened
+    after (``cancel``).  ``shutdown`` on a socket wakes a ``connect``, ``recv`` or
+    ``send`` blocked on it in another thread, and sends the peer its FIN: the connection
+    ends at once, not at its deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: list[_Held] = []
+        #: Why it was cancelled (a ``net.failures`` sub-code; "" until then).
+        self.failure = ""
+
+    def cancel(self, failure: str) -> None:
+        """End every connection held (once; a later call changes nothing)."""
+        with self._lock:
+            if self.failure:
+                return
+            self.failure = failure
+            held, self._held = self._held, []
+            for one in held:  # under the lock: no owner's ``release`` closes it meanwhile
+                with contextlib.suppress(OSError):
+                    one.sock.shutdown(socket.SHUT_RDWR)
+                one.sock.close()
+
+    def check(self) -> None:
+        """Raise ``Interrupted`` once cancelled."""
+        if self.failure:
+            raise Interrupted(self.failure)
+
+    def hold(self, sock: socket.socket) -> _Held:
+        """Hold ``sock``'s connection until ``release``; once cancelled: ``Interrupted``."""
+        with self._lock:
+            if not self.failure:
+                held = _Held(self, sock)
+                self._held.append(held)
+                return held
+        raise Interrupted(self.failure)
+
+    def release(self, held: _Held) -> None:
+        with self._lock:
+            if held in self._held:
+                self._held.remove(held)
+                held.sock.close()
+
+    def interrupted(self, exc: BaseException | None = None) -> Interrupted | None:
+        """``Interrupted`` (from ``exc``) when the connection's failure is this
+        cancellation's doing: an error or an end of stream after ``cancel``."""
+        if not self.failure:
+            return None
+        found = Interrupted(self.failure)
+        found.__cause__ = exc
+        return found
+
+
+class DeadlineStream(httpcore.NetworkStream):
+    """Clamp every read/write timeout to the remaining budget; under a ``Cancellation``,
+    a read or write it ended fails ``Interrupted``."""
+
+    def __init__(
+        self,
+        inner: httpcore.NetworkStream,
+        deadline: float,
+        held: _Held | None = None,
+        cancellation: Cancellation | None = None,
+    ) -> None:
         self._inner = inner
         self._deadline = deadline
+        self._held = held
+        self._cancellation = cancellation
+
+    def _ended(self, exc: BaseException | None) -> Interrupted | None:
+        return self._cancellation.interrupted(exc) if self._cancellation is not None else None
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _clamp(self._deadline, timeout, httpcore.ReadTimeout))
+        try:
+            data = self._inner.read(
+                max_bytes, _clamp(self._deadline, timeout, httpcore.ReadTimeout)
+            )
+        except Exception as exc:
+            ended = self._ended(exc)
+            if ended is not None:
+                raise ended from exc
+            raise
+        if not data:  # the end of the stream: the server's, or the cancellation's
+            ended = self._ended(None)
+            if ended is not None:
+                raise ended
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _clamp(self._deadline, timeout, httpcore.WriteTimeout))
+        try:
+            self._inner.write(buffer, _clamp(self._deadline, timeout, httpcore.WriteTimeout))
+        except Exception as exc:
+            ended = self._ended(exc)
+            if ended is not None:
+                raise ended from exc
+            raise
 
     def close(self) -> None:
-        self._inner.close()
+        try:
+            self._inner.close()
+        finally:
+            if self._held is not None:
+                self._held.release()
 
     def start_tls(
         self,
@@ -86,10 +200,18 @@ class DeadlineStream(httpcore.NetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
-        inner = self._inner.start_tls(
-            ssl_context, server_hostname, _clamp(self._deadline, timeout, httpcore.ConnectTimeout)
-        )
-        return DeadlineStream(inner, self._deadline)
+        try:
+            inner = self._inner.start_tls(
+                ssl_context,
+                server_hostname,
+                _clamp(self._deadline, timeout, httpcore.ConnectTimeout),
+            )
+        except Exception as exc:
+            ended = self._ended(exc)
+            if ended is not None:
+                raise ended from exc
+            raise
+        return DeadlineStream(inner, self._deadline, self._held, self._cancellation)
 
     def get_extra_info(self, info: str) -> typing.Any:
         return self._inner.get_extra_info(info)
@@ -151,6 +273,7 @@ class _Pin:
         deadline: float,
         on_connect: Callable[[str], None] | None,
         target: tuple[str, int, tuple[IPAddress, ...]] | None = None,
+        cancellation: Cancellation | None = None,
     ) -> None:
         # ``target`` (host, port, addresses) overrides the destination: the operator's
         # proxy, resolved by the guard through dnspython like every other name.
@@ -162,6 +285,7 @@ class _Pin:
         self._connect_timeout = connect_timeout
         self._deadline = deadline
         self._on_connect = on_connect
+        self._cancellation = cancellation
 
     def attempts(self, host: str, port: int) -> Iterator[tuple[str, float]]:
         """Each checked address with its connect budget, in order."""
@@ -170,6 +294,8 @@ class _Pin:
             # Defence in depth: the transport was built for one destination only.
             raise httpcore.ConnectError("connection target differs from the checked one")
         for address in self._addresses:
+            if self._cancellation is not None:
+                self._cancellation.check()
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
                 raise httpcore.ConnectTimeout("fetch budget exhausted")
@@ -201,6 +327,8 @@ class PinnedBackend(_Pin, httpcore.NetworkBackend):
         last: Exception | None = None
         for address, budget in self.attempts(host, port):
             try:
+                if self._cancellation is not None:
+                    return self._cancellable(address, port, budget, socket_options)
                 stream = _SYNC.connect_tcp(
                     address, port, timeout=budget, socket_options=socket_options
                 )
@@ -209,6 +337,43 @@ class PinnedBackend(_Pin, httpcore.NetworkBackend):
                 last = exc
         assert last is not None
         raise last
+
+    def _cancellable(
+        self, address: str, port: int, budget: float, options: Iterable[typing.Any] | None
+    ) -> httpcore.NetworkStream:
+        """``_SYNC.connect_tcp``'s connection, held by the cancellation from before its
+        ``connect``: a cancel ends a connect under way too."""
+        assert self._cancellation is not None
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            held = self._cancellation.hold(sock)
+        except BaseException:
+            sock.close()
+            raise
+        try:
+            for option in options or ():
+                sock.setsockopt(*option)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(budget)
+            try:
+                sock.connect((address, port))
+            except OSError as exc:
+                ended = self._cancellation.interrupted(exc)
+                if ended is not None:
+                    raise ended from exc
+                kind = httpcore.ConnectTimeout if isinstance(exc, TimeoutError) else None
+                raise (kind or httpcore.ConnectError)(str(exc)) from exc
+            self._cancellation.check()
+        except BaseException:
+            sock.close()
+            held.release()
+            raise
+        # httpcore's own stream on the connected socket, as ``_SYNC.connect_tcp`` makes.
+        stream = SyncStream(sock)
+        return DeadlineStream(
+            self.connected(address, stream), self._deadline, held, self._cancellation
+        )
 
     def connect_unix_socket(
         self,
@@ -310,6 +475,7 @@ class _PinnedPool:
         connect_timeout: float = 5.0,
         deadline: float,
         on_connect: Callable[[str], None] | None = None,
+        cancellation: Cancellation | None = None,
     ) -> None:
         backend_kind, pool_kind, proxy_kind = self._kinds
         self.destination = destination
@@ -324,6 +490,7 @@ class _PinnedPool:
                 connect_timeout=connect_timeout,
                 deadline=deadline,
                 on_connect=on_connect,
+                cancellation=cancellation,
                 target=(proxy_url.host.name, proxy_url.port, destination.proxy_addresses),
             )
             self._pool = proxy_kind(
@@ -340,6 +507,7 @@ class _PinnedPool:
             connect_timeout=connect_timeout,
             deadline=deadline,
             on_connect=on_connect,
+            cancellation=cancellation,
         )
         self._pool = pool_kind(
             ssl_context=ssl_context(ca_file),

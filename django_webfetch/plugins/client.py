@@ -38,6 +38,7 @@ from django_webfetch.net.errors import (
 from django_webfetch.net.foreign import foreign_errors
 from django_webfetch.net.policy import EgressPolicy, Scope
 from django_webfetch.net.rawurl import stamp, syntax_verdict
+from django_webfetch.net.transport import Cancellation
 from django_webfetch.tools.base import ToolResult
 
 from .budget import LEASE_MARGIN, budget_for
@@ -174,13 +175,16 @@ class PluginHttp:
         data: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         deadline: float | None = None,
+        cancellation: Cancellation | None = None,
     ) -> httpx.Response:
         """Send one request; return the response with its body read (a 3xx included).
 
         ``timeout`` (seconds, at most ``WEBFETCH_TIMEOUT``) bounds the whole request;
         ``deadline`` (a ``time.monotonic()``: the plugin runtime's call deadline) ends it
         by then whatever its timeout (``FetchTimeout``), the wait for a budget slot
-        included.
+        included.  ``cancellation`` (the plugin runtime's call: ``runtime.host``) ends it
+        from another thread when the call ends, whatever ended it: its connection is shut
+        at once and the failed hop is recorded ``plugin_call_ended``.
 
         Raises a redacted ``EgressDenied`` (``.reason`` names the policy), or
         ``FetchError``/``FetchTimeout``/``ResponseTooLarge``/``ResolutionError`` without
@@ -190,7 +194,16 @@ class PluginHttp:
         with host_io():
             try:
                 return self._send(
-                    method, url, params, headers, content, json, data, timeout, deadline
+                    method,
+                    url,
+                    params,
+                    headers,
+                    content,
+                    json,
+                    data,
+                    timeout,
+                    deadline,
+                    cancellation,
                 )
             except WebFetchError as exc:
                 failure = _redacted(exc)
@@ -259,6 +272,7 @@ class PluginHttp:
         data: Any,
         timeout: float | None,
         deadline: float | None = None,
+        cancellation: Cancellation | None = None,
     ) -> httpx.Response:
         host = _host_of(url)
         scope = current_scope()
@@ -291,13 +305,22 @@ class PluginHttp:
             try:
                 # What is left of it once a slot is free (the wait counts).
                 return self._transmit(
-                    request, group, recorder, _time_limit(timeout, policy.total_timeout, deadline)
+                    request,
+                    group,
+                    recorder,
+                    _time_limit(timeout, policy.total_timeout, deadline),
+                    cancellation,
                 )
             finally:
                 lease.release()
 
     def _transmit(
-        self, request: httpx.Request, group: str, observe: Any, timeout: float | None
+        self,
+        request: httpx.Request,
+        group: str,
+        observe: Any,
+        timeout: float | None,
+        cancellation: Cancellation | None = None,
     ) -> httpx.Response:
         from django_webfetch.net.guarded import GuardedClient, GuardedTransport
 
@@ -307,6 +330,7 @@ class PluginHttp:
             observer=observe,
             max_response_bytes=conf.WEBFETCH_MAX_RESPONSE_BYTES,
             timeout=timeout,
+            cancellation=cancellation,
         )
         with (
             foreign_errors(),

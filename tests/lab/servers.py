@@ -15,7 +15,8 @@ hence which server) and path:
 ``/redirect-relative?to=``     302 to a relative reference (default ``plain?from=relative``)
 ``/redirect-scheme?to=``       302 to ``file:///etc/passwd`` (or ``to``)
 ``/slow``                      headers, then one body byte per second
-``/late?seconds=<s>``          the ~50 KiB page after ``s`` seconds (at most 10) of silence
+``/late?seconds=<s>``          the ~50 KiB page after ``s`` seconds (at most 10) of silence;
+                               a client that closes meanwhile ends it (``aborted``) at once
 ``/slow-headers``              one header byte per second
 ``/endless``                   chunked HTML that never ends
 ``/huge-length``               ``Content-Length: 1000000000`` and a streaming body
@@ -309,6 +310,31 @@ class _Handler(BaseHTTPRequestHandler):
             if pause:
                 time.sleep(pause)
 
+    def _silent(self, seconds: float) -> None:
+        """Send nothing for ``seconds``, watching the connection: a client that closes it
+        meanwhile is gone at once (``aborted``), and the server closes its end too."""
+        until = time.monotonic() + seconds
+        raw = socket.socket(fileno=os.dup(self.connection.fileno()))
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(raw, selectors.EVENT_READ)
+                while (left := until - time.monotonic()) > 0:
+                    if not selector.select(left):
+                        continue
+                    try:
+                        # The raw socket under TLS too: an end of stream, not a record.
+                        peeked = raw.recv(1, socket.MSG_PEEK)
+                    except OSError:
+                        peeked = b""
+                    if not peeked:
+                        self.record.aborted = True
+                        self.close_connection = True
+                        raise _ClientGone
+                    time.sleep(max(0.0, until - time.monotonic()))  # bytes: not a close
+                    return
+        finally:
+            raw.close()
+
     def _dispatch(self) -> None:
         self._begin()
         try:
@@ -331,8 +357,10 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/", "/page"):
             self._send(200, content.page_html())
         elif path == "/late":
+            seconds = 3.0
             with contextlib.suppress(ValueError):
-                time.sleep(min(max(float(query.get("seconds", ["3"])[0]), 0.0), 10.0))
+                seconds = min(max(float(query.get("seconds", ["3"])[0]), 0.0), 10.0)
+            self._silent(seconds)
             self._send(200, content.page_html())
         elif path == "/page2m":
             self._send(200, content.html_of_size(2 * _MIB))

@@ -116,10 +116,12 @@ def _quiet_lab_connections(limit: float = 30.0) -> None:
 
 @pytest.fixture
 def capture(lab_session):
-    # An earlier test's request to the lab may still be served (a call ended on its CPU
-    # bound while the host performed a request to the lab's ``/late`` for it: its frames
-    # came in this test's capture, ci66): every request the lab has seen ends first, and
-    # its connection's last frames are dropped with whatever came before.
+    # An earlier test's request to the lab may still be served: a lab handler that writes
+    # on a timer (``/slow``, ``/slow-headers``, ``/endless``) learns that its client left
+    # only at its next write, up to a second later.  (ci66's cause, a plugin call's request
+    # to ``/late`` outliving the call, is gone: decision 0066,
+    # tests/plugins/test_a_call_ends_its_requests.py.)  Every request the lab has seen
+    # ends first, and its connection's last frames are dropped with whatever came before.
     _quiet_lab_connections()
     capture = LoopbackCapture()
     capture.addresses()  # drop whatever came before

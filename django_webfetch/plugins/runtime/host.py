@@ -52,6 +52,7 @@ from django_webfetch.net.errors import (
     ResponseTooLarge,
     WebFetchError,
 )
+from django_webfetch.net.transport import Cancellation
 from django_webfetch.plugins.manifest import MAX_MANIFEST_BYTES, MAX_TOOLS
 from django_webfetch.plugins.provenance import WALK_DEPTH, WALK_ENTRIES, Memo, real_path
 
@@ -178,6 +179,12 @@ HOLDS_LOCKS = "plugin_holds_locks"
 #: ``bubblewrap.Reading``: a directory whose listing decided them, the files the host
 #: writes) changed since it started (issue 30, round 24, finding 4; round 26, 2 and 7).
 SITE_CHANGED = "plugin_site_changed"
+#: Why a request the host performed for a call failed when the call ended before it did
+#: (a ``net.failures`` sub-code: its hop is recorded with it; ``_Watch.end``).
+CALL_ENDED = "plugin_call_ended"
+#: How long past the call's deadline a request's own timeout runs: a backstop only (the
+#: call's watch ends it at the deadline, within a ``SLICE``).
+REQUEST_MARGIN = 1.0
 _call_ids = itertools.count(1)
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -880,11 +887,26 @@ class _Watch:
     plugin that does not read), the threads of a call or an import settling
     (``Worker.quiet``, ``_settled_threads``).  Over a bound: the failure is kept
     (``Worker.breach``) and the process killed at once; the host raises it when its wait
-    ends (tests/plugins/test_call_bounds_wherever_the_host_waits.py)."""
+    ends (tests/plugins/test_call_bounds_wherever_the_host_waits.py).
 
-    def __init__(self, worker: Worker, check: Any) -> None:
+    A call's watch (``cancellation``, ``deadline``) is also where the call's end always
+    passes (``end``): a bound it finds crossed, the process gone (crashed or killed), the
+    call's wall time out, or the host leaving the call for any reason (``__exit__``).
+    There every request the host performs for the call is ended at once: its connection
+    shut, its hop recorded ``plugin_call_ended``; no request outlives its call by more
+    than a ``SLICE`` (tests/plugins/test_a_call_ends_its_requests.py)."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        check: Any,
+        cancellation: Cancellation | None = None,
+        deadline: float = math.inf,
+    ) -> None:
         self._worker = worker
         self._check = check
+        self._cancellation = cancellation
+        self._deadline = deadline
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="webfetch-plugin-watch", daemon=True)
 
@@ -900,7 +922,17 @@ class _Watch:
                 if self._worker.process.poll() is None:
                     with contextlib.suppress(OSError):
                         os.kill(self._worker.pid, signal.SIGKILL)
+                self.end()
                 return
+            if self._worker.process.poll() is not None or time.monotonic() >= self._deadline:
+                # Its process ended (a crash, a kill) or its wall time ran out: the host's
+                # thread learns it when its wait ends, which the request's end hastens.
+                self.end()
+
+    def end(self) -> None:
+        """The call ended: every request the host performs for it ends now (once)."""
+        if self._cancellation is not None:
+            self._cancellation.cancel(CALL_ENDED)
 
     def __enter__(self) -> _Watch:
         if self._check is not None and self._worker.pid:
@@ -915,6 +947,7 @@ class _Watch:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        self.end()
 
 
 class Worker:
@@ -1982,20 +2015,26 @@ def _violation_list(raw: Any) -> list[tuple[str, str, int | None]]:
 _ERROR_CLASSES = (FetchTimeout, ResponseTooLarge, FetchError, ResolutionError)
 
 
-def _perform(message: Mapping[str, Any], http: Any, deadline: float) -> dict[str, Any]:
-    """One request of the plugin, decided and sent by the host-owned client, ended by the
-    call's ``deadline`` (``time.monotonic()``) whatever its own timeout: a request the
-    call's time ran out in fails the call ``plugin_timeout`` (issue 30 attack 6, finding
-    6: a request was read until ``WEBFETCH_TIMEOUT``, past the wall bound)."""
+def _perform(
+    message: Mapping[str, Any], http: Any, deadline: float, ending: Cancellation
+) -> dict[str, Any]:
+    """One request of the plugin, decided and sent by the host-owned client, ended with
+    the call (``ending``: the call's watch cancels it at its ``deadline``, a
+    ``time.monotonic()``, too) whatever its own timeout: a request the call's time ran
+    out in fails the call ``plugin_timeout`` (issue 30 attack 6, finding 6: a request was
+    read until ``WEBFETCH_TIMEOUT``, past the wall bound).  Its own timeout stops at the
+    deadline and ``REQUEST_MARGIN``: a backstop, should the watch not run."""
     if time.monotonic() >= deadline:
         raise RuntimeFailure("plugin_timeout", "wall time")
-    reply = _request(message, http, deadline)
+    reply = _request(message, http, deadline + REQUEST_MARGIN, ending)
     if time.monotonic() >= deadline:
         raise RuntimeFailure("plugin_timeout", "wall time during a request")
     return reply
 
 
-def _request(message: Mapping[str, Any], http: Any, deadline: float) -> dict[str, Any]:
+def _request(
+    message: Mapping[str, Any], http: Any, deadline: float, ending: Cancellation
+) -> dict[str, Any]:
     try:
         content: Any = message.get("content")
         if "content_b64" in message:
@@ -2010,6 +2049,7 @@ def _request(message: Mapping[str, Any], http: Any, deadline: float) -> dict[str
             data=message.get("data"),
             timeout=message.get("timeout"),
             deadline=deadline,
+            cancellation=ending,
         )
     except EgressDenied as exc:  # already redacted by the client
         return {"error": {"class": "EgressDenied", "reason": exc.reason}}
@@ -2068,9 +2108,13 @@ def execute(
     # ``recv``'s poll, and a watch for the rest (a request, a send, its threads settling
     # in ``Pool.release``).
     poll = worker.bounds(limits.cpu_seconds)
-    with _Watch(worker, poll) as watch:
+    deadline = time.monotonic() + limits.wall_seconds
+    # Every request the host performs for the call is tied to it: ended where the call's
+    # end always passes (``_Watch.end``), whatever ends it.
+    ending = Cancellation()
+    with _Watch(worker, poll, ending, deadline) as watch:
         try:
-            outcome = _run(worker, call, http, limits, poll)
+            outcome = _run(worker, call, http, limits, poll, deadline, ending)
             if worker.calls == 0:  # what its import tried, on the record of its first call
                 outcome.violations[:0] = _violation_list(worker.ready.get("violations"))
         except BaseException:
@@ -2087,13 +2131,19 @@ def execute(
 
 
 def _run(
-    worker: Worker, call: Mapping[str, Any], http: Any, limits: Limits, poll: Any
+    worker: Worker,
+    call: Mapping[str, Any],
+    http: Any,
+    limits: Limits,
+    poll: Any,
+    deadline: float,
+    ending: Cancellation,
 ) -> CallOutcome:
     """The call's exchange (``_exchange``); a bound the watch found crossed meanwhile is
     what the call fails with, whatever the wait it ended said (a closed channel, a
     timeout)."""
     try:
-        return _exchange(worker, call, http, limits, poll)
+        return _exchange(worker, call, http, limits, poll, deadline, ending)
     except RuntimeFailure as exc:
         if worker.breach is not None and exc is not worker.breach:
             raise worker.breach from exc
@@ -2110,8 +2160,9 @@ def _exchange(
     http: Any,
     limits: Limits,
     poll: Any,
+    deadline: float,
+    ending: Cancellation,
 ) -> CallOutcome:
-    deadline = time.monotonic() + limits.wall_seconds
     requests = 0
     call_id = next(_call_ids)
     try:
@@ -2125,7 +2176,7 @@ def _exchange(
                 requests += 1
                 if requests > limits.max_requests:
                     raise RuntimeFailure("plugin_limit", "requests per call")
-                reply = _perform(message, http, deadline)
+                reply = _perform(message, http, deadline, ending)
                 if worker.breach is not None:  # past a bound while the request ran
                     raise worker.breach
                 worker.channel.send({"op": "http_reply", "id": request_id, **reply}, deadline)
