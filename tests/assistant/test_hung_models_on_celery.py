@@ -47,7 +47,11 @@ def on_celery(settings: Any) -> dict[str, str]:
     the task's time limits from it, the worker its request and the run's lease)."""
     settings.ROOT_URLCONF = "tests.runs.urls"
     settings.WEBFETCH_ASSISTANT_TIMEOUT = TIMEOUT
-    return {"WEBFETCH_TEST_ASSISTANT_TIMEOUT": str(TIMEOUT)}
+    # The SDK imported once in the worker's main process, not once per pool child.
+    return {
+        "WEBFETCH_TEST_ASSISTANT_TIMEOUT": str(TIMEOUT),
+        "WEBFETCH_TEST_PRELOAD_PROVIDER": "openai",
+    }
 
 
 def _first(run: str, kinds: tuple[str, ...]) -> Any:

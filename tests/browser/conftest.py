@@ -105,14 +105,18 @@ def site_env(lab_session: Any, directory: Path, *pythonpath: Path) -> dict[str, 
     return env
 
 
-def set_up_demo(site: ExampleSite, domain: str) -> None:
+def set_up_demo(site: ExampleSite, domain: str, template_settings: str = "") -> None:
     """Migrated, demo pages and users created, the ``content`` and ``web`` tool groups
     enabled (an operator's choice, made here with the ORM as the admin would).  The three
     commands run in one ``manage.py shell`` (one start-up of Django instead of three).
 
     The database starts as a copy (SQLite's backup API) of the run's migrated one
-    (:func:`tests.exampledb.migrated_template`); ``migrate`` then finds every migration applied."""
-    start_migrated(site.env, site.db)
+    (:func:`tests.exampledb.migrated_template`) for ``template_settings`` (default: the
+    site's own settings module); ``migrate`` then finds every migration applied."""
+    template_env = site.env
+    if template_settings:
+        template_env = {**site.env, "DJANGO_SETTINGS_MODULE": template_settings}
+    start_migrated(template_env, site.db)
     site.manage(
         "shell",
         "-c",
@@ -167,8 +171,14 @@ def example_site(
         yield site
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One Chromium for the browser tests a worker runs one after the other, across their
+    modules (issue 28: a launch and its reaping cost about a CPU second each time); every
+    test still opens contexts of its own (``login``, ``browser.new_context()``): fresh
+    cookies, storage and pages, closed at its end.  Not for the whole session: an idle
+    Chromium still looks up Google's names now and then, and other directories' tests
+    read their lab's DNS queries."""
     if not os.path.exists(CHROMIUM):
         _unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
     try:
