@@ -9,7 +9,9 @@ environment only *after* its own site-packages, so the package itself comes from
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -38,14 +40,39 @@ def pip_into(python: Path) -> list[str]:
     return [sys.executable, "-m", "pip", "--python", str(python)]
 
 
-@pytest.mark.packaging
-def test_the_built_wheel_installs_into_a_clean_venv(tmp_path):
-    dist = tmp_path / "dist"
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``python -m build`` of the checkout, once per run (issue 28: each test built its
+    own, ~3 CPU-s): the sdist, and the wheel built from it, as a release makes them.  The
+    tests only read what it made.  The first xdist worker that needs it builds it into the
+    run's shared directory (``WEBFETCH_TEST_SHARED_DIR``, tests/run.sh) under a file lock;
+    the other finds it there.  Without that directory the module builds its own."""
+    shared = os.environ.get("WEBFETCH_TEST_SHARED_DIR", "")
+    if not shared or not os.path.isdir(shared):
+        dist = tmp_path_factory.mktemp("dist")
+        _build(dist)
+        return dist
+    dist = Path(shared) / "dist"
+    with open(f"{dist}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not dist.exists():
+            part = Path(shared) / "dist.part"
+            shutil.rmtree(part, ignore_errors=True)
+            _build(part)
+            os.replace(part, dist)
+    return dist
+
+
+def _build(outdir: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(outdir), str(ROOT)],
         check=True,
         capture_output=True,
     )
+
+
+@pytest.mark.packaging
+def test_the_built_wheel_installs_into_a_clean_venv(dist, tmp_path):
     version = django_webfetch.__version__
     [wheel] = dist.glob(f"django_webfetch-{version}-py3-none-any.whl")
     [sdist] = dist.glob(f"django_webfetch-{version}.tar.gz")
@@ -152,7 +179,7 @@ print(cms.__version__, cms.__file__, reverse("admin:index"))
 
 @pytest.mark.long
 @pytest.mark.packaging
-def test_the_cms_extra_installs_a_django_cms_that_imports(tmp_path):
+def test_the_cms_extra_installs_a_django_cms_that_imports(dist, tmp_path):
     """Issue 31 item 2: ``pip install ".[cms]"`` into a fresh venv gives a django CMS that
     imports and passes ``check`` (django CMS 5.1.3 imports ``packaging`` without declaring it).
 
@@ -162,21 +189,6 @@ def test_the_cms_extra_installs_a_django_cms_that_imports(tmp_path):
     """
     from tests.wheelhouse import build_wheelhouse
 
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "build",
-            "--no-isolation",
-            "--wheel",
-            "--outdir",
-            str(dist),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
     [wheel] = dist.glob("django_webfetch-*-py3-none-any.whl")
     house = tmp_path / "wheelhouse"
     house.mkdir()

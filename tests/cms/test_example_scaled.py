@@ -125,15 +125,15 @@ def test_the_example_on_postgresql_redis_and_a_worker(
 ):
     pytest.importorskip("psycopg")
     # Migrated, with the demo's pages and users (migrate and demo_setup, once per run).
-    url = example_database(postgres_cluster, lab, f"example_{os.getpid()}")
+    name = f"example_{os.getpid()}"
+    url = example_database(postgres_cluster, lab, name)
     lab.dns.set("news.lab.example", a=[lab.PUBLIC_V4[0]])
     env = _env(url, f"redis+socket://{redis_socket}", lab)
-    _manage(
-        env,
-        "shell",
-        "-c",
-        "from django_webfetch.models import ToolGroup; "
-        "ToolGroup.objects.filter(slug__in=['content', 'web']).update(enabled=True)",
+    # Groups content and web enabled, as the admin's form saves them (psql: no start of
+    # the example for ``manage shell``, issue 28).
+    postgres_cluster.psql(
+        "UPDATE django_webfetch_toolgroup SET enabled = true WHERE slug IN ('content', 'web')",
+        database=name,
     )
     log = tmp_path / "worker.log"
     with open(log, "wb") as out:

@@ -3,7 +3,9 @@ migrate again while nothing changed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -53,18 +55,15 @@ def test_explain_migrates_only_when_needed(lab, tmp_path):
     assert "DENIED (scope)" in second.stdout
     assert lab.dns.lookups("docs.lab.example") == 0
     # README trial 9: WEBFETCH_DNS_NAMESERVERS (comma-separated) is the example's resolver.
-    enable = (
-        "from django_webfetch.models import ToolGroup as G; "
-        "G.objects.filter(slug='web').update(enabled=True)"
-    )
-    subprocess.run(
-        ["sh", "example_project/run.sh", "manage", "shell", "-c", enable],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    # Group web enabled, as the admin's form saves it: one row written here, not a start of
+    # the example for ``manage shell`` (issue 28).
+    with contextlib.closing(sqlite3.connect(tmp_path / "db.sqlite3")) as db, db:
+        assert (
+            db.execute(
+                "UPDATE django_webfetch_toolgroup SET enabled = 1 WHERE slug = 'web'"
+            ).rowcount
+            == 1
+        )
     # Nothing answers on 127.0.0.9 (the lab's resolv.conf would have answered).
     env["WEBFETCH_DNS_NAMESERVERS"] = "127.0.0.9"
     unanswered = explain()

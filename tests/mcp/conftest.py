@@ -119,6 +119,41 @@ def http_server(settings: Any, tmp_path: Path) -> Iterator[Callable[..., HttpSer
         stop_process(server.process)
 
 
+@pytest.fixture(scope="module")
+def _module_http_servers() -> Iterator[dict[str, HttpServer]]:
+    holder: dict[str, HttpServer] = {}
+    yield holder
+    if "server" in holder:
+        stop_process(holder["server"].process)
+
+
+@pytest.fixture
+def module_http_server(
+    _module_http_servers: dict[str, HttpServer],
+    lab_settings: Any,
+    settings: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., HttpServer]:
+    """One uvicorn for a module's HTTP tests (started by the first of them, stopped after
+    the last; issue 28): each of them started one or two (~2.5 CPU-s each) for what a
+    running server answers the same.  A module uses it as its ``http_server`` only when the
+    process holds nothing of a test between tests: its settings are the same for all of
+    them (the lab's DNS server and CA, the test database file), tokens, sessions and calls
+    are read from the database on every request, and no test of the module restarts, stops
+    or reconfigures it (a test that needs a server with its own environment starts one with
+    ``start_http_server``)."""
+
+    def start(**extra_env: str) -> HttpServer:
+        assert not extra_env, "a server with its own environment is not shared"
+        server = _module_http_servers.get("server")
+        if server is None or server.process.poll() is not None:
+            directory = tmp_path_factory.mktemp("mcp-http")
+            server = _module_http_servers["server"] = start_http_server(settings, directory, 0)
+        return server
+
+    return start
+
+
 def stdio_parameters(settings: Any, secret: str, **extra_env: str) -> StdioServerParameters:
     """``python -m django webfetch mcp`` (= ``manage.py webfetch mcp``) with the token."""
     return StdioServerParameters(

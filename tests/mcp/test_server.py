@@ -8,7 +8,7 @@ through the API (``POST /api/calls/{id}/approve/``) as an approver would.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -20,10 +20,10 @@ from rest_framework.test import APIClient
 
 from django_webfetch.models import AccessToken, CallState, EgressEvent, ToolCall
 from django_webfetch.tools import tools_for_user
-from tests.runs.infra import stop_process, wait_for
+from tests.runs.infra import wait_for
 from tests.settle import approve
 
-from .conftest import HTTP_URL, HttpServer, start_http_server, stdio_parameters
+from .conftest import HTTP_URL, HttpServer, stdio_parameters
 
 BEGIN = "<<<BEGIN UNTRUSTED EXTERNAL WEB CONTENT nonce="
 END = "<<<END UNTRUSTED EXTERNAL WEB CONTENT nonce="
@@ -35,38 +35,11 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 # -- one HTTP server for the module (issue 28) ------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def _module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, HttpServer]]:
-    holder: dict[str, HttpServer] = {}
-    yield holder
-    if "server" in holder:
-        stop_process(holder["server"].process)
-
-
 @pytest.fixture
-def http_server(
-    _module_server: dict[str, HttpServer],
-    lab_settings: Any,
-    settings: Any,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Callable[..., HttpServer]:
-    """The module's HTTP tests share one uvicorn (started by the first of them, stopped
-    after the last): each of them started one or two (~2.5 CPU-s each) for what a running
-    server answers the same.  The process holds nothing of a test between tests: its
-    settings are the same for all of them (the lab's DNS server and CA, the test database
-    file), tokens and sessions are read from the database on every request, and no test
-    here restarts, stops or reconfigures it (tests/mcp/test_oauth*.py, test_tasks.py and
-    the rest start their own)."""
-
-    def start(**extra_env: str) -> HttpServer:
-        assert not extra_env, "a server with its own environment is not shared"
-        server = _module_server.get("server")
-        if server is None or server.process.poll() is not None:
-            directory = tmp_path_factory.mktemp("mcp-http")
-            server = _module_server["server"] = start_http_server(settings, directory, 0)
-        return server
-
-    return start
+def http_server(module_http_server: Callable[..., HttpServer]) -> Callable[..., HttpServer]:
+    """The module's HTTP tests share one uvicorn (tests/mcp/conftest.py,
+    ``module_http_server``): no test here restarts, stops or reconfigures it."""
+    return module_http_server
 
 
 def _in_thread(fn: Any, *args: Any) -> Any:

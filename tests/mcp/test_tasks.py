@@ -155,6 +155,14 @@ async def discover(session: ClientSession) -> None:
 
 
 @pytest.fixture
+def http_server(module_http_server: Callable[..., HttpServer]) -> Callable[..., HttpServer]:
+    """The module's HTTP tests share one uvicorn (tests/mcp/conftest.py,
+    ``module_http_server``; issue 28): no test here restarts, stops or reconfigures it,
+    and what a task is (its call, its state, its token) is read from the database."""
+    return module_http_server
+
+
+@pytest.fixture
 def modern(
     http_server: Callable[..., HttpServer], settings: Any, tmp_path: Path
 ) -> Callable[..., Any]:
