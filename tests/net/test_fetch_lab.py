@@ -477,7 +477,9 @@ def test_endless_body_stops_at_the_cap(lab):
     started = time.monotonic()
     with pytest.raises(ResponseTooLarge):
         fetch(lab.url("big.lab.example", "/endless"), policy=lab.policy())
-    assert time.monotonic() - started < 5
+    # The cap ended it, not a timeout: far sooner than the other bound (a busy machine
+    # only slows the read; the bytes below are the proof).
+    assert time.monotonic() - started < _OTHER_BOUND / 2
     lab.wait_requests_done()
     (record,) = lab.requests
     assert record.aborted
@@ -702,7 +704,9 @@ def test_dropped_query_runs_into_the_budget(lab):
     started = time.monotonic()
     with pytest.raises((ResolutionError, FetchTimeout)):
         fetch(lab.url("drop.lab.example", "/plain"), policy=lab.policy(total_timeout=2))
-    assert time.monotonic() - started <= 3.5
+    # The budget ended the wait for an answer that never comes: far sooner than the
+    # other bound, whatever the machine's load.
+    assert time.monotonic() - started < _OTHER_BOUND / 2
     assert _tcp(lab) == []
 
 

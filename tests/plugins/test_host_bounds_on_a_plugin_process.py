@@ -144,7 +144,7 @@ while time.process_time() < _end:
 
 SLEEP = """
 import time
-time.sleep(12)
+time.sleep(600)
 """
 
 
@@ -188,7 +188,9 @@ def test_manifest_read_is_ended_at_the_wall_bound(tmp_path, settings):
     with pytest.raises(RuntimeFailure) as failed:
         describe(origin)
     assert failed.value.code == "plugin_timeout", failed.value
-    assert time.monotonic() - started <= 2 + 5
+    # Ended at its wall bound, not at the end of its sleep (600 s): a far bound, which a
+    # busy machine does not reach.
+    assert time.monotonic() - started < 60
 
 
 # -- the private /tmp: bounded in files as well as bytes --------------------------------------
