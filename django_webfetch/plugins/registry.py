@@ -940,16 +940,33 @@ def _normalized(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
-def _dist_key(dist: Any) -> str:
+def _dist_key(dist: Any, parents: dict[str, str] | None = None) -> str:
     """One installed distribution: its metadata directory (two copies of a distribution in
-    two ``sys.path`` directories are two), or its name when it has none."""
+    two ``sys.path`` directories are two), or its name when it has none.  ``parents``: the
+    real paths of the directories that hold metadata directories, taken once for a look
+    over every distribution (``_real``)."""
     path = getattr(dist, "_path", None)
     if path is not None:
         with contextlib.suppress(Exception):
-            return str(os.path.realpath(os.fspath(path)))
+            return _real(os.fspath(path), parents)
     with contextlib.suppress(Exception):
         return "name:" + _normalized(str(dist.metadata["Name"] or ""))
     return f"id:{id(dist)}"
+
+
+def _real(path: str, parents: dict[str, str] | None) -> str:
+    """``os.path.realpath(path)``; with ``parents`` (a look's own, never kept past it), its
+    directory's real path taken once for every entry of that directory: the entry itself
+    is resolved as ``realpath`` resolves it, its directory's real path joined to its name
+    unless it is a link (then resolved in full).  A registry load looked at every
+    installed distribution's every directory above it, a ``stat`` each, at every look."""
+    head, tail = os.path.split(path)
+    if parents is None or not head or tail in ("", ".", "..") or os.path.islink(path):
+        return str(os.path.realpath(path))
+    real = parents.get(head)
+    if real is None:
+        real = parents[head] = os.path.realpath(head)
+    return str(os.path.join(real, tail))
 
 
 def _state_key(dist: Any) -> str:
@@ -958,7 +975,11 @@ def _state_key(dist: Any) -> str:
     is told apart from others by its object within one load, but that object is new at
     each look-up: its ``id()`` in the state made every look-up a change (issue 30,
     attack 16, finding 1)."""
-    key = _dist_key(dist)
+    return _state_of(_dist_key(dist), dist)
+
+
+def _state_of(key: str, dist: Any) -> str:
+    """``_state_key`` of ``dist`` from its ``_dist_key`` ``key``, taken once."""
     if key.startswith("id:"):
         return f"unreadable:{type(dist).__module__}.{type(dist).__qualname__}"
     return key
@@ -1016,14 +1037,15 @@ def _all_distributions(keys: list[str] | None = None) -> list[Any]:
     found: list[Any] = []
     seen: set[str] = set()
     dirs = plugin_dirs()
+    parents: dict[str, str] = {}
     for found_dist in [*distributions(), *(distributions(path=dirs) if dirs else ())]:
         dist = closure.bounded(found_dist)  # its metadata files read bounded
-        key = _dist_key(dist)
+        key = _dist_key(dist, parents)
         if key in seen:
             continue
         seen.add(key)
         if keys is not None:
-            keys.append(_state_key(dist))
+            keys.append(_state_of(key, dist))  # the key above: one ``realpath`` a look
         found.append(dist)
     return found
 

@@ -199,7 +199,8 @@ import django
 django.setup()
 from django.core import checks
 from django.core.management import call_command
-call_command("migrate", verbosity=0)
+from tests import dbshare
+dbshare.migrate()  # the run's migrated copy when there is one
 messages = [m for m in checks.run_checks() if m.id == "django_webfetch.W036"]
 out = io.StringIO()
 call_command("webfetch", "plugin", "list", stdout=out)
@@ -296,8 +297,27 @@ print(json.dumps(tried))
 """
 
 
+@pytest.fixture(scope="module")
+def django_tries() -> list[str]:
+    """Every top-level name Django's own code looked up in one fresh interpreter of the site
+    (``_DJANGO_TRIES``): the same run for each name asked about, so made once a module."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    run = subprocess.run(
+        [sys.executable, "-c", _DJANGO_TRIES],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    tried: list[str] = json.loads(run.stdout.strip().splitlines()[-1])
+    return tried
+
+
 @pytest.mark.parametrize("top", ["yaml", "argon2", "bcrypt", "IPython", "bpython"])
-def test_a_name_djangos_own_commands_try_is_refused_as_a_plugins_module(top: str) -> None:
+def test_a_name_djangos_own_commands_try_is_refused_as_a_plugins_module(
+    top: str, django_tries: list[str]
+) -> None:
     """Django tries the name (found or not: a ``sys.meta_path`` recorder) and an entry point
     whose module has it is refused (``entry_point_reserved``).
 
@@ -319,16 +339,7 @@ def test_a_name_djangos_own_commands_try_is_refused_as_a_plugins_module(top: str
 
     from django_webfetch.plugins import registry
 
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
-    run = subprocess.run(
-        [sys.executable, "-c", _DJANGO_TRIES],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=True,
-    )
-    assert top in json.loads(run.stdout.strip().splitlines()[-1]), "Django tries the name"
+    assert top in django_tries, "Django tries the name"
     ep = EntryPoint(name="attack26", value=f"{top}:manifest", group=registry.ENTRY_POINT_GROUP)
     problem = registry._entry_point_problem(ep)
     assert problem is not None and problem.reason == "entry_point_reserved", (

@@ -72,6 +72,50 @@ def test_any_file_name_in_a_plugin_directory_is_one_installed_state(
     assert registry.generation() == first, "a provider look-up loaded the registry again"
 
 
+def test_a_distributions_key_is_its_real_path_through_any_link(tmp_path):
+    """A look over every distribution (``registry._all_distributions``) takes the real path
+    of each directory holding metadata directories once (``registry._real``): each
+    distribution's key is still ``os.path.realpath`` of its metadata directory, through a
+    linked search directory, a linked metadata directory, a link to a link and a link that
+    points nowhere; and a link pointed elsewhere between two looks is seen at the next
+    (nothing is kept past a look)."""
+    from importlib.metadata import distributions
+
+    from django_webfetch.plugins import registry
+
+    real, other = tmp_path / "real", tmp_path / "other"
+    for site in (real, other):
+        dist_info(site, "webfetch-a", {})
+    (tmp_path / "elsewhere").mkdir()
+    dist_info(tmp_path / "elsewhere", "webfetch-b", {})
+    os.symlink(
+        tmp_path / "elsewhere" / "webfetch_b-1.0.dist-info", real / "webfetch_b-1.0.dist-info"
+    )
+    os.symlink(real / "webfetch_b-1.0.dist-info", real / "webfetch_c-1.0.dist-info")
+    os.symlink(tmp_path / "nowhere", real / "webfetch_d-1.0.dist-info")
+    linked = tmp_path / "linked"
+    os.symlink(real, linked)
+
+    def keys() -> dict[str, str]:
+        parents: dict[str, str] = {}
+        found = {}
+        for dist in distributions(path=[str(linked)]):
+            key = registry._dist_key(dist, parents)
+            assert key == os.path.realpath(dist._path), (dist._path, key)
+            found[os.path.basename(dist._path)] = key
+        for name in ("webfetch_c-1.0.dist-info", "webfetch_d-1.0.dist-info", "x/..", "."):
+            path = str(linked / name)
+            assert registry._real(path, parents) == os.path.realpath(path), path
+        return found
+
+    first = keys()
+    assert first["webfetch_a-1.0.dist-info"] == str(real / "webfetch_a-1.0.dist-info")
+    assert first["webfetch_b-1.0.dist-info"].startswith(str(tmp_path / "elsewhere"))
+    os.unlink(linked)
+    os.symlink(other, linked)
+    assert keys()["webfetch_a-1.0.dist-info"] == str(other / "webfetch_a-1.0.dist-info")
+
+
 @given(
     mtime=st.integers(min_value=0, max_value=2**63 - 1),
     ctime=st.integers(min_value=0, max_value=2**63 - 1),
