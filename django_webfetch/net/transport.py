@@ -113,10 +113,11 @@ class Cancellation:
                     one.sock.shutdown(socket.SHUT_RDWR)
                 one.sock.close()
 
-    def check(self) -> None:
-        """Raise ``Interrupted`` once cancelled."""
+    def check(self, exc: BaseException | None = None) -> None:
+        """Raise ``Interrupted`` once cancelled: a connection's error (``exc``) or end of
+        stream after ``cancel`` is this cancellation's doing, whatever the socket said."""
         if self.failure:
-            raise Interrupted(self.failure)
+            raise Interrupted(self.failure) from exc
 
     def hold(self, sock: socket.socket) -> _Held:
         """Hold ``sock``'s connection until ``release``; once cancelled: ``Interrupted``."""
@@ -129,18 +130,9 @@ class Cancellation:
 
     def release(self, held: _Held) -> None:
         with self._lock:
-            if held in self._held:
+            if held in self._held:  # not when ``cancel`` closed it already
                 self._held.remove(held)
                 held.sock.close()
-
-    def interrupted(self, exc: BaseException | None = None) -> Interrupted | None:
-        """``Interrupted`` (from ``exc``) when the connection's failure is this
-        cancellation's doing: an error or an end of stream after ``cancel``."""
-        if not self.failure:
-            return None
-        found = Interrupted(self.failure)
-        found.__cause__ = exc
-        return found
 
 
 class DeadlineStream(httpcore.NetworkStream):
@@ -159,8 +151,10 @@ class DeadlineStream(httpcore.NetworkStream):
         self._held = held
         self._cancellation = cancellation
 
-    def _ended(self, exc: BaseException | None) -> Interrupted | None:
-        return self._cancellation.interrupted(exc) if self._cancellation is not None else None
+    def _check(self, exc: BaseException | None = None) -> None:
+        """``Interrupted`` when the cancellation ended the connection (``exc``: its error)."""
+        if self._cancellation is not None:
+            self._cancellation.check(exc)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         try:
@@ -168,23 +162,17 @@ class DeadlineStream(httpcore.NetworkStream):
                 max_bytes, _clamp(self._deadline, timeout, httpcore.ReadTimeout)
             )
         except Exception as exc:
-            ended = self._ended(exc)
-            if ended is not None:
-                raise ended from exc
+            self._check(exc)
             raise
         if not data:  # the end of the stream: the server's, or the cancellation's
-            ended = self._ended(None)
-            if ended is not None:
-                raise ended
+            self._check()
         return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         try:
             self._inner.write(buffer, _clamp(self._deadline, timeout, httpcore.WriteTimeout))
         except Exception as exc:
-            ended = self._ended(exc)
-            if ended is not None:
-                raise ended from exc
+            self._check(exc)
             raise
 
     def close(self) -> None:
@@ -207,9 +195,7 @@ class DeadlineStream(httpcore.NetworkStream):
                 _clamp(self._deadline, timeout, httpcore.ConnectTimeout),
             )
         except Exception as exc:
-            ended = self._ended(exc)
-            if ended is not None:
-                raise ended from exc
+            self._check(exc)
             raise
         return DeadlineStream(inner, self._deadline, self._held, self._cancellation)
 
@@ -294,8 +280,6 @@ class _Pin:
             # Defence in depth: the transport was built for one destination only.
             raise httpcore.ConnectError("connection target differs from the checked one")
         for address in self._addresses:
-            if self._cancellation is not None:
-                self._cancellation.check()
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
                 raise httpcore.ConnectTimeout("fetch budget exhausted")
@@ -328,7 +312,8 @@ class PinnedBackend(_Pin, httpcore.NetworkBackend):
         for address, budget in self.attempts(host, port):
             try:
                 if self._cancellation is not None:
-                    return self._cancellable(address, port, budget, socket_options)
+                    # The pool is built here without ``socket_options``: none to set.
+                    return self._cancellable(address, port, budget)
                 stream = _SYNC.connect_tcp(
                     address, port, timeout=budget, socket_options=socket_options
                 )
@@ -338,11 +323,10 @@ class PinnedBackend(_Pin, httpcore.NetworkBackend):
         assert last is not None
         raise last
 
-    def _cancellable(
-        self, address: str, port: int, budget: float, options: Iterable[typing.Any] | None
-    ) -> httpcore.NetworkStream:
+    def _cancellable(self, address: str, port: int, budget: float) -> httpcore.NetworkStream:
         """``_SYNC.connect_tcp``'s connection, held by the cancellation from before its
-        ``connect``: a cancel ends a connect under way too."""
+        ``connect``: a cancel ends a connect under way too, and a cancelled one refuses
+        the hop before any (``hold``)."""
         assert self._cancellation is not None
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -352,16 +336,12 @@ class PinnedBackend(_Pin, httpcore.NetworkBackend):
             sock.close()
             raise
         try:
-            for option in options or ():
-                sock.setsockopt(*option)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(budget)
             try:
                 sock.connect((address, port))
             except OSError as exc:
-                ended = self._cancellation.interrupted(exc)
-                if ended is not None:
-                    raise ended from exc
+                self._cancellation.check(exc)  # its shutdown ended the connect
                 kind = httpcore.ConnectTimeout if isinstance(exc, TimeoutError) else None
                 raise (kind or httpcore.ConnectError)(str(exc)) from exc
             self._cancellation.check()
