@@ -1264,10 +1264,13 @@ _NAME_FILES = (
 )
 
 
-def _memo_key(dist: Any, bases: dict[str, str] | None = None) -> tuple[Any, ...] | None:
+def _memo_key(
+    dist: Any, bases: dict[str, str] | None = None, parents: dict[str, str] | None = None
+) -> tuple[Any, ...] | None:
     """What ``dist``'s names were read from, or ``None`` when that cannot be told (a
     distribution not in a directory: a zip file's, a custom finder's) or it changed within
-    ``SETTLE_NS`` (read again)."""
+    ``SETTLE_NS`` (read again).  ``parents``: one look's real paths of the directories
+    holding metadata directories (``_real``)."""
     raw = getattr(dist, "_path", None)
     try:
         path = os.fspath(raw) if raw is not None else None
@@ -1285,7 +1288,7 @@ def _memo_key(dist: Any, bases: dict[str, str] | None = None) -> tuple[Any, ...]
         where = _dist_base(dist, bases)
     except Exception:  # read (and raising) as it did unmemoized
         return None
-    key = (os.path.realpath(path), _file_key(path), files, listing, where)
+    key = (_real(path, parents), _file_key(path), files, listing, where)
     # Racily clean (as git's index says): a file changed within the last seconds may change
     # again inside one tick of the coarse clock file times are stamped with, its key
     # unchanged: such a distribution is read again at each load until it has settled.
@@ -1295,11 +1298,15 @@ def _memo_key(dist: Any, bases: dict[str, str] | None = None) -> tuple[Any, ...]
 
 
 def _names_of(
-    dist: Any, roots: list[str], bases: dict[str, str] | None = None
+    dist: Any,
+    roots: list[str],
+    bases: dict[str, str] | None = None,
+    parents: dict[str, str] | None = None,
 ) -> tuple[str, frozenset[str], str]:
     """``dist``'s label, top-level names under ``roots`` and why they may be incomplete
-    (memoized: ``_names_memo``; ``bases``: ``_dist_base``'s, one load's)."""
-    key = _memo_key(dist, bases)
+    (memoized: ``_names_memo``; ``bases``: ``_dist_base``'s, ``parents``: ``_real``'s, one
+    load's)."""
+    key = _memo_key(dist, bases, parents)
     found = _names_memo.get(key) if key is not None else None
     if found is None:
         found = _read_names(dist, bases)
@@ -1331,9 +1338,10 @@ class _Providers:
             return self
         roots = _roots()
         bases: dict[str, str] = {}
+        parents: dict[str, str] = {}  # this build's own (``_real``): never kept past it
         for dist in _all_distributions():
-            key = _dist_key(dist)
-            self.labels[key], names, problem = _names_of(dist, roots, bases)
+            key = _dist_key(dist, parents)
+            self.labels[key], names, problem = _names_of(dist, roots, bases, parents)
             if problem:
                 directory = ""
                 with contextlib.suppress(Exception):
