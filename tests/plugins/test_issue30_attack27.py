@@ -1,0 +1,87 @@
+"""Issue 30, round 27 (outside attack): what gets through the plugin sandbox.
+
+Each test fails on the code it was written against (that is the proof of its finding);
+its docstring gives the severity, the route and what an attacker gains.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from django_webfetch.plugins.runtime import bubblewrap
+from tests.plugins.packages import open_up, read_all, wheel
+
+pytestmark = pytest.mark.django_db
+
+_SECRET = "attack27-the-sites-secret"
+
+
+def test_a_plugin_dependency_whose_record_names_a_copy_unmasks_the_copy(
+    probe: Any,
+    system_library_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    """Medium-low.  Route: decision 0058 amended for round 26 keeps visible every sibling
+    of the site's package that another distribution's ``RECORD`` lists
+    (``bubblewrap._directory_entries``/``_installed``), and a ``RECORD`` is whatever the
+    wheel pip installed holds.  A plugin (or a dependency it declares, which the operator
+    installs into ``site-packages``) ships one harmless file under the name of the copy
+    an operator keeps of the previous release (``mysite_old/__init__.py``...); pip writes
+    it into the existing copy and lists ``mysite_old/...`` in the plugin's ``RECORD``:
+    the whole copy, ``settings.py`` with ``SECRET_KEY`` included, is then shown in every
+    plugin process.  Gain: the site's settings, secrets and code through any backup copy
+    whose name the wheel guessed (a wheel may ship many names).  Suggested fix: an entry
+    is another distribution's only when that distribution's ``RECORD`` accounts for every
+    file in it (or: never keep visible what holds a copy of a masked file)."""
+    deps = system_library_dir / "venv" / "lib" / "site-packages"
+    deps.mkdir(parents=True)
+    settings_text = f"SECRET_KEY = '{_SECRET}'\n"
+    wheel(deps, "attack27-site", {}, {"attack27_site/__init__.py": "",
+                                      "attack27_site/settings.py": settings_text})  # fmt: skip
+    shutil.copytree(deps / "attack27_site", deps / "attack27_site_old")
+    # The plugin's dependency, installed over the copy by pip: one marker file there.
+    wheel(deps, "attack27-helper", {}, {"attack27_helper/__init__.py": "",
+                                        "attack27_site_old/zz_marker.py": ""})  # fmt: skip
+    open_up(system_library_dir)
+    monkeypatch.syspath_prepend(str(deps))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack27_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    seen = read_all(probe, [str(deps)], _SECRET)
+    assert str(deps / "attack27_helper" / "__init__.py") in seen["read"], seen  # control
+    assert str(deps / "attack27_site" / "settings.py") not in seen["read"], seen
+    assert seen["leaked"] == [], f"the site's settings are readable: {seen['leaked']}"
+
+
+def test_a_copy_dated_without_a_separator_beside_the_sites_package_is_shown(
+    system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Low.  Route: a directory's copies are its siblings holding its name as a whole word
+    (``bubblewrap._of_directory``): a letter or digit right after the name makes a
+    neighbour, never a copy.  The copy a deploy script makes with the date appended
+    directly (``cp -a mysite mysite$(date +%F)``: ``mysite2026-12-07``;
+    ``mysite$(date +%Y%m%d)``; a versioned ``mysitev41``) lies in the bound package
+    directory unmasked, ``settings.py`` with ``SECRET_KEY`` in it.  Gain: the site's
+    settings and code from an ordinary backup naming.  Suggested fix: a digit run of a
+    date or a version (``\\d{4,}``, ``v\\d+``) after the name makes a copy too, or mask
+    every sibling holding a file identical to a masked one (its ``settings.py``)."""
+    package = system_library_dir / "attack27_site"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(f"SECRET_KEY = '{_SECRET}'\n")
+    names = ["attack27_site2026-12-07", "attack27_site20261207", "attack27_siteOLD"]
+    for name in names:
+        shutil.copytree(package, system_library_dir / name)
+    monkeypatch.syspath_prepend(str(system_library_dir))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack27_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    hidden = bubblewrap.hidden_paths([os.path.realpath(system_library_dir)], [])
+    real = os.path.realpath(system_library_dir)
+    assert os.path.join(real, "attack27_site") in hidden, hidden  # the control
+    shown = [name for name in names if os.path.join(real, name) not in hidden]
+    assert shown == [], f"copies of the site's package shown in the sandbox: {shown}"
