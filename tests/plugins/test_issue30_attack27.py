@@ -153,3 +153,52 @@ def test_a_call_that_ended_goes_on_asking_dns_questions_for_its_request(
     after = [(q.qtype, q.server) for q in asked()[2:]]
     assert killed and killed[0] <= 2, killed
     assert after == [], f"DNS questions asked after the call ended: {after}"
+
+
+def test_credential_and_log_files_other_settings_name_are_readable(
+    probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """Medium-low.  Route: round 26 (finding 5) masked the credential files of
+    ``DATABASES[...]["OPTIONS"]`` and ``EMAIL_SSL_*`` only (``bubblewrap.CREDENTIAL_OPTIONS``,
+    ``_site_data``), and ``_site_data`` reads a cache's ``LOCATION`` but never its
+    ``OPTIONS``.  Beside a project whose ``BASE_DIR`` is not masked whole (the premise of
+    the round-26 finding), the files other settings of the same site name stay readable:
+    the TLS client key and certificate of Django's own ``RedisCache`` (``CACHES[...]
+    ["OPTIONS"]["ssl_keyfile"]``/``ssl_certfile``, which redis-py opens; the session and
+    cache store), Celery's broker TLS key (``CELERY_BROKER_USE_SSL["keyfile"]``), and the
+    log files this project's own setting names for its log tools (``WEBFETCH_LOG_FILES``,
+    the site's logs: request URLs, user data), none in ``SITE_SETTINGS`` either.  Gain:
+    the Redis/broker client keys (the session store, the task queue) and the site's logs.
+    Suggested fix: mask every absolute or working-directory-relative path that names an
+    existing file in any setting's value, walked (dicts, lists, tuples, ``Path``), with
+    ``WEBFETCH_LOG_FILES`` named explicitly, rather than a list of known options."""
+    base = system_library_dir / "mysite"
+    base.mkdir()
+    secrets = {
+        "redis-client.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-redis-key\n",
+        "redis-client.crt": f"-----BEGIN CERTIFICATE-----\n{_SECRET}-redis-cert\n",
+        "broker.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-broker-key\n",
+        "webfetch.log": f"GET /reset?token={_SECRET}-log\n",
+    }
+    for name, text in secrets.items():
+        (base / name).write_text(text)
+    (base / "attack27_other.txt").write_text("control\n")
+    open_up(system_library_dir)
+    monkeypatch.chdir(base)
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    settings.MEDIA_ROOT = str(base / "media")  # not the working directory
+    caches = dict(settings.CACHES)
+    caches["sessions"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "rediss://cache.internal:6380/0",
+        "OPTIONS": {
+            "ssl_keyfile": str(base / "redis-client.key"),
+            "ssl_certfile": "redis-client.crt",
+        },
+    }
+    settings.CACHES = caches
+    settings.CELERY_BROKER_USE_SSL = {"keyfile": str(base / "broker.key")}
+    settings.WEBFETCH_LOG_FILES = [str(base / "webfetch.log")]
+    seen = read_all(probe, [str(base)], _SECRET)
+    assert str(base / "attack27_other.txt") in seen["read"], seen  # the control
+    assert seen["leaked"] == [], f"files the settings name are readable: {seen['leaked']}"
