@@ -70,7 +70,9 @@ def test_a_copy_dated_without_a_separator_beside_the_sites_package_is_shown(
     neighbour, never a copy.  The copy a deploy script makes with the date appended
     directly (``cp -a mysite mysite$(date +%F)``: ``mysite2026-12-07``;
     ``mysite$(date +%Y%m%d)``; a versioned ``mysitev41``) lies in the bound package
-    directory unmasked, ``settings.py`` with ``SECRET_KEY`` in it.  Gain: the site's
+    directory unmasked, ``settings.py`` with ``SECRET_KEY`` in it (this sits on the rule's
+    stated boundary, ``media2`` being a neighbour; a date or a version is the copy the
+    amendment meant to catch).  Gain: the site's
     settings and code from an ordinary backup naming.  Suggested fix: a digit run of a
     date or a version (``\\d{4,}``, ``v\\d+``) after the name makes a copy too, or mask
     every sibling holding a file identical to a masked one (its ``settings.py``)."""
@@ -106,9 +108,10 @@ def test_a_call_that_ended_goes_on_asking_dns_questions_for_its_request(
     probe: Any, lab_settings: Any, settings: Any
 ) -> None:
     """Low.  Route: decision 0066 ends a call's requests by shutting their connections and
-    refusing any hop before its DNS question, but a lookup under way when the call ends is
-    not ended (``net.resolve.DnsResolver._ask`` has no cancellation): with the usual two
-    nameservers it goes on asking A and AAAA again, server after server every 2 s, for the
+    refusing any hop before its DNS question, and accepts that a question already asked
+    is not interrupted; but the lookup under way when the call ends is not ended
+    (``net.resolve.DnsResolver._ask`` has no cancellation): with the usual two
+    nameservers it asks A and AAAA again, server after server every 2 s, for the
     request's whole budget (up to ``WEBFETCH_TIMEOUT``, 15 s here), after the plugin
     process is dead; and the host's thread stays in the lookup that long, so the call's
     end (its failure, its process's uid and pool slot) comes at the lookup's budget, not
@@ -155,29 +158,32 @@ def test_a_call_that_ended_goes_on_asking_dns_questions_for_its_request(
     assert after == [], f"DNS questions asked after the call ended: {after}"
 
 
-def test_credential_and_log_files_other_settings_name_are_readable(
+def test_the_redis_cache_keys_and_the_log_tools_files_the_settings_name_are_readable(
     probe: Any, system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     """Medium-low.  Route: round 26 (finding 5) masked the credential files of
     ``DATABASES[...]["OPTIONS"]`` and ``EMAIL_SSL_*`` only (``bubblewrap.CREDENTIAL_OPTIONS``,
-    ``_site_data``), and ``_site_data`` reads a cache's ``LOCATION`` but never its
-    ``OPTIONS``.  Beside a project whose ``BASE_DIR`` is not masked whole (the premise of
-    the round-26 finding), the files other settings of the same site name stay readable:
-    the TLS client key and certificate of Django's own ``RedisCache`` (``CACHES[...]
-    ["OPTIONS"]["ssl_keyfile"]``/``ssl_certfile``, which redis-py opens; the session and
-    cache store), Celery's broker TLS key (``CELERY_BROKER_USE_SSL["keyfile"]``), and the
-    log files this project's own setting names for its log tools (``WEBFETCH_LOG_FILES``,
-    the site's logs: request URLs, user data), none in ``SITE_SETTINGS`` either.  Gain:
-    the Redis/broker client keys (the session store, the task queue) and the site's logs.
-    Suggested fix: mask every absolute or working-directory-relative path that names an
-    existing file in any setting's value, walked (dicts, lists, tuples, ``Path``), with
-    ``WEBFETCH_LOG_FILES`` named explicitly, rather than a list of known options."""
+    ``_site_data``); ``_site_data`` reads a cache's ``LOCATION`` but never its ``OPTIONS``,
+    and never this project's own ``WEBFETCH_LOG_FILES``.  Decision 0060 leaves out only
+    "paths other applications' settings name" (Celery's, django-storages'); these are
+    Django's own cache backend's and this app's own setting.  Beside a project whose
+    ``BASE_DIR`` is not masked whole (the premise of the round-26 finding) they stay
+    readable: the TLS client key and certificate of Django's ``RedisCache``
+    (``CACHES[...]["OPTIONS"]["ssl_keyfile"]``/``ssl_certfile``, which redis-py opens: the
+    session and cache store), and the log files the site points its log tools at
+    (``WEBFETCH_LOG_FILES``: request URLs with their tokens, user data), written by
+    another process (gunicorn's access log, a worker's), so neither ``LOGGING`` nor
+    ``written_files`` names them; neither setting decides the pooled masks
+    (``SITE_SETTINGS`` has no ``WEBFETCH_LOG_FILES``).  Gain: the Redis client key (the
+    sessions in the cache) and the site's logs.  Suggested fix: read every path-valued
+    entry of each ``CACHES`` entry's ``OPTIONS`` (walked, any depth) as credentials, add
+    ``WEBFETCH_LOG_FILES`` to ``_site_data`` (with its rotated copies) and to
+    ``SITE_SETTINGS``."""
     base = system_library_dir / "mysite"
     base.mkdir()
     secrets = {
         "redis-client.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-redis-key\n",
         "redis-client.crt": f"-----BEGIN CERTIFICATE-----\n{_SECRET}-redis-cert\n",
-        "broker.key": f"-----BEGIN PRIVATE KEY-----\n{_SECRET}-broker-key\n",
         "webfetch.log": f"GET /reset?token={_SECRET}-log\n",
     }
     for name, text in secrets.items():
@@ -197,7 +203,6 @@ def test_credential_and_log_files_other_settings_name_are_readable(
         },
     }
     settings.CACHES = caches
-    settings.CELERY_BROKER_USE_SSL = {"keyfile": str(base / "broker.key")}
     settings.WEBFETCH_LOG_FILES = [str(base / "webfetch.log")]
     seen = read_all(probe, [str(base)], _SECRET)
     assert str(base / "attack27_other.txt") in seen["read"], seen  # the control
