@@ -200,3 +200,66 @@ def test_a_plugin_whose_dependency_sits_beside_the_sites_package_still_runs(
     seen = read_all(probe, [str(deps)], _SECRET)
     assert str(deps / "fix27b_site_helpers" / "__init__.py") in seen["read"], seen
     assert seen["leaked"] == [], f"the site's settings are readable: {seen['leaked']}"
+
+
+def test_a_dependency_whose_record_names_a_file_in_a_copy_leaves_the_copy_masked(
+    probe: Any,
+    system_library_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    """History: issue 30, round 27, finding 1 (Medium-low).
+
+    A plugin's dependency whose wheel writes one file into the copy an operator keeps of
+    the previous release (``fix28a_site_old/zz_marker.py``: pip lists it in the
+    dependency's ``RECORD``) leaves the copy masked, ``settings.py`` and all: an entry
+    stays visible only when other distributions' ``RECORD`` files list every file in it
+    (``bubblewrap._theirs``); the dependency's own package is readable."""
+    deps = system_library_dir / "venv" / "lib" / "site-packages"
+    deps.mkdir(parents=True)
+    settings_text = f"SECRET_KEY = '{_SECRET}'\n"
+    wheel(deps, "fix28a-site", {}, {"fix28a_site/__init__.py": "",
+                                      "fix28a_site/settings.py": settings_text})  # fmt: skip
+    shutil.copytree(deps / "fix28a_site", deps / "fix28a_site_old")
+    # The plugin's dependency, installed over the copy by pip: one marker file there.
+    wheel(deps, "fix28a-helper", {}, {"fix28a_helper/__init__.py": "",
+                                        "fix28a_site_old/zz_marker.py": ""})  # fmt: skip
+    open_up(system_library_dir)
+    monkeypatch.syspath_prepend(str(deps))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "fix28a_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    seen = read_all(probe, [str(deps)], _SECRET)
+    assert str(deps / "fix28a_helper" / "__init__.py") in seen["read"], seen  # control
+    assert str(deps / "fix28a_site" / "settings.py") not in seen["read"], seen
+    assert seen["leaked"] == [], f"the site's settings are readable: {seen['leaked']}"
+
+
+def test_bytecode_written_after_the_install_leaves_a_dependency_visible_its_cache_masked(
+    tmp_path: Path,
+) -> None:
+    """History: issue 30, round 27, finding 1.  A dependency named after the site's
+    package whose ``__pycache__`` the interpreter filled after the install (``uv pip
+    install`` compiles nothing; no ``RECORD`` lists the bytecode) stays visible, its
+    ``__pycache__`` masked; a copy holding one unlisted file outside a ``__pycache__``, a
+    link or too many entries is masked whole."""
+    site = tmp_path.resolve()
+    wheel(site, "mysite", {}, {"mysite/__init__.py": "", "mysite/settings.py": ""})
+    files = {"mysite_helpers/__init__.py": "", "mysite_helpers/sub/__init__.py": ""}
+    wheel(site, "mysite-helpers", {}, files)
+    helpers = site / "mysite_helpers"
+    for cache in (helpers / "__pycache__", helpers / "sub" / "__pycache__"):
+        cache.mkdir()
+        (cache / "__init__.cpython-311.pyc").write_bytes(b"")
+    wheel(site, "linked", {}, {"mysite_linked/__init__.py": ""})
+    os.symlink(site / "mysite" / "settings.py", site / "mysite_linked" / "settings.py")
+    many = {f"mysite_many/m{n}.py": "" for n in range(bubblewrap._THEIRS_MAX_ENTRIES + 1)}
+    wheel(site, "many", {}, many)
+    wheel(site, "stray", {}, {"mysite_stray/__init__.py": ""})
+    (site / "mysite_stray" / "settings.py").write_text(f"SECRET_KEY = '{_SECRET}'\n")
+    found = bubblewrap.copies(str(site / "mysite"))[0]
+    assert str(helpers) not in found, found
+    assert str(helpers / "__pycache__") in found, found
+    assert str(helpers / "sub" / "__pycache__") in found, found
+    assert str(site / "mysite_helpers-1.0.dist-info") not in found, found
+    for name in ("mysite_linked", "mysite_many", "mysite_stray"):
+        assert str(site / name) in found, (name, found)

@@ -16,50 +16,13 @@ from typing import Any
 import pytest
 
 from django_webfetch.plugins.runtime import bubblewrap
-from tests.plugins.packages import open_up, read_all, wheel
+from tests.plugins.packages import open_up, read_all
 from tests.plugins.test_sandbox_kernel_memory_cpu_inodes_and_bytecode import _warm_pid
 from tests.settle import SAFETY_NET
 
 pytestmark = pytest.mark.django_db
 
 _SECRET = "attack27-the-sites-secret"
-
-
-def test_a_plugin_dependency_whose_record_names_a_copy_unmasks_the_copy(
-    probe: Any,
-    system_library_dir: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    settings: Any,
-) -> None:
-    """Medium-low.  Route: decision 0058 amended for round 26 keeps visible every sibling
-    of the site's package that another distribution's ``RECORD`` lists
-    (``bubblewrap._directory_entries``/``_installed``), and a ``RECORD`` is whatever the
-    wheel pip installed holds.  A plugin (or a dependency it declares, which the operator
-    installs into ``site-packages``) ships one harmless file under the name of the copy
-    an operator keeps of the previous release (``mysite_old/__init__.py``...); pip writes
-    it into the existing copy and lists ``mysite_old/...`` in the plugin's ``RECORD``:
-    the whole copy, ``settings.py`` with ``SECRET_KEY`` included, is then shown in every
-    plugin process.  Gain: the site's settings, secrets and code through any backup copy
-    whose name the wheel guessed (a wheel may ship many names).  Suggested fix: an entry
-    is another distribution's only when that distribution's ``RECORD`` accounts for every
-    file in it (or: never keep visible what holds a copy of a masked file)."""
-    deps = system_library_dir / "venv" / "lib" / "site-packages"
-    deps.mkdir(parents=True)
-    settings_text = f"SECRET_KEY = '{_SECRET}'\n"
-    wheel(deps, "attack27-site", {}, {"attack27_site/__init__.py": "",
-                                      "attack27_site/settings.py": settings_text})  # fmt: skip
-    shutil.copytree(deps / "attack27_site", deps / "attack27_site_old")
-    # The plugin's dependency, installed over the copy by pip: one marker file there.
-    wheel(deps, "attack27-helper", {}, {"attack27_helper/__init__.py": "",
-                                        "attack27_site_old/zz_marker.py": ""})  # fmt: skip
-    open_up(system_library_dir)
-    monkeypatch.syspath_prepend(str(deps))
-    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "attack27_site.settings")
-    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
-    seen = read_all(probe, [str(deps)], _SECRET)
-    assert str(deps / "attack27_helper" / "__init__.py") in seen["read"], seen  # control
-    assert str(deps / "attack27_site" / "settings.py") not in seen["read"], seen
-    assert seen["leaked"] == [], f"the site's settings are readable: {seen['leaked']}"
 
 
 def test_a_copy_dated_without_a_separator_beside_the_sites_package_is_shown(
