@@ -96,6 +96,11 @@ _NAMES = st.from_regex(r"[a-z][a-z0-9_]{1,10}", fullmatch=True).filter(
 )
 _SEPARATORS = ("-", "_", ".", "~", "#", " ")
 _DATES = ("%Y%m%d", "%Y-%m-%d", "%Y%m%d%H%M%S", "%s", "%d.%m.%Y")
+#: Dates glued to the name (``cp -a mysite mysite$(date +%F)``): a year's four digits
+#: first, or a day-first date with its separators.
+_GLUED_DATES = ("%Y%m%d", "%Y-%m-%d", "%Y%m%d%H%M%S", "%Y", "%d.%m.%Y", "%d-%m-%y")
+_GLUED_WORDS = ("old", "bak", "backup", "orig", "copy", "save", "saved", "prev", "new")
+_ENDS = ("", "2", "-1", ".tar")
 
 
 @st.composite
@@ -104,7 +109,8 @@ def _copy(draw: Any) -> tuple[str, str, list[str]]:
     name = draw(_NAMES)
     moment = time.gmtime(draw(st.integers(0, 4_102_444_800)))
     separator = draw(st.sampled_from(_SEPARATORS))
-    kind = draw(st.sampled_from(["dated", "old", "bak", "prefixed", "editor", "numbered"]))
+    kinds = ["dated", "old", "bak", "prefixed", "editor", "numbered", "glued"]
+    kind = draw(st.sampled_from(kinds))
     if kind == "dated":  # ``cp -a media media-20261207``
         copy = name + separator + time.strftime(draw(st.sampled_from(_DATES)), moment)
     elif kind == "old":  # ``mysite-old``, ``mysite_old``, ``mysite.previous``
@@ -116,11 +122,21 @@ def _copy(draw: Any) -> tuple[str, str, list[str]]:
         copy = prefix + separator + name + draw(st.sampled_from(["", "-1", "_20261207"]))
     elif kind == "editor":  # ``.#mysite``, ``#mysite#``
         copy = draw(st.sampled_from([".#", "#", "."])) + name + draw(st.sampled_from(["", "#"]))
-    else:  # a file manager's ``mysite (1)``, ``mysite copy``
+    elif kind == "numbered":  # a file manager's ``mysite (1)``, ``mysite copy``
         copy = name + draw(st.sampled_from([" (1)", " copy", " 2", "-2"]))
+    else:  # glued: ``mysite$(date +%F)``, ``mysite20261207``, ``mysitev41``, ``mysiteOLD``
+        glued = draw(st.sampled_from(["date", "version", "word"]))
+        if glued == "date":
+            copy = name + time.strftime(draw(st.sampled_from(_GLUED_DATES)), moment)
+        elif glued == "version":
+            copy = name + "v" + str(draw(st.integers(0, 999)))
+        else:
+            copy = name + draw(st.sampled_from(_GLUED_WORDS)) + draw(st.sampled_from(_ENDS))
     if draw(st.booleans()):
         copy = draw(st.sampled_from([copy.upper(), copy.title(), copy.swapcase()]))
     neighbours = [name + "s", name + "2x", "x" + name, name[:-1], name + "files"]
+    # Glued to the name, what is no date, version or copy word: a neighbour still.
+    neighbours += [name + "2", name + "123", name + "news", name + "older", name + "video"]
     return name, copy, [n for n in neighbours if n.casefold() != name]
 
 
@@ -131,10 +147,13 @@ def test_every_copy_of_a_data_or_package_directory_is_among_its_copies(
 ) -> None:
     """History: issue 30, round 26, finding 3.  Over generated directory names and copies
     of them (dated with any separator, ``-old``, ``_old``, ``.bak``, ``~``, prefixed
-    ``old-``, editors' and file managers' names, in any case): each copy beside a
-    directory is among ``bubblewrap.copies`` of it, and no neighbour is (one that only
-    starts or ends with its name, or is shorter), nor a dependency another distribution
-    installed beside it (``<name>_helpers``, its ``.dist-info``)."""
+    ``old-``, editors' and file managers' names, in any case; and, round 27, finding 2,
+    a date, a version or a copy word glued to the name: ``mysite20261207``,
+    ``mysitev41``, ``mysiteOLD``): each copy beside a directory is among
+    ``bubblewrap.copies`` of it, and no neighbour is (one that only starts or ends with
+    its name, or is shorter, or has a short number, a word or a copy word's start glued
+    to it: ``media2``, ``mysite123``, ``mysitenews``, ``mysiteolder``), nor a dependency
+    another distribution installed beside it (``<name>_helpers``, its ``.dist-info``)."""
     name, copy, neighbours = case
     with tempfile.TemporaryDirectory() as top:
         real = os.path.realpath(top)
@@ -152,6 +171,35 @@ def test_every_copy_of_a_data_or_package_directory_is_among_its_copies(
             assert os.path.join(real, neighbour) not in found, (neighbour, found)
         assert os.path.join(real, f"{name}_helpers") not in found, found
         assert str(info) not in found, found
+
+
+def test_a_copy_dated_without_a_separator_beside_the_sites_package_is_hidden(
+    system_library_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """History: issue 30, round 27, finding 2 (Low).
+
+    The copy a deploy script makes with the date or a version appended directly (``cp -a
+    mysite mysite$(date +%F)``: ``mysite2026-12-07``; ``mysite$(date +%Y%m%d)``;
+    ``mysiteOLD``) beside the site's package in a bound directory is hidden with it
+    (``bubblewrap._GLUED_COPY``); a neighbour with a short number glued (``..._site2``)
+    is not."""
+    package = system_library_dir / "fix28a_site"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text(f"SECRET_KEY = '{_SECRET}'\n")
+    names = ["fix28a_site2026-12-07", "fix28a_site20261207", "fix28a_siteOLD"]
+    for name in names:
+        shutil.copytree(package, system_library_dir / name)
+    (system_library_dir / "fix28a_site2").mkdir()  # a neighbour
+    monkeypatch.syspath_prepend(str(system_library_dir))
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "fix28a_site.settings")
+    settings.WEBFETCH_PLUGIN_HIDDEN_PATHS = []
+    hidden = bubblewrap.hidden_paths([os.path.realpath(system_library_dir)], [])
+    real = os.path.realpath(system_library_dir)
+    assert os.path.join(real, "fix28a_site") in hidden, hidden  # the control
+    shown = [name for name in names if os.path.join(real, name) not in hidden]
+    assert shown == [], f"copies of the site's package shown in the sandbox: {shown}"
+    assert os.path.join(real, "fix28a_site2") not in hidden, hidden
 
 
 def test_the_sites_own_metadata_beside_its_package_is_among_its_copies(tmp_path: Path) -> None:

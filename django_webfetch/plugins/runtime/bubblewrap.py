@@ -53,6 +53,7 @@ import errno
 import functools
 import importlib.machinery
 import os
+import re
 import socket
 import stat
 import sys
@@ -1357,14 +1358,27 @@ def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
     ]
 
 
+#: What makes a copy when glued to a directory's name with no separator (casefolded):
+#: a date or a serial of 4 digits or more (``mysite20261207``, ``mysite2026-12-07``), a
+#: day-first date (``media07.12.2026``), a version (``mysitev41``) or a copy word
+#: followed by no letter (``mysiteOLD``, ``mediabak2``, ``mysitecopy``).  Issue 30,
+#: round 27, finding 2.
+_GLUED_COPY = re.compile(
+    r"\d{4}|\d{1,2}[-._]\d{1,2}[-._]\d{2}|v\d"
+    r"|(?:backup|bak|copy|orig|old|previous|prev|saved|save|new)(?![^\W\d_])"
+)
+
+
 def _of_directory(entry: str, name: str) -> bool:
     """Whether the directory entry ``entry`` is named as a copy of the directory ``name``
     beside it (a package, a media root): ``name`` in it as a word, in any case, bounded
     on each side by an end of the entry or a character that is no letter or digit
     (``mysite-20261207``, ``mysite_old``, ``Mysite.BAK``, ``mysite~``, ``old-mysite``,
-    ``.#mysite``, ``mysite copy``, ``MEDIA``), the entry not ``name`` itself; never a
-    neighbour that only starts with it (``mysites``, ``media2``).  Issue 30, round 26,
-    finding 3; docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst."""
+    ``.#mysite``, ``mysite copy``, ``MEDIA``), or followed directly by a date, a version
+    or a copy word (``_GLUED_COPY``: ``mysite20261207``, ``mysitev41``, ``mysiteOLD``),
+    the entry not ``name`` itself; never a neighbour that only starts with it
+    (``mysites``, ``media2``, ``mysitenews``).  Issue 30, round 26, finding 3, round 27,
+    finding 2; docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst."""
     if entry == name:
         return False
     folded, word = entry.casefold(), name.casefold()
@@ -1372,7 +1386,9 @@ def _of_directory(entry: str, name: str) -> bool:
     while start != -1:
         end = start + len(word)
         if (start == 0 or not folded[start - 1].isalnum()) and (
-            end == len(folded) or not folded[end].isalnum()
+            end == len(folded)
+            or not folded[end].isalnum()
+            or _GLUED_COPY.match(folded, end) is not None
         ):
             return True
         start = folded.find(word, start + 1)
