@@ -53,6 +53,7 @@ import errno
 import functools
 import importlib.machinery
 import os
+import re
 import socket
 import stat
 import sys
@@ -1357,14 +1358,27 @@ def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
     ]
 
 
+#: What makes a copy when glued to a directory's name with no separator (casefolded):
+#: a date or a serial of 4 digits or more (``mysite20261207``, ``mysite2026-12-07``), a
+#: day-first date (``media07.12.2026``), a version (``mysitev41``) or a copy word
+#: followed by no letter (``mysiteOLD``, ``mediabak2``, ``mysitecopy``).  Issue 30,
+#: round 27, finding 2.
+_GLUED_COPY = re.compile(
+    r"\d{4}|\d{1,2}[-._]\d{1,2}[-._]\d{2}|v\d"
+    r"|(?:backup|bak|copy|orig|old|previous|prev|saved|save|new)(?![^\W\d_])"
+)
+
+
 def _of_directory(entry: str, name: str) -> bool:
     """Whether the directory entry ``entry`` is named as a copy of the directory ``name``
     beside it (a package, a media root): ``name`` in it as a word, in any case, bounded
     on each side by an end of the entry or a character that is no letter or digit
     (``mysite-20261207``, ``mysite_old``, ``Mysite.BAK``, ``mysite~``, ``old-mysite``,
-    ``.#mysite``, ``mysite copy``, ``MEDIA``), the entry not ``name`` itself; never a
-    neighbour that only starts with it (``mysites``, ``media2``).  Issue 30, round 26,
-    finding 3; docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst."""
+    ``.#mysite``, ``mysite copy``, ``MEDIA``), or followed directly by a date, a version
+    or a copy word (``_GLUED_COPY``: ``mysite20261207``, ``mysitev41``, ``mysiteOLD``),
+    the entry not ``name`` itself; never a neighbour that only starts with it
+    (``mysites``, ``media2``, ``mysitenews``).  Issue 30, round 26, finding 3, round 27,
+    finding 2; docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst."""
     if entry == name:
         return False
     folded, word = entry.casefold(), name.casefold()
@@ -1372,7 +1386,9 @@ def _of_directory(entry: str, name: str) -> bool:
     while start != -1:
         end = start + len(word)
         if (start == 0 or not folded[start - 1].isalnum()) and (
-            end == len(folded) or not folded[end].isalnum()
+            end == len(folded)
+            or not folded[end].isalnum()
+            or _GLUED_COPY.match(folded, end) is not None
         ):
             return True
         start = folded.find(word, start + 1)
@@ -1381,7 +1397,7 @@ def _of_directory(entry: str, name: str) -> bool:
 
 def _directory_entries(directory: str, name: str) -> list[str]:
     """The copies beside the directory ``name`` in ``directory`` (``_of_directory``), but
-    each entry another distribution installed there (``_installed``: a dependency
+    each entry other distributions installed there whole (``_theirs``: a dependency
     ``mysite_helpers`` beside the site's package ``mysite``, its ``.dist-info``)."""
     try:
         names = os.listdir(directory)
@@ -1397,8 +1413,65 @@ def _directory_entries(directory: str, name: str) -> list[str]:
     except OSError:
         return []
     owners = _installed(directory, (identity.st_dev, identity.st_ino, identity.st_mtime_ns))
-    others = {top for tops in owners.values() if name not in tops for top in tops}
-    return [os.path.join(directory, entry) for entry in found if entry not in others]
+    # The site's own distribution (its ``RECORD`` lists ``name``) accounts for nothing.
+    theirs: set[str] = set()
+    listed: set[str] = set()
+    for tops, paths in owners.values():
+        if name not in tops and not tops.isdisjoint(found):
+            theirs |= tops
+            listed |= paths
+    masked: list[str] = []
+    for entry in found:
+        caches = _theirs(directory, entry, listed) if entry in theirs else None
+        masked += [os.path.join(directory, entry)] if caches is None else caches
+    return masked
+
+
+#: The most entries ``_theirs`` looks at under one entry: past it, the entry is masked.
+_THEIRS_MAX_ENTRIES = 20_000
+
+
+def _theirs(directory: str, entry: str, listed: set[str]) -> list[str] | None:
+    """The bytecode caches to mask in ``entry`` of ``directory`` if it is other
+    distributions' as a whole, else None: a regular file ``listed`` names, or a directory
+    (no link) under which every entry is a directory or a regular file ``listed`` names,
+    or a file in a ``__pycache__`` (bytecode the interpreter wrote after the install:
+    that ``__pycache__`` is returned, masked, as the guest reads the listed source),
+    found within ``_THEIRS_MAX_ENTRIES``.  Any other file their ``RECORD`` files do not
+    list (an operator's ``settings.py`` in a copy a wheel wrote one file into), a link or
+    a special file makes the entry a copy (issue 30, round 27, finding 1; decision 0058,
+    amended for round 27).  Each directory looked in is noted (``_note``): a file made
+    in it later retires the pooled processes whose masks it decided."""
+    pending = [entry]
+    caches: list[str] = []
+    seen = 0
+    while pending:
+        relative = pending.pop()
+        path = os.path.join(directory, relative)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISREG(info.st_mode):
+            if relative not in listed:
+                cache = os.path.dirname(path)
+                if os.path.basename(cache) != "__pycache__" or relative == entry:
+                    return None
+                if cache not in caches:
+                    caches.append(cache)
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        _note(path)
+        try:
+            names = os.listdir(path)
+        except OSError:
+            return None
+        seen += len(names)
+        if seen > _THEIRS_MAX_ENTRIES:
+            return None
+        pending += [relative + "/" + name for name in names]
+    return caches
 
 
 #: The largest ``RECORD`` ``_installed`` reads (as ``provenance.METADATA_MAX_BYTES``).
@@ -1406,18 +1479,21 @@ _RECORD_MAX_BYTES = 32 * 1024 * 1024
 
 
 @functools.lru_cache(maxsize=16)
-def _installed(directory: str, identity: tuple[int, ...]) -> dict[str, frozenset[str]]:
-    """The entries of ``directory`` each distribution installed there lists in its
-    ``RECORD`` (the files its installer wrote; the first component of each path under
-    ``directory``): ``{dist-info name: entries}``.  Remembered by the directory's identity
-    and modification time (an install or removal adds or removes a ``.dist-info``).
+def _installed(
+    directory: str, identity: tuple[int, ...]
+) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """The files under ``directory`` each distribution installed there lists in its
+    ``RECORD`` (the files its installer wrote; each path under ``directory``, normalized,
+    none leaving it) and their first components: ``{dist-info name: (entries, paths)}``.
+    Remembered by the directory's identity and modification time (an install or removal
+    adds or removes a ``.dist-info``).
     A distribution with no ``RECORD`` (an ``.egg-info``, a distribution's own package
     manager's install) lists nothing: an entry named after a masked directory beside it
-    stays masked (decision 0058, amended for round 26)."""
+    stays masked (decision 0058, amended for rounds 26 and 27)."""
     import csv
 
     del identity  # the cache key only
-    owners: dict[str, frozenset[str]] = {}
+    owners: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
     try:
         names = os.listdir(directory)
     except OSError:
@@ -1433,14 +1509,20 @@ def _installed(directory: str, identity: tuple[int, ...]) -> dict[str, frozenset
                 info = os.fstat(fd)
                 if stat.S_ISREG(info.st_mode) and info.st_size <= _RECORD_MAX_BYTES:
                     lines = f.read().splitlines()  # else it lists nothing: all stays masked
-        # Each row's path up to its first ``/``; only a quoted path (one with a comma or a
-        # quote) is parsed as csv: parsing every row took 0.3 s over 145 distributions'
-        # ``RECORD`` files (2.2 MB), this about 0.1 s.
+        # Each row's path; only a quoted path (one with a comma or a quote) is parsed as
+        # csv: parsing every row took 0.3 s over 145 distributions' ``RECORD`` files
+        # (2.2 MB), this about 0.1 s.
         paths = [line.partition(",")[0] for line in lines if not line.startswith('"')]
         with contextlib.suppress(csv.Error):
             paths += [row[0] for row in csv.reader(x for x in lines if x.startswith('"')) if row]
-        tops = {path.partition("/")[0] for path in paths}
-        owners[meta] = frozenset(tops - {"", ".", ".."})
+        # ``os.path.normpath`` only where it may change the path; none leaving ``directory``.
+        normal = frozenset(
+            os.path.normpath(path) if path[0] == "." or "/." in path or "//" in path else path
+            for path in paths
+            if path and path[0] != "/"
+        )
+        normal = frozenset(path for path in normal if path != "." and not path.startswith(".."))
+        owners[meta] = (frozenset(path.partition("/")[0] for path in normal), normal)
     return owners
 
 
@@ -1452,7 +1534,7 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     A directory (a package, a media root) is itself, with everything beneath it (its
     ``__pycache__``), its mirror under a bytecode cache prefix and each sibling named
     after it (``_of_directory``: ``project.bak``, ``project-20261207``, ``old_project``)
-    that no other distribution installed (``_directory_entries``).  A file is itself,
+    that other distributions did not install whole (``_directory_entries``).  A file is itself,
     each entry beside it of the same stem (``_of_stem``: the legacy ``settings.pyc``,
     ``settings.py~``, ``.settings.py.swp``; for a file that is no module, a log or a
     database, ``NAME-*`` too: its rotations), and each entry of the same stem in its
