@@ -52,6 +52,7 @@ import contextlib
 import errno
 import functools
 import importlib.machinery
+import itertools
 import os
 import re
 import socket
@@ -756,6 +757,69 @@ def _logging_files(config: object) -> list[str]:
 #: password).  Masked as data with their copies (issue 30, round 26, finding 5).
 CREDENTIAL_OPTIONS = ("passfile", "sslkey", "sslcert", "sslrootcert", "sslcrl", "read_default_file")
 
+#: What the name of a key of a backend's ``OPTIONS`` holds (lowercased, ``-`` as ``_``)
+#: when its value names a client's key, certificate, CA bundle or password file: redis-py's
+#: ``ssl_keyfile``/``ssl_certfile``/``ssl_ca_certs`` (Django's ``RedisCache``, django-redis's
+#: ``CONNECTION_POOL_KWARGS``), ``ssl``'s ``keyfile``/``cafile``, libpq's names; and
+#: every key ending in ``_file``, ``_filename`` or ``_path`` (``key_filename``,
+#: ``known_host_file``).  Such a value is the site's data where it names an existing
+#: regular file (``_option_files``; issue 30, round 27, finding 4).
+CREDENTIAL_KEY_PARTS = (
+    "keyfile",
+    "certfile",
+    "ca_certs",
+    "cafile",
+    "passfile",
+    "sslkey",
+    "sslcert",
+    "sslrootcert",
+    "sslcrl",
+)
+CREDENTIAL_KEY_ENDINGS = ("_file", "_filename", "_path")
+
+#: How deep and how many values ``_option_files`` walks in one ``OPTIONS``: settings are
+#: the site's own, but a walk per sandbox build stays bounded whatever they hold.
+OPTIONS_WALK_DEPTH = 8
+OPTIONS_WALK_VALUES = 1000
+
+
+def _credential_key(key: object) -> bool:
+    """Whether an ``OPTIONS`` key names a credential file (``CREDENTIAL_KEY_PARTS``,
+    ``CREDENTIAL_KEY_ENDINGS``, ``CREDENTIAL_OPTIONS``)."""
+    if not isinstance(key, str):
+        return False
+    name = key.lower().replace("-", "_")
+    return (
+        name in CREDENTIAL_OPTIONS
+        or any(part in name for part in CREDENTIAL_KEY_PARTS)
+        or name.endswith(CREDENTIAL_KEY_ENDINGS)
+    )
+
+
+def _option_files(options: object) -> list[object]:
+    """The values of a backend's ``OPTIONS`` (nested mappings, lists and tuples, to
+    ``OPTIONS_WALK_DEPTH`` levels and ``OPTIONS_WALK_VALUES`` values) held under a key that
+    names a credential file (``_credential_key``; each item of a list under one) and that
+    name an existing regular file under either of their names (``_paths_of``): a value that
+    is no path (``"required"``, a number, an ``SSLContext``) or names a socket, a
+    directory or nothing is not taken.  docs/decisions/0060 (round 27)."""
+    found: list[object] = []
+    budget = OPTIONS_WALK_VALUES
+    stack: list[tuple[object, int, bool]] = [(options, 0, False)]
+    while stack and budget > 0:
+        value, depth, named = stack.pop()
+        budget -= 1
+        if isinstance(value, Mapping):
+            if depth < OPTIONS_WALK_DEPTH:
+                for key, item in itertools.islice(value.items(), budget):
+                    stack.append((item, depth + 1, _credential_key(key)))
+        elif isinstance(value, (list, tuple)):
+            if depth < OPTIONS_WALK_DEPTH:
+                stack += [(item, depth + 1, named) for item in value[:budget]]
+        elif named and any(os.path.isfile(path) for path in _paths_of(value)):
+            found.append(value)
+    return found
+
 
 def _site_data() -> list[str]:
     """The site's data the settings name, whether it exists yet or not (the guest's
@@ -769,8 +833,11 @@ def _site_data() -> list[str]:
     that is a directory (``FileBasedCache``'s, or any absolute path); the log files
     (``_logging_files``); the credential files of each database's ``OPTIONS``
     (``CREDENTIAL_OPTIONS``, MySQL's ``ssl`` files), ``EMAIL_SSL_KEYFILE`` and
-    ``EMAIL_SSL_CERTFILE`` (round 26).  Those the site resolves against its working directory when
-    empty (``MEDIA_ROOT``'s default ``""``) are the working directory then (round 24).
+    ``EMAIL_SSL_CERTFILE`` (round 26); each existing file a ``DATABASES``, ``CACHES`` or
+    ``STORAGES`` entry's ``OPTIONS`` names under a credential key (``_option_files``),
+    ``WEBFETCH_LOG_FILES`` and ``WEBFETCH_CA_FILE`` (round 27).  Those the site resolves
+    against its working directory when empty (``MEDIA_ROOT``'s default ``""``) are the
+    working directory then (round 24).
     docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst"""
     if "django.conf" not in sys.modules:
         return []
@@ -795,6 +862,7 @@ def _site_data() -> list[str]:
             ssl = options.get("ssl")
             if isinstance(ssl, Mapping):
                 credentials += [ssl.get(name) for name in ("key", "cert", "ca", "capath")]
+        credentials += _option_files(options)
         engine = str(database.get("ENGINE") or "")
         if "sqlite" not in engine and "spatialite" not in engine:
             continue
@@ -828,10 +896,14 @@ def _site_data() -> list[str]:
         if isinstance(options, Mapping):
             # None or missing: ``MEDIA_ROOT`` (``STATIC_ROOT`` for static files).
             rooted.append(options.get("location"))
+        credentials += _option_files(options)
     caches = getattr(settings, "CACHES", None)
     for cache in caches.values() if isinstance(caches, Mapping) else ():
         if not isinstance(cache, Mapping):
             continue
+        # Its client's key, certificate and CA files (``RedisCache``'s ``ssl_keyfile``,
+        # django-redis's ``CONNECTION_POOL_KWARGS``); issue 30, round 27, finding 4.
+        credentials += _option_files(cache.get("OPTIONS"))
         locations = cache.get("LOCATION", "")  # Django's default: ``""``
         for location in locations if isinstance(locations, (list, tuple)) else [locations]:
             if isinstance(location, os.PathLike):
@@ -840,6 +912,14 @@ def _site_data() -> list[str]:
                 rooted.append(location)
             elif isinstance(location, str) and os.path.isabs(location):
                 named.append(location)
+    # This application's own path settings (round 27, finding 4): the files the log
+    # tools read (written by any process of the site: gunicorn's access log, a worker's)
+    # and the fetches' CA bundle; ``WEBFETCH_PROJECT_ROOT`` is ``_site_base``'s, and
+    # ``WEBFETCH_PLUGIN_DIRS`` are the plugins' own.
+    logs = getattr(settings, "WEBFETCH_LOG_FILES", None)
+    if isinstance(logs, (list, tuple)):
+        credentials += list(logs)
+    credentials.append(getattr(settings, "WEBFETCH_CA_FILE", None))
     named += credentials
     found += [path for value in named for path in _paths_of(value)]
     found += [path for value in rooted for path in _paths_of(value, empty=True)]
@@ -870,6 +950,9 @@ SITE_SETTINGS = (
     "STORAGES",
     "CACHES",
     "LOGGING",
+    "WEBFETCH_LOG_FILES",
+    "WEBFETCH_CA_FILE",
+    "WEBFETCH_PROJECT_ROOT",
 )
 
 
@@ -1072,7 +1155,8 @@ def _listed(path: str) -> list[str]:
 
 def _site_base(needed: list[str]) -> list[str]:
     """``BASE_DIR`` (where the settings define it: a ``startproject`` project's directory,
-    holding its ``.env``, local settings, database and media) under each of its names
+    holding its ``.env``, local settings, database and media) and ``WEBFETCH_PROJECT_ROOT``
+    (the source the code tools read; round 27) under each of its names
     (``_paths_of``; ``_site_code`` resolves each, and seeks its copies beside the name
     too) whose resolved directory exists and is and holds none of ``needed`` nor a
     package directory: masked whole then; else only the data in it is (``_site_data``),
@@ -1082,7 +1166,8 @@ def _site_base(needed: list[str]) -> list[str]:
     if not settings.configured:
         return []
     found: list[str] = []
-    for name in _paths_of(getattr(settings, "BASE_DIR", None)):
+    roots = [getattr(settings, name, None) for name in ("BASE_DIR", "WEBFETCH_PROJECT_ROOT")]
+    for name in [name for root in roots for name in _paths_of(root)]:
         path = os.path.realpath(name)
         _note_parent(path)
         if not os.path.isdir(path):
