@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         result = anyio.run(_call, options, token, arguments)
     except Exception as exc:  # noqa: BLE001 - a person reads it: say what failed, no trace
         where = f"{options.url} (socket {options.uds})" if options.uds else options.url
+        while getattr(exc, "exceptions", None):  # an exception group: its first cause
+            exc = exc.exceptions[0]  # type: ignore[attr-defined]
         print(f"could not call {options.tool} at {where}: {exc!r}", file=sys.stderr)
         return 3
     print(_text(result))
