@@ -8,6 +8,7 @@ Django asks: they run with ``manage.py check --database default`` and before ``m
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import sys
@@ -684,6 +685,22 @@ def _plugin_uids() -> list[CheckMessage]:
     ]
 
 
+def _cpu_notice_held(check: Callable[..., list[CheckMessage]]) -> Callable[..., list[CheckMessage]]:
+    """A plugin check starts plugin processes (the sandbox probe, a manifest's read) but
+    runs no tool: the host's ``plugin_cpu_limit_unavailable`` waits for a call
+    (``plugins.notices``), not printed by every management command."""
+
+    @functools.wraps(check)
+    def run(*args: Any, **kwargs: Any) -> list[CheckMessage]:
+        from .plugins.notices import held
+
+        with held():
+            return check(*args, **kwargs)
+
+    return run
+
+
+@_cpu_notice_held
 def check_plugins(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
     from .plugins.registry import refusals
     from .plugins.shown import shown
@@ -833,6 +850,7 @@ def _site_package_plugins() -> list[CheckMessage]:
     ]
 
 
+@_cpu_notice_held
 def check_plugin_instances(
     app_configs: Sequence[Any] | None = None,
     databases: Iterable[str] | None = None,

@@ -11,6 +11,10 @@
 #   sh example_project/run.sh worker        a Celery worker (with CELERY_BROKER_URL set)
 #   sh example_project/run.sh manage CMD    any manage.py command, e.g.
 #       sh example_project/run.sh manage webfetch token create --user editor --name laptop
+#   sh example_project/run.sh mcp-call TOOL '{"arg": ...}'
+#                                           call a tool over MCP as the user of the token in
+#                                           WEBFETCH_MCP_TOKEN, wait for its approval, print
+#                                           its result (example_project/mcp_call.py)
 # Extra arguments go to the manage.py command (e.g. --group rag).
 #
 # Creates .venv with the package and its cms extra if missing; migrates only when a
@@ -91,6 +95,7 @@ case "$command" in
     explain) exec "$PY" example_project/manage.py webfetch explain "$@" ;;
     fetch) exec "$PY" example_project/manage.py webfetch fetch "$@" ;;
     manage) exec "$PY" example_project/manage.py "$@" ;;
+    mcp-call) exec "$PY" example_project/mcp_call.py "$@" ;;
     worker) exec "$PY" -m celery -A example_project.celery_app worker --loglevel INFO "$@" ;;
     serve|wsgi)
         manage demo_setup --domain "$HOST:$PORT"
@@ -104,6 +109,8 @@ case "$command" in
     The assistant page: http://$HOST:$PORT/assistant/
     MCP (ASGI only): http://$HOST:$PORT/mcp with a token from
       sh example_project/run.sh manage webfetch token create --user editor --name laptop
+    and a tool called with it (WEBFETCH_MCP_TOKEN=<the token>, exported):
+      sh example_project/run.sh mcp-call read_page '{"path": "/about/"}'
     Tool groups are created disabled; an admin enables "content" and "web" at
       http://$HOST:$PORT/admin/django_webfetch/toolgroup/ (the assistant page says which are off)
     For the operator (as admin): http://$HOST:$PORT/metrics and
@@ -131,5 +138,5 @@ TEXT
             --host "$HOST" --port "$PORT" --lifespan on \
             --timeout-graceful-shutdown "${DEMO_GRACEFUL_SHUTDOWN:-10}" "$@"
         ;;
-    *) echo "usage: sh example_project/run.sh [serve|wsgi|explain URL|fetch URL|worker|manage CMD] [args...]" >&2; exit 2 ;;
+    *) echo "usage: sh example_project/run.sh [serve|wsgi|explain URL|fetch URL|worker|manage CMD|mcp-call TOOL JSON] [args...]" >&2; exit 2 ;;
 esac

@@ -200,7 +200,13 @@ class AssistantView(_Base):
                 "provider_label": provider_label()[0],
                 "provider_offline": provider_label()[1],
                 "enabled_groups": enabled,
-                "groups_admin_url": _admin_url("admin:django_webfetch_toolgroup_changelist"),
+                # Linked only for a user the admin lets change them: any other staff
+                # user (an editor) would get a 403 there, and reads where to ask instead.
+                "groups_admin_url": (
+                    _admin_url("admin:django_webfetch_toolgroup_changelist")
+                    if request.user.has_perm("django_webfetch.change_toolgroup")
+                    else None
+                ),
                 "groups_admin_label": _("%(app)s › Tool groups")
                 % {"app": apps.get_app_config("django_webfetch").verbose_name},
                 "page_ref": page_ref,

@@ -16,7 +16,7 @@ from django_webfetch.exceptions import RefusalShown
 from django_webfetch.invocation import manage_command
 from django_webfetch.net.errors import EgressDenied
 
-from . import services
+from . import notices, services
 from .shown import shown
 from .tools import tool_problems
 
@@ -103,6 +103,13 @@ _ENABLE = "admin: Web fetch > Tool groups"
 
 
 def handle(command: Any, options: dict[str, Any]) -> None:
+    # These commands start plugin processes (the sandbox probe, a manifest's read) but run
+    # no tool: the CPU limit's notice is not theirs (``plugin list`` says it on a line).
+    with notices.held():
+        _handle(command, options)
+
+
+def _handle(command: Any, options: dict[str, Any]) -> None:
     out = _Shown(command)
     name = options["plugin_command"]
     try:
@@ -244,6 +251,8 @@ def _list(out: _Shown) -> None:
 
     # What this host does with an untrusted plugin, whatever is installed.
     out.write(f"this host: {isolation_label(False)}")
+    if not notices.cpu_limit_available():
+        out.write(f"this host: {notices.WITHOUT_CPU_LIMIT}")
     for name, directory in site_package_plugins():
         out.write(
             f"site package: {name} in {directory}: its code can run in the site's processes "

@@ -10,6 +10,7 @@ from typing import Any
 from django_webfetch.net.errors import EgressDenied
 from django_webfetch.tools.base import ToolContext, ToolResult
 
+from .notices import release
 from .runtime.host import RuntimeFailure, execute
 
 __all__ = ["FAILURES", "run_isolated"]
@@ -58,8 +59,10 @@ def run_isolated(
         "alias": instance.alias,
         "reference": instance.reference,
     }
+    key = (instance.pk, generation(), where)
+    release()  # a plugin process is about to run a tool: the CPU limit's notice matters
     try:
-        outcome = execute(where, (instance.pk, generation(), where), call, http)
+        outcome = execute(where, key, call, http)
     except RuntimeFailure as exc:
         logger.warning(
             "plugin tool %s:%s failed in its process: %s (%r)",

@@ -41,7 +41,7 @@ from typing import Any
 
 from django_webfetch.text.patterns import compile_pattern
 
-from . import closure, provenance
+from . import closure, notices, provenance
 from .manifest import (
     MAX_MANIFEST_BYTES,
     MAX_TOOLS,
@@ -2111,6 +2111,13 @@ def _too_many(eps: list[Any]) -> dict[str, str]:
 
 
 def load() -> dict[str, Manifest]:
+    # Reading a manifest starts a plugin process but runs no tool: the host's notice that
+    # processes run without a per-call CPU limit waits for a call (``notices``).
+    with notices.held():
+        return _load()
+
+
+def _load() -> dict[str, Manifest]:
     global _manifests, _state, _retry_at, _deferrals
     with _lock:
         if _manifests is not None and _deferred and time.monotonic() >= _retry_at:

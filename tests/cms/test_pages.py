@@ -44,6 +44,30 @@ def test_the_banner_tells_where_to_enable_the_tools(client, superuser, site_page
     assert 'aria-live="polite"' in html
 
 
+def test_the_banner_links_the_tool_groups_only_for_who_may_change_them(
+    client, superuser, editor, user_factory, site_pages
+):
+    """The editor (staff, without "Can change tool group") would get a 403 from the admin's
+    Tool groups: the banner names the place as plain text; a staff user holding the
+    permission, and a superuser, get the link, which opens for them."""
+    from django.contrib.auth.models import Permission
+
+    changelist = reverse("admin:django_webfetch_toolgroup_changelist")
+    delegate = user_factory(staff=True)
+    delegate.user_permissions.add(
+        Permission.objects.get(
+            codename="change_toolgroup", content_type__app_label="django_webfetch"
+        )
+    )
+    for user, linked in ((superuser, True), (delegate, True), (editor, False)):
+        client.force_login(user)
+        html = client.get(reverse("webfetch_cms:assistant")).content.decode()
+        assert 'id="tools-disabled"' in html
+        assert "Tool groups" in html
+        assert (f'href="{changelist}"' in html) is linked, user
+        assert client.get(changelist).status_code == (200 if linked else 403), user
+
+
 def test_no_banner_once_a_group_is_enabled(client, editor, content_group):
     html = login(client, editor).get(reverse("webfetch_cms:assistant")).content.decode()
     assert 'id="tools-disabled"' not in html

@@ -9,6 +9,7 @@ MCP SDK client talks Streamable HTTP to ``/mcp`` of that server.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -125,6 +126,25 @@ def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
             return info, tools, page, refused.status_code
 
         info, tools, page, refused = anyio.run(scenario)
+        # The ready-to-run client (example_project/mcp_call.py), as the README runs it: the
+        # token from the environment, a tool by name with JSON arguments, its result printed.
+        called = subprocess.run(
+            ["sh", "example_project/run.sh", "mcp-call", "read_page", '{"path": "/about/"}']
+            + ["--uds", str(socket_path)],
+            cwd=ROOT,
+            env={**env, "WEBFETCH_MCP_TOKEN": secret},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        unknown = subprocess.run(
+            ["sh", "example_project/run.sh", "mcp-call", "no_such_tool", "--uds", str(socket_path)],
+            cwd=ROOT,
+            env={**env, "WEBFETCH_MCP_TOKEN": secret},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         stop_process(server)
 
@@ -133,3 +153,10 @@ def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
     [content] = page.contents
     assert BEGIN in content.text
     assert refused == 401
+    assert called.returncode == 0, called.stdout + called.stderr
+    text, structured = called.stdout.rstrip("\n").rsplit("\n", 1)
+    assert BEGIN in text and "About us" in text
+    data = json.loads(structured)
+    assert data["tool"] == "read_page" and data["state"] == "succeeded", data
+    assert data["call_id"]
+    assert unknown.returncode == 1, unknown.stdout + unknown.stderr

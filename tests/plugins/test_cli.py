@@ -141,8 +141,13 @@ def test_list_shows_declared_granted_effective(example):
 
     version = get_manifest("example").version
     # Before any instance: what this host does with untrusted plugins, what is installed.
+    from django_webfetch.plugins import notices
+
+    # Where the kernel refuses the host a plugin process's CPU limit, a line says so.
+    cpu = [] if notices.cpu_limit_available() else [f"this host: {notices.WITHOUT_CPU_LIMIT}"]
     assert webfetch("list").splitlines() == [
         f"this host: {isolation_label(False)}",
+        *cpu,
         f"available: example {version} (python manage.py webfetch plugin install example)",
         "no plugin instances",
     ]
