@@ -26,9 +26,11 @@ from xdist.scheduler.load import LoadScheduling
 SHARED_SETUP = (
     "tests/browser/",
     "tests/assistant/test_self_hosted.py",
-    "tests/mcp/test_server.py",
+    "tests/mcp/",  # the served MCP app of tests/mcp/conftest.py (test_server, test_tasks)
+    "tests/plugins/test_implicit_imports_of_the_site.py",
     "tests/plugins/test_pinned_library_search_path_and_soname.py",
     "tests/plugins/test_registry_failure_memory.py",
+    "tests/test_packaging.py",
 )
 
 
