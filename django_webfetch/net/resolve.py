@@ -152,9 +152,9 @@ class _Exchange:
         try:
             # Connected: the kernel drops datagrams from any other source.
             sock.connect((server, port))
-        except OSError as exc:
+        except OSError as exc:  # no route to the server (ENETUNREACH)
             sock.close()
-            raise _ServerFailed(f"send: {exc.strerror or exc}") from exc
+            raise _ServerFailed(f"connect: {exc.strerror or exc}") from exc
         return sock
 
     def send(self, sock: socket.socket) -> None:

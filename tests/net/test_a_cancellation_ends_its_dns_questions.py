@@ -147,6 +147,21 @@ def test_a_lookup_under_a_live_cancellation_answers_as_any(lab):
     assert info.value.failure == "dns_failure"
 
 
+def test_a_nameserver_without_a_route_fails_before_any_question_is_held(lab):
+    """The exchange's socket is connected before the cancellation holds it: a server the
+    namespace has no route to fails there, the server's failure (the next one is asked)."""
+    lab.dns.set("routed.lab.example", a=["11.0.0.10"])
+    resolver = DnsResolver(("192.0.2.53", *lab.nameservers))
+    resolved = resolver.resolve(
+        "routed.lab.example", timeout=SAFETY_NET, cancellation=Cancellation()
+    )
+    assert [str(a) for a in resolved.addresses] == ["11.0.0.10"]
+    with pytest.raises(ResolutionError) as info:
+        DnsResolver(("192.0.2.53",)).resolve("routed.lab.example", timeout=SAFETY_NET)
+    assert info.value.failure == "dns_failure"
+    assert "192.0.2.53: connect: " in info.value.detail
+
+
 _SILENT_TCP = ("11.0.0.19", 5395)
 
 
