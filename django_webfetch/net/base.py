@@ -135,7 +135,10 @@ class EgressTransport:
         """The guard's verdict on ``url`` (the caller's string, as written)."""
         if self.cancellation is not None:
             self.cancellation.check()  # its work ended: not even a DNS question
-        return self._guard.check(url, policy, deadline=deadline, hop=hop)
+        # A lookup under way when the work ends ends with it (``DnsResolver.resolve``).
+        return self._guard.check(
+            url, policy, deadline=deadline, hop=hop, cancellation=self.cancellation
+        )
 
     async def check_async(
         self, url: str, policy: EgressPolicy, *, deadline: float, hop: int = 0

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from .errors import (
@@ -38,6 +38,9 @@ from .policy import EgressPolicy, Scope
 from .resolve import DnsResolver
 from .steps import Steps, drive, drive_async
 from .urlparse import DEFAULT_PORTS, ParsedURL, parse_url
+
+if TYPE_CHECKING:
+    from .transport import Cancellation
 
 __all__ = [
     "Explanation",
@@ -311,12 +314,15 @@ class UrlGuard:
         *,
         deadline: float | None = None,
         hop: int = 0,
+        cancellation: Cancellation | None = None,
     ) -> ResolvedDestination:
-        """Return the checked destination or raise ``EgressDenied`` (or ``ResolutionError``)."""
+        """Return the checked destination or raise ``EgressDenied`` (or ``ResolutionError``).
+
+        ``cancellation``: the work the check is for can end; its DNS lookups end with it
+        (``DnsResolver.resolve``)."""
+        lookup = functools.partial(_lookup, cancellation=cancellation)
         try:
-            return drive(
-                self._evaluate(url, policy, deadline, _Trace(False), resolve=True), _lookup
-            )
+            return drive(self._evaluate(url, policy, deadline, _Trace(False), resolve=True), lookup)
         except EgressDenied as exc:
             _name_refusal(exc, url, hop)
             raise
@@ -661,8 +667,11 @@ class _Lookup(NamedTuple):
     timeout: float
 
 
-def _lookup(lookup: _Lookup) -> tuple[IPAddress, ...]:
-    return lookup.resolver.resolve(lookup.name, timeout=lookup.timeout).addresses
+def _lookup(lookup: _Lookup, cancellation: Cancellation | None = None) -> tuple[IPAddress, ...]:
+    resolution = lookup.resolver.resolve(
+        lookup.name, timeout=lookup.timeout, cancellation=cancellation
+    )
+    return resolution.addresses
 
 
 async def _lookup_async(lookup: _Lookup) -> tuple[IPAddress, ...]:

@@ -22,6 +22,11 @@ address" for them and not send the query on).  A fixed answer, not the hosts fil
 server that answers ``localhost`` with another address cannot change it, and the guard then
 refuses it as loopback everywhere except for an endpoint an operator let reach private
 addresses (a model server on this machine).
+
+A blocking lookup made for work that can end (a plugin call: ``net.transport.Cancellation``)
+is part of that work's egress: each exchange's socket, UDP or TCP, is held by the
+cancellation, whose ``cancel`` shuts it (waking the wait on it at once), and no exchange
+starts after it; the lookup then fails ``Interrupted`` with the cancellation's sub-code.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 import dns.asyncquery
@@ -54,6 +59,9 @@ import dns.resolver
 
 from .errors import ResolutionError, UnresolvableHost
 from .steps import Steps, drive, drive_async
+
+if TYPE_CHECKING:
+    from .transport import Cancellation
 
 __all__ = ["LOOPBACK_ANSWER", "DnsResolver", "Resolution"]
 
@@ -137,19 +145,25 @@ class _Exchange:
         self._answers: list[dns.message.QueryMessage | None] = [None, None]
 
     def open(self, server: str, port: int) -> socket.socket:
-        """A connected, non-blocking UDP socket with both questions sent."""
+        """A connected, non-blocking UDP socket, nothing sent yet (``send``)."""
         family = socket.AF_INET6 if ":" in server else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_DGRAM)
         sock.setblocking(False)
         try:
             # Connected: the kernel drops datagrams from any other source.
             sock.connect((server, port))
+        except OSError as exc:  # no route to the server (ENETUNREACH)
+            sock.close()
+            raise _ServerFailed(f"connect: {exc.strerror or exc}") from exc
+        return sock
+
+    def send(self, sock: socket.socket) -> None:
+        """Both questions, on the socket ``open`` gave."""
+        try:
             for query in self.queries:
                 sock.send(query.wire)
         except OSError as exc:
-            sock.close()
             raise _ServerFailed(f"send: {exc.strerror or exc}") from exc
-        return sock
 
     @property
     def pending(self) -> bool:
@@ -194,6 +208,50 @@ def _recv(sock: socket.socket) -> bytes | None:
     except OSError as exc:  # pragma: no cover - usually reported by send()
         # ICMP port unreachable on a connected socket: nobody serves DNS there.
         raise _ServerFailed(f"recv: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def _held(ending: Cancellation | None, sock: socket.socket) -> Iterator[None]:
+    """``sock`` held by ``ending`` while its exchange lasts: ``ending.cancel`` shuts it,
+    which wakes a wait on it at once; a failure of the exchange after the cancel is the
+    cancellation's (``Interrupted``), not the server's.  Once cancelled, ``hold`` refuses:
+    no question is sent."""
+    if ending is None:
+        yield
+        return
+    held = ending.hold(sock)
+    try:
+        yield
+    except (_ServerFailed, TimeoutError) as exc:
+        ended = ending.interrupted(exc)
+        if ended is not None:
+            raise ended from exc
+        raise
+    finally:
+        held.release()
+
+
+def _check(ending: Cancellation | None) -> None:
+    """``Interrupted`` once ``ending`` was cancelled (its shutdown made the socket readable)."""
+    if ending is not None:
+        ending.check()
+
+
+def _tcp_exchange(
+    query: dns.message.Message,
+    server: str,
+    port: int,
+    timeout: float,
+    ending: Cancellation | None,
+) -> dns.message.Message:
+    """``query`` over TCP on a socket of our own, so that ``ending`` can hold it."""
+    family = socket.AF_INET6 if ":" in server else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock, _held(ending, sock):
+        sock.setblocking(False)
+        # The connect goes on in the background; dnspython's first send waits for it (up
+        # to ``timeout``) and reports its failure (refused, reset) as an OSError.
+        sock.connect_ex((server, port))
+        return dns.query.tcp(query, server, timeout=timeout, port=port, sock=sock)
 
 
 def _tcp_query(
@@ -244,8 +302,12 @@ class DnsResolver:
         self._port = port
         self._clock = clock
 
-    def resolve(self, name: str, *, timeout: float) -> Resolution:
-        return drive(self._resolution(name, timeout), self._ask_server)
+    def resolve(
+        self, name: str, *, timeout: float, cancellation: Cancellation | None = None
+    ) -> Resolution:
+        """``cancellation``: the work the lookup is for can end (see the module)."""
+        ask = functools.partial(self._ask_server, cancellation)
+        return drive(self._resolution(name, timeout), ask)
 
     async def resolve_async(self, name: str, *, timeout: float) -> Resolution:
         return await drive_async(self._resolution(name, timeout), self._ask_server_async)
@@ -318,27 +380,33 @@ class DnsResolver:
             "dns_failure"
         )
 
-    def _ask_server(self, ask: _Ask) -> tuple[dns.message.QueryMessage, ...]:
+    def _ask_server(
+        self, ending: Cancellation | None, ask: _Ask
+    ) -> tuple[dns.message.QueryMessage, ...]:
         exchange = _Exchange(ask.qname)
-        with exchange.open(ask.server, self._port) as sock:
+        with exchange.open(ask.server, self._port) as sock, _held(ending, sock):
+            exchange.send(sock)
             while exchange.pending:
                 remaining = ask.deadline - time.monotonic()
                 if remaining <= 0:  # pragma: no cover - a race with the select below
                     raise TimeoutError
-                if not _readable(sock, remaining):
+                readable = _readable(sock, remaining)
+                _check(ending)
+                if not readable:
                     raise TimeoutError
                 wire = _recv(sock)
                 truncated = None if wire is None else exchange.feed(wire)
                 if truncated is not None:
                     query, left = _tcp_query(truncated.rdtype, ask.qname, ask.deadline)
                     with _tcp_errors():
-                        response = dns.query.tcp(query, ask.server, timeout=left, port=self._port)
+                        response = _tcp_exchange(query, ask.server, self._port, left, ending)
                     exchange.answer(truncated, response)
         return exchange.answers()
 
     async def _ask_server_async(self, ask: _Ask) -> tuple[dns.message.QueryMessage, ...]:
         exchange = _Exchange(ask.qname)
         with exchange.open(ask.server, self._port) as sock:
+            exchange.send(sock)
             while exchange.pending:
                 remaining = ask.deadline - time.monotonic()
                 if remaining <= 0:  # pragma: no cover - a race with the wait below

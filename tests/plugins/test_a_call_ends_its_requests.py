@@ -13,6 +13,9 @@ so a request not ended with its call is answered in full.  The call is ended onl
 lab has seen the request (a condition wait), from the test's side: a file the plugin waits
 for in its ``/tmp`` (CPU bound, crash) or ``SIGKILL``.  Every wait is on a condition with a
 far safety net.
+
+A lookup under way when the call ends ends too (decision 0066, amended for round 27): no
+DNS question is asked for a call that ended.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from django_webfetch.net.resolve import DnsResolver
 from tests.plugins.test_runtime import _live_lab_connections
 from tests.plugins.test_sandbox_kernel_memory_cpu_inodes_and_bytecode import _warm_pid
 from tests.settle import SAFETY_NET
@@ -127,3 +131,67 @@ def test_the_request_of_a_call_ends_with_the_call(how, probe, lab_settings, sett
     assert _live_lab_connections() == []
     failed = EgressEvent.objects.filter(plugin_instance=probe.instance, decision="failed")
     assert list(failed.values_list("failure", flat=True)) == ["plugin_call_ended"]
+
+
+#: A call whose request's name the lab's DNS never answers (the plugin's own slow
+#: authoritative server, or a dropped packet: the resolver waits and asks again).
+_DNS_CALL = """\
+try:
+    plugin.http.get('http://granted.lab.example/page', timeout=15)
+except Exception:
+    pass
+result = 'answered'
+"""
+
+
+def test_a_call_that_ends_ends_the_dns_lookup_of_its_request(probe, lab_settings, settings):
+    """The call ends (its process killed) while the host's lookup for its request waits on
+    a nameserver that never answers, one of the usual two: the lookup ends with the call
+    (its exchange's socket shut, decision 0066 amended for round 27), no DNS question is
+    asked after the call ended, and the hop is recorded ``plugin_call_ended``.
+
+    History: issue 30, round 27, finding 3 (the lookup went on asking, server after server,
+    for the request's whole budget, after the plugin process was dead).
+    """
+    from django_webfetch.models import EgressEvent
+    from django_webfetch.plugins.runtime.host import RuntimeFailure, shutdown
+
+    lab = lab_settings
+    settings.WEBFETCH_DNS_NAMESERVERS = (lab.DNS_V4, lab.DNS_V6)
+    settings.WEBFETCH_PLUGIN_WALL_SECONDS = 20
+    settings.WEBFETCH_TIMEOUT = 15
+    failures: list[BaseException] = []
+    killed: list[int] = []
+
+    def asked() -> list[Any]:
+        return [q for q in lab.dns.queries if q.name.startswith("granted.lab.example")]
+
+    def end_the_call(pid: int) -> None:
+        try:
+            assert lab.wait_for(asked, SAFETY_NET), "no DNS question was asked"
+            killed.append(len(asked()))
+            os.kill(pid, signal.SIGKILL)
+        except BaseException as exc:  # reported by the test's own thread
+            failures.append(exc)
+
+    try:
+        pid = _warm_pid(probe)
+        lab.dns.drop("granted.lab.example")
+        ender = threading.Thread(target=end_the_call, args=(pid,), daemon=True)
+        ender.start()
+        with pytest.raises(RuntimeFailure) as ended:
+            probe(_DNS_CALL)
+        ender.join(SAFETY_NET)
+    finally:
+        shutdown()
+    assert not failures, failures
+    assert ended.value.code == "plugin_crashed", ended.value
+    # The first exchange (A and AAAA to the first server) was asked while the call ran;
+    # a question after it would be asked for a call whose process was already dead.
+    lab.dns.set("marker.lab.example", a=[lab.PUBLIC_V4[0]])
+    DnsResolver((lab.DNS_V4,)).resolve("marker.lab.example", timeout=SAFETY_NET)
+    after = [(q.qtype, q.server) for q in asked()[2:]]
+    assert killed and killed[0] <= 2, killed
+    assert after == [], f"DNS questions asked after the call ended: {after}"
+    hops = EgressEvent.objects.filter(plugin_instance=probe.instance)
+    assert list(hops.values_list("failure", flat=True)) == ["plugin_call_ended"]
