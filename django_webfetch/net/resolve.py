@@ -223,9 +223,7 @@ def _held(ending: Cancellation | None, sock: socket.socket) -> Iterator[None]:
     try:
         yield
     except (_ServerFailed, TimeoutError) as exc:
-        ended = ending.interrupted(exc)
-        if ended is not None:
-            raise ended from exc
+        ending.check(exc)  # the cancellation's doing: ``Interrupted``
         raise
     finally:
         held.release()

@@ -1450,7 +1450,7 @@ def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
 #: round 27, finding 2.
 _GLUED_COPY = re.compile(
     r"\d{4}|\d{1,2}[-._]\d{1,2}[-._]\d{2}|v\d"
-    r"|(?:backup|bak|copy|orig|old|previous|prev|saved|save|new)(?![^\W\d_])"
+    r"|(?:backup|bak|copy|orig|old|previous|prev|saved|save|new)(?:$|[\W\d_])"
 )
 
 
