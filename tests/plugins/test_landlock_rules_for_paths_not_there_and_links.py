@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,19 @@ for path in %r:
 result = json.dumps(seen)
 """
 
+#: Waits (a condition, with a far safety net) until every path of the first list exists,
+#: then reads as ``_READ_LATER``.
+_WAIT_THEN_READ = (
+    """\
+import os, time
+for _ in range(1500):
+    if all(os.path.lexists(path) for path in %r):
+        break
+    time.sleep(0.01)
+"""
+    + _READ_LATER
+)
+
 
 def test_data_written_after_the_start_beside_a_link_to_its_directory_is_unreadable(
     probe: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
@@ -117,6 +132,7 @@ def test_data_written_after_the_start_beside_a_link_to_its_directory_is_unreadab
     new log stays unreadable in the pooled process.
 
     History: issue 30, round 26, finding 6."""
+    from django_webfetch.plugins.runtime import host
     from django_webfetch.plugins.runtime.host import shutdown
 
     packages = tmp_path / "lib" / "site-packages"
@@ -133,13 +149,38 @@ def test_data_written_after_the_start_beside_a_link_to_its_directory_is_unreadab
     }
     open_up(tmp_path)
     paths = [str(log), f"{log}.1"]
-    code = _READ_LATER % (paths, _SECRET.encode())
-    try:
-        before = json.loads(json.loads(probe(code).text)["result"])
+    # Changed a minute ago: a fingerprint younger than ``bubblewrap.RECENT_NS`` matches
+    # nothing, and the pooled process would not be handed the second call.
+    for path in [tmp_path, *tmp_path.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            os.utime(path, (time.time() - 60, time.time() - 60))
+    done = threading.Event()
+
+    def rotate_once_taken() -> None:
+        # Once the pooled process is taken for the second call (no idle one left): a
+        # change made while it is idle ends it at checkout (round 26, finding 2), so the
+        # rotation happens while its call runs, and the call reads then.
+        while host.idle_processes() and not done.wait(0.01):
+            pass
+        if done.is_set():
+            return
         os.replace(log, f"{log}.1")  # the rotation
         log.write_text(f"{_SECRET}-after-rotation\n")
         open_up(tmp_path)
-        after = json.loads(json.loads(probe(code).text)["result"])
+
+    try:
+        before = json.loads(
+            json.loads(probe(_READ_LATER % (paths, _SECRET.encode())).text)["result"]
+        )
+        assert host.idle_processes() == 1
+        writer = threading.Thread(target=rotate_once_taken)
+        writer.start()
+        try:
+            code = _WAIT_THEN_READ % (paths, paths, _SECRET.encode())
+            after = json.loads(json.loads(probe(code).text)["result"])
+        finally:
+            done.set()
+            writer.join()
     finally:
         shutdown()
     assert before["same_process"] is False and after["same_process"] is True, (before, after)

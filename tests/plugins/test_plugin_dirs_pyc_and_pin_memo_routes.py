@@ -175,6 +175,25 @@ def test_a_subpackage_named_pycache_is_code_outside_the_pin(tmp_path, plugin_dir
     assert "webfetch_e" not in sys.modules
 
 
+#: A process holding a shared writable mapping of a file: dirties its page with the same
+#: bytes, then (at a line on stdin) writes others through it, then waits for the end.
+_MAPPER = """
+import mmap, os, sys
+path, other = sys.argv[1], bytes.fromhex(sys.argv[2])
+fd = os.open(path, os.O_RDWR)
+mapped = mmap.mmap(fd, 0)
+with open(path, 'rb') as fh:
+    mapped[:] = fh.read()
+print('dirty', flush=True)
+sys.stdin.readline()
+mapped[:] = other
+print('written', flush=True)
+sys.stdin.readline()
+mapped.close()
+os.close(fd)
+"""
+
+
 def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, plugin_dirs):
     """Severity: Low (needs write access to the package, the site's uid).  Route: the pin
     memo (``provenance.file_sha256``) trusts a file's (dev, inode, size, mtime, ctime) key
@@ -189,7 +208,7 @@ def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, 
     bytes, the ``RECORD`` check refuses the distribution and the pin no longer holds, so
     nothing of it is served, let alone run in the site.  Documented limit
     (docs/plugins.rst): between two loads the per-call pin uses the memo."""
-    import mmap
+    import subprocess
     import time
     from importlib.metadata import PathDistribution
 
@@ -203,21 +222,33 @@ def test_a_writable_mapping_changes_a_trusted_file_under_the_pin_memo(tmp_path, 
     site = tmp_path / "srv" / "e"
     wheel(site, "webfetch-e", {"e": "webfetch_e:manifest"}, {"webfetch_e/__init__.py": _REVIEWED})
     source = site / "webfetch_e" / "__init__.py"
-    fd = os.open(source, os.O_RDWR)
-    mapped = mmap.mmap(fd, 0)
+    other = _REVIEWED.encode().replace(b"'reviewed'", b"'OTHERCOD'")
+    # Another process of the site's uid holds the mapping (the host holds no descriptor of
+    # the plugin's code open for writing: it would mask it as the site's data).
+    mapper = subprocess.Popen(
+        [sys.executable, "-c", _MAPPER, str(source), other.hex()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        mapped[:] = source.read_bytes()  # the page is dirty; the same bytes
+        assert mapper.stdout is not None and mapper.stdin is not None
+        assert mapper.stdout.readline().strip() == "dirty"  # the page is dirty; same bytes
         time.sleep(provenance.SETTLE_NS / 1e9 + 0.3)
         instance = _trusted_e(site, plugin_dirs, {})
         reviewed_digest = instance.trusted_record
-        other = _REVIEWED.encode().replace(b"'reviewed'", b"'OTHERCOD'")
-        assert len(other) == len(mapped)
+        assert len(other) == len(_REVIEWED.encode())
         before = os.stat(source)
-        mapped[:] = other
+        mapper.stdin.write("write\n")
+        mapper.stdin.flush()
+        assert mapper.stdout.readline().strip() == "written"
         after = os.stat(source)
     finally:
-        mapped.close()
-        os.close(fd)
+        if mapper.stdin is not None:
+            mapper.stdin.close()
+        mapper.wait(timeout=60)
+        if mapper.stdout is not None:
+            mapper.stdout.close()
     assert source.read_bytes() == other
     if (before.st_mtime_ns, before.st_ctime_ns) == (after.st_mtime_ns, after.st_ctime_ns):
         # The key did not change, so the memo alone still says "reviewed": what the load's
