@@ -100,6 +100,8 @@ REASONS = {
     "seccomp_unavailable": "the kernel refuses seccomp filters",
     "libseccomp_unavailable": "libseccomp (pyseccomp) is missing, the filter cannot be built",
     "sandbox_failed": "bubblewrap could not build the sandbox",
+    "mount_point_gone": "a path the sandbox masks went away while the sandbox was built "
+    "(twice in a row)",
     "uid_unavailable": "no unprivileged uid is free for the plugin process (a root site)",
     "site_code_unmaskable": "a path the sandbox hides is what the plugin process needs "
     "(its own package, the standard library, django_webfetch, a package directory, a "
@@ -1904,6 +1906,10 @@ def program_fd(program: bytes | None = None) -> int:
 
 
 _PATTERNS = (
+    # bwrap makes the mount point of a mask that is not there any more (a log rotated, a
+    # file the host wrote removed, after the masks were computed), in a read-only bind:
+    # the host builds the sandbox again from a new reading (``host.Worker.started``).
+    ("mount_point_gone", ("can't create file at", "can't mkdir")),
     (
         "userns_unavailable",
         ("namespace", "uid map", "setting up uid", "no permission to create"),

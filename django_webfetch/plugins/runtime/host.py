@@ -1106,6 +1106,21 @@ class Worker:
             self.kill()
             raise
 
+    @classmethod
+    def started(
+        cls, origin: Origin, limits: Limits, label: str, *, deadline: float | None = None
+    ) -> Worker:
+        """A new process (``Worker(...)``), built a second time from a new reading of the
+        site when a path its masks cover went away while bwrap built the first
+        (``mount_point_gone``: a log rotated meanwhile).  Twice in a row is a failure of
+        that reason, never a sandbox with that path left unmasked."""
+        try:
+            return cls(origin, limits, label, deadline=deadline)
+        except IsolationUnavailable as exc:
+            if reason_of(exc.detail) != "mount_point_gone":
+                raise
+        return cls(origin, limits, label, deadline=deadline)
+
     def _enter_cgroup(self, label: str) -> None:
         """Before ``setup`` (nothing of the plugin has run yet): into its own cgroups, where
         the host can make them (``cgroups``)."""
@@ -1901,7 +1916,7 @@ def describe(
         raise RuntimeFailure(failed.code, failed.detail)
     reads_started += 1
     try:
-        worker = Worker(origin, limits, "manifest", deadline=deadline)
+        worker = Worker.started(origin, limits, "manifest", deadline=deadline)
     except (IsolationUnavailable, ReadDeferred):
         raise  # this host, or the caller's time, not the package: asked again next time
     except RuntimeFailure as exc:
@@ -1931,7 +1946,7 @@ def capabilities() -> dict[str, Any]:
             return dict(_capabilities)
     probe = Origin("json:dumps", os.path.dirname(os.__file__), "json")
     try:
-        worker = Worker(probe, Limits.from_settings(), "probe")
+        worker = Worker.started(probe, Limits.from_settings(), "probe")
     except RuntimeFailure as exc:
         found: dict[str, Any] = {
             "isolated": False,
@@ -2103,7 +2118,7 @@ def execute(
     limits = limits or Limits.from_settings()
     worker = _pool.acquire(key, bubblewrap.site_inputs())
     if worker is None:
-        worker = Worker(origin, limits, str(key[0]) if isinstance(key, tuple) else "call")
+        worker = Worker.started(origin, limits, str(key[0]) if isinstance(key, tuple) else "call")
     # The call's bounds hold wherever the host waits: the kernel's CPU limit (``bounds``),
     # ``recv``'s poll, and a watch for the rest (a request, a send, its threads settling
     # in ``Pool.release``).
