@@ -65,6 +65,13 @@ async def _call(options: argparse.Namespace, token: str, arguments: dict[str, An
         ClientSession(read, write) as session,
     ):
         await session.initialize()
+        # On stderr, so that stdout stays the result alone.
+        print(
+            f"calling {options.tool} at {options.url} (a call that needs an approval waits "
+            "here until an approver decides it)",
+            file=sys.stderr,
+            flush=True,
+        )
         result = await session.call_tool(options.tool, arguments)
         while _waiting(result) and time.monotonic() < deadline:
             print(_text(result), file=sys.stderr)

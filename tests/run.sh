@@ -198,6 +198,19 @@ unset PYTHONDONTWRITEBYTECODE
 SEED=${WEBFETCH_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 WORKERS=${WEBFETCH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) * 2))}
 SELECTED=$#
+# Named tests only (``file.py::test``): no more workers than tests named, since each worker
+# pays its own start-up and lab (a single test on four workers waited for all four).
+if [ -z "${WEBFETCH_TEST_WORKERS:-}" ] && [ "$SELECTED" -gt 0 ]; then
+    named=0
+    for arg in "$@"; do
+        case "$arg" in
+            -*) ;;
+            *::*) named=$((named + 1)) ;;
+            *) named=-1; break ;;
+        esac
+    done
+    [ "$named" -gt 0 ] && [ "$named" -lt "$WORKERS" ] && WORKERS=$named
+fi
 case " $* " in
     *no:randomly*) ;;
     *) set -- --randomly-seed="$SEED" "$@" ;;

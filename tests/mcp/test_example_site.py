@@ -158,5 +158,7 @@ def test_the_example_serves_mcp_at_slash_mcp_and_run_sh_passes_manage_through(
     assert BEGIN in text and "About us" in text
     data = json.loads(structured)
     assert data["tool"] == "read_page" and data["state"] == "succeeded", data
+    # What it does while a call may wait for an approval is said on stderr, never stdout.
+    assert "calling read_page at " in called.stderr, called.stderr
     assert data["call_id"]
     assert unknown.returncode == 1, unknown.stdout + unknown.stderr
