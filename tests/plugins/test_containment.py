@@ -282,6 +282,7 @@ def test_the_reasons_are_stable():
         "sandbox_failed",
         "uid_unavailable",
         "site_code_unmaskable",
+        "mount_point_gone",
     }
     assert bubblewrap.reason_of("bwrap: No permission to create new namespace") == (
         "userns_unavailable"

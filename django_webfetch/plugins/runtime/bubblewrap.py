@@ -481,7 +481,15 @@ def _system() -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
     for top in ("/usr/lib", "/usr/lib64", "/usr/local/lib"):
         if os.path.isdir(top) and not os.path.islink(top):
-            found.append(("bind", top))
+            # Bound where it resolves, the name given a link to it: every path the
+            # sandbox hides is resolved (``_site_code``, ``_site_data``), so a bind under
+            # a linked parent (an OSTree host's ``/usr/local -> ../var/usrlocal``) must be
+            # its resolved path for those to fall under it and be masked (issue 30, round
+            # 28, finding 5).
+            real = os.path.realpath(top)
+            found.append(("bind", real))
+            if real != top:
+                found.append(("symlink", real, top))
     for top in ("/lib", "/lib64", "/lib32", "/libx32"):
         if os.path.islink(top):
             found.append(("symlink", os.readlink(top), top))

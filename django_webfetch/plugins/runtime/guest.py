@@ -286,7 +286,12 @@ def read_paths(
         full = os.path.join(plugin_path, candidate)
         if os.path.exists(full):
             paths.add(full)
-    read, split = _excluding(sorted(p for p in paths if os.path.exists(p)), hidden or [])
+    # Each rule where its path resolves, as every hidden path is (``bubblewrap``): a rule
+    # opened through a link (``/lib -> usr/lib``, an OSTree host's ``/usr/local``) lands on
+    # the target whole and would undo the split of the target's own rule (issue 30, round
+    # 28, finding 5).
+    resolved = {os.path.realpath(p) for p in paths if os.path.exists(p)}
+    read, split = _excluding(sorted(resolved), hidden or [])
     return read, listed + split
 
 
@@ -1009,6 +1014,11 @@ def serve(channel: Channel, site: list[str] | None = None) -> None:
     except Unavailable as exc:
         _send(channel, {"op": "unavailable", "why": str(exc)[:300]})
         return
+    finally:
+        # Where the site keeps what the sandbox hides is the Landlock rules' business
+        # alone: never left where the plugin's code finds it (``gc.get_objects()``, this
+        # frame), though ``setup`` stays (issue 30, round 28, finding 4).
+        setup.pop("hidden", None)
     own_imports()
     from django_webfetch.plugins.sandbox import plugin_scope
 
@@ -1068,8 +1078,6 @@ def serve(channel: Channel, site: list[str] | None = None) -> None:
             _send(channel, reply)
             if reply.get("hooks_changed"):
                 return  # and serves no other call, whatever the host does
-        elif message["op"] == "exit":
-            return
         else:
             raise ProtocolError(f"unexpected {message['op']!r}")
 

@@ -1499,11 +1499,11 @@ class Worker:
                 logger.warning("plugin process %s not reaped: its uid stays taken", self.pid)
 
     def close(self) -> None:
-        self.resume()
-        with contextlib.suppress(ProtocolError):
-            self.channel.send({"op": "exit"}, time.monotonic() + 2)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(2)
+        """End the process: by the kernel (``kill``), never by asking it.  An idle process
+        holds nothing of a call (``Pool.release`` checked it), and its own loop is the
+        plugin's to replace: asked to exit, it could hold the closing thread (a registry
+        reset, a release into a full pool) for as long as the host waited (issue 30, round
+        28, finding 2)."""
         self.kill()
 
 
