@@ -1539,7 +1539,9 @@ def _of_stem(entry: str, stem: str, *, data: bool = False) -> bool:
     ``.2026-12-07``), also after one of the editors' prefixes (``.STEM.py.swp``,
     ``#STEM.py#``, ``.#STEM.py``); and, for a file that is no module (``data``: a log, a
     database), ``STEM-<anything>`` (logrotate's ``dateext``: ``django.log-20261207``,
-    ``.gz``; a SQLite super-journal; issue 30, round 24, finding 3)."""
+    ``.gz``; a SQLite super-journal; issue 30, round 24, finding 3) and the names that
+    keep its extension last (``_keeps_extension``: logrotate's ``extension``,
+    ``django.1.log.gz``, ``django-20261206.log``; round 28, finding 3)."""
     core = entry
     for prefix in _EDITOR_PREFIXES:
         if core.startswith(prefix):
@@ -1807,9 +1809,10 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     that other distributions did not install whole (``_directory_entries``).  A file is itself,
     each entry beside it of the same stem (``_of_stem``: the legacy ``settings.pyc``,
     ``settings.py~``, ``.settings.py.swp``; for a file that is no module, a log or a
-    database, ``NAME-*`` too: its rotations), and each entry of the same stem in its
-    cache directories (``_cache_dirs``: ``settings.cpython-311.pyc``, ``.opt-1.pyc``,
-    ``.opt-2.pyc``, any implementation's tag).
+    database, ``NAME-*`` and ``<root><sep>*<ext>`` too: its rotations), and each entry
+    of the same stem in its cache directories (``_cache_dirs``:
+    ``settings.cpython-311.pyc``, ``.opt-1.pyc``, ``.opt-2.pyc``, any implementation's
+    tag).
     docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
     directory, name = os.path.split(path)
     stem = _stem(name)
