@@ -195,7 +195,7 @@ def test_every_copy_of_a_data_file_that_keeps_its_extension_is_among_its_copies(
 _sites = itertools.count()
 _STAMP = "%Y%m%d%H%M%S"
 _OTHER_NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True).filter(
-    lambda name: name not in ("static", "shared", "other", "notes", "current")
+    lambda name: name not in ("static", "shared", "other", "notes", "vendor", "current")
 )
 
 
@@ -251,7 +251,7 @@ def test_every_release_of_the_project_beside_the_current_one_is_masked(
     holding a virtual environment the guest imports from): every copy's settings file is
     masked (``bubblewrap.hidden_paths``), the guest's package directory in it is not, and
     no neighbour beside the releases is (a directory holding only the package's static
-    files, another package's settings, a file)."""
+    files or its ``__init__.py``, another package's settings, a file)."""
     top = f"fix28_13_site{next(_sites)}"
     with tempfile.TemporaryDirectory() as tmp:
         real = Path(os.path.realpath(tmp))
@@ -269,6 +269,7 @@ def test_every_release_of_the_project_beside_the_current_one_is_masked(
             needed.append(str(packages))
         neighbours = [parent / "static" / top / "style.css", parent / "other" / "settings.py"]
         neighbours += [parent / "shared" / f"{top}x" / "settings.py", parent / "notes"]
+        neighbours += [parent / "vendor" / top / "__init__.py"]  # no settings module
         for neighbour in neighbours:
             neighbour.parent.mkdir(parents=True, exist_ok=True)
             neighbour.write_text("a neighbour\n")
@@ -291,3 +292,34 @@ def test_every_release_of_the_project_beside_the_current_one_is_masked(
             assert not _masked(Path(path) / "dependency.py", masked), (path, masked)
         for neighbour in neighbours:
             assert not _masked(neighbour, masked), (neighbour, masked)
+
+
+def test_the_releases_directory_is_recorded_and_masked_whole_past_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """History: issue 30, round 28, finding 1 (Medium).  The listing of the directory
+    holding the releases, and each release looked in, are recorded for the pooled
+    processes (``_note``: a new release retires them); a directory of more entries than
+    ``_RELEASES_MAX_ENTRIES`` is not looked through but masked whole (fail closed)."""
+    top = f"fix28_13_site{next(_sites)}"
+    real = Path(os.path.realpath(tmp_path))
+    releases = real / "app" / "releases"
+    current = releases / "20261207120000"
+    _write_release(current, top, "package", "current")
+    holders = [_write_release(releases / n, top, "module", n) for n in ("2026120611", "b")]
+    with (
+        mock.patch.dict(os.environ, {"DJANGO_SETTINGS_MODULE": f"{top}.settings"}),
+        mock.patch.object(sys, "path", [str(current), *sys.path]),
+        override_settings(WEBFETCH_PLUGIN_HIDDEN_PATHS=[]),
+    ):
+        with bubblewrap._reading() as listings:
+            masked = bubblewrap.hidden_paths([str(real)], [])
+        for holder in holders:
+            assert _masked(holder, masked), (holder, masked)
+            assert str(holder.parent.parent) in listings, listings
+            assert str(holder.parent) in listings, listings
+        assert str(releases) in listings, listings
+        assert str(releases) not in masked
+        monkeypatch.setattr(bubblewrap, "_RELEASES_MAX_ENTRIES", 2)
+        masked = bubblewrap.hidden_paths([str(real)], [])
+        assert str(releases) in masked, masked

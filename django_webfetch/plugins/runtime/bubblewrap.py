@@ -1206,15 +1206,19 @@ def _site_modules() -> list[str]:
 
 def _markers(top: str) -> list[str]:
     """What a directory holds, relative to it, when it holds the site's top-level package
-    or module ``top`` as the project does: ``top/__init__.py``, the settings (or URLconf)
-    module's file under it (``top/settings.py``, ``top/settings/__init__.py``), or the
-    module ``top.py``."""
-    found = [top + ".py", os.path.join(top, "__init__.py")]
+    or module ``top`` as the project does: the settings (or URLconf) module's file under
+    it (``top/settings.py``, ``top/settings/__init__.py``), or, where no such module is
+    known under ``top``, ``top/__init__.py``; or the module ``top.py``.  Not a bare
+    ``top/__init__.py`` where the settings module is known: a package of the standard
+    library holds ``tests/__init__.py`` or ``core/__init__.py`` under other names."""
+    found = [top + ".py"]
     for name in _site_modules():
         first, _, rest = name.partition(".")
         if first == top and rest:
             module = os.path.join(top, *rest.split("."))
             found += [module + ".py", os.path.join(module, "__init__.py")]
+    if len(found) == 1:
+        found.append(os.path.join(top, "__init__.py"))
     return _unique(found)
 
 
@@ -1226,16 +1230,18 @@ def _releases(places: Mapping[str, list[str]], needed: list[str] | None) -> list
 
     For each directory ``E`` holding the site's top-level package or module (where it is
     found on ``sys.path``: ``places``; ``BASE_DIR`` and ``WEBFETCH_PROJECT_ROOT`` where
-    they hold it), under both of its names (as found and resolved), each sibling ``S`` of
-    ``E`` (an entry of its parent, ``E`` itself left out) that is a directory holding the
-    site's package as ``E`` does (``_markers``: ``S/<top>/__init__.py``,
-    ``S/<top>/settings.py``) is a copy: ``S`` whole, or, where ``S`` is or holds what the
-    guest needs (``needed``, a package directory), ``S/<top>`` and, where ``E`` holds
-    none of it (a project, not a package directory), each entry of ``S`` named as one of
-    ``E``'s that holds none of it either.  At most ``_RELEASES_MAX_ENTRIES`` entries of
-    a parent are looked at; past it the parent is returned, masked whole.  The parent,
-    each directory sibling and its ``<top>`` are noted (``_note``): a new release
-    retires the pooled processes whose masks it decided.  Issue 30, round 28, finding 1;
+    they hold it) that is not itself what the guest needs (a package directory, the
+    standard library: no project's release), under both of its names (as found and
+    resolved), each sibling ``S`` of ``E`` (an entry of its parent, ``E`` itself left
+    out) that is a directory holding the site's package as ``E`` does (``_markers``:
+    ``S/<top>/settings.py``, ``S/<top>/settings/__init__.py``) is a copy: ``S`` whole,
+    or, where ``S`` is or holds what the guest needs (``needed``, a package directory),
+    ``S/<top>`` and, where ``E`` holds none of it (a project, not a package directory),
+    each entry of ``S`` named as one of ``E``'s that holds none of it either.  At most
+    ``_RELEASES_MAX_ENTRIES`` entries of a parent are looked at; past it the parent is
+    returned, masked whole.  The parent, each directory sibling and its ``<top>`` are
+    noted (``_note``): a new release retires the pooled processes whose masks it
+    decided.  Issue 30, round 28, finding 1;
     docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst."""
     if "django.conf" not in sys.modules:
         return []
@@ -1260,6 +1266,8 @@ def _releases(places: Mapping[str, list[str]], needed: list[str] | None) -> list
     copied: list[str] = []
     seen: set[tuple[str, str]] = set()
     for home, top in homes:
+        if os.path.realpath(home) in wanted:
+            continue  # a package directory, the standard library: no project's release
         for form in _unique([os.path.abspath(home), os.path.realpath(home)]):
             if (form, top) not in seen:
                 seen.add((form, top))
