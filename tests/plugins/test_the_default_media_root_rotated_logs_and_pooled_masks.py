@@ -195,9 +195,11 @@ def _rotation(draw: Any) -> tuple[str, Any]:
     moment = time.gmtime(draw(st.integers(0, 4_102_444_800)))
     number = draw(st.integers(0, 400))
     compressed = draw(st.sampled_from(["", ".gz", ".xz", ".bz2", ".zst"]))
-    kind = draw(st.sampled_from(["rotating", "timed", "logrotate", "dateext", "savelog"]))
+    kinds = ["rotating", "timed", "logrotate", "dateext", "savelog", "extension"]
+    kind = draw(st.sampled_from(kinds))
     when = draw(st.sampled_from(_WHEN))
     dateext = draw(st.sampled_from(_DATEEXT))
+    dated = draw(st.booleans())
 
     def rotated(path: str) -> str:
         if kind == "rotating":  # RotatingFileHandler.doRollover
@@ -213,6 +215,12 @@ def _rotation(draw: Any) -> tuple[str, Any]:
             return f"{path}.{number}{compressed}"
         if kind == "dateext":
             return path + time.strftime(dateext, moment) + compressed
+        root, dot, extension = path.rpartition(".")
+        if kind == "extension" and dot and "/" not in extension:
+            # logrotate's ``extension .log``: ``django.1.log.gz``, with ``dateext``
+            # ``django-20261206.log`` (issue 30, round 28, finding 3).
+            middle = time.strftime(dateext, moment) if dated else f".{number}"
+            return f"{root}{middle}.{extension}{compressed}"
         return f"{path}.{number}{compressed}"  # savelog: ``.0``, ``.1.gz``
 
     return name, rotated
@@ -223,9 +231,11 @@ def _rotation(draw: Any) -> tuple[str, Any]:
 def test_every_rotated_name_of_a_log_is_among_its_copies(rotation: tuple[str, Any]) -> None:
     """History: issue 30, round 24, finding 3.  Over generated names of the log rotators
     (``RotatingFileHandler``, ``TimedRotatingFileHandler`` for each ``when``, logrotate's
-    numbered and ``dateext`` names, compressed or not, savelog): every rotated copy beside
-    a log file is among ``bubblewrap.copies`` of it, and a neighbour named after it with
-    no separator is not."""
+    numbered and ``dateext`` names, compressed or not, savelog; round 28, finding 3:
+    logrotate's ``extension``, which keeps the extension last, ``django.1.log.gz``,
+    ``django-20261206.log``): every rotated copy beside a log file is among
+    ``bubblewrap.copies`` of it, and a neighbour named after it with no separator is
+    not, nor one whose root is a longer word or whose extension is another."""
     name, rotated = rotation
     with tempfile.TemporaryDirectory() as top:
         path = os.path.join(os.path.realpath(top), name)
@@ -233,11 +243,18 @@ def test_every_rotated_name_of_a_log_is_among_its_copies(rotation: tuple[str, An
         copy = rotated(path)
         assert os.path.dirname(copy) == os.path.dirname(path)
         Path(copy).write_text("rotated\n")
-        neighbour = path + "x"
-        Path(neighbour).write_text("a neighbour\n")
+        neighbours = [path + "x"]
+        root, dot, extension = name.rpartition(".")
+        if dot and root:  # ``djangoapp.log``, ``django-1.txt``
+            other = "txt" if extension != "txt" else "dat"
+            neighbours += [os.path.join(os.path.dirname(path), n) for n in
+                           (f"{root}app.{extension}", f"{root}-1.{other}")]  # fmt: skip
+        for neighbour in neighbours:
+            Path(neighbour).write_text("a neighbour\n")
         found = bubblewrap.copies(path)[0]
         assert copy in found, (copy, found)
-        assert neighbour not in found
+        for neighbour in neighbours:
+            assert neighbour not in found, (neighbour, found)
 
 
 def test_a_pooled_process_started_before_a_data_setting_changed_serves_no_call(

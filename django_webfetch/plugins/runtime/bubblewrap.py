@@ -648,8 +648,11 @@ def _site_code(needed: list[str] | None = None) -> list[str]:
     ``WEBFETCH_PLUGIN_HIDDEN_PATHS``, the data the settings name (``_site_data``) and,
     when ``needed`` is given, ``BASE_DIR`` where it holds none of it (``_site_base``)."""
     paths: list[str] = []
-    for top in site_names():
-        paths += _places(top)
+    places = {top: _places(top) for top in site_names()}
+    for place in places.values():
+        paths += place
+    # Every other release of the project beside the one the site runs from (round 28).
+    paths += _releases(places, needed)
     from django.conf import settings
 
     if settings.configured:
@@ -1188,6 +1191,143 @@ def _site_base(needed: list[str]) -> list[str]:
     return found
 
 
+#: The most entries ``_releases`` looks at in the directory that holds a project
+#: directory of the site's: past it, that directory is masked whole (fail closed:
+#: hollowed where it holds what the guest needs; refused, ``site_code_unmaskable``,
+#: where it is a bound directory).
+_RELEASES_MAX_ENTRIES = 1_000
+
+
+def _site_modules() -> list[str]:
+    """The dotted names of the site's own modules: ``DJANGO_SETTINGS_MODULE`` (the
+    environment's and the one Django loaded) and ``ROOT_URLCONF`` (``site_names``'s)."""
+    names = [os.environ.get("DJANGO_SETTINGS_MODULE") or ""]
+    if "django.conf" in sys.modules:
+        from django.conf import settings
+
+        if settings.configured:
+            names += [getattr(settings, "SETTINGS_MODULE", None) or ""]
+            urlconf = getattr(settings, "ROOT_URLCONF", None)
+            names += [urlconf if isinstance(urlconf, str) else ""]
+    return _unique([name for name in names if all(p.isidentifier() for p in name.split("."))])
+
+
+def _markers(top: str) -> list[str]:
+    """What a directory holds, relative to it, when it holds the site's top-level package
+    or module ``top`` as the project does: the settings (or URLconf) module's file under
+    it (``top/settings.py``, ``top/settings/__init__.py``), or, where no such module is
+    known under ``top``, ``top/__init__.py``; or the module ``top.py``.  Not a bare
+    ``top/__init__.py`` where the settings module is known: a package of the standard
+    library holds ``tests/__init__.py`` or ``core/__init__.py`` under other names."""
+    found = [top + ".py"]
+    for name in _site_modules():
+        first, _, rest = name.partition(".")
+        if first == top and rest:
+            module = os.path.join(top, *rest.split("."))
+            found += [module + ".py", os.path.join(module, "__init__.py")]
+    if len(found) == 1:
+        found.append(os.path.join(top, "__init__.py"))
+    return _unique(found)
+
+
+def _releases(places: Mapping[str, list[str]], needed: list[str] | None) -> list[str]:
+    """Every other copy of the project beside a directory the site runs from: the
+    previous releases of a deploy tool's layout (``releases/<timestamp>/``, ``current``
+    a link to the newest: Capistrano, Deployer, Fabric recipes), a sibling copy under
+    any name.
+
+    For each directory ``E`` holding the site's top-level package or module (where it is
+    found on ``sys.path``: ``places``; ``BASE_DIR`` and ``WEBFETCH_PROJECT_ROOT`` where
+    they hold it) that is not itself what the guest needs (a package directory, the
+    standard library: no project's release), under both of its names (as found and
+    resolved), each sibling ``S`` of ``E`` (an entry of its parent, ``E`` itself left
+    out) that is a directory holding the site's package as ``E`` does (``_markers``:
+    ``S/<top>/settings.py``, ``S/<top>/settings/__init__.py``) is a copy: ``S`` whole,
+    or, where ``S`` is or holds what the guest needs (``needed``, a package directory),
+    ``S/<top>`` and, where ``E`` holds none of it (a project, not a package directory),
+    each entry of ``S`` named as one of ``E``'s that holds none of it either.  At most
+    ``_RELEASES_MAX_ENTRIES`` entries of a parent are looked at; past it the parent is
+    returned, masked whole.  The parent, each directory sibling and its ``<top>`` are
+    noted (``_note``): a new release retires the pooled processes whose masks it
+    decided.  Issue 30, round 28, finding 1;
+    docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst."""
+    if "django.conf" not in sys.modules:
+        return []
+    from django.conf import settings
+
+    wanted = [*(needed or []), *site_dirs()]
+    roots: list[str] = []
+    if settings.configured:
+        for setting in ("BASE_DIR", "WEBFETCH_PROJECT_ROOT"):
+            roots += _paths_of(getattr(settings, setting, None))
+    homes: list[tuple[str, str]] = []
+    for top, found in places.items():
+        for place in found:
+            name = os.path.basename(place.rstrip("/"))
+            if name in (top, top + ".py"):
+                homes += [(os.path.dirname(place.rstrip("/")), top)]
+        for root in roots:
+            if os.path.exists(os.path.join(root, top)) or os.path.exists(
+                os.path.join(root, top + ".py")
+            ):
+                homes += [(root, top)]
+    copied: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for home, top in homes:
+        if os.path.realpath(home) in wanted:
+            continue  # a package directory, the standard library: no project's release
+        for form in _unique([os.path.abspath(home), os.path.realpath(home)]):
+            if (form, top) not in seen:
+                seen.add((form, top))
+                copied += _beside_home(form, top, wanted)
+    return _unique(copied)
+
+
+def _holds(path: str, wanted: list[str]) -> bool:
+    return any(path == need or _under(need, path) for need in wanted)
+
+
+def _beside_home(home: str, top: str, wanted: list[str]) -> list[str]:
+    """``_releases`` for the one directory ``home`` holding the site's ``top``."""
+    parent = os.path.dirname(home)
+    if not parent or parent == home:
+        return []
+    real_home = os.path.realpath(home)
+    _note(parent)
+    try:
+        with os.scandir(parent) as listing:
+            entries = list(itertools.islice(listing, _RELEASES_MAX_ENTRIES + 1))
+    except OSError:
+        return []
+    if len(entries) > _RELEASES_MAX_ENTRIES:
+        return [parent]  # too many to look at: all of it masked (fail closed)
+    markers = _markers(top)
+    found: list[str] = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if not entry.is_dir():
+                continue
+            sibling = os.path.realpath(entry.path)
+            if sibling == real_home or not os.path.isdir(sibling):
+                continue
+            _note(sibling)
+            if os.path.isdir(os.path.join(sibling, top)):
+                _note(os.path.join(sibling, top))
+            if not any(os.path.isfile(os.path.join(sibling, m)) for m in markers):
+                continue
+            if not _holds(sibling, wanted):
+                found.append(sibling)
+                continue
+            names = [top, top + ".py"]
+            if not _holds(real_home, wanted):
+                names += os.listdir(real_home)[:_RELEASES_MAX_ENTRIES]
+            for name in _unique(names):
+                path = os.path.join(sibling, name)
+                if os.path.lexists(path) and not _holds(os.path.realpath(path), wanted):
+                    found.append(path)
+    return found
+
+
 def unmaskable(binds: list[str], needed: list[str]) -> list[str]:
     """What the sandbox hides (``_placed``) that is a directory of ``binds`` or what the
     guest needs (``needed``, a package directory): it cannot be masked, so the sandbox is
@@ -1415,7 +1555,9 @@ def _of_stem(entry: str, stem: str, *, data: bool = False) -> bool:
     ``.2026-12-07``), also after one of the editors' prefixes (``.STEM.py.swp``,
     ``#STEM.py#``, ``.#STEM.py``); and, for a file that is no module (``data``: a log, a
     database), ``STEM-<anything>`` (logrotate's ``dateext``: ``django.log-20261207``,
-    ``.gz``; a SQLite super-journal; issue 30, round 24, finding 3)."""
+    ``.gz``; a SQLite super-journal; issue 30, round 24, finding 3) and the names that
+    keep its extension last (``_keeps_extension``: logrotate's ``extension``,
+    ``django.1.log.gz``, ``django-20261206.log``; round 28, finding 3)."""
     core = entry
     for prefix in _EDITOR_PREFIXES:
         if core.startswith(prefix):
@@ -1423,7 +1565,56 @@ def _of_stem(entry: str, stem: str, *, data: bool = False) -> bool:
             break
     endings = (stem + ".", stem + "~", stem + "#", *((stem + "-",) if data else ()))
     # The entry as it is too: a stem that starts with a prefix (``.env``, ``.env.bak``).
-    return core.startswith(endings) or entry.startswith(endings)
+    if core.startswith(endings) or entry.startswith(endings):
+        return True
+    return data and (_keeps_extension(core, stem) or _keeps_extension(entry, stem))
+
+
+#: Rotated copies of a data file that keep its extension last: ``<root><sep>...<ext>``.
+_ROTATION_SEPARATORS = (".", "-", "_")
+#: What a rotator (logrotate's ``compresscmd``, savelog) or an operator appends to a
+#: rotated copy to compress it: gzip, bzip2, xz, zstd, lz4, compress, lzip, lzma, lzop,
+#: brotli, zip, 7-Zip, snappy.
+_COMPRESSION_SUFFIXES = (
+    ".gz", ".bz2", ".xz", ".zst", ".zstd", ".lz4", ".Z", ".z", ".lz", ".lzma", ".lzo",
+    ".br", ".zip", ".7z", ".sz",
+)  # fmt: skip
+#: The most compression suffixes stripped from one name (``.log.gz.gz`` is two).
+_COMPRESSION_DEPTH = 4
+
+
+def _keeps_extension(entry: str, name: str) -> bool:
+    """Whether ``entry`` is named as a copy of the data file ``name`` that keeps its
+    extension last, as logrotate's ``extension`` directive and an operator's copies name
+    it: ``<root><sep><anything><ext>``, optionally followed by compression suffixes
+    (``_COMPRESSION_SUFFIXES``), where ``<root>`` and ``<ext>`` split ``name`` at its
+    last dot and ``<sep>`` is ``.``, ``-`` or ``_`` (``django.log``: ``django.1.log``,
+    ``django.2.log.gz``, ``django-20261206.log``, ``django-20261205.log.gz``;
+    ``db.sqlite3``: ``db-20261207.sqlite3``, ``db_backup.sqlite3``).  Never a
+    neighbour whose root only starts with ``<root>`` (``djangoapp.log``) or that has
+    another extension (``django-1.txt``).  Plain string operations, linear in the
+    names.  Issue 30, round 28, finding 3;
+    docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst."""
+    root, dot, extension = name.rpartition(".")
+    if not root or not dot or not extension:
+        return False
+    ext = "." + extension
+    start = len(root) + 1
+    if len(entry) < start + len(ext) or not entry.startswith(root):
+        return False
+    if entry[len(root)] not in _ROTATION_SEPARATORS:
+        return False
+    rest = entry[start:]
+    for _ in range(_COMPRESSION_DEPTH):
+        if rest.endswith(ext):
+            return True
+        for suffix in _COMPRESSION_SUFFIXES:
+            if rest.endswith(suffix):
+                rest = rest[: -len(suffix)]
+                break
+        else:
+            return False
+    return rest.endswith(ext)
 
 
 def _cache_dirs(directory: str) -> list[str]:
@@ -1445,11 +1636,13 @@ def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
         names = os.listdir(directory)
     except OSError:
         return []
-    # ``stem in name`` first: a package directory holds thousands of entries.
+    # ``stem in name`` first: a package directory holds thousands of entries (a data
+    # file's copies that keep its extension hold only what comes before its last dot).
+    word = (stem.rpartition(".")[0] or stem) if data else stem
     return [
         os.path.join(directory, name)
         for name in names
-        if stem in name and _of_stem(name, stem, data=data)
+        if word in name and _of_stem(name, stem, data=data)
     ]
 
 
@@ -1632,9 +1825,10 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     that other distributions did not install whole (``_directory_entries``).  A file is itself,
     each entry beside it of the same stem (``_of_stem``: the legacy ``settings.pyc``,
     ``settings.py~``, ``.settings.py.swp``; for a file that is no module, a log or a
-    database, ``NAME-*`` too: its rotations), and each entry of the same stem in its
-    cache directories (``_cache_dirs``: ``settings.cpython-311.pyc``, ``.opt-1.pyc``,
-    ``.opt-2.pyc``, any implementation's tag).
+    database, ``NAME-*`` and ``<root><sep>*<ext>`` too: its rotations), and each entry
+    of the same stem in its cache directories (``_cache_dirs``:
+    ``settings.cpython-311.pyc``, ``.opt-1.pyc``, ``.opt-2.pyc``, any implementation's
+    tag).
     docs/decisions/0058-every-copy-of-the-sites-code-is-masked.rst"""
     directory, name = os.path.split(path)
     stem = _stem(name)
