@@ -109,6 +109,12 @@ REASONS = {
 }
 
 
+class PluginEntryLinked(OSError):
+    """An entry of the plugin's directory named like its top-level package or module is a
+    symbolic link (``filename``): the sandbox binds a plugin's own files only, so no
+    process of it is started (``host.PATH_UNSAFE``; docs/decisions/0058, round 29)."""
+
+
 class SiteCodeUnmaskable(OSError):
     """A path the sandbox hides (the site's code, ``_site_code``; ``_prefix_hidden``) is a
     path the guest needs, so it cannot be masked in the sandbox: the process is not started
@@ -579,11 +585,19 @@ def _bound(spec: SandboxSpec) -> tuple[list[str], list[str]]:
     # A Python name only: an absolute path or ``..`` would make the bind leave the
     # plugin's directory (tests/plugins/test_pth_files_and_entry_point_values.py).
     if spec.top_level.isidentifier():
+        home = os.path.realpath(spec.plugin_path)
         for candidate in (spec.top_level, spec.top_level + ".py"):
             full = os.path.join(spec.plugin_path, candidate)
-            if os.path.exists(full):
-                binds.append(os.path.realpath(full))
-                needed.append(os.path.realpath(full))
+            if not os.path.lexists(full):
+                continue
+            # The plugin's own entry, never where a link leads: a link named like its
+            # package or module (``webfetch_x.py -> ..``, ``-> /proc/self/cwd/.env``) would
+            # bind its target, resolved in the host, into the sandbox (issue 30, round 29,
+            # finding 1).  Refused, whether or not the import would use it.
+            if os.path.islink(full) or os.path.realpath(full) != os.path.join(home, candidate):
+                raise PluginEntryLinked(errno.ELOOP, "plugin_entry_linked", full)
+            binds.append(os.path.join(home, candidate))
+            needed.append(os.path.join(home, candidate))
     return _collapse(binds), needed
 
 

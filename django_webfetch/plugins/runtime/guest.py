@@ -284,7 +284,8 @@ def read_paths(
     listed = [plugin_path]
     for candidate in (top_level, top_level + ".py"):
         full = os.path.join(plugin_path, candidate)
-        if os.path.exists(full):
+        # Never a rule through a link (the host binds none: ``bubblewrap._bound``).
+        if os.path.exists(full) and not os.path.islink(full):
             paths.add(full)
     # Each rule where its path resolves, as every hidden path is (``bubblewrap``): a rule
     # opened through a link (``/lib -> usr/lib``, an OSTree host's ``/usr/local``) lands on

@@ -1070,6 +1070,13 @@ class Worker:
                 self.identity.release()  # no process was started under it
             if isinstance(exc, bubblewrap.SiteCodeUnmaskable):
                 raise IsolationUnavailable(f"site_code_unmaskable: {exc.filename}") from exc
+            if isinstance(exc, bubblewrap.PluginEntryLinked):
+                # The package's doing, not this host's: refused as its path is.
+                raise RuntimeFailure(
+                    PATH_UNSAFE,
+                    f"{str(exc.filename)[:300]!r} is a symbolic link: a plugin process binds "
+                    "the plugin's own package or module only",
+                ) from exc
             if isinstance(exc, OSError):
                 raise IsolationUnavailable(f"sandbox_failed: {exc}") from exc
             raise
