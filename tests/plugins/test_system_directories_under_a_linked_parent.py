@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ import pytest
 from tests.plugins.conftest import PROBE_SITE
 from tests.plugins.packages import open_up
 
-_SECRET = "s16-linked-usr-local-secret"
+_SECRET = "s16-linked-usr-local-secret"  # with the test's own id: the tests run side by side
 
 _READER = """\
 import os
@@ -34,7 +35,7 @@ import os
 
 def run(plugin, arguments):
     found, read = [], 0
-    for top, dirs, files in os.walk("/usr/local/lib"):
+    for top, dirs, files in os.walk(%r):
         for name in files:
             path = os.path.join(top, name)
             try:
@@ -64,19 +65,22 @@ def test_on_a_host_whose_usr_local_is_a_link_the_sites_code_under_it_is_not_read
     A child process makes ``/usr`` as an OSTree host has it (``link``) or leaves it as it
     is (``plain``, the control), runs a site whose settings package lies under
     ``/usr/local/lib`` (imported by that name) and calls a plugin that reads every file of
-    ``/usr/local/lib``: the settings module is read nowhere, in either mode.  Before the
+    the test's directory there: the settings module is read nowhere, in either mode.  Before the
     fix, in ``link`` mode, it was read whole, ``SECRET_KEY`` and all."""
+    secret = f"{_SECRET}-{uuid.uuid4().hex}"
     package = system_library_dir / "webfetch_linked_site"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "settings.py").write_text(
-        f"SECRET_KEY = '{_SECRET}'\nINSTALLED_APPS = []\nUSE_TZ = True\n"
+        f"SECRET_KEY = '{secret}'\nINSTALLED_APPS = []\nUSE_TZ = True\n"
         "ROOT_URLCONF = 'webfetch_linked_site.settings'\nurlpatterns = []\nDATABASES = {}\n"
     )
     (system_library_dir / "control.txt").write_text("control\n")
     plugins = tmp_path / "plugins"
     (plugins / "webfetch_linked_reader").mkdir(parents=True)
-    (plugins / "webfetch_linked_reader" / "__init__.py").write_text(_READER % _SECRET.encode())
+    (plugins / "webfetch_linked_reader" / "__init__.py").write_text(
+        _READER % (str(system_library_dir), secret.encode())
+    )
     # Where the child's ``/usr/local`` lives then (``/var/usrlocal`` on OSTree), reachable
     # by the plugin's uid.
     var = Path(tempfile.mkdtemp(prefix="webfetch-linked-var-", dir="/var/tmp"))
