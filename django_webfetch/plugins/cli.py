@@ -274,7 +274,8 @@ def _list(out: _Shown) -> None:
         out.write("no plugin instances")
         return
     for s in summaries:
-        state = "enabled" if s.enabled else "disabled"
+        # The instance's own switch; its tool group's is said on the "effective" line.
+        state = "instance enabled" if s.enabled else "instance disabled"
         installed = ""
         if not s.installed:
             mine = [p for p in refused if s.plugin in p.names]

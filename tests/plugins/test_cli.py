@@ -164,7 +164,7 @@ def test_list_shows_declared_granted_effective(example):
     output = webfetch("list")
     assert "s3cret" not in output
     assert output.splitlines()[-7:] == [
-        "other (example , enabled)",
+        "other (example , instance enabled)",
         f"  declared:  {DECLARED}",
         "  granted:   granted.lab.example, ungranted.lab.example",
         "  effective: granted.lab.example",
@@ -207,7 +207,7 @@ def test_list_shows_each_instances_isolation(example):
 def test_list_flags_an_instance_whose_package_is_gone(example):
     PluginInstance.objects.create(plugin="gone", alias="gone", egress_hosts=["a.example.org"])
     output = webfetch("list")
-    assert "gone (gone , enabled, package NOT installed)" in output
+    assert "gone (gone , instance enabled, package NOT installed)" in output
     assert (
         "  effective: (none): plugin 'gone' is not installed here (is its directory in "
         "WEBFETCH_PLUGIN_DIRS of this process?)"
