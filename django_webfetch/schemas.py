@@ -36,7 +36,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from django_webfetch.text.patterns import PatternError, compile_untrusted
+from django_webfetch.text.patterns import (
+    MAX_PROGRAM_BYTES,
+    PatternError,
+    compile_untrusted,
+    program_bytes,
+)
 
 if TYPE_CHECKING:
     from referencing import Registry
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
 # most of which (manage.py commands, workers that run no tool) never check a schema.
 
 __all__ = [
+    "MAX_SCHEMA_PROGRAM_BYTES",
     "ArgumentValidator",
     "SchemaRefused",
     "argument_errors",
@@ -61,6 +67,15 @@ __all__ = [
 MAX_SCHEMA_COST = 10_000
 #: The most keyword evaluations one ``argument_errors`` call runs.
 MAX_EVALUATIONS = 50_000
+#: The most program all the patterns of one schema compile to together (``program_bytes``:
+#: forward and reverse; as much as one pattern may, ``MAX_PROGRAM_BYTES`` each way).  RE2
+#: compiles in time linear in it (~0.6 µs an instruction here), so checking a schema costs
+#: at most ~40 ms of the host's CPU, whatever their number (issue 30, round 30, finding 2:
+#: 1,800 patterns of 14 characters cost 20 s), and validating arguments compiles nothing
+#: (``_compiled``).
+MAX_SCHEMA_PROGRAM_BYTES = 2 * MAX_PROGRAM_BYTES
+#: Compiled patterns kept for validation (``_compiled``), at most this much program.
+_COMPILED_MAX_BYTES = 32 * MAX_SCHEMA_PROGRAM_BYTES
 #: Subschemas applied to the same instance node.
 _IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
 #: Subschemas applied to a part of the instance (a property, an item): they consume depth.
@@ -98,11 +113,40 @@ class SchemaRefused(ValueError):
         super().__init__(message)
 
 
+class _Compiled:
+    """Untrusted patterns compiled once (``compile_untrusted``), the least recently used
+    dropped past ``_COMPILED_MAX_BYTES`` of program: a tool's validation compiles nothing
+    its registration did not (RE2's own cache holds 128 patterns, any size)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+
+    def __call__(self, pattern: Any) -> Any:
+        if not isinstance(pattern, str):
+            return compile_untrusted(pattern)  # refused, with its reason
+        with self._lock:
+            held = self._held.get(pattern)
+            if held is not None:
+                self._held.move_to_end(pattern)
+                return held[0]
+        compiled = compile_untrusted(pattern)
+        size = program_bytes(compiled)
+        with self._lock:
+            if pattern not in self._held:
+                self._held[pattern] = (compiled, size)
+                self._bytes += size
+                while self._bytes > _COMPILED_MAX_BYTES and len(self._held) > 1:
+                    self._bytes -= self._held.popitem(last=False)[1][1]
+        return compiled
+
+
+_compiled = _Compiled()
+
+
 def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    if (
-        validator.is_type(instance, "string")
-        and compile_untrusted(pattern).search(instance) is None
-    ):
+    if validator.is_type(instance, "string") and _compiled(pattern).search(instance) is None:
         from jsonschema import ValidationError
 
         yield ValidationError(f"the value does not match {str(pattern)[:100]!r}")
@@ -112,7 +156,7 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
-        compiled = compile_untrusted(pattern)
+        compiled = _compiled(pattern)
         for key, value in instance.items():
             if compiled.search(key) is not None:
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
@@ -120,7 +164,7 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
 
 def _extras(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
     properties = schema.get("properties", {})
-    patterns = [compile_untrusted(p) for p in schema.get("patternProperties", {})]
+    patterns = [_compiled(p) for p in schema.get("patternProperties", {})]
     return [
         key
         for key in instance
@@ -309,14 +353,16 @@ _END = object()
 #: Verdicts of :func:`check_tool_schema` by the schema's canonical JSON (a pure function of
 #: it): a registry load checks every tool's schema again, and the meta-schema check costs
 #: about 40 ms a schema.  Bounded; the oldest verdict goes first.
-_VERDICTS: OrderedDict[str, tuple[str, str] | None] = OrderedDict()
+_VERDICTS: OrderedDict[str, tuple[str, str] | int] = OrderedDict()
 _VERDICTS_MAX = 512
 _VERDICTS_LOCK = threading.Lock()
 
 
-def check_tool_schema(schema: object) -> None:
+def check_tool_schema(schema: object) -> int:
     """Refuse a ``parameters`` schema that could fetch, hang or is not valid; see above.
-    The verdict of a schema seen before (the same canonical JSON) is given again."""
+    Returns the program its patterns compile to together (``program_bytes``: what a caller
+    checking several schemas sums, ``plugins.manifest``).  The verdict of a schema seen
+    before (the same canonical JSON) is given again."""
     try:
         key = json.dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
@@ -326,28 +372,28 @@ def check_tool_schema(schema: object) -> None:
             if key in _VERDICTS:
                 _VERDICTS.move_to_end(key)
                 verdict = _VERDICTS[key]
-                if verdict is None:
-                    return
+                if isinstance(verdict, int):
+                    return verdict
                 raise SchemaRefused(*verdict)
     try:
-        _check_tool_schema(schema)
+        verdict = _check_tool_schema(schema)
     except SchemaRefused as exc:
         verdict = (exc.reason, str(exc))
-    else:
-        verdict = None
     if key is not None:
         with _VERDICTS_LOCK:
             _VERDICTS[key] = verdict
             while len(_VERDICTS) > _VERDICTS_MAX:
                 _VERDICTS.popitem(last=False)
-    if verdict is not None:
-        raise SchemaRefused(*verdict)
+    if isinstance(verdict, int):
+        return verdict
+    raise SchemaRefused(*verdict)
 
 
-def _check_tool_schema(schema: object) -> None:
+def _check_tool_schema(schema: object) -> int:
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         raise SchemaRefused("schema_invalid", "parameters must be a JSON Schema of type object")
     has_pattern_properties = False
+    program = 0
     for node in _walk(schema):
         for key in _REF_KEYS:
             ref = node.get(key)
@@ -368,9 +414,16 @@ def _check_tool_schema(schema: object) -> None:
             patterns.extend(node["patternProperties"])
         for pattern in patterns:
             try:
-                compile_untrusted(pattern)
+                program += program_bytes(_compiled(pattern))
             except PatternError as exc:
                 raise SchemaRefused(exc.reason, f"pattern {str(pattern)[:100]!r}: {exc}") from exc
+            if program > MAX_SCHEMA_PROGRAM_BYTES:
+                # Refused as soon as the sum is past it: checking costs no more than it.
+                raise SchemaRefused(
+                    "schema_too_costly",
+                    f"its patterns compile to over {MAX_SCHEMA_PROGRAM_BYTES // 1024} KiB "
+                    "of program together",
+                )
     if has_pattern_properties and any("unevaluatedProperties" in n for n in _walk(schema)):
         raise SchemaRefused(
             "schema_keyword", "unevaluatedProperties cannot be combined with patternProperties"
@@ -400,6 +453,7 @@ def _check_tool_schema(schema: object) -> None:
             "schema_too_costly",
             f"one value could cost over {MAX_SCHEMA_COST} subschema evaluations",
         )
+    return program
 
 
 def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Any]:

@@ -49,7 +49,7 @@ from typing import Any
 
 from django_webfetch.net.errors import PolicyError
 from django_webfetch.net.hosts import EntryKind, ListEntry, parse_list_entry
-from django_webfetch.schemas import SchemaRefused, check_tool_schema
+from django_webfetch.schemas import MAX_SCHEMA_PROGRAM_BYTES, SchemaRefused, check_tool_schema
 from django_webfetch.text.patterns import PatternError, compile_untrusted
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "MAX_EGRESS_ENTRIES",
     "MAX_MANIFEST_BYTES",
     "MAX_PATTERN_LENGTH",
+    "MAX_MANIFEST_PROGRAM_BYTES",
     "MAX_TOOLS",
     "REASONS",
     "ConfigField",
@@ -78,6 +79,10 @@ __all__ = [
 MAX_MANIFEST_BYTES = 64 * 1024  # the manifest's data serialised as JSON
 MAX_EGRESS_ENTRIES = 32
 MAX_TOOLS = 32
+#: The most program the patterns of all of a manifest's tools compile to together (each
+#: schema's is bounded alone, ``schemas.MAX_SCHEMA_PROGRAM_BYTES``): the host's CPU to
+#: accept a manifest stays under ~0.1 s whatever its tools (issue 30, round 30, finding 2).
+MAX_MANIFEST_PROGRAM_BYTES = 2 * MAX_SCHEMA_PROGRAM_BYTES
 MAX_CONFIG_FIELDS = 32
 MAX_PATTERN_LENGTH = 200
 MAX_STRING_LENGTH = 4096  # ceiling of a config string's maxLength
@@ -459,7 +464,9 @@ def _size(data: object) -> int:
     return len(text.encode("utf-8"))
 
 
-def _parse_tool(raw: object, index: int) -> ToolSpec:
+def _parse_tool(raw: object, index: int, spent: list[int] | None = None) -> ToolSpec:
+    """One tool of a manifest; ``spent``: the program the manifest's schemas compiled to so
+    far (``MAX_MANIFEST_PROGRAM_BYTES``), this tool's added."""
     if not isinstance(raw, Mapping):
         raise ManifestError("tool", f"tool #{index} must be a mapping")
     unknown = set(raw) - _TOOL_KEYS
@@ -476,9 +483,17 @@ def _parse_tool(raw: object, index: int) -> ToolSpec:
         raise ManifestError("tool", f"tool {name!r}: parameters must be a JSON Schema object")
     try:
         # Local references only, nothing fetched; every pattern on RE2 under limits.
-        check_tool_schema(parameters)
+        program = check_tool_schema(parameters)
     except SchemaRefused as exc:
         raise ManifestError(exc.reason, f"tool {name!r}: {exc}") from exc
+    if spent is not None:
+        spent[0] += program
+        if spent[0] > MAX_MANIFEST_PROGRAM_BYTES:
+            raise ManifestError(
+                "schema_too_costly",
+                f"tool {name!r}: the patterns of the plugin's tools compile to over "
+                f"{MAX_MANIFEST_PROGRAM_BYTES // 1024} KiB of program together",
+            )
     handler = raw.get("handler")
     if not callable(handler):
         raise ManifestError("tool", f"tool {name!r}: handler must be callable")
@@ -562,7 +577,8 @@ def parse_manifest(raw: object) -> Manifest:
         raise ManifestError("tool", f"plugin {name!r}: tools must be a list")
     if len(tools_raw) > MAX_TOOLS:
         raise ManifestError("tool", f"plugin {name!r}: more than {MAX_TOOLS} tools")
-    tools = tuple(_parse_tool(t, i) for i, t in enumerate(tools_raw))
+    spent = [0]
+    tools = tuple(_parse_tool(t, i, spent) for i, t in enumerate(tools_raw))
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise ManifestError("tool", f"plugin {name!r}: two tools share a name")

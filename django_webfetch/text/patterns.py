@@ -39,6 +39,7 @@ __all__ = [
     "compile_pattern",
     "compile_untrusted",
     "is_linear",
+    "program_bytes",
 ]
 
 #: What ``is_linear`` recognises; tests assert it.
@@ -100,6 +101,12 @@ def compile_untrusted(pattern: object) -> Any:
             f"the compiled pattern is over {MAX_PROGRAM_BYTES // 1024} KiB",
         )
     return compiled
+
+
+def program_bytes(compiled: Any) -> int:
+    """The bytes of ``compiled``'s forward and reverse programs (what RE2 built, in time
+    linear in them): what a caller compiling many untrusted patterns sums to bound them."""
+    return int(compiled.programsize + compiled.reverseprogramsize) * _INSTRUCTION_BYTES
 
 
 def is_linear(compiled: object) -> bool:

@@ -189,6 +189,17 @@ def test_an_untrusted_pattern_is_a_string_within_the_program_limit():
     assert compile_untrusted("a{1000}" * 4).search("a" * 4000)
 
 
+def test_an_untrusted_patterns_program_is_counted_both_ways():
+    """``program_bytes``: what a caller compiling many patterns sums (``schemas``: issue
+    30, round 30, finding 2); its forward and reverse programs, 8 bytes an instruction,
+    growing with what the pattern makes RE2 build."""
+    from django_webfetch.text.patterns import MAX_PROGRAM_BYTES, compile_untrusted, program_bytes
+
+    small, large = compile_untrusted("^a$"), compile_untrusted("a{1000}" * 4)
+    assert program_bytes(small) == (small.programsize + small.reverseprogramsize) * 8
+    assert 0 < program_bytes(small) < program_bytes(large) <= 2 * MAX_PROGRAM_BYTES
+
+
 def test_a_heading_over_the_furniture_bound_is_no_furniture():
     from django_webfetch.text.furniture import MAX_FURNITURE_CHARS, furniture_heading
 
