@@ -19,6 +19,7 @@ names.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -95,7 +96,9 @@ def test_a_data_files_copy_named_with_a_word_before_it_is_not_readable(
         "disable_existing_loggers": False,
         "handlers": {"file": {"class": "logging.FileHandler", "filename": str(log)}},
     }
-    masked = bubblewrap.hidden_paths([os.path.realpath(system_library_dir)], [])
+    with bubblewrap._reading() as listings:
+        masked = bubblewrap.hidden_paths([os.path.realpath(system_library_dir)], [])
+    assert os.path.realpath(data) in listings, listings  # a new copy retires pooled processes
     for name in ("db.sqlite3", "django.log", *controls):  # masked before: the controls
         assert os.path.realpath(data / name) in masked, name
     missing = [name for name in _PREFIXED_COPIES if os.path.realpath(data / name) not in masked]
@@ -106,3 +109,87 @@ def test_a_data_files_copy_named_with_a_word_before_it_is_not_readable(
         f"copies of the site's database and log not masked: {missing}; "
         f"read whole in the sandbox: {seen['leaked']}"
     )
+
+
+_ROOTS = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
+_EXTENSIONS = st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True)
+#: The words an operator, a backup script or a file manager puts before a copy's name.
+_PREFIXES = ("backup", "old", "bak", "prev", "Copy of", "copy (2) of", "%Y%m%d", "%Y-%m-%d")
+#: What comes between such a word and the name (or the root).
+_SEPARATORS = ("-", "_", ".", " ", " - ", "(", "[", "+", "@", "~")
+#: What follows the whole name in a copy (nothing, a backup suffix, a duplicate's number).
+_TAILS = ("", ".bak", " (1)", "~", ".gz", "-old", "_%Y%m%d", " copy")
+#: What follows the root in a copy that keeps the extension last (GNOME's and macOS's
+#: duplicates, dates, words).
+_AFTERS = (" (1)", " (copy 2)", " copy", " 2", "-old", "_%Y-%m-%d", ".%Y%m%d", "-%Y%m%d%H", ".1")
+_COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zst", ".Z", ".gz.gz")
+#: Letters or digits glued to the root: it is then part of a longer word.
+_GLUES = ("my", "x", "old", "backup", "2", "app")
+_CASES = (str, str.upper, str.title, str.swapcase, str.casefold)
+
+
+@st.composite
+def _word_copy(draw: Any) -> tuple[str, str, list[str]]:
+    """(a data file's name, a copy of it named with a word before it or a word after its
+    root, in some case, neighbours that hold its root only inside a longer word or have
+    another extension)."""
+    root, extension = draw(_ROOTS), draw(_EXTENSIONS)
+    name = f"{root}.{extension}"
+    moment = time.gmtime(draw(st.integers(0, 4_102_444_800)))
+
+    def pick(options: tuple[str, ...]) -> str:
+        return time.strftime(draw(st.sampled_from(options)), moment)
+
+    lead = draw(st.sampled_from(["", pick(_PREFIXES) + pick(_SEPARATORS)]))
+    after, glue = pick(_AFTERS), draw(st.sampled_from(_GLUES))
+    compressed = draw(st.sampled_from(_COMPRESSED))
+    if draw(st.booleans()):  # the whole name as a word, a word before it
+        lead = lead or pick(_PREFIXES) + pick(_SEPARATORS)
+        copy = f"{lead}{name}{pick(_TAILS)}"
+    else:  # the root as a word, the extension last
+        copy = f"{lead}{root}{after}.{extension}{compressed}"
+    copy = draw(st.sampled_from(_CASES))(copy)
+    other = "txt" if extension != "txt" else "dat"
+    neighbours = [
+        f"{glue}{root}.{extension}",  # a glued prefix: the documented limit
+        f"{root}{glue}.{extension}",  # a longer word that starts with the root
+        f"{lead}{glue}{root}{after}.{extension}",
+        f"{lead}{root}{glue}{after}.{extension}",
+        f"{lead}{root}{after}.{other}",  # another extension
+        f"{lead}{root}{after}.{extension}x",  # the extension continued
+        f"{lead}{root}{after}.{extension}.txt",  # no compression after it
+    ]
+    # The root that is itself one of the words around it (``old`` in ``old-old.log``)
+    # makes a neighbour a copy: not a neighbour then.
+    around = (lead + " " + after + " " + glue + " " + other).casefold()
+    if re.search(rf"(?<![^\W_]){re.escape(root)}(?![^\W_])", around):
+        neighbours = []
+    return name, copy, neighbours
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(case=_word_copy())
+def test_every_copy_of_a_data_file_named_with_a_word_before_or_after_is_among_its_copies(
+    case: tuple[str, str, list[str]],
+) -> None:
+    """History: issue 30, round 30, finding 1 (Low).  Over generated data file names and
+    their copies named with a word, a date or a duplicate's number before the name or
+    after its root (any separator: ``-``, ``_``, ``.``, space, parenthesis, bracket;
+    any case; the extension kept last, compressed or not): each is among
+    ``bubblewrap.copies`` of the file; no neighbour is (the root glued to a longer word
+    before or after it, another extension, an extension continued or followed by a
+    non-compression suffix)."""
+    name, copy, neighbours = case
+    with tempfile.TemporaryDirectory() as top:
+        real = os.path.realpath(top)
+        path = os.path.join(real, name)
+        Path(path).write_text("today\n")
+        Path(real, copy).write_text("a copy\n")
+        for neighbour in neighbours:
+            if neighbour not in (name, copy):
+                Path(real, neighbour).write_text("a neighbour\n")
+        found = bubblewrap.copies(path)[0]
+        assert os.path.join(real, copy) in found, (copy, found)
+        for neighbour in neighbours:
+            if neighbour not in (name, copy):
+                assert os.path.join(real, neighbour) not in found, (neighbour, found)
