@@ -123,8 +123,11 @@ _TAILS = ("", ".bak", " (1)", "~", ".gz", "-old", "_%Y%m%d", " copy")
 #: duplicates, dates, words).
 _AFTERS = (" (1)", " (copy 2)", " copy", " 2", "-old", "_%Y-%m-%d", ".%Y%m%d", "-%Y%m%d%H", ".1")
 _COMPRESSED = ("", ".gz", ".bz2", ".xz", ".zst", ".Z", ".gz.gz")
-#: Letters or digits glued to the root: it is then part of a longer word.
-_GLUES = ("my", "x", "old", "backup", "2", "app")
+#: Letters or digits glued to the root: it is then part of a longer word.  (After the
+#: root, a date, a version or a copy word glued makes a copy: ``_GLUED_AFTER``.)
+_GLUES = ("my", "x", "2", "app", "news")
+#: Glued after the root, each makes a copy, as after a directory's name (``_GLUED_COPY``).
+_GLUED_AFTER = ("%Y%m%d", "%Y-%m-%d", "%d.%m.%Y", "v41", "OLD", "bak2", "copy", "Backup")
 _CASES = (str, str.upper, str.title, str.swapcase, str.casefold)
 
 
@@ -146,12 +149,15 @@ def _word_copy(draw: Any) -> tuple[str, str, list[str]]:
     if draw(st.booleans()):  # the whole name as a word, a word before it
         lead = lead or pick(_PREFIXES) + pick(_SEPARATORS)
         copy = f"{lead}{name}{pick(_TAILS)}"
-    else:  # the root as a word, the extension last
+    elif draw(st.booleans()):  # the root as a word, the extension last
         copy = f"{lead}{root}{after}.{extension}{compressed}"
+    else:  # the root and a date, a version or a copy word glued to it
+        copy = f"{lead}{root}{pick(_GLUED_AFTER)}.{extension}{compressed}"
     copy = draw(st.sampled_from(_CASES))(copy)
     other = "txt" if extension != "txt" else "dat"
     neighbours = [
         f"{glue}{root}.{extension}",  # a glued prefix: the documented limit
+        f"old{root}.{extension}",
         f"{root}{glue}.{extension}",  # a longer word that starts with the root
         f"{lead}{glue}{root}{after}.{extension}",
         f"{lead}{root}{glue}{after}.{extension}",
@@ -175,7 +181,8 @@ def test_every_copy_of_a_data_file_named_with_a_word_before_or_after_is_among_it
     """History: issue 30, round 30, finding 1 (Low).  Over generated data file names and
     their copies named with a word, a date or a duplicate's number before the name or
     after its root (any separator: ``-``, ``_``, ``.``, space, parenthesis, bracket;
-    any case; the extension kept last, compressed or not): each is among
+    or a date, a version or a copy word glued after the root; any case; the extension
+    kept last, compressed or not): each is among
     ``bubblewrap.copies`` of the file; no neighbour is (the root glued to a longer word
     before or after it, another extension, an extension continued or followed by a
     non-compression suffix)."""

@@ -1651,15 +1651,17 @@ def _data_copy(entry: str, name: str) -> bool:
     it as a word (``backup-db.sqlite3``, ``old.django.log``, ``db.sqlite3 (copy)``,
     ``DB.SQLITE3.BAK``), or ``<root>`` in it as a word with ``<ext>`` last after it,
     optionally followed by compression suffixes (``db (1).sqlite3``, ``db copy.sqlite3``,
-    ``old_db-20261207.sqlite3.gz``), where ``<root>`` and ``<ext>`` split ``name`` at
-    its last dot; a word is bounded on each side by an end of the entry or a character
-    that is no letter or digit (space, parenthesis, ``-``, ``_``, ``.``).  Never the
-    entry ``name`` itself, nor a neighbour that holds the root only inside a longer word
-    (``mydb.sqlite3``, ``dbx.sqlite3``, ``xdb.sqlite3``, ``djangoapp.log``) or has
-    another extension last (``db-old.txt``: a copy keeps the extension, or the whole
-    name).  A glued prefix (``olddb.sqlite3``) stays a neighbour: the root is no word
-    there.  Plain string operations, linear in the name (at most ``NAME_MAX`` bytes;
-    each occurrence of the name or root found once).  Issue 30, round 30, finding 1;
+    ``old_db-20261207.sqlite3.gz``), or followed directly by a date, a version or a copy
+    word (``_GLUED_COPY``: ``db20261207.sqlite3``, ``djangoOLD.log``), where ``<root>``
+    and ``<ext>`` split ``name`` at its last dot; a word is bounded on each side by an
+    end of the entry or a character that is no letter or digit (space, parenthesis,
+    ``-``, ``_``, ``.``).  Never the entry ``name`` itself, nor a neighbour that holds
+    the root only inside a longer word (``mydb.sqlite3``, ``dbx.sqlite3``, ``db2.sqlite3``,
+    ``xdb.sqlite3``, ``djangoapp.log``) or has another extension last (``db-old.txt``: a
+    copy keeps the extension, or the whole name).  A glued prefix (``olddb.sqlite3``)
+    stays a neighbour: the root is no word there.  Plain string operations and one
+    anchored ``_GLUED_COPY`` match per occurrence of the root, linear in the name (at
+    most ``NAME_MAX`` bytes).  Issue 30, round 30, finding 1;
     docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst."""
     if entry == name:
         return False
@@ -1687,7 +1689,12 @@ def _data_copy(entry: str, name: str) -> bool:
             break
     start = folded.find(root)
     while start != -1 and start + len(root) <= limit:
-        if _as_word(folded, start, start + len(root)):
+        end = start + len(root)
+        if _as_word(folded, start, end) or (
+            (start == 0 or not folded[start - 1].isalnum())
+            and end < limit
+            and _GLUED_COPY.match(folded, end) is not None
+        ):
             return True
         start = folded.find(root, start + 1)
     return False
