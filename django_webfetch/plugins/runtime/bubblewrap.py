@@ -1571,7 +1571,9 @@ def _of_stem(entry: str, stem: str, *, data: bool = False) -> bool:
     database), ``STEM-<anything>`` (logrotate's ``dateext``: ``django.log-20261207``,
     ``.gz``; a SQLite super-journal; issue 30, round 24, finding 3) and the names that
     keep its extension last (``_keeps_extension``: logrotate's ``extension``,
-    ``django.1.log.gz``, ``django-20261206.log``; round 28, finding 3)."""
+    ``django.1.log.gz``, ``django-20261206.log``; round 28, finding 3) or hold its name,
+    or its root with the extension last, as a word in any case (``_data_copy``:
+    ``backup-db.sqlite3``, ``db (1).sqlite3``, ``old.django.log``; round 30, finding 1)."""
     core = entry
     for prefix in _EDITOR_PREFIXES:
         if core.startswith(prefix):
@@ -1913,7 +1915,8 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     that other distributions did not install whole (``_directory_entries``).  A file is itself,
     each entry beside it of the same stem (``_of_stem``: the legacy ``settings.pyc``,
     ``settings.py~``, ``.settings.py.swp``; for a file that is no module, a log or a
-    database, ``NAME-*`` and ``<root><sep>*<ext>`` too: its rotations), and each entry
+    database, ``NAME-*``, ``<root><sep>*<ext>`` and every name holding it or its root as a
+    word, ``_data_copy``: its rotations and an operator's copies), and each entry
     of the same stem in its cache directories (``_cache_dirs``:
     ``settings.cpython-311.pyc``, ``.opt-1.pyc``, ``.opt-2.pyc``, any implementation's
     tag).
