@@ -1571,7 +1571,9 @@ def _of_stem(entry: str, stem: str, *, data: bool = False) -> bool:
     database), ``STEM-<anything>`` (logrotate's ``dateext``: ``django.log-20261207``,
     ``.gz``; a SQLite super-journal; issue 30, round 24, finding 3) and the names that
     keep its extension last (``_keeps_extension``: logrotate's ``extension``,
-    ``django.1.log.gz``, ``django-20261206.log``; round 28, finding 3)."""
+    ``django.1.log.gz``, ``django-20261206.log``; round 28, finding 3) or hold its name,
+    or its root with the extension last, as a word in any case (``_data_copy``:
+    ``backup-db.sqlite3``, ``db (1).sqlite3``, ``old.django.log``; round 30, finding 1)."""
     core = entry
     for prefix in _EDITOR_PREFIXES:
         if core.startswith(prefix):
@@ -1581,7 +1583,9 @@ def _of_stem(entry: str, stem: str, *, data: bool = False) -> bool:
     # The entry as it is too: a stem that starts with a prefix (``.env``, ``.env.bak``).
     if core.startswith(endings) or entry.startswith(endings):
         return True
-    return data and (_keeps_extension(core, stem) or _keeps_extension(entry, stem))
+    return data and (
+        _keeps_extension(core, stem) or _keeps_extension(entry, stem) or _data_copy(entry, stem)
+    )
 
 
 #: Rotated copies of a data file that keep its extension last: ``<root><sep>...<ext>``.
@@ -1631,6 +1635,73 @@ def _keeps_extension(entry: str, name: str) -> bool:
     return rest.endswith(ext)
 
 
+#: ``_COMPRESSION_SUFFIXES`` casefolded, for names compared in any case.
+_FOLDED_COMPRESSION_SUFFIXES = tuple(dict.fromkeys(s.casefold() for s in _COMPRESSION_SUFFIXES))
+
+
+def _as_word(folded: str, start: int, end: int) -> bool:
+    """Whether ``folded[start:end]`` is bounded on each side by an end of ``folded`` or a
+    character that is no letter or digit."""
+    return (start == 0 or not folded[start - 1].isalnum()) and (
+        end == len(folded) or not folded[end].isalnum()
+    )
+
+
+def _data_copy(entry: str, name: str) -> bool:
+    """Whether the directory entry ``entry`` is named as a copy of the data file ``name``
+    beside it, as a directory's copies are (``_of_directory``), in any case: ``name`` in
+    it as a word (``backup-db.sqlite3``, ``old.django.log``, ``db.sqlite3 (copy)``,
+    ``DB.SQLITE3.BAK``), or ``<root>`` in it as a word with ``<ext>`` last after it,
+    optionally followed by compression suffixes (``db (1).sqlite3``, ``db copy.sqlite3``,
+    ``old_db-20261207.sqlite3.gz``), or followed directly by a date, a version or a copy
+    word (``_GLUED_COPY``: ``db20261207.sqlite3``, ``djangoOLD.log``), where ``<root>``
+    and ``<ext>`` split ``name`` at its last dot; a word is bounded on each side by an
+    end of the entry or a character that is no letter or digit (space, parenthesis,
+    ``-``, ``_``, ``.``).  Never the entry ``name`` itself, nor a neighbour that holds
+    the root only inside a longer word (``mydb.sqlite3``, ``dbx.sqlite3``, ``db2.sqlite3``,
+    ``xdb.sqlite3``, ``djangoapp.log``) or has another extension last (``db-old.txt``: a
+    copy keeps the extension, or the whole name).  A glued prefix (``olddb.sqlite3``)
+    stays a neighbour: the root is no word there.  Plain string operations and one
+    anchored ``_GLUED_COPY`` match per occurrence of the root, linear in the name (at
+    most ``NAME_MAX`` bytes).  Issue 30, round 30, finding 1;
+    docs/decisions/0060-the-sites-data-is-masked-with-its-code.rst."""
+    if entry == name:
+        return False
+    folded, word = entry.casefold(), name.casefold()
+    start = folded.find(word)
+    while start != -1:
+        if _as_word(folded, start, start + len(word)):
+            return True
+        start = folded.find(word, start + 1)
+    root, dot, extension = word.rpartition(".")
+    if not root or not dot or not extension:
+        return False
+    # Where ``<ext>`` starts when it is last, before at most ``_COMPRESSION_DEPTH``
+    # compression suffixes: the latest such place (the fewest suffixes taken off).
+    ext, rest, limit = "." + extension, folded, -1
+    for _ in range(_COMPRESSION_DEPTH + 1):
+        if rest.endswith(ext):
+            limit = len(rest) - len(ext)
+            break
+        for suffix in _FOLDED_COMPRESSION_SUFFIXES:
+            if rest.endswith(suffix):
+                rest = rest[: -len(suffix)]
+                break
+        else:
+            break
+    start = folded.find(root)
+    while start != -1 and start + len(root) <= limit:
+        end = start + len(root)
+        if _as_word(folded, start, end) or (
+            (start == 0 or not folded[start - 1].isalnum())
+            and end < limit
+            and _GLUED_COPY.match(folded, end) is not None
+        ):
+            return True
+        start = folded.find(root, start + 1)
+    return False
+
+
 def _cache_dirs(directory: str) -> list[str]:
     """Where the interpreter keeps the bytecode of the modules of ``directory``: its
     ``__pycache__``, and the same directory under each bytecode cache prefix the site
@@ -1651,12 +1722,17 @@ def _entries(directory: str, stem: str, *, data: bool = False) -> list[str]:
     except OSError:
         return []
     # ``stem in name`` first: a package directory holds thousands of entries (a data
-    # file's copies that keep its extension hold only what comes before its last dot).
-    word = (stem.rpartition(".")[0] or stem) if data else stem
+    # file's copies that keep its extension hold only what comes before its last dot, in
+    # any case: ``_data_copy``).
+    if not data:
+        return [
+            os.path.join(directory, name) for name in names if stem in name and _of_stem(name, stem)
+        ]
+    word = (stem.rpartition(".")[0] or stem).casefold()
     return [
         os.path.join(directory, name)
         for name in names
-        if word in name and _of_stem(name, stem, data=data)
+        if word in name.casefold() and _of_stem(name, stem, data=True)
     ]
 
 
@@ -1839,7 +1915,8 @@ def copies(path: str) -> tuple[list[str], list[str]]:
     that other distributions did not install whole (``_directory_entries``).  A file is itself,
     each entry beside it of the same stem (``_of_stem``: the legacy ``settings.pyc``,
     ``settings.py~``, ``.settings.py.swp``; for a file that is no module, a log or a
-    database, ``NAME-*`` and ``<root><sep>*<ext>`` too: its rotations), and each entry
+    database, ``NAME-*``, ``<root><sep>*<ext>`` and every name holding it or its root as a
+    word, ``_data_copy``: its rotations and an operator's copies), and each entry
     of the same stem in its cache directories (``_cache_dirs``:
     ``settings.cpython-311.pyc``, ``.opt-1.pyc``, ``.opt-2.pyc``, any implementation's
     tag).
