@@ -133,6 +133,7 @@ REASONS = frozenset(
         "manifest_shape",
         "manifest_too_large",
         "manifest_version",
+        "schema_too_costly",
         "tool",
         "tool_group",
         "tool_group_not_owned",

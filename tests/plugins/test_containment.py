@@ -198,6 +198,9 @@ def test_the_allow_list_is_what_the_docs_say():
     assert 0x5412 not in bubblewrap.IOCTL_REQUESTS  # TIOCSTI
     # PR_SET_PDEATHSIG: the process would outlive its host (issue 30, sixth attack, 1).
     assert not set(bubblewrap.PRCTL_REFUSED) & set(bubblewrap.PRCTL_OPTIONS)
+    # SO_PEERCRED, SO_PEERSEC, SO_PEERGROUPS, SO_PEERPIDFD: the peer, the host (round 31).
+    assert "getsockopt" not in allowed and "getsockopt" in bubblewrap.CONDITIONAL
+    assert not set(bubblewrap.GETSOCKOPT_REFUSED) & set(bubblewrap.GETSOCKOPT_OPTIONS)
     assert 1 in bubblewrap.PRCTL_REFUSED
     # Send and receive only with their flags checked (MSG_OOB: sixth attack, finding 4).
     assert {"sendto", "recvfrom"} <= set(bubblewrap.CONDITIONAL)

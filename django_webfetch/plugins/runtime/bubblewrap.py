@@ -222,7 +222,6 @@ ALLOWED: tuple[tuple[str, tuple[str, ...]], ...] = (
         "each keeping its socket's queued bytes while in no /proc/<pid>/fd)",
         (
             "shutdown",
-            "getsockopt",
             "getsockname",
             "getpeername",
         ),  # fmt: skip
@@ -342,8 +341,17 @@ IOCTL_REQUESTS = (0x5451, 0x5450, 0x5421, 0x541B, 0x5401)
 PRCTL_OPTIONS = (2, 3, 15, 16, 21, 22, 38, 39, 23)
 #: prctl options that are never in PRCTL_OPTIONS (tests/plugins/test_containment.py).
 PRCTL_REFUSED = (1,)
+#: getsockopt options, of SOL_SOCKET only: SO_TYPE, SO_ERROR, SO_PROTOCOL, SO_DOMAIN (what
+#: ``socket.socket(fileno=...)`` and a connect's outcome read).  Never SO_PEERPIDFD (77):
+#: a descriptor of the host process from the channel (issue 30, round 31, finding 1), nor
+#: SO_PEERCRED (17) or SO_PEERSEC (31), what the peer is.
+GETSOCKOPT_OPTIONS = (3, 4, 38, 39)
+#: getsockopt options that are never in GETSOCKOPT_OPTIONS (tests/plugins/test_containment.py).
+GETSOCKOPT_REFUSED = (17, 31, 59, 77)
 #: With arguments: why each is allowed only so.
 CONDITIONAL = {
+    "getsockopt": "SOL_SOCKET's options of GETSOCKOPT_OPTIONS only: no SO_PEERPIDFD (a "
+    "descriptor of the host process, outside the PID namespace), no peer credentials",
     "mmap": "private or file-backed only: MAP_SHARED|MAP_ANONYMOUS is memory a file "
     "descriptor can keep past the address-space limit",
     "clone": "threads only (CLONE_THREAD): no new process",
@@ -2135,6 +2143,8 @@ def seccomp_program() -> bytes:
         allow("ioctl", sc.Arg(1, sc.EQ, request))
     for option in PRCTL_OPTIONS:
         allow("prctl", sc.Arg(0, sc.EQ, option))
+    for option in GETSOCKOPT_OPTIONS:
+        allow("getsockopt", sc.Arg(1, sc.EQ, socket.SOL_SOCKET), sc.Arg(2, sc.EQ, option))
     allow(
         "socketpair",
         sc.Arg(0, sc.EQ, socket.AF_UNIX),

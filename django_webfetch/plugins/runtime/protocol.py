@@ -143,9 +143,16 @@ def shape(body: bytes, most: int = MAX_VALUES) -> tuple[int, int]:
         del pieces
         values += len(outside.translate(None, _NOT_VALUE_STARTS))
         brackets = outside.translate(None, _NOT_BRACKETS)
+        after = level + len(brackets) - 2 * (brackets.count(b"]") + brackets.count(b"}"))
+        if after < 0:
+            # More brackets closed than opened: no JSON text (the parse refuses it), and
+            # never walked: each bracket walked is one opened (a value, so bounded by
+            # ``most``) or one closed after it (issue 30, round 31, finding 2: 8 MiB of
+            # ``]`` walked whole cost the host 0.6 s of CPU).
+            break
         steps = itertools.accumulate(map(_STEP.__getitem__, brackets), initial=level)
         deepest = max(itertools.chain((deepest,), steps))
-        level += len(brackets) - 2 * (brackets.count(b"]") + brackets.count(b"}"))
+        level = after
         if values > most:
             break
     return deepest, values
