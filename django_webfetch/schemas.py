@@ -199,16 +199,34 @@ class EvaluationBudgetExceeded(Exception):
 _BUDGET = _Budget()
 
 
-def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
+def _counted(keyword: Callable[..., Any], word: str = "") -> Callable[..., Any]:
     def run(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
         left = _BUDGET.left.get()
         if left is not None:
-            left[0] -= 1
+            left[0] -= _work(word, value, instance)
             if left[0] < 0:
                 raise EvaluationBudgetExceeded
         return keyword(validator, value, instance, schema)
 
     return run
+
+
+def _work(word: str, value: Any, instance: Any) -> int:
+    """What one evaluation of keyword ``word`` costs, in comparisons: 1, but for ``enum``
+    (the instance compared with each element, and the elements written in its message),
+    ``const``, ``required`` and ``dependentRequired`` (one error per name missing) and
+    ``uniqueItems`` (the items compared with each other), whose one evaluation is not
+    bounded by a constant (issue 30, round 32, finding 1: 4,096 evaluations of an enum of
+    15,000 elements took a minute of the host's CPU for the arguments ``{}``)."""
+    if word == "enum" and isinstance(value, (list, tuple)):
+        return 1 + len(value)
+    if word in ("const", "required") and isinstance(value, (list, tuple, Mapping)):
+        return 1 + len(value)  # a required name missing is one error each
+    if word == "dependentRequired" and isinstance(value, Mapping):
+        return 1 + sum(len(v) for v in value.values() if isinstance(v, (list, tuple)))
+    if word == "uniqueItems" and value is True and isinstance(instance, list):
+        return 1 + len(instance) * len(instance)
+    return 1
 
 
 @functools.cache
@@ -226,7 +244,7 @@ def _argument_validator() -> Any:
     }
     return extend(  # type: ignore[no-untyped-call]
         Draft202012Validator,
-        validators={word: _counted(keyword) for word, keyword in keywords.items()},
+        validators={word: _counted(keyword, word) for word, keyword in keywords.items()},
     )
 
 
@@ -335,7 +353,7 @@ def schema_cost(schema: Mapping[str, Any]) -> int:
         if key in on_path or len(on_path) > _MAX_REF_CHAIN:
             return 1 if key in on_path else MAX_SCHEMA_COST + 1
         on_path.add(key)
-        total = 1
+        total = 1 + _values_work(node)
         for sub in in_place(node) + descending(node):
             total += cost(sub)
             if total > MAX_SCHEMA_COST:
@@ -348,6 +366,35 @@ def schema_cost(schema: Mapping[str, Any]) -> int:
 
 
 _END = object()
+
+
+def _values_work(node: Any) -> int:
+    """What the ``enum``, ``const``, ``required`` and ``dependentRequired`` of ``node``
+    cost one instance node, counted with its subschemas (``schema_cost``): every value of
+    them, at any depth, may be compared with the instance or be one error (a fan-out of
+    references to a long enum or a long ``required`` costs its length each time: issue
+    30, round 32, finding 1)."""
+    if not isinstance(node, Mapping):
+        return 0
+    found = []
+    if isinstance(node.get("enum"), (list, tuple)):
+        found.extend(node["enum"])
+    if "const" in node:
+        found.append(node["const"])
+    # A name missing from the instance is one error each (an ``anyOf`` keeps them all).
+    if isinstance(node.get("required"), (list, tuple)):
+        found.extend(node["required"])
+    if isinstance(node.get("dependentRequired"), Mapping):
+        found.extend(node["dependentRequired"].values())
+    total = 0
+    while found and total <= MAX_SCHEMA_COST:
+        value = found.pop()
+        total += 1
+        if isinstance(value, Mapping):
+            found.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            found.extend(value)
+    return total
 
 
 #: Verdicts of :func:`check_tool_schema` by the schema's canonical JSON (a pure function of
