@@ -102,6 +102,16 @@ def _no_retrieval() -> Registry[Any]:
 
 
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+#: Refused in a tool's parameters: what they cost is counted by no bound here.
+_UNCOUNTED = (
+    "$anchor",
+    "$dynamicAnchor",
+    "$dynamicRef",
+    "$recursiveAnchor",
+    "$recursiveRef",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 _DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -226,6 +236,14 @@ def _work(word: str, value: Any, instance: Any) -> int:
         return 1 + sum(len(v) for v in value.values() if isinstance(v, (list, tuple)))
     if word == "uniqueItems" and value is True and isinstance(instance, list):
         return 1 + len(instance) * len(instance)
+    # Applicators: one subschema applied per member (an ``allOf`` of 7,200 empty schemas
+    # is 7,200 descents whose own keywords charge nothing), per item or per property.
+    if word in ("allOf", "anyOf", "oneOf", "prefixItems", "dependentSchemas", "properties"):
+        return 1 + (len(value) if isinstance(value, (list, tuple, Mapping)) else 0)
+    if word in ("items", "contains", "additionalProperties", "propertyNames"):
+        return 1 + (len(instance) if isinstance(instance, (list, Mapping)) else 0)
+    if word == "patternProperties" and isinstance(value, Mapping):
+        return 1 + len(value) * (1 + (len(instance) if isinstance(instance, Mapping) else 0))
     return 1
 
 
@@ -449,6 +467,22 @@ def _check_tool_schema(schema: object) -> int:
                     "schema_ref",
                     f"{key} {ref[:100]!r} is not local: only '#/...' references are resolved",
                 )
+        for key in _REF_KEYS:
+            ref = node.get(key)
+            if isinstance(ref, str) and ref.startswith("#") and ref != "#" and ref[1] != "/":
+                raise SchemaRefused(
+                    "schema_ref",
+                    f"{key} {ref[:100]!r} is not a JSON pointer: only '#' and '#/...' "
+                    "references are resolved",
+                )
+        # Keywords whose work no bound here counts (issue 30, round 33): an anchor is
+        # found by crawling the whole schema at each reference, and ``unevaluated*``
+        # walk their neighbours' subschemas again at each evaluation.
+        refused = sorted(word for word in _UNCOUNTED if word in node)
+        if refused:
+            raise SchemaRefused(
+                "schema_keyword", f"{refused[0]} is not accepted in a tool's parameters"
+            )
         if isinstance(node.get("$id"), str):
             raise SchemaRefused("schema_ref", "$id is not allowed (it re-bases references)")
         if isinstance(node.get("$schema"), str) and node["$schema"] != _DRAFT:
@@ -512,6 +546,12 @@ def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
     from jsonschema import ValidationError
     from referencing.exceptions import Unresolvable
 
+    # Only a schema the check accepts is run (its verdict is remembered): one that never
+    # went through it would run keywords no bound counts (issue 30, round 33).
+    try:
+        check_tool_schema(schema)
+    except SchemaRefused as exc:
+        return [ValidationError(f"the schema is refused: {exc}", validator=exc.reason)]
     validator = _argument_validator()(dict(schema), registry=_no_retrieval())
     token = _BUDGET.left.set([MAX_EVALUATIONS])
     try:
